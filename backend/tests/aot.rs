@@ -1,0 +1,1 @@
+//! AOT operator tests.

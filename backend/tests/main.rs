@@ -1,0 +1,2 @@
+//! The backend's one integration-test binary (LLVM links once).
+mod aot;

@@ -1,0 +1,1 @@
+//! Tritium procedural macros.

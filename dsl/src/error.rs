@@ -1,0 +1,33 @@
+//! The DSL's one error type.
+
+/// Errors raised while tracing, verifying, printing or parsing kernel IR.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A kernel-source construct is ill-typed or unsupported; names the user's `file:line:col`.
+    #[error("{location}: {message}")]
+    Trace {
+        /// `file:line:col` in the kernel source.
+        location: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The verifier rejected the IR.
+    #[error("{location}: verifier: {message}")]
+    Verify {
+        /// `file:line:col` of the offending op.
+        location: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The IR text could not be parsed.
+    #[error("IR text line {line}: {message}")]
+    Parse {
+        /// 1-based line in the text.
+        line: usize,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+/// The DSL's `Result`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

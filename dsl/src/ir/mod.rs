@@ -1,0 +1,1 @@
+//! The tile IR: one concept per file.

@@ -1,0 +1,1 @@
+//! Kernels written in the Tritium DSL.

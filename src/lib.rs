@@ -1,0 +1,3 @@
+//! Tritium: Triton-style tile kernels in Rust.
+pub use tritium_backend as backend;
+pub use tritium_dsl as dsl;
