@@ -1,0 +1,208 @@
+//! Element data types.
+
+use std::fmt;
+
+/// The element type of a scalar, a tile, or the target of a pointer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// 1-bit boolean (stored as one byte in memory).
+    Bool,
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 16-bit integer.
+    I16,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer.
+    I64,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// IEEE single precision.
+    F32,
+    /// IEEE double precision.
+    F64,
+}
+
+impl DType {
+    /// Every dtype, in declaration order.
+    pub const ALL: [DType; 13] = [
+        DType::Bool,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// The short name used in IR text: `i32`, `f16`, `bool`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "i8",
+            DType::I16 => "i16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::U16 => "u16",
+            DType::U32 => "u32",
+            DType::U64 => "u64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+
+    /// The seed's `str(dtype)` form used in custom-op symbols: `int32`, `float16`, `bfloat16`.
+    pub fn str_name(self) -> &'static str {
+        match self {
+            DType::Bool => "int1",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+
+    /// The C type name, as triton-ascend's `cname`: `int32_t`, `half`, `bfloat16_t`, `float`.
+    pub fn cname(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "int8_t",
+            DType::I16 => "int16_t",
+            DType::I32 => "int32_t",
+            DType::I64 => "int64_t",
+            DType::U8 => "uint8_t",
+            DType::U16 => "uint16_t",
+            DType::U32 => "uint32_t",
+            DType::U64 => "uint64_t",
+            DType::F16 => "half",
+            DType::BF16 => "bfloat16_t",
+            DType::F32 => "float",
+            DType::F64 => "double",
+        }
+    }
+
+    /// Parses the short name (`i32`) or the `str(dtype)` name (`int32`).
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL
+            .into_iter()
+            .find(|d| d.name() == name || d.str_name() == name)
+    }
+
+    /// Size of one element in memory, in bytes.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
+    /// Width in bits of the value (1 for bool).
+    pub fn bits(self) -> u32 {
+        match self {
+            DType::Bool => 1,
+            other => other.size_bytes() as u32 * 8,
+        }
+    }
+
+    /// True for f16, bf16, f32, f64.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// True for the signed and unsigned integers (not bool).
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != DType::Bool
+    }
+
+    /// True for the signed integers.
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+
+    /// True for the unsigned integers.
+    pub fn is_unsigned_int(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
+    /// True for bool.
+    pub fn is_bool(self) -> bool {
+        self == DType::Bool
+    }
+
+    /// The dtype two operands of a binary op are converted to (Triton's promotion rules):
+    /// float beats int; the wider float wins and f16 with bf16 gives f32; among integers the
+    /// wider wins and, at equal width, unsigned wins; bool is the weakest.
+    pub fn promote(a: DType, b: DType) -> DType {
+        use DType::*;
+        if a == b {
+            return a;
+        }
+        match (a.is_float(), b.is_float()) {
+            (true, true) => {
+                if matches!((a, b), (F16, BF16) | (BF16, F16)) {
+                    F32
+                } else if a.bits() >= b.bits() {
+                    a
+                } else {
+                    b
+                }
+            }
+            (true, false) => a,
+            (false, true) => b,
+            (false, false) => {
+                if a == Bool {
+                    return b;
+                }
+                if b == Bool {
+                    return a;
+                }
+                match a.bits().cmp(&b.bits()) {
+                    std::cmp::Ordering::Greater => a,
+                    std::cmp::Ordering::Less => b,
+                    std::cmp::Ordering::Equal => {
+                        if a.is_unsigned_int() {
+                            a
+                        } else {
+                            b
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,159 @@
+//! Instructions, blocks (regions) and kernel functions.
+
+use super::{Loc, Op, Type, Value};
+
+/// An operation with its results and kernel-source location.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inst {
+    /// Values defined by this op.
+    pub results: Vec<Value>,
+    /// The operation.
+    pub op: Op,
+    /// Where in the kernel source it was written.
+    pub loc: Loc,
+}
+
+/// A region: block arguments and a straight-line list of ops (control flow is nested).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Block {
+    /// Values bound on entry (loop induction variable, carried values).
+    pub args: Vec<Value>,
+    /// The ops, the last one a terminator for non-function regions.
+    pub insts: Vec<Inst>,
+}
+
+/// A kernel parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Param {
+    /// Its name in the kernel source.
+    pub name: String,
+    /// The value bound to it.
+    pub value: Value,
+}
+
+/// A traced kernel: parameters, a body and the type of every value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    /// Kernel name (a valid identifier).
+    pub name: String,
+    /// Runtime parameters in launch order.
+    pub params: Vec<Param>,
+    /// The body; it has no terminator.
+    pub body: Block,
+    /// `types[v.index()]` is the type of value `v`.
+    pub types: Vec<Type>,
+}
+
+impl Function {
+    /// The type of a value.
+    pub fn ty(&self, v: Value) -> &Type {
+        &self.types[v.index()]
+    }
+
+    /// Visits every instruction, depth first, in program order.
+    pub fn walk(&self, f: &mut impl FnMut(&Inst)) {
+        fn go(b: &Block, f: &mut impl FnMut(&Inst)) {
+            for inst in &b.insts {
+                f(inst);
+                for r in inst.op.regions() {
+                    go(r, f);
+                }
+            }
+        }
+        go(&self.body, f);
+    }
+
+    /// Indices of the pointer parameters that some store or atomic may write through.
+    pub fn written_params(&self) -> Vec<usize> {
+        let roots = self.pointer_roots();
+        let mut written = vec![false; self.params.len()];
+        self.walk(&mut |inst| {
+            let ptr = match &inst.op {
+                Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => *ptr,
+                _ => return,
+            };
+            for p in roots.get(&ptr).into_iter().flatten() {
+                written[*p] = true;
+            }
+        });
+        (0..self.params.len()).filter(|i| written[*i]).collect()
+    }
+
+    /// For every pointer-typed value, the parameters it may be derived from.
+    pub fn pointer_roots(&self) -> std::collections::HashMap<Value, Vec<usize>> {
+        use std::collections::HashMap;
+        let mut roots: HashMap<Value, Vec<usize>> = HashMap::new();
+        for (i, p) in self.params.iter().enumerate() {
+            roots.insert(p.value, vec![i]);
+        }
+        // Iterate to a fixed point: loop-carried pointers flow backwards through yields.
+        loop {
+            let before: usize = roots.values().map(Vec::len).sum();
+            propagate(&self.body, &mut roots);
+            if roots.values().map(Vec::len).sum::<usize>() == before {
+                return roots;
+            }
+        }
+        fn union(roots: &mut HashMap<Value, Vec<usize>>, dst: Value, srcs: &[Value]) {
+            let mut acc: Vec<usize> = roots.get(&dst).cloned().unwrap_or_default();
+            for s in srcs {
+                acc.extend(roots.get(s).into_iter().flatten());
+            }
+            acc.sort_unstable();
+            acc.dedup();
+            if !acc.is_empty() {
+                roots.insert(dst, acc);
+            }
+        }
+        fn propagate(b: &Block, roots: &mut HashMap<Value, Vec<usize>>) {
+            for inst in &b.insts {
+                match &inst.op {
+                    Op::For { init, body, .. } => {
+                        for (k, v) in init.iter().enumerate() {
+                            union(roots, body.args[k + 1], &[*v]);
+                        }
+                        propagate(body, roots);
+                        if let Some(Op::Yield(ys)) = body.insts.last().map(|i| &i.op) {
+                            for (k, y) in ys.iter().enumerate() {
+                                union(roots, body.args[k + 1], &[*y]);
+                                union(roots, inst.results[k], &[*y, init[k]]);
+                            }
+                        }
+                    }
+                    Op::While { init, cond, body } => {
+                        for (k, v) in init.iter().enumerate() {
+                            union(roots, cond.args[k], &[*v]);
+                            union(roots, body.args[k], &[*v]);
+                        }
+                        propagate(cond, roots);
+                        propagate(body, roots);
+                        if let Some(Op::Yield(ys)) = body.insts.last().map(|i| &i.op) {
+                            for (k, y) in ys.iter().enumerate() {
+                                union(roots, cond.args[k], &[*y]);
+                                union(roots, body.args[k], &[*y]);
+                                union(roots, inst.results[k], &[*y, init[k]]);
+                            }
+                        }
+                    }
+                    Op::If { then_region, else_region, .. } => {
+                        propagate(then_region, roots);
+                        propagate(else_region, roots);
+                        for region in [then_region, else_region] {
+                            if let Some(Op::Yield(ys)) = region.insts.last().map(|i| &i.op) {
+                                for (k, y) in ys.iter().enumerate() {
+                                    union(roots, inst.results[k], &[*y]);
+                                }
+                            }
+                        }
+                    }
+                    op => {
+                        let ops = op.operands();
+                        for r in &inst.results {
+                            union(roots, *r, &ops);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! Operations. Structured control flow carries its regions inline.
+
+use super::{Block, Value};
+
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $variant),* }
+        impl $name {
+            /// Every variant.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+            /// The name used in IR text.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $text),* }
+            }
+            /// Parses the IR-text name.
+            pub fn from_name(s: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.name() == s)
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// Binary elementwise arithmetic and bit operations.
+    BinOp {
+        /// `a + b`.
+        Add = "add",
+        /// `a - b`.
+        Sub = "sub",
+        /// `a * b`.
+        Mul = "mul",
+        /// `a / b`: true division for floats, truncating for integers (`x / 0 == 0`).
+        Div = "div",
+        /// `a % b`: remainder with the sign of `a` (`x % 0 == 0`).
+        Rem = "rem",
+        /// Bitwise/logical and.
+        And = "and",
+        /// Bitwise/logical or.
+        Or = "or",
+        /// Bitwise/logical xor.
+        Xor = "xor",
+        /// Left shift; the amount is taken modulo the bit width.
+        Shl = "shl",
+        /// Right shift (arithmetic for signed); the amount is taken modulo the bit width.
+        Shr = "shr",
+        /// Elementwise maximum (NaN-ignoring for floats, as `maxnum`).
+        Max = "max",
+        /// Elementwise minimum (NaN-ignoring for floats, as `minnum`).
+        Min = "min",
+    }
+}
+
+named_enum! {
+    /// Unary elementwise operations.
+    UnOp {
+        /// Arithmetic negation.
+        Neg = "neg",
+        /// Bitwise/logical not.
+        Not = "not",
+        /// `e^x`.
+        Exp = "exp",
+        /// `2^x`.
+        Exp2 = "exp2",
+        /// Natural logarithm.
+        Log = "log",
+        /// Base-2 logarithm.
+        Log2 = "log2",
+        /// Square root.
+        Sqrt = "sqrt",
+        /// `1 / sqrt(x)`.
+        Rsqrt = "rsqrt",
+        /// Absolute value.
+        Abs = "abs",
+        /// Sine.
+        Sin = "sin",
+        /// Cosine.
+        Cos = "cos",
+        /// Round toward negative infinity.
+        Floor = "floor",
+        /// Round toward positive infinity.
+        Ceil = "ceil",
+    }
+}
+
+impl UnOp {
+    /// True for the ops defined on floats only.
+    pub fn float_only(self) -> bool {
+        !matches!(self, UnOp::Neg | UnOp::Not | UnOp::Abs)
+    }
+}
+
+named_enum! {
+    /// Comparison predicates; the result is a bool tile.
+    CmpPred {
+        /// `==`.
+        Eq = "eq",
+        /// `!=`.
+        Ne = "ne",
+        /// `<`.
+        Lt = "lt",
+        /// `<=`.
+        Le = "le",
+        /// `>`.
+        Gt = "gt",
+        /// `>=`.
+        Ge = "ge",
+    }
+}
+
+named_enum! {
+    /// Reductions along one axis.
+    ReduceOp {
+        /// Sum.
+        Sum = "sum",
+        /// Maximum.
+        Max = "max",
+        /// Minimum.
+        Min = "min",
+        /// Index (i32) of the first maximum.
+        ArgMax = "argmax",
+        /// Index (i32) of the first minimum.
+        ArgMin = "argmin",
+    }
+}
+
+named_enum! {
+    /// Read-modify-write atomics; each returns the old value.
+    AtomicOp {
+        /// `*p += v`.
+        Add = "add",
+        /// `*p = max(*p, v)`.
+        Max = "max",
+        /// `*p = min(*p, v)`.
+        Min = "min",
+        /// `*p = v`.
+        Xchg = "xchg",
+    }
+}
+
+/// A constant: the bit pattern is interpreted by the result dtype.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Const {
+    /// An integer or bool (0/1) constant.
+    Int(i128),
+    /// A floating-point constant.
+    Float(f64),
+}
+
+/// One operation. Operands are values; results are listed on the [`Inst`](super::Inst).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// A constant splatted to the result shape.
+    Const(Const),
+    /// The program's index along `axis` (i32 scalar).
+    ProgramId(u32),
+    /// The grid size along `axis` (i32 scalar).
+    NumPrograms(u32),
+    /// `[start, end)` as an i32 tile.
+    Arange {
+        /// First value.
+        start: i64,
+        /// One past the last value.
+        end: i64,
+    },
+    /// A scalar repeated to the result shape.
+    Splat(Value),
+    /// A tile broadcast (size-1 dims and missing leading dims) to the result shape.
+    Broadcast(Value),
+    /// A size-1 dim inserted at `axis`.
+    ExpandDims {
+        /// The input.
+        x: Value,
+        /// Where the new dim goes.
+        axis: u32,
+    },
+    /// Same elements in row-major order, another shape.
+    Reshape(Value),
+    /// 2-D transpose.
+    Trans(Value),
+    /// Elementwise binary op on operands of the same shape and dtype.
+    Binary(BinOp, Value, Value),
+    /// Elementwise unary op.
+    Unary(UnOp, Value),
+    /// Elementwise comparison.
+    Cmp(CmpPred, Value, Value),
+    /// `cond ? a : b` elementwise.
+    Select(Value, Value, Value),
+    /// `a * b + c` with one rounding.
+    Fma(Value, Value, Value),
+    /// Conversion to the result dtype (float→int saturates, NaN→0, as Rust `as`).
+    Cast(Value),
+    /// Pointer plus element offset (integer tile), elementwise.
+    AddPtr(Value, Value),
+    /// Reduction along `axis`; the axis is removed from the shape.
+    Reduce {
+        /// Which reduction.
+        op: ReduceOp,
+        /// The input tile.
+        x: Value,
+        /// The reduced axis.
+        axis: u32,
+    },
+    /// `a @ b + acc` for 2-D tiles.
+    Dot {
+        /// `[M, K]`.
+        a: Value,
+        /// `[K, N]`.
+        b: Value,
+        /// `[M, N]` accumulator; its dtype is the result dtype.
+        acc: Value,
+    },
+    /// Loads through a pointer tile; masked-off lanes read nothing and give `other` (or 0).
+    Load {
+        /// Pointers.
+        ptr: Value,
+        /// Optional bool mask.
+        mask: Option<Value>,
+        /// Optional value for masked-off lanes.
+        other: Option<Value>,
+    },
+    /// Stores through a pointer tile; masked-off lanes write nothing.
+    Store {
+        /// Pointers.
+        ptr: Value,
+        /// Values.
+        value: Value,
+        /// Optional bool mask.
+        mask: Option<Value>,
+    },
+    /// Atomic read-modify-write; results are the old values.
+    Atomic {
+        /// Which op.
+        op: AtomicOp,
+        /// Pointers.
+        ptr: Value,
+        /// Operand values.
+        value: Value,
+        /// Optional bool mask.
+        mask: Option<Value>,
+    },
+    /// Atomic compare-and-swap; results are the old values.
+    AtomicCas {
+        /// Pointers.
+        ptr: Value,
+        /// Expected values.
+        cmp: Value,
+        /// New values.
+        value: Value,
+    },
+    /// `for iv in (lo..hi).step_by(step)` with loop-carried values.
+    /// `body.args = [iv, carried...]`; the body ends with `Yield(next carried...)`.
+    For {
+        /// Start (integer scalar).
+        lo: Value,
+        /// End, exclusive.
+        hi: Value,
+        /// Step (non-zero; negative counts down while `iv > hi`).
+        step: Value,
+        /// Initial carried values.
+        init: Vec<Value>,
+        /// The loop body.
+        body: Block,
+    },
+    /// `if cond { then } else { else }`; both regions end with `Yield` of the results.
+    If {
+        /// Bool scalar.
+        cond: Value,
+        /// Then region.
+        then_region: Block,
+        /// Else region.
+        else_region: Block,
+    },
+    /// `while cond(carried) { carried = body(carried) }`. `cond.args` and `body.args` are the
+    /// carried values; `cond` ends with `Condition`, `body` with `Yield`.
+    While {
+        /// Initial carried values.
+        init: Vec<Value>,
+        /// Computes the condition.
+        cond: Block,
+        /// The loop body.
+        body: Block,
+    },
+    /// Region terminator: the values the region produces.
+    Yield(Vec<Value>),
+    /// Terminator of a `While` condition region.
+    Condition(Value),
+}
+
+impl Op {
+    /// The IR-text mnemonic.
+    pub fn mnemonic(&self) -> &'static str {
+        match self {
+            Op::Const(_) => "const",
+            Op::ProgramId(_) => "program_id",
+            Op::NumPrograms(_) => "num_programs",
+            Op::Arange { .. } => "arange",
+            Op::Splat(_) => "splat",
+            Op::Broadcast(_) => "broadcast",
+            Op::ExpandDims { .. } => "expand_dims",
+            Op::Reshape(_) => "reshape",
+            Op::Trans(_) => "trans",
+            Op::Binary(op, ..) => op.name(),
+            Op::Unary(op, _) => op.name(),
+            Op::Cmp(..) => "cmp",
+            Op::Select(..) => "select",
+            Op::Fma(..) => "fma",
+            Op::Cast(_) => "cast",
+            Op::AddPtr(..) => "addptr",
+            Op::Reduce { .. } => "reduce",
+            Op::Dot { .. } => "dot",
+            Op::Load { .. } => "load",
+            Op::Store { .. } => "store",
+            Op::Atomic { .. } => "atomic",
+            Op::AtomicCas { .. } => "atomic_cas",
+            Op::For { .. } => "for",
+            Op::If { .. } => "if",
+            Op::While { .. } => "while",
+            Op::Yield(_) => "yield",
+            Op::Condition(_) => "condition",
+        }
+    }
+
+    /// The value operands, in order (not including values used inside regions).
+    pub fn operands(&self) -> Vec<Value> {
+        match self {
+            Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => vec![],
+            Op::Splat(x) | Op::Broadcast(x) | Op::Reshape(x) | Op::Trans(x) | Op::Cast(x) => {
+                vec![*x]
+            }
+            Op::ExpandDims { x, .. } | Op::Unary(_, x) | Op::Reduce { x, .. } => vec![*x],
+            Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![*a, *b],
+            Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![*a, *b, *c],
+            Op::Dot { a, b, acc } => vec![*a, *b, *acc],
+            Op::Load { ptr, mask, other } => {
+                let mut v = vec![*ptr];
+                v.extend(mask);
+                v.extend(other);
+                v
+            }
+            Op::Store { ptr, value, mask } | Op::Atomic { ptr, value, mask, .. } => {
+                let mut v = vec![*ptr, *value];
+                v.extend(mask);
+                v
+            }
+            Op::AtomicCas { ptr, cmp, value } => vec![*ptr, *cmp, *value],
+            Op::For { lo, hi, step, init, .. } => {
+                let mut v = vec![*lo, *hi, *step];
+                v.extend(init);
+                v
+            }
+            Op::If { cond, .. } => vec![*cond],
+            Op::While { init, .. } => init.clone(),
+            Op::Yield(v) => v.clone(),
+            Op::Condition(c) => vec![*c],
+        }
+    }
+
+    /// The regions of a control-flow op, in order.
+    pub fn regions(&self) -> Vec<&Block> {
+        match self {
+            Op::For { body, .. } => vec![body],
+            Op::If { then_region, else_region, .. } => vec![then_region, else_region],
+            Op::While { cond, body, .. } => vec![cond, body],
+            _ => vec![],
+        }
+    }
+
+    /// True for ops that write memory (their order relative to loads matters).
+    pub fn has_side_effects(&self) -> bool {
+        match self {
+            Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => true,
+            Op::For { .. } | Op::If { .. } | Op::While { .. } => {
+                self.regions().iter().any(|r| r.insts.iter().any(|i| i.op.has_side_effects()))
+            }
+            _ => false,
+        }
+    }
+
+    /// True for ops computed lane by lane from lanes of their operands.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            Op::Const(_)
+                | Op::Arange { .. }
+                | Op::Splat(_)
+                | Op::Broadcast(_)
+                | Op::ExpandDims { .. }
+                | Op::Reshape(_)
+                | Op::Trans(_)
+                | Op::Binary(..)
+                | Op::Unary(..)
+                | Op::Cmp(..)
+                | Op::Select(..)
+                | Op::Fma(..)
+                | Op::Cast(_)
+                | Op::AddPtr(..)
+                | Op::Load { .. }
+        )
+    }
+}

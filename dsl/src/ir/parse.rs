@@ -1,0 +1,523 @@
+//! Parser for the text form written by [`print_function`](super::print_function).
+
+use super::{
+    AtomicOp, BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Loc, Op, Param,
+    ReduceOp, Type, UnOp, Value,
+};
+use crate::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Val(u32),
+    Global(String),
+    Word(String),
+    Str(String),
+    Punct(char),
+}
+
+struct Parser {
+    toks: Vec<(Tok, usize)>,
+    pos: usize,
+    types: Vec<Option<Type>>,
+}
+
+/// Parses the text form of one kernel.
+pub fn parse_function(text: &str) -> Result<Function> {
+    let mut p = Parser { toks: lex(text)?, pos: 0, types: Vec::new() };
+    let f = p.function()?;
+    if p.pos != p.toks.len() {
+        return Err(p.err("trailing text after the kernel"));
+    }
+    Ok(f)
+}
+
+fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
+    let mut toks = Vec::new();
+    for (ln, line) in text.lines().enumerate() {
+        let line_no = ln + 1;
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if c.is_whitespace() {
+                i += 1;
+            } else if c == '/' && chars.get(i + 1) == Some(&'/') {
+                break;
+            } else if c == '%' || c == '@' {
+                let start = i + 1;
+                i += 1;
+                while i < chars.len() && is_word(chars[i]) {
+                    i += 1;
+                }
+                let s: String = chars[start..i].iter().collect();
+                if c == '@' {
+                    toks.push((Tok::Global(s), line_no));
+                } else {
+                    let n = s.parse().map_err(|_| Error::Parse {
+                        line: line_no,
+                        message: format!("bad value name `%{s}`"),
+                    })?;
+                    toks.push((Tok::Val(n), line_no));
+                }
+            } else if c == '"' {
+                let mut s = String::new();
+                i += 1;
+                loop {
+                    match chars.get(i) {
+                        None => {
+                            return Err(Error::Parse {
+                                line: line_no,
+                                message: "unterminated string".into(),
+                            })
+                        }
+                        Some('"') => break,
+                        Some('\\') => {
+                            i += 1;
+                            match chars.get(i) {
+                                Some('n') => s.push('\n'),
+                                Some('t') => s.push('\t'),
+                                Some(&c) => s.push(c),
+                                None => {}
+                            }
+                        }
+                        Some(&c) => s.push(c),
+                    }
+                    i += 1;
+                }
+                i += 1;
+                toks.push((Tok::Str(s), line_no));
+            } else if is_word(c) || c == '-' {
+                let start = i;
+                i += 1;
+                while i < chars.len() && (is_word(chars[i]) || chars[i] == '.' || chars[i] == '+')
+                {
+                    // `1e-5` keeps its sign inside a number.
+                    i += 1;
+                    if i < chars.len() && chars[i] == '-' && matches!(chars[i - 1], 'e' | 'E') {
+                        i += 1;
+                    }
+                }
+                toks.push((Tok::Word(chars[start..i].iter().collect()), line_no));
+            } else {
+                toks.push((Tok::Punct(c), line_no));
+                i += 1;
+            }
+        }
+    }
+    Ok(toks)
+}
+
+fn is_word(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+impl Parser {
+    fn err(&self, message: impl Into<String>) -> Error {
+        let line = self.toks.get(self.pos).or(self.toks.last()).map(|t| t.1).unwrap_or(0);
+        Error::Parse { line, message: message.into() }
+    }
+
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.0)
+    }
+
+    fn next(&mut self) -> Result<Tok> {
+        let t = self.toks.get(self.pos).map(|t| t.0.clone());
+        self.pos += 1;
+        t.ok_or_else(|| self.err("unexpected end of text"))
+    }
+
+    fn punct(&mut self, c: char) -> Result<()> {
+        match self.next()? {
+            Tok::Punct(p) if p == c => Ok(()),
+            t => {
+                self.pos -= 1;
+                Err(self.err(format!("expected `{c}`, found {t:?}")))
+            }
+        }
+    }
+
+    fn eat_punct(&mut self, c: char) -> bool {
+        if self.peek() == Some(&Tok::Punct(c)) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn word(&mut self) -> Result<String> {
+        match self.next()? {
+            Tok::Word(w) => Ok(w),
+            t => {
+                self.pos -= 1;
+                Err(self.err(format!("expected a word, found {t:?}")))
+            }
+        }
+    }
+
+    fn keyword(&mut self, kw: &str) -> Result<()> {
+        let w = self.word()?;
+        if w == kw {
+            Ok(())
+        } else {
+            self.pos -= 1;
+            Err(self.err(format!("expected `{kw}`, found `{w}`")))
+        }
+    }
+
+    fn value(&mut self) -> Result<Value> {
+        match self.next()? {
+            Tok::Val(n) => Ok(Value(n)),
+            t => {
+                self.pos -= 1;
+                Err(self.err(format!("expected a value, found {t:?}")))
+            }
+        }
+    }
+
+    fn define(&mut self, v: Value, ty: Type) -> Result<()> {
+        let i = v.index();
+        if self.types.len() <= i {
+            self.types.resize(i + 1, None);
+        }
+        if self.types[i].is_some() {
+            return Err(self.err(format!("value {v} defined twice")));
+        }
+        self.types[i] = Some(ty);
+        Ok(())
+    }
+
+    fn dtype(&self, w: &str) -> Result<DType> {
+        DType::from_name(w).ok_or_else(|| self.err(format!("unknown dtype `{w}`")))
+    }
+
+    fn ty(&mut self) -> Result<Type> {
+        let w = self.word()?;
+        match w.as_str() {
+            "ptr" => {
+                self.punct('<')?;
+                let d = self.word()?;
+                let d = self.dtype(&d)?;
+                self.punct('>')?;
+                Ok(Type::ptr(d))
+            }
+            "tile" => {
+                self.punct('<')?;
+                let spec = self.word()?;
+                let mut parts: Vec<&str> = spec.split('x').collect();
+                let last = parts.pop().unwrap_or_default();
+                let shape = parts
+                    .iter()
+                    .map(|p| p.parse::<usize>().map_err(|_| self.err(format!("bad dim `{p}`"))))
+                    .collect::<Result<Vec<_>>>()?;
+                if shape.is_empty() {
+                    return Err(self.err("a tile type needs at least one dim"));
+                }
+                let elem = if last == "ptr" {
+                    self.punct('<')?;
+                    let d = self.word()?;
+                    let d = self.dtype(&d)?;
+                    self.punct('>')?;
+                    Elem::Ptr(d)
+                } else {
+                    Elem::Scalar(self.dtype(last)?)
+                };
+                self.punct('>')?;
+                Ok(Type::tile(elem, shape))
+            }
+            d => Ok(Type::scalar(self.dtype(d)?)),
+        }
+    }
+
+    fn function(&mut self) -> Result<Function> {
+        self.keyword("kernel")?;
+        let name = match self.next()? {
+            Tok::Global(g) => g,
+            _ => return Err(self.err("expected `@name`")),
+        };
+        self.punct('(')?;
+        let mut params = Vec::new();
+        while !self.eat_punct(')') {
+            if !params.is_empty() {
+                self.punct(',')?;
+            }
+            let name = self.word()?;
+            let v = self.value()?;
+            self.punct(':')?;
+            let ty = self.ty()?;
+            self.define(v, ty)?;
+            params.push(Param { name, value: v });
+        }
+        self.punct('{')?;
+        let body = self.insts()?;
+        self.punct('}')?;
+        let types = std::mem::take(&mut self.types)
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| t.ok_or_else(|| self.err(format!("value %{i} is never defined"))))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Function { name, params, body: Block { args: vec![], insts: body }, types })
+    }
+
+    fn insts(&mut self) -> Result<Vec<Inst>> {
+        let mut insts = Vec::new();
+        while !matches!(self.peek(), Some(Tok::Punct('}')) | None) {
+            insts.push(self.inst()?);
+        }
+        Ok(insts)
+    }
+
+    fn region(&mut self) -> Result<Block> {
+        self.punct('{')?;
+        self.punct('^')?;
+        self.punct('(')?;
+        let mut args = Vec::new();
+        while !self.eat_punct(')') {
+            if !args.is_empty() {
+                self.punct(',')?;
+            }
+            let v = self.value()?;
+            self.punct(':')?;
+            let ty = self.ty()?;
+            self.define(v, ty)?;
+            args.push(v);
+        }
+        let insts = self.insts()?;
+        self.punct('}')?;
+        Ok(Block { args, insts })
+    }
+
+    fn attrs(&mut self) -> Result<Vec<(String, String)>> {
+        let mut attrs = Vec::new();
+        if !self.eat_punct('{') {
+            return Ok(attrs);
+        }
+        while !self.eat_punct('}') {
+            if !attrs.is_empty() {
+                self.punct(',')?;
+            }
+            let k = self.word()?;
+            self.punct('=')?;
+            let v = self.word()?;
+            attrs.push((k, v));
+        }
+        Ok(attrs)
+    }
+
+    fn inst(&mut self) -> Result<Inst> {
+        let mut results = Vec::new();
+        if matches!(self.peek(), Some(Tok::Val(_))) {
+            loop {
+                results.push(self.value()?);
+                if !self.eat_punct(',') {
+                    break;
+                }
+            }
+            self.punct('=')?;
+        }
+        let mnemonic = self.word()?;
+        // Operands: `%v` or `kw = %v`, comma separated.
+        let mut operands = Vec::new();
+        let mut keyed = Vec::new();
+        loop {
+            match self.peek() {
+                Some(Tok::Val(_)) => operands.push(self.value()?),
+                Some(Tok::Word(w)) if w == "mask" || w == "other" => {
+                    let k = self.word()?;
+                    self.punct('=')?;
+                    keyed.push((k, self.value()?));
+                }
+                _ => break,
+            }
+            if !self.eat_punct(',') {
+                break;
+            }
+        }
+        let attrs = self.attrs()?;
+        let mut types = Vec::new();
+        if self.eat_punct(':') {
+            loop {
+                types.push(self.ty()?);
+                if !self.eat_punct(',') {
+                    break;
+                }
+            }
+        }
+        if types.len() != results.len() {
+            return Err(self.err(format!(
+                "{} results but {} types for `{mnemonic}`",
+                results.len(),
+                types.len()
+            )));
+        }
+        for (r, t) in results.iter().zip(types) {
+            self.define(*r, t)?;
+        }
+        self.keyword("loc")?;
+        self.punct('(')?;
+        let file = match self.next()? {
+            Tok::Str(s) => s,
+            _ => return Err(self.err("expected a quoted file name in loc(...)")),
+        };
+        self.punct(':')?;
+        let line = self.word()?.parse().map_err(|_| self.err("bad line in loc"))?;
+        self.punct(':')?;
+        let col = self.word()?.parse().map_err(|_| self.err("bad column in loc"))?;
+        self.punct(')')?;
+        let loc = Loc { file, line, col };
+        let op = self.build_op(&mnemonic, operands, keyed, &attrs)?;
+        Ok(Inst { results, op, loc })
+    }
+
+    fn build_op(
+        &mut self,
+        m: &str,
+        ops: Vec<Value>,
+        keyed: Vec<(String, Value)>,
+        attrs: &[(String, String)],
+    ) -> Result<Op> {
+        let attr = |k: &str| -> Result<&str> {
+            attrs
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+                .ok_or_else(|| self.err(format!("`{m}` needs attribute `{k}`")))
+        };
+        let int = |k: &str| -> Result<i64> {
+            attr(k)?.parse().map_err(|_| self.err(format!("attribute `{k}` must be an integer")))
+        };
+        let key = |k: &str| keyed.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        let arity = |n: usize| -> Result<()> {
+            if ops.len() == n {
+                Ok(())
+            } else {
+                Err(self.err(format!("`{m}` takes {n} operands, got {}", ops.len())))
+            }
+        };
+        let op = match m {
+            "const" => {
+                arity(0)?;
+                let v = attr("value")?;
+                let is_float = v.contains(['.', 'e', 'E']) || v.contains("inf") || v == "NaN";
+                if is_float {
+                    Op::Const(Const::Float(
+                        v.parse().map_err(|_| self.err(format!("bad float `{v}`")))?,
+                    ))
+                } else {
+                    Op::Const(Const::Int(
+                        v.parse().map_err(|_| self.err(format!("bad integer `{v}`")))?,
+                    ))
+                }
+            }
+            "program_id" => Op::ProgramId(int("axis")? as u32),
+            "num_programs" => Op::NumPrograms(int("axis")? as u32),
+            "arange" => Op::Arange { start: int("start")?, end: int("end")? },
+            "splat" => {
+                arity(1)?;
+                Op::Splat(ops[0])
+            }
+            "broadcast" => {
+                arity(1)?;
+                Op::Broadcast(ops[0])
+            }
+            "reshape" => {
+                arity(1)?;
+                Op::Reshape(ops[0])
+            }
+            "trans" => {
+                arity(1)?;
+                Op::Trans(ops[0])
+            }
+            "cast" => {
+                arity(1)?;
+                Op::Cast(ops[0])
+            }
+            "expand_dims" => {
+                arity(1)?;
+                Op::ExpandDims { x: ops[0], axis: int("axis")? as u32 }
+            }
+            "cmp" => {
+                arity(2)?;
+                let p = attr("pred")?;
+                let p = CmpPred::from_name(p).ok_or_else(|| self.err(format!("bad pred `{p}`")))?;
+                Op::Cmp(p, ops[0], ops[1])
+            }
+            "select" => {
+                arity(3)?;
+                Op::Select(ops[0], ops[1], ops[2])
+            }
+            "fma" => {
+                arity(3)?;
+                Op::Fma(ops[0], ops[1], ops[2])
+            }
+            "addptr" => {
+                arity(2)?;
+                Op::AddPtr(ops[0], ops[1])
+            }
+            "reduce" => {
+                arity(1)?;
+                let o = attr("op")?;
+                let o = ReduceOp::from_name(o).ok_or_else(|| self.err(format!("bad op `{o}`")))?;
+                Op::Reduce { op: o, x: ops[0], axis: int("axis")? as u32 }
+            }
+            "dot" => {
+                arity(3)?;
+                Op::Dot { a: ops[0], b: ops[1], acc: ops[2] }
+            }
+            "load" => {
+                arity(1)?;
+                Op::Load { ptr: ops[0], mask: key("mask"), other: key("other") }
+            }
+            "store" => {
+                arity(2)?;
+                Op::Store { ptr: ops[0], value: ops[1], mask: key("mask") }
+            }
+            "atomic" => {
+                arity(2)?;
+                let o = attr("op")?;
+                let o = AtomicOp::from_name(o).ok_or_else(|| self.err(format!("bad op `{o}`")))?;
+                Op::Atomic { op: o, ptr: ops[0], value: ops[1], mask: key("mask") }
+            }
+            "atomic_cas" => {
+                arity(3)?;
+                Op::AtomicCas { ptr: ops[0], cmp: ops[1], value: ops[2] }
+            }
+            "for" => {
+                if ops.len() < 3 {
+                    return Err(self.err("`for` needs lo, hi, step"));
+                }
+                let body = self.region()?;
+                Op::For { lo: ops[0], hi: ops[1], step: ops[2], init: ops[3..].to_vec(), body }
+            }
+            "if" => {
+                arity(1)?;
+                let then_region = self.region()?;
+                let else_region = self.region()?;
+                Op::If { cond: ops[0], then_region, else_region }
+            }
+            "while" => {
+                let cond = self.region()?;
+                let body = self.region()?;
+                Op::While { init: ops, cond, body }
+            }
+            "yield" => Op::Yield(ops),
+            "condition" => {
+                arity(1)?;
+                Op::Condition(ops[0])
+            }
+            other => {
+                if let Some(b) = BinOp::from_name(other) {
+                    arity(2)?;
+                    Op::Binary(b, ops[0], ops[1])
+                } else if let Some(u) = UnOp::from_name(other) {
+                    arity(1)?;
+                    Op::Unary(u, ops[0])
+                } else {
+                    return Err(self.err(format!("unknown op `{other}`")));
+                }
+            }
+        };
+        Ok(op)
+    }
+}

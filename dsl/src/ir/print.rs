@@ -1,0 +1,95 @@
+//! The stable text form. [`parse_function`](super::parse_function) reads it back.
+//!
+//! ```text
+//! kernel @add(x %0: ptr<f32>, n %1: i32) {
+//!   %2 = program_id {axis = 0} : i32 loc("k.rs":3:13)
+//!   %3 = load %0, mask = %4 : tile<16xf32> loc("k.rs":5:13)
+//!   %5, %6 = for %a, %b, %c, %7, %8 : tile<16xf32>, i32 loc("k.rs":6:5) {
+//!   ^(%9: i32, %10: tile<16xf32>, %11: i32)
+//!     yield %10, %11 loc("k.rs":8:5)
+//!   }
+//! }
+//! ```
+
+use super::{Block, Const, Function, Inst, Op};
+use std::fmt::Write;
+
+/// Prints a function in the stable text form.
+pub fn print_function(f: &Function) -> String {
+    let mut out = String::new();
+    let params: Vec<String> = f
+        .params
+        .iter()
+        .map(|p| format!("{} {}: {}", p.name, p.value, f.ty(p.value)))
+        .collect();
+    let _ = writeln!(out, "kernel @{}({}) {{", f.name, params.join(", "));
+    print_insts(f, &f.body, 1, &mut out);
+    out.push_str("}\n");
+    out
+}
+
+fn print_insts(f: &Function, b: &Block, depth: usize, out: &mut String) {
+    for inst in &b.insts {
+        print_inst(f, inst, depth, out);
+    }
+}
+
+fn join(vs: impl IntoIterator<Item = impl std::fmt::Display>) -> String {
+    vs.into_iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
+    let pad = "  ".repeat(depth);
+    out.push_str(&pad);
+    if !inst.results.is_empty() {
+        let _ = write!(out, "{} = ", join(&inst.results));
+    }
+    out.push_str(inst.op.mnemonic());
+    let mut operands: Vec<String> = Vec::new();
+    let mut attrs: Vec<String> = Vec::new();
+    match &inst.op {
+        Op::Const(Const::Int(v)) => attrs.push(format!("value = {v}")),
+        Op::Const(Const::Float(v)) => attrs.push(format!("value = {v:?}")),
+        Op::ProgramId(a) | Op::NumPrograms(a) => attrs.push(format!("axis = {a}")),
+        Op::Arange { start, end } => attrs.push(format!("start = {start}, end = {end}")),
+        Op::ExpandDims { axis, .. } => attrs.push(format!("axis = {axis}")),
+        Op::Cmp(p, ..) => attrs.push(format!("pred = {}", p.name())),
+        Op::Reduce { op, axis, .. } => attrs.push(format!("op = {}, axis = {axis}", op.name())),
+        Op::Atomic { op, .. } => attrs.push(format!("op = {}", op.name())),
+        _ => {}
+    }
+    match &inst.op {
+        Op::Load { ptr, mask, other } => {
+            operands.push(ptr.to_string());
+            operands.extend(mask.map(|m| format!("mask = {m}")));
+            operands.extend(other.map(|o| format!("other = {o}")));
+        }
+        Op::Store { ptr, value, mask } | Op::Atomic { ptr, value, mask, .. } => {
+            operands.push(ptr.to_string());
+            operands.push(value.to_string());
+            operands.extend(mask.map(|m| format!("mask = {m}")));
+        }
+        op => operands.extend(op.operands().iter().map(|v| v.to_string())),
+    }
+    if !operands.is_empty() {
+        let _ = write!(out, " {}", operands.join(", "));
+    }
+    if !attrs.is_empty() {
+        let _ = write!(out, " {{{}}}", attrs.join(", "));
+    }
+    if !inst.results.is_empty() {
+        let _ = write!(out, " : {}", join(inst.results.iter().map(|r| f.ty(*r))));
+    }
+    let _ = write!(out, " loc({:?}:{}:{})", inst.loc.file, inst.loc.line, inst.loc.col);
+    let regions = inst.op.regions();
+    for region in regions {
+        out.push_str(" {\n");
+        let args: Vec<String> =
+            region.args.iter().map(|a| format!("{}: {}", a, f.ty(*a))).collect();
+        let _ = writeln!(out, "{pad}^({})", args.join(", "));
+        print_insts(f, region, depth + 1, out);
+        out.push_str(&pad);
+        out.push('}');
+    }
+    out.push('\n');
+}

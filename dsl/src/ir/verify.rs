@@ -1,0 +1,374 @@
+//! The verifier: structural and type rules of the IR. Errors name the op's source location.
+
+use super::{Block, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value};
+use crate::{Error, Result};
+
+/// Checks that every value is defined before use (in an enclosing scope), that regions end
+/// with the right terminator, and that every op's operand and result types agree.
+pub fn verify(f: &Function) -> Result<()> {
+    let mut v = Verifier { f, defined: vec![false; f.types.len()] };
+    for p in &f.params {
+        v.def(p.value, None)?;
+    }
+    v.block(&f.body, None)
+}
+
+struct Verifier<'a> {
+    f: &'a Function,
+    defined: Vec<bool>,
+}
+
+/// What terminator a region must end with.
+#[derive(Clone, Copy)]
+enum Term<'t> {
+    Yield(&'t [Type]),
+    Condition,
+}
+
+impl<'a> Verifier<'a> {
+    fn err(&self, inst: Option<&Inst>, message: String) -> Error {
+        Error::Verify {
+            location: inst.map(|i| i.loc.to_string()).unwrap_or_else(|| self.f.name.clone()),
+            message,
+        }
+    }
+
+    fn def(&mut self, v: Value, inst: Option<&Inst>) -> Result<()> {
+        match self.defined.get_mut(v.index()) {
+            None => Err(self.err(inst, format!("{v} has no type"))),
+            Some(true) => Err(self.err(inst, format!("{v} is defined twice"))),
+            Some(d) => {
+                *d = true;
+                Ok(())
+            }
+        }
+    }
+
+    fn block(&mut self, b: &Block, term: Option<Term>) -> Result<()> {
+        for a in &b.args {
+            self.def(*a, None)?;
+        }
+        let mut scope_defs = b.args.clone();
+        for (k, inst) in b.insts.iter().enumerate() {
+            let is_last = k + 1 == b.insts.len();
+            let is_term = matches!(inst.op, Op::Yield(_) | Op::Condition(_));
+            if is_term && !(is_last && term.is_some()) {
+                return Err(self.err(Some(inst), "terminator in the middle of a region".into()));
+            }
+            for o in inst.op.operands() {
+                if !self.defined.get(o.index()).copied().unwrap_or(false) {
+                    return Err(self.err(Some(inst), format!("{o} is used before it is defined")));
+                }
+            }
+            self.inst(inst, if is_last { term } else { None })?;
+            for r in &inst.results {
+                self.def(*r, Some(inst))?;
+                scope_defs.push(*r);
+            }
+        }
+        match (term, b.insts.last().map(|i| &i.op)) {
+            (Some(Term::Yield(_)), Some(Op::Yield(_)))
+            | (Some(Term::Condition), Some(Op::Condition(_)))
+            | (None, _) => {}
+            _ => {
+                return Err(self.err(b.insts.last(), "region lacks its terminator".into()));
+            }
+        }
+        // Leaving the scope: its values are not visible to later ops of enclosing blocks.
+        for v in scope_defs {
+            self.defined[v.index()] = false;
+        }
+        Ok(())
+    }
+
+    fn ty(&self, v: Value) -> &'a Type {
+        self.f.ty(v)
+    }
+
+    fn inst(&mut self, inst: &Inst, term: Option<Term>) -> Result<()> {
+        let e = |m: String| self.err(Some(inst), m);
+        let res: Vec<&Type> = inst.results.iter().map(|r| self.ty(*r)).collect();
+        let want_results = |n: usize| -> Result<()> {
+            if res.len() == n {
+                Ok(())
+            } else {
+                Err(e(format!("`{}` must have {n} result(s)", inst.op.mnemonic())))
+            }
+        };
+        let num = |v: Value| -> Result<DType> {
+            self.ty(v)
+                .dtype()
+                .ok_or_else(|| e(format!("{v} is a pointer where a number is required")))
+        };
+        let same = |a: &Type, b: &Type, what: &str| -> Result<()> {
+            if a == b {
+                Ok(())
+            } else {
+                Err(e(format!("{what}: {a} vs {b}")))
+            }
+        };
+        match &inst.op {
+            Op::Const(_) => {
+                want_results(1)?;
+                if res[0].dtype().is_none() {
+                    return Err(e("a constant cannot be a pointer".into()));
+                }
+            }
+            Op::ProgramId(a) | Op::NumPrograms(a) => {
+                want_results(1)?;
+                if *a > 2 {
+                    return Err(e(format!("axis {a} out of range 0..3")));
+                }
+                same(res[0], &Type::scalar(DType::I32), "program_id/num_programs type")?;
+            }
+            Op::Arange { start, end } => {
+                want_results(1)?;
+                if end <= start {
+                    return Err(e(format!("arange({start}, {end}) is empty")));
+                }
+                let want = Type::tile(Elem::Scalar(DType::I32), vec![(end - start) as usize]);
+                same(res[0], &want, "arange type")?;
+            }
+            Op::Splat(x) => {
+                want_results(1)?;
+                if !self.ty(*x).is_scalar() || res[0].elem != self.ty(*x).elem {
+                    return Err(e("splat takes a scalar of the result's element type".into()));
+                }
+            }
+            Op::Broadcast(x) => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                if xt.elem != res[0].elem
+                    || super::broadcast_shapes(&xt.shape, &res[0].shape).as_deref()
+                        != Some(&res[0].shape[..])
+                {
+                    return Err(e(format!("cannot broadcast {xt} to {}", res[0])));
+                }
+            }
+            Op::ExpandDims { x, axis } => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                let mut s = xt.shape.clone();
+                if *axis as usize > s.len() {
+                    return Err(e(format!("expand_dims axis {axis} out of range for {xt}")));
+                }
+                s.insert(*axis as usize, 1);
+                same(res[0], &xt.with_shape(s), "expand_dims type")?;
+            }
+            Op::Reshape(x) => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                if xt.numel() != res[0].numel() || xt.elem != res[0].elem {
+                    return Err(e(format!("cannot reshape {xt} to {}", res[0])));
+                }
+            }
+            Op::Trans(x) => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                if xt.rank() != 2 {
+                    return Err(e(format!("trans needs a 2-D tile, got {xt}")));
+                }
+                same(res[0], &xt.with_shape(vec![xt.shape[1], xt.shape[0]]), "trans type")?;
+            }
+            Op::Binary(op, a, b) => {
+                want_results(1)?;
+                same(self.ty(*a), self.ty(*b), &format!("`{}` operand types differ", op.name()))?;
+                same(res[0], self.ty(*a), "result type")?;
+                let d = num(*a)?;
+                use super::BinOp::*;
+                if matches!(op, And | Or | Xor) && d.is_float() {
+                    return Err(e(format!("`{}` is not defined on {d}", op.name())));
+                }
+                if matches!(op, Shl | Shr) && !d.is_int() {
+                    return Err(e(format!("`{}` needs integers, got {d}", op.name())));
+                }
+                if matches!(op, Add | Sub | Mul | Div | Rem | Max | Min) && d.is_bool() {
+                    return Err(e(format!("`{}` is not defined on bool", op.name())));
+                }
+            }
+            Op::Unary(op, x) => {
+                want_results(1)?;
+                same(res[0], self.ty(*x), "result type")?;
+                let d = num(*x)?;
+                if op.float_only() && !d.is_float() {
+                    return Err(e(format!("`{}` needs a float, got {d}", op.name())));
+                }
+                if *op == UnOp::Not && d.is_float() {
+                    return Err(e("`not` needs an integer or bool".into()));
+                }
+            }
+            Op::Cmp(_, a, b) => {
+                want_results(1)?;
+                same(self.ty(*a), self.ty(*b), "comparison operand types differ")?;
+                same(res[0], &self.ty(*a).with_elem(Elem::Scalar(DType::Bool)), "cmp type")?;
+            }
+            Op::Select(c, a, b) => {
+                want_results(1)?;
+                same(self.ty(*a), self.ty(*b), "select operand types differ")?;
+                same(res[0], self.ty(*a), "result type")?;
+                same(self.ty(*c), &res[0].with_elem(Elem::Scalar(DType::Bool)), "select mask")?;
+            }
+            Op::Fma(a, b, c) => {
+                want_results(1)?;
+                for v in [a, b, c] {
+                    same(self.ty(*v), res[0], "fma operand types")?;
+                }
+                if !num(*a)?.is_float() {
+                    return Err(e("fma needs floats".into()));
+                }
+            }
+            Op::Cast(x) => {
+                want_results(1)?;
+                num(*x)?;
+                if res[0].dtype().is_none() || res[0].shape != self.ty(*x).shape {
+                    return Err(e(format!("cannot cast {} to {}", self.ty(*x), res[0])));
+                }
+            }
+            Op::AddPtr(p, o) => {
+                want_results(1)?;
+                let (pt, ot) = (self.ty(*p), self.ty(*o));
+                if pt.elem.pointee().is_none() || !num(*o)?.is_int() || pt.shape != ot.shape {
+                    return Err(e(format!("addptr needs pointers and integer offsets of one shape, got {pt} and {ot}")));
+                }
+                same(res[0], pt, "result type")?;
+            }
+            Op::Reduce { op, x, axis } => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                let d = num(*x)?;
+                if *axis as usize >= xt.rank() {
+                    return Err(e(format!("reduce axis {axis} out of range for {xt}")));
+                }
+                let mut s = xt.shape.clone();
+                s.remove(*axis as usize);
+                let elem = match op {
+                    ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I32,
+                    _ => d,
+                };
+                same(res[0], &Type::tile(Elem::Scalar(elem), s), "reduce type")?;
+            }
+            Op::Dot { a, b, acc } => {
+                want_results(1)?;
+                let (at, bt, ct) = (self.ty(*a), self.ty(*b), self.ty(*acc));
+                let ok = at.rank() == 2
+                    && bt.rank() == 2
+                    && ct.rank() == 2
+                    && at.shape[1] == bt.shape[0]
+                    && ct.shape == [at.shape[0], bt.shape[1]]
+                    && at.elem == bt.elem
+                    && at.dtype().is_some()
+                    && ct.dtype().is_some();
+                if !ok {
+                    return Err(e(format!("dot shapes/types do not fit: {at} @ {bt} + {ct}")));
+                }
+                same(res[0], ct, "dot result type")?;
+            }
+            Op::Load { ptr, mask, other } => {
+                want_results(1)?;
+                let pt = self.ty(*ptr);
+                let d = pt
+                    .elem
+                    .pointee()
+                    .ok_or_else(|| e(format!("load needs pointers, got {pt}")))?;
+                same(res[0], &pt.with_elem(Elem::Scalar(d)), "load type")?;
+                if let Some(m) = mask {
+                    same(self.ty(*m), &pt.with_elem(Elem::Scalar(DType::Bool)), "load mask")?;
+                }
+                if let Some(o) = other {
+                    same(self.ty(*o), res[0], "load other")?;
+                }
+            }
+            Op::Store { ptr, value, mask } | Op::Atomic { ptr, value, mask, .. } => {
+                let is_atomic = matches!(inst.op, Op::Atomic { .. });
+                want_results(usize::from(is_atomic))?;
+                let pt = self.ty(*ptr);
+                let d = pt
+                    .elem
+                    .pointee()
+                    .ok_or_else(|| e(format!("store needs pointers, got {pt}")))?;
+                same(self.ty(*value), &pt.with_elem(Elem::Scalar(d)), "stored value")?;
+                if let Some(m) = mask {
+                    same(self.ty(*m), &pt.with_elem(Elem::Scalar(DType::Bool)), "store mask")?;
+                }
+                if is_atomic {
+                    same(res[0], self.ty(*value), "atomic result")?;
+                    if d.is_bool() || d.size_bytes() < 4 {
+                        return Err(e(format!("atomics need 32- or 64-bit elements, got {d}")));
+                    }
+                }
+            }
+            Op::AtomicCas { ptr, cmp, value } => {
+                want_results(1)?;
+                let pt = self.ty(*ptr);
+                let d = pt.elem.pointee().ok_or_else(|| e("atomic_cas needs pointers".into()))?;
+                let vt = pt.with_elem(Elem::Scalar(d));
+                same(self.ty(*cmp), &vt, "atomic_cas compare value")?;
+                same(self.ty(*value), &vt, "atomic_cas new value")?;
+                same(res[0], &vt, "atomic_cas result")?;
+                if d.is_float() || d.size_bytes() < 4 {
+                    return Err(e(format!("atomic_cas needs 32- or 64-bit integers, got {d}")));
+                }
+            }
+            Op::For { lo, hi, step, init, body } => {
+                let it = self.ty(*lo);
+                if !(it.is_scalar() && it.dtype().is_some_and(DType::is_int)) {
+                    return Err(e(format!("loop bounds must be integer scalars, got {it}")));
+                }
+                same(self.ty(*hi), it, "loop upper bound")?;
+                same(self.ty(*step), it, "loop step")?;
+                let carried: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
+                want_results(carried.len())?;
+                if body.args.len() != carried.len() + 1 {
+                    return Err(e("loop body must take the induction variable and the carried values".into()));
+                }
+                same(self.ty(body.args[0]), it, "induction variable")?;
+                for (k, t) in carried.iter().enumerate() {
+                    same(self.ty(body.args[k + 1]), t, "carried value")?;
+                    same(res[k], t, "loop result")?;
+                }
+                self.block(body, Some(Term::Yield(&carried)))?;
+            }
+            Op::If { cond, then_region, else_region } => {
+                same(self.ty(*cond), &Type::scalar(DType::Bool), "if condition")?;
+                let want: Vec<Type> = res.iter().map(|t| (*t).clone()).collect();
+                self.block(then_region, Some(Term::Yield(&want)))?;
+                self.block(else_region, Some(Term::Yield(&want)))?;
+            }
+            Op::While { init, cond, body } => {
+                let carried: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
+                want_results(carried.len())?;
+                for region in [cond, body] {
+                    if region.args.len() != carried.len() {
+                        return Err(e("while regions must take the carried values".into()));
+                    }
+                    for (k, t) in carried.iter().enumerate() {
+                        same(self.ty(region.args[k]), t, "carried value")?;
+                        same(res[k], t, "loop result")?;
+                    }
+                }
+                self.block(cond, Some(Term::Condition))?;
+                self.block(body, Some(Term::Yield(&carried)))?;
+            }
+            Op::Yield(vs) => match term {
+                Some(Term::Yield(want)) => {
+                    let got: Vec<Type> = vs.iter().map(|v| self.ty(*v).clone()).collect();
+                    if got != want {
+                        return Err(e(format!(
+                            "yield types [{}] do not match [{}]",
+                            got.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", "),
+                            want.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+                        )));
+                    }
+                }
+                _ => return Err(e("`yield` outside a region that yields".into())),
+            },
+            Op::Condition(c) => {
+                if !matches!(term, Some(Term::Condition)) {
+                    return Err(e("`condition` outside a while condition".into()));
+                }
+                same(self.ty(*c), &Type::scalar(DType::Bool), "while condition")?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,296 @@
+//! Structured control flow as the `#[kernel]` macro emits it.
+//!
+//! `for`, `if` and `while` whose condition or bounds are tiles become IR regions with
+//! loop-carried values; the macro passes the variables a statement assigns as a tuple
+//! ([`Carry`]). When the condition is a plain Rust `bool` (a constexpr), the statement is
+//! resolved while tracing, exactly as Triton resolves `if` on a `tl.constexpr`.
+
+use super::builder::with;
+use super::tile::{caller_loc, IntoOperand, Operand, Tile};
+use crate::ir::{DType, Loc, Op, Type};
+
+/// Values that can flow through control flow: tiles (become block arguments) and plain
+/// Rust values (must not change under a runtime condition).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be assigned inside kernel control flow",
+    label = "only tiles, Rust scalars and tuples of them can be loop-carried"
+)]
+pub trait Carry: Sized {
+    /// Appends the tiles, in order.
+    fn tiles(&self, out: &mut Vec<Tile>);
+    /// Rebuilds a value of the same structure from `tiles`; Rust values are copied from `self`.
+    fn rebuild(&self, tiles: &mut std::slice::Iter<'_, Tile>) -> Self;
+    /// True when the plain Rust parts of `self` and `other` are equal.
+    fn same_native(&self, other: &Self) -> bool;
+}
+
+impl Carry for Tile {
+    fn tiles(&self, out: &mut Vec<Tile>) {
+        out.push(*self);
+    }
+    fn rebuild(&self, tiles: &mut std::slice::Iter<'_, Tile>) -> Self {
+        *tiles.next().expect("one tile per carried tile")
+    }
+    fn same_native(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Carry for () {
+    fn tiles(&self, _: &mut Vec<Tile>) {}
+    fn rebuild(&self, _: &mut std::slice::Iter<'_, Tile>) -> Self {}
+    fn same_native(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+macro_rules! native_carry {
+    ($($t:ty),*) => {$(
+        impl Carry for $t {
+            fn tiles(&self, _: &mut Vec<Tile>) {}
+            fn rebuild(&self, _: &mut std::slice::Iter<'_, Tile>) -> Self { self.clone() }
+            fn same_native(&self, other: &Self) -> bool { self == other }
+        }
+    )*};
+}
+native_carry!(bool, i8, i16, i32, i64, u8, u16, u32, u64, usize, isize, f32, f64, DType, &'static str);
+
+macro_rules! tuple_carry {
+    ($($name:ident $idx:tt),+) => {
+        impl<$($name: Carry),+> Carry for ($($name,)+) {
+            fn tiles(&self, out: &mut Vec<Tile>) { $(self.$idx.tiles(out);)+ }
+            fn rebuild(&self, tiles: &mut std::slice::Iter<'_, Tile>) -> Self {
+                ($(self.$idx.rebuild(tiles),)+)
+            }
+            fn same_native(&self, other: &Self) -> bool { true $(&& self.$idx.same_native(&other.$idx))+ }
+        }
+    };
+}
+tuple_carry!(A 0);
+tuple_carry!(A 0, B 1);
+tuple_carry!(A 0, B 1, C 2);
+tuple_carry!(A 0, B 1, C 2, D 3);
+tuple_carry!(A 0, B 1, C 2, D 3, E 4);
+tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+
+/// A branch or loop condition: a Rust `bool` (resolved while tracing) or a bool tile.
+pub trait Cond {
+    /// `Ok(b)` for a Rust bool, `Err(tile)` for a runtime condition.
+    fn resolve(self) -> Result<bool, Tile>;
+}
+impl Cond for bool {
+    fn resolve(self) -> Result<bool, Tile> {
+        Ok(self)
+    }
+}
+impl Cond for Tile {
+    fn resolve(self) -> Result<bool, Tile> {
+        Err(self)
+    }
+}
+
+fn flat(c: &impl Carry) -> Vec<Tile> {
+    let mut v = Vec::new();
+    c.tiles(&mut v);
+    v
+}
+
+fn types(ts: &[Tile]) -> Vec<Type> {
+    with(|b| ts.iter().map(|t| b.ty(t.0).clone()).collect())
+}
+
+/// Checks that `got` matches the carried types; reports the first mismatch.
+fn check_types(want: &[Type], got: &[Tile], what: &str, loc: &Loc) -> bool {
+    let got_t = types(got);
+    if got_t.len() != want.len() {
+        with(|b| b.fail(loc, format!("{what}: {} values where {} were carried", got_t.len(), want.len())));
+        return false;
+    }
+    for (w, g) in want.iter().zip(&got_t) {
+        if w != g {
+            with(|b| {
+                b.fail(loc, format!("{what}: a variable changes type from {w} to {g}; cast it or give it the same type before the statement"))
+            });
+            return false;
+        }
+    }
+    true
+}
+
+/// `for iv in (lo..hi).step_by(step) { body }` with `carried` the variables the body assigns.
+#[track_caller]
+pub fn for_range<C: Carry>(
+    lo: impl IntoOperand,
+    hi: impl IntoOperand,
+    step: impl IntoOperand,
+    carried: C,
+    body: impl FnOnce(Tile, C) -> C,
+) -> C {
+    let loc = caller_loc(std::panic::Location::caller());
+    let (lo, hi, step) = (lo.into_operand(), hi.into_operand(), step.into_operand());
+    let bounds = with(|b| {
+        let vs: Vec<_> = [lo, hi, step].iter().map(|o| b.operand(*o, None, &loc)).collect();
+        let mut d = DType::I32;
+        for v in &vs {
+            match b.ty(*v).dtype() {
+                Some(x) if x.is_int() && b.ty(*v).is_scalar() => d = DType::promote(d, x),
+                _ => {
+                    let t = b.ty(*v).clone();
+                    b.fail(&loc, format!("loop bounds must be integer scalars, got {t}"));
+                }
+            }
+        }
+        vs.into_iter().map(|v| b.cast(v, d, &loc)).collect::<Vec<_>>()
+    });
+    let init = flat(&carried);
+    let init_types = types(&init);
+    let iv_type = with(|b| b.ty(bounds[0]).clone());
+    let mut arg_types = vec![iv_type];
+    arg_types.extend(init_types.iter().cloned());
+    let args = with(|b| b.open_block(arg_types));
+    let args: Vec<Tile> = args.into_iter().map(Tile).collect();
+    let inside = carried.rebuild(&mut args[1..].iter());
+    let out = body(args[0], inside);
+    let yielded = flat(&out);
+    if !carried.same_native(&out) {
+        with(|b| b.fail(&loc, "a plain Rust variable is assigned inside a runtime `for`; make it a tile or use static_range to unroll"));
+    }
+    let ok = check_types(&init_types, &yielded, "loop-carried value", &loc);
+    let body_block = with(|b| {
+        let ys = if ok { yielded.iter().map(|t| t.0).collect() } else { args[1..].iter().map(|t| t.0).collect() };
+        b.push(Op::Yield(ys), vec![], loc.clone());
+        b.close_block()
+    });
+    let results = with(|b| {
+        b.push(
+            Op::For { lo: bounds[0], hi: bounds[1], step: bounds[2], init: init.iter().map(|t| t.0).collect(), body: body_block },
+            init_types,
+            loc,
+        )
+    });
+    let results: Vec<Tile> = results.into_iter().map(Tile).collect();
+    carried.rebuild(&mut results.iter())
+}
+
+/// `if cond { then } else { otherwise }` producing a value `R` and the assigned variables `C`.
+#[track_caller]
+pub fn if_else<C: Carry, R: Carry>(
+    cond: impl Cond,
+    carried: C,
+    then_branch: impl FnOnce(C) -> (R, C),
+    else_branch: impl FnOnce(C) -> (R, C),
+) -> (R, C) {
+    let loc = caller_loc(std::panic::Location::caller());
+    let cond = match cond.resolve() {
+        Ok(true) => return then_branch(carried),
+        Ok(false) => return else_branch(carried),
+        Err(t) => t,
+    };
+    let cond_v = with(|b| {
+        let t = b.ty(cond.0).clone();
+        if t != Type::scalar(DType::Bool) {
+            b.fail(&loc, format!("an `if` on a runtime value needs a bool scalar, got {t}"));
+        }
+        cond.0
+    });
+    let template = carried.rebuild(&mut flat(&carried).iter());
+    with(|b| b.open_block(vec![]));
+    let then_out = then_branch(carried);
+    let then_tiles = flat(&then_out);
+    let then_types = types(&then_tiles);
+    with(|b| b.push(Op::Yield(then_tiles.iter().map(|t| t.0).collect()), vec![], loc.clone()));
+    let then_block = with(|b| b.close_block());
+    with(|b| b.open_block(vec![]));
+    let else_out = else_branch(template);
+    let else_tiles = flat(&else_out);
+    let ok = check_types(&then_types, &else_tiles, "the branches of an `if`", &loc);
+    if !then_out.same_native(&else_out) {
+        with(|b| b.fail(&loc, "the branches of a runtime `if` give different plain Rust values"));
+    }
+    let ys = if ok { else_tiles.iter().map(|t| t.0).collect() } else { then_tiles.iter().map(|t| t.0).collect() };
+    with(|b| b.push(Op::Yield(ys), vec![], loc.clone()));
+    let else_block = with(|b| b.close_block());
+    let results = with(|b| {
+        b.push(Op::If { cond: cond_v, then_region: then_block, else_region: else_block }, then_types, loc)
+    });
+    let results: Vec<Tile> = results.into_iter().map(Tile).collect();
+    then_out.rebuild(&mut results.iter())
+}
+
+/// `while cond { body }` with `carried` the variables the body assigns.
+#[track_caller]
+pub fn while_loop<C: Carry, K: Cond>(
+    carried: C,
+    mut cond: impl FnMut(C) -> K,
+    mut body: impl FnMut(C) -> C,
+) -> C {
+    let loc = caller_loc(std::panic::Location::caller());
+    let init = flat(&carried);
+    let init_types = types(&init);
+    // Trace the condition once in a region of its own to learn whether it is a runtime value.
+    let cargs: Vec<Tile> = with(|b| b.open_block(init_types.clone())).into_iter().map(Tile).collect();
+    let k = cond(carried.rebuild(&mut cargs.iter()));
+    let k = match k.resolve() {
+        Ok(_) => {
+            // A plain Rust condition: discard the region and unroll while tracing.
+            with(|b| b.close_block());
+            let mut c = carried;
+            let mut guard = 0u64;
+            while let Ok(true) = cond(c.rebuild(&mut flat(&c).iter())).resolve() {
+                c = body(c);
+                guard += 1;
+                if guard > 1 << 20 {
+                    with(|b| b.fail(&loc, "a compile-time `while` did not finish after 2^20 iterations"));
+                    break;
+                }
+            }
+            return c;
+        }
+        Err(t) => t,
+    };
+    with(|b| {
+        let t = b.ty(k.0).clone();
+        if t != Type::scalar(DType::Bool) {
+            b.fail(&loc, format!("a `while` on a runtime value needs a bool scalar, got {t}"));
+        }
+        b.push(Op::Condition(k.0), vec![], loc.clone());
+    });
+    let cond_block = with(|b| b.close_block());
+    let bargs: Vec<Tile> = with(|b| b.open_block(init_types.clone())).into_iter().map(Tile).collect();
+    let out = body(carried.rebuild(&mut bargs.iter()));
+    if !carried.same_native(&out) {
+        with(|b| b.fail(&loc, "a plain Rust variable is assigned inside a runtime `while`"));
+    }
+    let yielded = flat(&out);
+    let ok = check_types(&init_types, &yielded, "loop-carried value", &loc);
+    let ys = if ok { yielded.iter().map(|t| t.0).collect() } else { bargs.iter().map(|t| t.0).collect() };
+    with(|b| b.push(Op::Yield(ys), vec![], loc.clone()));
+    let body_block = with(|b| b.close_block());
+    let results = with(|b| {
+        b.push(Op::While { init: init.iter().map(|t| t.0).collect(), cond: cond_block, body: body_block }, init_types, loc)
+    });
+    let results: Vec<Tile> = results.into_iter().map(Tile).collect();
+    carried.rebuild(&mut results.iter())
+}
+
+/// A `for` over a compile-time range that is unrolled while tracing (Triton's `static_range`).
+pub fn static_range(start: i64, end: i64) -> std::ops::Range<i64> {
+    start..end
+}
+
+/// Makes an operand into a tile (used by generated code for `let` of literals in flow).
+#[track_caller]
+pub fn tile_of(x: impl IntoOperand) -> Tile {
+    let loc = caller_loc(std::panic::Location::caller());
+    let x = x.into_operand();
+    match x {
+        Operand::Tile(t) => t,
+        op => Tile(with(|b| b.operand(op, None, &loc))),
+    }
+}

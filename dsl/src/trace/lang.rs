@@ -1,0 +1,755 @@
+//! The kernel language: the functions a `#[kernel]` body calls (Triton's `tl.*`).
+//!
+//! Every function records the caller's source location on the ops it emits. Optional
+//! arguments take [`NoArg`]; the `#[kernel]` macro fills them in, so kernel code writes
+//! `load(p, mask = m, other = 0.0)` or just `load(p)`.
+
+use super::builder::{with, Builder};
+use super::tile::{caller_loc, IntoOperand, Operand, Tile};
+use crate::ir::{AtomicOp, BinOp, CmpPred, Const, DType, Elem, Loc, Op, ReduceOp, Type, UnOp};
+
+/// The absent optional argument.
+#[derive(Debug, Clone, Copy)]
+pub struct NoArg;
+
+/// An optional operand: [`NoArg`], a [`Tile`], a literal, or an `Option` of them.
+pub trait OptOperand {
+    /// The operand, if given.
+    fn opt(self) -> Option<Operand>;
+}
+impl OptOperand for NoArg {
+    fn opt(self) -> Option<Operand> {
+        None
+    }
+}
+impl<T: IntoOperand> OptOperand for T {
+    fn opt(self) -> Option<Operand> {
+        Some(self.into_operand())
+    }
+}
+impl<T: IntoOperand> OptOperand for Option<T> {
+    fn opt(self) -> Option<Operand> {
+        self.map(IntoOperand::into_operand)
+    }
+}
+
+/// A compile-time integer: what tile shapes, aranges and axes are made of.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a compile-time integer",
+    label = "a tile shape needs a #[constexpr] parameter or a literal here, not a runtime value",
+    note = "runtime values are `Tile`s; mark the parameter #[constexpr] to specialize the kernel on it"
+)]
+pub trait ConstInt: Copy {
+    /// The value.
+    fn get(self) -> i64;
+}
+macro_rules! const_int {
+    ($($t:ty),*) => {$( impl ConstInt for $t { fn get(self) -> i64 { self as i64 } } )*};
+}
+const_int!(i8, i16, i32, i64, u8, u16, u32, u64, usize, isize);
+
+/// A static shape: `[M, N]`, `vec![..]`, `&[..]` or a single `usize`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a static tile shape",
+    label = "tile shapes are arrays of #[constexpr] integers"
+)]
+pub trait IntoShape {
+    /// The dims.
+    fn dims(self) -> Vec<usize>;
+}
+impl<T: ConstInt, const N: usize> IntoShape for [T; N] {
+    fn dims(self) -> Vec<usize> {
+        self.iter().map(|d| d.get() as usize).collect()
+    }
+}
+impl<T: ConstInt> IntoShape for &[T] {
+    fn dims(self) -> Vec<usize> {
+        self.iter().map(|d| d.get() as usize).collect()
+    }
+}
+impl<T: ConstInt> IntoShape for Vec<T> {
+    fn dims(self) -> Vec<usize> {
+        self.iter().map(|d| d.get() as usize).collect()
+    }
+}
+impl IntoShape for usize {
+    fn dims(self) -> Vec<usize> {
+        vec![self]
+    }
+}
+
+fn here(l: &'static std::panic::Location<'static>) -> Loc {
+    caller_loc(l)
+}
+
+macro_rules! loc {
+    () => {
+        here(std::panic::Location::caller())
+    };
+}
+
+fn emit(f: impl FnOnce(&mut Builder) -> crate::ir::Value) -> Tile {
+    Tile(with(f))
+}
+
+/// The index of this program along `axis` (0, 1 or 2), an i32 scalar.
+#[track_caller]
+pub fn program_id(axis: u32) -> Tile {
+    let loc = loc!();
+    emit(|b| {
+        if axis > 2 {
+            b.fail(&loc, format!("program_id axis must be 0, 1 or 2, got {axis}"));
+        }
+        b.push1(Op::ProgramId(axis.min(2)), Type::scalar(DType::I32), loc)
+    })
+}
+
+/// The number of programs along `axis`, an i32 scalar.
+#[track_caller]
+pub fn num_programs(axis: u32) -> Tile {
+    let loc = loc!();
+    emit(|b| {
+        if axis > 2 {
+            b.fail(&loc, format!("num_programs axis must be 0, 1 or 2, got {axis}"));
+        }
+        b.push1(Op::NumPrograms(axis.min(2)), Type::scalar(DType::I32), loc)
+    })
+}
+
+/// `[start, end)` as a 1-D i32 tile; both bounds are compile-time integers.
+#[track_caller]
+pub fn arange(start: impl ConstInt, end: impl ConstInt) -> Tile {
+    let loc = loc!();
+    let (start, end) = (start.get(), end.get());
+    emit(|b| {
+        if end <= start {
+            b.fail(&loc, format!("arange({start}, {end}) is empty"));
+            return b.constant(Const::Int(0), Type::tile(Elem::Scalar(DType::I32), vec![1]), &loc);
+        }
+        let ty = Type::tile(Elem::Scalar(DType::I32), vec![(end - start) as usize]);
+        b.push1(Op::Arange { start, end }, ty, loc)
+    })
+}
+
+/// A tile of `shape` filled with `value`, of `dtype`.
+#[track_caller]
+pub fn full(shape: impl IntoShape, value: impl IntoOperand, dtype: DType) -> Tile {
+    let loc = loc!();
+    let shape = shape.dims();
+    emit(|b| {
+        let ty = Type::tile(Elem::Scalar(dtype), shape.clone());
+        let c = match value.into_operand() {
+            Operand::Int(i) => Const::Int(i),
+            Operand::Float(f) => Const::Float(f),
+            Operand::Bool(v) => Const::Int(v as i128),
+            Operand::Tile(t) => {
+                let v = b.cast(t.0, dtype, &loc);
+                return b.broadcast_to(v, &shape, &loc);
+            }
+        };
+        if shape.is_empty() || shape.contains(&0) {
+            b.fail(&loc, format!("tile shape {shape:?} must be non-empty"));
+        }
+        b.constant(c, ty, &loc)
+    })
+}
+
+/// A tile of zeros.
+#[track_caller]
+pub fn zeros(shape: impl IntoShape, dtype: DType) -> Tile {
+    let loc = loc!();
+    let shape = shape.dims();
+    emit(|b| b.constant(Const::Int(0), Type::tile(Elem::Scalar(dtype), shape), &loc))
+}
+
+/// A scalar constant of `dtype`.
+#[track_caller]
+pub fn scalar(value: impl IntoOperand, dtype: DType) -> Tile {
+    let loc = loc!();
+    let op = value.into_operand();
+    emit(|b| {
+        let v = b.operand(op, Some(dtype), &loc);
+        b.cast(v, dtype, &loc)
+    })
+}
+
+/// Broadcasts `x` to `shape` (numpy rules).
+#[track_caller]
+pub fn broadcast_to(x: impl IntoOperand, shape: impl IntoShape) -> Tile {
+    let loc = loc!();
+    let shape = shape.dims();
+    let x = x.into_operand();
+    emit(|b| {
+        let v = b.operand(x, None, &loc);
+        b.broadcast_to(v, &shape, &loc)
+    })
+}
+
+/// Inserts a size-1 dim at `axis` (Triton's `x[:, None]` is `expand_dims(x, 1)`).
+#[track_caller]
+pub fn expand_dims(x: Tile, axis: impl ConstInt) -> Tile {
+    let loc = loc!();
+    let axis = axis.get();
+    emit(|b| {
+        let t = b.ty(x.0).clone();
+        let rank = t.rank() as i64;
+        let a = if axis < 0 { axis + rank + 1 } else { axis };
+        if a < 0 || a > rank {
+            b.fail(&loc, format!("expand_dims axis {axis} out of range for {t}"));
+            return x.0;
+        }
+        let mut s = t.shape.clone();
+        s.insert(a as usize, 1);
+        b.push1(Op::ExpandDims { x: x.0, axis: a as u32 }, t.with_shape(s), loc)
+    })
+}
+
+/// The same elements in row-major order with another shape.
+#[track_caller]
+pub fn reshape(x: Tile, shape: impl IntoShape) -> Tile {
+    let loc = loc!();
+    let shape = shape.dims();
+    emit(|b| {
+        let t = b.ty(x.0).clone();
+        if t.numel() != shape.iter().product::<usize>() {
+            b.fail(&loc, format!("cannot reshape {t} to {shape:?}"));
+            return x.0;
+        }
+        if t.shape == shape {
+            return x.0;
+        }
+        b.push1(Op::Reshape(x.0), t.with_shape(shape), loc)
+    })
+}
+
+/// Transposes a 2-D tile.
+#[track_caller]
+pub fn trans(x: Tile) -> Tile {
+    let loc = loc!();
+    emit(|b| {
+        let t = b.ty(x.0).clone();
+        if t.rank() != 2 {
+            b.fail(&loc, format!("trans needs a 2-D tile, got {t}"));
+            return x.0;
+        }
+        b.push1(Op::Trans(x.0), t.with_shape(vec![t.shape[1], t.shape[0]]), loc)
+    })
+}
+
+/// `cond ? a : b` elementwise, with broadcasting and dtype promotion of `a` and `b`.
+#[track_caller]
+pub fn where_(cond: impl IntoOperand, a: impl IntoOperand, b: impl IntoOperand) -> Tile {
+    let loc = loc!();
+    let (c, a, bb) = (cond.into_operand(), a.into_operand(), b.into_operand());
+    emit(|b| {
+        let c = b.operand(c, Some(DType::Bool), &loc);
+        if b.ty(c).dtype() != Some(DType::Bool) {
+            let t = b.ty(c).clone();
+            b.fail(&loc, format!("where needs a bool condition, got {t}"));
+        }
+        let (va, vb) = b.unify(a, bb, &loc);
+        let (c, va) = b.unify_values(c, va, &loc);
+        let (c, vb) = b.unify_values(c, vb, &loc);
+        let (va, vb) = b.unify_values(va, vb, &loc);
+        let t = b.ty(va).clone();
+        b.push1(Op::Select(c, va, vb), t, loc)
+    })
+}
+
+/// Converts `x` to `dtype` (float→int saturates and maps NaN to 0, as Rust `as`).
+#[track_caller]
+pub fn cast(x: impl IntoOperand, dtype: DType) -> Tile {
+    let loc = loc!();
+    let x = x.into_operand();
+    emit(|b| {
+        let v = b.operand(x, Some(dtype), &loc);
+        b.cast(v, dtype, &loc)
+    })
+}
+
+macro_rules! unary_fns {
+    ($($(#[$m:meta])* $name:ident => $op:ident;)*) => {$(
+        $(#[$m])*
+        #[track_caller]
+        pub fn $name(x: impl IntoOperand) -> Tile {
+            let loc = loc!();
+            let x = x.into_operand();
+            emit(|b| b.unary(UnOp::$op, x, &loc))
+        }
+    )*};
+}
+unary_fns! {
+    /// `e^x`.
+    exp => Exp;
+    /// `2^x`.
+    exp2 => Exp2;
+    /// Natural logarithm.
+    log => Log;
+    /// Base-2 logarithm.
+    log2 => Log2;
+    /// Square root.
+    sqrt => Sqrt;
+    /// `1 / sqrt(x)`.
+    rsqrt => Rsqrt;
+    /// Absolute value.
+    abs => Abs;
+    /// Sine.
+    sin => Sin;
+    /// Cosine.
+    cos => Cos;
+    /// Round down.
+    floor => Floor;
+    /// Round up.
+    ceil => Ceil;
+}
+
+/// Elementwise maximum.
+#[track_caller]
+pub fn maximum(a: impl IntoOperand, b: impl IntoOperand) -> Tile {
+    let loc = loc!();
+    let (a, bb) = (a.into_operand(), b.into_operand());
+    emit(|b| b.binary(BinOp::Max, a, bb, &loc))
+}
+
+/// Elementwise minimum.
+#[track_caller]
+pub fn minimum(a: impl IntoOperand, b: impl IntoOperand) -> Tile {
+    let loc = loc!();
+    let (a, bb) = (a.into_operand(), b.into_operand());
+    emit(|b| b.binary(BinOp::Min, a, bb, &loc))
+}
+
+/// `a * b + c` with a single rounding (floats).
+#[track_caller]
+pub fn fma(a: impl IntoOperand, b: impl IntoOperand, c: impl IntoOperand) -> Tile {
+    let loc = loc!();
+    let (a, bb, c) = (a.into_operand(), b.into_operand(), c.into_operand());
+    emit(|b| {
+        let (va, vb) = b.unify(a, bb, &loc);
+        let (va, vc) = b.unify(Operand::Tile(Tile(va)), c, &loc);
+        let (va, vb) = b.unify_values(va, vb, &loc);
+        let (vb, vc) = b.unify_values(vb, vc, &loc);
+        let mut t = b.ty(va).clone();
+        if !t.dtype().is_some_and(DType::is_float) {
+            let d = t.dtype();
+            b.fail(&loc, format!("fma needs floats, got {d:?}"));
+            t = t.with_elem(Elem::Scalar(DType::F32));
+        }
+        b.push1(Op::Fma(va, vb, vc), t, loc)
+    })
+}
+
+fn reduce(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
+    emit(|b| {
+        let t = b.ty(x.0).clone();
+        let Some(mut d) = t.dtype() else {
+            b.fail(&loc, format!("cannot reduce pointers ({t})"));
+            return x.0;
+        };
+        let rank = t.rank() as i64;
+        let a = if axis < 0 { axis + rank } else { axis };
+        if rank == 0 || a < 0 || a >= rank {
+            b.fail(&loc, format!("reduce axis {axis} out of range for {t}"));
+            return x.0;
+        }
+        let mut v = x.0;
+        // Small integers and bools are summed in i32, as Triton does.
+        if op == ReduceOp::Sum && (d.is_bool() || (d.is_int() && d.bits() < 32)) {
+            d = if d.is_unsigned_int() { DType::U32 } else { DType::I32 };
+            v = b.cast(v, d, &loc);
+        }
+        let mut s = t.shape.clone();
+        s.remove(a as usize);
+        let rd = match op {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I32,
+            _ => d,
+        };
+        b.push1(Op::Reduce { op, x: v, axis: a as u32 }, Type::tile(Elem::Scalar(rd), s), loc)
+    })
+}
+
+macro_rules! reduce_fns {
+    ($($(#[$m:meta])* $name:ident => $op:ident;)*) => {$(
+        $(#[$m])*
+        #[track_caller]
+        pub fn $name(x: Tile, axis: impl ConstInt) -> Tile {
+            reduce(ReduceOp::$op, x, axis.get(), loc!())
+        }
+    )*};
+}
+reduce_fns! {
+    /// Sum along `axis` (the axis is removed; negative counts from the end).
+    sum => Sum;
+    /// Maximum along `axis`.
+    max => Max;
+    /// Minimum along `axis`.
+    min => Min;
+    /// i32 index of the first maximum along `axis`.
+    argmax => ArgMax;
+    /// i32 index of the first minimum along `axis`.
+    argmin => ArgMin;
+}
+
+/// `a @ b + acc` for 2-D tiles. Without `acc` the accumulator is zeros of f32 for float
+/// inputs (f16 inputs accumulate in f32) and i32 for integer inputs.
+#[track_caller]
+pub fn dot(a: Tile, b: Tile, acc: impl OptOperand) -> Tile {
+    let loc = loc!();
+    let acc = acc.opt();
+    emit(|bl| {
+        let (ta, tb) = (bl.ty(a.0).clone(), bl.ty(b.0).clone());
+        if ta.rank() != 2 || tb.rank() != 2 || ta.shape[1] != tb.shape[0] {
+            bl.fail(&loc, format!("dot needs [M, K] @ [K, N], got {ta} @ {tb}"));
+            return a.0;
+        }
+        let (Some(da), Some(db)) = (ta.dtype(), tb.dtype()) else {
+            bl.fail(&loc, "dot operands must be numbers");
+            return a.0;
+        };
+        let d = DType::promote(da, db);
+        let (va, vb) = (bl.cast(a.0, d, &loc), bl.cast(b.0, d, &loc));
+        let shape = vec![ta.shape[0], tb.shape[1]];
+        let acc_dtype = if d.is_float() {
+            if d == DType::F64 {
+                DType::F64
+            } else {
+                DType::F32
+            }
+        } else {
+            DType::I32
+        };
+        let vacc = match acc {
+            None => bl.constant(Const::Int(0), Type::tile(Elem::Scalar(acc_dtype), shape.clone()), &loc),
+            Some(op) => {
+                let v = bl.operand(op, Some(acc_dtype), &loc);
+                bl.broadcast_to(v, &shape, &loc)
+            }
+        };
+        let t = bl.ty(vacc).clone();
+        bl.push1(Op::Dot { a: va, b: vb, acc: vacc }, t, loc)
+    })
+}
+
+/// Shapes the mask and value operands of a memory op like `ptr`.
+fn memory_operands(
+    b: &mut Builder,
+    ptr: Tile,
+    mask: Option<Operand>,
+    what: &str,
+    loc: &Loc,
+) -> Option<(Type, DType, Option<crate::ir::Value>)> {
+    let pt = b.ty(ptr.0).clone();
+    let Some(d) = pt.elem.pointee() else {
+        b.fail(loc, format!("{what} needs a pointer or a tile of pointers, got {pt}"));
+        return None;
+    };
+    let mask = mask.map(|m| {
+        let v = b.operand(m, Some(DType::Bool), loc);
+        if b.ty(v).dtype() != Some(DType::Bool) {
+            let t = b.ty(v).clone();
+            b.fail(loc, format!("{what} mask must be bool, got {t}"));
+        }
+        b.broadcast_to(v, &pt.shape, loc)
+    });
+    Some((pt, d, mask))
+}
+
+/// Loads through `ptr`; lanes where `mask` is false read nothing and give `other` (or 0).
+#[track_caller]
+pub fn load(ptr: Tile, mask: impl OptOperand, other: impl OptOperand) -> Tile {
+    let loc = loc!();
+    let (mask, other) = (mask.opt(), other.opt());
+    emit(|b| {
+        let Some((pt, d, mask)) = memory_operands(b, ptr, mask, "load", &loc) else {
+            return ptr.0;
+        };
+        let other = other.map(|o| {
+            let v = b.operand(o, Some(d), &loc);
+            let v = b.cast(v, d, &loc);
+            b.broadcast_to(v, &pt.shape, &loc)
+        });
+        b.push1(Op::Load { ptr: ptr.0, mask, other }, pt.with_elem(Elem::Scalar(d)), loc)
+    })
+}
+
+/// Stores `value` (converted to the pointee dtype, broadcast) through `ptr` where `mask`.
+#[track_caller]
+pub fn store(ptr: Tile, value: impl IntoOperand, mask: impl OptOperand) {
+    let loc = loc!();
+    let (value, mask) = (value.into_operand(), mask.opt());
+    with(|b| {
+        let Some((pt, d, mask)) = memory_operands(b, ptr, mask, "store", &loc) else {
+            return;
+        };
+        let v = b.operand(value, Some(d), &loc);
+        let v = b.cast(v, d, &loc);
+        let vt = b.ty(v).clone();
+        if !vt.is_scalar() && vt.shape != pt.shape {
+            b.fail(&loc, format!("stored value {vt} does not fit pointers {pt}"));
+            return;
+        }
+        let v = b.broadcast_to(v, &pt.shape, &loc);
+        b.push(Op::Store { ptr: ptr.0, value: v, mask }, vec![], loc.clone());
+    })
+}
+
+fn atomic(op: AtomicOp, ptr: Tile, value: Operand, mask: Option<Operand>, loc: Loc) -> Tile {
+    emit(|b| {
+        let Some((pt, d, mask)) = memory_operands(b, ptr, mask, "atomic", &loc) else {
+            return ptr.0;
+        };
+        if d.size_bytes() < 4 || d.is_bool() {
+            b.fail(&loc, format!("atomics need 32- or 64-bit elements, got {d}"));
+        }
+        let v = b.operand(value, Some(d), &loc);
+        let v = b.cast(v, d, &loc);
+        let v = b.broadcast_to(v, &pt.shape, &loc);
+        let t = pt.with_elem(Elem::Scalar(d));
+        b.push1(Op::Atomic { op, ptr: ptr.0, value: v, mask }, t, loc)
+    })
+}
+
+macro_rules! atomic_fns {
+    ($($(#[$m:meta])* $name:ident => $op:ident;)*) => {$(
+        $(#[$m])*
+        #[track_caller]
+        pub fn $name(ptr: Tile, value: impl IntoOperand, mask: impl OptOperand) -> Tile {
+            atomic(AtomicOp::$op, ptr, value.into_operand(), mask.opt(), loc!())
+        }
+    )*};
+}
+atomic_fns! {
+    /// Atomically adds; returns the old values.
+    atomic_add => Add;
+    /// Atomic maximum; returns the old values.
+    atomic_max => Max;
+    /// Atomic minimum; returns the old values.
+    atomic_min => Min;
+    /// Atomic exchange; returns the old values.
+    atomic_xchg => Xchg;
+}
+
+/// Atomic compare-and-swap on 32/64-bit integers; returns the old values.
+#[track_caller]
+pub fn atomic_cas(ptr: Tile, cmp: impl IntoOperand, value: impl IntoOperand) -> Tile {
+    let loc = loc!();
+    let (cmp, value) = (cmp.into_operand(), value.into_operand());
+    emit(|b| {
+        let Some((pt, d, _)) = memory_operands(b, ptr, None, "atomic_cas", &loc) else {
+            return ptr.0;
+        };
+        if !d.is_int() || d.size_bytes() < 4 {
+            b.fail(&loc, format!("atomic_cas needs 32- or 64-bit integers, got {d}"));
+        }
+        let [c, v] = [cmp, value].map(|o| {
+            let v = b.operand(o, Some(d), &loc);
+            let v = b.cast(v, d, &loc);
+            b.broadcast_to(v, &pt.shape, &loc)
+        });
+        let t = pt.with_elem(Elem::Scalar(d));
+        b.push1(Op::AtomicCas { ptr: ptr.0, cmp: c, value: v }, t, loc)
+    })
+}
+
+/// Comparison used by `#[kernel]` for `<`, `==`, …: tiles give bool tiles, plain Rust
+/// values (constexprs) give `bool`.
+pub trait Compare<Rhs> {
+    /// `Tile` or `bool`.
+    type Output;
+    /// Compares with `pred`.
+    fn compare(self, pred: CmpPred, rhs: Rhs, loc: Loc) -> Self::Output;
+}
+
+impl<R: IntoOperand> Compare<R> for Tile {
+    type Output = Tile;
+    fn compare(self, pred: CmpPred, rhs: R, loc: Loc) -> Tile {
+        let rhs = rhs.into_operand();
+        emit(|b| b.cmp(pred, Operand::Tile(self), rhs, &loc))
+    }
+}
+
+fn native_cmp<T: PartialOrd>(a: T, pred: CmpPred, b: T) -> bool {
+    match pred {
+        CmpPred::Eq => a == b,
+        CmpPred::Ne => a != b,
+        CmpPred::Lt => a < b,
+        CmpPred::Le => a <= b,
+        CmpPred::Gt => a > b,
+        CmpPred::Ge => a >= b,
+    }
+}
+
+macro_rules! native_compare {
+    ($($t:ty),*) => {$(
+        impl Compare<$t> for $t {
+            type Output = bool;
+            fn compare(self, pred: CmpPred, rhs: $t, _loc: Loc) -> bool { native_cmp(self, pred, rhs) }
+        }
+        impl Compare<Tile> for $t {
+            type Output = Tile;
+            fn compare(self, pred: CmpPred, rhs: Tile, loc: Loc) -> Tile {
+                let lhs = self.into_operand();
+                emit(|b| b.cmp(pred, lhs, Operand::Tile(rhs), &loc))
+            }
+        }
+    )*};
+}
+native_compare!(i8, i16, i32, i64, u8, u16, u32, u64, usize, isize, f32, f64, bool);
+
+impl Compare<&str> for &str {
+    type Output = bool;
+    fn compare(self, pred: CmpPred, rhs: &str, _loc: Loc) -> bool {
+        native_cmp(self, pred, rhs)
+    }
+}
+
+impl Compare<DType> for DType {
+    type Output = bool;
+    fn compare(self, pred: CmpPred, rhs: DType, _loc: Loc) -> bool {
+        native_cmp(self, pred, rhs)
+    }
+}
+
+/// `a < b` etc. as the `#[kernel]` macro emits them.
+#[track_caller]
+pub fn compare<L: Compare<R>, R>(lhs: L, pred: CmpPred, rhs: R) -> L::Output {
+    lhs.compare(pred, rhs, loc!())
+}
+
+/// `&&` / `||` as the `#[kernel]` macro emits them: bools stay bools, tiles become
+/// elementwise `and` / `or`.
+pub trait Logic<Rhs> {
+    /// `Tile` or `bool`.
+    type Output;
+    /// `and` when `is_and`, else `or`.
+    fn logic(self, is_and: bool, rhs: Rhs, loc: Loc) -> Self::Output;
+}
+impl Logic<bool> for bool {
+    type Output = bool;
+    fn logic(self, is_and: bool, rhs: bool, _loc: Loc) -> bool {
+        if is_and {
+            self && rhs
+        } else {
+            self || rhs
+        }
+    }
+}
+impl<R: IntoOperand> Logic<R> for Tile {
+    type Output = Tile;
+    fn logic(self, is_and: bool, rhs: R, loc: Loc) -> Tile {
+        let op = if is_and { BinOp::And } else { BinOp::Or };
+        let rhs = rhs.into_operand();
+        emit(|b| b.binary(op, Operand::Tile(self), rhs, &loc))
+    }
+}
+impl Logic<Tile> for bool {
+    type Output = Tile;
+    fn logic(self, is_and: bool, rhs: Tile, loc: Loc) -> Tile {
+        let op = if is_and { BinOp::And } else { BinOp::Or };
+        emit(|b| b.binary(op, Operand::Bool(self), Operand::Tile(rhs), &loc))
+    }
+}
+
+/// `a && b` / `a || b` as the `#[kernel]` macro emits them.
+#[track_caller]
+pub fn logic<L: Logic<R>, R>(lhs: L, is_and: bool, rhs: R) -> L::Output {
+    lhs.logic(is_and, rhs, loc!())
+}
+
+/// Ceiling division, for host sizes and for tiles: `cdiv(n, BLOCK)`.
+pub trait CeilDiv<Rhs> {
+    /// The quotient type.
+    type Output;
+    /// `(self + rhs - 1) / rhs`.
+    fn ceil_div(self, rhs: Rhs, loc: Loc) -> Self::Output;
+}
+macro_rules! host_cdiv {
+    ($($t:ty),*) => {$(
+        impl CeilDiv<$t> for $t {
+            type Output = $t;
+            fn ceil_div(self, rhs: $t, _loc: Loc) -> $t { self.div_ceil(rhs) }
+        }
+    )*};
+}
+host_cdiv!(u8, u16, u32, u64, usize);
+impl<R: IntoOperand> CeilDiv<R> for Tile {
+    type Output = Tile;
+    fn ceil_div(self, rhs: R, loc: Loc) -> Tile {
+        let rhs = rhs.into_operand();
+        emit(|b| {
+            let (x, y) = b.unify(Operand::Tile(self), rhs, &loc);
+            let t = b.ty(x).clone();
+            let one = b.constant(Const::Int(1), t.clone(), &loc);
+            let s = b.push1(Op::Binary(BinOp::Add, x, y), t.clone(), loc.clone());
+            let s = b.push1(Op::Binary(BinOp::Sub, s, one), t.clone(), loc.clone());
+            b.push1(Op::Binary(BinOp::Div, s, y), t, loc.clone())
+        })
+    }
+}
+
+/// Ceiling division of sizes (host) or tiles (kernel).
+#[track_caller]
+pub fn cdiv<L: CeilDiv<R>, R>(lhs: L, rhs: R) -> L::Output {
+    lhs.ceil_div(rhs, loc!())
+}
+
+/// The smallest power of two `>= n` (1 for 0).
+pub fn next_power_of_2(n: usize) -> usize {
+    n.max(1).next_power_of_two()
+}
+
+impl Tile {
+    /// `cast(self, dtype)`.
+    #[track_caller]
+    pub fn to(self, dtype: DType) -> Tile {
+        let loc = loc!();
+        emit(|b| b.cast(self.0, dtype, &loc))
+    }
+    /// `expand_dims(self, axis)`.
+    #[track_caller]
+    pub fn expand_dims(self, axis: impl ConstInt) -> Tile {
+        expand_dims(self, axis)
+    }
+    /// `reshape(self, shape)`.
+    #[track_caller]
+    pub fn reshape(self, shape: impl IntoShape) -> Tile {
+        reshape(self, shape)
+    }
+    /// `broadcast_to(self, shape)`.
+    #[track_caller]
+    pub fn broadcast_to(self, shape: impl IntoShape) -> Tile {
+        broadcast_to(self, shape)
+    }
+    /// `trans(self)`.
+    #[track_caller]
+    pub fn trans(self) -> Tile {
+        trans(self)
+    }
+    /// `sum(self, axis)`.
+    #[track_caller]
+    pub fn sum(self, axis: impl ConstInt) -> Tile {
+        reduce(ReduceOp::Sum, self, axis.get(), loc!())
+    }
+    /// `max(self, axis)`.
+    #[track_caller]
+    pub fn max(self, axis: impl ConstInt) -> Tile {
+        reduce(ReduceOp::Max, self, axis.get(), loc!())
+    }
+    /// `min(self, axis)`.
+    #[track_caller]
+    pub fn min(self, axis: impl ConstInt) -> Tile {
+        reduce(ReduceOp::Min, self, axis.get(), loc!())
+    }
+    /// `exp(self)`.
+    #[track_caller]
+    pub fn exp(self) -> Tile {
+        let loc = loc!();
+        emit(|b| b.unary(UnOp::Exp, Operand::Tile(self), &loc))
+    }
+    /// `sqrt(self)`.
+    #[track_caller]
+    pub fn sqrt(self) -> Tile {
+        let loc = loc!();
+        emit(|b| b.unary(UnOp::Sqrt, Operand::Tile(self), &loc))
+    }
+}

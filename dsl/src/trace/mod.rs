@@ -1,0 +1,13 @@
+//! Tracing: kernel code runs once per specialization and records IR.
+
+mod builder;
+mod element;
+pub mod flow;
+pub mod lang;
+mod params;
+mod tile;
+
+pub use builder::Tracer;
+pub use element::{Element, Float, Int, Ptr};
+pub use params::{ptr_param, scalar_param, Specialization};
+pub use tile::{IntoOperand, Operand, Tile};
