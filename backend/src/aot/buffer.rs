@@ -1,0 +1,74 @@
+//! Runtime-allocated output and workspace buffers, with guard bytes in checked mode.
+
+use std::ffi::c_void;
+
+/// Guard bytes placed after every output and workspace in checked mode.
+pub const GUARD_BYTES: usize = 64;
+const GUARD_VALUE: u8 = 0xA5;
+const ALIGN: usize = 64;
+
+/// A zero-initialized, 64-byte aligned buffer followed (in checked mode) by guard bytes.
+pub(crate) struct Buffer {
+    words: Vec<u64>,
+    offset: usize,
+    len: usize,
+    guard: usize,
+}
+
+impl Buffer {
+    /// `len` usable bytes, plus [`GUARD_BYTES`] of guard when `checked`.
+    pub fn new(len: usize, checked: bool) -> Buffer {
+        let guard = if checked { GUARD_BYTES } else { 0 };
+        let total = len + guard + ALIGN;
+        let mut words = vec![0u64; total.div_ceil(8).max(1)];
+        let addr = words.as_ptr() as usize;
+        let offset = (ALIGN - addr % ALIGN) % ALIGN;
+        let mut b = Buffer {
+            words: Vec::new(),
+            offset,
+            len,
+            guard,
+        };
+        {
+            // SAFETY: offset + len + guard <= total bytes of `words`.
+            let bytes =
+                unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), total) };
+            bytes[offset + len..offset + len + guard].fill(GUARD_VALUE);
+        }
+        b.words = words;
+        b
+    }
+
+    fn all(&self) -> &[u8] {
+        // SAFETY: `words` holds at least offset + len + guard bytes.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.words.as_ptr().cast::<u8>().add(self.offset),
+                self.len + self.guard,
+            )
+        }
+    }
+
+    /// The pointer handed to the kernel.
+    pub fn ptr(&mut self) -> *mut c_void {
+        // SAFETY: within the allocation.
+        unsafe { self.words.as_mut_ptr().cast::<u8>().add(self.offset).cast() }
+    }
+
+    /// The usable bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.all()[..self.len]
+    }
+
+    /// The usable length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The first overwritten guard byte (offset after the end), if any.
+    pub fn overwritten_guard(&self) -> Option<usize> {
+        self.all()[self.len..]
+            .iter()
+            .position(|&b| b != GUARD_VALUE)
+    }
+}

@@ -1,0 +1,239 @@
+//! Element types: MindSpore's dtype strings and `TypeId` values, and the Rust types behind them.
+
+use std::fmt;
+
+/// An element type of AOT operator tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// `bool`, one byte (0 or 1).
+    Bool,
+    /// `int8_t`.
+    I8,
+    /// `int16_t`.
+    I16,
+    /// `int32_t`.
+    I32,
+    /// `int64_t`.
+    I64,
+    /// `uint8_t`.
+    U8,
+    /// `uint16_t`.
+    U16,
+    /// `uint32_t`.
+    U32,
+    /// `uint64_t`.
+    U64,
+    /// IEEE half precision ([`half::f16`]).
+    F16,
+    /// bfloat16 ([`half::bf16`]).
+    BF16,
+    /// `float`.
+    F32,
+    /// `double`.
+    F64,
+}
+
+/// All dtypes, in `TypeId` order.
+pub const ALL_DTYPES: [DType; 13] = [
+    DType::Bool,
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+];
+
+impl DType {
+    /// The string MindSpore passes in `dtypes[i]` (`"float32"`, `"int64"`, `"bool"`, …).
+    pub const fn ms_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+
+    /// The same name NUL-terminated, for the C ABI.
+    pub(crate) const fn ms_cname(self) -> &'static std::ffi::CStr {
+        match self {
+            DType::Bool => c"bool",
+            DType::I8 => c"int8",
+            DType::I16 => c"int16",
+            DType::I32 => c"int32",
+            DType::I64 => c"int64",
+            DType::U8 => c"uint8",
+            DType::U16 => c"uint16",
+            DType::U32 => c"uint32",
+            DType::U64 => c"uint64",
+            DType::F16 => c"float16",
+            DType::BF16 => c"bfloat16",
+            DType::F32 => c"float32",
+            DType::F64 => c"float64",
+        }
+    }
+
+    /// Parses a MindSpore dtype string, including the aliases `"float"` (float32), `"int"`
+    /// (int32) and `"uint"` (uint32).
+    pub fn from_ms_name(name: &str) -> Option<DType> {
+        Some(match name {
+            "bool" => DType::Bool,
+            "int8" => DType::I8,
+            "int16" => DType::I16,
+            "int32" | "int" => DType::I32,
+            "int64" => DType::I64,
+            "uint8" => DType::U8,
+            "uint16" => DType::U16,
+            "uint32" | "uint" => DType::U32,
+            "uint64" => DType::U64,
+            "float16" => DType::F16,
+            "bfloat16" => DType::BF16,
+            "float32" | "float" => DType::F32,
+            "float64" => DType::F64,
+            _ => return None,
+        })
+    }
+
+    /// MindSpore's `TypeId` value (`kNumberTypeFloat32` = 43, …).
+    pub const fn type_id(self) -> i32 {
+        match self {
+            DType::Bool => 30,
+            DType::I8 => 32,
+            DType::I16 => 33,
+            DType::I32 => 34,
+            DType::I64 => 35,
+            DType::U8 => 37,
+            DType::U16 => 38,
+            DType::U32 => 39,
+            DType::U64 => 40,
+            DType::F16 => 42,
+            DType::F32 => 43,
+            DType::F64 => 44,
+            DType::BF16 => 45,
+        }
+    }
+
+    /// The dtype of a MindSpore `TypeId`; the generic `Int` (31), `UInt` (36) and `Float` (41)
+    /// map to their 32-bit forms.
+    pub const fn from_type_id(id: i32) -> Option<DType> {
+        Some(match id {
+            30 => DType::Bool,
+            31 | 34 => DType::I32,
+            32 => DType::I8,
+            33 => DType::I16,
+            35 => DType::I64,
+            36 | 39 => DType::U32,
+            37 => DType::U8,
+            38 => DType::U16,
+            40 => DType::U64,
+            41 | 43 => DType::F32,
+            42 => DType::F16,
+            44 => DType::F64,
+            45 => DType::BF16,
+            _ => return None,
+        })
+    }
+
+    /// Size of one element in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+
+    /// True for the floating-point dtypes.
+    pub const fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.ms_name())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust element type with a [`DType`]: `bool`, `i8`…`i64`, `u8`…`u64`, `f16`, `bf16`, `f32`, `f64`.
+///
+/// Sealed: every implementor is plain old data whose bytes are exactly what a C kernel sees.
+pub trait Element: sealed::Sealed + Copy + Send + Sync + fmt::Debug + 'static {
+    /// The dtype of this element type.
+    const DTYPE: DType;
+    /// Converts to `f64` (used by gradient arithmetic).
+    fn to_f64(self) -> f64;
+    /// Converts from `f64`, rounding as `as` does.
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            fn to_f64(self) -> f64 { self as f64 }
+            fn from_f64(v: f64) -> Self { v as $t }
+        }
+    )*};
+}
+element!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64,
+         f32 => F32, f64 => F64);
+
+impl sealed::Sealed for bool {}
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn to_f64(self) -> f64 {
+        if self {
+            1.0
+        } else {
+            0.0
+        }
+    }
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+}
+
+impl sealed::Sealed for half::f16 {}
+impl Element for half::f16 {
+    const DTYPE: DType = DType::F16;
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    fn from_f64(v: f64) -> Self {
+        half::f16::from_f64(v)
+    }
+}
+
+impl sealed::Sealed for half::bf16 {}
+impl Element for half::bf16 {
+    const DTYPE: DType = DType::BF16;
+    fn to_f64(self) -> f64 {
+        self.to_f64()
+    }
+    fn from_f64(v: f64) -> Self {
+        half::bf16::from_f64(v)
+    }
+}

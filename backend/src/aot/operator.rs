@@ -1,0 +1,1020 @@
+//! AOT operators: the definition ([`AotOpBuilder`]), and the GE-style life cycle of a call:
+//! infer output shapes and dtypes → get or create the kernel instance for the input-shape key
+//! (running `FuncInit` once) → execute `Func`.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::abi::{self, RawFn, ShapeArgs};
+use super::attrs::{AttrValue, Attrs};
+use super::buffer::Buffer;
+use super::compile::{self, CompileOptions, SourceKind};
+use super::dtype::DType;
+use super::error::{AotError, AotResult};
+use super::extra::Extra;
+use super::library::Library;
+use super::tensor::{Inputs, Shape, Tensor, TensorRef, TensorSpec, DYN_RANK};
+use super::whitelist::Whitelist;
+
+/// Largest rank a data-dependent output may report beyond its upper bound's rank.
+pub const MAX_DYNAMIC_RANK: usize = 8;
+
+/// A parsed `"path:Func"`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncSpec {
+    /// The source or library path.
+    pub path: PathBuf,
+    /// The main function's symbol.
+    pub symbol: String,
+}
+
+impl FuncSpec {
+    /// Parses `"path/to/file.cc:Func"` (the last `:` separates the symbol).
+    pub fn parse(spec: &str) -> AotResult<FuncSpec> {
+        let bad = |reason: &str| AotError::BadFuncSpec {
+            spec: spec.to_string(),
+            reason: reason.to_string(),
+        };
+        let (path, symbol) = spec
+            .rsplit_once(':')
+            .ok_or_else(|| bad("expected \"path:Func\" (e.g. \"add.cc:CustomAdd\")"))?;
+        if path.is_empty() {
+            return Err(bad("the path before ':' is empty"));
+        }
+        let mut chars = symbol.chars();
+        let ok = matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+            && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
+        if !ok {
+            return Err(bad("the function name after ':' is not a C identifier"));
+        }
+        Ok(FuncSpec {
+            path: PathBuf::from(path),
+            symbol: symbol.to_string(),
+        })
+    }
+
+    /// What the path names (source or library), by suffix.
+    pub fn kind(&self) -> SourceKind {
+        SourceKind::of(&self.path)
+    }
+}
+
+/// Where an operator runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Host memory, `stream` is null.
+    Cpu,
+    /// A CUDA source (`.cu`): device memory and a CUDA stream.
+    Cuda,
+}
+
+/// Output-shape inference closure: input shapes (with `-1`/`[-2]` when dynamic) and attributes
+/// to output shapes.
+pub type ShapeFn = dyn Fn(&[Shape], &Attrs) -> Result<Vec<Shape>, String> + Send + Sync;
+/// Output-dtype inference closure.
+pub type DTypeFn = dyn Fn(&[DType], &Attrs) -> Result<Vec<DType>, String> + Send + Sync;
+/// A backward written in Rust: `(inputs, outputs, output gradients) → input gradients`, as
+/// MindSpore's `bprop(x…, out, dout)`.
+pub type BackwardFn =
+    dyn Fn(&[Tensor], &[Tensor], &[Tensor]) -> AotResult<Vec<Tensor>> + Send + Sync;
+
+#[derive(Clone)]
+enum ShapeRule {
+    Library,
+    Fixed(Vec<Shape>),
+    Fn(Arc<ShapeFn>),
+}
+
+#[derive(Clone)]
+enum DTypeRule {
+    Library,
+    Fixed(Vec<DType>),
+    Fn(Arc<DTypeFn>),
+}
+
+#[derive(Clone)]
+enum Backward {
+    Fn(Arc<BackwardFn>),
+    Op(AotOp),
+}
+
+/// Options of an operator that are not part of its meaning.
+#[derive(Clone, Debug, Default)]
+pub struct AotOptions {
+    /// Checked mode: guard bytes after every output and workspace, and an error when the kernel
+    /// overwrites them. Also on when `TRITIUM_BOUNDS_CHECK=1`.
+    pub checked: bool,
+    /// How sources are compiled and where the cache lives.
+    pub compile: CompileOptions,
+    /// The library whitelist; `None` reads `TRITIUM_AOT_WHITELIST` when the operator is built.
+    pub whitelist: Option<Whitelist>,
+}
+
+fn env_checked() -> bool {
+    matches!(
+        std::env::var("TRITIUM_BOUNDS_CHECK").as_deref(),
+        Ok("1") | Ok("true") | Ok("on")
+    )
+}
+
+/// Something usable as a fixed shape: `[2, 3]`, `vec![4]`, `&[5usize][..]`.
+pub trait IntoShape {
+    /// The shape.
+    fn into_shape(self) -> Shape;
+}
+
+macro_rules! into_shape {
+    ($($t:ty),*) => {$(
+        impl IntoShape for Vec<$t> {
+            fn into_shape(self) -> Shape { self.into_iter().map(|d| d as i64).collect() }
+        }
+        impl IntoShape for &[$t] {
+            fn into_shape(self) -> Shape { self.iter().map(|&d| d as i64).collect() }
+        }
+        impl<const N: usize> IntoShape for [$t; N] {
+            fn into_shape(self) -> Shape { self.iter().map(|&d| d as i64).collect() }
+        }
+    )*};
+}
+into_shape!(i32, i64, u32, u64, usize);
+
+/// Defines an [`AotOp`]. Everything but the function is optional; see the module docs.
+#[derive(Clone)]
+pub struct AotOpBuilder {
+    func: String,
+    shapes: ShapeRule,
+    dtypes: DTypeRule,
+    attrs: Attrs,
+    num_inputs: Option<usize>,
+    num_outputs: Option<usize>,
+    tuple_infer: bool,
+    data_dependent: bool,
+    backward: Option<Backward>,
+    options: AotOptions,
+}
+
+impl AotOpBuilder {
+    /// Starts a definition of `"path:Func"`: a shared library, or a `.cc`/`.cpp`/`.cu` source
+    /// compiled automatically.
+    pub fn new(func: impl Into<String>) -> Self {
+        AotOpBuilder {
+            func: func.into(),
+            shapes: ShapeRule::Library,
+            dtypes: DTypeRule::Library,
+            attrs: Attrs::new(),
+            num_inputs: None,
+            num_outputs: None,
+            tuple_infer: false,
+            data_dependent: false,
+            backward: None,
+            options: AotOptions::default(),
+        }
+    }
+
+    /// One output of a fixed shape.
+    pub fn out_shape(mut self, shape: impl IntoShape) -> Self {
+        self.shapes = ShapeRule::Fixed(vec![shape.into_shape()]);
+        self
+    }
+
+    /// Several outputs of fixed shapes.
+    pub fn out_shapes<S: IntoShape>(mut self, shapes: impl IntoIterator<Item = S>) -> Self {
+        self.shapes = ShapeRule::Fixed(shapes.into_iter().map(IntoShape::into_shape).collect());
+        self
+    }
+
+    /// One output whose shape a closure computes from the input shapes
+    /// (MindSpore's `out_shape=lambda x, _: x`).
+    pub fn infer_shape(mut self, f: impl Fn(&[Shape]) -> Shape + Send + Sync + 'static) -> Self {
+        self.shapes = ShapeRule::Fn(Arc::new(move |s, _| Ok(vec![f(s)])));
+        self
+    }
+
+    /// Several outputs whose shapes a closure computes from the input shapes.
+    pub fn infer_shapes(
+        mut self,
+        f: impl Fn(&[Shape]) -> Vec<Shape> + Send + Sync + 'static,
+    ) -> Self {
+        self.shapes = ShapeRule::Fn(Arc::new(move |s, _| Ok(f(s))));
+        self
+    }
+
+    /// Output shapes from a fallible closure that also sees the attributes.
+    pub fn try_infer_shapes(
+        mut self,
+        f: impl Fn(&[Shape], &Attrs) -> Result<Vec<Shape>, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.shapes = ShapeRule::Fn(Arc::new(f));
+        self
+    }
+
+    /// One output of a fixed dtype.
+    pub fn out_dtype(mut self, dtype: DType) -> Self {
+        self.dtypes = DTypeRule::Fixed(vec![dtype]);
+        self
+    }
+
+    /// Several outputs of fixed dtypes.
+    pub fn out_dtypes(mut self, dtypes: impl IntoIterator<Item = DType>) -> Self {
+        self.dtypes = DTypeRule::Fixed(dtypes.into_iter().collect());
+        self
+    }
+
+    /// One output whose dtype a closure computes from the input dtypes.
+    pub fn infer_dtype(mut self, f: impl Fn(&[DType]) -> DType + Send + Sync + 'static) -> Self {
+        self.dtypes = DTypeRule::Fn(Arc::new(move |d, _| Ok(vec![f(d)])));
+        self
+    }
+
+    /// Several outputs whose dtypes a closure computes from the input dtypes.
+    pub fn infer_dtypes(
+        mut self,
+        f: impl Fn(&[DType]) -> Vec<DType> + Send + Sync + 'static,
+    ) -> Self {
+        self.dtypes = DTypeRule::Fn(Arc::new(move |d, _| Ok(f(d))));
+        self
+    }
+
+    /// Output dtypes from a fallible closure that also sees the attributes.
+    pub fn try_infer_dtypes(
+        mut self,
+        f: impl Fn(&[DType], &Attrs) -> Result<Vec<DType>, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.dtypes = DTypeRule::Fn(Arc::new(f));
+        self
+    }
+
+    /// Sets an attribute, read by the kernel with `extra->Attr<T>(name)`.
+    pub fn attr(mut self, name: impl Into<String>, value: impl Into<AttrValue>) -> Self {
+        self.attrs.set(name, value);
+        self
+    }
+
+    /// Sets several attributes.
+    pub fn attrs(mut self, attrs: &Attrs) -> Self {
+        self.attrs = self.attrs.merged(attrs);
+        self
+    }
+
+    /// The number of inputs; calls with another count are rejected before any C code runs.
+    pub fn num_inputs(mut self, n: usize) -> Self {
+        self.num_inputs = Some(n);
+        self
+    }
+
+    /// The number of outputs. With more than one, the library's `FuncInferShape` and
+    /// `FuncInferType` are called in their tuple forms (`std::vector<std::vector<int64_t>>`,
+    /// `std::vector<TypeId>`).
+    pub fn num_outputs(mut self, n: usize) -> Self {
+        self.num_outputs = Some(n);
+        self
+    }
+
+    /// Calls the library's inference functions in their tuple forms even for one output.
+    pub fn tuple_infer(mut self) -> Self {
+        self.tuple_infer = true;
+        self
+    }
+
+    /// Data-dependent output shapes (GE): inferred shapes are upper bounds; the kernel gets, after
+    /// the workspaces, one `uint64_t` shape buffer per output (`[ndim, d0, d1, …]`, pre-filled
+    /// with the upper bound) and the runtime trims each output to what the kernel wrote.
+    pub fn data_dependent_shapes(mut self) -> Self {
+        self.data_dependent = true;
+        self
+    }
+
+    /// A backward written in Rust: `(inputs, outputs, douts) → input gradients`.
+    pub fn backward(
+        mut self,
+        f: impl Fn(&[Tensor], &[Tensor], &[Tensor]) -> AotResult<Vec<Tensor>> + Send + Sync + 'static,
+    ) -> Self {
+        self.backward = Some(Backward::Fn(Arc::new(f)));
+        self
+    }
+
+    /// A backward implemented by another AOT operator, called with
+    /// `(inputs…, outputs…, douts…)` and returning one gradient per input.
+    pub fn backward_op(mut self, op: AotOp) -> Self {
+        self.backward = Some(Backward::Op(op));
+        self
+    }
+
+    /// Checked mode (see [`AotOptions::checked`]).
+    pub fn checked(mut self, on: bool) -> Self {
+        self.options.checked = on;
+        self
+    }
+
+    /// Replaces all options.
+    pub fn options(mut self, options: AotOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Replaces the compile options.
+    pub fn compile_options(mut self, compile: CompileOptions) -> Self {
+        self.options.compile = compile;
+        self
+    }
+
+    /// Uses this whitelist instead of `TRITIUM_AOT_WHITELIST`.
+    pub fn whitelist(mut self, whitelist: Whitelist) -> Self {
+        self.options.whitelist = Some(whitelist);
+        self
+    }
+
+    /// Parses the function, compiles a source (or reuses the cache), loads the library (after
+    /// the whitelist check) and resolves `Func`, `FuncInit`, `FuncInferShape`, `FuncInferType`.
+    pub fn build(self) -> AotResult<AotOp> {
+        let spec = FuncSpec::parse(&self.func)?;
+        let kind = spec.kind();
+        let target = if kind == SourceKind::Cuda {
+            Target::Cuda
+        } else {
+            Target::Cpu
+        };
+        let cache = self.options.compile.cache_dir();
+        let whitelist = self.options.whitelist.clone().or_else(Whitelist::from_env);
+        let (library_path, lib) = match kind {
+            SourceKind::Library => {
+                let lib = Library::open(&spec.path, whitelist.as_ref(), &cache)?;
+                (spec.path.clone(), lib)
+            }
+            SourceKind::Cpp | SourceKind::Cuda => {
+                let path = compile::compile_source(&spec.path, &self.options.compile)?;
+                match Library::open(&path, whitelist.as_ref(), &cache) {
+                    Ok(lib) => (path, lib),
+                    // A cache entry that fails to load is rebuilt, never trusted.
+                    Err(AotError::LoadFailed { .. }) => {
+                        let path = compile::recompile_source(&spec.path, &self.options.compile)?;
+                        let lib = Library::open(&path, whitelist.as_ref(), &cache)?;
+                        (path, lib)
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let sym = &spec.symbol;
+        let main = lib.symbol(sym)?;
+        let init = lib.optional(&format!("{sym}Init"));
+        let infer_shape = lib.optional(&format!("{sym}InferShape"));
+        let infer_type = lib.optional(&format!("{sym}InferType"));
+        let def_err = |message: String| AotError::Definition {
+            symbol: sym.clone(),
+            message,
+        };
+        if let (ShapeRule::Fixed(s), DTypeRule::Fixed(d)) = (&self.shapes, &self.dtypes) {
+            if s.len() != d.len() {
+                return Err(def_err(format!(
+                    "{} output shapes but {} output dtypes",
+                    s.len(),
+                    d.len()
+                )));
+            }
+        }
+        if let Some(n) = self.num_outputs {
+            for (what, len) in [
+                ("shapes", fixed_len_shapes(&self.shapes)),
+                ("dtypes", fixed_len_dtypes(&self.dtypes)),
+            ] {
+                if let Some(len) = len {
+                    if len != n {
+                        return Err(def_err(format!(
+                            "num_outputs is {n} but {len} fixed output {what} are given"
+                        )));
+                    }
+                }
+            }
+        }
+        if matches!(self.shapes, ShapeRule::Library) && infer_shape.is_none() {
+            return Err(def_err(format!(
+                "no output shape: give out_shape/infer_shape, or export `{sym}InferShape` from {}",
+                library_path.display()
+            )));
+        }
+        if matches!(self.dtypes, DTypeRule::Library) && infer_type.is_none() {
+            return Err(def_err(format!(
+                "no output dtype: give out_dtype/infer_dtype, or export `{sym}InferType` from {}",
+                library_path.display()
+            )));
+        }
+        let checked = self.options.checked || env_checked();
+        Ok(AotOp {
+            inner: Arc::new(OpInner {
+                instances: Mutex::new(HashMap::new()),
+                spec,
+                target,
+                library_path,
+                main,
+                init,
+                infer_shape,
+                infer_type,
+                shapes: self.shapes,
+                dtypes: self.dtypes,
+                attrs: self.attrs,
+                num_inputs: self.num_inputs,
+                num_outputs: self.num_outputs,
+                tuple_infer: self.tuple_infer,
+                data_dependent: self.data_dependent,
+                backward: self.backward,
+                checked,
+                options: self.options,
+                lib: Arc::new(lib),
+            }),
+        })
+    }
+}
+
+impl fmt::Debug for AotOpBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AotOpBuilder")
+            .field("func", &self.func)
+            .field("attrs", &self.attrs)
+            .field("num_inputs", &self.num_inputs)
+            .field("num_outputs", &self.num_outputs)
+            .field("data_dependent", &self.data_dependent)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn fixed_len_shapes(r: &ShapeRule) -> Option<usize> {
+    match r {
+        ShapeRule::Fixed(v) => Some(v.len()),
+        _ => None,
+    }
+}
+
+fn fixed_len_dtypes(r: &DTypeRule) -> Option<usize> {
+    match r {
+        DTypeRule::Fixed(v) => Some(v.len()),
+        _ => None,
+    }
+}
+
+/// One kernel instance: what `FuncInit` set up for one input-shape key. Field order matters:
+/// the kernel data is destroyed before the library can be unloaded.
+struct Instance {
+    extra: Extra,
+    outputs: Vec<(Vec<usize>, DType)>,
+    workspaces: Vec<usize>,
+    _lib: Arc<Library>,
+}
+
+struct OpInner {
+    instances: Mutex<HashMap<String, Arc<Mutex<Instance>>>>,
+    spec: FuncSpec,
+    target: Target,
+    library_path: PathBuf,
+    main: RawFn,
+    init: Option<RawFn>,
+    infer_shape: Option<RawFn>,
+    infer_type: Option<RawFn>,
+    shapes: ShapeRule,
+    dtypes: DTypeRule,
+    attrs: Attrs,
+    num_inputs: Option<usize>,
+    num_outputs: Option<usize>,
+    tuple_infer: bool,
+    data_dependent: bool,
+    backward: Option<Backward>,
+    checked: bool,
+    options: AotOptions,
+    lib: Arc<Library>,
+}
+
+/// A MindSpore-compatible AOT operator: `extern "C" int Func(int nparam, void **params,
+/// int *ndims, int64_t **shapes, const char **dtypes, void *stream, void *extra)` from a shared
+/// library or an auto-compiled source. Cheap to clone; instances are shared.
+#[derive(Clone)]
+pub struct AotOp {
+    inner: Arc<OpInner>,
+}
+
+impl fmt::Debug for AotOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AotOp")
+            .field("symbol", &self.inner.spec.symbol)
+            .field("library", &self.inner.library_path)
+            .field("target", &self.inner.target)
+            .field("attrs", &self.inner.attrs)
+            .finish_non_exhaustive()
+    }
+}
+
+fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+impl AotOp {
+    /// Starts a definition: see [`AotOpBuilder`].
+    pub fn builder(func: impl Into<String>) -> AotOpBuilder {
+        AotOpBuilder::new(func)
+    }
+
+    /// The main function's symbol.
+    pub fn symbol(&self) -> &str {
+        &self.inner.spec.symbol
+    }
+
+    /// The path as given in `"path:Func"`.
+    pub fn source_path(&self) -> &Path {
+        &self.inner.spec.path
+    }
+
+    /// The loaded library (for sources: the compiled library in the cache).
+    pub fn library_path(&self) -> &Path {
+        &self.inner.library_path
+    }
+
+    /// Where the operator runs.
+    pub fn target(&self) -> Target {
+        self.inner.target
+    }
+
+    /// The definition-time attributes.
+    pub fn attrs(&self) -> &Attrs {
+        &self.inner.attrs
+    }
+
+    /// True in checked mode.
+    pub fn is_checked(&self) -> bool {
+        self.inner.checked
+    }
+
+    /// True when the library exports `FuncInit`.
+    pub fn has_init(&self) -> bool {
+        self.inner.init.is_some()
+    }
+
+    /// Number of kernel instances (one per input-shape key, each initialized once).
+    pub fn instance_count(&self) -> usize {
+        self.lock_instances().len()
+    }
+
+    /// Destroys every kernel instance (and its kernel data); the next call initializes anew.
+    pub fn clear_instances(&self) {
+        self.lock_instances().clear();
+    }
+
+    fn lock_instances(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Mutex<Instance>>>> {
+        self.inner
+            .instances
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn tuple_form(&self) -> bool {
+        let i = &self.inner;
+        i.tuple_infer
+            || i.num_outputs.is_some_and(|n| n > 1)
+            || fixed_len_shapes(&i.shapes).is_some_and(|n| n > 1)
+            || fixed_len_dtypes(&i.dtypes).is_some_and(|n| n > 1)
+    }
+
+    /// Infers output shapes and dtypes from input specs, which may be dynamic (`-1` dims,
+    /// `[-2]` rank): the GE `InferShape`/`InferDataType` step.
+    pub fn infer(&self, inputs: &[TensorSpec]) -> AotResult<Vec<TensorSpec>> {
+        self.infer_with(inputs, &Attrs::new())
+    }
+
+    /// [`AotOp::infer`] with call-time attributes added to the definition's.
+    pub fn infer_with(&self, inputs: &[TensorSpec], attrs: &Attrs) -> AotResult<Vec<TensorSpec>> {
+        self.infer_impl(inputs, &self.inner.attrs.merged(attrs))
+    }
+
+    fn infer_err(&self, message: String) -> AotError {
+        AotError::Inference {
+            symbol: self.inner.spec.symbol.clone(),
+            message,
+        }
+    }
+
+    fn infer_impl(&self, inputs: &[TensorSpec], attrs: &Attrs) -> AotResult<Vec<TensorSpec>> {
+        let i = &self.inner;
+        let sym = &i.spec.symbol;
+        let in_shapes: Vec<Shape> = inputs.iter().map(|s| s.shape.clone()).collect();
+        let in_dtypes: Vec<DType> = inputs.iter().map(|s| s.dtype).collect();
+        let tuple = self.tuple_form();
+        let shapes = match &i.shapes {
+            ShapeRule::Fixed(v) => v.clone(),
+            ShapeRule::Fn(f) => f(&in_shapes, attrs).map_err(|m| self.infer_err(m))?,
+            ShapeRule::Library => {
+                let f = i.infer_shape.expect("checked at build");
+                let extra = Extra::new(attrs.clone(), sym)?;
+                let mut args = ShapeArgs::new(&in_shapes, &in_dtypes);
+                abi::call_infer_shape(
+                    f,
+                    &format!("{sym}InferShape"),
+                    tuple,
+                    &mut args,
+                    extra.as_ptr(),
+                )?
+            }
+        };
+        let dtypes = match &i.dtypes {
+            DTypeRule::Fixed(v) => v.clone(),
+            DTypeRule::Fn(f) => f(&in_dtypes, attrs).map_err(|m| self.infer_err(m))?,
+            DTypeRule::Library => {
+                let f = i.infer_type.expect("checked at build");
+                let extra = Extra::new(attrs.clone(), sym)?;
+                let ids: Vec<i32> = in_dtypes.iter().map(|d| d.type_id()).collect();
+                let out = abi::call_infer_type(
+                    f,
+                    &format!("{sym}InferType"),
+                    tuple,
+                    &ids,
+                    extra.as_ptr(),
+                )?;
+                out.iter()
+                    .map(|&id| {
+                        DType::from_type_id(id).ok_or_else(|| {
+                            self.infer_err(format!(
+                                "`{sym}InferType` returned TypeId {id}, which is no number type"
+                            ))
+                        })
+                    })
+                    .collect::<AotResult<Vec<_>>>()?
+            }
+        };
+        if shapes.is_empty() {
+            return Err(self.infer_err("no outputs were inferred".to_string()));
+        }
+        if shapes.len() != dtypes.len() {
+            return Err(self.infer_err(format!(
+                "{} output shapes {shapes:?} but {} output dtypes {dtypes:?}",
+                shapes.len(),
+                dtypes.len()
+            )));
+        }
+        if let Some(n) = i.num_outputs {
+            if n != shapes.len() {
+                return Err(self.infer_err(format!(
+                    "num_outputs is {n} but {} outputs were inferred",
+                    shapes.len()
+                )));
+            }
+        }
+        for s in &shapes {
+            let bad = s.iter().any(|&d| d < DYN_RANK) || (s.contains(&DYN_RANK) && s.len() != 1);
+            if bad {
+                return Err(self.infer_err(format!("invalid output shape {s:?}")));
+            }
+        }
+        Ok(shapes
+            .into_iter()
+            .zip(dtypes)
+            .map(|(s, d)| TensorSpec::new(s, d))
+            .collect())
+    }
+
+    /// Calls the operator on host inputs (ndarray arrays or [`Tensor`]s) and returns its outputs.
+    pub fn call<'a>(&self, inputs: impl Inputs<'a>) -> AotResult<Vec<Tensor>> {
+        self.call_impl(inputs.into_inputs(), None)
+    }
+
+    /// [`AotOp::call`] with call-time attributes added to (or replacing) the definition's.
+    /// Each distinct set of call-time attributes gets its own kernel instance.
+    pub fn call_with<'a>(&self, inputs: impl Inputs<'a>, attrs: &Attrs) -> AotResult<Vec<Tensor>> {
+        self.call_impl(inputs.into_inputs(), Some(attrs))
+    }
+
+    /// Calls an operator with exactly one output and returns it.
+    pub fn call1<'a>(&self, inputs: impl Inputs<'a>) -> AotResult<Tensor> {
+        let mut out = self.call(inputs)?;
+        if out.len() != 1 {
+            return Err(AotError::Definition {
+                symbol: self.inner.spec.symbol.clone(),
+                message: format!("call1 on an operator with {} outputs", out.len()),
+            });
+        }
+        Ok(out.remove(0))
+    }
+
+    fn input_err(&self, message: String) -> AotError {
+        AotError::Input {
+            symbol: self.inner.spec.symbol.clone(),
+            message,
+        }
+    }
+
+    fn call_impl(
+        &self,
+        inputs: Vec<TensorRef<'_>>,
+        call_attrs: Option<&Attrs>,
+    ) -> AotResult<Vec<Tensor>> {
+        let i = &self.inner;
+        if i.target == Target::Cuda {
+            return Err(AotError::Cuda(format!(
+                "`{}` is a CUDA operator ({}); this build runs AOT operators on host memory only",
+                i.spec.symbol,
+                i.spec.path.display()
+            )));
+        }
+        if let Some(n) = i.num_inputs {
+            if inputs.len() != n {
+                return Err(self.input_err(format!("expected {n} inputs, got {}", inputs.len())));
+            }
+        }
+        let specs: Vec<TensorSpec> = inputs
+            .iter()
+            .map(|t| {
+                TensorSpec::new(
+                    t.shape().iter().map(|&d| d as i64).collect::<Vec<_>>(),
+                    t.dtype(),
+                )
+            })
+            .collect();
+        let key = format!(
+            "{:?}|{}",
+            specs
+                .iter()
+                .map(|s| (s.shape.clone(), s.dtype))
+                .collect::<Vec<_>>(),
+            call_attrs.map(Attrs::fingerprint).unwrap_or_default()
+        );
+        let instance = {
+            let mut map = self.lock_instances();
+            match map.get(&key) {
+                Some(inst) => inst.clone(),
+                None => {
+                    let attrs = match call_attrs {
+                        Some(a) => i.attrs.merged(a),
+                        None => i.attrs.clone(),
+                    };
+                    let inst = Arc::new(Mutex::new(self.create_instance(&specs, attrs)?));
+                    map.insert(key, inst.clone());
+                    inst
+                }
+            }
+        };
+        let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());
+        self.execute(&mut guard, &inputs, &specs)
+    }
+
+    fn create_instance(&self, specs: &[TensorSpec], attrs: Attrs) -> AotResult<Instance> {
+        let i = &self.inner;
+        let sym = &i.spec.symbol;
+        let outs = self.infer_impl(specs, &attrs)?;
+        let mut outputs = Vec::new();
+        for (k, o) in outs.iter().enumerate() {
+            if !o.is_static() {
+                return Err(self.infer_err(format!(
+                    "output {k} has shape {:?} for inputs {:?}; a call needs every dimension \
+                     known (give an upper bound and use data_dependent_shapes for outputs whose \
+                     size depends on values)",
+                    o.shape,
+                    specs.iter().map(|s| &s.shape).collect::<Vec<_>>()
+                )));
+            }
+            outputs.push((o.shape.iter().map(|&d| d as usize).collect(), o.dtype));
+        }
+        let extra = Extra::new(attrs, sym)?;
+        if let Some(init) = i.init {
+            let shapes: Vec<Shape> = specs
+                .iter()
+                .map(|s| s.shape.clone())
+                .chain(outs.iter().map(|o| o.shape.clone()))
+                .collect();
+            let dtypes: Vec<DType> = specs.iter().chain(&outs).map(|s| s.dtype).collect();
+            let mut args = ShapeArgs::new(&shapes, &dtypes);
+            let name = format!("{sym}Init");
+            let rc = abi::call_init(init, &name, &mut args, extra.as_ptr())?;
+            if rc != 0 {
+                return Err(AotError::ReturnCode {
+                    function: name,
+                    code: rc,
+                });
+            }
+        }
+        let workspaces = extra.workspace();
+        Ok(Instance {
+            extra,
+            outputs,
+            workspaces,
+            _lib: i.lib.clone(),
+        })
+    }
+
+    fn execute(
+        &self,
+        inst: &mut Instance,
+        inputs: &[TensorRef<'_>],
+        specs: &[TensorSpec],
+    ) -> AotResult<Vec<Tensor>> {
+        let i = &self.inner;
+        let sym = &i.spec.symbol;
+        let checked = i.checked;
+        let mut outs: Vec<Buffer> = inst
+            .outputs
+            .iter()
+            .map(|(s, d)| Buffer::new(numel(s) * d.size(), checked))
+            .collect();
+        let mut ws: Vec<Buffer> = inst
+            .workspaces
+            .iter()
+            .map(|&n| Buffer::new(n, checked))
+            .collect();
+        let mut shape_bufs: Vec<Buffer> = Vec::new();
+        if i.data_dependent {
+            for (s, _) in &inst.outputs {
+                let slots = 1 + s.len().max(MAX_DYNAMIC_RANK);
+                let mut b = Buffer::new(slots * 8, checked);
+                let mut words = vec![s.len() as u64];
+                words.extend(s.iter().map(|&d| d as u64));
+                // SAFETY: the buffer holds `slots` u64 slots, 64-byte aligned.
+                let p = b.ptr().cast::<u64>();
+                for (k, w) in words.iter().enumerate() {
+                    unsafe { p.add(k).write(*w) };
+                }
+                shape_bufs.push(b);
+            }
+        }
+        let mut params: Vec<*mut c_void> = inputs
+            .iter()
+            .map(|t| t.as_bytes().as_ptr() as *mut c_void)
+            .collect();
+        params.extend(outs.iter_mut().map(Buffer::ptr));
+        params.extend(ws.iter_mut().map(Buffer::ptr));
+        params.extend(shape_bufs.iter_mut().map(Buffer::ptr));
+        let shapes: Vec<Shape> = specs
+            .iter()
+            .map(|s| s.shape.clone())
+            .chain(
+                inst.outputs
+                    .iter()
+                    .map(|(s, _)| s.iter().map(|&d| d as i64).collect()),
+            )
+            .collect();
+        let dtypes: Vec<DType> = specs
+            .iter()
+            .map(|s| s.dtype)
+            .chain(inst.outputs.iter().map(|(_, d)| *d))
+            .collect();
+        let mut args = ShapeArgs::new(&shapes, &dtypes);
+        let rc = abi::call_main(
+            i.main,
+            sym,
+            &mut params,
+            &mut args,
+            std::ptr::null_mut(),
+            inst.extra.as_ptr(),
+        )?;
+        if rc != 0 {
+            return Err(AotError::ReturnCode {
+                function: sym.clone(),
+                code: rc,
+            });
+        }
+        if checked {
+            let named = outs
+                .iter()
+                .enumerate()
+                .map(|(k, b)| (format!("output {k}"), b))
+                .chain(
+                    ws.iter()
+                        .enumerate()
+                        .map(|(k, b)| (format!("workspace {k}"), b)),
+                )
+                .chain(
+                    shape_bufs
+                        .iter()
+                        .enumerate()
+                        .map(|(k, b)| (format!("shape buffer {k}"), b)),
+                );
+            for (name, b) in named {
+                if let Some(offset) = b.overwritten_guard() {
+                    return Err(AotError::GuardOverwritten {
+                        function: sym.clone(),
+                        buffer: name,
+                        len: b.len(),
+                        offset,
+                    });
+                }
+            }
+        }
+        let mut result = Vec::with_capacity(outs.len());
+        for (k, (b, (shape, dtype))) in outs.iter().zip(&inst.outputs).enumerate() {
+            let mut t = Tensor::from_bytes(*dtype, shape, b.data())?;
+            if let Some(sb) = shape_bufs.get(k) {
+                let words: Vec<u64> = sb
+                    .data()
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                    .collect();
+                let bad = || AotError::BadShapeBuffer {
+                    function: sym.clone(),
+                    output: k,
+                    written: words.iter().take(1 + MAX_DYNAMIC_RANK).copied().collect(),
+                    bound: shape.clone(),
+                };
+                let ndim = words[0] as usize;
+                if ndim >= words.len() {
+                    return Err(bad());
+                }
+                let dims: Vec<usize> = words[1..=ndim].iter().map(|&d| d as usize).collect();
+                let n = dims
+                    .iter()
+                    .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+                    .ok_or_else(bad)?;
+                if n > numel(shape) {
+                    return Err(bad());
+                }
+                t.truncate(dims);
+            }
+            result.push(t);
+        }
+        Ok(result)
+    }
+
+    /// True when a backward was declared.
+    pub fn has_backward(&self) -> bool {
+        self.inner.backward.is_some()
+    }
+
+    /// Runs the declared backward: `(inputs, outputs, output gradients) → input gradients`.
+    pub fn backward(
+        &self,
+        inputs: &[Tensor],
+        outputs: &[Tensor],
+        douts: &[Tensor],
+    ) -> AotResult<Vec<Tensor>> {
+        let sym = &self.inner.spec.symbol;
+        let grads = match &self.inner.backward {
+            None => {
+                return Err(AotError::Grad(format!(
+                    "operator `{sym}` declares no backward"
+                )))
+            }
+            Some(Backward::Fn(f)) => f(inputs, outputs, douts)?,
+            Some(Backward::Op(op)) => {
+                let all: Vec<TensorRef<'_>> = inputs
+                    .iter()
+                    .chain(outputs)
+                    .chain(douts)
+                    .map(TensorRef::from)
+                    .collect();
+                op.call(all)?
+            }
+        };
+        if grads.len() != inputs.len() {
+            return Err(AotError::Grad(format!(
+                "the backward of `{sym}` returned {} gradients for {} inputs",
+                grads.len(),
+                inputs.len()
+            )));
+        }
+        Ok(grads)
+    }
+
+    // ---- accessors for packages ----
+
+    pub(crate) fn fixed_shapes(&self) -> Option<&[Shape]> {
+        match &self.inner.shapes {
+            ShapeRule::Fixed(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn fixed_dtypes(&self) -> Option<&[DType]> {
+        match &self.inner.dtypes {
+            DTypeRule::Fixed(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn flags(&self) -> (Option<usize>, Option<usize>, bool, bool) {
+        let i = &self.inner;
+        (i.num_inputs, i.num_outputs, i.tuple_infer, i.data_dependent)
+    }
+
+    /// The operator's options.
+    pub fn options(&self) -> &AotOptions {
+        &self.inner.options
+    }
+}
+
+impl AotOpBuilder {
+    pub(crate) fn set_flags(
+        mut self,
+        num_inputs: Option<usize>,
+        num_outputs: Option<usize>,
+        tuple: bool,
+        data_dependent: bool,
+    ) -> Self {
+        self.num_inputs = num_inputs;
+        self.num_outputs = num_outputs;
+        self.tuple_infer = tuple;
+        self.data_dependent = data_dependent;
+        self
+    }
+
+    pub(crate) fn set_func(mut self, func: String) -> Self {
+        self.func = func;
+        self
+    }
+}

@@ -1,1 +1,0 @@
-//! AOT operator tests.

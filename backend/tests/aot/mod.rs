@@ -1,0 +1,8 @@
+//! AOT operator tests: MindSpore's acceptance cases with our own C++ sources in
+//! `tests/data/aot/`, every error path, packages, and backward.
+mod common;
+mod cuda;
+mod errors;
+mod grad;
+mod ops;
+mod package;
