@@ -1,1 +1,47 @@
-//! Tritium procedural macros.
+//! Tritium's procedural macros: `#[kernel]` turns a Triton-style function into a module
+//! that traces it to the tile IR and launches it; `#[device]` makes a helper callable from
+//! kernels.
+//!
+//! Layout: [`parse`] analyses the user's code (signatures, builtins, loop ranges, assigned
+//! variables); [`generate`] emits the tracing code. Every error is a `syn::Error` at the
+//! user's span.
+
+use proc_macro::TokenStream;
+use syn::{parse_macro_input, Error, ItemFn};
+
+mod generate;
+mod parse;
+
+/// Turns `fn NAME(params) { body }` into a module `NAME` with `NAME::trace`,
+/// `NAME::launch(&device, grid, args…)` and `NAME::launch_with(&device, grid, &options, args…)`.
+///
+/// Parameters: `x: Ptr<T>` is a pointer, `#[constexpr] X: T` a compile-time value the
+/// kernel is specialized on, anything else a runtime scalar.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if let Some(t) = proc_macro2::TokenStream::from(attr).into_iter().next() {
+        return Error::new(t.span(), "`#[kernel]` takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    let item = parse_macro_input!(item as ItemFn);
+    generate::kernel::expand(item)
+        .unwrap_or_else(Error::into_compile_error)
+        .into()
+}
+
+/// Makes a helper callable from kernels: the body is rewritten like a kernel body and the
+/// function gets `#[track_caller]`. Parameters are `Tile`s or plain Rust values
+/// (`#[constexpr]` is accepted and removed).
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if let Some(t) = proc_macro2::TokenStream::from(attr).into_iter().next() {
+        return Error::new(t.span(), "`#[device]` takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    let item = parse_macro_input!(item as ItemFn);
+    generate::device::expand(item)
+        .unwrap_or_else(Error::into_compile_error)
+        .into()
+}

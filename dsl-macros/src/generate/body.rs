@@ -1,0 +1,629 @@
+//! Rewrites a kernel or device-function body into tracing code: comparisons and `&&`/`||`
+//! become `compare`/`logic`, builtins get their full path and keyword arguments, the
+//! `x[(.., None)]` idiom becomes `expand_dims`, and `for`/`if`/`while` become the
+//! closures of `tritium::dsl::trace::flow` with the assigned variables carried.
+//!
+//! Every generated call carries the span of the user's code it replaces, so the
+//! `#[track_caller]` tracing API records the user's `file:line:col`.
+
+use crate::parse::assigned::{
+    assigned_in_block, assigned_in_expr, assigned_in_loop, keyword_arg, merge,
+};
+use crate::parse::builtins;
+use crate::parse::range::{classify, RuntimeRange};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{BinOp, Block, Error, Expr, ExprForLoop, ExprIf, ExprWhile, Item, Stmt};
+
+/// Which kind of function a body belongs to (it changes a few messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FnKind {
+    /// A `#[kernel]`.
+    Kernel,
+    /// A `#[device]` helper.
+    Device,
+}
+
+/// What encloses the code being rewritten, innermost last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ctx {
+    /// A plain Rust `for` (unrolled while tracing): `break`/`continue` work.
+    PlainLoop,
+    /// A runtime `for`/`while` (an IR loop, traced once as a closure).
+    RuntimeLoop,
+    /// A branch of an `if` (traced as a closure).
+    Branch,
+}
+
+/// Rewrites `block` in place; returns every error found.
+pub fn rewrite_block(block: &mut Block, kind: FnKind) -> Result<(), Error> {
+    let mut r = Rewriter {
+        kind,
+        errors: Vec::new(),
+        ctx: Vec::new(),
+    };
+    r.visit_block_mut(block);
+    let mut errors = r.errors.into_iter();
+    match errors.next() {
+        None => Ok(()),
+        Some(mut first) => {
+            errors.for_each(|e| first.combine(e));
+            Err(first)
+        }
+    }
+}
+
+struct Rewriter {
+    kind: FnKind,
+    errors: Vec<Error>,
+    ctx: Vec<Ctx>,
+}
+
+fn lang(name: &str, span: Span) -> TokenStream {
+    let id = Ident::new(name, span);
+    quote_spanned!(span=> ::tritium::dsl::trace::lang::#id)
+}
+
+fn flow(name: &str, span: Span) -> TokenStream {
+    let id = Ident::new(name, span);
+    quote_spanned!(span=> ::tritium::dsl::trace::flow::#id)
+}
+
+fn verbatim(tokens: TokenStream) -> Expr {
+    Expr::Verbatim(tokens)
+}
+
+/// `(a, b,)`: the carried tuple.
+fn tuple(vars: &[Ident], span: Span) -> TokenStream {
+    quote_spanned!(span=> (#(#vars,)*))
+}
+
+/// `(mut a, mut b,)`: the carried tuple as a closure parameter.
+fn tuple_pat(vars: &[Ident], mutable: bool, span: Span) -> TokenStream {
+    if mutable {
+        quote_spanned!(span=> #[allow(unused_mut, unused_variables)] (#(mut #vars,)*))
+    } else {
+        quote_spanned!(span=> #[allow(unused_variables)] (#(#vars,)*))
+    }
+}
+
+fn cmp_pred(op: &BinOp) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Lt(_) => "Lt",
+        BinOp::Le(_) => "Le",
+        BinOp::Gt(_) => "Gt",
+        BinOp::Ge(_) => "Ge",
+        BinOp::Eq(_) => "Eq",
+        BinOp::Ne(_) => "Ne",
+        _ => return None,
+    })
+}
+
+fn is_none(e: &Expr) -> bool {
+    matches!(e, Expr::Path(p) if p.qself.is_none() && p.path.is_ident("None"))
+}
+
+fn is_full_range(e: &Expr) -> bool {
+    matches!(e, Expr::Range(r) if r.start.is_none() && r.end.is_none() && matches!(r.limits, syn::RangeLimits::HalfOpen(_)))
+}
+
+fn bare_name(func: &Expr) -> Option<&Ident> {
+    match func {
+        Expr::Path(p) if p.qself.is_none() && p.path.leading_colon.is_none() => p.path.get_ident(),
+        _ => None,
+    }
+}
+
+impl Rewriter {
+    fn error(&mut self, span: Span, message: impl std::fmt::Display) {
+        self.errors.push(Error::new(span, message));
+    }
+
+    fn unsupported(&mut self, e: &Expr) -> Option<(Span, String)> {
+        let kernel = match self.kind {
+            FnKind::Kernel => "kernel",
+            FnKind::Device => "#[device] function",
+        };
+        Some(match e {
+            Expr::Loop(l) => {
+                (
+                    l.loop_token.span,
+                    "`loop` is not supported in kernel code; use `while cond { … }` or `for i in range(a, b)`".into(),
+                )
+            }
+            Expr::Return(r) => {
+                let hint = match self.kind {
+                    FnKind::Kernel => "guard the rest of the kernel with an `if` or a mask instead",
+                    FnKind::Device => "end the function with a tail expression instead",
+                };
+                (r.return_token.span, format!("`return` is not supported in a {kernel}; {hint}"))
+            }
+            Expr::Closure(c) => {
+                (
+                    c.or1_token.span,
+                    format!("closures are not supported in a {kernel}; write a #[device] function instead"),
+                )
+            }
+            Expr::Async(a) => (a.async_token.span, format!("`async` is not supported in a {kernel}")),
+            Expr::Await(a) => (a.await_token.span, format!("`.await` is not supported in a {kernel}")),
+            Expr::Try(t) => {
+                (
+                    t.question_token.span,
+                    format!(
+                        "the `?` operator is not supported in a {kernel}; tracing errors are reported when the kernel is traced"
+                    ),
+                )
+            }
+            Expr::TryBlock(t) => (t.try_token.span, format!("`try` blocks are not supported in a {kernel}")),
+            Expr::Yield(y) => (y.yield_token.span, format!("`yield` is not supported in a {kernel}")),
+            Expr::Unsafe(u) => {
+                (
+                    u.unsafe_token.span,
+                    format!("`unsafe` is not supported in a {kernel}; kernels access memory through `load`/`store`"),
+                )
+            }
+            Expr::Block(b) if b.label.is_some() => {
+                let l = b.label.as_ref().expect("checked");
+                (l.name.span(), format!("labeled blocks are not supported in a {kernel}; use `if`"))
+            }
+            Expr::Let(l) => {
+                (
+                    l.let_token.span,
+                    format!("`let` expressions (`if let`, `while let`) are not supported in a {kernel}; use `match`"),
+                )
+            }
+            _ => return None,
+        })
+    }
+
+    fn check_jump(&mut self, span: Span, what: &str) {
+        match self.ctx.last() {
+            Some(Ctx::PlainLoop) => {}
+            Some(Ctx::RuntimeLoop) => self.error(
+                span,
+                format!("`{what}` is not supported in a kernel loop; use a mask or a `while` with a condition"),
+            ),
+            Some(Ctx::Branch) => self.error(
+                span,
+                format!(
+                    "`{what}` is not supported inside a kernel `if` (both branches are traced); use a mask, or `match` on a constexpr"
+                ),
+            ),
+            None => self.error(span, format!("`{what}` outside of a loop")),
+        }
+    }
+
+    fn in_ctx(&mut self, ctx: Ctx, f: impl FnOnce(&mut Self)) {
+        self.ctx.push(ctx);
+        f(self);
+        self.ctx.pop();
+    }
+
+    fn rewrite_for(&mut self, f: &mut ExprForLoop) -> Option<Expr> {
+        let range = match classify(&f.expr) {
+            Ok(r) => r,
+            Err(e) => {
+                self.errors.push(e);
+                None
+            }
+        };
+        let Some(RuntimeRange {
+            mut lo,
+            mut hi,
+            inclusive,
+            step,
+        }) = range
+        else {
+            self.visit_expr_mut(&mut f.expr);
+            self.in_ctx(Ctx::PlainLoop, |r| r.visit_block_mut(&mut f.body));
+            return None;
+        };
+        if let Some(label) = &f.label {
+            self.error(
+                label.name.span(),
+                "labels are not supported on a kernel `for` over a range",
+            );
+        }
+        let sp = f.for_token.span;
+        let carried = assigned_in_loop(&f.pat, &f.body);
+        self.visit_expr_mut(&mut lo);
+        self.visit_expr_mut(&mut hi);
+        let step = step.map(|mut s| {
+            self.visit_expr_mut(&mut s);
+            s.into_token_stream()
+        });
+        self.in_ctx(Ctx::RuntimeLoop, |r| r.visit_block_mut(&mut f.body));
+        let hi = if inclusive {
+            quote_spanned!(sp=> (#hi) + 1)
+        } else {
+            hi.into_token_stream()
+        };
+        let step = step.unwrap_or_else(|| quote_spanned!(sp=> 1));
+        let (pat, body) = (&f.pat, &f.body);
+        let for_range = flow("for_range", sp);
+        let tokens = if carried.is_empty() {
+            quote_spanned!(sp=> { #for_range(#lo, #hi, #step, (), |#pat, ()| #body); })
+        } else {
+            let (t, p) = (tuple(&carried, sp), tuple_pat(&carried, true, sp));
+            quote_spanned!(sp=> {
+                #t = #for_range(#lo, #hi, #step, #t, |#pat, #p| { #body; #t });
+            })
+        };
+        Some(verbatim(tokens))
+    }
+
+    fn rewrite_if(&mut self, i: &mut ExprIf) -> Expr {
+        let sp = i.if_token.span;
+        let carried = merge([
+            assigned_in_block(&i.then_branch),
+            i.else_branch
+                .as_ref()
+                .map(|(_, e)| assigned_in_expr(e))
+                .unwrap_or_default(),
+        ]);
+        if let Expr::Let(l) = &*i.cond {
+            self.error(
+                l.let_token.span,
+                "`if let` is not supported in kernel code; use `match` (resolved while tracing) or `where_`",
+            );
+        } else {
+            self.visit_expr_mut(&mut i.cond);
+        }
+        self.in_ctx(Ctx::Branch, |r| {
+            r.visit_block_mut(&mut i.then_branch);
+            if let Some((_, e)) = &mut i.else_branch {
+                r.visit_expr_mut(e);
+            }
+        });
+        let (cond, then) = (&i.cond, &i.then_branch);
+        let otherwise = match &i.else_branch {
+            Some((_, e)) => e.to_token_stream(),
+            None => quote_spanned!(sp=> {}),
+        };
+        let if_else = flow("if_else", sp);
+        let (t, p) = (tuple(&carried, sp), tuple_pat(&carried, true, sp));
+        let branch = |body: &dyn ToTokens| {
+            quote_spanned!(sp=> |#p| {
+                #[allow(clippy::let_unit_value)]
+                let __r = #body;
+                (__r, #t)
+            })
+        };
+        let (then_c, else_c) = (branch(then), branch(&otherwise));
+        let call = quote_spanned!(sp=> #if_else(#cond, #t, #then_c, #else_c));
+        let tokens = if carried.is_empty() {
+            quote_spanned!(sp=> { #call.0 })
+        } else {
+            quote_spanned!(sp=> {
+                let (__r, __c) = #call;
+                #[allow(unused_assignments)]
+                { #t = __c; }
+                __r
+            })
+        };
+        verbatim(tokens)
+    }
+
+    fn rewrite_while(&mut self, w: &mut ExprWhile) -> Expr {
+        let sp = w.while_token.span;
+        if let Some(label) = &w.label {
+            self.error(
+                label.name.span(),
+                "labels are not supported on a kernel `while`",
+            );
+        }
+        let carried = merge([assigned_in_expr(&w.cond), assigned_in_block(&w.body)]);
+        if let Expr::Let(l) = &*w.cond {
+            self.error(
+                l.let_token.span,
+                "`while let` is not supported in kernel code; use `while cond { … }`",
+            );
+        } else {
+            self.in_ctx(Ctx::Branch, |r| r.visit_expr_mut(&mut w.cond));
+        }
+        self.in_ctx(Ctx::RuntimeLoop, |r| r.visit_block_mut(&mut w.body));
+        let (cond, body) = (&w.cond, &w.body);
+        let while_loop = flow("while_loop", sp);
+        let (t, p, pc) = (
+            tuple(&carried, sp),
+            tuple_pat(&carried, true, sp),
+            tuple_pat(&carried, false, sp),
+        );
+        let tokens = if carried.is_empty() {
+            quote_spanned!(sp=> { #while_loop((), |()| #cond, |()| #body); })
+        } else {
+            quote_spanned!(sp=> {
+                #t = #while_loop(#t, |#pc| #cond, |#p| { #body; #t });
+            })
+        };
+        verbatim(tokens)
+    }
+
+    /// `name(args)` for a builtin: full path, keyword arguments bound, `NoArg` filled in.
+    fn rewrite_builtin(
+        &mut self,
+        b: &'static builtins::Builtin,
+        call: &mut syn::ExprCall,
+        sp: Span,
+    ) -> Option<Expr> {
+        let args: Vec<Expr> = std::mem::take(&mut call.args).into_iter().collect();
+        let slots = match b.bind(sp, args.clone()) {
+            Ok(s) => s,
+            Err(e) => {
+                self.errors.push(e);
+                call.args = args.into_iter().collect();
+                for a in call.args.iter_mut() {
+                    self.visit_expr_mut(a);
+                }
+                return None;
+            }
+        };
+        let args: Vec<TokenStream> = slots
+            .into_iter()
+            .map(|slot| match slot {
+                Some(mut e) => {
+                    self.visit_expr_mut(&mut e);
+                    e.into_token_stream()
+                }
+                None => quote_spanned!(sp=> ::tritium::dsl::trace::lang::NoArg),
+            })
+            .collect();
+        let f = lang(b.name, sp);
+        Some(verbatim(quote_spanned!(sp=> #f(#(#args),*))))
+    }
+
+    /// `x[(.., None)]` → `expand_dims(x, 1)`; `None` in a tuple of `..`/`None` inserts a dim.
+    fn rewrite_index(&mut self, ix: &mut syn::ExprIndex) -> Option<Expr> {
+        let mut idx = &*ix.index;
+        while let Expr::Paren(p) = idx {
+            idx = &p.expr;
+        }
+        let elems: Vec<&Expr> = match idx {
+            Expr::Tuple(t) => t.elems.iter().collect(),
+            e if is_none(e) => vec![e],
+            _ => return None,
+        };
+        if !elems.iter().any(|e| is_none(e)) {
+            return None;
+        }
+        let sp = ix.bracket_token.span.join();
+        if let Some(bad) = elems.iter().find(|e| !is_none(e) && !is_full_range(e)) {
+            self.error(bad.span(), "tile indexing takes only `..` and `None` (e.g. `x[(.., None)]`); use `load` with offsets to select elements");
+            return None;
+        }
+        self.visit_expr_mut(&mut ix.expr);
+        let mut out = ix.expr.to_token_stream();
+        let expand = lang("expand_dims", sp);
+        for (pos, e) in elems.iter().enumerate() {
+            if is_none(e) {
+                let pos = syn::LitInt::new(&pos.to_string(), sp);
+                out = quote_spanned!(sp=> #expand(#out, #pos));
+            }
+        }
+        Some(verbatim(out))
+    }
+}
+
+impl VisitMut for Rewriter {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        if let Some((span, msg)) = self.unsupported(e) {
+            self.error(span, msg);
+            // Keep looking for more errors inside.
+            visit_mut::visit_expr_mut(self, e);
+            return;
+        }
+        let replacement = match e {
+            Expr::ForLoop(f) => self.rewrite_for(f),
+            Expr::If(i) => Some(self.rewrite_if(i)),
+            Expr::While(w) => Some(self.rewrite_while(w)),
+            Expr::Break(b) => {
+                self.check_jump(b.break_token.span, "break");
+                None
+            }
+            Expr::Continue(c) => {
+                self.check_jump(c.continue_token.span, "continue");
+                None
+            }
+            Expr::Binary(b) => {
+                let sp = b.left.span();
+                if let Some(pred) = cmp_pred(&b.op) {
+                    self.visit_expr_mut(&mut b.left);
+                    self.visit_expr_mut(&mut b.right);
+                    let (l, r) = (&b.left, &b.right);
+                    let f = lang("compare", sp);
+                    let pred = Ident::new(pred, sp);
+                    Some(verbatim(
+                        quote_spanned!(sp=> #f(#l, ::tritium::dsl::ir::CmpPred::#pred, #r)),
+                    ))
+                } else if let BinOp::And(_) | BinOp::Or(_) = b.op {
+                    self.visit_expr_mut(&mut b.left);
+                    self.visit_expr_mut(&mut b.right);
+                    let (l, r) = (&b.left, &b.right);
+                    let f = lang("logic", sp);
+                    let is_and = matches!(b.op, BinOp::And(_));
+                    Some(verbatim(quote_spanned!(sp=> #f(#l, #is_and, #r))))
+                } else {
+                    visit_mut::visit_expr_binary_mut(self, b);
+                    None
+                }
+            }
+            Expr::Call(c) => {
+                let name = bare_name(&c.func).cloned();
+                match name {
+                    Some(n) if builtins::lookup(&n.to_string()).is_some() => {
+                        let b = builtins::lookup(&n.to_string()).expect("checked");
+                        self.rewrite_builtin(b, c, n.span())
+                    }
+                    Some(n) if n == "static_range" => {
+                        let f = flow("static_range", n.span());
+                        *c.func = syn::parse2(f).expect("a path");
+                        for a in c.args.iter_mut() {
+                            self.visit_expr_mut(a);
+                        }
+                        None
+                    }
+                    _ => {
+                        for a in c.args.iter() {
+                            if let Some((kw, _)) = keyword_arg(a) {
+                                let kw = kw.clone();
+                                if bare_name(&c.func).is_some() {
+                                    self.error(
+                                        kw.span(),
+                                        format!(
+                                            "keyword argument `{kw}` in a call that is not a kernel builtin; pass arguments by position"
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                        visit_mut::visit_expr_call_mut(self, c);
+                        None
+                    }
+                }
+            }
+            Expr::Index(ix) => match self.rewrite_index(ix) {
+                Some(r) => Some(r),
+                None => {
+                    visit_mut::visit_expr_index_mut(self, ix);
+                    None
+                }
+            },
+            _ => {
+                visit_mut::visit_expr_mut(self, e);
+                None
+            }
+        };
+        if let Some(r) = replacement {
+            *e = r;
+        }
+    }
+
+    fn visit_stmt_mut(&mut self, s: &mut Stmt) {
+        match s {
+            Stmt::Item(Item::Fn(f)) => self.error(
+                f.sig.fn_token.span,
+                "nested functions are not supported in kernel code; define a #[device] function outside",
+            ),
+            Stmt::Item(_) => {}
+            Stmt::Local(l) => {
+                if let Some(init) = &l.init {
+                    if let Some((else_token, _)) = &init.diverge {
+                        self.error(else_token.span, "`let … else` is not supported in kernel code; use `match`");
+                    }
+                }
+                visit_mut::visit_local_mut(self, l);
+            }
+            _ => visit_mut::visit_stmt_mut(self, s),
+        }
+    }
+
+    fn visit_item_mut(&mut self, _: &mut Item) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(src: &str) -> Result<String, String> {
+        let mut b: Block = syn::parse_str(src).unwrap();
+        rewrite_block(&mut b, FnKind::Kernel).map_err(|e| e.to_string())?;
+        Ok(b.to_token_stream().to_string())
+    }
+
+    fn squash(s: &str) -> String {
+        s.split_whitespace().collect()
+    }
+
+    #[test]
+    fn comparisons_and_builtins() {
+        let out =
+            rewrite("{ let m = offs < n && x >= 0; let v = load(p + offs, mask = m); }").unwrap();
+        assert!(squash(&out).contains(&squash(
+            "::tritium::dsl::trace::lang::logic(::tritium::dsl::trace::lang::compare(offs, ::tritium::dsl::ir::CmpPred::Lt, n), true, ::tritium::dsl::trace::lang::compare(x, ::tritium::dsl::ir::CmpPred::Ge, 0))"
+        )), "{out}");
+        assert!(squash(&out).contains(&squash(
+            "::tritium::dsl::trace::lang::load(p + offs, m, ::tritium::dsl::trace::lang::NoArg)"
+        )), "{out}");
+    }
+
+    #[test]
+    fn index_sugar() {
+        let out =
+            rewrite("{ let y = x[(.., None)] + z[(None, ..)] + w[(None, .., None)]; }").unwrap();
+        let s = squash(&out);
+        assert!(s.contains("expand_dims(x,1)"), "{out}");
+        assert!(s.contains("expand_dims(z,0)"), "{out}");
+        assert!(
+            s.contains("expand_dims(::tritium::dsl::trace::lang::expand_dims(w,0),2)"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn for_loop_carries() {
+        let out = rewrite("{ let mut acc = zeros([4], F32); for k in 0..n { let t = load(p + k); acc = acc + t; } }").unwrap();
+        assert!(squash(&out).contains(&squash(
+            "(acc,) = ::tritium::dsl::trace::flow::for_range(0, n, 1, (acc,), |k, #[allow(unused_mut, unused_variables)] (mut acc,)|"
+        )), "{out}");
+        let out = rewrite("{ for k in range(0, n, 2) { store(p + k, 1); } }").unwrap();
+        assert!(
+            squash(&out).contains(&squash("for_range(0, n, 2, (), |k, ()|")),
+            "{out}"
+        );
+        let out = rewrite("{ for k in static_range(0, 4) { s = s + k; } }").unwrap();
+        assert!(
+            squash(&out).contains(&squash(
+                "for k in ::tritium::dsl::trace::flow::static_range(0, 4)"
+            )),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn if_and_while() {
+        let out = rewrite("{ if x > 0 { a = 1; } else if y { b = 2; } }").unwrap();
+        assert!(
+            squash(&out).contains(&squash(
+                "let (__r, __c) = ::tritium::dsl::trace::flow::if_else("
+            )),
+            "{out}"
+        );
+        assert!(squash(&out).contains("{(a,b,)=__c;}"), "{out}");
+        let out = rewrite("{ while i < n { i = i + 1; } }").unwrap();
+        assert!(
+            squash(&out).contains(&squash(
+                "(i,) = ::tritium::dsl::trace::flow::while_loop((i,),"
+            )),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn errors() {
+        let table: &[(&str, &str)] = &[
+            ("{ loop {} }", "`loop` is not supported"),
+            ("{ return; }", "`return` is not supported in a kernel"),
+            ("{ let f = |x| x; }", "closures are not supported"),
+            ("{ for i in 0..n { break; } }", "`break` is not supported in a kernel loop; use a mask or a `while` with a condition"),
+            ("{ for i in static_range(0, 2) { continue; } }", ""),
+            ("{ for i in static_range(0, 2) { if c { break; } } }", "`break` is not supported inside a kernel `if`"),
+            ("{ if let Some(x) = y {} }", "`if let` is not supported"),
+            ("{ while let Some(x) = y {} }", "`while let` is not supported"),
+            ("{ let x = f()?; }", "the `?` operator is not supported"),
+            ("{ unsafe {} }", "`unsafe` is not supported"),
+            ("{ fn g() {} }", "nested functions are not supported"),
+            ("{ 'a: { 1 } }", "labeled blocks are not supported"),
+            ("{ load(a, b, c, d); }", "`load` takes 1 to 3 arguments (ptr, mask, other), got 4"),
+            ("{ x[(0, None)]; }", "tile indexing takes only"),
+            ("{ helper(a, mask = m); }", "keyword argument `mask` in a call that is not a kernel builtin"),
+        ];
+        for (src, want) in table {
+            match rewrite(src) {
+                Ok(out) => assert!(want.is_empty(), "{src}: expected an error, got {out}"),
+                Err(e) => assert!(!want.is_empty() && e.contains(want), "{src}: got {e}"),
+            }
+        }
+    }
+}

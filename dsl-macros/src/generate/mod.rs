@@ -1,0 +1,6 @@
+//! Code generation: the kernel module (`trace`, `launch`, `launch_with`), device
+//! functions, and the body rewriting both share.
+
+pub mod body;
+pub mod device;
+pub mod kernel;

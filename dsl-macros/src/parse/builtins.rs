@@ -1,0 +1,235 @@
+//! The kernel-language builtins a kernel calls by bare name, and Triton-style keyword
+//! arguments (`load(p, mask = m, other = 0.0)`) bound to positions.
+
+use super::assigned::keyword_arg;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Error, Expr};
+
+/// One builtin: `::tritium::dsl::trace::lang::NAME(params…)`; the parameters from
+/// `required` on are optional and filled with `NoArg` when missing.
+#[derive(Debug)]
+pub struct Builtin {
+    /// The function name in `tritium::dsl::trace::lang`.
+    pub name: &'static str,
+    /// Parameter names, in order (as Triton names them, for keyword arguments).
+    pub params: &'static [&'static str],
+    /// How many leading parameters are required.
+    pub required: usize,
+}
+
+macro_rules! builtins {
+    ($($name:ident ($($p:ident),*) $(? $req:literal)?;)*) => {
+        &[$(Builtin {
+            name: stringify!($name),
+            params: &[$(stringify!($p)),*],
+            required: builtins!(@req [$($p),*] $($req)?),
+        }),*]
+    };
+    (@req [$($p:ident),*]) => { [$(stringify!($p)),*].len() };
+    (@req [$($p:ident),*] $req:literal) => { $req };
+}
+
+/// The table. `? n` marks the parameters after the first `n` as optional.
+pub const BUILTINS: &[Builtin] = builtins! {
+    program_id(axis);
+    num_programs(axis);
+    arange(start, end);
+    full(shape, value, dtype);
+    zeros(shape, dtype);
+    scalar(value, dtype);
+    broadcast_to(x, shape);
+    expand_dims(x, axis);
+    reshape(x, shape);
+    trans(x);
+    where_(cond, a, b);
+    cast(x, dtype);
+    exp(x);
+    exp2(x);
+    log(x);
+    log2(x);
+    sqrt(x);
+    rsqrt(x);
+    abs(x);
+    sin(x);
+    cos(x);
+    floor(x);
+    ceil(x);
+    maximum(a, b);
+    minimum(a, b);
+    fma(a, b, c);
+    sum(x, axis);
+    max(x, axis);
+    min(x, axis);
+    argmax(x, axis);
+    argmin(x, axis);
+    dot(a, b, acc) ? 2;
+    load(ptr, mask, other) ? 1;
+    store(ptr, value, mask) ? 2;
+    atomic_add(ptr, value, mask) ? 2;
+    atomic_max(ptr, value, mask) ? 2;
+    atomic_min(ptr, value, mask) ? 2;
+    atomic_xchg(ptr, value, mask) ? 2;
+    atomic_cas(ptr, cmp, value);
+    cdiv(a, b);
+    next_power_of_2(n);
+};
+
+/// The builtin called `name`, if any.
+pub fn lookup(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
+impl Builtin {
+    fn describe_arity(&self) -> String {
+        let n = self.params.len();
+        let count = if self.required == n {
+            format!("{n} argument{}", if n == 1 { "" } else { "s" })
+        } else {
+            format!("{} to {n} arguments", self.required)
+        };
+        format!("`{}` takes {count} ({})", self.name, self.params.join(", "))
+    }
+
+    /// Binds positional and keyword `args` to parameters. Returns one entry per parameter:
+    /// `None` for an optional parameter that was not given. `call_span` is where a missing
+    /// argument is reported.
+    pub fn bind(&self, call_span: Span, args: Vec<Expr>) -> Result<Vec<Option<Expr>>, Error> {
+        let mut slots: Vec<Option<Expr>> = vec![None; self.params.len()];
+        let total = args.len();
+        let mut seen_keyword: Option<Span> = None;
+        for (i, arg) in args.into_iter().enumerate() {
+            if let Some((kw, value)) = keyword_arg(&arg) {
+                let name = kw.to_string();
+                let Some(slot) = self.params.iter().position(|p| *p == name) else {
+                    return Err(Error::new(
+                        kw.span(),
+                        format!(
+                            "`{}` has no parameter named `{name}`; its parameters are ({})",
+                            self.name,
+                            self.params.join(", ")
+                        ),
+                    ));
+                };
+                if slots[slot].is_some() {
+                    return Err(Error::new(
+                        kw.span(),
+                        format!("argument `{name}` of `{}` is given twice", self.name),
+                    ));
+                }
+                slots[slot] = Some(value.clone());
+                seen_keyword.get_or_insert(kw.span());
+            } else {
+                if seen_keyword.is_some() {
+                    return Err(Error::new(
+                        arg.span(),
+                        format!(
+                            "positional argument after a keyword argument in a call to `{}`",
+                            self.name
+                        ),
+                    ));
+                }
+                if i >= self.params.len() {
+                    return Err(Error::new(
+                        arg.span(),
+                        format!("{}, got {total}", self.describe_arity()),
+                    ));
+                }
+                slots[i] = Some(arg);
+            }
+        }
+        if let Some(missing) = slots[..self.required].iter().position(Option::is_none) {
+            let msg = if seen_keyword.is_none() {
+                format!("{}, got {total}", self.describe_arity())
+            } else {
+                format!(
+                    "`{}` is missing its argument `{}`; {}",
+                    self.name,
+                    self.params[missing],
+                    self.describe_arity()
+                )
+            };
+            return Err(Error::new(call_span, msg));
+        }
+        Ok(slots)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::punctuated::Punctuated;
+    use syn::Token;
+
+    fn bind(name: &str, args: &str) -> Result<Vec<Option<String>>, String> {
+        let b = lookup(name).unwrap();
+        let parsed =
+            syn::parse::Parser::parse_str(Punctuated::<Expr, Token![,]>::parse_terminated, args)
+                .unwrap();
+        b.bind(Span::call_site(), parsed.into_iter().collect())
+            .map(|v| {
+                v.into_iter()
+                    .map(|o| o.map(|e| quote::quote!(#e).to_string()))
+                    .collect()
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn table_is_consistent() {
+        for b in BUILTINS {
+            assert!(b.required <= b.params.len(), "{}", b.name);
+        }
+    }
+
+    #[test]
+    fn binding() {
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(bind("load", "p").unwrap(), [s("p"), None, None]);
+        assert_eq!(
+            bind("load", "p, mask = m, other = 0.0").unwrap(),
+            [s("p"), s("m"), s("0.0")]
+        );
+        assert_eq!(
+            bind("load", "p, other = 1").unwrap(),
+            [s("p"), None, s("1")]
+        );
+        assert_eq!(bind("load", "ptr = p").unwrap(), [s("p"), None, None]);
+        assert_eq!(
+            bind("dot", "a, b, acc").unwrap(),
+            [s("a"), s("b"), s("acc")]
+        );
+        assert_eq!(
+            bind("load", "a, b, c, d").unwrap_err(),
+            "`load` takes 1 to 3 arguments (ptr, mask, other), got 4"
+        );
+        assert_eq!(
+            bind("exp", "").unwrap_err(),
+            "`exp` takes 1 argument (x), got 0"
+        );
+        assert_eq!(
+            bind("maximum", "a").unwrap_err(),
+            "`maximum` takes 2 arguments (a, b), got 1"
+        );
+        assert_eq!(
+            bind("load", "p, maks = m").unwrap_err(),
+            "`load` has no parameter named `maks`; its parameters are (ptr, mask, other)"
+        );
+        assert_eq!(
+            bind("load", "p, mask = m, mask = n").unwrap_err(),
+            "argument `mask` of `load` is given twice"
+        );
+        assert_eq!(
+            bind("load", "p, mask = m, 0.0").unwrap_err(),
+            "positional argument after a keyword argument in a call to `load`"
+        );
+        assert_eq!(
+            bind("store", "p, mask = m").unwrap_err(),
+            "`store` is missing its argument `value`; `store` takes 2 to 3 arguments (ptr, value, mask)"
+        );
+        assert_eq!(
+            bind("load", "p, ptr = q").unwrap_err(),
+            "argument `ptr` of `load` is given twice"
+        );
+    }
+}

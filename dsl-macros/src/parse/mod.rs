@@ -1,0 +1,7 @@
+//! Analysis of the user's code: signatures, the builtin table, loop ranges and
+//! assigned variables. Nothing here emits code.
+
+pub mod assigned;
+pub mod builtins;
+pub mod range;
+pub mod signature;

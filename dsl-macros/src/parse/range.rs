@@ -1,0 +1,89 @@
+//! Which `for` loops become runtime IR loops: `a..b`, `a..=b`, `(a..b).step_by(s)`,
+//! `range(a, b)`, `range(a, b, s)` and `range(n)`. Anything else (`static_range(a, b)`,
+//! an array, an iterator) is a plain Rust loop, unrolled while tracing.
+
+use syn::spanned::Spanned;
+use syn::{Error, Expr, RangeLimits};
+
+/// The bounds of a runtime loop.
+pub struct RuntimeRange {
+    /// Start.
+    pub lo: Expr,
+    /// End (exclusive).
+    pub hi: Expr,
+    /// True for `a..=b`: the end is `hi + 1`.
+    pub inclusive: bool,
+    /// Step, 1 when absent.
+    pub step: Option<Expr>,
+}
+
+fn strip_parens(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip_parens(&p.expr),
+        Expr::Group(g) => strip_parens(&g.expr),
+        e => e,
+    }
+}
+
+fn range_expr(e: &Expr) -> Result<Option<RuntimeRange>, Error> {
+    let Expr::Range(r) = strip_parens(e) else {
+        return Ok(None);
+    };
+    let (Some(lo), Some(hi)) = (&r.start, &r.end) else {
+        return Err(Error::new(
+            r.span(),
+            "a kernel `for` needs both bounds: write `a..b`, `range(a, b)` or `static_range(a, b)`",
+        ));
+    };
+    Ok(Some(RuntimeRange {
+        lo: (**lo).clone(),
+        hi: (**hi).clone(),
+        inclusive: matches!(r.limits, RangeLimits::Closed(_)),
+        step: None,
+    }))
+}
+
+/// Classifies the iterated expression of a `for`: `Some` for a runtime loop.
+pub fn classify(iter: &Expr) -> Result<Option<RuntimeRange>, Error> {
+    match strip_parens(iter) {
+        Expr::Range(_) => range_expr(iter),
+        Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+            match range_expr(&m.receiver)? {
+                Some(mut r) => {
+                    r.step = Some(m.args[0].clone());
+                    Ok(Some(r))
+                }
+                None => Ok(None),
+            }
+        }
+        Expr::Call(c) => {
+            let Expr::Path(p) = &*c.func else {
+                return Ok(None);
+            };
+            if p.qself.is_some() || !p.path.is_ident("range") {
+                return Ok(None);
+            }
+            let args: Vec<Expr> = c.args.iter().cloned().collect();
+            let zero: Expr = syn::parse_quote_spanned!(c.span()=> 0);
+            match args.len() {
+                1 => Ok(Some(RuntimeRange {
+                    lo: zero,
+                    hi: args[0].clone(),
+                    inclusive: false,
+                    step: None,
+                })),
+                2 | 3 => Ok(Some(RuntimeRange {
+                    lo: args[0].clone(),
+                    hi: args[1].clone(),
+                    inclusive: false,
+                    step: args.get(2).cloned(),
+                })),
+                n => Err(Error::new(
+                    c.span(),
+                    format!("`range` takes 1 to 3 arguments (start, end, step), got {n}"),
+                )),
+            }
+        }
+        _ => Ok(None),
+    }
+}
