@@ -4,6 +4,12 @@
 #![deny(missing_docs)]
 
 pub mod aot;
+pub mod cpu;
 mod error;
+pub mod interp;
+pub mod launch;
 
 pub use error::{Error, Result};
+pub use launch::{
+    check_args, launch, Device, Grid, KernelArgs, KernelKey, LaunchOptions, PtrArg, RawArg, RawBuffer,
+};

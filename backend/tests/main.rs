@@ -1,2 +1,3 @@
 //! The backend's one integration-test binary (LLVM links once).
 mod aot;
+mod cpu;

@@ -1,0 +1,169 @@
+//! Structured control flow. Carried scalars live in entry-block allocas (mem2reg makes them
+//! SSA); carried tiles live in scratch buffers that the loop body reads and the yield
+//! overwrites.
+
+use super::{Gen, Lv};
+use inkwell::values::PointerValue;
+use inkwell::IntPredicate;
+use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
+
+/// Where a carried value lives.
+#[derive(Clone, Copy)]
+enum Slot<'ctx> {
+    Scalar(PointerValue<'ctx>),
+    Tile(PointerValue<'ctx>),
+}
+
+impl<'ctx, 'f> Gen<'ctx, 'f> {
+    fn slots_for(&mut self, types: &[Type]) -> Vec<Slot<'ctx>> {
+        types
+            .iter()
+            .map(|t| {
+                if t.is_scalar() {
+                    Slot::Scalar(self.entry_alloca(self.elem_compute_ty(t.elem)))
+                } else {
+                    Slot::Tile(self.alloc_buf(t))
+                }
+            })
+            .collect()
+    }
+
+    fn bind(&mut self, values: &[Value], slots: &[Slot<'ctx>]) {
+        for (v, s) in values.iter().zip(slots) {
+            let lv = match s {
+                Slot::Scalar(p) => {
+                    let t = self.elem_compute_ty(self.ty(*v).elem);
+                    Lv::Scalar(self.b.build_load(t, *p, "").unwrap())
+                }
+                Slot::Tile(p) => Lv::Buf(*p),
+            };
+            self.lv.insert(*v, lv);
+        }
+    }
+
+    /// Writes `values` into `slots` as one parallel assignment (swaps are safe).
+    fn assign(&mut self, values: &[Value], slots: &[Slot<'ctx>]) {
+        let carried: Vec<PointerValue> =
+            slots.iter().filter_map(|s| if let Slot::Tile(p) = s { Some(*p) } else { None }).collect();
+        let mut pending = Vec::new();
+        for (v, s) in values.iter().zip(slots) {
+            match *s {
+                Slot::Scalar(p) => {
+                    let x = self.lane(*v, &[]);
+                    pending.push((p, Some(x), None));
+                }
+                Slot::Tile(dst) => {
+                    let ty = self.ty(*v).clone();
+                    let src = match self.lv.get(v).copied() {
+                        Some(Lv::Buf(p)) if p == dst => continue,
+                        Some(Lv::Buf(p)) if !carried.contains(&p) => p,
+                        _ => {
+                            let tmp = self.alloc_buf(&ty);
+                            self.fill_buf(tmp, &ty, *v);
+                            tmp
+                        }
+                    };
+                    let bytes = ty.numel() * self.elem_size(ty.elem);
+                    pending.push((dst, None, Some((src, bytes))));
+                }
+            }
+        }
+        for (dst, scalar, copy) in pending {
+            if let Some(x) = scalar {
+                self.b.build_store(dst, x).unwrap();
+            }
+            if let Some((src, bytes)) = copy {
+                self.b.build_memcpy(dst, 64, src, 64, self.i64c(bytes as u64)).unwrap();
+            }
+        }
+    }
+
+    fn yields(block: &Block) -> &[Value] {
+        match block.insts.last().map(|i| &i.op) {
+            Some(Op::Yield(v)) => v,
+            _ => &[],
+        }
+    }
+
+    pub(super) fn for_loop(&mut self, inst: &'f Inst) {
+        let Op::For { lo, hi, step, init, body } = &inst.op else { unreachable!() };
+        let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
+        let slots = self.slots_for(&types);
+        self.assign(init, &slots);
+        let lo = self.lane(*lo, &[]).into_int_value();
+        let hi = self.lane(*hi, &[]).into_int_value();
+        let step = self.lane(*step, &[]).into_int_value();
+        let zero = lo.get_type().const_zero();
+        let pre = self.b.get_insert_block().unwrap();
+        let header = self.ctx.append_basic_block(self.func, "for");
+        let body_bb = self.ctx.append_basic_block(self.func, "for.body");
+        let exit = self.ctx.append_basic_block(self.func, "for.end");
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(header);
+        let phi = self.b.build_phi(lo.get_type(), "iv").unwrap();
+        phi.add_incoming(&[(&lo, pre)]);
+        let iv = phi.as_basic_value().into_int_value();
+        let b = self.b;
+        let up = b.build_int_compare(IntPredicate::SGT, step, zero, "").unwrap();
+        let down = b.build_int_compare(IntPredicate::SLT, step, zero, "").unwrap();
+        let below = b.build_int_compare(IntPredicate::SLT, iv, hi, "").unwrap();
+        let above = b.build_int_compare(IntPredicate::SGT, iv, hi, "").unwrap();
+        let go_up = b.build_and(up, below, "").unwrap();
+        let go_down = b.build_and(down, above, "").unwrap();
+        let go = b.build_or(go_up, go_down, "").unwrap();
+        b.build_conditional_branch(go, body_bb, exit).unwrap();
+        b.position_at_end(body_bb);
+        self.lv.insert(body.args[0], Lv::Scalar(iv.into()));
+        self.bind(&body.args[1..], &slots);
+        self.block(body);
+        self.assign(Self::yields(body), &slots);
+        let next = self.b.build_int_add(iv, step, "").unwrap();
+        phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(exit);
+        self.bind(&inst.results, &slots);
+    }
+
+    pub(super) fn if_else(&mut self, inst: &'f Inst) {
+        let Op::If { cond, then_region, else_region } = &inst.op else { unreachable!() };
+        let types: Vec<Type> = inst.results.iter().map(|v| self.ty(*v).clone()).collect();
+        let slots = self.slots_for(&types);
+        let c = self.lane(*cond, &[]).into_int_value();
+        let then_bb = self.ctx.append_basic_block(self.func, "then");
+        let else_bb = self.ctx.append_basic_block(self.func, "else");
+        let merge = self.ctx.append_basic_block(self.func, "endif");
+        self.b.build_conditional_branch(c, then_bb, else_bb).unwrap();
+        for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
+            self.b.position_at_end(bb);
+            self.block(region);
+            self.assign(Self::yields(region), &slots);
+            self.b.build_unconditional_branch(merge).unwrap();
+        }
+        self.b.position_at_end(merge);
+        self.bind(&inst.results, &slots);
+    }
+
+    pub(super) fn while_loop(&mut self, inst: &'f Inst) {
+        let Op::While { init, cond, body } = &inst.op else { unreachable!() };
+        let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
+        let slots = self.slots_for(&types);
+        self.assign(init, &slots);
+        let header = self.ctx.append_basic_block(self.func, "while");
+        let body_bb = self.ctx.append_basic_block(self.func, "while.body");
+        let exit = self.ctx.append_basic_block(self.func, "while.end");
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(header);
+        self.bind(&cond.args, &slots);
+        self.block(cond);
+        let Some(Op::Condition(c)) = cond.insts.last().map(|i| &i.op) else { unreachable!("verified") };
+        let c = self.lane(*c, &[]).into_int_value();
+        self.b.build_conditional_branch(c, body_bb, exit).unwrap();
+        self.b.position_at_end(body_bb);
+        self.bind(&body.args, &slots);
+        self.block(body);
+        self.assign(Self::yields(body), &slots);
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(exit);
+        self.bind(&inst.results, &slots);
+    }
+}

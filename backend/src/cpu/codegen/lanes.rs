@@ -1,0 +1,326 @@
+//! One lane of an elementwise op, in compute form.
+
+use super::Gen;
+use inkwell::intrinsics::Intrinsic;
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::{BasicValueEnum, IntValue};
+use inkwell::{FloatPredicate, IntPredicate};
+use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Elem, Inst, Op, UnOp, Value};
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Calls an overloaded LLVM intrinsic.
+    pub(super) fn intrinsic(
+        &self,
+        name: &str,
+        overload: &[BasicTypeEnum<'ctx>],
+        args: &[BasicValueEnum<'ctx>],
+    ) -> BasicValueEnum<'ctx> {
+        let i = Intrinsic::find(name).unwrap_or_else(|| panic!("LLVM 19 has intrinsic {name}"));
+        let decl = i.get_declaration(self.module, overload).expect("intrinsic declaration");
+        let args: Vec<_> = args.iter().map(|a| (*a).into()).collect();
+        match self.b.build_call(decl, &args, "").unwrap().try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v,
+            inkwell::values::ValueKind::Instruction(_) => panic!("intrinsic {name} returns a value"),
+        }
+    }
+
+    /// A constant of dtype `d` in compute form.
+    pub(super) fn const_value(&self, c: Const, d: DType) -> BasicValueEnum<'ctx> {
+        let ty = self.compute_ty(d);
+        match (c, d.is_float()) {
+            (Const::Int(i), false) => {
+                let bits = if d.is_bool() { (i != 0) as u64 } else { i as u64 };
+                ty.into_int_type().const_int(bits, false).into()
+            }
+            (Const::Float(f), false) => ty.into_int_type().const_int(f as i128 as u64, false).into(),
+            (c, true) => {
+                let f = match c {
+                    Const::Int(i) => i as f64,
+                    Const::Float(f) => f,
+                };
+                let f = match d {
+                    DType::F16 => half::f16::from_f64(f).to_f64(),
+                    DType::BF16 => half::bf16::from_f64(f).to_f64(),
+                    DType::F32 => f as f32 as f64,
+                    _ => f,
+                };
+                ty.into_float_type().const_float(f).into()
+            }
+        }
+    }
+
+    fn dtype_of(&self, v: Value) -> DType {
+        match self.ty(v).elem {
+            Elem::Scalar(d) | Elem::Ptr(d) => d,
+        }
+    }
+
+    /// Computes lane `idx` of an elementwise op.
+    pub(super) fn op_lane(&mut self, inst: &Inst, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+        let r = inst.results[0];
+        let rt = self.ty(r);
+        match &inst.op {
+            Op::Const(c) => self.const_value(*c, rt.dtype().expect("numeric constant")),
+            Op::ProgramId(a) => self.pids[*a as usize].into(),
+            Op::NumPrograms(a) => self.nprogs[*a as usize].into(),
+            Op::Arange { start, .. } => {
+                let v = self.b.build_int_add(idx[0], self.i64c(*start as u64), "").unwrap();
+                self.b.build_int_truncate(v, self.ctx.i32_type(), "").unwrap().into()
+            }
+            Op::Splat(x) => self.lane(*x, &[]),
+            Op::Broadcast(x) => {
+                let xs = self.ty(*x).shape.clone();
+                let off = idx.len() - xs.len();
+                let mapped: Vec<_> =
+                    xs.iter().enumerate().map(|(k, d)| if *d == 1 { self.i64c(0) } else { idx[off + k] }).collect();
+                self.lane(*x, &mapped)
+            }
+            Op::ExpandDims { x, axis } => {
+                let mut mapped = idx.to_vec();
+                mapped.remove(*axis as usize);
+                self.lane(*x, &mapped)
+            }
+            Op::Trans(x) => self.lane(*x, &[idx[1], idx[0]]),
+            Op::Reshape(x) => {
+                let lin = self.ravel(&rt.shape, idx);
+                let xs = self.ty(*x).shape.clone();
+                let mut mapped = vec![self.i64c(0); xs.len()];
+                let mut rest = lin;
+                for k in (0..xs.len()).rev() {
+                    let d = self.i64c(xs[k] as u64);
+                    mapped[k] = self.b.build_int_unsigned_rem(rest, d, "").unwrap();
+                    rest = self.b.build_int_unsigned_div(rest, d, "").unwrap();
+                }
+                self.lane(*x, &mapped)
+            }
+            Op::Binary(op, a, b) => {
+                let d = self.dtype_of(*a);
+                let (x, y) = (self.lane(*a, idx), self.lane(*b, idx));
+                self.binary(*op, d, x, y)
+            }
+            Op::Unary(op, a) => {
+                let d = self.dtype_of(*a);
+                let x = self.lane(*a, idx);
+                self.unary(*op, d, x)
+            }
+            Op::Cmp(p, a, b) => {
+                let d = self.dtype_of(*a);
+                let (x, y) = (self.lane(*a, idx), self.lane(*b, idx));
+                self.compare(*p, d, x, y).into()
+            }
+            Op::Select(c, a, b) => {
+                let c = self.lane(*c, idx).into_int_value();
+                let (x, y) = (self.lane(*a, idx), self.lane(*b, idx));
+                self.b.build_select(c, x, y, "").unwrap()
+            }
+            Op::Fma(a, b, c) => {
+                let d = self.dtype_of(*a);
+                let (x, y, z) = (self.lane(*a, idx), self.lane(*b, idx), self.lane(*c, idx));
+                let t = self.compute_ty(d);
+                let v = self.intrinsic("llvm.fma", &[t], &[x, y, z]);
+                self.round_to(v, d)
+            }
+            Op::Cast(x) => {
+                let from = self.dtype_of(*x);
+                let to = rt.dtype().expect("cast to a number");
+                let v = self.lane(*x, idx);
+                self.cast(v, from, to)
+            }
+            Op::AddPtr(p, o) => {
+                let pointee = self.dtype_of(*p);
+                let od = self.dtype_of(*o);
+                let (pv, ov) = (self.lane(*p, idx), self.lane(*o, idx));
+                let off = self.b.build_int_cast_sign_flag(ov.into_int_value(), self.ctx.i64_type(), od.is_signed_int(), "").unwrap();
+                let st = self.storage_ty(pointee);
+                // SAFETY (of the generated code): pointer arithmetic; accesses are checked or trusted as in Triton.
+                unsafe { self.b.build_gep(st, pv.into_pointer_value(), &[off], "") }.unwrap().into()
+            }
+            Op::Load { .. } => self.load_lane(inst, idx),
+            op => unreachable!("op_lane on non-elementwise `{}`", op.mnemonic()),
+        }
+    }
+
+    /// `a op b` for two lanes of dtype `d`.
+    pub(super) fn binary(&self, op: BinOp, d: DType, a: BasicValueEnum<'ctx>, b: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        if d.is_float() {
+            let (x, y) = (a.into_float_value(), b.into_float_value());
+            let t = self.compute_ty(d);
+            let v: BasicValueEnum = match op {
+                BinOp::Add => bl.build_float_add(x, y, "").unwrap().into(),
+                BinOp::Sub => bl.build_float_sub(x, y, "").unwrap().into(),
+                BinOp::Mul => bl.build_float_mul(x, y, "").unwrap().into(),
+                BinOp::Div => bl.build_float_div(x, y, "").unwrap().into(),
+                BinOp::Rem => bl.build_float_rem(x, y, "").unwrap().into(),
+                BinOp::Max => self.intrinsic("llvm.maxnum", &[t], &[a, b]),
+                BinOp::Min => self.intrinsic("llvm.minnum", &[t], &[a, b]),
+                _ => unreachable!("verifier rejects bit ops on floats"),
+            };
+            return self.round_to(v, d);
+        }
+        let (x, y) = (a.into_int_value(), b.into_int_value());
+        let it = x.get_type();
+        let signed = d.is_signed_int();
+        match op {
+            BinOp::Add => bl.build_int_add(x, y, "").unwrap().into(),
+            BinOp::Sub => bl.build_int_sub(x, y, "").unwrap().into(),
+            BinOp::Mul => bl.build_int_mul(x, y, "").unwrap().into(),
+            BinOp::And => bl.build_and(x, y, "").unwrap().into(),
+            BinOp::Or => bl.build_or(x, y, "").unwrap().into(),
+            BinOp::Xor => bl.build_xor(x, y, "").unwrap().into(),
+            BinOp::Shl | BinOp::Shr => {
+                let amount = bl.build_and(y, it.const_int(d.bits() as u64 - 1, false), "").unwrap();
+                if op == BinOp::Shl {
+                    bl.build_left_shift(x, amount, "").unwrap().into()
+                } else {
+                    bl.build_right_shift(x, amount, signed, "").unwrap().into()
+                }
+            }
+            BinOp::Max => self.intrinsic(if signed { "llvm.smax" } else { "llvm.umax" }, &[it.into()], &[a, b]),
+            BinOp::Min => self.intrinsic(if signed { "llvm.smin" } else { "llvm.umin" }, &[it.into()], &[a, b]),
+            BinOp::Div | BinOp::Rem => {
+                // x / 0 == 0, x % 0 == 0, MIN / -1 == MIN (wrapping): never UB.
+                let zero = it.const_zero();
+                let one = it.const_int(1, false);
+                let is_zero = bl.build_int_compare(IntPredicate::EQ, y, zero, "").unwrap();
+                let mut safe = bl.build_select(is_zero, one, y, "").unwrap().into_int_value();
+                let mut is_neg_one = None;
+                if signed {
+                    let m1 = it.const_all_ones();
+                    let n1 = bl.build_int_compare(IntPredicate::EQ, safe, m1, "").unwrap();
+                    safe = bl.build_select(n1, one, safe, "").unwrap().into_int_value();
+                    is_neg_one = Some(n1);
+                }
+                let q = match (op, signed) {
+                    (BinOp::Div, true) => bl.build_int_signed_div(x, safe, "").unwrap(),
+                    (BinOp::Div, false) => bl.build_int_unsigned_div(x, safe, "").unwrap(),
+                    (_, true) => bl.build_int_signed_rem(x, safe, "").unwrap(),
+                    (_, false) => bl.build_int_unsigned_rem(x, safe, "").unwrap(),
+                };
+                let q = match is_neg_one {
+                    Some(n1) => {
+                        let alt = if op == BinOp::Div { bl.build_int_sub(zero, x, "").unwrap() } else { zero };
+                        bl.build_select(n1, alt, q, "").unwrap().into_int_value()
+                    }
+                    None => q,
+                };
+                bl.build_select(is_zero, zero, q, "").unwrap()
+            }
+        }
+    }
+
+    fn unary(&self, op: UnOp, d: DType, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        let t = self.compute_ty(d);
+        if d.is_float() {
+            let f = x.into_float_value();
+            let v: BasicValueEnum = match op {
+                UnOp::Neg => bl.build_float_neg(f, "").unwrap().into(),
+                UnOp::Abs => self.intrinsic("llvm.fabs", &[t], &[x]),
+                UnOp::Exp => self.intrinsic("llvm.exp", &[t], &[x]),
+                UnOp::Exp2 => self.intrinsic("llvm.exp2", &[t], &[x]),
+                UnOp::Log => self.intrinsic("llvm.log", &[t], &[x]),
+                UnOp::Log2 => self.intrinsic("llvm.log2", &[t], &[x]),
+                UnOp::Sqrt => self.intrinsic("llvm.sqrt", &[t], &[x]),
+                UnOp::Rsqrt => {
+                    let s = self.intrinsic("llvm.sqrt", &[t], &[x]).into_float_value();
+                    let one = t.into_float_type().const_float(1.0);
+                    bl.build_float_div(one, s, "").unwrap().into()
+                }
+                UnOp::Sin => self.intrinsic("llvm.sin", &[t], &[x]),
+                UnOp::Cos => self.intrinsic("llvm.cos", &[t], &[x]),
+                UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[x]),
+                UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[x]),
+                UnOp::Not => unreachable!("verifier rejects `not` on floats"),
+            };
+            return self.round_to(v, d);
+        }
+        let i = x.into_int_value();
+        match op {
+            UnOp::Neg => bl.build_int_sub(i.get_type().const_zero(), i, "").unwrap().into(),
+            UnOp::Not => bl.build_not(i, "").unwrap().into(),
+            UnOp::Abs if d.is_signed_int() => {
+                self.intrinsic("llvm.abs", &[t], &[x, self.ctx.bool_type().const_zero().into()])
+            }
+            UnOp::Abs => x,
+            _ => unreachable!("the tracer casts integers to f32 for float-only ops"),
+        }
+    }
+
+    pub(super) fn compare(&self, p: CmpPred, d: DType, a: BasicValueEnum<'ctx>, b: BasicValueEnum<'ctx>) -> IntValue<'ctx> {
+        if d.is_float() {
+            let fp = match p {
+                CmpPred::Eq => FloatPredicate::OEQ,
+                CmpPred::Ne => FloatPredicate::UNE,
+                CmpPred::Lt => FloatPredicate::OLT,
+                CmpPred::Le => FloatPredicate::OLE,
+                CmpPred::Gt => FloatPredicate::OGT,
+                CmpPred::Ge => FloatPredicate::OGE,
+            };
+            return self.b.build_float_compare(fp, a.into_float_value(), b.into_float_value(), "").unwrap();
+        }
+        let s = d.is_signed_int();
+        let ip = match p {
+            CmpPred::Eq => IntPredicate::EQ,
+            CmpPred::Ne => IntPredicate::NE,
+            CmpPred::Lt if s => IntPredicate::SLT,
+            CmpPred::Lt => IntPredicate::ULT,
+            CmpPred::Le if s => IntPredicate::SLE,
+            CmpPred::Le => IntPredicate::ULE,
+            CmpPred::Gt if s => IntPredicate::SGT,
+            CmpPred::Gt => IntPredicate::UGT,
+            CmpPred::Ge if s => IntPredicate::SGE,
+            CmpPred::Ge => IntPredicate::UGE,
+        };
+        self.b.build_int_compare(ip, a.into_int_value(), b.into_int_value(), "").unwrap()
+    }
+
+    /// Converts a compute value of dtype `from` to dtype `to` (Rust `as` semantics).
+    pub(super) fn cast(&self, v: BasicValueEnum<'ctx>, from: DType, to: DType) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        if from == to {
+            return v;
+        }
+        let tt = self.compute_ty(to);
+        if to.is_bool() {
+            return if from.is_float() {
+                let z = v.into_float_value().get_type().const_zero();
+                bl.build_float_compare(FloatPredicate::UNE, v.into_float_value(), z, "").unwrap().into()
+            } else {
+                let z = v.into_int_value().get_type().const_zero();
+                bl.build_int_compare(IntPredicate::NE, v.into_int_value(), z, "").unwrap().into()
+            };
+        }
+        match (from.is_float(), to.is_float()) {
+            (false, false) => {
+                let signed = from.is_signed_int();
+                bl.build_int_cast_sign_flag(v.into_int_value(), tt.into_int_type(), signed, "").unwrap().into()
+            }
+            (false, true) => {
+                let ft = tt.into_float_type();
+                let f = if from.is_signed_int() {
+                    bl.build_signed_int_to_float(v.into_int_value(), ft, "").unwrap()
+                } else {
+                    bl.build_unsigned_int_to_float(v.into_int_value(), ft, "").unwrap()
+                };
+                self.round_to(f.into(), to)
+            }
+            (true, false) => {
+                let name = if to.is_signed_int() { "llvm.fptosi.sat" } else { "llvm.fptoui.sat" };
+                self.intrinsic(name, &[tt, v.get_type()], &[v])
+            }
+            (true, true) => {
+                let f = v.into_float_value();
+                let ft = tt.into_float_type();
+                let w = if f.get_type() == ft {
+                    f
+                } else if to == DType::F64 {
+                    bl.build_float_ext(f, ft, "").unwrap()
+                } else {
+                    bl.build_float_trunc(f, ft, "").unwrap()
+                };
+                self.round_to(w.into(), to)
+            }
+        }
+    }
+}

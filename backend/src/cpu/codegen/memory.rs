@@ -1,0 +1,280 @@
+//! Loads, stores and atomics. Masked-off lanes never touch memory; in checked mode every
+//! access is compared with the byte ranges of the parameters its pointer derives from, and
+//! a fault is recorded (first one wins) instead of touching memory.
+
+use super::{Gen, Lv};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::basic_block::BasicBlock;
+use inkwell::{AtomicOrdering, AtomicRMWBinOp, IntPredicate};
+use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op, Value};
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// In checked mode: i1 "address is inside a root buffer", recording a fault otherwise.
+    /// Outside checked mode: `None`.
+    fn check_access(&self, ptr_value: Value, p: PointerValue<'ctx>, size: usize) -> Option<IntValue<'ctx>> {
+        if !self.opts.bounds_check {
+            return None;
+        }
+        let (bl, i64t) = (self.b, self.ctx.i64_type());
+        let addr = bl.build_ptr_to_int(p, i64t, "addr").unwrap();
+        let end = bl.build_int_add(addr, self.i64c(size as u64), "").unwrap();
+        let all: Vec<usize> = (0..self.f.params.len()).collect();
+        let roots = self.roots.get(&ptr_value).unwrap_or(&all);
+        let mut ok = self.ctx.bool_type().const_zero();
+        for &r in roots {
+            if self.f.ty(self.f.params[r].value).elem.pointee().is_none() {
+                continue;
+            }
+            let slot = |k: u64| {
+                // SAFETY (of the generated code): `ranges` holds [lo, hi] per parameter.
+                let p = unsafe { bl.build_gep(i64t, self.ranges, &[self.i64c(r as u64 * 2 + k)], "") }.unwrap();
+                bl.build_load(i64t, p, "").unwrap().into_int_value()
+            };
+            let (lo, hi) = (slot(0), slot(1));
+            let ge = bl.build_int_compare(IntPredicate::UGE, addr, lo, "").unwrap();
+            let le = bl.build_int_compare(IntPredicate::ULE, end, hi, "").unwrap();
+            let inside = bl.build_and(ge, le, "").unwrap();
+            ok = bl.build_or(ok, inside, "").unwrap();
+        }
+        Some(ok)
+    }
+
+    /// Records a fault of memory op `inst` at `p` unless one was recorded already.
+    fn record_fault(&self, inst: &Inst, p: PointerValue<'ctx>) {
+        let (bl, i64t) = (self.b, self.ctx.i64_type());
+        let id = self.site_ids[&(inst as *const Inst)] as u64 + 1;
+        let r = bl
+            .build_cmpxchg(self.err, i64t.const_zero(), self.i64c(id), AtomicOrdering::SequentiallyConsistent, AtomicOrdering::SequentiallyConsistent)
+            .unwrap();
+        let won = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
+        let then = self.ctx.append_basic_block(self.func, "fault.first");
+        let done = self.ctx.append_basic_block(self.func, "fault.done");
+        bl.build_conditional_branch(won, then, done).unwrap();
+        bl.position_at_end(then);
+        // SAFETY (of the generated code): `err` has two u64 slots.
+        let slot = unsafe { bl.build_gep(i64t, self.err, &[self.i64c(1)], "") }.unwrap();
+        let addr = bl.build_ptr_to_int(p, i64t, "").unwrap();
+        bl.build_store(slot, addr).unwrap();
+        bl.build_unconditional_branch(done).unwrap();
+        bl.position_at_end(done);
+    }
+
+    /// Branches to a new block when `cond` (and the bounds check) holds; returns the block
+    /// the guarded code goes in and the join block. Records a fault when the check fails.
+    fn guard(
+        &self,
+        inst: &Inst,
+        ptr_value: Value,
+        p: PointerValue<'ctx>,
+        size: usize,
+        mask: Option<IntValue<'ctx>>,
+    ) -> Option<Guard<'ctx>> {
+        let check = self.check_access(ptr_value, p, size);
+        if mask.is_none() && check.is_none() {
+            return None;
+        }
+        let bl = self.b;
+        let join = self.ctx.append_basic_block(self.func, "mem.join");
+        let doit = self.ctx.append_basic_block(self.func, "mem.do");
+        let mut skipped = Vec::new();
+        if let Some(ok) = check {
+            let test = match mask {
+                Some(m) => {
+                    let test = self.ctx.append_basic_block(self.func, "mem.check");
+                    skipped.push(bl.get_insert_block().unwrap());
+                    bl.build_conditional_branch(m, test, join).unwrap();
+                    bl.position_at_end(test);
+                    test
+                }
+                None => bl.get_insert_block().unwrap(),
+            };
+            let _ = test;
+            let fault = self.ctx.append_basic_block(self.func, "mem.fault");
+            bl.build_conditional_branch(ok, doit, fault).unwrap();
+            bl.position_at_end(fault);
+            self.record_fault(inst, p);
+            skipped.push(bl.get_insert_block().unwrap());
+            bl.build_unconditional_branch(join).unwrap();
+        } else {
+            skipped.push(bl.get_insert_block().unwrap());
+            bl.build_conditional_branch(mask.expect("checked above"), doit, join).unwrap();
+        }
+        bl.position_at_end(doit);
+        Some(Guard { join, skipped })
+    }
+
+    pub(super) fn load_lane(&mut self, inst: &Inst, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+        let Op::Load { ptr, mask, other } = &inst.op else { unreachable!() };
+        let rt = self.ty(inst.results[0]);
+        let d = rt.dtype().expect("loads give numbers");
+        let elem = Elem::Scalar(d);
+        let p = self.lane(*ptr, idx).into_pointer_value();
+        let m = mask.map(|m| self.lane(m, idx).into_int_value());
+        let o = match other {
+            Some(o) => self.lane(*o, idx),
+            None => self.const_value(Const::Int(0), d),
+        };
+        let st = self.storage_ty(d);
+        match self.guard(inst, *ptr, p, d.size_bytes(), m) {
+            None => {
+                let raw = self.b.build_load(st, p, "").unwrap();
+                self.from_storage(raw, elem)
+            }
+            Some(guard) => {
+                let raw = self.b.build_load(st, p, "").unwrap();
+                let v = self.from_storage(raw, elem);
+                self.join(guard, v, o)
+            }
+        }
+    }
+
+    pub(super) fn store(&mut self, inst: &Inst) {
+        let Op::Store { ptr, value, mask } = &inst.op else { unreachable!() };
+        let pt = self.ty(*ptr).clone();
+        let d = pt.elem.pointee().expect("verified pointer");
+        let (ptr, value, mask) = (*ptr, *value, *mask);
+        self.loop_nest(&pt.shape, &mut |g, idx| {
+            let p = g.lane(ptr, idx).into_pointer_value();
+            let v = g.lane(value, idx);
+            let m = mask.map(|m| g.lane(m, idx).into_int_value());
+            let s = g.to_storage(v, Elem::Scalar(d));
+            match g.guard(inst, ptr, p, d.size_bytes(), m) {
+                None => {
+                    g.b.build_store(p, s).unwrap();
+                }
+                Some(guard) => {
+                    g.b.build_store(p, s).unwrap();
+                    g.b.build_unconditional_branch(guard.join).unwrap();
+                    g.b.position_at_end(guard.join);
+                }
+            }
+        });
+    }
+
+    pub(super) fn atomic(&mut self, inst: &'_ Inst) {
+        let r = inst.results[0];
+        let rt = self.ty(r).clone();
+        let d = rt.dtype().expect("atomics give numbers");
+        let buf = (!rt.is_scalar()).then(|| self.alloc_buf(&rt));
+        let mut scalar = None;
+        self.loop_nest(&rt.shape.clone(), &mut |g, idx| {
+            let old = g.atomic_lane(inst, d, idx);
+            match buf {
+                Some(buf) => {
+                    let s = g.to_storage(old, Elem::Scalar(d));
+                    let p = g.buf_elem(buf, &rt, idx);
+                    g.b.build_store(p, s).unwrap();
+                }
+                None => scalar = Some(old),
+            }
+        });
+        let lv = match buf {
+            Some(b) => Lv::Buf(b),
+            None => Lv::Scalar(scalar.expect("scalar atomic emitted")),
+        };
+        self.lv.insert(r, lv);
+    }
+
+    fn atomic_lane(&mut self, inst: &Inst, d: DType, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+        let (ptr, mask) = match &inst.op {
+            Op::Atomic { ptr, mask, .. } => (*ptr, *mask),
+            Op::AtomicCas { ptr, .. } => (*ptr, None),
+            _ => unreachable!(),
+        };
+        let p = self.lane(ptr, idx).into_pointer_value();
+        let m = mask.map(|m| self.lane(m, idx).into_int_value());
+        let (a, b) = match &inst.op {
+            Op::Atomic { value, .. } => (self.lane(*value, idx), None),
+            Op::AtomicCas { cmp, value, .. } => (self.lane(*cmp, idx), Some(self.lane(*value, idx))),
+            _ => unreachable!(),
+        };
+        let zero = self.const_value(Const::Int(0), d);
+        let guarded = self.guard(inst, ptr, p, d.size_bytes(), m);
+        let old = match &inst.op {
+            Op::Atomic { op, .. } => self.rmw(*op, d, p, a),
+            _ => {
+                let r = self
+                    .b
+                    .build_cmpxchg(p, a.into_int_value(), b.expect("cas value").into_int_value(), AtomicOrdering::SequentiallyConsistent, AtomicOrdering::SequentiallyConsistent)
+                    .unwrap();
+                self.b.build_extract_value(r, 0, "").unwrap()
+            }
+        };
+        match guarded {
+            None => old,
+            Some(guard) => self.join(guard, old, zero),
+        }
+    }
+
+    /// `atomicrmw` for integers; a compare-exchange loop on the bits for floats.
+    fn rmw(&self, op: AtomicOp, d: DType, p: PointerValue<'ctx>, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        let seq = AtomicOrdering::SequentiallyConsistent;
+        if !d.is_float() {
+            let signed = d.is_signed_int();
+            let rop = match op {
+                AtomicOp::Add => AtomicRMWBinOp::Add,
+                AtomicOp::Xchg => AtomicRMWBinOp::Xchg,
+                AtomicOp::Max if signed => AtomicRMWBinOp::Max,
+                AtomicOp::Max => AtomicRMWBinOp::UMax,
+                AtomicOp::Min if signed => AtomicRMWBinOp::Min,
+                AtomicOp::Min => AtomicRMWBinOp::UMin,
+            };
+            return bl.build_atomicrmw(rop, p, v.into_int_value(), seq).unwrap().into();
+        }
+        let it = if d == DType::F64 { self.ctx.i64_type() } else { self.ctx.i32_type() };
+        let ft = self.compute_ty(d);
+        let vbits = bl.build_bit_cast(v, it, "").unwrap().into_int_value();
+        if op == AtomicOp::Xchg {
+            let old = bl.build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq).unwrap();
+            return bl.build_bit_cast(old, ft, "").unwrap();
+        }
+        let pre = bl.get_insert_block().unwrap();
+        let init = bl.build_load(it, p, "").unwrap().into_int_value();
+        let header = self.ctx.append_basic_block(self.func, "cas");
+        let exit = self.ctx.append_basic_block(self.func, "cas.done");
+        bl.build_unconditional_branch(header).unwrap();
+        bl.position_at_end(header);
+        let phi = bl.build_phi(it, "seen").unwrap();
+        phi.add_incoming(&[(&init, pre)]);
+        let seen = phi.as_basic_value().into_int_value();
+        let old_f = bl.build_bit_cast(seen, ft, "").unwrap();
+        let new_f = match op {
+            AtomicOp::Add => bl.build_float_add(old_f.into_float_value(), v.into_float_value(), "").unwrap().into(),
+            AtomicOp::Max => self.intrinsic("llvm.maxnum", &[ft], &[old_f, v]),
+            AtomicOp::Min => self.intrinsic("llvm.minnum", &[ft], &[old_f, v]),
+            AtomicOp::Xchg => unreachable!("handled above"),
+        };
+        let new_bits = bl.build_bit_cast(new_f, it, "").unwrap().into_int_value();
+        let r = bl.build_cmpxchg(p, seen, new_bits, seq, seq).unwrap();
+        let got = bl.build_extract_value(r, 0, "").unwrap().into_int_value();
+        let ok = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
+        phi.add_incoming(&[(&got, bl.get_insert_block().unwrap())]);
+        bl.build_conditional_branch(ok, exit, header).unwrap();
+        bl.position_at_end(exit);
+        bl.build_bit_cast(seen, ft, "").unwrap()
+    }
+}
+
+/// The blocks around a guarded memory access.
+struct Guard<'ctx> {
+    /// Where control continues after the access.
+    join: BasicBlock<'ctx>,
+    /// Blocks that branch to `join` without doing the access.
+    skipped: Vec<BasicBlock<'ctx>>,
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Ends a guarded access: `done` where it happened, `skipped_value` where it did not.
+    fn join(&self, guard: Guard<'ctx>, done: BasicValueEnum<'ctx>, skipped_value: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let from = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(guard.join).unwrap();
+        self.b.position_at_end(guard.join);
+        let phi = self.b.build_phi(done.get_type(), "").unwrap();
+        phi.add_incoming(&[(&done, from)]);
+        for pred in &guard.skipped {
+            phi.add_incoming(&[(&skipped_value, *pred)]);
+        }
+        phi.as_basic_value()
+    }
+}

@@ -1,0 +1,416 @@
+//! IR → LLVM IR for the host CPU.
+//!
+//! A tile value is either computed lane by lane where it is consumed (`Lv::Lazy`, see
+//! [`plan`]) or materialized in a per-thread scratch buffer (`Lv::Buf`); scalars are SSA
+//! registers. Every tile op becomes a loop nest over its static shape whose innermost loop
+//! LLVM vectorizes. Each kernel becomes two functions:
+//!
+//! - `body(ptr noalias p0, …, scalars…, i32 pid_x, pid_y, pid_z, nx, ny, nz, ptr scratch, ptr ranges, ptr err)`
+//! - `entry(ptr args, ptr ranges, ptr scratch, ptr err, i64 start, i64 end, i64 nx, i64 ny, i64 nz)`
+//!   which unpacks 8-byte argument slots and runs programs `start..end` in order.
+
+mod control;
+mod dot;
+mod lanes;
+mod memory;
+mod plan;
+mod reduce;
+mod types;
+
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::module::{Linkage, Module};
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
+use inkwell::AddressSpace;
+use std::collections::{HashMap, HashSet};
+use tritium_dsl::ir::{Block, Elem, Function, Inst, Loc, Op, Type, Value};
+
+/// How a value is available during code generation.
+#[derive(Clone, Copy)]
+enum Lv<'ctx> {
+    /// A scalar in a register (compute form).
+    Scalar(BasicValueEnum<'ctx>),
+    /// A tile in a row-major buffer (storage form).
+    Buf(PointerValue<'ctx>),
+    /// A tile whose lanes are computed where they are used.
+    Lazy,
+}
+
+/// Options that change the generated code.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CodegenOptions {
+    /// Check every memory access against the argument buffers.
+    pub bounds_check: bool,
+}
+
+/// What the launcher needs to know about a generated kernel.
+pub(crate) struct Generated {
+    /// Bytes of per-thread scratch memory the kernel needs.
+    pub scratch_bytes: usize,
+}
+
+/// The memory ops of a function in walk order; a checked-mode fault reports its index.
+pub(crate) fn memory_sites(f: &Function) -> Vec<(Loc, &'static str)> {
+    let mut sites = Vec::new();
+    f.walk(&mut |inst| {
+        if let Some(kind) = memory_kind(&inst.op) {
+            sites.push((inst.loc.clone(), kind));
+        }
+    });
+    sites
+}
+
+fn memory_kind(op: &Op) -> Option<&'static str> {
+    match op {
+        Op::Load { .. } => Some("load"),
+        Op::Store { .. } => Some("store"),
+        Op::Atomic { .. } | Op::AtomicCas { .. } => Some("atomic"),
+        _ => None,
+    }
+}
+
+pub(crate) struct Gen<'ctx, 'f> {
+    ctx: &'ctx Context,
+    module: &'f Module<'ctx>,
+    b: &'f Builder<'ctx>,
+    f: &'f Function,
+    func: FunctionValue<'ctx>,
+    defs: HashMap<Value, &'f Inst>,
+    lv: HashMap<Value, Lv<'ctx>>,
+    lazy: HashSet<Value>,
+    roots: HashMap<Value, Vec<usize>>,
+    site_ids: HashMap<*const Inst, u32>,
+    scratch: PointerValue<'ctx>,
+    scratch_bytes: usize,
+    ranges: PointerValue<'ctx>,
+    err: PointerValue<'ctx>,
+    pids: [IntValue<'ctx>; 3],
+    nprogs: [IntValue<'ctx>; 3],
+    opts: CodegenOptions,
+}
+
+/// Emits `body` and `entry` for `f` into `module`; the entry is named `entry_name`.
+pub(crate) fn generate<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    f: &Function,
+    entry_name: &str,
+    opts: CodegenOptions,
+) -> Result<Generated, String> {
+    let b = ctx.create_builder();
+    let ptr = ctx.ptr_type(AddressSpace::default());
+    let i32t = ctx.i32_type();
+    let i64t = ctx.i64_type();
+
+    // The body function.
+    let mut params = Vec::new();
+    for p in &f.params {
+        let t = f.ty(p.value);
+        params.push(match t.elem {
+            Elem::Ptr(_) => ptr.into(),
+            Elem::Scalar(d) => compute_ty_of(ctx, d).into(),
+        });
+    }
+    params.extend(std::iter::repeat_n(inkwell::types::BasicMetadataTypeEnum::from(i32t), 6));
+    params.extend(std::iter::repeat_n(inkwell::types::BasicMetadataTypeEnum::from(ptr), 3));
+    let body_ty = ctx.void_type().fn_type(&params, false);
+    let body_fn = module.add_function(&format!("{entry_name}_body"), body_ty, Some(Linkage::Internal));
+    let noalias = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
+    for (i, p) in f.params.iter().enumerate() {
+        if f.ty(p.value).elem.pointee().is_some() {
+            body_fn.add_attribute(
+                inkwell::attributes::AttributeLoc::Param(i as u32),
+                ctx.create_enum_attribute(noalias, 0),
+            );
+        }
+    }
+    let n = f.params.len() as u32;
+    body_fn.add_attribute(inkwell::attributes::AttributeLoc::Param(n + 6), ctx.create_enum_attribute(noalias, 0));
+    let entry_bb = ctx.append_basic_block(body_fn, "entry");
+    b.position_at_end(entry_bb);
+    let arg = |k: u32| body_fn.get_nth_param(k).expect("declared above");
+    let mut g = Gen {
+        ctx,
+        module,
+        b: &b,
+        f,
+        func: body_fn,
+        defs: HashMap::new(),
+        lv: HashMap::new(),
+        lazy: plan::lazy_values(f),
+        roots: f.pointer_roots(),
+        site_ids: HashMap::new(),
+        scratch: arg(n + 6).into_pointer_value(),
+        scratch_bytes: 0,
+        ranges: arg(n + 7).into_pointer_value(),
+        err: arg(n + 8).into_pointer_value(),
+        pids: [0, 1, 2].map(|k| arg(n + k).into_int_value()),
+        nprogs: [3, 4, 5].map(|k| arg(n + k).into_int_value()),
+        opts,
+    };
+    index_insts(&f.body, &mut g.defs, &mut g.site_ids);
+    for (i, p) in f.params.iter().enumerate() {
+        g.lv.insert(p.value, Lv::Scalar(arg(i as u32)));
+    }
+    g.block(&f.body);
+    b.build_return(None).map_err(|e| e.to_string())?;
+    let scratch_bytes = g.scratch_bytes;
+
+    // The entry function: unpack argument slots, loop over programs.
+    let entry_ty = ctx.void_type().fn_type(
+        &[ptr.into(), ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into()],
+        false,
+    );
+    let entry = module.add_function(entry_name, entry_ty, Some(Linkage::External));
+    let ep = |k: u32| entry.get_nth_param(k).expect("declared above");
+    let bb = ctx.append_basic_block(entry, "entry");
+    b.position_at_end(bb);
+    let args_ptr = ep(0).into_pointer_value();
+    let mut call_args: Vec<inkwell::values::BasicMetadataValueEnum> = Vec::new();
+    for (k, p) in f.params.iter().enumerate() {
+        // SAFETY (of the generated code): `args` holds one 8-byte slot per parameter.
+        let slot = unsafe { b.build_gep(i64t, args_ptr, &[i64t.const_int(k as u64, false)], "slot") }
+            .map_err(|e| e.to_string())?;
+        let t = f.ty(p.value);
+        let v = match t.elem {
+            Elem::Ptr(_) => b.build_load(ptr, slot, "p").map_err(|e| e.to_string())?,
+            Elem::Scalar(_) => {
+                let raw = b.build_load(g.elem_storage_ty(t.elem), slot, "s").map_err(|e| e.to_string())?;
+                g.from_storage(raw, t.elem)
+            }
+        };
+        call_args.push(v.into());
+    }
+    let (start, end) = (ep(4).into_int_value(), ep(5).into_int_value());
+    let (nx, ny) = (ep(6).into_int_value(), ep(7).into_int_value());
+    let nz = ep(8).into_int_value();
+    let err = ep(3).into_pointer_value();
+    let header = ctx.append_basic_block(entry, "program");
+    let run = ctx.append_basic_block(entry, "run");
+    let done = ctx.append_basic_block(entry, "done");
+    let has_work = b.build_int_compare(inkwell::IntPredicate::ULT, start, end, "").unwrap();
+    b.build_conditional_branch(has_work, header, done).unwrap();
+    b.position_at_end(header);
+    let pid = b.build_phi(i64t, "pid").unwrap();
+    pid.add_incoming(&[(&start, bb)]);
+    let p = pid.as_basic_value().into_int_value();
+    let fault = b.build_load(i64t, err, "fault").unwrap().into_int_value();
+    let ok = b.build_int_compare(inkwell::IntPredicate::EQ, fault, i64t.const_zero(), "").unwrap();
+    b.build_conditional_branch(ok, run, done).unwrap();
+    b.position_at_end(run);
+    let x = b.build_int_unsigned_rem(p, nx, "").unwrap();
+    let q = b.build_int_unsigned_div(p, nx, "").unwrap();
+    let y = b.build_int_unsigned_rem(q, ny, "").unwrap();
+    let z = b.build_int_unsigned_div(q, ny, "").unwrap();
+    let mut all = call_args.clone();
+    for v in [x, y, z, nx, ny, nz] {
+        all.push(b.build_int_truncate(v, i32t, "").unwrap().into());
+    }
+    for k in [2, 1, 3] {
+        all.push(ep(k).into());
+    }
+    b.build_call(body_fn, &all, "").unwrap();
+    let next = b.build_int_add(p, i64t.const_int(1, false), "").unwrap();
+    pid.add_incoming(&[(&next, run)]);
+    let more = b.build_int_compare(inkwell::IntPredicate::ULT, next, end, "").unwrap();
+    b.build_conditional_branch(more, header, done).unwrap();
+    b.position_at_end(done);
+    b.build_return(None).unwrap();
+    Ok(Generated { scratch_bytes })
+}
+
+/// Records each value's defining op and numbers memory ops in walk order.
+fn index_insts<'f>(b: &'f Block, defs: &mut HashMap<Value, &'f Inst>, sites: &mut HashMap<*const Inst, u32>) {
+    for inst in &b.insts {
+        for r in &inst.results {
+            defs.insert(*r, inst);
+        }
+        if memory_kind(&inst.op).is_some() {
+            let id = sites.len() as u32;
+            sites.insert(inst as *const Inst, id);
+        }
+        for r in inst.op.regions() {
+            index_insts(r, defs, sites);
+        }
+    }
+}
+
+fn compute_ty_of(ctx: &Context, d: tritium_dsl::DType) -> inkwell::types::BasicTypeEnum<'_> {
+    use tritium_dsl::DType::*;
+    match d {
+        Bool => ctx.bool_type().into(),
+        I8 | U8 => ctx.i8_type().into(),
+        I16 | U16 => ctx.i16_type().into(),
+        I32 | U32 => ctx.i32_type().into(),
+        I64 | U64 => ctx.i64_type().into(),
+        F16 | BF16 | F32 => ctx.f32_type().into(),
+        F64 => ctx.f64_type().into(),
+    }
+}
+
+impl<'ctx, 'f> Gen<'ctx, 'f> {
+    fn ty(&self, v: Value) -> &'f Type {
+        self.f.ty(v)
+    }
+
+    fn i64c(&self, n: u64) -> IntValue<'ctx> {
+        self.ctx.i64_type().const_int(n, false)
+    }
+
+    /// Reserves a 64-byte-aligned scratch buffer for a tile of `ty`.
+    fn alloc_buf(&mut self, ty: &Type) -> PointerValue<'ctx> {
+        let offset = self.scratch_bytes.div_ceil(64) * 64;
+        self.scratch_bytes = offset + ty.numel() * self.elem_size(ty.elem);
+        // SAFETY (of the generated code): the launcher allocates `scratch_bytes` per thread.
+        unsafe { self.b.build_gep(self.ctx.i8_type(), self.scratch, &[self.i64c(offset as u64)], "buf") }
+            .unwrap()
+    }
+
+    /// Address of element `idx` (row-major) of a buffer holding a tile of `ty`.
+    fn buf_elem(&self, buf: PointerValue<'ctx>, ty: &Type, idx: &[IntValue<'ctx>]) -> PointerValue<'ctx> {
+        let lin = self.ravel(&ty.shape, idx);
+        // SAFETY (of the generated code): `idx` is within `ty.shape`.
+        unsafe { self.b.build_gep(self.elem_storage_ty(ty.elem), buf, &[lin], "el") }.unwrap()
+    }
+
+    /// Row-major linear index of `idx` in `shape`.
+    fn ravel(&self, shape: &[usize], idx: &[IntValue<'ctx>]) -> IntValue<'ctx> {
+        let mut lin = self.i64c(0);
+        for (k, i) in idx.iter().enumerate() {
+            let stride: usize = shape[k + 1..].iter().product();
+            let term = if stride == 1 { *i } else { self.b.build_int_mul(*i, self.i64c(stride as u64), "").unwrap() };
+            lin = if k == 0 { term } else { self.b.build_int_add(lin, term, "").unwrap() };
+        }
+        lin
+    }
+
+    /// Emits a loop nest over `shape` (row-major, innermost last) around `body`.
+    fn loop_nest(&mut self, shape: &[usize], body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>])) {
+        let mut idx = Vec::with_capacity(shape.len());
+        self.loop_level(shape, &mut idx, body);
+    }
+
+    fn loop_level(
+        &mut self,
+        shape: &[usize],
+        idx: &mut Vec<IntValue<'ctx>>,
+        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]),
+    ) {
+        if idx.len() == shape.len() {
+            body(self, idx);
+            return;
+        }
+        let n = shape[idx.len()];
+        if n == 1 {
+            idx.push(self.i64c(0));
+            self.loop_level(shape, idx, body);
+            idx.pop();
+            return;
+        }
+        let pre = self.b.get_insert_block().unwrap();
+        let header = self.ctx.append_basic_block(self.func, "loop");
+        let exit = self.ctx.append_basic_block(self.func, "loop.end");
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(header);
+        let phi = self.b.build_phi(self.ctx.i64_type(), "i").unwrap();
+        phi.add_incoming(&[(&self.i64c(0), pre)]);
+        let i = phi.as_basic_value().into_int_value();
+        idx.push(i);
+        self.loop_level(shape, idx, body);
+        idx.pop();
+        let latch = self.b.get_insert_block().unwrap();
+        let next = self.b.build_int_add(i, self.i64c(1), "").unwrap();
+        phi.add_incoming(&[(&next, latch)]);
+        let more = self.b.build_int_compare(inkwell::IntPredicate::ULT, next, self.i64c(n as u64), "").unwrap();
+        self.b.build_conditional_branch(more, header, exit).unwrap();
+        self.b.position_at_end(exit);
+    }
+
+    /// The lane `idx` of value `v` (compute form).
+    fn lane(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+        match self.lv.get(&v).copied() {
+            Some(Lv::Scalar(s)) => s,
+            Some(Lv::Buf(buf)) => {
+                let ty = self.ty(v);
+                let p = self.buf_elem(buf, ty, idx);
+                let raw = self.b.build_load(self.elem_storage_ty(ty.elem), p, "").unwrap();
+                self.from_storage(raw, ty.elem)
+            }
+            Some(Lv::Lazy) => {
+                let inst = self.defs[&v];
+                self.op_lane(inst, idx)
+            }
+            None => panic!("codegen: {v} used before it was generated (the verifier forbids this)"),
+        }
+    }
+
+    /// Makes `v` available as a buffer (materializing a lazy tile).
+    fn as_buf(&mut self, v: Value) -> PointerValue<'ctx> {
+        if let Some(Lv::Buf(p)) = self.lv.get(&v) {
+            return *p;
+        }
+        let ty = self.ty(v).clone();
+        let buf = self.alloc_buf(&ty);
+        self.fill_buf(buf, &ty, v);
+        buf
+    }
+
+    /// Writes every lane of `v` into `buf` (a buffer of `ty`).
+    fn fill_buf(&mut self, buf: PointerValue<'ctx>, ty: &Type, v: Value) {
+        let elem = ty.elem;
+        self.loop_nest(&ty.shape.clone(), &mut |g, idx| {
+            let x = g.lane(v, idx);
+            let s = g.to_storage(x, elem);
+            let p = g.buf_elem(buf, ty, idx);
+            g.b.build_store(p, s).unwrap();
+        });
+    }
+
+    /// Generates the ops of a block (not its terminator).
+    fn block(&mut self, block: &'f Block) {
+        for inst in &block.insts {
+            self.inst(inst);
+        }
+    }
+
+    fn inst(&mut self, inst: &'f Inst) {
+        match &inst.op {
+            Op::Yield(_) | Op::Condition(_) => {}
+            Op::ProgramId(a) => {
+                self.lv.insert(inst.results[0], Lv::Scalar(self.pids[*a as usize].into()));
+            }
+            Op::NumPrograms(a) => {
+                self.lv.insert(inst.results[0], Lv::Scalar(self.nprogs[*a as usize].into()));
+            }
+            Op::Store { .. } => self.store(inst),
+            Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
+            Op::Reduce { .. } => self.reduce(inst),
+            Op::Dot { .. } => self.dot(inst),
+            Op::For { .. } => self.for_loop(inst),
+            Op::If { .. } => self.if_else(inst),
+            Op::While { .. } => self.while_loop(inst),
+            op if op.is_elementwise() => {
+                let r = inst.results[0];
+                let ty = self.ty(r);
+                if ty.is_scalar() {
+                    let s = self.op_lane(inst, &[]);
+                    self.lv.insert(r, Lv::Scalar(s));
+                } else if self.lazy.contains(&r) {
+                    self.lv.insert(r, Lv::Lazy);
+                } else {
+                    let ty = ty.clone();
+                    let buf = self.alloc_buf(&ty);
+                    let elem = ty.elem;
+                    self.loop_nest(&ty.shape.clone(), &mut |g, idx| {
+                        let x = g.op_lane(inst, idx);
+                        let s = g.to_storage(x, elem);
+                        let p = g.buf_elem(buf, &ty, idx);
+                        g.b.build_store(p, s).unwrap();
+                    });
+                    self.lv.insert(r, Lv::Buf(buf));
+                }
+            }
+            op => unreachable!("codegen: unhandled op `{}`", op.mnemonic()),
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Which tile values are computed lazily, lane by lane inside their consumer's loop
+//! (elementwise fusion), and which are materialized into a scratch buffer.
+//!
+//! Cheap index and mask arithmetic is always lazy, so that LLVM sees `base + pid*B + i`
+//! and `i < n` inside the consumer's loop and emits contiguous (masked) vector accesses.
+//! Expensive values are lazy only when their lanes would be computed exactly once, and a
+//! load only when no write can come between it and the place its lanes are consumed.
+
+use std::collections::{HashMap, HashSet};
+use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, UnOp, Value};
+
+/// Lanes are emitted "many" times: inside a nested region or behind a broadcast.
+const MANY: u32 = u32::MAX;
+
+/// Values to emit lazily.
+pub(crate) fn lazy_values(f: &Function) -> HashSet<Value> {
+    let roots = f.pointer_roots();
+    let mut lazy = HashSet::new();
+    plan_block(f, &f.body, &roots, &mut lazy);
+    lazy
+}
+
+fn is_cheap(f: &Function, inst: &Inst) -> bool {
+    let float = |v: &Value| f.ty(*v).dtype().is_some_and(|d| d.is_float());
+    match &inst.op {
+        Op::Const(_)
+        | Op::Splat(_)
+        | Op::Broadcast(_)
+        | Op::ExpandDims { .. }
+        | Op::Arange { .. }
+        | Op::Reshape(_)
+        | Op::Trans(_)
+        | Op::AddPtr(..)
+        | Op::Cmp(..)
+        | Op::Select(..) => true,
+        Op::Binary(op, a, _) => !float(a) && !matches!(op, BinOp::Div | BinOp::Rem),
+        Op::Cast(x) => !float(x) && !float(&inst.results[0]),
+        Op::Unary(op, x) => !float(x) && matches!(op, UnOp::Neg | UnOp::Not | UnOp::Abs),
+        _ => false,
+    }
+}
+
+/// True for users whose lanes read some operand lane more than once.
+fn replicates(f: &Function, user: &Inst, operand: Value) -> bool {
+    match &user.op {
+        Op::Broadcast(x) => f.ty(*x).numel() != f.ty(user.results[0]).numel() && *x == operand,
+        Op::Splat(_) => true,
+        _ => false,
+    }
+}
+
+fn plan_block(
+    f: &Function,
+    block: &Block,
+    roots: &HashMap<Value, Vec<usize>>,
+    lazy: &mut HashSet<Value>,
+) {
+    for inst in &block.insts {
+        for r in inst.op.regions() {
+            plan_block(f, r, roots, lazy);
+        }
+    }
+    // Users of each value: in this block (index) or nested somewhere inside inst `index`.
+    let mut users: HashMap<Value, Vec<(usize, bool)>> = HashMap::new();
+    for (i, inst) in block.insts.iter().enumerate() {
+        for o in inst.op.operands() {
+            users.entry(o).or_default().push((i, false));
+        }
+        for r in inst.op.regions() {
+            visit_uses(r, &mut |v| users.entry(v).or_default().push((i, true)));
+        }
+    }
+    // Reverse order: every same-block user is decided before the value it uses.
+    let mut emit_count: HashMap<Value, u32> = HashMap::new();
+    let mut emit_point: HashMap<Value, usize> = HashMap::new();
+    let side_effect: Vec<bool> = block.insts.iter().map(|i| i.op.has_side_effects()).collect();
+    for (i, inst) in block.insts.iter().enumerate().rev() {
+        if inst.results.len() != 1 || !inst.op.is_elementwise() {
+            continue;
+        }
+        let v = inst.results[0];
+        if f.ty(v).is_scalar() {
+            continue;
+        }
+        let mut count = 0u32;
+        let mut point = usize::MAX;
+        for &(u, nested) in users.get(&v).map(Vec::as_slice).unwrap_or(&[]) {
+            let user = &block.insts[u];
+            let c = if nested || replicates(f, user, v) {
+                MANY
+            } else if let Some(&uc) = user.results.first().and_then(|r| emit_count.get(r)) {
+                point = point.min(emit_point[&user.results[0]]);
+                uc
+            } else {
+                point = point.min(u);
+                1
+            };
+            count = count.saturating_add(c);
+        }
+        let cheap = is_cheap(f, inst);
+        let make_lazy = cheap
+            || count == 0
+            || (count == 1
+                && match &inst.op {
+                    Op::Load { ptr, .. } => load_can_move(block, i, point, *ptr, roots, &side_effect),
+                    _ => true,
+                });
+        if make_lazy {
+            lazy.insert(v);
+            emit_count.insert(v, count.max(1));
+            emit_point.insert(v, if point == usize::MAX { i } else { point });
+        }
+    }
+}
+
+/// A load can be emitted at `point` instead of `at` when nothing in between writes memory
+/// and the consumer at `point` does not write memory the load reads.
+fn load_can_move(
+    block: &Block,
+    at: usize,
+    point: usize,
+    ptr: Value,
+    roots: &HashMap<Value, Vec<usize>>,
+    side_effect: &[bool],
+) -> bool {
+    if point == usize::MAX || point <= at {
+        return false;
+    }
+    if side_effect[at + 1..point].iter().any(|s| *s) {
+        return false;
+    }
+    let consumer = &block.insts[point];
+    let written = match &consumer.op {
+        Op::Store { ptr: p, .. } | Op::Atomic { ptr: p, .. } | Op::AtomicCas { ptr: p, .. } => *p,
+        op if op.has_side_effects() => return false,
+        _ => return true,
+    };
+    let (Some(a), Some(b)) = (roots.get(&ptr), roots.get(&written)) else {
+        return false;
+    };
+    !a.iter().any(|x| b.contains(x))
+}
+
+fn visit_uses(b: &Block, f: &mut impl FnMut(Value)) {
+    for inst in &b.insts {
+        for o in inst.op.operands() {
+            f(o);
+        }
+        for r in inst.op.regions() {
+            visit_uses(r, f);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Reductions along one axis. Sums are reassociable (LLVM vectorizes them); f16/bf16 sums
+//! accumulate in f32 and round once at the end.
+
+use super::{Gen, Lv};
+use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
+use inkwell::IntPredicate;
+use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type};
+
+/// LLVM fast-math flags: reassociation and no signed zeros.
+const REASSOC_NSZ: u32 = 1 | 8;
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// An `alloca` in the function's entry block (promoted to a register by mem2reg).
+    pub(super) fn entry_alloca(&self, ty: inkwell::types::BasicTypeEnum<'ctx>) -> PointerValue<'ctx> {
+        let entry = self.func.get_first_basic_block().expect("body has an entry block");
+        let tmp = self.ctx.create_builder();
+        match entry.get_first_instruction() {
+            Some(i) => tmp.position_before(&i),
+            None => tmp.position_at_end(entry),
+        }
+        tmp.build_alloca(ty, "slot").unwrap()
+    }
+
+    fn identity(&self, op: ReduceOp, d: DType) -> BasicValueEnum<'ctx> {
+        let t = self.compute_ty(d);
+        match op {
+            ReduceOp::Sum => self.const_value(Const::Int(0), d),
+            ReduceOp::Max | ReduceOp::ArgMax | ReduceOp::Min | ReduceOp::ArgMin => {
+                let want_low = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
+                if d.is_float() {
+                    let inf = if want_low { f64::NEG_INFINITY } else { f64::INFINITY };
+                    t.into_float_type().const_float(inf).into()
+                } else {
+                    let it = t.into_int_type();
+                    let bits = d.bits();
+                    let v: u64 = match (want_low, d.is_signed_int()) {
+                        (true, true) => 1u64 << (bits - 1),
+                        (true, false) => 0,
+                        (false, true) => (1u64 << (bits - 1)) - 1,
+                        (false, false) => u64::MAX,
+                    };
+                    it.const_int(v, false).into()
+                }
+            }
+        }
+    }
+
+    fn combine(&self, op: ReduceOp, d: DType, acc: BasicValueEnum<'ctx>, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        match op {
+            ReduceOp::Sum if d.is_float() => {
+                let v = self.b.build_float_add(acc.into_float_value(), x.into_float_value(), "").unwrap();
+                if let Some(i) = v.as_instruction() {
+                    set_fmf(i, REASSOC_NSZ);
+                }
+                v.into()
+            }
+            // The f32 accumulation of f16 happens because compute values are f32; no rounding here.
+            ReduceOp::Sum => self.binary(BinOp::Add, d, acc, x),
+            ReduceOp::Max => self.binary(BinOp::Max, if d.is_float() { DType::F32.max_of(d) } else { d }, acc, x),
+            ReduceOp::Min => self.binary(BinOp::Min, if d.is_float() { DType::F32.max_of(d) } else { d }, acc, x),
+            ReduceOp::ArgMax | ReduceOp::ArgMin => unreachable!("handled with an index"),
+        }
+    }
+
+    pub(super) fn reduce(&mut self, inst: &Inst) {
+        let Op::Reduce { op, x, axis } = &inst.op else { unreachable!() };
+        let (op, x, axis) = (*op, *x, *axis as usize);
+        let xt = self.ty(x).clone();
+        let d = xt.dtype().expect("numbers");
+        let r = inst.results[0];
+        let rt = self.ty(r).clone();
+        let is_arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+        // Accumulators in compute form: f16/bf16 accumulate in f32.
+        let acc_d = if matches!(d, DType::F16 | DType::BF16) { DType::F32 } else { d };
+        let acc_ty = Type::tile(Elem::Scalar(acc_d), rt.shape.clone());
+        let (acc_buf, idx_buf) = if rt.is_scalar() {
+            (None, None)
+        } else {
+            let a = self.alloc_buf(&acc_ty);
+            let i = is_arg.then(|| self.alloc_buf(&rt));
+            (Some(a), i)
+        };
+        let acc_slot = rt.is_scalar().then(|| self.entry_alloca(self.compute_ty(acc_d)));
+        let idx_slot = (rt.is_scalar() && is_arg).then(|| self.entry_alloca(self.ctx.i32_type().into()));
+        let init = self.identity(op, acc_d);
+        let i32z = self.ctx.i32_type().const_zero();
+        // Initialize.
+        match (acc_slot, acc_buf) {
+            (Some(s), _) => {
+                self.b.build_store(s, init).unwrap();
+                if let Some(is) = idx_slot {
+                    self.b.build_store(is, i32z).unwrap();
+                }
+            }
+            (None, Some(ab)) => {
+                let acc_ty2 = acc_ty.clone();
+                let rt2 = rt.clone();
+                self.loop_nest(&rt.shape, &mut |g, idx| {
+                    let p = g.buf_elem(ab, &acc_ty2, idx);
+                    g.b.build_store(p, g.to_storage(init, Elem::Scalar(acc_d))).unwrap();
+                    if let Some(ib) = idx_buf {
+                        let p = g.buf_elem(ib, &rt2, idx);
+                        g.b.build_store(p, i32z).unwrap();
+                    }
+                });
+            }
+            (None, None) => unreachable!(),
+        }
+        // Accumulate in row-major order over the input.
+        let rt2 = rt.clone();
+        self.loop_nest(&xt.shape, &mut |g, idx| {
+            let mut ridx: Vec<IntValue> = idx.to_vec();
+            let k = ridx.remove(axis);
+            let xv = g.lane(x, idx);
+            let xv = g.cast(xv, d, acc_d);
+            let (acc_p, idx_p) = match (acc_slot, acc_buf) {
+                (Some(s), _) => (s, idx_slot),
+                (None, Some(ab)) => (g.buf_elem(ab, &acc_ty, &ridx), idx_buf.map(|ib| g.buf_elem(ib, &rt2, &ridx))),
+                (None, None) => unreachable!(),
+            };
+            let acc_storage = g.storage_ty(acc_d);
+            let acc = g.b.build_load(if acc_slot.is_some() { g.compute_ty(acc_d) } else { acc_storage }, acc_p, "").unwrap();
+            let acc = if acc_slot.is_some() { acc } else { g.from_storage(acc, Elem::Scalar(acc_d)) };
+            if is_arg {
+                let pred = if op == ReduceOp::ArgMax { CmpPred::Gt } else { CmpPred::Lt };
+                let better = g.compare(pred, acc_d, xv, acc);
+                let nv = g.b.build_select(better, xv, acc, "").unwrap();
+                let k32 = g.b.build_int_truncate(k, g.ctx.i32_type(), "").unwrap();
+                let ip = idx_p.expect("argmax keeps an index");
+                let old = g.b.build_load(g.ctx.i32_type(), ip, "").unwrap().into_int_value();
+                let ni = g.b.build_select(better, k32, old, "").unwrap();
+                g.b.build_store(ip, ni).unwrap();
+                let nv = if acc_slot.is_some() { nv } else { g.to_storage(nv, Elem::Scalar(acc_d)) };
+                g.b.build_store(acc_p, nv).unwrap();
+            } else {
+                let nv = g.combine(op, acc_d, acc, xv);
+                let nv = if acc_slot.is_some() { nv } else { g.to_storage(nv, Elem::Scalar(acc_d)) };
+                g.b.build_store(acc_p, nv).unwrap();
+            }
+        });
+        // Results.
+        let _ = IntPredicate::EQ;
+        match (acc_slot, acc_buf) {
+            (Some(s), _) => {
+                let v = if is_arg {
+                    self.b.build_load(self.ctx.i32_type(), idx_slot.expect("index slot"), "").unwrap()
+                } else {
+                    let v = self.b.build_load(self.compute_ty(acc_d), s, "").unwrap();
+                    self.cast(v, acc_d, d)
+                };
+                self.lv.insert(r, Lv::Scalar(v));
+            }
+            (None, Some(ab)) => {
+                if is_arg {
+                    self.lv.insert(r, Lv::Buf(idx_buf.expect("index buffer")));
+                } else if acc_d == d {
+                    self.lv.insert(r, Lv::Buf(ab));
+                } else {
+                    let out = self.alloc_buf(&rt);
+                    let rt3 = rt.clone();
+                    self.loop_nest(&rt.shape, &mut |g, idx| {
+                        let p = g.buf_elem(ab, &acc_ty, idx);
+                        let v = g.b.build_load(g.storage_ty(acc_d), p, "").unwrap();
+                        let v = g.cast(v, acc_d, d);
+                        let q = g.buf_elem(out, &rt3, idx);
+                        g.b.build_store(q, g.to_storage(v, Elem::Scalar(d))).unwrap();
+                    });
+                    self.lv.insert(r, Lv::Buf(out));
+                }
+            }
+            (None, None) => unreachable!(),
+        }
+    }
+}
+
+/// Sets fast-math flags on a floating-point instruction.
+pub(super) fn set_fmf(i: InstructionValue<'_>, flags: u32) {
+    i.set_fast_math_flags(flags);
+}
+
+trait MaxOf {
+    fn max_of(self, d: DType) -> DType;
+}
+impl MaxOf for DType {
+    /// The compute dtype of a float accumulator (f16/bf16 accumulate as f32).
+    fn max_of(self, d: DType) -> DType {
+        if d == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Loading compiled objects into the process with LLVM's ORC LLJIT.
+//!
+//! One LLJIT per process. Objects come from the compiler or from the disk cache; symbols
+//! from the process (libm's `expf`, …) resolve through a dynamic-library search generator.
+
+use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
+use llvm_sys::orc2::lljit::*;
+use llvm_sys::orc2::*;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::sync::{Mutex, OnceLock};
+
+struct Jit {
+    raw: LLVMOrcLLJITRef,
+    /// Symbols already loaded, with their addresses (objects are added once).
+    loaded: HashMap<String, usize>,
+}
+
+// SAFETY: LLJIT is thread-safe for adding objects and looking up symbols; we also serialize
+// every use behind a mutex.
+unsafe impl Send for Jit {}
+
+static JIT: OnceLock<Result<Mutex<Jit>, String>> = OnceLock::new();
+
+fn take_error(err: LLVMErrorRef) -> Result<(), String> {
+    if err.is_null() {
+        return Ok(());
+    }
+    // SAFETY: `err` is a non-null LLVM error we own; the message is copied then disposed.
+    unsafe {
+        let msg = LLVMGetErrorMessage(err);
+        let s = CStr::from_ptr(msg).to_string_lossy().into_owned();
+        LLVMDisposeErrorMessage(msg);
+        Err(s)
+    }
+}
+
+fn jit() -> Result<&'static Mutex<Jit>, String> {
+    JIT.get_or_init(|| {
+        super::target::initialize();
+        // SAFETY: plain LLVM C API calls; ownership follows the C API documentation
+        // (the builder is consumed by LLVMOrcCreateLLJIT, the generator by the JITDylib).
+        unsafe {
+            let mut raw: LLVMOrcLLJITRef = std::ptr::null_mut();
+            take_error(LLVMOrcCreateLLJIT(&mut raw, LLVMOrcCreateLLJITBuilder()))?;
+            let mut generator: LLVMOrcDefinitionGeneratorRef = std::ptr::null_mut();
+            let prefix = LLVMOrcLLJITGetGlobalPrefix(raw);
+            take_error(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+                &mut generator,
+                prefix,
+                None,
+                std::ptr::null_mut(),
+            ))?;
+            LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(raw), generator);
+            Ok(Mutex::new(Jit { raw, loaded: HashMap::new() }))
+        }
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// Adds `object` (unless `symbol` is already loaded) and returns the address of `symbol`.
+pub(crate) fn load(object: &[u8], symbol: &str) -> Result<usize, String> {
+    let mut jit = jit()?.lock().map_err(|_| "the JIT lock was poisoned".to_string())?;
+    if let Some(addr) = jit.loaded.get(symbol) {
+        return Ok(*addr);
+    }
+    let name = CString::new(format!("{symbol}.o")).map_err(|e| e.to_string())?;
+    let sym = CString::new(symbol).map_err(|e| e.to_string())?;
+    // SAFETY: the memory buffer copies `object`; LLJIT takes ownership of it.
+    let addr = unsafe {
+        let buf = llvm_sys::core::LLVMCreateMemoryBufferWithMemoryRangeCopy(
+            object.as_ptr() as *const libc::c_char,
+            object.len(),
+            name.as_ptr(),
+        );
+        take_error(LLVMOrcLLJITAddObjectFile(jit.raw, LLVMOrcLLJITGetMainJITDylib(jit.raw), buf))?;
+        let mut addr: LLVMOrcExecutorAddress = 0;
+        take_error(LLVMOrcLLJITLookup(jit.raw, &mut addr, sym.as_ptr()))?;
+        addr as usize
+    };
+    if addr == 0 {
+        return Err(format!("symbol {symbol} resolved to null"));
+    }
+    jit.loaded.insert(symbol.to_string(), addr);
+    Ok(addr)
+}

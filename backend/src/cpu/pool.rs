@@ -1,0 +1,61 @@
+//! The worker pool that runs a grid's programs, and per-thread scratch memory.
+
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+
+/// Worker threads: `TRITIUM_NUM_THREADS`, else all cores.
+pub(crate) fn num_threads() -> usize {
+    std::env::var("TRITIUM_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+}
+
+fn pool() -> &'static rayon::ThreadPool {
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(num_threads())
+            .thread_name(|i| format!("tritium-worker-{i}"))
+            .build()
+            .expect("spawning worker threads")
+    })
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with a 64-byte-aligned scratch area of at least `bytes` bytes owned by this thread.
+fn with_scratch<R>(bytes: usize, f: impl FnOnce(*mut u8) -> R) -> R {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < bytes + 64 {
+            s.resize(bytes + 64, 0);
+        }
+        let base = s.as_mut_ptr();
+        let aligned = base.wrapping_add(base.align_offset(64));
+        f(aligned)
+    })
+}
+
+/// Runs programs `0..total` as `run(start, end, scratch)` calls spread over the pool.
+pub(crate) fn run_grid(total: u64, scratch_bytes: usize, run: &(dyn Fn(u64, u64, *mut u8) + Sync)) {
+    let threads = pool().current_num_threads() as u64;
+    if total == 1 || threads == 1 {
+        with_scratch(scratch_bytes, |s| run(0, total, s));
+        return;
+    }
+    // A few chunks per thread balance uneven programs without per-program overhead.
+    let chunks = total.min(threads * 4);
+    pool().install(|| {
+        (0..chunks).into_par_iter().for_each(|c| {
+            let start = c * total / chunks;
+            let end = (c + 1) * total / chunks;
+            with_scratch(scratch_bytes, |s| run(start, end, s));
+        })
+    });
+}

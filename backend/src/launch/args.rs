@@ -1,0 +1,181 @@
+//! Host arguments of a launch: borrowed buffers and scalars, type-checked by Rust generics.
+
+use ndarray::{ArrayBase, Data, DataMut, Dimension, RawData};
+use std::marker::PhantomData;
+use tritium_dsl::trace::Element;
+use tritium_dsl::DType;
+
+/// A buffer as the kernel sees it: the pointer it gets and the byte range it may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawBuffer {
+    /// Address of the first logical element (what the kernel's pointer parameter holds).
+    pub ptr: usize,
+    /// First valid byte address.
+    pub lo: usize,
+    /// One past the last valid byte address.
+    pub hi: usize,
+    /// Element dtype.
+    pub dtype: DType,
+    /// True when the caller passed an exclusive borrow.
+    pub writable: bool,
+}
+
+impl RawBuffer {
+    /// True when `[addr, addr + size)` lies inside the buffer.
+    pub fn contains(&self, addr: usize, size: usize) -> bool {
+        addr >= self.lo && addr.checked_add(size).is_some_and(|end| end <= self.hi)
+    }
+}
+
+/// One launch argument after packing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawArg {
+    /// A pointer parameter.
+    Ptr(RawBuffer),
+    /// A scalar parameter: the value's little-endian bytes zero-extended to 64 bits.
+    Scalar {
+        /// Its dtype.
+        dtype: DType,
+        /// Its bits.
+        bits: u64,
+    },
+}
+
+/// The bits of a scalar as [`RawArg::Scalar`] stores them.
+pub fn scalar_bits<T: Element>(v: T) -> u64 {
+    let size = std::mem::size_of::<T>();
+    assert!(size <= 8, "Tritium elements are at most 8 bytes");
+    let mut bytes = [0u8; 8];
+    // SAFETY: `T` is a plain `Copy` element of `size <= 8` bytes; we copy its bytes out.
+    unsafe { std::ptr::copy_nonoverlapping(&v as *const T as *const u8, bytes.as_mut_ptr(), size) };
+    u64::from_le_bytes(bytes)
+}
+
+/// Something a pointer parameter of element type `T` accepts: ndarray arrays and views,
+/// slices and vectors. Shared borrows are read-only; exclusive borrows may be written.
+pub trait PtrArg<'a, T: Element> {
+    /// The buffer.
+    fn raw_buffer(self) -> RawBuffer;
+}
+
+fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DType) -> RawBuffer {
+    let size = dtype.size_bytes();
+    let ptr = a.as_ptr() as usize;
+    if a.is_empty() {
+        return RawBuffer { ptr, lo: ptr, hi: ptr, dtype, writable };
+    }
+    let (mut min, mut max) = (0isize, 0isize);
+    for (&d, &s) in a.shape().iter().zip(a.strides()) {
+        let extent = s * (d as isize - 1);
+        if extent < 0 {
+            min += extent;
+        } else {
+            max += extent;
+        }
+    }
+    let lo = (ptr as isize + min * size as isize) as usize;
+    let hi = (ptr as isize + (max + 1) * size as isize) as usize;
+    RawBuffer { ptr, lo, hi, dtype, writable }
+}
+
+impl<'a, T: Element, S: Data<Elem = T>, D: Dimension> PtrArg<'a, T> for &'a ArrayBase<S, D> {
+    fn raw_buffer(self) -> RawBuffer {
+        span(self, false, T::DTYPE)
+    }
+}
+
+impl<'a, T: Element, S: DataMut<Elem = T>, D: Dimension> PtrArg<'a, T> for &'a mut ArrayBase<S, D> {
+    fn raw_buffer(self) -> RawBuffer {
+        span(self, true, T::DTYPE)
+    }
+}
+
+impl<'a, T: Element, D: Dimension> PtrArg<'a, T> for ndarray::ArrayView<'a, T, D> {
+    fn raw_buffer(self) -> RawBuffer {
+        span(&self, false, T::DTYPE)
+    }
+}
+
+impl<'a, T: Element, D: Dimension> PtrArg<'a, T> for ndarray::ArrayViewMut<'a, T, D> {
+    fn raw_buffer(self) -> RawBuffer {
+        span(&self, true, T::DTYPE)
+    }
+}
+
+impl<'a, T: Element> PtrArg<'a, T> for &'a [T] {
+    fn raw_buffer(self) -> RawBuffer {
+        let ptr = self.as_ptr() as usize;
+        RawBuffer { ptr, lo: ptr, hi: ptr + std::mem::size_of_val(self), dtype: T::DTYPE, writable: false }
+    }
+}
+
+impl<'a, T: Element> PtrArg<'a, T> for &'a mut [T] {
+    fn raw_buffer(self) -> RawBuffer {
+        let ptr = self.as_ptr() as usize;
+        RawBuffer { ptr, lo: ptr, hi: ptr + std::mem::size_of_val(self), dtype: T::DTYPE, writable: true }
+    }
+}
+
+impl<'a, T: Element> PtrArg<'a, T> for &'a Vec<T> {
+    fn raw_buffer(self) -> RawBuffer {
+        self.as_slice().raw_buffer()
+    }
+}
+
+impl<'a, T: Element> PtrArg<'a, T> for &'a mut Vec<T> {
+    fn raw_buffer(self) -> RawBuffer {
+        self.as_mut_slice().raw_buffer()
+    }
+}
+
+/// The packed arguments of one launch. The lifetime keeps the borrowed buffers alive and
+/// borrowed for as long as the launch runs.
+#[derive(Debug)]
+pub struct KernelArgs<'a> {
+    /// Parameter names, in kernel order.
+    pub names: Vec<&'static str>,
+    /// Arguments, in kernel order.
+    pub args: Vec<RawArg>,
+    _borrows: PhantomData<&'a mut ()>,
+}
+
+impl<'a> KernelArgs<'a> {
+    /// No arguments yet.
+    pub fn new() -> Self {
+        KernelArgs { names: Vec::new(), args: Vec::new(), _borrows: PhantomData }
+    }
+
+    /// Adds a pointer argument.
+    pub fn ptr<T: Element>(&mut self, name: &'static str, arg: impl PtrArg<'a, T>) {
+        self.names.push(name);
+        self.args.push(RawArg::Ptr(arg.raw_buffer()));
+    }
+
+    /// Adds a scalar argument.
+    pub fn scalar<T: Element>(&mut self, name: &'static str, value: T) {
+        self.names.push(name);
+        self.args.push(RawArg::Scalar { dtype: T::DTYPE, bits: scalar_bits(value) });
+    }
+
+    /// Which integer scalars equal 1 (Triton's specialization).
+    pub fn specialization(&self) -> tritium_dsl::trace::Specialization {
+        let ones = self
+            .args
+            .iter()
+            .map(|a| match a {
+                RawArg::Scalar { dtype, bits } if dtype.is_int() => {
+                    let mask = if dtype.bits() >= 64 { u64::MAX } else { (1u64 << dtype.bits()) - 1 };
+                    bits & mask == 1
+                }
+                _ => false,
+            })
+            .collect();
+        tritium_dsl::trace::Specialization { ones }
+    }
+}
+
+impl Default for KernelArgs<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}

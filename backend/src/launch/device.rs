@@ -1,0 +1,108 @@
+//! Devices, grids and launch options.
+
+use crate::{Error, Result};
+
+/// Where a launch runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// The host CPU: JIT-compiled code on a thread pool.
+    Cpu,
+    /// The reference interpreter (ndarray), one program after another.
+    Interpreter,
+}
+
+impl Device {
+    /// The host CPU.
+    pub fn cpu() -> Device {
+        Device::Cpu
+    }
+
+    /// The reference interpreter.
+    pub fn interpreter() -> Device {
+        Device::Interpreter
+    }
+
+    /// CUDA device `ordinal`. This build has no CUDA backend yet, so it is always an error.
+    pub fn cuda(ordinal: usize) -> Result<Device> {
+        Err(Error::Device(format!(
+            "CUDA device {ordinal} requested, but this build of Tritium has no CUDA backend"
+        )))
+    }
+
+    /// A short name for cache keys and messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Interpreter => "interpreter",
+        }
+    }
+}
+
+/// A launch grid: the number of programs along up to three axes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Grid(pub [u64; 3]);
+
+impl Grid {
+    /// Total number of programs.
+    pub fn programs(&self) -> u64 {
+        self.0.iter().product()
+    }
+
+    /// Checks that every axis has at least one program and fits an i32 program id.
+    pub fn validate(&self, kernel: &str) -> Result<()> {
+        for (axis, &n) in self.0.iter().enumerate() {
+            if n == 0 || n > i32::MAX as u64 {
+                return Err(Error::Launch {
+                    kernel: kernel.to_string(),
+                    message: format!("grid axis {axis} is {n}; each axis needs 1..=2^31-1 programs"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+macro_rules! grid_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Grid { fn from(n: $t) -> Grid { Grid([n as u64, 1, 1]) } }
+        impl From<[$t; 1]> for Grid { fn from(g: [$t; 1]) -> Grid { Grid([g[0] as u64, 1, 1]) } }
+        impl From<[$t; 2]> for Grid { fn from(g: [$t; 2]) -> Grid { Grid([g[0] as u64, g[1] as u64, 1]) } }
+        impl From<[$t; 3]> for Grid { fn from(g: [$t; 3]) -> Grid { Grid([g[0] as u64, g[1] as u64, g[2] as u64]) } }
+        impl From<($t, $t)> for Grid { fn from(g: ($t, $t)) -> Grid { Grid([g.0 as u64, g.1 as u64, 1]) } }
+        impl From<($t, $t, $t)> for Grid { fn from(g: ($t, $t, $t)) -> Grid { Grid([g.0 as u64, g.1 as u64, g.2 as u64]) } }
+    )*};
+}
+grid_from!(u32, u64, usize, i32);
+
+/// Options of one launch. `None` fields take their value from the environment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LaunchOptions {
+    /// Checked mode: out-of-bounds loads and stores become errors (`TRITIUM_BOUNDS_CHECK`).
+    pub bounds_check: Option<bool>,
+    /// Run through the reference interpreter (`TRITIUM_INTERPRET`).
+    pub interpret: Option<bool>,
+    /// Warps per program on CUDA (Triton's `num_warps`); ignored on the CPU.
+    pub num_warps: u32,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions { bounds_check: None, interpret: None, num_warps: 4 }
+    }
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v.to_lowercase() != "false")
+}
+
+impl LaunchOptions {
+    /// Checked mode for this launch.
+    pub fn bounds_check(&self) -> bool {
+        self.bounds_check.unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK"))
+    }
+
+    /// Interpreter mode for this launch.
+    pub fn interpret(&self) -> bool {
+        self.interpret.unwrap_or_else(|| env_flag("TRITIUM_INTERPRET"))
+    }
+}
