@@ -81,7 +81,12 @@ fn grad_errors() {
         .build()
         .unwrap();
     let x = Tensor::from(array![1.0f32]);
-    let err = grad(|t, v| t.call(&no_bwd, &[v[0]]), std::slice::from_ref(&x), &[]).unwrap_err();
+    let err = grad(
+        |t, v| t.call(&no_bwd, &[v[0]]),
+        std::slice::from_ref(&x),
+        &[],
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("declares no backward"), "{err}");
     let bad = op("square.cc", "CustomSquare")
         .infer_shape(|x| x[0].clone())

@@ -2,6 +2,7 @@
 //! `tests/data/aot/`, every error path, packages, and backward.
 mod common;
 mod cuda;
+mod env;
 mod errors;
 mod grad;
 mod ops;

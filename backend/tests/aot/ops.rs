@@ -15,6 +15,14 @@ fn add_inputs() -> (Array2<f32>, Array2<f32>) {
 }
 
 #[test]
+fn operators_and_tensors_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<AotOp>();
+    check::<Tensor>();
+    check::<tritium_backend::aot::AotError>();
+}
+
+#[test]
 fn add_from_prebuilt_library() {
     let lib = prebuilt("add.cc", &scratch("prebuilt"));
     let op = AotOp::builder(format!("{}:CustomAdd", lib.display()))
