@@ -16,11 +16,15 @@ pub(crate) struct Buffer {
 }
 
 impl Buffer {
-    /// `len` usable bytes, plus [`GUARD_BYTES`] of guard when `checked`.
-    pub fn new(len: usize, checked: bool) -> Buffer {
+    /// `len` usable bytes, plus [`GUARD_BYTES`] of guard when `checked`; `None` when the size
+    /// overflows or the memory cannot be allocated (never an abort).
+    pub fn new(len: usize, checked: bool) -> Option<Buffer> {
         let guard = if checked { GUARD_BYTES } else { 0 };
-        let total = len + guard + ALIGN;
-        let mut words = vec![0u64; total.div_ceil(8).max(1)];
+        let total = len.checked_add(guard + ALIGN)?;
+        let n_words = total.div_ceil(8).max(1);
+        let mut words: Vec<u64> = Vec::new();
+        words.try_reserve_exact(n_words).ok()?;
+        words.resize(n_words, 0);
         let addr = words.as_ptr() as usize;
         let offset = (ALIGN - addr % ALIGN) % ALIGN;
         let mut b = Buffer {
@@ -36,7 +40,7 @@ impl Buffer {
             bytes[offset + len..offset + len + guard].fill(GUARD_VALUE);
         }
         b.words = words;
-        b
+        Some(b)
     }
 
     fn all(&self) -> &[u8] {

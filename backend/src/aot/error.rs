@@ -152,6 +152,16 @@ pub enum AotError {
         /// The upper-bound shape the output was allocated with.
         bound: Vec<usize>,
     },
+    /// A buffer the runtime must allocate is too large (or memory ran out).
+    #[error("`{function}`: cannot allocate {what} of {bytes} bytes")]
+    Alloc {
+        /// The kernel.
+        function: String,
+        /// Which buffer (`output 0`, `workspace 1`, …).
+        what: String,
+        /// The requested size (saturated on overflow).
+        bytes: usize,
+    },
     /// A tensor has another dtype than requested.
     #[error("dtype mismatch: expected {expected}, found {found}")]
     DType {

@@ -510,6 +510,13 @@ fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// Bytes of a tensor, `None` on overflow.
+fn checked_bytes(shape: &[usize], dtype: DType) -> Option<usize> {
+    shape
+        .iter()
+        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
+}
+
 impl AotOp {
     /// Starts a definition: see [`AotOpBuilder`].
     pub fn builder(func: impl Into<String>) -> AotOpBuilder {
@@ -809,21 +816,35 @@ impl AotOp {
         let i = &self.inner;
         let sym = &i.spec.symbol;
         let checked = i.checked;
+        let alloc = |what: String, bytes: Option<usize>| {
+            bytes
+                .and_then(|n| Buffer::new(n, checked))
+                .ok_or_else(|| AotError::Alloc {
+                    function: sym.clone(),
+                    what,
+                    bytes: bytes.unwrap_or(usize::MAX),
+                })
+        };
         let mut outs: Vec<Buffer> = inst
             .outputs
             .iter()
-            .map(|(s, d)| Buffer::new(numel(s) * d.size(), checked))
-            .collect();
+            .enumerate()
+            .map(|(k, (s, d))| alloc(format!("output {k}"), checked_bytes(s, *d)))
+            .collect::<AotResult<_>>()?;
         let mut ws: Vec<Buffer> = inst
             .workspaces
             .iter()
-            .map(|&n| Buffer::new(n, checked))
-            .collect();
+            .enumerate()
+            .map(|(k, &n)| alloc(format!("workspace {k}"), Some(n)))
+            .collect::<AotResult<_>>()?;
         let mut shape_bufs: Vec<Buffer> = Vec::new();
         if i.data_dependent {
             for (s, _) in &inst.outputs {
                 let slots = 1 + s.len().max(MAX_DYNAMIC_RANK);
-                let mut b = Buffer::new(slots * 8, checked);
+                let mut b = alloc(
+                    format!("shape buffer {}", shape_bufs.len()),
+                    Some(slots * 8),
+                )?;
                 let mut words = vec![s.len() as u64];
                 words.extend(s.iter().map(|&d| d as u64));
                 // SAFETY: the buffer holds `slots` u64 slots, 64-byte aligned.

@@ -360,3 +360,17 @@ fn wrong_dtype_when_reading_outputs() {
         "{err}"
     );
 }
+
+#[test]
+fn impossible_output_sizes_are_errors_not_aborts() {
+    let op = op("add.cc", "CustomAdd")
+        .infer_shape(|_| vec![1 << 40, 1 << 40])
+        .out_dtype(DType::F32)
+        .build()
+        .unwrap();
+    let err = op.call((&x(), &x())).unwrap_err();
+    assert!(
+        matches!(&err, AotError::Alloc { what, .. } if what == "output 0"),
+        "{err}"
+    );
+}
