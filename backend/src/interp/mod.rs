@@ -1,0 +1,128 @@
+//! The reference interpreter: runs the tile IR over ndarray, one program after another.
+//!
+//! It defines what a kernel means; the compiled backends must agree with it (bit for bit
+//! on integers, within a tolerance on floats). `TRITIUM_INTERPRET=1` or
+//! [`Device::Interpreter`](crate::launch::Device::Interpreter) runs launches through it.
+//!
+//! # Semantics
+//!
+//! - The grid runs sequentially, x fastest, then y, then z. `program_id`/`num_programs`
+//!   are i32.
+//! - Values are ndarrays in a wide representation per element kind (see `value.rs`);
+//!   every op works on whole arrays.
+//! - Integers wrap at their width; `/` truncates, `%` takes the dividend's sign,
+//!   `x / 0 == 0`, `x % 0 == 0`, `MIN / -1 == MIN`; shift amounts are taken modulo the
+//!   width; `shr` is arithmetic on signed integers.
+//! - f32 ops round to f32 after every op, f64 ops are f64; f16 and bf16 are computed in
+//!   f32 and rounded (to nearest even) after every op. Transcendentals of f32/f16/bf16 use
+//!   Rust's f32 functions. `max`/`min` are maxnum/minnum. `fma` fuses in the dtype (f32
+//!   for f16/bf16, then rounds).
+//! - Casts are Rust `as` (float→int saturates, NaN→0; every conversion rounds once, also
+//!   f64→f16 and i64→bf16); anything→bool is `!= 0`; bool→number is 0/1.
+//! - Reductions and `dot`: see `reduce.rs` and `dot.rs` (f32 sums accumulate in f64;
+//!   argmax/argmin give the first index and ignore NaN unless the lane is all NaN → 0).
+//! - Memory: every active lane is checked against the pointer arguments' byte ranges (and
+//!   writability for stores and atomics) before the op touches memory; a fault is
+//!   [`Error::Runtime`](crate::Error::Runtime) naming the op's `file:line:col`, the
+//!   address, the lane and the buffers. Masked-off lanes touch nothing; atomics run lane
+//!   by lane in row-major order and give 0 on masked-off lanes.
+//! - `for` with step 0 is a runtime error; loops otherwise run as written.
+//!
+//! # Trust
+//!
+//! The interpreter reads and writes host memory only inside the `[lo, hi)` ranges of the
+//! [`RawBuffer`](crate::launch::RawBuffer)s it is given, so it is exactly as safe as those
+//! ranges are true: the launcher builds them from borrows that outlive the launch.
+
+mod cast;
+mod cell;
+mod dot;
+mod eval;
+mod exec;
+mod memory;
+mod numeric;
+mod reduce;
+mod value;
+
+use crate::launch::{Grid, RawArg};
+use crate::{Error, Result};
+use half::{bf16, f16};
+use memory::Memory;
+use ndarray::{ArrayD, IxDyn};
+use tritium_dsl::ir::{DType, Elem, Function};
+use value::Data;
+
+/// Runs every program of `grid` of kernel `f` with arguments `args`, in order.
+///
+/// `f` is verified first. `args` must match `f.params` in number and type. Faults
+/// (out-of-bounds or read-only accesses, a zero loop step) stop the launch with
+/// [`Error::Runtime`]; programs that ran before keep their effects.
+pub fn interpret(f: &Function, grid: Grid, args: &[RawArg]) -> Result<()> {
+    tritium_dsl::ir::verify(f)?;
+    grid.validate(&f.name)?;
+    let params = bind_params(f, args)?;
+    let memory = Memory::new(f, args);
+    // `validate` bounds every axis by i32::MAX.
+    let dims = grid.0.map(|n| n as i32);
+    let mut program = exec::Program::new(f, &memory, dims);
+    for z in 0..dims[2] {
+        for y in 0..dims[1] {
+            for x in 0..dims[0] {
+                program.run([x, y, z], &params)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The values of the parameters: pointers hold their buffer's address, scalars their value.
+fn bind_params(f: &Function, args: &[RawArg]) -> Result<Vec<Data>> {
+    let err = |message: String| Error::Launch {
+        kernel: f.name.clone(),
+        message,
+    };
+    if f.params.len() != args.len() {
+        return Err(err(format!(
+            "{} arguments for {} parameters",
+            args.len(),
+            f.params.len()
+        )));
+    }
+    f.params
+        .iter()
+        .zip(args)
+        .map(|(p, a)| match (f.ty(p.value).elem, a) {
+            (Elem::Ptr(d), RawArg::Ptr(b)) if b.dtype == d => Ok(Data::ptr_scalar(b.ptr)),
+            (Elem::Scalar(d), RawArg::Scalar { dtype, bits }) if *dtype == d => {
+                Ok(scalar_arg(d, *bits))
+            }
+            (_, _) => Err(err(format!(
+                "argument `{}` does not match parameter type {}",
+                p.name,
+                f.ty(p.value)
+            ))),
+        })
+        .collect()
+}
+
+/// A scalar argument from its little-endian bits (see [`crate::launch::scalar_bits`]).
+fn scalar_arg(d: DType, bits: u64) -> Data {
+    fn s<T: Clone>(v: T) -> ArrayD<T> {
+        ArrayD::from_elem(IxDyn(&[]), v)
+    }
+    match d {
+        DType::Bool => Data::Bool(s(bits as u8 != 0)),
+        DType::I8 => Data::Int(s(bits as u8 as i8 as i64)),
+        DType::I16 => Data::Int(s(bits as u16 as i16 as i64)),
+        DType::I32 => Data::Int(s(bits as u32 as i32 as i64)),
+        DType::I64 => Data::Int(s(bits as i64)),
+        DType::U8 => Data::UInt(s(bits as u8 as u64)),
+        DType::U16 => Data::UInt(s(bits as u16 as u64)),
+        DType::U32 => Data::UInt(s(bits as u32 as u64)),
+        DType::U64 => Data::UInt(s(bits)),
+        DType::F16 => Data::Float(s(f16::from_bits(bits as u16).to_f64())),
+        DType::BF16 => Data::Float(s(bf16::from_bits(bits as u16).to_f64())),
+        DType::F32 => Data::Float(s(f32::from_bits(bits as u32) as f64)),
+        DType::F64 => Data::Float(s(f64::from_bits(bits))),
+    }
+}

@@ -1,0 +1,181 @@
+//! Runtime values: one ndarray per SSA value, in the representation of its element kind.
+//!
+//! The dtype is not stored here; it is always read from the function's types. Each
+//! representation holds every dtype of its kind exactly:
+//! - floats (f16, bf16, f32, f64) as `f64` holding a value already rounded to the dtype,
+//! - signed integers as `i64` sign-extended from the dtype's width,
+//! - unsigned integers as `u64` zero-extended,
+//! - bools as `bool`, pointers as byte addresses.
+
+use ndarray::{ArrayD, IxDyn};
+use tritium_dsl::ir::{DType, Elem, Type};
+
+/// A scalar (0-D array) or a tile, in the representation of its element kind.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Data {
+    /// f16, bf16, f32, f64.
+    Float(ArrayD<f64>),
+    /// i8..i64, sign-extended.
+    Int(ArrayD<i64>),
+    /// u8..u64, zero-extended.
+    UInt(ArrayD<u64>),
+    /// bool.
+    Bool(ArrayD<bool>),
+    /// Pointers (byte addresses).
+    Ptr(ArrayD<usize>),
+}
+
+/// The representation a dtype uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Repr {
+    Float,
+    Int,
+    UInt,
+    Bool,
+    Ptr,
+}
+
+impl Repr {
+    /// The representation of numbers of `d`.
+    pub(crate) fn of(d: DType) -> Repr {
+        if d.is_float() {
+            Repr::Float
+        } else if d.is_signed_int() {
+            Repr::Int
+        } else if d.is_unsigned_int() {
+            Repr::UInt
+        } else {
+            Repr::Bool
+        }
+    }
+
+    /// The representation of the elements of a type.
+    pub(crate) fn of_elem(e: Elem) -> Repr {
+        match e {
+            Elem::Scalar(d) => Repr::of(d),
+            Elem::Ptr(_) => Repr::Ptr,
+        }
+    }
+}
+
+/// Applies the same generic expression to the array inside any variant and rewraps it.
+macro_rules! map_data {
+    ($data:expr, |$a:ident| $body:expr) => {
+        match $data {
+            Data::Float($a) => Data::Float($body),
+            Data::Int($a) => Data::Int($body),
+            Data::UInt($a) => Data::UInt($body),
+            Data::Bool($a) => Data::Bool($body),
+            Data::Ptr($a) => Data::Ptr($body),
+        }
+    };
+}
+
+/// Like [`map_data`] for expressions that may fail (`Option`).
+macro_rules! try_map_data {
+    ($data:expr, |$a:ident| $body:expr) => {
+        match $data {
+            Data::Float($a) => $body.map(Data::Float),
+            Data::Int($a) => $body.map(Data::Int),
+            Data::UInt($a) => $body.map(Data::UInt),
+            Data::Bool($a) => $body.map(Data::Bool),
+            Data::Ptr($a) => $body.map(Data::Ptr),
+        }
+    };
+}
+
+impl Data {
+    /// The shape (`[]` for a scalar).
+    pub(crate) fn shape(&self) -> &[usize] {
+        match self {
+            Data::Float(a) => a.shape(),
+            Data::Int(a) => a.shape(),
+            Data::UInt(a) => a.shape(),
+            Data::Bool(a) => a.shape(),
+            Data::Ptr(a) => a.shape(),
+        }
+    }
+
+    /// The representation of this value.
+    pub(crate) fn repr(&self) -> Repr {
+        match self {
+            Data::Float(_) => Repr::Float,
+            Data::Int(_) => Repr::Int,
+            Data::UInt(_) => Repr::UInt,
+            Data::Bool(_) => Repr::Bool,
+            Data::Ptr(_) => Repr::Ptr,
+        }
+    }
+
+    /// True when the value has the representation and shape `ty` demands.
+    pub(crate) fn fits(&self, ty: &Type) -> bool {
+        self.repr() == Repr::of_elem(ty.elem) && self.shape() == ty.shape.as_slice()
+    }
+
+    /// The first element as an exact integer (for loop bounds and the like).
+    pub(crate) fn first_int(&self) -> Option<i128> {
+        match self {
+            Data::Int(a) => a.iter().next().map(|&v| v as i128),
+            Data::UInt(a) => a.iter().next().map(|&v| v as i128),
+            Data::Bool(a) => a.iter().next().map(|&v| v as i128),
+            _ => None,
+        }
+    }
+
+    /// The first element of a bool value.
+    pub(crate) fn first_bool(&self) -> Option<bool> {
+        match self {
+            Data::Bool(a) => a.iter().next().copied(),
+            _ => None,
+        }
+    }
+
+    /// A 0-D pointer value.
+    pub(crate) fn ptr_scalar(addr: usize) -> Data {
+        Data::Ptr(ArrayD::from_elem(IxDyn(&[]), addr))
+    }
+
+    /// A 0-D i32 value.
+    pub(crate) fn i32_scalar(v: i32) -> Data {
+        Data::Int(ArrayD::from_elem(IxDyn(&[]), v as i64))
+    }
+
+    /// Repeats the only element of a scalar to `shape`; `None` when `self` is not a scalar.
+    pub(crate) fn splat(&self, shape: &[usize]) -> Option<Data> {
+        try_map_data!(self, |a| a
+            .iter()
+            .next()
+            .map(|v| ArrayD::from_elem(IxDyn(shape), *v)))
+    }
+
+    /// Numpy broadcasting (size-1 dims and missing leading dims) to `shape`.
+    pub(crate) fn broadcast(&self, shape: &[usize]) -> Option<Data> {
+        try_map_data!(self, |a| a.broadcast(IxDyn(shape)).map(|v| v.to_owned()))
+    }
+
+    /// Inserts a size-1 dim at `axis`.
+    pub(crate) fn expand_dims(&self, axis: usize) -> Option<Data> {
+        if axis > self.shape().len() {
+            return None;
+        }
+        Some(map_data!(self, |a| a
+            .clone()
+            .insert_axis(ndarray::Axis(axis))))
+    }
+
+    /// The same elements in row-major order with another shape.
+    pub(crate) fn reshape(&self, shape: &[usize]) -> Option<Data> {
+        try_map_data!(self, |a| a
+            .to_shape((IxDyn(shape), ndarray::Order::RowMajor))
+            .ok()
+            .map(|v| v.into_owned()))
+    }
+
+    /// Transposes a 2-D value (the result is in standard row-major layout).
+    pub(crate) fn trans(&self) -> Option<Data> {
+        if self.shape().len() != 2 {
+            return None;
+        }
+        Some(map_data!(self, |a| a.t().as_standard_layout().into_owned()))
+    }
+}
