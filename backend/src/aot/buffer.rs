@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 /// Guard bytes placed after every output and workspace in checked mode.
 pub const GUARD_BYTES: usize = 64;
-const GUARD_VALUE: u8 = 0xA5;
+pub(crate) const GUARD_VALUE: u8 = 0xA5;
 const ALIGN: usize = 64;
 
 /// A zero-initialized, 64-byte aligned buffer followed (in checked mode) by guard bytes.

@@ -39,6 +39,7 @@ mod abi;
 pub mod attrs;
 mod buffer;
 pub mod compile;
+mod cuda;
 pub mod dtype;
 mod error;
 mod extra;
@@ -55,6 +56,7 @@ pub use buffer::GUARD_BYTES;
 pub use compile::{
     cache_dir, compile_source, header_dir, nvcc_available, CompileOptions, SourceKind,
 };
+pub use cuda::cuda_available;
 pub use dtype::{DType, Element};
 pub use error::{AotError, AotResult};
 pub use grad::{grad, Differentiable, Function, Tape, Var};

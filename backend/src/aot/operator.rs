@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use super::abi::{self, RawFn, ShapeArgs};
 use super::attrs::{AttrValue, Attrs};
-use super::buffer::Buffer;
+use super::buffer::{Buffer, GUARD_BYTES, GUARD_VALUE};
 use super::compile::{self, CompileOptions, SourceKind};
+use super::cuda;
 use super::dtype::DType;
 use super::error::{AotError, AotResult};
 use super::extra::Extra;
@@ -510,6 +511,24 @@ fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
+/// The initial content of a data-dependent output's shape buffer: `[ndim, d0, …]` of the upper
+/// bound, padded to `1 + max(rank, MAX_DYNAMIC_RANK)` slots.
+fn shape_buffer_init(bound: &[usize]) -> Vec<u64> {
+    let mut words = vec![0u64; 1 + bound.len().max(MAX_DYNAMIC_RANK)];
+    words[0] = bound.len() as u64;
+    for (w, &d) in words[1..].iter_mut().zip(bound) {
+        *w = d as u64;
+    }
+    words
+}
+
+fn le_words(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
 /// Bytes of a tensor, `None` on overflow.
 fn checked_bytes(shape: &[usize], dtype: DType) -> Option<usize> {
     shape
@@ -715,13 +734,6 @@ impl AotOp {
         call_attrs: Option<&Attrs>,
     ) -> AotResult<Vec<Tensor>> {
         let i = &self.inner;
-        if i.target == Target::Cuda {
-            return Err(AotError::Cuda(format!(
-                "`{}` is a CUDA operator ({}); this build runs AOT operators on host memory only",
-                i.spec.symbol,
-                i.spec.path.display()
-            )));
-        }
         if let Some(n) = i.num_inputs {
             if inputs.len() != n {
                 return Err(self.input_err(format!("expected {n} inputs, got {}", inputs.len())));
@@ -760,7 +772,10 @@ impl AotOp {
             }
         };
         let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());
-        self.execute(&mut guard, &inputs, &specs)
+        match i.target {
+            Target::Cpu => self.execute(&mut guard, &inputs, &specs),
+            Target::Cuda => self.execute_cuda(&mut guard, &inputs, &specs),
+        }
     }
 
     fn create_instance(&self, specs: &[TensorSpec], attrs: Attrs) -> AotResult<Instance> {
@@ -840,14 +855,12 @@ impl AotOp {
         let mut shape_bufs: Vec<Buffer> = Vec::new();
         if i.data_dependent {
             for (s, _) in &inst.outputs {
-                let slots = 1 + s.len().max(MAX_DYNAMIC_RANK);
+                let words = shape_buffer_init(s);
                 let mut b = alloc(
                     format!("shape buffer {}", shape_bufs.len()),
-                    Some(slots * 8),
+                    Some(words.len() * 8),
                 )?;
-                let mut words = vec![s.len() as u64];
-                words.extend(s.iter().map(|&d| d as u64));
-                // SAFETY: the buffer holds `slots` u64 slots, 64-byte aligned.
+                // SAFETY: the buffer holds `words.len()` u64 slots, 64-byte aligned.
                 let p = b.ptr().cast::<u64>();
                 for (k, w) in words.iter().enumerate() {
                     unsafe { p.add(k).write(*w) };
@@ -862,21 +875,7 @@ impl AotOp {
         params.extend(outs.iter_mut().map(Buffer::ptr));
         params.extend(ws.iter_mut().map(Buffer::ptr));
         params.extend(shape_bufs.iter_mut().map(Buffer::ptr));
-        let shapes: Vec<Shape> = specs
-            .iter()
-            .map(|s| s.shape.clone())
-            .chain(
-                inst.outputs
-                    .iter()
-                    .map(|(s, _)| s.iter().map(|&d| d as i64).collect()),
-            )
-            .collect();
-        let dtypes: Vec<DType> = specs
-            .iter()
-            .map(|s| s.dtype)
-            .chain(inst.outputs.iter().map(|(_, d)| *d))
-            .collect();
-        let mut args = ShapeArgs::new(&shapes, &dtypes);
+        let mut args = Self::call_args(inst, specs);
         let rc = abi::call_main(
             i.main,
             sym,
@@ -918,22 +917,31 @@ impl AotOp {
                 }
             }
         }
-        let mut result = Vec::with_capacity(outs.len());
-        for (k, (b, (shape, dtype))) in outs.iter().zip(&inst.outputs).enumerate() {
-            let mut t = Tensor::from_bytes(*dtype, shape, b.data())?;
-            if let Some(sb) = shape_bufs.get(k) {
-                let words: Vec<u64> = sb
-                    .data()
-                    .chunks_exact(8)
-                    .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-                    .collect();
+        let data: Vec<&[u8]> = outs.iter().map(Buffer::data).collect();
+        let words: Vec<Vec<u64>> = shape_bufs.iter().map(|b| le_words(b.data())).collect();
+        self.finish(inst, &data, &words)
+    }
+
+    /// Builds output tensors from their bytes, trimming data-dependent outputs to the shape
+    /// the kernel wrote into its shape buffer.
+    fn finish(
+        &self,
+        inst: &Instance,
+        data: &[&[u8]],
+        shape_words: &[Vec<u64>],
+    ) -> AotResult<Vec<Tensor>> {
+        let sym = &self.inner.spec.symbol;
+        let mut result = Vec::with_capacity(data.len());
+        for (k, (bytes, (shape, dtype))) in data.iter().zip(&inst.outputs).enumerate() {
+            let mut t = Tensor::from_bytes(*dtype, shape, bytes)?;
+            if let Some(words) = shape_words.get(k) {
                 let bad = || AotError::BadShapeBuffer {
                     function: sym.clone(),
                     output: k,
                     written: words.iter().take(1 + MAX_DYNAMIC_RANK).copied().collect(),
                     bound: shape.clone(),
                 };
-                let ndim = words[0] as usize;
+                let ndim = words.first().map_or(usize::MAX, |&w| w as usize);
                 if ndim >= words.len() {
                     return Err(bad());
                 }
@@ -950,6 +958,127 @@ impl AotOp {
             result.push(t);
         }
         Ok(result)
+    }
+
+    /// The `ndims`/`shapes`/`dtypes` of a call: inputs then outputs.
+    fn call_args(inst: &Instance, specs: &[TensorSpec]) -> ShapeArgs {
+        let shapes: Vec<Shape> = specs
+            .iter()
+            .map(|s| s.shape.clone())
+            .chain(
+                inst.outputs
+                    .iter()
+                    .map(|(s, _)| s.iter().map(|&d| d as i64).collect()),
+            )
+            .collect();
+        let dtypes: Vec<DType> = specs
+            .iter()
+            .map(|s| s.dtype)
+            .chain(inst.outputs.iter().map(|(_, d)| *d))
+            .collect();
+        ShapeArgs::new(&shapes, &dtypes)
+    }
+
+    fn execute_cuda(
+        &self,
+        inst: &mut Instance,
+        inputs: &[TensorRef<'_>],
+        specs: &[TensorSpec],
+    ) -> AotResult<Vec<Tensor>> {
+        let i = &self.inner;
+        let sym = &i.spec.symbol;
+        let dev = cuda::device()?;
+        dev.bind()?;
+        let guard = if i.checked { GUARD_BYTES } else { 0 };
+        let ins = inputs
+            .iter()
+            .map(|t| dev.alloc(t.as_bytes().len(), 0, 0, Some(t.as_bytes())))
+            .collect::<AotResult<Vec<_>>>()?;
+        let outs = inst
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(k, (s, d))| {
+                let n = checked_bytes(s, *d).ok_or_else(|| AotError::Alloc {
+                    function: sym.clone(),
+                    what: format!("output {k}"),
+                    bytes: usize::MAX,
+                })?;
+                dev.alloc(n, guard, GUARD_VALUE, None)
+            })
+            .collect::<AotResult<Vec<_>>>()?;
+        let ws = inst
+            .workspaces
+            .iter()
+            .map(|&n| dev.alloc(n, guard, GUARD_VALUE, None))
+            .collect::<AotResult<Vec<_>>>()?;
+        let shape_bufs = if i.data_dependent {
+            inst.outputs
+                .iter()
+                .map(|(s, _)| {
+                    let init = shape_buffer_init(s);
+                    let bytes: Vec<u8> = init.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    dev.alloc(bytes.len(), guard, GUARD_VALUE, Some(&bytes))
+                })
+                .collect::<AotResult<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
+        let mut params: Vec<*mut c_void> = ins
+            .iter()
+            .chain(&outs)
+            .chain(&ws)
+            .chain(&shape_bufs)
+            .map(|b| b.ptr())
+            .collect();
+        let mut args = Self::call_args(inst, specs);
+        let extra = inst.extra.as_ptr();
+        let rc = dev.with_stream(|stream| {
+            abi::call_main(i.main, sym, &mut params, &mut args, stream, extra)
+        })?;
+        if rc != 0 {
+            return Err(AotError::ReturnCode {
+                function: sym.clone(),
+                code: rc,
+            });
+        }
+        if i.checked {
+            let named = outs
+                .iter()
+                .enumerate()
+                .map(|(k, b)| (format!("output {k}"), b))
+                .chain(
+                    ws.iter()
+                        .enumerate()
+                        .map(|(k, b)| (format!("workspace {k}"), b)),
+                )
+                .chain(
+                    shape_bufs
+                        .iter()
+                        .enumerate()
+                        .map(|(k, b)| (format!("shape buffer {k}"), b)),
+                );
+            for (name, b) in named {
+                if let Some(offset) = b.overwritten_guard(GUARD_VALUE)? {
+                    return Err(AotError::GuardOverwritten {
+                        function: sym.clone(),
+                        buffer: name,
+                        len: b.len(),
+                        offset,
+                    });
+                }
+            }
+        }
+        let data = outs
+            .iter()
+            .map(|b| b.download())
+            .collect::<AotResult<Vec<_>>>()?;
+        let words = shape_bufs
+            .iter()
+            .map(|b| b.download().map(|d| le_words(&d)))
+            .collect::<AotResult<Vec<_>>>()?;
+        let views: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+        self.finish(inst, &views, &words)
     }
 
     /// True when a backward was declared.
