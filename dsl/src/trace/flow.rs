@@ -280,7 +280,9 @@ pub fn while_loop<C: Carry, K: Cond>(
 }
 
 /// A `for` over a compile-time range that is unrolled while tracing (Triton's `static_range`).
-pub fn static_range(start: i64, end: i64) -> std::ops::Range<i64> {
+/// Generic over the integer type so that `static_range(0, N)` with a `usize` constexpr
+/// gives `usize` indices.
+pub fn static_range<T: super::lang::ConstInt>(start: T, end: T) -> std::ops::Range<T> {
     start..end
 }
 
