@@ -12,7 +12,7 @@ use crate::parse::assigned::{
 use crate::parse::builtins;
 use crate::parse::range::{classify, RuntimeRange};
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::{quote, quote_spanned, ToTokens};
+use quote::{quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Block, Error, Expr, ExprForLoop, ExprIf, ExprWhile, Item, Stmt};
