@@ -28,8 +28,8 @@
 //!
 //! Codemap: [`operator`] (definition and call protocol), [`tensor`] (host tensors and
 //! inputs), [`dtype`], [`attrs`], [`compile`] (auto-compilation cache), [`whitelist`],
-//! [`package`] (portable packages), [`grad`] (reverse mode); `abi`, `extra`, `library` and
-//! `buffer` are internal. The C++ side lives in `backend/aot-shim/`.
+//! [`package`] (portable packages), [`grad`](mod@grad) (reverse mode); `abi`, `extra`, `library`,
+//! `buffer` and `cuda` (driver API for `.cu` operators) are internal. The C++ side lives in `backend/aot-shim/`.
 //!
 //! Invariants: no C++ exception unwinds into Rust and no Rust panic unwinds into C++ (every
 //! crossing is a catching trampoline); no kernel data outlives its operator instance, and no
