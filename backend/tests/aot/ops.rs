@@ -424,3 +424,46 @@ fn null_stream_and_dtype_strings_on_cpu() {
     let err = op.call1((&d, &d)).unwrap_err();
     assert!(err.to_string().contains("returned error code 2"), "{err}");
 }
+
+#[test]
+fn tensors_round_trip_every_dtype_and_do_float_arithmetic() {
+    use half::{bf16, f16};
+    let t = Tensor::from(array![true, false, true]);
+    assert_eq!(t.dtype(), DType::Bool);
+    assert_eq!(t.to_vec::<bool>().unwrap(), [true, false, true]);
+    assert_eq!(t.ones_like().to_vec::<bool>().unwrap(), [true; 3]);
+    assert_eq!(
+        Tensor::from(array![1u8, 255]).to_vec::<u8>().unwrap(),
+        [1, 255]
+    );
+    assert_eq!(
+        Tensor::from(array![-1i16, 7]).to_vec::<i16>().unwrap(),
+        [-1, 7]
+    );
+    assert_eq!(
+        Tensor::from(array![u64::MAX]).to_vec::<u64>().unwrap(),
+        [u64::MAX]
+    );
+    let h = Tensor::from(array![f16::from_f32(1.5), f16::from_f32(-2.0)]);
+    assert_eq!(
+        h.add(&h).unwrap().to_vec::<f16>().unwrap(),
+        [3.0f32, -4.0].map(f16::from_f32)
+    );
+    let b = Tensor::from(array![bf16::from_f32(3.0)]);
+    assert_eq!(
+        b.mul(&b).unwrap().to_vec::<bf16>().unwrap(),
+        [bf16::from_f32(9.0)]
+    );
+    let d = Tensor::from(array![[1.0f64, 2.0], [3.0, 4.0]]);
+    assert_eq!(
+        d.div(&d.ones_like().map(|v| v * 2.0))
+            .unwrap()
+            .view::<f64>()
+            .unwrap(),
+        array![[0.5, 1.0], [1.5, 2.0]].into_dyn()
+    );
+    assert!(d.add(&h).is_err());
+    let raw = Tensor::from_bytes(DType::Bool, &[2], &[0, 7]).unwrap();
+    assert_eq!(raw.as_bytes(), [0, 1], "bools are normalized");
+    assert!(Tensor::from_bytes(DType::F32, &[2], &[0; 7]).is_err());
+}
