@@ -1,6 +1,20 @@
 //! Tritium: Triton-style tile kernels in Rust.
+//!
+//! Write a kernel with [`kernel`], launch it with `my_kernel::launch(&Device::cpu(), grid, args…)`.
+//! See the README for a tour and `ARCHITECTURE.md` for the layout.
 pub use tritium_backend as backend;
 pub use tritium_dsl as dsl;
 pub use tritium_macros::{device, kernel};
 
+pub use tritium_backend::{Device, Error, Grid, LaunchOptions, Result};
+
 extern crate self as tritium;
+
+/// What kernel code and launch code need: `use tritium::prelude::*;`.
+pub mod prelude {
+    pub use crate::{device, kernel};
+    pub use tritium_backend::{Device, Grid, LaunchOptions};
+    pub use tritium_dsl::trace::lang::{cdiv, next_power_of_2};
+    pub use tritium_dsl::trace::{Element, Float, Int, Ptr, Tile};
+    pub use tritium_dsl::DType;
+}

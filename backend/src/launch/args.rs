@@ -78,51 +78,51 @@ fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DT
     RawBuffer { ptr, lo, hi, dtype, writable }
 }
 
-impl<'a, T: Element, S: Data<Elem = T>, D: Dimension> PtrArg<'a, T> for &'a ArrayBase<S, D> {
+impl<'a, 'r: 'a, T: Element, S: Data<Elem = T>, D: Dimension> PtrArg<'a, T> for &'r ArrayBase<S, D> {
     fn raw_buffer(self) -> RawBuffer {
         span(self, false, T::DTYPE)
     }
 }
 
-impl<'a, T: Element, S: DataMut<Elem = T>, D: Dimension> PtrArg<'a, T> for &'a mut ArrayBase<S, D> {
+impl<'a, 'r: 'a, T: Element, S: DataMut<Elem = T>, D: Dimension> PtrArg<'a, T> for &'r mut ArrayBase<S, D> {
     fn raw_buffer(self) -> RawBuffer {
         span(self, true, T::DTYPE)
     }
 }
 
-impl<'a, T: Element, D: Dimension> PtrArg<'a, T> for ndarray::ArrayView<'a, T, D> {
+impl<'a, 'v: 'a, T: Element, D: Dimension> PtrArg<'a, T> for ndarray::ArrayView<'v, T, D> {
     fn raw_buffer(self) -> RawBuffer {
         span(&self, false, T::DTYPE)
     }
 }
 
-impl<'a, T: Element, D: Dimension> PtrArg<'a, T> for ndarray::ArrayViewMut<'a, T, D> {
+impl<'a, 'v: 'a, T: Element, D: Dimension> PtrArg<'a, T> for ndarray::ArrayViewMut<'v, T, D> {
     fn raw_buffer(self) -> RawBuffer {
         span(&self, true, T::DTYPE)
     }
 }
 
-impl<'a, T: Element> PtrArg<'a, T> for &'a [T] {
+impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r [T] {
     fn raw_buffer(self) -> RawBuffer {
         let ptr = self.as_ptr() as usize;
         RawBuffer { ptr, lo: ptr, hi: ptr + std::mem::size_of_val(self), dtype: T::DTYPE, writable: false }
     }
 }
 
-impl<'a, T: Element> PtrArg<'a, T> for &'a mut [T] {
+impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut [T] {
     fn raw_buffer(self) -> RawBuffer {
         let ptr = self.as_ptr() as usize;
         RawBuffer { ptr, lo: ptr, hi: ptr + std::mem::size_of_val(self), dtype: T::DTYPE, writable: true }
     }
 }
 
-impl<'a, T: Element> PtrArg<'a, T> for &'a Vec<T> {
+impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r Vec<T> {
     fn raw_buffer(self) -> RawBuffer {
         self.as_slice().raw_buffer()
     }
 }
 
-impl<'a, T: Element> PtrArg<'a, T> for &'a mut Vec<T> {
+impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut Vec<T> {
     fn raw_buffer(self) -> RawBuffer {
         self.as_mut_slice().raw_buffer()
     }

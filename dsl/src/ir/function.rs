@@ -89,7 +89,7 @@ impl Function {
         // Iterate to a fixed point: loop-carried pointers flow backwards through yields.
         loop {
             let before: usize = roots.values().map(Vec::len).sum();
-            propagate(&self.body, &mut roots);
+            propagate(&self.body, &self.types, &mut roots);
             if roots.values().map(Vec::len).sum::<usize>() == before {
                 return roots;
             }
@@ -105,14 +105,14 @@ impl Function {
                 roots.insert(dst, acc);
             }
         }
-        fn propagate(b: &Block, roots: &mut HashMap<Value, Vec<usize>>) {
+        fn propagate(b: &Block, types: &[super::Type], roots: &mut HashMap<Value, Vec<usize>>) {
             for inst in &b.insts {
                 match &inst.op {
                     Op::For { init, body, .. } => {
                         for (k, v) in init.iter().enumerate() {
                             union(roots, body.args[k + 1], &[*v]);
                         }
-                        propagate(body, roots);
+                        propagate(body, types, roots);
                         if let Some(Op::Yield(ys)) = body.insts.last().map(|i| &i.op) {
                             for (k, y) in ys.iter().enumerate() {
                                 union(roots, body.args[k + 1], &[*y]);
@@ -125,8 +125,8 @@ impl Function {
                             union(roots, cond.args[k], &[*v]);
                             union(roots, body.args[k], &[*v]);
                         }
-                        propagate(cond, roots);
-                        propagate(body, roots);
+                        propagate(cond, types, roots);
+                        propagate(body, types, roots);
                         if let Some(Op::Yield(ys)) = body.insts.last().map(|i| &i.op) {
                             for (k, y) in ys.iter().enumerate() {
                                 union(roots, cond.args[k], &[*y]);
@@ -136,8 +136,8 @@ impl Function {
                         }
                     }
                     Op::If { then_region, else_region, .. } => {
-                        propagate(then_region, roots);
-                        propagate(else_region, roots);
+                        propagate(then_region, types, roots);
+                        propagate(else_region, types, roots);
                         for region in [then_region, else_region] {
                             if let Some(Op::Yield(ys)) = region.insts.last().map(|i| &i.op) {
                                 for (k, y) in ys.iter().enumerate() {
@@ -147,8 +147,11 @@ impl Function {
                         }
                     }
                     op => {
-                        let ops = op.operands();
-                        for r in &inst.results {
+                        // Only pointers carry provenance: a loaded integer used as an
+                        // offset does not make its buffer a root of the sum.
+                        let is_ptr = |v: &Value| types[v.index()].elem.pointee().is_some();
+                        let ops: Vec<Value> = op.operands().into_iter().filter(is_ptr).collect();
+                        for r in inst.results.iter().filter(|r| is_ptr(r)) {
                             union(roots, *r, &ops);
                         }
                     }

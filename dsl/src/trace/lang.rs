@@ -6,7 +6,7 @@
 
 use super::builder::{with, Builder};
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};
-use crate::ir::{AtomicOp, BinOp, CmpPred, Const, DType, Elem, Loc, Op, ReduceOp, Type, UnOp};
+use crate::ir::{broadcast_shapes, AtomicOp, BinOp, CmpPred, Const, DType, Elem, Loc, Op, ReduceOp, Type, UnOp};
 
 /// The absent optional argument.
 #[derive(Debug, Clone, Copy)]
@@ -246,11 +246,15 @@ pub fn where_(cond: impl IntoOperand, a: impl IntoOperand, b: impl IntoOperand) 
         if b.ty(c).dtype() != Some(DType::Bool) {
             let t = b.ty(c).clone();
             b.fail(&loc, format!("where needs a bool condition, got {t}"));
+            return c;
         }
         let (va, vb) = b.unify(a, bb, &loc);
-        let (c, va) = b.unify_values(c, va, &loc);
-        let (c, vb) = b.unify_values(c, vb, &loc);
-        let (va, vb) = b.unify_values(va, vb, &loc);
+        let (ct, vt) = (b.ty(c).clone(), b.ty(va).clone());
+        let Some(shape) = broadcast_shapes(&ct.shape, &vt.shape) else {
+            b.fail(&loc, format!("where: condition {ct} does not broadcast with {vt}"));
+            return va;
+        };
+        let (c, va, vb) = (b.broadcast_to(c, &shape, &loc), b.broadcast_to(va, &shape, &loc), b.broadcast_to(vb, &shape, &loc));
         let t = b.ty(va).clone();
         b.push1(Op::Select(c, va, vb), t, loc)
     })

@@ -1,0 +1,36 @@
+//! Triton tutorial 02: fused softmax, one row per program.
+
+use ndarray::{Array2, ArrayView2};
+use tritium::prelude::*;
+
+/// Row-wise softmax of an `n_rows × n_cols` matrix; `BLOCK >= n_cols` is a power of two.
+/// Computes in f32 whatever the storage dtype.
+#[kernel]
+pub fn softmax<T: Float>(
+    out: Ptr<T>,
+    input: Ptr<T>,
+    in_stride: i32,
+    out_stride: i32,
+    n_cols: i32,
+    #[constexpr] BLOCK: usize,
+) {
+    let row = program_id(0).to(DType::I64);
+    let cols = arange(0, BLOCK);
+    let mask = cols < n_cols;
+    let x = load(input + row * in_stride + cols, mask = mask, other = f32::NEG_INFINITY);
+    let x = x.to(DType::F32);
+    let shifted = x - max(x, 0);
+    let numerator = exp(shifted);
+    let denominator = sum(numerator, 0);
+    store(out + row * out_stride + cols, numerator / denominator, mask = mask);
+}
+
+/// Softmax of every row of `x` through the [`softmax`] kernel.
+pub fn softmax_rows<T: Float + Default>(device: &Device, x: ArrayView2<T>) -> tritium::Result<Array2<T>> {
+    let (rows, cols) = x.dim();
+    let x = x.as_standard_layout();
+    let mut out = Array2::from_elem((rows, cols), T::default());
+    let block = next_power_of_2(cols);
+    softmax::launch(device, rows.max(1), &mut out, &x, cols as i32, cols as i32, cols as i32, block)?;
+    Ok(out)
+}

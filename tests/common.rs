@@ -1,0 +1,39 @@
+//! Helpers shared by the test modules.
+
+use ndarray::{ArrayBase, Data, Dimension};
+use tritium::Device;
+
+/// The two devices every kernel runs on.
+pub fn devices() -> [Device; 2] {
+    [Device::cpu(), Device::interpreter()]
+}
+
+/// Deterministic pseudo-random values in [-1, 1) (xorshift), so failures reproduce.
+pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Asserts `|got - want| <= atol + rtol * |want|` elementwise, naming the first mismatch.
+pub fn assert_close<S1, S2, D>(got: &ArrayBase<S1, D>, want: &ArrayBase<S2, D>, rtol: f64, atol: f64, what: &str)
+where
+    S1: Data,
+    S2: Data,
+    S1::Elem: Copy + Into<f64>,
+    S2::Elem: Copy + Into<f64>,
+    D: Dimension,
+{
+    assert_eq!(got.shape(), want.shape(), "{what}: shapes differ");
+    for ((i, g), w) in got.indexed_iter().zip(want.iter()) {
+        let (g, w): (f64, f64) = ((*g).into(), (*w).into());
+        let ok = (g - w).abs() <= atol + rtol * w.abs() || (g.is_nan() && w.is_nan());
+        assert!(ok, "{what}: at {i:?} got {g}, want {w}");
+    }
+}

@@ -1,0 +1,73 @@
+//! Tutorial 01 (vector add) and 02 (fused softmax).
+
+use crate::common::{assert_close, devices, random_f32};
+use half::f16;
+use ndarray::{Array1, Array2, Axis};
+use rstest::rstest;
+use tritium_kernels::softmax::softmax_rows;
+use tritium_kernels::vector_add::vector_add;
+
+#[rstest]
+fn vector_add_f32(#[values(1, 7, 1024, 1000003)] n: usize) {
+    let x = Array1::from(random_f32(n, 1));
+    let y = Array1::from(random_f32(n, 2));
+    let want = &x + &y;
+    for d in devices() {
+        let got = vector_add(&d, x.view(), y.view()).unwrap();
+        assert_eq!(got, want, "{d:?}");
+    }
+}
+
+#[rstest]
+fn vector_add_i32(#[values(1, 7, 1024, 1000003)] n: usize) {
+    let x = Array1::from_iter((0..n as i32).map(|i| i.wrapping_mul(7919)));
+    let y = Array1::from_iter((0..n as i32).map(|i| i32::MAX - i));
+    let want = x.iter().zip(&y).map(|(a, b)| a.wrapping_add(*b)).collect::<Array1<i32>>();
+    for d in devices() {
+        let got = vector_add(&d, x.view(), y.view()).unwrap();
+        assert_eq!(got, want, "{d:?}");
+    }
+}
+
+#[rstest]
+fn vector_add_f16(#[values(1, 7, 1024, 1000003)] n: usize) {
+    let x = Array1::from_iter(random_f32(n, 3).into_iter().map(f16::from_f32));
+    let y = Array1::from_iter(random_f32(n, 4).into_iter().map(f16::from_f32));
+    let want = x.iter().zip(&y).map(|(a, b)| f16::from_f32(a.to_f32() + b.to_f32())).collect::<Array1<f16>>();
+    for d in devices() {
+        let got = vector_add(&d, x.view(), y.view()).unwrap();
+        assert_eq!(got, want, "{d:?}");
+    }
+}
+
+fn softmax_reference(x: &Array2<f32>) -> Array2<f32> {
+    let mut out = x.clone();
+    for mut row in out.axis_iter_mut(Axis(0)) {
+        let m = row.fold(f32::NEG_INFINITY, |a, b| a.max(*b));
+        row.mapv_inplace(|v| (v - m).exp());
+        let s = row.sum();
+        row.mapv_inplace(|v| v / s);
+    }
+    out
+}
+
+#[rstest]
+fn softmax_f32(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)) {
+    let x = Array2::from_shape_vec(shape, random_f32(shape.0 * shape.1, 5)).unwrap() * 4.0;
+    let want = softmax_reference(&x);
+    let compiled = softmax_rows(&tritium::Device::cpu(), x.view()).unwrap();
+    let interpreted = softmax_rows(&tritium::Device::interpreter(), x.view()).unwrap();
+    assert_close(&compiled, &want, 1e-5, 1e-7, "compiled vs ndarray");
+    assert_close(&compiled, &interpreted, 1e-5, 1e-7, "compiled vs interpreter");
+}
+
+#[rstest]
+fn softmax_f16(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)) {
+    let x32 = Array2::from_shape_vec(shape, random_f32(shape.0 * shape.1, 6)).unwrap() * 4.0;
+    let x = x32.mapv(f16::from_f32);
+    let want = softmax_reference(&x.mapv(f16::to_f32));
+    let compiled = softmax_rows(&tritium::Device::cpu(), x.view()).unwrap().mapv(f16::to_f32);
+    let interpreted = softmax_rows(&tritium::Device::interpreter(), x.view()).unwrap().mapv(f16::to_f32);
+    assert_close(&compiled, &want, 2e-3, 1e-5, "compiled vs ndarray");
+    assert_close(&compiled, &interpreted, 1e-3, 1e-6, "compiled vs interpreter");
+}

@@ -1,0 +1,10 @@
+//! Tritium's end-to-end tests: every kernel in `tritium-kernels` on the compiled CPU
+//! backend, against the reference interpreter and a plain ndarray computation.
+//! One test binary (LLVM links once); one module per topic.
+
+mod common;
+mod kernels_elementwise;
+mod kernels_matmul;
+mod kernels_norm;
+mod kernels_misc;
+mod launch_errors;
