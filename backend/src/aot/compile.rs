@@ -396,6 +396,7 @@ fn compile_source_impl(source: &Path, opts: &CompileOptions, force: bool) -> Aot
         h.update([0]);
     }
     h.update(CUSTOM_AOT_EXTRA_H.as_bytes());
+    h.update(CUSTOM_AOT_TYPEID_H.as_bytes());
     h.update((src_bytes.len() as u64).to_le_bytes());
     h.update(&src_bytes);
     hash_neighbor_headers(&mut h, &src_dir);

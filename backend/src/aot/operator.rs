@@ -155,6 +155,7 @@ pub struct AotOpBuilder {
     data_dependent: bool,
     backward: Option<Backward>,
     options: AotOptions,
+    target: Option<Target>,
 }
 
 impl AotOpBuilder {
@@ -172,6 +173,7 @@ impl AotOpBuilder {
             data_dependent: false,
             backward: None,
             options: AotOptions::default(),
+            target: None,
         }
     }
 
@@ -304,6 +306,13 @@ impl AotOpBuilder {
         self
     }
 
+    /// Where the operator runs. Sources decide by suffix (`.cu` is CUDA); a prebuilt library
+    /// is CPU unless set here, as MindSpore decides by its device target.
+    pub fn target(mut self, target: Target) -> Self {
+        self.target = Some(target);
+        self
+    }
+
     /// Checked mode (see [`AotOptions::checked`]).
     pub fn checked(mut self, on: bool) -> Self {
         self.options.checked = on;
@@ -333,10 +342,10 @@ impl AotOpBuilder {
     pub fn build(self) -> AotResult<AotOp> {
         let spec = FuncSpec::parse(&self.func)?;
         let kind = spec.kind();
-        let target = if kind == SourceKind::Cuda {
-            Target::Cuda
-        } else {
-            Target::Cpu
+        let target = match (self.target, kind) {
+            (Some(t), _) => t,
+            (None, SourceKind::Cuda) => Target::Cuda,
+            (None, _) => Target::Cpu,
         };
         let cache = self.options.compile.cache_dir();
         let whitelist = self.options.whitelist.clone().or_else(Whitelist::from_env);

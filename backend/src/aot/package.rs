@@ -302,7 +302,12 @@ impl AotOpBuilder {
         let attrs = Attrs::decode(Package::decode(required(&pkg, K_ATTRS)?)?.entries())?;
         let mut b = AotOpBuilder::new(String::new())
             .options(options)
-            .attrs(&attrs);
+            .attrs(&attrs)
+            .target(if target == "cuda" {
+                Target::Cuda
+            } else {
+                Target::Cpu
+            });
         if let Some(raw) = pkg.get(K_OUT_SHAPES) {
             let inner = Package::decode(raw)?;
             let mut shapes = Vec::new();

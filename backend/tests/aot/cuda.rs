@@ -52,3 +52,24 @@ fn cuda_without_a_device_is_an_error() {
     let x = ndarray::array![1.0f32];
     assert!(matches!(op.call((&x, &x)), Err(AotError::Cuda(_))));
 }
+
+#[test]
+fn prebuilt_library_declared_cuda_needs_a_device() {
+    if cuda_available() {
+        // Running a CPU kernel on device pointers would fault; nothing to check here.
+        eprintln!(
+            "skipped prebuilt_library_declared_cuda_needs_a_device: a CUDA device is present"
+        );
+        return;
+    }
+    let op = op("add.cc", "CustomAdd")
+        .target(tritium_backend::aot::Target::Cuda)
+        .out_shape([1])
+        .out_dtype(DType::F32)
+        .build()
+        .unwrap();
+    let x = ndarray::array![1.0f32];
+    let err = op.call((&x, &x)).unwrap_err();
+    assert!(matches!(err, AotError::Cuda(_)), "{err}");
+    assert!(err.to_string().contains("CUDA"), "{err}");
+}

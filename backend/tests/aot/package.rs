@@ -91,6 +91,7 @@ fn operator_package_loads_without_a_compiler() {
         .build()
         .unwrap();
     assert_eq!(loaded.symbol(), "CustomKernel");
+    assert_eq!(loaded.target(), tritium_backend::aot::Target::Cpu);
     assert_eq!(loaded.attrs(), original.attrs());
     assert!(loaded.library_path().starts_with(scratch("package-load")));
     let x = Array2::<f32>::ones((4, 5));
