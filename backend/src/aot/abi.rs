@@ -6,6 +6,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
+use super::dtype::MindSporeDType;
 use super::error::{AotError, AotResult};
 
 /// The text of `custom_aot_extra.h`, ABI-compatible with MindSpore's.

@@ -2,57 +2,29 @@
 
 use std::fmt;
 
-/// An element type of AOT operator tensors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DType {
-    /// `bool`, one byte (0 or 1).
-    Bool,
-    /// `int8_t`.
-    I8,
-    /// `int16_t`.
-    I16,
-    /// `int32_t`.
-    I32,
-    /// `int64_t`.
-    I64,
-    /// `uint8_t`.
-    U8,
-    /// `uint16_t`.
-    U16,
-    /// `uint32_t`.
-    U32,
-    /// `uint64_t`.
-    U64,
-    /// IEEE half precision ([`half::f16`]).
-    F16,
-    /// bfloat16 ([`half::bf16`]).
-    BF16,
-    /// `float`.
-    F32,
-    /// `double`.
-    F64,
+/// The element type, shared with the kernel DSL (`tritium_dsl::DType`), so one `DType` serves
+/// kernels and AOT operators. MindSpore's names and `TypeId`s come from [`MindSporeDType`].
+pub use tritium_dsl::DType;
+
+/// MindSpore's view of a [`DType`]: the strings kernels see in `dtypes[i]` and the `TypeId`
+/// values of `FuncInferType`.
+pub trait MindSporeDType: Sized {
+    /// The string MindSpore passes in `dtypes[i]` (`"float32"`, `"int64"`, `"bool"`, …).
+    fn ms_name(self) -> &'static str;
+    /// The same name NUL-terminated, for the C ABI.
+    fn ms_cname(self) -> &'static std::ffi::CStr;
+    /// Parses a MindSpore dtype string, including the aliases `"float"` (float32), `"int"`
+    /// (int32) and `"uint"` (uint32).
+    fn from_ms_name(name: &str) -> Option<Self>;
+    /// MindSpore's `TypeId` value (`kNumberTypeFloat32` = 43, …).
+    fn type_id(self) -> i32;
+    /// The dtype of a MindSpore `TypeId`; the generic `Int` (31), `UInt` (36) and `Float` (41)
+    /// map to their 32-bit forms.
+    fn from_type_id(id: i32) -> Option<Self>;
 }
 
-/// All dtypes, in `TypeId` order.
-pub const ALL_DTYPES: [DType; 13] = [
-    DType::Bool,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::U8,
-    DType::U16,
-    DType::U32,
-    DType::U64,
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-];
-
-impl DType {
-    /// The string MindSpore passes in `dtypes[i]` (`"float32"`, `"int64"`, `"bool"`, …).
-    pub const fn ms_name(self) -> &'static str {
+impl MindSporeDType for DType {
+    fn ms_name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
             DType::I8 => "int8",
@@ -70,8 +42,7 @@ impl DType {
         }
     }
 
-    /// The same name NUL-terminated, for the C ABI.
-    pub(crate) const fn ms_cname(self) -> &'static std::ffi::CStr {
+    fn ms_cname(self) -> &'static std::ffi::CStr {
         match self {
             DType::Bool => c"bool",
             DType::I8 => c"int8",
@@ -89,9 +60,7 @@ impl DType {
         }
     }
 
-    /// Parses a MindSpore dtype string, including the aliases `"float"` (float32), `"int"`
-    /// (int32) and `"uint"` (uint32).
-    pub fn from_ms_name(name: &str) -> Option<DType> {
+    fn from_ms_name(name: &str) -> Option<DType> {
         Some(match name {
             "bool" => DType::Bool,
             "int8" => DType::I8,
@@ -110,8 +79,7 @@ impl DType {
         })
     }
 
-    /// MindSpore's `TypeId` value (`kNumberTypeFloat32` = 43, …).
-    pub const fn type_id(self) -> i32 {
+    fn type_id(self) -> i32 {
         match self {
             DType::Bool => 30,
             DType::I8 => 32,
@@ -129,9 +97,7 @@ impl DType {
         }
     }
 
-    /// The dtype of a MindSpore `TypeId`; the generic `Int` (31), `UInt` (36) and `Float` (41)
-    /// map to their 32-bit forms.
-    pub const fn from_type_id(id: i32) -> Option<DType> {
+    fn from_type_id(id: i32) -> Option<DType> {
         Some(match id {
             30 => DType::Bool,
             31 | 34 => DType::I32,
@@ -148,27 +114,6 @@ impl DType {
             45 => DType::BF16,
             _ => return None,
         })
-    }
-
-    /// Size of one element in bytes.
-    pub const fn size(self) -> usize {
-        match self {
-            DType::Bool | DType::I8 | DType::U8 => 1,
-            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
-            DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
-        }
-    }
-
-    /// True for the floating-point dtypes.
-    pub const fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
-    }
-}
-
-impl fmt::Display for DType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.ms_name())
     }
 }
 

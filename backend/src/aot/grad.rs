@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::dtype::MindSporeDType;
 use super::error::{AotError, AotResult};
 use super::operator::{AotOp, BackwardFn};
 use super::tensor::Tensor;
@@ -296,9 +297,9 @@ fn accumulate(
     if g.shape() != value.shape() || g.dtype() != value.dtype() {
         return Err(AotError::Grad(format!(
             "{what}: {} {:?} for a value of {} {:?}",
-            g.dtype(),
+            g.dtype().ms_name(),
             g.shape(),
-            value.dtype(),
+            value.dtype().ms_name(),
             value.shape()
         )));
     }

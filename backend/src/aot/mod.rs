@@ -57,7 +57,7 @@ pub use compile::{
     cache_dir, compile_source, header_dir, nvcc_available, CompileOptions, SourceKind,
 };
 pub use cuda::cuda_available;
-pub use dtype::{DType, Element};
+pub use dtype::{DType, Element, MindSporeDType};
 pub use error::{AotError, AotResult};
 pub use grad::{grad, Differentiable, Function, Tape, Var};
 pub use operator::{

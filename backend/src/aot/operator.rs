@@ -13,7 +13,7 @@ use super::attrs::{AttrValue, Attrs};
 use super::buffer::{Buffer, GUARD_BYTES, GUARD_VALUE};
 use super::compile::{self, CompileOptions, SourceKind};
 use super::cuda;
-use super::dtype::DType;
+use super::dtype::{DType, MindSporeDType};
 use super::error::{AotError, AotResult};
 use super::extra::Extra;
 use super::library::Library;
@@ -542,7 +542,7 @@ fn le_words(bytes: &[u8]) -> Vec<u64> {
 fn checked_bytes(shape: &[usize], dtype: DType) -> Option<usize> {
     shape
         .iter()
-        .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
+        .try_fold(dtype.size_bytes(), |acc, &d| acc.checked_mul(d))
 }
 
 impl AotOp {

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::attrs::Attrs;
 use super::compile::{hex, write_atomic};
-use super::dtype::DType;
+use super::dtype::{DType, MindSporeDType};
 use super::error::{AotError, AotResult};
 use super::operator::{AotOp, AotOpBuilder, AotOptions, Target};
 

@@ -6,7 +6,7 @@ use std::fmt;
 
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Data, Dimension, IxDyn};
 
-use super::dtype::{DType, Element};
+use super::dtype::{DType, Element, MindSporeDType};
 use super::error::{AotError, AotResult};
 
 /// Runs `$body` with `$T` bound to the Rust element type of `$dtype`.
@@ -163,17 +163,18 @@ impl Tensor {
         Tensor {
             dtype,
             shape: shape.to_vec(),
-            bytes: Bytes::zeroed(numel(shape) * dtype.size()),
+            bytes: Bytes::zeroed(numel(shape) * dtype.size_bytes()),
         }
     }
 
     /// A tensor from raw little-endian element bytes; `bool` bytes are normalized to 0/1.
     pub fn from_bytes(dtype: DType, shape: &[usize], bytes: &[u8]) -> AotResult<Tensor> {
-        let want = numel(shape) * dtype.size();
+        let want = numel(shape) * dtype.size_bytes();
         if bytes.len() != want {
             return Err(AotError::Shape(format!(
-                "{} bytes for a {dtype} tensor of shape {shape:?}, which needs {want}",
-                bytes.len()
+                "{} bytes for a {} tensor of shape {shape:?}, which needs {want}",
+                bytes.len(),
+                dtype.ms_name()
             )));
         }
         let mut t = Tensor::zeros(dtype, shape);
@@ -265,8 +266,8 @@ impl Tensor {
     fn check<T: Element>(&self) -> AotResult<()> {
         if T::DTYPE != self.dtype {
             return Err(AotError::DType {
-                expected: T::DTYPE.to_string(),
-                found: self.dtype.to_string(),
+                expected: T::DTYPE.ms_name().to_string(),
+                found: self.dtype.ms_name().to_string(),
             });
         }
         Ok(())
@@ -309,7 +310,7 @@ impl Tensor {
 
     /// Keeps the first `numel(shape)` elements under a new shape (data-dependent outputs).
     pub(crate) fn truncate(&mut self, shape: Vec<usize>) {
-        let n = numel(&shape) * self.dtype.size();
+        let n = numel(&shape) * self.dtype.size_bytes();
         debug_assert!(n <= self.bytes.len);
         self.bytes.len = n;
         self.bytes.words.truncate(n.div_ceil(8));
@@ -328,7 +329,10 @@ impl Tensor {
         if self.dtype != other.dtype || self.shape != other.shape {
             return Err(AotError::Shape(format!(
                 "{what}: {} {:?} and {} {:?} differ",
-                self.dtype, self.shape, other.dtype, other.shape
+                self.dtype.ms_name(),
+                self.shape,
+                other.dtype.ms_name(),
+                other.shape
             )));
         }
         let mut out = self.zeros_like();
@@ -392,7 +396,13 @@ impl fmt::Debug for Tensor {
         with_dtype!(self.dtype, T, {
             let s = self.as_slice_of::<T>();
             let shown: Vec<&T> = s.iter().take(16).collect();
-            write!(f, "Tensor({}, {:?}, {:?}", self.dtype, self.shape, shown)?;
+            write!(
+                f,
+                "Tensor({}, {:?}, {:?}",
+                self.dtype.ms_name(),
+                self.shape,
+                shown
+            )?;
             if s.len() > 16 {
                 write!(f, " …")?;
             }
