@@ -2,6 +2,7 @@
 //! softmax), 03 (matmul) and 05 (layer norm forward and backward), plus small kernels
 //! exercising atomics and arg-reductions. Each comes with a host wrapper over ndarray.
 
+pub mod bench;
 pub mod layer_norm;
 pub mod matmul;
 pub mod misc;

@@ -7,6 +7,8 @@ mod jit;
 mod pool;
 mod target;
 
+pub use pool::num_threads;
+
 use crate::launch::{Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
 use crate::{Error, Result};
 use inkwell::context::Context;

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
 
 /// Worker threads: `TRITIUM_NUM_THREADS`, else all cores.
-pub(crate) fn num_threads() -> usize {
+pub fn num_threads() -> usize {
     std::env::var("TRITIUM_NUM_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
