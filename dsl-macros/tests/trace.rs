@@ -26,7 +26,11 @@ fn softmax(out: Ptr<f32>, input: Ptr<f32>, stride: i32, n_cols: i32, #[constexpr
     let row = program_id(0);
     let cols = arange(0, BLOCK);
     let mask = cols < n_cols;
-    let x = load(input + row * stride + cols, mask = mask, other = f32::NEG_INFINITY);
+    let x = load(
+        input + row * stride + cols,
+        mask = mask,
+        other = f32::NEG_INFINITY,
+    );
     let x = x - row_max(x, 0);
     let e = exp(x);
     let y = e / sum(e, 0);
@@ -82,6 +86,29 @@ fn control(out: Ptr<i32>, n: i32, #[constexpr] UNROLL: usize, #[constexpr] FLAG:
     store(out + 1, total);
 }
 
+/// A helper with its own control flow: the closures it generates compile without warnings
+/// outside a kernel module too.
+#[device]
+fn clamp_sum(x: Tile, n: Tile, #[constexpr] STEPS: usize) -> Tile {
+    let mut acc = x;
+    for _ in 0..n {
+        acc += 1;
+    }
+    for s in static_range(0, STEPS) {
+        acc += s as i32;
+    }
+    if acc > 100 {
+        acc = minimum(acc, 100);
+    }
+    acc
+}
+
+#[kernel]
+fn uses_helper(device: Ptr<i32>, n: i32, #[constexpr] options: usize) {
+    let v = clamp_sum(load(device), n, options);
+    store(device, v);
+}
+
 fn text(f: tritium::dsl::Result<Function>) -> String {
     print_function(&f.unwrap_or_else(|e| panic!("trace failed: {e}")))
 }
@@ -92,7 +119,10 @@ fn vadd_traces() {
     assert!(t.contains("arange"), "{t}");
     assert!(t.contains("load"), "{t}");
     assert!(t.contains("store"), "{t}");
-    assert!(t.contains("trace.rs"), "locations point at the kernel source:\n{t}");
+    assert!(
+        t.contains("trace.rs"),
+        "locations point at the kernel source:\n{t}"
+    );
     assert_eq!(vadd::NAME, "vadd");
     let t16 = text(vadd::trace::<half::f16>(&Specialization::default(), 64));
     assert!(t16.contains("f16"), "{t16}");
@@ -129,8 +159,46 @@ fn locations_are_the_users() {
 }
 
 #[test]
+fn helper_traces_and_names_do_not_clash() {
+    let t = text(uses_helper::trace(&Specialization::default(), 2));
+    assert!(t.contains("for"), "{t}");
+    assert!(t.contains("if"), "{t}");
+    // `launch`'s own parameters were renamed around the kernel's `device` and `options`.
+    let mut out = vec![5i32];
+    uses_helper::launch(
+        &tritium::backend::Device::interpreter(),
+        [1],
+        &mut out,
+        3,
+        2,
+    )
+    .unwrap();
+    assert_eq!(out, [5 + 3 + 1]);
+}
+
+#[test]
+fn vadd_launches_on_the_interpreter() {
+    let n = 1000usize;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let y: Vec<f32> = (0..n).map(|i| 2.0 * i as f32).collect();
+    let mut out = vec![0f32; n];
+    let dev = tritium::backend::Device::interpreter();
+    vadd::launch(&dev, [n.div_ceil(128)], &mut out, &x, &y, n as i32, 128).unwrap();
+    assert!(out.iter().enumerate().all(|(i, v)| *v == 3.0 * i as f32));
+    // A read-only borrow where the kernel writes is refused.
+    let err = vadd::launch(&dev, [1], &out, &x, &y, n as i32, 128).unwrap_err();
+    assert!(err.to_string().contains("&mut"), "{err}");
+}
+
+#[test]
 #[ignore = "prints the traced IR of the control-flow kernel"]
 fn print_control() {
-    println!("{}", text(control::trace(&Specialization::default(), 3, true)));
-    println!("{}", text(matmul::trace(&Specialization::default(), 16, 16, 8)));
+    println!(
+        "{}",
+        text(control::trace(&Specialization::default(), 3, true))
+    );
+    println!(
+        "{}",
+        text(matmul::trace(&Specialization::default(), 16, 16, 8))
+    );
 }

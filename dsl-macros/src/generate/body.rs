@@ -179,20 +179,20 @@ impl Rewriter {
     }
 
     fn check_jump(&mut self, span: Span, what: &str) {
-        match self.ctx.last() {
-            Some(Ctx::PlainLoop) => {}
-            Some(Ctx::RuntimeLoop) => self.error(
-                span,
-                format!("`{what}` is not supported in a kernel loop; use a mask or a `while` with a condition"),
-            ),
-            Some(Ctx::Branch) => self.error(
-                span,
-                format!(
-                    "`{what}` is not supported inside a kernel `if` (both branches are traced); use a mask, or `match` on a constexpr"
-                ),
-            ),
-            None => self.error(span, format!("`{what}` outside of a loop")),
+        if self.ctx.last() == Some(&Ctx::PlainLoop) {
+            return;
         }
+        let msg = if self.ctx.contains(&Ctx::RuntimeLoop) {
+            format!("`{what}` is not supported in a kernel loop; use a mask or a `while` with a condition")
+        } else if self.ctx.contains(&Ctx::Branch) {
+            format!(
+                "`{what}` is not supported inside a kernel `if` (both branches are traced); \
+                 use a mask, or `match` on a constexpr"
+            )
+        } else {
+            format!("`{what}` outside of a loop")
+        };
+        self.error(span, msg);
     }
 
     fn in_ctx(&mut self, ctx: Ctx, f: impl FnOnce(&mut Self)) {

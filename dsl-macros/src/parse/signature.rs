@@ -14,7 +14,7 @@ pub enum ParamKind {
     /// `x: Ptr<T>`: a pointer to `T` elements.
     Ptr {
         /// The element type `T`.
-        elem: Type,
+        elem: Box<Type>,
     },
     /// `x: T`: a runtime scalar; `index` counts pointer and scalar parameters.
     Scalar {
@@ -134,10 +134,9 @@ fn check_signature(sig: &Signature, what: &str) -> Result<(), Error> {
 pub fn parse_kernel(item: ItemFn) -> Result<Kernel, Error> {
     let sig = &item.sig;
     check_signature(sig, "kernel")?;
-    if let ReturnType::Type(arrow, ty) = &sig.output {
-        let span = arrow.span().join(ty.span()).unwrap_or(arrow.span());
+    if let ReturnType::Type(_, ty) = &sig.output {
         return Err(Error::new(
-            span,
+            ty.span(),
             "a kernel cannot return a value; write results through a `Ptr` parameter with `store`",
         ));
     }
@@ -180,7 +179,9 @@ pub fn parse_kernel(item: ItemFn) -> Result<Kernel, Error> {
             ParamKind::Constexpr
         } else if let Some(elem) = ptr_elem(&ty) {
             runtime += 1;
-            ParamKind::Ptr { elem }
+            ParamKind::Ptr {
+                elem: Box::new(elem),
+            }
         } else {
             runtime += 1;
             ParamKind::Scalar { index: runtime - 1 }
@@ -204,14 +205,18 @@ pub fn parse_kernel(item: ItemFn) -> Result<Kernel, Error> {
 }
 
 /// Parses a `#[device]` function: checks the signature and strips `#[constexpr]` from its
-/// parameters (device parameters are plain Rust values: `Tile`s or constexprs).
+/// parameters (device parameters are plain Rust values: `Tile`s or constexprs); a
+/// constexpr parameter may be UPPER_CASE.
 pub fn parse_device(mut item: ItemFn) -> Result<ItemFn, Error> {
     check_signature(&item.sig, "device function")?;
     for input in item.sig.inputs.iter_mut() {
         match input {
             FnArg::Receiver(_) => {}
             FnArg::Typed(pt) => {
-                take_constexpr(&mut pt.attrs)?;
+                if take_constexpr(&mut pt.attrs)? {
+                    // Constexprs are conventionally UPPER_CASE, as in Triton.
+                    pt.attrs.push(syn::parse_quote!(#[allow(non_snake_case)]));
+                }
             }
         }
     }
