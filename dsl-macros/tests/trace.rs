@@ -103,6 +103,18 @@ fn clamp_sum(x: Tile, n: Tile, #[constexpr] STEPS: usize) -> Tile {
     acc
 }
 
+/// Triton-style counters: a literal assigned in a runtime loop becomes a tile.
+#[kernel]
+fn counter(out: Ptr<f32>, n: i32) {
+    let mut i = 0;
+    let mut total = 0.0;
+    while i < n {
+        total += 0.5;
+        i += 1;
+    }
+    store(out, total);
+}
+
 #[kernel]
 fn uses_helper(device: Ptr<i32>, n: i32, #[constexpr] options: usize) {
     let v = clamp_sum(load(device), n, options);
@@ -174,6 +186,13 @@ fn helper_traces_and_names_do_not_clash() {
     )
     .unwrap();
     assert_eq!(out, [5 + 3 + 1]);
+}
+
+#[test]
+fn literal_counters_are_carried() {
+    let mut out = vec![0f32];
+    counter::launch(&tritium::backend::Device::interpreter(), [1], &mut out, 6).unwrap();
+    assert_eq!(out, [3.0]);
 }
 
 #[test]

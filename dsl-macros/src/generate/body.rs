@@ -7,7 +7,7 @@
 //! `#[track_caller]` tracing API records the user's `file:line:col`.
 
 use crate::parse::assigned::{
-    assigned_in_block, assigned_in_expr, assigned_in_loop, keyword_arg, merge,
+    assigned_in_block, assigned_in_expr, assigned_in_loop, keyword_arg, merge, pattern_bindings,
 };
 use crate::parse::builtins;
 use crate::parse::range::{classify, RuntimeRange};
@@ -15,7 +15,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
-use syn::{BinOp, Block, Error, Expr, ExprForLoop, ExprIf, ExprWhile, Item, Stmt};
+use syn::{BinOp, Block, Error, Expr, ExprForLoop, ExprIf, ExprWhile, Item, Pat, Stmt};
 
 /// Which kind of function a body belongs to (it changes a few messages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,7 +406,92 @@ impl Rewriter {
     }
 }
 
+/// A literal `0`, `-1.5`, `true` (unsuffixed, or suffixed `i32`/`f32`).
+fn is_weak_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => matches!(i.suffix(), "" | "i32"),
+            syn::Lit::Float(f) => matches!(f.suffix(), "" | "f32"),
+            syn::Lit::Bool(_) => true,
+            _ => false,
+        },
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => is_weak_literal(&u.expr),
+        Expr::Paren(p) => is_weak_literal(&p.expr),
+        _ => false,
+    }
+}
+
+/// True when `stmt` contains a runtime `for`/`while` that carries `name`.
+fn runtime_loop_carries(stmt: &Stmt, name: &Ident) -> bool {
+    struct Find<'n> {
+        name: &'n Ident,
+        found: bool,
+    }
+    impl<'a> syn::visit::Visit<'a> for Find<'_> {
+        fn visit_expr_for_loop(&mut self, f: &'a ExprForLoop) {
+            if matches!(classify(&f.expr), Ok(Some(_)))
+                && assigned_in_loop(&f.pat, &f.body).contains(self.name)
+            {
+                self.found = true;
+            }
+            syn::visit::visit_expr_for_loop(self, f);
+        }
+        fn visit_expr_while(&mut self, w: &'a ExprWhile) {
+            if merge([assigned_in_expr(&w.cond), assigned_in_block(&w.body)]).contains(self.name) {
+                self.found = true;
+            }
+            syn::visit::visit_expr_while(self, w);
+        }
+        fn visit_item(&mut self, _: &'a Item) {}
+        fn visit_macro(&mut self, _: &'a syn::Macro) {}
+    }
+    let mut f = Find { name, found: false };
+    syn::visit::Visit::visit_stmt(&mut f, stmt);
+    f.found
+}
+
+/// `let mut x = 0;` followed by a runtime loop that assigns `x` → `let mut x = tile_of(0);`,
+/// so that the loop can carry a tile (Triton turns such a variable into a tensor too).
+fn promote_loop_literals(block: &mut Block) {
+    for i in 0..block.stmts.len() {
+        let (rest_start, rest) = block.stmts.split_at_mut(i + 1);
+        let Stmt::Local(local) = &mut rest_start[i] else {
+            continue;
+        };
+        let Pat::Ident(pi) = &local.pat else { continue };
+        if pi.mutability.is_none() || pi.by_ref.is_some() || pi.subpat.is_some() {
+            continue;
+        }
+        let Some(init) = &mut local.init else {
+            continue;
+        };
+        if init.diverge.is_some() || !is_weak_literal(&init.expr) {
+            continue;
+        }
+        let name = pi.ident.clone();
+        for later in rest.iter() {
+            if runtime_loop_carries(later, &name) {
+                let lit = &init.expr;
+                let sp = lit.span();
+                let tile_of = flow("tile_of", sp);
+                *init.expr = verbatim(quote_spanned!(sp=> #tile_of(#lit)));
+                break;
+            }
+            if let Stmt::Local(l) = later {
+                if pattern_bindings(&l.pat).contains(&name) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
 impl VisitMut for Rewriter {
+    fn visit_block_mut(&mut self, b: &mut Block) {
+        promote_loop_literals(b);
+        visit_mut::visit_block_mut(self, b);
+    }
+
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         if let Some((span, msg)) = self.unsupported(e) {
             self.error(span, msg);
@@ -579,6 +664,17 @@ mod tests {
             )),
             "{out}"
         );
+    }
+
+    #[test]
+    fn literals_carried_by_runtime_loops_become_tiles() {
+        let out = rewrite("{ let mut i = 0; let mut k = 0; while i < n { i += 1; } for _ in static_range(0, 2) { k += 1; } }").unwrap();
+        let s = squash(&out);
+        assert!(
+            s.contains("letmuti=::tritium::dsl::trace::flow::tile_of(0);"),
+            "{out}"
+        );
+        assert!(s.contains("letmutk=0;"), "{out}");
     }
 
     #[test]
