@@ -1,6 +1,6 @@
 //! Triton tutorial 02: fused softmax, one row per program.
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use tritium::prelude::*;
 
 /// Row-wise softmax of an `n_rows × n_cols` matrix; `BLOCK >= n_cols` is a power of two.
@@ -27,10 +27,21 @@ pub fn softmax<T: Float>(
 
 /// Softmax of every row of `x` through the [`softmax`] kernel.
 pub fn softmax_rows<T: Float + Default>(device: &Device, x: ArrayView2<T>) -> tritium::Result<Array2<T>> {
-    let (rows, cols) = x.dim();
-    let x = x.as_standard_layout();
-    let mut out = Array2::from_elem((rows, cols), T::default());
-    let block = next_power_of_2(cols);
-    softmax::launch(device, rows.max(1), &mut out, &x, cols as i32, cols as i32, cols as i32, block)?;
+    let mut out = Array2::from_elem(x.dim(), T::default());
+    softmax_rows_into(device, x, out.view_mut())?;
     Ok(out)
+}
+
+/// Softmax of every row of `x` into `out` (same shape; both may be strided by rows).
+pub fn softmax_rows_into<T: Float>(device: &Device, x: ArrayView2<T>, out: ArrayViewMut2<T>) -> tritium::Result<()> {
+    let (rows, cols) = x.dim();
+    if out.dim() != (rows, cols) || x.strides()[1] != 1 || out.strides()[1] != 1 {
+        return Err(tritium::Error::Launch {
+            kernel: "softmax".into(),
+            message: format!("softmax needs row-contiguous input and output of one shape, got {:?} and {:?}", x.dim(), out.dim()),
+        });
+    }
+    let (in_stride, out_stride) = (x.strides()[0] as i32, out.strides()[0] as i32);
+    let block = next_power_of_2(cols);
+    softmax::launch(device, rows.max(1), out, x, in_stride, out_stride, cols as i32, block)
 }

@@ -109,7 +109,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let d = rt.dtype().expect("loads give numbers");
         let elem = Elem::Scalar(d);
         let p = self.lane(*ptr, idx).into_pointer_value();
-        let m = mask.map(|m| self.lane(m, idx).into_int_value());
+        let m = mask.filter(|m| !self.true_masks.contains(m)).map(|m| self.lane(m, idx).into_int_value());
         let o = match other {
             Some(o) => self.lane(*o, idx),
             None => self.const_value(Const::Int(0), d),
@@ -133,21 +133,23 @@ impl<'ctx> Gen<'ctx, '_> {
         let pt = self.ty(*ptr).clone();
         let d = pt.elem.pointee().expect("verified pointer");
         let (ptr, value, mask) = (*ptr, *value, *mask);
-        self.loop_nest(&pt.shape, &mut |g, idx| {
-            let p = g.lane(ptr, idx).into_pointer_value();
-            let v = g.lane(value, idx);
-            let m = mask.map(|m| g.lane(m, idx).into_int_value());
-            let s = g.to_storage(v, Elem::Scalar(d));
-            match g.guard(inst, ptr, p, d.size_bytes(), m) {
-                None => {
-                    g.b.build_store(p, s).unwrap();
+        self.versioned(mask, &pt.shape.clone(), &mut |g| {
+            g.loop_nest(&pt.shape, &mut |g, idx| {
+                let p = g.lane(ptr, idx).into_pointer_value();
+                let v = g.lane(value, idx);
+                let m = mask.filter(|m| !g.true_masks.contains(m)).map(|m| g.lane(m, idx).into_int_value());
+                let s = g.to_storage(v, Elem::Scalar(d));
+                match g.guard(inst, ptr, p, d.size_bytes(), m) {
+                    None => {
+                        g.b.build_store(p, s).unwrap();
+                    }
+                    Some(guard) => {
+                        g.b.build_store(p, s).unwrap();
+                        g.b.build_unconditional_branch(guard.join).unwrap();
+                        g.b.position_at_end(guard.join);
+                    }
                 }
-                Some(guard) => {
-                    g.b.build_store(p, s).unwrap();
-                    g.b.build_unconditional_branch(guard.join).unwrap();
-                    g.b.position_at_end(guard.join);
-                }
-            }
+            });
         });
     }
 

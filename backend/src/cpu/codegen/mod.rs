@@ -78,6 +78,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     defs: HashMap<Value, &'f Inst>,
     lv: HashMap<Value, Lv<'ctx>>,
     lazy: HashSet<Value>,
+    /// Masks known to be all-true inside the current fast-path loop (see `versioned`).
+    true_masks: HashSet<Value>,
     roots: HashMap<Value, Vec<usize>>,
     site_ids: HashMap<*const Inst, u32>,
     scratch: PointerValue<'ctx>,
@@ -138,6 +140,7 @@ pub(crate) fn generate<'ctx>(
         defs: HashMap::new(),
         lv: HashMap::new(),
         lazy: plan::lazy_values(f),
+        true_masks: HashSet::new(),
         roots: f.pointer_roots(),
         site_ids: HashMap::new(),
         scratch: arg(n + 6).into_pointer_value(),
@@ -328,6 +331,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// The lane `idx` of value `v` (compute form).
     fn lane(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+        if self.true_masks.contains(&v) {
+            return self.ctx.bool_type().const_all_ones().into();
+        }
         match self.lv.get(&v).copied() {
             Some(Lv::Scalar(s)) => s,
             Some(Lv::Buf(buf)) => {
@@ -358,12 +364,53 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// Writes every lane of `v` into `buf` (a buffer of `ty`).
     fn fill_buf(&mut self, buf: PointerValue<'ctx>, ty: &Type, v: Value) {
         let elem = ty.elem;
-        self.loop_nest(&ty.shape.clone(), &mut |g, idx| {
-            let x = g.lane(v, idx);
-            let s = g.to_storage(x, elem);
-            let p = g.buf_elem(buf, ty, idx);
-            g.b.build_store(p, s).unwrap();
+        let mask = match self.lv.get(&v) {
+            Some(Lv::Lazy) => match &self.defs[&v].op {
+                Op::Load { mask, .. } => *mask,
+                _ => None,
+            },
+            _ => None,
+        };
+        self.versioned(mask, &ty.shape.clone(), &mut |g| {
+            g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
+                let x = g.lane(v, idx);
+                let s = g.to_storage(x, elem);
+                let p = g.buf_elem(buf, ty, idx);
+                g.b.build_store(p, s).unwrap();
+            });
         });
+    }
+
+    /// Emits `emit` twice behind a test of whether every lane of `mask` is true: the fast
+    /// copy treats the mask (and every memory op sharing it) as all-true, so full blocks
+    /// get plain vector loads and stores; only partial blocks pay for masked accesses.
+    fn versioned(&mut self, mask: Option<Value>, shape: &[usize], emit: &mut dyn FnMut(&mut Self)) {
+        let Some(m) = mask.filter(|m| !self.true_masks.contains(m) && !self.ty(*m).is_scalar()) else {
+            emit(self);
+            return;
+        };
+        let all = self.entry_alloca(self.ctx.bool_type().into());
+        self.b.build_store(all, self.ctx.bool_type().const_all_ones()).unwrap();
+        self.loop_nest(shape, &mut |g, idx| {
+            let x = g.lane(m, idx).into_int_value();
+            let acc = g.b.build_load(g.ctx.bool_type(), all, "").unwrap().into_int_value();
+            let acc = g.b.build_and(acc, x, "").unwrap();
+            g.b.build_store(all, acc).unwrap();
+        });
+        let all = self.b.build_load(self.ctx.bool_type(), all, "all").unwrap().into_int_value();
+        let fast = self.ctx.append_basic_block(self.func, "mask.full");
+        let slow = self.ctx.append_basic_block(self.func, "mask.partial");
+        let done = self.ctx.append_basic_block(self.func, "mask.done");
+        self.b.build_conditional_branch(all, fast, slow).unwrap();
+        self.b.position_at_end(fast);
+        self.true_masks.insert(m);
+        emit(self);
+        self.true_masks.remove(&m);
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(slow);
+        emit(self);
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(done);
     }
 
     /// Generates the ops of a block (not its terminator).
@@ -401,11 +448,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     let ty = ty.clone();
                     let buf = self.alloc_buf(&ty);
                     let elem = ty.elem;
-                    self.loop_nest(&ty.shape.clone(), &mut |g, idx| {
-                        let x = g.op_lane(inst, idx);
-                        let s = g.to_storage(x, elem);
-                        let p = g.buf_elem(buf, &ty, idx);
-                        g.b.build_store(p, s).unwrap();
+                    let mask = match &inst.op {
+                        Op::Load { mask, .. } => *mask,
+                        _ => None,
+                    };
+                    self.versioned(mask, &ty.shape.clone(), &mut |g| {
+                        g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
+                            let x = g.op_lane(inst, idx);
+                            let s = g.to_storage(x, elem);
+                            let p = g.buf_elem(buf, &ty, idx);
+                            g.b.build_store(p, s).unwrap();
+                        });
                     });
                     self.lv.insert(r, Lv::Buf(buf));
                 }
