@@ -757,6 +757,21 @@ impl AotOp {
                 )
             })
             .collect();
+        let instance = self.instance_for(&specs, call_attrs)?;
+        let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());
+        match i.target {
+            Target::Cpu => self.execute(&mut guard, &inputs, &specs),
+            Target::Cuda => self.execute_cuda(&mut guard, &inputs, &specs),
+        }
+    }
+
+    /// The kernel instance for these (static) input specs and call-time attributes, created
+    /// and initialized (`FuncInit`) on first use.
+    fn instance_for(
+        &self,
+        specs: &[TensorSpec],
+        call_attrs: Option<&Attrs>,
+    ) -> AotResult<Arc<Mutex<Instance>>> {
         let key = format!(
             "{:?}|{}",
             specs
@@ -765,26 +780,54 @@ impl AotOp {
                 .collect::<Vec<_>>(),
             call_attrs.map(Attrs::fingerprint).unwrap_or_default()
         );
-        let instance = {
-            let mut map = self.lock_instances();
-            match map.get(&key) {
-                Some(inst) => inst.clone(),
-                None => {
-                    let attrs = match call_attrs {
-                        Some(a) => i.attrs.merged(a),
-                        None => i.attrs.clone(),
-                    };
-                    let inst = Arc::new(Mutex::new(self.create_instance(&specs, attrs)?));
-                    map.insert(key, inst.clone());
-                    inst
-                }
-            }
-        };
-        let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());
-        match i.target {
-            Target::Cpu => self.execute(&mut guard, &inputs, &specs),
-            Target::Cuda => self.execute_cuda(&mut guard, &inputs, &specs),
+        let mut map = self.lock_instances();
+        if let Some(inst) = map.get(&key) {
+            return Ok(inst.clone());
         }
+        let attrs = match call_attrs {
+            Some(a) => self.inner.attrs.merged(a),
+            None => self.inner.attrs.clone(),
+        };
+        let inst = Arc::new(Mutex::new(self.create_instance(specs, attrs)?));
+        map.insert(key, inst.clone());
+        Ok(inst)
+    }
+
+    /// GE's compile stage: creates (and `FuncInit`s) the kernel instance for these static input
+    /// specs ahead of the first call, and returns the output specs it will produce. A later
+    /// call with inputs of these shapes and dtypes reuses the instance.
+    pub fn compile(&self, inputs: &[TensorSpec]) -> AotResult<Vec<TensorSpec>> {
+        self.compile_impl(inputs, None)
+    }
+
+    /// [`AotOp::compile`] for calls made with these call-time attributes ([`AotOp::call_with`]).
+    pub fn compile_with(&self, inputs: &[TensorSpec], attrs: &Attrs) -> AotResult<Vec<TensorSpec>> {
+        self.compile_impl(inputs, Some(attrs))
+    }
+
+    fn compile_impl(
+        &self,
+        inputs: &[TensorSpec],
+        attrs: Option<&Attrs>,
+    ) -> AotResult<Vec<TensorSpec>> {
+        if let Some(bad) = inputs.iter().find(|s| !s.is_static()) {
+            return Err(self.input_err(format!(
+                "compile needs static input shapes, got {:?}",
+                bad.shape
+            )));
+        }
+        if let Some(n) = self.inner.num_inputs {
+            if inputs.len() != n {
+                return Err(self.input_err(format!("expected {n} inputs, got {}", inputs.len())));
+            }
+        }
+        let inst = self.instance_for(inputs, attrs)?;
+        let guard = inst.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(guard
+            .outputs
+            .iter()
+            .map(|(s, d)| TensorSpec::new(s.iter().map(|&x| x as i64).collect::<Vec<_>>(), *d))
+            .collect())
     }
 
     fn create_instance(&self, specs: &[TensorSpec], attrs: Attrs) -> AotResult<Instance> {

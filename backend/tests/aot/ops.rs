@@ -389,6 +389,13 @@ fn kernel_instance_life_cycle() {
     let a = array![1.0f32, 2.0];
     let b = array![1.0f32, 2.0, 3.0];
     let calls = |t: Tensor| t.to_vec::<i64>().unwrap()[0];
+    // GE's compile stage initializes the instance ahead of the first call.
+    let outs = op.compile(&[TensorSpec::new([2], DType::F32)]).unwrap();
+    assert_eq!(outs, [TensorSpec::new([1], DType::I64)]);
+    assert_eq!(unsafe { inits() } - i0, 1);
+    assert!(op
+        .compile(&[TensorSpec::new([DYN_DIM], DType::F32)])
+        .is_err());
     assert_eq!(calls(op.call1((&a,)).unwrap()), 1);
     assert_eq!(calls(op.call1((&a,)).unwrap()), 2); // kernel data persists
     assert_eq!(unsafe { inits() } - i0, 1); // Init once per instance
