@@ -19,7 +19,10 @@ fn main() -> tritium::Result<()> {
     let device = Device::cpu();
     let reps = 10;
     println!("threads: {}", tritium::backend::cpu::num_threads());
-    println!("{:<34} {:>11} {:>11} {:>8} {:>9}", "kernel (baseline)", "tritium ms", "base ms", "ratio", "GB/s");
+    println!(
+        "{:<34} {:>11} {:>11} {:>8} {:>9}",
+        "kernel (baseline)", "tritium ms", "base ms", "ratio", "GB/s"
+    );
 
     // Vector add, 2^24 f32.
     let n = 1 << 24;
@@ -27,26 +30,51 @@ fn main() -> tritium::Result<()> {
     let y = Array1::from_iter((0..n).map(|i| (i % 13) as f32));
     let mut out = Array1::<f32>::zeros(n);
     let grid = n.div_ceil(ADD_BLOCK);
-    let t_add = best_of(reps, || add::launch(&device, grid, &mut out, &x, &y, n as i32, ADD_BLOCK).unwrap());
+    let t_add = best_of(reps, || {
+        add::launch(&device, grid, &mut out, &x, &y, n as i32, ADD_BLOCK).unwrap()
+    });
     assert_eq!(out, &x + &y);
     let mut z = Array1::<f32>::zeros(n);
-    let t_zip = best_of(reps, || Zip::from(&mut z).and(&x).and(&y).par_for_each(|o, a, b| *o = a + b));
+    let t_zip = best_of(reps, || {
+        Zip::from(&mut z)
+            .and(&x)
+            .and(&y)
+            .par_for_each(|o, a, b| *o = a + b)
+    });
     let (xs, ys) = (x.as_slice().unwrap(), y.as_slice().unwrap());
     let mut w = vec![0f32; n];
     let t_bw = best_of(reps, || bandwidth_loop(&mut w, xs, ys));
     let bytes = 12 * n;
     let bw = gbps(bytes, t_bw);
     let row = |name: &str, t: std::time::Duration, base: std::time::Duration, gb: f64| {
-        println!("{name:<34} {:>11.3} {:>11.3} {:>8.2} {:>9.1}", ms(t), ms(base), base.as_secs_f64() / t.as_secs_f64(), gb);
+        println!(
+            "{name:<34} {:>11.3} {:>11.3} {:>8.2} {:>9.1}",
+            ms(t),
+            ms(base),
+            base.as_secs_f64() / t.as_secs_f64(),
+            gb
+        );
     };
-    row("vector add 2^24 (ndarray par Zip)", t_add, t_zip, gbps(bytes, t_add));
-    row("vector add 2^24 (bandwidth loop)", t_add, t_bw, gbps(bytes, t_add));
+    row(
+        "vector add 2^24 (ndarray par Zip)",
+        t_add,
+        t_zip,
+        gbps(bytes, t_add),
+    );
+    row(
+        "vector add 2^24 (bandwidth loop)",
+        t_add,
+        t_bw,
+        gbps(bytes, t_add),
+    );
 
     // Fused softmax 4096 x 1024.
     let (r, c) = (4096, 1024);
     let xm = Array2::from_shape_fn((r, c), |(i, j)| ((i * 31 + j * 17) % 101) as f32 / 25.0);
     let mut sm_out = Array2::<f32>::zeros((r, c));
-    let t_sm = best_of(reps, || softmax_rows_into(&device, xm.view(), sm_out.view_mut()).unwrap());
+    let t_sm = best_of(reps, || {
+        softmax_rows_into(&device, xm.view(), sm_out.view_mut()).unwrap()
+    });
     let t_sm_nd = best_of(3, || {
         let m = xm.map_axis(Axis(1), |row| row.fold(f32::NEG_INFINITY, |a, b| a.max(*b)));
         let e = (&xm - &m.insert_axis(Axis(1))).mapv(f32::exp);
@@ -54,8 +82,19 @@ fn main() -> tritium::Result<()> {
         let _ = &e / &s.insert_axis(Axis(1));
     });
     let sm_bytes = 2 * 4 * r * c;
-    row("softmax 4096x1024 (ndarray)", t_sm, t_sm_nd, gbps(sm_bytes, t_sm));
-    println!("{:<34} {:>11.1}% of bandwidth loop ({:.1} GB/s); ndarray {:.1}%", "  softmax as bandwidth fraction", 100.0 * gbps(sm_bytes, t_sm) / bw, bw, 100.0 * gbps(sm_bytes, t_sm_nd) / bw);
+    row(
+        "softmax 4096x1024 (ndarray)",
+        t_sm,
+        t_sm_nd,
+        gbps(sm_bytes, t_sm),
+    );
+    println!(
+        "{:<34} {:>11.1}% of bandwidth loop ({:.1} GB/s); ndarray {:.1}%",
+        "  softmax as bandwidth fraction",
+        100.0 * gbps(sm_bytes, t_sm) / bw,
+        bw,
+        100.0 * gbps(sm_bytes, t_sm_nd) / bw
+    );
 
     // Layer norm 4096 x 1024.
     let wv = Array1::from_shape_fn(c, |j| 1.0 + (j % 5) as f32 * 0.1);
@@ -70,8 +109,18 @@ fn main() -> tritium::Result<()> {
         let rstd = var.mapv(|v| 1.0 / (v + 1e-5).sqrt());
         let _ = &(&centered * &rstd.insert_axis(Axis(1))) * &wv + &bv;
     });
-    row("layer norm 4096x1024 (ndarray)", t_ln, t_ln_nd, gbps(sm_bytes, t_ln));
-    println!("{:<34} {:>11.1}% of bandwidth loop; ndarray {:.1}%", "  layer norm as bandwidth fraction", 100.0 * gbps(sm_bytes, t_ln) / bw, 100.0 * gbps(sm_bytes, t_ln_nd) / bw);
+    row(
+        "layer norm 4096x1024 (ndarray)",
+        t_ln,
+        t_ln_nd,
+        gbps(sm_bytes, t_ln),
+    );
+    println!(
+        "{:<34} {:>11.1}% of bandwidth loop; ndarray {:.1}%",
+        "  layer norm as bandwidth fraction",
+        100.0 * gbps(sm_bytes, t_ln) / bw,
+        100.0 * gbps(sm_bytes, t_ln_nd) / bw
+    );
 
     // Matmul 1024^3 f32.
     let k = 1024;
@@ -86,7 +135,12 @@ fn main() -> tritium::Result<()> {
     });
     let flops = 2.0 * (k * k * k) as f64;
     row("matmul 1024^3 f32 (ndarray .dot)", t_mm, t_dot, 0.0);
-    println!("{:<34} {:>11.1} GFLOP/s; ndarray {:.1} GFLOP/s", "  matmul throughput", flops / t_mm.as_secs_f64() / 1e9, flops / t_dot.as_secs_f64() / 1e9);
+    println!(
+        "{:<34} {:>11.1} GFLOP/s; ndarray {:.1} GFLOP/s",
+        "  matmul throughput",
+        flops / t_mm.as_secs_f64() / 1e9,
+        flops / t_dot.as_secs_f64() / 1e9
+    );
     println!("ratio column: baseline time / tritium time (> 1 means Tritium is faster)");
     Ok(())
 }

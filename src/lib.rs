@@ -6,7 +6,7 @@ pub use tritium_backend as backend;
 pub use tritium_dsl as dsl;
 pub use tritium_macros::{device, kernel};
 
-pub use tritium_backend::{Device, Error, Grid, LaunchOptions, Result};
+pub use tritium_backend::{aot, Device, Error, Grid, LaunchOptions, Result};
 
 extern crate self as tritium;
 

@@ -22,8 +22,13 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// Asserts `|got - want| <= atol + rtol * |want|` elementwise, naming the first mismatch.
-pub fn assert_close<S1, S2, D>(got: &ArrayBase<S1, D>, want: &ArrayBase<S2, D>, rtol: f64, atol: f64, what: &str)
-where
+pub fn assert_close<S1, S2, D>(
+    got: &ArrayBase<S1, D>,
+    want: &ArrayBase<S2, D>,
+    rtol: f64,
+    atol: f64,
+    what: &str,
+) where
     S1: Data,
     S2: Data,
     S1::Elem: Copy + Into<f64>,

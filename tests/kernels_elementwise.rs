@@ -22,7 +22,11 @@ fn vector_add_f32(#[values(1, 7, 1024, 1000003)] n: usize) {
 fn vector_add_i32(#[values(1, 7, 1024, 1000003)] n: usize) {
     let x = Array1::from_iter((0..n as i32).map(|i| i.wrapping_mul(7919)));
     let y = Array1::from_iter((0..n as i32).map(|i| i32::MAX - i));
-    let want = x.iter().zip(&y).map(|(a, b)| a.wrapping_add(*b)).collect::<Array1<i32>>();
+    let want = x
+        .iter()
+        .zip(&y)
+        .map(|(a, b)| a.wrapping_add(*b))
+        .collect::<Array1<i32>>();
     for d in devices() {
         let got = vector_add(&d, x.view(), y.view()).unwrap();
         assert_eq!(got, want, "{d:?}");
@@ -33,7 +37,11 @@ fn vector_add_i32(#[values(1, 7, 1024, 1000003)] n: usize) {
 fn vector_add_f16(#[values(1, 7, 1024, 1000003)] n: usize) {
     let x = Array1::from_iter(random_f32(n, 3).into_iter().map(f16::from_f32));
     let y = Array1::from_iter(random_f32(n, 4).into_iter().map(f16::from_f32));
-    let want = x.iter().zip(&y).map(|(a, b)| f16::from_f32(a.to_f32() + b.to_f32())).collect::<Array1<f16>>();
+    let want = x
+        .iter()
+        .zip(&y)
+        .map(|(a, b)| f16::from_f32(a.to_f32() + b.to_f32()))
+        .collect::<Array1<f16>>();
     for d in devices() {
         let got = vector_add(&d, x.view(), y.view()).unwrap();
         assert_eq!(got, want, "{d:?}");
@@ -58,7 +66,13 @@ fn softmax_f32(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)) {
     let compiled = softmax_rows(&tritium::Device::cpu(), x.view()).unwrap();
     let interpreted = softmax_rows(&tritium::Device::interpreter(), x.view()).unwrap();
     assert_close(&compiled, &want, 1e-5, 1e-7, "compiled vs ndarray");
-    assert_close(&compiled, &interpreted, 1e-5, 1e-7, "compiled vs interpreter");
+    assert_close(
+        &compiled,
+        &interpreted,
+        1e-5,
+        1e-7,
+        "compiled vs interpreter",
+    );
 }
 
 #[rstest]
@@ -66,8 +80,18 @@ fn softmax_f16(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)) {
     let x32 = Array2::from_shape_vec(shape, random_f32(shape.0 * shape.1, 6)).unwrap() * 4.0;
     let x = x32.mapv(f16::from_f32);
     let want = softmax_reference(&x.mapv(f16::to_f32));
-    let compiled = softmax_rows(&tritium::Device::cpu(), x.view()).unwrap().mapv(f16::to_f32);
-    let interpreted = softmax_rows(&tritium::Device::interpreter(), x.view()).unwrap().mapv(f16::to_f32);
+    let compiled = softmax_rows(&tritium::Device::cpu(), x.view())
+        .unwrap()
+        .mapv(f16::to_f32);
+    let interpreted = softmax_rows(&tritium::Device::interpreter(), x.view())
+        .unwrap()
+        .mapv(f16::to_f32);
     assert_close(&compiled, &want, 2e-3, 1e-5, "compiled vs ndarray");
-    assert_close(&compiled, &interpreted, 1e-3, 1e-6, "compiled vs interpreter");
+    assert_close(
+        &compiled,
+        &interpreted,
+        1e-3,
+        1e-6,
+        "compiled vs interpreter",
+    );
 }

@@ -17,7 +17,16 @@ fn histogram_with_atomic_add(#[values(1, 7, 1024, 1000003)] n: usize) {
     }
     for d in devices() {
         let mut counts = Array1::<i32>::zeros(n_bins);
-        histogram::launch(&d, n.div_ceil(256), &mut counts, &bins, n as i32, n_bins as i32, 256).unwrap();
+        histogram::launch(
+            &d,
+            n.div_ceil(256),
+            &mut counts,
+            &bins,
+            n as i32,
+            n_bins as i32,
+            256,
+        )
+        .unwrap();
         assert_eq!(counts, want, "{d:?}");
     }
 }
@@ -27,7 +36,18 @@ fn row_argmax_and_atomic_max_min(#[values((1, 1), (17, 33), (4096, 781))] shape:
     let x = Array2::from_shape_vec(shape, random_f32(shape.0 * shape.1, 21)).unwrap();
     let want_arg: Array1<i32> = x
         .axis_iter(Axis(0))
-        .map(|r| r.iter().enumerate().fold((0, f32::NEG_INFINITY), |(bi, bv), (i, v)| if *v > bv { (i, *v) } else { (bi, bv) }).0 as i32)
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, v)| {
+                    if *v > bv {
+                        (i, *v)
+                    } else {
+                        (bi, bv)
+                    }
+                })
+                .0 as i32
+        })
         .collect();
     let want_max = x.fold(f32::NEG_INFINITY, |a, b| a.max(*b));
     let want_min = x.fold(f32::INFINITY, |a, b| a.min(*b));
@@ -36,7 +56,17 @@ fn row_argmax_and_atomic_max_min(#[values((1, 1), (17, 33), (4096, 781))] shape:
         let mut arg = Array1::<i32>::zeros(shape.0);
         let mut gmax = Array1::from_elem(1, f32::NEG_INFINITY);
         let mut gmin = Array1::from_elem(1, f32::INFINITY);
-        row_stats::launch(&d, shape.0, &mut arg, &mut gmax, &mut gmin, &x, shape.1 as i32, block).unwrap();
+        row_stats::launch(
+            &d,
+            shape.0,
+            &mut arg,
+            &mut gmax,
+            &mut gmin,
+            &x,
+            shape.1 as i32,
+            block,
+        )
+        .unwrap();
         assert_eq!(arg, want_arg, "{d:?}");
         assert_eq!(gmax[0], want_max, "{d:?}");
         assert_eq!(gmin[0], want_min, "{d:?}");

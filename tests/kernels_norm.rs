@@ -29,10 +29,18 @@ fn reference(x: &Array2<f32>, w: &Array1<f32>, b: &Array1<f32>, dy: &Array2<f32>
     let wdy = dy * w;
     let c1 = (&xhat * &wdy).sum_axis(Axis(1)) / n;
     let c2 = wdy.sum_axis(Axis(1)) / n;
-    let dx = (&wdy - &(&xhat * &c1.insert_axis(Axis(1)) + &c2.insert_axis(Axis(1)))) * &rstd.clone().insert_axis(Axis(1));
+    let dx = (&wdy - &(&xhat * &c1.insert_axis(Axis(1)) + &c2.insert_axis(Axis(1))))
+        * &rstd.clone().insert_axis(Axis(1));
     let dw = (dy * &xhat).sum_axis(Axis(0));
     let db = dy.sum_axis(Axis(0));
-    Reference { y, mean, rstd, dx, dw, db }
+    Reference {
+        y,
+        mean,
+        rstd,
+        dx,
+        dw,
+        db,
+    }
 }
 
 #[rstest]
@@ -48,7 +56,15 @@ fn layer_norm_f32(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)
         assert_close(&f.y, &r.y, 1e-4, 1e-4, "y");
         assert_close(&f.mean, &r.mean, 1e-4, 1e-5, "mean");
         assert_close(&f.rstd, &r.rstd, 1e-4, 1e-4, "rstd");
-        let g = layer_norm_backward(&d, dy.view(), x.view(), w.view(), f.mean.view(), f.rstd.view()).unwrap();
+        let g = layer_norm_backward(
+            &d,
+            dy.view(),
+            x.view(),
+            w.view(),
+            f.mean.view(),
+            f.rstd.view(),
+        )
+        .unwrap();
         assert_close(&g.dx, &r.dx, 1e-3, 1e-4, "dx");
         assert_close(&g.dw, &r.dw, 1e-3, 1e-3, "dw");
         assert_close(&g.db, &r.db, 1e-3, 1e-3, "db");
@@ -58,16 +74,45 @@ fn layer_norm_f32(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)
 #[rstest]
 fn layer_norm_f16(#[values((1, 1), (17, 33), (256, 781))] shape: (usize, usize)) {
     let (rows, n) = shape;
-    let x = (Array2::from_shape_vec(shape, random_f32(rows * n, 17)).unwrap() * 3.0).mapv(f16::from_f32);
+    let x = (Array2::from_shape_vec(shape, random_f32(rows * n, 17)).unwrap() * 3.0)
+        .mapv(f16::from_f32);
     let w = Array1::from(random_f32(n, 18)).mapv(f16::from_f32);
     let b = Array1::from(random_f32(n, 19)).mapv(f16::from_f32);
-    let dy = Array2::from_shape_vec(shape, random_f32(rows * n, 20)).unwrap().mapv(f16::from_f32);
-    let r = reference(&x.mapv(f16::to_f32), &w.mapv(f16::to_f32), &b.mapv(f16::to_f32), &dy.mapv(f16::to_f32));
+    let dy = Array2::from_shape_vec(shape, random_f32(rows * n, 20))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let r = reference(
+        &x.mapv(f16::to_f32),
+        &w.mapv(f16::to_f32),
+        &b.mapv(f16::to_f32),
+        &dy.mapv(f16::to_f32),
+    );
     let compiled = layer_norm(&Device::cpu(), x.view(), w.view(), b.view(), EPS).unwrap();
-    let interpreted = layer_norm(&Device::interpreter(), x.view(), w.view(), b.view(), EPS).unwrap();
-    assert_close(&compiled.y.mapv(f16::to_f32), &r.y, 1e-2, 1e-2, "y vs ndarray");
-    assert_close(&compiled.y.mapv(f16::to_f32), &interpreted.y.mapv(f16::to_f32), 1e-2, 2e-3, "y vs interpreter");
-    let g = layer_norm_backward(&Device::cpu(), dy.view(), x.view(), w.view(), compiled.mean.view(), compiled.rstd.view()).unwrap();
+    let interpreted =
+        layer_norm(&Device::interpreter(), x.view(), w.view(), b.view(), EPS).unwrap();
+    assert_close(
+        &compiled.y.mapv(f16::to_f32),
+        &r.y,
+        1e-2,
+        1e-2,
+        "y vs ndarray",
+    );
+    assert_close(
+        &compiled.y.mapv(f16::to_f32),
+        &interpreted.y.mapv(f16::to_f32),
+        1e-2,
+        2e-3,
+        "y vs interpreter",
+    );
+    let g = layer_norm_backward(
+        &Device::cpu(),
+        dy.view(),
+        x.view(),
+        w.view(),
+        compiled.mean.view(),
+        compiled.rstd.view(),
+    )
+    .unwrap();
     assert_close(&g.dx.mapv(f16::to_f32), &r.dx, 2e-2, 2e-2, "dx vs ndarray");
     assert_close(&g.db.mapv(f16::to_f32), &r.db, 1e-2, 5e-2, "db vs ndarray");
 }

@@ -5,6 +5,6 @@
 mod common;
 mod kernels_elementwise;
 mod kernels_matmul;
-mod kernels_norm;
 mod kernels_misc;
+mod kernels_norm;
 mod launch_errors;

@@ -134,7 +134,20 @@ pub fn layer_norm<T: Float + Default>(
     let mut mean = Array1::zeros(rows);
     let mut rstd = Array1::zeros(rows);
     let block = next_power_of_2(n).min(1024);
-    layer_norm_fwd::launch(device, rows.max(1), &x, &mut y, w, b, &mut mean, &mut rstd, n as i32, n as i32, eps, block)?;
+    layer_norm_fwd::launch(
+        device,
+        rows.max(1),
+        &x,
+        &mut y,
+        w,
+        b,
+        &mut mean,
+        &mut rstd,
+        n as i32,
+        n as i32,
+        eps,
+        block,
+    )?;
     Ok(LayerNormOut { y, mean, rstd })
 }
 
@@ -164,13 +177,34 @@ pub fn layer_norm_backward<T: Float + Default>(
     let mut db_rows = Array2::<f32>::zeros((rows, n));
     let block = next_power_of_2(n);
     layer_norm_bwd_dx::launch(
-        device, rows.max(1), &mut dx, &dy, &x, w, mean, rstd, &mut dw_rows, &mut db_rows, n as i32, n as i32, block,
+        device,
+        rows.max(1),
+        &mut dx,
+        &dy,
+        &x,
+        w,
+        mean,
+        rstd,
+        &mut dw_rows,
+        &mut db_rows,
+        n as i32,
+        n as i32,
+        block,
     )?;
     let mut dw = Array1::from_elem(n, T::default());
     let mut db = Array1::from_elem(n, T::default());
     let block_n = 32;
     layer_norm_bwd_dwdb::launch(
-        device, cdiv(n.max(1), block_n), &mut dw, &mut db, &dw_rows, &db_rows, rows as i32, n as i32, 16, block_n,
+        device,
+        cdiv(n.max(1), block_n),
+        &mut dw,
+        &mut db,
+        &dw_rows,
+        &db_rows,
+        rows as i32,
+        n as i32,
+        16,
+        block_n,
     )?;
     Ok(LayerNormGrads { dx, dw, db })
 }

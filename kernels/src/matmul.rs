@@ -61,7 +61,11 @@ pub struct MatmulBlocks {
 
 impl Default for MatmulBlocks {
     fn default() -> Self {
-        MatmulBlocks { m: 64, n: 64, k: 32 }
+        MatmulBlocks {
+            m: 64,
+            n: 64,
+            k: 32,
+        }
     }
 }
 
@@ -84,9 +88,23 @@ pub fn matmul_2d<T: Float, O: Float + Default>(
     let sc = c.strides().to_vec();
     let grid = [cdiv(m.max(1), blocks.m), cdiv(n.max(1), blocks.n)];
     matmul::launch(
-        device, grid, &mut c, a, b, m as i32, n as i32, k as i32,
-        sa[0] as i32, sa[1] as i32, sb[0] as i32, sb[1] as i32, sc[0] as i32, sc[1] as i32,
-        blocks.m, blocks.n, blocks.k,
+        device,
+        grid,
+        &mut c,
+        a,
+        b,
+        m as i32,
+        n as i32,
+        k as i32,
+        sa[0] as i32,
+        sa[1] as i32,
+        sb[0] as i32,
+        sb[1] as i32,
+        sc[0] as i32,
+        sc[1] as i32,
+        blocks.m,
+        blocks.n,
+        blocks.k,
     )?;
     Ok(c)
 }

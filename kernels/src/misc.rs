@@ -25,7 +25,11 @@ pub fn row_stats(
     let row = program_id(0);
     let cols = arange(0, BLOCK);
     let mask = cols < n_cols;
-    let v = load(x + row * n_cols + cols, mask = mask, other = f32::NEG_INFINITY);
+    let v = load(
+        x + row * n_cols + cols,
+        mask = mask,
+        other = f32::NEG_INFINITY,
+    );
     store(argmax_out + row, argmax(v, 0));
     atomic_max(global_max, max(v, 0));
     let w = where_(mask, v, f32::INFINITY);

@@ -17,31 +17,59 @@ pub fn softmax<T: Float>(
     let row = program_id(0).to(DType::I64);
     let cols = arange(0, BLOCK);
     let mask = cols < n_cols;
-    let x = load(input + row * in_stride + cols, mask = mask, other = f32::NEG_INFINITY);
+    let x = load(
+        input + row * in_stride + cols,
+        mask = mask,
+        other = f32::NEG_INFINITY,
+    );
     let x = x.to(DType::F32);
     let shifted = x - max(x, 0);
     let numerator = exp(shifted);
     let denominator = sum(numerator, 0);
-    store(out + row * out_stride + cols, numerator / denominator, mask = mask);
+    store(
+        out + row * out_stride + cols,
+        numerator / denominator,
+        mask = mask,
+    );
 }
 
 /// Softmax of every row of `x` through the [`softmax`] kernel.
-pub fn softmax_rows<T: Float + Default>(device: &Device, x: ArrayView2<T>) -> tritium::Result<Array2<T>> {
+pub fn softmax_rows<T: Float + Default>(
+    device: &Device,
+    x: ArrayView2<T>,
+) -> tritium::Result<Array2<T>> {
     let mut out = Array2::from_elem(x.dim(), T::default());
     softmax_rows_into(device, x, out.view_mut())?;
     Ok(out)
 }
 
 /// Softmax of every row of `x` into `out` (same shape; both may be strided by rows).
-pub fn softmax_rows_into<T: Float>(device: &Device, x: ArrayView2<T>, out: ArrayViewMut2<T>) -> tritium::Result<()> {
+pub fn softmax_rows_into<T: Float>(
+    device: &Device,
+    x: ArrayView2<T>,
+    out: ArrayViewMut2<T>,
+) -> tritium::Result<()> {
     let (rows, cols) = x.dim();
     if out.dim() != (rows, cols) || x.strides()[1] != 1 || out.strides()[1] != 1 {
         return Err(tritium::Error::Launch {
             kernel: "softmax".into(),
-            message: format!("softmax needs row-contiguous input and output of one shape, got {:?} and {:?}", x.dim(), out.dim()),
+            message: format!(
+                "softmax needs row-contiguous input and output of one shape, got {:?} and {:?}",
+                x.dim(),
+                out.dim()
+            ),
         });
     }
     let (in_stride, out_stride) = (x.strides()[0] as i32, out.strides()[0] as i32);
     let block = next_power_of_2(cols);
-    softmax::launch(device, rows.max(1), out, x, in_stride, out_stride, cols as i32, block)
+    softmax::launch(
+        device,
+        rows.max(1),
+        out,
+        x,
+        in_stride,
+        out_stride,
+        cols as i32,
+        block,
+    )
 }

@@ -24,7 +24,15 @@ pub fn vector_add<T: Element + num_zero::Zero>(
 ) -> tritium::Result<Array1<T>> {
     let n = x.len();
     let mut out = Array1::from_elem(n, T::zero());
-    add::launch(device, cdiv(n.max(1), ADD_BLOCK), &mut out, x, y, n as i32, ADD_BLOCK)?;
+    add::launch(
+        device,
+        cdiv(n.max(1), ADD_BLOCK),
+        &mut out,
+        x,
+        y,
+        n as i32,
+        ADD_BLOCK,
+    )?;
     Ok(out)
 }
 

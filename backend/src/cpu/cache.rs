@@ -58,7 +58,10 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Entry> {
     if Sha256::digest(object).as_slice() != digest || object.is_empty() {
         return None;
     }
-    Some(Entry { scratch_bytes, object: object.to_vec() })
+    Some(Entry {
+        scratch_bytes,
+        object: object.to_vec(),
+    })
 }
 
 pub(crate) fn encode(entry: &Entry) -> Vec<u8> {

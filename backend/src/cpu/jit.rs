@@ -52,7 +52,10 @@ fn jit() -> Result<&'static Mutex<Jit>, String> {
                 std::ptr::null_mut(),
             ))?;
             LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(raw), generator);
-            Ok(Mutex::new(Jit { raw, loaded: HashMap::new() }))
+            Ok(Mutex::new(Jit {
+                raw,
+                loaded: HashMap::new(),
+            }))
         }
     })
     .as_ref()
@@ -61,7 +64,9 @@ fn jit() -> Result<&'static Mutex<Jit>, String> {
 
 /// Adds `object` (unless `symbol` is already loaded) and returns the address of `symbol`.
 pub(crate) fn load(object: &[u8], symbol: &str) -> Result<usize, String> {
-    let mut jit = jit()?.lock().map_err(|_| "the JIT lock was poisoned".to_string())?;
+    let mut jit = jit()?
+        .lock()
+        .map_err(|_| "the JIT lock was poisoned".to_string())?;
     if let Some(addr) = jit.loaded.get(symbol) {
         return Ok(*addr);
     }
@@ -74,7 +79,11 @@ pub(crate) fn load(object: &[u8], symbol: &str) -> Result<usize, String> {
             object.len(),
             name.as_ptr(),
         );
-        take_error(LLVMOrcLLJITAddObjectFile(jit.raw, LLVMOrcLLJITGetMainJITDylib(jit.raw), buf))?;
+        take_error(LLVMOrcLLJITAddObjectFile(
+            jit.raw,
+            LLVMOrcLLJITGetMainJITDylib(jit.raw),
+            buf,
+        ))?;
         let mut addr: LLVMOrcExecutorAddress = 0;
         take_error(LLVMOrcLLJITLookup(jit.raw, &mut addr, sym.as_ptr()))?;
         addr as usize

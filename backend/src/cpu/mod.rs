@@ -19,11 +19,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tritium_dsl::ir::{print_function, Function, Loc};
 use tritium_dsl::trace::Specialization;
 
-
 /// Bumped whenever generated code changes meaning; part of every cache key.
 const CODEGEN_VERSION: &str = concat!("tritium-", env!("CARGO_PKG_VERSION"), "-llvm19-cg2");
 
-type EntryFn = unsafe extern "C" fn(*const u64, *const u64, *mut u8, *mut u64, u64, u64, u64, u64, u64);
+type EntryFn =
+    unsafe extern "C" fn(*const u64, *const u64, *mut u8, *mut u64, u64, u64, u64, u64, u64);
 
 /// A kernel compiled for the host CPU and loaded into the process.
 pub struct Compiled {
@@ -55,7 +55,9 @@ pub(crate) fn compiled(
     let bounds_check = options.bounds_check();
     let slot = {
         let mut map = memory_cache().lock().map_err(|_| poisoned(key.name))?;
-        map.entry((key.clone(), spec.clone(), bounds_check)).or_default().clone()
+        map.entry((key.clone(), spec.clone(), bounds_check))
+            .or_default()
+            .clone()
     };
     let mut entry = slot.lock().map_err(|_| poisoned(key.name))?;
     if let Some(c) = entry.as_ref() {
@@ -68,7 +70,10 @@ pub(crate) fn compiled(
 }
 
 fn poisoned(kernel: &str) -> Error {
-    Error::Compile { kernel: kernel.to_string(), message: "a previous compilation panicked".into() }
+    Error::Compile {
+        kernel: kernel.to_string(),
+        message: "a previous compilation panicked".into(),
+    }
 }
 
 /// Compiles (or loads from the disk cache) one traced function.
@@ -78,7 +83,10 @@ pub fn compile(f: Function, bounds_check: bool) -> Result<Compiled> {
     let opts = format!("bounds_check={bounds_check}");
     let key_hash = cache::hash_key(&[CODEGEN_VERSION, &target, &opts, &text]);
     let symbol = format!("tritium_{}_{}", sanitize(&f.name), &key_hash[..16]);
-    let err = |message: String| Error::Compile { kernel: f.name.clone(), message };
+    let err = |message: String| Error::Compile {
+        kernel: f.name.clone(),
+        message,
+    };
     let dump = dump_dir();
     if let Some(d) = &dump {
         write_dump(d, &symbol, "tir", text.as_bytes());
@@ -92,22 +100,35 @@ pub fn compile(f: Function, bounds_check: bool) -> Result<Compiled> {
         None => {
             let entry = generate_object(&f, &symbol, bounds_check, dump.as_deref()).map_err(err)?;
             cache::write(&key_hash, &entry);
-            (jit::load(&entry.object, &symbol).map_err(err)?, entry.scratch_bytes)
+            (
+                jit::load(&entry.object, &symbol).map_err(err)?,
+                entry.scratch_bytes,
+            )
         }
     };
     // SAFETY: `addr` is the address of the generated entry function, whose signature is
     // exactly `EntryFn` (see codegen::generate).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(addr) };
     let sites = codegen::memory_sites(&f);
-    Ok(Compiled { function: f, key_hash, entry, scratch_bytes, sites })
+    Ok(Compiled {
+        function: f,
+        key_hash,
+        entry,
+        scratch_bytes,
+        sites,
+    })
 }
 
 fn sanitize(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }
 
 fn dump_dir() -> Option<std::path::PathBuf> {
-    std::env::var_os("TRITIUM_DUMP").filter(|d| !d.is_empty()).map(std::path::PathBuf::from)
+    std::env::var_os("TRITIUM_DUMP")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
 }
 
 fn write_dump(dir: &std::path::Path, symbol: &str, ext: &str, bytes: &[u8]) {
@@ -127,20 +148,35 @@ fn generate_object(
     let module = ctx.create_module(symbol);
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let g = codegen::generate(&ctx, &module, f, symbol, codegen::CodegenOptions { bounds_check })?;
+    let g = codegen::generate(
+        &ctx,
+        &module,
+        f,
+        symbol,
+        codegen::CodegenOptions { bounds_check },
+    )?;
     if let Some(d) = dump {
         write_dump(d, symbol, "ll", module.print_to_string().to_bytes());
     }
-    module.verify().map_err(|e| format!("generated LLVM IR is invalid: {e}"))?;
-    module.run_passes("default<O3>", &machine, PassBuilderOptions::create()).map_err(|e| e.to_string())?;
+    module
+        .verify()
+        .map_err(|e| format!("generated LLVM IR is invalid: {e}"))?;
+    module
+        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
+        .map_err(|e| e.to_string())?;
     if let Some(d) = dump {
         write_dump(d, symbol, "opt.ll", module.print_to_string().to_bytes());
         if let Ok(asm) = machine.write_to_memory_buffer(&module, FileType::Assembly) {
             write_dump(d, symbol, "s", asm.as_slice());
         }
     }
-    let obj = machine.write_to_memory_buffer(&module, FileType::Object).map_err(|e| e.to_string())?;
-    Ok(cache::Entry { scratch_bytes: g.scratch_bytes, object: obj.as_slice().to_vec() })
+    let obj = machine
+        .write_to_memory_buffer(&module, FileType::Object)
+        .map_err(|e| e.to_string())?;
+    Ok(cache::Entry {
+        scratch_bytes: g.scratch_bytes,
+        object: obj.as_slice().to_vec(),
+    })
 }
 
 impl Compiled {
@@ -160,36 +196,50 @@ impl Compiled {
                 RawArg::Scalar { .. } => [0, 0],
             })
             .collect();
-        let fault = [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)];
+        let fault = [
+            std::sync::atomic::AtomicU64::new(0),
+            std::sync::atomic::AtomicU64::new(0),
+        ];
         let [nx, ny, nz] = grid.0;
-        let (slots_addr, ranges_addr, fault_addr) =
-            (slots.as_ptr() as usize, ranges.as_ptr() as usize, fault.as_ptr() as usize);
+        let (slots_addr, ranges_addr, fault_addr) = (
+            slots.as_ptr() as usize,
+            ranges.as_ptr() as usize,
+            fault.as_ptr() as usize,
+        );
         let entry = self.entry;
-        pool::run_grid(grid.programs(), self.scratch_bytes, &move |start, end, scratch| {
-            // SAFETY: the entry function reads `slots` (one per parameter), `ranges` (two
-            // per parameter) and writes `fault` (two u64), all alive for this call; the
-            // borrowed buffers in the slots outlive the launch (KernelArgs' lifetime);
-            // scratch holds `scratch_bytes` bytes owned by this thread.
-            unsafe {
-                entry(
-                    slots_addr as *const u64,
-                    ranges_addr as *const u64,
-                    scratch,
-                    fault_addr as *mut u64,
-                    start,
-                    end,
-                    nx,
-                    ny,
-                    nz,
-                )
-            }
-        });
+        pool::run_grid(
+            grid.programs(),
+            self.scratch_bytes,
+            &move |start, end, scratch| {
+                // SAFETY: the entry function reads `slots` (one per parameter), `ranges` (two
+                // per parameter) and writes `fault` (two u64), all alive for this call; the
+                // borrowed buffers in the slots outlive the launch (KernelArgs' lifetime);
+                // scratch holds `scratch_bytes` bytes owned by this thread.
+                unsafe {
+                    entry(
+                        slots_addr as *const u64,
+                        ranges_addr as *const u64,
+                        scratch,
+                        fault_addr as *mut u64,
+                        start,
+                        end,
+                        nx,
+                        ny,
+                        nz,
+                    )
+                }
+            },
+        );
         let site = fault[0].load(std::sync::atomic::Ordering::SeqCst);
         if site == 0 {
             return Ok(());
         }
         let addr = fault[1].load(std::sync::atomic::Ordering::SeqCst);
-        let (loc, kind) = self.sites.get(site as usize - 1).cloned().unwrap_or_default();
+        let (loc, kind) = self
+            .sites
+            .get(site as usize - 1)
+            .cloned()
+            .unwrap_or_default();
         let buffers: Vec<String> = self
             .function
             .params

@@ -9,7 +9,8 @@ static INIT: Once = Once::new();
 /// Initializes LLVM's native target once per process.
 pub(crate) fn initialize() {
     INIT.call_once(|| {
-        Target::initialize_native(&InitializationConfig::default()).expect("LLVM supports the host target");
+        Target::initialize_native(&InitializationConfig::default())
+            .expect("LLVM supports the host target");
     });
 }
 
@@ -18,7 +19,9 @@ pub(crate) fn host_description() -> String {
     initialize();
     format!(
         "{}|{}|{}",
-        TargetMachine::get_default_triple().as_str().to_string_lossy(),
+        TargetMachine::get_default_triple()
+            .as_str()
+            .to_string_lossy(),
         TargetMachine::get_host_cpu_name().to_string(),
         TargetMachine::get_host_cpu_features().to_string()
     )
@@ -38,5 +41,10 @@ pub(crate) fn host_machine() -> Result<TargetMachine, String> {
             RelocMode::PIC,
             CodeModel::Default,
         )
-        .ok_or_else(|| format!("LLVM cannot create a target machine for {}", triple.as_str().to_string_lossy()))
+        .ok_or_else(|| {
+            format!(
+                "LLVM cannot create a target machine for {}",
+                triple.as_str().to_string_lossy()
+            )
+        })
 }

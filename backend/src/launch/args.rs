@@ -62,7 +62,13 @@ fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DT
     let size = dtype.size_bytes();
     let ptr = a.as_ptr() as usize;
     if a.is_empty() {
-        return RawBuffer { ptr, lo: ptr, hi: ptr, dtype, writable };
+        return RawBuffer {
+            ptr,
+            lo: ptr,
+            hi: ptr,
+            dtype,
+            writable,
+        };
     }
     let (mut min, mut max) = (0isize, 0isize);
     for (&d, &s) in a.shape().iter().zip(a.strides()) {
@@ -75,16 +81,26 @@ fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DT
     }
     let lo = (ptr as isize + min * size as isize) as usize;
     let hi = (ptr as isize + (max + 1) * size as isize) as usize;
-    RawBuffer { ptr, lo, hi, dtype, writable }
+    RawBuffer {
+        ptr,
+        lo,
+        hi,
+        dtype,
+        writable,
+    }
 }
 
-impl<'a, 'r: 'a, T: Element, S: Data<Elem = T>, D: Dimension> PtrArg<'a, T> for &'r ArrayBase<S, D> {
+impl<'a, 'r: 'a, T: Element, S: Data<Elem = T>, D: Dimension> PtrArg<'a, T>
+    for &'r ArrayBase<S, D>
+{
     fn raw_buffer(self) -> RawBuffer {
         span(self, false, T::DTYPE)
     }
 }
 
-impl<'a, 'r: 'a, T: Element, S: DataMut<Elem = T>, D: Dimension> PtrArg<'a, T> for &'r mut ArrayBase<S, D> {
+impl<'a, 'r: 'a, T: Element, S: DataMut<Elem = T>, D: Dimension> PtrArg<'a, T>
+    for &'r mut ArrayBase<S, D>
+{
     fn raw_buffer(self) -> RawBuffer {
         span(self, true, T::DTYPE)
     }
@@ -105,14 +121,26 @@ impl<'a, 'v: 'a, T: Element, D: Dimension> PtrArg<'a, T> for ndarray::ArrayViewM
 impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r [T] {
     fn raw_buffer(self) -> RawBuffer {
         let ptr = self.as_ptr() as usize;
-        RawBuffer { ptr, lo: ptr, hi: ptr + std::mem::size_of_val(self), dtype: T::DTYPE, writable: false }
+        RawBuffer {
+            ptr,
+            lo: ptr,
+            hi: ptr + std::mem::size_of_val(self),
+            dtype: T::DTYPE,
+            writable: false,
+        }
     }
 }
 
 impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut [T] {
     fn raw_buffer(self) -> RawBuffer {
         let ptr = self.as_ptr() as usize;
-        RawBuffer { ptr, lo: ptr, hi: ptr + std::mem::size_of_val(self), dtype: T::DTYPE, writable: true }
+        RawBuffer {
+            ptr,
+            lo: ptr,
+            hi: ptr + std::mem::size_of_val(self),
+            dtype: T::DTYPE,
+            writable: true,
+        }
     }
 }
 
@@ -142,7 +170,11 @@ pub struct KernelArgs<'a> {
 impl<'a> KernelArgs<'a> {
     /// No arguments yet.
     pub fn new() -> Self {
-        KernelArgs { names: Vec::new(), args: Vec::new(), _borrows: PhantomData }
+        KernelArgs {
+            names: Vec::new(),
+            args: Vec::new(),
+            _borrows: PhantomData,
+        }
     }
 
     /// Adds a pointer argument.
@@ -154,7 +186,10 @@ impl<'a> KernelArgs<'a> {
     /// Adds a scalar argument.
     pub fn scalar<T: Element>(&mut self, name: &'static str, value: T) {
         self.names.push(name);
-        self.args.push(RawArg::Scalar { dtype: T::DTYPE, bits: scalar_bits(value) });
+        self.args.push(RawArg::Scalar {
+            dtype: T::DTYPE,
+            bits: scalar_bits(value),
+        });
     }
 
     /// Which integer scalars equal 1 (Triton's specialization).
@@ -164,7 +199,11 @@ impl<'a> KernelArgs<'a> {
             .iter()
             .map(|a| match a {
                 RawArg::Scalar { dtype, bits } if dtype.is_int() => {
-                    let mask = if dtype.bits() >= 64 { u64::MAX } else { (1u64 << dtype.bits()) - 1 };
+                    let mask = if dtype.bits() >= 64 {
+                        u64::MAX
+                    } else {
+                        (1u64 << dtype.bits()) - 1
+                    };
                     bits & mask == 1
                 }
                 _ => false,

@@ -54,7 +54,9 @@ impl Grid {
             if n == 0 || n > i32::MAX as u64 {
                 return Err(Error::Launch {
                     kernel: kernel.to_string(),
-                    message: format!("grid axis {axis} is {n}; each axis needs 1..=2^31-1 programs"),
+                    message: format!(
+                        "grid axis {axis} is {n}; each axis needs 1..=2^31-1 programs"
+                    ),
                 });
             }
         }
@@ -87,7 +89,11 @@ pub struct LaunchOptions {
 
 impl Default for LaunchOptions {
     fn default() -> Self {
-        LaunchOptions { bounds_check: None, interpret: None, num_warps: 4 }
+        LaunchOptions {
+            bounds_check: None,
+            interpret: None,
+            num_warps: 4,
+        }
     }
 }
 
@@ -98,11 +104,13 @@ fn env_flag(name: &str) -> bool {
 impl LaunchOptions {
     /// Checked mode for this launch.
     pub fn bounds_check(&self) -> bool {
-        self.bounds_check.unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK"))
+        self.bounds_check
+            .unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK"))
     }
 
     /// Interpreter mode for this launch.
     pub fn interpret(&self) -> bool {
-        self.interpret.unwrap_or_else(|| env_flag("TRITIUM_INTERPRET"))
+        self.interpret
+            .unwrap_or_else(|| env_flag("TRITIUM_INTERPRET"))
     }
 }

@@ -48,9 +48,16 @@ pub fn launch(
 /// Checks the packed arguments against the traced parameters: count, dtypes, and that
 /// every parameter the kernel writes through was passed as an exclusive borrow.
 pub fn check_args(f: &Function, args: &KernelArgs<'_>) -> Result<()> {
-    let err = |message: String| Error::Launch { kernel: f.name.clone(), message };
+    let err = |message: String| Error::Launch {
+        kernel: f.name.clone(),
+        message,
+    };
     if f.params.len() != args.args.len() {
-        return Err(err(format!("{} arguments for {} parameters", args.args.len(), f.params.len())));
+        return Err(err(format!(
+            "{} arguments for {} parameters",
+            args.args.len(),
+            f.params.len()
+        )));
     }
     let written = f.written_params();
     for (i, (p, a)) in f.params.iter().zip(&args.args).enumerate() {
@@ -58,7 +65,10 @@ pub fn check_args(f: &Function, args: &KernelArgs<'_>) -> Result<()> {
         match (ty.elem, a) {
             (Elem::Ptr(d), RawArg::Ptr(b)) => {
                 if b.dtype != d {
-                    return Err(err(format!("argument `{}` has dtype {} but the kernel expects {d}", p.name, b.dtype)));
+                    return Err(err(format!(
+                        "argument `{}` has dtype {} but the kernel expects {d}",
+                        p.name, b.dtype
+                    )));
                 }
                 if written.contains(&i) && !b.writable {
                     return Err(err(format!(
@@ -68,7 +78,12 @@ pub fn check_args(f: &Function, args: &KernelArgs<'_>) -> Result<()> {
                 }
             }
             (Elem::Scalar(d), RawArg::Scalar { dtype, .. }) if *dtype == d => {}
-            _ => return Err(err(format!("argument `{}` does not match parameter type {ty}", p.name))),
+            _ => {
+                return Err(err(format!(
+                    "argument `{}` does not match parameter type {ty}",
+                    p.name
+                )))
+            }
         }
     }
     Ok(())

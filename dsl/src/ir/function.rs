@@ -135,7 +135,11 @@ impl Function {
                             }
                         }
                     }
-                    Op::If { then_region, else_region, .. } => {
+                    Op::If {
+                        then_region,
+                        else_region,
+                        ..
+                    } => {
                         propagate(then_region, types, roots);
                         propagate(else_region, types, roots);
                         for region in [then_region, else_region] {

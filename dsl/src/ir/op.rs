@@ -339,13 +339,18 @@ impl Op {
                 v.extend(other);
                 v
             }
-            Op::Store { ptr, value, mask } | Op::Atomic { ptr, value, mask, .. } => {
+            Op::Store { ptr, value, mask }
+            | Op::Atomic {
+                ptr, value, mask, ..
+            } => {
                 let mut v = vec![*ptr, *value];
                 v.extend(mask);
                 v
             }
             Op::AtomicCas { ptr, cmp, value } => vec![*ptr, *cmp, *value],
-            Op::For { lo, hi, step, init, .. } => {
+            Op::For {
+                lo, hi, step, init, ..
+            } => {
                 let mut v = vec![*lo, *hi, *step];
                 v.extend(init);
                 v
@@ -361,7 +366,11 @@ impl Op {
     pub fn regions(&self) -> Vec<&Block> {
         match self {
             Op::For { body, .. } => vec![body],
-            Op::If { then_region, else_region, .. } => vec![then_region, else_region],
+            Op::If {
+                then_region,
+                else_region,
+                ..
+            } => vec![then_region, else_region],
             Op::While { cond, body, .. } => vec![cond, body],
             _ => vec![],
         }
@@ -371,9 +380,10 @@ impl Op {
     pub fn has_side_effects(&self) -> bool {
         match self {
             Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => true,
-            Op::For { .. } | Op::If { .. } | Op::While { .. } => {
-                self.regions().iter().any(|r| r.insts.iter().any(|i| i.op.has_side_effects()))
-            }
+            Op::For { .. } | Op::If { .. } | Op::While { .. } => self
+                .regions()
+                .iter()
+                .any(|r| r.insts.iter().any(|i| i.op.has_side_effects())),
             _ => false,
         }
     }

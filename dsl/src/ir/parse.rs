@@ -1,8 +1,8 @@
 //! Parser for the text form written by [`print_function`](super::print_function).
 
 use super::{
-    AtomicOp, BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Loc, Op, Param,
-    ReduceOp, Type, UnOp, Value,
+    AtomicOp, BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Loc, Op, Param, ReduceOp,
+    Type, UnOp, Value,
 };
 use crate::{Error, Result};
 
@@ -23,7 +23,11 @@ struct Parser {
 
 /// Parses the text form of one kernel.
 pub fn parse_function(text: &str) -> Result<Function> {
-    let mut p = Parser { toks: lex(text)?, pos: 0, types: Vec::new() };
+    let mut p = Parser {
+        toks: lex(text)?,
+        pos: 0,
+        types: Vec::new(),
+    };
     let f = p.function()?;
     if p.pos != p.toks.len() {
         return Err(p.err("trailing text after the kernel"));
@@ -89,8 +93,7 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
             } else if is_word(c) || c == '-' {
                 let start = i;
                 i += 1;
-                while i < chars.len() && (is_word(chars[i]) || chars[i] == '.' || chars[i] == '+')
-                {
+                while i < chars.len() && (is_word(chars[i]) || chars[i] == '.' || chars[i] == '+') {
                     // `1e-5` keeps its sign inside a number.
                     i += 1;
                     if i < chars.len() && chars[i] == '-' && matches!(chars[i - 1], 'e' | 'E') {
@@ -113,8 +116,16 @@ fn is_word(c: char) -> bool {
 
 impl Parser {
     fn err(&self, message: impl Into<String>) -> Error {
-        let line = self.toks.get(self.pos).or(self.toks.last()).map(|t| t.1).unwrap_or(0);
-        Error::Parse { line, message: message.into() }
+        let line = self
+            .toks
+            .get(self.pos)
+            .or(self.toks.last())
+            .map(|t| t.1)
+            .unwrap_or(0);
+        Error::Parse {
+            line,
+            message: message.into(),
+        }
     }
 
     fn peek(&self) -> Option<&Tok> {
@@ -209,7 +220,10 @@ impl Parser {
                 let last = parts.pop().unwrap_or_default();
                 let shape = parts
                     .iter()
-                    .map(|p| p.parse::<usize>().map_err(|_| self.err(format!("bad dim `{p}`"))))
+                    .map(|p| {
+                        p.parse::<usize>()
+                            .map_err(|_| self.err(format!("bad dim `{p}`")))
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 if shape.is_empty() {
                     return Err(self.err("a tile type needs at least one dim"));
@@ -257,7 +271,15 @@ impl Parser {
             .enumerate()
             .map(|(i, t)| t.ok_or_else(|| self.err(format!("value %{i} is never defined"))))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Function { name, params, body: Block { args: vec![], insts: body }, types })
+        Ok(Function {
+            name,
+            params,
+            body: Block {
+                args: vec![],
+                insts: body,
+            },
+            types,
+        })
     }
 
     fn insts(&mut self) -> Result<Vec<Inst>> {
@@ -306,6 +328,7 @@ impl Parser {
     }
 
     fn inst(&mut self) -> Result<Inst> {
+        let start_line = self.toks.get(self.pos).map(|t| t.1).unwrap_or(0);
         let mut results = Vec::new();
         if matches!(self.peek(), Some(Tok::Val(_))) {
             loop {
@@ -361,12 +384,31 @@ impl Parser {
             _ => return Err(self.err("expected a quoted file name in loc(...)")),
         };
         self.punct(':')?;
-        let line = self.word()?.parse().map_err(|_| self.err("bad line in loc"))?;
+        let line = self
+            .word()?
+            .parse()
+            .map_err(|_| self.err("bad line in loc"))?;
         self.punct(':')?;
-        let col = self.word()?.parse().map_err(|_| self.err("bad column in loc"))?;
+        let col = self
+            .word()?
+            .parse()
+            .map_err(|_| self.err("bad column in loc"))?;
         self.punct(')')?;
         let loc = Loc { file, line, col };
-        let op = self.build_op(&mnemonic, operands, keyed, &attrs)?;
+        // Op errors point at the op's first line, not at wherever its regions end.
+        let op = self
+            .build_op(&mnemonic, operands, keyed, &attrs)
+            .map_err(|e| match e {
+                Error::Parse { message, .. }
+                    if !matches!(mnemonic.as_str(), "for" | "if" | "while") =>
+                {
+                    Error::Parse {
+                        line: start_line,
+                        message,
+                    }
+                }
+                e => e,
+            })?;
         Ok(Inst { results, op, loc })
     }
 
@@ -385,7 +427,9 @@ impl Parser {
                 .ok_or_else(|| self.err(format!("`{m}` needs attribute `{k}`")))
         };
         let int = |k: &str| -> Result<i64> {
-            attr(k)?.parse().map_err(|_| self.err(format!("attribute `{k}` must be an integer")))
+            attr(k)?
+                .parse()
+                .map_err(|_| self.err(format!("attribute `{k}` must be an integer")))
         };
         let key = |k: &str| keyed.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
         let arity = |n: usize| -> Result<()> {
@@ -402,17 +446,22 @@ impl Parser {
                 let is_float = v.contains(['.', 'e', 'E']) || v.contains("inf") || v == "NaN";
                 if is_float {
                     Op::Const(Const::Float(
-                        v.parse().map_err(|_| self.err(format!("bad float `{v}`")))?,
+                        v.parse()
+                            .map_err(|_| self.err(format!("bad float `{v}`")))?,
                     ))
                 } else {
                     Op::Const(Const::Int(
-                        v.parse().map_err(|_| self.err(format!("bad integer `{v}`")))?,
+                        v.parse()
+                            .map_err(|_| self.err(format!("bad integer `{v}`")))?,
                     ))
                 }
             }
             "program_id" => Op::ProgramId(int("axis")? as u32),
             "num_programs" => Op::NumPrograms(int("axis")? as u32),
-            "arange" => Op::Arange { start: int("start")?, end: int("end")? },
+            "arange" => Op::Arange {
+                start: int("start")?,
+                end: int("end")?,
+            },
             "splat" => {
                 arity(1)?;
                 Op::Splat(ops[0])
@@ -435,7 +484,10 @@ impl Parser {
             }
             "expand_dims" => {
                 arity(1)?;
-                Op::ExpandDims { x: ops[0], axis: int("axis")? as u32 }
+                Op::ExpandDims {
+                    x: ops[0],
+                    axis: int("axis")? as u32,
+                }
             }
             "cmp" => {
                 arity(2)?;
@@ -459,47 +511,86 @@ impl Parser {
                 arity(1)?;
                 let o = attr("op")?;
                 let o = ReduceOp::from_name(o).ok_or_else(|| self.err(format!("bad op `{o}`")))?;
-                Op::Reduce { op: o, x: ops[0], axis: int("axis")? as u32 }
+                Op::Reduce {
+                    op: o,
+                    x: ops[0],
+                    axis: int("axis")? as u32,
+                }
             }
             "dot" => {
                 arity(3)?;
-                Op::Dot { a: ops[0], b: ops[1], acc: ops[2] }
+                Op::Dot {
+                    a: ops[0],
+                    b: ops[1],
+                    acc: ops[2],
+                }
             }
             "load" => {
                 arity(1)?;
-                Op::Load { ptr: ops[0], mask: key("mask"), other: key("other") }
+                Op::Load {
+                    ptr: ops[0],
+                    mask: key("mask"),
+                    other: key("other"),
+                }
             }
             "store" => {
                 arity(2)?;
-                Op::Store { ptr: ops[0], value: ops[1], mask: key("mask") }
+                Op::Store {
+                    ptr: ops[0],
+                    value: ops[1],
+                    mask: key("mask"),
+                }
             }
             "atomic" => {
                 arity(2)?;
                 let o = attr("op")?;
                 let o = AtomicOp::from_name(o).ok_or_else(|| self.err(format!("bad op `{o}`")))?;
-                Op::Atomic { op: o, ptr: ops[0], value: ops[1], mask: key("mask") }
+                Op::Atomic {
+                    op: o,
+                    ptr: ops[0],
+                    value: ops[1],
+                    mask: key("mask"),
+                }
             }
             "atomic_cas" => {
                 arity(3)?;
-                Op::AtomicCas { ptr: ops[0], cmp: ops[1], value: ops[2] }
+                Op::AtomicCas {
+                    ptr: ops[0],
+                    cmp: ops[1],
+                    value: ops[2],
+                }
             }
             "for" => {
                 if ops.len() < 3 {
                     return Err(self.err("`for` needs lo, hi, step"));
                 }
                 let body = self.region()?;
-                Op::For { lo: ops[0], hi: ops[1], step: ops[2], init: ops[3..].to_vec(), body }
+                Op::For {
+                    lo: ops[0],
+                    hi: ops[1],
+                    step: ops[2],
+                    init: ops[3..].to_vec(),
+                    body,
+                }
             }
             "if" => {
                 arity(1)?;
                 let then_region = self.region()?;
                 let else_region = self.region()?;
-                Op::If { cond: ops[0], then_region, else_region }
+                Op::If {
+                    cond: ops[0],
+                    then_region,
+                    else_region,
+                }
             }
             "while" => {
                 let cond = self.region()?;
                 let body = self.region()?;
-                Op::While { init: ops, cond, body }
+                Op::While {
+                    init: ops,
+                    cond,
+                    body,
+                }
             }
             "yield" => Op::Yield(ops),
             "condition" => {

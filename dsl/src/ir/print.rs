@@ -35,7 +35,10 @@ fn print_insts(f: &Function, b: &Block, depth: usize, out: &mut String) {
 }
 
 fn join(vs: impl IntoIterator<Item = impl std::fmt::Display>) -> String {
-    vs.into_iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")
+    vs.into_iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
@@ -64,7 +67,10 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
             operands.extend(mask.map(|m| format!("mask = {m}")));
             operands.extend(other.map(|o| format!("other = {o}")));
         }
-        Op::Store { ptr, value, mask } | Op::Atomic { ptr, value, mask, .. } => {
+        Op::Store { ptr, value, mask }
+        | Op::Atomic {
+            ptr, value, mask, ..
+        } => {
             operands.push(ptr.to_string());
             operands.push(value.to_string());
             operands.extend(mask.map(|m| format!("mask = {m}")));
@@ -80,12 +86,19 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
     if !inst.results.is_empty() {
         let _ = write!(out, " : {}", join(inst.results.iter().map(|r| f.ty(*r))));
     }
-    let _ = write!(out, " loc({:?}:{}:{})", inst.loc.file, inst.loc.line, inst.loc.col);
+    let _ = write!(
+        out,
+        " loc({:?}:{}:{})",
+        inst.loc.file, inst.loc.line, inst.loc.col
+    );
     let regions = inst.op.regions();
     for region in regions {
         out.push_str(" {\n");
-        let args: Vec<String> =
-            region.args.iter().map(|a| format!("{}: {}", a, f.ty(*a))).collect();
+        let args: Vec<String> = region
+            .args
+            .iter()
+            .map(|a| format!("{}: {}", a, f.ty(*a)))
+            .collect();
         let _ = writeln!(out, "{pad}^({})", args.join(", "));
         print_insts(f, region, depth + 1, out);
         out.push_str(&pad);

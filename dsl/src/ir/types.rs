@@ -51,12 +51,18 @@ pub struct Type {
 impl Type {
     /// A scalar number.
     pub fn scalar(dtype: DType) -> Type {
-        Type { elem: Elem::Scalar(dtype), shape: vec![] }
+        Type {
+            elem: Elem::Scalar(dtype),
+            shape: vec![],
+        }
     }
 
     /// A scalar pointer.
     pub fn ptr(pointee: DType) -> Type {
-        Type { elem: Elem::Ptr(pointee), shape: vec![] }
+        Type {
+            elem: Elem::Ptr(pointee),
+            shape: vec![],
+        }
     }
 
     /// A tile of `elem` with `shape`.
@@ -66,12 +72,18 @@ impl Type {
 
     /// The same element kind with another shape.
     pub fn with_shape(&self, shape: Vec<usize>) -> Type {
-        Type { elem: self.elem, shape }
+        Type {
+            elem: self.elem,
+            shape,
+        }
     }
 
     /// The same shape with another element kind.
     pub fn with_elem(&self, elem: Elem) -> Type {
-        Type { elem, shape: self.shape.clone() }
+        Type {
+            elem,
+            shape: self.shape.clone(),
+        }
     }
 
     /// True when the shape is empty.
@@ -113,8 +125,16 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let rank = a.len().max(b.len());
     let mut out = vec![0; rank];
     for i in 0..rank {
-        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
-        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+        let da = if i + a.len() >= rank {
+            a[i + a.len() - rank]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= rank {
+            b[i + b.len() - rank]
+        } else {
+            1
+        };
         out[i] = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,

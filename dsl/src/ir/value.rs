@@ -33,7 +33,11 @@ pub struct Loc {
 impl Loc {
     /// The location of a `#[track_caller]` caller.
     pub fn from_caller(loc: &std::panic::Location<'_>) -> Loc {
-        Loc { file: loc.file().to_string(), line: loc.line(), col: loc.column() }
+        Loc {
+            file: loc.file().to_string(),
+            line: loc.line(),
+            col: loc.column(),
+        }
     }
 }
 

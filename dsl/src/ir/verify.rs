@@ -6,7 +6,10 @@ use crate::{Error, Result};
 /// Checks that every value is defined before use (in an enclosing scope), that regions end
 /// with the right terminator, and that every op's operand and result types agree.
 pub fn verify(f: &Function) -> Result<()> {
-    let mut v = Verifier { f, defined: vec![false; f.types.len()] };
+    let mut v = Verifier {
+        f,
+        defined: vec![false; f.types.len()],
+    };
     for p in &f.params {
         v.def(p.value, None)?;
     }
@@ -28,7 +31,9 @@ enum Term<'t> {
 impl<'a> Verifier<'a> {
     fn err(&self, inst: Option<&Inst>, message: String) -> Error {
         Error::Verify {
-            location: inst.map(|i| i.loc.to_string()).unwrap_or_else(|| self.f.name.clone()),
+            location: inst
+                .map(|i| i.loc.to_string())
+                .unwrap_or_else(|| self.f.name.clone()),
             message,
         }
     }
@@ -92,7 +97,10 @@ impl<'a> Verifier<'a> {
             if res.len() == n {
                 Ok(())
             } else {
-                Err(e(format!("`{}` must have {n} result(s)", inst.op.mnemonic())))
+                Err(e(format!(
+                    "`{}` must have {n} result(s)",
+                    inst.op.mnemonic()
+                )))
             }
         };
         let num = |v: Value| -> Result<DType> {
@@ -119,7 +127,11 @@ impl<'a> Verifier<'a> {
                 if *a > 2 {
                     return Err(e(format!("axis {a} out of range 0..3")));
                 }
-                same(res[0], &Type::scalar(DType::I32), "program_id/num_programs type")?;
+                same(
+                    res[0],
+                    &Type::scalar(DType::I32),
+                    "program_id/num_programs type",
+                )?;
             }
             Op::Arange { start, end } => {
                 want_results(1)?;
@@ -168,11 +180,19 @@ impl<'a> Verifier<'a> {
                 if xt.rank() != 2 {
                     return Err(e(format!("trans needs a 2-D tile, got {xt}")));
                 }
-                same(res[0], &xt.with_shape(vec![xt.shape[1], xt.shape[0]]), "trans type")?;
+                same(
+                    res[0],
+                    &xt.with_shape(vec![xt.shape[1], xt.shape[0]]),
+                    "trans type",
+                )?;
             }
             Op::Binary(op, a, b) => {
                 want_results(1)?;
-                same(self.ty(*a), self.ty(*b), &format!("`{}` operand types differ", op.name()))?;
+                same(
+                    self.ty(*a),
+                    self.ty(*b),
+                    &format!("`{}` operand types differ", op.name()),
+                )?;
                 same(res[0], self.ty(*a), "result type")?;
                 let d = num(*a)?;
                 use super::BinOp::*;
@@ -200,13 +220,21 @@ impl<'a> Verifier<'a> {
             Op::Cmp(_, a, b) => {
                 want_results(1)?;
                 same(self.ty(*a), self.ty(*b), "comparison operand types differ")?;
-                same(res[0], &self.ty(*a).with_elem(Elem::Scalar(DType::Bool)), "cmp type")?;
+                same(
+                    res[0],
+                    &self.ty(*a).with_elem(Elem::Scalar(DType::Bool)),
+                    "cmp type",
+                )?;
             }
             Op::Select(c, a, b) => {
                 want_results(1)?;
                 same(self.ty(*a), self.ty(*b), "select operand types differ")?;
                 same(res[0], self.ty(*a), "result type")?;
-                same(self.ty(*c), &res[0].with_elem(Elem::Scalar(DType::Bool)), "select mask")?;
+                same(
+                    self.ty(*c),
+                    &res[0].with_elem(Elem::Scalar(DType::Bool)),
+                    "select mask",
+                )?;
             }
             Op::Fma(a, b, c) => {
                 want_results(1)?;
@@ -228,7 +256,9 @@ impl<'a> Verifier<'a> {
                 want_results(1)?;
                 let (pt, ot) = (self.ty(*p), self.ty(*o));
                 if pt.elem.pointee().is_none() || !num(*o)?.is_int() || pt.shape != ot.shape {
-                    return Err(e(format!("addptr needs pointers and integer offsets of one shape, got {pt} and {ot}")));
+                    return Err(e(format!(
+                        "addptr needs pointers and integer offsets of one shape, got {pt} and {ot}"
+                    )));
                 }
                 same(res[0], pt, "result type")?;
             }
@@ -259,7 +289,9 @@ impl<'a> Verifier<'a> {
                     && at.dtype().is_some()
                     && ct.dtype().is_some();
                 if !ok {
-                    return Err(e(format!("dot shapes/types do not fit: {at} @ {bt} + {ct}")));
+                    return Err(e(format!(
+                        "dot shapes/types do not fit: {at} @ {bt} + {ct}"
+                    )));
                 }
                 same(res[0], ct, "dot result type")?;
             }
@@ -272,13 +304,20 @@ impl<'a> Verifier<'a> {
                     .ok_or_else(|| e(format!("load needs pointers, got {pt}")))?;
                 same(res[0], &pt.with_elem(Elem::Scalar(d)), "load type")?;
                 if let Some(m) = mask {
-                    same(self.ty(*m), &pt.with_elem(Elem::Scalar(DType::Bool)), "load mask")?;
+                    same(
+                        self.ty(*m),
+                        &pt.with_elem(Elem::Scalar(DType::Bool)),
+                        "load mask",
+                    )?;
                 }
                 if let Some(o) = other {
                     same(self.ty(*o), res[0], "load other")?;
                 }
             }
-            Op::Store { ptr, value, mask } | Op::Atomic { ptr, value, mask, .. } => {
+            Op::Store { ptr, value, mask }
+            | Op::Atomic {
+                ptr, value, mask, ..
+            } => {
                 let is_atomic = matches!(inst.op, Op::Atomic { .. });
                 want_results(usize::from(is_atomic))?;
                 let pt = self.ty(*ptr);
@@ -286,9 +325,17 @@ impl<'a> Verifier<'a> {
                     .elem
                     .pointee()
                     .ok_or_else(|| e(format!("store needs pointers, got {pt}")))?;
-                same(self.ty(*value), &pt.with_elem(Elem::Scalar(d)), "stored value")?;
+                same(
+                    self.ty(*value),
+                    &pt.with_elem(Elem::Scalar(d)),
+                    "stored value",
+                )?;
                 if let Some(m) = mask {
-                    same(self.ty(*m), &pt.with_elem(Elem::Scalar(DType::Bool)), "store mask")?;
+                    same(
+                        self.ty(*m),
+                        &pt.with_elem(Elem::Scalar(DType::Bool)),
+                        "store mask",
+                    )?;
                 }
                 if is_atomic {
                     same(res[0], self.ty(*value), "atomic result")?;
@@ -300,16 +347,27 @@ impl<'a> Verifier<'a> {
             Op::AtomicCas { ptr, cmp, value } => {
                 want_results(1)?;
                 let pt = self.ty(*ptr);
-                let d = pt.elem.pointee().ok_or_else(|| e("atomic_cas needs pointers".into()))?;
+                let d = pt
+                    .elem
+                    .pointee()
+                    .ok_or_else(|| e("atomic_cas needs pointers".into()))?;
                 let vt = pt.with_elem(Elem::Scalar(d));
                 same(self.ty(*cmp), &vt, "atomic_cas compare value")?;
                 same(self.ty(*value), &vt, "atomic_cas new value")?;
                 same(res[0], &vt, "atomic_cas result")?;
                 if d.is_float() || d.size_bytes() < 4 {
-                    return Err(e(format!("atomic_cas needs 32- or 64-bit integers, got {d}")));
+                    return Err(e(format!(
+                        "atomic_cas needs 32- or 64-bit integers, got {d}"
+                    )));
                 }
             }
-            Op::For { lo, hi, step, init, body } => {
+            Op::For {
+                lo,
+                hi,
+                step,
+                init,
+                body,
+            } => {
                 let it = self.ty(*lo);
                 if !(it.is_scalar() && it.dtype().is_some_and(DType::is_int)) {
                     return Err(e(format!("loop bounds must be integer scalars, got {it}")));
@@ -319,7 +377,9 @@ impl<'a> Verifier<'a> {
                 let carried: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
                 want_results(carried.len())?;
                 if body.args.len() != carried.len() + 1 {
-                    return Err(e("loop body must take the induction variable and the carried values".into()));
+                    return Err(e(
+                        "loop body must take the induction variable and the carried values".into(),
+                    ));
                 }
                 same(self.ty(body.args[0]), it, "induction variable")?;
                 for (k, t) in carried.iter().enumerate() {
@@ -328,7 +388,11 @@ impl<'a> Verifier<'a> {
                 }
                 self.block(body, Some(Term::Yield(&carried)))?;
             }
-            Op::If { cond, then_region, else_region } => {
+            Op::If {
+                cond,
+                then_region,
+                else_region,
+            } => {
                 same(self.ty(*cond), &Type::scalar(DType::Bool), "if condition")?;
                 let want: Vec<Type> = res.iter().map(|t| (*t).clone()).collect();
                 self.block(then_region, Some(Term::Yield(&want)))?;
@@ -355,8 +419,14 @@ impl<'a> Verifier<'a> {
                     if got != want {
                         return Err(e(format!(
                             "yield types [{}] do not match [{}]",
-                            got.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", "),
-                            want.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ")
+                            got.iter()
+                                .map(|t| t.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            want.iter()
+                                .map(|t| t.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         )));
                     }
                 }

@@ -41,9 +41,19 @@ impl Builder {
 
     /// Appends an op to the innermost open block and returns its results.
     pub(crate) fn push(&mut self, op: Op, result_types: Vec<Type>, loc: Loc) -> Vec<Value> {
-        let results: Vec<Value> = result_types.into_iter().map(|t| self.new_value(t)).collect();
-        let block = self.blocks.last_mut().expect("the body block is always open");
-        block.insts.push(Inst { results: results.clone(), op, loc });
+        let results: Vec<Value> = result_types
+            .into_iter()
+            .map(|t| self.new_value(t))
+            .collect();
+        let block = self
+            .blocks
+            .last_mut()
+            .expect("the body block is always open");
+        block.insts.push(Inst {
+            results: results.clone(),
+            op,
+            loc,
+        });
         results
     }
 
@@ -54,13 +64,19 @@ impl Builder {
     /// Records the first error; tracing goes on so that the user sees the first problem.
     pub(crate) fn fail(&mut self, loc: &Loc, message: impl Into<String>) {
         if self.error.is_none() {
-            self.error = Some(Error::Trace { location: loc.to_string(), message: message.into() });
+            self.error = Some(Error::Trace {
+                location: loc.to_string(),
+                message: message.into(),
+            });
         }
     }
 
     pub(crate) fn open_block(&mut self, arg_types: Vec<Type>) -> Vec<Value> {
         let args: Vec<Value> = arg_types.into_iter().map(|t| self.new_value(t)).collect();
-        self.blocks.push(Block { args: args.clone(), insts: Vec::new() });
+        self.blocks.push(Block {
+            args: args.clone(),
+            insts: Vec::new(),
+        });
         args
     }
 
@@ -71,7 +87,10 @@ impl Builder {
 
     pub(crate) fn add_param(&mut self, name: &str, ty: Type) -> Value {
         let value = self.new_value(ty);
-        self.params.push(Param { name: name.to_string(), value });
+        self.params.push(Param {
+            name: name.to_string(),
+            value,
+        });
         value
     }
 }
@@ -106,7 +125,9 @@ impl Tracer {
 
     /// Ends the trace: returns the first tracing error, or the verified function.
     pub fn finish(self) -> Result<Function> {
-        let b = BUILDER.with(|b| b.borrow_mut().take()).expect("tracer owns the builder");
+        let b = BUILDER
+            .with(|b| b.borrow_mut().take())
+            .expect("tracer owns the builder");
         std::mem::forget(self);
         if let Some(e) = b.error {
             return Err(e);

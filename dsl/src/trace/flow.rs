@@ -53,7 +53,23 @@ macro_rules! native_carry {
         }
     )*};
 }
-native_carry!(bool, i8, i16, i32, i64, u8, u16, u32, u64, usize, isize, f32, f64, DType, &'static str);
+native_carry!(
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    isize,
+    f32,
+    f64,
+    DType,
+    &'static str
+);
 
 macro_rules! tuple_carry {
     ($($name:ident $idx:tt),+) => {
@@ -109,7 +125,16 @@ fn types(ts: &[Tile]) -> Vec<Type> {
 fn check_types(want: &[Type], got: &[Tile], what: &str, loc: &Loc) -> bool {
     let got_t = types(got);
     if got_t.len() != want.len() {
-        with(|b| b.fail(loc, format!("{what}: {} values where {} were carried", got_t.len(), want.len())));
+        with(|b| {
+            b.fail(
+                loc,
+                format!(
+                    "{what}: {} values where {} were carried",
+                    got_t.len(),
+                    want.len()
+                ),
+            )
+        });
         return false;
     }
     for (w, g) in want.iter().zip(&got_t) {
@@ -135,18 +160,26 @@ pub fn for_range<C: Carry>(
     let loc = caller_loc(std::panic::Location::caller());
     let (lo, hi, step) = (lo.into_operand(), hi.into_operand(), step.into_operand());
     let bounds = with(|b| {
-        let vs: Vec<_> = [lo, hi, step].iter().map(|o| b.operand(*o, None, &loc)).collect();
+        let vs: Vec<_> = [lo, hi, step]
+            .iter()
+            .map(|o| b.operand(*o, None, &loc))
+            .collect();
         let mut d = DType::I32;
         for v in &vs {
             match b.ty(*v).dtype() {
                 Some(x) if x.is_int() && b.ty(*v).is_scalar() => d = DType::promote(d, x),
                 _ => {
                     let t = b.ty(*v).clone();
-                    b.fail(&loc, format!("loop bounds must be integer scalars, got {t}"));
+                    b.fail(
+                        &loc,
+                        format!("loop bounds must be integer scalars, got {t}"),
+                    );
                 }
             }
         }
-        vs.into_iter().map(|v| b.cast(v, d, &loc)).collect::<Vec<_>>()
+        vs.into_iter()
+            .map(|v| b.cast(v, d, &loc))
+            .collect::<Vec<_>>()
     });
     let init = flat(&carried);
     let init_types = types(&init);
@@ -159,17 +192,29 @@ pub fn for_range<C: Carry>(
     let out = body(args[0], inside);
     let yielded = flat(&out);
     if !carried.same_native(&out) {
-        with(|b| b.fail(&loc, "a plain Rust variable is assigned inside a runtime `for`; make it a tile or use static_range to unroll"));
+        with(|b| {
+            b.fail(&loc, "a plain Rust variable is assigned inside a runtime `for`; make it a tile or use static_range to unroll")
+        });
     }
     let ok = check_types(&init_types, &yielded, "loop-carried value", &loc);
     let body_block = with(|b| {
-        let ys = if ok { yielded.iter().map(|t| t.0).collect() } else { args[1..].iter().map(|t| t.0).collect() };
+        let ys = if ok {
+            yielded.iter().map(|t| t.0).collect()
+        } else {
+            args[1..].iter().map(|t| t.0).collect()
+        };
         b.push(Op::Yield(ys), vec![], loc.clone());
         b.close_block()
     });
     let results = with(|b| {
         b.push(
-            Op::For { lo: bounds[0], hi: bounds[1], step: bounds[2], init: init.iter().map(|t| t.0).collect(), body: body_block },
+            Op::For {
+                lo: bounds[0],
+                hi: bounds[1],
+                step: bounds[2],
+                init: init.iter().map(|t| t.0).collect(),
+                body: body_block,
+            },
             init_types,
             loc,
         )
@@ -195,7 +240,10 @@ pub fn if_else<C: Carry, R: Carry>(
     let cond_v = with(|b| {
         let t = b.ty(cond.0).clone();
         if t != Type::scalar(DType::Bool) {
-            b.fail(&loc, format!("an `if` on a runtime value needs a bool scalar, got {t}"));
+            b.fail(
+                &loc,
+                format!("an `if` on a runtime value needs a bool scalar, got {t}"),
+            );
         }
         cond.0
     });
@@ -204,20 +252,43 @@ pub fn if_else<C: Carry, R: Carry>(
     let then_out = then_branch(carried);
     let then_tiles = flat(&then_out);
     let then_types = types(&then_tiles);
-    with(|b| b.push(Op::Yield(then_tiles.iter().map(|t| t.0).collect()), vec![], loc.clone()));
+    with(|b| {
+        b.push(
+            Op::Yield(then_tiles.iter().map(|t| t.0).collect()),
+            vec![],
+            loc.clone(),
+        )
+    });
     let then_block = with(|b| b.close_block());
     with(|b| b.open_block(vec![]));
     let else_out = else_branch(template);
     let else_tiles = flat(&else_out);
     let ok = check_types(&then_types, &else_tiles, "the branches of an `if`", &loc);
     if !then_out.same_native(&else_out) {
-        with(|b| b.fail(&loc, "the branches of a runtime `if` give different plain Rust values"));
+        with(|b| {
+            b.fail(
+                &loc,
+                "the branches of a runtime `if` give different plain Rust values",
+            )
+        });
     }
-    let ys = if ok { else_tiles.iter().map(|t| t.0).collect() } else { then_tiles.iter().map(|t| t.0).collect() };
+    let ys = if ok {
+        else_tiles.iter().map(|t| t.0).collect()
+    } else {
+        then_tiles.iter().map(|t| t.0).collect()
+    };
     with(|b| b.push(Op::Yield(ys), vec![], loc.clone()));
     let else_block = with(|b| b.close_block());
     let results = with(|b| {
-        b.push(Op::If { cond: cond_v, then_region: then_block, else_region: else_block }, then_types, loc)
+        b.push(
+            Op::If {
+                cond: cond_v,
+                then_region: then_block,
+                else_region: else_block,
+            },
+            then_types,
+            loc,
+        )
     });
     let results: Vec<Tile> = results.into_iter().map(Tile).collect();
     then_out.rebuild(&mut results.iter())
@@ -234,7 +305,10 @@ pub fn while_loop<C: Carry, K: Cond>(
     let init = flat(&carried);
     let init_types = types(&init);
     // Trace the condition once in a region of its own to learn whether it is a runtime value.
-    let cargs: Vec<Tile> = with(|b| b.open_block(init_types.clone())).into_iter().map(Tile).collect();
+    let cargs: Vec<Tile> = with(|b| b.open_block(init_types.clone()))
+        .into_iter()
+        .map(Tile)
+        .collect();
     let k = cond(carried.rebuild(&mut cargs.iter()));
     let k = match k.resolve() {
         Ok(_) => {
@@ -246,7 +320,12 @@ pub fn while_loop<C: Carry, K: Cond>(
                 c = body(c);
                 guard += 1;
                 if guard > 1 << 20 {
-                    with(|b| b.fail(&loc, "a compile-time `while` did not finish after 2^20 iterations"));
+                    with(|b| {
+                        b.fail(
+                            &loc,
+                            "a compile-time `while` did not finish after 2^20 iterations",
+                        )
+                    });
                     break;
                 }
             }
@@ -257,23 +336,46 @@ pub fn while_loop<C: Carry, K: Cond>(
     with(|b| {
         let t = b.ty(k.0).clone();
         if t != Type::scalar(DType::Bool) {
-            b.fail(&loc, format!("a `while` on a runtime value needs a bool scalar, got {t}"));
+            b.fail(
+                &loc,
+                format!("a `while` on a runtime value needs a bool scalar, got {t}"),
+            );
         }
         b.push(Op::Condition(k.0), vec![], loc.clone());
     });
     let cond_block = with(|b| b.close_block());
-    let bargs: Vec<Tile> = with(|b| b.open_block(init_types.clone())).into_iter().map(Tile).collect();
+    let bargs: Vec<Tile> = with(|b| b.open_block(init_types.clone()))
+        .into_iter()
+        .map(Tile)
+        .collect();
     let out = body(carried.rebuild(&mut bargs.iter()));
     if !carried.same_native(&out) {
-        with(|b| b.fail(&loc, "a plain Rust variable is assigned inside a runtime `while`"));
+        with(|b| {
+            b.fail(
+                &loc,
+                "a plain Rust variable is assigned inside a runtime `while`",
+            )
+        });
     }
     let yielded = flat(&out);
     let ok = check_types(&init_types, &yielded, "loop-carried value", &loc);
-    let ys = if ok { yielded.iter().map(|t| t.0).collect() } else { bargs.iter().map(|t| t.0).collect() };
+    let ys = if ok {
+        yielded.iter().map(|t| t.0).collect()
+    } else {
+        bargs.iter().map(|t| t.0).collect()
+    };
     with(|b| b.push(Op::Yield(ys), vec![], loc.clone()));
     let body_block = with(|b| b.close_block());
     let results = with(|b| {
-        b.push(Op::While { init: init.iter().map(|t| t.0).collect(), cond: cond_block, body: body_block }, init_types, loc)
+        b.push(
+            Op::While {
+                init: init.iter().map(|t| t.0).collect(),
+                cond: cond_block,
+                body: body_block,
+            },
+            init_types,
+            loc,
+        )
     });
     let results: Vec<Tile> = results.into_iter().map(Tile).collect();
     carried.rebuild(&mut results.iter())

@@ -6,7 +6,9 @@
 
 use super::builder::{with, Builder};
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};
-use crate::ir::{broadcast_shapes, AtomicOp, BinOp, CmpPred, Const, DType, Elem, Loc, Op, ReduceOp, Type, UnOp};
+use crate::ir::{
+    broadcast_shapes, AtomicOp, BinOp, CmpPred, Const, DType, Elem, Loc, Op, ReduceOp, Type, UnOp,
+};
 
 /// The absent optional argument.
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +100,10 @@ pub fn program_id(axis: u32) -> Tile {
     let loc = loc!();
     emit(|b| {
         if axis > 2 {
-            b.fail(&loc, format!("program_id axis must be 0, 1 or 2, got {axis}"));
+            b.fail(
+                &loc,
+                format!("program_id axis must be 0, 1 or 2, got {axis}"),
+            );
         }
         b.push1(Op::ProgramId(axis.min(2)), Type::scalar(DType::I32), loc)
     })
@@ -110,7 +115,10 @@ pub fn num_programs(axis: u32) -> Tile {
     let loc = loc!();
     emit(|b| {
         if axis > 2 {
-            b.fail(&loc, format!("num_programs axis must be 0, 1 or 2, got {axis}"));
+            b.fail(
+                &loc,
+                format!("num_programs axis must be 0, 1 or 2, got {axis}"),
+            );
         }
         b.push1(Op::NumPrograms(axis.min(2)), Type::scalar(DType::I32), loc)
     })
@@ -124,7 +132,11 @@ pub fn arange(start: impl ConstInt, end: impl ConstInt) -> Tile {
     emit(|b| {
         if end <= start {
             b.fail(&loc, format!("arange({start}, {end}) is empty"));
-            return b.constant(Const::Int(0), Type::tile(Elem::Scalar(DType::I32), vec![1]), &loc);
+            return b.constant(
+                Const::Int(0),
+                Type::tile(Elem::Scalar(DType::I32), vec![1]),
+                &loc,
+            );
         }
         let ty = Type::tile(Elem::Scalar(DType::I32), vec![(end - start) as usize]);
         b.push1(Op::Arange { start, end }, ty, loc)
@@ -195,12 +207,22 @@ pub fn expand_dims(x: Tile, axis: impl ConstInt) -> Tile {
         let rank = t.rank() as i64;
         let a = if axis < 0 { axis + rank + 1 } else { axis };
         if a < 0 || a > rank {
-            b.fail(&loc, format!("expand_dims axis {axis} out of range for {t}"));
+            b.fail(
+                &loc,
+                format!("expand_dims axis {axis} out of range for {t}"),
+            );
             return x.0;
         }
         let mut s = t.shape.clone();
         s.insert(a as usize, 1);
-        b.push1(Op::ExpandDims { x: x.0, axis: a as u32 }, t.with_shape(s), loc)
+        b.push1(
+            Op::ExpandDims {
+                x: x.0,
+                axis: a as u32,
+            },
+            t.with_shape(s),
+            loc,
+        )
     })
 }
 
@@ -232,7 +254,11 @@ pub fn trans(x: Tile) -> Tile {
             b.fail(&loc, format!("trans needs a 2-D tile, got {t}"));
             return x.0;
         }
-        b.push1(Op::Trans(x.0), t.with_shape(vec![t.shape[1], t.shape[0]]), loc)
+        b.push1(
+            Op::Trans(x.0),
+            t.with_shape(vec![t.shape[1], t.shape[0]]),
+            loc,
+        )
     })
 }
 
@@ -251,10 +277,17 @@ pub fn where_(cond: impl IntoOperand, a: impl IntoOperand, b: impl IntoOperand) 
         let (va, vb) = b.unify(a, bb, &loc);
         let (ct, vt) = (b.ty(c).clone(), b.ty(va).clone());
         let Some(shape) = broadcast_shapes(&ct.shape, &vt.shape) else {
-            b.fail(&loc, format!("where: condition {ct} does not broadcast with {vt}"));
+            b.fail(
+                &loc,
+                format!("where: condition {ct} does not broadcast with {vt}"),
+            );
             return va;
         };
-        let (c, va, vb) = (b.broadcast_to(c, &shape, &loc), b.broadcast_to(va, &shape, &loc), b.broadcast_to(vb, &shape, &loc));
+        let (c, va, vb) = (
+            b.broadcast_to(c, &shape, &loc),
+            b.broadcast_to(va, &shape, &loc),
+            b.broadcast_to(vb, &shape, &loc),
+        );
         let t = b.ty(va).clone();
         b.push1(Op::Select(c, va, vb), t, loc)
     })
@@ -359,7 +392,11 @@ fn reduce(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
         let mut v = x.0;
         // Small integers and bools are summed in i32, as Triton does.
         if op == ReduceOp::Sum && (d.is_bool() || (d.is_int() && d.bits() < 32)) {
-            d = if d.is_unsigned_int() { DType::U32 } else { DType::I32 };
+            d = if d.is_unsigned_int() {
+                DType::U32
+            } else {
+                DType::I32
+            };
             v = b.cast(v, d, &loc);
         }
         let mut s = t.shape.clone();
@@ -368,7 +405,15 @@ fn reduce(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
             ReduceOp::ArgMax | ReduceOp::ArgMin => DType::I32,
             _ => d,
         };
-        b.push1(Op::Reduce { op, x: v, axis: a as u32 }, Type::tile(Elem::Scalar(rd), s), loc)
+        b.push1(
+            Op::Reduce {
+                op,
+                x: v,
+                axis: a as u32,
+            },
+            Type::tile(Elem::Scalar(rd), s),
+            loc,
+        )
     })
 }
 
@@ -423,14 +468,26 @@ pub fn dot(a: Tile, b: Tile, acc: impl OptOperand) -> Tile {
             DType::I32
         };
         let vacc = match acc {
-            None => bl.constant(Const::Int(0), Type::tile(Elem::Scalar(acc_dtype), shape.clone()), &loc),
+            None => bl.constant(
+                Const::Int(0),
+                Type::tile(Elem::Scalar(acc_dtype), shape.clone()),
+                &loc,
+            ),
             Some(op) => {
                 let v = bl.operand(op, Some(acc_dtype), &loc);
                 bl.broadcast_to(v, &shape, &loc)
             }
         };
         let t = bl.ty(vacc).clone();
-        bl.push1(Op::Dot { a: va, b: vb, acc: vacc }, t, loc)
+        bl.push1(
+            Op::Dot {
+                a: va,
+                b: vb,
+                acc: vacc,
+            },
+            t,
+            loc,
+        )
     })
 }
 
@@ -444,7 +501,10 @@ fn memory_operands(
 ) -> Option<(Type, DType, Option<crate::ir::Value>)> {
     let pt = b.ty(ptr.0).clone();
     let Some(d) = pt.elem.pointee() else {
-        b.fail(loc, format!("{what} needs a pointer or a tile of pointers, got {pt}"));
+        b.fail(
+            loc,
+            format!("{what} needs a pointer or a tile of pointers, got {pt}"),
+        );
         return None;
     };
     let mask = mask.map(|m| {
@@ -472,7 +532,15 @@ pub fn load(ptr: Tile, mask: impl OptOperand, other: impl OptOperand) -> Tile {
             let v = b.cast(v, d, &loc);
             b.broadcast_to(v, &pt.shape, &loc)
         });
-        b.push1(Op::Load { ptr: ptr.0, mask, other }, pt.with_elem(Elem::Scalar(d)), loc)
+        b.push1(
+            Op::Load {
+                ptr: ptr.0,
+                mask,
+                other,
+            },
+            pt.with_elem(Elem::Scalar(d)),
+            loc,
+        )
     })
 }
 
@@ -489,11 +557,22 @@ pub fn store(ptr: Tile, value: impl IntoOperand, mask: impl OptOperand) {
         let v = b.cast(v, d, &loc);
         let vt = b.ty(v).clone();
         if !vt.is_scalar() && vt.shape != pt.shape {
-            b.fail(&loc, format!("stored value {vt} does not fit pointers {pt}"));
+            b.fail(
+                &loc,
+                format!("stored value {vt} does not fit pointers {pt}"),
+            );
             return;
         }
         let v = b.broadcast_to(v, &pt.shape, &loc);
-        b.push(Op::Store { ptr: ptr.0, value: v, mask }, vec![], loc.clone());
+        b.push(
+            Op::Store {
+                ptr: ptr.0,
+                value: v,
+                mask,
+            },
+            vec![],
+            loc.clone(),
+        );
     })
 }
 
@@ -503,13 +582,25 @@ fn atomic(op: AtomicOp, ptr: Tile, value: Operand, mask: Option<Operand>, loc: L
             return ptr.0;
         };
         if d.size_bytes() < 4 || d.is_bool() {
-            b.fail(&loc, format!("atomics need 32- or 64-bit elements, got {d}"));
+            b.fail(
+                &loc,
+                format!("atomics need 32- or 64-bit elements, got {d}"),
+            );
         }
         let v = b.operand(value, Some(d), &loc);
         let v = b.cast(v, d, &loc);
         let v = b.broadcast_to(v, &pt.shape, &loc);
         let t = pt.with_elem(Elem::Scalar(d));
-        b.push1(Op::Atomic { op, ptr: ptr.0, value: v, mask }, t, loc)
+        b.push1(
+            Op::Atomic {
+                op,
+                ptr: ptr.0,
+                value: v,
+                mask,
+            },
+            t,
+            loc,
+        )
     })
 }
 
@@ -543,7 +634,10 @@ pub fn atomic_cas(ptr: Tile, cmp: impl IntoOperand, value: impl IntoOperand) -> 
             return ptr.0;
         };
         if !d.is_int() || d.size_bytes() < 4 {
-            b.fail(&loc, format!("atomic_cas needs 32- or 64-bit integers, got {d}"));
+            b.fail(
+                &loc,
+                format!("atomic_cas needs 32- or 64-bit integers, got {d}"),
+            );
         }
         let [c, v] = [cmp, value].map(|o| {
             let v = b.operand(o, Some(d), &loc);
@@ -551,7 +645,15 @@ pub fn atomic_cas(ptr: Tile, cmp: impl IntoOperand, value: impl IntoOperand) -> 
             b.broadcast_to(v, &pt.shape, &loc)
         });
         let t = pt.with_elem(Elem::Scalar(d));
-        b.push1(Op::AtomicCas { ptr: ptr.0, cmp: c, value: v }, t, loc)
+        b.push1(
+            Op::AtomicCas {
+                ptr: ptr.0,
+                cmp: c,
+                value: v,
+            },
+            t,
+            loc,
+        )
     })
 }
 

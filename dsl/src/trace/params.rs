@@ -21,8 +21,13 @@ impl Specialization {
 
     /// A short form for cache keys and dumps: indices of parameters equal to 1.
     pub fn key(&self) -> String {
-        let ones: Vec<String> =
-            self.ones.iter().enumerate().filter(|(_, o)| **o).map(|(i, _)| i.to_string()).collect();
+        let ones: Vec<String> = self
+            .ones
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| **o)
+            .map(|(i, _)| i.to_string())
+            .collect();
         format!("ones=[{}]", ones.join(","))
     }
 }
@@ -37,7 +42,11 @@ pub fn scalar_param(name: &str, dtype: DType, index: usize, spec: &Specializatio
     Tile(with(|b| {
         let v = b.add_param(name, Type::scalar(dtype));
         if spec.is_one(index) && dtype.is_int() {
-            let loc = Loc { file: "<specialization>".into(), line: 0, col: 0 };
+            let loc = Loc {
+                file: "<specialization>".into(),
+                line: 0,
+                col: 0,
+            };
             b.constant(Const::Int(1), Type::scalar(dtype), &loc)
         } else {
             v

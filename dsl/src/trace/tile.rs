@@ -207,7 +207,10 @@ impl Builder {
             }
             _ => (va, vb),
         };
-        (self.broadcast_to(va, &shape, loc), self.broadcast_to(vb, &shape, loc))
+        (
+            self.broadcast_to(va, &shape, loc),
+            self.broadcast_to(vb, &shape, loc),
+        )
     }
 
     pub(crate) fn binary(&mut self, op: BinOp, a: Operand, b: Operand, loc: &Loc) -> Value {
@@ -226,7 +229,10 @@ impl Builder {
         let t = self.ty(va).clone();
         match t.elem {
             Elem::Ptr(_) => {
-                self.fail(loc, format!("`{}` is not defined on pointers ({t})", op.name()));
+                self.fail(
+                    loc,
+                    format!("`{}` is not defined on pointers ({t})", op.name()),
+                );
                 va
             }
             Elem::Scalar(d) => {

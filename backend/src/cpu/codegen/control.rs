@@ -43,8 +43,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// Writes `values` into `slots` as one parallel assignment (swaps are safe).
     fn assign(&mut self, values: &[Value], slots: &[Slot<'ctx>]) {
-        let carried: Vec<PointerValue> =
-            slots.iter().filter_map(|s| if let Slot::Tile(p) = s { Some(*p) } else { None }).collect();
+        let carried: Vec<PointerValue> = slots
+            .iter()
+            .filter_map(|s| {
+                if let Slot::Tile(p) = s {
+                    Some(*p)
+                } else {
+                    None
+                }
+            })
+            .collect();
         let mut pending = Vec::new();
         for (v, s) in values.iter().zip(slots) {
             match *s {
@@ -73,7 +81,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 self.b.build_store(dst, x).unwrap();
             }
             if let Some((src, bytes)) = copy {
-                self.b.build_memcpy(dst, 64, src, 64, self.i64c(bytes as u64)).unwrap();
+                self.b
+                    .build_memcpy(dst, 64, src, 64, self.i64c(bytes as u64))
+                    .unwrap();
             }
         }
     }
@@ -86,7 +96,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     pub(super) fn for_loop(&mut self, inst: &'f Inst) {
-        let Op::For { lo, hi, step, init, body } = &inst.op else { unreachable!() };
+        let Op::For {
+            lo,
+            hi,
+            step,
+            init,
+            body,
+        } = &inst.op
+        else {
+            unreachable!()
+        };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let slots = self.slots_for(&types);
         self.assign(init, &slots);
@@ -104,8 +123,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         phi.add_incoming(&[(&lo, pre)]);
         let iv = phi.as_basic_value().into_int_value();
         let b = self.b;
-        let up = b.build_int_compare(IntPredicate::SGT, step, zero, "").unwrap();
-        let down = b.build_int_compare(IntPredicate::SLT, step, zero, "").unwrap();
+        let up = b
+            .build_int_compare(IntPredicate::SGT, step, zero, "")
+            .unwrap();
+        let down = b
+            .build_int_compare(IntPredicate::SLT, step, zero, "")
+            .unwrap();
         let below = b.build_int_compare(IntPredicate::SLT, iv, hi, "").unwrap();
         let above = b.build_int_compare(IntPredicate::SGT, iv, hi, "").unwrap();
         let go_up = b.build_and(up, below, "").unwrap();
@@ -125,14 +148,23 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     pub(super) fn if_else(&mut self, inst: &'f Inst) {
-        let Op::If { cond, then_region, else_region } = &inst.op else { unreachable!() };
+        let Op::If {
+            cond,
+            then_region,
+            else_region,
+        } = &inst.op
+        else {
+            unreachable!()
+        };
         let types: Vec<Type> = inst.results.iter().map(|v| self.ty(*v).clone()).collect();
         let slots = self.slots_for(&types);
         let c = self.lane(*cond, &[]).into_int_value();
         let then_bb = self.ctx.append_basic_block(self.func, "then");
         let else_bb = self.ctx.append_basic_block(self.func, "else");
         let merge = self.ctx.append_basic_block(self.func, "endif");
-        self.b.build_conditional_branch(c, then_bb, else_bb).unwrap();
+        self.b
+            .build_conditional_branch(c, then_bb, else_bb)
+            .unwrap();
         for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
             self.b.position_at_end(bb);
             self.block(region);
@@ -144,7 +176,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     pub(super) fn while_loop(&mut self, inst: &'f Inst) {
-        let Op::While { init, cond, body } = &inst.op else { unreachable!() };
+        let Op::While { init, cond, body } = &inst.op else {
+            unreachable!()
+        };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let slots = self.slots_for(&types);
         self.assign(init, &slots);
@@ -155,7 +189,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.position_at_end(header);
         self.bind(&cond.args, &slots);
         self.block(cond);
-        let Some(Op::Condition(c)) = cond.insts.last().map(|i| &i.op) else { unreachable!("verified") };
+        let Some(Op::Condition(c)) = cond.insts.last().map(|i| &i.op) else {
+            unreachable!("verified")
+        };
         let c = self.lane(*c, &[]).into_int_value();
         self.b.build_conditional_branch(c, body_bb, exit).unwrap();
         self.b.position_at_end(body_bb);

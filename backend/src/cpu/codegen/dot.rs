@@ -7,7 +7,9 @@ use tritium_dsl::ir::{Elem, Inst, Op};
 
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn dot(&mut self, inst: &Inst) {
-        let Op::Dot { a, b, acc } = &inst.op else { unreachable!() };
+        let Op::Dot { a, b, acc } = &inst.op else {
+            unreachable!()
+        };
         let (a, b, acc) = (*a, *b, *acc);
         let at = self.ty(a).clone();
         let bt = self.ty(b).clone();
@@ -42,10 +44,15 @@ impl<'ctx> Gen<'ctx, '_> {
                     let v = g.intrinsic("llvm.fmuladd", &[t], &[av, bv, cv]);
                     g.round_to(v, dr)
                 } else {
-                    let p = g.b.build_int_mul(av.into_int_value(), bv.into_int_value(), "").unwrap();
-                    g.b.build_int_add(p, cv.into_int_value(), "").unwrap().into()
+                    let p =
+                        g.b.build_int_mul(av.into_int_value(), bv.into_int_value(), "")
+                            .unwrap();
+                    g.b.build_int_add(p, cv.into_int_value(), "")
+                        .unwrap()
+                        .into()
                 };
-                g.b.build_store(cp, g.to_storage(nv, Elem::Scalar(dr))).unwrap();
+                g.b.build_store(cp, g.to_storage(nv, Elem::Scalar(dr)))
+                    .unwrap();
             });
         });
         self.lv.insert(r, Lv::Buf(c));

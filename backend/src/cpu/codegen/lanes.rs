@@ -16,11 +16,20 @@ impl<'ctx> Gen<'ctx, '_> {
         args: &[BasicValueEnum<'ctx>],
     ) -> BasicValueEnum<'ctx> {
         let i = Intrinsic::find(name).unwrap_or_else(|| panic!("LLVM 19 has intrinsic {name}"));
-        let decl = i.get_declaration(self.module, overload).expect("intrinsic declaration");
+        let decl = i
+            .get_declaration(self.module, overload)
+            .expect("intrinsic declaration");
         let args: Vec<_> = args.iter().map(|a| (*a).into()).collect();
-        match self.b.build_call(decl, &args, "").unwrap().try_as_basic_value() {
+        match self
+            .b
+            .build_call(decl, &args, "")
+            .unwrap()
+            .try_as_basic_value()
+        {
             inkwell::values::ValueKind::Basic(v) => v,
-            inkwell::values::ValueKind::Instruction(_) => panic!("intrinsic {name} returns a value"),
+            inkwell::values::ValueKind::Instruction(_) => {
+                panic!("intrinsic {name} returns a value")
+            }
         }
     }
 
@@ -29,10 +38,16 @@ impl<'ctx> Gen<'ctx, '_> {
         let ty = self.compute_ty(d);
         match (c, d.is_float()) {
             (Const::Int(i), false) => {
-                let bits = if d.is_bool() { (i != 0) as u64 } else { i as u64 };
+                let bits = if d.is_bool() {
+                    (i != 0) as u64
+                } else {
+                    i as u64
+                };
                 ty.into_int_type().const_int(bits, false).into()
             }
-            (Const::Float(f), false) => ty.into_int_type().const_int(f as i128 as u64, false).into(),
+            (Const::Float(f), false) => {
+                ty.into_int_type().const_int(f as i128 as u64, false).into()
+            }
             (c, true) => {
                 let f = match c {
                     Const::Int(i) => i as f64,
@@ -64,15 +79,24 @@ impl<'ctx> Gen<'ctx, '_> {
             Op::ProgramId(a) => self.pids[*a as usize].into(),
             Op::NumPrograms(a) => self.nprogs[*a as usize].into(),
             Op::Arange { start, .. } => {
-                let v = self.b.build_int_add(idx[0], self.i64c(*start as u64), "").unwrap();
-                self.b.build_int_truncate(v, self.ctx.i32_type(), "").unwrap().into()
+                let v = self
+                    .b
+                    .build_int_add(idx[0], self.i64c(*start as u64), "")
+                    .unwrap();
+                self.b
+                    .build_int_truncate(v, self.ctx.i32_type(), "")
+                    .unwrap()
+                    .into()
             }
             Op::Splat(x) => self.lane(*x, &[]),
             Op::Broadcast(x) => {
                 let xs = self.ty(*x).shape.clone();
                 let off = idx.len() - xs.len();
-                let mapped: Vec<_> =
-                    xs.iter().enumerate().map(|(k, d)| if *d == 1 { self.i64c(0) } else { idx[off + k] }).collect();
+                let mapped: Vec<_> = xs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, d)| if *d == 1 { self.i64c(0) } else { idx[off + k] })
+                    .collect();
                 self.lane(*x, &mapped)
             }
             Op::ExpandDims { x, axis } => {
@@ -130,10 +154,20 @@ impl<'ctx> Gen<'ctx, '_> {
                 let pointee = self.dtype_of(*p);
                 let od = self.dtype_of(*o);
                 let (pv, ov) = (self.lane(*p, idx), self.lane(*o, idx));
-                let off = self.b.build_int_cast_sign_flag(ov.into_int_value(), self.ctx.i64_type(), od.is_signed_int(), "").unwrap();
+                let off = self
+                    .b
+                    .build_int_cast_sign_flag(
+                        ov.into_int_value(),
+                        self.ctx.i64_type(),
+                        od.is_signed_int(),
+                        "",
+                    )
+                    .unwrap();
                 let st = self.storage_ty(pointee);
                 // SAFETY (of the generated code): pointer arithmetic; accesses are checked or trusted as in Triton.
-                unsafe { self.b.build_gep(st, pv.into_pointer_value(), &[off], "") }.unwrap().into()
+                unsafe { self.b.build_gep(st, pv.into_pointer_value(), &[off], "") }
+                    .unwrap()
+                    .into()
             }
             Op::Load { .. } => self.load_lane(inst, idx),
             op => unreachable!("op_lane on non-elementwise `{}`", op.mnemonic()),
@@ -141,7 +175,13 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `a op b` for two lanes of dtype `d`.
-    pub(super) fn binary(&self, op: BinOp, d: DType, a: BasicValueEnum<'ctx>, b: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    pub(super) fn binary(
+        &self,
+        op: BinOp,
+        d: DType,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
         let bl = self.b;
         if d.is_float() {
             let (x, y) = (a.into_float_value(), b.into_float_value());
@@ -169,25 +209,40 @@ impl<'ctx> Gen<'ctx, '_> {
             BinOp::Or => bl.build_or(x, y, "").unwrap().into(),
             BinOp::Xor => bl.build_xor(x, y, "").unwrap().into(),
             BinOp::Shl | BinOp::Shr => {
-                let amount = bl.build_and(y, it.const_int(d.bits() as u64 - 1, false), "").unwrap();
+                let amount = bl
+                    .build_and(y, it.const_int(d.bits() as u64 - 1, false), "")
+                    .unwrap();
                 if op == BinOp::Shl {
                     bl.build_left_shift(x, amount, "").unwrap().into()
                 } else {
                     bl.build_right_shift(x, amount, signed, "").unwrap().into()
                 }
             }
-            BinOp::Max => self.intrinsic(if signed { "llvm.smax" } else { "llvm.umax" }, &[it.into()], &[a, b]),
-            BinOp::Min => self.intrinsic(if signed { "llvm.smin" } else { "llvm.umin" }, &[it.into()], &[a, b]),
+            BinOp::Max => self.intrinsic(
+                if signed { "llvm.smax" } else { "llvm.umax" },
+                &[it.into()],
+                &[a, b],
+            ),
+            BinOp::Min => self.intrinsic(
+                if signed { "llvm.smin" } else { "llvm.umin" },
+                &[it.into()],
+                &[a, b],
+            ),
             BinOp::Div | BinOp::Rem => {
                 // x / 0 == 0, x % 0 == 0, MIN / -1 == MIN (wrapping): never UB.
                 let zero = it.const_zero();
                 let one = it.const_int(1, false);
                 let is_zero = bl.build_int_compare(IntPredicate::EQ, y, zero, "").unwrap();
-                let mut safe = bl.build_select(is_zero, one, y, "").unwrap().into_int_value();
+                let mut safe = bl
+                    .build_select(is_zero, one, y, "")
+                    .unwrap()
+                    .into_int_value();
                 let mut is_neg_one = None;
                 if signed {
                     let m1 = it.const_all_ones();
-                    let n1 = bl.build_int_compare(IntPredicate::EQ, safe, m1, "").unwrap();
+                    let n1 = bl
+                        .build_int_compare(IntPredicate::EQ, safe, m1, "")
+                        .unwrap();
                     safe = bl.build_select(n1, one, safe, "").unwrap().into_int_value();
                     is_neg_one = Some(n1);
                 }
@@ -199,7 +254,11 @@ impl<'ctx> Gen<'ctx, '_> {
                 };
                 let q = match is_neg_one {
                     Some(n1) => {
-                        let alt = if op == BinOp::Div { bl.build_int_sub(zero, x, "").unwrap() } else { zero };
+                        let alt = if op == BinOp::Div {
+                            bl.build_int_sub(zero, x, "").unwrap()
+                        } else {
+                            zero
+                        };
                         bl.build_select(n1, alt, q, "").unwrap().into_int_value()
                     }
                     None => q,
@@ -238,17 +297,28 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let i = x.into_int_value();
         match op {
-            UnOp::Neg => bl.build_int_sub(i.get_type().const_zero(), i, "").unwrap().into(),
+            UnOp::Neg => bl
+                .build_int_sub(i.get_type().const_zero(), i, "")
+                .unwrap()
+                .into(),
             UnOp::Not => bl.build_not(i, "").unwrap().into(),
-            UnOp::Abs if d.is_signed_int() => {
-                self.intrinsic("llvm.abs", &[t], &[x, self.ctx.bool_type().const_zero().into()])
-            }
+            UnOp::Abs if d.is_signed_int() => self.intrinsic(
+                "llvm.abs",
+                &[t],
+                &[x, self.ctx.bool_type().const_zero().into()],
+            ),
             UnOp::Abs => x,
             _ => unreachable!("the tracer casts integers to f32 for float-only ops"),
         }
     }
 
-    pub(super) fn compare(&self, p: CmpPred, d: DType, a: BasicValueEnum<'ctx>, b: BasicValueEnum<'ctx>) -> IntValue<'ctx> {
+    pub(super) fn compare(
+        &self,
+        p: CmpPred,
+        d: DType,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
+    ) -> IntValue<'ctx> {
         if d.is_float() {
             let fp = match p {
                 CmpPred::Eq => FloatPredicate::OEQ,
@@ -258,7 +328,10 @@ impl<'ctx> Gen<'ctx, '_> {
                 CmpPred::Gt => FloatPredicate::OGT,
                 CmpPred::Ge => FloatPredicate::OGE,
             };
-            return self.b.build_float_compare(fp, a.into_float_value(), b.into_float_value(), "").unwrap();
+            return self
+                .b
+                .build_float_compare(fp, a.into_float_value(), b.into_float_value(), "")
+                .unwrap();
         }
         let s = d.is_signed_int();
         let ip = match p {
@@ -273,11 +346,18 @@ impl<'ctx> Gen<'ctx, '_> {
             CmpPred::Ge if s => IntPredicate::SGE,
             CmpPred::Ge => IntPredicate::UGE,
         };
-        self.b.build_int_compare(ip, a.into_int_value(), b.into_int_value(), "").unwrap()
+        self.b
+            .build_int_compare(ip, a.into_int_value(), b.into_int_value(), "")
+            .unwrap()
     }
 
     /// Converts a compute value of dtype `from` to dtype `to` (Rust `as` semantics).
-    pub(super) fn cast(&self, v: BasicValueEnum<'ctx>, from: DType, to: DType) -> BasicValueEnum<'ctx> {
+    pub(super) fn cast(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        from: DType,
+        to: DType,
+    ) -> BasicValueEnum<'ctx> {
         let bl = self.b;
         if from == to {
             return v;
@@ -286,28 +366,40 @@ impl<'ctx> Gen<'ctx, '_> {
         if to.is_bool() {
             return if from.is_float() {
                 let z = v.into_float_value().get_type().const_zero();
-                bl.build_float_compare(FloatPredicate::UNE, v.into_float_value(), z, "").unwrap().into()
+                bl.build_float_compare(FloatPredicate::UNE, v.into_float_value(), z, "")
+                    .unwrap()
+                    .into()
             } else {
                 let z = v.into_int_value().get_type().const_zero();
-                bl.build_int_compare(IntPredicate::NE, v.into_int_value(), z, "").unwrap().into()
+                bl.build_int_compare(IntPredicate::NE, v.into_int_value(), z, "")
+                    .unwrap()
+                    .into()
             };
         }
         match (from.is_float(), to.is_float()) {
             (false, false) => {
                 let signed = from.is_signed_int();
-                bl.build_int_cast_sign_flag(v.into_int_value(), tt.into_int_type(), signed, "").unwrap().into()
+                bl.build_int_cast_sign_flag(v.into_int_value(), tt.into_int_type(), signed, "")
+                    .unwrap()
+                    .into()
             }
             (false, true) => {
                 let ft = tt.into_float_type();
                 let f = if from.is_signed_int() {
-                    bl.build_signed_int_to_float(v.into_int_value(), ft, "").unwrap()
+                    bl.build_signed_int_to_float(v.into_int_value(), ft, "")
+                        .unwrap()
                 } else {
-                    bl.build_unsigned_int_to_float(v.into_int_value(), ft, "").unwrap()
+                    bl.build_unsigned_int_to_float(v.into_int_value(), ft, "")
+                        .unwrap()
                 };
                 self.round_to(f.into(), to)
             }
             (true, false) => {
-                let name = if to.is_signed_int() { "llvm.fptosi.sat" } else { "llvm.fptoui.sat" };
+                let name = if to.is_signed_int() {
+                    "llvm.fptosi.sat"
+                } else {
+                    "llvm.fptoui.sat"
+                };
                 self.intrinsic(name, &[tt, v.get_type()], &[v])
             }
             (true, true) => {
@@ -333,28 +425,67 @@ impl<'ctx> Gen<'ctx, '_> {
         let c = |v: f64| f32t.const_float(v);
         let hi = c(88.722_83);
         let lo = c(-87.336_55);
-        let too_big = b.build_float_compare(FloatPredicate::OGT, x, hi, "").unwrap();
-        let too_small = b.build_float_compare(FloatPredicate::OLT, x, lo, "").unwrap();
-        let xc = b.build_select(too_big, hi, x, "").unwrap().into_float_value();
-        let xc = b.build_select(too_small, lo, xc, "").unwrap().into_float_value();
-        let t = b.build_float_mul(xc, c(std::f64::consts::LOG2_E), "").unwrap();
+        let too_big = b
+            .build_float_compare(FloatPredicate::OGT, x, hi, "")
+            .unwrap();
+        let too_small = b
+            .build_float_compare(FloatPredicate::OLT, x, lo, "")
+            .unwrap();
+        let xc = b
+            .build_select(too_big, hi, x, "")
+            .unwrap()
+            .into_float_value();
+        let xc = b
+            .build_select(too_small, lo, xc, "")
+            .unwrap()
+            .into_float_value();
+        let t = b
+            .build_float_mul(xc, c(std::f64::consts::LOG2_E), "")
+            .unwrap();
         let t = b.build_float_add(t, c(0.5), "").unwrap();
-        let fx = self.intrinsic("llvm.floor", &[f32t.into()], &[t.into()]).into_float_value();
-        let r = b.build_float_sub(xc, b.build_float_mul(fx, c(0.693_359_375), "").unwrap(), "").unwrap();
-        let r = b.build_float_sub(r, b.build_float_mul(fx, c(-2.121_944_4e-4), "").unwrap(), "").unwrap();
-        let coeffs = [1.987_569_2e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 5.000_000_1e-1];
+        let fx = self
+            .intrinsic("llvm.floor", &[f32t.into()], &[t.into()])
+            .into_float_value();
+        let r = b
+            .build_float_sub(xc, b.build_float_mul(fx, c(0.693_359_375), "").unwrap(), "")
+            .unwrap();
+        let r = b
+            .build_float_sub(
+                r,
+                b.build_float_mul(fx, c(-2.121_944_4e-4), "").unwrap(),
+                "",
+            )
+            .unwrap();
+        let coeffs = [
+            1.987_569_2e-4,
+            1.398_199_9e-3,
+            8.333_452e-3,
+            4.166_579_6e-2,
+            1.666_666_5e-1,
+            5.000_000_1e-1,
+        ];
         let mut p = c(coeffs[0]);
         for k in &coeffs[1..] {
-            p = b.build_float_add(b.build_float_mul(p, r, "").unwrap(), c(*k), "").unwrap();
+            p = b
+                .build_float_add(b.build_float_mul(p, r, "").unwrap(), c(*k), "")
+                .unwrap();
         }
         let r2 = b.build_float_mul(r, r, "").unwrap();
-        let y = b.build_float_add(b.build_float_mul(p, r2, "").unwrap(), r, "").unwrap();
+        let y = b
+            .build_float_add(b.build_float_mul(p, r2, "").unwrap(), r, "")
+            .unwrap();
         let y = b.build_float_add(y, c(1.0), "").unwrap();
-        let n = self.intrinsic("llvm.fptosi.sat", &[i32t.into(), f32t.into()], &[fx.into()]).into_int_value();
+        let n = self
+            .intrinsic("llvm.fptosi.sat", &[i32t.into(), f32t.into()], &[fx.into()])
+            .into_int_value();
         let e = b.build_int_add(n, i32t.const_int(127, false), "").unwrap();
-        let e = b.build_left_shift(e, i32t.const_int(23, false), "").unwrap();
+        let e = b
+            .build_left_shift(e, i32t.const_int(23, false), "")
+            .unwrap();
         let scale = b.build_bit_cast(e, f32t, "").unwrap().into_float_value();
         let v = b.build_float_mul(y, scale, "").unwrap();
-        b.build_select(too_small, c(0.0), v, "").unwrap().into_float_value()
+        b.build_select(too_small, c(0.0), v, "")
+            .unwrap()
+            .into_float_value()
     }
 }

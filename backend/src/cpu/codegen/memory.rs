@@ -3,15 +3,20 @@
 //! a fault is recorded (first one wins) instead of touching memory.
 
 use super::{Gen, Lv};
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::basic_block::BasicBlock;
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, AtomicRMWBinOp, IntPredicate};
 use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// In checked mode: i1 "address is inside a root buffer", recording a fault otherwise.
     /// Outside checked mode: `None`.
-    fn check_access(&self, ptr_value: Value, p: PointerValue<'ctx>, size: usize) -> Option<IntValue<'ctx>> {
+    fn check_access(
+        &self,
+        ptr_value: Value,
+        p: PointerValue<'ctx>,
+        size: usize,
+    ) -> Option<IntValue<'ctx>> {
         if !self.opts.bounds_check {
             return None;
         }
@@ -27,12 +32,18 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             let slot = |k: u64| {
                 // SAFETY (of the generated code): `ranges` holds [lo, hi] per parameter.
-                let p = unsafe { bl.build_gep(i64t, self.ranges, &[self.i64c(r as u64 * 2 + k)], "") }.unwrap();
+                let p =
+                    unsafe { bl.build_gep(i64t, self.ranges, &[self.i64c(r as u64 * 2 + k)], "") }
+                        .unwrap();
                 bl.build_load(i64t, p, "").unwrap().into_int_value()
             };
             let (lo, hi) = (slot(0), slot(1));
-            let ge = bl.build_int_compare(IntPredicate::UGE, addr, lo, "").unwrap();
-            let le = bl.build_int_compare(IntPredicate::ULE, end, hi, "").unwrap();
+            let ge = bl
+                .build_int_compare(IntPredicate::UGE, addr, lo, "")
+                .unwrap();
+            let le = bl
+                .build_int_compare(IntPredicate::ULE, end, hi, "")
+                .unwrap();
             let inside = bl.build_and(ge, le, "").unwrap();
             ok = bl.build_or(ok, inside, "").unwrap();
         }
@@ -44,7 +55,13 @@ impl<'ctx> Gen<'ctx, '_> {
         let (bl, i64t) = (self.b, self.ctx.i64_type());
         let id = self.site_ids[&(inst as *const Inst)] as u64 + 1;
         let r = bl
-            .build_cmpxchg(self.err, i64t.const_zero(), self.i64c(id), AtomicOrdering::SequentiallyConsistent, AtomicOrdering::SequentiallyConsistent)
+            .build_cmpxchg(
+                self.err,
+                i64t.const_zero(),
+                self.i64c(id),
+                AtomicOrdering::SequentiallyConsistent,
+                AtomicOrdering::SequentiallyConsistent,
+            )
             .unwrap();
         let won = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
         let then = self.ctx.append_basic_block(self.func, "fault.first");
@@ -97,19 +114,28 @@ impl<'ctx> Gen<'ctx, '_> {
             bl.build_unconditional_branch(join).unwrap();
         } else {
             skipped.push(bl.get_insert_block().unwrap());
-            bl.build_conditional_branch(mask.expect("checked above"), doit, join).unwrap();
+            bl.build_conditional_branch(mask.expect("checked above"), doit, join)
+                .unwrap();
         }
         bl.position_at_end(doit);
         Some(Guard { join, skipped })
     }
 
-    pub(super) fn load_lane(&mut self, inst: &Inst, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
-        let Op::Load { ptr, mask, other } = &inst.op else { unreachable!() };
+    pub(super) fn load_lane(
+        &mut self,
+        inst: &Inst,
+        idx: &[IntValue<'ctx>],
+    ) -> BasicValueEnum<'ctx> {
+        let Op::Load { ptr, mask, other } = &inst.op else {
+            unreachable!()
+        };
         let rt = self.ty(inst.results[0]);
         let d = rt.dtype().expect("loads give numbers");
         let elem = Elem::Scalar(d);
         let p = self.lane(*ptr, idx).into_pointer_value();
-        let m = mask.filter(|m| !self.true_masks.contains(m)).map(|m| self.lane(m, idx).into_int_value());
+        let m = mask
+            .filter(|m| !self.true_masks.contains(m))
+            .map(|m| self.lane(m, idx).into_int_value());
         let o = match other {
             Some(o) => self.lane(*o, idx),
             None => self.const_value(Const::Int(0), d),
@@ -129,7 +155,9 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     pub(super) fn store(&mut self, inst: &Inst) {
-        let Op::Store { ptr, value, mask } = &inst.op else { unreachable!() };
+        let Op::Store { ptr, value, mask } = &inst.op else {
+            unreachable!()
+        };
         let pt = self.ty(*ptr).clone();
         let d = pt.elem.pointee().expect("verified pointer");
         let (ptr, value, mask) = (*ptr, *value, *mask);
@@ -137,7 +165,9 @@ impl<'ctx> Gen<'ctx, '_> {
             g.loop_nest(&pt.shape, &mut |g, idx| {
                 let p = g.lane(ptr, idx).into_pointer_value();
                 let v = g.lane(value, idx);
-                let m = mask.filter(|m| !g.true_masks.contains(m)).map(|m| g.lane(m, idx).into_int_value());
+                let m = mask
+                    .filter(|m| !g.true_masks.contains(m))
+                    .map(|m| g.lane(m, idx).into_int_value());
                 let s = g.to_storage(v, Elem::Scalar(d));
                 match g.guard(inst, ptr, p, d.size_bytes(), m) {
                     None => {
@@ -177,7 +207,12 @@ impl<'ctx> Gen<'ctx, '_> {
         self.lv.insert(r, lv);
     }
 
-    fn atomic_lane(&mut self, inst: &Inst, d: DType, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+    fn atomic_lane(
+        &mut self,
+        inst: &Inst,
+        d: DType,
+        idx: &[IntValue<'ctx>],
+    ) -> BasicValueEnum<'ctx> {
         let (ptr, mask) = match &inst.op {
             Op::Atomic { ptr, mask, .. } => (*ptr, *mask),
             Op::AtomicCas { ptr, .. } => (*ptr, None),
@@ -187,7 +222,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let m = mask.map(|m| self.lane(m, idx).into_int_value());
         let (a, b) = match &inst.op {
             Op::Atomic { value, .. } => (self.lane(*value, idx), None),
-            Op::AtomicCas { cmp, value, .. } => (self.lane(*cmp, idx), Some(self.lane(*value, idx))),
+            Op::AtomicCas { cmp, value, .. } => {
+                (self.lane(*cmp, idx), Some(self.lane(*value, idx)))
+            }
             _ => unreachable!(),
         };
         let zero = self.const_value(Const::Int(0), d);
@@ -197,7 +234,13 @@ impl<'ctx> Gen<'ctx, '_> {
             _ => {
                 let r = self
                     .b
-                    .build_cmpxchg(p, a.into_int_value(), b.expect("cas value").into_int_value(), AtomicOrdering::SequentiallyConsistent, AtomicOrdering::SequentiallyConsistent)
+                    .build_cmpxchg(
+                        p,
+                        a.into_int_value(),
+                        b.expect("cas value").into_int_value(),
+                        AtomicOrdering::SequentiallyConsistent,
+                        AtomicOrdering::SequentiallyConsistent,
+                    )
                     .unwrap();
                 self.b.build_extract_value(r, 0, "").unwrap()
             }
@@ -209,7 +252,13 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `atomicrmw` for integers; a compare-exchange loop on the bits for floats.
-    fn rmw(&self, op: AtomicOp, d: DType, p: PointerValue<'ctx>, v: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    fn rmw(
+        &self,
+        op: AtomicOp,
+        d: DType,
+        p: PointerValue<'ctx>,
+        v: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
         let bl = self.b;
         let seq = AtomicOrdering::SequentiallyConsistent;
         if !d.is_float() {
@@ -222,13 +271,22 @@ impl<'ctx> Gen<'ctx, '_> {
                 AtomicOp::Min if signed => AtomicRMWBinOp::Min,
                 AtomicOp::Min => AtomicRMWBinOp::UMin,
             };
-            return bl.build_atomicrmw(rop, p, v.into_int_value(), seq).unwrap().into();
+            return bl
+                .build_atomicrmw(rop, p, v.into_int_value(), seq)
+                .unwrap()
+                .into();
         }
-        let it = if d == DType::F64 { self.ctx.i64_type() } else { self.ctx.i32_type() };
+        let it = if d == DType::F64 {
+            self.ctx.i64_type()
+        } else {
+            self.ctx.i32_type()
+        };
         let ft = self.compute_ty(d);
         let vbits = bl.build_bit_cast(v, it, "").unwrap().into_int_value();
         if op == AtomicOp::Xchg {
-            let old = bl.build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq).unwrap();
+            let old = bl
+                .build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq)
+                .unwrap();
             return bl.build_bit_cast(old, ft, "").unwrap();
         }
         let pre = bl.get_insert_block().unwrap();
@@ -242,7 +300,10 @@ impl<'ctx> Gen<'ctx, '_> {
         let seen = phi.as_basic_value().into_int_value();
         let old_f = bl.build_bit_cast(seen, ft, "").unwrap();
         let new_f = match op {
-            AtomicOp::Add => bl.build_float_add(old_f.into_float_value(), v.into_float_value(), "").unwrap().into(),
+            AtomicOp::Add => bl
+                .build_float_add(old_f.into_float_value(), v.into_float_value(), "")
+                .unwrap()
+                .into(),
             AtomicOp::Max => self.intrinsic("llvm.maxnum", &[ft], &[old_f, v]),
             AtomicOp::Min => self.intrinsic("llvm.minnum", &[ft], &[old_f, v]),
             AtomicOp::Xchg => unreachable!("handled above"),
@@ -268,7 +329,12 @@ struct Guard<'ctx> {
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Ends a guarded access: `done` where it happened, `skipped_value` where it did not.
-    fn join(&self, guard: Guard<'ctx>, done: BasicValueEnum<'ctx>, skipped_value: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    fn join(
+        &self,
+        guard: Guard<'ctx>,
+        done: BasicValueEnum<'ctx>,
+        skipped_value: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
         let from = self.b.get_insert_block().unwrap();
         self.b.build_unconditional_branch(guard.join).unwrap();
         self.b.position_at_end(guard.join);

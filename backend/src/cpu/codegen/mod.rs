@@ -113,10 +113,20 @@ pub(crate) fn generate<'ctx>(
             Elem::Scalar(d) => compute_ty_of(ctx, d).into(),
         });
     }
-    params.extend(std::iter::repeat_n(inkwell::types::BasicMetadataTypeEnum::from(i32t), 6));
-    params.extend(std::iter::repeat_n(inkwell::types::BasicMetadataTypeEnum::from(ptr), 3));
+    params.extend(std::iter::repeat_n(
+        inkwell::types::BasicMetadataTypeEnum::from(i32t),
+        6,
+    ));
+    params.extend(std::iter::repeat_n(
+        inkwell::types::BasicMetadataTypeEnum::from(ptr),
+        3,
+    ));
     let body_ty = ctx.void_type().fn_type(&params, false);
-    let body_fn = module.add_function(&format!("{entry_name}_body"), body_ty, Some(Linkage::Internal));
+    let body_fn = module.add_function(
+        &format!("{entry_name}_body"),
+        body_ty,
+        Some(Linkage::Internal),
+    );
     let noalias = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
     for (i, p) in f.params.iter().enumerate() {
         if f.ty(p.value).elem.pointee().is_some() {
@@ -127,7 +137,10 @@ pub(crate) fn generate<'ctx>(
         }
     }
     let n = f.params.len() as u32;
-    body_fn.add_attribute(inkwell::attributes::AttributeLoc::Param(n + 6), ctx.create_enum_attribute(noalias, 0));
+    body_fn.add_attribute(
+        inkwell::attributes::AttributeLoc::Param(n + 6),
+        ctx.create_enum_attribute(noalias, 0),
+    );
     let entry_bb = ctx.append_basic_block(body_fn, "entry");
     b.position_at_end(entry_bb);
     let arg = |k: u32| body_fn.get_nth_param(k).expect("declared above");
@@ -161,7 +174,17 @@ pub(crate) fn generate<'ctx>(
 
     // The entry function: unpack argument slots, loop over programs.
     let entry_ty = ctx.void_type().fn_type(
-        &[ptr.into(), ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into()],
+        &[
+            ptr.into(),
+            ptr.into(),
+            ptr.into(),
+            ptr.into(),
+            i64t.into(),
+            i64t.into(),
+            i64t.into(),
+            i64t.into(),
+            i64t.into(),
+        ],
         false,
     );
     let entry = module.add_function(entry_name, entry_ty, Some(Linkage::External));
@@ -172,13 +195,16 @@ pub(crate) fn generate<'ctx>(
     let mut call_args: Vec<inkwell::values::BasicMetadataValueEnum> = Vec::new();
     for (k, p) in f.params.iter().enumerate() {
         // SAFETY (of the generated code): `args` holds one 8-byte slot per parameter.
-        let slot = unsafe { b.build_gep(i64t, args_ptr, &[i64t.const_int(k as u64, false)], "slot") }
-            .map_err(|e| e.to_string())?;
+        let slot =
+            unsafe { b.build_gep(i64t, args_ptr, &[i64t.const_int(k as u64, false)], "slot") }
+                .map_err(|e| e.to_string())?;
         let t = f.ty(p.value);
         let v = match t.elem {
             Elem::Ptr(_) => b.build_load(ptr, slot, "p").map_err(|e| e.to_string())?,
             Elem::Scalar(_) => {
-                let raw = b.build_load(g.elem_storage_ty(t.elem), slot, "s").map_err(|e| e.to_string())?;
+                let raw = b
+                    .build_load(g.elem_storage_ty(t.elem), slot, "s")
+                    .map_err(|e| e.to_string())?;
                 g.from_storage(raw, t.elem)
             }
         };
@@ -191,14 +217,18 @@ pub(crate) fn generate<'ctx>(
     let header = ctx.append_basic_block(entry, "program");
     let run = ctx.append_basic_block(entry, "run");
     let done = ctx.append_basic_block(entry, "done");
-    let has_work = b.build_int_compare(inkwell::IntPredicate::ULT, start, end, "").unwrap();
+    let has_work = b
+        .build_int_compare(inkwell::IntPredicate::ULT, start, end, "")
+        .unwrap();
     b.build_conditional_branch(has_work, header, done).unwrap();
     b.position_at_end(header);
     let pid = b.build_phi(i64t, "pid").unwrap();
     pid.add_incoming(&[(&start, bb)]);
     let p = pid.as_basic_value().into_int_value();
     let fault = b.build_load(i64t, err, "fault").unwrap().into_int_value();
-    let ok = b.build_int_compare(inkwell::IntPredicate::EQ, fault, i64t.const_zero(), "").unwrap();
+    let ok = b
+        .build_int_compare(inkwell::IntPredicate::EQ, fault, i64t.const_zero(), "")
+        .unwrap();
     b.build_conditional_branch(ok, run, done).unwrap();
     b.position_at_end(run);
     let x = b.build_int_unsigned_rem(p, nx, "").unwrap();
@@ -215,7 +245,9 @@ pub(crate) fn generate<'ctx>(
     b.build_call(body_fn, &all, "").unwrap();
     let next = b.build_int_add(p, i64t.const_int(1, false), "").unwrap();
     pid.add_incoming(&[(&next, run)]);
-    let more = b.build_int_compare(inkwell::IntPredicate::ULT, next, end, "").unwrap();
+    let more = b
+        .build_int_compare(inkwell::IntPredicate::ULT, next, end, "")
+        .unwrap();
     b.build_conditional_branch(more, header, done).unwrap();
     b.position_at_end(done);
     b.build_return(None).unwrap();
@@ -223,7 +255,11 @@ pub(crate) fn generate<'ctx>(
 }
 
 /// Records each value's defining op and numbers memory ops in walk order.
-fn index_insts<'f>(b: &'f Block, defs: &mut HashMap<Value, &'f Inst>, sites: &mut HashMap<*const Inst, u32>) {
+fn index_insts<'f>(
+    b: &'f Block,
+    defs: &mut HashMap<Value, &'f Inst>,
+    sites: &mut HashMap<*const Inst, u32>,
+) {
     for inst in &b.insts {
         for r in &inst.results {
             defs.insert(*r, inst);
@@ -265,15 +301,31 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let offset = self.scratch_bytes.div_ceil(64) * 64;
         self.scratch_bytes = offset + ty.numel() * self.elem_size(ty.elem);
         // SAFETY (of the generated code): the launcher allocates `scratch_bytes` per thread.
-        unsafe { self.b.build_gep(self.ctx.i8_type(), self.scratch, &[self.i64c(offset as u64)], "buf") }
-            .unwrap()
+        unsafe {
+            self.b.build_gep(
+                self.ctx.i8_type(),
+                self.scratch,
+                &[self.i64c(offset as u64)],
+                "buf",
+            )
+        }
+        .unwrap()
     }
 
     /// Address of element `idx` (row-major) of a buffer holding a tile of `ty`.
-    fn buf_elem(&self, buf: PointerValue<'ctx>, ty: &Type, idx: &[IntValue<'ctx>]) -> PointerValue<'ctx> {
+    fn buf_elem(
+        &self,
+        buf: PointerValue<'ctx>,
+        ty: &Type,
+        idx: &[IntValue<'ctx>],
+    ) -> PointerValue<'ctx> {
         let lin = self.ravel(&ty.shape, idx);
         // SAFETY (of the generated code): `idx` is within `ty.shape`.
-        unsafe { self.b.build_gep(self.elem_storage_ty(ty.elem), buf, &[lin], "el") }.unwrap()
+        unsafe {
+            self.b
+                .build_gep(self.elem_storage_ty(ty.elem), buf, &[lin], "el")
+        }
+        .unwrap()
     }
 
     /// Row-major linear index of `idx` in `shape`.
@@ -281,8 +333,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let mut lin = self.i64c(0);
         for (k, i) in idx.iter().enumerate() {
             let stride: usize = shape[k + 1..].iter().product();
-            let term = if stride == 1 { *i } else { self.b.build_int_mul(*i, self.i64c(stride as u64), "").unwrap() };
-            lin = if k == 0 { term } else { self.b.build_int_add(lin, term, "").unwrap() };
+            let term = if stride == 1 {
+                *i
+            } else {
+                self.b
+                    .build_int_mul(*i, self.i64c(stride as u64), "")
+                    .unwrap()
+            };
+            lin = if k == 0 {
+                term
+            } else {
+                self.b.build_int_add(lin, term, "").unwrap()
+            };
         }
         lin
     }
@@ -324,7 +386,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let latch = self.b.get_insert_block().unwrap();
         let next = self.b.build_int_add(i, self.i64c(1), "").unwrap();
         phi.add_incoming(&[(&next, latch)]);
-        let more = self.b.build_int_compare(inkwell::IntPredicate::ULT, next, self.i64c(n as u64), "").unwrap();
+        let more = self
+            .b
+            .build_int_compare(inkwell::IntPredicate::ULT, next, self.i64c(n as u64), "")
+            .unwrap();
         self.b.build_conditional_branch(more, header, exit).unwrap();
         self.b.position_at_end(exit);
     }
@@ -339,7 +404,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Some(Lv::Buf(buf)) => {
                 let ty = self.ty(v);
                 let p = self.buf_elem(buf, ty, idx);
-                let raw = self.b.build_load(self.elem_storage_ty(ty.elem), p, "").unwrap();
+                let raw = self
+                    .b
+                    .build_load(self.elem_storage_ty(ty.elem), p, "")
+                    .unwrap();
                 self.from_storage(raw, ty.elem)
             }
             Some(Lv::Lazy) => {
@@ -385,19 +453,29 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// copy treats the mask (and every memory op sharing it) as all-true, so full blocks
     /// get plain vector loads and stores; only partial blocks pay for masked accesses.
     fn versioned(&mut self, mask: Option<Value>, shape: &[usize], emit: &mut dyn FnMut(&mut Self)) {
-        let Some(m) = mask.filter(|m| !self.true_masks.contains(m) && !self.ty(*m).is_scalar()) else {
+        let Some(m) = mask.filter(|m| !self.true_masks.contains(m) && !self.ty(*m).is_scalar())
+        else {
             emit(self);
             return;
         };
         let all = self.entry_alloca(self.ctx.bool_type().into());
-        self.b.build_store(all, self.ctx.bool_type().const_all_ones()).unwrap();
+        self.b
+            .build_store(all, self.ctx.bool_type().const_all_ones())
+            .unwrap();
         self.loop_nest(shape, &mut |g, idx| {
             let x = g.lane(m, idx).into_int_value();
-            let acc = g.b.build_load(g.ctx.bool_type(), all, "").unwrap().into_int_value();
+            let acc =
+                g.b.build_load(g.ctx.bool_type(), all, "")
+                    .unwrap()
+                    .into_int_value();
             let acc = g.b.build_and(acc, x, "").unwrap();
             g.b.build_store(all, acc).unwrap();
         });
-        let all = self.b.build_load(self.ctx.bool_type(), all, "all").unwrap().into_int_value();
+        let all = self
+            .b
+            .build_load(self.ctx.bool_type(), all, "all")
+            .unwrap()
+            .into_int_value();
         let fast = self.ctx.append_basic_block(self.func, "mask.full");
         let slow = self.ctx.append_basic_block(self.func, "mask.partial");
         let done = self.ctx.append_basic_block(self.func, "mask.done");
@@ -424,10 +502,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         match &inst.op {
             Op::Yield(_) | Op::Condition(_) => {}
             Op::ProgramId(a) => {
-                self.lv.insert(inst.results[0], Lv::Scalar(self.pids[*a as usize].into()));
+                self.lv
+                    .insert(inst.results[0], Lv::Scalar(self.pids[*a as usize].into()));
             }
             Op::NumPrograms(a) => {
-                self.lv.insert(inst.results[0], Lv::Scalar(self.nprogs[*a as usize].into()));
+                self.lv
+                    .insert(inst.results[0], Lv::Scalar(self.nprogs[*a as usize].into()));
             }
             Op::Store { .. } => self.store(inst),
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),

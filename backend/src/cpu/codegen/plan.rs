@@ -73,7 +73,11 @@ fn plan_block(
     // Reverse order: every same-block user is decided before the value it uses.
     let mut emit_count: HashMap<Value, u32> = HashMap::new();
     let mut emit_point: HashMap<Value, usize> = HashMap::new();
-    let side_effect: Vec<bool> = block.insts.iter().map(|i| i.op.has_side_effects()).collect();
+    let side_effect: Vec<bool> = block
+        .insts
+        .iter()
+        .map(|i| i.op.has_side_effects())
+        .collect();
     for (i, inst) in block.insts.iter().enumerate().rev() {
         if inst.results.len() != 1 || !inst.op.is_elementwise() {
             continue;
@@ -102,7 +106,9 @@ fn plan_block(
             || count == 0
             || (count == 1
                 && match &inst.op {
-                    Op::Load { ptr, .. } => load_can_move(block, i, point, *ptr, roots, &side_effect),
+                    Op::Load { ptr, .. } => {
+                        load_can_move(block, i, point, *ptr, roots, &side_effect)
+                    }
                     _ => true,
                 });
         if make_lazy {

@@ -11,8 +11,14 @@ const REASSOC_NSZ: u32 = 1 | 8;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// An `alloca` in the function's entry block (promoted to a register by mem2reg).
-    pub(super) fn entry_alloca(&self, ty: inkwell::types::BasicTypeEnum<'ctx>) -> PointerValue<'ctx> {
-        let entry = self.func.get_first_basic_block().expect("body has an entry block");
+    pub(super) fn entry_alloca(
+        &self,
+        ty: inkwell::types::BasicTypeEnum<'ctx>,
+    ) -> PointerValue<'ctx> {
+        let entry = self
+            .func
+            .get_first_basic_block()
+            .expect("body has an entry block");
         let tmp = self.ctx.create_builder();
         match entry.get_first_instruction() {
             Some(i) => tmp.position_before(&i),
@@ -28,7 +34,11 @@ impl<'ctx> Gen<'ctx, '_> {
             ReduceOp::Max | ReduceOp::ArgMax | ReduceOp::Min | ReduceOp::ArgMin => {
                 let want_low = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
                 if d.is_float() {
-                    let inf = if want_low { f64::NEG_INFINITY } else { f64::INFINITY };
+                    let inf = if want_low {
+                        f64::NEG_INFINITY
+                    } else {
+                        f64::INFINITY
+                    };
                     t.into_float_type().const_float(inf).into()
                 } else {
                     let it = t.into_int_type();
@@ -45,10 +55,19 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    fn combine(&self, op: ReduceOp, d: DType, acc: BasicValueEnum<'ctx>, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    fn combine(
+        &self,
+        op: ReduceOp,
+        d: DType,
+        acc: BasicValueEnum<'ctx>,
+        x: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
         match op {
             ReduceOp::Sum if d.is_float() => {
-                let v = self.b.build_float_add(acc.into_float_value(), x.into_float_value(), "").unwrap();
+                let v = self
+                    .b
+                    .build_float_add(acc.into_float_value(), x.into_float_value(), "")
+                    .unwrap();
                 if let Some(i) = v.as_instruction() {
                     set_fmf(i, REASSOC_NSZ);
                 }
@@ -56,14 +75,34 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             // The f32 accumulation of f16 happens because compute values are f32; no rounding here.
             ReduceOp::Sum => self.binary(BinOp::Add, d, acc, x),
-            ReduceOp::Max => self.binary(BinOp::Max, if d.is_float() { DType::F32.max_of(d) } else { d }, acc, x),
-            ReduceOp::Min => self.binary(BinOp::Min, if d.is_float() { DType::F32.max_of(d) } else { d }, acc, x),
+            ReduceOp::Max => self.binary(
+                BinOp::Max,
+                if d.is_float() {
+                    DType::F32.max_of(d)
+                } else {
+                    d
+                },
+                acc,
+                x,
+            ),
+            ReduceOp::Min => self.binary(
+                BinOp::Min,
+                if d.is_float() {
+                    DType::F32.max_of(d)
+                } else {
+                    d
+                },
+                acc,
+                x,
+            ),
             ReduceOp::ArgMax | ReduceOp::ArgMin => unreachable!("handled with an index"),
         }
     }
 
     pub(super) fn reduce(&mut self, inst: &Inst) {
-        let Op::Reduce { op, x, axis } = &inst.op else { unreachable!() };
+        let Op::Reduce { op, x, axis } = &inst.op else {
+            unreachable!()
+        };
         let (op, x, axis) = (*op, *x, *axis as usize);
         let xt = self.ty(x).clone();
         let d = xt.dtype().expect("numbers");
@@ -71,7 +110,11 @@ impl<'ctx> Gen<'ctx, '_> {
         let rt = self.ty(r).clone();
         let is_arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
         // Accumulators in compute form: f16/bf16 accumulate in f32.
-        let acc_d = if matches!(d, DType::F16 | DType::BF16) { DType::F32 } else { d };
+        let acc_d = if matches!(d, DType::F16 | DType::BF16) {
+            DType::F32
+        } else {
+            d
+        };
         let acc_ty = Type::tile(Elem::Scalar(acc_d), rt.shape.clone());
         let (acc_buf, idx_buf) = if rt.is_scalar() {
             (None, None)
@@ -80,8 +123,11 @@ impl<'ctx> Gen<'ctx, '_> {
             let i = is_arg.then(|| self.alloc_buf(&rt));
             (Some(a), i)
         };
-        let acc_slot = rt.is_scalar().then(|| self.entry_alloca(self.compute_ty(acc_d)));
-        let idx_slot = (rt.is_scalar() && is_arg).then(|| self.entry_alloca(self.ctx.i32_type().into()));
+        let acc_slot = rt
+            .is_scalar()
+            .then(|| self.entry_alloca(self.compute_ty(acc_d)));
+        let idx_slot =
+            (rt.is_scalar() && is_arg).then(|| self.entry_alloca(self.ctx.i32_type().into()));
         let init = self.identity(op, acc_d);
         let i32z = self.ctx.i32_type().const_zero();
         // Initialize.
@@ -97,7 +143,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 let rt2 = rt.clone();
                 self.loop_nest(&rt.shape, &mut |g, idx| {
                     let p = g.buf_elem(ab, &acc_ty2, idx);
-                    g.b.build_store(p, g.to_storage(init, Elem::Scalar(acc_d))).unwrap();
+                    g.b.build_store(p, g.to_storage(init, Elem::Scalar(acc_d)))
+                        .unwrap();
                     if let Some(ib) = idx_buf {
                         let p = g.buf_elem(ib, &rt2, idx);
                         g.b.build_store(p, i32z).unwrap();
@@ -115,26 +162,58 @@ impl<'ctx> Gen<'ctx, '_> {
             let xv = g.cast(xv, d, acc_d);
             let (acc_p, idx_p) = match (acc_slot, acc_buf) {
                 (Some(s), _) => (s, idx_slot),
-                (None, Some(ab)) => (g.buf_elem(ab, &acc_ty, &ridx), idx_buf.map(|ib| g.buf_elem(ib, &rt2, &ridx))),
+                (None, Some(ab)) => (
+                    g.buf_elem(ab, &acc_ty, &ridx),
+                    idx_buf.map(|ib| g.buf_elem(ib, &rt2, &ridx)),
+                ),
                 (None, None) => unreachable!(),
             };
             let acc_storage = g.storage_ty(acc_d);
-            let acc = g.b.build_load(if acc_slot.is_some() { g.compute_ty(acc_d) } else { acc_storage }, acc_p, "").unwrap();
-            let acc = if acc_slot.is_some() { acc } else { g.from_storage(acc, Elem::Scalar(acc_d)) };
+            let acc =
+                g.b.build_load(
+                    if acc_slot.is_some() {
+                        g.compute_ty(acc_d)
+                    } else {
+                        acc_storage
+                    },
+                    acc_p,
+                    "",
+                )
+                .unwrap();
+            let acc = if acc_slot.is_some() {
+                acc
+            } else {
+                g.from_storage(acc, Elem::Scalar(acc_d))
+            };
             if is_arg {
-                let pred = if op == ReduceOp::ArgMax { CmpPred::Gt } else { CmpPred::Lt };
+                let pred = if op == ReduceOp::ArgMax {
+                    CmpPred::Gt
+                } else {
+                    CmpPred::Lt
+                };
                 let better = g.compare(pred, acc_d, xv, acc);
                 let nv = g.b.build_select(better, xv, acc, "").unwrap();
                 let k32 = g.b.build_int_truncate(k, g.ctx.i32_type(), "").unwrap();
                 let ip = idx_p.expect("argmax keeps an index");
-                let old = g.b.build_load(g.ctx.i32_type(), ip, "").unwrap().into_int_value();
+                let old =
+                    g.b.build_load(g.ctx.i32_type(), ip, "")
+                        .unwrap()
+                        .into_int_value();
                 let ni = g.b.build_select(better, k32, old, "").unwrap();
                 g.b.build_store(ip, ni).unwrap();
-                let nv = if acc_slot.is_some() { nv } else { g.to_storage(nv, Elem::Scalar(acc_d)) };
+                let nv = if acc_slot.is_some() {
+                    nv
+                } else {
+                    g.to_storage(nv, Elem::Scalar(acc_d))
+                };
                 g.b.build_store(acc_p, nv).unwrap();
             } else {
                 let nv = g.combine(op, acc_d, acc, xv);
-                let nv = if acc_slot.is_some() { nv } else { g.to_storage(nv, Elem::Scalar(acc_d)) };
+                let nv = if acc_slot.is_some() {
+                    nv
+                } else {
+                    g.to_storage(nv, Elem::Scalar(acc_d))
+                };
                 g.b.build_store(acc_p, nv).unwrap();
             }
         });
@@ -143,7 +222,9 @@ impl<'ctx> Gen<'ctx, '_> {
         match (acc_slot, acc_buf) {
             (Some(s), _) => {
                 let v = if is_arg {
-                    self.b.build_load(self.ctx.i32_type(), idx_slot.expect("index slot"), "").unwrap()
+                    self.b
+                        .build_load(self.ctx.i32_type(), idx_slot.expect("index slot"), "")
+                        .unwrap()
                 } else {
                     let v = self.b.build_load(self.compute_ty(acc_d), s, "").unwrap();
                     self.cast(v, acc_d, d)
@@ -163,7 +244,8 @@ impl<'ctx> Gen<'ctx, '_> {
                         let v = g.b.build_load(g.storage_ty(acc_d), p, "").unwrap();
                         let v = g.cast(v, acc_d, d);
                         let q = g.buf_elem(out, &rt3, idx);
-                        g.b.build_store(q, g.to_storage(v, Elem::Scalar(d))).unwrap();
+                        g.b.build_store(q, g.to_storage(v, Elem::Scalar(d)))
+                            .unwrap();
                     });
                     self.lv.insert(r, Lv::Buf(out));
                 }

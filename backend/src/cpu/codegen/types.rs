@@ -56,11 +56,14 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn to_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
         let b = self.b;
         match e {
-            Elem::Scalar(DType::Bool) => {
-                b.build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "").unwrap().into()
-            }
+            Elem::Scalar(DType::Bool) => b
+                .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")
+                .unwrap()
+                .into(),
             Elem::Scalar(DType::F16) => {
-                let h = b.build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "").unwrap();
+                let h = b
+                    .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")
+                    .unwrap();
                 b.build_bit_cast(h, self.ctx.i16_type(), "").unwrap()
             }
             Elem::Scalar(DType::BF16) => self.f32_to_bf16_bits(v.into_float_value()).into(),
@@ -73,16 +76,30 @@ impl<'ctx> Gen<'ctx, '_> {
         let b = self.b;
         match e {
             Elem::Scalar(DType::Bool) => b
-                .build_int_compare(IntPredicate::NE, v.into_int_value(), self.ctx.i8_type().const_zero(), "")
+                .build_int_compare(
+                    IntPredicate::NE,
+                    v.into_int_value(),
+                    self.ctx.i8_type().const_zero(),
+                    "",
+                )
                 .unwrap()
                 .into(),
             Elem::Scalar(DType::F16) => {
-                let h = b.build_bit_cast(v, self.ctx.f16_type(), "").unwrap().into_float_value();
-                b.build_float_ext(h, self.ctx.f32_type(), "").unwrap().into()
+                let h = b
+                    .build_bit_cast(v, self.ctx.f16_type(), "")
+                    .unwrap()
+                    .into_float_value();
+                b.build_float_ext(h, self.ctx.f32_type(), "")
+                    .unwrap()
+                    .into()
             }
             Elem::Scalar(DType::BF16) => {
-                let w = b.build_int_z_extend(v.into_int_value(), self.ctx.i32_type(), "").unwrap();
-                let w = b.build_left_shift(w, self.ctx.i32_type().const_int(16, false), "").unwrap();
+                let w = b
+                    .build_int_z_extend(v.into_int_value(), self.ctx.i32_type(), "")
+                    .unwrap();
+                let w = b
+                    .build_left_shift(w, self.ctx.i32_type().const_int(16, false), "")
+                    .unwrap();
                 b.build_bit_cast(w, self.ctx.f32_type(), "").unwrap()
             }
             _ => v,
@@ -104,15 +121,28 @@ impl<'ctx> Gen<'ctx, '_> {
     fn f32_to_bf16_bits(&self, v: FloatValue<'ctx>) -> inkwell::values::IntValue<'ctx> {
         let (b, i32t) = (self.b, self.ctx.i32_type());
         let bits = b.build_bit_cast(v, i32t, "").unwrap().into_int_value();
-        let lsb = b.build_right_shift(bits, i32t.const_int(16, false), false, "").unwrap();
+        let lsb = b
+            .build_right_shift(bits, i32t.const_int(16, false), false, "")
+            .unwrap();
         let lsb = b.build_and(lsb, i32t.const_int(1, false), "").unwrap();
-        let bias = b.build_int_add(lsb, i32t.const_int(0x7fff, false), "").unwrap();
+        let bias = b
+            .build_int_add(lsb, i32t.const_int(0x7fff, false), "")
+            .unwrap();
         let rounded = b.build_int_add(bits, bias, "").unwrap();
-        let rounded = b.build_right_shift(rounded, i32t.const_int(16, false), false, "").unwrap();
-        let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "").unwrap();
-        let nan = b.build_right_shift(bits, i32t.const_int(16, false), false, "").unwrap();
+        let rounded = b
+            .build_right_shift(rounded, i32t.const_int(16, false), false, "")
+            .unwrap();
+        let is_nan = b
+            .build_float_compare(FloatPredicate::UNO, v, v, "")
+            .unwrap();
+        let nan = b
+            .build_right_shift(bits, i32t.const_int(16, false), false, "")
+            .unwrap();
         let nan = b.build_or(nan, i32t.const_int(0x40, false), "").unwrap();
-        let r = b.build_select(is_nan, nan, rounded, "").unwrap().into_int_value();
+        let r = b
+            .build_select(is_nan, nan, rounded, "")
+            .unwrap()
+            .into_int_value();
         b.build_int_truncate(r, self.ctx.i16_type(), "").unwrap()
     }
 }
