@@ -11,5 +11,6 @@ pub mod launch;
 
 pub use error::{Error, Result};
 pub use launch::{
-    check_args, launch, Device, Grid, KernelArgs, KernelKey, LaunchOptions, PtrArg, RawArg, RawBuffer,
+    check_args, launch, Device, Grid, KernelArgs, KernelKey, LaunchOptions, PtrArg, RawArg,
+    RawBuffer,
 };

@@ -21,7 +21,11 @@ fn vadd(spec: &Specialization, block: usize) -> tritium_dsl::Result<Function> {
     t.finish()
 }
 
-fn run_vadd(device: &Device, n: usize, options: &LaunchOptions) -> tritium_backend::Result<Array1<f32>> {
+fn run_vadd(
+    device: &Device,
+    n: usize,
+    options: &LaunchOptions,
+) -> tritium_backend::Result<Array1<f32>> {
     let a = Array1::from_iter((0..n).map(|i| i as f32));
     let b = Array1::from_iter((0..n).map(|i| 2.0 * i as f32));
     let mut out = Array1::<f32>::zeros(n);
@@ -31,8 +35,13 @@ fn run_vadd(device: &Device, n: usize, options: &LaunchOptions) -> tritium_backe
     args.ptr("a", &a);
     args.ptr("b", &b);
     args.scalar("n", n as i32);
-    let key = KernelKey { name: "vadd", constexprs: format!("BLOCK={block}") };
-    launch(device, n.div_ceil(block), options, key, args, &|s| vadd(s, block))?;
+    let key = KernelKey {
+        name: "vadd",
+        constexprs: format!("BLOCK={block}"),
+    };
+    launch(device, n.div_ceil(block), options, key, args, &|s| {
+        vadd(s, block)
+    })?;
     Ok(out)
 }
 
