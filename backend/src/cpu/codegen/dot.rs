@@ -28,17 +28,17 @@ impl<'ctx> Gen<'ctx, '_> {
             let (i, kk) = (ik[0], ik[1]);
             let ap = g.buf_elem(abuf, &at, &[i, kk]);
             let av = g.b.build_load(g.storage_ty(da), ap, "").unwrap();
-            let av = g.from_storage(av, Elem::Scalar(da));
+            let av = g.decode_storage(av, Elem::Scalar(da));
             let av = g.cast(av, da, dr);
             g.loop_nest(&[n], &mut |g, jv: &[IntValue<'ctx>]| {
                 let j = jv[0];
                 let bp = g.buf_elem(bbuf, &bt, &[kk, j]);
                 let bv = g.b.build_load(g.storage_ty(da), bp, "").unwrap();
-                let bv = g.from_storage(bv, Elem::Scalar(da));
+                let bv = g.decode_storage(bv, Elem::Scalar(da));
                 let bv = g.cast(bv, da, dr);
                 let cp = g.buf_elem(c, &rt, &[i, j]);
                 let cv = g.b.build_load(rs, cp, "").unwrap();
-                let cv = g.from_storage(cv, Elem::Scalar(dr));
+                let cv = g.decode_storage(cv, Elem::Scalar(dr));
                 let nv = if is_float {
                     let t = g.compute_ty(dr);
                     let v = g.intrinsic("llvm.fmuladd", &[t], &[av, bv, cv]);

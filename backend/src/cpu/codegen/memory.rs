@@ -144,11 +144,11 @@ impl<'ctx> Gen<'ctx, '_> {
         match self.guard(inst, *ptr, p, d.size_bytes(), m) {
             None => {
                 let raw = self.b.build_load(st, p, "").unwrap();
-                self.from_storage(raw, elem)
+                self.decode_storage(raw, elem)
             }
             Some(guard) => {
                 let raw = self.b.build_load(st, p, "").unwrap();
-                let v = self.from_storage(raw, elem);
+                let v = self.decode_storage(raw, elem);
                 self.join(guard, v, o)
             }
         }

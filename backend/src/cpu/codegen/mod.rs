@@ -205,7 +205,7 @@ pub(crate) fn generate<'ctx>(
                 let raw = b
                     .build_load(g.elem_storage_ty(t.elem), slot, "s")
                     .map_err(|e| e.to_string())?;
-                g.from_storage(raw, t.elem)
+                g.decode_storage(raw, t.elem)
             }
         };
         call_args.push(v.into());
@@ -408,7 +408,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     .b
                     .build_load(self.elem_storage_ty(ty.elem), p, "")
                     .unwrap();
-                self.from_storage(raw, ty.elem)
+                self.decode_storage(raw, ty.elem)
             }
             Some(Lv::Lazy) => {
                 let inst = self.defs[&v];

@@ -183,7 +183,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let acc = if acc_slot.is_some() {
                 acc
             } else {
-                g.from_storage(acc, Elem::Scalar(acc_d))
+                g.decode_storage(acc, Elem::Scalar(acc_d))
             };
             if is_arg {
                 let pred = if op == ReduceOp::ArgMax {

@@ -72,7 +72,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Converts a memory value to its compute form.
-    pub(super) fn from_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    pub(super) fn decode_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
         let b = self.b;
         match e {
             Elem::Scalar(DType::Bool) => b
@@ -111,7 +111,7 @@ impl<'ctx> Gen<'ctx, '_> {
         match d {
             DType::F16 | DType::BF16 => {
                 let s = self.to_storage(v, Elem::Scalar(d));
-                self.from_storage(s, Elem::Scalar(d))
+                self.decode_storage(s, Elem::Scalar(d))
             }
             _ => v,
         }
