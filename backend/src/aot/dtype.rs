@@ -25,20 +25,10 @@ pub trait MindSporeDType: Sized {
 
 impl MindSporeDType for DType {
     fn ms_name(self) -> &'static str {
+        // MindSpore's strings are the seed's `str(dtype)` names, except that bool is "bool".
         match self {
             DType::Bool => "bool",
-            DType::I8 => "int8",
-            DType::I16 => "int16",
-            DType::I32 => "int32",
-            DType::I64 => "int64",
-            DType::U8 => "uint8",
-            DType::U16 => "uint16",
-            DType::U32 => "uint32",
-            DType::U64 => "uint64",
-            DType::F16 => "float16",
-            DType::BF16 => "bfloat16",
-            DType::F32 => "float32",
-            DType::F64 => "float64",
+            d => d.str_name(),
         }
     }
 

@@ -95,17 +95,12 @@ impl<'ctx> Gen<'ctx, '_> {
         let doit = self.ctx.append_basic_block(self.func, "mem.do");
         let mut skipped = Vec::new();
         if let Some(ok) = check {
-            let test = match mask {
-                Some(m) => {
-                    let test = self.ctx.append_basic_block(self.func, "mem.check");
-                    skipped.push(bl.get_insert_block().unwrap());
-                    bl.build_conditional_branch(m, test, join).unwrap();
-                    bl.position_at_end(test);
-                    test
-                }
-                None => bl.get_insert_block().unwrap(),
-            };
-            let _ = test;
+            if let Some(m) = mask {
+                let test = self.ctx.append_basic_block(self.func, "mem.check");
+                skipped.push(bl.get_insert_block().unwrap());
+                bl.build_conditional_branch(m, test, join).unwrap();
+                bl.position_at_end(test);
+            }
             let fault = self.ctx.append_basic_block(self.func, "mem.fault");
             bl.build_conditional_branch(ok, doit, fault).unwrap();
             bl.position_at_end(fault);

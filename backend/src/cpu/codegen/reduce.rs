@@ -3,7 +3,6 @@
 
 use super::{Gen, Lv};
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
-use inkwell::IntPredicate;
 use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type};
 
 /// LLVM fast-math flags: reassociation and no signed zeros.
@@ -73,28 +72,10 @@ impl<'ctx> Gen<'ctx, '_> {
                 }
                 v.into()
             }
-            // The f32 accumulation of f16 happens because compute values are f32; no rounding here.
+            // `d` is the accumulator dtype (f32 for f16/bf16 inputs), so nothing rounds here.
             ReduceOp::Sum => self.binary(BinOp::Add, d, acc, x),
-            ReduceOp::Max => self.binary(
-                BinOp::Max,
-                if d.is_float() {
-                    DType::F32.max_of(d)
-                } else {
-                    d
-                },
-                acc,
-                x,
-            ),
-            ReduceOp::Min => self.binary(
-                BinOp::Min,
-                if d.is_float() {
-                    DType::F32.max_of(d)
-                } else {
-                    d
-                },
-                acc,
-                x,
-            ),
+            ReduceOp::Max => self.binary(BinOp::Max, d, acc, x),
+            ReduceOp::Min => self.binary(BinOp::Min, d, acc, x),
             ReduceOp::ArgMax | ReduceOp::ArgMin => unreachable!("handled with an index"),
         }
     }
@@ -218,7 +199,6 @@ impl<'ctx> Gen<'ctx, '_> {
             }
         });
         // Results.
-        let _ = IntPredicate::EQ;
         match (acc_slot, acc_buf) {
             (Some(s), _) => {
                 let v = if is_arg {
@@ -258,18 +238,4 @@ impl<'ctx> Gen<'ctx, '_> {
 /// Sets fast-math flags on a floating-point instruction.
 pub(super) fn set_fmf(i: InstructionValue<'_>, flags: u32) {
     i.set_fast_math_flags(flags);
-}
-
-trait MaxOf {
-    fn max_of(self, d: DType) -> DType;
-}
-impl MaxOf for DType {
-    /// The compute dtype of a float accumulator (f16/bf16 accumulate as f32).
-    fn max_of(self, d: DType) -> DType {
-        if d == DType::F64 {
-            DType::F64
-        } else {
-            DType::F32
-        }
-    }
 }
