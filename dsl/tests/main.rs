@@ -5,6 +5,7 @@ use tritium_dsl::trace::lang::*;
 use tritium_dsl::trace::{flow, ptr_param, scalar_param, Specialization, Tracer};
 use tritium_dsl::{DType, Error};
 
+#[rustfmt::skip] // the pinned text records source columns
 fn vadd() -> Function {
     let t = Tracer::begin("vadd").unwrap();
     let out = ptr_param("out", DType::F32);
@@ -16,6 +17,7 @@ fn vadd() -> Function {
     t.finish().unwrap()
 }
 
+#[rustfmt::skip] // the pinned text records source columns
 fn loop_sum() -> Function {
     let t = Tracer::begin("loop_sum").unwrap();
     let out = ptr_param("out", DType::F32);
