@@ -4,7 +4,8 @@
 //! See the README for a tour and `ARCHITECTURE.md` for the layout.
 pub use tritium_backend as backend;
 pub use tritium_dsl as dsl;
-pub use tritium_macros::{device, kernel};
+pub use tritium_dsl::{bitcode_file, include_bitcode};
+pub use tritium_macros::{device, kernel, register_custom_op};
 
 pub use tritium_backend::{aot, Device, Error, Grid, LaunchOptions, Result};
 
@@ -12,8 +13,10 @@ extern crate self as tritium;
 
 /// What kernel code and launch code need: `use tritium::prelude::*;`.
 pub mod prelude {
-    pub use crate::{device, kernel};
+    pub use crate::{bitcode_file, device, include_bitcode, kernel, register_custom_op};
     pub use tritium_backend::{Device, Grid, LaunchOptions};
+    pub use tritium_dsl::custom::{CustomArgs, CustomImpl};
+    pub use tritium_dsl::ir::{Bitcode, CoreType, Mode, Pipe};
     pub use tritium_dsl::trace::lang::{cdiv, next_power_of_2};
     pub use tritium_dsl::trace::{Element, Float, Int, Ptr, Tile};
     pub use tritium_dsl::DType;

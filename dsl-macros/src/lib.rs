@@ -7,7 +7,7 @@
 //! user's span.
 
 use proc_macro::TokenStream;
-use syn::{parse_macro_input, Error, ItemFn};
+use syn::{parse_macro_input, Error, ItemFn, ItemStruct};
 
 mod generate;
 mod parse;
@@ -42,6 +42,31 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
     let item = parse_macro_input!(item as ItemFn);
     generate::device::expand(item)
+        .unwrap_or_else(Error::into_compile_error)
+        .into()
+}
+
+/// Registers a custom op implemented in imported bitcode (triton-ascend's
+/// `@al.register_custom_op`):
+///
+/// ```ignore
+/// #[register_custom_op(core = Vector, pipe = PipeV, mode = Simd)]
+/// struct Add; // registered as "add"; `name = "…"` overrides
+///
+/// impl Add {
+///     fn init(args: &CustomArgs) -> Result<CustomImpl, String> {
+///         Ok(CustomImpl::new(format!("custom_add_{}", args.in_dtype(0)?.str_name()))
+///             .bitcode(include_bitcode!("add.bc")))
+///     }
+/// }
+/// ```
+///
+/// Kernels call it as `custom("add", a, b, out = buf)` or `Add::call((a, b), buf)`.
+#[proc_macro_attribute]
+pub fn register_custom_op(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let args = parse_macro_input!(attr as parse::custom_op::CustomOpArgs);
+    let item = parse_macro_input!(item as ItemStruct);
+    generate::custom_op::expand(args, item)
         .unwrap_or_else(Error::into_compile_error)
         .into()
 }

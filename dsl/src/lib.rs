@@ -5,6 +5,7 @@
 //!   ([`trace::lang`]) and structured control flow ([`trace::flow`]).
 #![deny(missing_docs)]
 
+pub mod custom;
 mod error;
 pub mod ir;
 pub mod trace;

@@ -34,6 +34,11 @@ pub(crate) fn hash_key(parts: &[&str]) -> String {
     hex(&h.finalize())
 }
 
+/// SHA-256 of raw bytes (linked bitcode), hex.
+pub(crate) fn hash_bytes(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -4,6 +4,7 @@
 pub mod cache;
 mod codegen;
 mod jit;
+mod link;
 mod pool;
 mod target;
 
@@ -81,12 +82,21 @@ pub fn compile(f: Function, bounds_check: bool) -> Result<Compiled> {
     let text = print_function(&f);
     let target = target::host_description();
     let opts = format!("bounds_check={bounds_check}");
-    let key_hash = cache::hash_key(&[CODEGEN_VERSION, &target, &opts, &text]);
-    let symbol = format!("tritium_{}_{}", sanitize(&f.name), &key_hash[..16]);
     let err = |message: String| Error::Compile {
         kernel: f.name.clone(),
         message,
     };
+    // Linked bitcode is part of what is compiled: its content hash joins the key.
+    let libs: Vec<String> = link::bitcodes(&f)
+        .map_err(err)?
+        .iter()
+        .map(|(_, _, bytes)| cache::hash_bytes(bytes))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let libs = libs.join(",");
+    let key_hash = cache::hash_key(&[CODEGEN_VERSION, &target, &opts, &libs, &text]);
+    let symbol = format!("tritium_{}_{}", sanitize(&f.name), &key_hash[..16]);
     let dump = dump_dir();
     if let Some(d) = &dump {
         write_dump(d, &symbol, "tir", text.as_bytes());
@@ -148,12 +158,14 @@ fn generate_object(
     let module = ctx.create_module(symbol);
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
+    let customs = link::link_custom_code(&ctx, &module, f, &machine)?;
     let g = codegen::generate(
         &ctx,
         &module,
         f,
         symbol,
         codegen::CodegenOptions { bounds_check },
+        &customs,
     )?;
     if let Some(d) = dump {
         write_dump(d, symbol, "ll", module.print_to_string().to_bytes());

@@ -286,6 +286,31 @@ impl<'a> Program<'a> {
                     self.get(inst, *acc)?,
                 ))
             }
+            Op::Custom(c) => {
+                let ins = c
+                    .ins
+                    .iter()
+                    .map(|v| self.get(inst, *v))
+                    .collect::<Result<Vec<_>>>()?;
+                let outs = c
+                    .outs
+                    .iter()
+                    .map(|v| self.get(inst, *v))
+                    .collect::<Result<Vec<_>>>()?;
+                let run = if c.is_builtin() {
+                    super::custom::run_builtin(c, &self.f.types, &ins, &outs, self.memory)
+                } else {
+                    super::custom::run_user_op(
+                        c,
+                        &self.f.types,
+                        &ins,
+                        &outs,
+                        self.memory,
+                        &inst.loc,
+                    )
+                };
+                run.map_err(|m| self.fault(inst, format!("custom op `{}`: {m}", c.name)))
+            }
             Op::Load { ptr, mask, other } => {
                 let d = self.pointee(inst, *ptr)?;
                 let other = other.map(|o| self.get(inst, o)).transpose()?;

@@ -50,6 +50,19 @@ impl Memory {
         Memory { buffers }
     }
 
+    /// Memory over explicit buffers (the interpreter's staging buffers for custom calls).
+    pub(crate) fn from_buffers(buffers: Vec<(String, RawBuffer)>) -> Memory {
+        Memory { buffers }
+    }
+
+    /// The launch buffer that contains byte `addr`.
+    pub(crate) fn buffer_containing(&self, addr: usize) -> Option<RawBuffer> {
+        self.buffers
+            .iter()
+            .map(|(_, b)| *b)
+            .find(|b| b.contains(addr, 1) || (b.lo == b.hi && addr == b.ptr))
+    }
+
     fn describe(&self) -> String {
         if self.buffers.is_empty() {
             return "the kernel has no buffers".into();

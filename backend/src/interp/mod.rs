@@ -36,6 +36,7 @@
 
 mod cast;
 mod cell;
+mod custom;
 mod dot;
 mod eval;
 mod exec;

@@ -374,6 +374,79 @@ impl Rewriter {
         Some(verbatim(quote_spanned!(sp=> #f(#(#args),*))))
     }
 
+    /// `custom("add", a, b, out = buf)` (triton-ascend's `al.custom`) →
+    /// `custom_with("add", options, (a, b,), buf)`; `out = (o1, o2)` gives several outs,
+    /// `core = …`, `pipe = …`, `mode = …` set a builtin's attributes.
+    fn rewrite_custom(&mut self, call: &mut syn::ExprCall, sp: Span) -> Option<Expr> {
+        let args: Vec<Expr> = std::mem::take(&mut call.args).into_iter().collect();
+        let mut it = args.into_iter();
+        let Some(mut name) = it.next() else {
+            self.error(sp, "`custom` takes the op name, its inputs and `out = …`, e.g. `custom(\"add\", a, b, out = buf)`");
+            return None;
+        };
+        self.visit_expr_mut(&mut name);
+        let mut ins = Vec::new();
+        let mut out = None;
+        let mut attrs: Vec<(Ident, TokenStream)> = Vec::new();
+        for mut arg in it {
+            if let Some((kw, value)) = keyword_arg(&arg) {
+                let (kw, mut value) = (kw.clone(), value.clone());
+                match kw.to_string().as_str() {
+                    "out" if out.is_none() => {
+                        self.visit_expr_mut(&mut value);
+                        out = Some(value);
+                    }
+                    "out" => self.error(kw.span(), "`out` is given twice"),
+                    k @ ("core" | "pipe" | "mode") => {
+                        if attrs.iter().any(|(a, _)| a == &kw) {
+                            self.error(kw.span(), format!("`{k}` is given twice"));
+                        }
+                        let ty = match k {
+                            "core" => quote_spanned!(kw.span()=> CoreType),
+                            "pipe" => quote_spanned!(kw.span()=> Pipe),
+                            _ => quote_spanned!(kw.span()=> Mode),
+                        };
+                        // A bare variant name (`Vector`) is looked up in its enum.
+                        let v = match &value {
+                            Expr::Path(p) if p.path.get_ident().is_some() => {
+                                quote_spanned!(value.span()=> ::tritium::dsl::ir::#ty::#p)
+                            }
+                            e => e.to_token_stream(),
+                        };
+                        attrs.push((kw, v));
+                    }
+                    k => self.error(
+                        kw.span(),
+                        format!("`custom` has no keyword `{k}`; it takes `out`, and `core`, `pipe`, `mode` for builtins"),
+                    ),
+                }
+            } else {
+                if out.is_some() {
+                    self.error(arg.span(), "inputs of `custom` come before `out = …`");
+                }
+                self.visit_expr_mut(&mut arg);
+                ins.push(arg);
+            }
+        }
+        let Some(out) = out else {
+            self.error(
+                sp,
+                "`custom` needs `out = <tile>` (destination passing; results take its type)",
+            );
+            return None;
+        };
+        let fields = attrs
+            .iter()
+            .map(|(k, v)| quote_spanned!(k.span()=> #k: ::core::option::Option::Some(#v)));
+        let options = quote_spanned!(sp=> ::tritium::dsl::custom::CustomOptions {
+            #(#fields,)*
+            ..::core::default::Default::default()
+        });
+        Some(verbatim(quote_spanned!(sp=>
+            ::tritium::dsl::custom::custom_with(#name, #options, (#(#ins,)*), #out)
+        )))
+    }
+
     /// `x[(.., None)]` → `expand_dims(x, 1)`; `None` in a tuple of `..`/`None` inserts a dim.
     fn rewrite_index(&mut self, ix: &mut syn::ExprIndex) -> Option<Expr> {
         let mut idx = &*ix.index;
@@ -541,6 +614,7 @@ impl VisitMut for Rewriter {
                         let b = builtins::lookup(&n.to_string()).expect("checked");
                         self.rewrite_builtin(b, c, n.span())
                     }
+                    Some(n) if n == "custom" => self.rewrite_custom(c, n.span()),
                     Some(n) if n == "static_range" => {
                         let f = flow("static_range", n.span());
                         *c.func = syn::parse2(f).expect("a path");

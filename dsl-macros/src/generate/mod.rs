@@ -2,5 +2,6 @@
 //! functions, and the body rewriting both share.
 
 pub mod body;
+pub mod custom_op;
 pub mod device;
 pub mod kernel;

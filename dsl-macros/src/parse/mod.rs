@@ -3,5 +3,6 @@
 
 pub mod assigned;
 pub mod builtins;
+pub mod custom_op;
 pub mod range;
 pub mod signature;

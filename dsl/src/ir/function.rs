@@ -68,12 +68,17 @@ impl Function {
         let roots = self.pointer_roots();
         let mut written = vec![false; self.params.len()];
         self.walk(&mut |inst| {
-            let ptr = match &inst.op {
-                Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => *ptr,
+            let ptrs = match &inst.op {
+                Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => {
+                    vec![*ptr]
+                }
+                Op::Custom(c) if c.writes_memory() => c.ins.clone(),
                 _ => return,
             };
-            for p in roots.get(&ptr).into_iter().flatten() {
-                written[*p] = true;
+            for ptr in ptrs {
+                for p in roots.get(&ptr).into_iter().flatten() {
+                    written[*p] = true;
+                }
             }
         });
         (0..self.params.len()).filter(|i| written[*i]).collect()

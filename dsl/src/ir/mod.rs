@@ -4,6 +4,28 @@
 //! [`Type`] of every [`Value`]. Control flow is structured (`for`, `if`, `while` carry their
 //! regions). Every op records the kernel-source [`Loc`]. Nothing here assumes a target.
 
+/// `enum` with IR-text names, `ALL`, `name()` and `from_name()`.
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $variant),* }
+        impl $name {
+            /// Every variant.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+            /// The name used in IR text.
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $text),* }
+            }
+            /// Parses the IR-text name.
+            pub fn from_name(s: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|v| v.name() == s)
+            }
+        }
+    };
+}
+
+mod custom;
 mod dtype;
 mod function;
 mod op;
@@ -13,6 +35,10 @@ mod types;
 mod value;
 mod verify;
 
+pub use custom::{
+    allowed_pipes, is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, ExtraBuffer, Mode,
+    Pipe,
+};
 pub use dtype::DType;
 pub use function::{Block, Function, Inst, Param};
 pub use op::{AtomicOp, BinOp, CmpPred, Const, Op, ReduceOp, UnOp};

@@ -1,26 +1,6 @@
 //! Operations. Structured control flow carries its regions inline.
 
-use super::{Block, Value};
-
-macro_rules! named_enum {
-    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),* $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name { $($(#[$vm])* $variant),* }
-        impl $name {
-            /// Every variant.
-            pub const ALL: &'static [$name] = &[$($name::$variant),*];
-            /// The name used in IR text.
-            pub fn name(self) -> &'static str {
-                match self { $($name::$variant => $text),* }
-            }
-            /// Parses the IR-text name.
-            pub fn from_name(s: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.name() == s)
-            }
-        }
-    };
-}
+use super::{Block, CustomCall, Value};
 
 named_enum! {
     /// Binary elementwise arithmetic and bit operations.
@@ -282,6 +262,8 @@ pub enum Op {
         /// The loop body.
         body: Block,
     },
+    /// A call of user code or a `__builtin_*` (`hivm.hir.custom`); one result per out.
+    Custom(Box<CustomCall>),
     /// Region terminator: the values the region produces.
     Yield(Vec<Value>),
     /// Terminator of a `While` condition region.
@@ -317,6 +299,7 @@ impl Op {
             Op::For { .. } => "for",
             Op::If { .. } => "if",
             Op::While { .. } => "while",
+            Op::Custom(_) => "custom",
             Op::Yield(_) => "yield",
             Op::Condition(_) => "condition",
         }
@@ -357,6 +340,7 @@ impl Op {
             }
             Op::If { cond, .. } => vec![*cond],
             Op::While { init, .. } => init.clone(),
+            Op::Custom(c) => c.ins.iter().chain(&c.outs).copied().collect(),
             Op::Yield(v) => v.clone(),
             Op::Condition(c) => vec![*c],
         }
@@ -380,6 +364,8 @@ impl Op {
     pub fn has_side_effects(&self) -> bool {
         match self {
             Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => true,
+            // User code may write through any pointer it gets.
+            Op::Custom(c) => c.writes_memory(),
             Op::For { .. } | Op::If { .. } | Op::While { .. } => self
                 .regions()
                 .iter()

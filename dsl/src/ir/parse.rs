@@ -1,8 +1,8 @@
 //! Parser for the text form written by [`print_function`](super::print_function).
 
 use super::{
-    AtomicOp, BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Loc, Op, Param, ReduceOp,
-    Type, UnOp, Value,
+    AtomicOp, BinOp, Bitcode, Block, CmpPred, Const, CoreType, CustomAttrs, CustomCall, DType,
+    Elem, ExtraBuffer, Function, Inst, Loc, Mode, Op, Param, Pipe, ReduceOp, Type, UnOp, Value,
 };
 use crate::{Error, Result};
 
@@ -340,6 +340,9 @@ impl Parser {
             self.punct('=')?;
         }
         let mnemonic = self.word()?;
+        if mnemonic == "custom" {
+            return self.custom(results, start_line);
+        }
         // Operands: `%v` or `kw = %v`, comma separated.
         let mut operands = Vec::new();
         let mut keyed = Vec::new();
@@ -377,6 +380,26 @@ impl Parser {
         for (r, t) in results.iter().zip(types) {
             self.define(*r, t)?;
         }
+        let loc = self.loc()?;
+        // Op errors point at the op's first line, not at wherever its regions end.
+        let op = self
+            .build_op(&mnemonic, operands, keyed, &attrs)
+            .map_err(|e| match e {
+                Error::Parse { message, .. }
+                    if !matches!(mnemonic.as_str(), "for" | "if" | "while") =>
+                {
+                    Error::Parse {
+                        line: start_line,
+                        message,
+                    }
+                }
+                e => e,
+            })?;
+        Ok(Inst { results, op, loc })
+    }
+
+    /// `loc("file":line:col)`.
+    fn loc(&mut self) -> Result<Loc> {
         self.keyword("loc")?;
         self.punct('(')?;
         let file = match self.next()? {
@@ -394,22 +417,146 @@ impl Parser {
             .parse()
             .map_err(|_| self.err("bad column in loc"))?;
         self.punct(')')?;
-        let loc = Loc { file, line, col };
-        // Op errors point at the op's first line, not at wherever its regions end.
-        let op = self
-            .build_op(&mnemonic, operands, keyed, &attrs)
-            .map_err(|e| match e {
-                Error::Parse { message, .. }
-                    if !matches!(mnemonic.as_str(), "for" | "if" | "while") =>
-                {
-                    Error::Parse {
-                        line: start_line,
-                        message,
+        Ok(Loc { file, line, col })
+    }
+
+    /// The rest of `custom "name" {attrs} ins(…) outs(…) -> types loc(…)`.
+    fn custom(&mut self, results: Vec<Value>, start_line: usize) -> Result<Inst> {
+        let at_start = |e: Error| match e {
+            Error::Parse { message, .. } => Error::Parse {
+                line: start_line,
+                message: format!("custom op: {message}"),
+            },
+            e => e,
+        };
+        let name = match self.next()? {
+            Tok::Str(s) => s,
+            _ => return Err(at_start(self.err("expected the quoted op name"))),
+        };
+        self.punct('{')?;
+        let mut attrs: Vec<(String, Tok)> = Vec::new();
+        let mut extra = Vec::new();
+        while !self.eat_punct('}') {
+            if !attrs.is_empty() || !extra.is_empty() {
+                self.punct(',')?;
+            }
+            let k = self.word()?;
+            self.punct('=')?;
+            if k == "extra" {
+                self.punct('[')?;
+                while !self.eat_punct(']') {
+                    if !extra.is_empty() {
+                        self.punct(',')?;
                     }
+                    let w = self.word()?;
+                    let (len, d) = w
+                        .split_once('x')
+                        .ok_or_else(|| self.err(format!("bad extra buffer `{w}`")))?;
+                    let len = len
+                        .parse()
+                        .map_err(|_| self.err(format!("bad extra buffer `{w}`")))?;
+                    extra.push(ExtraBuffer {
+                        dtype: self.dtype(d)?,
+                        len,
+                    });
                 }
-                e => e,
-            })?;
-        Ok(Inst { results, op, loc })
+                continue;
+            }
+            attrs.push((k, self.next()?));
+        }
+        let attr = |k: &str| attrs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let word = |k: &str| match attr(k) {
+            Some(Tok::Word(w)) => Some(w),
+            _ => None,
+        };
+        let string = |k: &str| match attr(k) {
+            Some(Tok::Str(s)) => Some(s),
+            _ => None,
+        };
+        let core = word("core")
+            .and_then(|w| CoreType::from_name(&w))
+            .ok_or_else(|| at_start(self.err("needs `core = <core type>`")))?;
+        let pipe = word("pipe")
+            .and_then(|w| Pipe::from_name(&w))
+            .ok_or_else(|| at_start(self.err("needs `pipe = <pipe>`")))?;
+        let mode = match word("mode") {
+            Some(w) => Some(
+                Mode::from_name(&w).ok_or_else(|| at_start(self.err(format!("bad mode `{w}`"))))?,
+            ),
+            None => None,
+        };
+        let symbol =
+            string("symbol").ok_or_else(|| at_start(self.err("needs `symbol = \"…\"`")))?;
+        let bitcode =
+            string("bitcode").ok_or_else(|| at_start(self.err("needs `bitcode = \"…\"`")))?;
+        let ins = self.custom_group("ins")?;
+        let outs = self.custom_group("outs")?;
+        // The lexer reads `-` as the start of a (number) word.
+        if !matches!(self.next()?, Tok::Word(w) if w == "-") {
+            self.pos -= 1;
+            return Err(at_start(self.err("expected `->` and the result types")));
+        }
+        self.punct('>')?;
+        let mut types = Vec::new();
+        while !matches!(self.peek(), Some(Tok::Word(w)) if w == "loc") {
+            if !types.is_empty() {
+                self.punct(',')?;
+            }
+            types.push(self.ty()?);
+        }
+        if types.len() != results.len() || outs.len() != results.len() {
+            return Err(at_start(self.err(format!(
+                "{} results, {} outs and {} result types",
+                results.len(),
+                outs.len(),
+                types.len()
+            ))));
+        }
+        for (r, t) in results.iter().zip(types) {
+            self.define(*r, t)?;
+        }
+        let loc = self.loc()?;
+        let call = CustomCall {
+            name,
+            attrs: CustomAttrs {
+                core,
+                pipe,
+                mode,
+                symbol,
+                bitcode: Bitcode::unresolved(bitcode),
+            },
+            ins,
+            outs,
+            extra,
+        };
+        Ok(Inst {
+            results,
+            op: Op::Custom(Box::new(call)),
+            loc,
+        })
+    }
+
+    /// `ins(%a, %b : type, type)`; the types are checked by the verifier, not here.
+    fn custom_group(&mut self, kw: &str) -> Result<Vec<Value>> {
+        self.keyword(kw)?;
+        self.punct('(')?;
+        let mut vs = Vec::new();
+        while matches!(self.peek(), Some(Tok::Val(_))) {
+            vs.push(self.value()?);
+            if !self.eat_punct(',') {
+                break;
+            }
+        }
+        if self.eat_punct(':') {
+            for i in 0..vs.len() {
+                if i > 0 {
+                    self.punct(',')?;
+                }
+                self.ty()?;
+            }
+        }
+        self.punct(')')?;
+        Ok(vs)
     }
 
     fn build_op(

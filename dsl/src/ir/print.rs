@@ -11,7 +11,7 @@
 //! }
 //! ```
 
-use super::{Block, Const, Function, Inst, Op};
+use super::{Block, Const, CustomCall, Function, Inst, Op};
 use std::fmt::Write;
 
 /// Prints a function in the stable text form.
@@ -48,6 +48,15 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         let _ = write!(out, "{} = ", join(&inst.results));
     }
     out.push_str(inst.op.mnemonic());
+    if let Op::Custom(c) = &inst.op {
+        print_custom(f, c, out);
+        let _ = writeln!(
+            out,
+            " loc({:?}:{}:{})",
+            inst.loc.file, inst.loc.line, inst.loc.col
+        );
+        return;
+    }
     let mut operands: Vec<String> = Vec::new();
     let mut attrs: Vec<String> = Vec::new();
     match &inst.op {
@@ -105,4 +114,39 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         out.push('}');
     }
     out.push('\n');
+}
+
+/// ` "add" {core = vector, …} ins(%2, %3 : tile<32xi32>, …) outs(%1 : …) -> tile<32xi32>`,
+/// after AscendNPU-IR's `hivm.hir.custom`.
+fn print_custom(f: &Function, c: &CustomCall, out: &mut String) {
+    let a = &c.attrs;
+    let mut attrs = vec![
+        format!("core = {}", a.core.name()),
+        format!("pipe = {}", a.pipe.name()),
+    ];
+    if let Some(m) = a.mode {
+        attrs.push(format!("mode = {}", m.name()));
+    }
+    attrs.push(format!("symbol = {:?}", a.symbol));
+    attrs.push(format!("bitcode = {:?}", a.bitcode.label()));
+    if !c.extra.is_empty() {
+        let bufs = c.extra.iter().map(|e| format!("{}x{}", e.len, e.dtype));
+        attrs.push(format!("extra = [{}]", join(bufs)));
+    }
+    let group = |vs: &[super::Value]| {
+        if vs.is_empty() {
+            String::new()
+        } else {
+            format!("{} : {}", join(vs), join(vs.iter().map(|v| f.ty(*v))))
+        }
+    };
+    let _ = write!(
+        out,
+        " {:?} {{{}}} ins({}) outs({}) -> {}",
+        c.name,
+        attrs.join(", "),
+        group(&c.ins),
+        group(&c.outs),
+        join(c.outs.iter().map(|v| f.ty(*v)))
+    );
 }

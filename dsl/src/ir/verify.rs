@@ -1,6 +1,6 @@
 //! The verifier: structural and type rules of the IR. Errors name the op's source location.
 
-use super::{Block, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value};
+use super::{Block, CustomAttrs, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value};
 use crate::{Error, Result};
 
 /// Checks that every value is defined before use (in an enclosing scope), that regions end
@@ -358,6 +358,39 @@ impl<'a> Verifier<'a> {
                 if d.is_float() || d.size_bytes() < 4 {
                     return Err(e(format!(
                         "atomic_cas needs 32- or 64-bit integers, got {d}"
+                    )));
+                }
+            }
+            Op::Custom(c) => {
+                want_results(c.outs.len())?;
+                let name = &c.name;
+                for (r, o) in res.iter().zip(&c.outs) {
+                    if self.ty(*o).dtype().is_none() {
+                        return Err(e(format!("custom op `{name}`: out {o} is a pointer")));
+                    }
+                    same(
+                        r,
+                        self.ty(*o),
+                        &format!("custom op `{name}` result vs its out"),
+                    )?;
+                }
+                let a = &c.attrs;
+                let canonical = CustomAttrs::canonical_mode(a.core, a.pipe, a.mode)
+                    .map_err(|m| e(format!("custom op `{name}`: {m}")))?;
+                if canonical != a.mode {
+                    return Err(e(format!(
+                        "custom op `{name}`: mode {:?} is not canonical for core `{}` (expected {:?})",
+                        a.mode.map(|m| m.name()),
+                        a.core.name(),
+                        canonical.map(|m| m.name())
+                    )));
+                }
+                if a.symbol.is_empty() {
+                    return Err(e(format!("custom op `{name}` has no symbol")));
+                }
+                if c.is_builtin() != a.bitcode.is_builtin() {
+                    return Err(e(format!(
+                        "custom op `{name}`: only `__builtin_*` ops use the builtin library"
                     )));
                 }
             }

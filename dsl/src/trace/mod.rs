@@ -1,6 +1,6 @@
 //! Tracing: kernel code runs once per specialization and records IR.
 
-mod builder;
+pub(crate) mod builder;
 mod element;
 pub mod flow;
 pub mod lang;

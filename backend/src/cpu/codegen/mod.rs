@@ -10,6 +10,7 @@
 //!   which unpacks 8-byte argument slots and runs programs `start..end` in order.
 
 mod control;
+mod custom;
 mod dot;
 mod lanes;
 mod memory;
@@ -89,6 +90,10 @@ pub(crate) struct Gen<'ctx, 'f> {
     pids: [IntValue<'ctx>; 3],
     nprogs: [IntValue<'ctx>; 3],
     opts: CodegenOptions,
+    /// How each custom call is linked (see `cpu::link`).
+    customs: &'f super::link::CustomEntries,
+    /// The first error found while generating (an invalid custom call).
+    error: Option<String>,
 }
 
 /// Emits `body` and `entry` for `f` into `module`; the entry is named `entry_name`.
@@ -98,6 +103,7 @@ pub(crate) fn generate<'ctx>(
     f: &Function,
     entry_name: &str,
     opts: CodegenOptions,
+    customs: &super::link::CustomEntries,
 ) -> Result<Generated, String> {
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());
@@ -163,12 +169,17 @@ pub(crate) fn generate<'ctx>(
         pids: [0, 1, 2].map(|k| arg(n + k).into_int_value()),
         nprogs: [3, 4, 5].map(|k| arg(n + k).into_int_value()),
         opts,
+        customs,
+        error: None,
     };
     index_insts(&f.body, &mut g.defs, &mut g.site_ids);
     for (i, p) in f.params.iter().enumerate() {
         g.lv.insert(p.value, Lv::Scalar(arg(i as u32)));
     }
     g.block(&f.body);
+    if let Some(e) = g.error.take() {
+        return Err(e);
+    }
     b.build_return(None).map_err(|e| e.to_string())?;
     let scratch_bytes = g.scratch_bytes;
 
@@ -516,6 +527,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::For { .. } => self.for_loop(inst),
             Op::If { .. } => self.if_else(inst),
             Op::While { .. } => self.while_loop(inst),
+            Op::Custom(_) => self.custom(inst),
             op if op.is_elementwise() => {
                 let r = inst.results[0];
                 let ty = self.ty(r);

@@ -1,0 +1,340 @@
+//! Custom-op calls (see `docs/custom_ops.md`): Simd calls `_mlir_ciface_<symbol>` once per
+//! program with memref descriptors of whole tiles; Simt calls `<symbol>` once per element
+//! of the out shape (inputs broadcast), in a loop LLVM vectorizes after inlining it.
+
+use super::{Gen, Lv};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, FloatType};
+use inkwell::values::{
+    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, IntValue, PointerValue,
+};
+use inkwell::AddressSpace;
+use tritium_dsl::ir::{CustomCall, DType, Elem, Inst, Op, Type, Value};
+
+impl<'ctx, 'f> Gen<'ctx, 'f> {
+    pub(super) fn custom(&mut self, inst: &'f Inst) {
+        let Op::Custom(c) = &inst.op else {
+            unreachable!()
+        };
+        let at = format!("custom op `{}` at {}", c.name, inst.loc);
+        let entry = self.customs.get(&(inst as *const Inst)).cloned();
+        let func = entry
+            .as_ref()
+            .and_then(|e| self.module.get_function(&e.function));
+        let result = match (entry, func) {
+            (Some(e), Some(func)) if e.per_element => self.custom_simt(inst, c, func),
+            (Some(_), Some(func)) => self.custom_simd(inst, c, func),
+            _ => Err("internal: the call was not linked".to_string()),
+        };
+        if let Err(m) = result {
+            self.error.get_or_insert(format!("{at}: {m}"));
+            // Keep generating so later ops find their operands; the error wins anyway.
+            for (r, o) in inst.results.iter().zip(&c.outs) {
+                let buf = self.as_buf(*o);
+                self.lv.insert(*r, Lv::Buf(buf));
+            }
+        }
+    }
+
+    fn bf16_type(&self) -> FloatType<'ctx> {
+        // SAFETY: LLVMBFloatTypeInContext returns a valid float type of this context.
+        unsafe { FloatType::new(llvm_sys::core::LLVMBFloatTypeInContext(self.ctx.raw())) }
+    }
+
+    /// The LLVM type of a C argument of element `e` (`_Float16` → half, `__bf16` → bfloat).
+    fn c_ty(&self, e: Elem) -> BasicTypeEnum<'ctx> {
+        match e {
+            Elem::Ptr(_) => self.ctx.ptr_type(AddressSpace::default()).into(),
+            Elem::Scalar(DType::F16) => self.ctx.f16_type().into(),
+            Elem::Scalar(DType::BF16) => self.bf16_type().into(),
+            Elem::Scalar(d) => self.compute_ty(d),
+        }
+    }
+
+    fn to_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+        match e {
+            Elem::Scalar(DType::F16) => self
+                .b
+                .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")
+                .unwrap()
+                .into(),
+            Elem::Scalar(DType::BF16) => {
+                let bits = self.to_storage(v, e);
+                self.b.build_bit_cast(bits, self.bf16_type(), "").unwrap()
+            }
+            _ => v,
+        }
+    }
+
+    fn from_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+        match e {
+            Elem::Scalar(DType::F16) => self
+                .b
+                .build_float_ext(v.into_float_value(), self.ctx.f32_type(), "")
+                .unwrap()
+                .into(),
+            Elem::Scalar(DType::BF16) => {
+                let bits = self.b.build_bit_cast(v, self.ctx.i16_type(), "").unwrap();
+                self.decode_storage(bits, e)
+            }
+            _ => v,
+        }
+    }
+
+    /// A `memref_t<T, R>` descriptor of a row-major buffer (offset 0, allocated == aligned).
+    fn memref(&self, buf: PointerValue<'ctx>, shape: &[usize]) -> PointerValue<'ctx> {
+        let (ptr, i64t) = (
+            self.ctx.ptr_type(AddressSpace::default()),
+            self.ctx.i64_type(),
+        );
+        let mut fields: Vec<BasicTypeEnum> = vec![ptr.into(), ptr.into(), i64t.into()];
+        if !shape.is_empty() {
+            let arr: BasicTypeEnum = i64t.array_type(shape.len() as u32).into();
+            fields.push(arr);
+            fields.push(arr);
+        }
+        let st = self.ctx.struct_type(&fields, false);
+        let desc = self.entry_alloca(st.as_basic_type_enum());
+        let field = |k: u32| self.b.build_struct_gep(st, desc, k, "").unwrap();
+        self.b.build_store(field(0), buf).unwrap();
+        self.b.build_store(field(1), buf).unwrap();
+        self.b.build_store(field(2), i64t.const_zero()).unwrap();
+        for (d, n) in shape.iter().enumerate() {
+            let stride: usize = shape[d + 1..].iter().product();
+            for (k, v) in [(3, *n), (4, stride)] {
+                let arr = i64t.array_type(shape.len() as u32);
+                // SAFETY (of the generated code): `d` < rank, the array's length.
+                let p = unsafe {
+                    self.b
+                        .build_gep(arr, field(k), &[self.i64c(0), self.i64c(d as u64)], "")
+                        .unwrap()
+                };
+                self.b.build_store(p, self.i64c(v as u64)).unwrap();
+            }
+        }
+        desc
+    }
+
+    fn check_signature(
+        &self,
+        func: FunctionValue<'ctx>,
+        ret: Option<BasicTypeEnum<'ctx>>,
+        params: &[BasicTypeEnum<'ctx>],
+        what: &str,
+    ) -> Result<(), String> {
+        let md: Vec<BasicMetadataTypeEnum> = params.iter().map(|t| (*t).into()).collect();
+        let want = match ret {
+            Some(r) => r.fn_type(&md, false),
+            None => self.ctx.void_type().fn_type(&md, false),
+        };
+        let have = func.get_type();
+        if have == want {
+            return Ok(());
+        }
+        Err(format!(
+            "`{}` has type `{}` but the call needs `{}` ({what})",
+            func.get_name().to_string_lossy(),
+            have.print_to_string().to_string(),
+            want.print_to_string().to_string()
+        ))
+    }
+
+    fn call(
+        &self,
+        func: FunctionValue<'ctx>,
+        args: &[BasicValueEnum<'ctx>],
+    ) -> Option<BasicValueEnum<'ctx>> {
+        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
+        let call = self.b.build_call(func, &args, "").unwrap();
+        // Carry the callee's zeroext/signext so small integers are extended as C expects.
+        for k in 0..func.count_params() {
+            for a in func.attributes(inkwell::attributes::AttributeLoc::Param(k)) {
+                if a.is_enum() {
+                    call.add_attribute(inkwell::attributes::AttributeLoc::Param(k), a);
+                }
+            }
+        }
+        match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => Some(v),
+            inkwell::values::ValueKind::Instruction(_) => None,
+        }
+    }
+
+    fn bind_result(&mut self, r: Value, buf: PointerValue<'ctx>) {
+        let ty = self.ty(r);
+        if ty.is_scalar() {
+            let raw = self
+                .b
+                .build_load(self.elem_storage_ty(ty.elem), buf, "")
+                .unwrap();
+            let v = self.decode_storage(raw, ty.elem);
+            self.lv.insert(r, Lv::Scalar(v));
+        } else {
+            self.lv.insert(r, Lv::Buf(buf));
+        }
+    }
+
+    fn custom_simd(
+        &mut self,
+        inst: &'f Inst,
+        c: &'f CustomCall,
+        func: FunctionValue<'ctx>,
+    ) -> Result<(), String> {
+        let ptr_ty: BasicTypeEnum = self.ctx.ptr_type(AddressSpace::default()).into();
+        let mut args = Vec::new();
+        let mut types = Vec::new();
+        for v in &c.ins {
+            let t = self.ty(*v).clone();
+            match (t.elem, t.is_scalar()) {
+                (Elem::Ptr(_), false) => return Err(format!(
+                    "input {v} is a tile of pointers ({t}); pass a pointer or a tile of numbers"
+                )),
+                (e, true) => {
+                    let x = self.lane(*v, &[]);
+                    args.push(self.to_c(x, e));
+                    types.push(self.c_ty(e));
+                }
+                (_, false) => {
+                    let buf = self.as_buf(*v);
+                    args.push(self.memref(buf, &t.shape).into());
+                    types.push(ptr_ty);
+                }
+            }
+        }
+        let mut out_bufs = Vec::new();
+        for o in &c.outs {
+            let t = self.ty(*o).clone();
+            let buf = self.alloc_buf(&t);
+            self.fill_buf(buf, &t, *o);
+            args.push(self.memref(buf, &t.shape).into());
+            types.push(ptr_ty);
+            out_bufs.push(buf);
+        }
+        for e in &c.extra {
+            let t = Type::tile(Elem::Scalar(e.dtype), vec![e.len.max(1)]);
+            let buf = self.alloc_buf(&t);
+            let bytes = self.i64c((e.len * e.dtype.size_bytes()) as u64);
+            self.b
+                .build_memset(buf, 1, self.ctx.i8_type().const_zero(), bytes)
+                .unwrap();
+            args.push(self.memref(buf, &[e.len]).into());
+            types.push(ptr_ty);
+        }
+        self.check_signature(
+            func,
+            None,
+            &types,
+            "Simd: `void _mlir_ciface_<symbol>(ins…, outs…, extra…)` with memref_t* for tiles",
+        )?;
+        self.call(func, &args);
+        for (r, buf) in inst.results.iter().zip(out_bufs) {
+            self.bind_result(*r, buf);
+        }
+        Ok(())
+    }
+
+    fn custom_simt(
+        &mut self,
+        inst: &'f Inst,
+        c: &'f CustomCall,
+        func: FunctionValue<'ctx>,
+    ) -> Result<(), String> {
+        let shape = self.ty(c.outs[0]).shape.clone();
+        if let Some(o) = c.outs.iter().find(|o| self.ty(**o).shape != shape) {
+            return Err(format!(
+                "Simt outs must share one shape, got {} and {}",
+                self.ty(c.outs[0]),
+                self.ty(*o)
+            ));
+        }
+        if !c.extra.is_empty() {
+            return Err("extra buffers are only passed to Simd implementations".into());
+        }
+        let mut types = Vec::new();
+        for v in &c.ins {
+            let t = self.ty(*v);
+            if !t.is_scalar()
+                && (t.elem.pointee().is_some()
+                    || tritium_dsl::ir::broadcast_shapes(&t.shape, &shape).as_deref()
+                        != Some(&shape[..]))
+            {
+                return Err(format!(
+                    "Simt input {v} ({t}) does not broadcast to the out shape {shape:?}"
+                ));
+            }
+            types.push(self.c_ty(t.elem));
+        }
+        let single = c.outs.len() == 1;
+        let out_elems: Vec<Elem> = c.outs.iter().map(|o| self.ty(*o).elem).collect();
+        let ret = if single {
+            Some(self.c_ty(out_elems[0]))
+        } else {
+            types.extend(
+                c.outs
+                    .iter()
+                    .map(|_| BasicTypeEnum::from(self.ctx.ptr_type(AddressSpace::default()))),
+            );
+            None
+        };
+        self.check_signature(
+            func,
+            ret,
+            &types,
+            "Simt: `T <symbol>(ins…)` for one out, `void <symbol>(ins…, T* outs…)` for several",
+        )?;
+        let bufs: Vec<PointerValue> = c
+            .outs
+            .iter()
+            .map(|o| {
+                let t = self.ty(*o).clone();
+                self.alloc_buf(&t)
+            })
+            .collect();
+        let slots: Vec<PointerValue> = if single {
+            vec![]
+        } else {
+            out_elems
+                .iter()
+                .map(|e| self.entry_alloca(self.c_ty(*e)))
+                .collect()
+        };
+        self.loop_nest(&shape.clone(), &mut |g, idx: &[IntValue<'ctx>]| {
+            let mut args = Vec::new();
+            for v in &c.ins {
+                let t = g.ty(*v);
+                let lane_idx: Vec<IntValue> = t
+                    .shape
+                    .iter()
+                    .enumerate()
+                    .map(|(k, n)| {
+                        if *n == 1 {
+                            g.i64c(0)
+                        } else {
+                            idx[idx.len() - t.shape.len() + k]
+                        }
+                    })
+                    .collect();
+                let x = g.lane(*v, &lane_idx);
+                args.push(g.to_c(x, t.elem));
+            }
+            for (k, o) in c.outs.iter().enumerate().filter(|_| !single) {
+                let x = g.lane(*o, idx);
+                g.b.build_store(slots[k], g.to_c(x, out_elems[k])).unwrap();
+                args.push(slots[k].into());
+            }
+            let ret = g.call(func, &args);
+            for (k, e) in out_elems.iter().enumerate() {
+                let x = match ret {
+                    Some(x) => x,
+                    None => g.b.build_load(g.c_ty(*e), slots[k], "").unwrap(),
+                };
+                let x = g.from_c(x, *e);
+                let p = g.buf_elem(bufs[k], &Type::tile(*e, shape.clone()), idx);
+                g.b.build_store(p, g.to_storage(x, *e)).unwrap();
+            }
+        });
+        for (r, buf) in inst.results.iter().zip(bufs) {
+            self.bind_result(*r, buf);
+        }
+        Ok(())
+    }
+}

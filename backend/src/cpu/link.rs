@@ -1,0 +1,186 @@
+//! Linking custom-op bitcode into a kernel module, as Triton's `link_extern_libs`: parse in
+//! the kernel's context, adopt its triple and data layout, keep only what the kernel needs,
+//! make it internal, then the O3 pipeline inlines and optimizes across the boundary.
+
+use inkwell::attributes::AttributeLoc;
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::module::{Linkage, Module};
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::TargetMachine;
+use std::collections::{BTreeMap, HashMap};
+use tritium_dsl::ir::{Bitcode, Block, CustomCall, Function, Inst, Mode, Op};
+
+/// How one custom call is lowered: the LLVM function it calls and its convention.
+#[derive(Debug, Clone)]
+pub(crate) struct CustomEntry {
+    /// The defined function to call.
+    pub function: String,
+    /// Per element (Simt) or once per program with memref descriptors (Simd).
+    pub per_element: bool,
+}
+
+/// The entry of every custom call in `f`, keyed by instruction address.
+pub(crate) type CustomEntries = HashMap<*const Inst, CustomEntry>;
+
+/// Bitcode contents of every custom call in `f` (the builtin library for `__builtin_*`),
+/// with an error naming the op and call site when contents are missing.
+pub(crate) fn bitcodes(f: &Function) -> Result<Vec<(&Inst, &CustomCall, &[u8])>, String> {
+    fn go<'f>(
+        b: &'f Block,
+        out: &mut Vec<(&'f Inst, &'f CustomCall, &'f [u8])>,
+    ) -> Result<(), String> {
+        for inst in &b.insts {
+            for r in inst.op.regions() {
+                go(r, out)?;
+            }
+            let Op::Custom(c) = &inst.op else { continue };
+            let b: &Bitcode = &c.attrs.bitcode;
+            let bytes: Option<&'f [u8]> = if b.is_builtin() {
+                Some(crate::builtins::BUILTINS_BC)
+            } else {
+                b.bytes()
+            };
+            match bytes {
+                Some(bytes) if !bytes.is_empty() => out.push((inst, &**c, bytes)),
+                _ => {
+                    return Err(format!(
+                        "custom op `{}` at {}: bitcode `{}` has no contents (IR read back from text cannot be compiled; trace the kernel instead)",
+                        c.name,
+                        inst.loc,
+                        b.label()
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    go(&f.body, &mut out)?;
+    Ok(out)
+}
+
+/// Links the bitcode the custom calls of `f` need into `module` and says how to call each.
+pub(crate) fn link_custom_code<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    f: &Function,
+    machine: &TargetMachine,
+) -> Result<CustomEntries, String> {
+    // Group calls by library so each is parsed and linked once.
+    let mut libs: BTreeMap<&[u8], Vec<(&Inst, &CustomCall)>> = BTreeMap::new();
+    for (inst, c, bytes) in bitcodes(f)? {
+        libs.entry(bytes).or_default().push((inst, c));
+    }
+    let mut entries = CustomEntries::new();
+    for (bytes, calls) in libs {
+        let label = calls[0].1.attrs.bitcode.label().to_string();
+        let at = |inst: &Inst, c: &CustomCall| format!("custom op `{}` at {}", c.name, inst.loc);
+        let buf = MemoryBuffer::create_from_memory_range_copy(bytes, &label);
+        let lib = Module::parse_bitcode_from_buffer(&buf, ctx).map_err(|e| {
+            format!(
+                "{}: invalid bitcode `{label}`: {}",
+                at(calls[0].0, calls[0].1),
+                e.to_string().trim()
+            )
+        })?;
+        let defined = |name: &str| {
+            lib.get_function(name)
+                .is_some_and(|f| f.count_basic_blocks() > 0)
+        };
+        let mut needed: Vec<String> = Vec::new();
+        for (inst, c) in &calls {
+            let sym = &c.attrs.symbol;
+            let simd = format!("_mlir_ciface_{sym}");
+            let (function, per_element) = match (c.is_builtin(), c.attrs.effective_mode()) {
+                // The builtin library has whole-tile entries only.
+                (true, _) | (false, Mode::Simd) => (simd, false),
+                (false, Mode::Simt) => (sym.clone(), true),
+                (false, Mode::Mix) if defined(sym) => (sym.clone(), true),
+                (false, Mode::Mix) => (simd, false),
+            };
+            if !defined(&function) {
+                let mut have: Vec<String> = lib
+                    .get_functions()
+                    .filter(|f| f.count_basic_blocks() > 0 && f.get_linkage() != Linkage::Internal)
+                    .map(|f| f.get_name().to_string_lossy().into_owned())
+                    .collect();
+                have.sort();
+                let mix = if c.attrs.effective_mode() == Mode::Mix {
+                    format!(" (Mix mode looks for `{sym}`, then `_mlir_ciface_{sym}`)")
+                } else {
+                    String::new()
+                };
+                return Err(format!(
+                    "{}: symbol `{function}` is not defined in bitcode `{label}`{mix}; it defines: {}",
+                    at(inst, c),
+                    if have.is_empty() { "nothing".to_string() } else { have.join(", ") }
+                ));
+            }
+            needed.push(function.clone());
+            entries.insert(
+                *inst as *const Inst,
+                CustomEntry {
+                    function,
+                    per_element,
+                },
+            );
+        }
+        prepare(&lib, module, &needed, machine)?;
+        module.link_in_module(lib).map_err(|e| {
+            format!(
+                "{}: linking bitcode `{label}` failed: {}",
+                at(calls[0].0, calls[0].1),
+                e.to_string().trim()
+            )
+        })?;
+        for name in &needed {
+            let func = module.get_function(name).expect("linked above");
+            func.set_linkage(Linkage::Internal);
+        }
+    }
+    // Simt entries run per element: inline them so the element loop vectorizes.
+    for e in entries.values().filter(|e| e.per_element) {
+        let func = module.get_function(&e.function).expect("linked above");
+        for kind in ["noinline", "optnone"] {
+            func.remove_enum_attribute(
+                AttributeLoc::Function,
+                inkwell::attributes::Attribute::get_named_enum_kind_id(kind),
+            );
+        }
+        let always = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
+        func.add_attribute(AttributeLoc::Function, ctx.create_enum_attribute(always, 0));
+    }
+    Ok(entries)
+}
+
+/// Gives `lib` the kernel's triple and data layout, drops CPU-specific attributes (the
+/// kernel is compiled for the host CPU), and deletes what `needed` does not reach.
+fn prepare(
+    lib: &Module<'_>,
+    kernel: &Module<'_>,
+    needed: &[String],
+    machine: &TargetMachine,
+) -> Result<(), String> {
+    lib.set_triple(&kernel.get_triple());
+    lib.set_data_layout(&kernel.get_data_layout());
+    for func in lib.get_functions() {
+        for attr in ["target-cpu", "target-features", "tune-cpu"] {
+            func.remove_string_attribute(AttributeLoc::Function, attr);
+        }
+        if func.count_basic_blocks() == 0 {
+            continue;
+        }
+        let name = func.get_name().to_string_lossy();
+        if !needed.iter().any(|n| *n == name) {
+            func.set_linkage(Linkage::Internal);
+        }
+    }
+    for g in lib.get_globals() {
+        if g.get_initializer().is_some() {
+            g.set_linkage(Linkage::Internal);
+        }
+    }
+    lib.run_passes("globaldce", machine, PassBuilderOptions::create())
+        .map_err(|e| format!("cleaning bitcode failed: {e}"))
+}

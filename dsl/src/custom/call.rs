@@ -1,0 +1,275 @@
+//! `custom(name, ins, outs)`: the traced call of a registered op or a builtin.
+
+use super::builtins;
+use super::registry::{lookup, CustomArgs, CustomImpl};
+use crate::ir::{
+    is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, Loc, Mode, Op, Pipe, Value,
+};
+use crate::trace::builder::{with, Builder};
+use crate::trace::{IntoOperand, Operand, Tile};
+
+/// The inputs of a custom call: `()`, a tuple of operands (tiles, literals), or a `Vec`.
+pub trait CustomIns {
+    /// The operands in order.
+    fn operands(self) -> Vec<Operand>;
+}
+
+impl CustomIns for () {
+    fn operands(self) -> Vec<Operand> {
+        Vec::new()
+    }
+}
+impl<T: IntoOperand> CustomIns for Vec<T> {
+    fn operands(self) -> Vec<Operand> {
+        self.into_iter().map(IntoOperand::into_operand).collect()
+    }
+}
+macro_rules! ins_tuple {
+    ($($t:ident),+) => {
+        impl<$($t: IntoOperand),+> CustomIns for ($($t,)+) {
+            #[allow(non_snake_case)]
+            fn operands(self) -> Vec<Operand> {
+                let ($($t,)+) = self;
+                vec![$($t.into_operand()),+]
+            }
+        }
+    };
+}
+ins_tuple!(A);
+ins_tuple!(A, B);
+ins_tuple!(A, B, C);
+ins_tuple!(A, B, C, D);
+ins_tuple!(A, B, C, D, E);
+ins_tuple!(A, B, C, D, E, F);
+ins_tuple!(A, B, C, D, E, F, G);
+ins_tuple!(A, B, C, D, E, F, G, H);
+
+/// The `out` of a custom call: one [`Tile`] (the call returns a `Tile`) or a tuple of tiles
+/// (the call returns a tuple). Results take the types of the outs.
+pub trait CustomOuts {
+    /// What the call returns.
+    type Output;
+    /// The out tiles in order.
+    fn tiles(&self) -> Vec<Tile>;
+    /// Wraps the result values.
+    fn results(values: Vec<Value>) -> Self::Output;
+}
+
+impl CustomOuts for Tile {
+    type Output = Tile;
+    fn tiles(&self) -> Vec<Tile> {
+        vec![*self]
+    }
+    fn results(values: Vec<Value>) -> Tile {
+        Tile(values[0])
+    }
+}
+macro_rules! outs_tuple {
+    ($($i:tt),+) => {
+        impl CustomOuts for ($(outs_tuple!(@tile $i),)+) {
+            type Output = ($(outs_tuple!(@tile $i),)+);
+            fn tiles(&self) -> Vec<Tile> {
+                vec![$(self.$i),+]
+            }
+            fn results(values: Vec<Value>) -> Self::Output {
+                ($(Tile(values[$i]),)+)
+            }
+        }
+    };
+    (@tile $i:tt) => { Tile };
+}
+outs_tuple!(0);
+outs_tuple!(0, 1);
+outs_tuple!(0, 1, 2);
+outs_tuple!(0, 1, 2, 3);
+
+/// Call-site attributes. Builtins accept them (checked and canonicalized); a registered op's
+/// attributes are fixed by its registration.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CustomOptions {
+    /// Core type.
+    pub core: Option<CoreType>,
+    /// Pipe.
+    pub pipe: Option<Pipe>,
+    /// Vector mode.
+    pub mode: Option<Mode>,
+}
+
+/// Calls custom op `name` with inputs `ins`, writing into `outs` (destination passing):
+/// `custom("add", (a, b), buf)`; in `#[kernel]` code, `custom("add", a, b, out = buf)`.
+/// Errors (unknown op, rejected arguments, bad attributes, missing symbol or bitcode) name
+/// the op and this call site.
+#[track_caller]
+pub fn custom<I: CustomIns, O: CustomOuts>(name: &str, ins: I, outs: O) -> O::Output {
+    custom_with(name, CustomOptions::default(), ins, outs)
+}
+
+/// [`custom`] with call-site attributes (`core = …, pipe = …, mode = …` in kernel code).
+#[track_caller]
+pub fn custom_with<I: CustomIns, O: CustomOuts>(
+    name: &str,
+    options: CustomOptions,
+    ins: I,
+    outs: O,
+) -> O::Output {
+    let loc = Loc::from_caller(std::panic::Location::caller());
+    let ins = ins.operands();
+    let outs: Vec<Value> = outs.tiles().iter().map(|t| t.0).collect();
+    let values = with(|b| match trace_call(b, name, options, ins, &outs, &loc) {
+        Ok(results) => results,
+        Err(message) => {
+            b.fail(&loc, format!("custom op `{name}`: {message}"));
+            outs.clone()
+        }
+    });
+    O::results(values)
+}
+
+struct Resolved {
+    core: CoreType,
+    pipe: Pipe,
+    mode: Option<Mode>,
+    implementation: CustomImpl,
+    flatten_ins: Vec<usize>,
+    flatten_outs: bool,
+}
+
+fn resolve(args: &CustomArgs, options: CustomOptions) -> Result<Resolved, String> {
+    if is_builtin_name(&args.name) {
+        let plan = builtins::plan(args)?;
+        let mut implementation = CustomImpl::new(plan.symbol).bitcode(Bitcode::builtin());
+        implementation.arg_dtypes = plan.arg_dtypes;
+        return Ok(Resolved {
+            core: options.core.unwrap_or(CoreType::Vector),
+            pipe: options.pipe.unwrap_or(Pipe::PipeV),
+            mode: options.mode.or(Some(Mode::Simt)),
+            implementation,
+            flatten_ins: plan.flatten_ins,
+            flatten_outs: plan.flatten_outs,
+        });
+    }
+    let def = lookup(&args.name)?;
+    if options != CustomOptions::default() {
+        return Err(format!(
+            "core, pipe and mode of a registered op are fixed by its registration ({})",
+            def.declared_at
+        ));
+    }
+    let implementation = (def.init)(args).map_err(|m| {
+        format!(
+            "its constructor ({}) rejected the call: {m}",
+            def.declared_at
+        )
+    })?;
+    if implementation.symbol.is_empty() {
+        return Err(format!(
+            "its constructor ({}) gave an empty symbol",
+            def.declared_at
+        ));
+    }
+    match &implementation.bitcode {
+        None => {
+            return Err(format!(
+                "a non-builtin op needs bitcode: its constructor ({}) must call `.bitcode(...)`",
+                def.declared_at
+            ))
+        }
+        Some(b) if b.is_builtin() => {
+            return Err("only `__builtin_*` ops may use the builtin library".into())
+        }
+        Some(_) => {}
+    }
+    Ok(Resolved {
+        core: def.core,
+        pipe: def.pipe,
+        mode: def.mode,
+        implementation,
+        flatten_ins: vec![],
+        flatten_outs: false,
+    })
+}
+
+fn flatten(b: &mut Builder, v: Value, loc: &Loc) -> Value {
+    let t = b.ty(v).clone();
+    if t.rank() == 1 {
+        return v;
+    }
+    b.push1(Op::Reshape(v), t.with_shape(vec![t.numel()]), loc.clone())
+}
+
+fn trace_call(
+    b: &mut Builder,
+    name: &str,
+    options: CustomOptions,
+    ins: Vec<Operand>,
+    outs: &[Value],
+    loc: &Loc,
+) -> Result<Vec<Value>, String> {
+    if outs.is_empty() {
+        return Err("needs at least one `out` (destination passing: `out = buf`)".into());
+    }
+    let mut in_values: Vec<Value> = ins.into_iter().map(|o| b.operand(o, None, loc)).collect();
+    let args = CustomArgs {
+        name: name.to_string(),
+        ins: in_values.iter().map(|v| b.ty(*v).clone()).collect(),
+        outs: outs.iter().map(|v| b.ty(*v).clone()).collect(),
+    };
+    for (i, t) in args.outs.iter().enumerate() {
+        if t.dtype().is_none() {
+            return Err(format!(
+                "out {i} is a pointer ({t}); outs are tiles or scalars"
+            ));
+        }
+    }
+    let r = resolve(&args, options)?;
+    let mode = CustomAttrs::canonical_mode(r.core, r.pipe, r.mode)?;
+    for &(i, d) in &r.implementation.arg_dtypes {
+        let Some(t) = args.ins.get(i) else {
+            return Err(format!(
+                "dtype override for input {i}, but there are {} inputs",
+                args.ins.len()
+            ));
+        };
+        if t.dtype().is_none() {
+            return Err(format!(
+                "dtype override for input {i}, which is a pointer ({t})"
+            ));
+        }
+        in_values[i] = b.cast(in_values[i], d, loc);
+    }
+    for &i in &r.flatten_ins {
+        in_values[i] = flatten(b, in_values[i], loc);
+    }
+    let call_outs: Vec<Value> = if r.flatten_outs {
+        outs.iter().map(|v| flatten(b, *v, loc)).collect()
+    } else {
+        outs.to_vec()
+    };
+    let result_types = call_outs.iter().map(|v| b.ty(*v).clone()).collect();
+    let call = CustomCall {
+        name: name.to_string(),
+        attrs: CustomAttrs {
+            core: r.core,
+            pipe: r.pipe,
+            mode,
+            symbol: r.implementation.symbol,
+            bitcode: r.implementation.bitcode.expect("resolved ops have bitcode"),
+        },
+        ins: in_values,
+        outs: call_outs,
+        extra: r.implementation.extra,
+    };
+    let results = b.push(Op::Custom(Box::new(call)), result_types, loc.clone());
+    Ok(results
+        .into_iter()
+        .zip(outs)
+        .map(|(res, out)| {
+            let want = b.ty(*out).clone();
+            if *b.ty(res) == want {
+                res
+            } else {
+                b.push1(Op::Reshape(res), want, loc.clone())
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,247 @@
+//! Custom ops (`hivm.hir.custom`): a call of user code or a shipped `__builtin_*`, with the
+//! core/pipe/mode attributes of AscendNPU-IR and their canonicalization table.
+
+use super::{DType, Value};
+use std::fmt;
+use std::sync::Arc;
+
+named_enum! {
+    /// The core type an op executes on (`hivm.tcore_type`).
+    CoreType {
+        /// The vector unit.
+        Vector = "vector",
+        /// The matrix (cube) unit; the vector mode does not apply.
+        Cube = "cube",
+        /// Either unit, the compiler's choice.
+        CubeOrVector = "cube_or_vector",
+        /// Both units together (a mixed op).
+        CubeAndVector = "cube_and_vector",
+    }
+}
+
+named_enum! {
+    /// The pipe an op executes on (`hivm.pipe`).
+    Pipe {
+        /// Scalar pipe.
+        PipeS = "pipe_s",
+        /// Vector pipe.
+        PipeV = "pipe_v",
+        /// Matrix pipe.
+        PipeM = "pipe_m",
+        /// Memory transfer into L1/L0 (cube side).
+        PipeMte1 = "pipe_mte1",
+        /// Memory transfer global → local.
+        PipeMte2 = "pipe_mte2",
+        /// Memory transfer local → global.
+        PipeMte3 = "pipe_mte3",
+        /// Every pipe (a barrier-like op).
+        PipeAll = "pipe_all",
+        /// Fixpipe (cube output path).
+        PipeFix = "pipe_fix",
+    }
+}
+
+named_enum! {
+    /// How the vector unit runs the op (`hivm.vf_mode`); see `docs/custom_ops.md`.
+    Mode {
+        /// One call per program with whole tiles (`_mlir_ciface_<symbol>`, memref descriptors).
+        Simd = "simd",
+        /// One call per element of a scalar function `<symbol>`, inlined and vectorized.
+        Simt = "simt",
+        /// The Simt entry when the bitcode defines `<symbol>`, else the Simd entry.
+        Mix = "mix",
+    }
+}
+
+/// The pipes each core type may use: the canonicalization table of `docs/custom_ops.md`.
+pub fn allowed_pipes(core: CoreType) -> &'static [Pipe] {
+    use Pipe::*;
+    match core {
+        CoreType::Vector => &[PipeV, PipeS, PipeMte2, PipeMte3, PipeAll],
+        CoreType::Cube => &[PipeM, PipeMte1, PipeMte2, PipeFix, PipeS, PipeAll],
+        // Only pipes both units have: the op may land on either.
+        CoreType::CubeOrVector => &[PipeS, PipeMte2, PipeAll],
+        // A mixed op occupies several pipes of both units.
+        CoreType::CubeAndVector => &[PipeAll],
+    }
+}
+
+/// Where a custom op's implementation lives.
+#[derive(Clone)]
+pub struct Bitcode {
+    label: String,
+    contents: BitcodeContents,
+}
+
+#[derive(Clone, PartialEq)]
+enum BitcodeContents {
+    Bytes(Arc<[u8]>),
+    Builtin,
+    /// Read back from IR text: only the label is known.
+    Unresolved,
+}
+
+impl Bitcode {
+    /// Bitcode bytes, named `label` in the IR text (e.g. `"add.bc"`).
+    pub fn from_bytes(label: impl Into<String>, bytes: impl Into<Arc<[u8]>>) -> Bitcode {
+        Bitcode {
+            label: label.into(),
+            contents: BitcodeContents::Bytes(bytes.into()),
+        }
+    }
+
+    /// Reads a bitcode file now; the error names the path. Prefer
+    /// [`include_bitcode!`](crate::include_bitcode), which embeds it in the binary.
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Bitcode, String> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path)
+            .map_err(|e| format!("cannot read bitcode file `{}`: {e}", path.display()))?;
+        Ok(Bitcode::from_bytes(path.display().to_string(), bytes))
+    }
+
+    /// The library shipped inside the backend (for `__builtin_*` ops).
+    pub fn builtin() -> Bitcode {
+        Bitcode {
+            label: "builtin".into(),
+            contents: BitcodeContents::Builtin,
+        }
+    }
+
+    /// A label read back from IR text, with no contents.
+    pub fn unresolved(label: impl Into<String>) -> Bitcode {
+        let label = label.into();
+        if label == "builtin" {
+            return Bitcode::builtin();
+        }
+        Bitcode {
+            label,
+            contents: BitcodeContents::Unresolved,
+        }
+    }
+
+    /// The name shown in IR text.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The bytes, when this is user bitcode with contents.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match &self.contents {
+            BitcodeContents::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// True for the backend's builtin library.
+    pub fn is_builtin(&self) -> bool {
+        self.contents == BitcodeContents::Builtin
+    }
+}
+
+impl PartialEq for Bitcode {
+    fn eq(&self, other: &Self) -> bool {
+        self.label == other.label && self.contents == other.contents
+    }
+}
+
+impl fmt::Debug for Bitcode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match &self.contents {
+            BitcodeContents::Bytes(b) => format!("{} bytes", b.len()),
+            BitcodeContents::Builtin => "builtin".into(),
+            BitcodeContents::Unresolved => "unresolved".into(),
+        };
+        write!(f, "Bitcode({:?}, {what})", self.label)
+    }
+}
+
+/// A per-program temp buffer the implementation gets after the outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtraBuffer {
+    /// Element type.
+    pub dtype: DType,
+    /// Number of elements.
+    pub len: usize,
+}
+
+/// The attributes of a custom op after canonicalization.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomAttrs {
+    /// Core type.
+    pub core: CoreType,
+    /// Pipe.
+    pub pipe: Pipe,
+    /// Vector mode; `None` on a cube core (canonicalized away).
+    pub mode: Option<Mode>,
+    /// Implementation function name.
+    pub symbol: String,
+    /// Implementation bitcode.
+    pub bitcode: Bitcode,
+}
+
+impl CustomAttrs {
+    /// Checks a core/pipe/mode combination against [`allowed_pipes`] and canonicalizes it:
+    /// a cube core drops the mode (it only applies to vector units), a vector-capable core
+    /// without a mode gets Simd. The error says what was expected.
+    pub fn canonical_mode(
+        core: CoreType,
+        pipe: Pipe,
+        mode: Option<Mode>,
+    ) -> Result<Option<Mode>, String> {
+        let pipes = allowed_pipes(core);
+        if !pipes.contains(&pipe) {
+            let names: Vec<&str> = pipes.iter().map(|p| p.name()).collect();
+            return Err(format!(
+                "pipe `{}` is not available on core `{}` (expected one of {})",
+                pipe.name(),
+                core.name(),
+                names.join(", ")
+            ));
+        }
+        Ok(match core {
+            CoreType::Cube => None,
+            _ => Some(mode.unwrap_or(Mode::Simd)),
+        })
+    }
+
+    /// The calling convention the backend uses: Simd when no mode applies.
+    pub fn effective_mode(&self) -> Mode {
+        self.mode.unwrap_or(Mode::Simd)
+    }
+}
+
+/// One custom-op call: `outs` are destination-passing; the results take their types.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomCall {
+    /// The registered op name (e.g. `"add"`, `"__builtin_gather_load"`).
+    pub name: String,
+    /// Canonical attributes.
+    pub attrs: CustomAttrs,
+    /// Inputs: tiles, scalars or pointers.
+    pub ins: Vec<Value>,
+    /// Initial values of the outputs.
+    pub outs: Vec<Value>,
+    /// Per-program temp buffers passed after the outputs.
+    pub extra: Vec<ExtraBuffer>,
+}
+
+impl CustomCall {
+    /// True for the shipped `__builtin_*` ops.
+    pub fn is_builtin(&self) -> bool {
+        is_builtin_name(&self.name)
+    }
+
+    /// Whether the call may write memory through a pointer input: user code may; of the
+    /// builtins only `__builtin_indirect_atomic` does.
+    pub fn writes_memory(&self) -> bool {
+        if self.is_builtin() {
+            return self.name == "__builtin_indirect_atomic";
+        }
+        true
+    }
+}
+
+/// Names reserved for the shipped library start with `__builtin`.
+pub fn is_builtin_name(name: &str) -> bool {
+    name.starts_with("__builtin")
+}
