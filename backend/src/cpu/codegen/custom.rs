@@ -35,6 +35,45 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
     }
 
+    /// One lane of a fused per-element call (one out; see `plan`): the function was
+    /// checked when the call was planned lazy.
+    pub(super) fn custom_lane(
+        &mut self,
+        inst: &Inst,
+        c: &CustomCall,
+        idx: &[IntValue<'ctx>],
+    ) -> BasicValueEnum<'ctx> {
+        let entry = &self.customs[&(inst as *const Inst)];
+        let func = self.module.get_function(&entry.function).expect("linked");
+        let args = self.simt_args(c, idx);
+        let e = self.ty(inst.results[0]).elem;
+        let x = self.call(func, &args).expect("one out returns its value");
+        self.from_c(x, e)
+    }
+
+    /// The C arguments of one element: input lanes broadcast to the out shape.
+    fn simt_args(&mut self, c: &CustomCall, idx: &[IntValue<'ctx>]) -> Vec<BasicValueEnum<'ctx>> {
+        let mut args = Vec::new();
+        for v in &c.ins {
+            let t = self.ty(*v);
+            let lane_idx: Vec<IntValue> = t
+                .shape
+                .iter()
+                .enumerate()
+                .map(|(k, n)| {
+                    if *n == 1 {
+                        self.i64c(0)
+                    } else {
+                        idx[idx.len() - t.shape.len() + k]
+                    }
+                })
+                .collect();
+            let x = self.lane(*v, &lane_idx);
+            args.push(self.to_c(x, t.elem));
+        }
+        args
+    }
+
     fn bf16_type(&self) -> FloatType<'ctx> {
         // SAFETY: LLVMBFloatTypeInContext returns a valid float type of this context.
         unsafe { FloatType::new(llvm_sys::core::LLVMBFloatTypeInContext(self.ctx.raw())) }
@@ -185,9 +224,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for v in &c.ins {
             let t = self.ty(*v).clone();
             match (t.elem, t.is_scalar()) {
-                (Elem::Ptr(_), false) => return Err(format!(
+                (Elem::Ptr(_), false) => {
+                    return Err(format!(
                     "input {v} is a tile of pointers ({t}); pass a pointer or a tile of numbers"
-                )),
+                ))
+                }
                 (e, true) => {
                     let x = self.lane(*v, &[]);
                     args.push(self.to_c(x, e));
@@ -281,6 +322,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             &types,
             "Simt: `T <symbol>(ins…)` for one out, `void <symbol>(ins…, T* outs…)` for several",
         )?;
+        if single && self.lazy.contains(&inst.results[0]) {
+            // Fused (see `plan`): lanes are called where they are consumed.
+            self.lv.insert(inst.results[0], Lv::Lazy);
+            return Ok(());
+        }
         let bufs: Vec<PointerValue> = c
             .outs
             .iter()

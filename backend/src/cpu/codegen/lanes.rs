@@ -89,6 +89,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     .into()
             }
             Op::Splat(x) => self.lane(*x, &[]),
+            Op::Custom(c) => self.custom_lane(inst, c, idx),
             Op::Broadcast(x) => {
                 let xs = self.ty(*x).shape.clone();
                 let off = idx.len() - xs.len();

@@ -158,7 +158,14 @@ pub(crate) fn generate<'ctx>(
         func: body_fn,
         defs: HashMap::new(),
         lv: HashMap::new(),
-        lazy: plan::lazy_values(f),
+        lazy: plan::lazy_values(
+            f,
+            &customs
+                .iter()
+                .filter(|(_, e)| e.per_element)
+                .map(|(i, _)| *i)
+                .collect(),
+        ),
         true_masks: HashSet::new(),
         roots: f.pointer_roots(),
         site_ids: HashMap::new(),

@@ -12,12 +12,38 @@ use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, UnOp, Value};
 /// Lanes are emitted "many" times: inside a nested region or behind a broadcast.
 const MANY: u32 = u32::MAX;
 
-/// Values to emit lazily.
-pub(crate) fn lazy_values(f: &Function) -> HashSet<Value> {
+/// Values to emit lazily. `lane_calls` are the custom calls computed per element (Simt
+/// with one out): they fuse like elementwise ops.
+pub(crate) fn lazy_values(f: &Function, lane_calls: &HashSet<*const Inst>) -> HashSet<Value> {
     let roots = f.pointer_roots();
     let mut lazy = HashSet::new();
-    plan_block(f, &f.body, &roots, &mut lazy);
+    let ctx = Plan {
+        f,
+        roots: &roots,
+        lane_calls,
+    };
+    plan_block(&ctx, &f.body, &mut lazy);
     lazy
+}
+
+struct Plan<'a> {
+    f: &'a Function,
+    roots: &'a HashMap<Value, Vec<usize>>,
+    lane_calls: &'a HashSet<*const Inst>,
+}
+
+/// Whether `op` may write memory: a custom call only through a pointer it is given.
+pub(crate) fn writes_memory(f: &Function, op: &Op) -> bool {
+    match op {
+        Op::Custom(c) => {
+            c.writes_memory() && c.ins.iter().any(|v| f.ty(*v).elem.pointee().is_some())
+        }
+        Op::For { .. } | Op::If { .. } | Op::While { .. } => op
+            .regions()
+            .iter()
+            .any(|r| r.insts.iter().any(|i| writes_memory(f, &i.op))),
+        op => op.has_side_effects(),
+    }
 }
 
 fn is_cheap(f: &Function, inst: &Inst) -> bool {
@@ -49,15 +75,11 @@ fn replicates(f: &Function, user: &Inst, operand: Value) -> bool {
     }
 }
 
-fn plan_block(
-    f: &Function,
-    block: &Block,
-    roots: &HashMap<Value, Vec<usize>>,
-    lazy: &mut HashSet<Value>,
-) {
+fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
+    let (f, roots) = (p.f, p.roots);
     for inst in &block.insts {
         for r in inst.op.regions() {
-            plan_block(f, r, roots, lazy);
+            plan_block(p, r, lazy);
         }
     }
     // Users of each value: in this block (index) or nested somewhere inside inst `index`.
@@ -76,10 +98,11 @@ fn plan_block(
     let side_effect: Vec<bool> = block
         .insts
         .iter()
-        .map(|i| i.op.has_side_effects())
+        .map(|i| writes_memory(f, &i.op))
         .collect();
     for (i, inst) in block.insts.iter().enumerate().rev() {
-        if inst.results.len() != 1 || !inst.op.is_elementwise() {
+        let lane_op = inst.op.is_elementwise() || p.lane_calls.contains(&(inst as *const Inst));
+        if inst.results.len() != 1 || !lane_op {
             continue;
         }
         let v = inst.results[0];
@@ -107,7 +130,7 @@ fn plan_block(
             || (count == 1
                 && match &inst.op {
                     Op::Load { ptr, .. } => {
-                        load_can_move(block, i, point, *ptr, roots, &side_effect)
+                        load_can_move(f, block, i, point, *ptr, roots, &side_effect)
                     }
                     _ => true,
                 });
@@ -122,6 +145,7 @@ fn plan_block(
 /// A load can be emitted at `point` instead of `at` when nothing in between writes memory
 /// and the consumer at `point` does not write memory the load reads.
 fn load_can_move(
+    f: &Function,
     block: &Block,
     at: usize,
     point: usize,
@@ -138,7 +162,7 @@ fn load_can_move(
     let consumer = &block.insts[point];
     let written = match &consumer.op {
         Op::Store { ptr: p, .. } | Op::Atomic { ptr: p, .. } | Op::AtomicCas { ptr: p, .. } => *p,
-        op if op.has_side_effects() => return false,
+        op if writes_memory(f, op) => return false,
         _ => return true,
     };
     let (Some(a), Some(b)) = (roots.get(&ptr), roots.get(&written)) else {
