@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod aot;
+pub mod builtins;
 pub mod cpu;
 mod error;
 pub mod interp;

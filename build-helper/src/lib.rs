@@ -220,14 +220,22 @@ impl fmt::Display for Error {
                 write!(f, "tritium-build: no source files given for `{name}`")
             }
             Error::MissingSource { file } => {
-                write!(f, "tritium-build: source file {} does not exist", file.display())
+                write!(
+                    f,
+                    "tritium-build: source file {} does not exist",
+                    file.display()
+                )
             }
             Error::ToolNotFound { tool, tried } => {
                 write!(f, "tritium-build: no usable {tool} {LLVM_MAJOR} found")?;
                 for t in tried {
                     write!(f, "\n  tried {t}")?;
                 }
-                let hint = if *tool == "clang" { ENV_CLANG } else { ENV_LLVM_LINK };
+                let hint = if *tool == "clang" {
+                    ENV_CLANG
+                } else {
+                    ENV_LLVM_LINK
+                };
                 write!(
                     f,
                     "\n  install clang-{LLVM_MAJOR} / llvm-{LLVM_MAJOR} (Debian/Ubuntu: apt-get install clang-{LLVM_MAJOR} llvm-{LLVM_MAJOR}) or set {hint}"
@@ -460,7 +468,9 @@ pub fn parse_depfile(text: &str) -> Vec<PathBuf> {
     let mut deps = Vec::new();
     for rule in joined.lines() {
         // The target ends at the first ": " (a Windows drive letter is "C:\").
-        let Some(colon) = rule.find(": ").or_else(|| rule.strip_suffix(':').map(|r| r.len()))
+        let Some(colon) = rule
+            .find(": ")
+            .or_else(|| rule.strip_suffix(':').map(|r| r.len()))
         else {
             continue;
         };
@@ -800,9 +810,14 @@ mod tests {
         let text = "/o/add.bc: csrc/add.cpp /x/custom_op.h \\\n  /with\\ space/a.h /d$$/b.h\n";
         assert_eq!(
             parse_depfile(text),
-            ["csrc/add.cpp", "/x/custom_op.h", "/with space/a.h", "/d$/b.h"]
-                .map(PathBuf::from)
-                .to_vec()
+            [
+                "csrc/add.cpp",
+                "/x/custom_op.h",
+                "/with space/a.h",
+                "/d$/b.h"
+            ]
+            .map(PathBuf::from)
+            .to_vec()
         );
         assert!(parse_depfile("").is_empty());
     }
@@ -810,7 +825,10 @@ mod tests {
     #[test]
     fn clang_version_parsing() {
         let check = |text: &str, expect: Option<u32>| assert_eq!(parse_clang_major(text), expect);
-        check("Debian clang version 19.1.7 (3~deb12u1)\nTarget: x", Some(19));
+        check(
+            "Debian clang version 19.1.7 (3~deb12u1)\nTarget: x",
+            Some(19),
+        );
         check("clang version 18.0.0git", Some(18));
         check("Apple clang version 15.0.0 (clang-1500.3.9.4)", Some(15));
         check("gcc (Debian 12.2.0-14) 12.2.0", None);
@@ -818,7 +836,15 @@ mod tests {
 
     #[test]
     fn ptx_versions() {
-        let table = [(60, 50), (70, 60), (75, 63), (80, 70), (86, 71), (89, 78), (90, 78)];
+        let table = [
+            (60, 50),
+            (70, 60),
+            (75, 63),
+            (80, 70),
+            (86, 71),
+            (89, 78),
+            (90, 78),
+        ];
         for (sm, ptx) in table {
             assert_eq!(ptx_version(sm), ptx, "sm_{sm}");
         }

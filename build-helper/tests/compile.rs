@@ -61,7 +61,11 @@ fn seed_add_compiles_unchanged_for_host_and_nvptx() {
 #[test]
 fn helpers_compile_with_local_includes_and_defines() {
     let out = out_dir("helpers");
-    for target in [Target::Host, Target::Nvptx { sm: 80 }, Target::Nvptx { sm: 90 }] {
+    for target in [
+        Target::Host,
+        Target::Nvptx { sm: 80 },
+        Target::Nvptx { sm: 90 },
+    ] {
         let path = build(&out)
             .file(fixture("helpers.cpp"))
             .include(fixture(""))
@@ -71,7 +75,12 @@ fn helpers_compile_with_local_includes_and_defines() {
             .compile(&format!("helpers-{target:?}").replace([' ', '{', '}', ':'], ""))
             .unwrap();
         let bytes = fs::read(&path).unwrap();
-        for sym in ["_mlir_ciface_scale_f32_2d", "add_f16", "mul_bf16", "info_3d"] {
+        for sym in [
+            "_mlir_ciface_scale_f32_2d",
+            "add_f16",
+            "mul_bf16",
+            "info_3d",
+        ] {
             assert!(has(&bytes, sym), "{sym} missing from {}", path.display());
         }
     }

@@ -3,6 +3,7 @@
 //! exercising atomics and arg-reductions. Each comes with a host wrapper over ndarray.
 
 pub mod bench;
+pub mod custom_bitcode;
 pub mod layer_norm;
 pub mod matmul;
 pub mod misc;
