@@ -307,3 +307,215 @@ fn ir_without_bitcode_contents_is_a_compile_error() {
         .to_string();
     assert!(err.contains("bitcode `add.bc` has no contents"), "{err}");
 }
+
+// ---- builtins: compiled (embedded C++ library) vs interpreter (reference) vs ndarray ----
+
+#[kernel]
+fn gather_2d(
+    out: Ptr<f32>,
+    src: Ptr<f32>,
+    idx: Ptr<i64>,
+    bound: i32,
+    #[constexpr] M: usize,
+    #[constexpr] N: usize,
+) {
+    let offs = arange(0, M)[(.., None)] * N as i32 + arange(0, N)[(None, ..)];
+    let i = load(idx + offs);
+    let r = custom(
+        "__builtin_gather_load",
+        src,
+        i,
+        bound,
+        out = full([M, N], -1.0, DType::F32),
+    );
+    store(out + offs, r);
+}
+
+#[kernel]
+fn index_select_rows(
+    out: Ptr<i32>,
+    src: Ptr<i32>,
+    idx: Ptr<i32>,
+    row_stride: i32,
+    num_rows: i32,
+    #[constexpr] N: usize,
+    #[constexpr] D: usize,
+) {
+    let i = load(idx + arange(0, N));
+    let r = custom(
+        "__builtin_index_select",
+        src,
+        i,
+        row_stride,
+        num_rows,
+        out = full([N, D], 7, DType::I32),
+        mode = Simd,
+    );
+    let offs = arange(0, N)[(.., None)] * D as i32 + arange(0, D)[(None, ..)];
+    store(out + offs, r);
+}
+
+#[kernel]
+fn scatter_add(
+    old: Ptr<f32>,
+    dst: Ptr<f32>,
+    idx: Ptr<i32>,
+    vals: Ptr<f32>,
+    bound: i32,
+    #[constexpr] N: usize,
+) {
+    let offs = program_id(0) * N as i32 + arange(0, N);
+    let i = load(idx + offs);
+    let v = load(vals + offs);
+    let r = custom(
+        "__builtin_indirect_atomic",
+        dst,
+        i,
+        v,
+        bound,
+        0,
+        out = full([N], -5.0, DType::F32),
+    );
+    store(old + offs, r);
+}
+
+#[kernel]
+fn histogram_bins(out: Ptr<i32>, values: Ptr<i32>, #[constexpr] N: usize, #[constexpr] B: usize) {
+    let v = load(values + arange(0, N));
+    let h = custom("__builtin_histogram", v, out = zeros([B], DType::I32));
+    store(out + arange(0, B), h);
+}
+
+#[test]
+fn builtin_gather_load() {
+    let src: Array1<f32> = (0..50).map(|i| i as f32 * 0.5).collect();
+    let idx = Array2::from_shape_fn((4, 8), |(i, j)| (i as i64 * 13 + j as i64 * 7) % 60 - 5);
+    let bound = 50;
+    let want = idx.mapv(|i| {
+        if (0..bound as i64).contains(&i) {
+            src[i as usize]
+        } else {
+            -1.0
+        }
+    });
+    for device in devices() {
+        let mut out = Array2::<f32>::zeros((4, 8));
+        gather_2d::launch(&device, [1], &mut out, &src, &idx, bound, 4, 8).unwrap();
+        assert_eq!(out, want, "{device:?}");
+    }
+}
+
+#[test]
+fn builtin_index_select() {
+    let (rows, stride, d) = (6usize, 5usize, 4usize);
+    let src: Array1<i32> = (0..(rows * stride) as i32).collect();
+    let idx = Array1::from(vec![2, 0, 9, 5, -1, 3, 3, 1]);
+    let want = Array2::from_shape_fn((8, d), |(i, j)| {
+        let k = idx[i];
+        if (0..rows as i32).contains(&k) {
+            src[k as usize * stride + j]
+        } else {
+            7
+        }
+    });
+    for device in devices() {
+        let mut out = Array2::<i32>::zeros((8, d));
+        index_select_rows::launch(
+            &device,
+            [1],
+            &mut out,
+            &src,
+            &idx,
+            stride as i32,
+            rows as i32,
+            8,
+            d,
+        )
+        .unwrap();
+        assert_eq!(out, want, "{device:?}");
+    }
+}
+
+#[test]
+fn builtin_indirect_atomic_add() {
+    let n = 64;
+    let programs = 4;
+    let idx: Array1<i32> = (0..n * programs).map(|i| (i * 7 % 19) as i32 - 1).collect();
+    let vals: Array1<f32> = (0..n * programs).map(|i| (i % 5) as f32).collect();
+    let bound = 16;
+    let mut want = Array1::<f32>::zeros(16);
+    for (i, v) in idx.iter().zip(&vals) {
+        if (0..bound).contains(i) {
+            want[*i as usize] += v;
+        }
+    }
+    for device in devices() {
+        let mut dst = Array1::<f32>::zeros(16);
+        let mut old = Array1::<f32>::zeros(n * programs);
+        scatter_add::launch(
+            &device,
+            [programs],
+            &mut old,
+            &mut dst,
+            &idx,
+            &vals,
+            bound,
+            n,
+        )
+        .unwrap();
+        assert_eq!(dst, want, "{device:?}");
+        for (o, i) in old.iter().zip(&idx) {
+            if !(0..bound).contains(i) {
+                assert_eq!(
+                    *o, -5.0,
+                    "{device:?}: out-of-range lanes keep their out value"
+                );
+            } else {
+                assert!(
+                    *o >= 0.0 && *o <= want[*i as usize],
+                    "{device:?}: old value {o}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn builtin_histogram() {
+    let values: Array1<i32> = (0..256).map(|i| (i * 37 % 23) - 3).collect();
+    let mut want = Array1::<i32>::zeros(16);
+    for v in values.iter().filter(|v| (0..16).contains(*v)) {
+        want[*v as usize] += 1;
+    }
+    for device in devices() {
+        let mut out = Array1::<i32>::zeros(16);
+        histogram_bins::launch(&device, [1], &mut out, &values, 256, 16).unwrap();
+        assert_eq!(out, want, "{device:?}");
+    }
+}
+
+#[test]
+fn builtin_argument_errors_name_the_builtin() {
+    #[kernel]
+    fn bad_gather(out: Ptr<f32>, src: Ptr<f32>) {
+        let i = arange(0, 8);
+        let r = custom(
+            "__builtin_gather_load",
+            src,
+            i,
+            8,
+            out = zeros([4], DType::F32),
+        );
+        store(out + arange(0, 4), r);
+    }
+    let src = Array1::<f32>::zeros(8);
+    let mut out = Array1::<f32>::zeros(4);
+    let err = bad_gather::launch(&Device::cpu(), [1], &mut out, &src)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("custom op `__builtin_gather_load`")
+            && err.contains("out must be a f32 tile of the index's shape [8]"),
+        "{err}"
+    );
+}

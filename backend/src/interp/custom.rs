@@ -8,11 +8,12 @@ use super::memory::Memory;
 use super::value::Data;
 use crate::cpu::Compiled;
 use crate::launch::{Grid, RawArg, RawBuffer};
-use ndarray::{ArrayD, Dimension};
+use ndarray::{ArrayD, Dimension, IxDyn};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use tritium_dsl::ir::{
-    print_function, Block, CustomCall, DType, Elem, Function, Inst, Loc, Op, Param, Type, Value,
+    print_function, AtomicOp, Block, CustomCall, DType, Elem, Function, Inst, Loc, Op, Param, Type,
+    Value,
 };
 
 /// Runs a user custom call on operand values; returns one value per out.
@@ -232,16 +233,102 @@ fn one_op_kernel(c: &CustomCall, staged: &[(Type, &Data)], loc: &Loc) -> Functio
     }
 }
 
-/// Runs a `__builtin_*` call with the reference semantics of [`crate::builtins`].
+/// Runs a `__builtin_*` call with reference semantics built from the interpreter's own
+/// checked memory ops (so an out-of-range gather is a fault here, not a stray read).
+/// Semantics: `docs/custom_ops.md`; the IR passes flattened 1-D index/value/out tiles.
 pub(crate) fn run_builtin(
     c: &CustomCall,
-    _types: &[Type],
-    _ins: &[&Data],
-    _outs: &[&Data],
-    _memory: &Memory,
+    types: &[Type],
+    ins: &[&Data],
+    outs: &[&Data],
+    memory: &Memory,
 ) -> Result<Vec<Data>, String> {
-    Err(format!(
-        "the interpreter has no reference implementation of `{}` yet",
-        c.name
-    ))
+    let ints = |d: &Data| -> Result<ArrayD<i64>, String> {
+        match d {
+            Data::Int(a) => Ok(a.clone()),
+            Data::UInt(a) => Ok(a.mapv(|v| v as i64)),
+            _ => Err("internal: expected an integer operand".into()),
+        }
+    };
+    let scalar = |d: &Data| -> Result<i64, String> {
+        d.first_int()
+            .map(|v| v as i64)
+            .ok_or_else(|| "internal: expected an integer scalar".to_string())
+    };
+    let base = |d: &Data| -> Result<usize, String> {
+        match d {
+            Data::Ptr(p) => p
+                .iter()
+                .next()
+                .copied()
+                .ok_or_else(|| "internal: empty pointer".into()),
+            _ => Err("internal: expected a pointer".into()),
+        }
+    };
+    let pointee = |k: usize| {
+        types[c.ins[k].index()]
+            .elem
+            .pointee()
+            .ok_or("internal: not a pointer")
+    };
+    let addr = |b: usize, k: i64, size: usize| {
+        (b as i64).wrapping_add(k.wrapping_mul(size as i64)) as usize
+    };
+    match c.name.as_str() {
+        "__builtin_gather_load" => {
+            let (src, d) = (base(ins[0])?, pointee(0)?);
+            let (index, bound) = (ints(ins[1])?, scalar(ins[2])?);
+            let mask = index.mapv(|i| (0..bound).contains(&i));
+            let addrs = index.mapv(|i| addr(src, i, d.size_bytes()));
+            Ok(vec![memory.load(d, &addrs, Some(&mask), Some(outs[0]))?])
+        }
+        "__builtin_index_select" => {
+            let (src, d) = (base(ins[0])?, pointee(0)?);
+            let (index, stride, rows) = (ints(ins[1])?, scalar(ins[2])?, scalar(ins[3])?);
+            let shape = outs[0].shape().to_vec();
+            let mask =
+                ArrayD::from_shape_fn(IxDyn(&shape), |ix| (0..rows).contains(&index[[ix[0]]]));
+            let addrs = ArrayD::from_shape_fn(IxDyn(&shape), |ix| {
+                addr(
+                    src,
+                    index[[ix[0]]]
+                        .wrapping_mul(stride)
+                        .wrapping_add(ix[1] as i64),
+                    d.size_bytes(),
+                )
+            });
+            Ok(vec![memory.load(d, &addrs, Some(&mask), Some(outs[0]))?])
+        }
+        "__builtin_indirect_atomic" => {
+            let (dst, d) = (base(ins[0])?, pointee(0)?);
+            let (index, bound, kind) = (ints(ins[1])?, scalar(ins[3])?, scalar(ins[4])?);
+            let op = match kind {
+                0 => AtomicOp::Add,
+                1 => AtomicOp::Max,
+                2 => AtomicOp::Min,
+                3 => AtomicOp::Xchg,
+                _ => return Ok(vec![outs[0].clone()]),
+            };
+            let mask = index.mapv(|i| (0..bound).contains(&i));
+            let addrs = index.mapv(|i| addr(dst, i, d.size_bytes()));
+            let old = memory.atomic(op, d, &addrs, ins[2], Some(&mask))?;
+            let mask = Data::Bool(mask);
+            Ok(vec![super::eval::select(&mask, &old, outs[0])?])
+        }
+        "__builtin_histogram" => {
+            let values = ints(ins[0])?;
+            let mut bins = ints(outs[0])?;
+            let n = bins.len() as i64;
+            for v in values.iter().filter(|v| (0..n).contains(*v)) {
+                let b = &mut bins[[*v as usize]];
+                *b = (*b as i32).wrapping_add(1) as i64;
+            }
+            Ok(vec![Data::Int(bins)])
+        }
+        name => Err(format!("unknown builtin `{name}`")),
+    }
+    .map(|mut v: Vec<Data>| {
+        v.truncate(outs.len());
+        v
+    })
 }

@@ -1,0 +1,113 @@
+// Custom-op implementations used by Tritium's custom-op tests and examples.
+//
+// Compiled by kernels/build.rs (tritium-build) into $OUT_DIR/add.bc (host) and
+// $OUT_DIR/add.nvptx.bc (nvptx64-nvidia-cuda, sm_80); embedded by
+// kernels/src/custom_bitcode.rs. Calling conventions: docs/custom_ops.md.
+//
+// Entries (dtype names are Tritium's str names: int32, float32, float16):
+//   Simd  _mlir_ciface_custom_add_<dtype>(src0, src1, dst)        dst = src0 + src1
+//   Simt  custom_add_simt_<dtype>(a, b) -> a + b
+//   Simt  custom_divmod_int32(a, b, *q, *r)                        two outputs
+//   Simd  _mlir_ciface_custom_divmod_int32(a, b, q, r)
+//   Simd  _mlir_ciface_custom_scale_<dtype>_<R>d(in, out)         out = in * 2, R = 1, 2
+#include "custom_op.h"
+
+// Integer arithmetic wraps (as Tritium's own integer ops): computed on the unsigned type.
+template <class T> static inline T add_values(T a, T b) { return a + b; }
+template <> inline int32_t add_values<int32_t>(int32_t a, int32_t b) {
+  return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+template <class T> static inline T twice(T a) { return a * (T)2; }
+template <> inline int32_t twice<int32_t>(int32_t a) {
+  return (int32_t)((uint32_t)a * 2u);
+}
+
+// ---------------------------------------------------------------------------
+// add: the seed's custom op (triton-ascend's add.cpp without the Ascend vadd
+// intrinsic). Rank-1 tiles; the length is dst's.
+// ---------------------------------------------------------------------------
+
+template <class T>
+static inline void add_simd(memref_t<T, 1> *src0, memref_t<T, 1> *src1, memref_t<T, 1> *dst) {
+  const T *a = src0->aligned + src0->offset;
+  const T *b = src1->aligned + src1->offset;
+  T *out = dst->aligned + dst->offset;
+  const int64_t n = dst->sizes[0];
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = add_values(a[i], b[i]);
+}
+
+#define DEFINE_ADD(NAME, T)                                                    \
+  extern "C" void _mlir_ciface_custom_add_##NAME(                              \
+      memref_t<T, 1> *src0, memref_t<T, 1> *src1, memref_t<T, 1> *dst) {       \
+    add_simd<T>(src0, src1, dst);                                              \
+  }                                                                            \
+  extern "C" T custom_add_simt_##NAME(T a, T b) { return add_values(a, b); }
+
+DEFINE_ADD(int32, int32_t)
+DEFINE_ADD(float32, float)
+DEFINE_ADD(float16, half)
+
+// ---------------------------------------------------------------------------
+// divmod: two outputs. Truncating division with the remainder taking the sign of a
+// (C's / and %), and no undefined behaviour, as Tritium's integer div/rem:
+//   b == 0            -> q = 0, r = 0
+//   a == INT32_MIN, b == -1 -> q = INT32_MIN (wraps), r = 0
+// ---------------------------------------------------------------------------
+
+static inline void divmod(int32_t a, int32_t b, int32_t *q, int32_t *r) {
+  if (b == 0) {
+    *q = 0;
+    *r = 0;
+  } else if (b == -1) {
+    *q = (int32_t)(0u - (uint32_t)a);
+    *r = 0;
+  } else {
+    *q = a / b;
+    *r = a % b;
+  }
+}
+
+// Simt: one call per element; q and r point to that element's initial out values.
+extern "C" void custom_divmod_int32(int32_t a, int32_t b, int32_t *q, int32_t *r) {
+  divmod(a, b, q, r);
+}
+
+// Simd: whole rank-1 tiles; the length is q's.
+extern "C" void _mlir_ciface_custom_divmod_int32(memref_t<int32_t, 1> *a, memref_t<int32_t, 1> *b,
+                                                 memref_t<int32_t, 1> *q, memref_t<int32_t, 1> *r) {
+  const int32_t *pa = memref_data(a);
+  const int32_t *pb = memref_data(b);
+  int32_t *pq = memref_data(q);
+  int32_t *pr = memref_data(r);
+  const int64_t n = q->sizes[0];
+  for (int64_t i = 0; i < n; ++i)
+    divmod(pa[i], pb[i], &pq[i], &pr[i]);
+}
+
+// ---------------------------------------------------------------------------
+// scale: a rank-dependent symbol (custom_scale_<dtype>_<R>d), out = in * 2 over every
+// element, walking the sizes (and strides) of rank R.
+// ---------------------------------------------------------------------------
+
+template <class T> static inline void scale(memref_t<T, 1> *in, memref_t<T, 1> *out) {
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    memref_at(out, i) = twice(memref_at(in, i));
+}
+
+template <class T> static inline void scale(memref_t<T, 2> *in, memref_t<T, 2> *out) {
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    for (int64_t j = 0; j < out->sizes[1]; ++j)
+      memref_at(out, i, j) = twice(memref_at(in, i, j));
+}
+
+#define DEFINE_SCALE(NAME, T, R)                                               \
+  extern "C" void _mlir_ciface_custom_scale_##NAME##_##R##d(memref_t<T, R> *in, \
+                                                            memref_t<T, R> *out) { \
+    scale(in, out);                                                            \
+  }
+
+DEFINE_SCALE(float32, float, 1)
+DEFINE_SCALE(float32, float, 2)
+DEFINE_SCALE(int32, int32_t, 1)
+DEFINE_SCALE(int32, int32_t, 2)
