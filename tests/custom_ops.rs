@@ -301,7 +301,7 @@ fn cube_core_drops_the_mode_and_runs_simd() {
 fn ir_without_bitcode_contents_is_a_compile_error() {
     let f = custom_add::trace::<i32>(&Specialization::default(), 32, AddOp::Simd).unwrap();
     let back = parse_function(&print_function(&f)).unwrap();
-    let err = tritium::backend::cpu::compile(back, false)
+    let err = tritium::backend::cpu::compile(back, &LaunchOptions::default().compile_options())
         .err()
         .expect("must fail")
         .to_string();

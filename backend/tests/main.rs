@@ -1,4 +1,5 @@
 //! The backend's one integration-test binary (LLVM links once).
 mod aot;
+mod compile_pipeline;
 mod cpu;
 mod interp;

@@ -6,17 +6,28 @@ use std::sync::OnceLock;
 
 static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
 
-/// Worker threads: `TRITIUM_NUM_THREADS`, else all cores.
+/// Worker threads: `TRITIUM_NUM_THREADS` when it is a positive integer (see
+/// [`parse_num_threads`]), else all cores. Read when the pool starts (the first launch).
 pub fn num_threads() -> usize {
     std::env::var("TRITIUM_NUM_THREADS")
         .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
+        .and_then(|v| parse_num_threads(&v))
         .unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1)
         })
+}
+
+/// The worker count a `TRITIUM_NUM_THREADS` value asks for: a positive decimal integer,
+/// surrounding spaces allowed. `None` (use all cores) for anything else.
+pub fn parse_num_threads(value: &str) -> Option<usize> {
+    value.trim().parse::<usize>().ok().filter(|n| *n > 0)
+}
+
+/// The number of worker threads of the running pool (starting it if needed).
+pub fn pool_threads() -> usize {
+    pool().current_num_threads()
 }
 
 fn pool() -> &'static rayon::ThreadPool {

@@ -109,7 +109,10 @@ fn compiled_for(f: Function, c: &CustomCall) -> Result<Arc<Compiled>, String> {
     if let Some(hit) = cache.lock().map_err(|_| "poisoned")?.get(&key) {
         return Ok(hit.clone());
     }
-    let compiled = Arc::new(crate::cpu::compile(f, false).map_err(|e| e.to_string())?);
+    let compiled = Arc::new(
+        crate::cpu::compile(f, &crate::LaunchOptions::default().compile_options())
+            .map_err(|e| e.to_string())?,
+    );
     cache
         .lock()
         .map_err(|_| "poisoned")?

@@ -1,6 +1,8 @@
 //! Devices, grids and launch options.
 
+use crate::cpu::CompileOptions;
 use crate::{Error, Result};
+use std::path::PathBuf;
 
 /// Where a launch runs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -85,6 +87,12 @@ pub struct LaunchOptions {
     pub interpret: Option<bool>,
     /// Warps per program on CUDA (Triton's `num_warps`); ignored on the CPU.
     pub num_warps: u32,
+    /// Root of the on-disk kernel cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).
+    pub cache_dir: Option<PathBuf>,
+    /// Where to dump the IR, LLVM IR and assembly of compiled kernels (`TRITIUM_DUMP`).
+    /// Dumps are written when a kernel is compiled, which happens once per process and
+    /// set of compile options; a dump always compiles (it does not load from the disk cache).
+    pub dump_dir: Option<PathBuf>,
 }
 
 impl Default for LaunchOptions {
@@ -93,6 +101,8 @@ impl Default for LaunchOptions {
             bounds_check: None,
             interpret: None,
             num_warps: 4,
+            cache_dir: None,
+            dump_dir: None,
         }
     }
 }
@@ -106,6 +116,15 @@ impl LaunchOptions {
     pub fn bounds_check(&self) -> bool {
         self.bounds_check
             .unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK"))
+    }
+
+    /// What the CPU backend compiles this launch's kernel with.
+    pub fn compile_options(&self) -> CompileOptions {
+        CompileOptions {
+            bounds_check: self.bounds_check(),
+            cache_dir: self.cache_dir.clone(),
+            dump_dir: self.dump_dir.clone(),
+        }
     }
 
     /// Interpreter mode for this launch.
