@@ -44,7 +44,6 @@ fn main() -> tritium::Result<()> {
                 t_native = t_native.min(best_of(reps, &mut run_native));
                 t_custom = t_custom.min(best_of(reps, &mut run_custom));
             }
-            drop(run_custom);
             assert_eq!(out_c, want, "{op} result");
             let ratio = t_custom.as_secs_f64() / t_native.as_secs_f64();
             let per_program_ns = (t_custom.as_secs_f64() - t_native.as_secs_f64()) * 1e9
@@ -59,7 +58,6 @@ fn main() -> tritium::Result<()> {
                 per_program_ns
             );
         }
-        drop(run_native);
         assert_eq!(out, want);
     }
     println!("custom/native ≤ 1.05 is the target for Simt; overhead/program = (custom − native) × threads / programs");

@@ -25,7 +25,10 @@ pub(crate) type CustomEntries = HashMap<*const Inst, CustomEntry>;
 
 /// Bitcode contents of every custom call in `f` (the builtin library for `__builtin_*`),
 /// with an error naming the op and call site when contents are missing.
-pub(crate) fn bitcodes(f: &Function) -> Result<Vec<(&Inst, &CustomCall, &[u8])>, String> {
+/// A custom call with the bitcode bytes that implement it.
+pub(crate) type CallBitcode<'f> = (&'f Inst, &'f CustomCall, &'f [u8]);
+
+pub(crate) fn bitcodes(f: &Function) -> Result<Vec<CallBitcode<'_>>, String> {
     fn go<'f>(
         b: &'f Block,
         out: &mut Vec<(&'f Inst, &'f CustomCall, &'f [u8])>,

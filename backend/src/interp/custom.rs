@@ -100,7 +100,8 @@ fn addresses(base: usize, t: &Type) -> ArrayD<usize> {
 }
 
 fn compiled_for(f: Function, c: &CustomCall) -> Result<Arc<Compiled>, String> {
-    static CACHE: OnceLock<Mutex<HashMap<(String, usize), Arc<Compiled>>>> = OnceLock::new();
+    type Cache = Mutex<HashMap<(String, usize), Arc<Compiled>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let key = (
         print_function(&f),
         c.attrs.bitcode.bytes().map_or(0, |b| b.as_ptr() as usize),

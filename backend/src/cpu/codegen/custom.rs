@@ -48,7 +48,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let args = self.simt_args(c, idx);
         let e = self.ty(inst.results[0]).elem;
         let x = self.call(func, &args).expect("one out returns its value");
-        self.from_c(x, e)
+        self.decode_c(x, e)
     }
 
     /// The C arguments of one element: input lanes broadcast to the out shape.
@@ -69,7 +69,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 })
                 .collect();
             let x = self.lane(*v, &lane_idx);
-            args.push(self.to_c(x, t.elem));
+            args.push(self.encode_c(x, t.elem));
         }
         args
     }
@@ -89,7 +89,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
     }
 
-    fn to_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
         match e {
             Elem::Scalar(DType::F16) => self
                 .b
@@ -104,7 +104,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
     }
 
-    fn from_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
         match e {
             Elem::Scalar(DType::F16) => self
                 .b
@@ -231,7 +231,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 }
                 (e, true) => {
                     let x = self.lane(*v, &[]);
-                    args.push(self.to_c(x, e));
+                    args.push(self.encode_c(x, e));
                     types.push(self.c_ty(e));
                 }
                 (_, false) => {
@@ -360,11 +360,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     })
                     .collect();
                 let x = g.lane(*v, &lane_idx);
-                args.push(g.to_c(x, t.elem));
+                args.push(g.encode_c(x, t.elem));
             }
             for (k, o) in c.outs.iter().enumerate().filter(|_| !single) {
                 let x = g.lane(*o, idx);
-                g.b.build_store(slots[k], g.to_c(x, out_elems[k])).unwrap();
+                g.b.build_store(slots[k], g.encode_c(x, out_elems[k]))
+                    .unwrap();
                 args.push(slots[k].into());
             }
             let ret = g.call(func, &args);
@@ -373,7 +374,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     Some(x) => x,
                     None => g.b.build_load(g.c_ty(*e), slots[k], "").unwrap(),
                 };
-                let x = g.from_c(x, *e);
+                let x = g.decode_c(x, *e);
                 let p = g.buf_elem(bufs[k], &Type::tile(*e, shape.clone()), idx);
                 g.b.build_store(p, g.to_storage(x, *e)).unwrap();
             }
