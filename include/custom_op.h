@@ -39,11 +39,15 @@
 // Element types
 // ---------------------------------------------------------------------------
 
+// Define TRITIUM_NO_HALF_TYPEDEFS before including this header when another header
+// (CUDA's cuda_fp16.h, …) already defines `half`; use _Float16 and __bf16 directly then.
+#ifndef TRITIUM_NO_HALF_TYPEDEFS
 // IEEE binary16 (Tritium's f16, triton-ascend's `half`). Arithmetic on the host is
 // done in float and rounded, exactly as Tritium's own f16 code.
 typedef _Float16 half;
 // bfloat16 (Tritium's bf16, triton-ascend's `bfloat16_t`).
 typedef __bf16 bfloat16_t;
+#endif
 
 // ---------------------------------------------------------------------------
 // memref_t: MLIR's ranked memref descriptor, the seed's layout

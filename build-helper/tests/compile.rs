@@ -87,6 +87,18 @@ fn helpers_compile_with_local_includes_and_defines() {
 }
 
 #[test]
+fn half_typedefs_can_be_left_out() {
+    let out = out_dir("own_half");
+    let path = build(&out)
+        .file(fixture("own_half.cpp"))
+        .flag("-Werror")
+        .compile("own_half")
+        .unwrap();
+    let bytes = fs::read(path).unwrap();
+    assert!(has(&bytes, "copy_half") && has(&bytes, "add_f16"));
+}
+
+#[test]
 fn several_sources_are_linked_into_one_module() {
     let out = out_dir("link");
     let path = build(&out)
