@@ -42,6 +42,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// Writes `values` into `slots` as one parallel assignment (swaps are safe).
+    ///
+    /// A lazily computed tile whose lanes read carried buffers only as its own slot at the
+    /// same index (`acc = acc + x`) is written into its slot in place, when no other value
+    /// of the assignment reads that slot; everything else goes through a temporary.
     fn assign(&mut self, values: &[Value], slots: &[Slot<'ctx>]) {
         let carried: Vec<PointerValue> = slots
             .iter()
@@ -53,12 +57,33 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 }
             })
             .collect();
+        let reads: Vec<Vec<(PointerValue, bool)>> = values
+            .iter()
+            .map(|v| self.carried_reads(*v, &carried))
+            .collect();
+        let in_place = |k: usize, dst: PointerValue| {
+            matches!(self.lv.get(&values[k]), Some(Lv::Lazy))
+                && reads[k].iter().all(|&(p, same)| p == dst && same)
+                && reads
+                    .iter()
+                    .enumerate()
+                    .all(|(j, r)| j == k || r.iter().all(|&(p, _)| p != dst))
+        };
+        let in_place: Vec<bool> = slots
+            .iter()
+            .enumerate()
+            .map(|(k, s)| matches!(s, Slot::Tile(dst) if in_place(k, *dst)))
+            .collect();
         let mut pending = Vec::new();
-        for (v, s) in values.iter().zip(slots) {
+        for (k, (v, s)) in values.iter().zip(slots).enumerate() {
             match *s {
                 Slot::Scalar(p) => {
                     let x = self.lane(*v, &[]);
                     pending.push((p, Some(x), None));
+                }
+                Slot::Tile(dst) if in_place[k] => {
+                    let ty = self.ty(*v).clone();
+                    self.fill_buf(dst, &ty, *v);
                 }
                 Slot::Tile(dst) => {
                     let ty = self.ty(*v).clone();
@@ -86,6 +111,47 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     .unwrap();
             }
         }
+    }
+
+    /// The carried buffers among `carried` that computing `v`'s lanes reads, each with
+    /// whether every read of it is at the lane's own index.
+    fn carried_reads(
+        &self,
+        v: Value,
+        carried: &[PointerValue<'ctx>],
+    ) -> Vec<(PointerValue<'ctx>, bool)> {
+        let mut out: Vec<(PointerValue<'ctx>, bool)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![(v, true)];
+        while let Some((v, same)) = todo.pop() {
+            if !seen.insert((v, same)) {
+                continue;
+            }
+            match self.lv.get(&v) {
+                Some(Lv::Buf(p)) if carried.contains(p) => match out.iter_mut().find(|r| r.0 == *p)
+                {
+                    Some(r) => r.1 &= same,
+                    None => out.push((*p, same)),
+                },
+                Some(Lv::Lazy) => {
+                    let Some(inst) = self.defs.get(&v) else {
+                        continue;
+                    };
+                    let keeps_index = match &inst.op {
+                        Op::Broadcast(x) => self.ty(*x).shape == self.ty(v).shape,
+                        Op::Splat(_) | Op::ExpandDims { .. } | Op::Reshape(_) | Op::Trans(_) => {
+                            false
+                        }
+                        _ => true,
+                    };
+                    for o in inst.op.operands() {
+                        todo.push((o, same && keeps_index));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
     }
 
     fn yields(block: &Block) -> &[Value] {

@@ -439,23 +439,19 @@ impl<'ctx> Gen<'ctx, '_> {
             .build_select(too_small, lo, xc, "")
             .unwrap()
             .into_float_value();
-        let t = b
-            .build_float_mul(xc, c(std::f64::consts::LOG2_E), "")
-            .unwrap();
-        let t = b.build_float_add(t, c(0.5), "").unwrap();
+        // fmuladd where the CPU fuses: t only picks the reduction's integer (any nearby
+        // integer works), and fx * C1 is exact (C1 has 9 significant bits, |fx| <= 128).
+        let fma =
+            |x: inkwell::values::FloatValue<'ctx>, y: inkwell::values::FloatValue<'ctx>, z| {
+                self.intrinsic("llvm.fmuladd", &[f32t.into()], &[x.into(), y.into(), z])
+                    .into_float_value()
+            };
+        let t = fma(xc, c(std::f64::consts::LOG2_E), c(0.5).into());
         let fx = self
             .intrinsic("llvm.floor", &[f32t.into()], &[t.into()])
             .into_float_value();
-        let r = b
-            .build_float_sub(xc, b.build_float_mul(fx, c(0.693_359_375), "").unwrap(), "")
-            .unwrap();
-        let r = b
-            .build_float_sub(
-                r,
-                b.build_float_mul(fx, c(-2.121_944_4e-4), "").unwrap(),
-                "",
-            )
-            .unwrap();
+        let r = fma(fx, c(-0.693_359_375), xc.into());
+        let r = fma(fx, c(2.121_944_4e-4), r.into());
         let coeffs = [
             1.987_569_2e-4,
             1.398_199_9e-3,
@@ -464,20 +460,20 @@ impl<'ctx> Gen<'ctx, '_> {
             1.666_666_5e-1,
             5.000_000_1e-1,
         ];
+        // Horner steps: one FMA each where the CPU has them.
         let mut p = c(coeffs[0]);
         for k in &coeffs[1..] {
-            p = b
-                .build_float_add(b.build_float_mul(p, r, "").unwrap(), c(*k), "")
-                .unwrap();
+            p = fma(p, r, c(*k).into());
         }
         let r2 = b.build_float_mul(r, r, "").unwrap();
-        let y = b
-            .build_float_add(b.build_float_mul(p, r2, "").unwrap(), r, "")
-            .unwrap();
+        let y = fma(p, r2, r.into());
         let y = b.build_float_add(y, c(1.0), "").unwrap();
-        let n = self
-            .intrinsic("llvm.fptosi.sat", &[i32t.into(), f32t.into()], &[fx.into()])
-            .into_int_value();
+        // 2^fx without a float→int conversion (which AVX2 does not vectorize): fx is an
+        // integer in [-126, 128] (or NaN, and then y is NaN too), so the low bits of
+        // `fx + 1.5 * 2^23` are fx; shifted into the exponent field with the bias, the
+        // magic number's own bits fall off the top.
+        let magic = b.build_float_add(fx, c(12_582_912.0), "").unwrap();
+        let n = b.build_bit_cast(magic, i32t, "").unwrap().into_int_value();
         let e = b.build_int_add(n, i32t.const_int(127, false), "").unwrap();
         let e = b
             .build_left_shift(e, i32t.const_int(23, false), "")

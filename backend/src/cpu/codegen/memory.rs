@@ -116,6 +116,28 @@ impl<'ctx> Gen<'ctx, '_> {
         Some(Guard { join, skipped })
     }
 
+    /// The mask of a masked load computed lazily inside `v` (`v` itself or a lazy operand,
+    /// transitively), if any: the mask to version a loop over `v`'s lanes on.
+    pub(super) fn load_mask_in(&self, v: Value) -> Option<Value> {
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![v];
+        while let Some(v) = todo.pop() {
+            if !seen.insert(v) || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+                continue;
+            }
+            let Some(inst) = self.defs.get(&v) else {
+                continue;
+            };
+            if let Op::Load { mask: Some(m), .. } = &inst.op {
+                if !self.true_masks.contains(m) {
+                    return Some(*m);
+                }
+            }
+            todo.extend(inst.op.operands());
+        }
+        None
+    }
+
     pub(super) fn load_lane(
         &mut self,
         inst: &Inst,
@@ -156,7 +178,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let pt = self.ty(*ptr).clone();
         let d = pt.elem.pointee().expect("verified pointer");
         let (ptr, value, mask) = (*ptr, *value, *mask);
-        self.versioned(mask, &pt.shape.clone(), &mut |g| {
+        let version_on = mask.or_else(|| self.load_mask_in(value));
+        self.versioned(version_on, &pt.shape.clone(), &mut |g| {
             g.loop_nest(&pt.shape, &mut |g, idx| {
                 let p = g.lane(ptr, idx).into_pointer_value();
                 let v = g.lane(value, idx);

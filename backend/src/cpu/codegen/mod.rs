@@ -12,6 +12,7 @@
 mod control;
 mod dot;
 mod lanes;
+mod mask;
 mod memory;
 mod plan;
 mod reduce;
@@ -432,13 +433,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// Writes every lane of `v` into `buf` (a buffer of `ty`).
     fn fill_buf(&mut self, buf: PointerValue<'ctx>, ty: &Type, v: Value) {
         let elem = ty.elem;
-        let mask = match self.lv.get(&v) {
-            Some(Lv::Lazy) => match &self.defs[&v].op {
-                Op::Load { mask, .. } => *mask,
-                _ => None,
-            },
-            _ => None,
-        };
+        let mask = self.load_mask_in(v);
         self.versioned(mask, &ty.shape.clone(), &mut |g| {
             g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
                 let x = g.lane(v, idx);
@@ -458,24 +453,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             emit(self);
             return;
         };
-        let all = self.entry_alloca(self.ctx.bool_type().into());
-        self.b
-            .build_store(all, self.ctx.bool_type().const_all_ones())
-            .unwrap();
-        self.loop_nest(shape, &mut |g, idx| {
-            let x = g.lane(m, idx).into_int_value();
-            let acc =
-                g.b.build_load(g.ctx.bool_type(), all, "")
-                    .unwrap()
-                    .into_int_value();
-            let acc = g.b.build_and(acc, x, "").unwrap();
-            g.b.build_store(all, acc).unwrap();
-        });
-        let all = self
-            .b
-            .build_load(self.ctx.bool_type(), all, "all")
-            .unwrap()
-            .into_int_value();
+        let all = self.all_lanes_true(m, shape);
         let fast = self.ctx.append_basic_block(self.func, "mask.full");
         let slow = self.ctx.append_basic_block(self.func, "mask.partial");
         let done = self.ctx.append_basic_block(self.func, "mask.done");
@@ -530,7 +508,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     let elem = ty.elem;
                     let mask = match &inst.op {
                         Op::Load { mask, .. } => *mask,
-                        _ => None,
+                        op => op.operands().into_iter().find_map(|o| self.load_mask_in(o)),
                     };
                     self.versioned(mask, &ty.shape.clone(), &mut |g| {
                         g.loop_nest(&ty.shape.clone(), &mut |g, idx| {

@@ -63,7 +63,13 @@ fn plan_block(
     // Users of each value: in this block (index) or nested somewhere inside inst `index`.
     let mut users: HashMap<Value, Vec<(usize, bool)>> = HashMap::new();
     for (i, inst) in block.insts.iter().enumerate() {
-        for o in inst.op.operands() {
+        let mut operands = inst.op.operands();
+        if inst.op.is_elementwise() {
+            // `x * x` computes x's lane twice at the same index: LLVM merges the two.
+            operands.sort();
+            operands.dedup();
+        }
+        for o in operands {
             users.entry(o).or_default().push((i, false));
         }
         for r in inst.op.regions() {
@@ -72,7 +78,8 @@ fn plan_block(
     }
     // Reverse order: every same-block user is decided before the value it uses.
     let mut emit_count: HashMap<Value, u32> = HashMap::new();
-    let mut emit_point: HashMap<Value, usize> = HashMap::new();
+    // First and last instruction (of this block) where a lazy value's lanes are emitted.
+    let mut emit_span: HashMap<Value, (usize, usize)> = HashMap::new();
     let side_effect: Vec<bool> = block
         .insts
         .iter()
@@ -87,16 +94,19 @@ fn plan_block(
             continue;
         }
         let mut count = 0u32;
-        let mut point = usize::MAX;
+        let (mut first, mut last) = (usize::MAX, 0usize);
         for &(u, nested) in users.get(&v).map(Vec::as_slice).unwrap_or(&[]) {
             let user = &block.insts[u];
             let c = if nested || replicates(f, user, v) {
                 MANY
             } else if let Some(&uc) = user.results.first().and_then(|r| emit_count.get(r)) {
-                point = point.min(emit_point[&user.results[0]]);
+                let (a, b) = emit_span[&user.results[0]];
+                first = first.min(a);
+                last = last.max(b);
                 uc
             } else {
-                point = point.min(u);
+                first = first.min(u);
+                last = last.max(u);
                 1
             };
             count = count.saturating_add(c);
@@ -104,38 +114,50 @@ fn plan_block(
         let cheap = is_cheap(f, inst);
         let make_lazy = cheap
             || count == 0
-            || (count == 1
-                && match &inst.op {
-                    Op::Load { ptr, .. } => {
-                        load_can_move(block, i, point, *ptr, roots, &side_effect)
-                    }
-                    _ => true,
-                });
+            || match &inst.op {
+                // A load is as cheap to repeat as a copy of it is to read: it stays lazy for a
+                // few consumers when it can move to each of them.
+                Op::Load { ptr, .. } => {
+                    count <= MAX_LOAD_REPEATS
+                        && load_can_move(block, i, first, last, *ptr, roots, &side_effect)
+                }
+                _ => count == 1,
+            };
         if make_lazy {
             lazy.insert(v);
             emit_count.insert(v, count.max(1));
-            emit_point.insert(v, if point == usize::MAX { i } else { point });
+            let span = if first == usize::MAX {
+                (i, i)
+            } else {
+                (first, last)
+            };
+            emit_span.insert(v, span);
         }
     }
 }
 
-/// A load can be emitted at `point` instead of `at` when nothing in between writes memory
-/// and the consumer at `point` does not write memory the load reads.
+/// How many times a load's lanes may be emitted before it is materialized instead.
+const MAX_LOAD_REPEATS: u32 = 4;
+
+/// A load at `at` can be emitted at every point of `first..=last` instead when nothing from
+/// `at` to `last` (exclusive) writes memory and the consumer at `last` does not write memory
+/// the load reads.
 fn load_can_move(
     block: &Block,
     at: usize,
-    point: usize,
+    first: usize,
+    last: usize,
     ptr: Value,
     roots: &HashMap<Value, Vec<usize>>,
     side_effect: &[bool],
 ) -> bool {
-    if point == usize::MAX || point <= at {
+    if first == usize::MAX || first <= at {
         return false;
     }
-    if side_effect[at + 1..point].iter().any(|s| *s) {
+    if side_effect[at + 1..last].iter().any(|s| *s) {
         return false;
     }
-    let consumer = &block.insts[point];
+    let consumer = &block.insts[last];
     let written = match &consumer.op {
         Op::Store { ptr: p, .. } | Op::Atomic { ptr: p, .. } | Op::AtomicCas { ptr: p, .. } => *p,
         op if op.has_side_effects() => return false,
