@@ -6,7 +6,7 @@
 use ndarray::{Array1, Array2, Axis, Zip};
 use tritium::Device;
 use tritium_kernels::bench::{bandwidth_loop, best_of, gbps};
-use tritium_kernels::layer_norm::layer_norm;
+use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
 use tritium_kernels::matmul::{matmul_2d, MatmulBlocks};
 use tritium_kernels::softmax::softmax_rows_into;
 use tritium_kernels::vector_add::{add, ADD_BLOCK};
@@ -99,8 +99,16 @@ fn main() -> tritium::Result<()> {
     // Layer norm 4096 x 1024.
     let wv = Array1::from_shape_fn(c, |j| 1.0 + (j % 5) as f32 * 0.1);
     let bv = Array1::from_shape_fn(c, |j| (j % 3) as f32 * 0.1);
+    // Preallocated outputs, as the bandwidth loop's (a fresh 16 MB output costs page faults).
+    let mut ln_y = Array2::<f32>::zeros((r, c));
+    let (mut ln_mean, mut ln_rstd) = (Array1::<f32>::zeros(r), Array1::<f32>::zeros(r));
     let t_ln = best_of(reps, || {
-        layer_norm(&device, xm.view(), wv.view(), bv.view(), 1e-5).unwrap();
+        let out = LayerNormOutMut {
+            y: ln_y.view_mut(),
+            mean: ln_mean.view_mut(),
+            rstd: ln_rstd.view_mut(),
+        };
+        layer_norm_into(&device, xm.view(), wv.view(), bv.view(), 1e-5, out).unwrap();
     });
     let t_ln_nd = best_of(3, || {
         let mean = xm.mean_axis(Axis(1)).unwrap();

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use tritium_backend::cpu::{self, cache};
 use tritium_backend::{launch, Device, KernelArgs, KernelKey, LaunchOptions};
 use tritium_dsl::ir::{CmpPred, Function};
-use tritium_dsl::trace::lang::*;
 use tritium_dsl::trace::flow::for_range;
+use tritium_dsl::trace::lang::*;
 use tritium_dsl::trace::{ptr_param, scalar_param, Specialization, Tracer};
 use tritium_dsl::DType;
 
@@ -76,9 +76,14 @@ fn run_vadd(name: &'static str, variant: &str, options: &LaunchOptions) {
         name,
         constexprs: format!("BLOCK={BLOCK};variant={variant}"),
     };
-    launch(&Device::cpu(), n.div_ceil(BLOCK), options, key, args, &|s| {
-        vadd(name, s)
-    })
+    launch(
+        &Device::cpu(),
+        n.div_ceil(BLOCK),
+        options,
+        key,
+        args,
+        &|s| vadd(name, s),
+    )
     .unwrap();
     let want = Array1::from_iter((0..n).map(|i| 1.5 * i as f32));
     assert_eq!(out, want, "{name} ({variant})");
@@ -92,7 +97,11 @@ fn only_entry(root: &Path) -> (PathBuf, String) {
         .filter(|p| p.extension().is_some_and(|x| x == "tobj"))
         .collect();
     assert_eq!(entries.len(), 1, "{entries:?}");
-    let key = entries[0].file_stem().unwrap().to_string_lossy().into_owned();
+    let key = entries[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     (entries[0].clone(), key)
 }
 
@@ -183,7 +192,9 @@ fn dump_dir_gets_all_four_files_even_with_a_warm_disk_cache() {
         assert!(files.iter().all(|(s, _)| s == symbol), "{files:?}");
         let read = |ext: &str| std::fs::read_to_string(dump.path().join(format!("{symbol}.{ext}")));
         assert!(read("tir").unwrap().contains(&format!("kernel @{name}(")));
-        assert!(read("ll").unwrap().contains(&format!("define void @{symbol}(")));
+        assert!(read("ll")
+            .unwrap()
+            .contains(&format!("define void @{symbol}(")));
         assert!(read("opt.ll").unwrap().contains(&format!("@{symbol}(")));
         assert!(read("s").unwrap().contains(&format!("{symbol}:")));
     }
