@@ -459,9 +459,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let done = self.ctx.append_basic_block(self.func, "mask.done");
         self.b.build_conditional_branch(all, fast, slow).unwrap();
         self.b.position_at_end(fast);
-        self.true_masks.insert(m);
+        // Every value computing the same lanes as `m` is all true here too.
+        let same = plan::equivalents(self.f, m);
+        self.true_masks.extend(same.iter().copied());
         emit(self);
-        self.true_masks.remove(&m);
+        for v in &same {
+            self.true_masks.remove(v);
+        }
         self.b.build_unconditional_branch(done).unwrap();
         self.b.position_at_end(slow);
         emit(self);

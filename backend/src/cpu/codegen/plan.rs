@@ -7,7 +7,7 @@
 //! load only when no write can come between it and the place its lanes are consumed.
 
 use std::collections::{HashMap, HashSet};
-use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, UnOp, Value};
+use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, Type, UnOp, Value};
 
 /// Lanes are emitted "many" times: inside a nested region or behind a broadcast.
 const MANY: u32 = u32::MAX;
@@ -167,6 +167,58 @@ fn load_can_move(
         return false;
     };
     !a.iter().any(|x| b.contains(x))
+}
+
+/// The values that compute the same lanes as `v`: pure ops of the same kind, attributes,
+/// result type and (recursively equivalent) operands, wherever they are in the function.
+/// `v` itself is included.
+pub(crate) fn equivalents(f: &Function, v: Value) -> Vec<Value> {
+    let mut canon: HashMap<Value, Value> = HashMap::new();
+    let mut first: HashMap<(String, Vec<Value>, Type), Value> = HashMap::new();
+    f.walk(&mut |inst| {
+        let [r] = inst.results[..] else { return };
+        let Some((tag, operands)) = pure_key(&inst.op) else {
+            return;
+        };
+        let operands: Vec<Value> = operands
+            .iter()
+            .map(|o| canon.get(o).copied().unwrap_or(*o))
+            .collect();
+        let c = *first.entry((tag, operands, f.ty(r).clone())).or_insert(r);
+        canon.insert(r, c);
+    });
+    let class = canon.get(&v).copied().unwrap_or(v);
+    let mut out: Vec<Value> = canon
+        .iter()
+        .filter(|(_, c)| **c == class)
+        .map(|(x, _)| *x)
+        .collect();
+    if !out.contains(&v) {
+        out.push(v);
+    }
+    out
+}
+
+/// What identifies a pure elementwise op apart from its operands, and its operands.
+fn pure_key(op: &Op) -> Option<(String, Vec<Value>)> {
+    Some(match op {
+        Op::Const(c) => (format!("const {c:?}"), vec![]),
+        Op::ProgramId(a) => (format!("pid {a}"), vec![]),
+        Op::NumPrograms(a) => (format!("nprog {a}"), vec![]),
+        Op::Arange { start, end } => (format!("arange {start} {end}"), vec![]),
+        Op::Splat(x) => ("splat".into(), vec![*x]),
+        Op::Broadcast(x) => ("broadcast".into(), vec![*x]),
+        Op::ExpandDims { x, axis } => (format!("expand {axis}"), vec![*x]),
+        Op::Reshape(x) => ("reshape".into(), vec![*x]),
+        Op::Trans(x) => ("trans".into(), vec![*x]),
+        Op::Cast(x) => ("cast".into(), vec![*x]),
+        Op::Binary(b, x, y) => (format!("binary {b:?}"), vec![*x, *y]),
+        Op::Unary(u, x) => (format!("unary {u:?}"), vec![*x]),
+        Op::Cmp(p, x, y) => (format!("cmp {p:?}"), vec![*x, *y]),
+        Op::Select(c, x, y) => ("select".into(), vec![*c, *x, *y]),
+        Op::AddPtr(p, o) => ("addptr".into(), vec![*p, *o]),
+        _ => return None,
+    })
 }
 
 fn visit_uses(b: &Block, f: &mut impl FnMut(Value)) {
