@@ -95,6 +95,8 @@ enum DotUse {
     InLoop,
     /// `acc` is carried through a loop over two K blocks (updated in place).
     KLoop,
+    /// As `KLoop`, from `zeros` (the first iteration is peeled).
+    KLoopFromZeros,
 }
 
 fn dot_kernel(da: DType, dc: DType, (m, k, n): (usize, usize, usize), use_: DotUse) -> Function {
@@ -125,9 +127,13 @@ fn dot_kernel(da: DType, dc: DType, (m, k, n): (usize, usize, usize), use_: DotU
                     }
                 }
             }
-            DotUse::KLoop => {
+            DotUse::KLoop | DotUse::KLoopFromZeros => {
                 // a is [m, 2k], b is [2k, n].
-                let c = for_range(0, 2, 1, tc, |kb, acc| {
+                let init = match use_ {
+                    DotUse::KLoop => tc,
+                    _ => zeros([m, n], dc),
+                };
+                let c = for_range(0, 2, 1, init, |kb, acc| {
                     let k0 = kb * k as i32;
                     let ta = load(a + offsets2(m, k, 2 * k) + k0, NoArg, NoArg);
                     let tb = load(b + offsets2(k, n, n) + k0 * n as i32, NoArg, NoArg);
@@ -183,7 +189,7 @@ fn check_dot<A: Element + Copy, C: Element + Copy + Default>(
         );
         let f64s = |v: &[C]| v.iter().map(|x| back(*x)).collect::<Vec<_>>();
         assert_close(&f64s(&got.out), &f64s(&want.out), tol, &what);
-        if !matches!(use_, DotUse::Plain | DotUse::KLoop) {
+        if matches!(use_, DotUse::AccLivesOn | DotUse::InLoop) {
             assert_close(&f64s(&got.out2), &f64s(&want.out2), tol, &what);
         }
     }
@@ -438,4 +444,95 @@ fn a_load_used_after_a_store_to_its_buffer_keeps_the_old_values() {
         got.1,
         ArrayD::from_shape_fn(IxDyn(&[32]), |i| 2.0 * i[0] as f32)
     );
+}
+
+#[test]
+fn loops_from_constant_tiles_run_zero_one_or_more_times() {
+    // acc = full(…, 2) counted up from lo to hi, b = zeros counted down from hi to lo: the
+    // first iteration is peeled, and a loop that never runs leaves the constants.
+    let f = trace("codegen_peel", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let out2 = ptr_param("out2", DType::F32);
+        let lo = scalar_param("lo", DType::I32, 3, &Specialization::default());
+        let hi = scalar_param("hi", DType::I32, 4, &Specialization::default());
+        let offs = arange(0, 64);
+        let up = for_range(lo, hi, 1, full([64], 2.0f32, DType::F32), |i, acc| {
+            acc * 0.5f32 + load(x + offs + i, NoArg, NoArg)
+        });
+        let down = for_range(hi, lo, -1, zeros([64], DType::F32), |i, acc| {
+            acc + load(x + offs + i, NoArg, NoArg) * 3.0f32
+        });
+        store(out + offs, up, NoArg);
+        store(out2 + offs, down, NoArg);
+    });
+    for (lo, hi) in [(0, 0), (0, 1), (2, 5), (4, 1)] {
+        let make = || {
+            let x: Vec<f32> = values(64 + 8, 4).into_iter().map(|v| v as f32).collect();
+            (x, vec![0f32; 64], vec![0f32; 64])
+        };
+        let (got, want) = both(
+            &f,
+            [1, 1, 1],
+            make,
+            |b: &mut (Vec<f32>, Vec<f32>, Vec<f32>)| {
+                let mut args = KernelArgs::new();
+                args.ptr("x", &b.0[..]);
+                args.ptr("out", &mut b.1[..]);
+                args.ptr("out2", &mut b.2[..]);
+                args.scalar("lo", lo);
+                args.scalar("hi", hi);
+                args
+            },
+        );
+        assert_eq!(got.1, want.1, "up from {lo} to {hi}");
+        assert_eq!(got.2, want.2, "down from {hi} to {lo}");
+    }
+}
+
+#[test]
+fn sums_fused_into_a_materialization_match_interpreter() {
+    // t is materialized (two consumers, an expensive op); its sum is taken in the same loop.
+    let f = trace("codegen_fused_sum", || {
+        let x = ptr_param("x", DType::I32);
+        let y = ptr_param("y", DType::F16);
+        let out = ptr_param("out", DType::I32);
+        let outf = ptr_param("outf", DType::F16);
+        let sums = ptr_param("sums", DType::I32);
+        let sumf = ptr_param("sumf", DType::F16);
+        let offs = arange(0, 256);
+        let t = load(x + offs, NoArg, NoArg) / 7;
+        store(out + offs, t, NoArg);
+        store(sums, sum(t, 0), NoArg);
+        let u = exp(load(y + offs, NoArg, NoArg));
+        store(outf + offs, u, NoArg);
+        store(sumf, sum(u, 0), NoArg);
+    });
+    type Bufs = (Vec<i32>, Vec<f16>, Vec<i32>, Vec<f16>, Vec<i32>, Vec<f16>);
+    let make = || -> Bufs {
+        let v = values(256, 5);
+        (
+            v.iter().map(|x| (x * 2e9) as i32).collect(),
+            v.iter().map(|x| f16::from_f64(x * 2.0)).collect(),
+            vec![0; 256],
+            vec![f16::ZERO; 256],
+            vec![0],
+            vec![f16::ZERO],
+        )
+    };
+    let (got, want) = both(&f, [1, 1, 1], make, |b: &mut Bufs| {
+        let mut args = KernelArgs::new();
+        args.ptr("x", &b.0[..]);
+        args.ptr("y", &b.1[..]);
+        args.ptr("out", &mut b.2[..]);
+        args.ptr("outf", &mut b.3[..]);
+        args.ptr("sums", &mut b.4[..]);
+        args.ptr("sumf", &mut b.5[..]);
+        args
+    });
+    assert_eq!(got.2, want.2);
+    assert_eq!(got.4, want.4, "wrapping i32 sum");
+    let f64s = |v: &[f16]| v.iter().map(|x| x.to_f64()).collect::<Vec<_>>();
+    assert_close(&f64s(&got.3), &f64s(&want.3), 1e-3, "exp in f16");
+    assert_close(&f64s(&got.5), &f64s(&want.5), 1e-3, "f16 sum");
 }

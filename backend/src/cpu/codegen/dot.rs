@@ -20,11 +20,12 @@
 //! bf16, bool — and column counts that are not a multiple of the vector width) is an i-k-j
 //! loop nest through scratch buffers whose innermost loop LLVM vectorizes.
 
+use super::reduce::holder;
 use super::{Gen, Lv};
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
-use tritium_dsl::ir::{Block, DType, Elem, Inst, Op, Type, Value};
+use tritium_dsl::ir::{Block, Const, DType, Elem, Inst, Op, Type, Value};
 
 /// Rows of `C` per micro-kernel block.
 const MR: usize = 6;
@@ -63,6 +64,8 @@ struct Blocked<'ctx> {
     a: PointerValue<'ctx>,
     b: PointerValue<'ctx>,
     c: PointerValue<'ctx>,
+    /// `C` starts as zeros (and is not read).
+    zero_c: bool,
 }
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -88,11 +91,15 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let ap = self.packed(a, d);
         let bp = self.packed(b, d);
+        // A zero accumulator starts in registers, not in memory.
+        let zero_c = self.is_zero_tile(acc);
         let c = match self.lv.get(&acc).copied() {
             Some(Lv::Buf(p)) if self.dies_at(acc, inst) => p,
             _ => {
                 let c = self.alloc_buf(&rt);
-                self.fill_buf(c, &rt, acc);
+                if !zero_c {
+                    self.fill_buf(c, &rt, acc);
+                }
                 c
             }
         };
@@ -104,6 +111,7 @@ impl<'ctx> Gen<'ctx, '_> {
             a: ap,
             b: bp,
             c,
+            zero_c,
         };
         let nr = NV * vl;
         let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
@@ -130,6 +138,16 @@ impl<'ctx> Gen<'ctx, '_> {
             });
         }
         self.lv.insert(inst.results[0], Lv::Buf(c));
+    }
+
+    /// True for a lazily computed tile of +0 (`zeros(…)`).
+    fn is_zero_tile(&self, v: Value) -> bool {
+        matches!(self.lv.get(&v), Some(Lv::Lazy))
+            && self.defs.get(&v).is_some_and(|i| match i.op {
+                Op::Const(Const::Int(0)) => true,
+                Op::Const(Const::Float(f)) => f == 0.0 && f.is_sign_positive(),
+                _ => false,
+            })
     }
 
     /// True when `v` is used once in the function, by `user`, and is defined in the block
@@ -184,8 +202,12 @@ impl<'ctx> Gen<'ctx, '_> {
         let mut init = Vec::with_capacity(mc.mr * mc.nv);
         for r in 0..mc.mr {
             for v in 0..mc.nv {
-                let p = c_at(self, r, v);
-                init.push(self.load_vec(vt, p, size));
+                if g.zero_c {
+                    init.push(vt.const_zero());
+                } else {
+                    let p = c_at(self, r, v);
+                    init.push(self.load_vec(vt, p, size));
+                }
             }
         }
         // The K loop, accumulators as phis.
@@ -378,21 +400,6 @@ fn vec_type(et: BasicTypeEnum<'_>, lanes: usize) -> VectorType<'_> {
         BasicTypeEnum::IntType(t) => t.vec_type(lanes as u32),
         _ => unreachable!("dot accumulates numbers"),
     }
-}
-
-/// The block whose instruction list holds `inst`.
-fn holder<'b>(b: &'b Block, inst: &Inst) -> Option<&'b Block> {
-    for i in &b.insts {
-        if std::ptr::eq(i, inst) {
-            return Some(b);
-        }
-        for r in i.op.regions() {
-            if let Some(found) = holder(r, inst) {
-                return Some(found);
-            }
-        }
-    }
-    None
 }
 
 /// True when `v` is an argument of `b` or a result of one of its instructions.

@@ -514,14 +514,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         Op::Load { mask, .. } => *mask,
                         op => op.operands().into_iter().find_map(|o| self.load_mask_in(o)),
                     };
+                    let sums = self.fused_sums(r);
                     self.versioned(mask, &ty.shape.clone(), &mut |g| {
                         g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
                             let x = g.op_lane(inst, idx);
+                            g.fused_sums_step(&sums, x);
                             let s = g.to_storage(x, elem);
                             let p = g.buf_elem(buf, &ty, idx);
                             g.b.build_store(p, s).unwrap();
                         });
                     });
+                    self.fused_sums_finish(&sums);
                     self.lv.insert(r, Lv::Buf(buf));
                 }
             }

@@ -3,7 +3,7 @@
 
 use super::{Gen, Lv};
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
-use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
+use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
 
 /// LLVM fast-math flags: reassociation and no signed zeros.
 const REASSOC_NSZ: u32 = 1 | 8;
@@ -84,6 +84,10 @@ impl<'ctx> Gen<'ctx, '_> {
         let Op::Reduce { op, x, axis } = &inst.op else {
             unreachable!()
         };
+        if self.lv.contains_key(&inst.results[0]) {
+            // Computed while `x` was materialized (see `fused_sums`).
+            return;
+        }
         let (op, x, axis) = (*op, *x, *axis as usize);
         let xt = self.ty(x).clone();
         let d = xt.dtype().expect("numbers");
@@ -435,6 +439,101 @@ impl<'ctx> Gen<'ctx, '_> {
             g.b.build_store(p, r).unwrap();
         });
     }
+
+    /// The full sums of the 1-D tile `v` taken later in `v`'s block: they are accumulated
+    /// in the loop that materializes `v` instead of in a second pass over its buffer
+    /// (same lanes, same order). Each comes with its accumulator slot and dtypes.
+    pub(super) fn fused_sums(&mut self, v: Value) -> Vec<FusedSum<'ctx>> {
+        let f = self.f;
+        let vt = f.ty(v);
+        let Some(d) = vt.dtype().filter(|d| !d.is_bool()) else {
+            return Vec::new();
+        };
+        if vt.rank() != 1 {
+            return Vec::new();
+        }
+        let Some(def) = self.defs.get(&v).copied() else {
+            return Vec::new();
+        };
+        let Some(block) = holder(&f.body, def) else {
+            return Vec::new();
+        };
+        let acc_d = if matches!(d, DType::F16 | DType::BF16) {
+            DType::F32
+        } else {
+            d
+        };
+        let mut out = Vec::new();
+        for inst in &block.insts {
+            if let Op::Reduce {
+                op: ReduceOp::Sum,
+                x,
+                axis: 0,
+            } = inst.op
+            {
+                if x == v {
+                    let slot = self.entry_alloca(self.compute_ty(acc_d));
+                    let init = self.identity(ReduceOp::Sum, acc_d);
+                    self.b.build_store(slot, init).unwrap();
+                    out.push(FusedSum {
+                        result: inst.results[0],
+                        slot,
+                        d,
+                        acc_d,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Adds lane `x` (compute form) of the materialized tile to each fused sum.
+    pub(super) fn fused_sums_step(&mut self, sums: &[FusedSum<'ctx>], x: BasicValueEnum<'ctx>) {
+        for s in sums {
+            let xv = self.cast(x, s.d, s.acc_d);
+            let acc = self
+                .b
+                .build_load(self.compute_ty(s.acc_d), s.slot, "")
+                .unwrap();
+            let nv = self.combine(ReduceOp::Sum, s.acc_d, acc, xv);
+            self.b.build_store(s.slot, nv).unwrap();
+        }
+    }
+
+    /// Makes the fused sums' results available (their `reduce` ops then emit nothing).
+    pub(super) fn fused_sums_finish(&mut self, sums: &[FusedSum<'ctx>]) {
+        for s in sums {
+            let v = self
+                .b
+                .build_load(self.compute_ty(s.acc_d), s.slot, "")
+                .unwrap();
+            let v = self.cast(v, s.acc_d, s.d);
+            self.lv.insert(s.result, Lv::Scalar(v));
+        }
+    }
+}
+
+/// A sum computed in the loop that materializes its input (see `Gen::fused_sums`).
+pub(super) struct FusedSum<'ctx> {
+    result: Value,
+    slot: PointerValue<'ctx>,
+    d: DType,
+    acc_d: DType,
+}
+
+/// The block whose instruction list holds `inst`.
+pub(super) fn holder<'b>(b: &'b Block, inst: &Inst) -> Option<&'b Block> {
+    for i in &b.insts {
+        if std::ptr::eq(i, inst) {
+            return Some(b);
+        }
+        for r in i.op.regions() {
+            if let Some(found) = holder(r, inst) {
+                return Some(found);
+            }
+        }
+    }
+    None
 }
 
 /// Sets fast-math flags on a floating-point instruction.
