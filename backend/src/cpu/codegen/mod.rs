@@ -499,6 +499,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::If { .. } => self.if_else(inst),
             Op::While { .. } => self.while_loop(inst),
             op if op.is_elementwise() => {
+                if let Op::Load { ptr, .. } = op {
+                    self.prefetch_next_load(inst.results[0], *ptr);
+                }
                 let r = inst.results[0];
                 let ty = self.ty(r);
                 if ty.is_scalar() {
