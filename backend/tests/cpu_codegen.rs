@@ -158,8 +158,9 @@ fn check_dot<A: Element + Copy, C: Element + Copy + Default>(
         DotUse::AccLivesOn,
         DotUse::InLoop,
         DotUse::KLoop,
+        DotUse::KLoopFromZeros,
     ] {
-        let k_total = if matches!(use_, DotUse::KLoop) {
+        let k_total = if matches!(use_, DotUse::KLoop | DotUse::KLoopFromZeros) {
             2 * k
         } else {
             k

@@ -3,8 +3,9 @@
 //!
 //! Cheap index and mask arithmetic is always lazy, so that LLVM sees `base + pid*B + i`
 //! and `i < n` inside the consumer's loop and emits contiguous (masked) vector accesses.
-//! Expensive values are lazy only when their lanes would be computed exactly once, and a
-//! load only when no write can come between it and the place its lanes are consumed.
+//! Expensive values are lazy only when their lanes would be computed exactly once. A load is
+//! lazy for up to a few consumers (reading memory again costs what reading a copy costs)
+//! when no write can come between it and the places its lanes are consumed.
 
 use std::collections::{HashMap, HashSet};
 use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, Type, UnOp, Value};

@@ -1,5 +1,7 @@
 //! Reductions along one axis. Sums are reassociable (LLVM vectorizes them); f16/bf16 sums
-//! accumulate in f32 and round once at the end.
+//! accumulate in f32 and round once at the end. Float max/min along the last axis keep
+//! partial results in one LLVM vector (maxnum/minnum give the same value in any order);
+//! the full sum of a tile that is materialized anyway is taken in the loop that writes it.
 
 use super::{Gen, Lv};
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
@@ -296,7 +298,7 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let w = 128 / acc_d.size_bytes();
         let k = shape[axis];
-        (axis + 1 == shape.len() && k >= w && k % w == 0).then_some(w)
+        (axis + 1 == shape.len() && k >= w && k.is_multiple_of(w)).then_some(w)
     }
 
     /// A reduction along the last axis with `w` partial accumulators in one LLVM vector:
