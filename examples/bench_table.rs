@@ -32,7 +32,7 @@ fn row(name: &str, t: Duration, base: Duration, gb: f64) {
 
 fn main() -> tritium::Result<()> {
     let device = Device::cpu();
-    let rounds = 10;
+    let rounds = 20;
     println!("threads: {}", tritium::backend::cpu::num_threads());
     println!(
         "{:<34} {:>11} {:>11} {:>8} {:>9}",
