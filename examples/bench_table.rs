@@ -1,60 +1,71 @@
 //! The benchmark table of issue 2: every Tritium kernel timed side by side with its
-//! baseline in one run, reported as ratios (and GB/s against the bandwidth loop).
+//! baselines in one run, reported as ratios (and GB/s against the bandwidth loop).
 //!
 //!     scripts/dev bench          # or: cargo run --release --example bench_table
+//!
+//! Each row's candidates are timed interleaved (round after round, best of each), so that
+//! a busy machine slows them alike; the bandwidth loop is timed again with every
+//! memory-bound kernel it is compared with.
 
 use ndarray::{Array1, Array2, Axis, Zip};
+use std::time::Duration;
 use tritium::Device;
-use tritium_kernels::bench::{bandwidth_loop, best_of, gbps};
-use tritium_kernels::layer_norm::layer_norm;
+use tritium_kernels::bench::{bandwidth_loop, gbps, interleaved};
+use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
 use tritium_kernels::matmul::{matmul_2d, MatmulBlocks};
 use tritium_kernels::softmax::softmax_rows_into;
 use tritium_kernels::vector_add::{add, ADD_BLOCK};
 
-fn ms(t: std::time::Duration) -> f64 {
+fn ms(t: Duration) -> f64 {
     t.as_secs_f64() * 1e3
+}
+
+fn row(name: &str, t: Duration, base: Duration, gb: f64) {
+    println!(
+        "{name:<34} {:>11.3} {:>11.3} {:>8.2} {:>9.1}",
+        ms(t),
+        ms(base),
+        base.as_secs_f64() / t.as_secs_f64(),
+        gb
+    );
 }
 
 fn main() -> tritium::Result<()> {
     let device = Device::cpu();
-    let reps = 10;
+    let rounds = 20;
     println!("threads: {}", tritium::backend::cpu::num_threads());
     println!(
         "{:<34} {:>11} {:>11} {:>8} {:>9}",
         "kernel (baseline)", "tritium ms", "base ms", "ratio", "GB/s"
     );
 
-    // Vector add, 2^24 f32.
+    // The bandwidth loop: out[i] = a[i] + b[i] over 2^24 f32, parallel chunks.
     let n = 1 << 24;
     let x = Array1::from_iter((0..n).map(|i| (i % 97) as f32));
     let y = Array1::from_iter((0..n).map(|i| (i % 13) as f32));
-    let mut out = Array1::<f32>::zeros(n);
-    let grid = n.div_ceil(ADD_BLOCK);
-    let t_add = best_of(reps, || {
-        add::launch(&device, grid, &mut out, &x, &y, n as i32, ADD_BLOCK).unwrap()
-    });
-    assert_eq!(out, &x + &y);
-    let mut z = Array1::<f32>::zeros(n);
-    let t_zip = best_of(reps, || {
-        Zip::from(&mut z)
-            .and(&x)
-            .and(&y)
-            .par_for_each(|o, a, b| *o = a + b)
-    });
     let (xs, ys) = (x.as_slice().unwrap(), y.as_slice().unwrap());
     let mut w = vec![0f32; n];
-    let t_bw = best_of(reps, || bandwidth_loop(&mut w, xs, ys));
     let bytes = 12 * n;
-    let bw = gbps(bytes, t_bw);
-    let row = |name: &str, t: std::time::Duration, base: std::time::Duration, gb: f64| {
-        println!(
-            "{name:<34} {:>11.3} {:>11.3} {:>8.2} {:>9.1}",
-            ms(t),
-            ms(base),
-            base.as_secs_f64() / t.as_secs_f64(),
-            gb
-        );
-    };
+    let mut bw = || bandwidth_loop(&mut w, xs, ys);
+
+    // Vector add, 2^24 f32.
+    let mut out = Array1::<f32>::zeros(n);
+    let mut z = Array1::<f32>::zeros(n);
+    let grid = n.div_ceil(ADD_BLOCK);
+    let [t_add, t_zip, t_bw] = interleaved(
+        rounds,
+        [
+            &mut || add::launch(&device, grid, &mut out, &x, &y, n as i32, ADD_BLOCK).unwrap(),
+            &mut || {
+                Zip::from(&mut z)
+                    .and(&x)
+                    .and(&y)
+                    .par_for_each(|o, a, b| *o = a + b)
+            },
+            &mut bw,
+        ],
+    );
+    assert_eq!(out, &x + &y);
     row(
         "vector add 2^24 (ndarray par Zip)",
         t_add,
@@ -68,20 +79,25 @@ fn main() -> tritium::Result<()> {
         gbps(bytes, t_add),
     );
 
-    // Fused softmax 4096 x 1024.
+    // Fused softmax 4096 x 1024, into a preallocated output.
     let (r, c) = (4096, 1024);
     let xm = Array2::from_shape_fn((r, c), |(i, j)| ((i * 31 + j * 17) % 101) as f32 / 25.0);
     let mut sm_out = Array2::<f32>::zeros((r, c));
-    let t_sm = best_of(reps, || {
-        softmax_rows_into(&device, xm.view(), sm_out.view_mut()).unwrap()
-    });
-    let t_sm_nd = best_of(3, || {
-        let m = xm.map_axis(Axis(1), |row| row.fold(f32::NEG_INFINITY, |a, b| a.max(*b)));
-        let e = (&xm - &m.insert_axis(Axis(1))).mapv(f32::exp);
-        let s = e.sum_axis(Axis(1));
-        let _ = &e / &s.insert_axis(Axis(1));
-    });
+    let [t_sm, t_sm_nd, t_bw] = interleaved(
+        rounds,
+        [
+            &mut || softmax_rows_into(&device, xm.view(), sm_out.view_mut()).unwrap(),
+            &mut || {
+                let m = xm.map_axis(Axis(1), |row| row.fold(f32::NEG_INFINITY, |a, b| a.max(*b)));
+                let e = (&xm - &m.insert_axis(Axis(1))).mapv(f32::exp);
+                let s = e.sum_axis(Axis(1));
+                let _ = &e / &s.insert_axis(Axis(1));
+            },
+            &mut bw,
+        ],
+    );
     let sm_bytes = 2 * 4 * r * c;
+    let bw_gbps = gbps(bytes, t_bw);
     row(
         "softmax 4096x1024 (ndarray)",
         t_sm,
@@ -91,24 +107,39 @@ fn main() -> tritium::Result<()> {
     println!(
         "{:<34} {:>11.1}% of bandwidth loop ({:.1} GB/s); ndarray {:.1}%",
         "  softmax as bandwidth fraction",
-        100.0 * gbps(sm_bytes, t_sm) / bw,
-        bw,
-        100.0 * gbps(sm_bytes, t_sm_nd) / bw
+        100.0 * gbps(sm_bytes, t_sm) / bw_gbps,
+        bw_gbps,
+        100.0 * gbps(sm_bytes, t_sm_nd) / bw_gbps
     );
 
-    // Layer norm 4096 x 1024.
+    // Layer norm 4096 x 1024, into preallocated outputs (as the bandwidth loop's: a fresh
+    // 16 MB output would cost page faults).
     let wv = Array1::from_shape_fn(c, |j| 1.0 + (j % 5) as f32 * 0.1);
     let bv = Array1::from_shape_fn(c, |j| (j % 3) as f32 * 0.1);
-    let t_ln = best_of(reps, || {
-        layer_norm(&device, xm.view(), wv.view(), bv.view(), 1e-5).unwrap();
-    });
-    let t_ln_nd = best_of(3, || {
-        let mean = xm.mean_axis(Axis(1)).unwrap();
-        let centered = &xm - &mean.insert_axis(Axis(1));
-        let var = centered.mapv(|v| v * v).mean_axis(Axis(1)).unwrap();
-        let rstd = var.mapv(|v| 1.0 / (v + 1e-5).sqrt());
-        let _ = &(&centered * &rstd.insert_axis(Axis(1))) * &wv + &bv;
-    });
+    let mut ln_y = Array2::<f32>::zeros((r, c));
+    let (mut ln_mean, mut ln_rstd) = (Array1::<f32>::zeros(r), Array1::<f32>::zeros(r));
+    let [t_ln, t_ln_nd, t_bw] = interleaved(
+        rounds,
+        [
+            &mut || {
+                let out = LayerNormOutMut {
+                    y: ln_y.view_mut(),
+                    mean: ln_mean.view_mut(),
+                    rstd: ln_rstd.view_mut(),
+                };
+                layer_norm_into(&device, xm.view(), wv.view(), bv.view(), 1e-5, out).unwrap();
+            },
+            &mut || {
+                let mean = xm.mean_axis(Axis(1)).unwrap();
+                let centered = &xm - &mean.insert_axis(Axis(1));
+                let var = centered.mapv(|v| v * v).mean_axis(Axis(1)).unwrap();
+                let rstd = var.mapv(|v| 1.0 / (v + 1e-5).sqrt());
+                let _ = &(&centered * &rstd.insert_axis(Axis(1))) * &wv + &bv;
+            },
+            &mut bw,
+        ],
+    );
+    let bw_gbps = gbps(bytes, t_bw);
     row(
         "layer norm 4096x1024 (ndarray)",
         t_ln,
@@ -116,10 +147,11 @@ fn main() -> tritium::Result<()> {
         gbps(sm_bytes, t_ln),
     );
     println!(
-        "{:<34} {:>11.1}% of bandwidth loop; ndarray {:.1}%",
+        "{:<34} {:>11.1}% of bandwidth loop ({:.1} GB/s); ndarray {:.1}%",
         "  layer norm as bandwidth fraction",
-        100.0 * gbps(sm_bytes, t_ln) / bw,
-        100.0 * gbps(sm_bytes, t_ln_nd) / bw
+        100.0 * gbps(sm_bytes, t_ln) / bw_gbps,
+        bw_gbps,
+        100.0 * gbps(sm_bytes, t_ln_nd) / bw_gbps
     );
 
     // Matmul 1024^3 f32.
@@ -127,12 +159,17 @@ fn main() -> tritium::Result<()> {
     let a = Array2::from_shape_fn((k, k), |(i, j)| ((i + 2 * j) % 17) as f32 / 17.0);
     let b = Array2::from_shape_fn((k, k), |(i, j)| ((3 * i + j) % 13) as f32 / 13.0);
     let blocks = MatmulBlocks::default();
-    let t_mm = best_of(3, || {
-        let _: Array2<f32> = matmul_2d(&device, a.view(), b.view(), blocks).unwrap();
-    });
-    let t_dot = best_of(3, || {
-        let _ = a.dot(&b);
-    });
+    let [t_mm, t_dot] = interleaved(
+        5,
+        [
+            &mut || {
+                let _: Array2<f32> = matmul_2d(&device, a.view(), b.view(), blocks).unwrap();
+            },
+            &mut || {
+                let _ = a.dot(&b);
+            },
+        ],
+    );
     let flops = 2.0 * (k * k * k) as f64;
     row("matmul 1024^3 f32 (ndarray .dot)", t_mm, t_dot, 0.0);
     println!(

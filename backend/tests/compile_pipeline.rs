@@ -4,6 +4,7 @@
 //! Every test uses its own kernel name and its own cache/dump directories (through
 //! `LaunchOptions`, never the process environment), so the tests run in parallel.
 
+use crate::common::TempDir;
 use ndarray::Array1;
 use std::path::{Path, PathBuf};
 use tritium_backend::cpu::{self, cache};
@@ -13,34 +14,6 @@ use tritium_dsl::trace::flow::for_range;
 use tritium_dsl::trace::lang::*;
 use tritium_dsl::trace::{ptr_param, scalar_param, Specialization, Tracer};
 use tritium_dsl::DType;
-
-/// A directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let p = std::env::temp_dir().join(format!(
-            "tritium-test-{what}-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 const BLOCK: usize = 256;
 

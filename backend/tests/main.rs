@@ -1,5 +1,7 @@
 //! The backend's one integration-test binary (LLVM links once).
 mod aot;
+mod common;
 mod compile_pipeline;
 mod cpu;
+mod cpu_codegen;
 mod interp;

@@ -16,6 +16,24 @@ pub fn best_of(reps: usize, mut f: impl FnMut()) -> Duration {
         .expect("at least one repetition")
 }
 
+/// The best timing of each of `fs` over `rounds` rounds that run every one of them once, in
+/// order, after one warm-up run each. Interleaving gives every candidate the same share of
+/// whatever else the machine is doing, which best-of runs taken one after the other do not.
+pub fn interleaved<const N: usize>(rounds: usize, mut fs: [&mut dyn FnMut(); N]) -> [Duration; N] {
+    for f in fs.iter_mut() {
+        f();
+    }
+    let mut best = [Duration::MAX; N];
+    for _ in 0..rounds.max(1) {
+        for (f, b) in fs.iter_mut().zip(best.iter_mut()) {
+            let t = Instant::now();
+            f();
+            *b = (*b).min(t.elapsed());
+        }
+    }
+    best
+}
+
 /// Gigabytes per second for `bytes` moved in `t`.
 pub fn gbps(bytes: usize, t: Duration) -> f64 {
     bytes as f64 / t.as_secs_f64() / 1e9

@@ -1,6 +1,6 @@
 //! Triton tutorial 05: layer normalization, forward and backward.
 
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 use tritium::prelude::*;
 
 /// `y = (x - mean) * rstd * w + b` per row; also writes each row's mean and rstd.
@@ -129,26 +129,81 @@ pub fn layer_norm<T: Float + Default>(
     eps: f32,
 ) -> tritium::Result<LayerNormOut<T>> {
     let (rows, n) = x.dim();
-    let x = x.as_standard_layout();
     let mut y = Array2::from_elem((rows, n), T::default());
     let mut mean = Array1::zeros(rows);
     let mut rstd = Array1::zeros(rows);
+    layer_norm_into(
+        device,
+        x,
+        w,
+        b,
+        eps,
+        LayerNormOutMut {
+            y: y.view_mut(),
+            mean: mean.view_mut(),
+            rstd: rstd.view_mut(),
+        },
+    )?;
+    Ok(LayerNormOut { y, mean, rstd })
+}
+
+/// Where [`layer_norm_into`] writes: `y` in standard (row-major) layout.
+pub struct LayerNormOutMut<'a, T> {
+    /// Normalized rows, same shape as `x`.
+    pub y: ArrayViewMut2<'a, T>,
+    /// Row means.
+    pub mean: ArrayViewMut1<'a, f32>,
+    /// Row reciprocal standard deviations.
+    pub rstd: ArrayViewMut1<'a, f32>,
+}
+
+/// Forward layer norm of every row of `x` into preallocated outputs.
+pub fn layer_norm_into<T: Float>(
+    device: &Device,
+    x: ArrayView2<T>,
+    w: ArrayView1<T>,
+    b: ArrayView1<T>,
+    eps: f32,
+    out: LayerNormOutMut<'_, T>,
+) -> tritium::Result<()> {
+    let (rows, n) = x.dim();
+    let LayerNormOutMut { y, mean, rstd } = out;
+    if y.dim() != (rows, n)
+        || !y.is_standard_layout()
+        || mean.len() != rows
+        || rstd.len() != rows
+        || w.len() != n
+        || b.len() != n
+    {
+        return Err(tritium::Error::Launch {
+            kernel: "layer_norm_fwd".into(),
+            message: format!(
+                "layer norm of a {rows}×{n} input needs a row-major {rows}×{n} output, {rows} means \
+                 and rstds, and {n} weights and biases; got {:?}, {}, {}, {}, {}",
+                y.dim(),
+                mean.len(),
+                rstd.len(),
+                w.len(),
+                b.len()
+            ),
+        });
+    }
+    let x = x.as_standard_layout();
     let block = next_power_of_2(n).min(1024);
     layer_norm_fwd::launch(
         device,
         rows.max(1),
         &x,
-        &mut y,
+        y,
         w,
         b,
-        &mut mean,
-        &mut rstd,
+        mean,
+        rstd,
         n as i32,
         n as i32,
         eps,
         block,
-    )?;
-    Ok(LayerNormOut { y, mean, rstd })
+    )
 }
 
 /// Gradients of [`layer_norm`].

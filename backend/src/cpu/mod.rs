@@ -22,7 +22,11 @@ use tritium_dsl::ir::{print_function, Function, Loc};
 use tritium_dsl::trace::Specialization;
 
 /// Bumped whenever generated code changes meaning; part of every cache key.
-const CODEGEN_VERSION: &str = concat!("tritium-", env!("CARGO_PKG_VERSION"), "-llvm19-cg3-custom");
+const CODEGEN_VERSION: &str = concat!(
+    "tritium-",
+    env!("CARGO_PKG_VERSION"),
+    "-llvm19-cg5-custom-regblock"
+);
 
 type EntryFn =
     unsafe extern "C" fn(*const u64, *const u64, *mut u8, *mut u64, u64, u64, u64, u64, u64);

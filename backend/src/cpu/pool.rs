@@ -64,8 +64,9 @@ pub(crate) fn run_grid(total: u64, scratch_bytes: usize, run: &(dyn Fn(u64, u64,
         with_scratch(scratch_bytes, |s| run(0, total, s));
         return;
     }
-    // A few chunks per thread balance uneven programs without per-program overhead.
-    let chunks = total.min(threads * 4);
+    // Many chunks per thread balance uneven programs and threads slowed by other work on
+    // the machine, without per-program overhead.
+    let chunks = total.min(threads * 16);
     pool().install(|| {
         (0..chunks).into_par_iter().for_each(|c| {
             let start = c * total / chunks;

@@ -1,12 +1,347 @@
-//! `dot(a, b, acc)`: operands in scratch buffers, then an i-k-j loop nest whose innermost
-//! loop LLVM vectorizes with FMAs.
+//! `dot(a, b, acc)`.
+//!
+//! The fast path is a register-blocked micro-kernel, as in BLAS libraries:
+//!
+//! 1. `a` and `b` are packed, converted to the accumulator dtype, into row-major scratch
+//!    buffers (a masked load fills them with plain vector loads on full blocks); a tile
+//!    already in a buffer of that dtype is used as is.
+//! 2. `C`, the accumulator, is updated in place when `acc` dies at the `dot` (the loop-carried
+//!    accumulator of a K loop does), else it starts as a copy of `acc`.
+//! 3. `C` is cut into `MR × NR` blocks (6 rows × 2 vector registers of columns). For each,
+//!    the `MR × NR` accumulators are loaded into LLVM vector registers, the whole K loop
+//!    runs on them (per k: 2 vector loads of `b`, `MR` broadcasts of `a`, `2·MR` fused
+//!    multiply-adds), and they are stored back once. Leftover rows and vector-columns get
+//!    smaller blocks.
+//!
+//! Every element of `C` still sees `c += a[i][k] * b[k][j]` for k = 0, 1, … in order, with
+//! `llvm.fmuladd`, exactly as the plain loop nest below computes it.
+//!
+//! The fallback (accumulators whose compute form differs from their storage form — f16,
+//! bf16, bool — and column counts that are not a multiple of the vector width) is an i-k-j
+//! loop nest through scratch buffers whose innermost loop LLVM vectorizes.
 
+use super::reduce::holder;
 use super::{Gen, Lv};
-use inkwell::values::IntValue;
-use tritium_dsl::ir::{Elem, Inst, Op};
+use inkwell::types::{BasicTypeEnum, VectorType};
+use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::IntPredicate;
+use tritium_dsl::ir::{Block, Const, DType, Elem, Inst, Op, Type, Value};
+
+/// Rows of `C` per micro-kernel block.
+const MR: usize = 6;
+/// Vector registers of columns per micro-kernel block.
+const NV: usize = 2;
+
+/// Bytes in one vector register of the host CPU.
+fn vector_bytes() -> usize {
+    let features = inkwell::targets::TargetMachine::get_host_cpu_features().to_string();
+    let has = |f: &str| features.split(',').any(|x| x == f);
+    if has("+avx512f") {
+        64
+    } else if has("+avx") {
+        32
+    } else {
+        16
+    }
+}
+
+/// A block of `C` handled by one micro-kernel instance.
+#[derive(Clone, Copy)]
+struct Micro {
+    /// Rows.
+    mr: usize,
+    /// Vector registers of columns.
+    nv: usize,
+}
+
+/// Shapes and buffers of one blocked `dot`.
+struct Blocked<'ctx> {
+    k: usize,
+    n: usize,
+    /// Lanes per vector register.
+    vl: usize,
+    d: DType,
+    a: PointerValue<'ctx>,
+    b: PointerValue<'ctx>,
+    c: PointerValue<'ctx>,
+    /// `C` starts as zeros (and is not read).
+    zero_c: bool,
+}
 
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn dot(&mut self, inst: &Inst) {
+        let Op::Dot { a, b, acc } = &inst.op else {
+            unreachable!()
+        };
+        let (a, b, acc) = (*a, *b, *acc);
+        let rt = self.ty(inst.results[0]).clone();
+        let (m, k, n) = (
+            self.ty(a).shape[0],
+            self.ty(a).shape[1],
+            self.ty(b).shape[1],
+        );
+        let d = rt.dtype().expect("numbers");
+        let vl = vector_bytes() / d.size_bytes().max(1);
+        let blocked = !d.is_bool()
+            && !matches!(d, DType::F16 | DType::BF16)
+            && !self.ty(a).dtype().is_some_and(|x| x.is_bool())
+            && n % vl == 0;
+        if !blocked {
+            return self.dot_loops(inst);
+        }
+        let ap = self.packed(a, d);
+        let bp = self.packed(b, d);
+        // A zero accumulator starts in registers, not in memory.
+        let zero_c = self.is_zero_tile(acc);
+        let c = match self.lv.get(&acc).copied() {
+            Some(Lv::Buf(p)) if self.dies_at(acc, inst) => p,
+            _ => {
+                let c = self.alloc_buf(&rt);
+                if !zero_c {
+                    self.fill_buf(c, &rt, acc);
+                }
+                c
+            }
+        };
+        let g = Blocked {
+            k,
+            n,
+            vl,
+            d,
+            a: ap,
+            b: bp,
+            c,
+            zero_c,
+        };
+        let nr = NV * vl;
+        let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
+        let (full_rows, rest_r) = (m / MR, m % MR);
+        let col_blocks: Vec<(usize, usize, usize)> =
+            [(0, full_cols, NV), (full_cols * nr, 1, rest_v)]
+                .into_iter()
+                .filter(|&(_, count, nv)| count > 0 && nv > 0)
+                .collect();
+        for (j0, count, nv) in col_blocks {
+            self.counted_loop(count, &mut |s, jb| {
+                let j = s.b.build_int_mul(jb, s.i64c((nv * vl) as u64), "").unwrap();
+                let j = s.b.build_int_add(j, s.i64c(j0 as u64), "").unwrap();
+                if full_rows > 0 {
+                    s.counted_loop(full_rows, &mut |s, ib| {
+                        let i = s.b.build_int_mul(ib, s.i64c(MR as u64), "").unwrap();
+                        s.micro_kernel(&g, Micro { mr: MR, nv }, i, j);
+                    });
+                }
+                if rest_r > 0 {
+                    let i = s.i64c((full_rows * MR) as u64);
+                    s.micro_kernel(&g, Micro { mr: rest_r, nv }, i, j);
+                }
+            });
+        }
+        self.lv.insert(inst.results[0], Lv::Buf(c));
+    }
+
+    /// True for a lazily computed tile of +0 (`zeros(…)`).
+    fn is_zero_tile(&self, v: Value) -> bool {
+        matches!(self.lv.get(&v), Some(Lv::Lazy))
+            && self.defs.get(&v).is_some_and(|i| match i.op {
+                Op::Const(Const::Int(0)) => true,
+                Op::Const(Const::Float(f)) => f == 0.0 && f.is_sign_positive(),
+                _ => false,
+            })
+    }
+
+    /// True when `v` is used once in the function, by `user`, and is defined in the block
+    /// that holds `user` (so the use runs once per definition): `user` may overwrite it.
+    fn dies_at(&self, v: Value, user: &Inst) -> bool {
+        let mut uses = 0;
+        self.f
+            .walk(&mut |i| uses += i.op.operands().iter().filter(|o| **o == v).count());
+        uses == 1 && holder(&self.f.body, user).is_some_and(|b| defines(b, v))
+    }
+
+    /// `v` as a row-major buffer of dtype `d` (compute form, which is the storage form).
+    fn packed(&mut self, v: Value, d: DType) -> PointerValue<'ctx> {
+        let vt = self.ty(v).clone();
+        if let Some(Lv::Buf(p)) = self.lv.get(&v) {
+            if vt.dtype() == Some(d) {
+                return *p;
+            }
+        }
+        let from = vt.dtype().expect("numbers");
+        let ty = Type::tile(Elem::Scalar(d), vt.shape.clone());
+        let buf = self.alloc_buf(&ty);
+        let mask = self.load_mask_in(v);
+        self.versioned(mask, &vt.shape.clone(), &mut |g| {
+            g.loop_nest(&vt.shape.clone(), &mut |g, idx| {
+                let x = g.lane(v, idx);
+                let x = g.cast(x, from, d);
+                let p = g.buf_elem(buf, &ty, idx);
+                g.b.build_store(p, x).unwrap();
+            });
+        });
+        buf
+    }
+
+    /// A loop `i = 0..count` around `body` (a plain loop: `loop_nest` without the index
+    /// list).
+    fn counted_loop(&mut self, count: usize, body: &mut dyn FnMut(&mut Self, IntValue<'ctx>)) {
+        self.loop_nest(&[count], &mut |g, idx| body(g, idx[0]));
+    }
+
+    /// `C[i..i+mr, j..j+nv·vl] += A[i..i+mr, :] @ B[:, j..j+nv·vl]` with the block of `C` in
+    /// vector registers for the whole K loop.
+    fn micro_kernel(&mut self, g: &Blocked<'ctx>, mc: Micro, i: IntValue<'ctx>, j: IntValue<'ctx>) {
+        let et = self.compute_ty(g.d);
+        let vt = vec_type(et, g.vl);
+        let size = g.d.size_bytes() as u32;
+        let c_at = |s: &Self, r: usize, v: usize| {
+            let row = s.b.build_int_add(i, s.i64c(r as u64), "").unwrap();
+            let col = s.b.build_int_add(j, s.i64c((v * g.vl) as u64), "").unwrap();
+            s.elem_ptr(g.c, et, row, g.n, col)
+        };
+        let mut init = Vec::with_capacity(mc.mr * mc.nv);
+        for r in 0..mc.mr {
+            for v in 0..mc.nv {
+                if g.zero_c {
+                    init.push(vt.const_zero());
+                } else {
+                    let p = c_at(self, r, v);
+                    init.push(self.load_vec(vt, p, size));
+                }
+            }
+        }
+        // The K loop, accumulators as phis.
+        let pre = self.b.get_insert_block().unwrap();
+        let header = self.ctx.append_basic_block(self.func, "dot.k");
+        let exit = self.ctx.append_basic_block(self.func, "dot.k.end");
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(header);
+        let kphi = self.b.build_phi(self.ctx.i64_type(), "k").unwrap();
+        kphi.add_incoming(&[(&self.i64c(0), pre)]);
+        let kk = kphi.as_basic_value().into_int_value();
+        let phis: Vec<_> = init
+            .iter()
+            .map(|v| {
+                let phi = self.b.build_phi(vt, "c").unwrap();
+                phi.add_incoming(&[(v, pre)]);
+                phi
+            })
+            .collect();
+        let bvs: Vec<VectorValue> = (0..mc.nv)
+            .map(|v| {
+                let col = self
+                    .b
+                    .build_int_add(j, self.i64c((v * g.vl) as u64), "")
+                    .unwrap();
+                let p = self.elem_ptr(g.b, et, kk, g.n, col);
+                self.load_vec(vt, p, size)
+            })
+            .collect();
+        let mut next = Vec::with_capacity(phis.len());
+        for r in 0..mc.mr {
+            let row = self.b.build_int_add(i, self.i64c(r as u64), "").unwrap();
+            let p = self.elem_ptr(g.a, et, row, g.k, kk);
+            let x = self.b.build_load(et, p, "").unwrap();
+            let xs = self.splat(x, vt, g.vl);
+            for (v, bv) in bvs.iter().enumerate() {
+                let acc = phis[r * mc.nv + v].as_basic_value().into_vector_value();
+                next.push(self.mul_add(g.d, xs, *bv, acc));
+            }
+        }
+        let latch = self.b.get_insert_block().unwrap();
+        let k1 = self.b.build_int_add(kk, self.i64c(1), "").unwrap();
+        kphi.add_incoming(&[(&k1, latch)]);
+        for (phi, v) in phis.iter().zip(&next) {
+            phi.add_incoming(&[(v, latch)]);
+        }
+        let more = self
+            .b
+            .build_int_compare(IntPredicate::ULT, k1, self.i64c(g.k as u64), "")
+            .unwrap();
+        self.b.build_conditional_branch(more, header, exit).unwrap();
+        self.b.position_at_end(exit);
+        for r in 0..mc.mr {
+            for v in 0..mc.nv {
+                let p = c_at(self, r, v);
+                let st = self.b.build_store(p, next[r * mc.nv + v]).unwrap();
+                st.set_alignment(size).unwrap();
+            }
+        }
+    }
+
+    /// `&buf[row * stride + col]` for a buffer of `et` elements.
+    fn elem_ptr(
+        &self,
+        buf: PointerValue<'ctx>,
+        et: BasicTypeEnum<'ctx>,
+        row: IntValue<'ctx>,
+        stride: usize,
+        col: IntValue<'ctx>,
+    ) -> PointerValue<'ctx> {
+        let lin = self
+            .b
+            .build_int_mul(row, self.i64c(stride as u64), "")
+            .unwrap();
+        let lin = self.b.build_int_add(lin, col, "").unwrap();
+        // SAFETY (of the generated code): row < rows and col < stride of the buffer.
+        unsafe { self.b.build_in_bounds_gep(et, buf, &[lin], "") }.unwrap()
+    }
+
+    /// A vector load aligned to one element (scratch rows need not be vector-aligned).
+    fn load_vec(
+        &self,
+        vt: VectorType<'ctx>,
+        p: PointerValue<'ctx>,
+        align: u32,
+    ) -> VectorValue<'ctx> {
+        let v = self.b.build_load(vt, p, "").unwrap();
+        v.as_instruction_value()
+            .expect("a load instruction")
+            .set_alignment(align)
+            .unwrap();
+        v.into_vector_value()
+    }
+
+    fn splat(
+        &self,
+        x: BasicValueEnum<'ctx>,
+        vt: VectorType<'ctx>,
+        lanes: usize,
+    ) -> VectorValue<'ctx> {
+        let i32t = self.ctx.i32_type();
+        let one = self
+            .b
+            .build_insert_element(vt.get_poison(), x, i32t.const_zero(), "")
+            .unwrap();
+        let zeros = VectorType::const_vector(&vec![i32t.const_zero(); lanes]);
+        self.b
+            .build_shuffle_vector(one, vt.get_poison(), zeros, "")
+            .unwrap()
+    }
+
+    /// `a * b + c` elementwise: `llvm.fmuladd` for floats, wrapping for integers.
+    fn mul_add(
+        &self,
+        d: DType,
+        a: VectorValue<'ctx>,
+        b: VectorValue<'ctx>,
+        c: VectorValue<'ctx>,
+    ) -> VectorValue<'ctx> {
+        if d.is_float() {
+            return self
+                .intrinsic(
+                    "llvm.fmuladd",
+                    &[c.get_type().into()],
+                    &[a.into(), b.into(), c.into()],
+                )
+                .into_vector_value();
+        }
+        let p = self.b.build_int_mul(a, b, "").unwrap();
+        self.b.build_int_add(p, c, "").unwrap()
+    }
+
+    /// The plain i-k-j loop nest through scratch buffers (any dtypes and shapes).
+    fn dot_loops(&mut self, inst: &Inst) {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
         };
@@ -57,4 +392,17 @@ impl<'ctx> Gen<'ctx, '_> {
         });
         self.lv.insert(r, Lv::Buf(c));
     }
+}
+
+fn vec_type(et: BasicTypeEnum<'_>, lanes: usize) -> VectorType<'_> {
+    match et {
+        BasicTypeEnum::FloatType(t) => t.vec_type(lanes as u32),
+        BasicTypeEnum::IntType(t) => t.vec_type(lanes as u32),
+        _ => unreachable!("dot accumulates numbers"),
+    }
+}
+
+/// True when `v` is an argument of `b` or a result of one of its instructions.
+fn defines(b: &Block, v: Value) -> bool {
+    b.args.contains(&v) || b.insts.iter().any(|i| i.results.contains(&v))
 }

@@ -13,6 +13,7 @@ mod control;
 mod custom;
 mod dot;
 mod lanes;
+mod mask;
 mod memory;
 mod plan;
 mod reduce;
@@ -450,13 +451,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// Writes every lane of `v` into `buf` (a buffer of `ty`).
     fn fill_buf(&mut self, buf: PointerValue<'ctx>, ty: &Type, v: Value) {
         let elem = ty.elem;
-        let mask = match self.lv.get(&v) {
-            Some(Lv::Lazy) => match &self.defs[&v].op {
-                Op::Load { mask, .. } => *mask,
-                _ => None,
-            },
-            _ => None,
-        };
+        let mask = self.load_mask_in(v);
         self.versioned(mask, &ty.shape.clone(), &mut |g| {
             g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
                 let x = g.lane(v, idx);
@@ -476,32 +471,19 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             emit(self);
             return;
         };
-        let all = self.entry_alloca(self.ctx.bool_type().into());
-        self.b
-            .build_store(all, self.ctx.bool_type().const_all_ones())
-            .unwrap();
-        self.loop_nest(shape, &mut |g, idx| {
-            let x = g.lane(m, idx).into_int_value();
-            let acc =
-                g.b.build_load(g.ctx.bool_type(), all, "")
-                    .unwrap()
-                    .into_int_value();
-            let acc = g.b.build_and(acc, x, "").unwrap();
-            g.b.build_store(all, acc).unwrap();
-        });
-        let all = self
-            .b
-            .build_load(self.ctx.bool_type(), all, "all")
-            .unwrap()
-            .into_int_value();
+        let all = self.all_lanes_true(m, shape);
         let fast = self.ctx.append_basic_block(self.func, "mask.full");
         let slow = self.ctx.append_basic_block(self.func, "mask.partial");
         let done = self.ctx.append_basic_block(self.func, "mask.done");
         self.b.build_conditional_branch(all, fast, slow).unwrap();
         self.b.position_at_end(fast);
-        self.true_masks.insert(m);
+        // Every value computing the same lanes as `m` is all true here too.
+        let same = plan::equivalents(self.f, m);
+        self.true_masks.extend(same.iter().copied());
         emit(self);
-        self.true_masks.remove(&m);
+        for v in &same {
+            self.true_masks.remove(v);
+        }
         self.b.build_unconditional_branch(done).unwrap();
         self.b.position_at_end(slow);
         emit(self);
@@ -536,6 +518,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::While { .. } => self.while_loop(inst),
             Op::Custom(_) => self.custom(inst),
             op if op.is_elementwise() => {
+                if let Op::Load { ptr, .. } = op {
+                    self.prefetch_next_load(inst.results[0], *ptr);
+                }
                 let r = inst.results[0];
                 let ty = self.ty(r);
                 if ty.is_scalar() {
@@ -549,16 +534,19 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     let elem = ty.elem;
                     let mask = match &inst.op {
                         Op::Load { mask, .. } => *mask,
-                        _ => None,
+                        op => op.operands().into_iter().find_map(|o| self.load_mask_in(o)),
                     };
+                    let sums = self.fused_sums(r);
                     self.versioned(mask, &ty.shape.clone(), &mut |g| {
                         g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
                             let x = g.op_lane(inst, idx);
+                            g.fused_sums_step(&sums, x);
                             let s = g.to_storage(x, elem);
                             let p = g.buf_elem(buf, &ty, idx);
                             g.b.build_store(p, s).unwrap();
                         });
                     });
+                    self.fused_sums_finish(&sums);
                     self.lv.insert(r, Lv::Buf(buf));
                 }
             }

@@ -3,11 +3,12 @@
 //!
 //! Cheap index and mask arithmetic is always lazy, so that LLVM sees `base + pid*B + i`
 //! and `i < n` inside the consumer's loop and emits contiguous (masked) vector accesses.
-//! Expensive values are lazy only when their lanes would be computed exactly once, and a
-//! load only when no write can come between it and the place its lanes are consumed.
+//! Expensive values are lazy only when their lanes would be computed exactly once. A load is
+//! lazy for up to a few consumers (reading memory again costs what reading a copy costs)
+//! when no write can come between it and the places its lanes are consumed.
 
 use std::collections::{HashMap, HashSet};
-use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, UnOp, Value};
+use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, Type, UnOp, Value};
 
 /// Lanes are emitted "many" times: inside a nested region or behind a broadcast.
 const MANY: u32 = u32::MAX;
@@ -85,7 +86,13 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
     // Users of each value: in this block (index) or nested somewhere inside inst `index`.
     let mut users: HashMap<Value, Vec<(usize, bool)>> = HashMap::new();
     for (i, inst) in block.insts.iter().enumerate() {
-        for o in inst.op.operands() {
+        let mut operands = inst.op.operands();
+        if inst.op.is_elementwise() {
+            // `x * x` computes x's lane twice at the same index: LLVM merges the two.
+            operands.sort();
+            operands.dedup();
+        }
+        for o in operands {
             users.entry(o).or_default().push((i, false));
         }
         for r in inst.op.regions() {
@@ -94,7 +101,8 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
     }
     // Reverse order: every same-block user is decided before the value it uses.
     let mut emit_count: HashMap<Value, u32> = HashMap::new();
-    let mut emit_point: HashMap<Value, usize> = HashMap::new();
+    // First and last instruction (of this block) where a lazy value's lanes are emitted.
+    let mut emit_span: HashMap<Value, (usize, usize)> = HashMap::new();
     let side_effect: Vec<bool> = block
         .insts
         .iter()
@@ -110,16 +118,19 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
             continue;
         }
         let mut count = 0u32;
-        let mut point = usize::MAX;
+        let (mut first, mut last) = (usize::MAX, 0usize);
         for &(u, nested) in users.get(&v).map(Vec::as_slice).unwrap_or(&[]) {
             let user = &block.insts[u];
             let c = if nested || replicates(f, user, v) {
                 MANY
             } else if let Some(&uc) = user.results.first().and_then(|r| emit_count.get(r)) {
-                point = point.min(emit_point[&user.results[0]]);
+                let (a, b) = emit_span[&user.results[0]];
+                first = first.min(a);
+                last = last.max(b);
                 uc
             } else {
-                point = point.min(u);
+                first = first.min(u);
+                last = last.max(u);
                 1
             };
             count = count.saturating_add(c);
@@ -127,39 +138,51 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
         let cheap = is_cheap(f, inst);
         let make_lazy = cheap
             || count == 0
-            || (count == 1
-                && match &inst.op {
-                    Op::Load { ptr, .. } => {
-                        load_can_move(f, block, i, point, *ptr, roots, &side_effect)
-                    }
-                    _ => true,
-                });
+            || match &inst.op {
+                // A load is as cheap to repeat as a copy of it is to read: it stays lazy for a
+                // few consumers when it can move to each of them.
+                Op::Load { ptr, .. } => {
+                    count <= MAX_LOAD_REPEATS
+                        && load_can_move(f, block, i, first, last, *ptr, roots, &side_effect)
+                }
+                _ => count == 1,
+            };
         if make_lazy {
             lazy.insert(v);
             emit_count.insert(v, count.max(1));
-            emit_point.insert(v, if point == usize::MAX { i } else { point });
+            let span = if first == usize::MAX {
+                (i, i)
+            } else {
+                (first, last)
+            };
+            emit_span.insert(v, span);
         }
     }
 }
 
-/// A load can be emitted at `point` instead of `at` when nothing in between writes memory
-/// and the consumer at `point` does not write memory the load reads.
+/// How many times a load's lanes may be emitted before it is materialized instead.
+const MAX_LOAD_REPEATS: u32 = 4;
+
+/// A load at `at` can be emitted at every point of `first..=last` instead when nothing from
+/// `at` to `last` (exclusive) writes memory and the consumer at `last` does not write memory
+/// the load reads.
 fn load_can_move(
     f: &Function,
     block: &Block,
     at: usize,
-    point: usize,
+    first: usize,
+    last: usize,
     ptr: Value,
     roots: &HashMap<Value, Vec<usize>>,
     side_effect: &[bool],
 ) -> bool {
-    if point == usize::MAX || point <= at {
+    if first == usize::MAX || first <= at {
         return false;
     }
-    if side_effect[at + 1..point].iter().any(|s| *s) {
+    if side_effect[at + 1..last].iter().any(|s| *s) {
         return false;
     }
-    let consumer = &block.insts[point];
+    let consumer = &block.insts[last];
     let written = match &consumer.op {
         Op::Store { ptr: p, .. } | Op::Atomic { ptr: p, .. } | Op::AtomicCas { ptr: p, .. } => *p,
         op if writes_memory(f, op) => return false,
@@ -169,6 +192,58 @@ fn load_can_move(
         return false;
     };
     !a.iter().any(|x| b.contains(x))
+}
+
+/// The values that compute the same lanes as `v`: pure ops of the same kind, attributes,
+/// result type and (recursively equivalent) operands, wherever they are in the function.
+/// `v` itself is included.
+pub(crate) fn equivalents(f: &Function, v: Value) -> Vec<Value> {
+    let mut canon: HashMap<Value, Value> = HashMap::new();
+    let mut first: HashMap<(String, Vec<Value>, Type), Value> = HashMap::new();
+    f.walk(&mut |inst| {
+        let [r] = inst.results[..] else { return };
+        let Some((tag, operands)) = pure_key(&inst.op) else {
+            return;
+        };
+        let operands: Vec<Value> = operands
+            .iter()
+            .map(|o| canon.get(o).copied().unwrap_or(*o))
+            .collect();
+        let c = *first.entry((tag, operands, f.ty(r).clone())).or_insert(r);
+        canon.insert(r, c);
+    });
+    let class = canon.get(&v).copied().unwrap_or(v);
+    let mut out: Vec<Value> = canon
+        .iter()
+        .filter(|(_, c)| **c == class)
+        .map(|(x, _)| *x)
+        .collect();
+    if !out.contains(&v) {
+        out.push(v);
+    }
+    out
+}
+
+/// What identifies a pure elementwise op apart from its operands, and its operands.
+fn pure_key(op: &Op) -> Option<(String, Vec<Value>)> {
+    Some(match op {
+        Op::Const(c) => (format!("const {c:?}"), vec![]),
+        Op::ProgramId(a) => (format!("pid {a}"), vec![]),
+        Op::NumPrograms(a) => (format!("nprog {a}"), vec![]),
+        Op::Arange { start, end } => (format!("arange {start} {end}"), vec![]),
+        Op::Splat(x) => ("splat".into(), vec![*x]),
+        Op::Broadcast(x) => ("broadcast".into(), vec![*x]),
+        Op::ExpandDims { x, axis } => (format!("expand {axis}"), vec![*x]),
+        Op::Reshape(x) => ("reshape".into(), vec![*x]),
+        Op::Trans(x) => ("trans".into(), vec![*x]),
+        Op::Cast(x) => ("cast".into(), vec![*x]),
+        Op::Binary(b, x, y) => (format!("binary {b:?}"), vec![*x, *y]),
+        Op::Unary(u, x) => (format!("unary {u:?}"), vec![*x]),
+        Op::Cmp(p, x, y) => (format!("cmp {p:?}"), vec![*x, *y]),
+        Op::Select(c, x, y) => ("select".into(), vec![*c, *x, *y]),
+        Op::AddPtr(p, o) => ("addptr".into(), vec![*p, *o]),
+        _ => return None,
+    })
 }
 
 fn visit_uses(b: &Block, f: &mut impl FnMut(Value)) {

@@ -1,9 +1,11 @@
 //! Reductions along one axis. Sums are reassociable (LLVM vectorizes them); f16/bf16 sums
-//! accumulate in f32 and round once at the end.
+//! accumulate in f32 and round once at the end. Float max/min along the last axis keep
+//! partial results in one LLVM vector (maxnum/minnum give the same value in any order);
+//! the full sum of a tile that is materialized anyway is taken in the loop that writes it.
 
 use super::{Gen, Lv};
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
-use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type};
+use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
 
 /// LLVM fast-math flags: reassociation and no signed zeros.
 const REASSOC_NSZ: u32 = 1 | 8;
@@ -84,6 +86,10 @@ impl<'ctx> Gen<'ctx, '_> {
         let Op::Reduce { op, x, axis } = &inst.op else {
             unreachable!()
         };
+        if self.lv.contains_key(&inst.results[0]) {
+            // Computed while `x` was materialized (see `fused_sums`).
+            return;
+        }
         let (op, x, axis) = (*op, *x, *axis as usize);
         let xt = self.ty(x).clone();
         let d = xt.dtype().expect("numbers");
@@ -134,9 +140,86 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             (None, None) => unreachable!(),
         }
-        // Accumulate in row-major order over the input.
+        // Accumulate. Full blocks of a masked load in `x` take the unmasked copy.
+        let mask = self.load_mask_in(x);
+        let lanes = self.partial_lanes(op, acc_d, &xt.shape, axis);
+        self.versioned(mask, &xt.shape.clone(), &mut |g| match lanes {
+            Some(w) => g.reduce_last_axis_in_vectors(
+                op,
+                x,
+                d,
+                acc_d,
+                w,
+                &xt.shape,
+                acc_slot,
+                acc_buf.map(|ab| (ab, acc_ty.clone())),
+            ),
+            None => g.reduce_in_order(
+                op,
+                x,
+                d,
+                acc_d,
+                &xt.shape,
+                axis,
+                (acc_slot, idx_slot),
+                (acc_buf, idx_buf),
+                (&acc_ty, &rt),
+            ),
+        });
+        // Results.
+        match (acc_slot, acc_buf) {
+            (Some(s), _) => {
+                let v = if is_arg {
+                    self.b
+                        .build_load(self.ctx.i32_type(), idx_slot.expect("index slot"), "")
+                        .unwrap()
+                } else {
+                    let v = self.b.build_load(self.compute_ty(acc_d), s, "").unwrap();
+                    self.cast(v, acc_d, d)
+                };
+                self.lv.insert(r, Lv::Scalar(v));
+            }
+            (None, Some(ab)) => {
+                if is_arg {
+                    self.lv.insert(r, Lv::Buf(idx_buf.expect("index buffer")));
+                } else if acc_d == d {
+                    self.lv.insert(r, Lv::Buf(ab));
+                } else {
+                    let out = self.alloc_buf(&rt);
+                    let rt3 = rt.clone();
+                    self.loop_nest(&rt.shape, &mut |g, idx| {
+                        let p = g.buf_elem(ab, &acc_ty, idx);
+                        let v = g.b.build_load(g.storage_ty(acc_d), p, "").unwrap();
+                        let v = g.cast(v, acc_d, d);
+                        let q = g.buf_elem(out, &rt3, idx);
+                        g.b.build_store(q, g.to_storage(v, Elem::Scalar(d)))
+                            .unwrap();
+                    });
+                    self.lv.insert(r, Lv::Buf(out));
+                }
+            }
+            (None, None) => unreachable!(),
+        }
+    }
+
+    /// Accumulates in row-major order over the input, one lane at a time.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_in_order(
+        &mut self,
+        op: ReduceOp,
+        x: Value,
+        d: DType,
+        acc_d: DType,
+        shape: &[usize],
+        axis: usize,
+        (acc_slot, idx_slot): (Option<PointerValue<'ctx>>, Option<PointerValue<'ctx>>),
+        (acc_buf, idx_buf): (Option<PointerValue<'ctx>>, Option<PointerValue<'ctx>>),
+        (acc_ty, rt): (&Type, &Type),
+    ) {
+        let is_arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
         let rt2 = rt.clone();
-        self.loop_nest(&xt.shape, &mut |g, idx| {
+        let acc_ty = acc_ty.clone();
+        self.loop_nest(shape, &mut |g, idx| {
             let mut ridx: Vec<IntValue> = idx.to_vec();
             let k = ridx.remove(axis);
             let xv = g.lane(x, idx);
@@ -198,41 +281,261 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.b.build_store(acc_p, nv).unwrap();
             }
         });
-        // Results.
-        match (acc_slot, acc_buf) {
-            (Some(s), _) => {
-                let v = if is_arg {
-                    self.b
-                        .build_load(self.ctx.i32_type(), idx_slot.expect("index slot"), "")
-                        .unwrap()
-                } else {
-                    let v = self.b.build_load(self.compute_ty(acc_d), s, "").unwrap();
-                    self.cast(v, acc_d, d)
-                };
-                self.lv.insert(r, Lv::Scalar(v));
+    }
+
+    /// How many partial accumulators a reduction along the last axis gets, when it gets
+    /// them: float max/min, whose sequential form LLVM does not vectorize (maxnum is exact
+    /// in any order, so the partial results combine to the same value).
+    fn partial_lanes(
+        &self,
+        op: ReduceOp,
+        acc_d: DType,
+        shape: &[usize],
+        axis: usize,
+    ) -> Option<usize> {
+        if !matches!(op, ReduceOp::Max | ReduceOp::Min) || !acc_d.is_float() {
+            return None;
+        }
+        let w = 128 / acc_d.size_bytes();
+        let k = shape[axis];
+        (axis + 1 == shape.len() && k >= w && k.is_multiple_of(w)).then_some(w)
+    }
+
+    /// A reduction along the last axis with `w` partial accumulators in one LLVM vector:
+    /// `w` consecutive lanes are combined with the vector at a time (SLP-vectorized), and
+    /// the vector is reduced once per output lane.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_last_axis_in_vectors(
+        &mut self,
+        op: ReduceOp,
+        x: Value,
+        d: DType,
+        acc_d: DType,
+        w: usize,
+        shape: &[usize],
+        acc_slot: Option<PointerValue<'ctx>>,
+        acc_buf: Option<(PointerValue<'ctx>, Type)>,
+    ) {
+        let outer = &shape[..shape.len() - 1];
+        let k = shape[shape.len() - 1];
+        let ft = self.compute_ty(acc_d).into_float_type();
+        let vt = ft.vec_type(w as u32);
+        let init = self.identity(op, acc_d).into_float_value();
+        let pred = if op == ReduceOp::Max {
+            inkwell::FloatPredicate::OGT
+        } else {
+            inkwell::FloatPredicate::OLT
+        };
+        let splat = {
+            let zeros = vec![self.ctx.i32_type().const_zero(); w];
+            let undef = vt.get_poison();
+            let v = self
+                .b
+                .build_insert_element(undef, init, self.ctx.i32_type().const_zero(), "")
+                .unwrap();
+            self.b
+                .build_shuffle_vector(
+                    v,
+                    undef,
+                    inkwell::types::VectorType::const_vector(&zeros),
+                    "",
+                )
+                .unwrap()
+        };
+        self.loop_nest(outer, &mut |g, ridx| {
+            let i64t = g.ctx.i64_type();
+            let pre = g.b.get_insert_block().unwrap();
+            let header = g.ctx.append_basic_block(g.func, "red.vec");
+            let exit = g.ctx.append_basic_block(g.func, "red.vec.end");
+            g.b.build_unconditional_branch(header).unwrap();
+            g.b.position_at_end(header);
+            let kk = g.b.build_phi(i64t, "kk").unwrap();
+            kk.add_incoming(&[(&g.i64c(0), pre)]);
+            let acc = g.b.build_phi(vt, "acc").unwrap();
+            acc.add_incoming(&[(&splat, pre)]);
+            let base =
+                g.b.build_int_mul(kk.as_basic_value().into_int_value(), g.i64c(w as u64), "")
+                    .unwrap();
+            let mut v = vt.get_poison();
+            for j in 0..w {
+                let mut idx = ridx.to_vec();
+                idx.push(g.b.build_int_add(base, g.i64c(j as u64), "").unwrap());
+                let xv = g.lane(x, &idx);
+                let xv = g.cast(xv, d, acc_d).into_float_value();
+                v = g
+                    .b
+                    .build_insert_element(v, xv, g.ctx.i32_type().const_int(j as u64, false), "")
+                    .unwrap();
             }
-            (None, Some(ab)) => {
-                if is_arg {
-                    self.lv.insert(r, Lv::Buf(idx_buf.expect("index buffer")));
-                } else if acc_d == d {
-                    self.lv.insert(r, Lv::Buf(ab));
-                } else {
-                    let out = self.alloc_buf(&rt);
-                    let rt3 = rt.clone();
-                    self.loop_nest(&rt.shape, &mut |g, idx| {
-                        let p = g.buf_elem(ab, &acc_ty, idx);
-                        let v = g.b.build_load(g.storage_ty(acc_d), p, "").unwrap();
-                        let v = g.cast(v, acc_d, d);
-                        let q = g.buf_elem(out, &rt3, idx);
-                        g.b.build_store(q, g.to_storage(v, Elem::Scalar(d)))
-                            .unwrap();
+            // `x > acc ? x : acc` is maxnum here: acc starts at -inf and never becomes NaN,
+            // and a NaN x loses the comparison. It is one `maxps` (minnum alike).
+            let accv = acc.as_basic_value().into_vector_value();
+            let better = g.b.build_float_compare(pred, v, accv, "").unwrap();
+            let next_acc =
+                g.b.build_select(better, v, accv, "")
+                    .unwrap()
+                    .into_vector_value();
+            let latch = g.b.get_insert_block().unwrap();
+            let next =
+                g.b.build_int_add(kk.as_basic_value().into_int_value(), g.i64c(1), "")
+                    .unwrap();
+            kk.add_incoming(&[(&next, latch)]);
+            acc.add_incoming(&[(&next_acc, latch)]);
+            let more =
+                g.b.build_int_compare(inkwell::IntPredicate::ULT, next, g.i64c((k / w) as u64), "")
+                    .unwrap();
+            g.b.build_conditional_branch(more, header, exit).unwrap();
+            g.b.position_at_end(exit);
+            // Fold the partial results into the accumulator.
+            let (p, ty) = match (&acc_slot, &acc_buf) {
+                (Some(s), _) => (*s, None),
+                (None, Some((ab, t))) => (g.buf_elem(*ab, t, ridx), Some(t)),
+                (None, None) => unreachable!(),
+            };
+            let raw =
+                g.b.build_load(
+                    if ty.is_some() {
+                        g.storage_ty(acc_d)
+                    } else {
+                        g.compute_ty(acc_d)
+                    },
+                    p,
+                    "",
+                )
+                .unwrap();
+            let mut r = if ty.is_some() {
+                g.decode_storage(raw, Elem::Scalar(acc_d))
+            } else {
+                raw
+            };
+            // Halve the vector until one lane is left (the partials are never NaN, so the
+            // comparison form is exact), then fold that lane in.
+            let mut part = next_acc;
+            let mut n = w;
+            while n > 1 {
+                n /= 2;
+                let i32t = g.ctx.i32_type();
+                let pick = |from: usize| {
+                    let idx: Vec<_> = (from..from + n)
+                        .map(|k| i32t.const_int(k as u64, false))
+                        .collect();
+                    inkwell::types::VectorType::const_vector(&idx)
+                };
+                let lo = g.b.build_shuffle_vector(part, part, pick(0), "").unwrap();
+                let hi = g.b.build_shuffle_vector(part, part, pick(n), "").unwrap();
+                let better = g.b.build_float_compare(pred, hi, lo, "").unwrap();
+                part =
+                    g.b.build_select(better, hi, lo, "")
+                        .unwrap()
+                        .into_vector_value();
+            }
+            let lane =
+                g.b.build_extract_element(part, g.ctx.i32_type().const_zero(), "")
+                    .unwrap();
+            r = g.combine(op, acc_d, r, lane);
+            let r = if ty.is_some() {
+                g.to_storage(r, Elem::Scalar(acc_d))
+            } else {
+                r
+            };
+            g.b.build_store(p, r).unwrap();
+        });
+    }
+
+    /// The full sums of the 1-D tile `v` taken later in `v`'s block: they are accumulated
+    /// in the loop that materializes `v` instead of in a second pass over its buffer
+    /// (same lanes, same order). Each comes with its accumulator slot and dtypes.
+    pub(super) fn fused_sums(&mut self, v: Value) -> Vec<FusedSum<'ctx>> {
+        let f = self.f;
+        let vt = f.ty(v);
+        let Some(d) = vt.dtype().filter(|d| !d.is_bool()) else {
+            return Vec::new();
+        };
+        if vt.rank() != 1 {
+            return Vec::new();
+        }
+        let Some(def) = self.defs.get(&v).copied() else {
+            return Vec::new();
+        };
+        let Some(block) = holder(&f.body, def) else {
+            return Vec::new();
+        };
+        let acc_d = if matches!(d, DType::F16 | DType::BF16) {
+            DType::F32
+        } else {
+            d
+        };
+        let mut out = Vec::new();
+        for inst in &block.insts {
+            if let Op::Reduce {
+                op: ReduceOp::Sum,
+                x,
+                axis: 0,
+            } = inst.op
+            {
+                if x == v {
+                    let slot = self.entry_alloca(self.compute_ty(acc_d));
+                    let init = self.identity(ReduceOp::Sum, acc_d);
+                    self.b.build_store(slot, init).unwrap();
+                    out.push(FusedSum {
+                        result: inst.results[0],
+                        slot,
+                        d,
+                        acc_d,
                     });
-                    self.lv.insert(r, Lv::Buf(out));
                 }
             }
-            (None, None) => unreachable!(),
+        }
+        out
+    }
+
+    /// Adds lane `x` (compute form) of the materialized tile to each fused sum.
+    pub(super) fn fused_sums_step(&mut self, sums: &[FusedSum<'ctx>], x: BasicValueEnum<'ctx>) {
+        for s in sums {
+            let xv = self.cast(x, s.d, s.acc_d);
+            let acc = self
+                .b
+                .build_load(self.compute_ty(s.acc_d), s.slot, "")
+                .unwrap();
+            let nv = self.combine(ReduceOp::Sum, s.acc_d, acc, xv);
+            self.b.build_store(s.slot, nv).unwrap();
         }
     }
+
+    /// Makes the fused sums' results available (their `reduce` ops then emit nothing).
+    pub(super) fn fused_sums_finish(&mut self, sums: &[FusedSum<'ctx>]) {
+        for s in sums {
+            let v = self
+                .b
+                .build_load(self.compute_ty(s.acc_d), s.slot, "")
+                .unwrap();
+            let v = self.cast(v, s.acc_d, s.d);
+            self.lv.insert(s.result, Lv::Scalar(v));
+        }
+    }
+}
+
+/// A sum computed in the loop that materializes its input (see `Gen::fused_sums`).
+pub(super) struct FusedSum<'ctx> {
+    result: Value,
+    slot: PointerValue<'ctx>,
+    d: DType,
+    acc_d: DType,
+}
+
+/// The block whose instruction list holds `inst`.
+pub(super) fn holder<'b>(b: &'b Block, inst: &Inst) -> Option<&'b Block> {
+    for i in &b.insts {
+        if std::ptr::eq(i, inst) {
+            return Some(b);
+        }
+        for r in i.op.regions() {
+            if let Some(found) = holder(r, inst) {
+                return Some(found);
+            }
+        }
+    }
+    None
 }
 
 /// Sets fast-math flags on a floating-point instruction.

@@ -1,0 +1,539 @@
+//! Compiled code against the reference interpreter on the paths the CPU code generator
+//! specializes: the blocked `dot`, vectorized float max/min reductions, the closed-form
+//! "mask is all true" test, in-place loop-carried updates and loads repeated per consumer.
+//! Each kernel is traced once and run both ways on identical inputs.
+
+use crate::common::TempDir;
+use half::{bf16, f16};
+use ndarray::{Array1, ArrayD, IxDyn};
+use tritium_backend::check_args;
+use tritium_backend::cpu::{self, CompileOptions, Compiled};
+use tritium_backend::interp::interpret;
+use tritium_backend::launch::{Grid, KernelArgs};
+use tritium_dsl::ir::{CmpPred, DType, Function};
+use tritium_dsl::trace::flow::for_range;
+use tritium_dsl::trace::lang::*;
+use tritium_dsl::trace::{ptr_param, scalar_param, Element, Specialization, Tile, Tracer};
+
+fn trace(name: &str, body: impl FnOnce()) -> Function {
+    let t = Tracer::begin(name).unwrap();
+    body();
+    t.finish().unwrap()
+}
+
+fn compile(f: &Function, cache: &TempDir) -> Compiled {
+    let opts = CompileOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..Default::default()
+    };
+    cpu::compile(f.clone(), &opts).unwrap()
+}
+
+/// Runs `f` compiled, then interpreted, each time on fresh buffers from `make`, and
+/// returns the buffers of both runs.
+fn both<B>(
+    f: &Function,
+    grid: [u64; 3],
+    make: impl Fn() -> B,
+    args: impl for<'a> Fn(&'a mut B) -> KernelArgs<'a>,
+) -> (B, B) {
+    let cache = TempDir::new("codegen");
+    let compiled = compile(f, &cache);
+    let mut got = make();
+    {
+        let a = args(&mut got);
+        check_args(f, &a).unwrap();
+        compiled.run(Grid(grid), &a.args, false).unwrap();
+    }
+    let mut want = make();
+    interpret(f, Grid(grid), &args(&mut want).args).unwrap();
+    (got, want)
+}
+
+/// A `[rows, cols]` tile of row-major offsets with row stride `stride`.
+fn offsets2(rows: usize, cols: usize, stride: usize) -> Tile {
+    expand_dims(arange(0, rows), 1) * stride as i32 + expand_dims(arange(0, cols), 0)
+}
+
+/// Deterministic values in [-1, 1).
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = g == w || (g - w).abs() <= tol * (1.0 + w.abs()) || (g.is_nan() && w.is_nan());
+        assert!(ok, "{what}: element {i}: compiled {g}, interpreted {w}");
+    }
+}
+
+/// Buffers of one `dot` test: a, b, acc and two outputs, as f64 for comparison.
+struct DotBufs<A, C> {
+    a: Vec<A>,
+    b: Vec<A>,
+    acc: Vec<C>,
+    out: Vec<C>,
+    out2: Vec<C>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum DotUse {
+    /// `store(out, dot(a, b, acc))`.
+    Plain,
+    /// `acc` is stored too after the dot: it must not be overwritten.
+    AccLivesOn,
+    /// The dot runs twice in a loop on an `acc` defined before it.
+    InLoop,
+    /// `acc` is carried through a loop over two K blocks (updated in place).
+    KLoop,
+    /// As `KLoop`, from `zeros` (the first iteration is peeled).
+    KLoopFromZeros,
+}
+
+fn dot_kernel(da: DType, dc: DType, (m, k, n): (usize, usize, usize), use_: DotUse) -> Function {
+    trace("codegen_dot", || {
+        let a = ptr_param("a", da);
+        let b = ptr_param("b", da);
+        let acc = ptr_param("acc", dc);
+        let out = ptr_param("out", dc);
+        let out2 = ptr_param("out2", dc);
+        let c_offs = offsets2(m, n, n);
+        let tc = load(acc + c_offs, NoArg, NoArg);
+        match use_ {
+            DotUse::Plain | DotUse::AccLivesOn | DotUse::InLoop => {
+                let ta = load(a + offsets2(m, k, k), NoArg, NoArg);
+                let tb = load(b + offsets2(k, n, n), NoArg, NoArg);
+                match use_ {
+                    DotUse::Plain => store(out + c_offs, dot(ta, tb, tc), NoArg),
+                    DotUse::AccLivesOn => {
+                        store(out + c_offs, dot(ta, tb, tc), NoArg);
+                        store(out2 + c_offs, tc, NoArg);
+                    }
+                    _ => {
+                        for_range(0, 2, 1, (), |i, ()| {
+                            let c = dot(ta, tb, tc);
+                            store(out + c_offs, c, compare(i, CmpPred::Eq, 0));
+                            store(out2 + c_offs, c, compare(i, CmpPred::Eq, 1));
+                        });
+                    }
+                }
+            }
+            DotUse::KLoop | DotUse::KLoopFromZeros => {
+                // a is [m, 2k], b is [2k, n].
+                let init = match use_ {
+                    DotUse::KLoop => tc,
+                    _ => zeros([m, n], dc),
+                };
+                let c = for_range(0, 2, 1, init, |kb, acc| {
+                    let k0 = kb * k as i32;
+                    let ta = load(a + offsets2(m, k, 2 * k) + k0, NoArg, NoArg);
+                    let tb = load(b + offsets2(k, n, n) + k0 * n as i32, NoArg, NoArg);
+                    dot(ta, tb, acc)
+                });
+                store(out + c_offs, c, NoArg);
+            }
+        }
+    })
+}
+
+fn check_dot<A: Element + Copy, C: Element + Copy + Default>(
+    shape: (usize, usize, usize),
+    to_a: impl Fn(f64) -> A,
+    to_c: impl Fn(f64) -> C,
+    back: impl Fn(C) -> f64,
+    tol: f64,
+) {
+    let (m, k, n) = shape;
+    for use_ in [
+        DotUse::Plain,
+        DotUse::AccLivesOn,
+        DotUse::InLoop,
+        DotUse::KLoop,
+        DotUse::KLoopFromZeros,
+    ] {
+        let k_total = if matches!(use_, DotUse::KLoop | DotUse::KLoopFromZeros) {
+            2 * k
+        } else {
+            k
+        };
+        let f = dot_kernel(A::DTYPE, C::DTYPE, shape, use_);
+        let make = || DotBufs {
+            a: values(m * k_total, 1).into_iter().map(&to_a).collect(),
+            b: values(k_total * n, 2).into_iter().map(&to_a).collect(),
+            acc: values(m * n, 3).into_iter().map(&to_c).collect(),
+            out: vec![C::default(); m * n],
+            out2: vec![C::default(); m * n],
+        };
+        let (got, want) = both(&f, [1, 1, 1], make, |bufs: &mut DotBufs<A, C>| {
+            let mut args = KernelArgs::new();
+            args.ptr("a", &bufs.a[..]);
+            args.ptr("b", &bufs.b[..]);
+            args.ptr("acc", &bufs.acc[..]);
+            args.ptr("out", &mut bufs.out[..]);
+            args.ptr("out2", &mut bufs.out2[..]);
+            args
+        });
+        let what = format!(
+            "{} x {} -> {} {shape:?} {use_:?}",
+            A::DTYPE,
+            A::DTYPE,
+            C::DTYPE
+        );
+        let f64s = |v: &[C]| v.iter().map(|x| back(*x)).collect::<Vec<_>>();
+        assert_close(&f64s(&got.out), &f64s(&want.out), tol, &what);
+        if matches!(use_, DotUse::AccLivesOn | DotUse::InLoop) {
+            assert_close(&f64s(&got.out2), &f64s(&want.out2), tol, &what);
+        }
+    }
+}
+
+/// Shapes with full micro-kernel blocks, leftover rows, leftover vector columns, a single
+/// row, and column counts that are not a multiple of any vector width (the fallback).
+const DOT_SHAPES: [(usize, usize, usize); 7] = [
+    (6, 4, 16),
+    (13, 7, 24),
+    (64, 32, 64),
+    (1, 1, 8),
+    (5, 3, 4),
+    (7, 5, 3),
+    (2, 9, 1),
+];
+
+#[test]
+fn dot_f32_matches_interpreter() {
+    for s in DOT_SHAPES {
+        check_dot(s, |x| x as f32, |x| x as f32, |x: f32| x as f64, 1e-5);
+    }
+}
+
+#[test]
+fn dot_f16_and_bf16_inputs_accumulate_in_f32() {
+    for s in DOT_SHAPES {
+        check_dot(s, f16::from_f64, |x| x as f32, |x: f32| x as f64, 1e-5);
+        check_dot(s, bf16::from_f64, |x| x as f32, |x: f32| x as f64, 1e-5);
+    }
+}
+
+#[test]
+fn dot_f64_matches_interpreter() {
+    for s in DOT_SHAPES {
+        check_dot(s, |x| x, |x| x, |x: f64| x, 1e-12);
+    }
+}
+
+#[test]
+fn dot_integers_match_interpreter_exactly() {
+    for s in DOT_SHAPES {
+        check_dot(
+            s,
+            |x| (x * 100.0) as i8,
+            |x| (x * 1000.0) as i32,
+            |x: i32| x as f64,
+            0.0,
+        );
+        check_dot(
+            s,
+            |x| (x * 3e9) as i64,
+            |x| (x * 1e18) as i64,
+            |x: i64| x as f64,
+            0.0,
+        );
+    }
+}
+
+/// `reduce(op, load(x), axis)` over `shape`; row `r` of the last axis has `n` valid
+/// lanes (the rest is masked with the op's identity as `other`).
+fn reduce_kernel(d: DType, shape: &[usize], axis: usize, is_max: bool) -> Function {
+    let shape = shape.to_vec();
+    trace("codegen_reduce", || {
+        let x = ptr_param("x", d);
+        let out = ptr_param("out", d);
+        let n = scalar_param("n", DType::I32, 2, &Specialization::default());
+        let last = shape[shape.len() - 1];
+        let (offs, cols, out_offs) = if shape.len() == 1 {
+            (arange(0, last), arange(0, last), None)
+        } else {
+            let cols = expand_dims(arange(0, last), 0);
+            let out_offs = if axis == 0 {
+                arange(0, last)
+            } else {
+                arange(0, shape[0])
+            };
+            (offsets2(shape[0], last, last), cols, Some(out_offs))
+        };
+        let other = if is_max {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        };
+        let t = load(x + offs, compare(cols, CmpPred::Lt, n), other);
+        let r = if is_max { max(t, axis) } else { min(t, axis) };
+        match out_offs {
+            None => store(out, r, NoArg),
+            Some(o) => store(out + o, r, NoArg),
+        }
+    })
+}
+
+fn check_reduce<T: Element + Copy + Default>(to: impl Fn(f64) -> T, back: impl Fn(T) -> f64) {
+    let cases: [(&[usize], usize); 6] = [
+        (&[1024], 0),
+        (&[40], 0),
+        (&[3, 64], 1),
+        (&[64, 3], 0),
+        (&[2, 32], 1),
+        (&[4, 16], 1),
+    ];
+    for (shape, axis) in cases {
+        let numel: usize = shape.iter().product();
+        let last = shape[shape.len() - 1];
+        // Specials in every row, never a row of NaN only.
+        let data: Vec<f64> = values(numel, 7)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match i % 11 {
+                3 => f64::NAN,
+                5 if i % 3 == 0 => f64::INFINITY,
+                7 if i % 2 == 0 => f64::NEG_INFINITY,
+                _ => v * 100.0,
+            })
+            .collect();
+        for is_max in [true, false] {
+            let f = reduce_kernel(T::DTYPE, shape, axis, is_max);
+            for n in [last, last.saturating_sub(5).max(1)] {
+                let outs = if shape.len() == 1 {
+                    1
+                } else {
+                    numel / shape[axis]
+                };
+                let make = || {
+                    (
+                        data.iter().map(|v| to(*v)).collect::<Vec<T>>(),
+                        vec![T::default(); outs],
+                    )
+                };
+                let (got, want) = both(&f, [1, 1, 1], make, |b: &mut (Vec<T>, Vec<T>)| {
+                    let mut args = KernelArgs::new();
+                    args.ptr("x", &b.0[..]);
+                    args.ptr("out", &mut b.1[..]);
+                    args.scalar("n", n as i32);
+                    args
+                });
+                let what = format!(
+                    "{} {} of {shape:?} along {axis}, {n} valid",
+                    T::DTYPE,
+                    if is_max { "max" } else { "min" }
+                );
+                let f64s = |v: &[T]| v.iter().map(|x| back(*x)).collect::<Vec<_>>();
+                assert_close(&f64s(&got.1), &f64s(&want.1), 0.0, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn float_max_min_reductions_match_interpreter() {
+    check_reduce(|x| x as f32, |x: f32| x as f64);
+    check_reduce(|x| x, |x: f64| x);
+    check_reduce(f16::from_f64, |x: f16| x.to_f64());
+}
+
+#[test]
+fn mask_of_a_wrapping_index_is_not_taken_as_full() {
+    // idx + s with s = i32::MAX - 3 wraps for lanes 4..8, which then compare false with
+    // `>= s`: those lanes must take `other` (a mask test that ignores the wrap would read
+    // them).
+    let f = trace("codegen_wrap_mask", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let s = scalar_param("s", DType::I32, 2, &Specialization::default());
+        let idx = arange(0, 8);
+        let mask = compare(idx + s, CmpPred::Ge, s);
+        let v = load(x + idx, mask, -1.0f32);
+        store(out + idx, v, NoArg);
+    });
+    let make = || {
+        (
+            Array1::from_iter((0..8).map(|i| i as f32)),
+            Array1::<f32>::zeros(8),
+        )
+    };
+    let (got, want) = both(&f, [1, 1, 1], make, |b: &mut (Array1<f32>, Array1<f32>)| {
+        let mut args = KernelArgs::new();
+        args.ptr("x", &b.0);
+        args.ptr("out", &mut b.1);
+        args.scalar("s", i32::MAX - 3);
+        args
+    });
+    let expect = Array1::from(vec![0.0, 1.0, 2.0, 3.0, -1.0, -1.0, -1.0, -1.0]);
+    assert_eq!(want.1, expect);
+    assert_eq!(got.1, expect);
+}
+
+#[test]
+fn loop_carried_tiles_update_in_place_only_when_safe() {
+    // (a, b, c, d, e, t) <- (b, a + b, c + a, d + 1, d + e, t + trans(t)), five times: a
+    // swap, updates that read another slot, one that reads its own slot at its own index
+    // while another value reads that slot too, and one that reads its own slot elsewhere.
+    const NAMES: [&str; 6] = ["oa", "ob", "oc", "od", "oe", "ot"];
+    let f = trace("codegen_carried", || {
+        let x = ptr_param("x", DType::F32);
+        let outs: Vec<Tile> = NAMES.iter().map(|n| ptr_param(n, DType::F32)).collect();
+        let xs = load(x + arange(0, 64), NoArg, NoArg);
+        let t0 = load(x + offsets2(8, 8, 8), NoArg, NoArg);
+        let init = (xs, xs * 2.0f32, xs, xs * 3.0f32, xs, t0);
+        let (a, b, c, d, e, t) = for_range(0, 5, 1, init, |_, (a, b, c, d, e, t)| {
+            (b, a + b, c + a, d + 1.0f32, d + e, t + trans(t))
+        });
+        for (k, v) in [a, b, c, d, e].into_iter().enumerate() {
+            store(outs[k] + arange(0, 64), v, NoArg);
+        }
+        store(outs[5] + offsets2(8, 8, 8), t, NoArg);
+    });
+    let make = || {
+        let x: Vec<f32> = values(64, 9).into_iter().map(|v| v as f32).collect();
+        (x, vec![vec![0f32; 64]; 6])
+    };
+    let (got, want) = both(&f, [1, 1, 1], make, |b: &mut (Vec<f32>, Vec<Vec<f32>>)| {
+        let mut args = KernelArgs::new();
+        args.ptr("x", &b.0[..]);
+        for (name, o) in NAMES.iter().zip(b.1.iter_mut()) {
+            args.ptr(name, &mut o[..]);
+        }
+        args
+    });
+    for (k, name) in NAMES.iter().enumerate() {
+        assert_eq!(got.1[k], want.1[k], "{name}");
+    }
+}
+
+#[test]
+fn a_load_used_after_a_store_to_its_buffer_keeps_the_old_values() {
+    // x is used by two stores; the first overwrites x's memory, so x cannot be loaded again
+    // for the second.
+    let f = trace("codegen_load_store", || {
+        let p = ptr_param("p", DType::F32);
+        let q = ptr_param("q", DType::F32);
+        let offs = arange(0, 32);
+        let x = load(p + offs, NoArg, NoArg);
+        store(p + offs, x + 1.0f32, NoArg);
+        store(q + offs, x * 2.0f32, NoArg);
+    });
+    let make = || {
+        (
+            ArrayD::from_shape_fn(IxDyn(&[32]), |i| i[0] as f32),
+            ArrayD::<f32>::zeros(IxDyn(&[32])),
+        )
+    };
+    let (got, want) = both(&f, [1, 1, 1], make, |b: &mut (ArrayD<f32>, ArrayD<f32>)| {
+        let mut args = KernelArgs::new();
+        args.ptr("p", &mut b.0);
+        args.ptr("q", &mut b.1);
+        args
+    });
+    assert_eq!(got, want);
+    assert_eq!(
+        got.1,
+        ArrayD::from_shape_fn(IxDyn(&[32]), |i| 2.0 * i[0] as f32)
+    );
+}
+
+#[test]
+fn loops_from_constant_tiles_run_zero_one_or_more_times() {
+    // acc = full(…, 2) counted up from lo to hi, b = zeros counted down from hi to lo: the
+    // first iteration is peeled, and a loop that never runs leaves the constants.
+    let f = trace("codegen_peel", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let out2 = ptr_param("out2", DType::F32);
+        let lo = scalar_param("lo", DType::I32, 3, &Specialization::default());
+        let hi = scalar_param("hi", DType::I32, 4, &Specialization::default());
+        let offs = arange(0, 64);
+        let up = for_range(lo, hi, 1, full([64], 2.0f32, DType::F32), |i, acc| {
+            acc * 0.5f32 + load(x + offs + i, NoArg, NoArg)
+        });
+        let down = for_range(hi, lo, -1, zeros([64], DType::F32), |i, acc| {
+            acc + load(x + offs + i, NoArg, NoArg) * 3.0f32
+        });
+        store(out + offs, up, NoArg);
+        store(out2 + offs, down, NoArg);
+    });
+    for (lo, hi) in [(0, 0), (0, 1), (2, 5), (4, 1)] {
+        let make = || {
+            let x: Vec<f32> = values(64 + 8, 4).into_iter().map(|v| v as f32).collect();
+            (x, vec![0f32; 64], vec![0f32; 64])
+        };
+        let (got, want) = both(
+            &f,
+            [1, 1, 1],
+            make,
+            |b: &mut (Vec<f32>, Vec<f32>, Vec<f32>)| {
+                let mut args = KernelArgs::new();
+                args.ptr("x", &b.0[..]);
+                args.ptr("out", &mut b.1[..]);
+                args.ptr("out2", &mut b.2[..]);
+                args.scalar("lo", lo);
+                args.scalar("hi", hi);
+                args
+            },
+        );
+        assert_eq!(got.1, want.1, "up from {lo} to {hi}");
+        assert_eq!(got.2, want.2, "down from {hi} to {lo}");
+    }
+}
+
+#[test]
+fn sums_fused_into_a_materialization_match_interpreter() {
+    // t is materialized (two consumers, an expensive op); its sum is taken in the same loop.
+    let f = trace("codegen_fused_sum", || {
+        let x = ptr_param("x", DType::I32);
+        let y = ptr_param("y", DType::F16);
+        let out = ptr_param("out", DType::I32);
+        let outf = ptr_param("outf", DType::F16);
+        let sums = ptr_param("sums", DType::I32);
+        let sumf = ptr_param("sumf", DType::F16);
+        let offs = arange(0, 256);
+        let t = load(x + offs, NoArg, NoArg) / 7;
+        store(out + offs, t, NoArg);
+        store(sums, sum(t, 0), NoArg);
+        let u = exp(load(y + offs, NoArg, NoArg));
+        store(outf + offs, u, NoArg);
+        store(sumf, sum(u, 0), NoArg);
+    });
+    type Bufs = (Vec<i32>, Vec<f16>, Vec<i32>, Vec<f16>, Vec<i32>, Vec<f16>);
+    let make = || -> Bufs {
+        let v = values(256, 5);
+        (
+            v.iter().map(|x| (x * 2e9) as i32).collect(),
+            v.iter().map(|x| f16::from_f64(x * 2.0)).collect(),
+            vec![0; 256],
+            vec![f16::ZERO; 256],
+            vec![0],
+            vec![f16::ZERO],
+        )
+    };
+    let (got, want) = both(&f, [1, 1, 1], make, |b: &mut Bufs| {
+        let mut args = KernelArgs::new();
+        args.ptr("x", &b.0[..]);
+        args.ptr("y", &b.1[..]);
+        args.ptr("out", &mut b.2[..]);
+        args.ptr("outf", &mut b.3[..]);
+        args.ptr("sums", &mut b.4[..]);
+        args.ptr("sumf", &mut b.5[..]);
+        args
+    });
+    assert_eq!(got.2, want.2);
+    assert_eq!(got.4, want.4, "wrapping i32 sum");
+    let f64s = |v: &[f16]| v.iter().map(|x| x.to_f64()).collect::<Vec<_>>();
+    assert_close(&f64s(&got.3), &f64s(&want.3), 1e-3, "exp in f16");
+    assert_close(&f64s(&got.5), &f64s(&want.5), 1e-3, "f16 sum");
+}
