@@ -77,7 +77,7 @@ fn replicates(f: &Function, user: &Inst, operand: Value) -> bool {
 }
 
 fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
-    let (f, roots) = (p.f, p.roots);
+    let f = p.f;
     for inst in &block.insts {
         for r in inst.op.regions() {
             plan_block(p, r, lazy);
@@ -143,7 +143,7 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
                 // few consumers when it can move to each of them.
                 Op::Load { ptr, .. } => {
                     count <= MAX_LOAD_REPEATS
-                        && load_can_move(f, block, i, first, last, *ptr, roots, &side_effect)
+                        && load_can_move(p, block, i, first, last, *ptr, &side_effect)
                 }
                 _ => count == 1,
             };
@@ -167,15 +167,15 @@ const MAX_LOAD_REPEATS: u32 = 4;
 /// `at` to `last` (exclusive) writes memory and the consumer at `last` does not write memory
 /// the load reads.
 fn load_can_move(
-    f: &Function,
+    p: &Plan<'_>,
     block: &Block,
     at: usize,
     first: usize,
     last: usize,
     ptr: Value,
-    roots: &HashMap<Value, Vec<usize>>,
     side_effect: &[bool],
 ) -> bool {
+    let (f, roots) = (p.f, p.roots);
     if first == usize::MAX || first <= at {
         return false;
     }
