@@ -53,25 +53,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// The C arguments of one element: input lanes broadcast to the out shape.
     fn simt_args(&mut self, c: &CustomCall, idx: &[IntValue<'ctx>]) -> Vec<BasicValueEnum<'ctx>> {
-        let mut args = Vec::new();
-        for v in &c.ins {
-            let t = self.ty(*v);
-            let lane_idx: Vec<IntValue> = t
-                .shape
-                .iter()
-                .enumerate()
-                .map(|(k, n)| {
-                    if *n == 1 {
-                        self.i64c(0)
-                    } else {
-                        idx[idx.len() - t.shape.len() + k]
-                    }
-                })
-                .collect();
-            let x = self.lane(*v, &lane_idx);
-            args.push(self.encode_c(x, t.elem));
-        }
-        args
+        c.ins
+            .iter()
+            .map(|v| {
+                let x = self.broadcast_lane(*v, idx);
+                self.encode_c(x, self.ty(*v).elem)
+            })
+            .collect()
     }
 
     fn bf16_type(&self) -> FloatType<'ctx> {
@@ -344,24 +332,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 .collect()
         };
         self.loop_nest(&shape.clone(), &mut |g, idx: &[IntValue<'ctx>]| {
-            let mut args = Vec::new();
-            for v in &c.ins {
-                let t = g.ty(*v);
-                let lane_idx: Vec<IntValue> = t
-                    .shape
-                    .iter()
-                    .enumerate()
-                    .map(|(k, n)| {
-                        if *n == 1 {
-                            g.i64c(0)
-                        } else {
-                            idx[idx.len() - t.shape.len() + k]
-                        }
-                    })
-                    .collect();
-                let x = g.lane(*v, &lane_idx);
-                args.push(g.encode_c(x, t.elem));
-            }
+            let mut args = g.simt_args(c, idx);
             for (k, o) in c.outs.iter().enumerate().filter(|_| !single) {
                 let x = g.lane(*o, idx);
                 g.b.build_store(slots[k], g.encode_c(x, out_elems[k]))

@@ -71,6 +71,23 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Computes lane `idx` of an elementwise op.
+    /// Lane `idx` of a larger shape read from `x` broadcast to it (size-1 dims repeat,
+    /// missing leading dims are dropped).
+    pub(super) fn broadcast_lane(
+        &mut self,
+        x: Value,
+        idx: &[IntValue<'ctx>],
+    ) -> BasicValueEnum<'ctx> {
+        let xs = self.ty(x).shape.clone();
+        let off = idx.len() - xs.len();
+        let mapped: Vec<_> = xs
+            .iter()
+            .enumerate()
+            .map(|(k, d)| if *d == 1 { self.i64c(0) } else { idx[off + k] })
+            .collect();
+        self.lane(x, &mapped)
+    }
+
     pub(super) fn op_lane(&mut self, inst: &Inst, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
         let r = inst.results[0];
         let rt = self.ty(r);
@@ -90,16 +107,7 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             Op::Splat(x) => self.lane(*x, &[]),
             Op::Custom(c) => self.custom_lane(inst, c, idx),
-            Op::Broadcast(x) => {
-                let xs = self.ty(*x).shape.clone();
-                let off = idx.len() - xs.len();
-                let mapped: Vec<_> = xs
-                    .iter()
-                    .enumerate()
-                    .map(|(k, d)| if *d == 1 { self.i64c(0) } else { idx[off + k] })
-                    .collect();
-                self.lane(*x, &mapped)
-            }
+            Op::Broadcast(x) => self.broadcast_lane(*x, idx),
             Op::ExpandDims { x, axis } => {
                 let mut mapped = idx.to_vec();
                 mapped.remove(*axis as usize);
