@@ -100,12 +100,11 @@ fn addresses(base: usize, t: &Type) -> ArrayD<usize> {
 }
 
 fn compiled_for(f: Function, c: &CustomCall) -> Result<Arc<Compiled>, String> {
-    type Cache = Mutex<HashMap<(String, usize), Arc<Compiled>>>;
+    type Cache = Mutex<HashMap<(String, String), Arc<Compiled>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    let key = (
-        print_function(&f),
-        c.attrs.bitcode.bytes().map_or(0, |b| b.as_ptr() as usize),
-    );
+    // The text names the bitcode only by label: key by its contents too.
+    let contents = c.attrs.bitcode.bytes().map(crate::cpu::cache::hash_bytes);
+    let key = (print_function(&f), contents.unwrap_or_default());
     let cache = CACHE.get_or_init(Default::default);
     if let Some(hit) = cache.lock().map_err(|_| "poisoned")?.get(&key) {
         return Ok(hit.clone());
@@ -331,8 +330,4 @@ pub(crate) fn run_builtin(
         }
         name => Err(format!("unknown builtin `{name}`")),
     }
-    .map(|mut v: Vec<Data>| {
-        v.truncate(outs.len());
-        v
-    })
 }
