@@ -858,19 +858,6 @@ mod tests {
         assert!(!is_bitcode(b"BC"));
     }
 
-    /// The crate ships its own copy of the header so it works when packaged; it must stay
-    /// identical to the repository's `include/custom_op.h`.
-    #[test]
-    fn header_matches_repository_copy() {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/custom_op.h");
-        if let Ok(text) = fs::read_to_string(&repo) {
-            assert!(
-                text == HEADER,
-                "build-helper/include/custom_op.h differs from include/custom_op.h: copy one onto the other"
-            );
-        }
-    }
-
     #[test]
     fn error_messages_name_the_file_and_carry_stderr() {
         let e = Error::ToolFailed {
