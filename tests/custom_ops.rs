@@ -10,7 +10,10 @@ use tritium::dsl::custom::{CustomArgs, CustomImpl};
 use tritium::dsl::ir::{parse_function, print_function, Bitcode};
 use tritium::dsl::trace::Specialization;
 use tritium::prelude::*;
-use tritium_kernels::custom_add::{custom_add, custom_divmod, custom_scale, AddOp};
+use tritium_kernels::custom_add::{
+    custom_add, custom_add_blocked, custom_divmod, custom_scale, AddOp,
+};
+use tritium_kernels::custom_overrides::{custom_cumsum, custom_widen_mul};
 
 fn check_add<T>(l: usize, op: AddOp, make: impl Fn(usize) -> T)
 where
@@ -92,6 +95,48 @@ fn two_outs(#[values(false, true)] simd: bool) {
         let (mut q, mut r) = (Array1::<i32>::zeros(l), Array1::<i32>::zeros(l));
         custom_divmod::launch(&device, [1], &mut q, &mut r, &a, &b, l, simd).unwrap();
         assert_eq!((&q, &r), (&q_want, &r_want), "{device:?} simd={simd}");
+    }
+}
+
+/// An extra temp buffer (`CustomImpl::extra_buffer`): the C++ accumulates in f64 in it
+/// and writes NaN if it is shorter than the tile.
+#[rstest]
+fn extra_temp_buffer(#[values(1, 100, 1024)] l: usize) {
+    let x: Array1<f32> = (0..l).map(|i| (i % 17) as f32 * 0.37 - 2.0).collect();
+    let mut running = 0f64;
+    let want: Array1<f32> = x
+        .iter()
+        .map(|v| {
+            running += *v as f64;
+            running as f32
+        })
+        .collect();
+    for device in devices() {
+        let mut out = Array1::<f32>::zeros(l);
+        custom_cumsum::launch(&device, [1], &mut out, &x, l).unwrap();
+        assert_eq!(out, want, "{device:?} L={l}");
+    }
+    let f = custom_cumsum::trace(&Specialization::default(), l).unwrap();
+    assert!(
+        print_function(&f).contains(&format!("extra = [{l}xf64]")),
+        "{}",
+        print_function(&f)
+    );
+}
+
+/// Per-argument dtype overrides (`CustomImpl::arg_dtype`): i8 inputs reach the C++ as
+/// `int32_t`, so `-128 * -128` is 16384 rather than an i8 wrap.
+#[test]
+fn argument_dtype_overrides_widen_inputs() {
+    let l = 256;
+    let a: Array1<i8> = (0..l).map(|i| (i as i32 - 128) as i8).collect();
+    let b: Array1<i8> = (0..l).map(|i| (127 - i as i32 * 3 % 256) as i8).collect();
+    let want: Array1<i32> = a.iter().zip(&b).map(|(x, y)| *x as i32 * *y as i32).collect();
+    assert!(want.iter().any(|p| *p > i8::MAX as i32 || *p < i8::MIN as i32));
+    for device in devices() {
+        let mut out = Array1::<i32>::zeros(l);
+        custom_widen_mul::launch(&device, [1], &mut out, &a, &b, l).unwrap();
+        assert_eq!(out, want, "{device:?}");
     }
 }
 
@@ -517,5 +562,51 @@ fn builtin_argument_errors_name_the_builtin() {
         err.contains("custom op `__builtin_gather_load`")
             && err.contains("out must be a f32 tile of the index's shape [8]"),
         "{err}"
+    );
+}
+
+/// A Simt op ends up inlined and vectorized: the dumped assembly of a kernel that adds
+/// through `add_simt` has packed f32 adds and no call to the scalar C++ function.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn simt_call_is_inlined_and_vectorized_in_the_assembly() {
+    let dir = std::env::temp_dir().join(format!("tritium-simt-asm-{}", std::process::id()));
+    let opts = LaunchOptions {
+        cache_dir: Some(dir.join("cache")),
+        dump_dir: Some(dir.join("dump")),
+        ..Default::default()
+    };
+    let n = 4096;
+    let x = Array1::<f32>::ones(n);
+    let mut out = Array1::<f32>::zeros(n);
+    custom_add_blocked::launch_with(
+        &Device::cpu(),
+        [n / 1024],
+        &opts,
+        &mut out,
+        &x,
+        &x,
+        n as i32,
+        1024,
+        AddOp::Simt,
+    )
+    .unwrap();
+    assert!(out.iter().all(|v| *v == 2.0));
+    let asm: String = std::fs::read_dir(dir.join("dump"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "s"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!asm.is_empty(), "no assembly dumped");
+    let packed_add = asm.lines().any(|l| {
+        let l = l.trim();
+        (l.starts_with("addps") || l.starts_with("vaddps")) && l.contains("mm")
+    });
+    assert!(packed_add, "no packed f32 add in:\n{asm}");
+    assert!(
+        !asm.lines().any(|l| l.trim().starts_with("call") && l.contains("custom_add_simt")),
+        "the scalar custom_add_simt_float32 is still called:\n{asm}"
     );
 }

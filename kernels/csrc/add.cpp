@@ -10,6 +10,8 @@
 //   Simt  custom_divmod_int32(a, b, *q, *r)                        two outputs
 //   Simd  _mlir_ciface_custom_divmod_int32(a, b, q, r)
 //   Simd  _mlir_ciface_custom_scale_<dtype>_<R>d(in, out)         out = in * 2, R = 1, 2
+//   Simd  _mlir_ciface_custom_cumsum_float32(in, out, acc)         prefix sum; acc: extra f64 buffer
+//   Simt  custom_widen_mul_int32(a, b) -> a * b                    int8 inputs widened by overrides
 #include "custom_op.h"
 
 // Integer arithmetic wraps (as Tritium's own integer ops): computed on the unsigned type.
@@ -111,3 +113,33 @@ DEFINE_SCALE(float32, float, 1)
 DEFINE_SCALE(float32, float, 2)
 DEFINE_SCALE(int32, int32_t, 1)
 DEFINE_SCALE(int32, int32_t, 2)
+
+// ---------------------------------------------------------------------------
+// cumsum: out[i] = in[0] + ... + in[i], accumulated in double in an extra temp buffer
+// (CustomImpl::extra_buffer(F64, n)) and rounded once per element. A temp buffer shorter
+// than the tile cannot hold the sums: the outputs are then NaN, which tests would see.
+// ---------------------------------------------------------------------------
+
+extern "C" void _mlir_ciface_custom_cumsum_float32(memref_t<float, 1> *in, memref_t<float, 1> *out,
+                                                   memref_t<double, 1> *acc) {
+  const int64_t n = out->sizes[0];
+  if (acc->sizes[0] < n) {
+    for (int64_t i = 0; i < n; ++i)
+      memref_at(out, i) = __builtin_nanf("");
+    return;
+  }
+  double running = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    running += (double)memref_at(in, i);
+    memref_at(acc, i) = running;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    memref_at(out, i) = (float)memref_at(acc, i);
+}
+
+// ---------------------------------------------------------------------------
+// widen_mul: a Simt op over int32. Its registration converts int8 inputs to int32 with
+// per-argument dtype overrides (CustomImpl::arg_dtype), so the product cannot overflow.
+// ---------------------------------------------------------------------------
+
+extern "C" int32_t custom_widen_mul_int32(int32_t a, int32_t b) { return a * b; }

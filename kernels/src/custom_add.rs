@@ -17,7 +17,7 @@ use tritium::dsl::custom::{CustomArgs, CustomImpl};
 use tritium::dsl::ir::Bitcode;
 use tritium::prelude::*;
 
-fn add_bitcode() -> Bitcode {
+pub(crate) fn add_bitcode() -> Bitcode {
     Bitcode::from_bytes("add.bc", crate::custom_bitcode::ADD_BC)
 }
 

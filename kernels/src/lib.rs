@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod custom_add;
 pub mod custom_bitcode;
+pub mod custom_overrides;
 pub mod layer_norm;
 pub mod matmul;
 pub mod misc;
