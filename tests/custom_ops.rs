@@ -131,8 +131,14 @@ fn argument_dtype_overrides_widen_inputs() {
     let l = 256;
     let a: Array1<i8> = (0..l).map(|i| (i as i32 - 128) as i8).collect();
     let b: Array1<i8> = (0..l).map(|i| (127 - i as i32 * 3 % 256) as i8).collect();
-    let want: Array1<i32> = a.iter().zip(&b).map(|(x, y)| *x as i32 * *y as i32).collect();
-    assert!(want.iter().any(|p| *p > i8::MAX as i32 || *p < i8::MIN as i32));
+    let want: Array1<i32> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| *x as i32 * *y as i32)
+        .collect();
+    assert!(want
+        .iter()
+        .any(|p| *p > i8::MAX as i32 || *p < i8::MIN as i32));
     for device in devices() {
         let mut out = Array1::<i32>::zeros(l);
         custom_widen_mul::launch(&device, [1], &mut out, &a, &b, l).unwrap();
@@ -606,7 +612,8 @@ fn simt_call_is_inlined_and_vectorized_in_the_assembly() {
     });
     assert!(packed_add, "no packed f32 add in:\n{asm}");
     assert!(
-        !asm.lines().any(|l| l.trim().starts_with("call") && l.contains("custom_add_simt")),
+        !asm.lines()
+            .any(|l| l.trim().starts_with("call") && l.contains("custom_add_simt")),
         "the scalar custom_add_simt_float32 is still called:\n{asm}"
     );
 }

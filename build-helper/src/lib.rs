@@ -6,8 +6,9 @@
 //! or for `nvptx64-nvidia-cuda`, and ships the C++ header `custom_op.h`
 //! (`memref_t`, `half`, `bfloat16_t`, helpers) that those sources include.
 //!
-//! It has no dependencies (it is a build-dependency: it must build fast and never needs
-//! LLVM's libraries); it runs clang and, for several sources, `llvm-link` as processes.
+//! It is a light build-dependency (it never needs LLVM's libraries): the `cc` crate
+//! configures clang for the target, as for any C++ a build script compiles, and clang
+//! and, for several sources, `llvm-link` run as processes.
 //!
 //! # Usage
 //!
@@ -51,9 +52,10 @@
 //! - writes the shipped header to `$OUT_DIR/tritium-build/include/custom_op.h` and adds
 //!   that directory with `-I`, so `#include "custom_op.h"` works wherever this crate is
 //!   unpacked;
-//! - compiles every source with [`BASE_FLAGS`] plus, for [`Target::Host`], `-fPIC`, or,
-//!   for [`Target::Nvptx`], `--target=nvptx64-nvidia-cuda -march=sm_XX -nostdlibinc`
-//!   and the PTX ISA version that `sm_XX` needs;
+//! - compiles every source with clang as the `cc` crate configures it for the target
+//!   (`--target=`, `-O<level>`, `-fPIC` on the host, `CXXFLAGS`/`CXXFLAGS_<target>` from
+//!   the environment, `-Wall -Wextra`), plus [`BASE_FLAGS`] and, for [`Target::Nvptx`],
+//!   `-march=sm_XX -nostdlibinc` and the PTX ISA version that `sm_XX` needs;
 //! - links several sources into one module with `llvm-link` (one source is written
 //!   directly), atomically replacing `$OUT_DIR/<name>.bc`; intermediate files (clang's
 //!   dependency files, the parts of a linked module) go to `$OUT_DIR/tritium-build/<name>.bc/`;
@@ -118,20 +120,22 @@ pub enum Target {
 }
 
 impl Target {
-    /// The target-specific clang flags.
+    /// The target triple handed to `cc` (which turns it into clang's `--target=`): cargo's
+    /// `$TARGET` for [`Target::Host`] inside a build script, else the triple this helper
+    /// was built for.
+    pub fn triple(self) -> String {
+        match self {
+            Target::Host => std::env::var("TARGET").unwrap_or_else(|_| BUILT_FOR.to_string()),
+            Target::Nvptx { .. } => "nvptx64-nvidia-cuda".to_string(),
+        }
+    }
+
+    /// The clang flags this target adds to what `cc` configures (`--target=`, `-fPIC` on
+    /// the host).
     pub fn flags(self) -> Vec<String> {
         match self {
-            Target::Host => {
-                let mut f = vec!["-fPIC".to_string()];
-                if let (Ok(target), Ok(host)) = (std::env::var("TARGET"), std::env::var("HOST")) {
-                    if target != host {
-                        f.push(format!("--target={target}"));
-                    }
-                }
-                f
-            }
+            Target::Host => Vec::new(),
             Target::Nvptx { sm } => vec![
-                "--target=nvptx64-nvidia-cuda".to_string(),
                 format!("-march=sm_{sm}"),
                 // No host libc headers: clang's own stdint.h/stddef.h/stdbool.h suffice.
                 "-nostdlibinc".to_string(),
@@ -143,6 +147,9 @@ impl Target {
         }
     }
 }
+
+/// The triple this crate was compiled for: as a build-dependency, the build machine's.
+const BUILT_FOR: &str = env!("TRITIUM_BUILD_HOST");
 
 /// The PTX ISA version (times ten: `70` is PTX 7.0) that LLVM 19 needs at least for
 /// `sm_<sm>`. Without it clang (outside CUDA mode) marks functions `+ptx42`.
@@ -194,6 +201,13 @@ pub enum Error {
         status: Option<i32>,
         /// The tool's stderr (its diagnostics).
         stderr: String,
+    },
+    /// `cc` could not configure clang for the target.
+    Cc {
+        /// The target triple.
+        target: String,
+        /// `cc`'s message.
+        message: String,
     },
     /// The tool reported success but its output is not LLVM bitcode.
     NotBitcode {
@@ -259,6 +273,10 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Error::Cc { target, message } => write!(
+                f,
+                "tritium-build: cc cannot configure clang for {target}: {message}"
+            ),
             Error::NotBitcode { file } => write!(
                 f,
                 "tritium-build: {} is not LLVM bitcode (no BC\\xC0\\xDE magic)",
@@ -731,6 +749,36 @@ impl Bitcode {
         Ok(output)
     }
 
+    /// clang as `cc` configures it for the target: `-O<level>`, `-fPIC` and `--target=` for
+    /// the host, the `CXXFLAGS`/`CXXFLAGS_<target>` of the environment (`cc`'s usual rules,
+    /// announced with `rerun-if-env-changed`), and `-Wall -Wextra` or `-w`.
+    fn cc_command(&self, clang: &Clang, out_dir: &Path) -> Result<Command> {
+        let host = std::env::var("HOST").unwrap_or_else(|_| BUILT_FOR.to_string());
+        let triple = self.target.triple();
+        let mut build = cc::Build::new();
+        build
+            .cpp(true)
+            .compiler(&clang.path)
+            .target(&triple)
+            .host(&host)
+            .opt_level(self.opt_level)
+            .debug(false)
+            .pic(self.target == Target::Host)
+            .warnings(self.warnings)
+            .extra_warnings(self.warnings)
+            .cargo_metadata(self.cargo_metadata)
+            .cargo_warnings(false)
+            .inherit_rustflags(false)
+            .out_dir(out_dir);
+        build
+            .try_get_compiler()
+            .map(|tool| tool.to_command())
+            .map_err(|e| Error::Cc {
+                target: triple,
+                message: e.to_string(),
+            })
+    }
+
     fn compile_one(
         &self,
         clang: &Clang,
@@ -739,13 +787,8 @@ impl Bitcode {
         out: &Path,
         depfile: &Path,
     ) -> Result<()> {
-        let mut cmd = Command::new(&clang.path);
-        cmd.args(BASE_FLAGS)
-            .arg(format!("-O{}", self.opt_level))
-            .args(self.target.flags());
-        if self.warnings {
-            cmd.args(["-Wall", "-Wextra"]);
-        }
+        let mut cmd = self.cc_command(clang, out.parent().unwrap_or(Path::new(".")))?;
+        cmd.args(BASE_FLAGS).args(self.target.flags());
         for dir in &self.includes {
             cmd.arg("-I").arg(dir);
         }

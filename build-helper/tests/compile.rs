@@ -145,3 +145,30 @@ fn missing_inputs_are_errors() {
         .unwrap_err();
     assert!(matches!(err, Error::ToolNotFound { .. }), "{err}");
 }
+
+/// clang is configured by `cc`, so `CXXFLAGS_<target>` reaches the compile as in any build
+/// script (the target-specific variable keeps the other tests' host builds unaffected).
+#[test]
+fn cc_passes_target_cxxflags_to_clang() {
+    let out = out_dir("cxxflags");
+    let src = out.join("needs_flag.cpp");
+    fs::write(
+        &src,
+        "#ifndef TRITIUM_FROM_CXXFLAGS\n#error CXXFLAGS not applied\n#endif\n\
+         extern \"C\" int from_cxxflags() { return TRITIUM_FROM_CXXFLAGS; }\n",
+    )
+    .unwrap();
+    let compile = || {
+        build(&out)
+            .file(&src)
+            .target(Target::Nvptx { sm: 80 })
+            .compile("needs_flag")
+    };
+    let missing = compile().unwrap_err().to_string();
+    assert!(missing.contains("CXXFLAGS not applied"), "{missing}");
+    std::env::set_var("CXXFLAGS_nvptx64_nvidia_cuda", "-DTRITIUM_FROM_CXXFLAGS=7");
+    let result = compile();
+    std::env::remove_var("CXXFLAGS_nvptx64_nvidia_cuda");
+    let bytes = fs::read(result.unwrap()).unwrap();
+    assert!(has(&bytes, "from_cxxflags"));
+}

@@ -65,6 +65,11 @@ pub fn custom_cumsum(out: Ptr<f32>, x: Ptr<f32>, #[constexpr] l: usize) {
 #[kernel]
 pub fn custom_widen_mul(out: Ptr<i32>, a: Ptr<i8>, b: Ptr<i8>, #[constexpr] l: usize) {
     let idx = arange(0, l);
-    let prod = custom("widen_mul", load(a + idx), load(b + idx), out = zeros([l], DType::I32));
+    let prod = custom(
+        "widen_mul",
+        load(a + idx),
+        load(b + idx),
+        out = zeros([l], DType::I32),
+    );
     store(out + idx, prod);
 }
