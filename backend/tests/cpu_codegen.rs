@@ -537,3 +537,77 @@ fn sums_fused_into_a_materialization_match_interpreter() {
     assert_close(&f64s(&got.3), &f64s(&want.3), 1e-3, "exp in f16");
     assert_close(&f64s(&got.5), &f64s(&want.5), 1e-3, "f16 sum");
 }
+
+/// Counts the iterations of `for i in range(lo, hi, step)` and keeps the last `i`, for
+/// bounds of dtype `T`, compiled and interpreted; both must match `want` (count, last).
+fn check_loop_counter<T>(dtype: DType, cases: &[(T, T, T, i32, T)])
+where
+    T: Element + Copy + Default + PartialEq + std::fmt::Debug,
+{
+    let f = trace(&format!("codegen_counter_{dtype}"), || {
+        let count = ptr_param("count", DType::I32);
+        let last = ptr_param("last", dtype);
+        let spec = Specialization::default();
+        let lo = scalar_param("lo", dtype, 2, &spec);
+        let hi = scalar_param("hi", dtype, 3, &spec);
+        let step = scalar_param("step", dtype, 4, &spec);
+        let init = (zeros([1], DType::I32), zeros([1], dtype));
+        let (n, l) = for_range(lo, hi, step, init, |i, (n, _)| (n + 1, zeros([1], dtype) + i));
+        store(count + arange(0, 1), n, NoArg);
+        store(last + arange(0, 1), l, NoArg);
+    });
+    for &(lo, hi, step, want_count, want_last) in cases {
+        let (got, want) = both(
+            &f,
+            [1, 1, 1],
+            || (vec![-1i32], vec![T::default()]),
+            |b: &mut (Vec<i32>, Vec<T>)| {
+                let mut args = KernelArgs::new();
+                args.ptr("count", &mut b.0[..]);
+                args.ptr("last", &mut b.1[..]);
+                args.scalar("lo", lo);
+                args.scalar("hi", hi);
+                args.scalar("step", step);
+                args
+            },
+        );
+        let case = format!("{dtype} range({lo:?}, {hi:?}, {step:?})");
+        assert_eq!(want, (vec![want_count], vec![want_last]), "interpreter: {case}");
+        assert_eq!(got, want, "compiled: {case}");
+    }
+}
+
+#[test]
+fn loop_counters_never_wrap_near_the_dtype_limits() {
+    check_loop_counter::<i32>(
+        DType::I32,
+        &[
+            (i32::MAX - 5, i32::MAX, 2, 3, i32::MAX - 1),
+            (i32::MIN + 5, i32::MIN, -2, 3, i32::MIN + 1),
+            (i32::MAX - 1, i32::MAX, i32::MAX, 1, i32::MAX - 1),
+            (0, i32::MAX, 1 << 30, 2, 1 << 30),
+            (3, 3, 1, 0, 0),
+        ],
+    );
+    check_loop_counter::<u32>(
+        DType::U32,
+        &[
+            (0, 3_000_000_000, 1_000_000_000, 3, 2_000_000_000),
+            (u32::MAX - 3, u32::MAX, 2, 2, u32::MAX - 1),
+        ],
+    );
+    check_loop_counter::<i64>(
+        DType::I64,
+        &[
+            (i64::MAX - 5, i64::MAX, 2, 3, i64::MAX - 1),
+            (i64::MIN + 5, i64::MIN, -2, 3, i64::MIN + 1),
+        ],
+    );
+    check_loop_counter::<u64>(
+        DType::U64,
+        &[
+            (u64::MAX - 5, u64::MAX, 2, 3, u64::MAX - 1),
+            (0, u64::MAX, 1 << 63, 2, 1 << 63),
+        ],
+    );
+}

@@ -64,7 +64,7 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    fn dtype_of(&self, v: Value) -> DType {
+    pub(super) fn dtype_of(&self, v: Value) -> DType {
         match self.ty(v).elem {
             Elem::Scalar(d) | Elem::Ptr(d) => d,
         }
