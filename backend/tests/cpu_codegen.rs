@@ -552,7 +552,9 @@ where
         let hi = scalar_param("hi", dtype, 3, &spec);
         let step = scalar_param("step", dtype, 4, &spec);
         let init = (zeros([1], DType::I32), zeros([1], dtype));
-        let (n, l) = for_range(lo, hi, step, init, |i, (n, _)| (n + 1, zeros([1], dtype) + i));
+        let (n, l) = for_range(lo, hi, step, init, |i, (n, _)| {
+            (n + 1, zeros([1], dtype) + i)
+        });
         store(count + arange(0, 1), n, NoArg);
         store(last + arange(0, 1), l, NoArg);
     });
@@ -572,7 +574,11 @@ where
             },
         );
         let case = format!("{dtype} range({lo:?}, {hi:?}, {step:?})");
-        assert_eq!(want, (vec![want_count], vec![want_last]), "interpreter: {case}");
+        assert_eq!(
+            want,
+            (vec![want_count], vec![want_last]),
+            "interpreter: {case}"
+        );
         assert_eq!(got, want, "compiled: {case}");
     }
 }

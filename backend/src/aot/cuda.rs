@@ -10,7 +10,11 @@
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::OnceLock;
 
+use ndarray::{ArrayBase, Data, Dimension};
+
+use super::dtype::{DType, Element, MindSporeDType};
 use super::error::{AotError, AotResult};
+use super::tensor::{Tensor, TensorSpec};
 
 type CuResult = c_int;
 type CuDevice = c_int;
@@ -158,7 +162,7 @@ impl DeviceBuffer<'_> {
         self.download_range(0, self.len)
     }
 
-    fn download_range(&self, offset: usize, len: usize) -> AotResult<Vec<u8>> {
+    pub(crate) fn download_range(&self, offset: usize, len: usize) -> AotResult<Vec<u8>> {
         let mut out = vec![0u8; len];
         if len > 0 {
             let d = &self.dev.drv;
@@ -262,5 +266,91 @@ impl Device {
         let value = result?;
         self.err(sync, "the kernel (cuStreamSynchronize)")?;
         Ok(value)
+    }
+}
+
+/// A tensor resident in the memory of the CUDA device, for `.cu` operators: pass it to
+/// [`AotOp::call_device`](super::AotOp::call_device) and get device tensors back, so that
+/// chains of CUDA operators copy nothing between calls.
+pub struct DeviceTensor {
+    dtype: DType,
+    shape: Vec<usize>,
+    buf: DeviceBuffer<'static>,
+}
+
+impl std::fmt::Debug for DeviceTensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceTensor<{}>{:?}", self.dtype.ms_name(), self.shape)
+    }
+}
+
+impl DeviceTensor {
+    /// Copies a host tensor to the device (an error naming the reason where no CUDA device is
+    /// usable).
+    pub fn upload(t: &Tensor) -> AotResult<DeviceTensor> {
+        let dev = device()?;
+        dev.bind()?;
+        let bytes = t.as_bytes();
+        Ok(DeviceTensor {
+            dtype: t.dtype(),
+            shape: t.shape().to_vec(),
+            buf: dev.alloc(bytes.len(), 0, 0, Some(bytes))?,
+        })
+    }
+
+    /// Copies an ndarray array (any layout) to the device.
+    pub fn from_array<T: Element, S: Data<Elem = T>, D: Dimension>(
+        a: &ArrayBase<S, D>,
+    ) -> AotResult<DeviceTensor> {
+        DeviceTensor::upload(&Tensor::from_array(a))
+    }
+
+    /// Copies the tensor back to the host.
+    pub fn download(&self) -> AotResult<Tensor> {
+        device()?.bind()?;
+        let bytes = self.buf.download_range(0, self.nbytes())?;
+        Tensor::from_bytes(self.dtype, &self.shape, &bytes)
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The shape and dtype.
+    pub fn spec(&self) -> TensorSpec {
+        TensorSpec::new(
+            self.shape.iter().map(|&d| d as i64).collect::<Vec<_>>(),
+            self.dtype,
+        )
+    }
+
+    /// The device pointer, for handing the tensor to other CUDA code of this process (it is
+    /// valid in the device's primary context).
+    pub fn device_ptr(&self) -> *mut c_void {
+        self.buf.ptr()
+    }
+
+    fn nbytes(&self) -> usize {
+        self.shape.iter().product::<usize>() * self.dtype.size_bytes()
+    }
+
+    pub(crate) fn buffer(&self) -> &DeviceBuffer<'static> {
+        &self.buf
+    }
+
+    /// An output: `buf` holds at least `shape`'s bytes (an upper-bound output trimmed to
+    /// its data-dependent shape keeps its larger allocation; the data is its prefix).
+    pub(crate) fn from_buffer(
+        dtype: DType,
+        shape: Vec<usize>,
+        buf: DeviceBuffer<'static>,
+    ) -> DeviceTensor {
+        DeviceTensor { dtype, shape, buf }
     }
 }

@@ -56,7 +56,7 @@ pub use buffer::GUARD_BYTES;
 pub use compile::{
     cache_dir, compile_source, header_dir, nvcc_available, CompileOptions, SourceKind,
 };
-pub use cuda::cuda_available;
+pub use cuda::{cuda_available, DeviceTensor};
 pub use dtype::{DType, Element, MindSporeDType};
 pub use error::{AotError, AotResult};
 pub use grad::{grad, Differentiable, Function, Tape, Var};

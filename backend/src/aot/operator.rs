@@ -12,7 +12,7 @@ use super::abi::{self, RawFn, ShapeArgs};
 use super::attrs::{AttrValue, Attrs};
 use super::buffer::{Buffer, GUARD_BYTES, GUARD_VALUE};
 use super::compile::{self, CompileOptions, SourceKind};
-use super::cuda;
+use super::cuda::{self, DeviceTensor};
 use super::dtype::{DType, MindSporeDType};
 use super::error::{AotError, AotResult};
 use super::extra::Extra;
@@ -976,35 +976,55 @@ impl AotOp {
 
     /// Builds output tensors from their bytes, trimming data-dependent outputs to the shape
     /// the kernel wrote into its shape buffer.
+    /// The final shape of each output: the instance's, or for data-dependent shapes the one
+    /// the kernel wrote into its shape buffer (checked against the upper bound).
+    fn output_shapes(
+        &self,
+        inst: &Instance,
+        shape_words: &[Vec<u64>],
+    ) -> AotResult<Vec<Vec<usize>>> {
+        let sym = &self.inner.spec.symbol;
+        let mut result = Vec::with_capacity(inst.outputs.len());
+        for (k, (shape, _)) in inst.outputs.iter().enumerate() {
+            let Some(words) = shape_words.get(k) else {
+                result.push(shape.clone());
+                continue;
+            };
+            let bad = || AotError::BadShapeBuffer {
+                function: sym.clone(),
+                output: k,
+                written: words.iter().take(1 + MAX_DYNAMIC_RANK).copied().collect(),
+                bound: shape.clone(),
+            };
+            let ndim = words.first().map_or(usize::MAX, |&w| w as usize);
+            if ndim >= words.len() {
+                return Err(bad());
+            }
+            let dims: Vec<usize> = words[1..=ndim].iter().map(|&d| d as usize).collect();
+            let n = dims
+                .iter()
+                .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+                .ok_or_else(bad)?;
+            if n > numel(shape) {
+                return Err(bad());
+            }
+            result.push(dims);
+        }
+        Ok(result)
+    }
+
+    /// Host tensors from the outputs' bytes (upper-bound sized), trimmed to their final shapes.
     fn finish(
         &self,
         inst: &Instance,
         data: &[&[u8]],
         shape_words: &[Vec<u64>],
     ) -> AotResult<Vec<Tensor>> {
-        let sym = &self.inner.spec.symbol;
+        let shapes = self.output_shapes(inst, shape_words)?;
         let mut result = Vec::with_capacity(data.len());
-        for (k, (bytes, (shape, dtype))) in data.iter().zip(&inst.outputs).enumerate() {
-            let mut t = Tensor::from_bytes(*dtype, shape, bytes)?;
-            if let Some(words) = shape_words.get(k) {
-                let bad = || AotError::BadShapeBuffer {
-                    function: sym.clone(),
-                    output: k,
-                    written: words.iter().take(1 + MAX_DYNAMIC_RANK).copied().collect(),
-                    bound: shape.clone(),
-                };
-                let ndim = words.first().map_or(usize::MAX, |&w| w as usize);
-                if ndim >= words.len() {
-                    return Err(bad());
-                }
-                let dims: Vec<usize> = words[1..=ndim].iter().map(|&d| d as usize).collect();
-                let n = dims
-                    .iter()
-                    .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-                    .ok_or_else(bad)?;
-                if n > numel(shape) {
-                    return Err(bad());
-                }
+        for ((bytes, (bound, dtype)), dims) in data.iter().zip(&inst.outputs).zip(shapes) {
+            let mut t = Tensor::from_bytes(*dtype, bound, bytes)?;
+            if dims != *bound {
                 t.truncate(dims);
             }
             result.push(t);
@@ -1037,15 +1057,35 @@ impl AotOp {
         inputs: &[TensorRef<'_>],
         specs: &[TensorSpec],
     ) -> AotResult<Vec<Tensor>> {
+        let dev = cuda::device()?;
+        dev.bind()?;
+        let ins = inputs
+            .iter()
+            .map(|t| dev.alloc(t.as_bytes().len(), 0, 0, Some(t.as_bytes())))
+            .collect::<AotResult<Vec<_>>>()?;
+        let (outs, words) = self.run_cuda(inst, &ins.iter().collect::<Vec<_>>(), specs)?;
+        let data = outs
+            .iter()
+            .map(|b| b.download())
+            .collect::<AotResult<Vec<_>>>()?;
+        let views: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+        self.finish(inst, &views, &words)
+    }
+
+    /// Runs the kernel on inputs already in device memory: allocates outputs, workspaces and
+    /// shape buffers there (with guards in checked mode), calls on a fresh stream, checks the
+    /// return code and the guards, and returns the (upper-bound) outputs and the shape words.
+    fn run_cuda(
+        &self,
+        inst: &mut Instance,
+        ins: &[&cuda::DeviceBuffer<'static>],
+        specs: &[TensorSpec],
+    ) -> AotResult<(Vec<cuda::DeviceBuffer<'static>>, Vec<Vec<u64>>)> {
         let i = &self.inner;
         let sym = &i.spec.symbol;
         let dev = cuda::device()?;
         dev.bind()?;
         let guard = if i.checked { GUARD_BYTES } else { 0 };
-        let ins = inputs
-            .iter()
-            .map(|t| dev.alloc(t.as_bytes().len(), 0, 0, Some(t.as_bytes())))
-            .collect::<AotResult<Vec<_>>>()?;
         let outs = inst
             .outputs
             .iter()
@@ -1078,6 +1118,7 @@ impl AotOp {
         };
         let mut params: Vec<*mut c_void> = ins
             .iter()
+            .copied()
             .chain(&outs)
             .chain(&ws)
             .chain(&shape_bufs)
@@ -1121,16 +1162,58 @@ impl AotOp {
                 }
             }
         }
-        let data = outs
-            .iter()
-            .map(|b| b.download())
-            .collect::<AotResult<Vec<_>>>()?;
         let words = shape_bufs
             .iter()
             .map(|b| b.download().map(|d| le_words(&d)))
             .collect::<AotResult<Vec<_>>>()?;
-        let views: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
-        self.finish(inst, &views, &words)
+        Ok((outs, words))
+    }
+
+    /// Calls a CUDA operator on tensors resident in device memory; its outputs stay there
+    /// (no host copies either way). Errors for an operator that runs on the CPU.
+    pub fn call_device(&self, inputs: &[&DeviceTensor]) -> AotResult<Vec<DeviceTensor>> {
+        self.call_device_impl(inputs, None)
+    }
+
+    /// [`AotOp::call_device`] with call-time attributes (see [`AotOp::call_with`]).
+    pub fn call_device_with(
+        &self,
+        inputs: &[&DeviceTensor],
+        attrs: &Attrs,
+    ) -> AotResult<Vec<DeviceTensor>> {
+        self.call_device_impl(inputs, Some(attrs))
+    }
+
+    fn call_device_impl(
+        &self,
+        inputs: &[&DeviceTensor],
+        call_attrs: Option<&Attrs>,
+    ) -> AotResult<Vec<DeviceTensor>> {
+        let i = &self.inner;
+        if i.target != Target::Cuda {
+            return Err(self.input_err(
+                "device tensors need a CUDA operator (a `.cu` source or `target(Target::Cuda)`); \
+                 this one runs on the CPU: pass host tensors to `call`"
+                    .into(),
+            ));
+        }
+        if let Some(n) = i.num_inputs {
+            if inputs.len() != n {
+                return Err(self.input_err(format!("expected {n} inputs, got {}", inputs.len())));
+            }
+        }
+        let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect();
+        let instance = self.instance_for(&specs, call_attrs)?;
+        let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());
+        let bufs: Vec<_> = inputs.iter().map(|t| t.buffer()).collect();
+        let (outs, words) = self.run_cuda(&mut guard, &bufs, &specs)?;
+        let shapes = self.output_shapes(&guard, &words)?;
+        Ok(outs
+            .into_iter()
+            .zip(&guard.outputs)
+            .zip(shapes)
+            .map(|((buf, (_, dtype)), shape)| DeviceTensor::from_buffer(*dtype, shape, buf))
+            .collect())
     }
 
     /// True when a backward was declared.

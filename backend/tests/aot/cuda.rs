@@ -1,5 +1,5 @@
 //! CUDA variants: run only where nvcc and a GPU are present, skipped with a reason otherwise.
-use tritium_backend::aot::{cuda_available, nvcc_available, AotError, DType};
+use tritium_backend::aot::{cuda_available, nvcc_available, AotError, DType, DeviceTensor};
 
 use super::common::op;
 
@@ -72,4 +72,59 @@ fn prebuilt_library_declared_cuda_needs_a_device() {
     let err = op.call((&x, &x)).unwrap_err();
     assert!(matches!(err, AotError::Cuda(_)), "{err}");
     assert!(err.to_string().contains("CUDA"), "{err}");
+}
+
+#[test]
+fn device_tensors_chain_cuda_operators() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipped device_tensors_chain_cuda_operators: {reason}");
+        return;
+    }
+    let op = op("add_mul_div.cu", "CustomAddMulDiv")
+        .infer_shapes(|s| vec![s[0].clone(); 3])
+        .out_dtypes([DType::F32; 3])
+        .checked(true)
+        .build()
+        .unwrap();
+    let x = DeviceTensor::from_array(&ndarray::array![1.0f32, 4.0, 9.0]).unwrap();
+    let y = DeviceTensor::from_array(&ndarray::array![1.0f32, 2.0, 3.0]).unwrap();
+    let first = op.call_device(&[&x, &y]).unwrap();
+    assert_eq!(first[0].shape(), [3]);
+    // The sum and the product go straight back in: (x + y) + x·y, (x + y) · x·y, (x + y) / x·y.
+    let second = op.call_device(&[&first[0], &first[1]]).unwrap();
+    let host = |t: &DeviceTensor| t.download().unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(host(&first[2]), [1.0, 2.0, 3.0]);
+    assert_eq!(host(&second[0]), [3.0, 14.0, 39.0]);
+    assert_eq!(host(&second[1]), [2.0, 48.0, 324.0]);
+    // nvcc builds with --use_fast_math: division may be off by an ulp or two.
+    for (got, want) in host(&second[2]).iter().zip([2.0f32, 0.75, 12.0 / 27.0]) {
+        assert!((got - want).abs() <= 1e-6 * want.abs(), "{got} vs {want}");
+    }
+}
+
+#[test]
+fn device_tensors_without_a_device_are_an_error() {
+    if cuda_available() {
+        eprintln!("skipped device_tensors_without_a_device_are_an_error: a CUDA device is present");
+        return;
+    }
+    let err = DeviceTensor::from_array(&ndarray::array![1.0f32]).unwrap_err();
+    assert!(matches!(err, AotError::Cuda(_)), "{err}");
+    assert!(err.to_string().contains("CUDA"), "{err}");
+}
+
+#[test]
+fn device_tensors_need_a_cuda_operator() {
+    let op = op("add.cc", "CustomAdd")
+        .out_shape([1])
+        .out_dtype(DType::F32)
+        .build()
+        .unwrap();
+    let err = op.call_device(&[]).unwrap_err();
+    assert!(matches!(err, AotError::Input { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("device tensors need a CUDA operator"),
+        "{err}"
+    );
 }

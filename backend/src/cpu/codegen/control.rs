@@ -195,7 +195,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.assign(init, &slots);
             self.b.build_unconditional_branch(exit).unwrap();
             self.b.position_at_end(first);
-            self.lv.insert(body.args[0], Lv::Scalar(count.body_value(self, lo)));
+            self.lv
+                .insert(body.args[0], Lv::Scalar(count.body_value(self, lo)));
             for (arg, v) in body.args[1..].iter().zip(init) {
                 self.alias(*arg, *v);
             }
@@ -215,7 +216,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let go = runs(self, iv);
         self.b.build_conditional_branch(go, body_bb, exit).unwrap();
         self.b.position_at_end(body_bb);
-        self.lv.insert(body.args[0], Lv::Scalar(count.body_value(self, iv)));
+        self.lv
+            .insert(body.args[0], Lv::Scalar(count.body_value(self, iv)));
         self.bind(&body.args[1..], &slots);
         self.block(body);
         self.assign(Self::yields(body), &slots);
@@ -370,7 +372,11 @@ impl<'ctx> Counter<'ctx> {
         };
         let go_up = b.build_int_compare(up, self.step, zero, "").unwrap();
         let go_up = b
-            .build_and(go_up, b.build_int_compare(below, iv, self.hi, "").unwrap(), "")
+            .build_and(
+                go_up,
+                b.build_int_compare(below, iv, self.hi, "").unwrap(),
+                "",
+            )
             .unwrap();
         if self.unsigned {
             return go_up;
@@ -379,7 +385,11 @@ impl<'ctx> Counter<'ctx> {
             .build_int_compare(IntPredicate::SLT, self.step, zero, "")
             .unwrap();
         let go_down = b
-            .build_and(down, b.build_int_compare(above, iv, self.hi, "").unwrap(), "")
+            .build_and(
+                down,
+                b.build_int_compare(above, iv, self.hi, "").unwrap(),
+                "",
+            )
             .unwrap();
         b.build_or(go_up, go_down, "").unwrap()
     }
@@ -412,10 +422,20 @@ impl<'ctx> Counter<'ctx> {
             "llvm.sadd.with.overflow"
         };
         let pair = g
-            .intrinsic(name, &[iv.get_type().into()], &[iv.into(), self.step.into()])
+            .intrinsic(
+                name,
+                &[iv.get_type().into()],
+                &[iv.into(), self.step.into()],
+            )
             .into_struct_value();
-        let next = g.b.build_extract_value(pair, 0, "").unwrap().into_int_value();
-        let overflow = g.b.build_extract_value(pair, 1, "").unwrap().into_int_value();
+        let next =
+            g.b.build_extract_value(pair, 0, "")
+                .unwrap()
+                .into_int_value();
+        let overflow =
+            g.b.build_extract_value(pair, 1, "")
+                .unwrap()
+                .into_int_value();
         let go_on = g.ctx.append_basic_block(g.func, "for.next");
         g.b.build_conditional_branch(overflow, exit, go_on).unwrap();
         g.b.position_at_end(go_on);
