@@ -25,7 +25,7 @@ use tritium_dsl::trace::Specialization;
 const CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg6-spread-prefetch"
+    "-llvm19-cg7-spread-prefetch-bodies"
 );
 
 type EntryFn =

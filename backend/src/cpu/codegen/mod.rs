@@ -97,7 +97,7 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// The first error found while generating (an invalid custom call).
     error: Option<String>,
     /// Where the next program's tiles are prefetched (see `prefetch`).
-    spread: Option<prefetch::SpreadPlan>,
+    spread: Vec<prefetch::SpreadPlan>,
 }
 
 /// Emits `body` and `entry` for `f` into `module`; the entry is named `entry_name`.

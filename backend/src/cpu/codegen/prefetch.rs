@@ -8,7 +8,7 @@
 //! fills the core's miss buffers and stalls it, while the same hints spread over a long
 //! loop overlap the transfers with the computation. So the prefetches are planned once per
 //! kernel ([`plan_spread`]): the rank-1 pointer tiles of the top-level stores and of the
-//! top-level loads read more than once (or, failing those, of the loads and stores in a
+//! top-level loads read more than once (or, failing those, of the loads and stores in each
 //! top-level `for` body) are prefetched a few cache lines at a time from inside the most
 //! expensive lane loop of that block, strip-mined into chunks of [`CHUNK`] lanes. Only
 //! tiles whose address depends on the program id are planned (the next program's copy of
@@ -38,11 +38,12 @@ pub(super) struct SpreadPlan {
     pub targets: Vec<(Value, bool)>,
 }
 
-/// Plans the spread prefetches of `f`, whose lazily computed tiles are `lazy`: `None` when
-/// no tile qualifies or no loop can carry them. The kernel's top-level block is tried
-/// first; failing that, the bodies of its top-level `for` loops (as in layer norm, whose
-/// row is walked in blocks).
-pub(super) fn plan_spread(f: &Function, lazy: &HashSet<Value>) -> Option<SpreadPlan> {
+/// Plans the spread prefetches of `f`, whose lazily computed tiles are `lazy` (none when no
+/// tile qualifies or no loop can carry them). The kernel's top-level block is tried first;
+/// failing that, each body of its top-level `for` loops gets its own plan (as in layer
+/// norm, which walks its row in blocks several times: the next row is requested from the
+/// first walk on).
+pub(super) fn plan_spread(f: &Function, lazy: &HashSet<Value>) -> Vec<SpreadPlan> {
     let mut defs: HashMap<Value, &Inst> = HashMap::new();
     let mut uses: HashMap<Value, usize> = HashMap::new();
     index(&f.body, &mut defs, &mut uses);
@@ -54,22 +55,19 @@ pub(super) fn plan_spread(f: &Function, lazy: &HashSet<Value>) -> Option<SpreadP
         uses: &uses,
     };
     if let Some(p) = plan_block(&ctx, &f.body, &params, true) {
-        return Some(p.plan);
+        return vec![p];
     }
-    let mut best: Option<(u32, SpreadPlan)> = None;
+    let mut plans = Vec::new();
     for inst in &f.body.insts {
         if let Op::For { body, .. } = &inst.op {
             let mut known = params.clone();
             known.extend(body.args.iter().copied());
             if let Some(p) = plan_block(&ctx, body, &known, false) {
-                let cost = p.cost;
-                if best.as_ref().is_none_or(|(c, _)| cost > *c) {
-                    best = Some((cost, p.plan));
-                }
+                plans.push(p);
             }
         }
     }
-    best.map(|(_, p)| p)
+    plans
 }
 
 struct Ctx<'a> {
@@ -79,17 +77,16 @@ struct Ctx<'a> {
     uses: &'a HashMap<Value, usize>,
 }
 
-/// A plan and the cost of one lane of the loop that carries it.
-struct Costed {
-    plan: SpreadPlan,
-    cost: u32,
-}
-
 /// The spread plan of one block: targets among its loads and stores whose pointers are
 /// pure functions of `known` values that depend on the program id, carried by its most
 /// expensive lane loop. At the top level, loads count only when their tile is read more
 /// than once (a single streaming pass is left to the hardware prefetcher).
-fn plan_block(cx: &Ctx<'_>, block: &Block, known: &HashSet<Value>, top: bool) -> Option<Costed> {
+fn plan_block(
+    cx: &Ctx<'_>,
+    block: &Block,
+    known: &HashSet<Value>,
+    top: bool,
+) -> Option<SpreadPlan> {
     let (f, lazy, defs) = (cx.f, cx.lazy, cx.defs);
     let mut targets = Vec::new();
     let mut best: Option<(u32, *const Inst)> = None;
@@ -132,11 +129,8 @@ fn plan_block(cx: &Ctx<'_>, block: &Block, known: &HashSet<Value>, top: bool) ->
             }
         }
     }
-    let (cost, at) = best?;
-    (!targets.is_empty()).then_some(Costed {
-        plan: SpreadPlan { at, targets },
-        cost,
-    })
+    let (_, at) = best?;
+    (!targets.is_empty()).then_some(SpreadPlan { at, targets })
 }
 
 fn index<'f>(b: &'f Block, defs: &mut HashMap<Value, &'f Inst>, uses: &mut HashMap<Value, usize>) {
@@ -240,8 +234,8 @@ struct Span<'ctx> {
 impl<'ctx> Gen<'ctx, '_> {
     /// The spread targets carried by the loop of top-level `inst` (empty for any other).
     pub(super) fn spread_here(&self, inst: &Inst) -> Vec<(Value, bool)> {
-        match &self.spread {
-            Some(s) if std::ptr::eq(s.at, inst) && !self.opts.bounds_check => s.targets.clone(),
+        match self.spread.iter().find(|s| std::ptr::eq(s.at, inst)) {
+            Some(s) if !self.opts.bounds_check => s.targets.clone(),
             _ => Vec::new(),
         }
     }
@@ -249,8 +243,8 @@ impl<'ctx> Gen<'ctx, '_> {
     /// True when `ptr` is prefetched by the spread loop instead of at its access.
     fn spread_covers(&self, ptr: Value) -> bool {
         self.spread
-            .as_ref()
-            .is_some_and(|s| s.targets.iter().any(|(p, _)| *p == ptr))
+            .iter()
+            .any(|s| s.targets.iter().any(|(p, _)| *p == ptr))
     }
 
     /// Emits a loop over `shape` whose `body` computes one lane and returns the value the
