@@ -538,6 +538,173 @@ fn sums_fused_into_a_materialization_match_interpreter() {
     assert_close(&f64s(&got.5), &f64s(&want.5), 1e-3, "f16 sum");
 }
 
+/// One row per program, `n` valid lanes of `block`, rows `stride` apart: softmax with a
+/// fused sum of exps (the loop that computes the exps carries the next row's prefetches
+/// and keeps the sum in partial accumulators).
+fn spread_softmax_kernel(block: usize) -> Function {
+    trace("codegen_spread_softmax", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let n = scalar_param("n", DType::I32, 2, &Specialization::default());
+        let stride = scalar_param("stride", DType::I32, 3, &Specialization::default());
+        let cols = arange(0, block);
+        let m = compare(cols, CmpPred::Lt, n);
+        let base = program_id(0) * stride;
+        let t = load(x + base + cols, m, f64::NEG_INFINITY);
+        let e = (t - t.max(0)).exp();
+        let s = e.sum(0);
+        store(out + base + cols, e * (1.0 / s), m);
+    })
+}
+
+#[test]
+fn spread_prefetch_softmax_matches_interpreter() {
+    let block = 256;
+    let rows = 5;
+    for n in [256, 200, 33, 1, 0] {
+        for stride in [block, block + 64] {
+            let f = spread_softmax_kernel(block);
+            let len = rows * stride;
+            let make = || -> (Vec<f32>, Vec<f32>) {
+                let mut x: Vec<f32> = values(len, 11).iter().map(|v| (v * 30.0) as f32).collect();
+                // Row 1 holds -inf lanes, row 2 a NaN, row 3 a single huge value.
+                x[stride] = f32::NEG_INFINITY;
+                x[stride + 7] = f32::NEG_INFINITY;
+                x[2 * stride + 5] = f32::NAN;
+                x[3 * stride] = 1e30;
+                (x, vec![0.5; len])
+            };
+            let (got, want) = both(&f, [rows as u64, 1, 1], make, |b| {
+                let mut args = KernelArgs::new();
+                args.ptr("x", &b.0[..]);
+                args.ptr("out", &mut b.1[..]);
+                args.scalar("n", n);
+                args.scalar("stride", stride as i32);
+                args
+            });
+            let f64s = |v: &[f32]| v.iter().map(|x| *x as f64).collect::<Vec<_>>();
+            let what = format!("softmax rows of {n} lanes, stride {stride}");
+            assert_close(&f64s(&got.1), &f64s(&want.1), 1e-5, &what);
+        }
+    }
+}
+
+#[test]
+fn spread_prefetch_partial_sums_are_exact_for_integers() {
+    // `q` is materialized (two consumers, a division); its loop carries the prefetches of
+    // the next row's output and its sum, in partial accumulators: wrapping i32 sums are
+    // exact in any order, so they must equal the interpreter's.
+    let block = 128;
+    let rows = 4;
+    let f = trace("codegen_spread_isum", || {
+        let x = ptr_param("x", DType::I32);
+        let out = ptr_param("out", DType::I32);
+        let sums = ptr_param("sums", DType::I32);
+        let n = scalar_param("n", DType::I32, 3, &Specialization::default());
+        let cols = arange(0, block);
+        let m = compare(cols, CmpPred::Lt, n);
+        let row = program_id(0);
+        let base = row * block as i32;
+        let q = load(x + base + cols, m, 0) / 7;
+        store(out + base + cols, q, m);
+        store(sums + row, q.sum(0), NoArg);
+    });
+    for n in [128, 100, 1, 0] {
+        let make = || -> (Vec<i32>, Vec<i32>, Vec<i32>) {
+            let x = values(rows * block, 3)
+                .iter()
+                .map(|v| (v * 2e9) as i32)
+                .collect();
+            (x, vec![-1; rows * block], vec![-1; rows])
+        };
+        let (got, want) = both(&f, [rows as u64, 1, 1], make, |b| {
+            let mut args = KernelArgs::new();
+            args.ptr("x", &b.0[..]);
+            args.ptr("out", &mut b.1[..]);
+            args.ptr("sums", &mut b.2[..]);
+            args.scalar("n", n);
+            args
+        });
+        assert_eq!(got.1, want.1, "quotients, {n} lanes");
+        assert_eq!(got.2, want.2, "row sums, {n} lanes");
+    }
+}
+
+#[test]
+fn vectorized_exp_is_within_one_ulp_with_its_documented_edges() {
+    let block = 1024;
+    let f = trace("codegen_exp", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let offs = program_id(0) * block as i32 + arange(0, block);
+        store(out + offs, load(x + offs, NoArg, NoArg).exp(), NoArg);
+    });
+    let specials = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1e-30,
+        -1e-30,
+        1e30,
+        -1e30,
+        88.3,
+        88.39,
+        88.722_83,
+        88.73,
+        -87.336_55,
+        -87.5,
+        -87.67,
+        -87.69,
+        -88.0,
+        -104.0,
+    ];
+    let dense = 255 * block;
+    let mut x: Vec<f32> = (0..dense)
+        .map(|i| -104.0 + 193.0 * i as f64 / dense as f64)
+        .map(|v| v as f32)
+        .collect();
+    x.extend(specials);
+    x.resize(x.len().next_multiple_of(block), 0.5);
+    let cache = TempDir::new("codegen");
+    let compiled = compile(&f, &cache);
+    let mut out = vec![0f32; x.len()];
+    {
+        let mut args = KernelArgs::new();
+        args.ptr("x", &x[..]);
+        args.ptr("out", &mut out[..]);
+        check_args(&f, &args).unwrap();
+        let grid = Grid([(x.len() / block) as u64, 1, 1]);
+        compiled.run(grid, &args.args, false).unwrap();
+    }
+    let mut worst = 0f64;
+    for (&xi, &got) in x.iter().zip(&out) {
+        let exact = (xi as f64).exp();
+        if xi.is_nan() {
+            assert!(got.is_nan(), "exp(NaN) = {got}");
+        } else if xi > 88.38 {
+            assert_eq!(got, f32::INFINITY, "exp({xi})");
+        } else if xi < -87.69 {
+            assert_eq!(got, 0.0, "exp({xi})");
+        } else if exact < f32::MIN_POSITIVE as f64 {
+            // Subnormal results: within one subnormal step, or 0 from 2^-126.5 down.
+            let step = f32::from_bits(1) as f64;
+            let flushed = got == 0.0 && exact <= 2f64.powf(-126.5) * (1.0 + 1e-6);
+            let near = (got as f64 - exact).abs() <= step;
+            assert!(flushed || near, "exp({xi}) = {got}, not {exact}");
+        } else if xi < 88.37 {
+            let e = exact as f32;
+            let ulp = (f32::from_bits(e.to_bits() + 1) - e) as f64;
+            let err = (got as f64 - exact).abs() / ulp;
+            worst = worst.max(err);
+            assert!(err <= 1.0, "exp({xi}) = {got}, not {exact}: {err} ulp");
+        }
+    }
+    // The polynomial and the reduction are unchanged from the first vectorized exp: 0.924.
+    assert!(worst < 0.93, "worst error {worst} ulp");
+}
+
 /// Counts the iterations of `for i in range(lo, hi, step)` and keeps the last `i`, for
 /// bounds of dtype `T`, compiled and interpreted; both must match `want` (count, last).
 fn check_loop_counter<T>(dtype: DType, cases: &[(T, T, T, i32, T)])

@@ -171,87 +171,6 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// Prefetches the bytes right after the span of the rank-1 pointer tile `ptr`, up to as
-    /// many as the span has: in streaming and row-wise kernels, where program `p + 1` works
-    /// on the memory after program `p`'s, the next program's tile arrives while this one
-    /// computes (hardware prefetchers stop at page boundaries). Prefetches never fault, so
-    /// a guess that misses costs only bandwidth; spans above 16 KiB are not prefetched.
-    pub(super) fn prefetch_next(&mut self, ptr: Value, write: bool) {
-        let pt = self.ty(ptr).clone();
-        let Some(d) = pt.elem.pointee() else { return };
-        if self.opts.bounds_check || pt.rank() != 1 || pt.numel() * d.size_bytes() < 256 {
-            return;
-        }
-        let (bl, i64t) = (self.b, self.ctx.i64_type());
-        let size = d.size_bytes() as u64;
-        let addr = |g: &mut Self, i: u64| {
-            let p = g.lane(ptr, &[g.i64c(i)]).into_pointer_value();
-            g.b.build_ptr_to_int(p, i64t, "").unwrap()
-        };
-        let first = addr(self, 0);
-        let last = addr(self, pt.numel() as u64 - 1);
-        let end = bl.build_int_add(last, self.i64c(size), "").unwrap();
-        let span = bl.build_int_sub(end, first, "").unwrap();
-        // An unsigned comparison also rejects tiles whose last lane comes first.
-        let ok = bl
-            .build_int_compare(IntPredicate::ULE, span, self.i64c(16 << 10), "")
-            .unwrap();
-        let span = bl
-            .build_select(ok, span, self.i64c(0), "")
-            .unwrap()
-            .into_int_value();
-        let pre = bl.get_insert_block().unwrap();
-        let body = self.ctx.append_basic_block(self.func, "prefetch");
-        let done = self.ctx.append_basic_block(self.func, "prefetch.end");
-        let any = bl
-            .build_int_compare(IntPredicate::UGT, span, self.i64c(0), "")
-            .unwrap();
-        bl.build_conditional_branch(any, body, done).unwrap();
-        bl.position_at_end(body);
-        let off = bl.build_phi(i64t, "off").unwrap();
-        off.add_incoming(&[(&self.i64c(0), pre)]);
-        let o = off.as_basic_value().into_int_value();
-        let a = bl.build_int_add(end, o, "").unwrap();
-        let p = bl
-            .build_int_to_ptr(a, self.ctx.ptr_type(inkwell::AddressSpace::default()), "")
-            .unwrap();
-        let i32t = self.ctx.i32_type();
-        // rw, locality 2 (keep in L2 and up), data cache.
-        let prefetch = inkwell::intrinsics::Intrinsic::find("llvm.prefetch")
-            .and_then(|i| i.get_declaration(self.module, &[p.get_type().into()]))
-            .expect("LLVM 19 has llvm.prefetch");
-        bl.build_call(
-            prefetch,
-            &[
-                p.into(),
-                i32t.const_int(write as u64, false).into(),
-                i32t.const_int(2, false).into(),
-                i32t.const_int(1, false).into(),
-            ],
-            "",
-        )
-        .unwrap();
-        let next = bl.build_int_add(o, self.i64c(64), "").unwrap();
-        off.add_incoming(&[(&next, body)]);
-        let more = bl
-            .build_int_compare(IntPredicate::ULT, next, span, "")
-            .unwrap();
-        bl.build_conditional_branch(more, body, done).unwrap();
-        bl.position_at_end(done);
-    }
-
-    /// [`prefetch_next`](Self::prefetch_next) for a load whose tile is read more than once
-    /// in the program (a single streaming pass is left to the hardware prefetcher, which
-    /// software prefetches would only slow down).
-    pub(super) fn prefetch_next_load(&mut self, loaded: Value, ptr: Value) {
-        let mut uses = 0;
-        self.f
-            .walk(&mut |i| uses += i.op.operands().iter().filter(|o| **o == loaded).count());
-        if uses > 1 {
-            self.prefetch_next(ptr, false);
-        }
-    }
-
     pub(super) fn store(&mut self, inst: &Inst) {
         let Op::Store { ptr, value, mask } = &inst.op else {
             unreachable!()
@@ -261,8 +180,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let d = pt.elem.pointee().expect("verified pointer");
         let (ptr, value, mask) = (*ptr, *value, *mask);
         let version_on = mask.or_else(|| self.load_mask_in(value));
+        let spread = self.spread_here(inst);
         self.versioned(version_on, &pt.shape.clone(), &mut |g| {
-            g.loop_nest(&pt.shape, &mut |g, idx| {
+            g.lane_loop(&pt.shape, &[], &spread, &mut |g, idx| {
                 let p = g.lane(ptr, idx).into_pointer_value();
                 let v = g.lane(value, idx);
                 let m = mask
@@ -279,6 +199,7 @@ impl<'ctx> Gen<'ctx, '_> {
                         g.b.position_at_end(guard.join);
                     }
                 }
+                None
             });
         });
     }

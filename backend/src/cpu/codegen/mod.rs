@@ -16,6 +16,7 @@ mod lanes;
 mod mask;
 mod memory;
 mod plan;
+mod prefetch;
 mod reduce;
 mod types;
 
@@ -95,6 +96,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     customs: &'f super::link::CustomEntries,
     /// The first error found while generating (an invalid custom call).
     error: Option<String>,
+    /// Where the next program's tiles are prefetched (see `prefetch`).
+    spread: Vec<prefetch::SpreadPlan>,
 }
 
 /// Emits `body` and `entry` for `f` into `module`; the entry is named `entry_name`.
@@ -151,6 +154,15 @@ pub(crate) fn generate<'ctx>(
     let entry_bb = ctx.append_basic_block(body_fn, "entry");
     b.position_at_end(entry_bb);
     let arg = |k: u32| body_fn.get_nth_param(k).expect("declared above");
+    let lazy = plan::lazy_values(
+        f,
+        &customs
+            .iter()
+            .filter(|(_, e)| e.per_element)
+            .map(|(i, _)| *i)
+            .collect(),
+    );
+    let spread = prefetch::plan_spread(f, &lazy);
     let mut g = Gen {
         ctx,
         module,
@@ -159,14 +171,7 @@ pub(crate) fn generate<'ctx>(
         func: body_fn,
         defs: HashMap::new(),
         lv: HashMap::new(),
-        lazy: plan::lazy_values(
-            f,
-            &customs
-                .iter()
-                .filter(|(_, e)| e.per_element)
-                .map(|(i, _)| *i)
-                .collect(),
-        ),
+        lazy,
         true_masks: HashSet::new(),
         roots: f.pointer_roots(),
         site_ids: HashMap::new(),
@@ -179,6 +184,7 @@ pub(crate) fn generate<'ctx>(
         opts,
         customs,
         error: None,
+        spread,
     };
     index_insts(&f.body, &mut g.defs, &mut g.site_ids);
     for (i, p) in f.params.iter().enumerate() {
@@ -537,13 +543,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         op => op.operands().into_iter().find_map(|o| self.load_mask_in(o)),
                     };
                     let sums = self.fused_sums(r);
+                    let spread = self.spread_here(inst);
                     self.versioned(mask, &ty.shape.clone(), &mut |g| {
-                        g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
+                        g.lane_loop(&ty.shape.clone(), &sums, &spread, &mut |g, idx| {
                             let x = g.op_lane(inst, idx);
-                            g.fused_sums_step(&sums, x);
                             let s = g.to_storage(x, elem);
                             let p = g.buf_elem(buf, &ty, idx);
                             g.b.build_store(p, s).unwrap();
+                            Some(x)
                         });
                     });
                     self.fused_sums_finish(&sums);

@@ -4,6 +4,7 @@
 //! the full sum of a tile that is materialized anyway is taken in the loop that writes it.
 
 use super::{Gen, Lv};
+use inkwell::types::BasicType;
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
 use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
 
@@ -499,6 +500,87 @@ impl<'ctx> Gen<'ctx, '_> {
                 .unwrap();
             let nv = self.combine(ReduceOp::Sum, s.acc_d, acc, xv);
             self.b.build_store(s.slot, nv).unwrap();
+        }
+    }
+
+    /// `w` partial accumulators per fused sum (entry-block arrays set to the identity), for
+    /// a loop that visits its lanes in chunks of `w`: lane `j` of every chunk adds into
+    /// partial `j`, and the partials are folded in order at the end (a reassociation of the
+    /// same sum, as LLVM's vectorized form of the plain loop is).
+    pub(super) fn fused_sums_partials(
+        &mut self,
+        sums: &[FusedSum<'ctx>],
+        w: usize,
+    ) -> Vec<PointerValue<'ctx>> {
+        sums.iter()
+            .map(|s| {
+                let t = self.compute_ty(s.acc_d);
+                let arr = self.entry_alloca(t.array_type(w as u32).into());
+                let init = self.identity(ReduceOp::Sum, s.acc_d);
+                for j in 0..w {
+                    // SAFETY (of the generated code): `j < w`, inside the array.
+                    let p =
+                        unsafe { self.b.build_gep(t, arr, &[self.i64c(j as u64)], "") }.unwrap();
+                    self.b.build_store(p, init).unwrap();
+                }
+                arr
+            })
+            .collect()
+    }
+
+    /// Adds lane `x` (compute form), lane `j` of its chunk, to the partials of each sum.
+    pub(super) fn fused_sums_step_partial(
+        &mut self,
+        sums: &[FusedSum<'ctx>],
+        parts: &[PointerValue<'ctx>],
+        j: IntValue<'ctx>,
+        x: BasicValueEnum<'ctx>,
+    ) {
+        for (s, arr) in sums.iter().zip(parts) {
+            let t = self.compute_ty(s.acc_d);
+            let xv = self.cast(x, s.d, s.acc_d);
+            // SAFETY (of the generated code): `j` is below the chunk width.
+            let p = unsafe { self.b.build_gep(t, *arr, &[j], "") }.unwrap();
+            let acc = self.b.build_load(t, p, "").unwrap();
+            let nv = self.combine(ReduceOp::Sum, s.acc_d, acc, xv);
+            self.b.build_store(p, nv).unwrap();
+        }
+    }
+
+    /// Adds the `w` partials of each sum into its accumulator: halves added pairwise until
+    /// one is left (which vectorizes), then that one into the accumulator.
+    pub(super) fn fused_sums_fold(
+        &mut self,
+        sums: &[FusedSum<'ctx>],
+        parts: &[PointerValue<'ctx>],
+        w: usize,
+    ) {
+        for (s, arr) in sums.iter().zip(parts) {
+            let t = self.compute_ty(s.acc_d);
+            let mut vals: Vec<BasicValueEnum<'ctx>> = (0..w)
+                .map(|j| {
+                    // SAFETY (of the generated code): `j < w`, inside the array.
+                    let p =
+                        unsafe { self.b.build_gep(t, *arr, &[self.i64c(j as u64)], "") }.unwrap();
+                    self.b.build_load(t, p, "").unwrap()
+                })
+                .collect();
+            while vals.len() > 1 {
+                let half = vals.len().div_ceil(2);
+                let (lo, hi) = vals.split_at(half);
+                let mut next: Vec<_> = lo
+                    .iter()
+                    .zip(hi)
+                    .map(|(a, b)| self.combine(ReduceOp::Sum, s.acc_d, *a, *b))
+                    .collect();
+                if lo.len() > hi.len() {
+                    next.push(lo[lo.len() - 1]);
+                }
+                vals = next;
+            }
+            let acc = self.b.build_load(t, s.slot, "").unwrap();
+            let acc = self.combine(ReduceOp::Sum, s.acc_d, acc, vals[0]);
+            self.b.build_store(s.slot, acc).unwrap();
         }
     }
 

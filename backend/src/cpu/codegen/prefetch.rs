@@ -1,0 +1,487 @@
+//! Prefetches of the next program's tiles. In streaming and row-wise kernels program
+//! `p + 1` works on the memory right after program `p`'s tiles, so that memory is requested
+//! while this program computes (hardware prefetchers stop at page boundaries and wait for
+//! demand misses). A prefetch never faults and never writes, so a wrong guess costs only
+//! bandwidth; spans above 16 KiB are not prefetched, nor anything in checked mode.
+//!
+//! Where the hints go matters as much as what they ask for: a burst of them at one point
+//! fills the core's miss buffers and stalls it, while the same hints spread over a long
+//! loop overlap the transfers with the computation. So the prefetches are planned once per
+//! kernel ([`plan_spread`]): the rank-1 pointer tiles of the top-level stores and of the
+//! top-level loads read more than once (or, failing those, of the loads and stores in each
+//! top-level `for` body) are prefetched a few cache lines at a time from inside the most
+//! expensive lane loop of that block, strip-mined into chunks of [`CHUNK`] lanes. Only
+//! tiles whose address depends on the program id are planned (the next program's copy of
+//! any other is the same tile). Other tiles get a burst where they are accessed.
+
+use super::reduce::FusedSum;
+use super::{Gen, Lv};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::IntPredicate;
+use std::collections::{HashMap, HashSet};
+use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, UnOp, Value};
+
+/// Lanes per chunk of a strip-mined loop (two cache lines of f32).
+pub(super) const CHUNK: usize = 32;
+
+/// Largest span (bytes) of a tile whose next-program copy is prefetched.
+const MAX_SPAN: u64 = 16 << 10;
+
+/// Smallest span (bytes) worth prefetching.
+const MIN_SPAN: usize = 256;
+
+/// Where a kernel's next-program prefetches are spread (see the module docs).
+pub(super) struct SpreadPlan {
+    /// The top-level store or materialized elementwise op whose lane loop carries them.
+    pub at: *const Inst,
+    /// The pointer tiles prefetched there, each with "for writing".
+    pub targets: Vec<(Value, bool)>,
+}
+
+/// Plans the spread prefetches of `f`, whose lazily computed tiles are `lazy` (none when no
+/// tile qualifies or no loop can carry them). The kernel's top-level block is tried first;
+/// failing that, each body of its top-level `for` loops gets its own plan (as in layer
+/// norm, which walks its row in blocks several times: the next row is requested from the
+/// first walk on).
+pub(super) fn plan_spread(f: &Function, lazy: &HashSet<Value>) -> Vec<SpreadPlan> {
+    let mut defs: HashMap<Value, &Inst> = HashMap::new();
+    let mut uses: HashMap<Value, usize> = HashMap::new();
+    index(&f.body, &mut defs, &mut uses);
+    let params: HashSet<Value> = f.params.iter().map(|p| p.value).collect();
+    let ctx = Ctx {
+        f,
+        lazy,
+        defs: &defs,
+        uses: &uses,
+    };
+    if let Some(p) = plan_block(&ctx, &f.body, &params, true) {
+        return vec![p];
+    }
+    let mut plans = Vec::new();
+    for inst in &f.body.insts {
+        if let Op::For { body, .. } = &inst.op {
+            let mut known = params.clone();
+            known.extend(body.args.iter().copied());
+            if let Some(p) = plan_block(&ctx, body, &known, false) {
+                plans.push(p);
+            }
+        }
+    }
+    plans
+}
+
+struct Ctx<'a> {
+    f: &'a Function,
+    lazy: &'a HashSet<Value>,
+    defs: &'a HashMap<Value, &'a Inst>,
+    uses: &'a HashMap<Value, usize>,
+}
+
+/// The spread plan of one block: targets among its loads and stores whose pointers are
+/// pure functions of `known` values that depend on the program id, carried by its most
+/// expensive lane loop. At the top level, loads count only when their tile is read more
+/// than once (a single streaming pass is left to the hardware prefetcher).
+fn plan_block(
+    cx: &Ctx<'_>,
+    block: &Block,
+    known: &HashSet<Value>,
+    top: bool,
+) -> Option<SpreadPlan> {
+    let (f, lazy, defs) = (cx.f, cx.lazy, cx.defs);
+    let mut targets = Vec::new();
+    let mut best: Option<(u32, *const Inst)> = None;
+    for inst in &block.insts {
+        let (target, lanes) = match &inst.op {
+            Op::Store { ptr, value, .. } => (Some((*ptr, true)), Some((*value, 1))),
+            Op::Load { ptr, .. } => {
+                let reread = cx.uses.get(&inst.results[0]).copied().unwrap_or(0) > 1;
+                let own = (!lazy.contains(&inst.results[0])).then_some((inst.results[0], 0));
+                ((reread || !top).then_some((*ptr, false)), own)
+            }
+            op if op.is_elementwise() && !lazy.contains(&inst.results[0]) => {
+                (None, Some((inst.results[0], 0)))
+            }
+            _ => (None, None),
+        };
+        if let Some((ptr, write)) = target {
+            let t = f.ty(ptr);
+            let bytes = t.numel() * t.elem.pointee().map_or(0, |d| d.size_bytes());
+            if t.rank() == 1
+                && bytes >= MIN_SPAN
+                && pure_from(ptr, defs, known)
+                && depends_on_pid(ptr, defs)
+                && !targets.contains(&(ptr, write))
+            {
+                targets.push((ptr, write));
+            }
+        }
+        if let Some((v, extra)) = lanes {
+            let t = f.ty(v);
+            if t.rank() == 1 && t.numel() >= 2 * CHUNK && t.numel().is_multiple_of(CHUNK) {
+                let root = match &inst.op {
+                    Op::Store { .. } => lane_cost(v, lazy, defs),
+                    op => op_cost(f, op) + operand_costs(&inst.op, lazy, defs),
+                };
+                let cost = root + extra;
+                if best.is_none_or(|(c, _)| cost > c) {
+                    best = Some((cost, inst as *const Inst));
+                }
+            }
+        }
+    }
+    let (_, at) = best?;
+    (!targets.is_empty()).then_some(SpreadPlan { at, targets })
+}
+
+fn index<'f>(b: &'f Block, defs: &mut HashMap<Value, &'f Inst>, uses: &mut HashMap<Value, usize>) {
+    for i in &b.insts {
+        for r in &i.results {
+            defs.insert(*r, i);
+        }
+        for o in i.op.operands() {
+            *uses.entry(o).or_default() += 1;
+        }
+        for r in i.op.regions() {
+            index(r, defs, uses);
+        }
+    }
+}
+
+/// True when `v` is computed by pure elementwise ops from `known` values (parameters, the
+/// loop's own induction variable), program ids and constants only: it can be computed
+/// anywhere in its block.
+fn pure_from(v: Value, defs: &HashMap<Value, &Inst>, known: &HashSet<Value>) -> bool {
+    if known.contains(&v) {
+        return true;
+    }
+    let Some(inst) = defs.get(&v) else {
+        return false;
+    };
+    is_pure(&inst.op)
+        && inst
+            .op
+            .operands()
+            .into_iter()
+            .all(|o| pure_from(o, defs, known))
+}
+
+/// True when `v` depends on a program id: the next program's copy of a tile that does not
+/// is the same tile.
+fn depends_on_pid(v: Value, defs: &HashMap<Value, &Inst>) -> bool {
+    let Some(inst) = defs.get(&v) else {
+        return false;
+    };
+    matches!(inst.op, Op::ProgramId(_))
+        || inst
+            .op
+            .operands()
+            .into_iter()
+            .any(|o| depends_on_pid(o, defs))
+}
+
+fn is_pure(op: &Op) -> bool {
+    matches!(op, Op::ProgramId(_) | Op::NumPrograms(_))
+        || (op.is_elementwise() && !matches!(op, Op::Load { .. }))
+}
+
+/// A rough cost of one lane of `op` (transcendental functions dominate).
+fn op_cost(f: &Function, op: &Op) -> u32 {
+    let float = |v: &Value| f.ty(*v).dtype().is_some_and(|d| d.is_float());
+    match op {
+        Op::Unary(UnOp::Sqrt | UnOp::Rsqrt, _) | Op::Binary(BinOp::Div | BinOp::Rem, ..) => 4,
+        Op::Unary(UnOp::Abs | UnOp::Neg | UnOp::Not | UnOp::Floor | UnOp::Ceil, x) => {
+            float(x) as u32
+        }
+        Op::Unary(_, _) => 16,
+        Op::Binary(_, x, _) | Op::Fma(x, ..) => float(x) as u32,
+        Op::Load { .. } => 1,
+        _ => 0,
+    }
+}
+
+/// The cost of computing one lane of `v` where it is used.
+fn lane_cost(v: Value, lazy: &HashSet<Value>, defs: &HashMap<Value, &Inst>) -> u32 {
+    if !lazy.contains(&v) {
+        return 0;
+    }
+    let Some(inst) = defs.get(&v) else { return 0 };
+    // Index arithmetic costs nothing that matters here.
+    let own = match &inst.op {
+        Op::Unary(UnOp::Sqrt | UnOp::Rsqrt, _) | Op::Binary(BinOp::Div | BinOp::Rem, ..) => 4,
+        Op::Unary(UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2 | UnOp::Sin | UnOp::Cos, _) => 16,
+        Op::Load { .. } | Op::Binary(..) | Op::Fma(..) | Op::Unary(..) => 1,
+        _ => 0,
+    };
+    own + operand_costs(&inst.op, lazy, defs)
+}
+
+fn operand_costs(op: &Op, lazy: &HashSet<Value>, defs: &HashMap<Value, &Inst>) -> u32 {
+    op.operands()
+        .into_iter()
+        .map(|o| lane_cost(o, lazy, defs))
+        .sum()
+}
+
+/// The next-program span of one target: where it starts, its length (0: none) and whether
+/// it is prefetched for writing.
+struct Span<'ctx> {
+    end: IntValue<'ctx>,
+    len: IntValue<'ctx>,
+    write: bool,
+    lines: usize,
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// The spread targets carried by the loop of top-level `inst` (empty for any other).
+    pub(super) fn spread_here(&self, inst: &Inst) -> Vec<(Value, bool)> {
+        match self.spread.iter().find(|s| std::ptr::eq(s.at, inst)) {
+            Some(s) if !self.opts.bounds_check => s.targets.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// True when `ptr` is prefetched by the spread loop instead of at its access.
+    fn spread_covers(&self, ptr: Value) -> bool {
+        self.spread
+            .iter()
+            .any(|s| s.targets.iter().any(|(p, _)| *p == ptr))
+    }
+
+    /// Emits a loop over `shape` whose `body` computes one lane and returns the value the
+    /// fused `sums` accumulate, if any. With `spread` targets (a rank-1 shape, a multiple
+    /// of [`CHUNK`] lanes), the loop runs in chunks of [`CHUNK`] lanes with the sums kept
+    /// in [`CHUNK`] partial accumulators, and each chunk prefetches its share of the
+    /// targets' next-program spans.
+    pub(super) fn lane_loop(
+        &mut self,
+        shape: &[usize],
+        sums: &[FusedSum<'ctx>],
+        spread: &[(Value, bool)],
+        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> Option<BasicValueEnum<'ctx>>,
+    ) {
+        if spread.is_empty() || shape.len() != 1 || !shape[0].is_multiple_of(CHUNK) {
+            self.loop_nest(shape, &mut |g, idx| {
+                if let Some(x) = body(g, idx) {
+                    g.fused_sums_step(sums, x);
+                }
+            });
+            return;
+        }
+        let chunks = shape[0] / CHUNK;
+        let spans: Vec<Span<'ctx>> = spread
+            .iter()
+            .filter_map(|(p, w)| self.next_span(*p, *w))
+            .collect();
+        let parts = self.fused_sums_partials(sums, CHUNK);
+        let i64t = self.ctx.i64_type();
+        let pre = self.b.get_insert_block().unwrap();
+        let outer = self.ctx.append_basic_block(self.func, "chunk");
+        let inner = self.ctx.append_basic_block(self.func, "chunk.lane");
+        self.b.build_unconditional_branch(outer).unwrap();
+        self.b.position_at_end(outer);
+        let c = self.b.build_phi(i64t, "c").unwrap();
+        c.add_incoming(&[(&self.i64c(0), pre)]);
+        let cv = c.as_basic_value().into_int_value();
+        let base = self
+            .b
+            .build_int_mul(cv, self.i64c(CHUNK as u64), "")
+            .unwrap();
+        self.b.build_unconditional_branch(inner).unwrap();
+        self.b.position_at_end(inner);
+        let j = self.b.build_phi(i64t, "j").unwrap();
+        j.add_incoming(&[(&self.i64c(0), outer)]);
+        let jv = j.as_basic_value().into_int_value();
+        let i = self.b.build_int_add(base, jv, "").unwrap();
+        if let Some(x) = body(self, &[i]) {
+            self.fused_sums_step_partial(sums, &parts, jv, x);
+        }
+        let j_next = self.b.build_int_add(jv, self.i64c(1), "").unwrap();
+        j.add_incoming(&[(&j_next, self.b.get_insert_block().unwrap())]);
+        let more = self
+            .b
+            .build_int_compare(IntPredicate::ULT, j_next, self.i64c(CHUNK as u64), "")
+            .unwrap();
+        let after = self.ctx.append_basic_block(self.func, "chunk.prefetch");
+        self.b.build_conditional_branch(more, inner, after).unwrap();
+        self.b.position_at_end(after);
+        for s in &spans {
+            let per = s.lines.div_ceil(chunks);
+            for t in 0..per {
+                let line = self.b.build_int_mul(cv, self.i64c(per as u64), "").unwrap();
+                let line = self.b.build_int_add(line, self.i64c(t as u64), "").unwrap();
+                let off = self.b.build_int_mul(line, self.i64c(64), "").unwrap();
+                let inside = self
+                    .b
+                    .build_int_compare(IntPredicate::ULT, off, s.len, "")
+                    .unwrap();
+                let off = self
+                    .b
+                    .build_select(inside, off, self.i64c(0), "")
+                    .unwrap()
+                    .into_int_value();
+                let a = self.b.build_int_add(s.end, off, "").unwrap();
+                self.prefetch_line(a, s.write);
+            }
+        }
+        let c_next = self.b.build_int_add(cv, self.i64c(1), "").unwrap();
+        c.add_incoming(&[(&c_next, self.b.get_insert_block().unwrap())]);
+        let more = self
+            .b
+            .build_int_compare(IntPredicate::ULT, c_next, self.i64c(chunks as u64), "")
+            .unwrap();
+        let done = self.ctx.append_basic_block(self.func, "chunk.end");
+        self.b.build_conditional_branch(more, outer, done).unwrap();
+        self.b.position_at_end(done);
+        self.fused_sums_fold(sums, &parts, CHUNK);
+    }
+
+    /// Where the next program's copy of the rank-1 pointer tile `ptr` starts and how many
+    /// bytes it spans (0 when it is not one contiguous run of at most 16 KiB), computed
+    /// here even when `ptr` is defined later in the block (it is a pure function of values
+    /// known here, see [`plan_spread`]).
+    fn next_span(&mut self, ptr: Value, write: bool) -> Option<Span<'ctx>> {
+        let mut added = Vec::new();
+        let ok = self.make_available(ptr, &mut added);
+        let span = ok.then(|| {
+            let (end, len) = self.span_after(ptr);
+            let pt = self.ty(ptr);
+            let bytes = pt.numel() * pt.elem.pointee().map_or(0, |d| d.size_bytes());
+            Span {
+                end,
+                len,
+                write,
+                lines: bytes.div_ceil(64),
+            }
+        });
+        for v in added {
+            self.lv.remove(&v);
+        }
+        span
+    }
+
+    /// Makes the pure value `v` computable here (see [`pure_from`]), recording
+    /// every value it had to add to `lv`.
+    fn make_available(&mut self, v: Value, added: &mut Vec<Value>) -> bool {
+        if self.lv.contains_key(&v) {
+            return true;
+        }
+        let Some(inst) = self.defs.get(&v).copied() else {
+            return false;
+        };
+        if !is_pure(&inst.op) {
+            return false;
+        }
+        for o in inst.op.operands() {
+            if !self.make_available(o, added) {
+                return false;
+            }
+        }
+        let lv = if self.ty(v).is_scalar() {
+            Lv::Scalar(self.op_lane(inst, &[]))
+        } else {
+            Lv::Lazy
+        };
+        self.lv.insert(v, lv);
+        added.push(v);
+        true
+    }
+
+    /// The address right after the last lane of the rank-1 pointer tile `ptr`, and the
+    /// tile's span in bytes (0 unless it is at most 16 KiB with the last lane last).
+    fn span_after(&mut self, ptr: Value) -> (IntValue<'ctx>, IntValue<'ctx>) {
+        let pt = self.ty(ptr).clone();
+        let size = pt.elem.pointee().map_or(1, |d| d.size_bytes()) as u64;
+        let i64t = self.ctx.i64_type();
+        let addr = |g: &mut Self, i: u64| {
+            let p = g.lane(ptr, &[g.i64c(i)]).into_pointer_value();
+            g.b.build_ptr_to_int(p, i64t, "").unwrap()
+        };
+        let first = addr(self, 0);
+        let last = addr(self, pt.numel() as u64 - 1);
+        let end = self.b.build_int_add(last, self.i64c(size), "").unwrap();
+        let span = self.b.build_int_sub(end, first, "").unwrap();
+        // An unsigned comparison also rejects tiles whose last lane comes first.
+        let ok = self
+            .b
+            .build_int_compare(IntPredicate::ULE, span, self.i64c(MAX_SPAN), "")
+            .unwrap();
+        let span = self
+            .b
+            .build_select(ok, span, self.i64c(0), "")
+            .unwrap()
+            .into_int_value();
+        (end, span)
+    }
+
+    /// One prefetch hint for the cache line at address `a` (keep in all cache levels).
+    fn prefetch_line(&mut self, a: IntValue<'ctx>, write: bool) {
+        let p: PointerValue = self
+            .b
+            .build_int_to_ptr(a, self.ctx.ptr_type(inkwell::AddressSpace::default()), "")
+            .unwrap();
+        let i32t = self.ctx.i32_type();
+        let prefetch = inkwell::intrinsics::Intrinsic::find("llvm.prefetch")
+            .and_then(|i| i.get_declaration(self.module, &[p.get_type().into()]))
+            .expect("LLVM 19 has llvm.prefetch");
+        self.b
+            .build_call(
+                prefetch,
+                &[
+                    p.into(),
+                    i32t.const_int(write as u64, false).into(),
+                    i32t.const_int(3, false).into(),
+                    i32t.const_int(1, false).into(),
+                ],
+                "",
+            )
+            .unwrap();
+    }
+
+    /// Prefetches the next program's copy of the rank-1 pointer tile `ptr` in one burst,
+    /// here, unless the spread loop covers it.
+    pub(super) fn prefetch_next(&mut self, ptr: Value, write: bool) {
+        let pt = self.ty(ptr).clone();
+        let Some(d) = pt.elem.pointee() else { return };
+        if self.opts.bounds_check
+            || pt.rank() != 1
+            || pt.numel() * d.size_bytes() < MIN_SPAN
+            || self.spread_covers(ptr)
+        {
+            return;
+        }
+        let (bl, i64t) = (self.b, self.ctx.i64_type());
+        let (end, span) = self.span_after(ptr);
+        let pre = bl.get_insert_block().unwrap();
+        let body = self.ctx.append_basic_block(self.func, "prefetch");
+        let done = self.ctx.append_basic_block(self.func, "prefetch.end");
+        let any = bl
+            .build_int_compare(IntPredicate::UGT, span, self.i64c(0), "")
+            .unwrap();
+        bl.build_conditional_branch(any, body, done).unwrap();
+        bl.position_at_end(body);
+        let off = bl.build_phi(i64t, "off").unwrap();
+        off.add_incoming(&[(&self.i64c(0), pre)]);
+        let o = off.as_basic_value().into_int_value();
+        let a = bl.build_int_add(end, o, "").unwrap();
+        self.prefetch_line(a, write);
+        let next = bl.build_int_add(o, self.i64c(64), "").unwrap();
+        off.add_incoming(&[(&next, body)]);
+        let more = bl
+            .build_int_compare(IntPredicate::ULT, next, span, "")
+            .unwrap();
+        bl.build_conditional_branch(more, body, done).unwrap();
+        bl.position_at_end(done);
+    }
+
+    /// [`prefetch_next`](Self::prefetch_next) for a load whose tile is read more than once
+    /// in the program (a single streaming pass is left to the hardware prefetcher, which
+    /// software prefetches would only slow down).
+    pub(super) fn prefetch_next_load(&mut self, loaded: Value, ptr: Value) {
+        let mut uses = 0;
+        self.f
+            .walk(&mut |i| uses += i.op.operands().iter().filter(|o| **o == loaded).count());
+        if uses > 1 {
+            self.prefetch_next(ptr, false);
+        }
+    }
+}
