@@ -3,9 +3,23 @@
 use ndarray::{ArrayBase, Data, Dimension};
 use tritium::Device;
 
-/// The two devices every kernel runs on.
-pub fn devices() -> [Device; 2] {
-    [Device::cpu(), Device::interpreter()]
+/// The devices every kernel runs on: the CPU, the interpreter, and CUDA device 0 when
+/// a GPU is present (reported as skipped, with the reason, when none is).
+pub fn devices() -> Vec<Device> {
+    let mut all = vec![Device::cpu(), Device::interpreter()];
+    all.extend(cuda_device("this test"));
+    all
+}
+
+/// CUDA device 0, or `None` after printing why `what` is skipped on CUDA.
+pub fn cuda_device(what: &str) -> Option<Device> {
+    match Device::cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("skipped {what} on CUDA: {e}");
+            None
+        }
+    }
 }
 
 /// Deterministic pseudo-random values in [-1, 1) (xorshift), so failures reproduce.

@@ -1,8 +1,10 @@
 //! Devices, grids and launch options.
 
 use crate::cpu::CompileOptions;
+use crate::cuda::CudaDevice;
 use crate::{Error, Result};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Where a launch runs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -11,6 +13,8 @@ pub enum Device {
     Cpu,
     /// The reference interpreter (ndarray), one program after another.
     Interpreter,
+    /// A CUDA GPU: PTX from LLVM's NVPTX backend, loaded and launched through the driver.
+    Cuda(Arc<CudaDevice>),
 }
 
 impl Device {
@@ -24,11 +28,10 @@ impl Device {
         Device::Interpreter
     }
 
-    /// CUDA device `ordinal`. This build has no CUDA backend yet, so it is always an error.
+    /// CUDA device `ordinal`. An error, never a panic, when the driver (libcuda) is
+    /// missing, fails to initialize, or has no such device.
     pub fn cuda(ordinal: usize) -> Result<Device> {
-        Err(Error::Device(format!(
-            "CUDA device {ordinal} requested, but this build of Tritium has no CUDA backend"
-        )))
+        Ok(Device::Cuda(CudaDevice::open(ordinal)?))
     }
 
     /// A short name for cache keys and messages.
@@ -36,6 +39,7 @@ impl Device {
         match self {
             Device::Cpu => "cpu",
             Device::Interpreter => "interpreter",
+            Device::Cuda(_) => "cuda",
         }
     }
 }
@@ -85,7 +89,8 @@ pub struct LaunchOptions {
     pub bounds_check: Option<bool>,
     /// Run through the reference interpreter (`TRITIUM_INTERPRET`).
     pub interpret: Option<bool>,
-    /// Warps per program on CUDA (Triton's `num_warps`); ignored on the CPU.
+    /// Warps per program on CUDA (Triton's `num_warps`, 1..=32, default 4): a program is
+    /// a CTA of `num_warps × 32` threads. Ignored on the CPU and the interpreter.
     pub num_warps: u32,
     /// Root of the on-disk kernel cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).
     pub cache_dir: Option<PathBuf>,

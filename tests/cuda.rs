@@ -1,0 +1,184 @@
+//! The CUDA backend. PTX generation runs everywhere (no GPU or CUDA toolkit needed);
+//! launches run only where a GPU is present and are reported as skipped otherwise.
+
+use crate::common::{assert_close, cuda_device, random_f32};
+use ndarray::{Array1, Array2};
+use rstest::rstest;
+use tritium::backend::cuda::{compile_ptx, unavailable_reason, CudaCompileOptions, CudaTensor};
+use tritium::dsl::ir::Function;
+use tritium::dsl::trace::Specialization;
+use tritium::Device;
+use tritium_kernels::{layer_norm, matmul, misc, softmax, vector_add};
+
+/// Every kernel of `tritium-kernels` (without custom ops), traced for one specialization.
+fn kernels() -> Vec<Function> {
+    let s = Specialization::default();
+    vec![
+        vector_add::add::trace::<f32>(&s, 1024).unwrap(),
+        vector_add::add::trace::<half::f16>(&s, 1024).unwrap(),
+        vector_add::add::trace::<i32>(&s, 256).unwrap(),
+        softmax::softmax::trace::<f32>(&s, 1024).unwrap(),
+        softmax::softmax::trace::<half::f16>(&s, 128).unwrap(),
+        matmul::matmul::trace::<f32, f32>(&s, 64, 64, 32).unwrap(),
+        matmul::matmul::trace::<half::f16, f32>(&s, 64, 64, 32).unwrap(),
+        layer_norm::layer_norm_fwd::trace::<f32>(&s, 1024).unwrap(),
+        layer_norm::layer_norm_bwd_dx::trace::<f32>(&s, 1024).unwrap(),
+        layer_norm::layer_norm_bwd_dwdb::trace::<f32>(&s, 32, 64).unwrap(),
+        misc::histogram::trace(&s, 256).unwrap(),
+        misc::row_stats::trace(&s, 256).unwrap(),
+        misc::collatz::trace(&s, 128).unwrap(),
+    ]
+}
+
+fn ptx(f: &Function, sm: u32, num_warps: u32) -> String {
+    compile_ptx(f, "k", &CudaCompileOptions { sm, num_warps })
+        .unwrap_or_else(|e| panic!("{} for sm_{sm}: {e}", f.name))
+        .text
+}
+
+#[rstest]
+fn every_kernel_compiles_to_ptx(#[values(80, 90)] sm: u32) {
+    for f in kernels() {
+        let text = ptx(&f, sm, 4);
+        for want in [
+            ".entry k(".to_string(),
+            format!(".target sm_{sm}"),
+            ".maxntid 128, 1, 1".to_string(),
+        ] {
+            assert!(text.contains(&want), "{}: no `{want}` in\n{text}", f.name);
+        }
+    }
+}
+
+#[test]
+fn num_warps_sets_the_cta_size() {
+    let f = vector_add::add::trace::<f32>(&Specialization::default(), 1024).unwrap();
+    assert!(ptx(&f, 80, 8).contains(".maxntid 256, 1, 1"));
+    let e = compile_ptx(
+        &f,
+        "k",
+        &CudaCompileOptions {
+            sm: 80,
+            num_warps: 0,
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("num_warps is 0"), "{e}");
+}
+
+#[test]
+fn unsupported_architecture_is_an_error() {
+    let f = vector_add::add::trace::<f32>(&Specialization::default(), 1024).unwrap();
+    let e = compile_ptx(
+        &f,
+        "k",
+        &CudaCompileOptions {
+            sm: 70,
+            num_warps: 4,
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("sm_70 is not supported"), "{e}");
+}
+
+#[test]
+fn vector_add_loads_and_stores_four_floats_at_a_time() {
+    let f = vector_add::add::trace::<f32>(&Specialization::default(), 1024).unwrap();
+    let text = ptx(&f, 80, 4);
+    assert!(text.contains("ld.global.v4.f32"), "{text}");
+    assert!(text.contains("st.global.v4.f32"), "{text}");
+}
+
+#[test]
+fn softmax_reduces_with_warp_shuffles() {
+    let f = softmax::softmax::trace::<f32>(&Specialization::default(), 1024).unwrap();
+    let text = ptx(&f, 90, 4);
+    assert!(text.contains("shfl.sync.bfly"), "{text}");
+    assert!(text.contains("bar.sync"), "{text}");
+}
+
+#[test]
+fn oversized_tiles_are_an_error_not_a_panic() {
+    let f = vector_add::add::trace::<f32>(&Specialization::default(), 1 << 16).unwrap();
+    let e = compile_ptx(
+        &f,
+        "k",
+        &CudaCompileOptions {
+            sm: 80,
+            num_warps: 1,
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("raise num_warps"), "{e}");
+}
+
+#[test]
+fn cuda_without_a_gpu_is_an_error() {
+    let Some(reason) = unavailable_reason() else {
+        eprintln!("skipped cuda_without_a_gpu_is_an_error: a CUDA device is present");
+        return;
+    };
+    let e = Device::cuda(0).unwrap_err();
+    assert!(e.to_string().contains(&reason), "{e}");
+    assert!(e.to_string().contains("CUDA device 0"), "{e}");
+}
+
+#[rstest]
+fn vector_add_on_cuda(#[values(1, 7, 1024, 1000003)] n: usize) {
+    let Some(gpu) = cuda_device("vector_add_on_cuda") else {
+        return;
+    };
+    let x = Array1::from(random_f32(n, 1));
+    let y = Array1::from(random_f32(n, 2));
+    let got = vector_add::vector_add(&gpu, x.view(), y.view()).unwrap();
+    assert_eq!(got, &x + &y);
+}
+
+#[test]
+fn device_tensors_round_trip_and_launch() {
+    let Some(gpu) = cuda_device("device_tensors_round_trip_and_launch") else {
+        return;
+    };
+    let n = 5000;
+    let x = Array1::from(random_f32(n, 3));
+    let y = Array1::from(random_f32(n, 4));
+    let (dx, dy) = (
+        CudaTensor::from_ndarray(&gpu, &x).unwrap(),
+        CudaTensor::from_ndarray(&gpu, &y).unwrap(),
+    );
+    let mut out = CudaTensor::<f32>::zeros(&gpu, &[n]).unwrap();
+    vector_add::add::launch(&gpu, n.div_ceil(1024), &mut out, &dx, &dy, n as i32, 1024).unwrap();
+    let got = out.to_ndarray().unwrap();
+    assert_eq!(got.into_dimensionality().unwrap(), &x + &y);
+    // A device tensor passed to the CPU is an error.
+    let mut host = Array1::<f32>::zeros(n);
+    let e = vector_add::add::launch(&Device::cpu(), 1, &mut host, &dx, &dy, n as i32, 1024)
+        .unwrap_err();
+    assert!(e.to_string().contains("CUDA device"), "{e}");
+}
+
+#[rstest]
+fn softmax_on_cuda(#[values((1, 1), (17, 33), (256, 781))] shape: (usize, usize)) {
+    let Some(gpu) = cuda_device("softmax_on_cuda") else {
+        return;
+    };
+    let x = Array2::from_shape_vec(shape, random_f32(shape.0 * shape.1, 5)).unwrap() * 4.0;
+    let got = softmax::softmax_rows(&gpu, x.view()).unwrap();
+    let want = softmax::softmax_rows(&Device::interpreter(), x.view()).unwrap();
+    assert_close(&got, &want, 1e-5, 1e-6, "cuda vs interpreter");
+}
+
+#[rstest]
+fn matmul_on_cuda(#[values((1, 1, 1), (65, 33, 70), (128, 256, 64))] mkn: (usize, usize, usize)) {
+    let Some(gpu) = cuda_device("matmul_on_cuda") else {
+        return;
+    };
+    let (m, k, n) = mkn;
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 7)).unwrap();
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 8)).unwrap();
+    let blocks = matmul::MatmulBlocks::default();
+    let got: Array2<f32> = matmul::matmul_2d(&gpu, a.view(), b.view(), blocks).unwrap();
+    let want: Array2<f32> =
+        matmul::matmul_2d(&Device::interpreter(), a.view(), b.view(), blocks).unwrap();
+    assert_close(&got, &want, 1e-4, 1e-4, "cuda vs interpreter");
+}
