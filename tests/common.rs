@@ -3,12 +3,29 @@
 use ndarray::{ArrayBase, Data, Dimension};
 use tritium::Device;
 
-/// The devices every kernel runs on: the CPU, the interpreter, and CUDA device 0 when
-/// a GPU is present (reported as skipped, with the reason, when none is).
-pub fn devices() -> Vec<Device> {
+/// The devices a kernel test over `elements` elements runs on: the CPU, the interpreter,
+/// the CUDA lowering on the emulator (up to [`EMULATED_ELEMENTS`]: it runs every GPU
+/// thread as an OS thread), and CUDA device 0 when a GPU is present. What is skipped is
+/// reported with the reason.
+pub fn devices_for(elements: usize) -> Vec<Device> {
     let mut all = vec![Device::cpu(), Device::interpreter()];
-    all.extend(cuda_device("this test"));
+    if elements <= EMULATED_ELEMENTS {
+        all.push(Device::cuda_emulator());
+    } else {
+        eprintln!("skipped on the CUDA emulator: {elements} elements (at most {EMULATED_ELEMENTS}; one OS thread per GPU thread is slow)");
+    }
+    all.extend(cuda_device("this case"));
     all
+}
+
+/// The largest case run on the CUDA emulator.
+pub const EMULATED_ELEMENTS: usize = 1 << 16;
+
+/// The CPU and the interpreter, for custom ops (not supported on CUDA yet: reported as
+/// skipped).
+pub fn host_devices() -> Vec<Device> {
+    eprintln!("skipped on CUDA and the CUDA emulator: custom ops are not supported on CUDA yet");
+    vec![Device::cpu(), Device::interpreter()]
 }
 
 /// CUDA device 0, or `None` after printing why `what` is skipped on CUDA.

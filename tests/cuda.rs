@@ -182,3 +182,85 @@ fn matmul_on_cuda(#[values((1, 1, 1), (65, 33, 70), (128, 256, 64))] mkn: (usize
         matmul::matmul_2d(&Device::interpreter(), a.view(), b.view(), blocks).unwrap();
     assert_close(&got, &want, 1e-4, 1e-4, "cuda vs interpreter");
 }
+
+// The CUDA lowering executed by the emulator (host threads), against the interpreter.
+
+#[rstest]
+fn vector_add_emulated(#[values(1, 7, 1024, 5000)] n: usize, #[values(1, 4)] num_warps: u32) {
+    let emu = Device::cuda_emulator();
+    let x = Array1::from(random_f32(n, 1));
+    let y = Array1::from(random_f32(n, 2));
+    let mut got = Array1::<f32>::zeros(n);
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    vector_add::add::launch_with(
+        &emu,
+        n.div_ceil(1024),
+        &opts,
+        &mut got,
+        &x,
+        &y,
+        n as i32,
+        1024,
+    )
+    .unwrap();
+    assert_eq!(got, &x + &y);
+}
+
+#[rstest]
+fn softmax_emulated(#[values((1, 1), (17, 33), (5, 781))] shape: (usize, usize)) {
+    let x = Array2::from_shape_vec(shape, random_f32(shape.0 * shape.1, 5)).unwrap() * 4.0;
+    let got = softmax::softmax_rows(&Device::cuda_emulator(), x.view()).unwrap();
+    let want = softmax::softmax_rows(&Device::interpreter(), x.view()).unwrap();
+    assert_close(&got, &want, 1e-5, 1e-6, "emulated CUDA vs interpreter");
+}
+
+#[rstest]
+fn matmul_emulated(#[values((1, 1, 1), (65, 33, 70))] mkn: (usize, usize, usize)) {
+    let (m, k, n) = mkn;
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 7)).unwrap();
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 8)).unwrap();
+    let blocks = matmul::MatmulBlocks {
+        m: 32,
+        n: 32,
+        k: 16,
+    };
+    let got: Array2<f32> =
+        matmul::matmul_2d(&Device::cuda_emulator(), a.view(), b.view(), blocks).unwrap();
+    let want: Array2<f32> =
+        matmul::matmul_2d(&Device::interpreter(), a.view(), b.view(), blocks).unwrap();
+    assert_close(&got, &want, 1e-5, 1e-5, "emulated CUDA vs interpreter");
+}
+
+#[rstest]
+fn f16_softmax_and_matmul_emulated(#[values((3, 50), (16, 130))] shape: (usize, usize)) {
+    use half::f16;
+    let emu = Device::cuda_emulator();
+    let x = (Array2::from_shape_vec(shape, random_f32(shape.0 * shape.1, 9)).unwrap() * 4.0)
+        .mapv(f16::from_f32);
+    let got = softmax::softmax_rows(&emu, x.view()).unwrap();
+    let want = softmax::softmax_rows(&Device::interpreter(), x.view()).unwrap();
+    assert_close(
+        &got.mapv(f16::to_f32),
+        &want.mapv(f16::to_f32),
+        2e-3,
+        1e-3,
+        "softmax f16",
+    );
+    let (m, k) = shape;
+    let a = x.clone();
+    let b = Array2::from_shape_vec((k, m), random_f32(k * m, 10))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let blocks = matmul::MatmulBlocks {
+        m: 32,
+        n: 16,
+        k: 32,
+    };
+    let got: Array2<f32> = matmul::matmul_2d(&emu, a.view(), b.view(), blocks).unwrap();
+    let want: Array2<f32> =
+        matmul::matmul_2d(&Device::interpreter(), a.view(), b.view(), blocks).unwrap();
+    assert_close(&got, &want, 1e-4, 1e-4, "matmul f16 inputs");
+}

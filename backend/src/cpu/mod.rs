@@ -3,10 +3,10 @@
 
 pub mod cache;
 mod codegen;
-mod jit;
+pub(crate) mod jit;
 mod link;
 mod pool;
-mod target;
+pub(crate) mod target;
 
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 

@@ -6,6 +6,7 @@
 
 mod codegen;
 mod driver;
+pub(crate) mod emulate;
 mod launch;
 mod target;
 mod tensor;
@@ -79,6 +80,7 @@ pub(crate) fn generate_ptx(
         entry,
         codegen::CodegenOptions {
             num_warps: options.num_warps,
+            emulate: false,
         },
     )?;
     let write = |ext: &str, bytes: &[u8]| {

@@ -15,6 +15,10 @@ pub enum Device {
     Interpreter,
     /// A CUDA GPU: PTX from LLVM's NVPTX backend, loaded and launched through the driver.
     Cuda(Arc<CudaDevice>),
+    /// The CUDA code generator's output run on host threads, `num_warps × 32` OS threads
+    /// per program, one program after another: slow, for testing the CUDA lowering on
+    /// machines without a GPU.
+    CudaEmulator,
 }
 
 impl Device {
@@ -34,12 +38,18 @@ impl Device {
         Ok(Device::Cuda(CudaDevice::open(ordinal)?))
     }
 
+    /// The CUDA emulator (see [`Device::CudaEmulator`]).
+    pub fn cuda_emulator() -> Device {
+        Device::CudaEmulator
+    }
+
     /// A short name for cache keys and messages.
     pub fn name(&self) -> &'static str {
         match self {
             Device::Cpu => "cpu",
             Device::Interpreter => "interpreter",
             Device::Cuda(_) => "cuda",
+            Device::CudaEmulator => "cuda-emulator",
         }
     }
 }

@@ -41,6 +41,12 @@ pub fn launch(
         }
     }
     check_host_memory(key.name, &args)?;
+    if *device == Device::CudaEmulator && !options.interpret() {
+        let k = crate::cuda::emulate::compiled(&key, &spec, options.num_warps, trace)?;
+        check_args(&k.function, &args)?;
+        k.run(grid, &args.args);
+        return Ok(());
+    }
     if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
         let f = trace(&spec)?;
         check_args(&f, &args)?;

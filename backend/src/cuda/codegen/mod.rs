@@ -26,6 +26,10 @@ mod scalar;
 mod sync;
 mod types;
 
+pub(crate) use sync::{
+    EMU_BARRIER, EMU_CTAID, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_WORDS,
+};
+
 use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
@@ -47,6 +51,10 @@ const PTX_KERNEL_CC: u32 = 71;
 pub(crate) struct CodegenOptions {
     /// Warps per CTA.
     pub num_warps: u32,
+    /// Generate for the host emulator (see `cuda/emulate.rs`) instead of NVPTX: the same
+    /// code, except that the target hooks of `sync.rs` call into the emulator and the
+    /// `.approx` math instructions become the host's intrinsics.
+    pub emulate: bool,
 }
 
 /// What the launcher needs to know about a generated kernel.
@@ -83,6 +91,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// The first error found (an unsupported op or type); generation goes on with
     /// placeholders so that it never panics, and the error is returned at the end.
     error: Option<String>,
+    /// The emulator's per-thread state (`EmuThread`) when generating for the emulator.
+    emu: Option<PointerValue<'ctx>>,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -101,27 +111,37 @@ pub(crate) fn generate<'ctx>(
     }
     let threads = opts.num_warps as usize * 32;
     let b = ctx.create_builder();
-    let params: Vec<BasicMetadataTypeEnum> = f
-        .params
-        .iter()
-        .map(|p| param_ty(ctx, f.ty(p.value).elem).into())
-        .collect();
+    let ptr = ctx.ptr_type(AddressSpace::default());
+    let params: Vec<BasicMetadataTypeEnum> = if opts.emulate {
+        // `k(ptr slots, ptr emu)`: one 8-byte slot per parameter, as the CPU entry.
+        vec![ptr.into(), ptr.into()]
+    } else {
+        f.params
+            .iter()
+            .map(|p| param_ty(ctx, f.ty(p.value).elem).into())
+            .collect()
+    };
     let func = module.add_function(
         name,
         ctx.void_type().fn_type(&params, false),
         Some(Linkage::External),
     );
-    func.set_call_conventions(PTX_KERNEL_CC);
-    annotate_kernel(ctx, module, func, threads);
-    let smem = module.add_global(
-        ctx.i8_type().array_type(0),
-        Some(AddressSpace::from(3u16)),
-        "tritium_smem",
-    );
-    smem.set_linkage(Linkage::External);
-    smem.set_alignment(16);
     let entry_bb = ctx.append_basic_block(func, "entry");
     b.position_at_end(entry_bb);
+    let smem = if opts.emulate {
+        None
+    } else {
+        func.set_call_conventions(PTX_KERNEL_CC);
+        annotate_kernel(ctx, module, func, threads);
+        let smem = module.add_global(
+            ctx.i8_type().array_type(0),
+            Some(AddressSpace::from(3u16)),
+            "tritium_smem",
+        );
+        smem.set_linkage(Linkage::External);
+        smem.set_alignment(16);
+        Some(smem.as_pointer_value())
+    };
     let i32t = ctx.i32_type();
     let undef = i32t.get_undef();
     let mut g = Gen {
@@ -136,16 +156,37 @@ pub(crate) fn generate<'ctx>(
         tid: undef,
         pids: [undef; 3],
         nprogs: [undef; 3],
-        smem: smem.as_pointer_value(),
+        smem: ptr.get_undef(),
         shared_bytes: 0,
         error: None,
+        emu: opts.emulate.then(|| {
+            func.get_nth_param(1)
+                .expect("declared above")
+                .into_pointer_value()
+        }),
+    };
+    g.smem = match smem {
+        Some(p) => p,
+        None => g.emulator_shared_memory(),
     };
     g.tid = g.special_register("tid.x");
     g.pids = ["ctaid.x", "ctaid.y", "ctaid.z"].map(|r| g.special_register(r));
     g.nprogs = ["nctaid.x", "nctaid.y", "nctaid.z"].map(|r| g.special_register(r));
     for (i, p) in f.params.iter().enumerate() {
-        let raw = func.get_nth_param(i as u32).expect("declared above");
         let elem = f.ty(p.value).elem;
+        let raw = if opts.emulate {
+            let slots = func
+                .get_nth_param(0)
+                .expect("declared above")
+                .into_pointer_value();
+            let i64t = ctx.i64_type();
+            // SAFETY (of the generated code): the emulator passes one slot per parameter.
+            let slot = unsafe { b.build_gep(i64t, slots, &[i64t.const_int(i as u64, false)], "") }
+                .unwrap();
+            b.build_load(param_ty(ctx, elem), slot, "").unwrap()
+        } else {
+            func.get_nth_param(i as u32).expect("declared above")
+        };
         let v = match elem {
             Elem::Ptr(_) => raw,
             Elem::Scalar(_) => g.decode_storage(raw, elem),

@@ -162,6 +162,21 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
+    /// PTX `<op>.approx.f32` (`ex2`, `lg2`, `sin`, `cos`); the host's intrinsic in the
+    /// emulator.
+    fn approx(&self, op: &str, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        if self.emu.is_some() {
+            let host = match op {
+                "ex2" => "llvm.exp2",
+                "lg2" => "llvm.log2",
+                "sin" => "llvm.sin",
+                _ => "llvm.cos",
+            };
+            return self.intrinsic(host, &[self.ctx.f32_type().into()], &[x]);
+        }
+        self.intrinsic(&format!("llvm.nvvm.{op}.approx.f"), &[], &[x])
+    }
+
     /// `op x` for one element of dtype `d`.
     pub(super) fn unary(
         &mut self,
@@ -190,23 +205,23 @@ impl<'ctx> Gen<'ctx, '_> {
                 UnOp::Neg => bl.build_float_neg(f, "").unwrap().into(),
                 UnOp::Abs => self.intrinsic("llvm.fabs", &[t], &[x]),
                 UnOp::Exp => self.exp_f32(f).into(),
-                UnOp::Exp2 => self.intrinsic("llvm.nvvm.ex2.approx.f", &[], &[x]),
+                UnOp::Exp2 => self.approx("ex2", x),
                 UnOp::Log => {
-                    let l2 = self.intrinsic("llvm.nvvm.lg2.approx.f", &[], &[x]);
+                    let l2 = self.approx("lg2", x);
                     let ln2 = f32t.const_float(std::f64::consts::LN_2);
                     bl.build_float_mul(l2.into_float_value(), ln2, "")
                         .unwrap()
                         .into()
                 }
-                UnOp::Log2 => self.intrinsic("llvm.nvvm.lg2.approx.f", &[], &[x]),
+                UnOp::Log2 => self.approx("lg2", x),
                 UnOp::Sqrt => self.intrinsic("llvm.sqrt", &[t], &[x]),
                 UnOp::Rsqrt => {
                     let s = self.intrinsic("llvm.sqrt", &[t], &[x]).into_float_value();
                     let one = t.into_float_type().const_float(1.0);
                     bl.build_float_div(one, s, "").unwrap().into()
                 }
-                UnOp::Sin => self.intrinsic("llvm.nvvm.sin.approx.f", &[], &[x]),
-                UnOp::Cos => self.intrinsic("llvm.nvvm.cos.approx.f", &[], &[x]),
+                UnOp::Sin => self.approx("sin", x),
+                UnOp::Cos => self.approx("cos", x),
                 UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[x]),
                 UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[x]),
                 UnOp::Not => unreachable!("verifier rejects `not` on floats"),

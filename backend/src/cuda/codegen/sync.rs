@@ -1,25 +1,114 @@
 //! The target hooks: special registers, barriers, warp shuffles and shared memory. Every
-//! NVVM intrinsic the code generator uses is called from this file.
+//! NVVM intrinsic the code generator uses is called from this file (and the `.approx`
+//! math of `scalar.rs`); for the host emulator each hook reads the thread's `EmuThread`
+//! words or calls back into the emulator instead.
 
 use super::{Gen, V};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use inkwell::IntPredicate;
+use inkwell::{AddressSpace, IntPredicate};
 use tritium_dsl::ir::{DType, Elem, Type, Value};
+
+/// Words of the emulator's per-thread state (`EmuThread` in `cuda/emulate.rs`).
+pub(crate) const EMU_TID: u64 = 0;
+pub(crate) const EMU_CTAID: u64 = 1;
+pub(crate) const EMU_NCTAID: u64 = 4;
+pub(crate) const EMU_SHARED: u64 = 7;
+pub(crate) const EMU_BARRIER: u64 = 8;
+pub(crate) const EMU_SHUFFLE: u64 = 9;
+pub(crate) const EMU_STATE: u64 = 10;
+/// The number of words.
+pub(crate) const EMU_WORDS: usize = 11;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.
     pub(super) fn special_register(&self, name: &str) -> IntValue<'ctx> {
+        if self.emu.is_some() {
+            let word = match name {
+                "tid.x" => EMU_TID,
+                "ctaid.x" => EMU_CTAID,
+                "ctaid.y" => EMU_CTAID + 1,
+                "ctaid.z" => EMU_CTAID + 2,
+                "nctaid.x" => EMU_NCTAID,
+                "nctaid.y" => EMU_NCTAID + 1,
+                _ => EMU_NCTAID + 2,
+            };
+            let w = self
+                .emu_word(word, self.ctx.i64_type().into())
+                .into_int_value();
+            return self
+                .b
+                .build_int_truncate(w, self.ctx.i32_type(), name)
+                .unwrap();
+        }
         self.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{name}"), &[], &[])
             .into_int_value()
     }
 
     /// `bar.sync 0`: every thread of the CTA waits here.
     pub(super) fn barrier(&self) {
+        if self.emu.is_some() {
+            let ptr = self.ctx.ptr_type(AddressSpace::default());
+            let f = self.emu_word(EMU_BARRIER, ptr.into()).into_pointer_value();
+            let state = self.emu_word(EMU_STATE, ptr.into());
+            let ty = self.ctx.void_type().fn_type(&[ptr.into()], false);
+            self.b
+                .build_indirect_call(ty, f, &[state.into()], "")
+                .unwrap();
+            return;
+        }
         let i = inkwell::intrinsics::Intrinsic::find("llvm.nvvm.barrier0")
             .expect("LLVM 19 has llvm.nvvm.barrier0");
         let decl = i.get_declaration(self.module, &[]).expect("declaration");
         self.b.build_call(decl, &[], "").unwrap();
+    }
+
+    /// The emulator's shared memory for this CTA.
+    pub(super) fn emulator_shared_memory(&self) -> PointerValue<'ctx> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        self.emu_word(EMU_SHARED, ptr.into()).into_pointer_value()
+    }
+
+    /// Word `k` of this thread's `EmuThread`.
+    fn emu_word(&self, k: u64, ty: BasicTypeEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let emu = self.emu.expect("emulator state");
+        let i64t = self.ctx.i64_type();
+        // SAFETY (of the generated code): `EmuThread` has `EMU_WORDS` words.
+        let p = unsafe { self.b.build_gep(i64t, emu, &[i64t.const_int(k, false)], "") }.unwrap();
+        self.b.build_load(ty, p, "").unwrap()
+    }
+
+    /// `shfl.sync.bfly.b32`, or the emulator's shuffle.
+    fn shuffle_word(&self, w: IntValue<'ctx>, mask: u32) -> IntValue<'ctx> {
+        let i32t = self.ctx.i32_type();
+        if self.emu.is_some() {
+            let ptr = self.ctx.ptr_type(AddressSpace::default());
+            let f = self.emu_word(EMU_SHUFFLE, ptr.into()).into_pointer_value();
+            let state = self.emu_word(EMU_STATE, ptr.into());
+            let ty = i32t.fn_type(&[ptr.into(), i32t.into(), i32t.into(), i32t.into()], false);
+            let args = [
+                state.into(),
+                self.tid.into(),
+                w.into(),
+                self.i32c(mask as u64).into(),
+            ];
+            let call = self.b.build_indirect_call(ty, f, &args, "").unwrap();
+            return match call.try_as_basic_value() {
+                inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+                inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i32"),
+            };
+        }
+        self.intrinsic(
+            "llvm.nvvm.shfl.sync.bfly.i32",
+            &[],
+            &[
+                i32t.const_all_ones().into(),
+                w.into(),
+                self.i32c(mask as u64).into(),
+                self.i32c(31).into(),
+            ],
+        )
+        .into_int_value()
     }
 
     /// This thread's lane in its warp and its warp in the CTA.
@@ -35,19 +124,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// `shfl.sync.bfly` of any compute value: the value of lane `lane ^ mask`.
     pub(super) fn shuffle_xor(&self, v: BasicValueEnum<'ctx>, mask: u32) -> BasicValueEnum<'ctx> {
         let (b, i32t) = (self.b, self.ctx.i32_type());
-        let shfl = |w: IntValue<'ctx>| {
-            self.intrinsic(
-                "llvm.nvvm.shfl.sync.bfly.i32",
-                &[],
-                &[
-                    i32t.const_all_ones().into(),
-                    w.into(),
-                    self.i32c(mask as u64).into(),
-                    self.i32c(31).into(),
-                ],
-            )
-            .into_int_value()
-        };
+        let shfl = |w: IntValue<'ctx>| self.shuffle_word(w, mask);
         let ty = v.get_type();
         let bits = match ty {
             BasicTypeEnum::FloatType(_) | BasicTypeEnum::IntType(_) => self.target_data_bits(ty),
