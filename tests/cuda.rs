@@ -89,6 +89,26 @@ fn vector_add_loads_and_stores_four_floats_at_a_time() {
     assert!(text.contains("st.global.v4.f32"), "{text}");
 }
 
+#[rstest]
+fn f16_and_bf16_dot_use_tensor_cores(#[values(80, 90)] sm: u32) {
+    let s = Specialization::default();
+    let f16 = matmul::matmul::trace::<half::f16, f32>(&s, 64, 64, 32).unwrap();
+    let text = ptx(&f16, sm, 4);
+    assert!(
+        text.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+        "{text}"
+    );
+    let bf16 = matmul::matmul::trace::<half::bf16, f32>(&s, 32, 32, 16).unwrap();
+    let text = ptx(&bf16, sm, 4);
+    assert!(
+        text.contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+        "{text}"
+    );
+    // f32 inputs take the fallback.
+    let f32 = matmul::matmul::trace::<f32, f32>(&s, 64, 64, 32).unwrap();
+    assert!(!ptx(&f32, sm, 4).contains("mma.sync"));
+}
+
 #[test]
 fn softmax_reduces_with_warp_shuffles() {
     let f = softmax::softmax::trace::<f32>(&Specialization::default(), 1024).unwrap();
@@ -263,4 +283,53 @@ fn f16_softmax_and_matmul_emulated(#[values((3, 50), (16, 130))] shape: (usize, 
     let want: Array2<f32> =
         matmul::matmul_2d(&Device::interpreter(), a.view(), b.view(), blocks).unwrap();
     assert_close(&got, &want, 1e-4, 1e-4, "matmul f16 inputs");
+}
+
+#[rstest]
+fn bf16_matmul_on_tensor_cores_emulated(
+    #[values((16, 8, 16), (48, 40, 64), (33, 17, 20))] mnk: (usize, usize, usize),
+    #[values(1, 4)] num_warps: u32,
+) {
+    use half::bf16;
+    let (m, n, k) = mnk;
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 11))
+        .unwrap()
+        .mapv(bf16::from_f32);
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 12))
+        .unwrap()
+        .mapv(bf16::from_f32);
+    let (bm, bn, bk) = (16, 8, 16);
+    let mut got = Array2::<f32>::zeros((m, n));
+    let mut want = Array2::<f32>::zeros((m, n));
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    for (d, out) in [
+        (Device::cuda_emulator(), &mut got),
+        (Device::interpreter(), &mut want),
+    ] {
+        matmul::matmul::launch_with(
+            &d,
+            [m.div_ceil(bm), n.div_ceil(bn)],
+            &opts,
+            out,
+            &a,
+            &b,
+            m as i32,
+            n as i32,
+            k as i32,
+            k as i32,
+            1,
+            n as i32,
+            1,
+            n as i32,
+            1,
+            bm,
+            bn,
+            bk,
+        )
+        .unwrap();
+    }
+    assert_close(&got, &want, 1e-4, 1e-4, "bf16 mma vs interpreter");
 }

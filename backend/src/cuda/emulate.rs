@@ -9,7 +9,7 @@
 //! after another (one shared-memory buffer); it is slow and meant for tests.
 
 use super::codegen::{
-    self, EMU_BARRIER, EMU_CTAID, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
+    self, EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
     EMU_WORDS,
 };
 use crate::cpu::{cache, jit, target};
@@ -39,6 +39,8 @@ pub(crate) struct EmulatedKernel {
 struct EmuState {
     barrier: Barrier,
     lanes: Vec<AtomicU32>,
+    /// Six `mma` fragment words per thread (four of `a`, two of `b`).
+    fragments: Vec<AtomicU32>,
 }
 
 extern "C" fn emu_barrier(state: *const EmuState) {
@@ -57,6 +59,65 @@ extern "C" fn emu_shuffle(state: *const EmuState, tid: u32, value: u32, mask: u3
     let v = s.lanes[src as usize].load(Ordering::SeqCst);
     s.barrier.wait();
     v
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}` for one warp, from the fragment
+/// layouts of the PTX ISA: each lane publishes its fragments, then computes its four
+/// outputs from the whole `16 × 16` A and `16 × 8` B (f32 products, k in order).
+extern "C" fn emu_mma(
+    state: *const EmuState,
+    tid: u32,
+    bf16: u32,
+    frags: *const u32,
+    acc: *mut f32,
+) {
+    // SAFETY: as `emu_barrier`; `frags` holds 6 words and `acc` 4 floats (generated code).
+    let (s, frags, acc) = unsafe {
+        (
+            &*state,
+            std::slice::from_raw_parts(frags, 6),
+            std::slice::from_raw_parts_mut(acc, 4),
+        )
+    };
+    let tid = tid as usize;
+    for (i, w) in frags.iter().enumerate() {
+        s.fragments[tid * 6 + i].store(*w, Ordering::SeqCst);
+    }
+    s.barrier.wait();
+    let warp = tid & !31;
+    let value = |bits: u16| {
+        if bf16 == 1 {
+            half::bf16::from_bits(bits).to_f32()
+        } else {
+            half::f16::from_bits(bits).to_f32()
+        }
+    };
+    // Element `h` (0 or 1) of word `w` of lane `l`.
+    let element = |l: usize, w: usize, h: usize| {
+        let word = s.fragments[(warp + l) * 6 + w].load(Ordering::SeqCst);
+        value((word >> (16 * h)) as u16)
+    };
+    let mut a = [[0f32; 16]; 16];
+    let mut b = [[0f32; 8]; 16];
+    for l in 0..32 {
+        let (group, quad) = (l / 4, l % 4);
+        for q in 0..4 {
+            for h in 0..2 {
+                a[group + 8 * (q % 2)][2 * quad + h + 8 * (q / 2)] = element(l, q, h);
+            }
+        }
+        for q in 0..2 {
+            for h in 0..2 {
+                b[2 * quad + h + 8 * q][group] = element(l, 4 + q, h);
+            }
+        }
+    }
+    let (group, quad) = ((tid % 32) / 4, tid % 4);
+    for (i, c) in acc.iter_mut().enumerate() {
+        let (row, col) = (group + 8 * (i / 2), 2 * quad + i % 2);
+        *c += (0..16).map(|k| a[row][k] * b[k][col]).sum::<f32>();
+    }
+    s.barrier.wait();
 }
 
 type MemKey = (KernelKey, Specialization, u32);
@@ -140,6 +201,7 @@ impl EmulatedKernel {
         let state = EmuState {
             barrier: Barrier::new(self.threads),
             lanes: (0..self.threads).map(|_| AtomicU32::new(0)).collect(),
+            fragments: (0..self.threads * 6).map(|_| AtomicU32::new(0)).collect(),
         };
         let [nx, ny, nz] = grid.0;
         let (slots_addr, shared_addr, state_addr) = (
@@ -159,6 +221,7 @@ impl EmulatedKernel {
                     words[EMU_BARRIER as usize] = emu_barrier as *const () as usize as u64;
                     words[EMU_SHUFFLE as usize] = emu_shuffle as *const () as usize as u64;
                     words[EMU_STATE as usize] = state_addr as u64;
+                    words[EMU_MMA as usize] = emu_mma as *const () as usize as u64;
                     for p in 0..nx * ny * nz {
                         let c = EMU_CTAID as usize;
                         words[c..c + 3].copy_from_slice(&[p % nx, p / nx % ny, p / nx / ny]);

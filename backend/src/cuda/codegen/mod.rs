@@ -27,7 +27,8 @@ mod sync;
 mod types;
 
 pub(crate) use sync::{
-    EMU_BARRIER, EMU_CTAID, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_WORDS,
+    EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
+    EMU_WORDS,
 };
 
 use inkwell::basic_block::BasicBlock;

@@ -17,8 +17,9 @@ pub(crate) const EMU_SHARED: u64 = 7;
 pub(crate) const EMU_BARRIER: u64 = 8;
 pub(crate) const EMU_SHUFFLE: u64 = 9;
 pub(crate) const EMU_STATE: u64 = 10;
+pub(crate) const EMU_MMA: u64 = 11;
 /// The number of words.
-pub(crate) const EMU_WORDS: usize = 11;
+pub(crate) const EMU_WORDS: usize = 12;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.
@@ -70,7 +71,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Word `k` of this thread's `EmuThread`.
-    fn emu_word(&self, k: u64, ty: BasicTypeEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    pub(super) fn emu_word(&self, k: u64, ty: BasicTypeEnum<'ctx>) -> BasicValueEnum<'ctx> {
         let emu = self.emu.expect("emulator state");
         let i64t = self.ctx.i64_type();
         // SAFETY (of the generated code): `EmuThread` has `EMU_WORDS` words.
