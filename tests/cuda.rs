@@ -133,6 +133,61 @@ fn oversized_tiles_are_an_error_not_a_panic() {
 }
 
 #[test]
+fn ptx_is_dumped_and_cached_on_disk() {
+    use tritium::backend::cuda::compile_cached;
+    let dir = std::env::temp_dir().join(format!("tritium-cuda-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (cache, dump) = (dir.join("cache"), dir.join("dump"));
+    let s = Specialization::default();
+    let f = || softmax::softmax::trace::<f32>(&s, 256).unwrap();
+    let copts = CudaCompileOptions {
+        sm: 90,
+        num_warps: 2,
+    };
+    let dumping = tritium::LaunchOptions {
+        cache_dir: Some(cache.clone()),
+        dump_dir: Some(dump.clone()),
+        ..Default::default()
+    };
+    let first = compile_cached(f(), &copts, &dumping).unwrap();
+    for ext in ["tir", "ll", "opt.ll", "ptx"] {
+        let path = dump.join(format!("{}.{ext}", first.entry));
+        assert!(path.exists(), "no {}", path.display());
+    }
+    let ptx_dump = std::fs::read_to_string(dump.join(format!("{}.ptx", first.entry))).unwrap();
+    assert_eq!(ptx_dump, first.text);
+    let entries = std::fs::read_dir(&cache).unwrap().count();
+    assert!(entries > 0, "the PTX was not cached");
+    // From the cache: the same PTX; a damaged entry is recompiled, never trusted.
+    let cached = tritium::LaunchOptions {
+        cache_dir: Some(cache.clone()),
+        ..Default::default()
+    };
+    assert_eq!(compile_cached(f(), &copts, &cached).unwrap(), first);
+    for e in walk(&cache) {
+        let mut bytes = std::fs::read(&e).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        std::fs::write(&e, bytes).unwrap();
+    }
+    assert_eq!(compile_cached(f(), &copts, &cached).unwrap(), first);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
 fn cuda_without_a_gpu_is_an_error() {
     let Some(reason) = unavailable_reason() else {
         eprintln!("skipped cuda_without_a_gpu_is_an_error: a CUDA device is present");
@@ -332,4 +387,107 @@ fn bf16_matmul_on_tensor_cores_emulated(
         .unwrap();
     }
     assert_close(&got, &want, 1e-4, 1e-4, "bf16 mma vs interpreter");
+}
+
+// Custom ops on CUDA: NVPTX bitcode is linked and inlined; host bitcode is refused.
+
+mod custom {
+    use super::ptx;
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::custom::{CustomArgs, CustomImpl};
+    use tritium::dsl::ir::Bitcode;
+    use tritium::dsl::trace::Specialization;
+    use tritium::prelude::*;
+    use tritium_kernels::custom_bitcode::{ADD_BC, ADD_NVPTX_BC};
+
+    #[register_custom_op(core = Vector, pipe = PipeV, mode = Simt)]
+    struct NvptxAdd;
+    impl NvptxAdd {
+        fn init(_: &CustomArgs) -> Result<CustomImpl, String> {
+            Ok(CustomImpl::new("custom_add_simt_float32")
+                .bitcode(Bitcode::from_bytes("add.nvptx.bc", ADD_NVPTX_BC)))
+        }
+    }
+
+    #[register_custom_op(core = Vector, pipe = PipeV, mode = Simd)]
+    struct NvptxAddSimd;
+    impl NvptxAddSimd {
+        fn init(_: &CustomArgs) -> Result<CustomImpl, String> {
+            Ok(CustomImpl::new("custom_add_float32")
+                .bitcode(Bitcode::from_bytes("add.nvptx.bc", ADD_NVPTX_BC)))
+        }
+    }
+
+    #[register_custom_op(core = Vector, pipe = PipeV, mode = Simt)]
+    struct HostAdd;
+    impl HostAdd {
+        fn init(_: &CustomArgs) -> Result<CustomImpl, String> {
+            Ok(CustomImpl::new("custom_add_simt_float32")
+                .bitcode(Bitcode::from_bytes("add.bc", ADD_BC)))
+        }
+    }
+
+    #[kernel]
+    fn add_with(
+        out: Ptr<f32>,
+        a: Ptr<f32>,
+        b: Ptr<f32>,
+        #[constexpr] N: usize,
+        #[constexpr] op: u32,
+    ) {
+        let i = arange(0, N);
+        let x = load(a + i);
+        let y = load(b + i);
+        let buf = zeros([N], DType::F32);
+        let r = if op == 0 {
+            custom("nvptx_add", x, y, out = buf)
+        } else if op == 1 {
+            custom("nvptx_add_simd", x, y, out = buf)
+        } else {
+            custom("host_add", x, y, out = buf)
+        };
+        store(out + i, r);
+    }
+
+    #[kernel]
+    fn gather(out: Ptr<f32>, src: Ptr<f32>, idx: Ptr<i64>, #[constexpr] N: usize) {
+        let i = arange(0, N);
+        let ix = load(idx + i);
+        let buf = full([N], -1.0, DType::F32);
+        let g = custom("__builtin_gather_load", src, ix, 50, out = buf);
+        store(out + i, g);
+    }
+
+    #[rstest::rstest]
+    fn nvptx_bitcode_is_linked_and_inlined(#[values(80, 90)] sm: u32) {
+        let s = Specialization::default();
+        let simt = add_with::trace(&s, 256, 0).unwrap();
+        let text = ptx(&simt, sm, 4);
+        assert!(text.contains("add.rn.f32"), "{text}");
+        assert!(
+            !text.contains("call.uni"),
+            "the Simt entry is inlined:\n{text}"
+        );
+        let simd = add_with::trace(&s, 256, 1).unwrap();
+        let text = ptx(&simd, sm, 4);
+        assert!(text.contains("bar.sync"), "{text}");
+    }
+
+    #[rstest::rstest]
+    fn builtins_compile_to_ptx(#[values(80, 90)] sm: u32) {
+        let f = gather::trace(&Specialization::default(), 64).unwrap();
+        let text = ptx(&f, sm, 4);
+        assert!(text.contains(".entry k("), "{text}");
+    }
+
+    #[test]
+    fn host_bitcode_on_cuda_is_an_error() {
+        let f = add_with::trace(&Specialization::default(), 256, 2).unwrap();
+        let e = compile_ptx(&f, "k", &CudaCompileOptions::default()).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("custom op `host_add`") && m.contains("nvptx64-nvidia-cuda"),
+            "{m}"
+        );
+    }
 }

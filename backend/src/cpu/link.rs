@@ -29,18 +29,27 @@ pub(crate) type CustomEntries = HashMap<*const Inst, CustomEntry>;
 pub(crate) type CallBitcode<'f> = (&'f Inst, &'f CustomCall, &'f [u8]);
 
 pub(crate) fn bitcodes(f: &Function) -> Result<Vec<CallBitcode<'_>>, String> {
+    bitcodes_with(f, crate::builtins::BUILTINS_BC)
+}
+
+/// [`bitcodes`] with `builtins` as the builtin library (the NVPTX one on CUDA).
+pub(crate) fn bitcodes_with<'f>(
+    f: &'f Function,
+    builtins: &'static [u8],
+) -> Result<Vec<CallBitcode<'f>>, String> {
     fn go<'f>(
         b: &'f Block,
+        builtins: &'static [u8],
         out: &mut Vec<(&'f Inst, &'f CustomCall, &'f [u8])>,
     ) -> Result<(), String> {
         for inst in &b.insts {
             for r in inst.op.regions() {
-                go(r, out)?;
+                go(r, builtins, out)?;
             }
             let Op::Custom(c) = &inst.op else { continue };
             let b: &Bitcode = &c.attrs.bitcode;
             let bytes: Option<&'f [u8]> = if b.is_builtin() {
-                Some(crate::builtins::BUILTINS_BC)
+                Some(builtins)
             } else {
                 b.bytes()
             };
@@ -59,7 +68,7 @@ pub(crate) fn bitcodes(f: &Function) -> Result<Vec<CallBitcode<'_>>, String> {
         Ok(())
     }
     let mut out = Vec::new();
-    go(&f.body, &mut out)?;
+    go(&f.body, builtins, &mut out)?;
     Ok(out)
 }
 
@@ -70,9 +79,21 @@ pub(crate) fn link_custom_code<'ctx>(
     f: &Function,
     machine: &TargetMachine,
 ) -> Result<CustomEntries, String> {
+    link_custom_code_with(ctx, module, f, machine, crate::builtins::BUILTINS_BC)
+}
+
+/// [`link_custom_code`] with `builtins` as the builtin library. Linking into an NVPTX
+/// module requires bitcode compiled for NVPTX.
+pub(crate) fn link_custom_code_with<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    f: &Function,
+    machine: &TargetMachine,
+    builtins: &'static [u8],
+) -> Result<CustomEntries, String> {
     // Group calls by library so each is parsed and linked once.
     let mut libs: BTreeMap<&[u8], Vec<(&Inst, &CustomCall)>> = BTreeMap::new();
-    for (inst, c, bytes) in bitcodes(f)? {
+    for (inst, c, bytes) in bitcodes_with(f, builtins)? {
         libs.entry(bytes).or_default().push((inst, c));
     }
     let mut entries = CustomEntries::new();
@@ -87,6 +108,16 @@ pub(crate) fn link_custom_code<'ctx>(
                 e.to_string().trim()
             )
         })?;
+        let kernel_triple = module.get_triple();
+        let kernel_triple = kernel_triple.as_str().to_string_lossy();
+        let lib_triple = lib.get_triple();
+        let lib_triple = lib_triple.as_str().to_string_lossy();
+        if kernel_triple.starts_with("nvptx") && !lib_triple.starts_with("nvptx") {
+            return Err(format!(
+                "{}: bitcode `{label}` is for `{lib_triple}`; CUDA needs bitcode compiled for nvptx64-nvidia-cuda (tritium-build's Target::Nvptx)",
+                at(calls[0].0, calls[0].1)
+            ));
+        }
         let defined = |name: &str| {
             lib.get_function(name)
                 .is_some_and(|f| f.count_basic_blocks() > 0)

@@ -4,7 +4,7 @@
 pub mod cache;
 mod codegen;
 pub(crate) mod jit;
-mod link;
+pub(crate) mod link;
 mod pool;
 pub(crate) mod target;
 

@@ -149,13 +149,24 @@ pub(crate) fn compile(f: Function, num_warps: u32) -> Result<EmulatedKernel> {
         kernel: f.name.clone(),
         message,
     };
-    let hash = cache::hash_key(&["cuda-emulator", &num_warps.to_string(), &print_function(&f)]);
+    let libs: Vec<String> = crate::cpu::link::bitcodes(&f)
+        .map_err(err)?
+        .iter()
+        .map(|(_, _, bytes)| cache::hash_bytes(bytes))
+        .collect();
+    let hash = cache::hash_key(&[
+        "cuda-emulator",
+        &num_warps.to_string(),
+        &libs.join(","),
+        &print_function(&f),
+    ]);
     let symbol = format!("tritium_emu_{}", &hash[..24]);
     let machine = target::host_machine().map_err(err)?;
     let ctx = Context::create();
     let module = ctx.create_module(&symbol);
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
+    let customs = crate::cpu::link::link_custom_code(&ctx, &module, &f, &machine).map_err(err)?;
     let g = codegen::generate(
         &ctx,
         &module,
@@ -165,6 +176,7 @@ pub(crate) fn compile(f: Function, num_warps: u32) -> Result<EmulatedKernel> {
             num_warps,
             emulate: true,
         },
+        &customs,
     )
     .map_err(err)?;
     module

@@ -61,6 +61,18 @@ pub fn compile_ptx(f: &Function, entry: &str, options: &CudaCompileOptions) -> R
     })
 }
 
+/// Compiles a traced kernel to PTX as a launch does: from the verified disk cache under
+/// `TRITIUM_CACHE_DIR` (or `launch.cache_dir`) when it has the kernel, else with LLVM
+/// (writing the cache entry), with `.tir`, `.ll`, `.opt.ll` and `.ptx` dumps when
+/// `TRITIUM_DUMP` (or `launch.dump_dir`) is set. The entry is `tritium_<name>_<hash>`.
+pub fn compile_cached(
+    f: Function,
+    options: &CudaCompileOptions,
+    launch: &crate::LaunchOptions,
+) -> Result<Ptx> {
+    Ok(launch::compile(f, options, launch)?.ptx)
+}
+
 /// IR → LLVM (verified) → O3 → PTX, writing `.ll`, `.opt.ll` and `.ptx` dumps into `dump`.
 pub(crate) fn generate_ptx(
     f: &Function,
@@ -73,6 +85,13 @@ pub(crate) fn generate_ptx(
     let module = ctx.create_module(entry);
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
+    let customs = crate::cpu::link::link_custom_code_with(
+        &ctx,
+        &module,
+        f,
+        &machine,
+        crate::builtins::BUILTINS_NVPTX_BC,
+    )?;
     let g = codegen::generate(
         &ctx,
         &module,
@@ -82,6 +101,7 @@ pub(crate) fn generate_ptx(
             num_warps: options.num_warps,
             emulate: false,
         },
+        &customs,
     )?;
     let write = |ext: &str, bytes: &[u8]| {
         if let Some(d) = dump {

@@ -19,6 +19,7 @@
 //! threads hold equally, so barriers inside loops and `if`s are reached by every thread.
 
 mod control;
+mod custom;
 mod dot;
 mod memory;
 mod reduce;
@@ -31,6 +32,7 @@ pub(crate) use sync::{
     EMU_WORDS,
 };
 
+use crate::cpu::link::CustomEntries;
 use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
@@ -94,6 +96,10 @@ pub(crate) struct Gen<'ctx, 'f> {
     error: Option<String>,
     /// The emulator's per-thread state (`EmuThread`) when generating for the emulator.
     emu: Option<PointerValue<'ctx>>,
+    /// The address space of kernel pointers: global (1) on NVPTX, 0 in the emulator.
+    global: AddressSpace,
+    /// How each custom call is linked (see `cpu::link`).
+    customs: &'f CustomEntries,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -103,6 +109,7 @@ pub(crate) fn generate<'ctx>(
     f: &Function,
     name: &str,
     opts: CodegenOptions,
+    customs: &CustomEntries,
 ) -> Result<Generated, String> {
     if opts.num_warps == 0 || opts.num_warps > 32 {
         return Err(format!(
@@ -113,13 +120,18 @@ pub(crate) fn generate<'ctx>(
     let threads = opts.num_warps as usize * 32;
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());
+    let global = if opts.emulate {
+        AddressSpace::default()
+    } else {
+        AddressSpace::from(1u16)
+    };
     let params: Vec<BasicMetadataTypeEnum> = if opts.emulate {
         // `k(ptr slots, ptr emu)`: one 8-byte slot per parameter, as the CPU entry.
         vec![ptr.into(), ptr.into()]
     } else {
         f.params
             .iter()
-            .map(|p| param_ty(ctx, f.ty(p.value).elem).into())
+            .map(|p| param_ty(ctx, f.ty(p.value).elem, global).into())
             .collect()
     };
     let func = module.add_function(
@@ -165,6 +177,8 @@ pub(crate) fn generate<'ctx>(
                 .expect("declared above")
                 .into_pointer_value()
         }),
+        global,
+        customs,
     };
     g.smem = match smem {
         Some(p) => p,
@@ -184,7 +198,7 @@ pub(crate) fn generate<'ctx>(
             // SAFETY (of the generated code): the emulator passes one slot per parameter.
             let slot = unsafe { b.build_gep(i64t, slots, &[i64t.const_int(i as u64, false)], "") }
                 .unwrap();
-            b.build_load(param_ty(ctx, elem), slot, "").unwrap()
+            b.build_load(param_ty(ctx, elem, global), slot, "").unwrap()
         } else {
             func.get_nth_param(i as u32).expect("declared above")
         };
@@ -205,9 +219,9 @@ pub(crate) fn generate<'ctx>(
 }
 
 /// The type a kernel parameter is passed as: global pointers, scalars in storage form.
-fn param_ty(ctx: &Context, elem: Elem) -> BasicTypeEnum<'_> {
+fn param_ty(ctx: &Context, elem: Elem, global: AddressSpace) -> BasicTypeEnum<'_> {
     match elem {
-        Elem::Ptr(_) => ctx.ptr_type(AddressSpace::from(1u16)).into(),
+        Elem::Ptr(_) => ctx.ptr_type(global).into(),
         Elem::Scalar(d) => match d {
             DType::Bool | DType::I8 | DType::U8 => ctx.i8_type().into(),
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => ctx.i16_type().into(),
@@ -506,16 +520,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::For { .. } => self.for_loop(inst),
             Op::If { .. } => self.if_else(inst),
             Op::While { .. } => self.while_loop(inst),
-            Op::Custom(c) => {
-                self.fail(format!(
-                    "custom op `{}` at {}: custom ops are not supported on CUDA yet",
-                    c.name, inst.loc
-                ));
-                for r in &inst.results {
-                    let p = self.placeholder(self.ty(*r));
-                    self.vals.insert(*r, p);
-                }
-            }
+            Op::Custom(_) => self.custom(inst),
             op if op.is_elementwise() => self.elementwise(inst),
             op => self.fail(format!(
                 "internal: op `{}` has no CUDA lowering",

@@ -276,15 +276,26 @@ impl<'ctx> Gen<'ctx, '_> {
         x: Value,
         map: &mut dyn FnMut(&Self, &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>>,
     ) {
-        let (rt, xt) = (self.ty(r).clone(), self.ty(x).clone());
+        let rt = self.ty(r).clone();
+        let slots = self.exchange_slots(&rt, x, map);
+        self.define(r, slots);
+    }
+
+    /// This thread's slots of a tile of type `rt` whose element `idx` is element
+    /// `map(idx)` of `x`, moved through shared memory.
+    pub(super) fn exchange_slots(
+        &mut self,
+        rt: &Type,
+        x: Value,
+        map: &mut dyn FnMut(&Self, &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>>,
+    ) -> Vec<BasicValueEnum<'ctx>> {
+        let xt = self.ty(x).clone();
+        let numel = rt.numel();
         if let V::Scalar(s) = self.val(x) {
-            let n = self.slots(rt.numel());
-            self.define(r, vec![s; n]);
-            return;
+            return vec![s; self.slots(numel)];
         }
         self.spill_to_shared(x, 0);
         self.barrier();
-        let numel = rt.numel();
         let slots = (0..self.slots(numel))
             .map(|j| {
                 let lin = self.clamped_lin(numel, j);
@@ -300,6 +311,6 @@ impl<'ctx> Gen<'ctx, '_> {
             })
             .collect();
         self.barrier();
-        self.define(r, slots);
+        slots
     }
 }

@@ -6,7 +6,7 @@
 use super::Gen;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, FloatValue};
-use inkwell::{AddressSpace, FloatPredicate, IntPredicate};
+use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{DType, Elem};
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -35,7 +35,7 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn elem_compute_ty(&self, e: Elem) -> BasicTypeEnum<'ctx> {
         match e {
             Elem::Scalar(d) => self.compute_ty(d),
-            Elem::Ptr(_) => self.ctx.ptr_type(AddressSpace::from(1u16)).into(),
+            Elem::Ptr(_) => self.ctx.ptr_type(self.global).into(),
         }
     }
 
