@@ -21,18 +21,9 @@ pub fn devices_for(elements: usize) -> Vec<Device> {
 /// The largest case run on the CUDA emulator.
 pub const EMULATED_ELEMENTS: usize = 1 << 16;
 
-/// The devices custom-op tests run on: the CPU, the interpreter and the CUDA emulator
-/// (host bitcode). A GPU is reported as skipped: `CustomImpl` cannot carry NVPTX bitcode
-/// for user ops yet.
-pub fn host_devices() -> Vec<Device> {
-    eprintln!(
-        "skipped on a CUDA GPU: custom ops need NVPTX bitcode, which CustomImpl cannot carry yet"
-    );
-    vec![
-        Device::cpu(),
-        Device::interpreter(),
-        Device::cuda_emulator(),
-    ]
+/// Every device, for small cases (the CUDA emulator included).
+pub fn all_devices() -> Vec<Device> {
+    devices_for(0)
 }
 
 /// CUDA device 0, or `None` after printing why `what` is skipped on CUDA.

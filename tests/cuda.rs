@@ -8,9 +8,10 @@ use tritium::backend::cuda::{compile_ptx, unavailable_reason, CudaCompileOptions
 use tritium::dsl::ir::Function;
 use tritium::dsl::trace::Specialization;
 use tritium::Device;
+use tritium_kernels::custom_add::{self, AddOp};
 use tritium_kernels::{layer_norm, matmul, misc, softmax, vector_add};
 
-/// Every kernel of `tritium-kernels` (without custom ops), traced for one specialization.
+/// Every kernel of `tritium-kernels`, traced for one specialization.
 fn kernels() -> Vec<Function> {
     let s = Specialization::default();
     vec![
@@ -27,6 +28,14 @@ fn kernels() -> Vec<Function> {
         misc::histogram::trace(&s, 256).unwrap(),
         misc::row_stats::trace(&s, 256).unwrap(),
         misc::collatz::trace(&s, 128).unwrap(),
+        custom_add::custom_add::trace::<f32>(&s, 1000, AddOp::Simd).unwrap(),
+        custom_add::custom_add::trace::<half::f16>(&s, 1024, AddOp::Simt).unwrap(),
+        custom_add::custom_add::trace::<i32>(&s, 32, AddOp::MixSimt).unwrap(),
+        custom_add::custom_add::trace::<f32>(&s, 32, AddOp::MixSimd).unwrap(),
+        custom_add::custom_divmod::trace(&s, 100, true).unwrap(),
+        custom_add::custom_divmod::trace(&s, 100, false).unwrap(),
+        custom_add::custom_scale::trace::<f32>(&s, 8, 16, true).unwrap(),
+        custom_add::custom_add_blocked::trace::<f32>(&s, 256, AddOp::Simt).unwrap(),
     ]
 }
 

@@ -29,29 +29,42 @@ pub(crate) type CustomEntries = HashMap<*const Inst, CustomEntry>;
 pub(crate) type CallBitcode<'f> = (&'f Inst, &'f CustomCall, &'f [u8]);
 
 pub(crate) fn bitcodes(f: &Function) -> Result<Vec<CallBitcode<'_>>, String> {
-    bitcodes_with(f, crate::builtins::BUILTINS_BC)
+    bitcodes_for(f, BitcodeTarget::Host)
 }
 
-/// [`bitcodes`] with `builtins` as the builtin library (the NVPTX one on CUDA).
-pub(crate) fn bitcodes_with<'f>(
-    f: &'f Function,
-    builtins: &'static [u8],
-) -> Result<Vec<CallBitcode<'f>>, String> {
+/// Which compilation of each library is linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BitcodeTarget {
+    /// The host CPU (and the CUDA emulator).
+    Host,
+    /// `nvptx64-nvidia-cuda`: the NVPTX builtins, and user bitcode's NVPTX variant
+    /// ([`Bitcode::with_nvptx`]) when it has one.
+    Nvptx,
+}
+
+/// [`bitcodes`] for `target`.
+pub(crate) fn bitcodes_for(
+    f: &Function,
+    target: BitcodeTarget,
+) -> Result<Vec<CallBitcode<'_>>, String> {
     fn go<'f>(
         b: &'f Block,
-        builtins: &'static [u8],
+        target: BitcodeTarget,
         out: &mut Vec<(&'f Inst, &'f CustomCall, &'f [u8])>,
     ) -> Result<(), String> {
         for inst in &b.insts {
             for r in inst.op.regions() {
-                go(r, builtins, out)?;
+                go(r, target, out)?;
             }
             let Op::Custom(c) = &inst.op else { continue };
             let b: &Bitcode = &c.attrs.bitcode;
-            let bytes: Option<&'f [u8]> = if b.is_builtin() {
-                Some(builtins)
-            } else {
-                b.bytes()
+            let bytes: Option<&'f [u8]> = match (target, b.is_builtin()) {
+                (BitcodeTarget::Host, true) => Some(crate::builtins::BUILTINS_BC),
+                (BitcodeTarget::Nvptx, true) => Some(crate::builtins::BUILTINS_NVPTX_BC),
+                (BitcodeTarget::Host, false) => b.bytes(),
+                // The NVPTX variant when there is one; else the bytes, which must then be
+                // NVPTX bitcode themselves (linking checks the triple).
+                (BitcodeTarget::Nvptx, false) => b.nvptx_bytes().or(b.bytes()),
             };
             match bytes {
                 Some(bytes) if !bytes.is_empty() => out.push((inst, &**c, bytes)),
@@ -68,7 +81,7 @@ pub(crate) fn bitcodes_with<'f>(
         Ok(())
     }
     let mut out = Vec::new();
-    go(&f.body, builtins, &mut out)?;
+    go(&f.body, target, &mut out)?;
     Ok(out)
 }
 
@@ -79,21 +92,21 @@ pub(crate) fn link_custom_code<'ctx>(
     f: &Function,
     machine: &TargetMachine,
 ) -> Result<CustomEntries, String> {
-    link_custom_code_with(ctx, module, f, machine, crate::builtins::BUILTINS_BC)
+    link_custom_code_for(ctx, module, f, machine, BitcodeTarget::Host)
 }
 
-/// [`link_custom_code`] with `builtins` as the builtin library. Linking into an NVPTX
-/// module requires bitcode compiled for NVPTX.
-pub(crate) fn link_custom_code_with<'ctx>(
+/// [`link_custom_code`] for `target`. Linking into an NVPTX module requires bitcode
+/// compiled for NVPTX.
+pub(crate) fn link_custom_code_for<'ctx>(
     ctx: &'ctx Context,
     module: &Module<'ctx>,
     f: &Function,
     machine: &TargetMachine,
-    builtins: &'static [u8],
+    target: BitcodeTarget,
 ) -> Result<CustomEntries, String> {
     // Group calls by library so each is parsed and linked once.
     let mut libs: BTreeMap<&[u8], Vec<(&Inst, &CustomCall)>> = BTreeMap::new();
-    for (inst, c, bytes) in bitcodes_with(f, builtins)? {
+    for (inst, c, bytes) in bitcodes_for(f, target)? {
         libs.entry(bytes).or_default().push((inst, c));
     }
     let mut entries = CustomEntries::new();
@@ -114,7 +127,7 @@ pub(crate) fn link_custom_code_with<'ctx>(
         let lib_triple = lib_triple.as_str().to_string_lossy();
         if kernel_triple.starts_with("nvptx") && !lib_triple.starts_with("nvptx") {
             return Err(format!(
-                "{}: bitcode `{label}` is for `{lib_triple}`; CUDA needs bitcode compiled for nvptx64-nvidia-cuda (tritium-build's Target::Nvptx)",
+                "{}: bitcode `{label}` is for `{lib_triple}`; CUDA needs bitcode compiled for nvptx64-nvidia-cuda (tritium-build's Target::Nvptx, attached with Bitcode::with_nvptx)",
                 at(calls[0].0, calls[0].1)
             ));
         }

@@ -166,16 +166,17 @@ pub(crate) fn compile(
         copts.num_warps
     );
     // Linked bitcode is part of what is compiled: its content hash joins the key.
-    let libs: Vec<String> = crate::cpu::link::bitcodes_with(&f, crate::builtins::BUILTINS_NVPTX_BC)
-        .map_err(|message| Error::Compile {
-            kernel: f.name.clone(),
-            message,
-        })?
-        .iter()
-        .map(|(_, _, bytes)| cache::hash_bytes(bytes))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let libs: Vec<String> =
+        crate::cpu::link::bitcodes_for(&f, crate::cpu::link::BitcodeTarget::Nvptx)
+            .map_err(|message| Error::Compile {
+                kernel: f.name.clone(),
+                message,
+            })?
+            .iter()
+            .map(|(_, _, bytes)| cache::hash_bytes(bytes))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
     let key_hash = cache::hash_key(&[CUDA_CODEGEN_VERSION, &target, &libs.join(","), &text]);
     let entry = format!("tritium_{}_{}", sanitize(&f.name), &key_hash[..16]);
     let compile_options = options.compile_options();
