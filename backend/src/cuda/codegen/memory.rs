@@ -5,6 +5,10 @@
 //! consecutive, the first is aligned to the vector's size and every element is valid and
 //! unmasked; otherwise element by element, each guarded by its mask. A masked-off or
 //! invalid element never touches memory. Scalar stores and atomics are done by thread 0.
+//!
+//! A program's memory ops keep their order across threads: `bar.sync` comes before every
+//! tile store and atomic (earlier loads are done) and after every store and atomic (later
+//! loads see them).
 
 use super::Gen;
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
@@ -110,8 +114,13 @@ impl<'ctx> Gen<'ctx, '_> {
                 None => first,
             };
             self.when(Some(cond), &mut |g| store_one(g, 0));
+            // Later loads by other threads of the program see the store.
+            self.barrier();
             return;
         }
+        // Earlier loads of other threads of the program, which may read what this store
+        // overwrites, are done.
+        self.barrier();
         let conds = self.access_conds(numel, masks.as_deref());
         let c = self.vector_chunk(numel, d);
         for j0 in (0..ptrs.len()).step_by(c) {
