@@ -73,6 +73,21 @@ pub fn compile_cached(
     Ok(launch::compile(f, options, launch)?.ptx)
 }
 
+/// Runs a traced kernel on the CUDA emulator (see [`crate::Device::CudaEmulator`]) with
+/// `num_warps` warps per program, after checking the arguments.
+pub fn run_emulated(
+    f: &Function,
+    grid: crate::Grid,
+    args: &crate::KernelArgs<'_>,
+    num_warps: u32,
+) -> Result<()> {
+    grid.validate(&f.name)?;
+    crate::check_args(f, args)?;
+    let k = emulate::compile(f.clone(), num_warps)?;
+    k.run(grid, &args.args);
+    Ok(())
+}
+
 /// IR → LLVM (verified) → O3 → PTX, writing `.ll`, `.opt.ll` and `.ptx` dumps into `dump`.
 pub(crate) fn generate_ptx(
     f: &Function,
