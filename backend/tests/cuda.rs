@@ -70,15 +70,15 @@ fn transposes_broadcasts_and_reductions_along_axes(
         let offs = expand_dims(rows, 1) * c as i32 + expand_dims(cols, 0);
         let v = load(x + offs, NoArg, NoArg);
         let t_offs = expand_dims(arange(0, c), 1) * r as i32 + expand_dims(arange(0, r), 0);
-        store(outs[0].clone() + t_offs, trans(v.clone()), NoArg);
-        store(outs[1].clone() + arange(0, c), sum(v.clone(), 0), NoArg);
-        let m = max(v.clone(), 1);
-        store(outs[2].clone() + arange(0, r), m.clone(), NoArg);
-        store(outs[3].clone() + arange(0, c), argmin(v.clone(), 0), NoArg);
-        store(outs[4].clone() + arange(0, r), argmax(v.clone(), 1), NoArg);
+        store(outs[0] + t_offs, trans(v), NoArg);
+        store(outs[1] + arange(0, c), sum(v, 0), NoArg);
+        let m = max(v, 1);
+        store(outs[2] + arange(0, r), m, NoArg);
+        store(outs[3] + arange(0, c), argmin(v, 0), NoArg);
+        store(outs[4] + arange(0, r), argmax(v, 1), NoArg);
         let centered = v - broadcast_to(expand_dims(m, 1), [r, c]);
         store(
-            outs[5].clone() + arange(0, r * c),
+            outs[5] + arange(0, r * c),
             reshape(centered, [r * c]),
             NoArg,
         );
@@ -131,23 +131,23 @@ fn math_functions(#[values(1, 4)] num_warps: u32) {
     let f = trace("math", || {
         let x = ptr_param("x", DType::F32);
         let i = arange(0, n);
-        let v = load(x + i.clone(), NoArg, NoArg);
+        let v = load(x + i, NoArg, NoArg);
         for (k, name) in names.iter().enumerate() {
             let out = ptr_param(name, DType::F32);
             let y = match k {
-                0 => exp(v.clone()),
-                1 => exp2(v.clone()),
-                2 => log(abs(v.clone())),
-                3 => log2(abs(v.clone())),
-                4 => sqrt(abs(v.clone())),
-                5 => rsqrt(abs(v.clone())),
-                6 => sin(v.clone()),
-                7 => cos(v.clone()),
-                8 => floor(v.clone()),
-                9 => ceil(v.clone()),
-                _ => abs(v.clone()),
+                0 => exp(v),
+                1 => exp2(v),
+                2 => log(abs(v)),
+                3 => log2(abs(v)),
+                4 => sqrt(abs(v)),
+                5 => rsqrt(abs(v)),
+                6 => sin(v),
+                7 => cos(v),
+                8 => floor(v),
+                9 => ceil(v),
+                _ => abs(v),
             };
-            store(out + i.clone(), y, NoArg);
+            store(out + i, y, NoArg);
         }
     });
     let make = || -> Vec<Vec<f32>> {
@@ -177,8 +177,8 @@ fn in_place_reverse_waits_for_every_load(#[values(1, 4)] num_warps: u32) {
     let f = trace("reverse", || {
         let p = ptr_param("p", DType::F32);
         let i = arange(0, n);
-        let v = load(p.clone() + i.clone(), NoArg, NoArg);
-        store(p + (scalar(n as i32 - 1, DType::I32) - i), v, NoArg);
+        let v = load(p + i, NoArg, NoArg);
+        store(p + (scalar(n - 1, DType::I32) - i), v, NoArg);
     });
     let make = || Array1::from_iter((0..n).map(|i| i as f32));
     let (got, want) = emulated_and_interpreted(&f, num_warps, make, |b: &mut Array1<f32>| {
@@ -200,15 +200,11 @@ fn integer_ops_casts_and_halves(#[values(1, 4)] num_warps: u32) {
             ptr_param("h", DType::BF16),
         );
         let i = arange(0, n);
-        let a = load(x + i.clone(), NoArg, NoArg);
-        let b = load(y + i.clone(), NoArg, NoArg);
-        store(
-            q + i.clone(),
-            a.clone() / b.clone() + a.clone() % b.clone() + (a.clone() << b),
-            NoArg,
-        );
+        let a = load(x + i, NoArg, NoArg);
+        let b = load(y + i, NoArg, NoArg);
+        store(q + i, a / b + a % b + (a << b), NoArg);
         let f = cast(a, DType::F32) * 1.7f32;
-        store(s8 + i.clone(), cast(f.clone(), DType::I8), NoArg);
+        store(s8 + i, cast(f, DType::I8), NoArg);
         store(h + i, cast(f, DType::BF16), NoArg);
     });
     type Bufs = (Vec<i32>, Vec<i32>, Vec<i32>, Vec<i8>, Vec<half::bf16>);
