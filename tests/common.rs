@@ -3,9 +3,38 @@
 use ndarray::{ArrayBase, Data, Dimension};
 use tritium::Device;
 
-/// The two devices every kernel runs on.
-pub fn devices() -> [Device; 2] {
-    [Device::cpu(), Device::interpreter()]
+/// The devices a kernel test over `elements` elements runs on: the CPU, the interpreter,
+/// the CUDA lowering on the emulator (up to [`EMULATED_ELEMENTS`]: it runs every GPU
+/// thread as an OS thread), and CUDA device 0 when a GPU is present. What is skipped is
+/// reported with the reason.
+pub fn devices_for(elements: usize) -> Vec<Device> {
+    let mut all = vec![Device::cpu(), Device::interpreter()];
+    if elements <= EMULATED_ELEMENTS {
+        all.push(Device::cuda_emulator());
+    } else {
+        eprintln!("skipped on the CUDA emulator: {elements} elements (at most {EMULATED_ELEMENTS}; one OS thread per GPU thread is slow)");
+    }
+    all.extend(cuda_device("this case"));
+    all
+}
+
+/// The largest case run on the CUDA emulator.
+pub const EMULATED_ELEMENTS: usize = 1 << 16;
+
+/// Every device, for small cases (the CUDA emulator included).
+pub fn all_devices() -> Vec<Device> {
+    devices_for(0)
+}
+
+/// CUDA device 0, or `None` after printing why `what` is skipped on CUDA.
+pub fn cuda_device(what: &str) -> Option<Device> {
+    match Device::cuda(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("skipped {what} on CUDA: {e}");
+            None
+        }
+    }
 }
 
 /// Deterministic pseudo-random values in [-1, 1) (xorshift), so failures reproduce.

@@ -2,7 +2,7 @@
 //! symbols, the IR text, and every error the issue lists (message asserted).
 //! Ops are registered in `tritium-kernels` (another crate: no manual set-up needed).
 
-use crate::common::devices;
+use crate::common::all_devices;
 use half::f16;
 use ndarray::{Array1, Array2};
 use rstest::rstest;
@@ -22,7 +22,7 @@ where
     let a: Array1<T> = (0..l).map(&make).collect();
     let b: Array1<T> = (0..l).map(|i| make(i * 7 % 13)).collect();
     let want: Array1<T> = a.iter().zip(&b).map(|(x, y)| x.add(*y)).collect();
-    for device in devices() {
+    for device in all_devices() {
         let mut out = Array1::<T>::from_elem(l, make(0));
         custom_add::launch(&device, [1], &mut out, &a, &b, l, op).unwrap();
         assert_eq!(out, want, "{device:?} {op} L={l}");
@@ -91,7 +91,7 @@ fn two_outs(#[values(false, true)] simd: bool) {
         .zip(&b)
         .map(|(x, y)| if *y == 0 { 0 } else { x % y })
         .collect();
-    for device in devices() {
+    for device in all_devices() {
         let (mut q, mut r) = (Array1::<i32>::zeros(l), Array1::<i32>::zeros(l));
         custom_divmod::launch(&device, [1], &mut q, &mut r, &a, &b, l, simd).unwrap();
         assert_eq!((&q, &r), (&q_want, &r_want), "{device:?} simd={simd}");
@@ -152,7 +152,7 @@ fn argument_dtype_overrides_widen_inputs() {
 fn symbol_depends_on_dtype_and_rank(#[case] rank2: bool) {
     let x = Array2::from_shape_fn((8, 16), |(i, j)| (i * 16 + j) as f32 - 50.0);
     let xi = x.mapv(|v| v as i32);
-    for device in devices() {
+    for device in all_devices() {
         let mut out = Array2::<f32>::zeros((8, 16));
         custom_scale::launch(&device, [1], &mut out, &x, 8, 16, rank2).unwrap();
         assert_eq!(out, &x * 2.0);
@@ -449,7 +449,7 @@ fn builtin_gather_load() {
             -1.0
         }
     });
-    for device in devices() {
+    for device in all_devices() {
         let mut out = Array2::<f32>::zeros((4, 8));
         gather_2d::launch(&device, [1], &mut out, &src, &idx, bound, 4, 8).unwrap();
         assert_eq!(out, want, "{device:?}");
@@ -469,7 +469,7 @@ fn builtin_index_select() {
             7
         }
     });
-    for device in devices() {
+    for device in all_devices() {
         let mut out = Array2::<i32>::zeros((8, d));
         index_select_rows::launch(
             &device,
@@ -500,7 +500,7 @@ fn builtin_indirect_atomic_add() {
             want[*i as usize] += v;
         }
     }
-    for device in devices() {
+    for device in all_devices() {
         let mut dst = Array1::<f32>::zeros(16);
         let mut old = Array1::<f32>::zeros(n * programs);
         scatter_add::launch(
@@ -538,7 +538,7 @@ fn builtin_histogram() {
     for v in values.iter().filter(|v| (0..16).contains(*v)) {
         want[*v as usize] += 1;
     }
-    for device in devices() {
+    for device in all_devices() {
         let mut out = Array1::<i32>::zeros(16);
         histogram_bins::launch(&device, [1], &mut out, &values, 256, 16).unwrap();
         assert_eq!(out, want, "{device:?}");

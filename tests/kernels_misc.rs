@@ -1,6 +1,6 @@
 //! Atomics, arg-reductions and data-dependent control flow.
 
-use crate::common::{devices, random_f32};
+use crate::common::{devices_for, random_f32};
 use ndarray::{Array1, Array2, Axis};
 use rstest::rstest;
 use tritium_kernels::misc::{collatz, histogram, row_stats};
@@ -15,7 +15,7 @@ fn histogram_with_atomic_add(#[values(1, 7, 1024, 1000003)] n: usize) {
             want[*b as usize] += 1;
         }
     }
-    for d in devices() {
+    for d in devices_for(n) {
         let mut counts = Array1::<i32>::zeros(n_bins);
         histogram::launch(
             &d,
@@ -52,7 +52,7 @@ fn row_argmax_and_atomic_max_min(#[values((1, 1), (17, 33), (4096, 781))] shape:
     let want_max = x.fold(f32::NEG_INFINITY, |a, b| a.max(*b));
     let want_min = x.fold(f32::INFINITY, |a, b| a.min(*b));
     let block = tritium::dsl::trace::lang::next_power_of_2(shape.1);
-    for d in devices() {
+    for d in devices_for(shape.0 * shape.1) {
         let mut arg = Array1::<i32>::zeros(shape.0);
         let mut gmax = Array1::from_elem(1, f32::NEG_INFINITY);
         let mut gmin = Array1::from_elem(1, f32::INFINITY);
@@ -86,7 +86,7 @@ fn collatz_steps(mut v: i64) -> i32 {
 fn collatz_while_and_if(#[values(1, 7, 1024)] n: usize) {
     let start = Array1::from_iter((1..=n as i64).map(|i| i * 3 + 1));
     let want: Array1<i32> = start.mapv(collatz_steps);
-    for d in devices() {
+    for d in devices_for(n) {
         let mut steps = Array1::<i32>::zeros(n);
         collatz::launch(&d, n.div_ceil(8), &mut steps, &start, n as i32, 8).unwrap();
         assert_eq!(steps, want, "{d:?}");

@@ -1,6 +1,6 @@
 //! Tutorial 05: layer norm forward and backward.
 
-use crate::common::{assert_close, random_f32};
+use crate::common::{assert_close, devices_for, random_f32};
 use half::f16;
 use ndarray::{Array1, Array2, Axis};
 use rstest::rstest;
@@ -51,7 +51,7 @@ fn layer_norm_f32(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)
     let b = Array1::from(random_f32(n, 15));
     let dy = Array2::from_shape_vec(shape, random_f32(rows * n, 16)).unwrap();
     let r = reference(&x, &w, &b, &dy);
-    for d in [Device::cpu(), Device::interpreter()] {
+    for d in devices_for(rows * n) {
         let f = layer_norm(&d, x.view(), w.view(), b.view(), EPS).unwrap();
         assert_close(&f.y, &r.y, 1e-4, 1e-4, "y");
         assert_close(&f.mean, &r.mean, 1e-4, 1e-5, "mean");

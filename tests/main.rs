@@ -3,6 +3,7 @@
 //! One test binary (LLVM links once); one module per topic.
 
 mod common;
+mod cuda;
 mod custom_ops;
 mod kernels_elementwise;
 mod kernels_matmul;

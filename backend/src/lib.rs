@@ -6,12 +6,13 @@
 pub mod aot;
 pub mod builtins;
 pub mod cpu;
+pub mod cuda;
 mod error;
 pub mod interp;
 pub mod launch;
 
 pub use error::{Error, Result};
 pub use launch::{
-    check_args, launch, Device, Grid, KernelArgs, KernelKey, LaunchOptions, PtrArg, RawArg,
+    check_args, launch, Device, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, PtrArg, RawArg,
     RawBuffer,
 };

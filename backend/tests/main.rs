@@ -4,4 +4,5 @@ mod common;
 mod compile_pipeline;
 mod cpu;
 mod cpu_codegen;
+mod cuda;
 mod interp;

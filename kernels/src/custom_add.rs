@@ -19,6 +19,7 @@ use tritium::prelude::*;
 
 pub(crate) fn add_bitcode() -> Bitcode {
     Bitcode::from_bytes("add.bc", crate::custom_bitcode::ADD_BC)
+        .with_nvptx(crate::custom_bitcode::ADD_NVPTX_BC)
 }
 
 /// `add(a, b, out)` over same-dtype tiles: the symbol names the dtype (`custom_add_int32`).

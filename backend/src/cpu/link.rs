@@ -29,20 +29,42 @@ pub(crate) type CustomEntries = HashMap<*const Inst, CustomEntry>;
 pub(crate) type CallBitcode<'f> = (&'f Inst, &'f CustomCall, &'f [u8]);
 
 pub(crate) fn bitcodes(f: &Function) -> Result<Vec<CallBitcode<'_>>, String> {
+    bitcodes_for(f, BitcodeTarget::Host)
+}
+
+/// Which compilation of each library is linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BitcodeTarget {
+    /// The host CPU (and the CUDA emulator).
+    Host,
+    /// `nvptx64-nvidia-cuda`: the NVPTX builtins, and user bitcode's NVPTX variant
+    /// ([`Bitcode::with_nvptx`]) when it has one.
+    Nvptx,
+}
+
+/// [`bitcodes`] for `target`.
+pub(crate) fn bitcodes_for(
+    f: &Function,
+    target: BitcodeTarget,
+) -> Result<Vec<CallBitcode<'_>>, String> {
     fn go<'f>(
         b: &'f Block,
+        target: BitcodeTarget,
         out: &mut Vec<(&'f Inst, &'f CustomCall, &'f [u8])>,
     ) -> Result<(), String> {
         for inst in &b.insts {
             for r in inst.op.regions() {
-                go(r, out)?;
+                go(r, target, out)?;
             }
             let Op::Custom(c) = &inst.op else { continue };
             let b: &Bitcode = &c.attrs.bitcode;
-            let bytes: Option<&'f [u8]> = if b.is_builtin() {
-                Some(crate::builtins::BUILTINS_BC)
-            } else {
-                b.bytes()
+            let bytes: Option<&'f [u8]> = match (target, b.is_builtin()) {
+                (BitcodeTarget::Host, true) => Some(crate::builtins::BUILTINS_BC),
+                (BitcodeTarget::Nvptx, true) => Some(crate::builtins::BUILTINS_NVPTX_BC),
+                (BitcodeTarget::Host, false) => b.bytes(),
+                // The NVPTX variant when there is one; else the bytes, which must then be
+                // NVPTX bitcode themselves (linking checks the triple).
+                (BitcodeTarget::Nvptx, false) => b.nvptx_bytes().or(b.bytes()),
             };
             match bytes {
                 Some(bytes) if !bytes.is_empty() => out.push((inst, &**c, bytes)),
@@ -59,7 +81,7 @@ pub(crate) fn bitcodes(f: &Function) -> Result<Vec<CallBitcode<'_>>, String> {
         Ok(())
     }
     let mut out = Vec::new();
-    go(&f.body, &mut out)?;
+    go(&f.body, target, &mut out)?;
     Ok(out)
 }
 
@@ -70,9 +92,21 @@ pub(crate) fn link_custom_code<'ctx>(
     f: &Function,
     machine: &TargetMachine,
 ) -> Result<CustomEntries, String> {
+    link_custom_code_for(ctx, module, f, machine, BitcodeTarget::Host)
+}
+
+/// [`link_custom_code`] for `target`. Linking into an NVPTX module requires bitcode
+/// compiled for NVPTX.
+pub(crate) fn link_custom_code_for<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    f: &Function,
+    machine: &TargetMachine,
+    target: BitcodeTarget,
+) -> Result<CustomEntries, String> {
     // Group calls by library so each is parsed and linked once.
     let mut libs: BTreeMap<&[u8], Vec<(&Inst, &CustomCall)>> = BTreeMap::new();
-    for (inst, c, bytes) in bitcodes(f)? {
+    for (inst, c, bytes) in bitcodes_for(f, target)? {
         libs.entry(bytes).or_default().push((inst, c));
     }
     let mut entries = CustomEntries::new();
@@ -87,6 +121,16 @@ pub(crate) fn link_custom_code<'ctx>(
                 e.to_string().trim()
             )
         })?;
+        let kernel_triple = module.get_triple();
+        let kernel_triple = kernel_triple.as_str().to_string_lossy();
+        let lib_triple = lib.get_triple();
+        let lib_triple = lib_triple.as_str().to_string_lossy();
+        if kernel_triple.starts_with("nvptx") && !lib_triple.starts_with("nvptx") {
+            return Err(format!(
+                "{}: bitcode `{label}` is for `{lib_triple}`; CUDA needs bitcode compiled for nvptx64-nvidia-cuda (tritium-build's Target::Nvptx, attached with Bitcode::with_nvptx)",
+                at(calls[0].0, calls[0].1)
+            ));
+        }
         let defined = |name: &str| {
             lib.get_function(name)
                 .is_some_and(|f| f.count_basic_blocks() > 0)

@@ -3,10 +3,10 @@
 
 pub mod cache;
 mod codegen;
-mod jit;
-mod link;
+pub(crate) mod jit;
+pub(crate) mod link;
 mod pool;
-mod target;
+pub(crate) mod target;
 
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
@@ -59,11 +59,11 @@ pub struct CompileOptions {
 }
 
 impl CompileOptions {
-    fn cache_root(&self) -> Option<PathBuf> {
+    pub(crate) fn cache_root(&self) -> Option<PathBuf> {
         self.cache_dir.clone().or_else(cache::default_root)
     }
 
-    fn dump_root(&self) -> Option<PathBuf> {
+    pub(crate) fn dump_root(&self) -> Option<PathBuf> {
         self.dump_dir.clone().or_else(|| {
             std::env::var_os("TRITIUM_DUMP")
                 .filter(|d| !d.is_empty())

@@ -62,6 +62,7 @@ pub(crate) fn run_user_op(
                     hi: base + bytes,
                     dtype: dt,
                     writable: true,
+                    memory: crate::launch::Memory::Host,
                 };
                 let staging = Memory::from_buffers(vec![("staging".into(), buf)]);
                 staging.store(dt, &addresses(base, t), d, None)?;

@@ -18,6 +18,17 @@ pub struct RawBuffer {
     pub dtype: DType,
     /// True when the caller passed an exclusive borrow.
     pub writable: bool,
+    /// Where the buffer lives.
+    pub memory: Memory,
+}
+
+/// Where a buffer lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Memory {
+    /// Host memory (ndarray arrays, slices, vectors).
+    Host,
+    /// The memory of CUDA device `n` (a [`CudaTensor`](crate::cuda::CudaTensor)).
+    Cuda(usize),
 }
 
 impl RawBuffer {
@@ -68,6 +79,7 @@ fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DT
             hi: ptr,
             dtype,
             writable,
+            memory: Memory::Host,
         };
     }
     let (mut min, mut max) = (0isize, 0isize);
@@ -87,6 +99,7 @@ fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DT
         hi,
         dtype,
         writable,
+        memory: Memory::Host,
     }
 }
 
@@ -127,6 +140,7 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r [T] {
             hi: ptr + std::mem::size_of_val(self),
             dtype: T::DTYPE,
             writable: false,
+            memory: Memory::Host,
         }
     }
 }
@@ -140,6 +154,7 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut [T] {
             hi: ptr + std::mem::size_of_val(self),
             dtype: T::DTYPE,
             writable: true,
+            memory: Memory::Host,
         }
     }
 }

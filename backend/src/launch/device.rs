@@ -1,8 +1,10 @@
 //! Devices, grids and launch options.
 
 use crate::cpu::CompileOptions;
+use crate::cuda::CudaDevice;
 use crate::{Error, Result};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Where a launch runs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -11,6 +13,12 @@ pub enum Device {
     Cpu,
     /// The reference interpreter (ndarray), one program after another.
     Interpreter,
+    /// A CUDA GPU: PTX from LLVM's NVPTX backend, loaded and launched through the driver.
+    Cuda(Arc<CudaDevice>),
+    /// The CUDA code generator's output run on host threads, `num_warps × 32` OS threads
+    /// per program, one program after another: slow, for testing the CUDA lowering on
+    /// machines without a GPU.
+    CudaEmulator,
 }
 
 impl Device {
@@ -24,11 +32,15 @@ impl Device {
         Device::Interpreter
     }
 
-    /// CUDA device `ordinal`. This build has no CUDA backend yet, so it is always an error.
+    /// CUDA device `ordinal`. An error, never a panic, when the driver (libcuda) is
+    /// missing, fails to initialize, or has no such device.
     pub fn cuda(ordinal: usize) -> Result<Device> {
-        Err(Error::Device(format!(
-            "CUDA device {ordinal} requested, but this build of Tritium has no CUDA backend"
-        )))
+        Ok(Device::Cuda(CudaDevice::open(ordinal)?))
+    }
+
+    /// The CUDA emulator (see [`Device::CudaEmulator`]).
+    pub fn cuda_emulator() -> Device {
+        Device::CudaEmulator
     }
 
     /// A short name for cache keys and messages.
@@ -36,6 +48,8 @@ impl Device {
         match self {
             Device::Cpu => "cpu",
             Device::Interpreter => "interpreter",
+            Device::Cuda(_) => "cuda",
+            Device::CudaEmulator => "cuda-emulator",
         }
     }
 }
@@ -85,7 +99,8 @@ pub struct LaunchOptions {
     pub bounds_check: Option<bool>,
     /// Run through the reference interpreter (`TRITIUM_INTERPRET`).
     pub interpret: Option<bool>,
-    /// Warps per program on CUDA (Triton's `num_warps`); ignored on the CPU.
+    /// Warps per program on CUDA (Triton's `num_warps`, 1..=32, default 4): a program is
+    /// a CTA of `num_warps × 32` threads. Ignored on the CPU and the interpreter.
     pub num_warps: u32,
     /// Root of the on-disk kernel cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).
     pub cache_dir: Option<PathBuf>,

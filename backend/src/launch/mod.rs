@@ -3,7 +3,7 @@
 mod args;
 mod device;
 
-pub use args::{scalar_bits, KernelArgs, PtrArg, RawArg, RawBuffer};
+pub use args::{scalar_bits, KernelArgs, Memory, PtrArg, RawArg, RawBuffer};
 pub use device::{Device, Grid, LaunchOptions};
 
 use crate::{Error, Result};
@@ -35,7 +35,19 @@ pub fn launch(
     let grid = grid.into();
     grid.validate(key.name)?;
     let spec = args.specialization();
-    if *device == Device::Interpreter || options.interpret() {
+    if let Device::Cuda(gpu) = device {
+        if !options.interpret() {
+            return crate::cuda::launch(gpu, grid, options, &key, &args, trace);
+        }
+    }
+    check_host_memory(key.name, &args)?;
+    if *device == Device::CudaEmulator && !options.interpret() {
+        let k = crate::cuda::emulate::compiled(&key, &spec, options.num_warps, trace)?;
+        check_args(&k.function, &args)?;
+        k.run(grid, &args.args);
+        return Ok(());
+    }
+    if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
         let f = trace(&spec)?;
         check_args(&f, &args)?;
         return crate::interp::interpret(&f, grid, &args.args);
@@ -43,6 +55,23 @@ pub fn launch(
     let compiled = crate::cpu::compiled(&key, &spec, options, trace)?;
     check_args(&compiled.function, &args)?;
     compiled.run(grid, &args.args, options.bounds_check())
+}
+
+/// Checks that every buffer is in host memory (the CPU and the interpreter read it).
+fn check_host_memory(kernel: &str, args: &KernelArgs<'_>) -> Result<()> {
+    for (name, a) in args.names.iter().zip(&args.args) {
+        if let RawArg::Ptr(b) = a {
+            if let Memory::Cuda(n) = b.memory {
+                return Err(Error::Launch {
+                    kernel: kernel.to_string(),
+                    message: format!(
+                        "argument `{name}` is a tensor on CUDA device {n}; launch on `Device::cuda({n})` or copy it to the host"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks the packed arguments against the traced parameters: count, dtypes, and that

@@ -71,6 +71,8 @@ pub fn allowed_pipes(core: CoreType) -> &'static [Pipe] {
 pub struct Bitcode {
     label: String,
     contents: BitcodeContents,
+    /// The same library compiled for `nvptx64-nvidia-cuda`, for the CUDA backend.
+    nvptx: Option<Arc<[u8]>>,
 }
 
 #[derive(Clone, PartialEq)]
@@ -87,7 +89,21 @@ impl Bitcode {
         Bitcode {
             label: label.into(),
             contents: BitcodeContents::Bytes(bytes.into()),
+            nvptx: None,
         }
+    }
+
+    /// Adds the same library compiled for `nvptx64-nvidia-cuda` (tritium-build's
+    /// `Target::Nvptx`), which the CUDA backend links instead of the host bytes. It is not
+    /// part of the IR text (the label names both).
+    pub fn with_nvptx(mut self, bytes: impl Into<Arc<[u8]>>) -> Bitcode {
+        self.nvptx = Some(bytes.into());
+        self
+    }
+
+    /// The NVPTX bytes added by [`with_nvptx`](Self::with_nvptx).
+    pub fn nvptx_bytes(&self) -> Option<&[u8]> {
+        self.nvptx.as_deref()
     }
 
     /// Reads a bitcode file now; the error names the path. Prefer
@@ -104,6 +120,7 @@ impl Bitcode {
         Bitcode {
             label: "builtin".into(),
             contents: BitcodeContents::Builtin,
+            nvptx: None,
         }
     }
 
@@ -116,6 +133,7 @@ impl Bitcode {
         Bitcode {
             label,
             contents: BitcodeContents::Unresolved,
+            nvptx: None,
         }
     }
 
@@ -140,7 +158,7 @@ impl Bitcode {
 
 impl PartialEq for Bitcode {
     fn eq(&self, other: &Self) -> bool {
-        self.label == other.label && self.contents == other.contents
+        self.label == other.label && self.contents == other.contents && self.nvptx == other.nvptx
     }
 }
 

@@ -1,0 +1,178 @@
+//! Structured control flow. Every condition is a scalar, held equally by every thread,
+//! so control flow is uniform across the CTA. Carried values (each slot of a tile) live
+//! in entry-block allocas that the optimizer promotes to registers.
+
+use super::{Gen, V};
+use inkwell::values::PointerValue;
+use inkwell::IntPredicate;
+use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
+
+impl<'ctx, 'f> Gen<'ctx, 'f> {
+    /// One alloca per slot of each carried value.
+    fn carried_slots(&mut self, types: &[Type]) -> Vec<Vec<PointerValue<'ctx>>> {
+        types
+            .iter()
+            .map(|t| {
+                let n = if t.is_scalar() {
+                    1
+                } else {
+                    self.slots(t.numel())
+                };
+                let ty = self.elem_compute_ty(t.elem);
+                (0..n).map(|_| self.entry_alloca(ty)).collect()
+            })
+            .collect()
+    }
+
+    /// Stores `values` into `slots` (all read first, so swaps are safe).
+    fn assign(&mut self, values: &[Value], slots: &[Vec<PointerValue<'ctx>>]) {
+        let vals: Vec<Vec<_>> = values
+            .iter()
+            .map(|v| {
+                let numel = self.ty(*v).numel();
+                self.tile_slots(*v, numel)
+            })
+            .collect();
+        for (vs, ps) in vals.iter().zip(slots) {
+            for (v, p) in vs.iter().zip(ps) {
+                self.b.build_store(*p, *v).unwrap();
+            }
+        }
+    }
+
+    /// Binds `values` to what `slots` hold now.
+    fn bind(&mut self, values: &[Value], slots: &[Vec<PointerValue<'ctx>>]) {
+        for (v, ps) in values.iter().zip(slots) {
+            let ty = self.elem_compute_ty(self.ty(*v).elem);
+            let loaded: Vec<_> = ps
+                .iter()
+                .map(|p| self.b.build_load(ty, *p, "").unwrap())
+                .collect();
+            let val = if self.ty(*v).is_scalar() {
+                V::Scalar(loaded[0])
+            } else {
+                V::Tile(loaded)
+            };
+            self.vals.insert(*v, val);
+        }
+    }
+
+    fn yields(b: &Block) -> &[Value] {
+        match b.insts.last().map(|i| &i.op) {
+            Some(Op::Yield(v)) => v,
+            _ => &[],
+        }
+    }
+
+    pub(super) fn for_loop(&mut self, inst: &'f Inst) {
+        let Op::For {
+            lo,
+            hi,
+            step,
+            init,
+            body,
+        } = &inst.op
+        else {
+            unreachable!()
+        };
+        let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
+        let slots = self.carried_slots(&types);
+        let lo = self.scalar(*lo).into_int_value();
+        let hi = self.scalar(*hi).into_int_value();
+        let step = self.scalar(*step).into_int_value();
+        self.assign(init, &slots);
+        let zero = lo.get_type().const_zero();
+        let pre = self.b.get_insert_block().unwrap();
+        let header = self.ctx.append_basic_block(self.func, "for");
+        let body_bb = self.ctx.append_basic_block(self.func, "for.body");
+        let exit = self.ctx.append_basic_block(self.func, "for.end");
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(header);
+        let phi = self.b.build_phi(lo.get_type(), "iv").unwrap();
+        phi.add_incoming(&[(&lo, pre)]);
+        let iv = phi.as_basic_value().into_int_value();
+        // iv < hi counting up, iv > hi counting down (as the CPU backend).
+        let b = self.b;
+        let up = b
+            .build_int_compare(IntPredicate::SGT, step, zero, "")
+            .unwrap();
+        let down = b
+            .build_int_compare(IntPredicate::SLT, step, zero, "")
+            .unwrap();
+        let below = b.build_int_compare(IntPredicate::SLT, iv, hi, "").unwrap();
+        let above = b.build_int_compare(IntPredicate::SGT, iv, hi, "").unwrap();
+        let go_up = b.build_and(up, below, "").unwrap();
+        let go_down = b.build_and(down, above, "").unwrap();
+        let go = b.build_or(go_up, go_down, "").unwrap();
+        b.build_conditional_branch(go, body_bb, exit).unwrap();
+        b.position_at_end(body_bb);
+        self.vals.insert(body.args[0], V::Scalar(iv.into()));
+        self.bind(&body.args[1..], &slots);
+        self.block(body);
+        self.assign(Self::yields(body), &slots);
+        let next = self.b.build_int_add(iv, step, "").unwrap();
+        phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(exit);
+        self.bind(&inst.results, &slots);
+    }
+
+    pub(super) fn if_else(&mut self, inst: &'f Inst) {
+        let Op::If {
+            cond,
+            then_region,
+            else_region,
+        } = &inst.op
+        else {
+            unreachable!()
+        };
+        let types: Vec<Type> = inst.results.iter().map(|v| self.ty(*v).clone()).collect();
+        let slots = self.carried_slots(&types);
+        let c = self.scalar(*cond).into_int_value();
+        let then_bb = self.ctx.append_basic_block(self.func, "then");
+        let else_bb = self.ctx.append_basic_block(self.func, "else");
+        let merge = self.ctx.append_basic_block(self.func, "endif");
+        self.b
+            .build_conditional_branch(c, then_bb, else_bb)
+            .unwrap();
+        for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
+            self.b.position_at_end(bb);
+            self.block(region);
+            self.assign(Self::yields(region), &slots);
+            self.b.build_unconditional_branch(merge).unwrap();
+        }
+        self.b.position_at_end(merge);
+        self.bind(&inst.results, &slots);
+    }
+
+    pub(super) fn while_loop(&mut self, inst: &'f Inst) {
+        let Op::While { init, cond, body } = &inst.op else {
+            unreachable!()
+        };
+        let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
+        let slots = self.carried_slots(&types);
+        self.assign(init, &slots);
+        let header = self.ctx.append_basic_block(self.func, "while");
+        let body_bb = self.ctx.append_basic_block(self.func, "while.body");
+        let exit = self.ctx.append_basic_block(self.func, "while.end");
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(header);
+        self.bind(&cond.args, &slots);
+        self.block(cond);
+        let c = match cond.insts.last().map(|i| &i.op) {
+            Some(Op::Condition(c)) => self.scalar(*c).into_int_value(),
+            _ => {
+                self.fail("internal: a while condition region ends without `condition`".into());
+                self.ctx.bool_type().const_zero()
+            }
+        };
+        self.b.build_conditional_branch(c, body_bb, exit).unwrap();
+        self.b.position_at_end(body_bb);
+        self.bind(&body.args, &slots);
+        self.block(body);
+        self.assign(Self::yields(body), &slots);
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(exit);
+        self.bind(&inst.results, &slots);
+    }
+}

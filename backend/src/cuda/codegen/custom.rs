@@ -1,0 +1,451 @@
+//! Custom-op calls on CUDA (see `docs/custom_ops.md`), linked as on the CPU.
+//!
+//! - Simt: every thread calls `<symbol>` once per element it holds of the out shape
+//!   (inputs broadcast to it through shared memory when their shape differs).
+//! - Simd (and the builtins): the call's tiles are laid out row-major in shared memory,
+//!   thread 0 calls `_mlir_ciface_<symbol>` with memref descriptors of them, and every
+//!   thread reads the outs back. Barriers fence the call on both sides.
+
+use super::Gen;
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, FloatType};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FunctionValue, PointerValue};
+use inkwell::AddressSpace;
+use tritium_dsl::ir::{CustomCall, DType, Elem, Inst, Op, Type, Value};
+
+impl<'ctx, 'f> Gen<'ctx, 'f> {
+    pub(super) fn custom(&mut self, inst: &'f Inst) {
+        let Op::Custom(c) = &inst.op else {
+            unreachable!()
+        };
+        let entry = self.customs.get(&(inst as *const Inst)).cloned();
+        let func = entry
+            .as_ref()
+            .and_then(|e| self.module.get_function(&e.function));
+        let result = match (entry, func) {
+            (Some(e), Some(func)) if e.per_element => self.custom_simt(inst, c, func),
+            (Some(_), Some(func)) => self.custom_simd(inst, c, func),
+            _ => Err("internal: the call was not linked".to_string()),
+        };
+        if let Err(m) = result {
+            self.fail(format!("custom op `{}` at {}: {m}", c.name, inst.loc));
+            for r in &inst.results {
+                let p = self.placeholder(self.ty(*r));
+                self.vals.insert(*r, p);
+            }
+        }
+    }
+
+    fn custom_simt(
+        &mut self,
+        inst: &Inst,
+        c: &CustomCall,
+        func: FunctionValue<'ctx>,
+    ) -> Result<(), String> {
+        let out_ty = self.ty(c.outs[0]).clone();
+        let shape = out_ty.shape.clone();
+        if let Some(o) = c.outs.iter().find(|o| self.ty(**o).shape != shape) {
+            return Err(format!(
+                "Simt outs must share one shape, got {} and {}",
+                out_ty,
+                self.ty(*o)
+            ));
+        }
+        if !c.extra.is_empty() {
+            return Err("extra buffers are only passed to Simd implementations".into());
+        }
+        let mut types = Vec::new();
+        for v in &c.ins {
+            let t = self.ty(*v);
+            if !t.is_scalar()
+                && (t.elem.pointee().is_some()
+                    || tritium_dsl::ir::broadcast_shapes(&t.shape, &shape).as_deref()
+                        != Some(&shape[..]))
+            {
+                return Err(format!(
+                    "Simt input {v} ({t}) does not broadcast to the out shape {shape:?}"
+                ));
+            }
+            types.push(self.c_ty(t.elem));
+        }
+        // One out is returned; several are written through `T*` arguments.
+        let single = c.outs.len() == 1;
+        let out_elems: Vec<Elem> = c.outs.iter().map(|o| self.ty(*o).elem).collect();
+        let ret = if single {
+            Some(self.c_ty(out_elems[0]))
+        } else {
+            let generic = self.ctx.ptr_type(AddressSpace::default());
+            types.extend(c.outs.iter().map(|_| BasicTypeEnum::from(generic)));
+            None
+        };
+        self.check_signature(
+            func,
+            ret,
+            &types,
+            "Simt: `T <symbol>(ins…)` for one out, `void <symbol>(ins…, T* outs…)` for several",
+        )?;
+        let numel = out_ty.numel();
+        let cols: Vec<Vec<BasicValueEnum<'ctx>>> = c
+            .ins
+            .clone()
+            .into_iter()
+            .map(|v| self.broadcast_slots(v, &out_ty))
+            .collect();
+        let outs: Vec<Vec<BasicValueEnum<'ctx>>> =
+            c.outs.iter().map(|o| self.tile_slots(*o, numel)).collect();
+        let cells: Vec<PointerValue<'ctx>> = if single {
+            vec![]
+        } else {
+            out_elems
+                .iter()
+                .map(|e| self.entry_alloca(self.c_ty(*e)))
+                .collect()
+        };
+        let mut results: Vec<Vec<BasicValueEnum<'ctx>>> = vec![Vec::new(); c.outs.len()];
+        for j in 0..self.slots(numel) {
+            let mut args: Vec<BasicValueEnum<'ctx>> = c
+                .ins
+                .iter()
+                .zip(&cols)
+                .map(|(v, col)| self.encode_c(col[j], self.ty(*v).elem))
+                .collect();
+            for (k, cell) in cells.iter().enumerate() {
+                let x = self.encode_c(outs[k][j], out_elems[k]);
+                self.b.build_store(*cell, x).unwrap();
+                args.push((*cell).into());
+            }
+            let ret = self.call(func, &args);
+            for (k, e) in out_elems.iter().enumerate() {
+                let x = match ret {
+                    Some(x) => x,
+                    None => self.b.build_load(self.c_ty(*e), cells[k], "").unwrap(),
+                };
+                results[k].push(self.decode_c(x, *e));
+            }
+        }
+        for (r, slots) in inst.results.iter().zip(results) {
+            self.define(*r, slots);
+        }
+        Ok(())
+    }
+
+    /// This thread's slots of `x` broadcast to `out` (scalars splat).
+    fn broadcast_slots(&mut self, x: Value, out: &Type) -> Vec<BasicValueEnum<'ctx>> {
+        let xs = self.ty(x).shape.clone();
+        if xs.is_empty() || xs.iter().product::<usize>() == out.numel() {
+            return self.tile_slots(x, out.numel());
+        }
+        let off = out.rank() - xs.len();
+        self.exchange_slots(out, x, &mut |g, idx| {
+            xs.iter()
+                .enumerate()
+                .map(|(k, d)| if *d == 1 { g.i32c(0) } else { idx[off + k] })
+                .collect()
+        })
+    }
+
+    fn custom_simd(
+        &mut self,
+        inst: &Inst,
+        c: &CustomCall,
+        func: FunctionValue<'ctx>,
+    ) -> Result<(), String> {
+        let generic: BasicTypeEnum = self.ctx.ptr_type(AddressSpace::default()).into();
+        // Byte offsets of each tile in shared memory: ins, outs, extra buffers.
+        let mut end = 0usize;
+        let mut place = |bytes: usize| {
+            let at = end.div_ceil(16) * 16;
+            end = at + bytes.max(1);
+            at
+        };
+        let mut layout: Vec<(Value, usize)> = Vec::new();
+        for v in c.ins.iter().chain(&c.outs) {
+            let t = self.ty(*v).clone();
+            if t.is_scalar() && c.ins.contains(v) {
+                continue;
+            }
+            if t.elem.pointee().is_some() {
+                return Err(format!(
+                    "input {v} is a tile of pointers ({t}); pass a pointer or a tile of numbers"
+                ));
+            }
+            layout.push((
+                *v,
+                place(t.numel() * t.dtype().map_or(8, |d| d.size_bytes())),
+            ));
+        }
+        let extra: Vec<(usize, usize)> = c
+            .extra
+            .iter()
+            .map(|e| {
+                let bytes = e.len * e.dtype.size_bytes();
+                (place(bytes), bytes)
+            })
+            .collect();
+        self.reserve_shared(end);
+        for (v, offset) in &layout {
+            self.spill_storage(*v, *offset);
+        }
+        self.barrier();
+        let mut types = Vec::new();
+        let mut arg_parts = Vec::new();
+        for v in &c.ins {
+            let t = self.ty(*v).clone();
+            if t.is_scalar() {
+                let x = self.scalar(*v);
+                arg_parts.push((Some(self.encode_c(x, t.elem)), None));
+                types.push(self.c_ty(t.elem));
+            } else {
+                let at = layout.iter().find(|(x, _)| x == v).expect("placed").1;
+                arg_parts.push((None, Some((at, t.shape.clone()))));
+                types.push(generic);
+            }
+        }
+        for o in &c.outs {
+            let t = self.ty(*o).clone();
+            let at = layout.iter().rev().find(|(x, _)| x == o).expect("placed").1;
+            arg_parts.push((None, Some((at, t.shape.clone()))));
+            types.push(generic);
+        }
+        for (e, (at, _)) in c.extra.iter().zip(&extra) {
+            arg_parts.push((None, Some((*at, vec![e.len.max(1)]))));
+            types.push(generic);
+        }
+        self.check_signature(
+            func,
+            None,
+            &types,
+            "Simd: `void _mlir_ciface_<symbol>(memref_t<T, R>* ins…, outs…, extra…)`",
+        )?;
+        let first = self.is_thread_zero();
+        self.when(Some(first), &mut |g| {
+            for (at, bytes) in &extra {
+                let p = g.shared_byte(*at);
+                let n = g.ctx.i64_type().const_int(*bytes as u64, false);
+                g.b.build_memset(p, 1, g.ctx.i8_type().const_zero(), n)
+                    .unwrap();
+            }
+            let args: Vec<BasicValueEnum<'ctx>> = arg_parts
+                .iter()
+                .map(|part| match part {
+                    (Some(x), _) => *x,
+                    (None, Some((at, shape))) => {
+                        let base = g.generic(g.shared_byte(*at));
+                        g.memref(base, shape).into()
+                    }
+                    _ => unreachable!("every argument is a value or a tile"),
+                })
+                .collect();
+            g.call(func, &args);
+        });
+        self.barrier();
+        for (r, o) in inst.results.iter().zip(&c.outs) {
+            let at = layout.iter().rev().find(|(x, _)| x == o).expect("placed").1;
+            let t = self.ty(*r).clone();
+            let numel = t.numel();
+            let st = self.elem_storage_ty_of(t.elem);
+            let slots = (0..self.slots(numel))
+                .map(|j| {
+                    let lin = self.clamped_lin(numel, j);
+                    let p = self.shared_at(at, st, lin);
+                    let raw = self.b.build_load(st, p, "").unwrap();
+                    self.decode_storage(raw, t.elem)
+                })
+                .collect();
+            self.define(*r, slots);
+        }
+        self.barrier();
+        Ok(())
+    }
+
+    /// Writes the valid slots of `v` to shared memory at byte `offset` in storage form
+    /// (the C layout: bools as bytes, halves as 16 bits).
+    fn spill_storage(&mut self, v: Value, offset: usize) {
+        let t = self.ty(v).clone();
+        let numel = t.numel();
+        let st = self.elem_storage_ty_of(t.elem);
+        let slots = self.tile_slots(v, numel);
+        for (j, s) in slots.into_iter().enumerate() {
+            let ok = self.valid(numel, j);
+            let bits = self.to_storage(s, t.elem);
+            self.when(ok, &mut |g| {
+                let lin = g.lin(numel, j);
+                let p = g.shared_at(offset, st, lin);
+                g.b.build_store(p, bits).unwrap();
+            });
+        }
+    }
+
+    fn elem_storage_ty_of(&self, e: Elem) -> BasicTypeEnum<'ctx> {
+        match e {
+            Elem::Scalar(d) => self.storage_ty(d),
+            Elem::Ptr(_) => self.ctx.ptr_type(self.global).into(),
+        }
+    }
+
+    fn shared_byte(&self, offset: usize) -> PointerValue<'ctx> {
+        // SAFETY (of the generated code): `reserve_shared` covers the call's tiles.
+        unsafe {
+            self.b
+                .build_gep(
+                    self.ctx.i8_type(),
+                    self.smem,
+                    &[self.i32c(offset as u64)],
+                    "",
+                )
+                .unwrap()
+        }
+    }
+
+    fn shared_at(
+        &self,
+        offset: usize,
+        ty: BasicTypeEnum<'ctx>,
+        index: inkwell::values::IntValue<'ctx>,
+    ) -> PointerValue<'ctx> {
+        // SAFETY (of the generated code): as `shared_byte`.
+        unsafe {
+            self.b
+                .build_gep(ty, self.shared_byte(offset), &[index], "")
+                .unwrap()
+        }
+    }
+
+    /// A generic (`addrspace(0)`) pointer, as C code takes it.
+    fn generic(&self, p: PointerValue<'ctx>) -> PointerValue<'ctx> {
+        let generic = self.ctx.ptr_type(AddressSpace::default());
+        if p.get_type() == generic {
+            return p;
+        }
+        self.b.build_address_space_cast(p, generic, "").unwrap()
+    }
+
+    fn memref(&self, buf: PointerValue<'ctx>, shape: &[usize]) -> PointerValue<'ctx> {
+        let (ptr, i64t) = (
+            self.ctx.ptr_type(AddressSpace::default()),
+            self.ctx.i64_type(),
+        );
+        let mut fields: Vec<BasicTypeEnum> = vec![ptr.into(), ptr.into(), i64t.into()];
+        if !shape.is_empty() {
+            let arr: BasicTypeEnum = i64t.array_type(shape.len() as u32).into();
+            fields.push(arr);
+            fields.push(arr);
+        }
+        let st = self.ctx.struct_type(&fields, false);
+        let desc = self.entry_alloca(st.as_basic_type_enum());
+        let field = |k: u32| self.b.build_struct_gep(st, desc, k, "").unwrap();
+        self.b.build_store(field(0), buf).unwrap();
+        self.b.build_store(field(1), buf).unwrap();
+        self.b.build_store(field(2), i64t.const_zero()).unwrap();
+        for (d, n) in shape.iter().enumerate() {
+            let stride: usize = shape[d + 1..].iter().product();
+            for (k, v) in [(3, *n), (4, stride)] {
+                let arr = i64t.array_type(shape.len() as u32);
+                // SAFETY (of the generated code): `d` indexes the R-element arrays.
+                let p = unsafe {
+                    self.b
+                        .build_gep(
+                            arr,
+                            field(k),
+                            &[i64t.const_zero(), i64t.const_int(d as u64, false)],
+                            "",
+                        )
+                        .unwrap()
+                };
+                self.b
+                    .build_store(p, i64t.const_int(v as u64, false))
+                    .unwrap();
+            }
+        }
+        desc
+    }
+
+    fn bf16_type(&self) -> FloatType<'ctx> {
+        // SAFETY: LLVMBFloatTypeInContext returns a valid float type of this context.
+        unsafe { FloatType::new(llvm_sys::core::LLVMBFloatTypeInContext(self.ctx.raw())) }
+    }
+
+    /// The LLVM type of a C argument of element `e` (`_Float16` → half, `__bf16` → bfloat).
+    fn c_ty(&self, e: Elem) -> BasicTypeEnum<'ctx> {
+        match e {
+            Elem::Ptr(_) => self.ctx.ptr_type(AddressSpace::default()).into(),
+            Elem::Scalar(DType::F16) => self.ctx.f16_type().into(),
+            Elem::Scalar(DType::BF16) => self.bf16_type().into(),
+            Elem::Scalar(d) => self.compute_ty(d),
+        }
+    }
+
+    fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+        match e {
+            Elem::Scalar(DType::F16) => self
+                .b
+                .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")
+                .unwrap()
+                .into(),
+            Elem::Scalar(DType::BF16) => {
+                let bits = self.to_storage(v, e);
+                self.b.build_bit_cast(bits, self.bf16_type(), "").unwrap()
+            }
+            Elem::Ptr(_) => self.generic(v.into_pointer_value()).into(),
+            _ => v,
+        }
+    }
+
+    fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+        match e {
+            Elem::Scalar(DType::F16) => self
+                .b
+                .build_float_ext(v.into_float_value(), self.ctx.f32_type(), "")
+                .unwrap()
+                .into(),
+            Elem::Scalar(DType::BF16) => {
+                let bits = self.b.build_bit_cast(v, self.ctx.i16_type(), "").unwrap();
+                self.decode_storage(bits, e)
+            }
+            _ => v,
+        }
+    }
+
+    fn check_signature(
+        &self,
+        func: FunctionValue<'ctx>,
+        ret: Option<BasicTypeEnum<'ctx>>,
+        params: &[BasicTypeEnum<'ctx>],
+        what: &str,
+    ) -> Result<(), String> {
+        let md: Vec<BasicMetadataTypeEnum> = params.iter().map(|t| (*t).into()).collect();
+        let want = match ret {
+            Some(r) => r.fn_type(&md, false),
+            None => self.ctx.void_type().fn_type(&md, false),
+        };
+        let have = func.get_type();
+        if have == want {
+            return Ok(());
+        }
+        Err(format!(
+            "`{}` has type `{}` but the call needs `{}` ({what})",
+            func.get_name().to_string_lossy(),
+            have.print_to_string(),
+            want.print_to_string()
+        ))
+    }
+
+    fn call(
+        &self,
+        func: FunctionValue<'ctx>,
+        args: &[BasicValueEnum<'ctx>],
+    ) -> Option<BasicValueEnum<'ctx>> {
+        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
+        let call = self.b.build_call(func, &args, "").unwrap();
+        for k in 0..func.count_params() {
+            for a in func.attributes(inkwell::attributes::AttributeLoc::Param(k)) {
+                if a.is_enum() {
+                    call.add_attribute(inkwell::attributes::AttributeLoc::Param(k), a);
+                }
+            }
+        }
+        match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => Some(v),
+            inkwell::values::ValueKind::Instruction(_) => None,
+        }
+    }
+}

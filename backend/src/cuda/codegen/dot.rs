@@ -1,0 +1,382 @@
+//! `dot(a, b, acc)`.
+//!
+//! f16/bf16 inputs with an f32 accumulator, `M % 16 == 0`, `N % 8 == 0`, `K % 16 == 0`:
+//! tensor cores. `a`, `b` (16-bit) and `acc` (f32) go to shared memory; the `16 × 8`
+//! output tiles are dealt to the warps round-robin, each warp loads its fragments in the
+//! PTX ISA's `m16n8k16` layouts and runs `mma.sync.aligned.m16n8k16.row.col` over `K / 16`
+//! steps; results go back through shared memory to the blocked layout. Every warp runs
+//! the same number of `mma`s (a warp without a tile left computes a clamped one and
+//! discards it), so control flow stays uniform.
+//!
+//! Otherwise (the fallback): `a` and `b`, converted to the accumulator's dtype as a cast
+//! would, go to shared memory; each accumulator slot runs its own `k` loop of `fmuladd`s
+//! in k order (integers: wrapping multiply-add). f16/bf16 accumulators add in f32 and
+//! round once at the end, as the interpreter does.
+
+use super::reduce::Acc;
+use super::Gen;
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::{AddressSpace, IntPredicate};
+use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op};
+
+impl<'ctx> Gen<'ctx, '_> {
+    pub(super) fn dot(&mut self, inst: &Inst) {
+        let Op::Dot { a, b, acc } = &inst.op else {
+            unreachable!()
+        };
+        let (at, bt) = (self.ty(*a).clone(), self.ty(*b).clone());
+        let r = inst.results[0];
+        let d = self.ty(r).dtype().expect("dot gives numbers");
+        if d.is_bool() {
+            self.fail(format!(
+                "at {}: dot with a bool accumulator is not supported on CUDA",
+                inst.loc
+            ));
+            return;
+        }
+        let from = at.dtype().expect("dot takes numbers");
+        let (m, k, n) = (at.shape[0], at.shape[1], bt.shape[1]);
+        if matches!(from, DType::F16 | DType::BF16)
+            && d == DType::F32
+            && m % 16 == 0
+            && n % 8 == 0
+            && k % 16 == 0
+        {
+            return self.mma_dot(inst, from, [m, n, k]);
+        }
+        let elem = Elem::Scalar(d);
+        let size = self.shared_size(elem);
+        let b_offset = (m * k * size).div_ceil(16) * 16;
+        self.reserve_shared(b_offset + k * n * size);
+        for (x, offset, numel) in [(*a, 0, m * k), (*b, b_offset, k * n)] {
+            let slots = self.tile_slots(x, numel);
+            for (j, s) in slots.into_iter().enumerate() {
+                let ok = self.valid(numel, j);
+                let v = self.cast(s, from, d);
+                self.when(ok, &mut |g| {
+                    let lin = g.lin(numel, j);
+                    let p = g.shared_elem(offset, elem, lin);
+                    g.shared_store(p, v, elem);
+                });
+            }
+        }
+        self.barrier();
+        let numel = m * n;
+        let init = self.tile_slots(*acc, numel);
+        let rows_cols: Vec<(IntValue<'ctx>, IntValue<'ctx>)> = (0..init.len())
+            .map(|j| {
+                let lin = self.clamped_lin(numel, j);
+                let idx = self.unravel(&[m, n], lin);
+                let row = self
+                    .b
+                    .build_int_mul(idx[0], self.i32c(k as u64), "")
+                    .unwrap();
+                (row, idx[1])
+            })
+            .collect();
+        let init = init.into_iter().map(|v| (v, None)).collect();
+        let accs = self.counted_loop(k, init, &mut |g, kk, accs| {
+            let b_row = g.b.build_int_mul(kk, g.i32c(n as u64), "").unwrap();
+            accs.iter()
+                .zip(&rows_cols)
+                .map(|((acc, _), (row, col))| {
+                    let ai = g.b.build_int_add(*row, kk, "").unwrap();
+                    let bi = g.b.build_int_add(b_row, *col, "").unwrap();
+                    let pa = g.shared_elem(0, elem, ai);
+                    let pb = g.shared_elem(b_offset, elem, bi);
+                    let (x, y) = (g.shared_load(pa, elem), g.shared_load(pb, elem));
+                    (g.multiply_add(d, x, y, *acc), None)
+                })
+                .collect()
+        });
+        self.barrier();
+        let out = accs.into_iter().map(|(v, _)| self.round_to(v, d)).collect();
+        self.define(r, out);
+    }
+
+    /// `x * y + acc` without intermediate rounding of halves.
+    fn multiply_add(
+        &mut self,
+        d: DType,
+        x: BasicValueEnum<'ctx>,
+        y: BasicValueEnum<'ctx>,
+        acc: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        if d.is_float() {
+            let t = self.compute_ty(d);
+            return self.intrinsic("llvm.fmuladd", &[t], &[x, y, acc]);
+        }
+        let p = self.binary(BinOp::Mul, d, x, y);
+        self.binary(BinOp::Add, d, p, acc)
+    }
+
+    /// The tensor-core path (see the module docs).
+    fn mma_dot(&mut self, inst: &Inst, from: DType, [m, n, k]: [usize; 3]) {
+        let Op::Dot { a, b, acc } = &inst.op else {
+            unreachable!()
+        };
+        let r = inst.results[0];
+        let (i16t, i32t, f32t) = (
+            self.ctx.i16_type(),
+            self.ctx.i32_type(),
+            self.ctx.f32_type(),
+        );
+        let align = |x: usize| x.div_ceil(16) * 16;
+        let b_off = align(m * k * 2);
+        let c_off = align(b_off + k * n * 2);
+        self.reserve_shared(c_off + m * n * 4);
+        let half = Elem::Scalar(from);
+        for (x, offset, numel) in [(*a, 0, m * k), (*b, b_off, k * n)] {
+            let slots = self.tile_slots(x, numel);
+            for (j, v) in slots.into_iter().enumerate() {
+                let ok = self.valid(numel, j);
+                let bits = self.to_storage(v, half);
+                self.when(ok, &mut |g| {
+                    let lin = g.lin(numel, j);
+                    let p = g.shared_typed(offset, i16t.into(), lin);
+                    g.b.build_store(p, bits).unwrap();
+                });
+            }
+        }
+        let numel = m * n;
+        for (j, v) in self.tile_slots(*acc, numel).into_iter().enumerate() {
+            let ok = self.valid(numel, j);
+            self.when(ok, &mut |g| {
+                let lin = g.lin(numel, j);
+                let p = g.shared_typed(c_off, f32t.into(), lin);
+                g.b.build_store(p, v).unwrap();
+            });
+        }
+        self.barrier();
+        let (lane, warp) = self.lane_and_warp();
+        let group = self
+            .b
+            .build_right_shift(lane, self.i32c(2), false, "group")
+            .unwrap();
+        let quad = self.b.build_and(lane, self.i32c(3), "quad").unwrap();
+        let (tiles_n, tiles) = (n / 8, (m / 16) * (n / 8));
+        let warps = self.threads / 32;
+        let c = |g: &Self, v: u64| g.i32c(v);
+        let add =
+            |g: &Self, x: IntValue<'ctx>, y: IntValue<'ctx>| g.b.build_int_add(x, y, "").unwrap();
+        let mul =
+            |g: &Self, x: IntValue<'ctx>, y: u64| g.b.build_int_mul(x, g.i32c(y), "").unwrap();
+        for round in 0..tiles.div_ceil(warps) {
+            let tile = add(self, warp, c(self, (round * warps) as u64));
+            let valid = self
+                .b
+                .build_int_compare(IntPredicate::ULT, tile, c(self, tiles as u64), "")
+                .unwrap();
+            let tile = self
+                .b
+                .build_select(valid, tile, c(self, 0), "")
+                .unwrap()
+                .into_int_value();
+            let tm = self
+                .b
+                .build_int_unsigned_div(tile, c(self, tiles_n as u64), "")
+                .unwrap();
+            let tn = self
+                .b
+                .build_int_unsigned_rem(tile, c(self, tiles_n as u64), "")
+                .unwrap();
+            let row0 = add(self, mul(self, tm, 16), group);
+            let col0 = add(self, mul(self, tn, 8), mul(self, quad, 2));
+            // Accumulator fragment i: row group + 8 (i / 2), column 2 quad + i % 2.
+            let c_index: Vec<IntValue<'ctx>> = (0..4u64)
+                .map(|i| {
+                    let row = add(self, row0, c(self, 8 * (i / 2)));
+                    add(
+                        self,
+                        mul(self, row, n as u64),
+                        add(self, col0, c(self, i % 2)),
+                    )
+                })
+                .collect();
+            let init: Vec<Acc<'ctx>> = c_index
+                .iter()
+                .map(|ix| {
+                    let p = self.shared_typed(c_off, f32t.into(), *ix);
+                    (self.b.build_load(f32t, p, "").unwrap(), None)
+                })
+                .collect();
+            let a_row = mul(self, row0, k as u64);
+            let b_col = add(self, mul(self, tn, 8), group);
+            let quad2 = mul(self, quad, 2);
+            let d = self.counted_loop(k / 16, init, &mut |g, step, accs| {
+                let kk = mul(g, step, 16);
+                // A fragment register q: row group + 8 (q % 2), columns kk + 2 quad + 8 (q / 2)
+                // and the next one (adjacent 16-bit elements: one 32-bit load).
+                let a_frag: Vec<IntValue<'ctx>> = (0..4u64)
+                    .map(|q| {
+                        let row = add(g, a_row, c(g, 8 * (q % 2) * k as u64));
+                        let col = add(g, add(g, kk, quad2), c(g, 8 * (q / 2)));
+                        let p = g.shared_typed(0, i16t.into(), add(g, row, col));
+                        g.b.build_load(i32t, p, "").unwrap().into_int_value()
+                    })
+                    .collect();
+                // B fragment register q: rows kk + 2 quad + 8 q (+1), column tn * 8 + group.
+                let b_frag: Vec<IntValue<'ctx>> = (0..2u64)
+                    .map(|q| {
+                        let k0 = add(g, add(g, kk, quad2), c(g, 8 * q));
+                        let lo_i = add(g, mul(g, k0, n as u64), b_col);
+                        let hi_i = add(g, lo_i, c(g, n as u64));
+                        let lo = g.shared_typed(b_off, i16t.into(), lo_i);
+                        let hi = g.shared_typed(b_off, i16t.into(), hi_i);
+                        let lo = g.b.build_load(i16t, lo, "").unwrap().into_int_value();
+                        let hi = g.b.build_load(i16t, hi, "").unwrap().into_int_value();
+                        let lo = g.b.build_int_z_extend(lo, i32t, "").unwrap();
+                        let hi = g.b.build_int_z_extend(hi, i32t, "").unwrap();
+                        let hi = g.b.build_left_shift(hi, c(g, 16), "").unwrap();
+                        g.b.build_or(lo, hi, "").unwrap()
+                    })
+                    .collect();
+                let cs: Vec<BasicValueEnum<'ctx>> = accs.iter().map(|(v, _)| *v).collect();
+                g.mma(from, &a_frag, &b_frag, &cs)
+                    .into_iter()
+                    .map(|v| (v, None))
+                    .collect()
+            });
+            self.when(Some(valid), &mut |g| {
+                for (ix, (v, _)) in c_index.iter().zip(&d) {
+                    let p = g.shared_typed(c_off, f32t.into(), *ix);
+                    g.b.build_store(p, *v).unwrap();
+                }
+            });
+        }
+        self.barrier();
+        let out = (0..self.slots(numel))
+            .map(|j| {
+                let lin = self.clamped_lin(numel, j);
+                let p = self.shared_typed(c_off, f32t.into(), lin);
+                self.b.build_load(f32t, p, "").unwrap()
+            })
+            .collect();
+        self.barrier();
+        self.define(r, out);
+    }
+
+    /// Element `index` of an array of `ty` at byte `offset` of shared memory.
+    fn shared_typed(
+        &self,
+        offset: usize,
+        ty: BasicTypeEnum<'ctx>,
+        index: IntValue<'ctx>,
+    ) -> PointerValue<'ctx> {
+        // SAFETY (of the generated code): `reserve_shared` covers every array we index.
+        unsafe {
+            let base = self
+                .b
+                .build_gep(
+                    self.ctx.i8_type(),
+                    self.smem,
+                    &[self.i32c(offset as u64)],
+                    "",
+                )
+                .unwrap();
+            self.b.build_gep(ty, base, &[index], "sm").unwrap()
+        }
+    }
+
+    /// One `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}` on this lane's fragments
+    /// (32-bit words of two 16-bit elements, low half first), or the emulator's.
+    fn mma(
+        &self,
+        from: DType,
+        a: &[IntValue<'ctx>],
+        b: &[IntValue<'ctx>],
+        c: &[BasicValueEnum<'ctx>],
+    ) -> Vec<BasicValueEnum<'ctx>> {
+        if self.emu.is_some() {
+            return self.emulator_mma(from, a, b, c);
+        }
+        let words = |w: &[IntValue<'ctx>]| -> Vec<BasicValueEnum<'ctx>> {
+            w.iter()
+                .map(|x| match from {
+                    DType::F16 => self
+                        .b
+                        .build_bit_cast(*x, self.ctx.f16_type().vec_type(2), "")
+                        .unwrap(),
+                    _ => (*x).into(),
+                })
+                .collect()
+        };
+        let name = match from {
+            DType::F16 => "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+            _ => "llvm.nvvm.mma.m16n8k16.row.col.bf16",
+        };
+        let mut args = words(a);
+        args.extend(words(b));
+        args.extend_from_slice(c);
+        let i = inkwell::intrinsics::Intrinsic::find(name).expect("LLVM 19 has the m16n8k16 mma");
+        let decl = i.get_declaration(self.module, &[]).expect("declaration");
+        let args: Vec<_> = args.iter().map(|v| (*v).into()).collect();
+        let call = self.b.build_call(decl, &args, "mma").unwrap();
+        let st = match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_struct_value(),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("mma returns 4 floats"),
+        };
+        (0..4)
+            .map(|i| self.b.build_extract_value(st, i, "").unwrap())
+            .collect()
+    }
+
+    /// The emulator's `mma` (see `cuda/emulate.rs`): fragments through memory.
+    fn emulator_mma(
+        &self,
+        from: DType,
+        a: &[IntValue<'ctx>],
+        b: &[IntValue<'ctx>],
+        c: &[BasicValueEnum<'ctx>],
+    ) -> Vec<BasicValueEnum<'ctx>> {
+        let (i32t, f32t) = (self.ctx.i32_type(), self.ctx.f32_type());
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        let frags = self.entry_alloca(i32t.array_type(6).into());
+        let acc = self.entry_alloca(f32t.array_type(4).into());
+        let at = |base: PointerValue<'ctx>, ty: BasicTypeEnum<'ctx>, i: u64| {
+            // SAFETY (of the generated code): within the arrays allocated above.
+            unsafe { self.b.build_gep(ty, base, &[self.i32c(i)], "") }.unwrap()
+        };
+        for (i, w) in a.iter().chain(b).enumerate() {
+            self.b
+                .build_store(at(frags, i32t.into(), i as u64), *w)
+                .unwrap();
+        }
+        for (i, v) in c.iter().enumerate() {
+            self.b
+                .build_store(at(acc, f32t.into(), i as u64), *v)
+                .unwrap();
+        }
+        let f = self
+            .emu_word(super::sync::EMU_MMA, ptr.into())
+            .into_pointer_value();
+        let state = self.emu_word(super::sync::EMU_STATE, ptr.into());
+        let ty = self.ctx.void_type().fn_type(
+            &[ptr.into(), i32t.into(), i32t.into(), ptr.into(), ptr.into()],
+            false,
+        );
+        let kind = self.i32c(u64::from(from == DType::BF16));
+        self.b
+            .build_indirect_call(
+                ty,
+                f,
+                &[
+                    state.into(),
+                    self.tid.into(),
+                    kind.into(),
+                    frags.into(),
+                    acc.into(),
+                ],
+                "",
+            )
+            .unwrap();
+        (0..4)
+            .map(|i| {
+                self.b
+                    .build_load(f32t, at(acc, f32t.into(), i), "")
+                    .unwrap()
+            })
+            .collect()
+    }
+}

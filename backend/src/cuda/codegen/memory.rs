@@ -1,0 +1,428 @@
+//! Loads, stores and atomics through global pointers.
+//!
+//! Each chunk of a thread's slots (consecutive elements, see the layout) is accessed with
+//! one vector instruction (`ld.global.v4.f32`, …) when, at run time, its pointers are
+//! consecutive, the first is aligned to the vector's size and every element is valid and
+//! unmasked; otherwise element by element, each guarded by its mask. A masked-off or
+//! invalid element never touches memory. Scalar stores and atomics are done by thread 0.
+//!
+//! A program's memory ops keep their order across threads: `bar.sync` comes before every
+//! tile store and atomic (earlier loads are done) and after every store and atomic (later
+//! loads see them).
+
+use super::Gen;
+use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::{AtomicOrdering, AtomicRMWBinOp, IntPredicate};
+use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op};
+
+impl<'ctx> Gen<'ctx, '_> {
+    pub(super) fn load(&mut self, inst: &Inst) {
+        let Op::Load { ptr, mask, other } = &inst.op else {
+            unreachable!()
+        };
+        let r = inst.results[0];
+        let rt = self.ty(r).clone();
+        let d = rt.dtype().expect("loads give numbers");
+        let numel = rt.numel();
+        let ptrs = self.tile_slots(*ptr, numel);
+        let masks = mask.map(|m| self.tile_slots(m, numel));
+        let zero = self.const_value(Const::Int(0), d);
+        let others = match other {
+            Some(o) => self.tile_slots(*o, numel),
+            None => vec![zero; ptrs.len()],
+        };
+        let elem = Elem::Scalar(d);
+        let st = self.storage_ty(d);
+        let load_one = |g: &mut Self, p: BasicValueEnum<'ctx>| {
+            let raw = g.b.build_load(st, p.into_pointer_value(), "").unwrap();
+            g.decode_storage(raw, elem)
+        };
+        if rt.is_scalar() {
+            let m = masks.map(|m| m[0].into_int_value());
+            let v = self.when_value(m, others[0], &mut |g| load_one(g, ptrs[0]));
+            self.define(r, vec![v]);
+            return;
+        }
+        let conds = self.access_conds(numel, masks.as_deref());
+        let c = self.vector_chunk(numel, d);
+        let mut out = Vec::with_capacity(ptrs.len());
+        for j0 in (0..ptrs.len()).step_by(c) {
+            if c == 1 {
+                let v = self.when_value(conds[j0], others[j0], &mut |g| load_one(g, ptrs[j0]));
+                out.push(v);
+                continue;
+            }
+            // Both paths give the chunk as one vector in storage form: a vector load whose
+            // only user is a phi stays one `ld.global.v*` (it is not split into scalars).
+            let fast = self.chunk_is_whole(&ptrs[j0..j0 + c], &conds[j0..j0 + c], d);
+            let vt = st.vector_of(c);
+            let chunk = self.two_paths(
+                fast,
+                &mut |g| {
+                    let p = ptrs[j0].into_pointer_value();
+                    let v = g.b.build_load(vt, p, "vload").unwrap();
+                    set_align(v, (c * d.size_bytes()) as u32);
+                    vec![v]
+                },
+                &mut |g| {
+                    let mut v = vt.get_undef();
+                    for k in 0..c {
+                        let j = j0 + k;
+                        let other = g.to_storage(others[j], elem);
+                        let e = g.when_value(conds[j], other, &mut |g| {
+                            g.b.build_load(st, ptrs[j].into_pointer_value(), "")
+                                .unwrap()
+                        });
+                        v =
+                            g.b.build_insert_element(v, e, g.i32c(k as u64), "")
+                                .unwrap();
+                    }
+                    vec![v.into()]
+                },
+            );
+            let v: VectorValue = chunk[0].into_vector_value();
+            for k in 0..c {
+                let e = self
+                    .b
+                    .build_extract_element(v, self.i32c(k as u64), "")
+                    .unwrap();
+                out.push(self.decode_storage(e, elem));
+            }
+        }
+        self.define(r, out);
+    }
+
+    pub(super) fn store(&mut self, inst: &Inst) {
+        let Op::Store { ptr, value, mask } = &inst.op else {
+            unreachable!()
+        };
+        let pt = self.ty(*ptr).clone();
+        let d = pt.elem.pointee().expect("stores need pointers");
+        let elem = Elem::Scalar(d);
+        let numel = pt.numel();
+        let ptrs = self.tile_slots(*ptr, numel);
+        let values = self.tile_slots(*value, numel);
+        let masks = mask.map(|m| self.tile_slots(m, numel));
+        let store_one = |g: &mut Self, j: usize| {
+            let s = g.to_storage(values[j], elem);
+            g.b.build_store(ptrs[j].into_pointer_value(), s).unwrap();
+        };
+        if pt.is_scalar() {
+            let first = self.is_thread_zero();
+            let cond = match &masks {
+                Some(m) => self.b.build_and(first, m[0].into_int_value(), "").unwrap(),
+                None => first,
+            };
+            self.when(Some(cond), &mut |g| store_one(g, 0));
+            // Later loads by other threads of the program see the store.
+            self.barrier();
+            return;
+        }
+        // Earlier loads of other threads of the program, which may read what this store
+        // overwrites, are done.
+        self.barrier();
+        let conds = self.access_conds(numel, masks.as_deref());
+        let c = self.vector_chunk(numel, d);
+        for j0 in (0..ptrs.len()).step_by(c) {
+            let range = j0..j0 + c;
+            let scalar_path = &mut |g: &mut Self| -> Vec<BasicValueEnum<'ctx>> {
+                for j in range.clone() {
+                    g.when(conds[j], &mut |g| store_one(g, j));
+                }
+                vec![]
+            };
+            if c == 1 {
+                scalar_path(self);
+                continue;
+            }
+            let fast = self.chunk_is_whole(&ptrs[range.clone()], &conds[range.clone()], d);
+            let vt = self.storage_ty(d).vector_of(c);
+            self.two_paths(
+                fast,
+                &mut |g| {
+                    let mut v = vt.get_undef();
+                    for k in 0..c {
+                        let s = g.to_storage(values[j0 + k], elem);
+                        v =
+                            g.b.build_insert_element(v, s, g.i32c(k as u64), "")
+                                .unwrap();
+                    }
+                    let st = g.b.build_store(ptrs[j0].into_pointer_value(), v).unwrap();
+                    st.set_alignment((c * d.size_bytes()) as u32).unwrap();
+                    vec![]
+                },
+                scalar_path,
+            );
+        }
+        // Later loads by other threads of the program see these stores.
+        self.barrier();
+    }
+
+    pub(super) fn atomic(&mut self, inst: &Inst) {
+        let r = inst.results[0];
+        let rt = self.ty(r).clone();
+        let d = rt.dtype().expect("atomics give numbers");
+        let (ptr, mask) = match &inst.op {
+            Op::Atomic { ptr, mask, .. } => (*ptr, *mask),
+            Op::AtomicCas { ptr, .. } => (ptr.to_owned(), None),
+            _ => unreachable!(),
+        };
+        if matches!(d, DType::F16 | DType::BF16 | DType::Bool) {
+            self.fail(format!(
+                "at {}: atomics on {d} are not supported on CUDA",
+                inst.loc
+            ));
+            return;
+        }
+        let numel = rt.numel();
+        let ptrs = self.tile_slots(ptr, numel);
+        let masks = mask.map(|m| self.tile_slots(m, numel));
+        let (a, b) = match &inst.op {
+            Op::Atomic { value, .. } => (self.tile_slots(*value, numel), None),
+            Op::AtomicCas { cmp, value, .. } => (
+                self.tile_slots(*cmp, numel),
+                Some(self.tile_slots(*value, numel)),
+            ),
+            _ => unreachable!(),
+        };
+        let zero = self.const_value(Const::Int(0), d);
+        let one = |g: &mut Self, j: usize| -> BasicValueEnum<'ctx> {
+            let p = ptrs[j].into_pointer_value();
+            match &inst.op {
+                Op::Atomic { op, .. } => g.rmw(*op, d, p, a[j]),
+                _ => {
+                    let seq = AtomicOrdering::SequentiallyConsistent;
+                    let new = b.as_ref().expect("cas value")[j].into_int_value();
+                    let r =
+                        g.b.build_cmpxchg(p, a[j].into_int_value(), new, seq, seq)
+                            .unwrap();
+                    g.b.build_extract_value(r, 0, "").unwrap()
+                }
+            }
+        };
+        // Memory ops of every thread before the atomic happen before it.
+        self.barrier();
+        if rt.is_scalar() {
+            // Thread 0 does it; the old value reaches every thread through shared memory.
+            let first = self.is_thread_zero();
+            let cond = match &masks {
+                Some(m) => self.b.build_and(first, m[0].into_int_value(), "").unwrap(),
+                None => first,
+            };
+            let elem = Elem::Scalar(d);
+            self.reserve_shared(8);
+            self.when(Some(first), &mut |g| {
+                let old = g.when_value(Some(cond), zero, &mut |g| one(g, 0));
+                let p = g.shared_elem(0, elem, g.i32c(0));
+                g.shared_store(p, old, elem);
+            });
+            self.barrier();
+            let p = self.shared_elem(0, elem, self.i32c(0));
+            let old = self.shared_load(p, elem);
+            self.barrier();
+            self.define(r, vec![old]);
+            return;
+        }
+        let conds = self.access_conds(numel, masks.as_deref());
+        let olds = (0..ptrs.len())
+            .map(|j| self.when_value(conds[j], zero, &mut |g| one(g, j)))
+            .collect();
+        self.barrier();
+        self.define(r, olds);
+    }
+
+    /// `atomicrmw` for integers and exchanges; a compare-exchange loop on the bits for float
+    /// add/max/min (maxnum/minnum semantics, as on the CPU).
+    fn rmw(
+        &mut self,
+        op: AtomicOp,
+        d: DType,
+        p: PointerValue<'ctx>,
+        v: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        let seq = AtomicOrdering::SequentiallyConsistent;
+        if !d.is_float() {
+            let signed = d.is_signed_int();
+            let rop = match op {
+                AtomicOp::Add => AtomicRMWBinOp::Add,
+                AtomicOp::Xchg => AtomicRMWBinOp::Xchg,
+                AtomicOp::Max if signed => AtomicRMWBinOp::Max,
+                AtomicOp::Max => AtomicRMWBinOp::UMax,
+                AtomicOp::Min if signed => AtomicRMWBinOp::Min,
+                AtomicOp::Min => AtomicRMWBinOp::UMin,
+            };
+            return bl
+                .build_atomicrmw(rop, p, v.into_int_value(), seq)
+                .unwrap()
+                .into();
+        }
+        let it = if d == DType::F64 {
+            self.ctx.i64_type()
+        } else {
+            self.ctx.i32_type()
+        };
+        let ft = self.compute_ty(d);
+        let vbits = bl.build_bit_cast(v, it, "").unwrap().into_int_value();
+        if op == AtomicOp::Xchg {
+            let old = bl
+                .build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq)
+                .unwrap();
+            return bl.build_bit_cast(old, ft, "").unwrap();
+        }
+        let pre = bl.get_insert_block().unwrap();
+        let init = bl.build_load(it, p, "").unwrap().into_int_value();
+        let header = self.ctx.append_basic_block(self.func, "cas");
+        let exit = self.ctx.append_basic_block(self.func, "cas.done");
+        bl.build_unconditional_branch(header).unwrap();
+        bl.position_at_end(header);
+        let phi = bl.build_phi(it, "seen").unwrap();
+        phi.add_incoming(&[(&init, pre)]);
+        let seen = phi.as_basic_value().into_int_value();
+        let old_f = bl.build_bit_cast(seen, ft, "").unwrap();
+        let new_f = match op {
+            AtomicOp::Add => bl
+                .build_float_add(old_f.into_float_value(), v.into_float_value(), "")
+                .unwrap()
+                .into(),
+            AtomicOp::Max => self.intrinsic("llvm.maxnum", &[ft], &[old_f, v]),
+            _ => self.intrinsic("llvm.minnum", &[ft], &[old_f, v]),
+        };
+        let new_bits = bl.build_bit_cast(new_f, it, "").unwrap().into_int_value();
+        let r = bl.build_cmpxchg(p, seen, new_bits, seq, seq).unwrap();
+        let got = bl.build_extract_value(r, 0, "").unwrap().into_int_value();
+        let ok = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
+        phi.add_incoming(&[(&got, bl.get_insert_block().unwrap())]);
+        bl.build_conditional_branch(ok, exit, header).unwrap();
+        bl.position_at_end(exit);
+        bl.build_bit_cast(seen, ft, "").unwrap()
+    }
+
+    /// `tid == 0`.
+    pub(super) fn is_thread_zero(&self) -> IntValue<'ctx> {
+        self.b
+            .build_int_compare(IntPredicate::EQ, self.tid, self.i32c(0), "first")
+            .unwrap()
+    }
+
+    /// Per slot: valid and unmasked (`None`: always).
+    fn access_conds(
+        &self,
+        numel: usize,
+        masks: Option<&[BasicValueEnum<'ctx>]>,
+    ) -> Vec<Option<IntValue<'ctx>>> {
+        (0..self.slots(numel))
+            .map(|j| {
+                let valid = self.valid(numel, j);
+                let m = masks.map(|m| m[j].into_int_value());
+                match (valid, m) {
+                    (Some(a), Some(b)) => Some(self.b.build_and(a, b, "").unwrap()),
+                    (a, b) => a.or(b),
+                }
+            })
+            .collect()
+    }
+
+    /// Elements per vector access: the layout's chunk, at most 16 bytes.
+    fn vector_chunk(&self, numel: usize, d: DType) -> usize {
+        let mut c = self.chunk(numel);
+        while c > 1 && c * d.size_bytes() > 16 {
+            c /= 2;
+        }
+        if d == DType::Bool {
+            1
+        } else {
+            c
+        }
+    }
+
+    /// True (at run time) when a chunk can be one vector access: every element accessed,
+    /// pointers consecutive, the first aligned to the whole chunk.
+    fn chunk_is_whole(
+        &self,
+        ptrs: &[BasicValueEnum<'ctx>],
+        conds: &[Option<IntValue<'ctx>>],
+        d: DType,
+    ) -> IntValue<'ctx> {
+        let (b, i64t) = (self.b, self.ctx.i64_type());
+        let size = d.size_bytes() as u64;
+        let addr = |p: BasicValueEnum<'ctx>| {
+            b.build_ptr_to_int(p.into_pointer_value(), i64t, "")
+                .unwrap()
+        };
+        let first = addr(ptrs[0]);
+        let bytes = size * ptrs.len() as u64;
+        let low = b
+            .build_and(first, i64t.const_int(bytes - 1, false), "")
+            .unwrap();
+        let mut ok = b
+            .build_int_compare(IntPredicate::EQ, low, i64t.const_zero(), "aligned")
+            .unwrap();
+        for (k, p) in ptrs.iter().enumerate().skip(1) {
+            let want = b
+                .build_int_add(first, i64t.const_int(k as u64 * size, false), "")
+                .unwrap();
+            let same = b
+                .build_int_compare(IntPredicate::EQ, addr(*p), want, "")
+                .unwrap();
+            ok = b.build_and(ok, same, "").unwrap();
+        }
+        for c in conds.iter().flatten() {
+            ok = b.build_and(ok, *c, "").unwrap();
+        }
+        ok
+    }
+
+    /// Emits `fast` where `cond` holds and `slow` elsewhere; joins their values with phis.
+    fn two_paths(
+        &mut self,
+        cond: IntValue<'ctx>,
+        fast: &mut dyn FnMut(&mut Self) -> Vec<BasicValueEnum<'ctx>>,
+        slow: &mut dyn FnMut(&mut Self) -> Vec<BasicValueEnum<'ctx>>,
+    ) -> Vec<BasicValueEnum<'ctx>> {
+        let fast_bb = self.ctx.append_basic_block(self.func, "vec");
+        let slow_bb = self.ctx.append_basic_block(self.func, "scalar");
+        let done = self.ctx.append_basic_block(self.func, "vec.end");
+        self.b
+            .build_conditional_branch(cond, fast_bb, slow_bb)
+            .unwrap();
+        self.b.position_at_end(fast_bb);
+        let a = fast(self);
+        let a_end = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(slow_bb);
+        let s = slow(self);
+        let s_end = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(done);
+        a.iter()
+            .zip(&s)
+            .map(|(x, y)| {
+                let phi = self.b.build_phi(x.get_type(), "").unwrap();
+                phi.add_incoming(&[(x, a_end), (y, s_end)]);
+                phi.as_basic_value()
+            })
+            .collect()
+    }
+}
+
+fn set_align(v: BasicValueEnum<'_>, align: u32) {
+    if let Some(i) = v.as_instruction_value() {
+        let _ = i.set_alignment(align);
+    }
+}
+
+/// Vector types of storage element types.
+trait VectorOf<'ctx> {
+    fn vector_of(self, n: usize) -> inkwell::types::VectorType<'ctx>;
+}
+
+impl<'ctx> VectorOf<'ctx> for inkwell::types::BasicTypeEnum<'ctx> {
+    fn vector_of(self, n: usize) -> inkwell::types::VectorType<'ctx> {
+        match self {
+            inkwell::types::BasicTypeEnum::IntType(t) => t.vec_type(n as u32),
+            inkwell::types::BasicTypeEnum::FloatType(t) => t.vec_type(n as u32),
+            other => unreachable!("no vector of {other:?} is loaded"),
+        }
+    }
+}

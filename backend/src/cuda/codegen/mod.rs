@@ -1,0 +1,657 @@
+//! IR → LLVM IR for NVPTX: one program is one CTA of `num_warps × 32` threads.
+//!
+//! **Layout.** A tile of `n` elements (row-major) is spread over the CTA's `T` threads
+//! in a blocked layout: each thread holds `S = ceil(n / T)` *slots* as SSA registers,
+//! grouped in chunks of `C` consecutive elements (`C` = 4, 2 or 1, the largest dividing
+//! `S`). Slot `j` of thread `t` is element `((j / C) · T + t) · C + j % C`, so a warp's
+//! chunks are adjacent in memory (coalesced) and each chunk is one vector access. Slots
+//! past `n` are *invalid*: they hold junk and never touch memory. The layout depends only
+//! on `n` and `T`, so elementwise ops work slot by slot in registers; scalars are held,
+//! identically, by every thread.
+//!
+//! **Data movement.** Ops that change the layout (broadcast, transpose, reductions along
+//! an axis, `dot`) go through dynamic shared memory (`tritium_smem`, reused by every such
+//! op, fenced by `bar.sync` on both sides). A reduction to a scalar reduces each thread's
+//! slots, then a warp with `shfl.sync.bfly`, then across warps in shared memory.
+//!
+//! Every target-specific operation (thread and CTA ids, barriers, shuffles) lives in
+//! `sync.rs`. Control flow is uniform: every branch condition is a scalar, which all
+//! threads hold equally, so barriers inside loops and `if`s are reached by every thread.
+
+mod control;
+mod custom;
+mod dot;
+mod memory;
+mod reduce;
+mod scalar;
+mod sync;
+mod types;
+
+pub(crate) use sync::{
+    EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
+    EMU_WORDS,
+};
+
+use crate::cpu::link::CustomEntries;
+use inkwell::basic_block::BasicBlock;
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::module::{Linkage, Module};
+use inkwell::types::{BasicMetadataTypeEnum, BasicTypeEnum};
+use inkwell::values::{BasicValue, BasicValueEnum, FunctionValue, IntValue, PointerValue};
+use inkwell::{AddressSpace, IntPredicate};
+use std::collections::HashMap;
+use tritium_dsl::ir::{Block, DType, Elem, Function, Inst, Op, Type, Value};
+
+/// The most slots (registers per tile) one thread may hold; larger tiles need more warps.
+const MAX_SLOTS: usize = 256;
+
+/// The PTX calling convention of kernel entry points (LLVM's `ptx_kernel`).
+const PTX_KERNEL_CC: u32 = 71;
+
+/// Options that change the generated code.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CodegenOptions {
+    /// Warps per CTA.
+    pub num_warps: u32,
+    /// Generate for the host emulator (see `cuda/emulate.rs`) instead of NVPTX: the same
+    /// code, except that the target hooks of `sync.rs` call into the emulator and the
+    /// `.approx` math instructions become the host's intrinsics.
+    pub emulate: bool,
+}
+
+/// What the launcher needs to know about a generated kernel.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Generated {
+    /// Bytes of dynamic shared memory the kernel needs.
+    pub shared_bytes: usize,
+}
+
+/// A value during code generation: a scalar every thread holds, or this thread's slots.
+#[derive(Clone)]
+enum V<'ctx> {
+    Scalar(BasicValueEnum<'ctx>),
+    Tile(Vec<BasicValueEnum<'ctx>>),
+}
+
+pub(crate) struct Gen<'ctx, 'f> {
+    ctx: &'ctx Context,
+    module: &'f Module<'ctx>,
+    b: &'f Builder<'ctx>,
+    f: &'f Function,
+    func: FunctionValue<'ctx>,
+    entry_bb: BasicBlock<'ctx>,
+    vals: HashMap<Value, V<'ctx>>,
+    /// Threads per CTA.
+    threads: usize,
+    /// This thread's index in the CTA (i32).
+    tid: IntValue<'ctx>,
+    pids: [IntValue<'ctx>; 3],
+    nprogs: [IntValue<'ctx>; 3],
+    /// The dynamic shared memory (`addrspace(3)`).
+    smem: PointerValue<'ctx>,
+    shared_bytes: usize,
+    /// The first error found (an unsupported op or type); generation goes on with
+    /// placeholders so that it never panics, and the error is returned at the end.
+    error: Option<String>,
+    /// The emulator's per-thread state (`EmuThread`) when generating for the emulator.
+    emu: Option<PointerValue<'ctx>>,
+    /// The address space of kernel pointers: global (1) on NVPTX, 0 in the emulator.
+    global: AddressSpace,
+    /// How each custom call is linked (see `cpu::link`).
+    customs: &'f CustomEntries,
+}
+
+/// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
+pub(crate) fn generate<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    f: &Function,
+    name: &str,
+    opts: CodegenOptions,
+    customs: &CustomEntries,
+) -> Result<Generated, String> {
+    if opts.num_warps == 0 || opts.num_warps > 32 {
+        return Err(format!(
+            "num_warps is {}; a CTA has 1..=32 warps",
+            opts.num_warps
+        ));
+    }
+    let threads = opts.num_warps as usize * 32;
+    let b = ctx.create_builder();
+    let ptr = ctx.ptr_type(AddressSpace::default());
+    let global = if opts.emulate {
+        AddressSpace::default()
+    } else {
+        AddressSpace::from(1u16)
+    };
+    let params: Vec<BasicMetadataTypeEnum> = if opts.emulate {
+        // `k(ptr slots, ptr emu)`: one 8-byte slot per parameter, as the CPU entry.
+        vec![ptr.into(), ptr.into()]
+    } else {
+        f.params
+            .iter()
+            .map(|p| param_ty(ctx, f.ty(p.value).elem, global).into())
+            .collect()
+    };
+    let func = module.add_function(
+        name,
+        ctx.void_type().fn_type(&params, false),
+        Some(Linkage::External),
+    );
+    let entry_bb = ctx.append_basic_block(func, "entry");
+    b.position_at_end(entry_bb);
+    let smem = if opts.emulate {
+        None
+    } else {
+        func.set_call_conventions(PTX_KERNEL_CC);
+        annotate_kernel(ctx, module, func, threads);
+        let smem = module.add_global(
+            ctx.i8_type().array_type(0),
+            Some(AddressSpace::from(3u16)),
+            "tritium_smem",
+        );
+        smem.set_linkage(Linkage::External);
+        smem.set_alignment(16);
+        Some(smem.as_pointer_value())
+    };
+    let i32t = ctx.i32_type();
+    let undef = i32t.get_undef();
+    let mut g = Gen {
+        ctx,
+        module,
+        b: &b,
+        f,
+        func,
+        entry_bb,
+        vals: HashMap::new(),
+        threads,
+        tid: undef,
+        pids: [undef; 3],
+        nprogs: [undef; 3],
+        smem: ptr.get_undef(),
+        shared_bytes: 0,
+        error: None,
+        emu: opts.emulate.then(|| {
+            func.get_nth_param(1)
+                .expect("declared above")
+                .into_pointer_value()
+        }),
+        global,
+        customs,
+    };
+    g.smem = match smem {
+        Some(p) => p,
+        None => g.emulator_shared_memory(),
+    };
+    g.tid = g.special_register("tid.x");
+    g.pids = ["ctaid.x", "ctaid.y", "ctaid.z"].map(|r| g.special_register(r));
+    g.nprogs = ["nctaid.x", "nctaid.y", "nctaid.z"].map(|r| g.special_register(r));
+    for (i, p) in f.params.iter().enumerate() {
+        let elem = f.ty(p.value).elem;
+        let raw = if opts.emulate {
+            let slots = func
+                .get_nth_param(0)
+                .expect("declared above")
+                .into_pointer_value();
+            let i64t = ctx.i64_type();
+            // SAFETY (of the generated code): the emulator passes one slot per parameter.
+            let slot = unsafe { b.build_gep(i64t, slots, &[i64t.const_int(i as u64, false)], "") }
+                .unwrap();
+            b.build_load(param_ty(ctx, elem, global), slot, "").unwrap()
+        } else {
+            func.get_nth_param(i as u32).expect("declared above")
+        };
+        let v = match elem {
+            Elem::Ptr(_) => raw,
+            Elem::Scalar(_) => g.decode_storage(raw, elem),
+        };
+        g.vals.insert(p.value, V::Scalar(v));
+    }
+    g.block(&f.body);
+    if let Some(e) = g.error.take() {
+        return Err(e);
+    }
+    b.build_return(None).map_err(|e| e.to_string())?;
+    Ok(Generated {
+        shared_bytes: g.shared_bytes,
+    })
+}
+
+/// The type a kernel parameter is passed as: global pointers, scalars in storage form.
+fn param_ty(ctx: &Context, elem: Elem, global: AddressSpace) -> BasicTypeEnum<'_> {
+    match elem {
+        Elem::Ptr(_) => ctx.ptr_type(global).into(),
+        Elem::Scalar(d) => match d {
+            DType::Bool | DType::I8 | DType::U8 => ctx.i8_type().into(),
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => ctx.i16_type().into(),
+            DType::I32 | DType::U32 => ctx.i32_type().into(),
+            DType::I64 | DType::U64 => ctx.i64_type().into(),
+            DType::F32 => ctx.f32_type().into(),
+            DType::F64 => ctx.f64_type().into(),
+        },
+    }
+}
+
+/// Marks `func` as a kernel with at most `threads` threads per CTA (`.maxntid`).
+fn annotate_kernel<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    func: FunctionValue<'ctx>,
+    threads: usize,
+) {
+    let fptr = func.as_global_value().as_pointer_value();
+    let i32t = ctx.i32_type();
+    for (key, value) in [("kernel", 1), ("maxntidx", threads as u64)] {
+        let node = ctx.metadata_node(&[
+            fptr.into(),
+            ctx.metadata_string(key).into(),
+            i32t.const_int(value, false).into(),
+        ]);
+        module
+            .add_global_metadata("nvvm.annotations", &node)
+            .expect("nvvm.annotations is a valid named metadata");
+    }
+}
+
+impl<'ctx, 'f> Gen<'ctx, 'f> {
+    fn ty(&self, v: Value) -> &'f Type {
+        self.f.ty(v)
+    }
+
+    fn i32c(&self, n: u64) -> IntValue<'ctx> {
+        self.ctx.i32_type().const_int(n, false)
+    }
+
+    /// Records the first error; generation continues with placeholders.
+    fn fail(&mut self, message: String) {
+        if self.error.is_none() {
+            self.error = Some(message);
+        }
+    }
+
+    /// Slots per thread of a tile of `numel` elements.
+    fn slots(&self, numel: usize) -> usize {
+        numel.div_ceil(self.threads).max(1)
+    }
+
+    /// Elements per chunk of a thread's slots (see the module docs).
+    fn chunk(&self, numel: usize) -> usize {
+        let s = self.slots(numel);
+        [4, 2, 1]
+            .into_iter()
+            .find(|c| s.is_multiple_of(*c))
+            .unwrap_or(1)
+    }
+
+    /// The row-major index (i32) of this thread's slot `j` of a tile of `numel` elements.
+    fn lin(&self, numel: usize, j: usize) -> IntValue<'ctx> {
+        let c = self.chunk(numel);
+        let base = self
+            .b
+            .build_int_mul(self.tid, self.i32c(c as u64), "")
+            .unwrap();
+        let off = ((j / c) * self.threads * c + j % c) as u64;
+        self.b.build_int_add(base, self.i32c(off), "lin").unwrap()
+    }
+
+    /// Whether slot `j` holds an element; `None` when every slot of every thread does.
+    fn valid(&self, numel: usize, j: usize) -> Option<IntValue<'ctx>> {
+        if self.slots(numel) * self.threads == numel {
+            return None;
+        }
+        let lin = self.lin(numel, j);
+        Some(
+            self.b
+                .build_int_compare(IntPredicate::ULT, lin, self.i32c(numel as u64), "valid")
+                .unwrap(),
+        )
+    }
+
+    /// `lin` if the slot is valid, else 0: an index that is always in range.
+    fn clamped_lin(&self, numel: usize, j: usize) -> IntValue<'ctx> {
+        let lin = self.lin(numel, j);
+        match self.valid(numel, j) {
+            None => lin,
+            Some(ok) => self
+                .b
+                .build_select(ok, lin, self.i32c(0), "")
+                .unwrap()
+                .into_int_value(),
+        }
+    }
+
+    /// The multi-index of row-major index `lin` in `shape`.
+    fn unravel(&self, shape: &[usize], lin: IntValue<'ctx>) -> Vec<IntValue<'ctx>> {
+        let mut idx = vec![self.i32c(0); shape.len()];
+        let mut rest = lin;
+        for k in (0..shape.len()).rev() {
+            if shape[k] == 1 {
+                continue;
+            }
+            let d = self.i32c(shape[k] as u64);
+            idx[k] = self.b.build_int_unsigned_rem(rest, d, "").unwrap();
+            rest = self.b.build_int_unsigned_div(rest, d, "").unwrap();
+        }
+        idx
+    }
+
+    /// The row-major index of `idx` in `shape`.
+    fn ravel(&self, shape: &[usize], idx: &[IntValue<'ctx>]) -> IntValue<'ctx> {
+        let mut lin = self.i32c(0);
+        for (k, i) in idx.iter().enumerate() {
+            let stride: usize = shape[k + 1..].iter().product();
+            let term = self
+                .b
+                .build_int_mul(*i, self.i32c(stride as u64), "")
+                .unwrap();
+            lin = self.b.build_int_add(lin, term, "").unwrap();
+        }
+        lin
+    }
+
+    /// A placeholder for a value whose generation failed (an error is already recorded).
+    fn placeholder(&self, ty: &Type) -> V<'ctx> {
+        let t = self.elem_compute_ty(ty.elem);
+        let u = match t {
+            BasicTypeEnum::IntType(t) => t.get_undef().as_basic_value_enum(),
+            BasicTypeEnum::FloatType(t) => t.get_undef().as_basic_value_enum(),
+            BasicTypeEnum::PointerType(t) => t.get_undef().as_basic_value_enum(),
+            other => unreachable!("no IR dtype computes as {other:?}"),
+        };
+        if ty.is_scalar() {
+            V::Scalar(u)
+        } else {
+            V::Tile(vec![u; self.slots(ty.numel())])
+        }
+    }
+
+    /// The generated form of `v`.
+    fn val(&mut self, v: Value) -> V<'ctx> {
+        if let Some(x) = self.vals.get(&v) {
+            return x.clone();
+        }
+        if self.error.is_none() {
+            self.fail(format!("internal: {v} used before it was generated"));
+        }
+        self.placeholder(self.ty(v))
+    }
+
+    /// The scalar `v` (every thread holds it).
+    fn scalar(&mut self, v: Value) -> BasicValueEnum<'ctx> {
+        match self.val(v) {
+            V::Scalar(s) => s,
+            V::Tile(t) => {
+                self.fail(format!("internal: {v} is a tile where a scalar is needed"));
+                t[0]
+            }
+        }
+    }
+
+    /// This thread's slots of `v` viewed as a tile of `numel` elements (scalars splat).
+    fn tile_slots(&mut self, v: Value, numel: usize) -> Vec<BasicValueEnum<'ctx>> {
+        let n = self.slots(numel);
+        match self.val(v) {
+            V::Scalar(s) => vec![s; n],
+            V::Tile(t) if t.len() == n && self.ty(v).numel() == numel => t,
+            V::Tile(t) => {
+                self.fail(format!(
+                    "internal: {v} has {} elements where {numel} are needed",
+                    self.ty(v).numel()
+                ));
+                vec![t[0]; n]
+            }
+        }
+    }
+
+    /// Binds result `r` to per-slot values (or a scalar for a scalar type).
+    fn define(&mut self, r: Value, slots: Vec<BasicValueEnum<'ctx>>) {
+        let v = if self.ty(r).is_scalar() {
+            V::Scalar(slots[0])
+        } else {
+            V::Tile(slots)
+        };
+        self.vals.insert(r, v);
+    }
+
+    /// Emits `then` only where `cond` holds (always when `cond` is `None`).
+    fn when(&mut self, cond: Option<IntValue<'ctx>>, then: &mut dyn FnMut(&mut Self)) {
+        let Some(c) = cond else {
+            then(self);
+            return;
+        };
+        let yes = self.ctx.append_basic_block(self.func, "when");
+        let done = self.ctx.append_basic_block(self.func, "when.end");
+        self.b.build_conditional_branch(c, yes, done).unwrap();
+        self.b.position_at_end(yes);
+        then(self);
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(done);
+    }
+
+    /// The value `then` computes where `cond` holds, `otherwise` elsewhere.
+    fn when_value(
+        &mut self,
+        cond: Option<IntValue<'ctx>>,
+        otherwise: BasicValueEnum<'ctx>,
+        then: &mut dyn FnMut(&mut Self) -> BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let Some(c) = cond else {
+            return then(self);
+        };
+        let pre = self.b.get_insert_block().unwrap();
+        let yes = self.ctx.append_basic_block(self.func, "when");
+        let done = self.ctx.append_basic_block(self.func, "when.end");
+        self.b.build_conditional_branch(c, yes, done).unwrap();
+        self.b.position_at_end(yes);
+        let v = then(self);
+        let from = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(done);
+        let phi = self.b.build_phi(v.get_type(), "").unwrap();
+        phi.add_incoming(&[(&v, from), (&otherwise, pre)]);
+        phi.as_basic_value()
+    }
+
+    /// An `alloca` in the entry block (promoted to a register by the optimizer).
+    fn entry_alloca(&self, ty: BasicTypeEnum<'ctx>) -> PointerValue<'ctx> {
+        let tmp = self.ctx.create_builder();
+        match self.entry_bb.get_first_instruction() {
+            Some(i) => tmp.position_before(&i),
+            None => tmp.position_at_end(self.entry_bb),
+        }
+        tmp.build_alloca(ty, "carried").unwrap()
+    }
+
+    /// Generates the ops of a block (not its terminator).
+    fn block(&mut self, block: &'f Block) {
+        for inst in &block.insts {
+            self.inst(inst);
+        }
+    }
+
+    fn inst(&mut self, inst: &'f Inst) {
+        let r = inst.results.first().copied();
+        match &inst.op {
+            Op::Yield(_) | Op::Condition(_) => {}
+            Op::ProgramId(a) => {
+                let v = self.pids[*a as usize].into();
+                self.vals.insert(inst.results[0], V::Scalar(v));
+            }
+            Op::NumPrograms(a) => {
+                let v = self.nprogs[*a as usize].into();
+                self.vals.insert(inst.results[0], V::Scalar(v));
+            }
+            Op::Const(c) => {
+                let r = inst.results[0];
+                let d = self.ty(r).dtype().expect("numeric constant");
+                let v = self.const_value(*c, d);
+                let n = self.slots(self.ty(r).numel());
+                self.define(r, vec![v; n]);
+            }
+            Op::Arange { start, .. } => {
+                let r = inst.results[0];
+                let numel = self.ty(r).numel();
+                let slots = (0..self.slots(numel))
+                    .map(|j| {
+                        let lin = self.lin(numel, j);
+                        self.b
+                            .build_int_add(lin, self.i32c(*start as u64), "")
+                            .unwrap()
+                            .into()
+                    })
+                    .collect();
+                self.define(r, slots);
+            }
+            Op::Splat(x) => {
+                let r = inst.results[0];
+                let s = self.scalar(*x);
+                let n = self.slots(self.ty(r).numel());
+                self.define(r, vec![s; n]);
+            }
+            Op::Broadcast(x) => self.broadcast(inst.results[0], *x),
+            Op::ExpandDims { x, .. } | Op::Reshape(x) => self.relabel(inst.results[0], *x),
+            Op::Trans(x) => self.transpose(inst.results[0], *x),
+            Op::Load { .. } => self.load(inst),
+            Op::Store { .. } => self.store(inst),
+            Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
+            Op::Reduce { .. } => self.reduce(inst),
+            Op::Dot { .. } => self.dot(inst),
+            Op::For { .. } => self.for_loop(inst),
+            Op::If { .. } => self.if_else(inst),
+            Op::While { .. } => self.while_loop(inst),
+            Op::Custom(_) => self.custom(inst),
+            op if op.is_elementwise() => self.elementwise(inst),
+            op => self.fail(format!(
+                "internal: op `{}` has no CUDA lowering",
+                op.mnemonic()
+            )),
+        }
+        if let Some(r) = r {
+            let numel = self.ty(r).numel();
+            if self.slots(numel) > MAX_SLOTS {
+                self.fail(format!(
+                    "at {}: a tile of {numel} elements needs {} registers per thread with {} threads per program (at most {MAX_SLOTS}); raise num_warps or use smaller blocks",
+                    inst.loc,
+                    self.slots(numel),
+                    self.threads
+                ));
+            }
+            if !self.vals.contains_key(&r) {
+                let p = self.placeholder(self.ty(r));
+                self.vals.insert(r, p);
+            }
+        }
+    }
+
+    /// Binary, unary, compare, select, fma, cast and addptr: slot by slot.
+    fn elementwise(&mut self, inst: &Inst) {
+        let r = inst.results[0];
+        let numel = self.ty(r).numel();
+        let operands = inst.op.operands();
+        let cols: Vec<Vec<BasicValueEnum<'ctx>>> = operands
+            .iter()
+            .map(|o| self.tile_slots(*o, numel))
+            .collect();
+        let slots = (0..self.slots(numel))
+            .map(|j| {
+                let args: Vec<_> = cols.iter().map(|c| c[j]).collect();
+                self.element(inst, &args)
+            })
+            .collect();
+        self.define(r, slots);
+    }
+
+    /// One element of an elementwise op from one element of each operand.
+    fn element(&mut self, inst: &Inst, a: &[BasicValueEnum<'ctx>]) -> BasicValueEnum<'ctx> {
+        let dtype_of = |g: &Self, v: Value| match g.ty(v).elem {
+            Elem::Scalar(d) | Elem::Ptr(d) => d,
+        };
+        match &inst.op {
+            Op::Binary(op, x, _) => {
+                let d = dtype_of(self, *x);
+                self.binary(*op, d, a[0], a[1])
+            }
+            Op::Unary(op, x) => {
+                let d = dtype_of(self, *x);
+                self.unary(*op, d, a[0])
+            }
+            Op::Cmp(p, x, _) => {
+                let d = dtype_of(self, *x);
+                self.compare(*p, d, a[0], a[1]).into()
+            }
+            Op::Select(..) => self
+                .b
+                .build_select(a[0].into_int_value(), a[1], a[2], "")
+                .unwrap(),
+            Op::Fma(x, ..) => {
+                let d = dtype_of(self, *x);
+                let t = self.compute_ty(d);
+                let v = self.intrinsic("llvm.fma", &[t], a);
+                self.round_to(v, d)
+            }
+            Op::Cast(x) => {
+                let from = dtype_of(self, *x);
+                let to = self.ty(inst.results[0]).dtype().expect("cast to a number");
+                self.cast(a[0], from, to)
+            }
+            Op::AddPtr(p, o) => {
+                let pointee = dtype_of(self, *p);
+                let od = dtype_of(self, *o);
+                let off = self
+                    .b
+                    .build_int_cast_sign_flag(
+                        a[1].into_int_value(),
+                        self.ctx.i64_type(),
+                        od.is_signed_int(),
+                        "",
+                    )
+                    .unwrap();
+                let st = self.storage_ty(pointee);
+                // SAFETY (of the generated code): pointer arithmetic; accesses are trusted
+                // as in Triton.
+                unsafe { self.b.build_gep(st, a[0].into_pointer_value(), &[off], "") }
+                    .unwrap()
+                    .into()
+            }
+            op => unreachable!("element() on `{}`", op.mnemonic()),
+        }
+    }
+
+    /// Expand-dims and reshape keep the row-major order and the element count, hence the
+    /// layout: the slots are reused as they are.
+    fn relabel(&mut self, r: Value, x: Value) {
+        let numel = self.ty(r).numel();
+        if self.ty(x).is_scalar() || self.ty(r).is_scalar() {
+            // A scalar to a one-element tile or back: go through the owner of element 0.
+            self.exchange(r, x, &mut |_, _| vec![]);
+            return;
+        }
+        let slots = self.tile_slots(x, numel);
+        self.define(r, slots);
+    }
+
+    fn broadcast(&mut self, r: Value, x: Value) {
+        let (rs, xs) = (self.ty(r).shape.clone(), self.ty(x).shape.clone());
+        if xs.is_empty() {
+            let s = self.scalar(x);
+            let n = self.slots(self.ty(r).numel());
+            self.define(r, vec![s; n]);
+            return;
+        }
+        if rs == xs {
+            return self.relabel(r, x);
+        }
+        let off = rs.len() - xs.len();
+        self.exchange(r, x, &mut |g, idx| {
+            xs.iter()
+                .enumerate()
+                .map(|(k, d)| if *d == 1 { g.i32c(0) } else { idx[off + k] })
+                .collect()
+        });
+    }
+
+    fn transpose(&mut self, r: Value, x: Value) {
+        self.exchange(r, x, &mut |_, idx| vec![idx[1], idx[0]]);
+    }
+}

@@ -1,0 +1,336 @@
+//! Reductions along an axis.
+//!
+//! To a scalar (a 1-D input): each thread folds its valid slots, a warp combines with
+//! `shfl.sync.bfly` (every lane ends with the same value), then lane 0 of each warp
+//! writes shared memory and every thread folds the per-warp values in warp order, so
+//! every thread holds the same result. Along an axis of a larger tile: the input goes
+//! to shared memory and each output slot folds its line in index order.
+//!
+//! Semantics as the interpreter: float max/min are maxnum/minnum folds (NaN is their
+//! identity), f16/bf16 sums add in f32 and round once, integer sums wrap; argmax/argmin
+//! give the first index of the extreme, ignoring NaN (all NaN gives 0).
+
+use super::Gen;
+use inkwell::values::{BasicValueEnum, IntValue};
+use inkwell::{FloatPredicate, IntPredicate};
+use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, ReduceOp};
+
+/// A partial result: the value and, for argmax/argmin, its index.
+pub(super) type Acc<'ctx> = (BasicValueEnum<'ctx>, Option<IntValue<'ctx>>);
+
+/// One iteration of a [`Gen::counted_loop`]: the index and the partial results in, the
+/// next partial results out.
+pub(super) type FoldStep<'a, 'ctx, G> =
+    dyn FnMut(&mut G, IntValue<'ctx>, &[Acc<'ctx>]) -> Vec<Acc<'ctx>> + 'a;
+
+impl<'ctx> Gen<'ctx, '_> {
+    pub(super) fn reduce(&mut self, inst: &Inst) {
+        let Op::Reduce { op, x, axis } = &inst.op else {
+            unreachable!()
+        };
+        let (op, x, axis) = (*op, *x, *axis as usize);
+        let xt = self.ty(x).clone();
+        let d = xt.dtype().expect("reductions take numbers");
+        let r = inst.results[0];
+        if xt.rank() == 1 {
+            let v = self.reduce_to_scalar(op, d, x);
+            self.define(r, vec![v]);
+            return;
+        }
+        // Through shared memory: output element `o` folds `x[o with k inserted at axis]`.
+        self.spill_to_shared(x, 0);
+        self.barrier();
+        let rt = self.ty(r).clone();
+        let numel = rt.numel();
+        let len = xt.shape[axis];
+        let stride: usize = xt.shape[axis + 1..].iter().product();
+        let bases: Vec<IntValue<'ctx>> = (0..self.slots(numel))
+            .map(|j| {
+                let lin = self.clamped_lin(numel, j);
+                let mut idx = self.unravel(&rt.shape, lin);
+                idx.insert(axis, self.i32c(0));
+                self.ravel(&xt.shape, &idx)
+            })
+            .collect();
+        let elem = Elem::Scalar(d);
+        let init: Vec<Acc<'ctx>> = bases.iter().map(|_| self.identity(op, d)).collect();
+        let accs = self.counted_loop(len, init, &mut |g, k, accs| {
+            let step = g.b.build_int_mul(k, g.i32c(stride as u64), "").unwrap();
+            accs.iter()
+                .zip(&bases)
+                .map(|(acc, base)| {
+                    let at = g.b.build_int_add(*base, step, "").unwrap();
+                    let p = g.shared_elem(0, elem, at);
+                    let v = g.shared_load(p, elem);
+                    g.combine(op, d, *acc, (v, Some(k)))
+                })
+                .collect()
+        });
+        self.barrier();
+        let out = accs.into_iter().map(|a| self.finish(op, d, a)).collect();
+        self.define(r, out);
+    }
+
+    fn reduce_to_scalar(
+        &mut self,
+        op: ReduceOp,
+        d: DType,
+        x: tritium_dsl::ir::Value,
+    ) -> BasicValueEnum<'ctx> {
+        let numel = self.ty(x).numel();
+        let slots = self.tile_slots(x, numel);
+        let mut acc = self.identity(op, d);
+        for (j, v) in slots.into_iter().enumerate() {
+            let idx = self.lin(numel, j);
+            let next = self.combine(op, d, acc, (v, Some(idx)));
+            acc = match self.valid(numel, j) {
+                None => next,
+                Some(ok) => self.select_acc(ok, next, acc),
+            };
+        }
+        let mut mask = 16;
+        while mask >= 1 {
+            let other = (
+                self.shuffle_xor(acc.0, mask),
+                acc.1
+                    .map(|i| self.shuffle_xor(i.into(), mask).into_int_value()),
+            );
+            acc = self.combine(op, d, acc, other);
+            mask /= 2;
+        }
+        let warps = self.threads / 32;
+        if warps > 1 {
+            let elem = Elem::Scalar(d);
+            let size = self.shared_size(elem);
+            let idx_offset = (warps * size).div_ceil(16) * 16;
+            self.reserve_shared(idx_offset + warps * 4);
+            let (lane, warp) = self.lane_and_warp();
+            let lane0 = self
+                .b
+                .build_int_compare(IntPredicate::EQ, lane, self.i32c(0), "")
+                .unwrap();
+            self.when(Some(lane0), &mut |g| {
+                let p = g.shared_elem(0, elem, warp);
+                g.shared_store(p, acc.0, elem);
+                if let Some(i) = acc.1 {
+                    let p = g.shared_elem(idx_offset, Elem::Scalar(DType::I32), warp);
+                    g.shared_store(p, i.into(), Elem::Scalar(DType::I32));
+                }
+            });
+            self.barrier();
+            let mut total = self.identity(op, d);
+            for w in 0..warps {
+                let p = self.shared_elem(0, elem, self.i32c(w as u64));
+                let v = self.shared_load(p, elem);
+                let i = acc.1.map(|_| {
+                    let p =
+                        self.shared_elem(idx_offset, Elem::Scalar(DType::I32), self.i32c(w as u64));
+                    self.shared_load(p, Elem::Scalar(DType::I32))
+                        .into_int_value()
+                });
+                total = self.combine(op, d, total, (v, i));
+            }
+            self.barrier();
+            acc = total;
+        }
+        self.finish(op, d, acc)
+    }
+
+    /// The fold's starting value: 0 for sums, NaN (maxnum's identity) or the dtype's
+    /// extreme for max/min, with index `i32::MAX` for argmax/argmin.
+    fn identity(&self, op: ReduceOp, d: DType) -> Acc<'ctx> {
+        let t = self.compute_ty(d);
+        let max = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
+        let v: BasicValueEnum = match op {
+            ReduceOp::Sum => self.const_value(tritium_dsl::ir::Const::Int(0), d),
+            _ if d.is_float() => t.into_float_type().const_float(f64::NAN).into(),
+            _ if d.is_bool() => self
+                .ctx
+                .bool_type()
+                .const_int(u64::from(!max), false)
+                .into(),
+            _ => {
+                let it = t.into_int_type();
+                let bits = d.bits();
+                let v = match (max, d.is_signed_int()) {
+                    (true, true) => 1u64 << (bits - 1),
+                    (true, false) => 0,
+                    (false, true) => (1u64 << (bits - 1)) - 1,
+                    (false, false) => u64::MAX,
+                };
+                it.const_int(v, false).into()
+            }
+        };
+        let idx =
+            matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin).then(|| self.i32c(i32::MAX as u64));
+        (v, idx)
+    }
+
+    /// Combines two partial results (commutative and associative up to float rounding).
+    fn combine(&mut self, op: ReduceOp, d: DType, a: Acc<'ctx>, b: Acc<'ctx>) -> Acc<'ctx> {
+        match op {
+            ReduceOp::Sum if d.is_float() => {
+                // Halves add in f32 and round once, in `finish`.
+                let s = self
+                    .b
+                    .build_float_add(a.0.into_float_value(), b.0.into_float_value(), "")
+                    .unwrap();
+                (s.into(), None)
+            }
+            ReduceOp::Sum if d.is_bool() => (
+                self.b
+                    .build_xor(a.0.into_int_value(), b.0.into_int_value(), "")
+                    .unwrap()
+                    .into(),
+                None,
+            ),
+            ReduceOp::Sum => (self.binary(BinOp::Add, d, a.0, b.0), None),
+            ReduceOp::Max if d.is_float() => {
+                let t = self.compute_ty(d);
+                (self.intrinsic("llvm.maxnum", &[t], &[a.0, b.0]), None)
+            }
+            ReduceOp::Min if d.is_float() => {
+                let t = self.compute_ty(d);
+                (self.intrinsic("llvm.minnum", &[t], &[a.0, b.0]), None)
+            }
+            ReduceOp::Max if d.is_bool() => (
+                self.b
+                    .build_or(a.0.into_int_value(), b.0.into_int_value(), "")
+                    .unwrap()
+                    .into(),
+                None,
+            ),
+            ReduceOp::Min if d.is_bool() => (
+                self.b
+                    .build_and(a.0.into_int_value(), b.0.into_int_value(), "")
+                    .unwrap()
+                    .into(),
+                None,
+            ),
+            ReduceOp::Max => (self.binary(BinOp::Max, d, a.0, b.0), None),
+            ReduceOp::Min => (self.binary(BinOp::Min, d, a.0, b.0), None),
+            ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                let better = self.arg_better(op == ReduceOp::ArgMax, d, b, a);
+                self.select_acc(better, b, a)
+            }
+        }
+    }
+
+    /// True when `b` should replace `a`: a strictly better value, or an equal one (both
+    /// NaN included) at a smaller index; a NaN never beats a number.
+    fn arg_better(&self, max: bool, d: DType, b: Acc<'ctx>, a: Acc<'ctx>) -> IntValue<'ctx> {
+        let bl = self.b;
+        let (ai, bi) = (a.1.expect("arg index"), b.1.expect("arg index"));
+        let earlier = bl.build_int_compare(IntPredicate::SLT, bi, ai, "").unwrap();
+        if d.is_float() {
+            let (x, y) = (a.0.into_float_value(), b.0.into_float_value());
+            let pred = if max {
+                FloatPredicate::OGT
+            } else {
+                FloatPredicate::OLT
+            };
+            let wins = bl.build_float_compare(pred, y, x, "").unwrap();
+            let tie = bl
+                .build_float_compare(FloatPredicate::OEQ, y, x, "")
+                .unwrap();
+            let a_nan = bl
+                .build_float_compare(FloatPredicate::UNO, x, x, "")
+                .unwrap();
+            let b_nan = bl
+                .build_float_compare(FloatPredicate::UNO, y, y, "")
+                .unwrap();
+            let both_nan = bl.build_and(a_nan, b_nan, "").unwrap();
+            let tie = bl.build_or(tie, both_nan, "").unwrap();
+            let tie_wins = bl.build_and(tie, earlier, "").unwrap();
+            let b_num = bl.build_not(b_nan, "").unwrap();
+            let replaces_nan = bl.build_and(a_nan, b_num, "").unwrap();
+            let w = bl.build_or(wins, tie_wins, "").unwrap();
+            return bl.build_or(w, replaces_nan, "").unwrap();
+        }
+        let (x, y) = (a.0.into_int_value(), b.0.into_int_value());
+        let signed = d.is_signed_int();
+        let pred = match (max, signed) {
+            (true, true) => IntPredicate::SGT,
+            (true, false) => IntPredicate::UGT,
+            (false, true) => IntPredicate::SLT,
+            (false, false) => IntPredicate::ULT,
+        };
+        let wins = bl.build_int_compare(pred, y, x, "").unwrap();
+        let tie = bl.build_int_compare(IntPredicate::EQ, y, x, "").unwrap();
+        let tie_wins = bl.build_and(tie, earlier, "").unwrap();
+        bl.build_or(wins, tie_wins, "").unwrap()
+    }
+
+    fn select_acc(&self, c: IntValue<'ctx>, a: Acc<'ctx>, b: Acc<'ctx>) -> Acc<'ctx> {
+        let v = self.b.build_select(c, a.0, b.0, "").unwrap();
+        let i = match (a.1, b.1) {
+            (Some(x), Some(y)) => Some(self.b.build_select(c, x, y, "").unwrap().into_int_value()),
+            _ => None,
+        };
+        (v, i)
+    }
+
+    /// The result of a fold: the rounded value, or the index (0 when nothing was found).
+    fn finish(&self, op: ReduceOp, d: DType, acc: Acc<'ctx>) -> BasicValueEnum<'ctx> {
+        match acc.1 {
+            Some(i) if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) => {
+                let none = self
+                    .b
+                    .build_int_compare(IntPredicate::EQ, i, self.i32c(i32::MAX as u64), "")
+                    .unwrap();
+                self.b.build_select(none, self.i32c(0), i, "").unwrap()
+            }
+            _ => self.round_to(acc.0, d),
+        }
+    }
+
+    /// A loop `k in 0..n` (i32) carrying partial results; returns them after the loop.
+    pub(super) fn counted_loop(
+        &mut self,
+        n: usize,
+        init: Vec<Acc<'ctx>>,
+        body: &mut FoldStep<'_, 'ctx, Self>,
+    ) -> Vec<Acc<'ctx>> {
+        let pre = self.b.get_insert_block().unwrap();
+        let header = self.ctx.append_basic_block(self.func, "fold");
+        let exit = self.ctx.append_basic_block(self.func, "fold.end");
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(header);
+        let k = self.b.build_phi(self.ctx.i32_type(), "k").unwrap();
+        k.add_incoming(&[(&self.i32c(0), pre)]);
+        let mut phis = Vec::new();
+        let mut accs = Vec::new();
+        for (v, i) in &init {
+            let pv = self.b.build_phi(v.get_type(), "acc").unwrap();
+            pv.add_incoming(&[(v, pre)]);
+            let pi = i.map(|i| {
+                let p = self.b.build_phi(i.get_type(), "acc.i").unwrap();
+                p.add_incoming(&[(&i, pre)]);
+                p
+            });
+            accs.push((
+                pv.as_basic_value(),
+                pi.map(|p| p.as_basic_value().into_int_value()),
+            ));
+            phis.push((pv, pi));
+        }
+        let kv = k.as_basic_value().into_int_value();
+        let next_accs = body(self, kv, &accs);
+        let latch = self.b.get_insert_block().unwrap();
+        for ((pv, pi), (v, i)) in phis.iter().zip(&next_accs) {
+            pv.add_incoming(&[(v, latch)]);
+            if let (Some(p), Some(i)) = (pi, i) {
+                p.add_incoming(&[(i, latch)]);
+            }
+        }
+        let next = self.b.build_int_add(kv, self.i32c(1), "").unwrap();
+        k.add_incoming(&[(&next, latch)]);
+        let more = self
+            .b
+            .build_int_compare(IntPredicate::ULT, next, self.i32c(n as u64), "")
+            .unwrap();
+        self.b.build_conditional_branch(more, header, exit).unwrap();
+        self.b.position_at_end(exit);
+        next_accs
+    }
+}

@@ -1,0 +1,316 @@
+//! The target hooks: special registers, barriers, warp shuffles and shared memory. Every
+//! NVVM intrinsic the code generator uses is called from this file (and the `.approx`
+//! math of `scalar.rs`); for the host emulator each hook reads the thread's `EmuThread`
+//! words or calls back into the emulator instead.
+
+use super::{Gen, V};
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::{AddressSpace, IntPredicate};
+use tritium_dsl::ir::{DType, Elem, Type, Value};
+
+/// Words of the emulator's per-thread state (`EmuThread` in `cuda/emulate.rs`).
+pub(crate) const EMU_TID: u64 = 0;
+pub(crate) const EMU_CTAID: u64 = 1;
+pub(crate) const EMU_NCTAID: u64 = 4;
+pub(crate) const EMU_SHARED: u64 = 7;
+pub(crate) const EMU_BARRIER: u64 = 8;
+pub(crate) const EMU_SHUFFLE: u64 = 9;
+pub(crate) const EMU_STATE: u64 = 10;
+pub(crate) const EMU_MMA: u64 = 11;
+/// The number of words.
+pub(crate) const EMU_WORDS: usize = 12;
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.
+    pub(super) fn special_register(&self, name: &str) -> IntValue<'ctx> {
+        if self.emu.is_some() {
+            let word = match name {
+                "tid.x" => EMU_TID,
+                "ctaid.x" => EMU_CTAID,
+                "ctaid.y" => EMU_CTAID + 1,
+                "ctaid.z" => EMU_CTAID + 2,
+                "nctaid.x" => EMU_NCTAID,
+                "nctaid.y" => EMU_NCTAID + 1,
+                _ => EMU_NCTAID + 2,
+            };
+            let w = self
+                .emu_word(word, self.ctx.i64_type().into())
+                .into_int_value();
+            return self
+                .b
+                .build_int_truncate(w, self.ctx.i32_type(), name)
+                .unwrap();
+        }
+        self.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{name}"), &[], &[])
+            .into_int_value()
+    }
+
+    /// `bar.sync 0`: every thread of the CTA waits here.
+    pub(super) fn barrier(&self) {
+        if self.emu.is_some() {
+            let ptr = self.ctx.ptr_type(AddressSpace::default());
+            let f = self.emu_word(EMU_BARRIER, ptr.into()).into_pointer_value();
+            let state = self.emu_word(EMU_STATE, ptr.into());
+            let ty = self.ctx.void_type().fn_type(&[ptr.into()], false);
+            self.b
+                .build_indirect_call(ty, f, &[state.into()], "")
+                .unwrap();
+            return;
+        }
+        let i = inkwell::intrinsics::Intrinsic::find("llvm.nvvm.barrier0")
+            .expect("LLVM 19 has llvm.nvvm.barrier0");
+        let decl = i.get_declaration(self.module, &[]).expect("declaration");
+        self.b.build_call(decl, &[], "").unwrap();
+    }
+
+    /// The emulator's shared memory for this CTA.
+    pub(super) fn emulator_shared_memory(&self) -> PointerValue<'ctx> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        self.emu_word(EMU_SHARED, ptr.into()).into_pointer_value()
+    }
+
+    /// Word `k` of this thread's `EmuThread`.
+    pub(super) fn emu_word(&self, k: u64, ty: BasicTypeEnum<'ctx>) -> BasicValueEnum<'ctx> {
+        let emu = self.emu.expect("emulator state");
+        let i64t = self.ctx.i64_type();
+        // SAFETY (of the generated code): `EmuThread` has `EMU_WORDS` words.
+        let p = unsafe { self.b.build_gep(i64t, emu, &[i64t.const_int(k, false)], "") }.unwrap();
+        self.b.build_load(ty, p, "").unwrap()
+    }
+
+    /// `shfl.sync.bfly.b32`, or the emulator's shuffle.
+    fn shuffle_word(&self, w: IntValue<'ctx>, mask: u32) -> IntValue<'ctx> {
+        let i32t = self.ctx.i32_type();
+        if self.emu.is_some() {
+            let ptr = self.ctx.ptr_type(AddressSpace::default());
+            let f = self.emu_word(EMU_SHUFFLE, ptr.into()).into_pointer_value();
+            let state = self.emu_word(EMU_STATE, ptr.into());
+            let ty = i32t.fn_type(&[ptr.into(), i32t.into(), i32t.into(), i32t.into()], false);
+            let args = [
+                state.into(),
+                self.tid.into(),
+                w.into(),
+                self.i32c(mask as u64).into(),
+            ];
+            let call = self.b.build_indirect_call(ty, f, &args, "").unwrap();
+            return match call.try_as_basic_value() {
+                inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+                inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i32"),
+            };
+        }
+        self.intrinsic(
+            "llvm.nvvm.shfl.sync.bfly.i32",
+            &[],
+            &[
+                i32t.const_all_ones().into(),
+                w.into(),
+                self.i32c(mask as u64).into(),
+                self.i32c(31).into(),
+            ],
+        )
+        .into_int_value()
+    }
+
+    /// This thread's lane in its warp and its warp in the CTA.
+    pub(super) fn lane_and_warp(&self) -> (IntValue<'ctx>, IntValue<'ctx>) {
+        let lane = self.b.build_and(self.tid, self.i32c(31), "lane").unwrap();
+        let warp = self
+            .b
+            .build_right_shift(self.tid, self.i32c(5), false, "warp")
+            .unwrap();
+        (lane, warp)
+    }
+
+    /// `shfl.sync.bfly` of any compute value: the value of lane `lane ^ mask`.
+    pub(super) fn shuffle_xor(&self, v: BasicValueEnum<'ctx>, mask: u32) -> BasicValueEnum<'ctx> {
+        let (b, i32t) = (self.b, self.ctx.i32_type());
+        let shfl = |w: IntValue<'ctx>| self.shuffle_word(w, mask);
+        let ty = v.get_type();
+        let bits = match ty {
+            BasicTypeEnum::FloatType(_) | BasicTypeEnum::IntType(_) => self.target_data_bits(ty),
+            _ => 64,
+        };
+        let int_ty = self.ctx.custom_width_int_type(bits);
+        let as_int = if ty.is_float_type() {
+            b.build_bit_cast(v, int_ty, "").unwrap().into_int_value()
+        } else if ty.is_pointer_type() {
+            b.build_ptr_to_int(v.into_pointer_value(), int_ty, "")
+                .unwrap()
+        } else {
+            v.into_int_value()
+        };
+        let result = if bits <= 32 {
+            let w = b.build_int_z_extend_or_bit_cast(as_int, i32t, "").unwrap();
+            b.build_int_truncate_or_bit_cast(shfl(w), int_ty, "")
+                .unwrap()
+        } else {
+            let i64t = self.ctx.i64_type();
+            let lo = b.build_int_truncate(as_int, i32t, "").unwrap();
+            let hi = b
+                .build_right_shift(as_int, i64t.const_int(32, false), false, "")
+                .unwrap();
+            let hi = b.build_int_truncate(hi, i32t, "").unwrap();
+            let (lo, hi) = (shfl(lo), shfl(hi));
+            let lo = b.build_int_z_extend(lo, i64t, "").unwrap();
+            let hi = b.build_int_z_extend(hi, i64t, "").unwrap();
+            let hi = b
+                .build_left_shift(hi, i64t.const_int(32, false), "")
+                .unwrap();
+            b.build_or(lo, hi, "").unwrap()
+        };
+        if ty.is_float_type() {
+            b.build_bit_cast(result, ty, "").unwrap()
+        } else if ty.is_pointer_type() {
+            b.build_int_to_ptr(result, ty.into_pointer_type(), "")
+                .unwrap()
+                .into()
+        } else {
+            result.into()
+        }
+    }
+
+    fn target_data_bits(&self, ty: BasicTypeEnum<'ctx>) -> u32 {
+        match ty {
+            BasicTypeEnum::IntType(t) => t.get_bit_width(),
+            BasicTypeEnum::FloatType(t) if t == self.ctx.f64_type() => 64,
+            BasicTypeEnum::FloatType(t) if t == self.ctx.f16_type() => 16,
+            _ => 32,
+        }
+    }
+
+    /// The type an element of `elem` has in shared memory (bools as bytes).
+    pub(super) fn shared_ty(&self, elem: Elem) -> BasicTypeEnum<'ctx> {
+        match elem {
+            Elem::Scalar(DType::Bool) => self.ctx.i8_type().into(),
+            e => self.elem_compute_ty(e),
+        }
+    }
+
+    /// Bytes per element of `elem` in shared memory.
+    pub(super) fn shared_size(&self, elem: Elem) -> usize {
+        match elem {
+            Elem::Ptr(_) => 8,
+            Elem::Scalar(DType::F16 | DType::BF16) => 4,
+            Elem::Scalar(d) => d.size_bytes(),
+        }
+    }
+
+    /// Reserves `bytes` of shared memory from `offset` (16-byte aligned) for one op.
+    pub(super) fn reserve_shared(&mut self, end: usize) {
+        self.shared_bytes = self.shared_bytes.max(end.div_ceil(16) * 16);
+    }
+
+    /// The address of element `index` of an array of `elem` at byte `offset` of shared memory.
+    pub(super) fn shared_elem(
+        &self,
+        offset: usize,
+        elem: Elem,
+        index: IntValue<'ctx>,
+    ) -> PointerValue<'ctx> {
+        let i8t = self.ctx.i8_type();
+        // SAFETY (of the generated code): `reserve_shared` covers every array we index.
+        unsafe {
+            let base = self
+                .b
+                .build_gep(i8t, self.smem, &[self.i32c(offset as u64)], "")
+                .unwrap();
+            self.b
+                .build_gep(self.shared_ty(elem), base, &[index], "sm")
+                .unwrap()
+        }
+    }
+
+    /// Stores a compute value into shared memory.
+    pub(super) fn shared_store(&self, p: PointerValue<'ctx>, v: BasicValueEnum<'ctx>, elem: Elem) {
+        let v = match elem {
+            Elem::Scalar(DType::Bool) => self
+                .b
+                .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")
+                .unwrap()
+                .into(),
+            _ => v,
+        };
+        self.b.build_store(p, v).unwrap();
+    }
+
+    /// Loads a compute value from shared memory.
+    pub(super) fn shared_load(&self, p: PointerValue<'ctx>, elem: Elem) -> BasicValueEnum<'ctx> {
+        let raw = self.b.build_load(self.shared_ty(elem), p, "").unwrap();
+        match elem {
+            Elem::Scalar(DType::Bool) => self
+                .b
+                .build_int_compare(
+                    IntPredicate::NE,
+                    raw.into_int_value(),
+                    self.ctx.i8_type().const_zero(),
+                    "",
+                )
+                .unwrap()
+                .into(),
+            _ => raw,
+        }
+    }
+
+    /// Writes every valid slot of tile `x` to shared memory at byte `offset`, row-major.
+    pub(super) fn spill_to_shared(&mut self, x: Value, offset: usize) {
+        let ty: Type = self.ty(x).clone();
+        let numel = ty.numel();
+        self.reserve_shared(offset + numel * self.shared_size(ty.elem));
+        let slots = self.tile_slots(x, numel);
+        for (j, s) in slots.into_iter().enumerate() {
+            let ok = self.valid(numel, j);
+            self.when(ok, &mut |g| {
+                let lin = g.lin(numel, j);
+                let p = g.shared_elem(offset, ty.elem, lin);
+                g.shared_store(p, s, ty.elem);
+            });
+        }
+    }
+
+    /// Defines `r` from `x` through shared memory: element `idx` of `r` is element
+    /// `map(idx)` of `x` (an empty map reads element 0, for scalars).
+    pub(super) fn exchange(
+        &mut self,
+        r: Value,
+        x: Value,
+        map: &mut dyn FnMut(&Self, &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>>,
+    ) {
+        let rt = self.ty(r).clone();
+        let slots = self.exchange_slots(&rt, x, map);
+        self.define(r, slots);
+    }
+
+    /// This thread's slots of a tile of type `rt` whose element `idx` is element
+    /// `map(idx)` of `x`, moved through shared memory.
+    pub(super) fn exchange_slots(
+        &mut self,
+        rt: &Type,
+        x: Value,
+        map: &mut dyn FnMut(&Self, &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>>,
+    ) -> Vec<BasicValueEnum<'ctx>> {
+        let xt = self.ty(x).clone();
+        let numel = rt.numel();
+        if let V::Scalar(s) = self.val(x) {
+            return vec![s; self.slots(numel)];
+        }
+        self.spill_to_shared(x, 0);
+        self.barrier();
+        let slots = (0..self.slots(numel))
+            .map(|j| {
+                let lin = self.clamped_lin(numel, j);
+                let idx = self.unravel(&rt.shape, lin);
+                let src = map(self, &idx);
+                let src_lin = if src.is_empty() {
+                    self.i32c(0)
+                } else {
+                    self.ravel(&xt.shape, &src)
+                };
+                let p = self.shared_elem(0, xt.elem, src_lin);
+                self.shared_load(p, xt.elem)
+            })
+            .collect();
+        self.barrier();
+        slots
+    }
+}

@@ -1,0 +1,233 @@
+//! The CUDA driver through cudarc, with libcuda loaded at run time: a machine without
+//! CUDA builds and runs everything else, and asking for a GPU there is an error.
+
+use super::Ptx;
+use crate::{Error, Result};
+use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream, DriverError};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// One GPU: its context, the stream launches and copies use, and its loaded kernels.
+pub struct CudaDevice {
+    ordinal: usize,
+    name: String,
+    capability: (u32, u32),
+    max_shared_optin: usize,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// Loaded kernels by cache key: each module is loaded once per device.
+    kernels: Mutex<HashMap<String, Arc<LoadedKernel>>>,
+}
+
+/// A kernel loaded into a device's context.
+pub(crate) struct LoadedKernel {
+    pub function: sys::CUfunction,
+    pub shared_bytes: usize,
+    pub threads: u32,
+    // Keeps the module loaded (never unloaded: kernels live as long as the process).
+    _module: sys::CUmodule,
+}
+
+// SAFETY: CUDA driver handles may be used from any thread once their context is current
+// (`bind`), which every use does first.
+unsafe impl Send for LoadedKernel {}
+unsafe impl Sync for LoadedKernel {}
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Cuda({}: {}, sm_{}{})",
+            self.ordinal, self.name, self.capability.0, self.capability.1
+        )
+    }
+}
+
+impl PartialEq for CudaDevice {
+    fn eq(&self, other: &Self) -> bool {
+        self.ordinal == other.ordinal
+    }
+}
+impl Eq for CudaDevice {}
+impl std::hash::Hash for CudaDevice {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.ordinal.hash(state)
+    }
+}
+
+pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
+    Error::Device(format!("{what}: {e}"))
+}
+
+/// Why no CUDA device can be used here, or `None` when the driver loads and has a device.
+pub fn unavailable_reason() -> Option<String> {
+    // SAFETY: only tries to open the library; nothing is called through it.
+    if !unsafe { sys::is_culib_present() } {
+        return Some("no CUDA driver (libcuda.so.1 not found)".into());
+    }
+    if let Err(e) = result::init() {
+        return Some(format!("the CUDA driver failed to initialize: {e}"));
+    }
+    match result::device::get_count() {
+        Ok(0) => Some("the CUDA driver reports no devices".into()),
+        Ok(_) => None,
+        Err(e) => Some(format!("the CUDA driver cannot count devices: {e}")),
+    }
+}
+
+impl CudaDevice {
+    /// Device `ordinal`, opened once per process (later calls share its context).
+    pub fn open(ordinal: usize) -> Result<Arc<CudaDevice>> {
+        static OPEN: OnceLock<Mutex<HashMap<usize, Arc<CudaDevice>>>> = OnceLock::new();
+        let mut open = OPEN
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = open.get(&ordinal) {
+            return Ok(d.clone());
+        }
+        // `CudaContext::new` panics without libcuda: check first.
+        if let Some(reason) = unavailable_reason() {
+            return Err(Error::Device(format!(
+                "CUDA device {ordinal} requested: {reason}"
+            )));
+        }
+        let count =
+            result::device::get_count().map_err(|e| driver_error("counting CUDA devices", e))?;
+        if ordinal >= count.max(0) as usize {
+            return Err(Error::Device(format!(
+                "CUDA device {ordinal} not present: {count} device(s)"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| {
+            driver_error(&format!("creating a context on CUDA device {ordinal}"), e)
+        })?;
+        let attr = |a| {
+            ctx.attribute(a)
+                .map_err(|e| driver_error("reading a device attribute", e))
+        };
+        use sys::CUdevice_attribute as A;
+        let capability = (
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32,
+            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32,
+        );
+        let max_shared_optin =
+            attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?.max(0) as usize;
+        let name = ctx.name().unwrap_or_else(|_| "unknown".into());
+        let stream = ctx.default_stream();
+        let device = Arc::new(CudaDevice {
+            ordinal,
+            name,
+            capability,
+            max_shared_optin,
+            ctx,
+            stream,
+            kernels: Mutex::new(HashMap::new()),
+        });
+        device.sm()?;
+        open.insert(ordinal, device.clone());
+        Ok(device)
+    }
+
+    /// The device's ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// The device's name, as the driver reports it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Compute capability `(major, minor)`.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.capability
+    }
+
+    /// The architecture kernels are compiled for: the newest supported one not newer than
+    /// the device (PTX is compiled forward by the driver for newer GPUs).
+    pub fn sm(&self) -> Result<u32> {
+        let cc = self.capability.0 * 10 + self.capability.1;
+        [90, 89, 87, 86, 80]
+            .into_iter()
+            .find(|sm| *sm <= cc)
+            .ok_or_else(|| {
+                Error::Device(format!(
+                    "CUDA device {} ({}) has compute capability {}.{}; Tritium needs 8.0 or newer",
+                    self.ordinal, self.name, self.capability.0, self.capability.1
+                ))
+            })
+    }
+
+    /// The stream launches and copies run on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Waits for everything queued on the device's stream.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(|e| driver_error("synchronizing the CUDA stream", e))
+    }
+
+    /// Makes the device's context current on this thread.
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("binding the CUDA context", e))
+    }
+
+    /// Device memory of `bytes` bytes, zeroed.
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+        self.bind()?;
+        self.stream
+            .alloc_zeros::<u8>(bytes.max(1))
+            .map_err(|e| driver_error(&format!("allocating {bytes} bytes on the GPU"), e))
+    }
+
+    /// The loaded kernel for `key`, loading `ptx` the first time.
+    pub(crate) fn load(&self, key: &str, ptx: &Ptx) -> Result<Arc<LoadedKernel>> {
+        let mut kernels = self.kernels.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = kernels.get(key) {
+            return Ok(k.clone());
+        }
+        self.bind()?;
+        let text = CString::new(ptx.text.as_bytes())
+            .map_err(|_| Error::Device("generated PTX contains a NUL byte".into()))?;
+        // SAFETY: `text` is a NUL-terminated PTX image, alive for the call.
+        let module = unsafe { result::module::load_data(text.as_ptr().cast()) }
+            .map_err(|e| driver_error(&format!("loading the PTX of `{}`", ptx.entry), e))?;
+        let name = CString::new(ptx.entry.as_bytes())
+            .map_err(|_| Error::Device("kernel symbol contains a NUL byte".into()))?;
+        // SAFETY: `module` was just loaded in the current context.
+        let function = unsafe { result::module::get_function(module, name) }
+            .map_err(|e| driver_error(&format!("finding `{}` in its module", ptx.entry), e))?;
+        if ptx.shared_bytes > 48 * 1024 {
+            if ptx.shared_bytes > self.max_shared_optin {
+                return Err(Error::Device(format!(
+                    "kernel `{}` needs {} bytes of shared memory; the device allows {} per block (use smaller tiles)",
+                    ptx.entry, ptx.shared_bytes, self.max_shared_optin
+                )));
+            }
+            // SAFETY: `function` is a valid handle of a loaded module.
+            unsafe {
+                result::function::set_function_attribute(
+                    function,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    ptx.shared_bytes as i32,
+                )
+            }
+            .map_err(|e| driver_error("raising the kernel's shared-memory limit", e))?;
+        }
+        let k = Arc::new(LoadedKernel {
+            function,
+            shared_bytes: ptx.shared_bytes,
+            threads: ptx.threads,
+            _module: module,
+        });
+        kernels.insert(key.to_string(), k.clone());
+        Ok(k)
+    }
+}

@@ -1,0 +1,317 @@
+//! A launch on a CUDA device: trace → PTX (memory cache, then the disk cache, then LLVM)
+//! → a module loaded once per device → host buffers staged in device memory → the grid.
+
+use super::driver::{driver_error, CudaDevice};
+use super::{generate_ptx, CudaCompileOptions, Ptx};
+use crate::cpu::cache;
+use crate::launch::{
+    check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
+};
+use crate::{Error, Result};
+use cudarc::driver::{result, CudaSlice, DevicePtr};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use tritium_dsl::ir::{print_function, Function};
+use tritium_dsl::trace::Specialization;
+
+/// Bumped whenever generated PTX changes meaning; part of every CUDA cache key.
+const CUDA_CODEGEN_VERSION: &str = concat!("tritium-", env!("CARGO_PKG_VERSION"), "-llvm19-nvptx1");
+
+/// A kernel compiled to PTX for one architecture and warp count.
+pub(crate) struct CompiledPtx {
+    pub function: Function,
+    pub key_hash: String,
+    pub ptx: Ptx,
+}
+
+type MemKey = (
+    KernelKey,
+    Specialization,
+    CudaCompileOptions,
+    Option<PathBuf>,
+    Option<PathBuf>,
+);
+type Slot = Arc<Mutex<Option<Arc<CompiledPtx>>>>;
+
+fn memory_cache() -> &'static Mutex<HashMap<MemKey, Slot>> {
+    static CACHE: OnceLock<Mutex<HashMap<MemKey, Slot>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Launches `key` on `gpu` (what [`crate::launch`] calls for a CUDA device). Returns after
+/// the kernel has finished and written buffers are copied back.
+pub(crate) fn launch(
+    gpu: &Arc<CudaDevice>,
+    grid: Grid,
+    options: &LaunchOptions,
+    key: &KernelKey,
+    args: &KernelArgs<'_>,
+    trace: TraceFn<'_>,
+) -> Result<()> {
+    let launch_err = |message: String| Error::Launch {
+        kernel: key.name.to_string(),
+        message,
+    };
+    if options.bounds_check() {
+        return Err(launch_err(
+            "checked mode (TRITIUM_BOUNDS_CHECK) is not supported on CUDA yet; run it on Device::cpu() or the interpreter".into(),
+        ));
+    }
+    if grid.0[1] > 65535 || grid.0[2] > 65535 {
+        return Err(launch_err(format!(
+            "grid {:?}: CUDA allows at most 65535 programs along axes 1 and 2",
+            grid.0
+        )));
+    }
+    for (name, a) in args.names.iter().zip(&args.args) {
+        if let RawArg::Ptr(b) = a {
+            if let Memory::Cuda(n) = b.memory {
+                if n != gpu.ordinal() {
+                    return Err(launch_err(format!(
+                        "argument `{name}` lives on CUDA device {n}, the launch is on device {}",
+                        gpu.ordinal()
+                    )));
+                }
+            }
+        }
+    }
+    let copts = CudaCompileOptions {
+        sm: gpu.sm()?,
+        num_warps: options.num_warps,
+    };
+    let compiled = compiled(key, &args.specialization(), &copts, options, trace)?;
+    check_args(&compiled.function, args)?;
+    let kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
+    let staged = Staging::copy_in(gpu, &args.args)?;
+    let mut values: Vec<u64> = args
+        .args
+        .iter()
+        .map(|a| match a {
+            RawArg::Ptr(b) => staged.device_address(b.ptr, b.memory),
+            RawArg::Scalar { bits, .. } => *bits,
+        })
+        .collect();
+    // The driver reads each parameter's size from the kernel: the low bytes of each
+    // little-endian u64 are the value.
+    let mut params: Vec<*mut std::ffi::c_void> =
+        values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+    gpu.bind()?;
+    let [x, y, z] = grid.0;
+    // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`),
+    // each to a value of at least the parameter's size; device addresses are inside
+    // buffers alive until the stream is synchronized below.
+    unsafe {
+        result::launch_kernel(
+            kernel.function,
+            (x as u32, y as u32, z as u32),
+            (kernel.threads, 1, 1),
+            kernel.shared_bytes as u32,
+            gpu.stream().cu_stream(),
+            &mut params,
+        )
+    }
+    .map_err(|e| driver_error(&format!("launching `{}`", key.name), e))?;
+    gpu.synchronize()
+        .map_err(|e| Error::Device(format!("kernel `{}` failed: {e}", key.name)))?;
+    staged.copy_out(gpu)
+}
+
+/// The PTX for this launch, compiled at most once per process and options.
+fn compiled(
+    key: &KernelKey,
+    spec: &Specialization,
+    copts: &CudaCompileOptions,
+    options: &LaunchOptions,
+    trace: TraceFn<'_>,
+) -> Result<Arc<CompiledPtx>> {
+    let mem_key = (
+        key.clone(),
+        spec.clone(),
+        *copts,
+        options.cache_dir.clone(),
+        options.dump_dir.clone(),
+    );
+    let slot = memory_cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(mem_key)
+        .or_default()
+        .clone();
+    let mut entry = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(c) = entry.as_ref() {
+        return Ok(c.clone());
+    }
+    let f = trace(spec)?;
+    let c = Arc::new(compile(f, copts, options)?);
+    *entry = Some(c.clone());
+    Ok(c)
+}
+
+/// PTX for `f` from the disk cache (verified) or LLVM; `TRITIUM_DUMP` always runs LLVM.
+pub(crate) fn compile(
+    f: Function,
+    copts: &CudaCompileOptions,
+    options: &LaunchOptions,
+) -> Result<CompiledPtx> {
+    let text = print_function(&f);
+    let target = format!(
+        "{}|sm_{}|ptx{}|warps={}",
+        super::target::TRIPLE,
+        copts.sm,
+        super::target::ptx_version(copts.sm).map_err(|message| Error::Compile {
+            kernel: f.name.clone(),
+            message,
+        })?,
+        copts.num_warps
+    );
+    // Linked bitcode is part of what is compiled: its content hash joins the key.
+    let libs: Vec<String> =
+        crate::cpu::link::bitcodes_for(&f, crate::cpu::link::BitcodeTarget::Nvptx)
+            .map_err(|message| Error::Compile {
+                kernel: f.name.clone(),
+                message,
+            })?
+            .iter()
+            .map(|(_, _, bytes)| cache::hash_bytes(bytes))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+    let key_hash = cache::hash_key(&[CUDA_CODEGEN_VERSION, &target, &libs.join(","), &text]);
+    let entry = format!("tritium_{}_{}", sanitize(&f.name), &key_hash[..16]);
+    let compile_options = options.compile_options();
+    let dump = compile_options.dump_root();
+    let root = compile_options.cache_root();
+    if let Some(d) = &dump {
+        let _ = std::fs::create_dir_all(d);
+        let _ = std::fs::write(d.join(format!("{entry}.tir")), text.as_bytes());
+    }
+    if dump.is_none() {
+        if let cache::Lookup::Hit(e) = cache::read(root.as_deref(), &key_hash) {
+            if let Ok(text) = String::from_utf8(e.object) {
+                let ptx = Ptx {
+                    entry,
+                    text,
+                    shared_bytes: e.scratch_bytes,
+                    threads: copts.num_warps * 32,
+                };
+                return Ok(CompiledPtx {
+                    function: f,
+                    key_hash,
+                    ptx,
+                });
+            }
+        }
+    }
+    let ptx =
+        generate_ptx(&f, &entry, copts, dump.as_deref()).map_err(|message| Error::Compile {
+            kernel: f.name.clone(),
+            message,
+        })?;
+    cache::write(
+        root.as_deref(),
+        &key_hash,
+        &cache::Entry {
+            scratch_bytes: ptx.shared_bytes,
+            object: ptx.text.as_bytes().to_vec(),
+        },
+    );
+    Ok(CompiledPtx {
+        function: f,
+        key_hash,
+        ptx,
+    })
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// Host buffers copied to the device for one launch. Overlapping buffers share one
+/// device copy (so aliasing is preserved); regions holding a written buffer are copied
+/// back whole after the kernel.
+struct Staging {
+    regions: Vec<Region>,
+}
+
+struct Region {
+    lo: usize,
+    hi: usize,
+    writable: bool,
+    device: CudaSlice<u8>,
+    base: u64,
+}
+
+impl Staging {
+    fn copy_in(gpu: &CudaDevice, args: &[RawArg]) -> Result<Staging> {
+        let mut spans: Vec<(usize, usize, bool)> = args
+            .iter()
+            .filter_map(|a| match a {
+                RawArg::Ptr(b) if b.memory == Memory::Host => Some((b.lo, b.hi, b.writable)),
+                _ => None,
+            })
+            .collect();
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize, bool)> = Vec::new();
+        for (lo, hi, w) in spans {
+            match merged.last_mut() {
+                Some(last) if lo < last.1 => {
+                    last.1 = last.1.max(hi);
+                    last.2 |= w;
+                }
+                _ => merged.push((lo, hi, w)),
+            }
+        }
+        let mut regions = Vec::with_capacity(merged.len());
+        for (lo, hi, writable) in merged {
+            let mut device = gpu.alloc(hi - lo)?;
+            if hi > lo {
+                // SAFETY: `[lo, hi)` is inside buffers borrowed by the launch's arguments.
+                let host = unsafe { std::slice::from_raw_parts(lo as *const u8, hi - lo) };
+                let mut view = device.slice_mut(0..hi - lo);
+                gpu.stream()
+                    .memcpy_htod(host, &mut view)
+                    .map_err(|e| driver_error("copying an argument to the GPU", e))?;
+            }
+            let base = device.device_ptr(gpu.stream()).0;
+            regions.push(Region {
+                lo,
+                hi,
+                writable,
+                base,
+                device,
+            });
+        }
+        Ok(Staging { regions })
+    }
+
+    /// The address the kernel gets for a buffer whose first element is at `ptr`.
+    fn device_address(&self, ptr: usize, memory: Memory) -> u64 {
+        if memory != Memory::Host {
+            return ptr as u64;
+        }
+        let r = self
+            .regions
+            .iter()
+            .find(|r| r.lo <= ptr && (ptr < r.hi || r.lo == r.hi))
+            .or_else(|| self.regions.iter().find(|r| r.lo <= ptr && ptr <= r.hi));
+        match r {
+            Some(r) => r.base.wrapping_add((ptr - r.lo) as u64),
+            None => 0,
+        }
+    }
+
+    fn copy_out(self, gpu: &CudaDevice) -> Result<()> {
+        for r in self.regions.iter().filter(|r| r.writable && r.hi > r.lo) {
+            // SAFETY: written regions are made of buffers the launch borrows exclusively.
+            let host = unsafe { std::slice::from_raw_parts_mut(r.lo as *mut u8, r.hi - r.lo) };
+            let view = r.device.slice(0..r.hi - r.lo);
+            gpu.stream()
+                .memcpy_dtoh(&view, host)
+                .map_err(|e| driver_error("copying a result from the GPU", e))?;
+        }
+        gpu.synchronize()
+    }
+}

@@ -1,0 +1,148 @@
+//! The CUDA backend: tile IR → NVPTX LLVM IR → PTX (LLVM's NVPTX backend, no CUDA
+//! toolkit needed) → a module loaded by the driver (cudarc, loaded at run time) → a grid
+//! of CTAs of `num_warps × 32` threads.
+//!
+//! PTX generation needs no GPU: [`compile_ptx`] works on any machine.
+
+mod codegen;
+mod driver;
+pub(crate) mod emulate;
+mod launch;
+mod target;
+mod tensor;
+
+pub use driver::{unavailable_reason, CudaDevice};
+pub(crate) use launch::launch;
+pub use tensor::CudaTensor;
+
+use crate::{Error, Result};
+use inkwell::context::Context;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::FileType;
+use std::path::Path;
+use tritium_dsl::ir::Function;
+
+/// What a kernel is compiled for on CUDA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CudaCompileOptions {
+    /// The GPU architecture, `80` for `sm_80` (supported: 80, 86, 87, 89, 90).
+    pub sm: u32,
+    /// Warps per program (CTA); Triton's `num_warps`.
+    pub num_warps: u32,
+}
+
+impl Default for CudaCompileOptions {
+    fn default() -> Self {
+        CudaCompileOptions {
+            sm: 80,
+            num_warps: 4,
+        }
+    }
+}
+
+/// A kernel compiled to PTX.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ptx {
+    /// The `.entry` symbol.
+    pub entry: String,
+    /// The PTX text.
+    pub text: String,
+    /// Bytes of dynamic shared memory a launch must provide.
+    pub shared_bytes: usize,
+    /// Threads per CTA (`num_warps × 32`).
+    pub threads: u32,
+}
+
+/// Compiles a traced kernel to PTX whose entry is named `entry` (no GPU needed).
+pub fn compile_ptx(f: &Function, entry: &str, options: &CudaCompileOptions) -> Result<Ptx> {
+    generate_ptx(f, entry, options, None).map_err(|message| Error::Compile {
+        kernel: f.name.clone(),
+        message,
+    })
+}
+
+/// Compiles a traced kernel to PTX as a launch does: from the verified disk cache under
+/// `TRITIUM_CACHE_DIR` (or `launch.cache_dir`) when it has the kernel, else with LLVM
+/// (writing the cache entry), with `.tir`, `.ll`, `.opt.ll` and `.ptx` dumps when
+/// `TRITIUM_DUMP` (or `launch.dump_dir`) is set. The entry is `tritium_<name>_<hash>`.
+pub fn compile_cached(
+    f: Function,
+    options: &CudaCompileOptions,
+    launch: &crate::LaunchOptions,
+) -> Result<Ptx> {
+    Ok(launch::compile(f, options, launch)?.ptx)
+}
+
+/// Runs a traced kernel on the CUDA emulator (see [`crate::Device::CudaEmulator`]) with
+/// `num_warps` warps per program, after checking the arguments.
+pub fn run_emulated(
+    f: &Function,
+    grid: crate::Grid,
+    args: &crate::KernelArgs<'_>,
+    num_warps: u32,
+) -> Result<()> {
+    grid.validate(&f.name)?;
+    crate::check_args(f, args)?;
+    let k = emulate::compile(f.clone(), num_warps)?;
+    k.run(grid, &args.args);
+    Ok(())
+}
+
+/// IR → LLVM (verified) → O3 → PTX, writing `.ll`, `.opt.ll` and `.ptx` dumps into `dump`.
+pub(crate) fn generate_ptx(
+    f: &Function,
+    entry: &str,
+    options: &CudaCompileOptions,
+    dump: Option<&Path>,
+) -> std::result::Result<Ptx, String> {
+    let machine = target::machine(options.sm)?;
+    let ctx = Context::create();
+    let module = ctx.create_module(entry);
+    module.set_triple(&machine.get_triple());
+    module.set_data_layout(&machine.get_target_data().get_data_layout());
+    let customs = crate::cpu::link::link_custom_code_for(
+        &ctx,
+        &module,
+        f,
+        &machine,
+        crate::cpu::link::BitcodeTarget::Nvptx,
+    )?;
+    let g = codegen::generate(
+        &ctx,
+        &module,
+        f,
+        entry,
+        codegen::CodegenOptions {
+            num_warps: options.num_warps,
+            emulate: false,
+        },
+        &customs,
+    )?;
+    let write = |ext: &str, bytes: &[u8]| {
+        if let Some(d) = dump {
+            let _ = std::fs::create_dir_all(d);
+            let _ = std::fs::write(d.join(format!("{entry}.{ext}")), bytes);
+        }
+    };
+    write("ll", module.print_to_string().to_bytes());
+    module
+        .verify()
+        .map_err(|e| format!("generated NVPTX LLVM IR is invalid: {e}"))?;
+    module
+        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
+        .map_err(|e| e.to_string())?;
+    write("opt.ll", module.print_to_string().to_bytes());
+    let asm = machine
+        .write_to_memory_buffer(&module, FileType::Assembly)
+        .map_err(|e| format!("NVPTX code generation failed: {e}"))?;
+    let text = String::from_utf8_lossy(asm.as_slice())
+        .trim_end_matches('\0')
+        .to_string();
+    write("ptx", text.as_bytes());
+    Ok(Ptx {
+        entry: entry.to_string(),
+        text,
+        shared_bytes: g.shared_bytes,
+        threads: options.num_warps * 32,
+    })
+}
