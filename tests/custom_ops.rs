@@ -111,7 +111,7 @@ fn extra_temp_buffer(#[values(1, 100, 1024)] l: usize) {
             running as f32
         })
         .collect();
-    for device in devices() {
+    for device in all_devices() {
         let mut out = Array1::<f32>::zeros(l);
         custom_cumsum::launch(&device, [1], &mut out, &x, l).unwrap();
         assert_eq!(out, want, "{device:?} L={l}");
@@ -139,7 +139,7 @@ fn argument_dtype_overrides_widen_inputs() {
     assert!(want
         .iter()
         .any(|p| *p > i8::MAX as i32 || *p < i8::MIN as i32));
-    for device in devices() {
+    for device in all_devices() {
         let mut out = Array1::<i32>::zeros(l);
         custom_widen_mul::launch(&device, [1], &mut out, &a, &b, l).unwrap();
         assert_eq!(out, want, "{device:?}");
