@@ -25,7 +25,7 @@ use tritium_dsl::trace::Specialization;
 const CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg8-prefetch-wide-counters"
+    "-llvm19-cg9-carried-sums-nan-max"
 );
 
 type EntryFn =
