@@ -62,14 +62,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// `carried[k]` are the sums taken of slot `k` after the loop, and `last` (an `i1`)
     /// says whether this assignment is the loop's last: then the sums are accumulated in
     /// the loop that writes the slot in place (or in a pass over the slot when it is not
-    /// written in place), and a write read by nothing but the sums is skipped.
+    /// written in place), and a write read by nothing but the sums is skipped. The first
+    /// tile written in place carries the `spread` prefetches planned for the loop's yield.
     fn assign(
         &mut self,
         values: &[Value],
         slots: &[Slot<'ctx>],
         carried: &[CarriedSums<'ctx>],
         last: Option<IntValue<'ctx>>,
+        spread: &[(Value, bool)],
     ) {
+        let mut spread = spread.to_vec();
         let summed = |k: usize| carried.get(k).filter(|c| !c.sums.is_empty()).zip(last);
         let carried: Vec<PointerValue> = slots
             .iter()
@@ -108,9 +111,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 }
                 Slot::Tile(dst) if in_place[k] => {
                     let ty = self.ty(*v).clone();
+                    let spread = std::mem::take(&mut spread);
                     match summed(k) {
-                        Some((c, last)) => self.fill_buf_summed(dst, &ty, *v, c, last),
-                        None => self.fill_buf(dst, &ty, *v),
+                        Some((c, last)) => self.fill_buf_summed(dst, &ty, *v, c, last, &spread),
+                        None => self.fill_buf_spread(dst, &ty, *v, &spread),
                     }
                 }
                 Slot::Tile(dst) => {
@@ -193,6 +197,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         v: Value,
         c: &CarriedSums<'ctx>,
         last: IntValue<'ctx>,
+        spread: &[(Value, bool)],
     ) {
         let constant = last.get_zero_extended_constant() == Some(1);
         let (no, done) = if constant {
@@ -211,7 +216,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let mask = self.load_mask_in(v);
         let keep = c.keep_last;
         self.versioned(mask, &shape, &mut |g| {
-            g.lane_loop(&shape, &c.sums, &[], &mut |g, idx| {
+            g.lane_loop(&shape, &c.sums, spread, &mut |g, idx| {
                 let x = g.lane(v, idx);
                 if keep {
                     let s = g.to_storage(x, elem);
@@ -224,7 +229,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if let (Some(no), Some(done)) = (no, done) {
             self.b.build_unconditional_branch(done).unwrap();
             self.b.position_at_end(no);
-            self.fill_buf(buf, ty, v);
+            self.fill_buf_spread(buf, ty, v, spread);
             self.b.build_unconditional_branch(done).unwrap();
             self.b.position_at_end(done);
         }
@@ -328,6 +333,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let lo = count.lo;
         let peel = init.iter().any(|v| self.is_constant_tile(*v)) && !has_loop(body);
         let carried = self.carried_sums(inst);
+        let spread = body
+            .insts
+            .last()
+            .map(|y| self.spread_here(y))
+            .unwrap_or_default();
         let start = if peel {
             let first = self.ctx.append_basic_block(self.func, "for.first");
             let never = self.ctx.append_basic_block(self.func, "for.never");
@@ -335,7 +345,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.b.build_conditional_branch(go, first, never).unwrap();
             self.b.position_at_end(never);
             let always = self.ctx.bool_type().const_all_ones();
-            self.assign(init, &slots, &carried, Some(always));
+            self.assign(init, &slots, &carried, Some(always), &[]);
             self.b.build_unconditional_branch(exit).unwrap();
             self.b.position_at_end(first);
             self.lv
@@ -345,12 +355,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             }
             self.block(body);
             let last = count.is_last(self, lo);
-            self.assign(Self::yields(body), &slots, &carried, Some(last));
+            self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
             count.advance(self, lo, exit)
         } else {
             let go = runs(self, lo);
             let never = self.b.build_not(go, "").unwrap();
-            self.assign(init, &slots, &carried, Some(never));
+            self.assign(init, &slots, &carried, Some(never), &[]);
             lo
         };
         let pre = self.b.get_insert_block().unwrap();
@@ -367,7 +377,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.bind(&body.args[1..], &slots);
         self.block(body);
         let last = count.is_last(self, iv);
-        self.assign(Self::yields(body), &slots, &carried, Some(last));
+        self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
         let next = count.advance(self, iv, exit);
         phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
         self.b.build_unconditional_branch(header).unwrap();
@@ -420,7 +430,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
             self.b.position_at_end(bb);
             self.block(region);
-            self.assign(Self::yields(region), &slots, &[], None);
+            self.assign(Self::yields(region), &slots, &[], None, &[]);
             self.b.build_unconditional_branch(merge).unwrap();
         }
         self.b.position_at_end(merge);
@@ -433,7 +443,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let slots = self.slots_for(&types);
-        self.assign(init, &slots, &[], None);
+        self.assign(init, &slots, &[], None, &[]);
         let header = self.ctx.append_basic_block(self.func, "while");
         let body_bb = self.ctx.append_basic_block(self.func, "while.body");
         let exit = self.ctx.append_basic_block(self.func, "while.end");
@@ -449,7 +459,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.position_at_end(body_bb);
         self.bind(&body.args, &slots);
         self.block(body);
-        self.assign(Self::yields(body), &slots, &[], None);
+        self.assign(Self::yields(body), &slots, &[], None, &[]);
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(exit);
         self.bind(&inst.results, &slots);
