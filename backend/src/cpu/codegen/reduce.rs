@@ -485,12 +485,20 @@ impl<'ctx> Gen<'ctx, '_> {
             .b
             .build_float_compare(inkwell::FloatPredicate::OEQ, rf, identity, "")
             .unwrap();
+        // Rare: keep the second look out of the hot path's layout.
+        let bool_t = self.ctx.bool_type();
+        let hit = self
+            .intrinsic(
+                "llvm.expect",
+                &[bool_t.into()],
+                &[hit.into(), bool_t.const_zero().into()],
+            )
+            .into_int_value();
         let pre = self.b.get_insert_block().unwrap();
         let rescan = self.ctx.append_basic_block(self.func, "red.allnan");
         let join = self.ctx.append_basic_block(self.func, "red.allnan.end");
         self.b.build_conditional_branch(hit, rescan, join).unwrap();
         self.b.position_at_end(rescan);
-        let bool_t = self.ctx.bool_type();
         let any = self.entry_alloca(bool_t.into());
         self.b.build_store(any, bool_t.const_zero()).unwrap();
         let ridx = ridx.to_vec();
