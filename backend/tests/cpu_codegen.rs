@@ -784,3 +784,177 @@ fn loop_counters_never_wrap_near_the_dtype_limits() {
         ],
     );
 }
+
+/// The lanes of the all-NaN test: lane `r` of a reduction holds pattern `r % 8` at its
+/// `k` elements (see `nan_pattern`).
+const NAN_PATTERNS: usize = 8;
+
+/// Element `i` of `k` of the lane with pattern `r`: all NaN; NaN and -inf; all -inf; NaN
+/// and +inf; all +inf; numbers with one NaN; numbers; NaN with one number last.
+fn nan_pattern(r: usize, i: usize, k: usize) -> f64 {
+    let v = (i as f64 * 0.37).sin() * 10.0 + r as f64;
+    match r % NAN_PATTERNS {
+        0 => f64::NAN,
+        1 if i % 2 == 0 => f64::NAN,
+        1 | 2 => f64::NEG_INFINITY,
+        3 if i % 3 == 1 => f64::INFINITY,
+        3 => f64::NAN,
+        4 => f64::INFINITY,
+        5 if i == k / 2 => f64::NAN,
+        5 | 6 => v,
+        _ if i + 1 == k => v,
+        _ => f64::NAN,
+    }
+}
+
+/// How the all-NaN test lays out its lanes.
+#[derive(Clone, Copy, Debug)]
+enum NanLayout {
+    /// One lane per program: `max(x[pid*k .. pid*k + k], 0)`, a scalar result.
+    Rank1,
+    /// `[lanes, k]` along axis 1 (the last).
+    Rows,
+    /// `[k, lanes]` along axis 0 (not the last).
+    Cols,
+}
+
+fn nan_reduce_kernel(d: DType, layout: NanLayout, k: usize, is_max: bool) -> Function {
+    trace("codegen_nan_reduce", || {
+        let x = ptr_param("x", d);
+        let out = ptr_param("out", d);
+        let red = |t: Tile, axis: usize| if is_max { max(t, axis) } else { min(t, axis) };
+        let lanes = arange(0, NAN_PATTERNS);
+        match layout {
+            NanLayout::Rank1 => {
+                let pid = program_id(0);
+                let t = load(x + pid * k as i32 + arange(0, k), NoArg, NoArg);
+                store(out + pid, red(t, 0), NoArg);
+            }
+            NanLayout::Rows => {
+                let t = load(x + offsets2(NAN_PATTERNS, k, k), NoArg, NoArg);
+                store(out + lanes, red(t, 1), NoArg);
+            }
+            NanLayout::Cols => {
+                let t = load(x + offsets2(k, NAN_PATTERNS, NAN_PATTERNS), NoArg, NoArg);
+                store(out + lanes, red(t, 0), NoArg);
+            }
+        }
+    })
+}
+
+fn check_nan_reduce<T: Element + Copy + Default>(to: impl Fn(f64) -> T, back: impl Fn(T) -> f64) {
+    // 64 elements take the vector-partials path along the last axis; 40 and 8 do not.
+    for k in [64, 40, 8] {
+        for layout in [NanLayout::Rank1, NanLayout::Rows, NanLayout::Cols] {
+            let data: Vec<T> = (0..NAN_PATTERNS * k)
+                .map(|j| {
+                    let (r, i) = match layout {
+                        NanLayout::Cols => (j % NAN_PATTERNS, j / NAN_PATTERNS),
+                        _ => (j / k, j % k),
+                    };
+                    to(nan_pattern(r, i, k))
+                })
+                .collect();
+            let grid = match layout {
+                NanLayout::Rank1 => NAN_PATTERNS as u64,
+                _ => 1,
+            };
+            for is_max in [true, false] {
+                let f = nan_reduce_kernel(T::DTYPE, layout, k, is_max);
+                let make = || (data.clone(), vec![T::default(); NAN_PATTERNS]);
+                let (got, want) = both(&f, [grid, 1, 1], make, |b: &mut (Vec<T>, Vec<T>)| {
+                    let mut args = KernelArgs::new();
+                    args.ptr("x", &b.0[..]);
+                    args.ptr("out", &mut b.1[..]);
+                    args
+                });
+                let what = format!(
+                    "{} {} of {k} elements, {layout:?}",
+                    T::DTYPE,
+                    if is_max { "max" } else { "min" }
+                );
+                let f64s = |v: &[T]| v.iter().map(|x| back(*x)).collect::<Vec<_>>();
+                let (got, want) = (f64s(&got.1), f64s(&want.1));
+                assert!(
+                    want[0].is_nan(),
+                    "{what}: the interpreter gives NaN for all NaN"
+                );
+                assert_eq!(want[2], f64::NEG_INFINITY, "{what}");
+                assert_eq!(want[4], f64::INFINITY, "{what}");
+                assert_close(&got, &want, 0.0, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn all_nan_max_min_lanes_give_nan_as_in_the_interpreter() {
+    check_nan_reduce(|x| x as f32, |x: f32| x as f64);
+    check_nan_reduce(f16::from_f64, |x: f16| x.to_f64());
+}
+
+/// `acc` carried over `hi` column blocks of 64 (from zeros, so the first iteration is
+/// peeled, or from a loaded tile), its sum taken after the loop; with `keep`, `acc` itself
+/// is stored too (its last write is not dead).
+fn carried_sum_kernel(d: DType, from_zeros: bool, keep: bool) -> Function {
+    trace("codegen_carried_sum", || {
+        let x = ptr_param("x", d);
+        let out = ptr_param("out", d);
+        let s = ptr_param("s", d);
+        let n = scalar_param("n", DType::I32, 3, &Specialization::default());
+        let hi = scalar_param("hi", DType::I32, 4, &Specialization::default());
+        let cols = arange(0, 64);
+        let init = if from_zeros {
+            zeros([64], d)
+        } else {
+            load(x + cols, NoArg, NoArg) * 2
+        };
+        let acc = for_range(0, hi, 64, init, |off, acc| {
+            let c = cols + off;
+            let v = load(x + c, compare(c, CmpPred::Lt, n), 0);
+            acc + v * v
+        });
+        if keep {
+            store(out + cols, acc, NoArg);
+        }
+        store(s, sum(acc, 0), NoArg);
+    })
+}
+
+fn check_carried_sum<T: Element + Copy + Default>(to: impl Fn(f64) -> T, back: impl Fn(T) -> f64) {
+    for from_zeros in [true, false] {
+        for keep in [true, false] {
+            let f = carried_sum_kernel(T::DTYPE, from_zeros, keep);
+            // Zero, one (full or partial) and several iterations.
+            for (n, hi) in [(0, 0), (64, 64), (50, 64), (256, 256), (200, 256)] {
+                let make = || {
+                    let x: Vec<T> = values(256, 3).into_iter().map(&to).collect();
+                    (x, vec![T::default(); 64], vec![T::default()])
+                };
+                let (got, want) = both(&f, [1, 1, 1], make, |b: &mut (Vec<T>, Vec<T>, Vec<T>)| {
+                    let mut args = KernelArgs::new();
+                    args.ptr("x", &b.0[..]);
+                    args.ptr("out", &mut b.1[..]);
+                    args.ptr("s", &mut b.2[..]);
+                    args.scalar("n", n);
+                    args.scalar("hi", hi);
+                    args
+                });
+                let what = format!(
+                    "{}: {n} of {hi}, from zeros {from_zeros}, stored {keep}",
+                    T::DTYPE
+                );
+                let f64s = |v: &[T]| v.iter().map(|x| back(*x)).collect::<Vec<_>>();
+                assert_eq!(f64s(&got.1), f64s(&want.1), "{what}: acc");
+                assert_close(&f64s(&got.2), &f64s(&want.2), 1e-3, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn sums_of_loop_carried_tiles_taken_in_the_last_write_match_interpreter() {
+    check_carried_sum(|x| x as f32, |x: f32| x as f64);
+    check_carried_sum(f16::from_f64, |x: f16| x.to_f64());
+    check_carried_sum(|x| (x * 1000.0) as i32, |x: i32| x as f64);
+}

@@ -25,7 +25,7 @@ use tritium_dsl::trace::Specialization;
 const CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg8-prefetch-wide-counters"
+    "-llvm19-cg9-carried-sums-allnan-yield-prefetch"
 );
 
 type EntryFn =
@@ -40,6 +40,8 @@ pub struct Compiled {
     entry: EntryFn,
     scratch_bytes: usize,
     sites: Vec<(Loc, &'static str)>,
+    /// `function.written_params()`, computed once (launches check arguments against it).
+    written: Vec<usize>,
 }
 
 type Slot = Arc<Mutex<Option<Arc<Compiled>>>>;
@@ -237,12 +239,14 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     // exactly `EntryFn` (see codegen::generate).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(addr) };
     let sites = codegen::memory_sites(&f);
+    let written = f.written_params();
     Ok(Compiled {
         function: f,
         key_hash,
         entry,
         scratch_bytes,
         sites,
+        written,
     })
 }
 
@@ -303,6 +307,11 @@ fn generate_object(
 }
 
 impl Compiled {
+    /// The parameters the kernel may write through (`function.written_params()`).
+    pub fn written_params(&self) -> &[usize] {
+        &self.written
+    }
+
     /// Runs the grid. Arguments must already be checked against `function`.
     pub fn run(&self, grid: Grid, args: &[RawArg], _bounds_check: bool) -> Result<()> {
         let slots: Vec<u64> = args

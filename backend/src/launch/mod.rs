@@ -53,7 +53,7 @@ pub fn launch(
         return crate::interp::interpret(&f, grid, &args.args);
     }
     let compiled = crate::cpu::compiled(&key, &spec, options, trace)?;
-    check_args(&compiled.function, &args)?;
+    check_args_written(&compiled.function, compiled.written_params(), &args)?;
     compiled.run(grid, &args.args, options.bounds_check())
 }
 
@@ -77,6 +77,12 @@ fn check_host_memory(kernel: &str, args: &KernelArgs<'_>) -> Result<()> {
 /// Checks the packed arguments against the traced parameters: count, dtypes, and that
 /// every parameter the kernel writes through was passed as an exclusive borrow.
 pub fn check_args(f: &Function, args: &KernelArgs<'_>) -> Result<()> {
+    check_args_written(f, &f.written_params(), args)
+}
+
+/// [`check_args`] given `f.written_params()` (computed once per compiled kernel: it walks
+/// the IR).
+fn check_args_written(f: &Function, written: &[usize], args: &KernelArgs<'_>) -> Result<()> {
     let err = |message: String| Error::Launch {
         kernel: f.name.clone(),
         message,
@@ -88,7 +94,6 @@ pub fn check_args(f: &Function, args: &KernelArgs<'_>) -> Result<()> {
             f.params.len()
         )));
     }
-    let written = f.written_params();
     for (i, (p, a)) in f.params.iter().zip(&args.args).enumerate() {
         let ty = f.ty(p.value);
         match (ty.elem, a) {

@@ -2,11 +2,22 @@
 //! SSA); carried tiles live in scratch buffers that the loop body reads and the yield
 //! overwrites.
 
+use super::reduce::{holder, FusedSum};
 use super::{Gen, Lv};
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 use tritium_dsl::ir::{Block, DType, Inst, Op, Type, Value};
+
+/// The full sums of one carried tile that the loop's block takes right after the loop:
+/// they are accumulated while the last iteration writes the tile (see `Gen::assign`)
+/// instead of in a pass over the carried buffer after the loop.
+struct CarriedSums<'ctx> {
+    sums: Vec<FusedSum<'ctx>>,
+    /// The loop's result is read by something besides these sums, so the last iteration
+    /// still writes the carried buffer (otherwise that write is dead and skipped).
+    keep_last: bool,
+}
 
 /// Where a carried value lives.
 #[derive(Clone, Copy)]
@@ -47,7 +58,22 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// A lazily computed tile whose lanes read carried buffers only as its own slot at the
     /// same index (`acc = acc + x`) is written into its slot in place, when no other value
     /// of the assignment reads that slot; everything else goes through a temporary.
-    fn assign(&mut self, values: &[Value], slots: &[Slot<'ctx>]) {
+    ///
+    /// `carried[k]` are the sums taken of slot `k` after the loop, and `last` (an `i1`)
+    /// says whether this assignment is the loop's last: then the sums are accumulated in
+    /// the loop that writes the slot in place (or in a pass over the slot when it is not
+    /// written in place), and a write read by nothing but the sums is skipped. The first
+    /// tile written in place carries the `spread` prefetches planned for the loop's yield.
+    fn assign(
+        &mut self,
+        values: &[Value],
+        slots: &[Slot<'ctx>],
+        carried: &[CarriedSums<'ctx>],
+        last: Option<IntValue<'ctx>>,
+        spread: &[(Value, bool)],
+    ) {
+        let mut spread = spread.to_vec();
+        let summed = |k: usize| carried.get(k).filter(|c| !c.sums.is_empty()).zip(last);
         let carried: Vec<PointerValue> = slots
             .iter()
             .filter_map(|s| {
@@ -76,6 +102,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .map(|(k, s)| matches!(s, Slot::Tile(dst) if in_place(k, *dst)))
             .collect();
         let mut pending = Vec::new();
+        let mut sum_after = Vec::new();
         for (k, (v, s)) in values.iter().zip(slots).enumerate() {
             match *s {
                 Slot::Scalar(p) => {
@@ -84,10 +111,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 }
                 Slot::Tile(dst) if in_place[k] => {
                     let ty = self.ty(*v).clone();
-                    self.fill_buf(dst, &ty, *v);
+                    let spread = std::mem::take(&mut spread);
+                    match summed(k) {
+                        Some((c, last)) => self.fill_buf_summed(dst, &ty, *v, c, last, &spread),
+                        None => self.fill_buf_spread(dst, &ty, *v, &spread),
+                    }
                 }
                 Slot::Tile(dst) => {
                     let ty = self.ty(*v).clone();
+                    if let Some((c, last)) = summed(k) {
+                        sum_after.push((dst, ty.clone(), c, last));
+                    }
                     let src = match self.lv.get(v).copied() {
                         Some(Lv::Buf(p)) if p == dst => continue,
                         Some(Lv::Buf(p)) if !carried.contains(&p) => p,
@@ -112,6 +146,118 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     .unwrap();
             }
         }
+        for (dst, ty, c, last) in sum_after {
+            self.when(last, &mut |g| {
+                g.fused_sums_reset(&c.sums);
+                g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
+                    let x = g.lane_of_buf(dst, &ty, idx);
+                    g.fused_sums_step(&c.sums, x);
+                });
+            });
+        }
+    }
+
+    /// Lane `idx` (compute form) of the buffer `buf` holding a tile of `ty`.
+    fn lane_of_buf(
+        &mut self,
+        buf: PointerValue<'ctx>,
+        ty: &Type,
+        idx: &[IntValue<'ctx>],
+    ) -> BasicValueEnum<'ctx> {
+        let p = self.buf_elem(buf, ty, idx);
+        let raw = self
+            .b
+            .build_load(self.elem_storage_ty(ty.elem), p, "")
+            .unwrap();
+        self.decode_storage(raw, ty.elem)
+    }
+
+    /// Emits `emit` behind the `i1` `cond` (unconditionally when it is the constant true).
+    fn when(&mut self, cond: IntValue<'ctx>, emit: &mut dyn FnMut(&mut Self)) {
+        if cond.get_zero_extended_constant() == Some(1) {
+            emit(self);
+            return;
+        }
+        let yes = self.ctx.append_basic_block(self.func, "last");
+        let done = self.ctx.append_basic_block(self.func, "last.done");
+        self.b.build_conditional_branch(cond, yes, done).unwrap();
+        self.b.position_at_end(yes);
+        emit(self);
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(done);
+    }
+
+    /// [`fill_buf`](Self::fill_buf) of a carried tile whose sums `c` are taken after the
+    /// loop: when `last`, the loop that writes it also accumulates the sums (and writes
+    /// nothing when only the sums read the result); otherwise it is a plain `fill_buf`.
+    fn fill_buf_summed(
+        &mut self,
+        buf: PointerValue<'ctx>,
+        ty: &Type,
+        v: Value,
+        c: &CarriedSums<'ctx>,
+        last: IntValue<'ctx>,
+        spread: &[(Value, bool)],
+    ) {
+        let constant = last.get_zero_extended_constant() == Some(1);
+        let (no, done) = if constant {
+            (None, None)
+        } else {
+            let yes = self.ctx.append_basic_block(self.func, "last");
+            let no = self.ctx.append_basic_block(self.func, "not.last");
+            let done = self.ctx.append_basic_block(self.func, "last.done");
+            self.b.build_conditional_branch(last, yes, no).unwrap();
+            self.b.position_at_end(yes);
+            (Some(no), Some(done))
+        };
+        self.fused_sums_reset(&c.sums);
+        let elem = ty.elem;
+        let shape = ty.shape.clone();
+        let mask = self.load_mask_in(v);
+        let keep = c.keep_last;
+        self.versioned(mask, &shape, &mut |g| {
+            g.lane_loop(&shape, &c.sums, spread, &mut |g, idx| {
+                let x = g.lane(v, idx);
+                if keep {
+                    let s = g.to_storage(x, elem);
+                    let p = g.buf_elem(buf, ty, idx);
+                    g.b.build_store(p, s).unwrap();
+                }
+                Some(x)
+            });
+        });
+        if let (Some(no), Some(done)) = (no, done) {
+            self.b.build_unconditional_branch(done).unwrap();
+            self.b.position_at_end(no);
+            self.fill_buf_spread(buf, ty, v, spread);
+            self.b.build_unconditional_branch(done).unwrap();
+            self.b.position_at_end(done);
+        }
+    }
+
+    /// The sums of each of `inst`'s (a `for`) results that its block takes (empty for
+    /// scalars and for results no sum is taken of).
+    fn carried_sums(&mut self, inst: &'f Inst) -> Vec<CarriedSums<'ctx>> {
+        let f = self.f;
+        let Some(block) = holder(&f.body, inst) else {
+            return Vec::new();
+        };
+        inst.results
+            .iter()
+            .map(|r| {
+                let sums = if f.ty(*r).is_scalar() {
+                    Vec::new()
+                } else {
+                    self.sums_in(block, *r)
+                };
+                let mut uses = 0;
+                f.walk(&mut |i| uses += i.op.operands().iter().filter(|o| **o == *r).count());
+                CarriedSums {
+                    keep_last: uses > sums.len(),
+                    sums,
+                }
+            })
+            .collect()
     }
 
     /// The carried buffers among `carried` that computing `v`'s lanes reads, each with
@@ -186,13 +332,20 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let runs = |g: &Self, iv| count.runs(g, iv);
         let lo = count.lo;
         let peel = init.iter().any(|v| self.is_constant_tile(*v)) && !has_loop(body);
+        let carried = self.carried_sums(inst);
+        let spread = body
+            .insts
+            .last()
+            .map(|y| self.spread_here(y))
+            .unwrap_or_default();
         let start = if peel {
             let first = self.ctx.append_basic_block(self.func, "for.first");
             let never = self.ctx.append_basic_block(self.func, "for.never");
             let go = runs(self, lo);
             self.b.build_conditional_branch(go, first, never).unwrap();
             self.b.position_at_end(never);
-            self.assign(init, &slots);
+            let always = self.ctx.bool_type().const_all_ones();
+            self.assign(init, &slots, &carried, Some(always), &[]);
             self.b.build_unconditional_branch(exit).unwrap();
             self.b.position_at_end(first);
             self.lv
@@ -201,10 +354,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 self.alias(*arg, *v);
             }
             self.block(body);
-            self.assign(Self::yields(body), &slots);
+            let last = count.is_last(self, lo);
+            self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
             count.advance(self, lo, exit)
         } else {
-            self.assign(init, &slots);
+            let go = runs(self, lo);
+            let never = self.b.build_not(go, "").unwrap();
+            self.assign(init, &slots, &carried, Some(never), &[]);
             lo
         };
         let pre = self.b.get_insert_block().unwrap();
@@ -220,12 +376,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .insert(body.args[0], Lv::Scalar(count.body_value(self, iv)));
         self.bind(&body.args[1..], &slots);
         self.block(body);
-        self.assign(Self::yields(body), &slots);
+        let last = count.is_last(self, iv);
+        self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
         let next = count.advance(self, iv, exit);
         phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(exit);
         self.bind(&inst.results, &slots);
+        for c in &carried {
+            self.fused_sums_finish(&c.sums);
+        }
     }
 
     /// True for a tile computed lazily from a constant or a splatted scalar.
@@ -270,7 +430,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
             self.b.position_at_end(bb);
             self.block(region);
-            self.assign(Self::yields(region), &slots);
+            self.assign(Self::yields(region), &slots, &[], None, &[]);
             self.b.build_unconditional_branch(merge).unwrap();
         }
         self.b.position_at_end(merge);
@@ -283,7 +443,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let slots = self.slots_for(&types);
-        self.assign(init, &slots);
+        self.assign(init, &slots, &[], None, &[]);
         let header = self.ctx.append_basic_block(self.func, "while");
         let body_bb = self.ctx.append_basic_block(self.func, "while.body");
         let exit = self.ctx.append_basic_block(self.func, "while.end");
@@ -299,7 +459,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.position_at_end(body_bb);
         self.bind(&body.args, &slots);
         self.block(body);
-        self.assign(Self::yields(body), &slots);
+        self.assign(Self::yields(body), &slots, &[], None, &[]);
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(exit);
         self.bind(&inst.results, &slots);
@@ -403,6 +563,39 @@ impl<'ctx> Counter<'ctx> {
             }
             None => iv.into(),
         }
+    }
+
+    /// True (an `i1`) when the iteration at `iv` is the loop's last: `iv + step` does not
+    /// run (or overflows the 64-bit bounds' dtype). Branch-free, unlike [`advance`](Self::advance).
+    fn is_last(&self, g: &Gen<'ctx, '_>, iv: IntValue<'ctx>) -> IntValue<'ctx> {
+        if self.narrow.is_some() {
+            let next = g.b.build_int_nsw_add(iv, self.step, "").unwrap();
+            let go = self.runs(g, next);
+            return g.b.build_not(go, "").unwrap();
+        }
+        let name = if self.unsigned {
+            "llvm.uadd.with.overflow"
+        } else {
+            "llvm.sadd.with.overflow"
+        };
+        let pair = g
+            .intrinsic(
+                name,
+                &[iv.get_type().into()],
+                &[iv.into(), self.step.into()],
+            )
+            .into_struct_value();
+        let next =
+            g.b.build_extract_value(pair, 0, "")
+                .unwrap()
+                .into_int_value();
+        let overflow =
+            g.b.build_extract_value(pair, 1, "")
+                .unwrap()
+                .into_int_value();
+        let go = self.runs(g, next);
+        let stop = g.b.build_not(go, "").unwrap();
+        g.b.build_or(overflow, stop, "").unwrap()
     }
 
     /// `iv + step`; for 64-bit bounds an overflow branches to `exit` (the loop is over:

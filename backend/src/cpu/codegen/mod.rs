@@ -456,14 +456,26 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// Writes every lane of `v` into `buf` (a buffer of `ty`).
     fn fill_buf(&mut self, buf: PointerValue<'ctx>, ty: &Type, v: Value) {
+        self.fill_buf_spread(buf, ty, v, &[]);
+    }
+
+    /// [`fill_buf`](Self::fill_buf) in a loop that also carries the `spread` prefetches.
+    fn fill_buf_spread(
+        &mut self,
+        buf: PointerValue<'ctx>,
+        ty: &Type,
+        v: Value,
+        spread: &[(Value, bool)],
+    ) {
         let elem = ty.elem;
         let mask = self.load_mask_in(v);
         self.versioned(mask, &ty.shape.clone(), &mut |g| {
-            g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
+            g.lane_loop(&ty.shape.clone(), &[], spread, &mut |g, idx| {
                 let x = g.lane(v, idx);
                 let s = g.to_storage(x, elem);
                 let p = g.buf_elem(buf, ty, idx);
                 g.b.build_store(p, s).unwrap();
+                None
             });
         });
     }

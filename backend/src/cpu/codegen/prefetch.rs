@@ -9,10 +9,12 @@
 //! loop overlap the transfers with the computation. So the prefetches are planned once per
 //! kernel ([`plan_spread`]): the rank-1 pointer tiles of the top-level stores and of the
 //! top-level loads read more than once (or, failing those, of the loads and stores in each
-//! top-level `for` body) are prefetched a few cache lines at a time from inside the most
-//! expensive lane loop of that block, strip-mined into chunks of [`CHUNK`] lanes. Only
-//! tiles whose address depends on the program id are planned (the next program's copy of
-//! any other is the same tile). Other tiles get a burst where they are accessed.
+//! top-level `for` body, each tile in the first body that touches its parameter) are
+//! prefetched a few cache lines at a time from inside the most expensive lane loop of that
+//! block, strip-mined into chunks of [`CHUNK`] lanes; in a `for` body that loop may be the
+//! in-place write of a carried tile (`acc += load(…)`, see `control`). Only tiles whose
+//! address depends on the program id are planned (the next program's copy of any other is
+//! the same tile). Other tiles get a burst where they are accessed.
 
 use super::reduce::FusedSum;
 use super::{Gen, Lv};
@@ -40,9 +42,9 @@ pub(super) struct SpreadPlan {
 
 /// Plans the spread prefetches of `f`, whose lazily computed tiles are `lazy` (none when no
 /// tile qualifies or no loop can carry them). The kernel's top-level block is tried first;
-/// failing that, each body of its top-level `for` loops gets its own plan (as in layer
-/// norm, which walks its row in blocks several times: the next row is requested from the
-/// first walk on).
+/// failing that, each body of its top-level `for` loops gets its own plan, for the targets
+/// no earlier body has (as in layer norm, which walks its row in blocks several times: the
+/// next row's input is requested from the first walk on, its output from the last).
 pub(super) fn plan_spread(f: &Function, lazy: &HashSet<Value>) -> Vec<SpreadPlan> {
     let mut defs: HashMap<Value, &Inst> = HashMap::new();
     let mut uses: HashMap<Value, usize> = HashMap::new();
@@ -57,13 +59,21 @@ pub(super) fn plan_spread(f: &Function, lazy: &HashSet<Value>) -> Vec<SpreadPlan
     if let Some(p) = plan_block(&ctx, &f.body, &params, true) {
         return vec![p];
     }
+    // Each body gets the targets no earlier body has (by the parameters they point into):
+    // the next program's memory is requested once, from the first walk over it on.
+    let roots = f.pointer_roots();
+    let root_of = |t: &(Value, bool)| (roots.get(&t.0).cloned().unwrap_or_default(), t.1);
+    let mut seen = HashSet::new();
     let mut plans = Vec::new();
     for inst in &f.body.insts {
         if let Op::For { body, .. } = &inst.op {
             let mut known = params.clone();
             known.extend(body.args.iter().copied());
-            if let Some(p) = plan_block(&ctx, body, &known, false) {
-                plans.push(p);
+            if let Some(mut p) = plan_block(&ctx, body, &known, false) {
+                p.targets.retain(|t| seen.insert(root_of(t)));
+                if !p.targets.is_empty() {
+                    plans.push(p);
+                }
             }
         }
     }
@@ -101,6 +111,16 @@ fn plan_block(
             op if op.is_elementwise() && !lazy.contains(&inst.results[0]) => {
                 (None, Some((inst.results[0], 0)))
             }
+            // A carried tile computed lazily is written by the loop's assignment, in place.
+            Op::Yield(vals) if !top => {
+                let v = vals.iter().copied().find(|v| {
+                    lazy.contains(v) && {
+                        let t = f.ty(*v);
+                        t.rank() == 1 && t.numel() >= 2 * CHUNK && t.numel().is_multiple_of(CHUNK)
+                    }
+                });
+                (None, v.map(|v| (v, 0)))
+            }
             _ => (None, None),
         };
         if let Some((ptr, write)) = target {
@@ -119,7 +139,7 @@ fn plan_block(
             let t = f.ty(v);
             if t.rank() == 1 && t.numel() >= 2 * CHUNK && t.numel().is_multiple_of(CHUNK) {
                 let root = match &inst.op {
-                    Op::Store { .. } => lane_cost(v, lazy, defs),
+                    Op::Store { .. } | Op::Yield(_) => lane_cost(v, lazy, defs),
                     op => op_cost(f, op) + operand_costs(&inst.op, lazy, defs),
                 };
                 let cost = root + extra;

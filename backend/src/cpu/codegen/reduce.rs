@@ -1,7 +1,10 @@
 //! Reductions along one axis. Sums are reassociable (LLVM vectorizes them); f16/bf16 sums
-//! accumulate in f32 and round once at the end. Float max/min along the last axis keep
-//! partial results in one LLVM vector (maxnum/minnum give the same value in any order);
-//! the full sum of a tile that is materialized anyway is taken in the loop that writes it.
+//! accumulate in f32 and round once at the end. Float max/min are maxnum/minnum folds from
+//! NaN, as the interpreter's (a lane of NaN only gives NaN); along the last axis they keep
+//! partial results in one LLVM vector (maxnum/minnum give the same value in any order),
+//! started at ±inf, and a result of ±inf looks at its lane again to tell "all NaN". The
+//! full sum of a tile that is materialized anyway is taken in the loop that writes it, and
+//! that of a loop-carried tile in the loop's last write of it (see `control`).
 
 use super::{Gen, Lv};
 use inkwell::types::BasicType;
@@ -54,6 +57,20 @@ impl<'ctx> Gen<'ctx, '_> {
                     it.const_int(v, false).into()
                 }
             }
+        }
+    }
+
+    /// The accumulator's start: the identity, except for float max/min, which start at NaN
+    /// (`maxnum(NaN, x) == x`) so that a lane of NaN only gives NaN, as the interpreter's
+    /// fold does.
+    fn start(&self, op: ReduceOp, d: DType) -> BasicValueEnum<'ctx> {
+        match op {
+            ReduceOp::Max | ReduceOp::Min if d.is_float() => self
+                .compute_ty(d)
+                .into_float_type()
+                .const_float(f64::NAN)
+                .into(),
+            _ => self.identity(op, d),
         }
     }
 
@@ -116,7 +133,7 @@ impl<'ctx> Gen<'ctx, '_> {
             .then(|| self.entry_alloca(self.compute_ty(acc_d)));
         let idx_slot =
             (rt.is_scalar() && is_arg).then(|| self.entry_alloca(self.ctx.i32_type().into()));
-        let init = self.identity(op, acc_d);
+        let init = self.start(op, acc_d);
         let i32z = self.ctx.i32_type().const_zero();
         // Initialize.
         match (acc_slot, acc_buf) {
@@ -369,7 +386,8 @@ impl<'ctx> Gen<'ctx, '_> {
                     .unwrap();
             }
             // `x > acc ? x : acc` is maxnum here: acc starts at -inf and never becomes NaN,
-            // and a NaN x loses the comparison. It is one `maxps` (minnum alike).
+            // and a NaN x loses the comparison. It is one `maxps` (minnum alike). A lane of
+            // NaN only thus ends at -inf, which `nan_unless_some_number` fixes afterwards.
             let accv = acc.as_basic_value().into_vector_value();
             let better = g.b.build_float_compare(pred, v, accv, "").unwrap();
             let next_acc =
@@ -434,6 +452,9 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.b.build_extract_element(part, g.ctx.i32_type().const_zero(), "")
                     .unwrap();
             r = g.combine(op, acc_d, r, lane);
+            // The partials start at the identity (±inf), so a lane holding only NaN (which
+            // must give NaN) ends there too: in that rare case, look at the lane again.
+            let r = g.nan_unless_some_number(r, init, x, d, acc_d, ridx, k);
             let r = if ty.is_some() {
                 g.to_storage(r, Elem::Scalar(acc_d))
             } else {
@@ -443,24 +464,93 @@ impl<'ctx> Gen<'ctx, '_> {
         });
     }
 
+    /// `r`, the max/min of the lane `ridx` of `x` (`k` elements along its last axis), as
+    /// the interpreter's maxnum/minnum fold gives it: when `r` equals `identity` (±inf),
+    /// every element is NaN or ±inf, and the fold gives NaN iff every one is NaN; the
+    /// lane is looked at again only in that case.
+    #[allow(clippy::too_many_arguments)]
+    fn nan_unless_some_number(
+        &mut self,
+        r: BasicValueEnum<'ctx>,
+        identity: inkwell::values::FloatValue<'ctx>,
+        x: Value,
+        d: DType,
+        acc_d: DType,
+        ridx: &[IntValue<'ctx>],
+        k: usize,
+    ) -> BasicValueEnum<'ctx> {
+        let rf = r.into_float_value();
+        let ft = rf.get_type();
+        let hit = self
+            .b
+            .build_float_compare(inkwell::FloatPredicate::OEQ, rf, identity, "")
+            .unwrap();
+        // Rare: keep the second look out of the hot path's layout.
+        let bool_t = self.ctx.bool_type();
+        let hit = self
+            .intrinsic(
+                "llvm.expect",
+                &[bool_t.into()],
+                &[hit.into(), bool_t.const_zero().into()],
+            )
+            .into_int_value();
+        let pre = self.b.get_insert_block().unwrap();
+        let rescan = self.ctx.append_basic_block(self.func, "red.allnan");
+        let join = self.ctx.append_basic_block(self.func, "red.allnan.end");
+        self.b.build_conditional_branch(hit, rescan, join).unwrap();
+        self.b.position_at_end(rescan);
+        let any = self.entry_alloca(bool_t.into());
+        self.b.build_store(any, bool_t.const_zero()).unwrap();
+        let ridx = ridx.to_vec();
+        self.loop_nest(&[k], &mut |g, i| {
+            let mut idx = ridx.clone();
+            idx.push(i[0]);
+            let xv = g.lane(x, &idx);
+            let xv = g.cast(xv, d, acc_d).into_float_value();
+            let num =
+                g.b.build_float_compare(inkwell::FloatPredicate::ORD, xv, xv, "")
+                    .unwrap();
+            let old = g.b.build_load(bool_t, any, "").unwrap().into_int_value();
+            let new = g.b.build_or(old, num, "").unwrap();
+            g.b.build_store(any, new).unwrap();
+        });
+        let some = self.b.build_load(bool_t, any, "").unwrap().into_int_value();
+        let fixed = self
+            .b
+            .build_select(some, rf, ft.const_float(f64::NAN), "")
+            .unwrap();
+        let end = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(join).unwrap();
+        self.b.position_at_end(join);
+        let phi = self.b.build_phi(ft, "").unwrap();
+        phi.add_incoming(&[(&r, pre), (&fixed, end)]);
+        phi.as_basic_value()
+    }
+
     /// The full sums of the 1-D tile `v` taken later in `v`'s block: they are accumulated
     /// in the loop that materializes `v` instead of in a second pass over its buffer
     /// (same lanes, same order). Each comes with its accumulator slot and dtypes.
     pub(super) fn fused_sums(&mut self, v: Value) -> Vec<FusedSum<'ctx>> {
         let f = self.f;
-        let vt = f.ty(v);
-        let Some(d) = vt.dtype().filter(|d| !d.is_bool()) else {
-            return Vec::new();
-        };
-        if vt.rank() != 1 {
-            return Vec::new();
-        }
         let Some(def) = self.defs.get(&v).copied() else {
             return Vec::new();
         };
         let Some(block) = holder(&f.body, def) else {
             return Vec::new();
         };
+        self.sums_in(block, v)
+    }
+
+    /// The full sums (`reduce sum, axis 0`) of the 1-D numeric tile `v` that `block` takes,
+    /// each with a fresh accumulator slot set to the identity here.
+    pub(super) fn sums_in(&mut self, block: &Block, v: Value) -> Vec<FusedSum<'ctx>> {
+        let vt = self.f.ty(v);
+        let Some(d) = vt.dtype().filter(|d| !d.is_bool()) else {
+            return Vec::new();
+        };
+        if vt.rank() != 1 {
+            return Vec::new();
+        }
         let acc_d = if matches!(d, DType::F16 | DType::BF16) {
             DType::F32
         } else {
@@ -488,6 +578,14 @@ impl<'ctx> Gen<'ctx, '_> {
             }
         }
         out
+    }
+
+    /// Sets each fused sum's accumulator back to the identity.
+    pub(super) fn fused_sums_reset(&mut self, sums: &[FusedSum<'ctx>]) {
+        for s in sums {
+            let init = self.identity(ReduceOp::Sum, s.acc_d);
+            self.b.build_store(s.slot, init).unwrap();
+        }
     }
 
     /// Adds lane `x` (compute form) of the materialized tile to each fused sum.
