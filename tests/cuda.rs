@@ -482,6 +482,19 @@ mod custom {
         assert!(text.contains("bar.sync"), "{text}");
     }
 
+    /// A cooperative Simd entry's thread helpers become `%tid.x`, `%ntid.x` and
+    /// `bar.sync`, inlined into the kernel.
+    #[rstest::rstest]
+    fn cooperative_simd_is_called_by_every_thread(#[values(80, 90)] sm: u32) {
+        let s = Specialization::default();
+        let f = tritium_kernels::custom_add::custom_add_reversed::trace::<f32>(&s, 256).unwrap();
+        let text = ptx(&f, sm, 4);
+        for want in ["%tid.x", "%ntid.x", "bar.sync"] {
+            assert!(text.contains(want), "no `{want}` in\n{text}");
+        }
+        assert!(!text.contains("call.uni"), "the entry is inlined:\n{text}");
+    }
+
     #[rstest::rstest]
     fn builtins_compile_to_ptx(#[values(80, 90)] sm: u32) {
         let f = gather::trace(&Specialization::default(), 64).unwrap();

@@ -3,8 +3,10 @@
 //! - Simt: every thread calls `<symbol>` once per element it holds of the out shape
 //!   (inputs broadcast to it through shared memory when their shape differs).
 //! - Simd (and the builtins): the call's tiles are laid out row-major in shared memory,
-//!   thread 0 calls `_mlir_ciface_<symbol>` with memref descriptors of them, and every
-//!   thread reads the outs back. Barriers fence the call on both sides.
+//!   `_mlir_ciface_<symbol>` is called with memref descriptors of them, and every
+//!   thread reads the outs back. Barriers fence the call on both sides. A cooperative
+//!   entry (one that uses `custom_op.h`'s thread helpers, `CustomEntry::cooperative`) is
+//!   called by every thread of the CTA, which split the work; any other by thread 0.
 
 use super::Gen;
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, FloatType};
@@ -23,7 +25,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .and_then(|e| self.module.get_function(&e.function));
         let result = match (entry, func) {
             (Some(e), Some(func)) if e.per_element => self.custom_simt(inst, c, func),
-            (Some(_), Some(func)) => self.custom_simd(inst, c, func),
+            (Some(e), Some(func)) => self.custom_simd(inst, c, func, e.cooperative),
             _ => Err("internal: the call was not linked".to_string()),
         };
         if let Err(m) = result {
@@ -148,6 +150,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         inst: &Inst,
         c: &CustomCall,
         func: FunctionValue<'ctx>,
+        cooperative: bool,
     ) -> Result<(), String> {
         let generic: BasicTypeEnum = self.ctx.ptr_type(AddressSpace::default()).into();
         // Byte offsets of each tile in shared memory: ins, outs, extra buffers.
@@ -185,6 +188,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (v, offset) in &layout {
             self.spill_storage(*v, *offset);
         }
+        let first = self.is_thread_zero();
+        if !extra.is_empty() {
+            self.when(Some(first), &mut |g| {
+                for (at, bytes) in &extra {
+                    let p = g.shared_byte(*at);
+                    let n = g.ctx.i64_type().const_int(*bytes as u64, false);
+                    g.b.build_memset(p, 1, g.ctx.i8_type().const_zero(), n)
+                        .unwrap();
+                }
+            });
+        }
         self.barrier();
         let mut types = Vec::new();
         let mut arg_parts = Vec::new();
@@ -216,14 +230,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             &types,
             "Simd: `void _mlir_ciface_<symbol>(memref_t<T, R>* ins…, outs…, extra…)`",
         )?;
-        let first = self.is_thread_zero();
-        self.when(Some(first), &mut |g| {
-            for (at, bytes) in &extra {
-                let p = g.shared_byte(*at);
-                let n = g.ctx.i64_type().const_int(*bytes as u64, false);
-                g.b.build_memset(p, 1, g.ctx.i8_type().const_zero(), n)
-                    .unwrap();
-            }
+        // Every thread calls a cooperative entry (with its own copy of the same
+        // descriptors); thread 0 alone calls any other.
+        let caller = (!cooperative).then_some(first);
+        self.when(caller, &mut |g| {
             let args: Vec<BasicValueEnum<'ctx>> = arg_parts
                 .iter()
                 .map(|part| match part {
