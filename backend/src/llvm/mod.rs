@@ -27,7 +27,6 @@ use inkwell::types::BasicTypeEnum;
 use inkwell::values::BasicValueEnum;
 
 /// Emits scalar semantics at the builder's position.
-#[derive(Clone, Copy)]
 pub(crate) struct Emit<'a, 'ctx> {
     /// The LLVM context.
     pub ctx: &'ctx Context,
