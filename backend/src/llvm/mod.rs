@@ -6,13 +6,15 @@
 //! - `arith`: binary ops (integer ops without UB) and integer unary ops;
 //! - `compare`: comparisons;
 //! - `cast`: casts (saturating float → int, rounding to f16/bf16);
-//! - `exp`: the f32 `exp` polynomial both targets use.
+//! - `exp`: the f32 `exp` polynomial both targets use;
+//! - `c_abi`: the C side of custom-op calls (argument types, `memref_t`, calls).
 //!
 //! Each generator keeps thin methods that forward to [`Emit`], built from its context,
 //! builder and module; what differs per target (transcendental functions, pointers'
 //! address spaces, memory) stays in the generators.
 
 mod arith;
+mod c_abi;
 mod cast;
 mod compare;
 mod constant;
