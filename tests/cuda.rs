@@ -482,6 +482,19 @@ mod custom {
         assert!(text.contains("bar.sync"), "{text}");
     }
 
+    /// A cooperative Simd entry's thread helpers become `%tid.x`, `%ntid.x` and
+    /// `bar.sync`, inlined into the kernel.
+    #[rstest::rstest]
+    fn cooperative_simd_is_called_by_every_thread(#[values(80, 90)] sm: u32) {
+        let s = Specialization::default();
+        let f = tritium_kernels::custom_add::custom_add_reversed::trace::<f32>(&s, 256).unwrap();
+        let text = ptx(&f, sm, 4);
+        for want in ["%tid.x", "%ntid.x", "bar.sync"] {
+            assert!(text.contains(want), "no `{want}` in\n{text}");
+        }
+        assert!(!text.contains("call.uni"), "the entry is inlined:\n{text}");
+    }
+
     #[rstest::rstest]
     fn builtins_compile_to_ptx(#[values(80, 90)] sm: u32) {
         let f = gather::trace(&Specialization::default(), 64).unwrap();
@@ -498,5 +511,59 @@ mod custom {
             m.contains("custom op `host_add`") && m.contains("nvptx64-nvidia-cuda"),
             "{m}"
         );
+    }
+}
+
+/// Float atomics are `atomicrmw fadd/fmax/fmin`: PTX has `atom`/`red.global.add.f32`, and
+/// every device (the emulator included) sums and takes extremes of contended tiles.
+mod float_atomics {
+    use crate::common::all_devices;
+    use ndarray::Array1;
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::trace::Specialization;
+    use tritium::prelude::*;
+
+    /// Element `i` of `x` goes to bucket `i % 4` of `sum`, `hi` and `lo`.
+    #[kernel]
+    fn buckets(sum: Ptr<f32>, hi: Ptr<f32>, lo: Ptr<f32>, x: Ptr<f32>, #[constexpr] N: usize) {
+        let i = arange(0, N);
+        let v = load(x + i);
+        let b = i % 4;
+        atomic_add(sum + b, v);
+        atomic_max(hi + b, v);
+        atomic_min(lo + b, v);
+    }
+
+    #[rstest::rstest]
+    fn ptx_uses_float_atomic_add(#[values(80, 90)] sm: u32) {
+        let f = buckets::trace(&Specialization::default(), 256).unwrap();
+        let text = compile_ptx(&f, "k", &CudaCompileOptions { sm, num_warps: 4 })
+            .unwrap()
+            .text;
+        assert!(
+            text.contains("atom.global.add.f32") || text.contains("red.global.add.f32"),
+            "{text}"
+        );
+    }
+
+    #[rstest::rstest]
+    fn contended_float_atomics(#[values(4, 300)] n: usize) {
+        // Halves and small integers: every order of the sums is exact.
+        let x: Array1<f32> = (0..n).map(|i| (i % 37) as f32 * 0.5 - 6.0).collect();
+        let mut want = ([0f32; 4], [f32::NEG_INFINITY; 4], [f32::INFINITY; 4]);
+        for (i, v) in x.iter().enumerate() {
+            want.0[i % 4] += v;
+            want.1[i % 4] = want.1[i % 4].max(*v);
+            want.2[i % 4] = want.2[i % 4].min(*v);
+        }
+        for device in all_devices() {
+            let mut sum = Array1::<f32>::zeros(4);
+            let mut hi = Array1::from_elem(4, f32::NEG_INFINITY);
+            let mut lo = Array1::from_elem(4, f32::INFINITY);
+            buckets::launch(&device, [1], &mut sum, &mut hi, &mut lo, &x, n).unwrap();
+            let got = (sum.to_vec(), hi.to_vec(), lo.to_vec());
+            let want = (want.0.to_vec(), want.1.to_vec(), want.2.to_vec());
+            assert_eq!(got, want, "{device:?} n={n}");
+        }
     }
 }

@@ -11,7 +11,7 @@ use tritium::dsl::ir::{parse_function, print_function, Bitcode};
 use tritium::dsl::trace::Specialization;
 use tritium::prelude::*;
 use tritium_kernels::custom_add::{
-    custom_add, custom_add_blocked, custom_divmod, custom_scale, AddOp,
+    custom_add, custom_add_blocked, custom_add_reversed, custom_divmod, custom_scale, AddOp,
 };
 use tritium_kernels::custom_overrides::{custom_cumsum, custom_widen_mul};
 
@@ -73,6 +73,33 @@ fn test_custom_f16(
     #[values(AddOp::Simd, AddOp::Simt, AddOp::MixSimt, AddOp::MixSimd)] op: AddOp,
 ) {
     check_add(l, op, |i| f16::from_f32((i % 64) as f32 * 0.125));
+}
+
+/// A cooperative Simd op (`custom_op.h`'s thread helpers): on CUDA every thread of the
+/// CTA calls it and phase 2 reads what other threads wrote in phase 1, so a missing
+/// barrier or a call by one thread shows; on the CPU it is one call doing everything.
+/// Lengths below, at and above the CTA's size, with 1, 2 and 4 warps on the emulator.
+#[rstest]
+fn cooperative_simd(#[values(1, 100, 128, 1000)] l: usize, #[values(1, 2, 4)] num_warps: u32) {
+    fn check<T>(l: usize, num_warps: u32, make: impl Fn(usize) -> T, add: impl Fn(T, T) -> T)
+    where
+        T: tritium::dsl::trace::Element + PartialEq + std::fmt::Debug,
+    {
+        let a: Array1<T> = (0..l).map(&make).collect();
+        let b: Array1<T> = (0..l).map(|i| make(i * 7 % 13)).collect();
+        let want: Array1<T> = (0..l).map(|i| add(a[l - 1 - i], b[l - 1 - i])).collect();
+        let opts = tritium::LaunchOptions {
+            num_warps,
+            ..Default::default()
+        };
+        for device in all_devices() {
+            let mut out = Array1::<T>::from_elem(l, make(0));
+            custom_add_reversed::launch_with(&device, [1], &opts, &mut out, &a, &b, l).unwrap();
+            assert_eq!(out, want, "{device:?} L={l} num_warps={num_warps}");
+        }
+    }
+    check(l, num_warps, |i| i as i32 * 3 - 500, i32::wrapping_add);
+    check(l, num_warps, |i| i as f32 * 0.5 - 7.0, |x, y| x + y);
 }
 
 #[rstest]

@@ -10,6 +10,7 @@ pub mod cuda;
 mod error;
 pub mod interp;
 pub mod launch;
+mod llvm;
 
 pub use error::{Error, Result};
 pub use launch::{

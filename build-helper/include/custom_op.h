@@ -19,6 +19,12 @@
 //   Mix   the backend calls the Simt entry `<symbol>` when the bitcode defines it,
 //         else the Simd entry `_mlir_ciface_<symbol>`.
 //
+// Cooperative Simd: a Simd entry that calls tritium_thread_index(),
+// tritium_thread_count() or tritium_barrier() (below) is called by every thread of
+// the CUDA CTA with the same descriptors (tiles in shared memory) and splits the work
+// itself; one that calls none of them is called by one thread. On the CPU both are
+// called once per program (index 0, count 1, the barrier a no-op).
+//
 // Element types: bool, int8_t..int64_t, uint8_t..uint64_t, half (_Float16),
 // bfloat16_t (__bf16), float, double.
 
@@ -33,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TRITIUM_CUSTOM_OP_H_VERSION 1
+#define TRITIUM_CUSTOM_OP_H_VERSION 2
 
 // ---------------------------------------------------------------------------
 // Element types
@@ -150,6 +156,40 @@ TRITIUM_INLINE T &memref_at(const memref_t<T, R> *m, I... idx) {
 //   TRITIUM_SIMT(int32_t, custom_add_simt_int32)(int32_t a, int32_t b) { ... }
 //     defines extern "C" int32_t custom_add_simt_int32(...)
 // ---------------------------------------------------------------------------
+
+// ---------------------------------------------------------------------------
+// Cooperative Simd helpers (docs/custom_ops.md, "Cooperative Simd")
+//
+//   for (int64_t i = tritium_thread_index(); i < n; i += tritium_thread_count())
+//     out[i] = a[i] + b[i];
+//   tritium_barrier();   // every caller's writes above are visible below
+//
+// Calling any of them from a Simd entry (directly or through functions it calls)
+// makes the op cooperative: on CUDA every thread of the CTA calls the entry, the
+// tiles are in shared memory, and tritium_barrier() is the CTA barrier (call it from
+// every thread, in uniform control flow). On the host they are 0, 1 and a no-op, so
+// the same source runs one call per program on the CPU. They are weak definitions
+// so that Tritium's link step can substitute its own (the CUDA emulator does: each
+// emulated GPU thread gets its index, the CTA's size and the emulator's barrier);
+// they are inlined after linking.
+// ---------------------------------------------------------------------------
+
+#if defined(__NVPTX__)
+extern "C" __attribute__((weak)) int64_t tritium_thread_index(void) {
+  return (int64_t)__nvvm_read_ptx_sreg_tid_x();
+}
+extern "C" __attribute__((weak)) int64_t tritium_thread_count(void) {
+  return (int64_t)__nvvm_read_ptx_sreg_ntid_x();
+}
+extern "C" __attribute__((weak)) void tritium_barrier(void) { __syncthreads(); }
+#else
+// The index of the calling thread among the op's callers: 0 <= index < count.
+extern "C" __attribute__((weak)) int64_t tritium_thread_index(void) { return 0; }
+// How many threads call the op together (1 on the CPU).
+extern "C" __attribute__((weak)) int64_t tritium_thread_count(void) { return 1; }
+// Waits until every caller arrives; memory written before is visible after.
+extern "C" __attribute__((weak)) void tritium_barrier(void) {}
+#endif
 
 #define TRITIUM_SIMD_SYMBOL(symbol) _mlir_ciface_##symbol
 #define TRITIUM_SIMD(symbol) extern "C" void TRITIUM_SIMD_SYMBOL(symbol)

@@ -12,6 +12,8 @@
 //   Simd  _mlir_ciface_custom_scale_<dtype>_<R>d(in, out)         out = in * 2, R = 1, 2
 //   Simd  _mlir_ciface_custom_cumsum_float32(in, out, acc)         prefix sum; acc: extra f64 buffer
 //   Simt  custom_widen_mul_int32(a, b) -> a * b                    int8 inputs widened by overrides
+//   Simd  _mlir_ciface_custom_add_reversed_<dtype>(src0, src1, dst) dst[i] = src0[n-1-i] + src1[n-1-i]
+//         cooperative: the CTA's threads split it, with a barrier between two phases
 #include "custom_op.h"
 
 // Integer arithmetic wraps (as Tritium's own integer ops): computed on the unsigned type.
@@ -143,3 +145,40 @@ extern "C" void _mlir_ciface_custom_cumsum_float32(memref_t<float, 1> *in, memre
 // ---------------------------------------------------------------------------
 
 extern "C" int32_t custom_widen_mul_int32(int32_t a, int32_t b) { return a * b; }
+
+// ---------------------------------------------------------------------------
+// add_reversed: a cooperative Simd op (custom_op.h's thread helpers). On CUDA every
+// thread of the CTA calls it with the same tiles in shared memory:
+//   phase 1: each thread adds its strided share of elements into dst;
+//   barrier: every thread's phase-1 writes are visible;
+//   phase 2: each thread swaps its share of pairs (i, n-1-i), reading elements that
+//            other threads wrote in phase 1.
+// On the CPU it is one call (index 0, count 1), which does all of both phases.
+// ---------------------------------------------------------------------------
+
+template <class T>
+static inline void add_reversed(memref_t<T, 1> *src0, memref_t<T, 1> *src1, memref_t<T, 1> *dst) {
+  const T *a = memref_data(src0);
+  const T *b = memref_data(src1);
+  T *out = memref_data(dst);
+  const int64_t n = dst->sizes[0];
+  const int64_t me = tritium_thread_index(), count = tritium_thread_count();
+  for (int64_t i = me; i < n; i += count)
+    out[i] = add_values(a[i], b[i]);
+  tritium_barrier();
+  for (int64_t i = me; i < n / 2; i += count) {
+    T x = out[i];
+    out[i] = out[n - 1 - i];
+    out[n - 1 - i] = x;
+  }
+  tritium_barrier();
+}
+
+#define DEFINE_ADD_REVERSED(NAME, T)                                           \
+  extern "C" void _mlir_ciface_custom_add_reversed_##NAME(                     \
+      memref_t<T, 1> *src0, memref_t<T, 1> *src1, memref_t<T, 1> *dst) {       \
+    add_reversed<T>(src0, src1, dst);                                          \
+  }
+
+DEFINE_ADD_REVERSED(int32, int32_t)
+DEFINE_ADD_REVERSED(float32, float)

@@ -12,6 +12,7 @@
 //! | `divmod` | Simt | `custom_divmod_int32`: two outs |
 //! | `divmod_simd` | Simd | `custom_divmod_int32`: two outs |
 //! | `scale` | Simd | `custom_scale_<dtype>_<rank>d`: the symbol depends on the rank |
+//! | `add_reversed` | Simd, cooperative | `custom_add_reversed_<dtype>`: the CTA's threads split it |
 
 use tritium::dsl::custom::{CustomArgs, CustomImpl};
 use tritium::dsl::ir::Bitcode;
@@ -229,4 +230,38 @@ pub fn custom_scale<T: Element>(
         let r = custom("scale", flat, out = zeros([M * N], v.dtype()));
         store(out + arange(0, M * N), r);
     }
+}
+
+/// Cooperative Simd: `_mlir_ciface_custom_add_reversed_<dtype>(a, b, out)`, `out[i] =
+/// a[n-1-i] + b[n-1-i]`. The C++ uses `custom_op.h`'s thread helpers, so on CUDA every
+/// thread of the CTA calls it and they split the work in two phases around a barrier.
+#[register_custom_op(core = Vector, pipe = PipeV, mode = Simd)]
+pub struct AddReversed;
+impl AddReversed {
+    fn init(args: &CustomArgs) -> Result<CustomImpl, String> {
+        args.expect_arity(2, 1)?;
+        let d = args.in_dtype(0)?;
+        args.expect_all_dtype(d)?;
+        if !matches!(d, DType::I32 | DType::F32) {
+            return Err(format!(
+                "no implementation for {d} (add.cpp has int32, float32)"
+            ));
+        }
+        Ok(CustomImpl::new(format!("custom_add_reversed_{}", d.str_name())).bitcode(add_bitcode()))
+    }
+}
+
+/// `out = reverse(a + b)` over `l` elements through the cooperative [`AddReversed`].
+#[kernel]
+pub fn custom_add_reversed<T: Element>(
+    output: Ptr<T>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    #[constexpr] l: usize,
+) {
+    let idx = arange(0, l);
+    let a = load(a + idx);
+    let b = load(b + idx);
+    let res = custom("add_reversed", a, b, out = zeros([l], a.dtype()));
+    store(output + idx, res);
 }

@@ -18,6 +18,61 @@ pub(crate) struct CustomEntry {
     pub function: String,
     /// Per element (Simt) or once per program with memref descriptors (Simd).
     pub per_element: bool,
+    /// A Simd entry that uses the thread helpers of `custom_op.h` ([`THREAD_HOOKS`]) or
+    /// NVVM thread intrinsics: on CUDA every thread of the CTA calls it.
+    pub cooperative: bool,
+}
+
+/// The thread helpers `custom_op.h` defines weakly: `int64_t tritium_thread_index()`,
+/// `int64_t tritium_thread_count()` and `void tritium_barrier()`. A Simd entry reaching
+/// any of them is cooperative; the CUDA emulator replaces their bodies.
+pub(crate) const THREAD_HOOKS: [&str; 3] = [
+    "tritium_thread_index",
+    "tritium_thread_count",
+    "tritium_barrier",
+];
+
+/// Whether `entry` (or any function of `lib` it calls, transitively) calls a thread
+/// helper or reads the CTA's thread index, size or barrier through NVVM intrinsics.
+fn is_cooperative(lib: &Module<'_>, entry: &str) -> bool {
+    let thread_intrinsic = |name: &str| {
+        THREAD_HOOKS.contains(&name)
+            || [
+                "llvm.nvvm.read.ptx.sreg.tid.",
+                "llvm.nvvm.read.ptx.sreg.ntid.",
+                "llvm.nvvm.barrier",
+                "llvm.nvvm.bar.",
+            ]
+            .iter()
+            .any(|p| name.starts_with(p))
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut todo: Vec<String> = vec![entry.to_string()];
+    while let Some(name) = todo.pop() {
+        if seen.contains(&name) {
+            continue;
+        }
+        let Some(func) = lib.get_function(&name) else {
+            continue;
+        };
+        seen.push(name);
+        for bb in func.get_basic_blocks() {
+            for inst in bb.get_instructions() {
+                let Ok(call) = inkwell::values::CallSiteValue::try_from(inst) else {
+                    continue;
+                };
+                let Some(callee) = call.get_called_fn_value() else {
+                    continue;
+                };
+                let callee = callee.get_name().to_string_lossy().into_owned();
+                if thread_intrinsic(&callee) {
+                    return true;
+                }
+                todo.push(callee);
+            }
+        }
+    }
+    false
 }
 
 /// The entry of every custom call in `f`, keyed by instruction address.
@@ -95,6 +150,9 @@ pub(crate) fn link_custom_code<'ctx>(
     link_custom_code_for(ctx, module, f, machine, BitcodeTarget::Host)
 }
 
+/// What the link step does to each library before linking it, besides [`prepare`].
+pub(crate) type LibHook<'a, 'ctx> = &'a dyn Fn(&Module<'ctx>) -> Result<(), String>;
+
 /// [`link_custom_code`] for `target`. Linking into an NVPTX module requires bitcode
 /// compiled for NVPTX.
 pub(crate) fn link_custom_code_for<'ctx>(
@@ -103,6 +161,19 @@ pub(crate) fn link_custom_code_for<'ctx>(
     f: &Function,
     machine: &TargetMachine,
     target: BitcodeTarget,
+) -> Result<CustomEntries, String> {
+    link_custom_code_with(ctx, module, f, machine, target, &|_| Ok(()))
+}
+
+/// [`link_custom_code_for`], with `each_lib` run on every library after its entries are
+/// resolved (the CUDA emulator defines the thread helpers there).
+pub(crate) fn link_custom_code_with<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    f: &Function,
+    machine: &TargetMachine,
+    target: BitcodeTarget,
+    each_lib: LibHook<'_, 'ctx>,
 ) -> Result<CustomEntries, String> {
     // Group calls by library so each is parsed and linked once.
     let mut libs: BTreeMap<&[u8], Vec<(&Inst, &CustomCall)>> = BTreeMap::new();
@@ -165,14 +236,17 @@ pub(crate) fn link_custom_code_for<'ctx>(
                 ));
             }
             needed.push(function.clone());
+            let cooperative = !per_element && is_cooperative(&lib, &function);
             entries.insert(
                 *inst as *const Inst,
                 CustomEntry {
                     function,
                     per_element,
+                    cooperative,
                 },
             );
         }
+        each_lib(&lib).map_err(|e| format!("{}: {e}", at(calls[0].0, calls[0].1)))?;
         prepare(&lib, module, &needed, machine)?;
         module.link_in_module(lib).map_err(|e| {
             format!(

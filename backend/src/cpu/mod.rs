@@ -25,7 +25,7 @@ use tritium_dsl::trace::Specialization;
 const CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg9-carried-sums-allnan-yield-prefetch"
+    "-llvm19-cg10-shared-llvm-semantics"
 );
 
 type EntryFn =

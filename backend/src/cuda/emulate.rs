@@ -7,6 +7,11 @@
 //! registers are read from an `EmuThread` array, `bar.sync` and `shfl.sync` call back
 //! into this file, and PTX `.approx` math uses the host's intrinsics. Programs run one
 //! after another (one shared-memory buffer); it is slow and meant for tests.
+//!
+//! Cooperative Simd custom ops call `custom_op.h`'s thread helpers, which the host
+//! bitcode defines weakly as 0, 1 and a no-op. The link step replaces their bodies with
+//! calls into this file ([`define_thread_hooks`]), which answer from the calling OS
+//! thread's [`EMU_THREAD`]: its GPU thread index, the CTA's size, and the CTA's barrier.
 
 use super::codegen::{
     self, EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
@@ -120,6 +125,70 @@ extern "C" fn emu_mma(
     s.barrier.wait();
 }
 
+thread_local! {
+    /// The emulated GPU thread this OS thread runs: (`%tid.x`, `%ntid.x`, the launch's
+    /// `EmuState`), set before it runs any program.
+    static EMU_THREAD: std::cell::Cell<(u32, u32, usize)> = const { std::cell::Cell::new((0, 1, 0)) };
+}
+
+extern "C" fn emu_thread_index() -> i64 {
+    EMU_THREAD.with(|t| t.get().0 as i64)
+}
+
+extern "C" fn emu_thread_count() -> i64 {
+    EMU_THREAD.with(|t| t.get().1 as i64)
+}
+
+extern "C" fn emu_thread_barrier() {
+    let state = EMU_THREAD.with(|t| t.get().2);
+    if state != 0 {
+        emu_barrier(state as *const EmuState);
+    }
+}
+
+/// Replaces the bodies of the thread helpers `lib` defines (`custom_op.h`'s weak
+/// `tritium_thread_index`, `tritium_thread_count`, `tritium_barrier`) with calls to the
+/// emulator's, by address: the kernel is compiled and run in this process.
+fn define_thread_hooks(lib: &inkwell::module::Module<'_>) -> Result<(), String> {
+    use crate::cpu::link::THREAD_HOOKS;
+    let hooks: [usize; 3] = [
+        emu_thread_index as *const () as usize,
+        emu_thread_count as *const () as usize,
+        emu_thread_barrier as *const () as usize,
+    ];
+    let ctx = lib.get_context();
+    for (name, addr) in THREAD_HOOKS.iter().zip(hooks) {
+        let Some(old) = lib.get_function(name) else {
+            continue;
+        };
+        if old.count_basic_blocks() == 0 {
+            continue;
+        }
+        let ty = old.get_type();
+        let new = lib.add_function(&format!("{name}.emulated"), ty, Some(old.get_linkage()));
+        let b = ctx.create_builder();
+        b.position_at_end(ctx.append_basic_block(new, ""));
+        let ptr = ctx.ptr_type(inkwell::AddressSpace::default());
+        let f = ctx
+            .i64_type()
+            .const_int(addr as u64, false)
+            .const_to_pointer(ptr);
+        let call = b
+            .build_indirect_call(ty, f, &[], "")
+            .map_err(|e| e.to_string())?;
+        match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => b.build_return(Some(&v)),
+            inkwell::values::ValueKind::Instruction(_) => b.build_return(None),
+        }
+        .map_err(|e| e.to_string())?;
+        old.replace_all_uses_with(new);
+        // SAFETY: every use of `old` now refers to `new`.
+        unsafe { old.delete() };
+        new.as_global_value().set_name(name);
+    }
+    Ok(())
+}
+
 type MemKey = (KernelKey, Specialization, u32);
 
 /// The emulated kernel for this launch, compiled once per process and `num_warps`.
@@ -166,7 +235,15 @@ pub(crate) fn compile(f: Function, num_warps: u32) -> Result<EmulatedKernel> {
     let module = ctx.create_module(&symbol);
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let customs = crate::cpu::link::link_custom_code(&ctx, &module, &f, &machine).map_err(err)?;
+    let customs = crate::cpu::link::link_custom_code_with(
+        &ctx,
+        &module,
+        &f,
+        &machine,
+        crate::cpu::link::BitcodeTarget::Host,
+        &define_thread_hooks,
+    )
+    .map_err(err)?;
     let g = codegen::generate(
         &ctx,
         &module,
@@ -224,7 +301,9 @@ impl EmulatedKernel {
         let entry = self.entry;
         std::thread::scope(|s| {
             for tid in 0..self.threads {
+                let threads = self.threads as u32;
                 s.spawn(move || {
+                    EMU_THREAD.with(|t| t.set((tid as u32, threads, state_addr)));
                     let mut words = [0u64; EMU_WORDS];
                     words[EMU_TID as usize] = tid as u64;
                     let n = EMU_NCTAID as usize;

@@ -3,12 +3,10 @@
 //! of the out shape (inputs broadcast), in a loop LLVM vectorizes after inlining it.
 
 use super::{Gen, Lv};
-use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, FloatType};
-use inkwell::values::{
-    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, IntValue, PointerValue,
-};
+use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::AddressSpace;
-use tritium_dsl::ir::{CustomCall, DType, Elem, Inst, Op, Type, Value};
+use tritium_dsl::ir::{CustomCall, Elem, Inst, Op, Type, Value};
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     pub(super) fn custom(&mut self, inst: &'f Inst) {
@@ -62,82 +60,24 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .collect()
     }
 
-    fn bf16_type(&self) -> FloatType<'ctx> {
-        // SAFETY: LLVMBFloatTypeInContext returns a valid float type of this context.
-        unsafe { FloatType::new(llvm_sys::core::LLVMBFloatTypeInContext(self.ctx.raw())) }
-    }
-
     /// The LLVM type of a C argument of element `e` (`_Float16` → half, `__bf16` → bfloat).
     fn c_ty(&self, e: Elem) -> BasicTypeEnum<'ctx> {
-        match e {
-            Elem::Ptr(_) => self.ctx.ptr_type(AddressSpace::default()).into(),
-            Elem::Scalar(DType::F16) => self.ctx.f16_type().into(),
-            Elem::Scalar(DType::BF16) => self.bf16_type().into(),
-            Elem::Scalar(d) => self.compute_ty(d),
-        }
+        self.emit().c_ty(e)
     }
 
     fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
-        match e {
-            Elem::Scalar(DType::F16) => self
-                .b
-                .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")
-                .unwrap()
-                .into(),
-            Elem::Scalar(DType::BF16) => {
-                let bits = self.to_storage(v, e);
-                self.b.build_bit_cast(bits, self.bf16_type(), "").unwrap()
-            }
-            _ => v,
-        }
+        self.emit().encode_c(v, e)
     }
 
     fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
-        match e {
-            Elem::Scalar(DType::F16) => self
-                .b
-                .build_float_ext(v.into_float_value(), self.ctx.f32_type(), "")
-                .unwrap()
-                .into(),
-            Elem::Scalar(DType::BF16) => {
-                let bits = self.b.build_bit_cast(v, self.ctx.i16_type(), "").unwrap();
-                self.decode_storage(bits, e)
-            }
-            _ => v,
-        }
+        self.emit().decode_c(v, e)
     }
 
     /// A `memref_t<T, R>` descriptor of a row-major buffer (offset 0, allocated == aligned).
     fn memref(&self, buf: PointerValue<'ctx>, shape: &[usize]) -> PointerValue<'ctx> {
-        let (ptr, i64t) = (
-            self.ctx.ptr_type(AddressSpace::default()),
-            self.ctx.i64_type(),
-        );
-        let mut fields: Vec<BasicTypeEnum> = vec![ptr.into(), ptr.into(), i64t.into()];
-        if !shape.is_empty() {
-            let arr: BasicTypeEnum = i64t.array_type(shape.len() as u32).into();
-            fields.push(arr);
-            fields.push(arr);
-        }
-        let st = self.ctx.struct_type(&fields, false);
+        let st = self.emit().memref_type(shape.len());
         let desc = self.entry_alloca(st.as_basic_type_enum());
-        let field = |k: u32| self.b.build_struct_gep(st, desc, k, "").unwrap();
-        self.b.build_store(field(0), buf).unwrap();
-        self.b.build_store(field(1), buf).unwrap();
-        self.b.build_store(field(2), i64t.const_zero()).unwrap();
-        for (d, n) in shape.iter().enumerate() {
-            let stride: usize = shape[d + 1..].iter().product();
-            for (k, v) in [(3, *n), (4, stride)] {
-                let arr = i64t.array_type(shape.len() as u32);
-                // SAFETY (of the generated code): `d` < rank, the array's length.
-                let p = unsafe {
-                    self.b
-                        .build_gep(arr, field(k), &[self.i64c(0), self.i64c(d as u64)], "")
-                        .unwrap()
-                };
-                self.b.build_store(p, self.i64c(v as u64)).unwrap();
-            }
-        }
+        self.emit().fill_memref(desc, buf, shape);
         desc
     }
 
@@ -148,21 +88,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         params: &[BasicTypeEnum<'ctx>],
         what: &str,
     ) -> Result<(), String> {
-        let md: Vec<BasicMetadataTypeEnum> = params.iter().map(|t| (*t).into()).collect();
-        let want = match ret {
-            Some(r) => r.fn_type(&md, false),
-            None => self.ctx.void_type().fn_type(&md, false),
-        };
-        let have = func.get_type();
-        if have == want {
-            return Ok(());
-        }
-        Err(format!(
-            "`{}` has type `{}` but the call needs `{}` ({what})",
-            func.get_name().to_string_lossy(),
-            have.print_to_string().to_string(),
-            want.print_to_string().to_string()
-        ))
+        self.emit().check_signature(func, ret, params, what)
     }
 
     fn call(
@@ -170,20 +96,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         func: FunctionValue<'ctx>,
         args: &[BasicValueEnum<'ctx>],
     ) -> Option<BasicValueEnum<'ctx>> {
-        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
-        let call = self.b.build_call(func, &args, "").unwrap();
-        // Carry the callee's zeroext/signext so small integers are extended as C expects.
-        for k in 0..func.count_params() {
-            for a in func.attributes(inkwell::attributes::AttributeLoc::Param(k)) {
-                if a.is_enum() {
-                    call.add_attribute(inkwell::attributes::AttributeLoc::Param(k), a);
-                }
-            }
-        }
-        match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => Some(v),
-            inkwell::values::ValueKind::Instruction(_) => None,
-        }
+        self.emit().call(func, args)
     }
 
     fn bind_result(&mut self, r: Value, buf: PointerValue<'ctx>) {

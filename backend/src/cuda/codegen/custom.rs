@@ -3,14 +3,16 @@
 //! - Simt: every thread calls `<symbol>` once per element it holds of the out shape
 //!   (inputs broadcast to it through shared memory when their shape differs).
 //! - Simd (and the builtins): the call's tiles are laid out row-major in shared memory,
-//!   thread 0 calls `_mlir_ciface_<symbol>` with memref descriptors of them, and every
-//!   thread reads the outs back. Barriers fence the call on both sides.
+//!   `_mlir_ciface_<symbol>` is called with memref descriptors of them, and every
+//!   thread reads the outs back. Barriers fence the call on both sides. A cooperative
+//!   entry (one that uses `custom_op.h`'s thread helpers, `CustomEntry::cooperative`) is
+//!   called by every thread of the CTA, which split the work; any other by thread 0.
 
 use super::Gen;
-use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, FloatType};
-use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FunctionValue, PointerValue};
+use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::{BasicValueEnum, FunctionValue, PointerValue};
 use inkwell::AddressSpace;
-use tritium_dsl::ir::{CustomCall, DType, Elem, Inst, Op, Type, Value};
+use tritium_dsl::ir::{CustomCall, Elem, Inst, Op, Type, Value};
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     pub(super) fn custom(&mut self, inst: &'f Inst) {
@@ -23,7 +25,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .and_then(|e| self.module.get_function(&e.function));
         let result = match (entry, func) {
             (Some(e), Some(func)) if e.per_element => self.custom_simt(inst, c, func),
-            (Some(_), Some(func)) => self.custom_simd(inst, c, func),
+            (Some(e), Some(func)) => self.custom_simd(inst, c, func, e.cooperative),
             _ => Err("internal: the call was not linked".to_string()),
         };
         if let Err(m) = result {
@@ -148,6 +150,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         inst: &Inst,
         c: &CustomCall,
         func: FunctionValue<'ctx>,
+        cooperative: bool,
     ) -> Result<(), String> {
         let generic: BasicTypeEnum = self.ctx.ptr_type(AddressSpace::default()).into();
         // Byte offsets of each tile in shared memory: ins, outs, extra buffers.
@@ -185,6 +188,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (v, offset) in &layout {
             self.spill_storage(*v, *offset);
         }
+        let first = self.is_thread_zero();
+        if !extra.is_empty() {
+            self.when(Some(first), &mut |g| {
+                for (at, bytes) in &extra {
+                    let p = g.shared_byte(*at);
+                    let n = g.ctx.i64_type().const_int(*bytes as u64, false);
+                    g.b.build_memset(p, 1, g.ctx.i8_type().const_zero(), n)
+                        .unwrap();
+                }
+            });
+        }
         self.barrier();
         let mut types = Vec::new();
         let mut arg_parts = Vec::new();
@@ -216,14 +230,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             &types,
             "Simd: `void _mlir_ciface_<symbol>(memref_t<T, R>* ins…, outs…, extra…)`",
         )?;
-        let first = self.is_thread_zero();
-        self.when(Some(first), &mut |g| {
-            for (at, bytes) in &extra {
-                let p = g.shared_byte(*at);
-                let n = g.ctx.i64_type().const_int(*bytes as u64, false);
-                g.b.build_memset(p, 1, g.ctx.i8_type().const_zero(), n)
-                    .unwrap();
-            }
+        // Every thread calls a cooperative entry (with its own copy of the same
+        // descriptors); thread 0 alone calls any other.
+        let caller = (!cooperative).then_some(first);
+        self.when(caller, &mut |g| {
             let args: Vec<BasicValueEnum<'ctx>> = arg_parts
                 .iter()
                 .map(|part| match part {
@@ -320,89 +330,26 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     fn memref(&self, buf: PointerValue<'ctx>, shape: &[usize]) -> PointerValue<'ctx> {
-        let (ptr, i64t) = (
-            self.ctx.ptr_type(AddressSpace::default()),
-            self.ctx.i64_type(),
-        );
-        let mut fields: Vec<BasicTypeEnum> = vec![ptr.into(), ptr.into(), i64t.into()];
-        if !shape.is_empty() {
-            let arr: BasicTypeEnum = i64t.array_type(shape.len() as u32).into();
-            fields.push(arr);
-            fields.push(arr);
-        }
-        let st = self.ctx.struct_type(&fields, false);
+        let st = self.emit().memref_type(shape.len());
         let desc = self.entry_alloca(st.as_basic_type_enum());
-        let field = |k: u32| self.b.build_struct_gep(st, desc, k, "").unwrap();
-        self.b.build_store(field(0), buf).unwrap();
-        self.b.build_store(field(1), buf).unwrap();
-        self.b.build_store(field(2), i64t.const_zero()).unwrap();
-        for (d, n) in shape.iter().enumerate() {
-            let stride: usize = shape[d + 1..].iter().product();
-            for (k, v) in [(3, *n), (4, stride)] {
-                let arr = i64t.array_type(shape.len() as u32);
-                // SAFETY (of the generated code): `d` indexes the R-element arrays.
-                let p = unsafe {
-                    self.b
-                        .build_gep(
-                            arr,
-                            field(k),
-                            &[i64t.const_zero(), i64t.const_int(d as u64, false)],
-                            "",
-                        )
-                        .unwrap()
-                };
-                self.b
-                    .build_store(p, i64t.const_int(v as u64, false))
-                    .unwrap();
-            }
-        }
+        self.emit().fill_memref(desc, buf, shape);
         desc
-    }
-
-    fn bf16_type(&self) -> FloatType<'ctx> {
-        // SAFETY: LLVMBFloatTypeInContext returns a valid float type of this context.
-        unsafe { FloatType::new(llvm_sys::core::LLVMBFloatTypeInContext(self.ctx.raw())) }
     }
 
     /// The LLVM type of a C argument of element `e` (`_Float16` → half, `__bf16` → bfloat).
     fn c_ty(&self, e: Elem) -> BasicTypeEnum<'ctx> {
-        match e {
-            Elem::Ptr(_) => self.ctx.ptr_type(AddressSpace::default()).into(),
-            Elem::Scalar(DType::F16) => self.ctx.f16_type().into(),
-            Elem::Scalar(DType::BF16) => self.bf16_type().into(),
-            Elem::Scalar(d) => self.compute_ty(d),
-        }
+        self.emit().c_ty(e)
     }
 
     fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
         match e {
-            Elem::Scalar(DType::F16) => self
-                .b
-                .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")
-                .unwrap()
-                .into(),
-            Elem::Scalar(DType::BF16) => {
-                let bits = self.to_storage(v, e);
-                self.b.build_bit_cast(bits, self.bf16_type(), "").unwrap()
-            }
             Elem::Ptr(_) => self.generic(v.into_pointer_value()).into(),
-            _ => v,
+            _ => self.emit().encode_c(v, e),
         }
     }
 
     fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
-        match e {
-            Elem::Scalar(DType::F16) => self
-                .b
-                .build_float_ext(v.into_float_value(), self.ctx.f32_type(), "")
-                .unwrap()
-                .into(),
-            Elem::Scalar(DType::BF16) => {
-                let bits = self.b.build_bit_cast(v, self.ctx.i16_type(), "").unwrap();
-                self.decode_storage(bits, e)
-            }
-            _ => v,
-        }
+        self.emit().decode_c(v, e)
     }
 
     fn check_signature(
@@ -412,21 +359,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         params: &[BasicTypeEnum<'ctx>],
         what: &str,
     ) -> Result<(), String> {
-        let md: Vec<BasicMetadataTypeEnum> = params.iter().map(|t| (*t).into()).collect();
-        let want = match ret {
-            Some(r) => r.fn_type(&md, false),
-            None => self.ctx.void_type().fn_type(&md, false),
-        };
-        let have = func.get_type();
-        if have == want {
-            return Ok(());
-        }
-        Err(format!(
-            "`{}` has type `{}` but the call needs `{}` ({what})",
-            func.get_name().to_string_lossy(),
-            have.print_to_string(),
-            want.print_to_string()
-        ))
+        self.emit().check_signature(func, ret, params, what)
     }
 
     fn call(
@@ -434,18 +367,6 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         func: FunctionValue<'ctx>,
         args: &[BasicValueEnum<'ctx>],
     ) -> Option<BasicValueEnum<'ctx>> {
-        let args: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
-        let call = self.b.build_call(func, &args, "").unwrap();
-        for k in 0..func.count_params() {
-            for a in func.attributes(inkwell::attributes::AttributeLoc::Param(k)) {
-                if a.is_enum() {
-                    call.add_attribute(inkwell::attributes::AttributeLoc::Param(k), a);
-                }
-            }
-        }
-        match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => Some(v),
-            inkwell::values::ValueKind::Instruction(_) => None,
-        }
+        self.emit().call(func, args)
     }
 }

@@ -11,7 +11,9 @@
 //! loads see them).
 
 use super::Gen;
-use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
+use inkwell::values::{
+    AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,
+};
 use inkwell::{AtomicOrdering, AtomicRMWBinOp, IntPredicate};
 use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op};
 
@@ -231,8 +233,8 @@ impl<'ctx> Gen<'ctx, '_> {
         self.define(r, olds);
     }
 
-    /// `atomicrmw` for integers and exchanges; a compare-exchange loop on the bits for float
-    /// add/max/min (maxnum/minnum semantics, as on the CPU).
+    /// `atomicrmw`: integer ops, and for floats `fadd`, `fmax`, `fmin` (maxnum/minnum
+    /// semantics, as on the CPU) and `xchg`.
     fn rmw(
         &mut self,
         op: AtomicOp,
@@ -257,45 +259,31 @@ impl<'ctx> Gen<'ctx, '_> {
                 .unwrap()
                 .into();
         }
-        let it = if d == DType::F64 {
-            self.ctx.i64_type()
-        } else {
-            self.ctx.i32_type()
+        // Floats: `atomicrmw fadd/fmax/fmin/xchg` (inkwell's builder takes integers only).
+        // NVPTX selects `atom.global.add.f32`/`.f64` (or `red.` when the old value is
+        // unused) and expands what PTX lacks (fmax/fmin before sm_90) into a CAS loop,
+        // as the host does for the emulator. `fmax`/`fmin` are maxnum/minnum, as on
+        // the CPU.
+        use llvm_sys::LLVMAtomicRMWBinOp as R;
+        let rop = match op {
+            AtomicOp::Add => R::LLVMAtomicRMWBinOpFAdd,
+            AtomicOp::Max => R::LLVMAtomicRMWBinOpFMax,
+            AtomicOp::Min => R::LLVMAtomicRMWBinOpFMin,
+            AtomicOp::Xchg => R::LLVMAtomicRMWBinOpXchg,
         };
-        let ft = self.compute_ty(d);
-        let vbits = bl.build_bit_cast(v, it, "").unwrap().into_int_value();
-        if op == AtomicOp::Xchg {
-            let old = bl
-                .build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq)
-                .unwrap();
-            return bl.build_bit_cast(old, ft, "").unwrap();
+        // SAFETY: the builder is positioned in a function; `p` points to a float of
+        // `v`'s type in global memory, and LLVM 19 accepts these ops on float operands.
+        unsafe {
+            let r = llvm_sys::core::LLVMBuildAtomicRMW(
+                bl.as_mut_ptr(),
+                rop,
+                p.as_value_ref(),
+                v.as_value_ref(),
+                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingSequentiallyConsistent,
+                0,
+            );
+            BasicValueEnum::new(r)
         }
-        let pre = bl.get_insert_block().unwrap();
-        let init = bl.build_load(it, p, "").unwrap().into_int_value();
-        let header = self.ctx.append_basic_block(self.func, "cas");
-        let exit = self.ctx.append_basic_block(self.func, "cas.done");
-        bl.build_unconditional_branch(header).unwrap();
-        bl.position_at_end(header);
-        let phi = bl.build_phi(it, "seen").unwrap();
-        phi.add_incoming(&[(&init, pre)]);
-        let seen = phi.as_basic_value().into_int_value();
-        let old_f = bl.build_bit_cast(seen, ft, "").unwrap();
-        let new_f = match op {
-            AtomicOp::Add => bl
-                .build_float_add(old_f.into_float_value(), v.into_float_value(), "")
-                .unwrap()
-                .into(),
-            AtomicOp::Max => self.intrinsic("llvm.maxnum", &[ft], &[old_f, v]),
-            _ => self.intrinsic("llvm.minnum", &[ft], &[old_f, v]),
-        };
-        let new_bits = bl.build_bit_cast(new_f, it, "").unwrap().into_int_value();
-        let r = bl.build_cmpxchg(p, seen, new_bits, seq, seq).unwrap();
-        let got = bl.build_extract_value(r, 0, "").unwrap().into_int_value();
-        let ok = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
-        phi.add_incoming(&[(&got, bl.get_insert_block().unwrap())]);
-        bl.build_conditional_branch(ok, exit, header).unwrap();
-        bl.position_at_end(exit);
-        bl.build_bit_cast(seen, ft, "").unwrap()
     }
 
     /// `tid == 0`.

@@ -1,35 +1,29 @@
-//! LLVM types of IR dtypes, as on the CPU (copied from `cpu/codegen/types.rs`): the
+//! LLVM types of IR dtypes (the shared `crate::llvm` forms, as on the CPU): the
 //! *compute* form values have in registers and the *storage* form they have in memory.
 //! f16/bf16 compute in f32 and are rounded after every op. Pointers are global
 //! (`addrspace(1)`), so loads and stores through them are `ld.global`/`st.global`.
 
 use super::Gen;
 use inkwell::types::BasicTypeEnum;
-use inkwell::values::{BasicValueEnum, FloatValue};
-use inkwell::{FloatPredicate, IntPredicate};
+use inkwell::values::BasicValueEnum;
 use tritium_dsl::ir::{DType, Elem};
 
 impl<'ctx> Gen<'ctx, '_> {
-    pub(super) fn compute_ty(&self, d: DType) -> BasicTypeEnum<'ctx> {
-        let c = self.ctx;
-        match d {
-            DType::Bool => c.bool_type().into(),
-            DType::I8 | DType::U8 => c.i8_type().into(),
-            DType::I16 | DType::U16 => c.i16_type().into(),
-            DType::I32 | DType::U32 => c.i32_type().into(),
-            DType::I64 | DType::U64 => c.i64_type().into(),
-            DType::F16 | DType::BF16 | DType::F32 => c.f32_type().into(),
-            DType::F64 => c.f64_type().into(),
+    /// The shared emitter of scalar semantics at this generator's builder.
+    pub(super) fn emit(&self) -> crate::llvm::Emit<'_, 'ctx> {
+        crate::llvm::Emit {
+            ctx: self.ctx,
+            b: self.b,
+            module: self.module,
         }
     }
 
+    pub(super) fn compute_ty(&self, d: DType) -> BasicTypeEnum<'ctx> {
+        self.emit().compute_ty(d)
+    }
+
     pub(super) fn storage_ty(&self, d: DType) -> BasicTypeEnum<'ctx> {
-        let c = self.ctx;
-        match d {
-            DType::Bool => c.i8_type().into(),
-            DType::F16 | DType::BF16 => c.i16_type().into(),
-            d => self.compute_ty(d),
-        }
+        self.emit().storage_ty(d)
     }
 
     pub(super) fn elem_compute_ty(&self, e: Elem) -> BasicTypeEnum<'ctx> {
@@ -41,95 +35,16 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Converts a compute value to its memory form.
     pub(super) fn to_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
-        let b = self.b;
-        match e {
-            Elem::Scalar(DType::Bool) => b
-                .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")
-                .unwrap()
-                .into(),
-            Elem::Scalar(DType::F16) => {
-                let h = b
-                    .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")
-                    .unwrap();
-                b.build_bit_cast(h, self.ctx.i16_type(), "").unwrap()
-            }
-            Elem::Scalar(DType::BF16) => self.f32_to_bf16_bits(v.into_float_value()).into(),
-            _ => v,
-        }
+        self.emit().to_storage(v, e)
     }
 
     /// Converts a memory value to its compute form.
     pub(super) fn decode_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
-        let b = self.b;
-        match e {
-            Elem::Scalar(DType::Bool) => b
-                .build_int_compare(
-                    IntPredicate::NE,
-                    v.into_int_value(),
-                    self.ctx.i8_type().const_zero(),
-                    "",
-                )
-                .unwrap()
-                .into(),
-            Elem::Scalar(DType::F16) => {
-                let h = b
-                    .build_bit_cast(v, self.ctx.f16_type(), "")
-                    .unwrap()
-                    .into_float_value();
-                b.build_float_ext(h, self.ctx.f32_type(), "")
-                    .unwrap()
-                    .into()
-            }
-            Elem::Scalar(DType::BF16) => {
-                let w = b
-                    .build_int_z_extend(v.into_int_value(), self.ctx.i32_type(), "")
-                    .unwrap();
-                let w = b
-                    .build_left_shift(w, self.ctx.i32_type().const_int(16, false), "")
-                    .unwrap();
-                b.build_bit_cast(w, self.ctx.f32_type(), "").unwrap()
-            }
-            _ => v,
-        }
+        self.emit().decode_storage(v, e)
     }
 
     /// Rounds an f32 compute value to the precision of `d` (identity unless f16/bf16).
     pub(super) fn round_to(&self, v: BasicValueEnum<'ctx>, d: DType) -> BasicValueEnum<'ctx> {
-        match d {
-            DType::F16 | DType::BF16 => {
-                let s = self.to_storage(v, Elem::Scalar(d));
-                self.decode_storage(s, Elem::Scalar(d))
-            }
-            _ => v,
-        }
-    }
-
-    /// f32 → bf16 bits with round-to-nearest-even; NaN stays a quiet NaN.
-    fn f32_to_bf16_bits(&self, v: FloatValue<'ctx>) -> inkwell::values::IntValue<'ctx> {
-        let (b, i32t) = (self.b, self.ctx.i32_type());
-        let bits = b.build_bit_cast(v, i32t, "").unwrap().into_int_value();
-        let lsb = b
-            .build_right_shift(bits, i32t.const_int(16, false), false, "")
-            .unwrap();
-        let lsb = b.build_and(lsb, i32t.const_int(1, false), "").unwrap();
-        let bias = b
-            .build_int_add(lsb, i32t.const_int(0x7fff, false), "")
-            .unwrap();
-        let rounded = b.build_int_add(bits, bias, "").unwrap();
-        let rounded = b
-            .build_right_shift(rounded, i32t.const_int(16, false), false, "")
-            .unwrap();
-        let is_nan = b
-            .build_float_compare(FloatPredicate::UNO, v, v, "")
-            .unwrap();
-        let nan = b
-            .build_right_shift(bits, i32t.const_int(16, false), false, "")
-            .unwrap();
-        let nan = b.build_or(nan, i32t.const_int(0x40, false), "").unwrap();
-        let r = b
-            .build_select(is_nan, nan, rounded, "")
-            .unwrap()
-            .into_int_value();
-        b.build_int_truncate(r, self.ctx.i16_type(), "").unwrap()
+        self.emit().round_to(v, d)
     }
 }

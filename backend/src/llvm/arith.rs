@@ -1,0 +1,130 @@
+//! Binary ops on one element of a dtype, with Tritium's integer rules (no UB: `x / 0 == 0`,
+//! `x % 0 == 0`, `MIN / -1` wraps, shift amounts modulo the width), and integer unary ops.
+
+use super::Emit;
+use inkwell::values::BasicValueEnum;
+use inkwell::IntPredicate;
+use tritium_dsl::ir::{BinOp, DType, UnOp};
+
+impl<'ctx> Emit<'_, 'ctx> {
+    /// `a op b` for two lanes of dtype `d`.
+    pub(crate) fn binary(
+        &self,
+        op: BinOp,
+        d: DType,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        if d.is_float() {
+            let (x, y) = (a.into_float_value(), b.into_float_value());
+            let t = self.compute_ty(d);
+            let v: BasicValueEnum = match op {
+                BinOp::Add => bl.build_float_add(x, y, "").unwrap().into(),
+                BinOp::Sub => bl.build_float_sub(x, y, "").unwrap().into(),
+                BinOp::Mul => bl.build_float_mul(x, y, "").unwrap().into(),
+                BinOp::Div => bl.build_float_div(x, y, "").unwrap().into(),
+                BinOp::Rem => bl.build_float_rem(x, y, "").unwrap().into(),
+                BinOp::Max => self.intrinsic("llvm.maxnum", &[t], &[a, b]),
+                BinOp::Min => self.intrinsic("llvm.minnum", &[t], &[a, b]),
+                _ => unreachable!("verifier rejects bit ops on floats"),
+            };
+            return self.round_to(v, d);
+        }
+        let (x, y) = (a.into_int_value(), b.into_int_value());
+        let it = x.get_type();
+        let signed = d.is_signed_int();
+        match op {
+            BinOp::Add => bl.build_int_add(x, y, "").unwrap().into(),
+            BinOp::Sub => bl.build_int_sub(x, y, "").unwrap().into(),
+            BinOp::Mul => bl.build_int_mul(x, y, "").unwrap().into(),
+            BinOp::And => bl.build_and(x, y, "").unwrap().into(),
+            BinOp::Or => bl.build_or(x, y, "").unwrap().into(),
+            BinOp::Xor => bl.build_xor(x, y, "").unwrap().into(),
+            BinOp::Shl | BinOp::Shr => {
+                let amount = bl
+                    .build_and(y, it.const_int(d.bits() as u64 - 1, false), "")
+                    .unwrap();
+                if op == BinOp::Shl {
+                    bl.build_left_shift(x, amount, "").unwrap().into()
+                } else {
+                    bl.build_right_shift(x, amount, signed, "").unwrap().into()
+                }
+            }
+            BinOp::Max => self.intrinsic(
+                if signed { "llvm.smax" } else { "llvm.umax" },
+                &[it.into()],
+                &[a, b],
+            ),
+            BinOp::Min => self.intrinsic(
+                if signed { "llvm.smin" } else { "llvm.umin" },
+                &[it.into()],
+                &[a, b],
+            ),
+            BinOp::Div | BinOp::Rem => {
+                // x / 0 == 0, x % 0 == 0, MIN / -1 == MIN (wrapping): never UB.
+                let zero = it.const_zero();
+                let one = it.const_int(1, false);
+                let is_zero = bl.build_int_compare(IntPredicate::EQ, y, zero, "").unwrap();
+                let mut safe = bl
+                    .build_select(is_zero, one, y, "")
+                    .unwrap()
+                    .into_int_value();
+                let mut is_neg_one = None;
+                if signed {
+                    let m1 = it.const_all_ones();
+                    let n1 = bl
+                        .build_int_compare(IntPredicate::EQ, safe, m1, "")
+                        .unwrap();
+                    safe = bl.build_select(n1, one, safe, "").unwrap().into_int_value();
+                    is_neg_one = Some(n1);
+                }
+                let q = match (op, signed) {
+                    (BinOp::Div, true) => bl.build_int_signed_div(x, safe, "").unwrap(),
+                    (BinOp::Div, false) => bl.build_int_unsigned_div(x, safe, "").unwrap(),
+                    (_, true) => bl.build_int_signed_rem(x, safe, "").unwrap(),
+                    (_, false) => bl.build_int_unsigned_rem(x, safe, "").unwrap(),
+                };
+                let q = match is_neg_one {
+                    Some(n1) => {
+                        let alt = if op == BinOp::Div {
+                            bl.build_int_sub(zero, x, "").unwrap()
+                        } else {
+                            zero
+                        };
+                        bl.build_select(n1, alt, q, "").unwrap().into_int_value()
+                    }
+                    None => q,
+                };
+                bl.build_select(is_zero, zero, q, "").unwrap()
+            }
+        }
+    }
+
+    /// `op x` for an integer (or bool) `x` of dtype `d`: wrapping negation, bitwise not,
+    /// absolute value (wrapping at MIN).
+    pub(crate) fn int_unary(
+        &self,
+        op: UnOp,
+        d: DType,
+        x: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        let t = self.compute_ty(d);
+        let i = x.into_int_value();
+        match op {
+            UnOp::Neg => bl
+                .build_int_sub(i.get_type().const_zero(), i, "")
+                .unwrap()
+                .into(),
+            UnOp::Not => bl.build_not(i, "").unwrap().into(),
+            UnOp::Abs if d.is_signed_int() => self.intrinsic(
+                "llvm.abs",
+                &[t],
+                &[x, self.ctx.bool_type().const_zero().into()],
+            ),
+            UnOp::Abs => x,
+            _ => unreachable!("the tracer casts integers to f32 for float-only ops"),
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Casts between dtypes with Rust `as` semantics: float → int saturates (NaN → 0), results
+//! in f16/bf16 are rounded, anything → bool is `!= 0`.
+
+use super::Emit;
+use inkwell::values::BasicValueEnum;
+use inkwell::{FloatPredicate, IntPredicate};
+use tritium_dsl::ir::DType;
+
+impl<'ctx> Emit<'_, 'ctx> {
+    /// Converts a compute value of dtype `from` to dtype `to` (Rust `as` semantics).
+    pub(crate) fn cast(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        from: DType,
+        to: DType,
+    ) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        if from == to {
+            return v;
+        }
+        let tt = self.compute_ty(to);
+        if to.is_bool() {
+            return if from.is_float() {
+                let z = v.into_float_value().get_type().const_zero();
+                bl.build_float_compare(FloatPredicate::UNE, v.into_float_value(), z, "")
+                    .unwrap()
+                    .into()
+            } else {
+                let z = v.into_int_value().get_type().const_zero();
+                bl.build_int_compare(IntPredicate::NE, v.into_int_value(), z, "")
+                    .unwrap()
+                    .into()
+            };
+        }
+        match (from.is_float(), to.is_float()) {
+            (false, false) => {
+                let signed = from.is_signed_int();
+                bl.build_int_cast_sign_flag(v.into_int_value(), tt.into_int_type(), signed, "")
+                    .unwrap()
+                    .into()
+            }
+            (false, true) => {
+                let ft = tt.into_float_type();
+                let f = if from.is_signed_int() {
+                    bl.build_signed_int_to_float(v.into_int_value(), ft, "")
+                        .unwrap()
+                } else {
+                    bl.build_unsigned_int_to_float(v.into_int_value(), ft, "")
+                        .unwrap()
+                };
+                self.round_to(f.into(), to)
+            }
+            (true, false) => {
+                let name = if to.is_signed_int() {
+                    "llvm.fptosi.sat"
+                } else {
+                    "llvm.fptoui.sat"
+                };
+                self.intrinsic(name, &[tt, v.get_type()], &[v])
+            }
+            (true, true) => {
+                let f = v.into_float_value();
+                let ft = tt.into_float_type();
+                let w = if f.get_type() == ft {
+                    f
+                } else if to == DType::F64 {
+                    bl.build_float_ext(f, ft, "").unwrap()
+                } else {
+                    bl.build_float_trunc(f, ft, "").unwrap()
+                };
+                self.round_to(w.into(), to)
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Target-independent LLVM emission of Tritium's scalar semantics, shared by the CPU
+//! (`cpu/codegen`) and CUDA (`cuda/codegen`) code generators: one concept per file.
+//!
+//! - `types`: the compute and storage forms of dtypes, f16/bf16 rounding;
+//! - `constant`: constants in compute form;
+//! - `arith`: binary ops (integer ops without UB) and integer unary ops;
+//! - `compare`: comparisons;
+//! - `cast`: casts (saturating float → int, rounding to f16/bf16);
+//! - `exp`: the f32 `exp` polynomial both targets use;
+//! - `c_abi`: the C side of custom-op calls (argument types, `memref_t`, calls).
+//!
+//! Each generator keeps thin methods that forward to [`Emit`], built from its context,
+//! builder and module; what differs per target (transcendental functions, pointers'
+//! address spaces, memory) stays in the generators.
+
+mod arith;
+mod c_abi;
+mod cast;
+mod compare;
+mod constant;
+mod exp;
+mod types;
+
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::intrinsics::Intrinsic;
+use inkwell::module::Module;
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::BasicValueEnum;
+
+/// Emits scalar semantics at the builder's position.
+pub(crate) struct Emit<'a, 'ctx> {
+    /// The LLVM context.
+    pub ctx: &'ctx Context,
+    /// The builder, positioned where the code goes.
+    pub b: &'a Builder<'ctx>,
+    /// The module intrinsics are declared in.
+    pub module: &'a Module<'ctx>,
+}
+
+impl<'ctx> Emit<'_, 'ctx> {
+    /// Calls an overloaded LLVM intrinsic.
+    pub(crate) fn intrinsic(
+        &self,
+        name: &str,
+        overload: &[BasicTypeEnum<'ctx>],
+        args: &[BasicValueEnum<'ctx>],
+    ) -> BasicValueEnum<'ctx> {
+        let i = Intrinsic::find(name).unwrap_or_else(|| panic!("LLVM 19 has intrinsic {name}"));
+        let decl = i
+            .get_declaration(self.module, overload)
+            .expect("intrinsic declaration");
+        let args: Vec<_> = args.iter().map(|a| (*a).into()).collect();
+        match self
+            .b
+            .build_call(decl, &args, "")
+            .unwrap()
+            .try_as_basic_value()
+        {
+            inkwell::values::ValueKind::Basic(v) => v,
+            inkwell::values::ValueKind::Instruction(_) => {
+                panic!("intrinsic {name} returns a value")
+            }
+        }
+    }
+}
