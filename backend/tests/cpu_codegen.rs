@@ -747,6 +747,18 @@ where
             "interpreter: {case}"
         );
         assert_eq!(got, want, "compiled: {case}");
+        // The CUDA lowering counts the same way (run on the emulator).
+        let mut emulated = (vec![-1i32], vec![T::default()]);
+        {
+            let mut args = KernelArgs::new();
+            args.ptr("count", &mut emulated.0[..]);
+            args.ptr("last", &mut emulated.1[..]);
+            args.scalar("lo", lo);
+            args.scalar("hi", hi);
+            args.scalar("step", step);
+            tritium_backend::cuda::run_emulated(&f, Grid([1, 1, 1]), &args, 1).unwrap();
+        }
+        assert_eq!(emulated, want, "CUDA emulator: {case}");
     }
 }
 
@@ -795,7 +807,7 @@ fn nan_pattern(r: usize, i: usize, k: usize) -> f64 {
     let v = (i as f64 * 0.37).sin() * 10.0 + r as f64;
     match r % NAN_PATTERNS {
         0 => f64::NAN,
-        1 if i % 2 == 0 => f64::NAN,
+        1 if i.is_multiple_of(2) => f64::NAN,
         1 | 2 => f64::NEG_INFINITY,
         3 if i % 3 == 1 => f64::INFINITY,
         3 => f64::NAN,

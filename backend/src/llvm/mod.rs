@@ -7,6 +7,7 @@
 //! - `compare`: comparisons;
 //! - `cast`: casts (saturating float → int, rounding to f16/bf16);
 //! - `exp`: the f32 `exp` polynomial both targets use;
+//! - `counter`: `for` loop counters that never wrap;
 //! - `c_abi`: the C side of custom-op calls (argument types, `memref_t`, calls).
 //!
 //! Each generator keeps thin methods that forward to [`Emit`], built from its context,
@@ -18,6 +19,7 @@ mod c_abi;
 mod cast;
 mod compare;
 mod constant;
+mod counter;
 mod exp;
 mod types;
 
@@ -27,6 +29,8 @@ use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Module;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::BasicValueEnum;
+
+pub(crate) use counter::LoopCounter;
 
 /// Emits scalar semantics at the builder's position.
 pub(crate) struct Emit<'a, 'ctx> {

@@ -4,10 +4,9 @@
 
 use super::reduce::{holder, FusedSum};
 use super::{Gen, Lv};
-use inkwell::basic_block::BasicBlock;
+use crate::llvm::LoopCounter;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use inkwell::IntPredicate;
-use tritium_dsl::ir::{Block, DType, Inst, Op, Type, Value};
+use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
 
 /// The full sums of one carried tile that the loop's block takes right after the loop:
 /// they are accumulated while the last iteration writes the tile (see `Gen::assign`)
@@ -325,11 +324,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let slots = self.slots_for(&types);
-        let count = Counter::new(self, [*lo, *hi, *step]);
+        let dtype = self.dtype_of(*lo);
+        let bounds = [*lo, *hi, *step].map(|v| self.lane(v, &[]).into_int_value());
+        let count = LoopCounter::new(&self.emit(), dtype, bounds);
         let header = self.ctx.append_basic_block(self.func, "for");
         let body_bb = self.ctx.append_basic_block(self.func, "for.body");
         let exit = self.ctx.append_basic_block(self.func, "for.end");
-        let runs = |g: &Self, iv| count.runs(g, iv);
+        let runs = |g: &Self, iv| count.runs(&g.emit(), iv);
         let lo = count.lo;
         let peel = init.iter().any(|v| self.is_constant_tile(*v)) && !has_loop(body);
         let carried = self.carried_sums(inst);
@@ -349,14 +350,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.b.build_unconditional_branch(exit).unwrap();
             self.b.position_at_end(first);
             self.lv
-                .insert(body.args[0], Lv::Scalar(count.body_value(self, lo)));
+                .insert(body.args[0], Lv::Scalar(count.body_value(&self.emit(), lo)));
             for (arg, v) in body.args[1..].iter().zip(init) {
                 self.alias(*arg, *v);
             }
             self.block(body);
-            let last = count.is_last(self, lo);
+            let last = count.is_last(&self.emit(), lo);
             self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
-            count.advance(self, lo, exit)
+            count.advance(&self.emit(), self.func, lo, exit)
         } else {
             let go = runs(self, lo);
             let never = self.b.build_not(go, "").unwrap();
@@ -373,12 +374,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.build_conditional_branch(go, body_bb, exit).unwrap();
         self.b.position_at_end(body_bb);
         self.lv
-            .insert(body.args[0], Lv::Scalar(count.body_value(self, iv)));
+            .insert(body.args[0], Lv::Scalar(count.body_value(&self.emit(), iv)));
         self.bind(&body.args[1..], &slots);
         self.block(body);
-        let last = count.is_last(self, iv);
+        let last = count.is_last(&self.emit(), iv);
         self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
-        let next = count.advance(self, iv, exit);
+        let next = count.advance(&self.emit(), self.func, iv, exit);
         phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(exit);
@@ -472,166 +473,4 @@ fn has_loop(b: &Block) -> bool {
         matches!(i.op, Op::For { .. } | Op::While { .. })
             || i.op.regions().into_iter().any(has_loop)
     })
-}
-
-/// The induction variable of a `for` loop, counted so that it never wraps: the loop runs
-/// while `iv < hi` (or `iv > hi` for a negative step) exactly as the interpreter's
-/// unbounded integers do, even with `hi` near the dtype's maximum.
-///
-/// Bounds narrower than 64 bits are counted in i64 (sign- or zero-extended), where
-/// `iv + step` cannot overflow; the body sees `iv` truncated back. 64-bit bounds are
-/// counted in place and an overflowing `iv + step` leaves the loop.
-struct Counter<'ctx> {
-    lo: IntValue<'ctx>,
-    hi: IntValue<'ctx>,
-    step: IntValue<'ctx>,
-    /// The bounds' dtype, when it is narrower than the counter (i64).
-    narrow: Option<DType>,
-    /// Unsigned 64-bit bounds: unsigned compares and overflow.
-    unsigned: bool,
-}
-
-impl<'ctx> Counter<'ctx> {
-    fn new(g: &mut Gen<'ctx, '_>, bounds: [Value; 3]) -> Counter<'ctx> {
-        let dtype = g.dtype_of(bounds[0]);
-        let [lo, hi, step] = bounds.map(|v| g.lane(v, &[]).into_int_value());
-        if dtype.bits() >= 64 {
-            return Counter {
-                lo,
-                hi,
-                step,
-                narrow: None,
-                unsigned: dtype.is_unsigned_int(),
-            };
-        }
-        let i64t = g.ctx.i64_type();
-        let widen = |v: IntValue<'ctx>| {
-            if dtype.is_unsigned_int() {
-                g.b.build_int_z_extend(v, i64t, "").unwrap()
-            } else {
-                g.b.build_int_s_extend(v, i64t, "").unwrap()
-            }
-        };
-        Counter {
-            lo: widen(lo),
-            hi: widen(hi),
-            step: widen(step),
-            narrow: Some(dtype),
-            unsigned: false,
-        }
-    }
-
-    /// True while the loop runs: `iv < hi` counting up, `iv > hi` counting down.
-    fn runs(&self, g: &Gen<'ctx, '_>, iv: IntValue<'ctx>) -> IntValue<'ctx> {
-        let b = g.b;
-        let zero = self.step.get_type().const_zero();
-        let (up, below, above) = if self.unsigned {
-            (IntPredicate::UGT, IntPredicate::ULT, IntPredicate::UGT)
-        } else {
-            (IntPredicate::SGT, IntPredicate::SLT, IntPredicate::SGT)
-        };
-        let go_up = b.build_int_compare(up, self.step, zero, "").unwrap();
-        let go_up = b
-            .build_and(
-                go_up,
-                b.build_int_compare(below, iv, self.hi, "").unwrap(),
-                "",
-            )
-            .unwrap();
-        if self.unsigned {
-            return go_up;
-        }
-        let down = b
-            .build_int_compare(IntPredicate::SLT, self.step, zero, "")
-            .unwrap();
-        let go_down = b
-            .build_and(
-                down,
-                b.build_int_compare(above, iv, self.hi, "").unwrap(),
-                "",
-            )
-            .unwrap();
-        b.build_or(go_up, go_down, "").unwrap()
-    }
-
-    /// The induction variable as the body sees it: a value of the bounds' dtype.
-    fn body_value(&self, g: &Gen<'ctx, '_>, iv: IntValue<'ctx>) -> BasicValueEnum<'ctx> {
-        match self.narrow {
-            Some(d) => {
-                let t = g.ctx.custom_width_int_type(d.bits());
-                g.b.build_int_truncate(iv, t, "").unwrap().into()
-            }
-            None => iv.into(),
-        }
-    }
-
-    /// True (an `i1`) when the iteration at `iv` is the loop's last: `iv + step` does not
-    /// run (or overflows the 64-bit bounds' dtype). Branch-free, unlike [`advance`](Self::advance).
-    fn is_last(&self, g: &Gen<'ctx, '_>, iv: IntValue<'ctx>) -> IntValue<'ctx> {
-        if self.narrow.is_some() {
-            let next = g.b.build_int_nsw_add(iv, self.step, "").unwrap();
-            let go = self.runs(g, next);
-            return g.b.build_not(go, "").unwrap();
-        }
-        let name = if self.unsigned {
-            "llvm.uadd.with.overflow"
-        } else {
-            "llvm.sadd.with.overflow"
-        };
-        let pair = g
-            .intrinsic(
-                name,
-                &[iv.get_type().into()],
-                &[iv.into(), self.step.into()],
-            )
-            .into_struct_value();
-        let next =
-            g.b.build_extract_value(pair, 0, "")
-                .unwrap()
-                .into_int_value();
-        let overflow =
-            g.b.build_extract_value(pair, 1, "")
-                .unwrap()
-                .into_int_value();
-        let go = self.runs(g, next);
-        let stop = g.b.build_not(go, "").unwrap();
-        g.b.build_or(overflow, stop, "").unwrap()
-    }
-
-    /// `iv + step`; for 64-bit bounds an overflow branches to `exit` (the loop is over:
-    /// the next value lies beyond every value of the dtype, hence beyond `hi`).
-    fn advance(
-        &self,
-        g: &Gen<'ctx, '_>,
-        iv: IntValue<'ctx>,
-        exit: BasicBlock<'ctx>,
-    ) -> IntValue<'ctx> {
-        if self.narrow.is_some() {
-            return g.b.build_int_nsw_add(iv, self.step, "").unwrap();
-        }
-        let name = if self.unsigned {
-            "llvm.uadd.with.overflow"
-        } else {
-            "llvm.sadd.with.overflow"
-        };
-        let pair = g
-            .intrinsic(
-                name,
-                &[iv.get_type().into()],
-                &[iv.into(), self.step.into()],
-            )
-            .into_struct_value();
-        let next =
-            g.b.build_extract_value(pair, 0, "")
-                .unwrap()
-                .into_int_value();
-        let overflow =
-            g.b.build_extract_value(pair, 1, "")
-                .unwrap()
-                .into_int_value();
-        let go_on = g.ctx.append_basic_block(g.func, "for.next");
-        g.b.build_conditional_branch(overflow, exit, go_on).unwrap();
-        g.b.position_at_end(go_on);
-        next
-    }
 }

@@ -3,8 +3,8 @@
 //! in entry-block allocas that the optimizer promotes to registers.
 
 use super::{Gen, V};
+use crate::llvm::LoopCounter;
 use inkwell::values::PointerValue;
-use inkwell::IntPredicate;
 use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
@@ -77,40 +77,31 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let slots = self.carried_slots(&types);
-        let lo = self.scalar(*lo).into_int_value();
-        let hi = self.scalar(*hi).into_int_value();
-        let step = self.scalar(*step).into_int_value();
+        let dtype = match self.ty(*lo).elem {
+            tritium_dsl::ir::Elem::Scalar(d) | tritium_dsl::ir::Elem::Ptr(d) => d,
+        };
+        let bounds = [*lo, *hi, *step].map(|v| self.scalar(v).into_int_value());
+        let count = LoopCounter::new(&self.emit(), dtype, bounds);
         self.assign(init, &slots);
-        let zero = lo.get_type().const_zero();
         let pre = self.b.get_insert_block().unwrap();
         let header = self.ctx.append_basic_block(self.func, "for");
         let body_bb = self.ctx.append_basic_block(self.func, "for.body");
         let exit = self.ctx.append_basic_block(self.func, "for.end");
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(header);
-        let phi = self.b.build_phi(lo.get_type(), "iv").unwrap();
-        phi.add_incoming(&[(&lo, pre)]);
+        let phi = self.b.build_phi(count.lo.get_type(), "iv").unwrap();
+        phi.add_incoming(&[(&count.lo, pre)]);
         let iv = phi.as_basic_value().into_int_value();
-        // iv < hi counting up, iv > hi counting down (as the CPU backend).
-        let b = self.b;
-        let up = b
-            .build_int_compare(IntPredicate::SGT, step, zero, "")
-            .unwrap();
-        let down = b
-            .build_int_compare(IntPredicate::SLT, step, zero, "")
-            .unwrap();
-        let below = b.build_int_compare(IntPredicate::SLT, iv, hi, "").unwrap();
-        let above = b.build_int_compare(IntPredicate::SGT, iv, hi, "").unwrap();
-        let go_up = b.build_and(up, below, "").unwrap();
-        let go_down = b.build_and(down, above, "").unwrap();
-        let go = b.build_or(go_up, go_down, "").unwrap();
-        b.build_conditional_branch(go, body_bb, exit).unwrap();
-        b.position_at_end(body_bb);
-        self.vals.insert(body.args[0], V::Scalar(iv.into()));
+        // iv < hi counting up, iv > hi counting down, never wrapping (as the CPU backend).
+        let go = count.runs(&self.emit(), iv);
+        self.b.build_conditional_branch(go, body_bb, exit).unwrap();
+        self.b.position_at_end(body_bb);
+        self.vals
+            .insert(body.args[0], V::Scalar(count.body_value(&self.emit(), iv)));
         self.bind(&body.args[1..], &slots);
         self.block(body);
         self.assign(Self::yields(body), &slots);
-        let next = self.b.build_int_add(iv, step, "").unwrap();
+        let next = count.advance(&self.emit(), self.func, iv, exit);
         phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(exit);

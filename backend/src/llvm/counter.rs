@@ -1,0 +1,166 @@
+//! `for` loop induction variables that never wrap.
+
+use super::Emit;
+use inkwell::basic_block::BasicBlock;
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue};
+use inkwell::IntPredicate;
+use tritium_dsl::ir::DType;
+
+/// The induction variable of a `for` loop, counted so that it never wraps: the loop runs
+/// while `iv < hi` (or `iv > hi` for a negative step) exactly as the interpreter's
+/// unbounded integers do, even with `hi` near the dtype's maximum.
+///
+/// Bounds narrower than 64 bits are counted in i64 (sign- or zero-extended), where
+/// `iv + step` cannot overflow; the body sees `iv` truncated back. 64-bit bounds are
+/// counted in place and an overflowing `iv + step` leaves the loop.
+pub(crate) struct LoopCounter<'ctx> {
+    /// The first value, in the counter's type.
+    pub lo: IntValue<'ctx>,
+    hi: IntValue<'ctx>,
+    step: IntValue<'ctx>,
+    /// The bounds' dtype, when it is narrower than the counter (i64).
+    narrow: Option<DType>,
+    /// Unsigned 64-bit bounds: unsigned compares and overflow.
+    unsigned: bool,
+}
+
+impl<'ctx> LoopCounter<'ctx> {
+    /// A counter over `[lo, hi, step]`, values of the integer dtype `dtype`.
+    pub(crate) fn new(e: &Emit<'_, 'ctx>, dtype: DType, bounds: [IntValue<'ctx>; 3]) -> Self {
+        let [lo, hi, step] = bounds;
+        if dtype.bits() >= 64 {
+            return LoopCounter {
+                lo,
+                hi,
+                step,
+                narrow: None,
+                unsigned: dtype.is_unsigned_int(),
+            };
+        }
+        let i64t = e.ctx.i64_type();
+        let widen = |v: IntValue<'ctx>| {
+            if dtype.is_unsigned_int() {
+                e.b.build_int_z_extend(v, i64t, "").unwrap()
+            } else {
+                e.b.build_int_s_extend(v, i64t, "").unwrap()
+            }
+        };
+        LoopCounter {
+            lo: widen(lo),
+            hi: widen(hi),
+            step: widen(step),
+            narrow: Some(dtype),
+            unsigned: false,
+        }
+    }
+
+    /// True while the loop runs: `iv < hi` counting up, `iv > hi` counting down.
+    pub(crate) fn runs(&self, e: &Emit<'_, 'ctx>, iv: IntValue<'ctx>) -> IntValue<'ctx> {
+        let b = e.b;
+        let zero = self.step.get_type().const_zero();
+        let (up, below, above) = if self.unsigned {
+            (IntPredicate::UGT, IntPredicate::ULT, IntPredicate::UGT)
+        } else {
+            (IntPredicate::SGT, IntPredicate::SLT, IntPredicate::SGT)
+        };
+        let go_up = b.build_int_compare(up, self.step, zero, "").unwrap();
+        let go_up = b
+            .build_and(
+                go_up,
+                b.build_int_compare(below, iv, self.hi, "").unwrap(),
+                "",
+            )
+            .unwrap();
+        if self.unsigned {
+            return go_up;
+        }
+        let down = b
+            .build_int_compare(IntPredicate::SLT, self.step, zero, "")
+            .unwrap();
+        let go_down = b
+            .build_and(
+                down,
+                b.build_int_compare(above, iv, self.hi, "").unwrap(),
+                "",
+            )
+            .unwrap();
+        b.build_or(go_up, go_down, "").unwrap()
+    }
+
+    /// The induction variable as the body sees it: a value of the bounds' dtype.
+    pub(crate) fn body_value(
+        &self,
+        e: &Emit<'_, 'ctx>,
+        iv: IntValue<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        match self.narrow {
+            Some(d) => {
+                let t = e.ctx.custom_width_int_type(d.bits());
+                e.b.build_int_truncate(iv, t, "").unwrap().into()
+            }
+            None => iv.into(),
+        }
+    }
+
+    /// `iv + step`, and for 64-bit bounds whether it overflowed (then the loop is over: the
+    /// next value lies beyond every value of the dtype, hence beyond `hi`).
+    fn add_step(
+        &self,
+        e: &Emit<'_, 'ctx>,
+        iv: IntValue<'ctx>,
+    ) -> (IntValue<'ctx>, Option<IntValue<'ctx>>) {
+        if self.narrow.is_some() {
+            return (e.b.build_int_nsw_add(iv, self.step, "").unwrap(), None);
+        }
+        let name = if self.unsigned {
+            "llvm.uadd.with.overflow"
+        } else {
+            "llvm.sadd.with.overflow"
+        };
+        let pair = e
+            .intrinsic(
+                name,
+                &[iv.get_type().into()],
+                &[iv.into(), self.step.into()],
+            )
+            .into_struct_value();
+        let next =
+            e.b.build_extract_value(pair, 0, "")
+                .unwrap()
+                .into_int_value();
+        let overflow =
+            e.b.build_extract_value(pair, 1, "")
+                .unwrap()
+                .into_int_value();
+        (next, Some(overflow))
+    }
+
+    /// `iv + step`; for 64-bit bounds an overflow branches to `exit`.
+    pub(crate) fn advance(
+        &self,
+        e: &Emit<'_, 'ctx>,
+        func: FunctionValue<'ctx>,
+        iv: IntValue<'ctx>,
+        exit: BasicBlock<'ctx>,
+    ) -> IntValue<'ctx> {
+        let (next, overflow) = self.add_step(e, iv);
+        if let Some(overflow) = overflow {
+            let go_on = e.ctx.append_basic_block(func, "for.next");
+            e.b.build_conditional_branch(overflow, exit, go_on).unwrap();
+            e.b.position_at_end(go_on);
+        }
+        next
+    }
+
+    /// True (an `i1`) when the iteration at `iv` is the loop's last: `iv + step` does not
+    /// run (or overflows the 64-bit bounds' dtype). Branch-free, unlike
+    /// [`advance`](Self::advance).
+    pub(crate) fn is_last(&self, e: &Emit<'_, 'ctx>, iv: IntValue<'ctx>) -> IntValue<'ctx> {
+        let (next, overflow) = self.add_step(e, iv);
+        let stop = e.b.build_not(self.runs(e, next), "").unwrap();
+        match overflow {
+            Some(o) => e.b.build_or(o, stop, "").unwrap(),
+            None => stop,
+        }
+    }
+}
