@@ -4,33 +4,18 @@
 //! Every test uses its own kernel name and its own cache/dump directories (through
 //! `LaunchOptions`, never the process environment), so the tests run in parallel.
 
-use crate::common::TempDir;
+use crate::common::{vadd, TempDir};
 use ndarray::Array1;
 use std::path::{Path, PathBuf};
 use tritium_backend::cpu::{self, cache};
 use tritium_backend::{launch, Device, KernelArgs, KernelKey, LaunchOptions};
-use tritium_dsl::ir::{CmpPred, Function};
+use tritium_dsl::ir::Function;
 use tritium_dsl::trace::flow::for_range;
 use tritium_dsl::trace::lang::*;
 use tritium_dsl::trace::{ptr_param, scalar_param, Specialization, Tracer};
 use tritium_dsl::DType;
 
 const BLOCK: usize = 256;
-
-/// Vector add traced under `name` (the IR, hence the cache key, depends on it).
-fn vadd(name: &'static str, spec: &Specialization) -> tritium_dsl::Result<Function> {
-    let t = Tracer::begin(name)?;
-    let out = ptr_param("out", DType::F32);
-    let a = ptr_param("a", DType::F32);
-    let b = ptr_param("b", DType::F32);
-    let n = scalar_param("n", DType::I32, 3, spec);
-    let offs = program_id(0) * BLOCK + arange(0, BLOCK);
-    let mask = compare(offs, CmpPred::Lt, n);
-    let x = load(a + offs, mask, NoArg);
-    let y = load(b + offs, mask, NoArg);
-    store(out + offs, x + y, mask);
-    t.finish()
-}
 
 /// Launches `vadd(name)` on n = 1000 elements and checks the result. `variant` goes into
 /// the kernel key only, so a new variant misses the in-memory cache but has the same IR
@@ -55,7 +40,7 @@ fn run_vadd(name: &'static str, variant: &str, options: &LaunchOptions) {
         options,
         key,
         args,
-        &|s| vadd(name, s),
+        &|s| vadd(name, s, BLOCK),
     )
     .unwrap();
     let want = Array1::from_iter((0..n).map(|i| 1.5 * i as f32));

@@ -1,25 +1,8 @@
 //! The compiled CPU backend on kernels traced with the tracing API directly.
 
+use crate::common::vadd;
 use ndarray::Array1;
 use tritium_backend::{launch, Device, KernelArgs, KernelKey, LaunchOptions};
-use tritium_dsl::ir::{CmpPred, Function};
-use tritium_dsl::trace::lang::*;
-use tritium_dsl::trace::{ptr_param, scalar_param, Specialization, Tracer};
-use tritium_dsl::DType;
-
-fn vadd(spec: &Specialization, block: usize) -> tritium_dsl::Result<Function> {
-    let t = Tracer::begin("vadd")?;
-    let out = ptr_param("out", DType::F32);
-    let a = ptr_param("a", DType::F32);
-    let b = ptr_param("b", DType::F32);
-    let n = scalar_param("n", DType::I32, 3, spec);
-    let offs = program_id(0) * block + arange(0, block);
-    let mask = compare(offs, CmpPred::Lt, n);
-    let x = load(a + offs, mask, NoArg);
-    let y = load(b + offs, mask, NoArg);
-    store(out + offs, x + y, mask);
-    t.finish()
-}
 
 fn run_vadd(
     device: &Device,
@@ -40,7 +23,7 @@ fn run_vadd(
         constexprs: format!("BLOCK={block}"),
     };
     launch(device, n.div_ceil(block), options, key, args, &|s| {
-        vadd(s, block)
+        vadd("vadd", s, block)
     })?;
     Ok(out)
 }

@@ -730,6 +730,14 @@ impl AotOp {
         Ok(out.remove(0))
     }
 
+    /// The declared input count (`num_inputs`), if any, against a call's.
+    fn check_input_count(&self, got: usize) -> AotResult<()> {
+        match self.inner.num_inputs {
+            Some(n) if n != got => Err(self.input_err(format!("expected {n} inputs, got {got}"))),
+            _ => Ok(()),
+        }
+    }
+
     fn input_err(&self, message: String) -> AotError {
         AotError::Input {
             symbol: self.inner.spec.symbol.clone(),
@@ -743,11 +751,7 @@ impl AotOp {
         call_attrs: Option<&Attrs>,
     ) -> AotResult<Vec<Tensor>> {
         let i = &self.inner;
-        if let Some(n) = i.num_inputs {
-            if inputs.len() != n {
-                return Err(self.input_err(format!("expected {n} inputs, got {}", inputs.len())));
-            }
-        }
+        self.check_input_count(inputs.len())?;
         let specs: Vec<TensorSpec> = inputs
             .iter()
             .map(|t| {
@@ -1197,11 +1201,7 @@ impl AotOp {
                     .into(),
             ));
         }
-        if let Some(n) = i.num_inputs {
-            if inputs.len() != n {
-                return Err(self.input_err(format!("expected {n} inputs, got {}", inputs.len())));
-            }
-        }
+        self.check_input_count(inputs.len())?;
         let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect();
         let instance = self.instance_for(&specs, call_attrs)?;
         let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());

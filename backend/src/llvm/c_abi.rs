@@ -6,7 +6,7 @@ use super::Emit;
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, FloatType, StructType};
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FunctionValue, PointerValue};
 use inkwell::AddressSpace;
-use tritium_dsl::ir::{DType, Elem};
+use tritium_dsl::ir::{CustomCall, DType, Elem, Type, Value};
 
 impl<'ctx> Emit<'_, 'ctx> {
     /// LLVM's `bfloat` (`__bf16`).
@@ -81,6 +81,59 @@ impl<'ctx> Emit<'_, 'ctx> {
             have.print_to_string().to_string(),
             want.print_to_string().to_string()
         ))
+    }
+
+    /// Checks a Simt call against its callee: outs share one shape, every input is a scalar
+    /// or broadcasts to it (no pointer tiles), no extra buffers, and `func` is
+    /// `T f(ins…)` for one out or `void f(ins…, T* outs…)` for several. Returns the outs'
+    /// shape and elements.
+    pub(crate) fn check_simt_call<'t>(
+        &self,
+        c: &CustomCall,
+        ty: impl Fn(Value) -> &'t Type,
+        func: FunctionValue<'ctx>,
+    ) -> Result<(Vec<usize>, Vec<Elem>), String> {
+        let shape = ty(c.outs[0]).shape.clone();
+        if let Some(o) = c.outs.iter().find(|o| ty(**o).shape != shape) {
+            return Err(format!(
+                "Simt outs must share one shape, got {} and {}",
+                ty(c.outs[0]),
+                ty(*o)
+            ));
+        }
+        if !c.extra.is_empty() {
+            return Err("extra buffers are only passed to Simd implementations".into());
+        }
+        let mut types = Vec::new();
+        for v in &c.ins {
+            let t = ty(*v);
+            if !t.is_scalar()
+                && (t.elem.pointee().is_some()
+                    || tritium_dsl::ir::broadcast_shapes(&t.shape, &shape).as_deref()
+                        != Some(&shape[..]))
+            {
+                return Err(format!(
+                    "Simt input {v} ({t}) does not broadcast to the out shape {shape:?}"
+                ));
+            }
+            types.push(self.c_ty(t.elem));
+        }
+        // One out is returned; several are written through `T*` arguments.
+        let out_elems: Vec<Elem> = c.outs.iter().map(|o| ty(*o).elem).collect();
+        let ret = if let [single] = out_elems[..] {
+            Some(self.c_ty(single))
+        } else {
+            let generic = self.ctx.ptr_type(AddressSpace::default());
+            types.extend(c.outs.iter().map(|_| BasicTypeEnum::from(generic)));
+            None
+        };
+        self.check_signature(
+            func,
+            ret,
+            &types,
+            "Simt: `T <symbol>(ins…)` for one out, `void <symbol>(ins…, T* outs…)` for several",
+        )?;
+        Ok((shape, out_elems))
     }
 
     /// Calls `func`, carrying its parameters' enum attributes to the call site.

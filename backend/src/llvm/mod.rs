@@ -4,6 +4,7 @@
 //! - `types`: the compute and storage forms of dtypes, f16/bf16 rounding;
 //! - `constant`: constants in compute form;
 //! - `arith`: binary ops (integer ops without UB) and integer unary ops;
+//! - `atomic`: integer read-modify-write atomics;
 //! - `compare`: comparisons;
 //! - `cast`: casts (saturating float → int, rounding to f16/bf16);
 //! - `exp`: the f32 `exp` polynomial both targets use;
@@ -15,6 +16,7 @@
 //! address spaces, memory) stays in the generators.
 
 mod arith;
+mod atomic;
 mod c_abi;
 mod cast;
 mod compare;

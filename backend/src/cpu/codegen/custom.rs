@@ -180,49 +180,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         c: &'f CustomCall,
         func: FunctionValue<'ctx>,
     ) -> Result<(), String> {
-        let shape = self.ty(c.outs[0]).shape.clone();
-        if let Some(o) = c.outs.iter().find(|o| self.ty(**o).shape != shape) {
-            return Err(format!(
-                "Simt outs must share one shape, got {} and {}",
-                self.ty(c.outs[0]),
-                self.ty(*o)
-            ));
-        }
-        if !c.extra.is_empty() {
-            return Err("extra buffers are only passed to Simd implementations".into());
-        }
-        let mut types = Vec::new();
-        for v in &c.ins {
-            let t = self.ty(*v);
-            if !t.is_scalar()
-                && (t.elem.pointee().is_some()
-                    || tritium_dsl::ir::broadcast_shapes(&t.shape, &shape).as_deref()
-                        != Some(&shape[..]))
-            {
-                return Err(format!(
-                    "Simt input {v} ({t}) does not broadcast to the out shape {shape:?}"
-                ));
-            }
-            types.push(self.c_ty(t.elem));
-        }
-        let single = c.outs.len() == 1;
-        let out_elems: Vec<Elem> = c.outs.iter().map(|o| self.ty(*o).elem).collect();
-        let ret = if single {
-            Some(self.c_ty(out_elems[0]))
-        } else {
-            types.extend(
-                c.outs
-                    .iter()
-                    .map(|_| BasicTypeEnum::from(self.ctx.ptr_type(AddressSpace::default()))),
-            );
-            None
-        };
-        self.check_signature(
-            func,
-            ret,
-            &types,
-            "Simt: `T <symbol>(ins…)` for one out, `void <symbol>(ins…, T* outs…)` for several",
-        )?;
+        let (shape, out_elems) = self.emit().check_simt_call(c, |v| self.ty(v), func)?;
+        let single = out_elems.len() == 1;
         if single && self.lazy.contains(&inst.results[0]) {
             // Fused (see `plan`): lanes are called where they are consumed.
             self.lv.insert(inst.results[0], Lv::Lazy);

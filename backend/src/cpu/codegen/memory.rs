@@ -283,19 +283,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let bl = self.b;
         let seq = AtomicOrdering::SequentiallyConsistent;
         if !d.is_float() {
-            let signed = d.is_signed_int();
-            let rop = match op {
-                AtomicOp::Add => AtomicRMWBinOp::Add,
-                AtomicOp::Xchg => AtomicRMWBinOp::Xchg,
-                AtomicOp::Max if signed => AtomicRMWBinOp::Max,
-                AtomicOp::Max => AtomicRMWBinOp::UMax,
-                AtomicOp::Min if signed => AtomicRMWBinOp::Min,
-                AtomicOp::Min => AtomicRMWBinOp::UMin,
-            };
-            return bl
-                .build_atomicrmw(rop, p, v.into_int_value(), seq)
-                .unwrap()
-                .into();
+            return self.emit().int_atomic_rmw(op, d, p, v);
         }
         let it = if d == DType::F64 {
             self.ctx.i64_type()

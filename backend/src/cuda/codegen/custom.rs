@@ -44,47 +44,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         func: FunctionValue<'ctx>,
     ) -> Result<(), String> {
         let out_ty = self.ty(c.outs[0]).clone();
-        let shape = out_ty.shape.clone();
-        if let Some(o) = c.outs.iter().find(|o| self.ty(**o).shape != shape) {
-            return Err(format!(
-                "Simt outs must share one shape, got {} and {}",
-                out_ty,
-                self.ty(*o)
-            ));
-        }
-        if !c.extra.is_empty() {
-            return Err("extra buffers are only passed to Simd implementations".into());
-        }
-        let mut types = Vec::new();
-        for v in &c.ins {
-            let t = self.ty(*v);
-            if !t.is_scalar()
-                && (t.elem.pointee().is_some()
-                    || tritium_dsl::ir::broadcast_shapes(&t.shape, &shape).as_deref()
-                        != Some(&shape[..]))
-            {
-                return Err(format!(
-                    "Simt input {v} ({t}) does not broadcast to the out shape {shape:?}"
-                ));
-            }
-            types.push(self.c_ty(t.elem));
-        }
-        // One out is returned; several are written through `T*` arguments.
-        let single = c.outs.len() == 1;
-        let out_elems: Vec<Elem> = c.outs.iter().map(|o| self.ty(*o).elem).collect();
-        let ret = if single {
-            Some(self.c_ty(out_elems[0]))
-        } else {
-            let generic = self.ctx.ptr_type(AddressSpace::default());
-            types.extend(c.outs.iter().map(|_| BasicTypeEnum::from(generic)));
-            None
-        };
-        self.check_signature(
-            func,
-            ret,
-            &types,
-            "Simt: `T <symbol>(ins…)` for one out, `void <symbol>(ins…, T* outs…)` for several",
-        )?;
+        let (_, out_elems) = self.emit().check_simt_call(c, |v| self.ty(v), func)?;
+        let single = out_elems.len() == 1;
         let numel = out_ty.numel();
         let cols: Vec<Vec<BasicValueEnum<'ctx>>> = c
             .ins

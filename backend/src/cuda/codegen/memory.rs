@@ -14,7 +14,7 @@ use super::Gen;
 use inkwell::values::{
     AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,
 };
-use inkwell::{AtomicOrdering, AtomicRMWBinOp, IntPredicate};
+use inkwell::{AtomicOrdering, IntPredicate};
 use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op};
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -243,21 +243,8 @@ impl<'ctx> Gen<'ctx, '_> {
         v: BasicValueEnum<'ctx>,
     ) -> BasicValueEnum<'ctx> {
         let bl = self.b;
-        let seq = AtomicOrdering::SequentiallyConsistent;
         if !d.is_float() {
-            let signed = d.is_signed_int();
-            let rop = match op {
-                AtomicOp::Add => AtomicRMWBinOp::Add,
-                AtomicOp::Xchg => AtomicRMWBinOp::Xchg,
-                AtomicOp::Max if signed => AtomicRMWBinOp::Max,
-                AtomicOp::Max => AtomicRMWBinOp::UMax,
-                AtomicOp::Min if signed => AtomicRMWBinOp::Min,
-                AtomicOp::Min => AtomicRMWBinOp::UMin,
-            };
-            return bl
-                .build_atomicrmw(rop, p, v.into_int_value(), seq)
-                .unwrap()
-                .into();
+            return self.emit().int_atomic_rmw(op, d, p, v);
         }
         // Floats: `atomicrmw fadd/fmax/fmin/xchg` (inkwell's builder takes integers only).
         // NVPTX selects `atom.global.add.f32`/`.f64` (or `red.` when the old value is
