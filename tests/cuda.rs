@@ -4,7 +4,9 @@
 use crate::common::{assert_close, cuda_device, random_f32};
 use ndarray::{Array1, Array2};
 use rstest::rstest;
-use tritium::backend::cuda::{compile_ptx, unavailable_reason, CudaCompileOptions, CudaTensor};
+use tritium::backend::cuda::{
+    compile_ptx, unavailable_reason, CudaCompileOptions, CudaTensor, Stream,
+};
 use tritium::dsl::ir::Function;
 use tritium::dsl::trace::Specialization;
 use tritium::Device;
@@ -234,6 +236,17 @@ fn device_tensors_round_trip_and_launch() {
     vector_add::add::launch(&gpu, n.div_ceil(1024), &mut out, &dx, &dy, n as i32, 1024).unwrap();
     let got = out.to_ndarray().unwrap();
     assert_eq!(got.into_dimensionality().unwrap(), &x + &y);
+    // Device-to-device copies, ordered after the launch that wrote the source.
+    let mut copy = CudaTensor::<f32>::zeros(&gpu, &[n]).unwrap();
+    vector_add::add::launch(&gpu, n.div_ceil(1024), &mut out, &dx, &dx, n as i32, 1024).unwrap();
+    copy.copy_from(&out).unwrap();
+    assert_eq!(
+        copy.to_ndarray().unwrap().into_dimensionality().unwrap(),
+        &x * 2.0
+    );
+    let short = CudaTensor::<f32>::zeros(&gpu, &[n - 1]).unwrap();
+    let e = copy.copy_from(&short).unwrap_err();
+    assert!(e.to_string().contains("copy_from"), "{e}");
     // A device tensor passed to the CPU is an error.
     let mut host = Array1::<f32>::zeros(n);
     let e = vector_add::add::launch(&Device::cpu(), 1, &mut host, &dx, &dy, n as i32, 1024)
@@ -265,6 +278,120 @@ fn matmul_on_cuda(#[values((1, 1, 1), (65, 33, 70), (128, 256, 64))] mkn: (usize
     let want: Array2<f32> =
         matmul::matmul_2d(&Device::interpreter(), a.view(), b.view(), blocks).unwrap();
     assert_close(&got, &want, 1e-4, 1e-4, "cuda vs interpreter");
+}
+
+/// `out = x + y` queued on `stream` with device tensors (returns once queued).
+fn add_on(
+    stream: &Stream,
+    out: &mut CudaTensor<f32>,
+    x: &CudaTensor<f32>,
+    y: &CudaTensor<f32>,
+) -> tritium::Result<()> {
+    let n = out.numel();
+    let opts = tritium::LaunchOptions {
+        stream: Some(stream.clone()),
+        ..Default::default()
+    };
+    let gpu = stream.device();
+    vector_add::add::launch_with(&gpu, n.div_ceil(1024), &opts, out, x, y, n as i32, 1024)
+}
+
+#[test]
+fn streams_belong_to_cuda_devices() {
+    for device in [
+        Device::cpu(),
+        Device::interpreter(),
+        Device::cuda_emulator(),
+    ] {
+        let e = Stream::new(&device).unwrap_err();
+        assert!(e.to_string().contains(device.name()), "{e}");
+    }
+}
+
+#[test]
+fn launches_on_two_streams_are_ordered_by_their_tensors() {
+    let Some(gpu) = cuda_device("launches_on_two_streams_are_ordered_by_their_tensors") else {
+        return;
+    };
+    // Big enough that an unordered second launch would read `a` before it is written.
+    let n = 1 << 24;
+    let x = Array1::from(random_f32(n, 11));
+    let (s1, s2) = (Stream::new(&gpu).unwrap(), Stream::new(&gpu).unwrap());
+    let dx = CudaTensor::from_ndarray(&gpu, &x).unwrap();
+    let mut a = CudaTensor::<f32>::zeros(&gpu, &[n]).unwrap();
+    let mut b = CudaTensor::<f32>::zeros(&gpu, &[n]).unwrap();
+    for _ in 0..3 {
+        add_on(&s1, &mut a, &dx, &dx).unwrap(); // a = 2x on s1
+        add_on(&s2, &mut b, &a, &a).unwrap(); // b = 4x on s2, after a's write
+        add_on(&s1, &mut a, &b, &dx).unwrap(); // a = 5x on s1, after s2 read a and wrote b
+    }
+    let want = &x * 5.0;
+    assert_eq!(a.to_ndarray().unwrap().into_dimensionality().unwrap(), want);
+    assert_eq!(
+        b.to_ndarray().unwrap().into_dimensionality().unwrap(),
+        &x * 4.0
+    );
+    s1.synchronize().unwrap();
+    s2.synchronize().unwrap();
+}
+
+#[test]
+fn a_tensor_dropped_during_a_launch_is_freed_after_it() {
+    let Some(gpu) = cuda_device("a_tensor_dropped_during_a_launch_is_freed_after_it") else {
+        return;
+    };
+    let n = 1 << 24;
+    let x = Array1::from(random_f32(n, 12));
+    let stream = Stream::new(&gpu).unwrap();
+    let mut out = CudaTensor::<f32>::zeros(&gpu, &[n]).unwrap();
+    {
+        let dx = CudaTensor::from_ndarray(&gpu, &x).unwrap();
+        add_on(&stream, &mut out, &dx, &dx).unwrap();
+        // `dx` is dropped here, while the kernel may still read it; a new tensor of the
+        // same size (likely the same memory) is written before the kernel ends otherwise.
+    }
+    let junk = CudaTensor::from_ndarray(&gpu, &Array1::<f32>::from_elem(n, 7.0)).unwrap();
+    assert_eq!(
+        out.to_ndarray().unwrap().into_dimensionality().unwrap(),
+        &x * 2.0
+    );
+    drop(junk);
+}
+
+#[test]
+fn host_arrays_on_a_stream_are_copied_back_before_the_launch_returns() {
+    let Some(gpu) =
+        cuda_device("host_arrays_on_a_stream_are_copied_back_before_the_launch_returns")
+    else {
+        return;
+    };
+    let n = 100_003;
+    let x = Array1::from(random_f32(n, 13));
+    let mut got = Array1::<f32>::zeros(n);
+    let opts = tritium::LaunchOptions {
+        stream: Some(Stream::new(&gpu).unwrap()),
+        ..Default::default()
+    };
+    vector_add::add::launch_with(
+        &gpu,
+        n.div_ceil(1024),
+        &opts,
+        &mut got,
+        &x,
+        &x,
+        n as i32,
+        1024,
+    )
+    .unwrap();
+    assert_eq!(got, &x * 2.0);
+    // A stream given to a launch on another device is an error.
+    let e =
+        vector_add::add::launch_with(&Device::cpu(), 1, &opts, &mut got, &x, &x, n as i32, 1024)
+            .unwrap_err();
+    assert!(
+        e.to_string().contains("streams order CUDA launches only"),
+        "{e}"
+    );
 }
 
 // The CUDA lowering executed by the emulator (host threads), against the interpreter.

@@ -14,6 +14,6 @@ mod llvm;
 
 pub use error::{Error, Result};
 pub use launch::{
-    check_args, launch, Device, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, PtrArg, RawArg,
-    RawBuffer,
+    check_args, launch, Device, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, PackedPtr,
+    PtrArg, RawArg, RawBuffer,
 };

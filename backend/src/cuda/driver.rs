@@ -160,16 +160,25 @@ impl CudaDevice {
             })
     }
 
-    /// The stream launches and copies run on.
+    /// The device's default stream: launches without [`crate::LaunchOptions::stream`] and
+    /// tensor copies run on it.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
 
-    /// Waits for everything queued on the device's stream.
+    /// Waits for everything queued on the device's default stream.
     pub fn synchronize(&self) -> Result<()> {
         self.stream
             .synchronize()
             .map_err(|e| driver_error("synchronizing the CUDA stream", e))
+    }
+
+    /// A new non-blocking stream in the device's context.
+    pub(crate) fn new_stream(&self) -> Result<Arc<CudaStream>> {
+        self.bind()?;
+        self.ctx
+            .new_stream()
+            .map_err(|e| driver_error("creating a CUDA stream", e))
     }
 
     /// Makes the device's context current on this thread.
@@ -179,10 +188,10 @@ impl CudaDevice {
             .map_err(|e| driver_error("binding the CUDA context", e))
     }
 
-    /// Device memory of `bytes` bytes, zeroed.
-    pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+    /// Device memory of `bytes` bytes, zeroed, allocated in order on `stream`.
+    pub(crate) fn alloc_on(&self, stream: &Arc<CudaStream>, bytes: usize) -> Result<CudaSlice<u8>> {
         self.bind()?;
-        self.stream
+        stream
             .alloc_zeros::<u8>(bytes.max(1))
             .map_err(|e| driver_error(&format!("allocating {bytes} bytes on the GPU"), e))
     }

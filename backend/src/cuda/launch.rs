@@ -1,5 +1,6 @@
 //! A launch on a CUDA device: trace → PTX (memory cache, then the disk cache, then LLVM)
-//! → a module loaded once per device → host buffers staged in device memory → the grid.
+//! → a module loaded once per device → host buffers staged in device memory → the grid,
+//! queued on the launch's stream (asynchronous when no host buffer needs copying back).
 
 use super::driver::{driver_error, CudaDevice};
 use super::{generate_ptx, CudaCompileOptions, Ptx};
@@ -8,7 +9,7 @@ use crate::launch::{
     check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
 };
 use crate::{Error, Result};
-use cudarc::driver::{result, CudaSlice, DevicePtr};
+use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,8 +40,9 @@ fn memory_cache() -> &'static Mutex<HashMap<MemKey, Slot>> {
     CACHE.get_or_init(Default::default)
 }
 
-/// Launches `key` on `gpu` (what [`crate::launch`] calls for a CUDA device). Returns after
-/// the kernel has finished and written buffers are copied back.
+/// Launches `key` on `gpu` (what [`crate::launch`] calls for a CUDA device) on the
+/// options' stream. With host arrays among the arguments it returns after the kernel has
+/// finished and written arrays are copied back; with device tensors only, once queued.
 pub(crate) fn launch(
     gpu: &Arc<CudaDevice>,
     grid: Grid,
@@ -83,7 +85,18 @@ pub(crate) fn launch(
     let compiled = compiled(key, &args.specialization(), &copts, options, trace)?;
     check_args(&compiled.function, args)?;
     let kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
-    let staged = Staging::copy_in(gpu, &args.args)?;
+    let stream = match &options.stream {
+        Some(s) if !Arc::ptr_eq(s.gpu(), gpu) => {
+            return Err(launch_err(format!(
+                "the stream belongs to CUDA device {}, the launch is on device {}",
+                s.gpu().ordinal(),
+                gpu.ordinal()
+            )))
+        }
+        Some(s) => s.cuda().clone(),
+        None => gpu.stream().clone(),
+    };
+    let staged = Staging::copy_in(gpu, &stream, &args.args)?;
     let mut values: Vec<u64> = args
         .args
         .iter()
@@ -97,24 +110,38 @@ pub(crate) fn launch(
     let mut params: Vec<*mut std::ffi::c_void> =
         values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
     gpu.bind()?;
+    let writes = |i: usize| matches!(args.args[i], RawArg::Ptr(b) if b.writable);
+    for &(i, uses) in &args.device_uses {
+        uses.order_before(&stream, writes(i))?;
+    }
     let [x, y, z] = grid.0;
     // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`),
-    // each to a value of at least the parameter's size; device addresses are inside
-    // buffers alive until the stream is synchronized below.
+    // each to a value of at least the parameter's size (the driver copies them at the
+    // call). Staged host buffers live until the stream is synchronized below; device
+    // tensors are freed only after the use recorded below.
     unsafe {
         result::launch_kernel(
             kernel.function,
             (x as u32, y as u32, z as u32),
             (kernel.threads, 1, 1),
             kernel.shared_bytes as u32,
-            gpu.stream().cu_stream(),
+            stream.cu_stream(),
             &mut params,
         )
     }
     .map_err(|e| driver_error(&format!("launching `{}`", key.name), e))?;
-    gpu.synchronize()
-        .map_err(|e| Error::Device(format!("kernel `{}` failed: {e}", key.name)))?;
-    staged.copy_out(gpu)
+    for &(i, uses) in &args.device_uses {
+        uses.record(&stream, writes(i))?;
+    }
+    if staged.regions.is_empty() {
+        // Only device memory: asynchronous, like Triton; a failure shows at the next
+        // synchronization (a copy to the host, `Stream::synchronize`).
+        return Ok(());
+    }
+    staged.copy_out(&stream).map_err(|e| match e {
+        Error::Device(m) => Error::Device(format!("kernel `{}`: {m}", key.name)),
+        e => e,
+    })
 }
 
 /// The PTX for this launch, compiled at most once per process and options.
@@ -245,7 +272,7 @@ struct Region {
 }
 
 impl Staging {
-    fn copy_in(gpu: &CudaDevice, args: &[RawArg]) -> Result<Staging> {
+    fn copy_in(gpu: &CudaDevice, stream: &Arc<CudaStream>, args: &[RawArg]) -> Result<Staging> {
         let mut spans: Vec<(usize, usize, bool)> = args
             .iter()
             .filter_map(|a| match a {
@@ -266,16 +293,16 @@ impl Staging {
         }
         let mut regions = Vec::with_capacity(merged.len());
         for (lo, hi, writable) in merged {
-            let mut device = gpu.alloc(hi - lo)?;
+            let mut device = gpu.alloc_on(stream, hi - lo)?;
             if hi > lo {
                 // SAFETY: `[lo, hi)` is inside buffers borrowed by the launch's arguments.
                 let host = unsafe { std::slice::from_raw_parts(lo as *const u8, hi - lo) };
                 let mut view = device.slice_mut(0..hi - lo);
-                gpu.stream()
+                stream
                     .memcpy_htod(host, &mut view)
                     .map_err(|e| driver_error("copying an argument to the GPU", e))?;
             }
-            let base = device.device_ptr(gpu.stream()).0;
+            let base = device.device_ptr(stream).0;
             regions.push(Region {
                 lo,
                 hi,
@@ -303,15 +330,18 @@ impl Staging {
         }
     }
 
-    fn copy_out(self, gpu: &CudaDevice) -> Result<()> {
+    /// Copies written regions back after the kernel and waits for both.
+    fn copy_out(self, stream: &Arc<CudaStream>) -> Result<()> {
         for r in self.regions.iter().filter(|r| r.writable && r.hi > r.lo) {
             // SAFETY: written regions are made of buffers the launch borrows exclusively.
             let host = unsafe { std::slice::from_raw_parts_mut(r.lo as *mut u8, r.hi - r.lo) };
             let view = r.device.slice(0..r.hi - r.lo);
-            gpu.stream()
+            stream
                 .memcpy_dtoh(&view, host)
                 .map_err(|e| driver_error("copying a result from the GPU", e))?;
         }
-        gpu.synchronize()
+        stream
+            .synchronize()
+            .map_err(|e| driver_error("running on the GPU", e))
     }
 }

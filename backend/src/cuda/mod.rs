@@ -8,11 +8,14 @@ mod codegen;
 mod driver;
 pub(crate) mod emulate;
 mod launch;
+mod stream;
 mod target;
 mod tensor;
 
 pub use driver::{unavailable_reason, CudaDevice};
 pub(crate) use launch::launch;
+pub use stream::Stream;
+pub(crate) use stream::UseTracker;
 pub use tensor::CudaTensor;
 
 use crate::{Error, Result};

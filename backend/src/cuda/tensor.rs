@@ -1,8 +1,11 @@
 //! Device tensors: a buffer in GPU memory with a row-major shape, passed to kernels as a
-//! pointer (`&tensor` read-only, `&mut tensor` writable) without copies.
+//! pointer (`&tensor` read-only, `&mut tensor` writable) without copies. Launches on any
+//! stream may use a tensor; its [`UseTracker`] orders copies, later launches and the free
+//! after them (see [`super::Stream`]).
 
 use super::driver::{driver_error, CudaDevice};
-use crate::launch::{Memory, PtrArg, RawBuffer};
+use super::UseTracker;
+use crate::launch::{Memory, PackedPtr, PtrArg, RawBuffer};
 use crate::{Device, Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr};
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
@@ -15,7 +18,17 @@ pub struct CudaTensor<T: Element> {
     device: Arc<CudaDevice>,
     bytes: CudaSlice<u8>,
     shape: Vec<usize>,
+    uses: UseTracker,
     _elem: PhantomData<T>,
+}
+
+impl<T: Element> Drop for CudaTensor<T> {
+    fn drop(&mut self) {
+        // The memory is freed in order on the default stream: after launches queued on
+        // other streams that may still use it. Errors can't be returned from `drop`; the
+        // driver reports a failed kernel at the next synchronization anyway.
+        let _ = self.uses.order_before(self.device.stream(), true);
+    }
 }
 
 impl<T: Element> std::fmt::Debug for CudaTensor<T> {
@@ -47,8 +60,9 @@ impl<T: Element> CudaTensor<T> {
         let numel: usize = shape.iter().product();
         Ok(CudaTensor {
             device: d.clone(),
-            bytes: d.alloc(numel * std::mem::size_of::<T>())?,
+            bytes: d.alloc_on(d.stream(), numel * std::mem::size_of::<T>())?,
             shape: shape.to_vec(),
+            uses: UseTracker::default(),
             _elem: PhantomData,
         })
     }
@@ -64,10 +78,12 @@ impl<T: Element> CudaTensor<T> {
         Ok(t)
     }
 
-    /// Copies the tensor back into an ndarray array.
+    /// Copies the tensor back into an ndarray array, after the launches queued so far (on
+    /// any stream) that write it.
     pub fn to_ndarray(&self) -> Result<ArrayD<T>> {
         let mut bytes = vec![0u8; self.numel() * std::mem::size_of::<T>()];
         self.device.bind()?;
+        self.uses.order_before(self.device.stream(), false)?;
         if !bytes.is_empty() {
             let view = self.bytes.slice(0..bytes.len());
             self.device
@@ -94,12 +110,48 @@ impl<T: Element> CudaTensor<T> {
             std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
         };
         self.device.bind()?;
+        self.uses.order_before(self.device.stream(), true)?;
         let mut view = self.bytes.slice_mut(0..bytes.len());
         self.device
             .stream()
             .memcpy_htod(bytes, &mut view)
             .map_err(|e| driver_error("copying a tensor to the GPU", e))?;
         self.device.synchronize()
+    }
+
+    /// Copies `src` (same element count) into this tensor on the device's default stream,
+    /// after the launches queued so far that use either; returns once queued.
+    pub fn copy_from(&mut self, src: &CudaTensor<T>) -> Result<()> {
+        if src.numel() != self.numel() || src.device.ordinal() != self.device.ordinal() {
+            return Err(Error::Device(format!(
+                "copy_from: a {:?} tensor on CUDA device {} into a {:?} tensor on device {}",
+                src.shape,
+                src.device.ordinal(),
+                self.shape,
+                self.device.ordinal()
+            )));
+        }
+        let bytes = self.numel() * std::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let stream = self.device.stream().clone();
+        self.device.bind()?;
+        src.uses.order_before(&stream, false)?;
+        self.uses.order_before(&stream, true)?;
+        let mut dst = self.bytes.slice_mut(0..bytes);
+        stream
+            .memcpy_dtod(&src.bytes.slice(0..bytes), &mut dst)
+            .map_err(|e| driver_error("copying a tensor on the GPU", e))?;
+        src.uses.record(&stream, false)?;
+        self.uses.record(&stream, true)
+    }
+
+    /// The device address of the first element, for handing the tensor to other CUDA
+    /// code (cuBLAS, PyTorch): that code must order itself after Tritium's launches on
+    /// the tensor (for example by synchronizing the stream they were queued on).
+    pub fn device_ptr(&self) -> u64 {
+        self.raw(false).ptr as u64
     }
 
     /// The shape.
@@ -134,10 +186,18 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r CudaTensor<T> {
     fn raw_buffer(self) -> RawBuffer {
         self.raw(false)
     }
+
+    fn pack(self) -> PackedPtr<'a> {
+        PackedPtr::tracked(self.raw(false), &self.uses)
+    }
 }
 
 impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut CudaTensor<T> {
     fn raw_buffer(self) -> RawBuffer {
         self.raw(true)
+    }
+
+    fn pack(self) -> PackedPtr<'a> {
+        PackedPtr::tracked(self.raw(true), &self.uses)
     }
 }

@@ -1,5 +1,6 @@
 //! Host arguments of a launch: borrowed buffers and scalars, type-checked by Rust generics.
 
+use crate::cuda::UseTracker;
 use ndarray::{ArrayBase, Data, DataMut, Dimension, RawData};
 use std::marker::PhantomData;
 use tritium_dsl::trace::Element;
@@ -67,6 +68,33 @@ pub fn scalar_bits<T: Element>(v: T) -> u64 {
 pub trait PtrArg<'a, T: Element> {
     /// The buffer.
     fn raw_buffer(self) -> RawBuffer;
+
+    /// The buffer and, for device tensors, what orders launches on it across streams.
+    fn pack(self) -> PackedPtr<'a>
+    where
+        Self: Sized,
+    {
+        PackedPtr {
+            raw: self.raw_buffer(),
+            uses: None,
+        }
+    }
+}
+
+/// A pointer argument as [`KernelArgs`] stores it (see [`PtrArg::pack`]).
+#[derive(Debug)]
+pub struct PackedPtr<'a> {
+    raw: RawBuffer,
+    uses: Option<&'a UseTracker>,
+}
+
+impl<'a> PackedPtr<'a> {
+    pub(crate) fn tracked(raw: RawBuffer, uses: &'a UseTracker) -> Self {
+        PackedPtr {
+            raw,
+            uses: Some(uses),
+        }
+    }
 }
 
 fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DType) -> RawBuffer {
@@ -179,6 +207,8 @@ pub struct KernelArgs<'a> {
     pub names: Vec<&'static str>,
     /// Arguments, in kernel order.
     pub args: Vec<RawArg>,
+    /// Device tensors among the arguments (by index), with their use trackers.
+    pub(crate) device_uses: Vec<(usize, &'a UseTracker)>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -188,14 +218,19 @@ impl<'a> KernelArgs<'a> {
         KernelArgs {
             names: Vec::new(),
             args: Vec::new(),
+            device_uses: Vec::new(),
             _borrows: PhantomData,
         }
     }
 
     /// Adds a pointer argument.
     pub fn ptr<T: Element>(&mut self, name: &'static str, arg: impl PtrArg<'a, T>) {
+        let packed = arg.pack();
+        if let Some(uses) = packed.uses {
+            self.device_uses.push((self.args.len(), uses));
+        }
         self.names.push(name);
-        self.args.push(RawArg::Ptr(arg.raw_buffer()));
+        self.args.push(RawArg::Ptr(packed.raw));
     }
 
     /// Adds a scalar argument.

@@ -1,7 +1,7 @@
 //! Devices, grids and launch options.
 
 use crate::cpu::CompileOptions;
-use crate::cuda::CudaDevice;
+use crate::cuda::{CudaDevice, Stream};
 use crate::{Error, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -108,6 +108,10 @@ pub struct LaunchOptions {
     /// Dumps are written when a kernel is compiled, which happens once per process and
     /// set of compile options; a dump always compiles (it does not load from the disk cache).
     pub dump_dir: Option<PathBuf>,
+    /// The CUDA stream to queue the launch on (a launch on another device is an error);
+    /// `None` is the device's default stream. A launch whose buffers are all device
+    /// tensors returns once queued; one with host arrays waits for the kernel.
+    pub stream: Option<Stream>,
 }
 
 impl Default for LaunchOptions {
@@ -118,6 +122,7 @@ impl Default for LaunchOptions {
             num_warps: 4,
             cache_dir: None,
             dump_dir: None,
+            stream: None,
         }
     }
 }

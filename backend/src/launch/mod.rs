@@ -3,7 +3,7 @@
 mod args;
 mod device;
 
-pub use args::{scalar_bits, KernelArgs, Memory, PtrArg, RawArg, RawBuffer};
+pub use args::{scalar_bits, KernelArgs, Memory, PackedPtr, PtrArg, RawArg, RawBuffer};
 pub use device::{Device, Grid, LaunchOptions};
 
 use crate::{Error, Result};
@@ -35,6 +35,27 @@ pub fn launch(
     let grid = grid.into();
     grid.validate(key.name)?;
     let spec = args.specialization();
+    if let Some(stream) = &options.stream {
+        if !matches!(device, Device::Cuda(_)) {
+            return Err(Error::Launch {
+                kernel: key.name.to_string(),
+                message: format!(
+                    "LaunchOptions::stream is set but the launch is on {}; streams order CUDA launches only",
+                    device.name()
+                ),
+            });
+        }
+        if stream.device() != *device {
+            return Err(Error::Launch {
+                kernel: key.name.to_string(),
+                message: format!(
+                    "the stream belongs to {:?}, the launch is on {:?}",
+                    stream.device(),
+                    device
+                ),
+            });
+        }
+    }
     if let Device::Cuda(gpu) = device {
         if !options.interpret() {
             return crate::cuda::launch(gpu, grid, options, &key, &args, trace);

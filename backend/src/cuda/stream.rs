@@ -1,0 +1,146 @@
+//! User streams and the ordering of device tensors across them.
+//!
+//! A launch whose buffers all live on the GPU is queued on its stream and returns at once
+//! (as in Triton and PyTorch); launches with host arrays stage them and wait. Each
+//! [`CudaTensor`](super::CudaTensor) remembers the events of the launches that last used
+//! it, so that a launch on another stream, a copy to the host, or freeing the tensor waits
+//! for them: a writer waits for the last write and every read since, a reader for the last
+//! write. Users never record events by hand.
+
+use super::driver::{driver_error, CudaDevice};
+use crate::{Device, Error, Result};
+use cudarc::driver::{CudaEvent, CudaStream};
+use std::sync::{Arc, Mutex};
+
+/// A CUDA stream of one device: launches given it in [`crate::LaunchOptions::stream`] are
+/// queued on it, in order, concurrently with other streams. Cloning shares the stream.
+#[derive(Clone)]
+pub struct Stream {
+    device: Arc<CudaDevice>,
+    inner: Arc<CudaStream>,
+}
+
+impl Stream {
+    /// A new non-blocking stream on `device` (a [`Device::cuda`]); an error on any other
+    /// device or when the driver fails.
+    pub fn new(device: &Device) -> Result<Stream> {
+        let Device::Cuda(gpu) = device else {
+            return Err(Error::Device(format!(
+                "streams belong to CUDA devices, not to {}",
+                device.name()
+            )));
+        };
+        Ok(Stream {
+            device: gpu.clone(),
+            inner: gpu.new_stream()?,
+        })
+    }
+
+    /// Waits until everything queued on the stream has finished. A kernel that failed
+    /// after its launch returned reports its error here.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner
+            .synchronize()
+            .map_err(|e| driver_error("synchronizing a CUDA stream", e))
+    }
+
+    /// The device the stream belongs to.
+    pub fn device(&self) -> Device {
+        Device::Cuda(self.device.clone())
+    }
+
+    pub(crate) fn gpu(&self) -> &Arc<CudaDevice> {
+        &self.device
+    }
+
+    pub(crate) fn cuda(&self) -> &Arc<CudaStream> {
+        &self.inner
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Stream({:p} on {:?})",
+            Arc::as_ptr(&self.inner),
+            self.device
+        )
+    }
+}
+
+impl PartialEq for Stream {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+impl Eq for Stream {}
+impl std::hash::Hash for Stream {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.inner).hash(state)
+    }
+}
+
+/// The launches still possibly running that used one device buffer.
+#[derive(Default)]
+pub(crate) struct UseTracker {
+    state: Mutex<Uses>,
+}
+
+impl std::fmt::Debug for UseTracker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UseTracker")
+    }
+}
+
+#[derive(Default)]
+struct Uses {
+    last_write: Option<CudaEvent>,
+    /// Reads since the last write, the latest per stream (a later read on a stream covers
+    /// the earlier ones there).
+    reads: Vec<(usize, CudaEvent)>,
+}
+
+fn stream_id(s: &CudaStream) -> usize {
+    s.cu_stream() as usize
+}
+
+impl UseTracker {
+    /// Makes `stream` wait for what an access (`writes` or reads) must follow.
+    pub(crate) fn order_before(&self, stream: &CudaStream, writes: bool) -> Result<()> {
+        let uses = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let wait = |e: &CudaEvent| {
+            stream
+                .wait(e)
+                .map_err(|e| driver_error("ordering a launch after a tensor's last use", e))
+        };
+        if let Some(w) = &uses.last_write {
+            wait(w)?;
+        }
+        if writes {
+            for (id, r) in &uses.reads {
+                if *id != stream_id(stream) {
+                    wait(r)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that work just queued on `stream` reads (or `writes`) the buffer.
+    pub(crate) fn record(&self, stream: &CudaStream, writes: bool) -> Result<()> {
+        let event = stream
+            .record_event(None)
+            .map_err(|e| driver_error("recording a tensor's use", e))?;
+        let mut uses = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if writes {
+            uses.last_write = Some(event);
+            uses.reads.clear();
+        } else {
+            let id = stream_id(stream);
+            uses.reads.retain(|(s, _)| *s != id);
+            uses.reads.push((id, event));
+        }
+        Ok(())
+    }
+}

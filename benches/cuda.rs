@@ -1,0 +1,297 @@
+//! The GPU benchmark table of issue 5, each row side by side with its baseline in one run:
+//!
+//! - vector add (2^26 f32) against the device's copy bandwidth (`cuMemcpyDtoD`);
+//! - fused softmax (4096 rows) against `torch.softmax` when `python3` has PyTorch;
+//! - f16 matmul 4096³ (f32 accumulation) against cuBLAS `cublasGemmEx`, loaded by cudarc.
+//!
+//! ```text
+//! cargo bench --bench cuda                                    # on a machine with a GPU
+//! ../shared/tools/gpu-pack.sh --benches && bash .gpu/run.sh   # built on one without
+//! ```
+//!
+//! Without `--bench` (as `cargo test` runs it) or without a GPU it says why and exits.
+//! Times are the best of several rounds of back-to-back launches on the device's default
+//! stream, closed by a synchronization; bandwidths count each byte read or written once.
+
+use cudarc::cublas::{result as cublas, sys as cublas_sys};
+use half::f16;
+use ndarray::{Array1, Array2};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use tritium::backend::cuda::{CudaDevice, CudaTensor};
+use tritium::{Device, LaunchOptions};
+use tritium_kernels::matmul::matmul;
+use tritium_kernels::softmax::softmax;
+use tritium_kernels::vector_add::add;
+
+/// Best time per call of `calls` back-to-back calls of `f`, over `rounds` rounds.
+fn best_per_call(gpu: &CudaDevice, rounds: usize, calls: usize, mut f: impl FnMut()) -> Duration {
+    f();
+    gpu.synchronize().unwrap();
+    (0..rounds)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..calls {
+                f();
+            }
+            gpu.synchronize().unwrap();
+            t.elapsed() / calls as u32
+        })
+        .min()
+        .unwrap()
+}
+
+fn us(t: Duration) -> f64 {
+    t.as_secs_f64() * 1e6
+}
+
+fn header() {
+    println!(
+        "{:<40} {:>12} {:>12} {:>8} {:>10}",
+        "kernel (baseline)", "tritium µs", "base µs", "ratio", "tritium"
+    );
+}
+
+fn row(name: &str, t: Duration, base: Duration, rate: String) {
+    println!(
+        "{name:<40} {:>12.1} {:>12.1} {:>8.2} {:>10}",
+        us(t),
+        us(base),
+        base.as_secs_f64() / t.as_secs_f64(),
+        rate
+    );
+}
+
+fn gbps(bytes: usize, t: Duration) -> String {
+    format!("{:.0} GB/s", bytes as f64 / t.as_secs_f64() / 1e9)
+}
+
+fn vector_add(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
+    let n = 1usize << 26;
+    let x = Array1::from_iter((0..n).map(|i| (i % 97) as f32));
+    let dx = CudaTensor::from_ndarray(device, &x)?;
+    let dy = CudaTensor::from_ndarray(device, &x)?;
+    let mut out = CudaTensor::<f32>::zeros(device, &[n])?;
+    let mut copy = CudaTensor::<f32>::zeros(device, &[n])?;
+    let t_copy = best_per_call(gpu, 5, 20, || copy.copy_from(&dx).unwrap());
+    let copy_rate = 2.0 * (4 * n) as f64 / t_copy.as_secs_f64();
+    for (block, warps) in [(1024, 4), (2048, 4), (4096, 8)] {
+        let opts = LaunchOptions {
+            num_warps: warps,
+            ..Default::default()
+        };
+        let grid = n.div_ceil(block);
+        let t = best_per_call(gpu, 5, 20, || {
+            add::launch_with(device, grid, &opts, &mut out, &dx, &dy, n as i32, block).unwrap()
+        });
+        let rate = 3.0 * (4 * n) as f64 / t.as_secs_f64();
+        // The ratio of rates: a kernel moving 3 bytes per 2 of the copy at the same speed is 1.0.
+        println!(
+            "{:<40} {:>12.1} {:>12.1} {:>8.2} {:>10}",
+            format!("vector add 2^26 f32 B={block} w={warps} (copy)"),
+            us(t),
+            us(t_copy),
+            rate / copy_rate,
+            gbps(12 * n, t)
+        );
+    }
+    let got = out.to_ndarray()?;
+    assert_eq!(got.into_dimensionality().unwrap(), &x + &x);
+    Ok(())
+}
+
+/// `torch.softmax` over `rows × cols` f32 on the GPU: µs per call, or why not.
+fn torch_softmax_us(rows: usize, cols: usize) -> Result<f64, String> {
+    let script = r#"
+import sys, torch
+r, c = int(sys.argv[1]), int(sys.argv[2])
+x = torch.randn(r, c, device="cuda")
+for _ in range(10): torch.softmax(x, dim=-1)
+torch.cuda.synchronize()
+best = float("inf")
+for _ in range(5):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(50): torch.softmax(x, dim=-1)
+    e.record(); torch.cuda.synchronize()
+    best = min(best, s.elapsed_time(e) * 1000 / 50)
+print(best)
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script, &rows.to_string(), &cols.to_string()])
+        .output()
+        .map_err(|e| format!("python3: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(err.lines().last().unwrap_or("failed").to_string());
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .map_err(|e| format!("torch output: {e}"))
+}
+
+fn fused_softmax(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
+    let rows = 4096;
+    for cols in [256, 1024, 4096, 8192] {
+        let x = Array2::from_shape_fn((rows, cols), |(i, j)| {
+            ((i * 7 + j * 13) % 101) as f32 / 50.0
+        });
+        let dx = CudaTensor::from_ndarray(device, &x)?;
+        let mut out = CudaTensor::<f32>::zeros(device, &[rows, cols])?;
+        let block = cols.next_power_of_two();
+        // Triton's tutorial: more warps for longer rows.
+        let num_warps = match block {
+            b if b >= 8192 => 16,
+            b if b >= 2048 => 8,
+            _ => 4,
+        };
+        let opts = LaunchOptions {
+            num_warps,
+            ..Default::default()
+        };
+        let c = cols as i32;
+        let t = best_per_call(gpu, 5, 20, || {
+            softmax::launch_with(device, rows, &opts, &mut out, &dx, c, c, c, block).unwrap()
+        });
+        let name = format!("softmax {rows}×{cols} f32 (torch.softmax)");
+        match torch_softmax_us(rows, cols) {
+            Ok(base) => row(
+                &name,
+                t,
+                Duration::from_secs_f64(base / 1e6),
+                gbps(8 * rows * cols, t),
+            ),
+            Err(why) => println!("{name:<40} {:>12.1}   torch: {why}", us(t)),
+        }
+    }
+    Ok(())
+}
+
+fn f16_matmul(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
+    let (m, n, k) = (4096usize, 4096usize, 4096usize);
+    let a = Array2::from_shape_fn((m, k), |(i, j)| {
+        f16::from_f32(((i + 3 * j) % 17) as f32 / 17.0 - 0.5)
+    });
+    let b = Array2::from_shape_fn((k, n), |(i, j)| {
+        f16::from_f32(((5 * i + j) % 13) as f32 / 13.0 - 0.5)
+    });
+    let da = CudaTensor::from_ndarray(device, &a)?;
+    let db = CudaTensor::from_ndarray(device, &b)?;
+    let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
+    let dref = CudaTensor::<f16>::zeros(device, &[m, n])?;
+    let flops = 2.0 * (m * n * k) as f64;
+    let tflops = |t: Duration| format!("{:.0} TF/s", flops / t.as_secs_f64() / 1e12);
+
+    // cuBLAS: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
+    // SAFETY: cuBLAS is loaded (checked), the handle is used on this thread only, and
+    // every pointer is a live device allocation of the sizes given.
+    if !unsafe { cublas_sys::is_culib_present() } {
+        println!("f16 matmul: cuBLAS (libcublas.so) not found; no baseline");
+        return Ok(());
+    }
+    let handle =
+        cublas::create_handle().map_err(|e| tritium::Error::Device(format!("cuBLAS: {e:?}")))?;
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    let cublas_gemm = |c: u64| unsafe {
+        cublas::gemm_ex(
+            handle,
+            cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+            cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+            n as i32,
+            m as i32,
+            k as i32,
+            (&alpha as *const f32).cast(),
+            db.device_ptr() as *const _,
+            cublas_sys::cudaDataType_t::CUDA_R_16F,
+            n as i32,
+            da.device_ptr() as *const _,
+            cublas_sys::cudaDataType_t::CUDA_R_16F,
+            k as i32,
+            (&beta as *const f32).cast(),
+            c as *mut _,
+            cublas_sys::cudaDataType_t::CUDA_R_16F,
+            n as i32,
+            cublas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            cublas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT_TENSOR_OP,
+        )
+        .unwrap()
+    };
+    gpu.synchronize()?;
+    let ref_ptr = dref.device_ptr();
+    let t_cublas = best_per_call(gpu, 3, 5, || cublas_gemm(ref_ptr));
+    let want = dref.to_ndarray()?;
+    for (bm, bn, bk, warps) in [
+        (128, 128, 32, 4),
+        (128, 128, 64, 8),
+        (128, 256, 32, 8),
+        (64, 128, 32, 4),
+    ] {
+        let opts = LaunchOptions {
+            num_warps: warps,
+            ..Default::default()
+        };
+        let grid = [m.div_ceil(bm), n.div_ceil(bn)];
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        let mut launch = || {
+            matmul::launch_with(
+                device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn, bk,
+            )
+        };
+        let name = format!("matmul f16 4096³ {bm}×{bn}×{bk} w={warps} (cuBLAS)");
+        if let Err(e) = launch() {
+            println!("{name:<40} failed: {e}");
+            continue;
+        }
+        let t = best_per_call(gpu, 3, 5, || launch().unwrap());
+        row(&name, t, t_cublas, tflops(t));
+        let got = dc.to_ndarray()?;
+        let worst = got
+            .iter()
+            .zip(want.iter())
+            .map(|(g, w)| (g.to_f32() - w.to_f32()).abs() / w.to_f32().abs().max(1.0))
+            .fold(0f32, f32::max);
+        if worst > 1e-2 {
+            println!(
+                "{:<40} differs from cuBLAS: worst relative error {worst}",
+                ""
+            );
+        }
+    }
+    println!(
+        "{:<40} {:>12} {:>12.1} {:>8} {:>10}",
+        "cuBLAS gemmEx f16→f16, f32 compute",
+        "",
+        us(t_cublas),
+        "",
+        tflops(t_cublas)
+    );
+    // SAFETY: the handle was created above and is no longer used.
+    unsafe { cublas::destroy_handle(handle) }.ok();
+    Ok(())
+}
+
+fn main() -> tritium::Result<()> {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("bench cuda: run with --bench (cargo bench --bench cuda) to time it");
+        return Ok(());
+    }
+    let device = match Device::cuda(0) {
+        Ok(d) => d,
+        Err(e) => {
+            println!("bench cuda: skipped: {e}");
+            return Ok(());
+        }
+    };
+    let Device::Cuda(gpu) = &device else {
+        return Err(tritium::Error::Device(
+            "Device::cuda(0) gave no CUDA device".into(),
+        ));
+    };
+    println!("{gpu:?}");
+    header();
+    vector_add(&device, gpu)?;
+    fused_softmax(&device, gpu)?;
+    f16_matmul(&device, gpu)?;
+    Ok(())
+}
