@@ -10,3 +10,4 @@ mod kernels_matmul;
 mod kernels_misc;
 mod kernels_norm;
 mod launch_errors;
+mod reductions;

@@ -4,7 +4,10 @@
 //! `shfl.sync.bfly` (every lane ends with the same value), then lane 0 of each warp
 //! writes shared memory and every thread folds the per-warp values in warp order, so
 //! every thread holds the same result. Along an axis of a larger tile: the input goes
-//! to shared memory and each output slot folds its line in index order.
+//! to shared memory; with at least half as many outputs as threads each output slot
+//! folds its line in index order, else a group of up to 32 lanes shares each line (every
+//! lane folds a strided part, the group combines with `shfl.sync.bfly`) and the results
+//! return to the blocked layout through shared memory.
 //!
 //! Semantics as the interpreter: float max/min are maxnum/minnum folds (NaN is their
 //! identity), f16/bf16 sums add in f32 and round once, integer sums wrap; argmax/argmin
@@ -23,6 +26,18 @@ pub(super) type Acc<'ctx> = (BasicValueEnum<'ctx>, Option<IntValue<'ctx>>);
 pub(super) type FoldStep<'a, 'ctx, G> =
     dyn FnMut(&mut G, IntValue<'ctx>, &[Acc<'ctx>]) -> Vec<Acc<'ctx>> + 'a;
 
+/// How many lanes share one output of an axis reduction: a power of two up to a warp,
+/// when there are fewer outputs than threads and the lines are long enough to split;
+/// 1 for the serial fold.
+fn lanes_per_output(outputs: usize, len: usize, threads: usize) -> usize {
+    if outputs == 0 || outputs * 2 > threads || len < 2 {
+        return 1;
+    }
+    let spare = threads / outputs;
+    let by_threads = 1usize << spare.ilog2();
+    by_threads.min(32).min(len.next_power_of_two())
+}
+
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn reduce(&mut self, inst: &Inst) {
         let Op::Reduce { op, x, axis } = &inst.op else {
@@ -37,19 +52,48 @@ impl<'ctx> Gen<'ctx, '_> {
             self.define(r, vec![v]);
             return;
         }
-        // Through shared memory: output element `o` folds `x[o with k inserted at axis]`.
         self.spill_to_shared(x, 0);
         self.barrier();
         let rt = self.ty(r).clone();
+        let group = lanes_per_output(rt.numel(), xt.shape[axis], self.threads);
+        let out = if group > 1 {
+            self.reduce_lines_in_groups(op, d, &xt, axis, &rt, group)
+        } else {
+            self.reduce_lines_serially(op, d, &xt, axis, &rt)
+        };
+        self.define(r, out);
+    }
+
+    /// The shared-memory index of `x[idx with 0 inserted at axis]` for output index `lin`.
+    fn line_base(
+        &self,
+        xt: &tritium_dsl::ir::Type,
+        axis: usize,
+        rt: &tritium_dsl::ir::Type,
+        lin: IntValue<'ctx>,
+    ) -> IntValue<'ctx> {
+        let mut idx = self.unravel(&rt.shape, lin);
+        idx.insert(axis, self.i32c(0));
+        self.ravel(&xt.shape, &idx)
+    }
+
+    /// Each output slot of each thread folds its line of the spilled input in index
+    /// order (enough outputs to keep every thread busy).
+    fn reduce_lines_serially(
+        &mut self,
+        op: ReduceOp,
+        d: DType,
+        xt: &tritium_dsl::ir::Type,
+        axis: usize,
+        rt: &tritium_dsl::ir::Type,
+    ) -> Vec<BasicValueEnum<'ctx>> {
         let numel = rt.numel();
         let len = xt.shape[axis];
         let stride: usize = xt.shape[axis + 1..].iter().product();
         let bases: Vec<IntValue<'ctx>> = (0..self.slots(numel))
             .map(|j| {
                 let lin = self.clamped_lin(numel, j);
-                let mut idx = self.unravel(&rt.shape, lin);
-                idx.insert(axis, self.i32c(0));
-                self.ravel(&xt.shape, &idx)
+                self.line_base(xt, axis, rt, lin)
             })
             .collect();
         let elem = Elem::Scalar(d);
@@ -67,8 +111,104 @@ impl<'ctx> Gen<'ctx, '_> {
                 .collect()
         });
         self.barrier();
-        let out = accs.into_iter().map(|a| self.finish(op, d, a)).collect();
-        self.define(r, out);
+        accs.into_iter().map(|a| self.finish(op, d, a)).collect()
+    }
+
+    /// Fewer outputs than threads: `group` adjacent lanes (a power of two dividing the
+    /// warp) share an output's line, each folding every `group`-th element of it, then
+    /// combine with `shfl.sync.bfly`; the groups' results go through shared memory to
+    /// the output's blocked layout.
+    fn reduce_lines_in_groups(
+        &mut self,
+        op: ReduceOp,
+        d: DType,
+        xt: &tritium_dsl::ir::Type,
+        axis: usize,
+        rt: &tritium_dsl::ir::Type,
+        group: usize,
+    ) -> Vec<BasicValueEnum<'ctx>> {
+        let numel = rt.numel();
+        let len = xt.shape[axis];
+        let stride: usize = xt.shape[axis + 1..].iter().product();
+        let elem = Elem::Scalar(d);
+        let i32e = Elem::Scalar(DType::I32);
+        let bl = self.b;
+        let out = bl
+            .build_int_unsigned_div(self.tid, self.i32c(group as u64), "out")
+            .unwrap();
+        let part = bl
+            .build_int_unsigned_rem(self.tid, self.i32c(group as u64), "part")
+            .unwrap();
+        let has_out = bl
+            .build_int_compare(IntPredicate::ULT, out, self.i32c(numel as u64), "")
+            .unwrap();
+        // Lanes past the last output fold a real line too (every lane takes part in the
+        // shuffles) and drop the result.
+        let out_in_range = bl
+            .build_select(has_out, out, self.i32c(0), "")
+            .unwrap()
+            .into_int_value();
+        let base = self.line_base(xt, axis, rt, out_in_range);
+        let init = vec![self.identity(op, d)];
+        let accs = self.counted_loop(len.div_ceil(group), init, &mut |g, k, accs| {
+            let b = g.b;
+            let kk = b.build_int_mul(k, g.i32c(group as u64), "").unwrap();
+            let kk = b.build_int_add(kk, part, "kk").unwrap();
+            let ok = b
+                .build_int_compare(IntPredicate::ULT, kk, g.i32c(len as u64), "")
+                .unwrap();
+            let at_k = b
+                .build_select(ok, kk, g.i32c(0), "")
+                .unwrap()
+                .into_int_value();
+            let step = b.build_int_mul(at_k, g.i32c(stride as u64), "").unwrap();
+            let at = b.build_int_add(base, step, "").unwrap();
+            let p = g.shared_elem(0, elem, at);
+            let v = g.shared_load(p, elem);
+            let next = g.combine(op, d, accs[0], (v, Some(kk)));
+            vec![g.select_acc(ok, next, accs[0])]
+        });
+        let mut acc = accs[0];
+        let mut mask = group as u32 / 2;
+        while mask >= 1 {
+            let other = (
+                self.shuffle_xor(acc.0, mask),
+                acc.1
+                    .map(|i| self.shuffle_xor(i.into(), mask).into_int_value()),
+            );
+            acc = self.combine(op, d, acc, other);
+            mask /= 2;
+        }
+        // Every lane is done reading the spilled input: the results reuse its memory.
+        self.barrier();
+        let idx_offset = (numel * self.shared_size(elem)).div_ceil(16) * 16;
+        self.reserve_shared(idx_offset + numel * 4);
+        let first = bl
+            .build_int_compare(IntPredicate::EQ, part, self.i32c(0), "")
+            .unwrap();
+        let writes = bl.build_and(first, has_out, "").unwrap();
+        self.when(Some(writes), &mut |g| {
+            let p = g.shared_elem(0, elem, out);
+            g.shared_store(p, acc.0, elem);
+            if let Some(i) = acc.1 {
+                let p = g.shared_elem(idx_offset, i32e, out);
+                g.shared_store(p, i.into(), i32e);
+            }
+        });
+        self.barrier();
+        let slots = (0..self.slots(numel))
+            .map(|j| {
+                let lin = self.clamped_lin(numel, j);
+                let v = self.shared_load(self.shared_elem(0, elem, lin), elem);
+                let i = acc.1.map(|_| {
+                    self.shared_load(self.shared_elem(idx_offset, i32e, lin), i32e)
+                        .into_int_value()
+                });
+                self.finish(op, d, (v, i))
+            })
+            .collect();
+        self.barrier();
+        slots
     }
 
     fn reduce_to_scalar(

@@ -1,0 +1,239 @@
+//! Reductions along either axis of a 2-D tile, on every device against plain ndarray
+//! folds: few outputs (lanes share a line and combine with shuffles on CUDA) and many
+//! (one line per slot), ties for argmax/argmin, NaN rows, f32, f16 and i32.
+
+use crate::common::all_devices;
+use half::f16;
+use ndarray::{Array1, Array2, Axis};
+use rstest::rstest;
+use tritium::prelude::*;
+
+/// Sums, maxima, minima and first arg-extremes of `x` (`R × C`) along both axes.
+#[kernel]
+fn float_reductions<T: Float>(
+    sum0: Ptr<T>,
+    max0: Ptr<T>,
+    argmin0: Ptr<i32>,
+    sum1: Ptr<T>,
+    min1: Ptr<T>,
+    argmax1: Ptr<i32>,
+    x: Ptr<T>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let rows = arange(0, R);
+    let cols = arange(0, C);
+    let t = load(x + rows[(.., None)] * C as i32 + cols[(None, ..)]);
+    store(sum0 + cols, sum(t, 0));
+    store(max0 + cols, max(t, 0));
+    store(argmin0 + cols, argmin(t, 0));
+    store(sum1 + rows, sum(t, 1));
+    store(min1 + rows, min(t, 1));
+    store(argmax1 + rows, argmax(t, 1));
+}
+
+/// The integer counterpart (wrapping sums).
+#[kernel]
+fn int_reductions(
+    sum0: Ptr<i32>,
+    argmax0: Ptr<i32>,
+    sum1: Ptr<i32>,
+    max1: Ptr<i32>,
+    argmin1: Ptr<i32>,
+    x: Ptr<i32>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let rows = arange(0, R);
+    let cols = arange(0, C);
+    let t = load(x + rows[(.., None)] * C as i32 + cols[(None, ..)]);
+    store(sum0 + cols, sum(t, 0));
+    store(argmax0 + cols, argmax(t, 0));
+    store(sum1 + rows, sum(t, 1));
+    store(max1 + rows, max(t, 1));
+    store(argmin1 + rows, argmin(t, 1));
+}
+
+/// The first index of the extreme of `line` (`better(a, b)`: `a` beats `b`), NaN ignored,
+/// 0 when there is none, as the interpreter defines argmax/argmin.
+fn arg_extreme(line: impl Iterator<Item = f64>, better: fn(f64, f64) -> bool) -> i32 {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, v) in line.enumerate() {
+        if v.is_nan() {
+            continue;
+        }
+        if best.map_or(true, |(_, b)| better(v, b)) {
+            best = Some((i, v));
+        }
+    }
+    best.map_or(0, |(i, _)| i as i32)
+}
+
+/// maxnum/minnum folds: NaN only when the whole line is NaN.
+fn fold_num(line: impl Iterator<Item = f64>, max: bool) -> f64 {
+    line.fold(f64::NAN, |a, v| if max { a.max(v) } else { a.min(v) })
+}
+
+/// Values with repeats (ties for the arg-reductions) and, when `nans`, a NaN in every
+/// third row and one row all NaN.
+fn values(r: usize, c: usize, nans: bool) -> Array2<f64> {
+    Array2::from_shape_fn((r, c), |(i, j)| {
+        if nans && (i == 1 || (i % 3 == 0 && j == c / 2)) {
+            return f64::NAN;
+        }
+        ((i * 7 + j * 13) % 11) as f64 - 5.0
+    })
+}
+
+fn lines(x: &Array2<f64>, axis: usize) -> Vec<Vec<f64>> {
+    x.axis_iter(Axis(1 - axis)).map(|l| l.to_vec()).collect()
+}
+
+/// Shapes with fewer outputs than a CTA's threads along one axis or both (lanes share
+/// lines), and with more (one line per slot).
+const SHAPES: [(usize, usize); 6] = [(2, 64), (4, 256), (16, 16), (64, 4), (256, 2), (1, 32)];
+
+#[rstest]
+fn float_reductions_along_each_axis(
+    #[values(SHAPES[0], SHAPES[1], SHAPES[2], SHAPES[3], SHAPES[4], SHAPES[5])] shape: (
+        usize,
+        usize,
+    ),
+    #[values(false, true)] nans: bool,
+    #[values(1, 4)] num_warps: u32,
+) {
+    let (r, c) = shape;
+    let x = values(r, c, nans);
+    let opts = LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let sum_of = |l: &Vec<f64>| l.iter().sum::<f64>();
+    let (cols, rows) = (lines(&x, 0), lines(&x, 1));
+    let want_sum0: Vec<f64> = cols.iter().map(sum_of).collect();
+    let want_max0: Vec<f64> = cols
+        .iter()
+        .map(|l| fold_num(l.iter().copied(), true))
+        .collect();
+    let want_argmin0: Vec<i32> = cols
+        .iter()
+        .map(|l| arg_extreme(l.iter().copied(), |a, b| a < b))
+        .collect();
+    let want_sum1: Vec<f64> = rows.iter().map(sum_of).collect();
+    let want_min1: Vec<f64> = rows
+        .iter()
+        .map(|l| fold_num(l.iter().copied(), false))
+        .collect();
+    let want_argmax1: Vec<i32> = rows
+        .iter()
+        .map(|l| arg_extreme(l.iter().copied(), |a, b| a > b))
+        .collect();
+    macro_rules! check {
+        ($t:ty, $from:expr, $to:expr) => {
+            for d in all_devices() {
+                let xt = x.mapv($from);
+                let (mut s0, mut m0, mut a0) = (
+                    Array1::<$t>::from_elem(c, $from(0.0)),
+                    Array1::<$t>::from_elem(c, $from(0.0)),
+                    Array1::<i32>::zeros(c),
+                );
+                let (mut s1, mut m1, mut a1) = (
+                    Array1::<$t>::from_elem(r, $from(0.0)),
+                    Array1::<$t>::from_elem(r, $from(0.0)),
+                    Array1::<i32>::zeros(r),
+                );
+                float_reductions::launch_with(
+                    &d, 1, &opts, &mut s0, &mut m0, &mut a0, &mut s1, &mut m1, &mut a1, &xt, r, c,
+                )
+                .unwrap();
+                let what = format!(
+                    "{d:?} {} {shape:?} nans={nans} warps={num_warps}",
+                    stringify!($t)
+                );
+                // Exact: sums of small integers, extremes and indices.
+                let same = |got: &Array1<$t>, want: &[f64], name: &str| {
+                    let got: Vec<f64> = got.iter().map(|v| $to(*v)).collect();
+                    let eq = got
+                        .iter()
+                        .zip(want)
+                        .all(|(g, w)| g == w || (g.is_nan() && w.is_nan()));
+                    assert!(eq, "{name} on {what}: got {got:?}, want {want:?}");
+                };
+                same(&s0, &want_sum0, "sum axis 0");
+                same(&m0, &want_max0, "max axis 0");
+                same(&s1, &want_sum1, "sum axis 1");
+                same(&m1, &want_min1, "min axis 1");
+                assert_eq!(a0.to_vec(), want_argmin0, "argmin axis 0 on {what}");
+                assert_eq!(a1.to_vec(), want_argmax1, "argmax axis 1 on {what}");
+            }
+        };
+    }
+    check!(f32, |v: f64| v as f32, |v: f32| v as f64);
+    check!(f16, f16::from_f64, |v: f16| v.to_f64());
+}
+
+#[rstest]
+fn int_reductions_along_each_axis(
+    #[values(SHAPES[0], SHAPES[1], SHAPES[2], SHAPES[3], SHAPES[4], SHAPES[5])] shape: (
+        usize,
+        usize,
+    ),
+    #[values(1, 4)] num_warps: u32,
+) {
+    let (r, c) = shape;
+    // Large values so that sums wrap.
+    let x = Array2::from_shape_fn((r, c), |(i, j)| {
+        (((i * 7 + j * 13) % 11) as i32 - 5).wrapping_mul(0x3000_0001)
+    });
+    let opts = LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let wrapping = |l: ndarray::ArrayView1<i32>| l.iter().fold(0i32, |a, v| a.wrapping_add(*v));
+    let first = |l: ndarray::ArrayView1<i32>, max: bool| {
+        let best = if max { l.iter().max() } else { l.iter().min() };
+        l.iter().position(|v| Some(v) == best).unwrap_or(0) as i32
+    };
+    let want_sum0: Vec<i32> = x.axis_iter(Axis(1)).map(wrapping).collect();
+    let want_argmax0: Vec<i32> = x.axis_iter(Axis(1)).map(|l| first(l, true)).collect();
+    let want_sum1: Vec<i32> = x.axis_iter(Axis(0)).map(wrapping).collect();
+    let want_max1: Vec<i32> = x
+        .axis_iter(Axis(0))
+        .map(|l| *l.iter().max().unwrap())
+        .collect();
+    let want_argmin1: Vec<i32> = x.axis_iter(Axis(0)).map(|l| first(l, false)).collect();
+    for d in all_devices() {
+        let (mut s0, mut a0) = (Array1::<i32>::zeros(c), Array1::<i32>::zeros(c));
+        let (mut s1, mut m1, mut a1) = (
+            Array1::<i32>::zeros(r),
+            Array1::<i32>::zeros(r),
+            Array1::<i32>::zeros(r),
+        );
+        int_reductions::launch_with(
+            &d, 1, &opts, &mut s0, &mut a0, &mut s1, &mut m1, &mut a1, &x, r, c,
+        )
+        .unwrap();
+        let what = format!("{d:?} {shape:?} warps={num_warps}");
+        assert_eq!(s0.to_vec(), want_sum0, "sum axis 0 on {what}");
+        assert_eq!(a0.to_vec(), want_argmax0, "argmax axis 0 on {what}");
+        assert_eq!(s1.to_vec(), want_sum1, "sum axis 1 on {what}");
+        assert_eq!(m1.to_vec(), want_max1, "max axis 1 on {what}");
+        assert_eq!(a1.to_vec(), want_argmin1, "argmin axis 1 on {what}");
+    }
+}
+
+#[test]
+fn axis_reductions_with_few_outputs_use_warp_shuffles() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    let s = tritium::dsl::trace::Specialization::default();
+    let ptx = |r: usize, c: usize| {
+        let f = int_reductions::trace(&s, r, c).unwrap();
+        compile_ptx(&f, "k", &CudaCompileOptions::default())
+            .unwrap()
+            .text
+    };
+    // 4 rows of 256 (4 outputs for 128 threads): groups of 32 lanes per row.
+    assert!(ptx(4, 256).contains("shfl.sync.bfly"));
+    // 128 × 128: a line per thread along either axis, no shuffles.
+    assert!(!ptx(128, 128).contains("shfl.sync"));
+}
