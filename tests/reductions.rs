@@ -62,8 +62,9 @@ fn arg_extreme(line: impl Iterator<Item = f64>, better: fn(f64, f64) -> bool) ->
         if v.is_nan() {
             continue;
         }
-        if best.map_or(true, |(_, b)| better(v, b)) {
-            best = Some((i, v));
+        match best {
+            Some((_, b)) if !better(v, b) => {}
+            _ => best = Some((i, v)),
         }
     }
     best.map_or(0, |(i, _)| i as i32)
