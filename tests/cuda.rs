@@ -58,6 +58,12 @@ fn every_kernel_compiles_to_ptx(#[values(80, 90)] sm: u32) {
         ] {
             assert!(text.contains(&want), "{}: no `{want}` in\n{text}", f.name);
         }
+        // The driver links nothing: a module with an undefined function fails to load.
+        assert!(
+            !text.contains(".extern .func"),
+            "{}: an external function in\n{text}",
+            f.name
+        );
     }
 }
 
