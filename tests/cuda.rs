@@ -9,6 +9,7 @@ use tritium::backend::cuda::{
 };
 use tritium::dsl::ir::Function;
 use tritium::dsl::trace::Specialization;
+use tritium::prelude::{DType, Ptr};
 use tritium::Device;
 use tritium_kernels::custom_add::{self, AddOp};
 use tritium_kernels::{layer_norm, matmul, misc, softmax, vector_add};
@@ -124,6 +125,25 @@ fn f16_and_bf16_dot_use_tensor_cores(#[values(80, 90)] sm: u32) {
     // f32 inputs take the fallback.
     let f32 = matmul::matmul::trace::<f32, f32>(&s, 64, 64, 32).unwrap();
     assert!(!ptx(&f32, sm, 4).contains("mma.sync"));
+}
+
+#[test]
+fn loop_carried_mma_accumulator_stays_in_registers() {
+    // 64 × 64 f32 accumulator over 4 warps: 32 tiles of 16 × 8, 8 rounds of 4 registers
+    // per lane. Only converting the result for the store after the loop writes f32 to
+    // shared memory: 32 stores at most (fewer when vectorized). An accumulator going
+    // through shared memory in the loop adds 32 stores in and 32 out per iteration.
+    let f =
+        matmul::matmul::trace::<half::f16, f32>(&Specialization::default(), 64, 64, 32).unwrap();
+    let text = ptx(&f, 80, 4);
+    let stores = text
+        .lines()
+        .filter(|l| l.contains("st.shared") && l.contains(".f32"))
+        .count();
+    assert!(
+        (1..=32).contains(&stores),
+        "{stores} f32 shared stores in\n{text}"
+    );
 }
 
 #[test]
@@ -449,6 +469,64 @@ fn matmul_emulated(#[values((1, 1, 1), (65, 33, 70))] mkn: (usize, usize, usize)
     let want: Array2<f32> =
         matmul::matmul_2d(&Device::interpreter(), a.view(), b.view(), blocks).unwrap();
     assert_close(&got, &want, 1e-5, 1e-5, "emulated CUDA vs interpreter");
+}
+
+/// Tensor-core accumulators in every position: a loaded (non-splat) initial value, a
+/// loop that also reads the carried accumulator and may run zero times, a `dot` taking a
+/// `dot`'s result as its accumulator and (cast to f16) as an operand, and an f32 `dot` of
+/// `dot` results (the FMA fallback).
+#[tritium::kernel]
+fn mma_accumulators(
+    out: Ptr<f32>,
+    out2: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    bias: Ptr<f32>,
+    steps: i32,
+    #[constexpr] S: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let ta = load(a + at);
+    let tb = load(b + at);
+    let mut acc = load(bias + at);
+    let mut peak = zeros([S, S], DType::F32);
+    for _ in range(0, steps) {
+        peak = maximum(peak, acc);
+        acc = dot(ta, tb, acc);
+    }
+    store(out + at, acc + peak);
+    let d1 = dot(ta, tb, zeros([S, S], DType::F32));
+    let d2 = dot(d1.to(DType::F16), tb, d1);
+    let d3 = dot(d1, d2, zeros([S, S], DType::F32));
+    store(out2 + at, d2 + d3);
+}
+
+#[rstest]
+fn mma_accumulators_in_every_position_emulated(
+    #[values(0, 1, 3)] steps: i32,
+    #[values(1, 4)] num_warps: u32,
+) {
+    use half::f16;
+    let s = 32;
+    let small = |seed: u64| Array2::from_shape_vec((s, s), random_f32(s * s, seed)).unwrap() * 0.25;
+    let a = small(31).mapv(f16::from_f32);
+    let b = small(32).mapv(f16::from_f32);
+    let bias = small(33);
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let (mut out, mut out2) = (Array2::<f32>::zeros((s, s)), Array2::<f32>::zeros((s, s)));
+        mma_accumulators::launch_with(d, 1, &opts, &mut out, &mut out2, &a, &b, &bias, steps, s)
+            .unwrap();
+        (out, out2)
+    };
+    let (want, want2) = run(&Device::interpreter());
+    let (got, got2) = run(&Device::cuda_emulator());
+    assert_close(&got, &want, 1e-4, 1e-4, "loop-carried accumulator");
+    assert_close(&got2, &want2, 1e-3, 1e-3, "dot of dots");
 }
 
 #[rstest]

@@ -1,22 +1,34 @@
 //! Structured control flow. Every condition is a scalar, held equally by every thread,
 //! so control flow is uniform across the CTA. Carried values (each slot of a tile) live
-//! in entry-block allocas that the optimizer promotes to registers.
+//! in entry-block allocas that the optimizer promotes to registers; a `for` loop whose
+//! body yields a tensor-core `dot` carries that accumulator as `mma` fragments, so it
+//! never goes through shared memory between iterations.
 
 use super::{Gen, V};
 use crate::llvm::LoopCounter;
 use inkwell::values::PointerValue;
 use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
 
+/// How a carried value is held across iterations.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Carry {
+    /// Like every value: this thread's slots (one for a scalar).
+    Slots,
+    /// Tensor-core accumulator fragments of an `m × n` f32 tile (see `dot`).
+    Frags { m: usize, n: usize },
+}
+
 impl<'ctx, 'f> Gen<'ctx, 'f> {
-    /// One alloca per slot of each carried value.
-    fn carried_slots(&mut self, types: &[Type]) -> Vec<Vec<PointerValue<'ctx>>> {
+    /// One alloca per slot (or fragment register) of each carried value.
+    fn carried_slots(&mut self, types: &[Type], carry: &[Carry]) -> Vec<Vec<PointerValue<'ctx>>> {
         types
             .iter()
-            .map(|t| {
-                let n = if t.is_scalar() {
-                    1
-                } else {
-                    self.slots(t.numel())
+            .zip(carry)
+            .map(|(t, c)| {
+                let n = match *c {
+                    Carry::Frags { m, n } => self.mma_rounds(m, n) * 4,
+                    Carry::Slots if t.is_scalar() => 1,
+                    Carry::Slots => self.slots(t.numel()),
                 };
                 let ty = self.elem_compute_ty(t.elem);
                 (0..n).map(|_| self.entry_alloca(ty)).collect()
@@ -25,12 +37,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// Stores `values` into `slots` (all read first, so swaps are safe).
-    fn assign(&mut self, values: &[Value], slots: &[Vec<PointerValue<'ctx>>]) {
+    fn assign(&mut self, values: &[Value], slots: &[Vec<PointerValue<'ctx>>], carry: &[Carry]) {
         let vals: Vec<Vec<_>> = values
             .iter()
-            .map(|v| {
-                let numel = self.ty(*v).numel();
-                self.tile_slots(*v, numel)
+            .zip(carry)
+            .map(|(v, c)| match *c {
+                Carry::Frags { m, n } => self.frag_regs(*v, m, n),
+                Carry::Slots => {
+                    let numel = self.ty(*v).numel();
+                    self.tile_slots(*v, numel)
+                }
             })
             .collect();
         for (vs, ps) in vals.iter().zip(slots) {
@@ -41,20 +57,38 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// Binds `values` to what `slots` hold now.
-    fn bind(&mut self, values: &[Value], slots: &[Vec<PointerValue<'ctx>>]) {
-        for (v, ps) in values.iter().zip(slots) {
+    fn bind(&mut self, values: &[Value], slots: &[Vec<PointerValue<'ctx>>], carry: &[Carry]) {
+        for ((v, ps), c) in values.iter().zip(slots).zip(carry) {
             let ty = self.elem_compute_ty(self.ty(*v).elem);
             let loaded: Vec<_> = ps
                 .iter()
                 .map(|p| self.b.build_load(ty, *p, "").unwrap())
                 .collect();
-            let val = if self.ty(*v).is_scalar() {
-                V::Scalar(loaded[0])
-            } else {
-                V::Tile(loaded)
+            let val = match c {
+                Carry::Frags { .. } => V::Frag(loaded),
+                Carry::Slots if self.ty(*v).is_scalar() => V::Scalar(loaded[0]),
+                Carry::Slots => V::Tile(loaded),
             };
             self.vals.insert(*v, val);
         }
+    }
+
+    /// How a `for` loop carries each value: a tensor-core `dot`'s accumulator stays in
+    /// fragments when the body yields that `dot`'s result.
+    fn loop_carry(&self, body: &Block, count: usize) -> Vec<Carry> {
+        let yields = Self::yields(body);
+        (0..count)
+            .map(|i| {
+                let Some(y) = yields.get(i) else {
+                    return Carry::Slots;
+                };
+                body.insts
+                    .iter()
+                    .find(|inst| inst.results.first() == Some(y))
+                    .and_then(|inst| self.mma_shape(inst))
+                    .map_or(Carry::Slots, |(_, [m, n, _])| Carry::Frags { m, n })
+            })
+            .collect()
     }
 
     fn yields(b: &Block) -> &[Value] {
@@ -76,13 +110,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             unreachable!()
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
-        let slots = self.carried_slots(&types);
+        let carry = self.loop_carry(body, types.len());
+        let slots = self.carried_slots(&types, &carry);
         let dtype = match self.ty(*lo).elem {
             tritium_dsl::ir::Elem::Scalar(d) | tritium_dsl::ir::Elem::Ptr(d) => d,
         };
         let bounds = [*lo, *hi, *step].map(|v| self.scalar(v).into_int_value());
         let count = LoopCounter::new(&self.emit(), dtype, bounds);
-        self.assign(init, &slots);
+        self.assign(init, &slots, &carry);
         let pre = self.b.get_insert_block().unwrap();
         let header = self.ctx.append_basic_block(self.func, "for");
         let body_bb = self.ctx.append_basic_block(self.func, "for.body");
@@ -98,14 +133,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.position_at_end(body_bb);
         self.vals
             .insert(body.args[0], V::Scalar(count.body_value(&self.emit(), iv)));
-        self.bind(&body.args[1..], &slots);
+        self.bind(&body.args[1..], &slots, &carry);
         self.block(body);
-        self.assign(Self::yields(body), &slots);
+        self.assign(Self::yields(body), &slots, &carry);
         let next = count.advance(&self.emit(), self.func, iv, exit);
         phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(exit);
-        self.bind(&inst.results, &slots);
+        self.bind(&inst.results, &slots, &carry);
     }
 
     pub(super) fn if_else(&mut self, inst: &'f Inst) {
@@ -118,7 +153,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             unreachable!()
         };
         let types: Vec<Type> = inst.results.iter().map(|v| self.ty(*v).clone()).collect();
-        let slots = self.carried_slots(&types);
+        let carry = vec![Carry::Slots; types.len()];
+        let slots = self.carried_slots(&types, &carry);
         let c = self.scalar(*cond).into_int_value();
         let then_bb = self.ctx.append_basic_block(self.func, "then");
         let else_bb = self.ctx.append_basic_block(self.func, "else");
@@ -129,11 +165,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
             self.b.position_at_end(bb);
             self.block(region);
-            self.assign(Self::yields(region), &slots);
+            self.assign(Self::yields(region), &slots, &carry);
             self.b.build_unconditional_branch(merge).unwrap();
         }
         self.b.position_at_end(merge);
-        self.bind(&inst.results, &slots);
+        self.bind(&inst.results, &slots, &carry);
     }
 
     pub(super) fn while_loop(&mut self, inst: &'f Inst) {
@@ -141,14 +177,15 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             unreachable!()
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
-        let slots = self.carried_slots(&types);
-        self.assign(init, &slots);
+        let carry = vec![Carry::Slots; types.len()];
+        let slots = self.carried_slots(&types, &carry);
+        self.assign(init, &slots, &carry);
         let header = self.ctx.append_basic_block(self.func, "while");
         let body_bb = self.ctx.append_basic_block(self.func, "while.body");
         let exit = self.ctx.append_basic_block(self.func, "while.end");
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(header);
-        self.bind(&cond.args, &slots);
+        self.bind(&cond.args, &slots, &carry);
         self.block(cond);
         let c = match cond.insts.last().map(|i| &i.op) {
             Some(Op::Condition(c)) => self.scalar(*c).into_int_value(),
@@ -159,11 +196,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         };
         self.b.build_conditional_branch(c, body_bb, exit).unwrap();
         self.b.position_at_end(body_bb);
-        self.bind(&body.args, &slots);
+        self.bind(&body.args, &slots, &carry);
         self.block(body);
-        self.assign(Self::yields(body), &slots);
+        self.assign(Self::yields(body), &slots, &carry);
         self.b.build_unconditional_branch(header).unwrap();
         self.b.position_at_end(exit);
-        self.bind(&inst.results, &slots);
+        self.bind(&inst.results, &slots, &carry);
     }
 }

@@ -1,12 +1,14 @@
 //! `dot(a, b, acc)`.
 //!
 //! f16/bf16 inputs with an f32 accumulator, `M % 16 == 0`, `N % 8 == 0`, `K % 16 == 0`:
-//! tensor cores. `a`, `b` (16-bit) and `acc` (f32) go to shared memory; the `16 × 8`
-//! output tiles are dealt to the warps round-robin, each warp loads its fragments in the
-//! PTX ISA's `m16n8k16` layouts and runs `mma.sync.aligned.m16n8k16.row.col` over `K / 16`
-//! steps; results go back through shared memory to the blocked layout. Every warp runs
-//! the same number of `mma`s (a warp without a tile left computes a clamped one and
-//! discards it), so control flow stays uniform.
+//! tensor cores. `a` and `b` (16-bit) go to shared memory; the `16 × 8` output tiles are
+//! dealt to the warps round-robin, each warp loads its fragments in the PTX ISA's
+//! `m16n8k16` layouts and runs `mma.sync.aligned.m16n8k16.row.col` over `K / 16` steps.
+//! The result stays in the accumulator-fragment layout (`V::Frag`): the next `dot` takes
+//! it as it is, and a `for` loop carries it in registers (see `control`); any other use
+//! converts it to the blocked layout through shared memory (as an accumulator in slots is
+//! converted to fragments). Every warp runs the same number of `mma`s (a warp without a
+//! tile left computes a clamped one and discards it), so control flow stays uniform.
 //!
 //! Otherwise (the fallback): `a` and `b`, converted to the accumulator's dtype as a cast
 //! would, go to shared memory; each accumulator slot runs its own `k` loop of `fmuladd`s
@@ -14,11 +16,25 @@
 //! round once at the end, as the interpreter does.
 
 use super::reduce::Acc;
-use super::Gen;
+use super::{Gen, V};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
-use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op};
+use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
+
+/// Where one lane's accumulator fragment of one round lies (see [`Gen::frag_site`]).
+struct FragSite<'ctx> {
+    /// Whether the warp has a tile this round.
+    valid: IntValue<'ctx>,
+    /// The lane's first row of the tile (`16 tm + group`).
+    row0: IntValue<'ctx>,
+    /// The lane's column of `b` (`8 tn + group`).
+    b_col: IntValue<'ctx>,
+    /// `2 quad`.
+    quad2: IntValue<'ctx>,
+    /// Row-major indices of the lane's 4 accumulator registers.
+    index: [IntValue<'ctx>; 4],
+}
 
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn dot(&mut self, inst: &Inst) {
@@ -35,16 +51,11 @@ impl<'ctx> Gen<'ctx, '_> {
             ));
             return;
         }
+        if let Some((from, mnk)) = self.mma_shape(inst) {
+            return self.mma_dot(inst, from, mnk);
+        }
         let from = at.dtype().expect("dot takes numbers");
         let (m, k, n) = (at.shape[0], at.shape[1], bt.shape[1]);
-        if matches!(from, DType::F16 | DType::BF16)
-            && d == DType::F32
-            && m % 16 == 0
-            && n % 8 == 0
-            && k % 16 == 0
-        {
-            return self.mma_dot(inst, from, [m, n, k]);
-        }
         let elem = Elem::Scalar(d);
         let size = self.shared_size(elem);
         let b_offset = (m * k * size).div_ceil(16) * 16;
@@ -111,21 +122,145 @@ impl<'ctx> Gen<'ctx, '_> {
         self.binary(BinOp::Add, d, p, acc)
     }
 
+    /// The input dtype and `[m, n, k]` of a `dot` that runs on tensor cores.
+    pub(super) fn mma_shape(&self, inst: &Inst) -> Option<(DType, [usize; 3])> {
+        let Op::Dot { a, b, .. } = &inst.op else {
+            return None;
+        };
+        let (at, bt) = (self.ty(*a), self.ty(*b));
+        let from = at.dtype()?;
+        let d = self.ty(inst.results[0]).dtype()?;
+        let (m, k, n) = (at.shape[0], at.shape[1], bt.shape[1]);
+        (matches!(from, DType::F16 | DType::BF16)
+            && d == DType::F32
+            && m % 16 == 0
+            && n % 8 == 0
+            && k % 16 == 0)
+            .then_some((from, [m, n, k]))
+    }
+
+    /// How many rounds of `16 × 8` tiles each warp holds of an `m × n` accumulator.
+    pub(super) fn mma_rounds(&self, m: usize, n: usize) -> usize {
+        ((m / 16) * (n / 8)).div_ceil(self.threads / 32)
+    }
+
+    /// Where this lane's fragment of `round` lies in an `m × n` accumulator: whether the
+    /// warp has a tile this round (else it works on tile 0 and discards it), the tile's
+    /// first row and column of this lane, and the row-major indices of its 4 registers
+    /// (register i: row group + 8 (i / 2), column 2 quad + i % 2).
+    fn frag_site(&self, m: usize, n: usize, round: usize) -> FragSite<'ctx> {
+        let (lane, warp) = self.lane_and_warp();
+        let b = self.b;
+        let c = |v: u64| self.i32c(v);
+        let add = |x: IntValue<'ctx>, y: IntValue<'ctx>| b.build_int_add(x, y, "").unwrap();
+        let mul = |x: IntValue<'ctx>, y: u64| b.build_int_mul(x, c(y), "").unwrap();
+        let group = b.build_right_shift(lane, c(2), false, "group").unwrap();
+        let quad = b.build_and(lane, c(3), "quad").unwrap();
+        let (tiles_n, tiles) = (n / 8, (m / 16) * (n / 8));
+        let tile = add(warp, c((round * (self.threads / 32)) as u64));
+        let valid = b
+            .build_int_compare(IntPredicate::ULT, tile, c(tiles as u64), "")
+            .unwrap();
+        let tile = b
+            .build_select(valid, tile, c(0), "")
+            .unwrap()
+            .into_int_value();
+        let tm = b
+            .build_int_unsigned_div(tile, c(tiles_n as u64), "")
+            .unwrap();
+        let tn = b
+            .build_int_unsigned_rem(tile, c(tiles_n as u64), "")
+            .unwrap();
+        let row0 = add(mul(tm, 16), group);
+        let col0 = add(mul(tn, 8), mul(quad, 2));
+        let index = [0u64, 1, 2, 3].map(|i| {
+            let row = add(row0, c(8 * (i / 2)));
+            add(mul(row, n as u64), add(col0, c(i % 2)))
+        });
+        FragSite {
+            valid,
+            row0,
+            b_col: add(mul(tn, 8), group),
+            quad2: mul(quad, 2),
+            index,
+        }
+    }
+
+    /// Accumulator fragments to this thread's slots of the `m × n` tile, through shared
+    /// memory (from byte 0).
+    pub(super) fn frags_to_slots(
+        &mut self,
+        regs: &[BasicValueEnum<'ctx>],
+        m: usize,
+        n: usize,
+    ) -> Vec<BasicValueEnum<'ctx>> {
+        let f32t = self.ctx.f32_type();
+        self.reserve_shared(m * n * 4);
+        for (round, four) in regs.chunks(4).enumerate() {
+            let site = self.frag_site(m, n, round);
+            self.when(Some(site.valid), &mut |g| {
+                for (ix, v) in site.index.iter().zip(four) {
+                    let p = g.shared_typed(0, f32t.into(), *ix);
+                    g.b.build_store(p, *v).unwrap();
+                }
+            });
+        }
+        self.barrier();
+        let slots = (0..self.slots(m * n))
+            .map(|j| {
+                let lin = self.clamped_lin(m * n, j);
+                let p = self.shared_typed(0, f32t.into(), lin);
+                self.b.build_load(f32t, p, "").unwrap()
+            })
+            .collect();
+        self.barrier();
+        slots
+    }
+
+    /// `v` (an f32 `m × n` tile) as accumulator fragments: as held, splat from a scalar,
+    /// or from slots through shared memory (from byte 0).
+    pub(super) fn frag_regs(&mut self, v: Value, m: usize, n: usize) -> Vec<BasicValueEnum<'ctx>> {
+        let rounds = self.mma_rounds(m, n);
+        let slots = match self.raw_val(v) {
+            V::Frag(regs) => return regs,
+            V::Scalar(s) => return vec![s; rounds * 4],
+            // A splat (`zeros`, a constant): no exchange needed.
+            V::Tile(t) if t.iter().all(|x| *x == t[0]) => return vec![t[0]; rounds * 4],
+            V::Tile(_) => self.tile_slots(v, m * n),
+        };
+        let f32t = self.ctx.f32_type();
+        self.reserve_shared(m * n * 4);
+        for (j, s) in slots.into_iter().enumerate() {
+            let ok = self.valid(m * n, j);
+            self.when(ok, &mut |g| {
+                let lin = g.lin(m * n, j);
+                let p = g.shared_typed(0, f32t.into(), lin);
+                g.b.build_store(p, s).unwrap();
+            });
+        }
+        self.barrier();
+        let mut regs = Vec::with_capacity(rounds * 4);
+        for round in 0..rounds {
+            let site = self.frag_site(m, n, round);
+            for ix in site.index {
+                let p = self.shared_typed(0, f32t.into(), ix);
+                regs.push(self.b.build_load(f32t, p, "").unwrap());
+            }
+        }
+        self.barrier();
+        regs
+    }
+
     /// The tensor-core path (see the module docs).
     fn mma_dot(&mut self, inst: &Inst, from: DType, [m, n, k]: [usize; 3]) {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
         };
         let r = inst.results[0];
-        let (i16t, i32t, f32t) = (
-            self.ctx.i16_type(),
-            self.ctx.i32_type(),
-            self.ctx.f32_type(),
-        );
-        let align = |x: usize| x.div_ceil(16) * 16;
-        let b_off = align(m * k * 2);
-        let c_off = align(b_off + k * n * 2);
-        self.reserve_shared(c_off + m * n * 4);
+        let (i16t, i32t) = (self.ctx.i16_type(), self.ctx.i32_type());
+        let init = self.frag_regs(*acc, m, n);
+        let b_off = (m * k * 2).div_ceil(16) * 16;
+        self.reserve_shared(b_off + k * n * 2);
         let half = Elem::Scalar(from);
         for (x, offset, numel) in [(*a, 0, m * k), (*b, b_off, k * n)] {
             let slots = self.tile_slots(x, numel);
@@ -139,72 +274,19 @@ impl<'ctx> Gen<'ctx, '_> {
                 });
             }
         }
-        let numel = m * n;
-        for (j, v) in self.tile_slots(*acc, numel).into_iter().enumerate() {
-            let ok = self.valid(numel, j);
-            self.when(ok, &mut |g| {
-                let lin = g.lin(numel, j);
-                let p = g.shared_typed(c_off, f32t.into(), lin);
-                g.b.build_store(p, v).unwrap();
-            });
-        }
         self.barrier();
-        let (lane, warp) = self.lane_and_warp();
-        let group = self
-            .b
-            .build_right_shift(lane, self.i32c(2), false, "group")
-            .unwrap();
-        let quad = self.b.build_and(lane, self.i32c(3), "quad").unwrap();
-        let (tiles_n, tiles) = (n / 8, (m / 16) * (n / 8));
-        let warps = self.threads / 32;
         let c = |g: &Self, v: u64| g.i32c(v);
         let add =
             |g: &Self, x: IntValue<'ctx>, y: IntValue<'ctx>| g.b.build_int_add(x, y, "").unwrap();
         let mul =
             |g: &Self, x: IntValue<'ctx>, y: u64| g.b.build_int_mul(x, g.i32c(y), "").unwrap();
-        for round in 0..tiles.div_ceil(warps) {
-            let tile = add(self, warp, c(self, (round * warps) as u64));
-            let valid = self
-                .b
-                .build_int_compare(IntPredicate::ULT, tile, c(self, tiles as u64), "")
-                .unwrap();
-            let tile = self
-                .b
-                .build_select(valid, tile, c(self, 0), "")
-                .unwrap()
-                .into_int_value();
-            let tm = self
-                .b
-                .build_int_unsigned_div(tile, c(self, tiles_n as u64), "")
-                .unwrap();
-            let tn = self
-                .b
-                .build_int_unsigned_rem(tile, c(self, tiles_n as u64), "")
-                .unwrap();
-            let row0 = add(self, mul(self, tm, 16), group);
-            let col0 = add(self, mul(self, tn, 8), mul(self, quad, 2));
-            // Accumulator fragment i: row group + 8 (i / 2), column 2 quad + i % 2.
-            let c_index: Vec<IntValue<'ctx>> = (0..4u64)
-                .map(|i| {
-                    let row = add(self, row0, c(self, 8 * (i / 2)));
-                    add(
-                        self,
-                        mul(self, row, n as u64),
-                        add(self, col0, c(self, i % 2)),
-                    )
-                })
-                .collect();
-            let init: Vec<Acc<'ctx>> = c_index
-                .iter()
-                .map(|ix| {
-                    let p = self.shared_typed(c_off, f32t.into(), *ix);
-                    (self.b.build_load(f32t, p, "").unwrap(), None)
-                })
-                .collect();
-            let a_row = mul(self, row0, k as u64);
-            let b_col = add(self, mul(self, tn, 8), group);
-            let quad2 = mul(self, quad, 2);
-            let d = self.counted_loop(k / 16, init, &mut |g, step, accs| {
+        let mut out = Vec::with_capacity(init.len());
+        for (round, four) in init.chunks(4).enumerate() {
+            let site = self.frag_site(m, n, round);
+            let a_row = mul(self, site.row0, k as u64);
+            let (b_col, quad2) = (site.b_col, site.quad2);
+            let accs: Vec<Acc<'ctx>> = four.iter().map(|v| (*v, None)).collect();
+            let d = self.counted_loop(k / 16, accs, &mut |g, step, accs| {
                 let kk = mul(g, step, 16);
                 // A fragment register q: row group + 8 (q % 2), columns kk + 2 quad + 8 (q / 2)
                 // and the next one (adjacent 16-bit elements: one 32-bit load).
@@ -238,23 +320,11 @@ impl<'ctx> Gen<'ctx, '_> {
                     .map(|v| (v, None))
                     .collect()
             });
-            self.when(Some(valid), &mut |g| {
-                for (ix, (v, _)) in c_index.iter().zip(&d) {
-                    let p = g.shared_typed(c_off, f32t.into(), *ix);
-                    g.b.build_store(p, *v).unwrap();
-                }
-            });
+            out.extend(d.into_iter().map(|(v, _)| v));
         }
+        // Every warp is done reading `a` and `b` before shared memory is reused.
         self.barrier();
-        let out = (0..self.slots(numel))
-            .map(|j| {
-                let lin = self.clamped_lin(numel, j);
-                let p = self.shared_typed(c_off, f32t.into(), lin);
-                self.b.build_load(f32t, p, "").unwrap()
-            })
-            .collect();
-        self.barrier();
-        self.define(r, out);
+        self.vals.insert(r, V::Frag(out));
     }
 
     /// Element `index` of an array of `ty` at byte `offset` of shared memory.

@@ -67,11 +67,16 @@ pub(crate) struct Generated {
     pub shared_bytes: usize,
 }
 
-/// A value during code generation: a scalar every thread holds, or this thread's slots.
+/// A value during code generation: a scalar every thread holds, this thread's slots, or
+/// (for the f32 result of a tensor-core `dot`) this lane's `mma` accumulator fragments.
 #[derive(Clone)]
 enum V<'ctx> {
     Scalar(BasicValueEnum<'ctx>),
     Tile(Vec<BasicValueEnum<'ctx>>),
+    /// Four f32 registers per round of `16 × 8` output tiles (see `dot`): kept in this
+    /// layout from one `dot` to the next (a loop-carried accumulator never leaves the
+    /// registers); any other use converts it to slots through shared memory.
+    Frag(Vec<BasicValueEnum<'ctx>>),
 }
 
 pub(crate) struct Gen<'ctx, 'f> {
@@ -366,8 +371,19 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
     }
 
-    /// The generated form of `v`.
+    /// The generated form of `v`, accumulator fragments converted to slots.
     fn val(&mut self, v: Value) -> V<'ctx> {
+        match self.raw_val(v) {
+            V::Frag(regs) => {
+                let shape = self.ty(v).shape.clone();
+                V::Tile(self.frags_to_slots(&regs, shape[0], shape[1]))
+            }
+            x => x,
+        }
+    }
+
+    /// The generated form of `v` as it is held (fragments included).
+    fn raw_val(&mut self, v: Value) -> V<'ctx> {
         if let Some(x) = self.vals.get(&v) {
             return x.clone();
         }
@@ -381,7 +397,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     fn scalar(&mut self, v: Value) -> BasicValueEnum<'ctx> {
         match self.val(v) {
             V::Scalar(s) => s,
-            V::Tile(t) => {
+            V::Tile(t) | V::Frag(t) => {
                 self.fail(format!("internal: {v} is a tile where a scalar is needed"));
                 t[0]
             }
@@ -394,7 +410,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         match self.val(v) {
             V::Scalar(s) => vec![s; n],
             V::Tile(t) if t.len() == n && self.ty(v).numel() == numel => t,
-            V::Tile(t) => {
+            V::Tile(t) | V::Frag(t) => {
                 self.fail(format!(
                     "internal: {v} has {} elements where {numel} are needed",
                     self.ty(v).numel()
@@ -472,6 +488,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     fn inst(&mut self, inst: &'f Inst) {
         let r = inst.results.first().copied();
+        let fragments = self.operands_to_slots(inst);
         match &inst.op {
             Op::Yield(_) | Op::Condition(_) => {}
             Op::ProgramId(a) => {
@@ -527,6 +544,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 op.mnemonic()
             )),
         }
+        // The slots were converted for this op only: a later use may not be dominated by
+        // the conversion (it may sit in a loop body that never ran).
+        for (v, frag) in fragments {
+            self.vals.insert(v, frag);
+        }
         if let Some(r) = r {
             let numel = self.ty(r).numel();
             if self.slots(numel) > MAX_SLOTS {
@@ -542,6 +564,29 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 self.vals.insert(r, p);
             }
         }
+    }
+
+    /// Converts `inst`'s accumulator-fragment operands to slots before it runs (an op
+    /// may write shared memory before it reads an operand, and a conversion uses shared
+    /// memory too); returns the fragments to restore afterwards. Loops and branches carry
+    /// fragments themselves, and a tensor-core `dot` takes its accumulator as fragments.
+    fn operands_to_slots(&mut self, inst: &Inst) -> Vec<(Value, V<'ctx>)> {
+        let operands = match &inst.op {
+            Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield(_) | Op::Condition(_) => {
+                return Vec::new()
+            }
+            Op::Dot { a, b, .. } if self.mma_shape(inst).is_some() => vec![*a, *b],
+            op => op.operands(),
+        };
+        let mut saved = Vec::new();
+        for v in operands {
+            if let Some(frag @ V::Frag(_)) = self.vals.get(&v).cloned() {
+                let slots = self.val(v);
+                self.vals.insert(v, slots);
+                saved.push((v, frag));
+            }
+        }
+        saved
     }
 
     /// Binary, unary, compare, select, fma, cast and addptr: slot by slot.
