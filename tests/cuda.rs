@@ -9,7 +9,7 @@ use tritium::backend::cuda::{
 };
 use tritium::dsl::ir::Function;
 use tritium::dsl::trace::Specialization;
-use tritium::prelude::{DType, Ptr};
+use tritium::prelude::DType;
 use tritium::Device;
 use tritium_kernels::custom_add::{self, AddOp};
 use tritium_kernels::{layer_norm, matmul, misc, softmax, vector_add};
