@@ -1,6 +1,7 @@
 //! A launch on a CUDA device: trace → PTX (memory cache, then the disk cache, then LLVM)
 //! → a module loaded once per device → host buffers staged in device memory → the grid.
 
+use super::checked::DeviceCheck;
 use super::driver::{driver_error, CudaDevice};
 use super::{generate_ptx, CudaCompileOptions, Ptx};
 use crate::cpu::cache;
@@ -16,7 +17,11 @@ use tritium_dsl::ir::{print_function, Function};
 use tritium_dsl::trace::Specialization;
 
 /// Bumped whenever generated PTX changes meaning; part of every CUDA cache key.
-const CUDA_CODEGEN_VERSION: &str = concat!("tritium-", env!("CARGO_PKG_VERSION"), "-llvm19-nvptx3");
+const CUDA_CODEGEN_VERSION: &str = concat!(
+    "tritium-",
+    env!("CARGO_PKG_VERSION"),
+    "-llvm19-nvptx3-checked"
+);
 
 /// A kernel compiled to PTX for one architecture and warp count.
 pub(crate) struct CompiledPtx {
@@ -53,11 +58,6 @@ pub(crate) fn launch(
         kernel: key.name.to_string(),
         message,
     };
-    if options.bounds_check() {
-        return Err(launch_err(
-            "checked mode (TRITIUM_BOUNDS_CHECK) is not supported on CUDA yet; run it on Device::cpu() or the interpreter".into(),
-        ));
-    }
     if grid.0[1] > 65535 || grid.0[2] > 65535 {
         return Err(launch_err(format!(
             "grid {:?}: CUDA allows at most 65535 programs along axes 1 and 2",
@@ -79,6 +79,7 @@ pub(crate) fn launch(
     let copts = CudaCompileOptions {
         sm: gpu.sm()?,
         num_warps: options.num_warps,
+        bounds_check: options.bounds_check(),
     };
     let compiled = compiled(key, &args.specialization(), &copts, options, trace)?;
     check_args(&compiled.function, args)?;
@@ -92,15 +93,25 @@ pub(crate) fn launch(
             RawArg::Scalar { bits, .. } => *bits,
         })
         .collect();
+    // Checked mode: the check buffer is one more parameter (ranges in device addresses).
+    let check = match copts.bounds_check {
+        true => Some(DeviceCheck::copy_in(gpu, &args.args, |b| {
+            let lo = staged.device_address(b.lo, b.memory);
+            (lo, lo.wrapping_add((b.hi - b.lo) as u64))
+        })?),
+        false => None,
+    };
+    values.extend(check.as_ref().map(|c| c.address));
     // The driver reads each parameter's size from the kernel: the low bytes of each
     // little-endian u64 are the value.
     let mut params: Vec<*mut std::ffi::c_void> =
         values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
     gpu.bind()?;
     let [x, y, z] = grid.0;
-    // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`),
-    // each to a value of at least the parameter's size; device addresses are inside
-    // buffers alive until the stream is synchronized below.
+    // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`; the
+    // check buffer is the last in checked mode), each to a value of at least the
+    // parameter's size; device addresses are inside buffers alive until the stream is
+    // synchronized below.
     unsafe {
         result::launch_kernel(
             kernel.function,
@@ -114,7 +125,11 @@ pub(crate) fn launch(
     .map_err(|e| driver_error(&format!("launching `{}`", key.name), e))?;
     gpu.synchronize()
         .map_err(|e| Error::Device(format!("kernel `{}` failed: {e}", key.name)))?;
-    staged.copy_out(gpu)
+    staged.copy_out(gpu)?;
+    match check {
+        Some(c) => c.result(gpu, &compiled.function, &args.args),
+        None => Ok(()),
+    }
 }
 
 /// The PTX for this launch, compiled at most once per process and options.
@@ -165,6 +180,7 @@ pub(crate) fn compile(
         })?,
         copts.num_warps
     );
+    let target = format!("{target}|bounds_check={}", copts.bounds_check);
     // Linked bitcode is part of what is compiled: its content hash joins the key.
     let libs: Vec<String> =
         crate::cpu::link::bitcodes_for(&f, crate::cpu::link::BitcodeTarget::Nvptx)
