@@ -226,6 +226,35 @@ fn ptx_is_dumped_and_cached_on_disk() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Checked and unchecked PTX are different cache entries, with different entry names, in
+/// memory and on disk.
+#[test]
+fn checked_mode_is_part_of_the_ptx_cache_key() {
+    use tritium::backend::cuda::compile_cached;
+    let dir = std::env::temp_dir().join(format!("tritium-cuda-checked-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = Specialization::default();
+    let f = || vector_add::add::trace::<f32>(&s, 1024).unwrap();
+    let launch = tritium::LaunchOptions {
+        cache_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let copts = |bounds_check| CudaCompileOptions {
+        sm: 80,
+        num_warps: 4,
+        bounds_check,
+    };
+    let plain = compile_cached(f(), &copts(false), &launch).unwrap();
+    let checked = compile_cached(f(), &copts(true), &launch).unwrap();
+    assert_ne!(plain.entry, checked.entry);
+    let extra = format!("{}_param_4", checked.entry);
+    assert!(checked.text.contains(&extra), "{}", checked.text);
+    // From the disk cache, each gets its own PTX back.
+    assert_eq!(compile_cached(f(), &copts(true), &launch).unwrap(), checked);
+    assert_eq!(compile_cached(f(), &copts(false), &launch).unwrap(), plain);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {

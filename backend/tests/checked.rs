@@ -254,6 +254,15 @@ fn reported(e: Error) -> Reported {
 
 /// The launch's result and `out`'s whole vector (the window and its guards).
 fn run(case: &Case, device: &Device, num_warps: u32) -> (tritium_backend::Result<()>, Vec<f32>) {
+    run_with(case, device, num_warps, true)
+}
+
+fn run_with(
+    case: &Case,
+    device: &Device,
+    num_warps: u32,
+    bounds_check: bool,
+) -> (tritium_backend::Result<()>, Vec<f32>) {
     let mut x: Vec<f32> = (0..X).map(|i| i as f32).collect();
     let mut out = vec![SENTINEL; GUARD + OUT + GUARD];
     let window = &mut out[GUARD..GUARD + OUT];
@@ -267,7 +276,7 @@ fn run(case: &Case, device: &Device, num_warps: u32) -> (tritium_backend::Result
     args.ptr("out", window);
     args.scalar("k", k);
     let options = LaunchOptions {
-        bounds_check: Some(true),
+        bounds_check: Some(bounds_check),
         num_warps,
         ..Default::default()
     };
@@ -368,6 +377,38 @@ fn out_of_bounds_accesses_fault_alike_on_every_compiled_backend() {
                     .collect()
             };
             assert_eq!(shape(&got), shape(cpu), "{} on {what}", case.name);
+        }
+    }
+}
+
+/// The in-memory caches keep checked and unchecked builds of one kernel apart: unchecked,
+/// the same launch writes past `out` (into the guard, inside the vector); checked, it
+/// faults; unchecked again, it writes past `out` again.
+#[test]
+fn checked_and_unchecked_builds_are_cached_apart() {
+    let case = Case {
+        name: "cached_apart",
+        grid: [1, 1, 1],
+        k: K::Value(0),
+        body: |_, out, _| store(out + arange(0, 32), 1.0, NoArg),
+        fault: None,
+        out: &[],
+    };
+    for device in [Device::cpu(), Device::cuda_emulator()] {
+        for checked in [false, true, false] {
+            let (r, out) = run_with(&case, &device, 4, checked);
+            let past = &out[GUARD + OUT..];
+            if checked {
+                let e = r.expect_err("checked");
+                assert!(
+                    e.to_string().contains("out-of-bounds store"),
+                    "{device:?}: {e}"
+                );
+                assert!(past.iter().all(|v| *v == SENTINEL), "{device:?}: {past:?}");
+            } else {
+                r.unwrap_or_else(|e| panic!("{device:?}: {e}"));
+                assert!(past.iter().all(|v| *v == 1.0), "{device:?}: {past:?}");
+            }
         }
     }
 }
