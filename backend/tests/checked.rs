@@ -14,7 +14,7 @@ use tritium_dsl::DType;
 /// Elements of `x` and of the `out` buffer the kernels get (a window of a larger vector,
 /// whose elements outside the window must never change).
 const X: usize = 18;
-const OUT: usize = 16;
+const OUT: usize = 18;
 /// `out` starts this many elements into its vector; the vector has `GUARD` more after it.
 const GUARD: usize = 16;
 const SENTINEL: f32 = -7.0;
@@ -87,10 +87,11 @@ fn cases() -> Vec<Case> {
             grid: [1, 1, 1],
             k: K::Value(0),
             body: |_, out, _| store(out + arange(0, 32), 1.0, NoArg),
-            fault: fault("store", Elems("out", 16..32), [0, 0, 0]),
+            fault: fault("store", Elems("out", 18..32), [0, 0, 0]),
             out: &[1.0; OUT],
         },
         Case {
+            // As above: the chunk [16, 20) straddles the end of `out`.
             name: "vector_store_straddling_the_end",
             grid: [1, 1, 1],
             k: K::Value(0),
@@ -98,7 +99,7 @@ fn cases() -> Vec<Case> {
                 let offs = arange(0, 512);
                 store(out + offs, 2.0, compare(offs, CmpPred::Lt, 20))
             },
-            fault: fault("store", Elems("out", 16..20), [0, 0, 0]),
+            fault: fault("store", Elems("out", 18..20), [0, 0, 0]),
             out: &[2.0; OUT],
         },
         Case {
@@ -108,7 +109,7 @@ fn cases() -> Vec<Case> {
             body: |_, out, _| {
                 atomic_add(out + arange(0, 32), 3.0, NoArg);
             },
-            fault: fault("atomic", Elems("out", 16..32), [0, 0, 0]),
+            fault: fault("atomic", Elems("out", 18..32), [0, 0, 0]),
             out: &[SENTINEL + 3.0; OUT],
         },
         Case {
@@ -124,7 +125,7 @@ fn cases() -> Vec<Case> {
             grid: [1, 1, 1],
             k: K::Value(OUT as i64 + 3),
             body: |_, out, k| store(out + k, 4.0, NoArg),
-            fault: fault("store", Elems("out", 19..20), [0, 0, 0]),
+            fault: fault("store", Elems("out", 21..22), [0, 0, 0]),
             out: &[SENTINEL],
         },
         Case {
@@ -134,7 +135,7 @@ fn cases() -> Vec<Case> {
             body: |_, out, k| {
                 atomic_max(out + k, 5.0, NoArg);
             },
-            fault: fault("atomic", Elems("out", 16..17), [0, 0, 0]),
+            fault: fault("atomic", Elems("out", 18..19), [0, 0, 0]),
             out: &[SENTINEL],
         },
         Case {
@@ -149,7 +150,7 @@ fn cases() -> Vec<Case> {
             out: &[6.0; OUT],
         },
         Case {
-            // Programs 0 and 1 fill `out`; only program (1, 2, 0) (the sixth) writes, past it.
+            // Programs 0 to 2 fill `out`; only program (1, 2, 0) (the sixth) writes past it.
             name: "program_id_of_the_fault",
             grid: [2, 3, 1],
             k: K::Value(0),
@@ -177,7 +178,7 @@ fn cases() -> Vec<Case> {
                     p + 8
                 });
             },
-            fault: fault("store", Elems("out", 16..24), [0, 0, 0]),
+            fault: fault("store", Elems("out", 18..24), [0, 0, 0]),
             out: &[1.0; OUT],
         },
         Case {
@@ -263,7 +264,10 @@ fn run_with(
     num_warps: u32,
     bounds_check: bool,
 ) -> (tritium_backend::Result<()>, Vec<f32>) {
-    let mut x: Vec<f32> = (0..X).map(|i| i as f32).collect();
+    // `x` too is a window: a load past it would read 1000s.
+    let mut xs: Vec<f32> = (0..GUARD + X + GUARD).map(|_| 1000.0).collect();
+    let x = &mut xs[GUARD..GUARD + X];
+    x.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
     let mut out = vec![SENTINEL; GUARD + OUT + GUARD];
     let window = &mut out[GUARD..GUARD + OUT];
     let k = match case.k {
@@ -272,7 +276,7 @@ fn run_with(
         K::Wrap => -(window.as_ptr() as i64 / 4) - 1,
     };
     let mut args = KernelArgs::new();
-    args.ptr("x", &mut x[..]);
+    args.ptr("x", x);
     args.ptr("out", window);
     args.scalar("k", k);
     let options = LaunchOptions {
@@ -397,7 +401,7 @@ fn checked_and_unchecked_builds_are_cached_apart() {
     for device in [Device::cpu(), Device::cuda_emulator()] {
         for checked in [false, true, false] {
             let (r, out) = run_with(&case, &device, 4, checked);
-            let past = &out[GUARD + OUT..];
+            let past = &out[GUARD + OUT..GUARD + 32];
             if checked {
                 let e = r.expect_err("checked");
                 assert!(

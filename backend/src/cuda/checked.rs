@@ -13,6 +13,9 @@ use tritium_dsl::ir::Function;
 /// every parameter in device addresses.
 pub(crate) struct DeviceCheck {
     device: CudaSlice<u8>,
+    /// The bytes copied in, alive until the record is read back: the copy is queued on
+    /// the stream like the staged arguments'.
+    _host: Vec<u8>,
     /// The ranges as the kernel compares them (the error lists them).
     ranges: Vec<u64>,
     /// The buffer's device address: the kernel's last parameter.
@@ -38,6 +41,7 @@ impl DeviceCheck {
         let address = device.device_ptr(gpu.stream()).0;
         Ok(DeviceCheck {
             device,
+            _host: bytes,
             ranges,
             address,
         })
