@@ -43,9 +43,17 @@ fn kernels() -> Vec<Function> {
 }
 
 fn ptx(f: &Function, sm: u32, num_warps: u32) -> String {
-    compile_ptx(f, "k", &CudaCompileOptions { sm, num_warps })
-        .unwrap_or_else(|e| panic!("{} for sm_{sm}: {e}", f.name))
-        .text
+    compile_ptx(
+        f,
+        "k",
+        &CudaCompileOptions {
+            sm,
+            num_warps,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{} for sm_{sm}: {e}", f.name))
+    .text
 }
 
 #[rstest]
@@ -78,6 +86,7 @@ fn num_warps_sets_the_cta_size() {
         &CudaCompileOptions {
             sm: 80,
             num_warps: 0,
+            ..Default::default()
         },
     )
     .unwrap_err();
@@ -93,6 +102,7 @@ fn unsupported_architecture_is_an_error() {
         &CudaCompileOptions {
             sm: 70,
             num_warps: 4,
+            ..Default::default()
         },
     )
     .unwrap_err();
@@ -105,6 +115,37 @@ fn vector_add_loads_and_stores_four_floats_at_a_time() {
     let text = ptx(&f, 80, 4);
     assert!(text.contains("ld.global.v4.f32"), "{text}");
     assert!(text.contains("st.global.v4.f32"), "{text}");
+}
+
+/// Checked mode: the check buffer is one more parameter, every access is compared with
+/// the buffers (unsigned 64-bit compares) and the first fault is claimed with a
+/// compare-exchange; chunks wholly in bounds are still one vector access.
+#[rstest]
+fn checked_mode_compares_every_access_with_its_buffers(#[values(80, 90)] sm: u32) {
+    let f = vector_add::add::trace::<f32>(&Specialization::default(), 1024).unwrap();
+    let compile = |bounds_check| {
+        let copts = CudaCompileOptions {
+            sm,
+            num_warps: 4,
+            bounds_check,
+        };
+        compile_ptx(&f, "k", &copts).unwrap().text
+    };
+    let (plain, checked) = (compile(false), compile(true));
+    let extra = format!("k_param_{}", f.params.len());
+    assert!(checked.contains(&extra), "{checked}");
+    assert!(!plain.contains(&extra), "{plain}");
+    assert!(checked.contains("atom.global.cas.b64"), "{checked}");
+    assert!(!plain.contains("atom."), "{plain}");
+    let compares = |t: &str| {
+        t.lines()
+            .filter(|l| l.contains("setp.") && l.contains("u64"))
+            .count()
+    };
+    assert!(compares(&checked) >= compares(&plain) + 3 * 4, "{checked}");
+    for v in ["ld.global.v4.f32", "st.global.v4.f32"] {
+        assert!(checked.contains(v), "no {v} in\n{checked}");
+    }
 }
 
 #[rstest]
@@ -163,6 +204,7 @@ fn oversized_tiles_are_an_error_not_a_panic() {
         &CudaCompileOptions {
             sm: 80,
             num_warps: 1,
+            ..Default::default()
         },
     )
     .unwrap_err();
@@ -180,6 +222,7 @@ fn ptx_is_dumped_and_cached_on_disk() {
     let copts = CudaCompileOptions {
         sm: 90,
         num_warps: 2,
+        ..Default::default()
     };
     let dumping = tritium::LaunchOptions {
         cache_dir: Some(cache.clone()),
@@ -208,6 +251,35 @@ fn ptx_is_dumped_and_cached_on_disk() {
         std::fs::write(&e, bytes).unwrap();
     }
     assert_eq!(compile_cached(f(), &copts, &cached).unwrap(), first);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Checked and unchecked PTX are different cache entries, with different entry names, in
+/// memory and on disk.
+#[test]
+fn checked_mode_is_part_of_the_ptx_cache_key() {
+    use tritium::backend::cuda::compile_cached;
+    let dir = std::env::temp_dir().join(format!("tritium-cuda-checked-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = Specialization::default();
+    let f = || vector_add::add::trace::<f32>(&s, 1024).unwrap();
+    let launch = tritium::LaunchOptions {
+        cache_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let copts = |bounds_check| CudaCompileOptions {
+        sm: 80,
+        num_warps: 4,
+        bounds_check,
+    };
+    let plain = compile_cached(f(), &copts(false), &launch).unwrap();
+    let checked = compile_cached(f(), &copts(true), &launch).unwrap();
+    assert_ne!(plain.entry, checked.entry);
+    let extra = format!("{}_param_4", checked.entry);
+    assert!(checked.text.contains(&extra), "{}", checked.text);
+    // From the disk cache, each gets its own PTX back.
+    assert_eq!(compile_cached(f(), &copts(true), &launch).unwrap(), checked);
+    assert_eq!(compile_cached(f(), &copts(false), &launch).unwrap(), plain);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -278,6 +350,31 @@ fn device_tensors_round_trip_and_launch() {
     let e = vector_add::add::launch(&Device::cpu(), 1, &mut host, &dx, &dy, n as i32, 1024)
         .unwrap_err();
     assert!(e.to_string().contains("CUDA device"), "{e}");
+}
+
+#[test]
+fn checked_mode_on_device_tensors() {
+    let Some(gpu) = cuda_device("checked_mode_on_device_tensors") else {
+        return;
+    };
+    let x = CudaTensor::from_ndarray(&gpu, &Array1::<f32>::ones(16)).unwrap();
+    let mut out = CudaTensor::<f32>::zeros(&gpu, &[8]).unwrap();
+    let opts = tritium::LaunchOptions {
+        bounds_check: Some(true),
+        ..Default::default()
+    };
+    // Told n = 16, the kernel would write 8 elements past `out`.
+    let e = vector_add::add::launch_with(&gpu, 1, &opts, &mut out, &x, &x, 16, 16).unwrap_err();
+    let m = e.to_string();
+    assert!(
+        m.contains("out-of-bounds store at address")
+            && m.contains("by program (0, 0, 0)")
+            && m.contains("vector_add.rs:"),
+        "{m}"
+    );
+    // The in-bounds lanes were written.
+    let got = out.to_ndarray().unwrap();
+    assert!(got.iter().all(|v| *v == 2.0), "{got}");
 }
 
 #[rstest]
@@ -748,9 +845,17 @@ mod float_atomics {
     #[rstest::rstest]
     fn ptx_uses_float_atomic_add(#[values(80, 90)] sm: u32) {
         let f = buckets::trace(&Specialization::default(), 256).unwrap();
-        let text = compile_ptx(&f, "k", &CudaCompileOptions { sm, num_warps: 4 })
-            .unwrap()
-            .text;
+        let text = compile_ptx(
+            &f,
+            "k",
+            &CudaCompileOptions {
+                sm,
+                num_warps: 4,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .text;
         assert!(
             text.contains("atom.global.add.f32") || text.contains("red.global.add.f32"),
             "{text}"

@@ -1,5 +1,6 @@
 //! Bad launches are `Result` errors that name what was wrong.
 
+use crate::common::cuda_device;
 use ndarray::Array1;
 use tritium::{Device, Error, LaunchOptions};
 use tritium_kernels::vector_add::add;
@@ -39,16 +40,51 @@ fn cuda_without_cuda_is_an_error_not_a_panic() {
     assert!(message(e).contains("CUDA"));
 }
 
+/// The devices whose compiled code checks accesses in checked mode (CUDA when present).
+fn checked_devices() -> Vec<Device> {
+    let mut all = vec![Device::cpu(), Device::cuda_emulator()];
+    all.extend(cuda_device("checked mode"));
+    all
+}
+
+/// The location and message of a checked-mode fault.
+fn runtime_error(e: Error) -> (String, String) {
+    match e {
+        Error::Runtime {
+            location, message, ..
+        } => (location, message),
+        other => panic!("expected a runtime error, got {other}"),
+    }
+}
+
+/// `message` without its addresses (`0x…`), which differ between runs and devices.
+fn without_addresses(message: &str) -> String {
+    message
+        .split(' ')
+        .map(|w| match w.find("0x") {
+            Some(i) => {
+                let rest = w[i + 2..].trim_start_matches(|c: char| c.is_ascii_hexdigit());
+                format!("{}ADDR{rest}", &w[..i])
+            }
+            None => w.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[test]
 fn checked_mode_reports_out_of_bounds_store_with_source_line() {
     // The kernel is told n = 16 but the output holds 8: lanes 8..16 would write past it.
     let x = Array1::<f32>::ones(16);
-    let mut out = Array1::<f32>::zeros(8);
     let opts = LaunchOptions {
         bounds_check: Some(true),
         ..Default::default()
     };
-    for d in [Device::cpu(), Device::interpreter()] {
+    let mut cpu = None;
+    for d in checked_devices().into_iter().chain([Device::interpreter()]) {
+        // A window of a larger array: what lies after it must not change.
+        let mut all = Array1::<f32>::from_elem(16, -1.0);
+        let mut out = all.slice_mut(ndarray::s![..8]);
         let e = add::launch_with(&d, 1, &opts, &mut out, &x, &x, 16, 16).unwrap_err();
         let m = message(e);
         assert!(
@@ -56,6 +92,23 @@ fn checked_mode_reports_out_of_bounds_store_with_source_line() {
             "{d:?}: {m}"
         );
         assert!(m.contains("store"), "{d:?}: {m}");
+        assert!(
+            all.iter().skip(8).all(|v| *v == -1.0),
+            "{d:?} wrote past `out`"
+        );
+        if d == Device::interpreter() {
+            continue;
+        }
+        // Compiled backends all report the op, the program and the buffers as the CPU does.
+        let m = without_addresses(&m);
+        assert!(
+            m.contains("out-of-bounds store at address ADDR by program (0, 0, 0) (buffers: `out` [ADDR, ADDR), `x` [ADDR, ADDR), `y` [ADDR, ADDR))"),
+            "{d:?}: {m}"
+        );
+        match &cpu {
+            None => cpu = Some(m),
+            Some(c) => assert_eq!(&m, c, "{d:?} reports differently from the CPU"),
+        }
     }
 }
 
@@ -63,15 +116,27 @@ fn checked_mode_reports_out_of_bounds_store_with_source_line() {
 fn checked_mode_reports_out_of_bounds_load() {
     let x = Array1::<f32>::ones(4);
     let y = Array1::<f32>::ones(16);
-    let mut out = Array1::<f32>::zeros(16);
     let opts = LaunchOptions {
         bounds_check: Some(true),
         ..Default::default()
     };
-    let e = add::launch_with(&Device::cpu(), 1, &opts, &mut out, &x, &y, 16, 16).unwrap_err();
-    let m = message(e);
-    assert!(
-        m.contains("out-of-bounds load") && m.contains("vector_add.rs:"),
-        "{m}"
-    );
+    let mut cpu = None;
+    for d in checked_devices() {
+        let mut out = Array1::<f32>::zeros(16);
+        let e = add::launch_with(&d, 1, &opts, &mut out, &x, &y, 16, 16).unwrap_err();
+        let (location, m) = runtime_error(e);
+        assert!(
+            m.starts_with("out-of-bounds load at address") && location.contains("vector_add.rs:"),
+            "{d:?}: {location}: {m}"
+        );
+        // Out-of-bounds lanes load 0 and the program goes on: `out` is `x + y` where `x`
+        // exists, `y` elsewhere.
+        let want = Array1::from_iter((0..16).map(|i| if i < 4 { 2.0 } else { 1.0 }));
+        assert_eq!(out, want, "{d:?}");
+        let got = (location, without_addresses(&m));
+        match &cpu {
+            None => cpu = Some(got),
+            Some(c) => assert_eq!(&got, c, "{d:?} reports differently from the CPU"),
+        }
+    }
 }

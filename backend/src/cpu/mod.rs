@@ -10,13 +10,14 @@ pub(crate) mod target;
 
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
-use crate::launch::{Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
+use crate::launch::{checked, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
 use crate::{Error, Result};
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::FileType;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use tritium_dsl::ir::{print_function, Function, Loc};
 use tritium_dsl::trace::Specialization;
@@ -25,7 +26,7 @@ use tritium_dsl::trace::Specialization;
 const CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg10-shared-llvm-semantics"
+    "-llvm19-cg11-fault-program-id"
 );
 
 type EntryFn =
@@ -238,7 +239,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     // SAFETY: `addr` is the address of the generated entry function, whose signature is
     // exactly `EntryFn` (see codegen::generate).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(addr) };
-    let sites = codegen::memory_sites(&f);
+    let sites = crate::launch::checked::memory_sites(&f);
     let written = f.written_params();
     Ok(Compiled {
         function: f,
@@ -321,17 +322,8 @@ impl Compiled {
                 RawArg::Scalar { bits, .. } => *bits,
             })
             .collect();
-        let ranges: Vec<u64> = args
-            .iter()
-            .flat_map(|a| match a {
-                RawArg::Ptr(b) => [b.lo as u64, b.hi as u64],
-                RawArg::Scalar { .. } => [0, 0],
-            })
-            .collect();
-        let fault = [
-            std::sync::atomic::AtomicU64::new(0),
-            std::sync::atomic::AtomicU64::new(0),
-        ];
+        let ranges = checked::ranges(args, |b| (b.lo as u64, b.hi as u64));
+        let fault: [AtomicU64; checked::FAULT_WORDS] = Default::default();
         let [nx, ny, nz] = grid.0;
         let (slots_addr, ranges_addr, fault_addr) = (
             slots.as_ptr() as usize,
@@ -344,7 +336,7 @@ impl Compiled {
             self.scratch_bytes,
             &move |start, end, scratch| {
                 // SAFETY: the entry function reads `slots` (one per parameter), `ranges` (two
-                // per parameter) and writes `fault` (two u64), all alive for this call; the
+                // per parameter) and writes `fault` (FAULT_WORDS u64), all alive for this call; the
                 // borrowed buffers in the slots outlive the launch (KernelArgs' lifetime);
                 // scratch holds `scratch_bytes` bytes owned by this thread.
                 unsafe {
@@ -362,33 +354,7 @@ impl Compiled {
                 }
             },
         );
-        let site = fault[0].load(std::sync::atomic::Ordering::SeqCst);
-        if site == 0 {
-            return Ok(());
-        }
-        let addr = fault[1].load(std::sync::atomic::Ordering::SeqCst);
-        let (loc, kind) = self
-            .sites
-            .get(site as usize - 1)
-            .cloned()
-            .unwrap_or_default();
-        let buffers: Vec<String> = self
-            .function
-            .params
-            .iter()
-            .zip(args)
-            .filter_map(|(p, a)| match a {
-                RawArg::Ptr(b) => Some(format!("`{}` [{:#x}, {:#x})", p.name, b.lo, b.hi)),
-                RawArg::Scalar { .. } => None,
-            })
-            .collect();
-        Err(Error::Runtime {
-            kernel: self.function.name.clone(),
-            location: loc.to_string(),
-            message: format!(
-                "out-of-bounds {kind} at address {addr:#x} (buffers: {})",
-                buffers.join(", ")
-            ),
-        })
+        let record = fault.map(AtomicU64::into_inner);
+        checked::fault_result(&self.function, &self.sites, &record, args, &ranges)
     }
 }

@@ -17,13 +17,16 @@ use super::codegen::{
     self, EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
     EMU_WORDS,
 };
+use super::CudaCompileOptions;
 use crate::cpu::{cache, jit, target};
+use crate::launch::checked::{self, FAULT_WORDS};
 use crate::launch::{Grid, KernelKey, RawArg, TraceFn};
 use crate::{Error, Result};
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::FileType;
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use tritium_dsl::ir::{print_function, Function};
@@ -38,6 +41,8 @@ pub(crate) struct EmulatedKernel {
     entry: EntryFn,
     shared_bytes: usize,
     threads: usize,
+    /// Checked mode: the memory ops a fault may name (`None` when unchecked).
+    sites: Option<Vec<(tritium_dsl::ir::Loc, &'static str)>>,
 }
 
 /// What the emulated threads of one launch share.
@@ -189,13 +194,13 @@ fn define_thread_hooks(lib: &inkwell::module::Module<'_>) -> Result<(), String> 
     Ok(())
 }
 
-type MemKey = (KernelKey, Specialization, u32);
+type MemKey = (KernelKey, Specialization, CudaCompileOptions);
 
-/// The emulated kernel for this launch, compiled once per process and `num_warps`.
+/// The emulated kernel for this launch, compiled once per process and options.
 pub(crate) fn compiled(
     key: &KernelKey,
     spec: &Specialization,
-    num_warps: u32,
+    options: &CudaCompileOptions,
     trace: TraceFn<'_>,
 ) -> Result<Arc<EmulatedKernel>> {
     static CACHE: OnceLock<Mutex<HashMap<MemKey, Arc<EmulatedKernel>>>> = OnceLock::new();
@@ -203,17 +208,21 @@ pub(crate) fn compiled(
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    let k = (key.clone(), spec.clone(), num_warps);
+    // `sm` does not change the host build.
+    let options = CudaCompileOptions { sm: 0, ..*options };
+    let k = (key.clone(), spec.clone(), options);
     if let Some(c) = cache.get(&k) {
         return Ok(c.clone());
     }
-    let c = Arc::new(compile(trace(spec)?, num_warps)?);
+    let c = Arc::new(compile(trace(spec)?, &options)?);
     cache.insert(k, c.clone());
     Ok(c)
 }
 
-/// Generates `f` with the CUDA code generator for the host and loads it.
-pub(crate) fn compile(f: Function, num_warps: u32) -> Result<EmulatedKernel> {
+/// Generates `f` with the CUDA code generator for the host and loads it (`options.sm` is
+/// ignored).
+pub(crate) fn compile(f: Function, options: &CudaCompileOptions) -> Result<EmulatedKernel> {
+    let (num_warps, bounds_check) = (options.num_warps, options.bounds_check);
     let err = |message: String| Error::Compile {
         kernel: f.name.clone(),
         message,
@@ -226,6 +235,8 @@ pub(crate) fn compile(f: Function, num_warps: u32) -> Result<EmulatedKernel> {
     let hash = cache::hash_key(&[
         "cuda-emulator",
         &num_warps.to_string(),
+        // The JIT keeps one symbol per name: checked code needs its own.
+        &format!("bounds_check={bounds_check}"),
         &libs.join(","),
         &print_function(&f),
     ]);
@@ -252,6 +263,7 @@ pub(crate) fn compile(f: Function, num_warps: u32) -> Result<EmulatedKernel> {
         codegen::CodegenOptions {
             num_warps,
             emulate: true,
+            bounds_check,
         },
         &customs,
     )
@@ -268,24 +280,38 @@ pub(crate) fn compile(f: Function, num_warps: u32) -> Result<EmulatedKernel> {
     let addr = jit::load(object.as_slice(), &symbol).map_err(err)?;
     // SAFETY: the generated function has exactly `EntryFn`'s signature (`emulate: true`).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(addr) };
+    let sites = bounds_check.then(|| checked::memory_sites(&f));
     Ok(EmulatedKernel {
         function: f,
         entry,
         shared_bytes: g.shared_bytes,
         threads: num_warps as usize * 32,
+        sites,
     })
 }
 
 impl EmulatedKernel {
-    /// Runs the grid, program after program. Arguments must be checked already.
-    pub(crate) fn run(&self, grid: Grid, args: &[RawArg]) {
-        let slots: Vec<u64> = args
+    /// Runs the grid, program after program. Arguments must be checked already. In
+    /// checked mode every program runs (as on a GPU) and the first fault is the error.
+    pub(crate) fn run(&self, grid: Grid, args: &[RawArg]) -> Result<()> {
+        let mut slots: Vec<u64> = args
             .iter()
             .map(|a| match a {
                 RawArg::Ptr(b) => b.ptr as u64,
                 RawArg::Scalar { bits, .. } => *bits,
             })
             .collect();
+        // The check buffer (see `codegen/memory.rs`): the fault record, written by the
+        // generated code's compare-exchange, then the host ranges.
+        let ranges = checked::ranges(args, |b| (b.lo as u64, b.hi as u64));
+        let check: Vec<AtomicU64> = (0..FAULT_WORDS as u64)
+            .map(|_| 0)
+            .chain(ranges.iter().copied())
+            .map(AtomicU64::new)
+            .collect();
+        if self.sites.is_some() {
+            slots.push(check.as_ptr() as u64);
+        }
         let mut shared = vec![0u128; self.shared_bytes.div_ceil(16) + 1];
         let state = EmuState {
             barrier: Barrier::new(self.threads),
@@ -316,9 +342,10 @@ impl EmulatedKernel {
                     for p in 0..nx * ny * nz {
                         let c = EMU_CTAID as usize;
                         words[c..c + 3].copy_from_slice(&[p % nx, p / nx % ny, p / nx / ny]);
-                        // SAFETY: `slots` holds one 8-byte slot per parameter and the
-                        // buffers they point to outlive the launch; `words` is this
-                        // thread's state; `shared` and `state` outlive the scope.
+                        // SAFETY: `slots` holds one 8-byte slot per parameter (and the
+                        // check buffer's address in checked mode) and the buffers they
+                        // point to outlive the launch; `words` is this thread's state;
+                        // `shared`, `state` and `check` outlive the scope.
                         unsafe { entry(slots_addr as *const u64, words.as_ptr()) };
                         // The next program reuses shared memory.
                         // SAFETY: as above.
@@ -328,5 +355,13 @@ impl EmulatedKernel {
             }
         });
         drop(shared);
+        let Some(sites) = &self.sites else {
+            return Ok(());
+        };
+        let mut record = [0u64; FAULT_WORDS];
+        for (r, w) in record.iter_mut().zip(&check) {
+            *r = w.load(Ordering::SeqCst);
+        }
+        checked::fault_result(&self.function, sites, &record, args, &ranges)
     }
 }

@@ -2,6 +2,7 @@
 //! → a module loaded once per device → host buffers staged in device memory → the grid,
 //! queued on the launch's stream (asynchronous when no host buffer needs copying back).
 
+use super::checked::DeviceCheck;
 use super::driver::{driver_error, CudaDevice};
 use super::{generate_ptx, CudaCompileOptions, Ptx};
 use crate::cpu::cache;
@@ -17,7 +18,11 @@ use tritium_dsl::ir::{print_function, Function};
 use tritium_dsl::trace::Specialization;
 
 /// Bumped whenever generated PTX changes meaning; part of every CUDA cache key.
-const CUDA_CODEGEN_VERSION: &str = concat!("tritium-", env!("CARGO_PKG_VERSION"), "-llvm19-nvptx3");
+const CUDA_CODEGEN_VERSION: &str = concat!(
+    "tritium-",
+    env!("CARGO_PKG_VERSION"),
+    "-llvm19-nvptx4-checked-frags-streams"
+);
 
 /// A kernel compiled to PTX for one architecture and warp count.
 pub(crate) struct CompiledPtx {
@@ -55,11 +60,6 @@ pub(crate) fn launch(
         kernel: key.name.to_string(),
         message,
     };
-    if options.bounds_check() {
-        return Err(launch_err(
-            "checked mode (TRITIUM_BOUNDS_CHECK) is not supported on CUDA yet; run it on Device::cpu() or the interpreter".into(),
-        ));
-    }
     if grid.0[1] > 65535 || grid.0[2] > 65535 {
         return Err(launch_err(format!(
             "grid {:?}: CUDA allows at most 65535 programs along axes 1 and 2",
@@ -81,6 +81,7 @@ pub(crate) fn launch(
     let copts = CudaCompileOptions {
         sm: gpu.sm()?,
         num_warps: options.num_warps,
+        bounds_check: options.bounds_check(),
     };
     let compiled = compiled(key, &args.specialization(), &copts, options, trace)?;
     check_args(&compiled.function, args)?;
@@ -105,6 +106,15 @@ pub(crate) fn launch(
             RawArg::Scalar { bits, .. } => *bits,
         })
         .collect();
+    // Checked mode: the check buffer is one more parameter (ranges in device addresses).
+    let check = match copts.bounds_check {
+        true => Some(DeviceCheck::copy_in(gpu, &stream, &args.args, |b| {
+            let lo = staged.device_address(b.lo, b.memory);
+            (lo, lo.wrapping_add((b.hi - b.lo) as u64))
+        })?),
+        false => None,
+    };
+    values.extend(check.as_ref().map(|c| c.address));
     // The driver reads each parameter's size from the kernel: the low bytes of each
     // little-endian u64 are the value.
     let mut params: Vec<*mut std::ffi::c_void> =
@@ -115,10 +125,11 @@ pub(crate) fn launch(
         uses.order_before(&stream, writes(i))?;
     }
     let [x, y, z] = grid.0;
-    // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`),
-    // each to a value of at least the parameter's size (the driver copies them at the
-    // call). Staged host buffers live until the stream is synchronized below; device
-    // tensors are freed only after the use recorded below.
+    // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`; the
+    // check buffer is the last in checked mode), each to a value of at least the
+    // parameter's size (the driver copies them at the call). Staged host buffers and the
+    // check buffer live until the stream is synchronized below; device tensors are freed
+    // only after the use recorded below.
     unsafe {
         result::launch_kernel(
             kernel.function,
@@ -133,7 +144,7 @@ pub(crate) fn launch(
     for &(i, uses) in &args.device_uses {
         uses.record(&stream, writes(i))?;
     }
-    if staged.regions.is_empty() {
+    if staged.regions.is_empty() && check.is_none() {
         // Only device memory: asynchronous, like Triton; a failure shows at the next
         // synchronization (a copy to the host, `Stream::synchronize`).
         return Ok(());
@@ -141,7 +152,11 @@ pub(crate) fn launch(
     staged.copy_out(&stream).map_err(|e| match e {
         Error::Device(m) => Error::Device(format!("kernel `{}`: {m}", key.name)),
         e => e,
-    })
+    })?;
+    match check {
+        Some(c) => c.result(&stream, &compiled.function, &args.args),
+        None => Ok(()),
+    }
 }
 
 /// The PTX for this launch, compiled at most once per process and options.
@@ -192,6 +207,7 @@ pub(crate) fn compile(
         })?,
         copts.num_warps
     );
+    let target = format!("{target}|bounds_check={}", copts.bounds_check);
     // Linked bitcode is part of what is compiled: its content hash joins the key.
     let libs: Vec<String> =
         crate::cpu::link::bitcodes_for(&f, crate::cpu::link::BitcodeTarget::Nvptx)

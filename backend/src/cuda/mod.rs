@@ -4,6 +4,7 @@
 //!
 //! PTX generation needs no GPU: [`compile_ptx`] works on any machine.
 
+mod checked;
 mod codegen;
 mod driver;
 pub(crate) mod emulate;
@@ -32,6 +33,10 @@ pub struct CudaCompileOptions {
     pub sm: u32,
     /// Warps per program (CTA); Triton's `num_warps`.
     pub num_warps: u32,
+    /// Checked mode (`TRITIUM_BOUNDS_CHECK`): the kernel takes one more parameter, a
+    /// device buffer with a fault record and every buffer's range, and an out-of-bounds
+    /// access is skipped and recorded instead of touching memory.
+    pub bounds_check: bool,
 }
 
 impl Default for CudaCompileOptions {
@@ -39,6 +44,7 @@ impl Default for CudaCompileOptions {
         CudaCompileOptions {
             sm: 80,
             num_warps: 4,
+            bounds_check: false,
         }
     }
 }
@@ -84,11 +90,25 @@ pub fn run_emulated(
     args: &crate::KernelArgs<'_>,
     num_warps: u32,
 ) -> Result<()> {
+    let options = CudaCompileOptions {
+        num_warps,
+        ..Default::default()
+    };
+    run_emulated_with(f, grid, args, &options)
+}
+
+/// [`run_emulated`] with the code generated as for `options` (`sm` is ignored): in
+/// checked mode, an out-of-bounds access is the same [`Error::Runtime`] as on the CPU.
+pub fn run_emulated_with(
+    f: &Function,
+    grid: crate::Grid,
+    args: &crate::KernelArgs<'_>,
+    options: &CudaCompileOptions,
+) -> Result<()> {
     grid.validate(&f.name)?;
     crate::check_args(f, args)?;
-    let k = emulate::compile(f.clone(), num_warps)?;
-    k.run(grid, &args.args);
-    Ok(())
+    let k = emulate::compile(f.clone(), options)?;
+    k.run(grid, &args.args)
 }
 
 /// IR → LLVM (verified) → O3 → PTX, writing `.ll`, `.opt.ll` and `.ptx` dumps into `dump`.
@@ -118,6 +138,7 @@ pub(crate) fn generate_ptx(
         codegen::CodegenOptions {
             num_warps: options.num_warps,
             emulate: false,
+            bounds_check: options.bounds_check,
         },
         &customs,
     )?;

@@ -1,6 +1,7 @@
 //! Launching a traced kernel: argument checks, then the interpreter or compiled code.
 
 mod args;
+pub(crate) mod checked;
 mod device;
 
 pub use args::{scalar_bits, KernelArgs, Memory, PackedPtr, PtrArg, RawArg, RawBuffer};
@@ -63,10 +64,14 @@ pub fn launch(
     }
     check_host_memory(key.name, &args)?;
     if *device == Device::CudaEmulator && !options.interpret() {
-        let k = crate::cuda::emulate::compiled(&key, &spec, options.num_warps, trace)?;
+        let copts = crate::cuda::CudaCompileOptions {
+            num_warps: options.num_warps,
+            bounds_check: options.bounds_check(),
+            ..Default::default()
+        };
+        let k = crate::cuda::emulate::compiled(&key, &spec, &copts, trace)?;
         check_args(&k.function, &args)?;
-        k.run(grid, &args.args);
-        return Ok(());
+        return k.run(grid, &args.args);
     }
     if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
         let f = trace(&spec)?;

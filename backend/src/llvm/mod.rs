@@ -5,6 +5,7 @@
 //! - `constant`: constants in compute form;
 //! - `arith`: binary ops (integer ops without UB) and integer unary ops;
 //! - `atomic`: integer read-modify-write atomics;
+//! - `checked`: checked mode's bounds compare and fault record;
 //! - `compare`: comparisons;
 //! - `cast`: casts (saturating float → int, rounding to f16/bf16);
 //! - `exp`: the f32 `exp` polynomial both targets use;
@@ -19,6 +20,7 @@ mod arith;
 mod atomic;
 mod c_abi;
 mod cast;
+mod checked;
 mod compare;
 mod constant;
 mod counter;

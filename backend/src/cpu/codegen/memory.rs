@@ -5,7 +5,7 @@
 use super::{Gen, Lv};
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use inkwell::{AtomicOrdering, AtomicRMWBinOp, IntPredicate};
+use inkwell::{AtomicOrdering, AtomicRMWBinOp};
 use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -22,7 +22,6 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let (bl, i64t) = (self.b, self.ctx.i64_type());
         let addr = bl.build_ptr_to_int(p, i64t, "addr").unwrap();
-        let end = bl.build_int_add(addr, self.i64c(size as u64), "").unwrap();
         let all: Vec<usize> = (0..self.f.params.len()).collect();
         let roots = self.roots.get(&ptr_value).unwrap_or(&all);
         let mut ok = self.ctx.bool_type().const_zero();
@@ -37,14 +36,7 @@ impl<'ctx> Gen<'ctx, '_> {
                         .unwrap();
                 bl.build_load(i64t, p, "").unwrap().into_int_value()
             };
-            let (lo, hi) = (slot(0), slot(1));
-            let ge = bl
-                .build_int_compare(IntPredicate::UGE, addr, lo, "")
-                .unwrap();
-            let le = bl
-                .build_int_compare(IntPredicate::ULE, end, hi, "")
-                .unwrap();
-            let inside = bl.build_and(ge, le, "").unwrap();
+            let inside = self.emit().in_range(addr, size, slot(0), slot(1));
             ok = bl.build_or(ok, inside, "").unwrap();
         }
         Some(ok)
@@ -52,28 +44,10 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Records a fault of memory op `inst` at `p` unless one was recorded already.
     fn record_fault(&self, inst: &Inst, p: PointerValue<'ctx>) {
-        let (bl, i64t) = (self.b, self.ctx.i64_type());
-        let id = self.site_ids[&(inst as *const Inst)] as u64 + 1;
-        let r = bl
-            .build_cmpxchg(
-                self.err,
-                i64t.const_zero(),
-                self.i64c(id),
-                AtomicOrdering::SequentiallyConsistent,
-                AtomicOrdering::SequentiallyConsistent,
-            )
-            .unwrap();
-        let won = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
-        let then = self.ctx.append_basic_block(self.func, "fault.first");
-        let done = self.ctx.append_basic_block(self.func, "fault.done");
-        bl.build_conditional_branch(won, then, done).unwrap();
-        bl.position_at_end(then);
-        // SAFETY (of the generated code): `err` has two u64 slots.
-        let slot = unsafe { bl.build_gep(i64t, self.err, &[self.i64c(1)], "") }.unwrap();
-        let addr = bl.build_ptr_to_int(p, i64t, "").unwrap();
-        bl.build_store(slot, addr).unwrap();
-        bl.build_unconditional_branch(done).unwrap();
-        bl.position_at_end(done);
+        let id = self.site_ids[&(inst as *const Inst)];
+        let addr = self.b.build_ptr_to_int(p, self.ctx.i64_type(), "").unwrap();
+        self.emit()
+            .record_fault(self.func, self.err, id, addr, self.pids);
     }
 
     /// Branches to a new block when `cond` (and the bounds check) holds; returns the block

@@ -26,7 +26,7 @@ use inkwell::module::{Linkage, Module};
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::AddressSpace;
 use std::collections::{HashMap, HashSet};
-use tritium_dsl::ir::{Block, Elem, Function, Inst, Loc, Op, Type, Value};
+use tritium_dsl::ir::{Block, Elem, Function, Inst, Op, Type, Value};
 
 /// How a value is available during code generation.
 #[derive(Clone, Copy)]
@@ -50,26 +50,6 @@ pub(crate) struct CodegenOptions {
 pub(crate) struct Generated {
     /// Bytes of per-thread scratch memory the kernel needs.
     pub scratch_bytes: usize,
-}
-
-/// The memory ops of a function in walk order; a checked-mode fault reports its index.
-pub(crate) fn memory_sites(f: &Function) -> Vec<(Loc, &'static str)> {
-    let mut sites = Vec::new();
-    f.walk(&mut |inst| {
-        if let Some(kind) = memory_kind(&inst.op) {
-            sites.push((inst.loc.clone(), kind));
-        }
-    });
-    sites
-}
-
-fn memory_kind(op: &Op) -> Option<&'static str> {
-    match op {
-        Op::Load { .. } => Some("load"),
-        Op::Store { .. } => Some("store"),
-        Op::Atomic { .. } | Op::AtomicCas { .. } => Some("atomic"),
-        _ => None,
-    }
 }
 
 pub(crate) struct Gen<'ctx, 'f> {
@@ -289,7 +269,7 @@ fn index_insts<'f>(
         for r in &inst.results {
             defs.insert(*r, inst);
         }
-        if memory_kind(&inst.op).is_some() {
+        if crate::launch::checked::memory_kind(&inst.op).is_some() {
             let id = sites.len() as u32;
             sites.insert(inst as *const Inst, id);
         }

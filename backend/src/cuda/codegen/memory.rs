@@ -6,16 +6,37 @@
 //! unmasked; otherwise element by element, each guarded by its mask. A masked-off or
 //! invalid element never touches memory. Scalar stores and atomics are done by thread 0.
 //!
+//! In checked mode (see `launch/checked.rs`) every accessed slot is first compared with
+//! the byte ranges of the parameters its pointer derives from; a slot outside them is
+//! dropped from the access (a load gives `other`, an atomic 0) and the thread's first such
+//! slot is recorded as a fault. The vector path needs every element accessed, so a chunk
+//! with any out-of-bounds element takes the checked element-by-element path.
+//!
 //! A program's memory ops keep their order across threads: `bar.sync` comes before every
 //! tile store and atomic (earlier loads are done) and after every store and atomic (later
 //! loads see them).
 
 use super::Gen;
+use crate::launch::checked::{self, FAULT_WORDS};
 use inkwell::values::{
     AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,
 };
 use inkwell::{AtomicOrdering, IntPredicate};
-use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op};
+use std::collections::HashMap;
+use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op, Value};
+
+/// Checked mode's state. The check buffer the kernel gets holds the fault record
+/// (`FAULT_WORDS` u64) followed by `[lo, hi]` (u64 byte addresses) per parameter.
+pub(super) struct Checked<'ctx> {
+    /// The fault record (the check buffer's start).
+    record: PointerValue<'ctx>,
+    /// Each pointer parameter's `[lo, hi)`, loaded once in the entry block.
+    ranges: Vec<Option<(IntValue<'ctx>, IntValue<'ctx>)>>,
+    /// The parameters each pointer value may derive from (`Function::pointer_roots`).
+    roots: HashMap<Value, Vec<usize>>,
+    /// Each memory op's index in `memory_sites`, which the fault reports.
+    sites: HashMap<*const Inst, u32>,
+}
 
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn load(&mut self, inst: &Inst) {
@@ -41,11 +62,13 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         if rt.is_scalar() {
             let m = masks.map(|m| m[0].into_int_value());
+            let m = self.checked_conds(inst, *ptr, &ptrs, vec![m], d.size_bytes())[0];
             let v = self.when_value(m, others[0], &mut |g| load_one(g, ptrs[0]));
             self.define(r, vec![v]);
             return;
         }
         let conds = self.access_conds(numel, masks.as_deref());
+        let conds = self.checked_conds(inst, *ptr, &ptrs, conds, d.size_bytes());
         let c = self.vector_chunk(numel, d);
         let mut out = Vec::with_capacity(ptrs.len());
         for j0 in (0..ptrs.len()).step_by(c) {
@@ -98,6 +121,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let Op::Store { ptr, value, mask } = &inst.op else {
             unreachable!()
         };
+        let ptr_value = *ptr;
         let pt = self.ty(*ptr).clone();
         let d = pt.elem.pointee().expect("stores need pointers");
         let elem = Elem::Scalar(d);
@@ -115,7 +139,9 @@ impl<'ctx> Gen<'ctx, '_> {
                 Some(m) => self.b.build_and(first, m[0].into_int_value(), "").unwrap(),
                 None => first,
             };
-            self.when(Some(cond), &mut |g| store_one(g, 0));
+            let cond =
+                self.checked_conds(inst, ptr_value, &ptrs, vec![Some(cond)], d.size_bytes())[0];
+            self.when(cond, &mut |g| store_one(g, 0));
             // Later loads by other threads of the program see the store.
             self.barrier();
             return;
@@ -124,6 +150,7 @@ impl<'ctx> Gen<'ctx, '_> {
         // overwrites, are done.
         self.barrier();
         let conds = self.access_conds(numel, masks.as_deref());
+        let conds = self.checked_conds(inst, ptr_value, &ptrs, conds, d.size_bytes());
         let c = self.vector_chunk(numel, d);
         for j0 in (0..ptrs.len()).step_by(c) {
             let range = j0..j0 + c;
@@ -211,10 +238,11 @@ impl<'ctx> Gen<'ctx, '_> {
                 Some(m) => self.b.build_and(first, m[0].into_int_value(), "").unwrap(),
                 None => first,
             };
+            let cond = self.checked_conds(inst, ptr, &ptrs, vec![Some(cond)], d.size_bytes())[0];
             let elem = Elem::Scalar(d);
             self.reserve_shared(8);
             self.when(Some(first), &mut |g| {
-                let old = g.when_value(Some(cond), zero, &mut |g| one(g, 0));
+                let old = g.when_value(cond, zero, &mut |g| one(g, 0));
                 let p = g.shared_elem(0, elem, g.i32c(0));
                 g.shared_store(p, old, elem);
             });
@@ -226,6 +254,7 @@ impl<'ctx> Gen<'ctx, '_> {
             return;
         }
         let conds = self.access_conds(numel, masks.as_deref());
+        let conds = self.checked_conds(inst, ptr, &ptrs, conds, d.size_bytes());
         let olds = (0..ptrs.len())
             .map(|j| self.when_value(conds[j], zero, &mut |g| one(g, j)))
             .collect();
@@ -271,6 +300,92 @@ impl<'ctx> Gen<'ctx, '_> {
             );
             BasicValueEnum::new(r)
         }
+    }
+
+    /// Checked mode's state for the check buffer `buf`: loads every pointer parameter's
+    /// range (here, in the entry block, so that it is read once per thread).
+    pub(super) fn checked_state(&self, buf: PointerValue<'ctx>) -> Checked<'ctx> {
+        let (b, i64t) = (self.b, self.ctx.i64_type());
+        let word = |k: usize| {
+            // SAFETY (of the generated code): the check buffer holds the fault record and
+            // two words per parameter.
+            let p =
+                unsafe { b.build_gep(i64t, buf, &[i64t.const_int(k as u64, false)], "") }.unwrap();
+            b.build_load(i64t, p, "range").unwrap().into_int_value()
+        };
+        let ranges = (self.f.params.iter().enumerate())
+            .map(|(i, p)| {
+                let is_ptr = self.f.ty(p.value).elem.pointee().is_some();
+                let at = FAULT_WORDS + 2 * i;
+                is_ptr.then(|| (word(at), word(at + 1)))
+            })
+            .collect();
+        Checked {
+            record: buf,
+            ranges,
+            roots: self.f.pointer_roots(),
+            sites: checked::site_ids(self.f),
+        }
+    }
+
+    /// Checked mode: `conds` (per slot, whether it is accessed; `None`: always) narrowed
+    /// to the slots whose `size` bytes at `ptrs[j]` lie in a buffer `ptr` derives from.
+    /// The first accessed slot outside them (in slot order) is recorded as a fault of
+    /// `inst`. Outside checked mode, `conds` unchanged.
+    fn checked_conds(
+        &mut self,
+        inst: &Inst,
+        ptr: Value,
+        ptrs: &[BasicValueEnum<'ctx>],
+        conds: Vec<Option<IntValue<'ctx>>>,
+        size: usize,
+    ) -> Vec<Option<IntValue<'ctx>>> {
+        let Some(check) = &self.check else {
+            return conds;
+        };
+        let (b, i64t) = (self.b, self.ctx.i64_type());
+        let all: Vec<usize> = (0..self.f.params.len()).collect();
+        let ranges: Vec<_> = (check.roots.get(&ptr).unwrap_or(&all).iter())
+            .filter_map(|r| check.ranges[*r])
+            .collect();
+        let record = check.record;
+        let Some(site) = check.sites.get(&(inst as *const Inst)).copied() else {
+            self.fail(format!("internal: memory op at {} has no site", inst.loc));
+            return conds;
+        };
+        let addrs: Vec<IntValue<'ctx>> = (ptrs.iter())
+            .map(|p| {
+                b.build_ptr_to_int(p.into_pointer_value(), i64t, "addr")
+                    .unwrap()
+            })
+            .collect();
+        let oks: Vec<IntValue<'ctx>> = (addrs.iter())
+            .map(|a| {
+                let mut ok = self.ctx.bool_type().const_zero();
+                for (lo, hi) in &ranges {
+                    let inside = self.emit().in_range(*a, size, *lo, *hi);
+                    ok = b.build_or(ok, inside, "").unwrap();
+                }
+                ok
+            })
+            .collect();
+        let mut any = self.ctx.bool_type().const_zero();
+        let mut first = i64t.const_zero();
+        for j in (0..ptrs.len()).rev() {
+            let out = b.build_not(oks[j], "").unwrap();
+            let bad = match conds[j] {
+                Some(c) => b.build_and(c, out, "").unwrap(),
+                None => out,
+            };
+            first = (b.build_select(bad, addrs[j], first, "").unwrap()).into_int_value();
+            any = b.build_or(any, bad, "").unwrap();
+        }
+        self.when(Some(any), &mut |g| {
+            g.emit().record_fault(g.func, record, site, first, g.pids);
+        });
+        (conds.into_iter().zip(oks))
+            .map(|(c, ok)| Some(c.map_or(ok, |c| b.build_and(c, ok, "").unwrap())))
+            .collect()
     }
 
     /// `tid == 0`.

@@ -58,6 +58,10 @@ pub(crate) struct CodegenOptions {
     /// code, except that the target hooks of `sync.rs` call into the emulator and the
     /// `.approx` math instructions become the host's intrinsics.
     pub emulate: bool,
+    /// Checked mode: the kernel takes one more parameter (in the emulator, one more
+    /// slot), the check buffer, and compares every access with the buffers' ranges (see
+    /// `memory.rs`).
+    pub bounds_check: bool,
 }
 
 /// What the launcher needs to know about a generated kernel.
@@ -105,6 +109,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     global: AddressSpace,
     /// How each custom call is linked (see `cpu::link`).
     customs: &'f CustomEntries,
+    /// Checked mode's fault record and ranges (`None` outside checked mode).
+    check: Option<memory::Checked<'ctx>>,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -134,9 +140,11 @@ pub(crate) fn generate<'ctx>(
         // `k(ptr slots, ptr emu)`: one 8-byte slot per parameter, as the CPU entry.
         vec![ptr.into(), ptr.into()]
     } else {
+        let check = opts.bounds_check.then(|| ctx.ptr_type(global).into());
         f.params
             .iter()
             .map(|p| param_ty(ctx, f.ty(p.value).elem, global).into())
+            .chain(check)
             .collect()
     };
     let func = module.add_function(
@@ -184,6 +192,7 @@ pub(crate) fn generate<'ctx>(
         }),
         global,
         customs,
+        check: None,
     };
     g.smem = match smem {
         Some(p) => p,
@@ -192,26 +201,35 @@ pub(crate) fn generate<'ctx>(
     g.tid = g.special_register("tid.x");
     g.pids = ["ctaid.x", "ctaid.y", "ctaid.z"].map(|r| g.special_register(r));
     g.nprogs = ["nctaid.x", "nctaid.y", "nctaid.z"].map(|r| g.special_register(r));
-    for (i, p) in f.params.iter().enumerate() {
-        let elem = f.ty(p.value).elem;
-        let raw = if opts.emulate {
+    // Parameter `i` (the check buffer is number `params.len()`).
+    let param = |i: usize, ty: BasicTypeEnum<'ctx>| {
+        if opts.emulate {
             let slots = func
                 .get_nth_param(0)
                 .expect("declared above")
                 .into_pointer_value();
             let i64t = ctx.i64_type();
-            // SAFETY (of the generated code): the emulator passes one slot per parameter.
+            // SAFETY (of the generated code): the emulator passes one slot per parameter
+            // (and one for the check buffer in checked mode).
             let slot = unsafe { b.build_gep(i64t, slots, &[i64t.const_int(i as u64, false)], "") }
                 .unwrap();
-            b.build_load(param_ty(ctx, elem, global), slot, "").unwrap()
+            b.build_load(ty, slot, "").unwrap()
         } else {
             func.get_nth_param(i as u32).expect("declared above")
-        };
+        }
+    };
+    for (i, p) in f.params.iter().enumerate() {
+        let elem = f.ty(p.value).elem;
+        let raw = param(i, param_ty(ctx, elem, global));
         let v = match elem {
             Elem::Ptr(_) => raw,
             Elem::Scalar(_) => g.decode_storage(raw, elem),
         };
         g.vals.insert(p.value, V::Scalar(v));
+    }
+    if opts.bounds_check {
+        let buf = param(f.params.len(), ctx.ptr_type(global).into());
+        g.check = Some(g.checked_state(buf.into_pointer_value()));
     }
     g.block(&f.body);
     if let Some(e) = g.error.take() {
