@@ -187,6 +187,38 @@ fn loop_carried_mma_accumulator_stays_in_registers() {
     );
 }
 
+/// Stores `2x` into `out[..N]`, then reads it back reversed (other threads' elements)
+/// into `out[N..]`: the store must be ordered before the reload.
+#[tritium::kernel]
+fn store_then_reload(out: Ptr<f32>, x: Ptr<f32>, #[constexpr] N: usize) {
+    let i = arange(0, N);
+    store(out + i, load(x + i) * 2.0);
+    let back = load(out + (N as i32 - 1) - i);
+    store(out + N as i32 + i, back);
+}
+
+#[test]
+fn barriers_order_only_stores_other_memory_ops_can_see() {
+    let s = Specialization::default();
+    // Vector add: `out` is only stored to, so no thread waits for another.
+    let add = vector_add::add::trace::<f32>(&s, 1024).unwrap();
+    assert!(!ptx(&add, 80, 4).contains("bar.sync"));
+    let reload = store_then_reload::trace(&s, 1024).unwrap();
+    assert!(ptx(&reload, 80, 4).contains("bar.sync"));
+    let x = Array1::from(random_f32(1024, 41));
+    for d in [Device::cuda_emulator(), Device::interpreter()]
+        .into_iter()
+        .chain(cuda_device("store_then_reload"))
+    {
+        let mut out = Array1::<f32>::zeros(2048);
+        store_then_reload::launch(&d, 1, &mut out, &x, 1024).unwrap();
+        let twice = &x * 2.0;
+        assert_eq!(out.slice(ndarray::s![..1024]), twice, "{d:?}");
+        let reversed: Vec<f32> = twice.iter().rev().copied().collect();
+        assert_eq!(out.slice(ndarray::s![1024..]).to_vec(), reversed, "{d:?}");
+    }
+}
+
 #[test]
 fn softmax_reduces_with_warp_shuffles() {
     let f = softmax::softmax::trace::<f32>(&Specialization::default(), 1024).unwrap();

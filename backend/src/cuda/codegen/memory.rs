@@ -14,7 +14,8 @@
 //!
 //! A program's memory ops keep their order across threads: `bar.sync` comes before every
 //! tile store and atomic (earlier loads are done) and after every store and atomic (later
-//! loads see them).
+//! loads see them) — except around a top-level store to buffers no other memory op of
+//! the kernel touches (Rust's borrows keep a written buffer from aliasing the others).
 
 use super::Gen;
 use crate::launch::checked::{self, FAULT_WORDS};
@@ -22,8 +23,8 @@ use inkwell::values::{
     AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,
 };
 use inkwell::{AtomicOrdering, IntPredicate};
-use std::collections::HashMap;
-use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op, Value};
+use std::collections::{HashMap, HashSet};
+use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Function, Inst, Op, Value};
 
 /// Checked mode's state. The check buffer the kernel gets holds the fault record
 /// (`FAULT_WORDS` u64) followed by `[lo, hi]` (u64 byte addresses) per parameter.
@@ -133,6 +134,8 @@ impl<'ctx> Gen<'ctx, '_> {
             let s = g.to_storage(values[j], elem);
             g.b.build_store(ptrs[j].into_pointer_value(), s).unwrap();
         };
+        // A store no other memory op can see needs no barrier (see `lone_stores`).
+        let ordered = !self.lone_stores.contains(&(inst as *const Inst as usize));
         if pt.is_scalar() {
             let first = self.is_thread_zero();
             let cond = match &masks {
@@ -143,12 +146,16 @@ impl<'ctx> Gen<'ctx, '_> {
                 self.checked_conds(inst, ptr_value, &ptrs, vec![Some(cond)], d.size_bytes())[0];
             self.when(cond, &mut |g| store_one(g, 0));
             // Later loads by other threads of the program see the store.
-            self.barrier();
+            if ordered {
+                self.barrier();
+            }
             return;
         }
         // Earlier loads of other threads of the program, which may read what this store
         // overwrites, are done.
-        self.barrier();
+        if ordered {
+            self.barrier();
+        }
         let conds = self.access_conds(numel, masks.as_deref());
         let conds = self.checked_conds(inst, ptr_value, &ptrs, conds, d.size_bytes());
         let c = self.vector_chunk(numel, d);
@@ -184,7 +191,9 @@ impl<'ctx> Gen<'ctx, '_> {
             );
         }
         // Later loads by other threads of the program see these stores.
-        self.barrier();
+        if ordered {
+            self.barrier();
+        }
     }
 
     pub(super) fn atomic(&mut self, inst: &Inst) {
@@ -515,4 +524,43 @@ impl<'ctx> VectorOf<'ctx> for inkwell::types::BasicTypeEnum<'ctx> {
             other => unreachable!("no vector of {other:?} is loaded"),
         }
     }
+}
+
+/// The top-level stores (by address) whose buffers no other memory op of the kernel may
+/// touch: no thread of the program reads or writes what they write before or after, so
+/// they need no barrier to order them across threads. Pointers an op may derive from
+/// several parameters count for each; custom calls count for every pointer they take.
+pub(super) fn lone_stores(f: &Function) -> HashSet<usize> {
+    let roots = f.pointer_roots();
+    let mut uses: HashMap<usize, usize> = HashMap::new();
+    f.walk(&mut |inst| {
+        let ptrs: Vec<Value> = match &inst.op {
+            Op::Load { ptr, .. }
+            | Op::Store { ptr, .. }
+            | Op::Atomic { ptr, .. }
+            | Op::AtomicCas { ptr, .. } => vec![*ptr],
+            Op::Custom(c) => c.ins.clone(),
+            _ => return,
+        };
+        let mut touched: Vec<usize> = ptrs
+            .iter()
+            .flat_map(|p| roots.get(p).cloned().unwrap_or_default())
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for r in touched {
+            *uses.entry(r).or_default() += 1;
+        }
+    });
+    f.body
+        .insts
+        .iter()
+        .filter(|inst| match &inst.op {
+            Op::Store { ptr, .. } => roots
+                .get(ptr)
+                .is_some_and(|rs| !rs.is_empty() && rs.iter().all(|r| uses.get(r) == Some(&1))),
+            _ => false,
+        })
+        .map(|inst| inst as *const Inst as usize)
+        .collect()
 }

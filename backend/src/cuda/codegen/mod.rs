@@ -111,6 +111,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     customs: &'f CustomEntries,
     /// Checked mode's fault record and ranges (`None` outside checked mode).
     check: Option<memory::Checked<'ctx>>,
+    /// Stores that need no barriers (see `memory::lone_stores`), by address.
+    lone_stores: std::collections::HashSet<usize>,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -193,6 +195,7 @@ pub(crate) fn generate<'ctx>(
         global,
         customs,
         check: None,
+        lone_stores: memory::lone_stores(f),
     };
     g.smem = match smem {
         Some(p) => p,
