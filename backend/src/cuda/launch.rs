@@ -16,7 +16,11 @@ use tritium_dsl::ir::{print_function, Function};
 use tritium_dsl::trace::Specialization;
 
 /// Bumped whenever generated PTX changes meaning; part of every CUDA cache key.
-const CUDA_CODEGEN_VERSION: &str = concat!("tritium-", env!("CARGO_PKG_VERSION"), "-llvm19-nvptx3");
+const CUDA_CODEGEN_VERSION: &str = concat!(
+    "tritium-",
+    env!("CARGO_PKG_VERSION"),
+    "-llvm19-nvptx4-f64math"
+);
 
 /// A kernel compiled to PTX for one architecture and warp count.
 pub(crate) struct CompiledPtx {

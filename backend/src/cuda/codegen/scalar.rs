@@ -1,8 +1,10 @@
 //! One element of an elementwise op, in compute form: the same semantics as the CPU
 //! backend (binary ops, compares, casts and types are `crate::llvm`, shared with it),
-//! except for transcendental functions, which NVPTX cannot call from a libm: `exp` is the CPU's
-//! polynomial (`crate::llvm`), `exp2`/`log2`/`sin`/`cos` use the PTX `.approx` instructions and
-//! `log` is `log2(x) * ln 2`. f64 transcendental functions are rejected at compile time.
+//! except for transcendental functions, which NVPTX cannot call from a libm. In f32, `exp`
+//! is the CPU's polynomial (`crate::llvm`), `exp2`/`log2`/`sin`/`cos` use the PTX `.approx`
+//! instructions and `log` is `log2(x) * ln 2`. In f64, `exp`, `exp2`, `log`, `log2`, `sin`
+//! and `cos` are `crate::llvm::math_f64` (within 1 ulp over the whole range, emitted from
+//! FMAs and integer ops, no libdevice), the same IR in the emulator.
 
 use super::Gen;
 use inkwell::types::BasicTypeEnum;
@@ -63,17 +65,22 @@ impl<'ctx> Gen<'ctx, '_> {
         if d.is_float() {
             let f = x.into_float_value();
             let f32t = self.ctx.f32_type();
-            if d == DType::F64
-                && !matches!(
-                    op,
-                    UnOp::Neg | UnOp::Abs | UnOp::Sqrt | UnOp::Rsqrt | UnOp::Floor | UnOp::Ceil
-                )
-            {
-                self.fail(format!(
-                    "`{}` on f64 is not supported on CUDA yet (there is no libdevice); cast to f32",
-                    op.name()
-                ));
-                return x;
+            if d == DType::F64 {
+                // No libm on NVPTX: `crate::llvm`'s own f64 functions, in the emulator too,
+                // so that it runs the code the GPU runs.
+                let e = self.emit();
+                let v = match op {
+                    UnOp::Exp => Some(e.exp_f64(f)),
+                    UnOp::Exp2 => Some(e.exp2_f64(f)),
+                    UnOp::Log => Some(e.log_f64(f)),
+                    UnOp::Log2 => Some(e.log2_f64(f)),
+                    UnOp::Sin => Some(e.sin_f64(f)),
+                    UnOp::Cos => Some(e.cos_f64(f)),
+                    _ => None,
+                };
+                if let Some(v) = v {
+                    return v.into();
+                }
             }
             let v: BasicValueEnum = match op {
                 UnOp::Neg => bl.build_float_neg(f, "").unwrap().into(),
