@@ -567,3 +567,100 @@ mod float_atomics {
         }
     }
 }
+
+/// f64 `exp`, `exp2`, `log`, `log2`, `sin`, `cos`: the CUDA lowering computes them itself
+/// (no libdevice; `backend/src/llvm/math_f64`) and agrees with the CPU's libm and the
+/// interpreter within a few ulps; a GPU computes exactly what the emulator does.
+mod f64_math {
+    use crate::common::devices_for;
+    use ndarray::{Array1, Array2};
+    use tritium::prelude::*;
+
+    /// Row k of `out` is function k (`exp`, `exp2`, `log`, `log2`, `sin`, `cos`) of `x`.
+    #[kernel]
+    fn math(out: Ptr<f64>, x: Ptr<f64>, n: i32, #[constexpr] BLOCK: usize) {
+        let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+        let mask = offs < n;
+        let v = load(x + offs, mask = mask, other = 1.0);
+        store(out + offs, exp(v), mask = mask);
+        store(out + n + offs, exp2(v), mask = mask);
+        store(out + 2 * n + offs, log(v), mask = mask);
+        store(out + 3 * n + offs, log2(v), mask = mask);
+        store(out + 4 * n + offs, sin(v), mask = mask);
+        store(out + 5 * n + offs, cos(v), mask = mask);
+    }
+
+    const NAMES: [&str; 6] = ["exp", "exp2", "log", "log2", "sin", "cos"];
+
+    /// `n` inputs: moderate values of both signs, then magnitudes from 2^-1074 to 2^1023
+    /// (overflowing and underflowing `exp`, huge `sin`/`cos` arguments), zeros, infinities
+    /// and NaN.
+    fn inputs(n: usize) -> Array1<f64> {
+        let specials = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1.0];
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        (0..n)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                let u = (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+                match i % 4 {
+                    _ if i % 97 == 13 => specials[i / 97 % specials.len()],
+                    0 | 1 => u * 40.0,
+                    2 => u * 2f64.powi((s % 2098) as i32 - 1074),
+                    _ => u * 2f64.powi((s % 60) as i32),
+                }
+            })
+            .collect()
+    }
+
+    /// `got` equals `want`, both are NaN, or they differ by at most 2^-50 relative (4 ulps)
+    /// or a few subnormal steps.
+    fn close(got: f64, want: f64) -> bool {
+        got == want
+            || (got.is_nan() && want.is_nan())
+            || (got - want).abs() <= 2f64.powi(-50) * want.abs() + 1e-320
+    }
+
+    #[rstest::rstest]
+    fn f64_math_agrees_across_devices(#[values(1, 100, 4097, 100_003)] n: usize) {
+        const BLOCK: usize = 512;
+        let x = inputs(n);
+        let run = |d: &Device| {
+            let mut out = Array2::<f64>::zeros((6, n));
+            math::launch(d, n.div_ceil(BLOCK), &mut out, &x, n as i32, BLOCK).unwrap();
+            out
+        };
+        let want = run(&Device::interpreter());
+        let mut emulated = None;
+        for d in devices_for(6 * n) {
+            let got = run(&d);
+            for ((k, i), g) in got.indexed_iter() {
+                let w = want[[k, i]];
+                assert!(
+                    close(*g, w),
+                    "{d:?}: {}({:e}) = {g:e}, the interpreter's {w:e}",
+                    NAMES[k],
+                    x[i]
+                );
+            }
+            match d {
+                Device::CudaEmulator => emulated = Some(got),
+                Device::Cuda(_) => {
+                    if let Some(e) = &emulated {
+                        for ((k, i), g) in got.indexed_iter() {
+                            let em = e[[k, i]];
+                            assert!(
+                                g.to_bits() == em.to_bits() || (g.is_nan() && em.is_nan()),
+                                "{}({:e}): GPU {g:e}, emulator {em:e}",
+                                NAMES[k],
+                                x[i]
+                            );
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
