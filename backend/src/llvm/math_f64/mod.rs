@@ -11,6 +11,18 @@
 //! `backend/tests/math_f64.rs` measures the emitted code against the host libm and
 //! high-precision reference values.
 //!
+//! Largest errors against the exact value measured on 240,000 inputs spread over every
+//! range (mpmath; each function's inputs as in the test) plus the test's hard cases:
+//!
+//! | function | ulp | subnormal results (steps) |
+//! | --- | --- | --- |
+//! | `exp` | 0.563 | 0.747 |
+//! | `exp2` | 0.560 | 0.747 |
+//! | `log` | 0.524 | |
+//! | `log2` | 0.537 | |
+//! | `sin` | 0.647 | |
+//! | `cos` | 0.705 | |
+//!
 //! - `ops`: shorthands for f64/i64 instructions and the error-free transformations;
 //! - `exp`: `exp` and `exp2` (Cody-Waite reduction to 2^k · e^r, degree-14 polynomial);
 //! - `log`: `log` and `log2` (x = 2^e · m, m in [√½, √2), log m = 2 atanh(s));
