@@ -6,4 +6,4 @@ mod cpu;
 mod cpu_codegen;
 mod cuda;
 mod interp;
-mod math_f64;
+mod math;

@@ -19,7 +19,7 @@ use tritium_dsl::trace::Specialization;
 const CUDA_CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-nvptx4-f64math"
+    "-llvm19-nvptx5-f32math"
 );
 
 /// A kernel compiled to PTX for one architecture and warp count.

@@ -1,15 +1,16 @@
-//! The f64 `exp`, `exp2`, `log`, `log2`, `sin` and `cos` the CUDA generator emits (no
-//! libdevice), run on the host by the CUDA emulator (the same IR as the PTX) and measured
-//! in ulps: against the host's libm over many inputs, against correctly rounded values
-//! (computed with 3000-bit arithmetic) where the reduction is hardest, and exactly on the
-//! special values. The PTX must call nothing.
+//! The math functions the CUDA generator emits (no libdevice): f64 `exp`, `exp2`, `log`,
+//! `log2`, `sin`, `cos` and f32 `log`, `log2`, `sin`, `cos`, run on the host by the CUDA
+//! emulator (the same IR as the PTX) and measured in ulps: f64 against the host's libm over
+//! many inputs and against correctly rounded values (computed with 3000-bit arithmetic)
+//! where the reduction is hardest, f32 against the host's f64 libm (exact for f32), both
+//! exactly on the special values. The PTX must call nothing.
 
 use rstest::rstest;
 use tritium_backend::cuda::{compile_ptx, run_emulated, CudaCompileOptions};
 use tritium_backend::launch::{Grid, KernelArgs};
 use tritium_dsl::ir::{DType, Function};
 use tritium_dsl::trace::lang::*;
-use tritium_dsl::trace::{ptr_param, Tile, Tracer};
+use tritium_dsl::trace::{ptr_param, Element, Tile, Tracer};
 
 /// Lanes per program.
 const BLOCK: usize = 1024;
@@ -77,28 +78,33 @@ fn case(name: &str) -> &'static Case {
     CASES.iter().find(|c| c.name == name).unwrap()
 }
 
-/// `out[i] = op(x[i])` over `BLOCK` lanes per program.
-fn kernel(c: &Case) -> Function {
-    let t = Tracer::begin(&format!("math_f64_{}", c.name)).unwrap();
-    let x = ptr_param("x", DType::F64);
-    let out = ptr_param("out", DType::F64);
+/// `out[i] = op(x[i])` over `BLOCK` lanes per program, in `dtype`.
+fn kernel(name: &str, op: fn(Tile) -> Tile, dtype: DType) -> Function {
+    let t = Tracer::begin(&format!("math_{dtype}_{name}")).unwrap();
+    let x = ptr_param("x", dtype);
+    let out = ptr_param("out", dtype);
     let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
-    store(out + offs, (c.op)(load(x + offs, NoArg, NoArg)), NoArg);
+    store(out + offs, op(load(x + offs, NoArg, NoArg)), NoArg);
     t.finish().unwrap()
 }
 
 /// `op` over `xs` on the CUDA emulator.
-fn emulated(c: &Case, xs: &[f64]) -> Vec<f64> {
+fn emulated_in<T: Element + Copy + Default>(name: &str, op: fn(Tile) -> Tile, xs: &[T]) -> Vec<T> {
     let mut x = xs.to_vec();
-    x.resize(xs.len().next_multiple_of(BLOCK), 0.0);
-    let mut out = vec![0.0; x.len()];
+    x.resize(xs.len().next_multiple_of(BLOCK), T::default());
+    let mut out = vec![T::default(); x.len()];
     let mut args = KernelArgs::new();
     args.ptr("x", &x[..]);
     args.ptr("out", &mut out[..]);
     let grid = Grid([(x.len() / BLOCK) as u64, 1, 1]);
-    run_emulated(&kernel(c), grid, &args, 4).unwrap();
+    run_emulated(&kernel(name, op, T::DTYPE), grid, &args, 4).unwrap();
     out.truncate(xs.len());
     out
+}
+
+/// The f64 function `c` over `xs` on the CUDA emulator.
+fn emulated(c: &Case, xs: &[f64]) -> Vec<f64> {
+    emulated_in(c.name, c.op, xs)
 }
 
 /// `|got - want|` in units of the last place of `want` (subnormal steps below 2^-1022);
@@ -447,6 +453,255 @@ fn ptx_calls_no_function(#[values(80, 90)] sm: u32) {
         "two_over_pi",
         "ld.global.nc.u64",
     ] {
+        assert!(text.contains(present), "no `{present}` in\n{text}");
+    }
+}
+
+// f32: `log`, `log2`, `sin`, `cos` (`exp` is the CPU's polynomial, measured in
+// `cpu_codegen.rs`; `exp2` is PTX `ex2.approx`, the host's `exp2` in the emulator).
+
+/// One f32 function under test.
+struct Case32 {
+    name: &'static str,
+    op: fn(Tile) -> Tile,
+    /// The same function in f64 (the host libm): its result, rounded or not, is exact to
+    /// far below an f32 ulp.
+    reference: fn(f64) -> f64,
+    /// The largest error allowed, in ulps of the exact result (2^-149 below 2^-126).
+    max_ulp: f64,
+}
+
+const CASES32: [Case32; 4] = [
+    Case32 {
+        name: "log",
+        op: log,
+        reference: f64::ln,
+        max_ulp: 0.6,
+    },
+    Case32 {
+        name: "log2",
+        op: log2,
+        reference: f64::log2,
+        max_ulp: 0.6,
+    },
+    Case32 {
+        name: "sin",
+        op: sin,
+        reference: f64::sin,
+        max_ulp: 0.75,
+    },
+    Case32 {
+        name: "cos",
+        op: cos,
+        reference: f64::cos,
+        max_ulp: 0.75,
+    },
+];
+
+/// `|got - exact|` in ulps of the f32 nearest `exact`.
+fn ulps32(got: f32, exact: f64) -> f64 {
+    if (got as f64 == exact) || (got.is_nan() && exact.is_nan()) {
+        return 0.0;
+    }
+    if !got.is_finite() || !exact.is_finite() {
+        return f64::INFINITY;
+    }
+    let w = (exact as f32).abs();
+    let ulp = if w < f32::MIN_POSITIVE {
+        2f64.powi(-149)
+    } else {
+        f32::from_bits(w.to_bits() & 0x7f80_0000) as f64 * f32::EPSILON as f64
+    };
+    (got as f64 - exact).abs() / ulp
+}
+
+/// For each binade 2^0 … 2^23, the f32 closest to a multiple of π/2 (down to 2^-27.8
+/// away, found by trying every f32).
+const CLOSEST_TO_PIO2_F32: [u32; 24] = [
+    0x3fc9_0fdb,
+    0x4049_0fdb,
+    0x4096_cbe4,
+    0x4116_cbe4,
+    0x4196_cbe4,
+    0x4216_cbe4,
+    0x4296_cbe4,
+    0x437c_e5f1,
+    0x43fc_e5f1,
+    0x447c_e5f1,
+    0x44fc_e5f1,
+    0x450b_e628,
+    0x458b_e628,
+    0x460b_e628,
+    0x468b_e628,
+    0x474d_246f,
+    0x47cd_246f,
+    0x484d_246f,
+    0x4882_665e,
+    0x4902_665e,
+    0x4982_665e,
+    0x4a25_62ae,
+    0x4aa5_62ae,
+    0x4b25_62ae,
+];
+
+/// The random f32 inputs of one function: each generator contributes `n` values.
+fn inputs32(name: &str, n: usize) -> Vec<f32> {
+    let mut r = Rng(0x2545_F491_4F6C_DD1D ^ name.len() as u64);
+    let mut xs = Vec::new();
+    let mut add = |xs: &mut Vec<f32>, f: &mut dyn FnMut(&mut Rng) -> f32| {
+        xs.extend((0..n).map(|_| f(&mut r)));
+    };
+    if name.starts_with("log") {
+        add(&mut xs, &mut |r| {
+            f32::from_bits((r.next() as u32) & 0x7f7f_ffff).max(f32::from_bits(1))
+        });
+        add(&mut xs, &mut |r| 1.0 + r.binades(-23, -1) as f32);
+        add(&mut xs, &mut |r| {
+            f32::from_bits((r.next() as u32) & 0x007f_ffff | 1)
+        });
+        add(&mut xs, &mut |r| r.uniform(0.5, 2.0) as f32);
+    } else {
+        add(&mut xs, &mut |r| r.uniform(-10.0, 10.0) as f32);
+        add(&mut xs, &mut |r| r.binades(-20, 127) as f32);
+        // Both sides of the Payne-Hanek threshold, 2^17.
+        add(&mut xs, &mut |r| r.binades(10, 24) as f32);
+        // Near multiples of π/2: k·π/2 rounded to f32, a few ulps either way.
+        add(&mut xs, &mut |r| {
+            let k = (r.next() % (1 << (r.next() % 30))) as f64;
+            let x = (k * std::f64::consts::FRAC_PI_2) as f32;
+            f32::from_bits(
+                x.to_bits()
+                    .wrapping_add(r.next() as u32 % 9)
+                    .wrapping_sub(4),
+            )
+        });
+        xs.extend(CLOSEST_TO_PIO2_F32.iter().map(|b| f32::from_bits(*b)));
+        xs.extend(CLOSEST_TO_PIO2_F32.iter().map(|b| -f32::from_bits(*b)));
+        xs.extend([
+            f32::MAX,
+            -f32::MAX,
+            1e38,
+            3e37,
+            16_777_216.0,
+            131_072.0,
+            131_071.99,
+        ]);
+    }
+    xs
+}
+
+/// Each f32 function within its bound of the exact value over inputs in every range; PTX
+/// `sin.approx` is off by thousands of ulps past ±100π and `lg2.approx` near 1.
+#[rstest]
+fn f32_within_the_bound_of_the_exact_value(#[values("log", "log2", "sin", "cos")] name: &str) {
+    let c = CASES32.iter().find(|c| c.name == name).unwrap();
+    let xs = inputs32(name, 50_000);
+    let got = emulated_in(c.name, c.op, &xs);
+    let mut worst = (0.0, 0.0f32);
+    for (&x, &g) in xs.iter().zip(&got) {
+        let e = ulps32(g, (c.reference)(x as f64));
+        if e > worst.0 || e.is_nan() {
+            worst = (e, x);
+        }
+    }
+    eprintln!(
+        "f32 {name}: worst {:.3} ulp at {:e} ({:#010x}) over {} inputs",
+        worst.0,
+        worst.1,
+        worst.1.to_bits(),
+        xs.len()
+    );
+    assert!(
+        worst.0 <= c.max_ulp,
+        "f32 {name}({:e}) is {} ulp off",
+        worst.1,
+        worst.0
+    );
+}
+
+/// The f32 special values, bit for bit (any NaN for NaN).
+#[test]
+fn f32_special_values() {
+    let (inf, nan, tiny) = (f32::INFINITY, f32::NAN, f32::from_bits(1));
+    let table: &[(&str, &[(f32, f32)])] = &[
+        (
+            "log",
+            &[
+                (1.0, 0.0),
+                (0.0, -inf),
+                (-0.0, -inf),
+                (-1.0, nan),
+                (-inf, nan),
+                (inf, inf),
+                (nan, nan),
+            ],
+        ),
+        (
+            "log2",
+            &[
+                (1.0, 0.0),
+                (0.0, -inf),
+                (-2.0, nan),
+                (inf, inf),
+                (nan, nan),
+                (tiny, -149.0),
+                (f32::MIN_POSITIVE, -126.0),
+                (0.25, -2.0),
+                (2f32.powi(127), 127.0),
+            ],
+        ),
+        (
+            "sin",
+            &[
+                (0.0, 0.0),
+                (-0.0, -0.0),
+                (tiny, tiny),
+                (-1e-30, -1e-30),
+                (inf, nan),
+                (-inf, nan),
+                (nan, nan),
+            ],
+        ),
+        (
+            "cos",
+            &[(0.0, 1.0), (-0.0, 1.0), (tiny, 1.0), (inf, nan), (nan, nan)],
+        ),
+    ];
+    for (name, pairs) in table {
+        let c = CASES32.iter().find(|c| c.name == *name).unwrap();
+        let xs: Vec<f32> = pairs.iter().map(|p| p.0).collect();
+        let got = emulated_in(c.name, c.op, &xs);
+        for (&(x, want), g) in pairs.iter().zip(got) {
+            let ok = if want.is_nan() {
+                g.is_nan()
+            } else {
+                g.to_bits() == want.to_bits()
+            };
+            assert!(ok, "f32 {name}({x:e}) = {g:e}, not {want:e}");
+        }
+    }
+}
+
+/// f32 `log`, `log2`, `sin`, `cos` use no `.approx` instruction and call nothing; every f32
+/// add and multiply carries `.rn`. (`exp2` is `ex2.approx`.)
+#[rstest]
+fn f32_ptx_has_no_approx_and_calls_no_function(#[values(80, 90)] sm: u32) {
+    let t = Tracer::begin("math_f32_all").unwrap();
+    let x = ptr_param("x", DType::F32);
+    let offs = program_id(0) * 256 + arange(0, 256);
+    let v = load(x + offs, NoArg, NoArg);
+    for c in &CASES32 {
+        let out = ptr_param(c.name, DType::F32);
+        store(out + offs, (c.op)(v), NoArg);
+    }
+    let f = t.finish().unwrap();
+    let text = compile_ptx(&f, "k", &CudaCompileOptions { sm, num_warps: 4 })
+        .unwrap()
+        .text;
+    for absent in [".approx", ".extern", ".func", "call", "add.f32", "mul.f32"] {
+        assert!(!text.contains(absent), "`{absent}` in\n{text}");
+    }
+    for present in ["fma.rn.f32", "rcp.rn.f32", "two_over_pi"] {
         assert!(text.contains(present), "no `{present}` in\n{text}");
     }
 }

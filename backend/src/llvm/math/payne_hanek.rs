@@ -10,11 +10,10 @@
 //! a word of zeros, so that exponents down to 2^-10 find a full window, then 1216 bits of
 //! 2/π, enough for the largest exponent.
 
-use super::ops::{Ops, F, I};
+use super::ops::{Ops, F, F64, I};
 use inkwell::module::Linkage;
 use inkwell::values::PointerValue;
 use inkwell::IntPredicate;
-use std::f64::consts::FRAC_PI_2;
 
 /// 64 zero bits, then the binary digits of 2/π = 0.1010 0010 1111 1001 ... (the first
 /// after the point is bit 0 of word 1), most significant first in each word, computed
@@ -41,9 +40,6 @@ const TWO_OVER_PI: [u64; 20] = [
     0x6bfb_5fb1_1f8d_5d08,
     0x5603_3046_fc7b_6bab,
 ];
-
-/// The part of π/2 that the nearest f64 ([`FRAC_PI_2`]) leaves out.
-pub(super) const PIO2_MID: f64 = 6.123_233_995_736_766e-17;
 
 impl<'ctx> Ops<'_, '_, 'ctx> {
     /// The table of 2/π bits, added to the module the first time.
@@ -98,6 +94,7 @@ impl<'ctx> Ops<'_, '_, 'ctx> {
     /// `r + rlo` within 2^-100 relative) for a finite `ax` ≥ 2^-10; a larger exponent (inf)
     /// reads the last window and gives a meaningless finite result.
     pub fn payne_hanek(&self, ax: F<'ctx>) -> (I<'ctx>, F<'ctx>, F<'ctx>) {
+        debug_assert_eq!(self.f.bits, 64, "Payne-Hanek is written in f64 and i64");
         let bits = self.bits(ax);
         let bexp = self.lshr(bits, 52);
         let bexp = self.iselect(
@@ -165,12 +162,10 @@ impl<'ctx> Ops<'_, '_, 'ctx> {
             self.pow2(self.isub(self.i(-117), lz)),
         );
         // r = ±|f| · π/2 in double-double.
-        let rh = self.mul(hi, self.c(FRAC_PI_2));
-        let rl = self.fma(hi, self.c(FRAC_PI_2), self.neg(rh));
-        let rl = self.add(
-            rl,
-            self.fma(hi, self.c(PIO2_MID), self.mul(lo, self.c(FRAC_PI_2))),
-        );
+        let [p1, p2, _] = F64.pio2;
+        let rh = self.mul(hi, self.c(p1));
+        let rl = self.fma(hi, self.c(p1), self.neg(rh));
+        let rl = self.add(rl, self.fma(hi, self.c(p2), self.mul(lo, self.c(p1))));
         let (r, rlo) = self.fast_two_sum(rh, rl);
         let neg = self.icmp(IntPredicate::NE, sign, self.i(0));
         (
@@ -178,5 +173,24 @@ impl<'ctx> Ops<'_, '_, 'ctx> {
             self.select(neg, self.neg(r), r),
             self.select(neg, self.neg(rlo), rlo),
         )
+    }
+}
+
+impl<'ctx> Ops<'_, '_, 'ctx> {
+    /// [`Ops::payne_hanek`] for the format's `ax`: f32 goes through f64 (exactly), and the
+    /// result comes back as an f32 double-single and an i32 quadrant.
+    pub fn payne_hanek_in_format(&self, ax: F<'ctx>) -> (I<'ctx>, F<'ctx>, F<'ctx>) {
+        if self.f.bits == 64 {
+            return self.payne_hanek(ax);
+        }
+        let (o, b) = (self.in_f64(), self.e.b);
+        let (q, r, rlo) = o.payne_hanek(b.build_float_ext(ax, o.ty(), "").unwrap());
+        let q = b.build_int_truncate(q, self.ity(), "").unwrap();
+        let r32 = b.build_float_trunc(r, self.ty(), "").unwrap();
+        let back = b.build_float_ext(r32, o.ty(), "").unwrap();
+        let rlo32 = b
+            .build_float_trunc(o.add(o.sub(r, back), rlo), self.ty(), "")
+            .unwrap();
+        (q, r32, rlo32)
     }
 }

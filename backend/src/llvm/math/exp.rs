@@ -3,13 +3,9 @@
 //! r^15/15!, is below 2^-63), and the scale 2^k applied in two exactly representable halves
 //! so that overflow and subnormal results round once, where the IEEE multiply rounds them.
 
-use super::ops::{Ops, F, I, ROUNDER};
+use super::ops::{Ops, F, F64, I};
 use crate::llvm::Emit;
 use inkwell::FloatPredicate;
-use std::f64::consts::{LN_2, LOG2_E};
-
-/// The part of ln 2 that the nearest f64 ([`LN_2`]) leaves out.
-const LN2_LO: f64 = 2.319_046_813_846_299_6e-17;
 
 /// The Taylor coefficients `1/n!` for n = 14 down to 2: the series of (e^r - 1 - r) / r².
 fn taylor_exp() -> Vec<f64> {
@@ -48,20 +44,22 @@ impl<'ctx> Emit<'_, 'ctx> {
     /// half the smallest subnormal (x < -745.1332); the clamp of x to [-746, 710] only keeps
     /// k in range. exp(NaN) is NaN.
     pub(crate) fn exp_f64(&self, x: F<'ctx>) -> F<'ctx> {
-        let o = Ops { e: self };
+        let o = Ops::new(self, &F64);
+        let [ln2, ln2_lo] = F64.ln2;
+        let rounder = o.c(F64.rounder);
         let x = o.clamp(x, -746.0, 710.0);
         // k = round(x / ln2), |k| ≤ 1077: the rounder's bits minus its own are k.
-        let kr = o.fma(x, o.c(LOG2_E), o.c(ROUNDER));
-        let k = o.sub(kr, o.c(ROUNDER));
-        let ki = o.isub(o.bits(kr), o.bits(o.c(ROUNDER)));
-        // x - k·LN_2 is exact: for k ≠ 0 (|x| > 1/4) both are multiples of 2^-54 and the
+        let kr = o.fma(x, o.c(F64.log2e[0]), rounder);
+        let k = o.sub(kr, rounder);
+        let ki = o.isub(o.bits(kr), o.bits(rounder));
+        // x - k·ln2 is exact: for k ≠ 0 (|x| > 1/4) both are multiples of 2^-54 and the
         // difference is below 1/2.
-        let r1 = o.fma(o.neg(k), o.c(LN_2), x);
-        // r1 - k·LN2_LO in double-double: the product's error from an FMA, the sum's from
-        // TwoSum (r1 may be smaller than the product). k·(ln2 - LN_2 - LN2_LO) < 2^-99 is
-        // left out.
-        let t = o.mul(k, o.c(LN2_LO));
-        let te = o.fma(k, o.c(LN2_LO), o.neg(t));
+        let r1 = o.fma(o.neg(k), o.c(ln2), x);
+        // r1 - k·ln2_lo in double-double: the product's error from an FMA, the sum's from
+        // TwoSum (r1 may be smaller than the product). What the two parts leave out of ln 2,
+        // times k, is below 2^-99.
+        let t = o.mul(k, o.c(ln2_lo));
+        let te = o.fma(k, o.c(ln2_lo), o.neg(t));
         let (r, e) = o.two_sum(r1, o.neg(t));
         o.exp_core(ki, r, o.sub(e, te))
     }
@@ -71,14 +69,16 @@ impl<'ctx> Emit<'_, 'ctx> {
     /// `x = k + r` exactly (k = round(x)), and `2^r = e^(r ln2)` with `r ln2` in
     /// double-double.
     pub(crate) fn exp2_f64(&self, x: F<'ctx>) -> F<'ctx> {
-        let o = Ops { e: self };
+        let o = Ops::new(self, &F64);
+        let [ln2, ln2_lo] = F64.ln2;
+        let rounder = o.c(F64.rounder);
         let x = o.clamp(x, -1076.0, 1025.0);
-        let kr = o.add(x, o.c(ROUNDER));
-        let k = o.sub(kr, o.c(ROUNDER));
-        let ki = o.isub(o.bits(kr), o.bits(o.c(ROUNDER)));
+        let kr = o.add(x, rounder);
+        let k = o.sub(kr, rounder);
+        let ki = o.isub(o.bits(kr), o.bits(rounder));
         let r = o.sub(x, k);
-        let u = o.mul(r, o.c(LN_2));
-        let ulo = o.fma(r, o.c(LN2_LO), o.fma(r, o.c(LN_2), o.neg(u)));
+        let u = o.mul(r, o.c(ln2));
+        let ulo = o.fma(r, o.c(ln2_lo), o.fma(r, o.c(ln2), o.neg(u)));
         o.exp_core(ki, u, ulo)
     }
 }
