@@ -7,3 +7,4 @@ mod cpu;
 mod cpu_codegen;
 mod cuda;
 mod interp;
+mod math;

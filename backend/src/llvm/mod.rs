@@ -9,6 +9,8 @@
 //! - `compare`: comparisons;
 //! - `cast`: casts (saturating float → int, rounding to f16/bf16);
 //! - `exp`: the f32 `exp` polynomial both targets use;
+//! - `math`: f64 `exp`, `exp2`, `log`, `log2`, `sin`, `cos` and f32 `log`, `log2`, `sin`,
+//!   `cos` from basic arithmetic (the CUDA generator's, on the GPU and in the emulator);
 //! - `counter`: `for` loop counters that never wrap;
 //! - `c_abi`: the C side of custom-op calls (argument types, `memref_t`, calls).
 //!
@@ -25,6 +27,7 @@ mod compare;
 mod constant;
 mod counter;
 mod exp;
+mod math;
 mod types;
 
 use inkwell::builder::Builder;

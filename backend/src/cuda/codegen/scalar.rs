@@ -1,8 +1,12 @@
 //! One element of an elementwise op, in compute form: the same semantics as the CPU
 //! backend (binary ops, compares, casts and types are `crate::llvm`, shared with it),
-//! except for transcendental functions, which NVPTX cannot call from a libm: `exp` is the CPU's
-//! polynomial (`crate::llvm`), `exp2`/`log2`/`sin`/`cos` use the PTX `.approx` instructions and
-//! `log` is `log2(x) * ln 2`. f64 transcendental functions are rejected at compile time.
+//! except for transcendental functions, which NVPTX cannot call from a libm (and Tritium
+//! ships no libdevice): they are emitted from FMAs and integer ops by `crate::llvm`, the
+//! same IR in the emulator. In f64, `exp`, `exp2`, `log`, `log2`, `sin` and `cos` are
+//! `crate::llvm::math` (below 1 ulp over the whole range); in f32 (f16/bf16 compute in it),
+//! `log`, `log2`, `sin`, `cos` are `crate::llvm::math` too (below 1 ulp) and `exp` the CPU's
+//! polynomial, while `exp2` stays PTX `ex2.approx` (within 2 ulp, as libdevice's `exp2f`;
+//! the host's `exp2` in the emulator).
 
 use super::Gen;
 use inkwell::types::BasicTypeEnum;
@@ -36,19 +40,13 @@ impl<'ctx> Gen<'ctx, '_> {
         self.emit().binary(op, d, a, b)
     }
 
-    /// PTX `<op>.approx.f32` (`ex2`, `lg2`, `sin`, `cos`); the host's intrinsic in the
-    /// emulator.
-    fn approx(&self, op: &str, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    /// PTX `ex2.approx.f32` (within 2 ulp over the whole range, as libdevice's `exp2f`); the
+    /// host's `llvm.exp2` in the emulator.
+    fn ex2_approx(&self, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
         if self.emu.is_some() {
-            let host = match op {
-                "ex2" => "llvm.exp2",
-                "lg2" => "llvm.log2",
-                "sin" => "llvm.sin",
-                _ => "llvm.cos",
-            };
-            return self.intrinsic(host, &[self.ctx.f32_type().into()], &[x]);
+            return self.intrinsic("llvm.exp2", &[self.ctx.f32_type().into()], &[x]);
         }
-        self.intrinsic(&format!("llvm.nvvm.{op}.approx.f"), &[], &[x])
+        self.intrinsic("llvm.nvvm.ex2.approx.f", &[], &[x])
     }
 
     /// `op x` for one element of dtype `d`.
@@ -62,40 +60,38 @@ impl<'ctx> Gen<'ctx, '_> {
         let t = self.compute_ty(d);
         if d.is_float() {
             let f = x.into_float_value();
-            let f32t = self.ctx.f32_type();
-            if d == DType::F64
-                && !matches!(
-                    op,
-                    UnOp::Neg | UnOp::Abs | UnOp::Sqrt | UnOp::Rsqrt | UnOp::Floor | UnOp::Ceil
-                )
-            {
-                self.fail(format!(
-                    "`{}` on f64 is not supported on CUDA yet (there is no libdevice); cast to f32",
-                    op.name()
-                ));
-                return x;
+            // No libm on NVPTX: `crate::llvm`'s own functions, in the emulator too, so that it
+            // runs the code the GPU runs.
+            let e = self.emit();
+            if d == DType::F64 {
+                let v = match op {
+                    UnOp::Exp => Some(e.exp_f64(f)),
+                    UnOp::Exp2 => Some(e.exp2_f64(f)),
+                    UnOp::Log => Some(e.log_f64(f)),
+                    UnOp::Log2 => Some(e.log2_f64(f)),
+                    UnOp::Sin => Some(e.sin_f64(f)),
+                    UnOp::Cos => Some(e.cos_f64(f)),
+                    _ => None,
+                };
+                if let Some(v) = v {
+                    return v.into();
+                }
             }
             let v: BasicValueEnum = match op {
                 UnOp::Neg => bl.build_float_neg(f, "").unwrap().into(),
                 UnOp::Abs => self.intrinsic("llvm.fabs", &[t], &[x]),
-                UnOp::Exp => self.emit().exp_f32(f).into(),
-                UnOp::Exp2 => self.approx("ex2", x),
-                UnOp::Log => {
-                    let l2 = self.approx("lg2", x);
-                    let ln2 = f32t.const_float(std::f64::consts::LN_2);
-                    bl.build_float_mul(l2.into_float_value(), ln2, "")
-                        .unwrap()
-                        .into()
-                }
-                UnOp::Log2 => self.approx("lg2", x),
+                UnOp::Exp => e.exp_f32(f).into(),
+                UnOp::Exp2 => self.ex2_approx(x),
+                UnOp::Log => e.log_f32(f).into(),
+                UnOp::Log2 => e.log2_f32(f).into(),
                 UnOp::Sqrt => self.intrinsic("llvm.sqrt", &[t], &[x]),
                 UnOp::Rsqrt => {
                     let s = self.intrinsic("llvm.sqrt", &[t], &[x]).into_float_value();
                     let one = t.into_float_type().const_float(1.0);
                     bl.build_float_div(one, s, "").unwrap().into()
                 }
-                UnOp::Sin => self.approx("sin", x),
-                UnOp::Cos => self.approx("cos", x),
+                UnOp::Sin => e.sin_f32(f).into(),
+                UnOp::Cos => e.cos_f32(f).into(),
                 UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[x]),
                 UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[x]),
                 UnOp::Not => unreachable!("verifier rejects `not` on floats"),
