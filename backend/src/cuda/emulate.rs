@@ -5,7 +5,8 @@
 //!
 //! Only the target hooks differ from the PTX build (see `codegen/sync.rs`): special
 //! registers are read from an `EmuThread` array, `bar.sync` and `shfl.sync` call back
-//! into this file, and PTX `.approx` math uses the host's intrinsics. Programs run one
+//! into this file, `mma` is computed here, and PTX `ex2.approx` (f32 `exp2`) is the host's
+//! `exp2`; every other math function is the same IR as on the GPU (`llvm::math`). Programs run one
 //! after another (one shared-memory buffer); it is slow and meant for tests.
 //!
 //! Cooperative Simd custom ops call `custom_op.h`'s thread helpers, which the host

@@ -1,6 +1,6 @@
 //! The target hooks: special registers, barriers, warp shuffles and shared memory. Every
-//! NVVM intrinsic the code generator uses is called from this file (and the `.approx`
-//! math of `scalar.rs`); for the host emulator each hook reads the thread's `EmuThread`
+//! NVVM intrinsic the code generator uses is called from this file (and `ex2.approx` in
+//! `scalar.rs`, `mma` in `dot.rs`); for the host emulator each hook reads the thread's `EmuThread`
 //! words or calls back into the emulator instead.
 
 use super::{Gen, V};
