@@ -185,6 +185,10 @@ fn loop_carried_mma_accumulator_stays_in_registers() {
         (1..=32).contains(&stores),
         "{stores} f32 shared stores in\n{text}"
     );
+    // Both operands' fragment registers are 32-bit shared loads (b is staged transposed).
+    for narrow in ["ld.shared.u16", "ld.shared.b16", "ld.shared.v2.u16"] {
+        assert!(!text.contains(narrow), "`{narrow}` in\n{text}");
+    }
 }
 
 /// Stores `2x` into `out[..N]`, then reads it back reversed (other threads' elements)

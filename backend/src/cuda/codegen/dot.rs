@@ -1,7 +1,8 @@
 //! `dot(a, b, acc)`.
 //!
 //! f16/bf16 inputs with an f32 accumulator, `M % 16 == 0`, `N % 8 == 0`, `K % 16 == 0`:
-//! tensor cores. `a` and `b` (16-bit) go to shared memory; the `16 × 8` output tiles are
+//! tensor cores. `a` and `b` (16-bit) go to shared memory (`b` transposed, rows padded
+//! against bank conflicts); the `16 × 8` output tiles are
 //! dealt to the warps round-robin, each warp loads its fragments in the PTX ISA's
 //! `m16n8k16` layouts and runs `mma.sync.aligned.m16n8k16.row.col` over `K / 16` steps.
 //! The result stays in the accumulator-fragment layout (`V::Frag`): the next `dot` takes
@@ -21,6 +22,9 @@ use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
 use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
+
+/// Halves of padding after each row of a staged `mma` operand (see `mma_dot`).
+const PAD_HALVES: usize = 8;
 
 /// Where one lane's accumulator fragment of one round lies (see [`Gen::frag_site`]).
 struct FragSite<'ctx> {
@@ -259,17 +263,33 @@ impl<'ctx> Gen<'ctx, '_> {
         let r = inst.results[0];
         let (i16t, i32t) = (self.ctx.i16_type(), self.ctx.i32_type());
         let init = self.frag_regs(*acc, m, n);
-        let b_off = (m * k * 2).div_ceil(16) * 16;
-        self.reserve_shared(b_off + k * n * 2);
+        // `a` row-major and `b` transposed (column-major), both with rows of `k + 8`
+        // halves: a fragment register is one 32-bit load for both operands, and the 8
+        // rows a warp's lanes read start in different banks (the padding shifts each row
+        // by 4 banks), so fragment loads are free of bank conflicts.
+        let pitch = k + PAD_HALVES;
+        let b_off = (m * pitch * 2).div_ceil(16) * 16;
+        self.reserve_shared(b_off + n * pitch * 2);
         let half = Elem::Scalar(from);
-        for (x, offset, numel) in [(*a, 0, m * k), (*b, b_off, k * n)] {
+        for (x, offset, numel, cols, transposed) in
+            [(*a, 0, m * k, k, false), (*b, b_off, k * n, n, true)]
+        {
             let slots = self.tile_slots(x, numel);
             for (j, v) in slots.into_iter().enumerate() {
                 let ok = self.valid(numel, j);
                 let bits = self.to_storage(v, half);
                 self.when(ok, &mut |g| {
                     let lin = g.lin(numel, j);
-                    let p = g.shared_typed(offset, i16t.into(), lin);
+                    let row =
+                        g.b.build_int_unsigned_div(lin, g.i32c(cols as u64), "")
+                            .unwrap();
+                    let col =
+                        g.b.build_int_unsigned_rem(lin, g.i32c(cols as u64), "")
+                            .unwrap();
+                    let (major, minor) = if transposed { (col, row) } else { (row, col) };
+                    let at = g.b.build_int_mul(major, g.i32c(pitch as u64), "").unwrap();
+                    let at = g.b.build_int_add(at, minor, "").unwrap();
+                    let p = g.shared_typed(offset, i16t.into(), at);
                     g.b.build_store(p, bits).unwrap();
                 });
             }
@@ -283,8 +303,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let mut out = Vec::with_capacity(init.len());
         for (round, four) in init.chunks(4).enumerate() {
             let site = self.frag_site(m, n, round);
-            let a_row = mul(self, site.row0, k as u64);
-            let (b_col, quad2) = (site.b_col, site.quad2);
+            let a_row = mul(self, site.row0, pitch as u64);
+            let b_row = mul(self, site.b_col, pitch as u64);
+            let quad2 = site.quad2;
             let accs: Vec<Acc<'ctx>> = four.iter().map(|v| (*v, None)).collect();
             let d = self.counted_loop(k / 16, accs, &mut |g, step, accs| {
                 let kk = mul(g, step, 16);
@@ -292,26 +313,19 @@ impl<'ctx> Gen<'ctx, '_> {
                 // and the next one (adjacent 16-bit elements: one 32-bit load).
                 let a_frag: Vec<IntValue<'ctx>> = (0..4u64)
                     .map(|q| {
-                        let row = add(g, a_row, c(g, 8 * (q % 2) * k as u64));
+                        let row = add(g, a_row, c(g, 8 * (q % 2) * pitch as u64));
                         let col = add(g, add(g, kk, quad2), c(g, 8 * (q / 2)));
                         let p = g.shared_typed(0, i16t.into(), add(g, row, col));
                         g.b.build_load(i32t, p, "").unwrap().into_int_value()
                     })
                     .collect();
-                // B fragment register q: rows kk + 2 quad + 8 q (+1), column tn * 8 + group.
+                // B fragment register q: rows kk + 2 quad + 8 q and the next one of column
+                // tn * 8 + group (adjacent in the transposed copy: one 32-bit load).
                 let b_frag: Vec<IntValue<'ctx>> = (0..2u64)
                     .map(|q| {
                         let k0 = add(g, add(g, kk, quad2), c(g, 8 * q));
-                        let lo_i = add(g, mul(g, k0, n as u64), b_col);
-                        let hi_i = add(g, lo_i, c(g, n as u64));
-                        let lo = g.shared_typed(b_off, i16t.into(), lo_i);
-                        let hi = g.shared_typed(b_off, i16t.into(), hi_i);
-                        let lo = g.b.build_load(i16t, lo, "").unwrap().into_int_value();
-                        let hi = g.b.build_load(i16t, hi, "").unwrap().into_int_value();
-                        let lo = g.b.build_int_z_extend(lo, i32t, "").unwrap();
-                        let hi = g.b.build_int_z_extend(hi, i32t, "").unwrap();
-                        let hi = g.b.build_left_shift(hi, c(g, 16), "").unwrap();
-                        g.b.build_or(lo, hi, "").unwrap()
+                        let p = g.shared_typed(b_off, i16t.into(), add(g, b_row, k0));
+                        g.b.build_load(i32t, p, "").unwrap().into_int_value()
                     })
                     .collect();
                 let cs: Vec<BasicValueEnum<'ctx>> = accs.iter().map(|(v, _)| *v).collect();
