@@ -181,6 +181,14 @@ impl CudaDevice {
             .map_err(|e| driver_error("creating a CUDA stream", e))
     }
 
+    /// Waits for everything queued in the device's context, on every stream.
+    pub(crate) fn synchronize_all(&self) -> Result<()> {
+        self.bind()?;
+        self.ctx
+            .synchronize()
+            .map_err(|e| driver_error("synchronizing the CUDA device", e))
+    }
+
     /// Makes the device's context current on this thread.
     pub(crate) fn bind(&self) -> Result<()> {
         self.ctx

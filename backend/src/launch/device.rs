@@ -43,6 +43,17 @@ impl Device {
         Device::CudaEmulator
     }
 
+    /// Waits until every launch and copy queued on the device (any stream) has finished,
+    /// like `torch.cuda.synchronize()`; a kernel that failed after its launch returned
+    /// reports here. Launches on the CPU, the interpreter and the emulator return when
+    /// done, so for them this returns at once.
+    pub fn synchronize(&self) -> Result<()> {
+        match self {
+            Device::Cuda(gpu) => gpu.synchronize_all(),
+            _ => Ok(()),
+        }
+    }
+
     /// A short name for cache keys and messages.
     pub fn name(&self) -> &'static str {
         match self {
