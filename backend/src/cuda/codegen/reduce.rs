@@ -168,17 +168,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let next = g.combine(op, d, accs[0], (v, Some(kk)));
             vec![g.select_acc(ok, next, accs[0])]
         });
-        let mut acc = accs[0];
-        let mut mask = group as u32 / 2;
-        while mask >= 1 {
-            let other = (
-                self.shuffle_xor(acc.0, mask),
-                acc.1
-                    .map(|i| self.shuffle_xor(i.into(), mask).into_int_value()),
-            );
-            acc = self.combine(op, d, acc, other);
-            mask /= 2;
-        }
+        let acc = self.butterfly(op, d, accs[0], group);
         // Every lane is done reading the spilled input: the results reuse its memory.
         self.barrier();
         let idx_offset = (numel * self.shared_size(elem)).div_ceil(16) * 16;
@@ -228,16 +218,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 Some(ok) => self.select_acc(ok, next, acc),
             };
         }
-        let mut mask = 16;
-        while mask >= 1 {
-            let other = (
-                self.shuffle_xor(acc.0, mask),
-                acc.1
-                    .map(|i| self.shuffle_xor(i.into(), mask).into_int_value()),
-            );
-            acc = self.combine(op, d, acc, other);
-            mask /= 2;
-        }
+        acc = self.butterfly(op, d, acc, 32);
         let warps = self.threads / 32;
         if warps > 1 {
             let elem = Elem::Scalar(d);
@@ -274,6 +255,22 @@ impl<'ctx> Gen<'ctx, '_> {
             acc = total;
         }
         self.finish(op, d, acc)
+    }
+
+    /// Combines `acc` across each aligned group of `lanes` lanes (a power of two up to 32)
+    /// with `shfl.sync.bfly`: every lane of a group ends with the group's result.
+    fn butterfly(&mut self, op: ReduceOp, d: DType, mut acc: Acc<'ctx>, lanes: usize) -> Acc<'ctx> {
+        let mut mask = lanes as u32 / 2;
+        while mask >= 1 {
+            let other = (
+                self.shuffle_xor(acc.0, mask),
+                acc.1
+                    .map(|i| self.shuffle_xor(i.into(), mask).into_int_value()),
+            );
+            acc = self.combine(op, d, acc, other);
+            mask /= 2;
+        }
+        acc
     }
 
     /// The fold's starting value: 0 for sums, NaN (maxnum's identity) or the dtype's
