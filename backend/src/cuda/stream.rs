@@ -95,32 +95,54 @@ impl std::fmt::Debug for UseTracker {
 
 #[derive(Default)]
 struct Uses {
-    last_write: Option<CudaEvent>,
+    /// The last write and the stream it was queued on.
+    last_write: Option<(StreamRef, CudaEvent)>,
     /// Reads since the last write, the latest per stream (a later read on a stream covers
     /// the earlier ones there).
-    reads: Vec<(usize, CudaEvent)>,
+    reads: Vec<(StreamRef, CudaEvent)>,
 }
 
-fn stream_id(s: &CudaStream) -> usize {
-    s.cu_stream() as usize
+/// A stream a use was queued on, kept alive so that its handle can't be reused by a new
+/// stream while a tracker compares against it.
+type StreamRef = Arc<CudaStream>;
+
+fn same(a: &CudaStream, b: &CudaStream) -> bool {
+    a.cu_stream() == b.cu_stream()
+}
+
+fn wait_for(stream: &CudaStream, event: &CudaEvent) -> Result<()> {
+    stream
+        .wait(event)
+        .map_err(|e| driver_error("ordering a launch after a tensor's last use", e))
+}
+
+/// Records `stream`'s current work into `slot`, re-recording its event when there is one
+/// (creating events costs more than recording them: most launches reuse one).
+fn record_into(slot: &mut Option<CudaEvent>, stream: &Arc<CudaStream>) -> Result<()> {
+    let err = |e| driver_error("recording a tensor's use", e);
+    match slot {
+        Some(event) => event.record(stream).map_err(err),
+        None => {
+            *slot = Some(stream.record_event(None).map_err(err)?);
+            Ok(())
+        }
+    }
 }
 
 impl UseTracker {
-    /// Makes `stream` wait for what an access (`writes` or reads) must follow.
+    /// Makes `stream` wait for what an access (`writes` or reads) must follow: work on
+    /// other streams (the stream's own order covers the rest).
     pub(crate) fn order_before(&self, stream: &CudaStream, writes: bool) -> Result<()> {
         let uses = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let wait = |e: &CudaEvent| {
-            stream
-                .wait(e)
-                .map_err(|e| driver_error("ordering a launch after a tensor's last use", e))
-        };
-        if let Some(w) = &uses.last_write {
-            wait(w)?;
+        if let Some((s, w)) = &uses.last_write {
+            if !same(s, stream) {
+                wait_for(stream, w)?;
+            }
         }
         if writes {
-            for (id, r) in &uses.reads {
-                if *id != stream_id(stream) {
-                    wait(r)?;
+            for (s, r) in &uses.reads {
+                if !same(s, stream) {
+                    wait_for(stream, r)?;
                 }
             }
         }
@@ -128,18 +150,18 @@ impl UseTracker {
     }
 
     /// Records that work just queued on `stream` reads (or `writes`) the buffer.
-    pub(crate) fn record(&self, stream: &CudaStream, writes: bool) -> Result<()> {
-        let event = stream
-            .record_event(None)
-            .map_err(|e| driver_error("recording a tensor's use", e))?;
+    pub(crate) fn record(&self, stream: &Arc<CudaStream>, writes: bool) -> Result<()> {
         let mut uses = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if writes {
-            uses.last_write = Some(event);
+            let mut event = uses.last_write.take().map(|(_, e)| e);
+            record_into(&mut event, stream)?;
+            uses.last_write = event.map(|e| (stream.clone(), e));
             uses.reads.clear();
         } else {
-            let id = stream_id(stream);
-            uses.reads.retain(|(s, _)| *s != id);
-            uses.reads.push((id, event));
+            let at = uses.reads.iter().position(|(s, _)| same(s, stream));
+            let mut event = at.map(|i| uses.reads.swap_remove(i).1);
+            record_into(&mut event, stream)?;
+            uses.reads.extend(event.map(|e| (stream.clone(), e)));
         }
         Ok(())
     }
