@@ -58,13 +58,16 @@ impl<T: Element> CudaTensor<T> {
     pub fn zeros(device: &Device, shape: &[usize]) -> Result<Self> {
         let d = cuda_device(device)?;
         let numel: usize = shape.iter().product();
-        Ok(CudaTensor {
+        let t = CudaTensor {
             device: d.clone(),
             bytes: d.alloc_on(d.stream(), numel * std::mem::size_of::<T>())?,
             shape: shape.to_vec(),
             uses: UseTracker::default(),
             _elem: PhantomData,
-        })
+        };
+        // The zeroing is queued on the default stream: launches on other streams wait.
+        t.uses.record(d.stream(), true)?;
+        Ok(t)
     }
 
     /// A copy of `a` (any layout) on `device`.
