@@ -539,7 +539,7 @@ pub(super) fn lone_stores(f: &Function) -> HashSet<usize> {
             | Op::Store { ptr, .. }
             | Op::Atomic { ptr, .. }
             | Op::AtomicCas { ptr, .. } => vec![*ptr],
-            Op::Custom(c) => c.ins.clone(),
+            Op::Custom(c) => c.ins.iter().chain(&c.outs).copied().collect(),
             _ => return,
         };
         let mut touched: Vec<usize> = ptrs
