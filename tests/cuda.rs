@@ -1034,15 +1034,14 @@ mod math_functions {
     #[rstest::rstest]
     fn f32_math_agrees_across_devices(#[values(1, 100, 4097, 100_003)] n: usize) {
         // 4 ulps (`ex2.approx` is within 2), subnormal results loosely: the GPU's `exp2`
-        // is an approximation there too. `exp` is contracted by each target's rules, and
-        // its polynomial (CPU and CUDA) gives +inf in f32's last half binade (x > 88.38).
+        // is an approximation there too. `exp` is contracted by each target's rules.
         agrees_across_devices::<f32>(
             n,
             |v| v as f32,
             2f64.powi(-21),
             2f64.powi(-126),
             &[2, 3, 4, 5],
-            |row, x| row == 0 && x > 88.37 && x < 88.73,
+            |_, _| false,
         );
     }
 }

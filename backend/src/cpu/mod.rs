@@ -26,7 +26,7 @@ use tritium_dsl::trace::Specialization;
 const CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg11-fault-program-id"
+    "-llvm19-cg12-exp-full-range"
 );
 
 type EntryFn =

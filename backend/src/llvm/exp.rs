@@ -8,21 +8,22 @@ impl<'ctx> Emit<'_, 'ctx> {
     /// `e^x` in f32 without a libm call, so that loops containing it vectorize: Cody-Waite
     /// range reduction to r in [-ln2/2, ln2/2] and a degree-6 near-minimax polynomial
     /// (Chebyshev fit of (e^r - 1)/r, one multiply fewer than the Cephes `expf` polynomial;
-    /// below 0.93 ulp against the exact value over the normal range, as the codegen tests
-    /// measure). From 127.5 ln2
-    /// (88.38) up the result is +inf (the last half binade of f32 is not reached), NaN stays
-    /// NaN; results below 2^-126.5 (x < -87.68) flush to 0, those between are subnormal. The argument is clamped with min/max and the underflow comes from an
-    /// integer max on the scale's bits, so no compare mask lives through the polynomial:
-    /// 16 vector operations, 12 of them on the multiply pipes.
+    /// below 0.93 ulp against the exact value, as the codegen tests measure), scaled by
+    /// 2^n in two halves so that the whole f32 range comes out right with one rounding:
+    /// finite up to ln(f32::MAX) (88.72), +inf above, subnormal results down to the
+    /// smallest subnormal (x ≈ -103.97), 0 below; NaN stays NaN. The argument is clamped
+    /// with min/max and the scales are built with integer ops, so no compare mask lives
+    /// through the polynomial.
     pub(crate) fn exp_f32(
         &self,
         x: inkwell::values::FloatValue<'ctx>,
     ) -> inkwell::values::FloatValue<'ctx> {
         let (b, f32t, i32t) = (self.b, self.ctx.f32_type(), self.ctx.i32_type());
         let c = |v: f64| f32t.const_float(v);
-        let hi = c(88.722_83);
-        // Any x below -126.5 ln2 gives n <= -127, a zero scale: -88 is the clamp.
-        let lo = c(-88.0);
+        // e^89 and e^-104 are beyond f32 (+inf and 0 after rounding); clamping there keeps
+        // n in [-150, 129], where both half scales are normal numbers.
+        let hi = c(89.0);
+        let lo = c(-104.0);
         // `x > hi ? hi : x` and `x < lo ? lo : x` keep a NaN (maxps/minps operand order).
         let too_big = b
             .build_float_compare(FloatPredicate::OGT, x, hi, "")
@@ -64,26 +65,32 @@ impl<'ctx> Emit<'_, 'ctx> {
             p = fma(p, r, c(*k).into());
         }
         let y = fma(p, r, c(1.0).into());
-        // 2^n without a float→int conversion (which AVX2 does not vectorize): shifted into
-        // the exponent field, fxm's bits are n << 23 (the magic number's own bits fall off
-        // the top); add the bias. n <= -127 gives a biased exponent <= 0: the integer max
-        // makes the scale +0, and the result 0. For NaN, y is NaN and the scale does not
-        // matter.
+        // 2^n without a float→int conversion (which AVX2 does not vectorize): fxm's low
+        // bits hold n; shifted to the top and back (arithmetically), they are n. It is
+        // applied as 2^(n/2) · 2^(n - n/2): both halves are normal scales for n in
+        // [-150, 129], the first product is exact and the second rounds once (to +inf
+        // beyond f32::MAX, gradually to a subnormal or 0 below f32::MIN_POSITIVE). For
+        // NaN, y is NaN and the scales do not matter.
         let bits = b.build_bit_cast(fxm, i32t, "").unwrap().into_int_value();
-        let e = b
+        let top = b
             .build_left_shift(bits, i32t.const_int(23, false), "")
             .unwrap();
-        let e = b
-            .build_int_add(e, i32t.const_int(127 << 23, false), "")
+        let n = b
+            .build_right_shift(top, i32t.const_int(23, false), true, "n")
             .unwrap();
-        let e = self
-            .intrinsic(
-                "llvm.smax",
-                &[i32t.into()],
-                &[e.into(), i32t.const_zero().into()],
-            )
-            .into_int_value();
-        let scale = b.build_bit_cast(e, f32t, "").unwrap().into_float_value();
+        let n1 = b
+            .build_right_shift(n, i32t.const_int(1, false), true, "")
+            .unwrap();
+        let n2 = b.build_int_sub(n, n1, "").unwrap();
+        let scale = |k: inkwell::values::IntValue<'ctx>| {
+            let biased = b.build_int_add(k, i32t.const_int(127, false), "").unwrap();
+            let e = b
+                .build_left_shift(biased, i32t.const_int(23, false), "")
+                .unwrap();
+            b.build_bit_cast(e, f32t, "").unwrap().into_float_value()
+        };
+        let y = b.build_float_mul(y, scale(n1), "").unwrap();
+        let scale = scale(n2);
         b.build_float_mul(y, scale, "").unwrap()
     }
 }
