@@ -17,6 +17,9 @@ use tritium_dsl::trace::Element;
 pub struct CudaTensor<T: Element> {
     device: Arc<CudaDevice>,
     bytes: CudaSlice<u8>,
+    /// `bytes`' device address, read once: cudarc's `device_ptr` queues event work on a
+    /// stream at every call, and launches order themselves through `uses` instead.
+    address: u64,
     shape: Vec<usize>,
     uses: UseTracker,
     _elem: PhantomData<T>,
@@ -58,9 +61,12 @@ impl<T: Element> CudaTensor<T> {
     pub fn zeros(device: &Device, shape: &[usize]) -> Result<Self> {
         let d = cuda_device(device)?;
         let numel: usize = shape.iter().product();
+        let bytes = d.alloc_on(d.stream(), numel * std::mem::size_of::<T>())?;
+        let address = bytes.device_ptr(d.stream()).0;
         let t = CudaTensor {
             device: d.clone(),
-            bytes: d.alloc_on(d.stream(), numel * std::mem::size_of::<T>())?,
+            bytes,
+            address,
             shape: shape.to_vec(),
             uses: UseTracker::default(),
             _elem: PhantomData,
@@ -173,7 +179,7 @@ impl<T: Element> CudaTensor<T> {
     }
 
     fn raw(&self, writable: bool) -> RawBuffer {
-        let ptr = self.bytes.device_ptr(self.device.stream()).0 as usize;
+        let ptr = self.address as usize;
         RawBuffer {
             ptr,
             lo: ptr,
