@@ -183,9 +183,7 @@ fn f16_matmul(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
     let flops = 2.0 * (m * n * k) as f64;
     let tflops = |t: Duration| format!("{:.0} TF/s", flops / t.as_secs_f64() / 1e12);
 
-    // cuBLAS: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
-    // SAFETY: cuBLAS is loaded (checked), the handle is used on this thread only, and
-    // every pointer is a live device allocation of the sizes given.
+    // SAFETY: only looks for the library.
     if !unsafe { cublas_sys::is_culib_present() } {
         println!("f16 matmul: cuBLAS (libcublas.so) not found; no baseline");
         return Ok(());
@@ -193,6 +191,10 @@ fn f16_matmul(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
     let handle =
         cublas::create_handle().map_err(|e| tritium::Error::Device(format!("cuBLAS: {e:?}")))?;
     let (alpha, beta) = (1.0f32, 0.0f32);
+    // cuBLAS: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
+    // SAFETY: cuBLAS is loaded (checked above), the handle is used on this thread only,
+    // and every pointer is a live device allocation of the sizes given; it runs on the
+    // default stream, after the tensors' uploads and before `to_ndarray` reads `c`.
     let cublas_gemm = |c: u64| unsafe {
         cublas::gemm_ex(
             handle,
