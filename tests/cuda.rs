@@ -639,9 +639,10 @@ fn mma_accumulators(
 fn mma_accumulators_in_every_position_emulated(
     #[values(0, 1, 3)] steps: i32,
     #[values(1, 4)] num_warps: u32,
+    // 16: 1 × 2 tiles, dealt round-robin over 4 warps; 32: a 2 × 2 warp grid.
+    #[values(16, 32)] s: usize,
 ) {
     use half::f16;
-    let s = 32;
     let small = |seed: u64| Array2::from_shape_vec((s, s), random_f32(s * s, seed)).unwrap() * 0.25;
     let a = small(31).mapv(f16::from_f32);
     let b = small(32).mapv(f16::from_f32);

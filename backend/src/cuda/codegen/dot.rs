@@ -2,9 +2,11 @@
 //!
 //! f16/bf16 inputs with an f32 accumulator, `M % 16 == 0`, `N % 8 == 0`, `K % 16 == 0`:
 //! tensor cores. `a` and `b` (16-bit) go to shared memory (`b` transposed, rows padded
-//! against bank conflicts); the `16 × 8` output tiles are
-//! dealt to the warps round-robin, each warp loads its fragments in the PTX ISA's
-//! `m16n8k16` layouts and runs `mma.sync.aligned.m16n8k16.row.col` over `K / 16` steps.
+//! against bank conflicts). The `16 × 8` output tiles are dealt to a grid of warps, each
+//! owning a block of them, so that per `K / 16` step a warp loads each A fragment (a row
+//! of tiles) and B fragment (a column) once for all its `mma.sync.aligned.m16n8k16.row.col`
+//! (round-robin, one tile at a time, when no grid divides the tiles); fragments follow
+//! the PTX ISA's `m16n8k16` layouts.
 //! The result stays in the accumulator-fragment layout (`V::Frag`): the next `dot` takes
 //! it as it is, and a `for` loop carries it in registers (see `control`); any other use
 //! converts it to the blocked layout through shared memory (as an accumulator in slots is
@@ -25,6 +27,17 @@ use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
 
 /// Halves of padding after each row of a staged `mma` operand (see `mma_dot`).
 const PAD_HALVES: usize = 8;
+
+/// How the `16 × 8` output tiles of a tensor-core `dot` are dealt to the warps.
+#[derive(Clone, Copy)]
+enum MmaTiling {
+    /// A `wm × wn` grid of warps, each owning a block of `mi × ni` tiles: per k step a
+    /// warp loads `mi` A and `ni` B fragments for its `mi · ni` `mma`s.
+    Grid { wn: usize, mi: usize, ni: usize },
+    /// Round-robin when no grid divides the tiles: tile `w + r · warps` in round `r`
+    /// (clamped and discarded past the last tile), its own fragments each.
+    Spread { rounds: usize },
+}
 
 /// Where one lane's accumulator fragment of one round lies (see [`Gen::frag_site`]).
 struct FragSite<'ctx> {
@@ -143,9 +156,38 @@ impl<'ctx> Gen<'ctx, '_> {
             .then_some((from, [m, n, k]))
     }
 
+    /// How the `16 × 8` tiles of an `m × n` accumulator are dealt to the warps (see
+    /// [`MmaTiling`]).
+    fn mma_tiling(&self, m: usize, n: usize) -> MmaTiling {
+        let warps = self.threads / 32;
+        let (tiles_m, tiles_n) = (m / 16, n / 8);
+        // Warp grids `wm × wn` whose blocks divide the tiles evenly; the fewest fragment
+        // loads per `mma` (4 per A fragment row, 2 per B fragment column) wins.
+        let grid = (0..=warps.ilog2())
+            .map(|e| (1usize << e, warps >> e))
+            .filter(|&(wm, wn)| tiles_m % wm == 0 && tiles_n % wn == 0)
+            .min_by_key(|&(wm, wn)| {
+                let (mi, ni) = (tiles_m / wm, tiles_n / wn);
+                (4 * mi + 2 * ni) * 1000 / (mi * ni)
+            });
+        match grid {
+            Some((wm, wn)) => MmaTiling::Grid {
+                wn,
+                mi: tiles_m / wm,
+                ni: tiles_n / wn,
+            },
+            None => MmaTiling::Spread {
+                rounds: (tiles_m * tiles_n).div_ceil(warps),
+            },
+        }
+    }
+
     /// How many rounds of `16 × 8` tiles each warp holds of an `m × n` accumulator.
     pub(super) fn mma_rounds(&self, m: usize, n: usize) -> usize {
-        ((m / 16) * (n / 8)).div_ceil(self.threads / 32)
+        match self.mma_tiling(m, n) {
+            MmaTiling::Grid { mi, ni, .. } => mi * ni,
+            MmaTiling::Spread { rounds } => rounds,
+        }
     }
 
     /// Where this lane's fragment of `round` lies in an `m × n` accumulator: whether the
@@ -161,20 +203,34 @@ impl<'ctx> Gen<'ctx, '_> {
         let group = b.build_right_shift(lane, c(2), false, "group").unwrap();
         let quad = b.build_and(lane, c(3), "quad").unwrap();
         let (tiles_n, tiles) = (n / 8, (m / 16) * (n / 8));
-        let tile = add(warp, c((round * (self.threads / 32)) as u64));
-        let valid = b
-            .build_int_compare(IntPredicate::ULT, tile, c(tiles as u64), "")
-            .unwrap();
-        let tile = b
-            .build_select(valid, tile, c(0), "")
-            .unwrap()
-            .into_int_value();
-        let tm = b
-            .build_int_unsigned_div(tile, c(tiles_n as u64), "")
-            .unwrap();
-        let tn = b
-            .build_int_unsigned_rem(tile, c(tiles_n as u64), "")
-            .unwrap();
+        let (valid, tm, tn) = match self.mma_tiling(m, n) {
+            MmaTiling::Grid { wn, mi, ni } => {
+                // Warp (wy, wx) of the grid owns tile rows wy·mi.. and columns wx·ni..;
+                // round r is its tile (r / ni, r % ni).
+                let wy = b.build_int_unsigned_div(warp, c(wn as u64), "").unwrap();
+                let wx = b.build_int_unsigned_rem(warp, c(wn as u64), "").unwrap();
+                let tm = add(mul(wy, mi as u64), c((round / ni) as u64));
+                let tn = add(mul(wx, ni as u64), c((round % ni) as u64));
+                (self.ctx.bool_type().const_all_ones(), tm, tn)
+            }
+            MmaTiling::Spread { .. } => {
+                let tile = add(warp, c((round * (self.threads / 32)) as u64));
+                let valid = b
+                    .build_int_compare(IntPredicate::ULT, tile, c(tiles as u64), "")
+                    .unwrap();
+                let tile = b
+                    .build_select(valid, tile, c(0), "")
+                    .unwrap()
+                    .into_int_value();
+                let tm = b
+                    .build_int_unsigned_div(tile, c(tiles_n as u64), "")
+                    .unwrap();
+                let tn = b
+                    .build_int_unsigned_rem(tile, c(tiles_n as u64), "")
+                    .unwrap();
+                (valid, tm, tn)
+            }
+        };
         let row0 = add(mul(tm, 16), group);
         let col0 = add(mul(tn, 8), mul(quad, 2));
         let index = [0u64, 1, 2, 3].map(|i| {
@@ -300,42 +356,64 @@ impl<'ctx> Gen<'ctx, '_> {
             |g: &Self, x: IntValue<'ctx>, y: IntValue<'ctx>| g.b.build_int_add(x, y, "").unwrap();
         let mul =
             |g: &Self, x: IntValue<'ctx>, y: u64| g.b.build_int_mul(x, g.i32c(y), "").unwrap();
-        let mut out = Vec::with_capacity(init.len());
-        for (round, four) in init.chunks(4).enumerate() {
-            let site = self.frag_site(m, n, round);
-            let a_row = mul(self, site.row0, pitch as u64);
-            let b_row = mul(self, site.b_col, pitch as u64);
-            let quad2 = site.quad2;
-            let accs: Vec<Acc<'ctx>> = four.iter().map(|v| (*v, None)).collect();
-            let d = self.counted_loop(k / 16, accs, &mut |g, step, accs| {
-                let kk = mul(g, step, 16);
-                // A fragment register q: row group + 8 (q % 2), columns kk + 2 quad + 8 (q / 2)
-                // and the next one (adjacent 16-bit elements: one 32-bit load).
-                let a_frag: Vec<IntValue<'ctx>> = (0..4u64)
-                    .map(|q| {
-                        let row = add(g, a_row, c(g, 8 * (q % 2) * pitch as u64));
-                        let col = add(g, add(g, kk, quad2), c(g, 8 * (q / 2)));
-                        let p = g.shared_typed(0, i16t.into(), add(g, row, col));
-                        g.b.build_load(i32t, p, "").unwrap().into_int_value()
-                    })
-                    .collect();
-                // B fragment register q: rows kk + 2 quad + 8 q and the next one of column
-                // tn * 8 + group (adjacent in the transposed copy: one 32-bit load).
-                let b_frag: Vec<IntValue<'ctx>> = (0..2u64)
-                    .map(|q| {
-                        let k0 = add(g, add(g, kk, quad2), c(g, 8 * q));
-                        let p = g.shared_typed(b_off, i16t.into(), add(g, b_row, k0));
-                        g.b.build_load(i32t, p, "").unwrap().into_int_value()
-                    })
-                    .collect();
-                let cs: Vec<BasicValueEnum<'ctx>> = accs.iter().map(|(v, _)| *v).collect();
-                g.mma(from, &a_frag, &b_frag, &cs)
-                    .into_iter()
-                    .map(|v| (v, None))
-                    .collect()
-            });
-            out.extend(d.into_iter().map(|(v, _)| v));
-        }
+        // Which A fragment (a row of tiles) and B fragment (a column) each round uses:
+        // on a warp grid, rounds share them and each is loaded once per k step.
+        let rounds = init.len() / 4;
+        let (a_of, b_of): (Vec<usize>, Vec<usize>) = match self.mma_tiling(m, n) {
+            MmaTiling::Grid { ni, .. } => (0..rounds).map(|r| (r / ni, r % ni)).unzip(),
+            MmaTiling::Spread { .. } => (0..rounds).map(|r| (r, r)).unzip(),
+        };
+        let sites: Vec<FragSite<'ctx>> = (0..rounds).map(|r| self.frag_site(m, n, r)).collect();
+        let first_round = |keys: &[usize], key: usize| keys.iter().position(|k| *k == key).unwrap();
+        let a_rows: Vec<IntValue<'ctx>> = (0..=a_of.iter().copied().max().unwrap_or(0))
+            .map(|i| mul(self, sites[first_round(&a_of, i)].row0, pitch as u64))
+            .collect();
+        let b_rows: Vec<IntValue<'ctx>> = (0..=b_of.iter().copied().max().unwrap_or(0))
+            .map(|j| mul(self, sites[first_round(&b_of, j)].b_col, pitch as u64))
+            .collect();
+        let quad2 = sites[0].quad2;
+        let accs: Vec<Acc<'ctx>> = init.iter().map(|v| (*v, None)).collect();
+        let d = self.counted_loop(k / 16, accs, &mut |g, step, accs| {
+            let kk = mul(g, step, 16);
+            let kq = add(g, kk, quad2);
+            // A fragment register q: row group + 8 (q % 2), columns kk + 2 quad + 8 (q / 2)
+            // and the next one (adjacent 16-bit elements: one 32-bit load).
+            let a_frags: Vec<Vec<IntValue<'ctx>>> = a_rows
+                .iter()
+                .map(|a_row| {
+                    (0..4u64)
+                        .map(|q| {
+                            let row = add(g, *a_row, c(g, 8 * (q % 2) * pitch as u64));
+                            let col = add(g, kq, c(g, 8 * (q / 2)));
+                            let p = g.shared_typed(0, i16t.into(), add(g, row, col));
+                            g.b.build_load(i32t, p, "").unwrap().into_int_value()
+                        })
+                        .collect()
+                })
+                .collect();
+            // B fragment register q: rows kk + 2 quad + 8 q and the next one of column
+            // tn * 8 + group (adjacent in the transposed copy: one 32-bit load).
+            let b_frags: Vec<Vec<IntValue<'ctx>>> = b_rows
+                .iter()
+                .map(|b_row| {
+                    (0..2u64)
+                        .map(|q| {
+                            let k0 = add(g, kq, c(g, 8 * q));
+                            let p = g.shared_typed(b_off, i16t.into(), add(g, *b_row, k0));
+                            g.b.build_load(i32t, p, "").unwrap().into_int_value()
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut next = Vec::with_capacity(accs.len());
+            for (r, four) in accs.chunks(4).enumerate() {
+                let cs: Vec<BasicValueEnum<'ctx>> = four.iter().map(|(v, _)| *v).collect();
+                let out = g.mma(from, &a_frags[a_of[r]], &b_frags[b_of[r]], &cs);
+                next.extend(out.into_iter().map(|v| (v, None)));
+            }
+            next
+        });
+        let out: Vec<BasicValueEnum<'ctx>> = d.into_iter().map(|(v, _)| v).collect();
         // Every warp is done reading `a` and `b` before shared memory is reused.
         self.barrier();
         self.vals.insert(r, V::Frag(out));
