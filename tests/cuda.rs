@@ -223,6 +223,56 @@ fn barriers_order_only_stores_other_memory_ops_can_see() {
     }
 }
 
+/// Broadcasts of index expressions in every direction: `[M, 1]` and `[1, N]` to `[M, N]`,
+/// `[N]` to `[M, N]`, masks, floats and a scalar argument in the expressions.
+#[tritium::kernel]
+fn index_broadcasts(
+    out: Ptr<i32>,
+    out2: Ptr<f32>,
+    base: i32,
+    #[constexpr] M: usize,
+    #[constexpr] N: usize,
+) {
+    let rm = arange(0, M);
+    let rn = arange(0, N);
+    let at = rm[(.., None)] * N as i32 + rn[(None, ..)];
+    let rows = rm[(.., None)] * 1000 + base;
+    let cols = rn[(None, ..)] * 3 - 1;
+    let wide = broadcast_to(rn * 2 + base, [M, N]);
+    let mask = (rm[(.., None)] < base) & (rn[(None, ..)] >= 2);
+    store(out + at, where_(mask, rows + cols, wide));
+    let halves = rn[(None, ..)].to(DType::F32) * 0.5 + rm[(.., None)].to(DType::F32);
+    store(out2 + at, halves);
+}
+
+#[rstest]
+fn index_broadcasts_are_computed_in_place(
+    #[values((4, 64), (64, 4), (1, 32), (32, 1))] shape: (usize, usize),
+    #[values(1, 4)] num_warps: u32,
+) {
+    let (m, n) = shape;
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let (mut out, mut out2) = (Array2::<i32>::zeros((m, n)), Array2::<f32>::zeros((m, n)));
+        index_broadcasts::launch_with(d, 1, &opts, &mut out, &mut out2, 2, m, n).unwrap();
+        (out, out2)
+    };
+    assert_eq!(
+        run(&Device::cuda_emulator()),
+        run(&Device::interpreter()),
+        "{shape:?}"
+    );
+    // No value crosses threads: no shared memory, no barrier.
+    let f = index_broadcasts::trace(&Specialization::default(), m, n).unwrap();
+    let text = ptx(&f, 80, num_warps);
+    for absent in ["bar.sync", ".shared"] {
+        assert!(!text.contains(absent), "`{absent}` in\n{text}");
+    }
+}
+
 #[test]
 fn softmax_reduces_with_warp_shuffles() {
     let f = softmax::softmax::trace::<f32>(&Specialization::default(), 1024).unwrap();

@@ -22,6 +22,7 @@ mod control;
 mod custom;
 mod dot;
 mod memory;
+mod recompute;
 mod reduce;
 mod scalar;
 mod sync;
@@ -113,6 +114,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     check: Option<memory::Checked<'ctx>>,
     /// Stores that need no barriers (see `memory::lone_stores`), by address.
     lone_stores: std::collections::HashSet<usize>,
+    /// The op defining each value (block arguments have none).
+    defs: HashMap<Value, &'f Inst>,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -196,6 +199,7 @@ pub(crate) fn generate<'ctx>(
         customs,
         check: None,
         lone_stores: memory::lone_stores(f),
+        defs: definitions(f),
     };
     g.smem = match smem {
         Some(p) => p,
@@ -245,6 +249,23 @@ pub(crate) fn generate<'ctx>(
 }
 
 /// The type a kernel parameter is passed as: global pointers, scalars in storage form.
+/// The op defining each value of `f`.
+fn definitions(f: &Function) -> HashMap<Value, &Inst> {
+    fn walk<'a>(b: &'a Block, defs: &mut HashMap<Value, &'a Inst>) {
+        for inst in &b.insts {
+            for r in &inst.results {
+                defs.insert(*r, inst);
+            }
+            for region in inst.op.regions() {
+                walk(region, defs);
+            }
+        }
+    }
+    let mut defs = HashMap::new();
+    walk(&f.body, &mut defs);
+    defs
+}
+
 fn param_ty(ctx: &Context, elem: Elem, global: AddressSpace) -> BasicTypeEnum<'_> {
     match elem {
         Elem::Ptr(_) => ctx.ptr_type(global).into(),
@@ -708,13 +729,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if rs == xs {
             return self.relabel(r, x);
         }
-        let off = rs.len() - xs.len();
-        self.exchange(r, x, &mut |g, idx| {
-            xs.iter()
-                .enumerate()
-                .map(|(k, d)| if *d == 1 { g.i32c(0) } else { idx[off + k] })
-                .collect()
-        });
+        if self.broadcast_in_place(r, x) {
+            return;
+        }
+        self.exchange(r, x, &mut |g, idx| g.broadcast_source(&xs, idx));
     }
 
     fn transpose(&mut self, r: Value, x: Value) {

@@ -1,0 +1,121 @@
+//! Broadcasts of index expressions, computed in place.
+//!
+//! A broadcast moves elements between threads, through shared memory and two barriers.
+//! When the broadcast value depends on indices alone (aranges, constants, scalars and
+//! elementwise ops over them, as masks like `offs_m[:, None] < m` and pointer offsets
+//! are), each slot of the result evaluates it at its own index instead: no exchange, no
+//! barrier. This is what Triton's slice layouts give an `arange`.
+
+use super::Gen;
+use inkwell::values::{BasicValueEnum, IntValue};
+use tritium_dsl::ir::{Op, Value};
+
+/// The most ops an expression recomputed per slot may have (larger ones are exchanged).
+const MAX_OPS: usize = 24;
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Defines `r`, the broadcast of `x`, by evaluating `x` at every slot's index when `x`
+    /// is an index expression; false (nothing emitted) otherwise.
+    pub(super) fn broadcast_in_place(&mut self, r: Value, x: Value) -> bool {
+        let mut budget = MAX_OPS;
+        if self.ty(x).is_scalar() || !self.is_index_expression(x, &mut budget) {
+            return false;
+        }
+        let (rs, xs) = (self.ty(r).shape.clone(), self.ty(x).shape.clone());
+        let numel = self.ty(r).numel();
+        let slots = (0..self.slots(numel))
+            .map(|j| {
+                let lin = self.clamped_lin(numel, j);
+                let idx = self.unravel(&rs, lin);
+                let at = self.broadcast_source(&xs, &idx);
+                self.eval_at(x, &at)
+            })
+            .collect();
+        self.define(r, slots);
+        true
+    }
+
+    /// The index into a broadcast's input of shape `xs` that element `idx` of the result
+    /// reads: dims aligned on the right, size-1 dims at 0.
+    pub(super) fn broadcast_source(
+        &self,
+        xs: &[usize],
+        idx: &[IntValue<'ctx>],
+    ) -> Vec<IntValue<'ctx>> {
+        let off = idx.len() - xs.len();
+        xs.iter()
+            .enumerate()
+            .map(|(k, d)| if *d == 1 { self.i32c(0) } else { idx[off + k] })
+            .collect()
+    }
+
+    /// Whether `v` is computed from indices, constants and scalars alone, in at most
+    /// `budget` ops.
+    fn is_index_expression(&self, v: Value, budget: &mut usize) -> bool {
+        if self.ty(v).is_scalar() {
+            return true;
+        }
+        let Some(inst) = self.defs.get(&v) else {
+            // A loop-carried value or a block argument.
+            return false;
+        };
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        match &inst.op {
+            Op::Arange { .. } | Op::Const(_) | Op::Splat(_) => true,
+            Op::ExpandDims { x, .. } | Op::Broadcast(x) => self.is_index_expression(*x, budget),
+            Op::Binary(..)
+            | Op::Unary(..)
+            | Op::Cmp(..)
+            | Op::Select(..)
+            | Op::Fma(..)
+            | Op::Cast(_)
+            | Op::AddPtr(..) => inst
+                .op
+                .operands()
+                .iter()
+                .all(|o| self.is_index_expression(*o, budget)),
+            _ => false,
+        }
+    }
+
+    /// The element of index expression `v` at multi-index `idx` (of `v`'s shape).
+    fn eval_at(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+        if self.ty(v).is_scalar() {
+            return self.scalar(v);
+        }
+        let inst = self.defs[&v];
+        match &inst.op {
+            Op::Arange { start, .. } => self
+                .b
+                .build_int_add(idx[0], self.i32c(*start as u64), "")
+                .unwrap()
+                .into(),
+            Op::Const(c) => {
+                let d = self.ty(v).dtype().expect("numeric constant");
+                self.const_value(*c, d)
+            }
+            Op::Splat(x) => self.scalar(*x),
+            Op::ExpandDims { x, axis } => {
+                let mut at = idx.to_vec();
+                at.remove(*axis as usize);
+                self.eval_at(*x, &at)
+            }
+            Op::Broadcast(x) => {
+                let xs = self.ty(*x).shape.clone();
+                let at = self.broadcast_source(&xs, idx);
+                self.eval_at(*x, &at)
+            }
+            op => {
+                let args: Vec<BasicValueEnum<'ctx>> = op
+                    .operands()
+                    .iter()
+                    .map(|o| self.eval_at(*o, idx))
+                    .collect();
+                self.element(inst, &args)
+            }
+        }
+    }
+}
