@@ -185,10 +185,12 @@ fn loop_carried_mma_accumulator_stays_in_registers() {
         (1..=32).contains(&stores),
         "{stores} f32 shared stores in\n{text}"
     );
-    // Both operands' fragment registers are 32-bit shared loads (b is staged transposed).
+    // Both operands' fragment registers are 32-bit shared loads (b is staged transposed),
+    // and `a` is staged 4 halves at a time.
     for narrow in ["ld.shared.u16", "ld.shared.b16", "ld.shared.v2.u16"] {
         assert!(!text.contains(narrow), "`{narrow}` in\n{text}");
     }
+    assert!(text.contains("st.shared.v4.u16"), "{text}");
 }
 
 /// Stores `2x` into `out[..N]`, then reads it back reversed (other threads' elements)

@@ -21,7 +21,7 @@ use tritium_dsl::trace::Specialization;
 const CUDA_CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-nvptx10-index-broadcasts"
+    "-llvm19-nvptx11-vector-staging"
 );
 
 /// A kernel compiled to PTX for one architecture and warp count.

@@ -331,22 +331,45 @@ impl<'ctx> Gen<'ctx, '_> {
             [(*a, 0, m * k, k, false), (*b, b_off, k * n, n, true)]
         {
             let slots = self.tile_slots(x, numel);
-            for (j, v) in slots.into_iter().enumerate() {
+            let bits: Vec<_> = slots.iter().map(|v| self.to_storage(*v, half)).collect();
+            // Where element `lin` goes: row-major, or transposed, rows `pitch` apart.
+            let place = |g: &Self, lin: IntValue<'ctx>| {
+                let row =
+                    g.b.build_int_unsigned_div(lin, g.i32c(cols as u64), "")
+                        .unwrap();
+                let col =
+                    g.b.build_int_unsigned_rem(lin, g.i32c(cols as u64), "")
+                        .unwrap();
+                let (major, minor) = if transposed { (col, row) } else { (row, col) };
+                let at = g.b.build_int_mul(major, g.i32c(pitch as u64), "").unwrap();
+                g.b.build_int_add(at, minor, "").unwrap()
+            };
+            let chunk = self.chunk(numel);
+            if !transposed && chunk > 1 && self.valid(numel, 0).is_none() {
+                // A thread's chunk is `chunk` consecutive elements of one row (`k` is a
+                // multiple of 16): one vector store, aligned as rows are 16-byte multiples.
+                let vt = i16t.vec_type(chunk as u32);
+                for (j0, run) in bits.chunks(chunk).enumerate() {
+                    let mut v = vt.get_undef();
+                    for (e, x) in run.iter().enumerate() {
+                        v = self
+                            .b
+                            .build_insert_element(v, *x, self.i32c(e as u64), "")
+                            .unwrap();
+                    }
+                    let at = place(self, self.lin(numel, j0 * chunk));
+                    let p = self.shared_typed(offset, i16t.into(), at);
+                    let st = self.b.build_store(p, v).unwrap();
+                    st.set_alignment((chunk * 2) as u32).unwrap();
+                }
+                continue;
+            }
+            for (j, x) in bits.into_iter().enumerate() {
                 let ok = self.valid(numel, j);
-                let bits = self.to_storage(v, half);
                 self.when(ok, &mut |g| {
-                    let lin = g.lin(numel, j);
-                    let row =
-                        g.b.build_int_unsigned_div(lin, g.i32c(cols as u64), "")
-                            .unwrap();
-                    let col =
-                        g.b.build_int_unsigned_rem(lin, g.i32c(cols as u64), "")
-                            .unwrap();
-                    let (major, minor) = if transposed { (col, row) } else { (row, col) };
-                    let at = g.b.build_int_mul(major, g.i32c(pitch as u64), "").unwrap();
-                    let at = g.b.build_int_add(at, minor, "").unwrap();
+                    let at = place(g, g.lin(numel, j));
                     let p = g.shared_typed(offset, i16t.into(), at);
-                    g.b.build_store(p, bits).unwrap();
+                    g.b.build_store(p, x).unwrap();
                 });
             }
         }
