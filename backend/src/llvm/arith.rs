@@ -2,7 +2,7 @@
 //! `x % 0 == 0`, `MIN / -1` wraps, shift amounts modulo the width), and integer unary ops.
 
 use super::Emit;
-use inkwell::values::BasicValueEnum;
+use inkwell::values::{BasicValueEnum, FloatValue};
 use inkwell::IntPredicate;
 use tritium_dsl::ir::{BinOp, DType, UnOp};
 
@@ -99,6 +99,39 @@ impl<'ctx> Emit<'_, 'ctx> {
                 bl.build_select(is_zero, zero, q, "").unwrap()
             }
         }
+    }
+
+    /// `op x` for a float `x` of dtype `d` (f16/bf16 in their f32 compute form), rounded
+    /// to `d`. `exp`, `exp2`, `log`, `log2`, `sin` and `cos` come from `transcendental`,
+    /// which each target supplies (libm intrinsics and the f32 polynomial on the host,
+    /// `llvm::math` on NVPTX); the other ops are the same everywhere.
+    pub(crate) fn float_unary(
+        &self,
+        op: UnOp,
+        d: DType,
+        x: FloatValue<'ctx>,
+        transcendental: impl FnOnce(UnOp, FloatValue<'ctx>) -> BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        let t = self.compute_ty(d);
+        let xv: BasicValueEnum = x.into();
+        let v: BasicValueEnum = match op {
+            UnOp::Neg => bl.build_float_neg(x, "").unwrap().into(),
+            UnOp::Abs => self.intrinsic("llvm.fabs", &[t], &[xv]),
+            UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2 | UnOp::Sin | UnOp::Cos => {
+                transcendental(op, x)
+            }
+            UnOp::Sqrt => self.intrinsic("llvm.sqrt", &[t], &[xv]),
+            UnOp::Rsqrt => {
+                let s = self.intrinsic("llvm.sqrt", &[t], &[xv]).into_float_value();
+                let one = t.into_float_type().const_float(1.0);
+                bl.build_float_div(one, s, "").unwrap().into()
+            }
+            UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[xv]),
+            UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[xv]),
+            UnOp::Not => unreachable!("verifier rejects `not` on floats"),
+        };
+        self.round_to(v, d)
     }
 
     /// `op x` for an integer (or bool) `x` of dtype `d`: wrapping negation, bitwise not,

@@ -152,33 +152,25 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     fn unary(&self, op: UnOp, d: DType, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
-        let bl = self.b;
-        let t = self.compute_ty(d);
-        if d.is_float() {
-            let f = x.into_float_value();
-            let v: BasicValueEnum = match op {
-                UnOp::Neg => bl.build_float_neg(f, "").unwrap().into(),
-                UnOp::Abs => self.intrinsic("llvm.fabs", &[t], &[x]),
-                UnOp::Exp if d != DType::F64 => self.emit().exp_f32(f).into(),
-                UnOp::Exp => self.intrinsic("llvm.exp", &[t], &[x]),
-                UnOp::Exp2 => self.intrinsic("llvm.exp2", &[t], &[x]),
-                UnOp::Log => self.intrinsic("llvm.log", &[t], &[x]),
-                UnOp::Log2 => self.intrinsic("llvm.log2", &[t], &[x]),
-                UnOp::Sqrt => self.intrinsic("llvm.sqrt", &[t], &[x]),
-                UnOp::Rsqrt => {
-                    let s = self.intrinsic("llvm.sqrt", &[t], &[x]).into_float_value();
-                    let one = t.into_float_type().const_float(1.0);
-                    bl.build_float_div(one, s, "").unwrap().into()
-                }
-                UnOp::Sin => self.intrinsic("llvm.sin", &[t], &[x]),
-                UnOp::Cos => self.intrinsic("llvm.cos", &[t], &[x]),
-                UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[x]),
-                UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[x]),
-                UnOp::Not => unreachable!("verifier rejects `not` on floats"),
-            };
-            return self.round_to(v, d);
+        if !d.is_float() {
+            return self.emit().int_unary(op, d, x);
         }
-        self.emit().int_unary(op, d, x)
+        let e = self.emit();
+        let t = self.compute_ty(d);
+        // libm intrinsics, except f32 `exp`: a polynomial, so that loops containing it
+        // vectorize.
+        e.float_unary(op, d, x.into_float_value(), |op, f| {
+            let name = match op {
+                UnOp::Exp if d != DType::F64 => return e.exp_f32(f).into(),
+                UnOp::Exp => "llvm.exp",
+                UnOp::Exp2 => "llvm.exp2",
+                UnOp::Log => "llvm.log",
+                UnOp::Log2 => "llvm.log2",
+                UnOp::Sin => "llvm.sin",
+                _ => "llvm.cos",
+            };
+            e.intrinsic(name, &[t], &[f.into()])
+        })
     }
 
     pub(super) fn compare(

@@ -22,7 +22,7 @@ use super::reduce::Acc;
 use super::{Gen, V};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use inkwell::{AddressSpace, IntPredicate};
+use inkwell::AddressSpace;
 use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
 
 /// Halves of padding after each row of a staged `mma` operand (see `mma_dot`).
@@ -215,13 +215,7 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             MmaTiling::Spread { .. } => {
                 let tile = add(warp, c((round * (self.threads / 32)) as u64));
-                let valid = b
-                    .build_int_compare(IntPredicate::ULT, tile, c(tiles as u64), "")
-                    .unwrap();
-                let tile = b
-                    .build_select(valid, tile, c(0), "")
-                    .unwrap()
-                    .into_int_value();
+                let (valid, tile) = self.below_or_zero(tile, tiles);
                 let tm = b
                     .build_int_unsigned_div(tile, c(tiles_n as u64), "")
                     .unwrap();

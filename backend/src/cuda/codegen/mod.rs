@@ -368,6 +368,21 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
     }
 
+    /// Whether `i < bound` (unsigned), and `i` where it is, else 0: an index that is
+    /// always in range, for work that every lane does and only some keep.
+    fn below_or_zero(&self, i: IntValue<'ctx>, bound: usize) -> (IntValue<'ctx>, IntValue<'ctx>) {
+        let ok = self
+            .b
+            .build_int_compare(IntPredicate::ULT, i, self.i32c(bound as u64), "")
+            .unwrap();
+        let clamped = self
+            .b
+            .build_select(ok, i, self.i32c(0), "")
+            .unwrap()
+            .into_int_value();
+        (ok, clamped)
+    }
+
     /// The multi-index of row-major index `lin` in `shape`.
     fn unravel(&self, shape: &[usize], lin: IntValue<'ctx>) -> Vec<IntValue<'ctx>> {
         let mut idx = vec![self.i32c(0); shape.len()];

@@ -139,28 +139,16 @@ impl<'ctx> Gen<'ctx, '_> {
         let part = bl
             .build_int_unsigned_rem(self.tid, self.i32c(group as u64), "part")
             .unwrap();
-        let has_out = bl
-            .build_int_compare(IntPredicate::ULT, out, self.i32c(numel as u64), "")
-            .unwrap();
         // Lanes past the last output fold a real line too (every lane takes part in the
         // shuffles) and drop the result.
-        let out_in_range = bl
-            .build_select(has_out, out, self.i32c(0), "")
-            .unwrap()
-            .into_int_value();
+        let (has_out, out_in_range) = self.below_or_zero(out, numel);
         let base = self.line_base(xt, axis, rt, out_in_range);
         let init = vec![self.identity(op, d)];
         let accs = self.counted_loop(len.div_ceil(group), init, &mut |g, k, accs| {
             let b = g.b;
             let kk = b.build_int_mul(k, g.i32c(group as u64), "").unwrap();
             let kk = b.build_int_add(kk, part, "kk").unwrap();
-            let ok = b
-                .build_int_compare(IntPredicate::ULT, kk, g.i32c(len as u64), "")
-                .unwrap();
-            let at_k = b
-                .build_select(ok, kk, g.i32c(0), "")
-                .unwrap()
-                .into_int_value();
+            let (ok, at_k) = g.below_or_zero(kk, len);
             let step = b.build_int_mul(at_k, g.i32c(stride as u64), "").unwrap();
             let at = b.build_int_add(base, step, "").unwrap();
             let p = g.shared_elem(0, elem, at);

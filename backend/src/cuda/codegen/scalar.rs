@@ -51,54 +51,34 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// `op x` for one element of dtype `d`.
     pub(super) fn unary(
-        &mut self,
+        &self,
         op: UnOp,
         d: DType,
         x: BasicValueEnum<'ctx>,
     ) -> BasicValueEnum<'ctx> {
-        let bl = self.b;
-        let t = self.compute_ty(d);
-        if d.is_float() {
-            let f = x.into_float_value();
-            // No libm on NVPTX: `crate::llvm`'s own functions, in the emulator too, so that it
-            // runs the code the GPU runs.
-            let e = self.emit();
-            if d == DType::F64 {
-                let v = match op {
-                    UnOp::Exp => Some(e.exp_f64(f)),
-                    UnOp::Exp2 => Some(e.exp2_f64(f)),
-                    UnOp::Log => Some(e.log_f64(f)),
-                    UnOp::Log2 => Some(e.log2_f64(f)),
-                    UnOp::Sin => Some(e.sin_f64(f)),
-                    UnOp::Cos => Some(e.cos_f64(f)),
-                    _ => None,
-                };
-                if let Some(v) = v {
-                    return v.into();
-                }
-            }
-            let v: BasicValueEnum = match op {
-                UnOp::Neg => bl.build_float_neg(f, "").unwrap().into(),
-                UnOp::Abs => self.intrinsic("llvm.fabs", &[t], &[x]),
-                UnOp::Exp => e.exp_f32(f).into(),
-                UnOp::Exp2 => self.ex2_approx(x),
-                UnOp::Log => e.log_f32(f).into(),
-                UnOp::Log2 => e.log2_f32(f).into(),
-                UnOp::Sqrt => self.intrinsic("llvm.sqrt", &[t], &[x]),
-                UnOp::Rsqrt => {
-                    let s = self.intrinsic("llvm.sqrt", &[t], &[x]).into_float_value();
-                    let one = t.into_float_type().const_float(1.0);
-                    bl.build_float_div(one, s, "").unwrap().into()
-                }
-                UnOp::Sin => e.sin_f32(f).into(),
-                UnOp::Cos => e.cos_f32(f).into(),
-                UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[x]),
-                UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[x]),
-                UnOp::Not => unreachable!("verifier rejects `not` on floats"),
-            };
-            return self.round_to(v, d);
+        if !d.is_float() {
+            return self.emit().int_unary(op, d, x);
         }
-        self.emit().int_unary(op, d, x)
+        // No libm on NVPTX: `crate::llvm`'s own functions, in the emulator too, so that it
+        // runs the code the GPU runs.
+        let e = self.emit();
+        e.float_unary(op, d, x.into_float_value(), |op, f| {
+            let v = match (op, d == DType::F64) {
+                (UnOp::Exp, true) => e.exp_f64(f),
+                (UnOp::Exp2, true) => e.exp2_f64(f),
+                (UnOp::Log, true) => e.log_f64(f),
+                (UnOp::Log2, true) => e.log2_f64(f),
+                (UnOp::Sin, true) => e.sin_f64(f),
+                (_, true) => e.cos_f64(f),
+                (UnOp::Exp, false) => e.exp_f32(f),
+                (UnOp::Exp2, false) => return self.ex2_approx(f.into()),
+                (UnOp::Log, false) => e.log_f32(f),
+                (UnOp::Log2, false) => e.log2_f32(f),
+                (UnOp::Sin, false) => e.sin_f32(f),
+                (_, false) => e.cos_f32(f),
+            };
+            v.into()
+        })
     }
 
     pub(super) fn compare(
