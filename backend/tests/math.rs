@@ -107,6 +107,71 @@ fn emulated(c: &Case, xs: &[f64]) -> Vec<f64> {
     emulated_in(c.name, c.op, xs)
 }
 
+/// A float dtype as the special-value tables compare it: bit for bit, any NaN for NaN.
+trait Special: Element + Copy + Default + std::fmt::LowerExp {
+    fn same(self, want: Self) -> bool;
+}
+
+impl Special for f64 {
+    fn same(self, want: f64) -> bool {
+        if want.is_nan() {
+            self.is_nan()
+        } else {
+            self.to_bits() == want.to_bits()
+        }
+    }
+}
+
+impl Special for f32 {
+    fn same(self, want: f32) -> bool {
+        if want.is_nan() {
+            self.is_nan()
+        } else {
+            self.to_bits() == want.to_bits()
+        }
+    }
+}
+
+/// `op(x)` is `want` for every `(x, want)` of `pairs`, on the CUDA emulator.
+fn assert_special_values<T: Special>(name: &str, op: fn(Tile) -> Tile, pairs: &[(T, T)]) {
+    let xs: Vec<T> = pairs.iter().map(|p| p.0).collect();
+    let got = emulated_in(name, op, &xs);
+    for (&(x, want), g) in pairs.iter().zip(got) {
+        assert!(
+            g.same(want),
+            "{} {name}({x:e}) = {g:e}, not {want:e}",
+            T::DTYPE
+        );
+    }
+}
+
+/// A function under test by name.
+type NamedOp = (&'static str, fn(Tile) -> Tile);
+
+/// PTX for `sm` of one kernel storing every function of `ops` of a `dtype` input.
+fn all_functions_ptx(dtype: DType, ops: &[NamedOp], sm: u32) -> String {
+    let t = Tracer::begin(&format!("math_{dtype}_all")).unwrap();
+    let x = ptr_param("x", dtype);
+    let offs = program_id(0) * 256 + arange(0, 256);
+    let v = load(x + offs, NoArg, NoArg);
+    for (name, op) in ops {
+        let out = ptr_param(name, dtype);
+        store(out + offs, op(v), NoArg);
+    }
+    let f = t.finish().unwrap();
+    compile_ptx(
+        &f,
+        "k",
+        &CudaCompileOptions {
+            sm,
+            num_warps: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .text
+}
+
 /// `|got - want|` in units of the last place of `want` (subnormal steps below 2^-1022);
 /// 0 when both are the same infinity or both NaN, inf when only one is.
 fn ulps(got: f64, want: f64) -> f64 {
@@ -411,16 +476,8 @@ fn special_values() {
         ),
     ];
     for (name, pairs) in table {
-        let xs: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-        let got = emulated(case(name), &xs);
-        for (&(x, want), g) in pairs.iter().zip(got) {
-            let ok = if want.is_nan() {
-                g.is_nan()
-            } else {
-                g.to_bits() == want.to_bits()
-            };
-            assert!(ok, "{name}({x:e}) = {g:e}, not {want:e}");
-        }
+        let c = case(name);
+        assert_special_values(c.name, c.op, pairs);
     }
 }
 
@@ -431,26 +488,8 @@ fn special_values() {
 /// results equal to the emulator's).
 #[rstest]
 fn ptx_calls_no_function(#[values(80, 90)] sm: u32) {
-    let t = Tracer::begin("math_f64_all").unwrap();
-    let x = ptr_param("x", DType::F64);
-    let offs = program_id(0) * 256 + arange(0, 256);
-    let v = load(x + offs, NoArg, NoArg);
-    for c in &CASES {
-        let out = ptr_param(c.name, DType::F64);
-        store(out + offs, (c.op)(v), NoArg);
-    }
-    let f = t.finish().unwrap();
-    let text = compile_ptx(
-        &f,
-        "k",
-        &CudaCompileOptions {
-            sm,
-            num_warps: 4,
-            ..Default::default()
-        },
-    )
-    .unwrap()
-    .text;
+    let ops: Vec<_> = CASES.iter().map(|c| (c.name, c.op)).collect();
+    let text = all_functions_ptx(DType::F64, &ops, sm);
     for absent in [".extern", ".func", "call", "add.f64", "sub.f64", "mul.f64"] {
         assert!(!text.contains(absent), "`{absent}` in\n{text}");
     }
@@ -677,16 +716,7 @@ fn f32_special_values() {
     ];
     for (name, pairs) in table {
         let c = CASES32.iter().find(|c| c.name == *name).unwrap();
-        let xs: Vec<f32> = pairs.iter().map(|p| p.0).collect();
-        let got = emulated_in(c.name, c.op, &xs);
-        for (&(x, want), g) in pairs.iter().zip(got) {
-            let ok = if want.is_nan() {
-                g.is_nan()
-            } else {
-                g.to_bits() == want.to_bits()
-            };
-            assert!(ok, "f32 {name}({x:e}) = {g:e}, not {want:e}");
-        }
+        assert_special_values(c.name, c.op, pairs);
     }
 }
 
@@ -694,26 +724,8 @@ fn f32_special_values() {
 /// add and multiply carries `.rn`. (`exp2` is `ex2.approx`.)
 #[rstest]
 fn f32_ptx_has_no_approx_and_calls_no_function(#[values(80, 90)] sm: u32) {
-    let t = Tracer::begin("math_f32_all").unwrap();
-    let x = ptr_param("x", DType::F32);
-    let offs = program_id(0) * 256 + arange(0, 256);
-    let v = load(x + offs, NoArg, NoArg);
-    for c in &CASES32 {
-        let out = ptr_param(c.name, DType::F32);
-        store(out + offs, (c.op)(v), NoArg);
-    }
-    let f = t.finish().unwrap();
-    let text = compile_ptx(
-        &f,
-        "k",
-        &CudaCompileOptions {
-            sm,
-            num_warps: 4,
-            ..Default::default()
-        },
-    )
-    .unwrap()
-    .text;
+    let ops: Vec<_> = CASES32.iter().map(|c| (c.name, c.op)).collect();
+    let text = all_functions_ptx(DType::F32, &ops, sm);
     for absent in [".approx", ".extern", ".func", "call", "add.f32", "mul.f32"] {
         assert!(!text.contains(absent), "`{absent}` in\n{text}");
     }
