@@ -315,13 +315,7 @@ impl Compiled {
 
     /// Runs the grid. Arguments must already be checked against `function`.
     pub fn run(&self, grid: Grid, args: &[RawArg], _bounds_check: bool) -> Result<()> {
-        let slots: Vec<u64> = args
-            .iter()
-            .map(|a| match a {
-                RawArg::Ptr(b) => b.ptr as u64,
-                RawArg::Scalar { bits, .. } => *bits,
-            })
-            .collect();
+        let slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
         let ranges = checked::ranges(args, |b| (b.lo as u64, b.hi as u64));
         let fault: [AtomicU64; checked::FAULT_WORDS] = Default::default();
         let [nx, ny, nz] = grid.0;

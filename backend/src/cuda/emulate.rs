@@ -295,13 +295,7 @@ impl EmulatedKernel {
     /// Runs the grid, program after program. Arguments must be checked already. In
     /// checked mode every program runs (as on a GPU) and the first fault is the error.
     pub(crate) fn run(&self, grid: Grid, args: &[RawArg]) -> Result<()> {
-        let mut slots: Vec<u64> = args
-            .iter()
-            .map(|a| match a {
-                RawArg::Ptr(b) => b.ptr as u64,
-                RawArg::Scalar { bits, .. } => *bits,
-            })
-            .collect();
+        let mut slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
         // The check buffer (see `codegen/memory.rs`): the fault record, written by the
         // generated code's compare-exchange, then the host ranges.
         let ranges = checked::ranges(args, |b| (b.lo as u64, b.hi as u64));

@@ -53,6 +53,16 @@ pub enum RawArg {
     },
 }
 
+impl RawArg {
+    /// The 64-bit parameter slot host code passes: the pointer, or the scalar's bits.
+    pub fn slot(&self) -> u64 {
+        match self {
+            RawArg::Ptr(b) => b.ptr as u64,
+            RawArg::Scalar { bits, .. } => *bits,
+        }
+    }
+}
+
 /// The bits of a scalar as [`RawArg::Scalar`] stores them.
 pub fn scalar_bits<T: Element>(v: T) -> u64 {
     let size = std::mem::size_of::<T>();
