@@ -1,0 +1,2 @@
+//! `tritium-fuzz`: see `scripts/dev fuzz`.
+fn main() {}

@@ -1,0 +1,1 @@
+//! The fuzzer's one integration-test binary (LLVM links once).
