@@ -238,3 +238,92 @@ fn axis_reductions_with_few_outputs_use_warp_shuffles() {
     // 128 × 128: a line per thread along either axis, no shuffles.
     assert!(!ptx(128, 128).contains("shfl.sync"));
 }
+
+/// The reported miscompile (issue 10): an axis reduction inside a runtime `for` whose
+/// carried tile starts as a constant kept the first (peeled) iteration's value on the CPU.
+#[kernel]
+fn max_in_loop(out: Ptr<f32>, x: Ptr<f32>, n: i32) {
+    let r = arange(0, 2);
+    let mut m = zeros([2], DType::F32);
+    for j in range(0, n) {
+        let t = load(x + j * 4 + r[(.., None)] * 2 + r[(None, ..)]);
+        m = max(t, 1);
+    }
+    store(out + r, m);
+}
+
+/// Every axis reduction inside a runtime loop: carried (`acc` starts as zeros, so the
+/// first iteration is peeled) and stored from inside the loop, per iteration.
+#[kernel]
+fn reductions_in_loop(
+    carried: Ptr<f32>,
+    per_iter: Ptr<f32>,
+    x: Ptr<f32>,
+    n: i32,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let rows = arange(0, R);
+    let cols = arange(0, C);
+    let mut s0 = zeros([C], DType::F32);
+    let mut m1 = zeros([R], DType::F32);
+    for j in range(0, n) {
+        let t = load(x + j * (R * C) as i32 + rows[(.., None)] * C as i32 + cols[(None, ..)]);
+        s0 = s0 + sum(t, 0);
+        m1 = max(t, 1);
+        let base = per_iter + j * (2 * R + C) as i32;
+        store(base + cols, sum(t, 0));
+        store(base + C as i32 + rows, min(t, 1));
+        store(base + (C + R) as i32 + rows, sum(t, 1));
+    }
+    store(carried + cols, s0);
+    store(carried + C as i32 + rows, m1);
+}
+
+#[test]
+fn max_along_an_axis_in_a_loop_keeps_every_iteration() {
+    let x = Array1::from_iter((0..12).map(|v| v as f32));
+    for d in all_devices() {
+        let mut out = Array1::<f32>::zeros(2);
+        max_in_loop::launch(&d, 1, &mut out, &x, 3).unwrap();
+        assert_eq!(out.to_vec(), vec![9.0, 11.0], "on {d:?}");
+    }
+}
+
+#[rstest]
+fn axis_reductions_in_a_loop_see_every_iteration(
+    #[values((2, 4), (4, 8), (8, 2))] shape: (usize, usize),
+    #[values(0, 1, 2, 5)] n: i32,
+) {
+    let (r, c) = shape;
+    let iters = n.max(0) as usize;
+    // Small integers: every sum is exact in any order.
+    let x = Array1::from_iter((0..iters * r * c).map(|v| ((v * 7) % 13) as f32 - 6.0));
+    let tile = |j: usize| {
+        Array2::from_shape_vec((r, c), x.as_slice().unwrap()[j * r * c..][..r * c].to_vec())
+            .unwrap()
+    };
+    let mut want_carried = vec![0.0f32; c + r];
+    let mut want_iter = vec![0.0f32; iters * (2 * r + c)];
+    for j in 0..iters {
+        let t = tile(j);
+        let base = j * (2 * r + c);
+        for (k, s) in t.sum_axis(Axis(0)).iter().enumerate() {
+            want_carried[k] += s;
+            want_iter[base + k] = *s;
+        }
+        for (k, l) in t.axis_iter(Axis(0)).enumerate() {
+            want_carried[c + k] = l.iter().copied().fold(f32::NAN, f32::max);
+            want_iter[base + c + k] = l.iter().copied().fold(f32::NAN, f32::min);
+            want_iter[base + c + r + k] = l.sum();
+        }
+    }
+    for d in all_devices() {
+        let mut carried = Array1::<f32>::zeros(c + r);
+        let mut per_iter = Array1::<f32>::zeros(iters * (2 * r + c));
+        reductions_in_loop::launch(&d, 1, &mut carried, &mut per_iter, &x, n, r, c).unwrap();
+        let what = format!("{d:?} {shape:?} n={n}");
+        assert_eq!(carried.to_vec(), want_carried, "carried on {what}");
+        assert_eq!(per_iter.to_vec(), want_iter, "per iteration on {what}");
+    }
+}

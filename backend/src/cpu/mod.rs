@@ -26,7 +26,7 @@ use tritium_dsl::trace::Specialization;
 const CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg12-exp-full-range"
+    "-llvm19-cg13-peel-forgets"
 );
 
 type EntryFn =

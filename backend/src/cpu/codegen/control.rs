@@ -373,6 +373,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let go = runs(self, iv);
         self.b.build_conditional_branch(go, body_bb, exit).unwrap();
         self.b.position_at_end(body_bb);
+        if peel {
+            // The peeled copy left its values (registers and buffers of the first
+            // iteration, and the results of reductions fused into them) in `lv`: the loop's
+            // copy must compute its own, not reuse them.
+            self.forget(body);
+        }
         self.lv
             .insert(body.args[0], Lv::Scalar(count.body_value(&self.emit(), iv)));
         self.bind(&body.args[1..], &slots);
@@ -397,6 +403,24 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 .defs
                 .get(&v)
                 .is_some_and(|i| matches!(i.op, Op::Const(_) | Op::Splat(_)))
+    }
+
+    /// Forgets every value defined in `block` (its arguments and results, nested regions
+    /// included), so that the block can be generated again from scratch.
+    fn forget(&mut self, block: &Block) {
+        for a in &block.args {
+            self.lv.remove(a);
+            // `alias` gave arguments the definition of what they stood for.
+            self.defs.remove(a);
+        }
+        for inst in &block.insts {
+            for r in &inst.results {
+                self.lv.remove(r);
+            }
+            for region in inst.op.regions() {
+                self.forget(region);
+            }
+        }
     }
 
     /// Makes `arg` (a block argument) stand for `v`.
