@@ -1,1 +1,6 @@
 //! The fuzzer's one integration-test binary (LLVM links once).
+
+mod cases;
+mod differential;
+mod generator;
+mod shrinking;

@@ -1,0 +1,178 @@
+//! A fuzz case: a kernel, its grid and its arguments, with a text form that a failing
+//! program is printed in and the suite replays (`fuzz/cases/*.tir`).
+//!
+//! ```text
+//! // tritium-fuzz case
+//! // seed 42
+//! // grid 2 1 1
+//! // num_warps 4
+//! // arg input 16 <hex bytes>        (read-only; elements are integers of magnitude <= 16)
+//! // arg input - <hex bytes>         (read-only, arbitrary values)
+//! // arg output <hex bytes>          (each program writes its own region)
+//! // arg shared_atomics <hex bytes>  (atomics from every program)
+//! // arg scalar <hex bits>
+//! // expect 2 <hex bytes>            (pinned: parameter 2's contents after the launch)
+//! kernel @fuzz(...) { ... }
+//! ```
+
+use crate::info::Memory;
+use tritium_dsl::ir::{parse_function, print_function, Function};
+
+/// One argument's value before the launch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    /// A buffer for a pointer parameter: its bytes and what the comparison knows of it.
+    Buffer {
+        /// What the kernel does with it.
+        memory: Memory,
+        /// Initial contents (little-endian elements of the parameter's dtype).
+        bytes: Vec<u8>,
+    },
+    /// A scalar parameter's bits (little-endian, zero-extended).
+    Scalar(u64),
+}
+
+/// A kernel with everything needed to launch it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The generator seed it came from (0 when written by hand).
+    pub seed: u64,
+    /// The kernel.
+    pub function: Function,
+    /// Programs along each axis.
+    pub grid: [u64; 3],
+    /// Warps per program on the CUDA emulator.
+    pub num_warps: u32,
+    /// One per parameter.
+    pub args: Vec<Arg>,
+    /// Pinned results: parameter index and its bytes after the launch.
+    pub expect: Vec<(usize, Vec<u8>)>,
+}
+
+impl Case {
+    /// What the comparison knows of each parameter (`None` for scalars).
+    pub fn memory(&self) -> Vec<Option<Memory>> {
+        self.args
+            .iter()
+            .map(|a| match a {
+                Arg::Buffer { memory, .. } => Some(*memory),
+                Arg::Scalar(_) => None,
+            })
+            .collect()
+    }
+
+    /// The text form.
+    pub fn to_text(&self) -> String {
+        let mut out = String::from("// tritium-fuzz case\n");
+        out += &format!("// seed {}\n", self.seed);
+        let [x, y, z] = self.grid;
+        out += &format!("// grid {x} {y} {z}\n");
+        out += &format!("// num_warps {}\n", self.num_warps);
+        for a in &self.args {
+            match a {
+                Arg::Buffer { memory, bytes } => {
+                    let kind = match memory {
+                        Memory::Input(Some(b)) => format!("input {b}"),
+                        Memory::Input(None) => "input -".to_string(),
+                        Memory::Output => "output".to_string(),
+                        Memory::SharedAtomics => "shared_atomics".to_string(),
+                    };
+                    out += &format!("// arg {kind} {}\n", hex(bytes));
+                }
+                Arg::Scalar(bits) => out += &format!("// arg scalar {bits:x}\n"),
+            }
+        }
+        for (p, bytes) in &self.expect {
+            out += &format!("// expect {p} {}\n", hex(bytes));
+        }
+        out + &print_function(&self.function)
+    }
+
+    /// Reads the text form; errors name the line.
+    pub fn from_text(text: &str) -> Result<Case, String> {
+        let function = parse_function(text).map_err(|e| e.to_string())?;
+        let mut case = Case {
+            seed: 0,
+            function,
+            grid: [1, 1, 1],
+            num_warps: 4,
+            args: Vec::new(),
+            expect: Vec::new(),
+        };
+        for (n, line) in text.lines().enumerate() {
+            let Some(rest) = line.strip_prefix("// ") else {
+                continue;
+            };
+            let err = |m: &str| format!("case line {}: {m}: `{line}`", n + 1);
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let num = |i: usize| -> Result<u64, String> {
+                words
+                    .get(i)
+                    .and_then(|w| w.parse().ok())
+                    .ok_or_else(|| err("expected a number"))
+            };
+            match words.first().copied() {
+                Some("seed") => case.seed = num(1)?,
+                Some("grid") => case.grid = [num(1)?, num(2)?, num(3)?],
+                Some("num_warps") => case.num_warps = num(1)? as u32,
+                Some("arg") => {
+                    let arg = match (words.get(1).copied(), words.len()) {
+                        (Some("scalar"), 3) => Arg::Scalar(
+                            u64::from_str_radix(words[2], 16).map_err(|_| err("bad scalar"))?,
+                        ),
+                        (Some("input"), 4) => Arg::Buffer {
+                            memory: Memory::Input(match words[2] {
+                                "-" => None,
+                                b => Some(b.parse().map_err(|_| err("bad bound"))?),
+                            }),
+                            bytes: unhex(words[3]).ok_or_else(|| err("bad bytes"))?,
+                        },
+                        (Some(kind @ ("output" | "shared_atomics")), 3) => Arg::Buffer {
+                            memory: if kind == "output" {
+                                Memory::Output
+                            } else {
+                                Memory::SharedAtomics
+                            },
+                            bytes: unhex(words[2]).ok_or_else(|| err("bad bytes"))?,
+                        },
+                        _ => return Err(err("unknown argument")),
+                    };
+                    case.args.push(arg);
+                }
+                Some("expect") if words.len() == 3 => case.expect.push((
+                    num(1)? as usize,
+                    unhex(words[2]).ok_or_else(|| err("bad bytes"))?,
+                )),
+                _ => {}
+            }
+        }
+        if case.args.len() != case.function.params.len() {
+            return Err(format!(
+                "the case has {} arguments for {} parameters",
+                case.args.len(),
+                case.function.params.len()
+            ));
+        }
+        Ok(case)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "-".into();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s == "-" {
+        return Some(Vec::new());
+    }
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}

@@ -1,0 +1,95 @@
+//! Checking one case on every target against the interpreter.
+
+use crate::case::Case;
+use crate::compare::{compare, tolerances};
+use crate::exec::{run, Target};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// How a target disagreed with the interpreter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The target.
+    pub target: Target,
+    /// What went wrong: a different element, an error, or a panic.
+    pub message: String,
+}
+
+/// The result of checking one case.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Targets that disagreed with the interpreter.
+    pub mismatches: Vec<Mismatch>,
+    /// The interpreter rejected the case (the generator broke its promise), with why.
+    pub invalid: Option<String>,
+    /// Time spent on each target.
+    pub times: Vec<(Target, std::time::Duration)>,
+}
+
+impl Report {
+    /// True when every target agreed.
+    pub fn ok(&self) -> bool {
+        self.mismatches.is_empty() && self.invalid.is_none()
+    }
+}
+
+/// Runs `target`, turning a panic into an error.
+pub fn run_caught(case: &Case, target: Target) -> crate::exec::Outcome {
+    match catch_unwind(AssertUnwindSafe(|| run(case, target))) {
+        Ok(r) => r,
+        Err(p) => Err(format!("panicked: {}", panic_message(&p))),
+    }
+}
+
+/// The text of a caught panic.
+pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// Checks `case` on `targets` (the interpreter is always the reference; pinned results,
+/// when the case has them, are checked against the interpreter too).
+pub fn check(case: &Case, targets: &[Target]) -> Report {
+    let mut report = Report::default();
+    if let Err(e) = tritium_dsl::ir::verify(&case.function) {
+        report.invalid = Some(format!("the verifier rejects it: {e}"));
+        return report;
+    }
+    let clock = std::time::Instant::now();
+    let want = run_caught(case, Target::Interpreter);
+    report.times.push((Target::Interpreter, clock.elapsed()));
+    let want = match want {
+        Ok(w) => w,
+        Err(e) => {
+            report.invalid = Some(format!("the interpreter rejects it: {e}"));
+            return report;
+        }
+    };
+    let tols = tolerances(case);
+    for (p, bytes) in &case.expect {
+        if want.get(*p) != Some(bytes) {
+            report.mismatches.push(Mismatch {
+                target: Target::Interpreter,
+                message: format!("parameter {p} differs from the pinned result"),
+            });
+        }
+    }
+    for &t in targets {
+        if t == Target::Interpreter {
+            continue;
+        }
+        let clock = std::time::Instant::now();
+        let got = run_caught(case, t);
+        report.times.push((t, clock.elapsed()));
+        let message = match got {
+            Err(e) => Some(format!("error: {e}")),
+            Ok(_) if matches!(t, Target::Ptx(_)) => None,
+            Ok(g) => compare(case, &tols, &g, &want).err(),
+        };
+        if let Some(message) = message {
+            report.mismatches.push(Mismatch { target: t, message });
+        }
+    }
+    report
+}

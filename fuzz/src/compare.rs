@@ -1,0 +1,149 @@
+//! Comparing a device's buffers with the interpreter's.
+//!
+//! Every buffer is compared element by element in its dtype: bit for bit (all NaNs equal,
+//! +0 and -0 different) unless what the kernel stores into it is approximate (see
+//! [`crate::info`]), then within that many ulps. Buffers an unreliable value was stored
+//! into are not compared (the generator never does that; a shrunk case may).
+
+use crate::case::Case;
+use crate::info::{analyze, Tol};
+use half::{bf16, f16};
+use tritium_dsl::ir::DType;
+
+/// Open finding of the fuzzer: float `max`/`min` (elementwise, reductions, atomics) of
+/// +0 and -0 return either zero (`maxnum` leaves it open; the interpreter and the compiled
+/// code pick differently, seed 60). Until their semantics order -0 below +0 everywhere,
+/// zeros of either sign compare equal.
+const SIGNED_ZEROS_OPEN: bool = true;
+
+/// How each parameter's contents are compared (`None` for scalars).
+pub fn tolerances(case: &Case) -> Vec<Option<Tol>> {
+    let facts = analyze(&case.function, &case.memory());
+    case.args
+        .iter()
+        .enumerate()
+        .map(|(p, a)| match a {
+            crate::case::Arg::Buffer { .. } => {
+                Some(facts.stored.get(&p).map_or(Tol::Exact, |i| i.tol))
+            }
+            crate::case::Arg::Scalar(_) => None,
+        })
+        .collect()
+}
+
+/// The first difference between `got` and `want` (per parameter), described.
+pub fn compare(
+    case: &Case,
+    tols: &[Option<Tol>],
+    got: &[Vec<u8>],
+    want: &[Vec<u8>],
+) -> Result<(), String> {
+    for (p, ((g, w), tol)) in got.iter().zip(want).zip(tols).enumerate() {
+        let Some(tol) = tol else { continue };
+        if *tol == Tol::Unreliable {
+            continue;
+        }
+        let d = case
+            .function
+            .ty(case.function.params[p].value)
+            .elem
+            .pointee();
+        let d = d.expect("a buffer parameter");
+        let size = d.size_bytes();
+        for (i, (a, b)) in g.chunks(size).zip(w.chunks(size)).enumerate() {
+            if a == b {
+                continue;
+            }
+            let (x, y) = (decode(d, a), decode(d, b));
+            if !close(d, *tol, x, y) {
+                return Err(format!(
+                    "parameter {} ({d}) element {i}: got {}, want {} ({tol:?})",
+                    case.function.params[p].name,
+                    show(d, a),
+                    show(d, b)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A float element as f64 (`None` for integers, which compare by bits).
+fn decode(d: DType, b: &[u8]) -> Option<f64> {
+    Some(match d {
+        DType::F16 => f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
+        DType::BF16 => bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
+        DType::F32 => f32::from_le_bytes(b.try_into().ok()?) as f64,
+        DType::F64 => f64::from_le_bytes(b.try_into().ok()?),
+        _ => return None,
+    })
+}
+
+fn show(d: DType, b: &[u8]) -> String {
+    match decode(d, b) {
+        Some(v) => format!("{v:e} ({})", hex(b)),
+        None => {
+            let mut w = [0u8; 16];
+            w[..b.len()].copy_from_slice(b);
+            let u = u128::from_le_bytes(w);
+            if d.is_signed_int() {
+                let shift = 128 - 8 * b.len() as u32;
+                format!("{}", ((u << shift) as i128) >> shift)
+            } else {
+                format!("{u}")
+            }
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().rev().map(|x| format!("{x:02x}")).collect()
+}
+
+/// One unit in the last place of `d` at magnitude `x` (the smallest subnormal near 0).
+fn ulp(d: DType, x: f64) -> f64 {
+    let (mant, min_exp) = match d {
+        DType::F16 => (10, -14),
+        DType::BF16 => (7, -126),
+        DType::F32 => (23, -126),
+        _ => (52, -1022),
+    };
+    let e = if x == 0.0 || !x.is_finite() {
+        min_exp
+    } else {
+        (x.abs().log2().floor() as i32).max(min_exp)
+    };
+    2f64.powi(e - mant)
+}
+
+fn close(d: DType, tol: Tol, x: Option<f64>, y: Option<f64>) -> bool {
+    let (Some(x), Some(y)) = (x, y) else {
+        return false;
+    };
+    if x.is_nan() || y.is_nan() {
+        return x.is_nan() && y.is_nan();
+    }
+    match tol {
+        Tol::Exact => x == y && (x.is_sign_negative() == y.is_sign_negative() || SIGNED_ZEROS_OPEN),
+        Tol::Unreliable => true,
+        Tol::Ulps(u) => {
+            if x == y {
+                return true;
+            }
+            let max = match d {
+                DType::F16 => 65504.0,
+                DType::BF16 => 3.3895313892515355e38,
+                DType::F32 => f32::MAX as f64,
+                _ => f64::MAX,
+            };
+            // Near the largest finite value one device may round to infinity.
+            if x.is_infinite() || y.is_infinite() {
+                let finite = if x.is_infinite() { y } else { x };
+                let inf = if x.is_infinite() { x } else { y };
+                return finite.signum() == inf.signum()
+                    && finite.abs() >= max - u as f64 * ulp(d, max);
+            }
+            (x - y).abs() <= u as f64 * ulp(d, x.abs().max(y.abs()))
+        }
+    }
+}

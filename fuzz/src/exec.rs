@@ -1,0 +1,149 @@
+//! Running a case: the interpreter, the CPU, the CUDA emulator, and PTX generation.
+
+use crate::case::{Arg, Case};
+use std::path::PathBuf;
+use tritium_backend::cuda::{compile_ptx, run_emulated_with, CudaCompileOptions};
+use tritium_backend::{cpu, interp, Grid, KernelArgs, Memory, RawArg, RawBuffer};
+use tritium_dsl::ir::Function;
+
+/// Where a case runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// The reference interpreter.
+    Interpreter,
+    /// Compiled for the host CPU.
+    Cpu,
+    /// The CUDA lowering on host threads.
+    Emulator,
+    /// PTX for this `sm_` (compiled, not run).
+    Ptx(u32),
+}
+
+impl Target {
+    /// Every target a case is checked on, the reference first.
+    pub const ALL: [Target; 5] = [
+        Target::Interpreter,
+        Target::Cpu,
+        Target::Emulator,
+        Target::Ptx(80),
+        Target::Ptx(90),
+    ];
+
+    /// A short name for reports.
+    pub fn name(self) -> String {
+        match self {
+            Target::Interpreter => "interpreter".into(),
+            Target::Cpu => "cpu".into(),
+            Target::Emulator => "emulator".into(),
+            Target::Ptx(sm) => format!("ptx-sm{sm}"),
+        }
+    }
+}
+
+/// The contents of every parameter after a launch (empty for scalars), or the error.
+pub type Outcome = Result<Vec<Vec<u8>>, String>;
+
+/// Where compiled CPU kernels are cached: a directory of this process, so that a stale
+/// entry from another build can never stand in for what this build generates.
+pub fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("tritium-fuzz-{}", std::process::id()))
+}
+
+/// Runs `case` on `target`; PTX targets give no buffers, only whether compilation worked.
+pub fn run(case: &Case, target: Target) -> Outcome {
+    let f = &case.function;
+    if let Target::Ptx(sm) = target {
+        let options = CudaCompileOptions {
+            sm,
+            num_warps: case.num_warps,
+            bounds_check: false,
+        };
+        return compile_ptx(f, "fuzz", &options)
+            .map(|_| Vec::new())
+            .map_err(|e| e.to_string());
+    }
+    // Eight-byte words keep every buffer aligned for its dtype.
+    let mut words: Vec<Vec<u64>> = case
+        .args
+        .iter()
+        .map(|a| match a {
+            Arg::Buffer { bytes, .. } => {
+                let mut w = vec![0u64; bytes.len().div_ceil(8)];
+                as_bytes_mut(&mut w)[..bytes.len()].copy_from_slice(bytes);
+                w
+            }
+            Arg::Scalar(_) => Vec::new(),
+        })
+        .collect();
+    let raw = raw_args(f, case, &mut words);
+    let grid = Grid(case.grid);
+    let result = match target {
+        Target::Interpreter => interp::interpret(f, grid, &raw),
+        Target::Cpu => {
+            let options = cpu::CompileOptions {
+                cache_dir: Some(cache_dir()),
+                ..Default::default()
+            };
+            cpu::compile(f.clone(), &options).and_then(|k| k.run(grid, &raw, false))
+        }
+        Target::Emulator => {
+            let mut args = KernelArgs::new();
+            args.args = raw.clone();
+            args.names = vec!["arg"; raw.len()];
+            let options = CudaCompileOptions {
+                num_warps: case.num_warps,
+                ..Default::default()
+            };
+            run_emulated_with(f, grid, &args, &options)
+        }
+        Target::Ptx(_) => unreachable!("handled above"),
+    };
+    result.map_err(|e| e.to_string())?;
+    Ok(case
+        .args
+        .iter()
+        .zip(&words)
+        .map(|(a, w)| match a {
+            Arg::Buffer { bytes, .. } => as_bytes(w)[..bytes.len()].to_vec(),
+            Arg::Scalar(_) => Vec::new(),
+        })
+        .collect())
+}
+
+fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {
+    f.params
+        .iter()
+        .zip(&case.args)
+        .zip(words.iter_mut())
+        .map(|((p, a), w)| {
+            let t = f.ty(p.value);
+            match a {
+                Arg::Buffer { bytes, .. } => {
+                    let ptr = w.as_mut_ptr() as usize;
+                    RawArg::Ptr(RawBuffer {
+                        ptr,
+                        lo: ptr,
+                        hi: ptr + bytes.len(),
+                        dtype: t.elem.pointee().expect("a pointer parameter"),
+                        writable: true,
+                        memory: Memory::Host,
+                    })
+                }
+                Arg::Scalar(bits) => RawArg::Scalar {
+                    dtype: t.dtype().expect("a scalar parameter"),
+                    bits: *bits,
+                },
+            }
+        })
+        .collect()
+}
+
+fn as_bytes(w: &[u64]) -> &[u8] {
+    // SAFETY: u64 has no padding and any byte is a valid u8; the length is in bytes.
+    unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, w.len() * 8) }
+}
+
+fn as_bytes_mut(w: &mut [u64]) -> &mut [u8] {
+    // SAFETY: as `as_bytes`, and every byte pattern is a valid u64.
+    unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 8) }
+}

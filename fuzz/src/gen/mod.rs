@@ -1,0 +1,1404 @@
+//! The random program generator, in the spirit of Csmith and YARPGen: deterministic from
+//! a seed, only verifier-clean kernels, and no undefined behaviour by construction.
+//!
+//! - Every access is in bounds or masked: input loads take offsets reduced into the
+//!   buffer (`((x % len) + len) % len`) or masked by `0 <= x < len`; stores, loads of
+//!   outputs and private atomics go through injective offsets inside the program's own
+//!   region (`pid * REGION + a permutation of the lanes`), so programs never race.
+//! - Atomics on memory every program shares are integer `add`/`max`/`min` (their final
+//!   value is order-independent) and their old values are never used.
+//! - Loops run at most [`MAX_TRIPS`](crate::info::MAX_TRIPS) times.
+//! - Values carry [`Info`]: approximate values (transcendental functions) flow only into
+//!   ops that keep differences small, and float sums and dots only see small integers, so
+//!   that the comparison can be exact everywhere else.
+
+mod data;
+
+pub use data::{element_bytes, float_value, int_value};
+
+use crate::case::{Arg, Case};
+use crate::info::{self, exact_int_limit, Info, Memory, Tol, MAX_TRIPS};
+use crate::Rng;
+use std::collections::HashMap;
+use tritium_dsl::ir::{
+    AtomicOp, BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Loc, Op, Param, ReduceOp,
+    Type, UnOp, Value,
+};
+
+/// Elements of each program's region of an output buffer (tiles are at most this big).
+pub const REGION: usize = 512;
+
+/// The generated program's size and shape.
+#[derive(Debug, Clone, Copy)]
+pub struct GenConfig {
+    /// Statements at the top level (nested regions take a share of it).
+    pub statements: usize,
+    /// Deepest nesting of regions.
+    pub max_depth: usize,
+}
+
+impl Default for GenConfig {
+    fn default() -> Self {
+        GenConfig {
+            statements: 14,
+            max_depth: 3,
+        }
+    }
+}
+
+/// The program for `seed`.
+pub fn generate(seed: u64, config: &GenConfig) -> Case {
+    let mut g = Gen::new(seed, *config);
+    g.program();
+    g.finish()
+}
+
+/// What a requested value must satisfy.
+#[derive(Debug, Clone, Copy)]
+struct Need {
+    /// Devices must agree bit for bit (else an approximate value is acceptable).
+    exact: bool,
+    /// Float elements must be integers of at most this magnitude.
+    bound: Option<f64>,
+}
+
+impl Need {
+    const EXACT: Need = Need {
+        exact: true,
+        bound: None,
+    };
+    const ANY: Need = Need {
+        exact: false,
+        bound: None,
+    };
+
+    fn accepts(&self, i: &Info) -> bool {
+        let tol_ok = match i.tol {
+            Tol::Exact => true,
+            Tol::Ulps(_) => !self.exact,
+            Tol::Unreliable => false,
+        };
+        let bound_ok = match (self.bound, i.int_bound) {
+            (None, _) => true,
+            (Some(want), Some(have)) => have <= want,
+            (Some(_), None) => false,
+        };
+        tol_ok && bound_ok
+    }
+}
+
+struct Buffer {
+    ptr: Value,
+    dtype: DType,
+    len: usize,
+    /// Input elements' integer bound.
+    bound: Option<f64>,
+}
+
+struct Gen {
+    rng: Rng,
+    config: GenConfig,
+    seed: u64,
+    types: Vec<Type>,
+    infos: Vec<Info>,
+    /// Instructions of the regions being built, innermost last.
+    scopes: Vec<Vec<Inst>>,
+    /// Values visible in each open region, innermost last.
+    visible: Vec<Vec<Value>>,
+    params: Vec<Param>,
+    args: Vec<Arg>,
+    /// The parameter each pointer value derives from.
+    roots: HashMap<Value, usize>,
+    inputs: Vec<Buffer>,
+    /// Outputs and private atomics: `(buffer, exact)`; loads read only exact ones.
+    outputs: Vec<(Buffer, bool)>,
+    atomics: Vec<Buffer>,
+    shared: Option<Buffer>,
+    grid: [u64; 3],
+    programs: usize,
+    /// `pid * REGION` (i32).
+    base: Option<Value>,
+    /// A scalar parameter in `0..=3` (i32), for loop bounds.
+    n: Option<Value>,
+    dims: Vec<usize>,
+    depth: usize,
+    expr_depth: usize,
+    line: u32,
+}
+
+/// Integer dtypes atomics support everywhere.
+const ATOMIC_INTS: [DType; 4] = [DType::I32, DType::U32, DType::I64, DType::U64];
+
+impl Gen {
+    fn new(seed: u64, config: GenConfig) -> Gen {
+        Gen {
+            rng: Rng::new(seed),
+            config,
+            seed,
+            types: Vec::new(),
+            infos: Vec::new(),
+            scopes: vec![Vec::new()],
+            visible: vec![Vec::new()],
+            params: Vec::new(),
+            args: Vec::new(),
+            roots: HashMap::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            atomics: Vec::new(),
+            shared: None,
+            grid: [1, 1, 1],
+            programs: 1,
+            base: None,
+            n: None,
+            dims: Vec::new(),
+            depth: 0,
+            expr_depth: 0,
+            line: 0,
+        }
+    }
+
+    // ---- building blocks -------------------------------------------------------------
+
+    fn new_value(&mut self, t: Type, info: Info) -> Value {
+        let v = Value(self.types.len() as u32);
+        self.types.push(t);
+        self.infos.push(info);
+        v
+    }
+
+    fn ty(&self, v: Value) -> &Type {
+        &self.types[v.index()]
+    }
+
+    fn info(&self, v: Value) -> Info {
+        self.infos[v.index()]
+    }
+
+    fn loc(&mut self) -> Loc {
+        self.line += 1;
+        Loc {
+            file: "fuzz.rs".into(),
+            line: self.line,
+            col: 1,
+        }
+    }
+
+    fn memory_info(&self, ptr: Value) -> Info {
+        match self.roots.get(&ptr).map(|p| &self.args[*p]) {
+            Some(Arg::Buffer {
+                memory: Memory::Input(b),
+                ..
+            }) => Info {
+                tol: Tol::Exact,
+                int_bound: *b,
+            },
+            Some(Arg::Buffer {
+                memory: Memory::SharedAtomics,
+                ..
+            }) => Info::UNRELIABLE,
+            _ => Info::EXACT,
+        }
+    }
+
+    /// Appends a non-region op with results of `types`; returns the results.
+    fn push(&mut self, op: Op, types: Vec<Type>) -> Vec<Value> {
+        let results: Vec<Value> = types
+            .into_iter()
+            .map(|t| self.new_value(t, Info::EXACT))
+            .collect();
+        if let Some(r) = results.first() {
+            let info = {
+                let types = &self.types;
+                let infos = &self.infos;
+                info::transfer(
+                    &op,
+                    Some(*r),
+                    &|v| &types[v.index()],
+                    &|v| infos[v.index()],
+                    &|p| self.memory_info(p),
+                )
+            };
+            let info = info.unwrap_or(Info::EXACT);
+            for r in &results {
+                self.infos[r.index()] = fit(info, &self.types[r.index()]);
+            }
+        }
+        if let Op::AddPtr(p, _) | Op::Splat(p) | Op::Broadcast(p) = &op {
+            if let Some(root) = self.roots.get(p).copied() {
+                self.roots.insert(results[0], root);
+            }
+        }
+        let loc = self.loc();
+        self.scopes.last_mut().expect("a scope").push(Inst {
+            results: results.clone(),
+            op,
+            loc,
+        });
+        self.visible.last_mut().expect("a scope").extend(
+            results
+                .iter()
+                .filter(|r| self.types[r.index()].dtype().is_some()),
+        );
+        results
+    }
+
+    fn push1(&mut self, op: Op, t: Type) -> Value {
+        self.push(op, vec![t])[0]
+    }
+
+    fn tile(d: DType, shape: &[usize]) -> Type {
+        Type::tile(Elem::Scalar(d), shape.to_vec())
+    }
+
+    fn constant(&mut self, d: DType, shape: &[usize], c: Const) -> Value {
+        self.push1(Op::Const(c), Self::tile(d, shape))
+    }
+
+    fn int_const(&mut self, d: DType, shape: &[usize], v: i128) -> Value {
+        let c = if d.is_float() {
+            Const::Float(v as f64)
+        } else {
+            Const::Int(v)
+        };
+        self.constant(d, shape, c)
+    }
+
+    fn binary(&mut self, op: BinOp, a: Value, b: Value) -> Value {
+        let t = self.ty(a).clone();
+        self.push1(Op::Binary(op, a, b), t)
+    }
+
+    fn cast(&mut self, x: Value, d: DType) -> Value {
+        let t = self.ty(x).with_elem(Elem::Scalar(d));
+        if self.ty(x) == &t {
+            return x;
+        }
+        self.push1(Op::Cast(x), t)
+    }
+
+    fn splat_to(&mut self, x: Value, shape: &[usize]) -> Value {
+        if self.ty(x).shape == shape {
+            return x;
+        }
+        let t = self.ty(x).with_shape(shape.to_vec());
+        if self.ty(x).is_scalar() {
+            self.push1(Op::Splat(x), t)
+        } else {
+            self.push1(Op::Broadcast(x), t)
+        }
+    }
+
+    fn cmp(&mut self, p: CmpPred, a: Value, b: Value) -> Value {
+        let t = self.ty(a).with_elem(Elem::Scalar(DType::Bool));
+        self.push1(Op::Cmp(p, a, b), t)
+    }
+
+    // ---- shapes and dtypes -----------------------------------------------------------
+
+    fn random_dtype(&mut self) -> DType {
+        *self.rng.pick(&DType::ALL)
+    }
+
+    fn random_shape(&mut self, max_rank: usize) -> Vec<usize> {
+        let rank = [0, 1, 1, 2, 2, 2, 3][self.rng.below(7)].min(max_rank);
+        let mut s: Vec<usize> = (0..rank).map(|_| *self.rng.pick(&self.dims)).collect();
+        while s.iter().product::<usize>() > REGION {
+            s.pop();
+        }
+        s
+    }
+
+    // ---- values ----------------------------------------------------------------------
+
+    /// A value of `d` with `shape` satisfying `need`: an existing one or a new expression.
+    fn value(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        // Only floats have integer bounds.
+        let need = Need {
+            bound: need.bound.filter(|_| d.is_float()),
+            ..need
+        };
+        let want = Self::tile(d, shape);
+        let found: Vec<Value> = self
+            .visible
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|v| self.types[v.index()] == want && need.accepts(&self.infos[v.index()]))
+            .collect();
+        if !found.is_empty() && self.rng.chance(0.6) {
+            return *self.rng.pick(&found);
+        }
+        self.expr_depth += 1;
+        let v = self.fresh(d, shape, need);
+        self.expr_depth -= 1;
+        v
+    }
+
+    fn fresh(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        if self.expr_depth > 4 {
+            return self.leaf(d, shape, need);
+        }
+        let v = match self.rng.weighted(&[3, 2, 2, 3, 3, 10, 2, 2, 3]) {
+            0 => self.leaf(d, shape, need),
+            1 if !shape.is_empty() => {
+                let s = self.value(d, &[], need);
+                self.splat_to(s, shape)
+            }
+            2 if !shape.is_empty() => self.broadcast_from_smaller(d, shape, need),
+            3 => self.cast_into(d, shape, need),
+            4 => self.load_input(d, shape, need),
+            5 => self.elementwise(d, shape, need),
+            6 => self.reduce_into(d, shape, need),
+            7 => self.dot_into(d, shape, need),
+            8 => self.reshaped(d, shape, need),
+            _ => self.leaf(d, shape, need),
+        };
+        if need.accepts(&self.info(v)) {
+            v
+        } else {
+            self.fix(v, need)
+        }
+    }
+
+    /// Makes `v` satisfy `need`: integer-valued and bounded by quantizing and clamping.
+    fn fix(&mut self, v: Value, need: Need) -> Value {
+        let d = self.ty(v).dtype().expect("a number");
+        let shape = self.ty(v).shape.clone();
+        if !self.info(v).is_exact() && need.exact || self.info(v).tol == Tol::Unreliable {
+            return self.leaf(d, &shape, need);
+        }
+        let Some(b) = need.bound else {
+            return v;
+        };
+        let mut x = v;
+        if self.info(x).int_bound.is_none() {
+            // Saturating casts: NaN becomes 0, everything else an integer in -128..=127.
+            let q = self.cast(x, DType::I8);
+            x = self.push1(Op::Cast(q), Self::tile(d, &shape));
+        }
+        if self.info(x).int_bound.is_some_and(|have| have > b) {
+            let b = b.floor() as i128;
+            let hi = self.int_const(d, &shape, b);
+            let lo = self.int_const(d, &shape, -b);
+            x = self.binary(BinOp::Min, x, hi);
+            x = self.binary(BinOp::Max, x, lo);
+        }
+        if need.accepts(&self.info(x)) {
+            x
+        } else {
+            self.leaf(d, &shape, need)
+        }
+    }
+
+    /// A constant, a program id or a scalar parameter.
+    fn leaf(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        if shape.is_empty() && d == DType::I32 && self.rng.chance(0.3) {
+            let axis = self.rng.below(3) as u32;
+            let op = if self.rng.chance(0.7) {
+                Op::ProgramId(axis)
+            } else {
+                Op::NumPrograms(axis)
+            };
+            return self.push1(op, Type::scalar(DType::I32));
+        }
+        if shape.len() == 1 && d == DType::I32 && self.rng.chance(0.3) {
+            let start = self.rng.range(-4, 4);
+            return self.push1(
+                Op::Arange {
+                    start,
+                    end: start + shape[0] as i64,
+                },
+                Self::tile(d, shape),
+            );
+        }
+        let c = match need.bound {
+            Some(b) if d.is_float() => {
+                let b = b.min(16.0) as i64;
+                Const::Float(self.rng.range(-b, b) as f64)
+            }
+            _ => data::constant(d, &mut self.rng),
+        };
+        self.constant(d, shape, c)
+    }
+
+    /// A transpose, a reshape or an expand_dims of a value of another shape.
+    fn reshaped(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        let t = Self::tile(d, shape);
+        let op = match self.rng.below(3) {
+            0 if shape.len() == 2 => {
+                let x = self.value(d, &[shape[1], shape[0]], need);
+                Op::Trans(x)
+            }
+            1 if shape.contains(&1) => {
+                let axis = shape.iter().position(|s| *s == 1).expect("a 1");
+                let mut s = shape.to_vec();
+                s.remove(axis);
+                let x = self.value(d, &s, need);
+                Op::ExpandDims {
+                    x,
+                    axis: axis as u32,
+                }
+            }
+            _ => {
+                let numel: usize = shape.iter().product();
+                let mut s = self.random_shape(3);
+                if s.iter().product::<usize>() != numel {
+                    s = vec![numel];
+                }
+                let x = self.value(d, &s, need);
+                Op::Reshape(x)
+            }
+        };
+        self.push1(op, t)
+    }
+
+    fn broadcast_from_smaller(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        let mut small: Vec<usize> = shape
+            .iter()
+            .map(|s| if self.rng.chance(0.5) { 1 } else { *s })
+            .collect();
+        if self.rng.chance(0.3) {
+            let drop = self.rng.below(small.len() + 1);
+            small.drain(..drop);
+        }
+        let x = self.value(d, &small, need);
+        self.splat_to(x, shape)
+    }
+
+    fn cast_into(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        let from = self.random_dtype();
+        let need_from = match need.bound {
+            Some(b) if d.is_float() && from.is_float() => Need {
+                exact: need.exact,
+                bound: Some(b),
+            },
+            _ => Need {
+                exact: !(d.is_float() && from.is_float()) || need.exact,
+                bound: None,
+            },
+        };
+        let x = self.value(from, shape, need_from);
+        self.cast(x, d)
+    }
+
+    /// Offsets into `0..len` of `shape` (i32), with a mask when some lanes are off.
+    fn input_offsets(&mut self, shape: &[usize], len: usize) -> (Value, Option<Value>) {
+        let lenv = self.int_const(DType::I32, shape, len as i128);
+        match self.rng.below(3) {
+            0 => {
+                let own = self.own_offsets(shape);
+                (self.binary(BinOp::Rem, own, lenv), None)
+            }
+            1 => {
+                let x = self.value(DType::I32, shape, Need::EXACT);
+                let r = self.binary(BinOp::Rem, x, lenv);
+                let r = self.binary(BinOp::Add, r, lenv);
+                (self.binary(BinOp::Rem, r, lenv), None)
+            }
+            _ => {
+                let x = self.value(DType::I32, shape, Need::EXACT);
+                let zero = self.int_const(DType::I32, shape, 0);
+                let ge = self.cmp(CmpPred::Ge, x, zero);
+                let lt = self.cmp(CmpPred::Lt, x, lenv);
+                let mut m = self.binary(BinOp::And, ge, lt);
+                if self.rng.chance(0.3) {
+                    let extra = self.value(DType::Bool, shape, Need::EXACT);
+                    m = self.binary(BinOp::And, m, extra);
+                }
+                (x, Some(m))
+            }
+        }
+    }
+
+    fn pointers(&mut self, ptr: Value, offsets: Value) -> Value {
+        let shape = self.ty(offsets).shape.clone();
+        let p = self.splat_to(ptr, &shape);
+        let t = self.ty(p).clone();
+        self.push1(Op::AddPtr(p, offsets), t)
+    }
+
+    fn load_input(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        let ok: Vec<usize> = (0..self.inputs.len())
+            .filter(|i| {
+                let b = &self.inputs[*i];
+                b.dtype == d
+                    && need.accepts(&Info {
+                        tol: Tol::Exact,
+                        int_bound: b.bound,
+                    })
+            })
+            .collect();
+        let Some(&i) = (!ok.is_empty()).then(|| self.rng.pick(&ok)) else {
+            return self.elementwise(d, shape, need);
+        };
+        let (ptr, len) = (self.inputs[i].ptr, self.inputs[i].len);
+        let (off, mask) = self.input_offsets(shape, len);
+        let ptrs = self.pointers(ptr, off);
+        let other = match mask {
+            Some(_) if self.rng.chance(0.6) => Some(self.value(d, shape, need)),
+            _ => None,
+        };
+        self.push1(
+            Op::Load {
+                ptr: ptrs,
+                mask,
+                other,
+            },
+            Self::tile(d, shape),
+        )
+    }
+
+    /// Distinct offsets into this program's region, one per lane of `shape` (i32).
+    fn own_offsets(&mut self, shape: &[usize]) -> Value {
+        let base = self.base.expect("set up first");
+        let numel: usize = shape.iter().product();
+        let mut off = self.int_const(DType::I32, shape, 0);
+        // A random order of the axes gives each lane a distinct position.
+        let mut axes: Vec<usize> = (0..shape.len()).collect();
+        for i in (1..axes.len()).rev() {
+            axes.swap(i, self.rng.below(i + 1));
+        }
+        let mut stride = 1usize;
+        for &k in &axes {
+            if shape[k] == 1 {
+                continue;
+            }
+            let r = self.push1(
+                Op::Arange {
+                    start: 0,
+                    end: shape[k] as i64,
+                },
+                Self::tile(DType::I32, &[shape[k]]),
+            );
+            // [shape[k]] → 1 everywhere but axis k: by expand_dims or by reshape.
+            let mut placed: Vec<usize> = shape.iter().map(|_| 1).collect();
+            placed[k] = shape[k];
+            let e = if self.rng.chance(0.5) {
+                self.push1(Op::Reshape(r), Self::tile(DType::I32, &placed))
+            } else {
+                let mut e = r;
+                let mut s1 = vec![shape[k]];
+                for _ in 0..k {
+                    s1.insert(0, 1);
+                    e = self.push1(
+                        Op::ExpandDims { x: e, axis: 0 },
+                        Self::tile(DType::I32, &s1),
+                    );
+                }
+                while s1.len() < shape.len() {
+                    let axis = s1.len() as u32;
+                    s1.push(1);
+                    e = self.push1(Op::ExpandDims { x: e, axis }, Self::tile(DType::I32, &s1));
+                }
+                e
+            };
+            let e = self.splat_to(e, shape);
+            let sc = self.int_const(DType::I32, shape, stride as i128);
+            let term = self.binary(BinOp::Mul, e, sc);
+            off = self.binary(BinOp::Add, off, term);
+            stride *= shape[k];
+        }
+        if self.rng.chance(0.3) {
+            let last = self.int_const(DType::I32, shape, numel as i128 - 1);
+            off = self.binary(BinOp::Sub, last, off);
+        }
+        let b = self.splat_to(base, shape);
+        self.binary(BinOp::Add, off, b)
+    }
+
+    fn elementwise(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        let choice = self
+            .rng
+            .weighted(&[8, 5, if d.is_bool() { 6 } else { 1 }, 3, 2]);
+        match choice {
+            0 => self.binary_into(d, shape, need),
+            1 => self.unary_into(d, shape, need),
+            2 => {
+                let from = self.random_dtype();
+                let a = self.value(from, shape, Need::EXACT);
+                let b = self.value(from, shape, Need::EXACT);
+                let p = *self.rng.pick(CmpPred::ALL);
+                let c = self.cmp(p, a, b);
+                self.cast(c, d)
+            }
+            3 => {
+                let c = self.value(DType::Bool, shape, Need::EXACT);
+                let a = self.value(d, shape, need);
+                let b = self.value(d, shape, need);
+                let t = self.ty(a).clone();
+                self.push1(Op::Select(c, a, b), t)
+            }
+            _ if d.is_float() => {
+                let sub = Need {
+                    exact: true,
+                    bound: need.bound.map(|b| (b / 2.0).sqrt().floor()),
+                };
+                let a = self.value(d, shape, sub);
+                let b = self.value(d, shape, sub);
+                let c = self.value(
+                    d,
+                    shape,
+                    Need {
+                        exact: true,
+                        bound: need.bound.map(|b| (b / 2.0).floor()),
+                    },
+                );
+                let t = self.ty(a).clone();
+                self.push1(Op::Fma(a, b, c), t)
+            }
+            _ => self.binary_into(d, shape, need),
+        }
+    }
+
+    fn binary_into(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        use BinOp::*;
+        let ops: Vec<BinOp> = BinOp::ALL
+            .iter()
+            .copied()
+            .filter(|op| match op {
+                And | Or | Xor => !d.is_float(),
+                Shl | Shr => d.is_int(),
+                Add | Sub | Mul | Div | Rem | Max | Min => !d.is_bool(),
+            })
+            .filter(|op| need.bound.is_none() || matches!(op, Add | Sub | Mul | Max | Min))
+            .collect();
+        let op = *self.rng.pick(&ops);
+        let sub = match (op, need.bound) {
+            (Add | Sub, Some(b)) => Need {
+                exact: true,
+                bound: Some((b / 2.0).floor()),
+            },
+            (Mul, Some(b)) => Need {
+                exact: true,
+                bound: Some(b.sqrt().floor()),
+            },
+            (Max | Min, _) if d.is_float() => need,
+            _ => Need {
+                exact: true,
+                bound: need.bound,
+            },
+        };
+        let a = self.value(d, shape, sub);
+        let b = if matches!(op, Shl | Shr) && self.rng.chance(0.5) {
+            // Shift amounts at and past the width.
+            let k = *self.rng.pick(&[
+                0,
+                1,
+                d.bits() as i128 - 1,
+                d.bits() as i128,
+                d.bits() as i128 + 3,
+            ]);
+            self.int_const(d, shape, k)
+        } else {
+            self.value(d, shape, sub)
+        };
+        self.binary(op, a, b)
+    }
+
+    fn unary_into(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        use UnOp::*;
+        let ops: Vec<UnOp> = UnOp::ALL
+            .iter()
+            .copied()
+            .filter(|op| match op {
+                Not => !d.is_float(),
+                Neg | Abs => !d.is_bool(),
+                _ => d.is_float(),
+            })
+            .filter(|op| need.bound.is_none() || matches!(op, Neg | Abs | Floor | Ceil))
+            .filter(|op| !need.exact || matches!(op, Neg | Abs | Not | Floor | Ceil | Sqrt))
+            .collect();
+        if ops.is_empty() {
+            return self.binary_into(d, shape, need);
+        }
+        let op = *self.rng.pick(&ops);
+        let sub = match op {
+            Neg | Abs if d.is_float() => need,
+            _ => Need {
+                exact: true,
+                bound: need.bound,
+            },
+        };
+        let x = self.value(d, shape, sub);
+        let t = self.ty(x).clone();
+        self.push1(Op::Unary(op, x), t)
+    }
+
+    fn reduce_into(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        if shape.len() >= 3 || d.is_bool() {
+            return self.elementwise(d, shape, need);
+        }
+        let axis = self.rng.below(shape.len() + 1);
+        let m = *self.rng.pick(&self.dims);
+        let mut xs = shape.to_vec();
+        xs.insert(axis, m);
+        if xs.iter().product::<usize>() > REGION {
+            return self.elementwise(d, shape, need);
+        }
+        let ops: &[ReduceOp] = if d == DType::I32 {
+            ReduceOp::ALL
+        } else {
+            &[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min]
+        };
+        let op = *self.rng.pick(ops);
+        let (xd, xneed) = match op {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => {
+                let xd = self.random_dtype();
+                (if xd.is_bool() { DType::I8 } else { xd }, Need::EXACT)
+            }
+            ReduceOp::Sum if d.is_float() => {
+                let limit =
+                    exact_int_limit(info::accumulator(d)).min(need.bound.unwrap_or(f64::MAX));
+                (
+                    d,
+                    Need {
+                        exact: true,
+                        bound: Some((limit / m as f64).floor().min(4096.0)),
+                    },
+                )
+            }
+            ReduceOp::Sum => (d, Need::EXACT),
+            _ => (d, need),
+        };
+        let x = self.value(xd, &xs, xneed);
+        self.push1(
+            Op::Reduce {
+                op,
+                x,
+                axis: axis as u32,
+            },
+            Self::tile(d, shape),
+        )
+    }
+
+    fn dot_into(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        if shape.len() != 2 || d.is_bool() {
+            return self.elementwise(d, shape, need);
+        }
+        let k = *self.rng.pick(&[1, 2, 4, 8, 16, 16, 32]);
+        let (mm, nn) = (shape[0], shape[1]);
+        if mm * k > REGION || k * nn > REGION {
+            return self.elementwise(d, shape, need);
+        }
+        let from = match d {
+            DType::F32 => *self
+                .rng
+                .pick(&[DType::F32, DType::F16, DType::BF16, DType::F16]),
+            d => d,
+        };
+        let (in_need, acc_need) = if d.is_float() {
+            let limit = exact_int_limit(info::accumulator(d)).min(need.bound.unwrap_or(f64::MAX));
+            let ab = 8.0f64.min(exact_int_limit(from) / 2.0);
+            let acc = (limit - ab * ab * k as f64).floor();
+            if acc < 0.0 {
+                return self.elementwise(d, shape, need);
+            }
+            (
+                Need {
+                    exact: true,
+                    bound: Some(ab),
+                },
+                Need {
+                    exact: true,
+                    bound: Some(acc.min(1e6)),
+                },
+            )
+        } else {
+            (Need::EXACT, Need::EXACT)
+        };
+        let a = self.value(from, &[mm, k], in_need);
+        let b = self.value(from, &[k, nn], in_need);
+        let acc = self.value(d, shape, acc_need);
+        self.push1(Op::Dot { a, b, acc }, Self::tile(d, shape))
+    }
+
+    // ---- statements ------------------------------------------------------------------
+
+    fn program(&mut self) {
+        let r = &mut self.rng;
+        self.dims = (0..3)
+            .map(|_| *r.pick(&[1, 2, 2, 4, 4, 8, 8, 16, 16, 32, 3]))
+            .collect();
+        let grid = [
+            self.rng.range(1, 3) as u64,
+            1 + u64::from(self.rng.chance(0.3)),
+            1 + u64::from(self.rng.chance(0.15)),
+        ];
+        self.grid = grid;
+        self.programs = grid.iter().product::<u64>() as usize;
+        // Parameters: inputs, outputs, atomics, scalars.
+        for _ in 0..self.rng.range(1, 3) {
+            let d = self.random_dtype();
+            let len = *self.rng.pick(&[16, 64, 256]);
+            let bound = (d.is_float() && self.rng.chance(0.5)).then_some(16.0);
+            let bytes = data::buffer(d, len, bound, &mut self.rng);
+            let ptr = self.param(
+                Type::ptr(d),
+                Arg::Buffer {
+                    memory: Memory::Input(bound),
+                    bytes,
+                },
+            );
+            self.inputs.push(Buffer {
+                ptr,
+                dtype: d,
+                len,
+                bound,
+            });
+        }
+        for _ in 0..self.rng.range(1, 3) {
+            let d = self.random_dtype();
+            let exact = self.rng.chance(0.75);
+            let len = self.programs * REGION;
+            let bytes = data::buffer(d, len, None, &mut self.rng);
+            let ptr = self.param(
+                Type::ptr(d),
+                Arg::Buffer {
+                    memory: Memory::Output,
+                    bytes,
+                },
+            );
+            self.outputs.push((
+                Buffer {
+                    ptr,
+                    dtype: d,
+                    len,
+                    bound: None,
+                },
+                exact,
+            ));
+        }
+        if self.rng.chance(0.4) {
+            let d = *self.rng.pick(&[
+                DType::I32,
+                DType::U32,
+                DType::I64,
+                DType::U64,
+                DType::F32,
+                DType::F64,
+            ]);
+            let len = self.programs * REGION;
+            let bytes = data::buffer(d, len, Some(16.0), &mut self.rng);
+            let ptr = self.param(
+                Type::ptr(d),
+                Arg::Buffer {
+                    memory: Memory::Output,
+                    bytes,
+                },
+            );
+            self.atomics.push(Buffer {
+                ptr,
+                dtype: d,
+                len,
+                bound: None,
+            });
+        }
+        if self.rng.chance(0.3) {
+            let d = *self.rng.pick(&ATOMIC_INTS);
+            let bytes = data::buffer(d, 8, None, &mut self.rng);
+            let ptr = self.param(
+                Type::ptr(d),
+                Arg::Buffer {
+                    memory: Memory::SharedAtomics,
+                    bytes,
+                },
+            );
+            self.shared = Some(Buffer {
+                ptr,
+                dtype: d,
+                len: 8,
+                bound: None,
+            });
+        }
+        let trips = self.rng.range(0, 3) as u64;
+        self.n = Some(self.param(Type::scalar(DType::I32), Arg::Scalar(trips)));
+        for _ in 0..self.rng.range(0, 2) {
+            let d = self.random_dtype();
+            let c = data::constant(d, &mut self.rng);
+            let mut bytes = data::element_bytes(d, c);
+            bytes.resize(8, 0);
+            let bits = u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+            self.param(Type::scalar(d), Arg::Scalar(bits));
+        }
+        // pid = x + nx * (y + ny * z); base = pid * REGION.
+        let ids: Vec<Value> = (0..3)
+            .map(|a| self.push1(Op::ProgramId(a), Type::scalar(DType::I32)))
+            .collect();
+        let nx = self.push1(Op::NumPrograms(0), Type::scalar(DType::I32));
+        let ny = self.push1(Op::NumPrograms(1), Type::scalar(DType::I32));
+        let t = self.binary(BinOp::Mul, ny, ids[2]);
+        let t = self.binary(BinOp::Add, ids[1], t);
+        let t = self.binary(BinOp::Mul, nx, t);
+        let pid = self.binary(BinOp::Add, ids[0], t);
+        let region = self.int_const(DType::I32, &[], REGION as i128);
+        self.base = Some(self.binary(BinOp::Mul, pid, region));
+        let n = self.config.statements;
+        self.statements(n);
+        for k in 0..self.outputs.len() {
+            self.store_output(k);
+        }
+    }
+
+    fn param(&mut self, t: Type, arg: Arg) -> Value {
+        let v = self.new_value(t.clone(), Info::EXACT);
+        let i = self.params.len();
+        self.params.push(Param {
+            name: format!("p{i}"),
+            value: v,
+        });
+        self.args.push(arg);
+        if t.elem.pointee().is_some() {
+            self.roots.insert(v, i);
+        } else {
+            self.visible[0].push(v);
+        }
+        v
+    }
+
+    fn statements(&mut self, n: usize) {
+        for _ in 0..n {
+            self.statement();
+        }
+    }
+
+    fn statement(&mut self) {
+        let nested = self.depth < self.config.max_depth;
+        let w = [
+            4, // a value
+            4, // a store
+            2, // a load of an output
+            u32::from(!self.atomics.is_empty()) * 2,
+            u32::from(self.shared.is_some()),
+            u32::from(nested) * 2, // for
+            u32::from(nested),     // while
+            u32::from(nested) * 2, // if
+        ];
+        match self.rng.weighted(&w) {
+            0 => {
+                let d = self.random_dtype();
+                let s = self.random_shape(3);
+                let need = if self.rng.chance(0.8) {
+                    Need::EXACT
+                } else {
+                    Need::ANY
+                };
+                self.value(d, &s, need);
+            }
+            1 => {
+                let k = self.rng.below(self.outputs.len());
+                self.store_output(k);
+            }
+            2 => self.load_output(),
+            3 => self.private_atomic(),
+            4 => self.shared_atomic(),
+            5 => self.for_loop(),
+            6 => self.while_loop(),
+            _ => self.if_else(),
+        }
+    }
+
+    fn store_output(&mut self, k: usize) {
+        let (ptr, d, exact) = {
+            let (b, e) = &self.outputs[k];
+            (b.ptr, b.dtype, *e)
+        };
+        let shape = self.random_shape(3);
+        let need = if exact { Need::EXACT } else { Need::ANY };
+        let value = self.value(d, &shape, need);
+        let off = self.own_offsets(&shape);
+        let ptrs = self.pointers(ptr, off);
+        let mask = self
+            .rng
+            .chance(0.3)
+            .then(|| self.value(DType::Bool, &shape, Need::EXACT));
+        self.push(
+            Op::Store {
+                ptr: ptrs,
+                value,
+                mask,
+            },
+            vec![],
+        );
+    }
+
+    fn load_output(&mut self) {
+        let exact: Vec<usize> = (0..self.outputs.len())
+            .filter(|k| self.outputs[*k].1)
+            .collect();
+        let Some(&k) = (!exact.is_empty()).then(|| self.rng.pick(&exact)) else {
+            return;
+        };
+        let (ptr, d) = (self.outputs[k].0.ptr, self.outputs[k].0.dtype);
+        let shape = self.random_shape(3);
+        let off = self.own_offsets(&shape);
+        let ptrs = self.pointers(ptr, off);
+        let mask = self
+            .rng
+            .chance(0.3)
+            .then(|| self.value(DType::Bool, &shape, Need::EXACT));
+        self.push1(
+            Op::Load {
+                ptr: ptrs,
+                mask,
+                other: None,
+            },
+            Self::tile(d, &shape),
+        );
+    }
+
+    fn private_atomic(&mut self) {
+        let k = self.rng.below(self.atomics.len());
+        let (ptr, d) = (self.atomics[k].ptr, self.atomics[k].dtype);
+        let shape = self.random_shape(2);
+        let off = self.own_offsets(&shape);
+        let ptrs = self.pointers(ptr, off);
+        // Float adds stay exact on small integers.
+        let need = Need {
+            exact: true,
+            bound: d.is_float().then_some(1024.0),
+        };
+        if !d.is_float() && self.rng.chance(0.25) {
+            let cmp = self.value(d, &shape, need);
+            let value = self.value(d, &shape, need);
+            self.push1(
+                Op::AtomicCas {
+                    ptr: ptrs,
+                    cmp,
+                    value,
+                },
+                Self::tile(d, &shape),
+            );
+            return;
+        }
+        let op = *self.rng.pick(AtomicOp::ALL);
+        let value = self.value(d, &shape, need);
+        let mask = self
+            .rng
+            .chance(0.3)
+            .then(|| self.value(DType::Bool, &shape, Need::EXACT));
+        self.push1(
+            Op::Atomic {
+                op,
+                ptr: ptrs,
+                value,
+                mask,
+            },
+            Self::tile(d, &shape),
+        );
+    }
+
+    fn shared_atomic(&mut self) {
+        let Some(b) = &self.shared else { return };
+        let (ptr, d, len) = (b.ptr, b.dtype, b.len);
+        let shape = self.random_shape(2);
+        let (off, mask) = self.input_offsets(&shape, len);
+        let ptrs = self.pointers(ptr, off);
+        let op = *self
+            .rng
+            .pick(&[AtomicOp::Add, AtomicOp::Max, AtomicOp::Min]);
+        let value = self.value(d, &shape, Need::EXACT);
+        self.push1(
+            Op::Atomic {
+                op,
+                ptr: ptrs,
+                value,
+                mask,
+            },
+            Self::tile(d, &shape),
+        );
+    }
+
+    // ---- regions ---------------------------------------------------------------------
+
+    fn open(&mut self) {
+        self.scopes.push(Vec::new());
+        self.visible.push(Vec::new());
+        self.depth += 1;
+    }
+
+    fn close(&mut self, args: Vec<Value>) -> Block {
+        self.depth -= 1;
+        self.visible.pop();
+        Block {
+            args,
+            insts: self.scopes.pop().expect("an open region"),
+        }
+    }
+
+    /// The values a loop carries: existing values, each with the facts its body may assume
+    /// (a float of small integers gets room to grow and is clamped back when yielded).
+    fn carried(&mut self) -> Vec<(Value, Info)> {
+        let all: Vec<Value> = self.visible.iter().flatten().copied().collect();
+        let mut out = Vec::new();
+        for _ in 0..self.rng.range(0, 3) {
+            let v = if !all.is_empty() && self.rng.chance(0.6) {
+                *self.rng.pick(&all)
+            } else {
+                let d = self.random_dtype();
+                let s = self.random_shape(3);
+                self.value(d, &s, Need::EXACT)
+            };
+            let mut i = self.info(v);
+            if i.tol == Tol::Unreliable {
+                continue;
+            }
+            if let (Some(b), Some(d)) = (i.int_bound, self.ty(v).dtype()) {
+                i.int_bound = Some(b.max((exact_int_limit(d) / 16.0).floor()));
+            }
+            out.push((v, i));
+        }
+        out
+    }
+
+    /// Block arguments standing for `carried` inside a region.
+    fn args_for(&mut self, carried: &[(Value, Info)]) -> Vec<Value> {
+        carried
+            .iter()
+            .map(|(v, i)| {
+                let t = self.ty(*v).clone();
+                let a = self.new_value(t, *i);
+                self.visible.last_mut().expect("open").push(a);
+                a
+            })
+            .collect()
+    }
+
+    /// What a region yields for each carried value: a value of its type satisfying what
+    /// the body assumed of it.
+    fn yields_for(&mut self, carried: &[(Value, Info)], args: &[Value]) -> Vec<Value> {
+        carried
+            .iter()
+            .zip(args)
+            .map(|((v, i), a)| {
+                let t = self.ty(*v).clone();
+                let need = Need {
+                    exact: i.tol == Tol::Exact,
+                    bound: i.int_bound,
+                };
+                let d = t.dtype().expect("numbers");
+                let y = self.value(d, &t.shape, need);
+                if need.accepts(&self.info(y)) {
+                    y
+                } else {
+                    *a
+                }
+            })
+            .collect()
+    }
+
+    fn body_statements(&mut self) {
+        let n = self.rng.range(1, 5) as usize;
+        self.statements(n);
+    }
+
+    fn for_loop(&mut self) {
+        let (d, lo, hi, step) = if self.rng.chance(0.4) {
+            let d = *self
+                .rng
+                .pick(&[DType::I32, DType::I32, DType::I64, DType::U32, DType::I16]);
+            let n = self.n.expect("set up");
+            let hi = self.cast(n, d);
+            let lo = self.int_const(d, &[], 0);
+            let step = self.int_const(d, &[], 1);
+            (d, lo, hi, step)
+        } else {
+            let d = *self
+                .rng
+                .pick(&[DType::I32, DType::I64, DType::U8, DType::U64, DType::I8]);
+            let signed = d.is_signed_int();
+            let s: i128 = if signed {
+                *self.rng.pick(&[1, 2, 3, -1, -2])
+            } else {
+                *self.rng.pick(&[1, 2, 3])
+            };
+            let k = self.rng.range(0, MAX_TRIPS as i64) as i128;
+            let lo = if signed {
+                self.rng.range(-3, 3) as i128
+            } else {
+                self.rng.range(0, 3) as i128
+            };
+            // `hi` may overshoot the last iteration by less than a step.
+            let hi = lo + s * k
+                - if s > 0 {
+                    self.rng.below(s as usize) as i128
+                } else {
+                    0
+                };
+            let hi = if !signed { hi.max(0) } else { hi };
+            let (lo, hi, step) = (
+                self.int_const(d, &[], lo),
+                self.int_const(d, &[], hi),
+                self.int_const(d, &[], s),
+            );
+            (d, lo, hi, step)
+        };
+        let carried = self.carried();
+        self.open();
+        let iv = self.new_value(Type::scalar(d), Info::EXACT);
+        self.visible.last_mut().expect("open").push(iv);
+        let args = self.args_for(&carried);
+        self.body_statements();
+        let ys = self.yields_for(&carried, &args);
+        self.push(Op::Yield(ys.clone()), vec![]);
+        let mut block_args = vec![iv];
+        block_args.extend(&args);
+        let body = self.close(block_args);
+        self.finish_region_op(
+            Op::For {
+                lo,
+                hi,
+                step,
+                init: carried.iter().map(|c| c.0).collect(),
+                body,
+            },
+            &carried,
+            &ys,
+        );
+    }
+
+    /// Appends a region op whose results join the carried values' facts.
+    fn finish_region_op(&mut self, op: Op, carried: &[(Value, Info)], ys: &[Value]) {
+        let results: Vec<Value> = carried
+            .iter()
+            .zip(ys)
+            .map(|((v, i), y)| {
+                let t = self.ty(*v).clone();
+                let info = i.join(self.info(*y)).join(self.info(*v));
+                self.new_value(t, info)
+            })
+            .collect();
+        let loc = self.loc();
+        self.scopes.last_mut().expect("a scope").push(Inst {
+            results: results.clone(),
+            op,
+            loc,
+        });
+        self.visible.last_mut().expect("a scope").extend(&results);
+    }
+
+    fn while_loop(&mut self) {
+        let start = self.rng.range(-2, 2) as i128;
+        let counter = self.int_const(DType::I32, &[], start);
+        let mut carried = vec![(counter, Info::EXACT)];
+        carried.extend(self.carried());
+        let limit_const = self.rng.range(0, MAX_TRIPS as i64) as i128 + start;
+        let use_n = self.rng.chance(0.4);
+        // cond: counter < limit (limit = start + n or a constant).
+        self.open();
+        let cargs = self.args_for(&carried);
+        let limit = if use_n {
+            let n = self.n.expect("set up");
+            let s = self.int_const(DType::I32, &[], start);
+            self.binary(BinOp::Add, n, s)
+        } else {
+            self.int_const(DType::I32, &[], limit_const)
+        };
+        let c = self.cmp(CmpPred::Lt, cargs[0], limit);
+        self.push(Op::Condition(c), vec![]);
+        let cond = self.close(cargs);
+        self.open();
+        let bargs = self.args_for(&carried);
+        self.body_statements();
+        let one = self.int_const(DType::I32, &[], 1);
+        let next = self.binary(BinOp::Add, bargs[0], one);
+        let mut ys = vec![next];
+        ys.extend(self.yields_for(&carried[1..], &bargs[1..]));
+        self.push(Op::Yield(ys.clone()), vec![]);
+        let body = self.close(bargs);
+        self.finish_region_op(
+            Op::While {
+                init: carried.iter().map(|c| c.0).collect(),
+                cond,
+                body,
+            },
+            &carried,
+            &ys,
+        );
+    }
+
+    fn if_else(&mut self) {
+        let d = self.random_dtype();
+        let a = self.value(d, &[], Need::EXACT);
+        let b = self.value(d, &[], Need::EXACT);
+        let p = *self.rng.pick(CmpPred::ALL);
+        let cond = self.cmp(p, a, b);
+        let types: Vec<(DType, Vec<usize>)> = (0..self.rng.range(0, 2))
+            .map(|_| (self.random_dtype(), self.random_shape(3)))
+            .collect();
+        let mut regions = Vec::new();
+        let mut yields = Vec::new();
+        for _ in 0..2 {
+            self.open();
+            self.body_statements();
+            let ys: Vec<Value> = types
+                .iter()
+                .map(|(d, s)| {
+                    let need = if self.rng.chance(0.8) {
+                        Need::EXACT
+                    } else {
+                        Need::ANY
+                    };
+                    self.value(*d, s, need)
+                })
+                .collect();
+            self.push(Op::Yield(ys.clone()), vec![]);
+            regions.push(self.close(vec![]));
+            yields.push(ys);
+        }
+        let else_region = regions.pop().expect("two");
+        let then_region = regions.pop().expect("two");
+        let results: Vec<Value> = types
+            .iter()
+            .enumerate()
+            .map(|(k, (d, s))| {
+                let info = self.info(yields[0][k]).join(self.info(yields[1][k]));
+                self.new_value(Self::tile(*d, s), info)
+            })
+            .collect();
+        let loc = self.loc();
+        self.scopes.last_mut().expect("a scope").push(Inst {
+            results: results.clone(),
+            op: Op::If {
+                cond,
+                then_region,
+                else_region,
+            },
+            loc,
+        });
+        self.visible.last_mut().expect("a scope").extend(&results);
+    }
+
+    fn finish(mut self) -> Case {
+        let num_warps = *self.rng.pick(&[1, 2, 4]);
+        let body = Block {
+            args: vec![],
+            insts: self.scopes.pop().expect("the body"),
+        };
+        Case {
+            seed: self.seed,
+            function: Function {
+                name: "fuzz".into(),
+                params: self.params,
+                body,
+                types: self.types,
+            },
+            grid: self.grid,
+            num_warps,
+            args: self.args,
+            expect: Vec::new(),
+        }
+    }
+}
+
+/// `i` with its integer bound dropped where `t`'s dtype cannot hold it exactly.
+fn fit(mut i: Info, t: &Type) -> Info {
+    if let Some(b) = i.int_bound {
+        if !t
+            .dtype()
+            .is_some_and(|d| d.is_float() && b <= exact_int_limit(d))
+        {
+            i.int_bound = None;
+        }
+    }
+    i
+}

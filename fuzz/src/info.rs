@@ -1,0 +1,591 @@
+//! What the comparison may assume of each value: whether every device must agree on it
+//! bit for bit, within a tolerance, or not at all, and whether a float is known to hold
+//! small integers (so that its sums and dots are exact in any order).
+//!
+//! The generator builds programs whose stored values are reliable; [`analyze`] recomputes
+//! the same facts from the IR alone, so a shrunk or hand-edited case is judged by the same
+//! rules. A loop is assumed to run at most [`MAX_TRIPS`] times (the generator's promise).
+
+use std::collections::HashMap;
+use tritium_dsl::ir::{
+    BinOp, Block, Const, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value,
+};
+
+/// How far devices may disagree on a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tol {
+    /// Bit for bit (every NaN equal to every NaN).
+    Exact,
+    /// Within this many units in the last place of the value's dtype (transcendental
+    /// functions: each device has its own polynomial).
+    Ulps(u32),
+    /// Not comparable: the value depends on an order the semantics leave open (a shared
+    /// atomic's old value) or an approximate value went through an op that amplifies
+    /// differences (a comparison, a cast to an integer, a sum of arbitrary floats).
+    Unreliable,
+}
+
+/// The ulps a transcendental function may differ by across devices, in its result dtype
+/// (f32 `exp2` on CUDA is `ex2.approx`, 2 ulps; the others are within 1 ulp of exact;
+/// f16/bf16 round the f32 result, so they differ by at most one step).
+pub fn transcendental_ulps(d: DType) -> u32 {
+    match d {
+        DType::F16 | DType::BF16 => 1,
+        _ => 4,
+    }
+}
+
+/// Facts about one value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Info {
+    /// How far devices may disagree.
+    pub tol: Tol,
+    /// For floats: every element is an integer of magnitude at most this (never NaN or
+    /// infinite), so sums and products of few of them are exact in any order.
+    pub int_bound: Option<f64>,
+}
+
+impl Info {
+    /// Bit-exact, nothing known about the range.
+    pub const EXACT: Info = Info {
+        tol: Tol::Exact,
+        int_bound: None,
+    };
+
+    /// Not comparable.
+    pub const UNRELIABLE: Info = Info {
+        tol: Tol::Unreliable,
+        int_bound: None,
+    };
+
+    /// Bit-exact small integers of magnitude at most `b`.
+    pub fn ints(b: f64) -> Info {
+        Info {
+            tol: Tol::Exact,
+            int_bound: Some(b),
+        }
+    }
+
+    /// True when devices must agree bit for bit.
+    pub fn is_exact(&self) -> bool {
+        self.tol == Tol::Exact
+    }
+
+    /// The least upper bound: what holds of a value that is either `self` or `o`.
+    pub fn join(self, o: Info) -> Info {
+        Info {
+            tol: self.tol.max(o.tol),
+            int_bound: match (self.int_bound, o.int_bound) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            },
+        }
+    }
+
+    /// `self` with its integer bound checked against what `d` holds exactly.
+    fn fit(mut self, d: DType) -> Info {
+        if let Some(b) = self.int_bound {
+            if !d.is_float() || b > exact_int_limit(d) {
+                self.int_bound = None;
+            }
+        }
+        self
+    }
+}
+
+/// The largest integer magnitude below which every integer is exact in `d` (floats).
+pub fn exact_int_limit(d: DType) -> f64 {
+    match d {
+        DType::F16 => 2048.0,
+        DType::BF16 => 256.0,
+        DType::F32 => 16_777_216.0,
+        DType::F64 => 9_007_199_254_740_992.0,
+        _ => 0.0,
+    }
+}
+
+/// The dtype sums and dots of `d` accumulate in (f16/bf16 in f32).
+pub fn accumulator(d: DType) -> DType {
+    match d {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    }
+}
+
+/// What the comparison knows of each pointer parameter's memory.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Memory {
+    /// Read-only input; elements are integers of magnitude at most the bound when given.
+    Input(Option<f64>),
+    /// Written by each program in its own region: loads see exact values.
+    Output,
+    /// Atomics from every program on shared elements: old values are unreliable.
+    SharedAtomics,
+}
+
+/// Facts about every value of a function and what its stores write.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    /// Indexed by value.
+    pub values: Vec<Info>,
+    /// Per parameter index: the join of what stores and atomics write through it.
+    pub stored: HashMap<usize, Info>,
+}
+
+/// Facts about every value of `f` given each parameter's memory (`None` for scalars).
+pub fn analyze(f: &Function, memory: &[Option<Memory>]) -> Facts {
+    let mut a = Analysis {
+        f,
+        infos: vec![Info::EXACT; f.types.len()],
+        param_memory: HashMap::new(),
+        roots: f.pointer_roots(),
+        stored: HashMap::new(),
+    };
+    for (p, m) in f.params.iter().zip(memory) {
+        if let Some(m) = m {
+            a.param_memory.insert(a.param_index(p.value), *m);
+        }
+    }
+    // The second pass sees in every load what any store of the first wrote.
+    a.block(&f.body);
+    a.block(&f.body);
+    Facts {
+        values: a.infos,
+        stored: a.stored,
+    }
+}
+
+struct Analysis<'f> {
+    f: &'f Function,
+    infos: Vec<Info>,
+    param_memory: HashMap<usize, Memory>,
+    roots: HashMap<Value, Vec<usize>>,
+    /// The join of what the stores write through each output parameter.
+    stored: HashMap<usize, Info>,
+}
+
+/// Most times a loop body runs (the generator's promise; the analysis iterates that often).
+pub const MAX_TRIPS: usize = 4;
+
+impl Analysis<'_> {
+    fn param_index(&self, v: Value) -> usize {
+        self.f
+            .params
+            .iter()
+            .position(|p| p.value == v)
+            .expect("a parameter")
+    }
+
+    fn get(&self, v: Value) -> Info {
+        self.infos[v.index()]
+    }
+
+    fn set(&mut self, v: Value, i: Info) {
+        let d = self.f.ty(v).dtype();
+        self.infos[v.index()] = match d {
+            Some(d) => i.fit(d),
+            None => i,
+        };
+    }
+
+    fn block(&mut self, b: &Block) {
+        for inst in &b.insts {
+            self.inst(inst);
+        }
+    }
+
+    fn yields(b: &Block) -> Vec<Value> {
+        match b.insts.last().map(|i| &i.op) {
+            Some(Op::Yield(v)) => v.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Runs `body` up to `MAX_TRIPS + 1` times from `args = init`, joining what each trip
+    /// yields into the arguments; a bound still growing at the end is dropped (widening).
+    fn carried(&mut self, args: &[Value], init: &[Info], body: &[&Block]) -> Vec<Info> {
+        let mut cur: Vec<Info> = init.to_vec();
+        for trip in 0..=MAX_TRIPS + 1 {
+            for (a, i) in args.iter().zip(&cur) {
+                self.set(*a, *i);
+            }
+            for b in body {
+                self.block(b);
+            }
+            let ys = Self::yields(body.last().expect("a body"));
+            let next: Vec<Info> = cur
+                .iter()
+                .zip(&ys)
+                .map(|(c, y)| c.join(self.get(*y)))
+                .collect();
+            if next == cur {
+                return cur;
+            }
+            cur = next;
+            if trip == MAX_TRIPS {
+                for i in &mut cur {
+                    i.int_bound = None;
+                }
+            }
+        }
+        cur
+    }
+
+    fn inst(&mut self, inst: &Inst) {
+        match &inst.op {
+            Op::Store { ptr, value, .. } => self.record_store(*ptr, self.get(*value)),
+            Op::Custom(c) => {
+                let ins: Vec<Info> = c.ins.iter().chain(&c.outs).map(|v| self.get(*v)).collect();
+                let out = exact_only(&ins, Info::EXACT);
+                for res in &inst.results {
+                    self.set(*res, out);
+                }
+            }
+            Op::For { init, body, .. } => {
+                let init: Vec<Info> = init.iter().map(|v| self.get(*v)).collect();
+                self.set(body.args[0], Info::EXACT);
+                let out = self.carried(&body.args[1..], &init, &[body]);
+                for (res, i) in inst.results.iter().zip(out) {
+                    self.set(*res, i);
+                }
+            }
+            Op::While { init, cond, body } => {
+                let init: Vec<Info> = init.iter().map(|v| self.get(*v)).collect();
+                let out = self.carried_while(&cond.args, &body.args, &init, cond, body);
+                for (res, i) in inst.results.iter().zip(out) {
+                    self.set(*res, i);
+                }
+            }
+            Op::If {
+                cond,
+                then_region,
+                else_region,
+            } => {
+                let c = self.get(*cond);
+                self.block(then_region);
+                self.block(else_region);
+                let (t, e) = (Self::yields(then_region), Self::yields(else_region));
+                for (k, res) in inst.results.iter().enumerate() {
+                    let i = exact_only(&[c], self.get(t[k]).join(self.get(e[k])));
+                    self.set(*res, i);
+                }
+            }
+            op => {
+                if let Op::Atomic { ptr, value, .. } | Op::AtomicCas { ptr, value, .. } = op {
+                    self.record_store(*ptr, self.get(*value));
+                }
+                let f = self.f;
+                let info = transfer(
+                    op,
+                    inst.results.first().copied(),
+                    &|v| f.ty(v),
+                    &|v| self.get(v),
+                    &|p| self.memory_info(p),
+                );
+                if let (Some(r), Some(i)) = (inst.results.first(), info) {
+                    self.set(*r, i);
+                }
+            }
+        }
+    }
+
+    fn record_store(&mut self, ptr: Value, v: Info) {
+        for p in self.roots.get(&ptr).cloned().into_iter().flatten() {
+            let s = self.stored.entry(p).or_insert(v);
+            *s = s.join(v);
+        }
+    }
+
+    fn carried_while(
+        &mut self,
+        cond_args: &[Value],
+        body_args: &[Value],
+        init: &[Info],
+        cond: &Block,
+        body: &Block,
+    ) -> Vec<Info> {
+        let mut cur: Vec<Info> = init.to_vec();
+        for trip in 0..=MAX_TRIPS + 1 {
+            for ((a, b), i) in cond_args.iter().zip(body_args).zip(&cur) {
+                self.set(*a, *i);
+                self.set(*b, *i);
+            }
+            self.block(cond);
+            self.block(body);
+            let ys = Self::yields(body);
+            let next: Vec<Info> = cur
+                .iter()
+                .zip(&ys)
+                .map(|(c, y)| c.join(self.get(*y)))
+                .collect();
+            if next == cur {
+                break;
+            }
+            cur = next;
+            if trip == MAX_TRIPS {
+                for i in &mut cur {
+                    i.int_bound = None;
+                }
+            }
+        }
+        // The loop's trip count depends on the condition: it must be exact.
+        if let Some(Op::Condition(c)) = cond.insts.last().map(|i| &i.op) {
+            if !self.get(*c).is_exact() {
+                return vec![Info::UNRELIABLE; cur.len()];
+            }
+        }
+        cur
+    }
+
+    /// What a load through `ptr` sees: the join over the parameters it derives from.
+    fn memory_info(&self, ptr: Value) -> Info {
+        let mut out: Option<Info> = None;
+        for p in self.roots.get(&ptr).into_iter().flatten() {
+            let i = match self.param_memory.get(p) {
+                Some(Memory::Input(bound)) => Info {
+                    tol: Tol::Exact,
+                    int_bound: *bound,
+                },
+                // Elements no store wrote keep their arbitrary initial values.
+                Some(Memory::Output) | None => Info {
+                    tol: self.stored.get(p).map_or(Tol::Exact, |s| s.tol),
+                    int_bound: None,
+                },
+                Some(Memory::SharedAtomics) => Info::UNRELIABLE,
+            };
+            out = Some(out.map_or(i, |o| o.join(i)));
+        }
+        out.unwrap_or(Info::EXACT)
+    }
+}
+
+/// The facts about the result of a non-region op `op` (`None` for ops without results),
+/// given the types and facts of its operands and what a load through a pointer sees.
+pub fn transfer<'t>(
+    op: &Op,
+    result: Option<Value>,
+    ty: &dyn Fn(Value) -> &'t Type,
+    get: &dyn Fn(Value) -> Info,
+    memory: &dyn Fn(Value) -> Info,
+) -> Option<Info> {
+    Some(match op {
+        Op::Const(c) => match c {
+            Const::Float(x) if x.is_finite() && x.fract() == 0.0 => Info::ints(x.abs()),
+            Const::Int(i) if ty(result?).dtype().is_some_and(DType::is_float) => {
+                Info::ints((*i as f64).abs())
+            }
+            _ => Info::EXACT,
+        },
+        Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => Info::EXACT,
+        Op::Splat(x)
+        | Op::Broadcast(x)
+        | Op::ExpandDims { x, .. }
+        | Op::Reshape(x)
+        | Op::Trans(x) => get(*x),
+        Op::Binary(op, a, b) => binary(*op, get(*a), get(*b), ty(*a)),
+        Op::Unary(op, x) => unary(*op, get(*x), ty(*x)),
+        Op::Cmp(_, a, b) => exact_only(&[get(*a), get(*b)], Info::EXACT),
+        Op::Select(c, a, b) => exact_only(&[get(*c)], get(*a).join(get(*b))),
+        Op::Fma(a, b, c) => {
+            let (a, b, c) = (get(*a), get(*b), get(*c));
+            let bound = match (a.int_bound, b.int_bound, c.int_bound) {
+                (Some(x), Some(y), Some(z)) => Some(x * y + z),
+                _ => None,
+            };
+            exact_only(
+                &[a, b, c],
+                Info {
+                    tol: Tol::Exact,
+                    int_bound: bound,
+                },
+            )
+        }
+        Op::Cast(x) => cast(get(*x), ty(*x), ty(result?)),
+        Op::AddPtr(p, o) => exact_only(&[get(*p), get(*o)], Info::EXACT),
+        Op::Reduce { op, x, axis } => {
+            let xt = ty(*x);
+            reduce(*op, get(*x), xt, xt.shape[*axis as usize])
+        }
+        Op::Dot { a, b, acc } => {
+            let k = ty(*a).shape[1];
+            dot(get(*a), get(*b), get(*acc), ty(*acc), k)
+        }
+        Op::Load { ptr, mask, other } => {
+            let mut deps = vec![get(*ptr)];
+            deps.extend(mask.map(get));
+            let loaded = memory(*ptr);
+            let loaded = match (mask, other) {
+                (Some(_), Some(o)) => loaded.join(get(*o)),
+                (Some(_), None) => loaded.join(Info::ints(0.0)),
+                _ => loaded,
+            };
+            exact_only(&deps, loaded)
+        }
+        Op::Atomic {
+            ptr, value, mask, ..
+        } => {
+            let mut deps = vec![get(*ptr), get(*value)];
+            deps.extend(mask.map(get));
+            exact_only(&deps, memory(*ptr))
+        }
+        Op::AtomicCas { ptr, cmp, value } => {
+            exact_only(&[get(*ptr), get(*cmp), get(*value)], memory(*ptr))
+        }
+        Op::Custom(c) => {
+            let ins: Vec<Info> = c.ins.iter().chain(&c.outs).map(|v| get(*v)).collect();
+            exact_only(&ins, Info::EXACT)
+        }
+        Op::Store { .. }
+        | Op::For { .. }
+        | Op::If { .. }
+        | Op::While { .. }
+        | Op::Yield(_)
+        | Op::Condition(_) => return None,
+    })
+}
+
+/// `result` when every dependency is exact, else unreliable.
+fn exact_only(deps: &[Info], result: Info) -> Info {
+    if deps.iter().all(Info::is_exact) {
+        result
+    } else {
+        Info::UNRELIABLE
+    }
+}
+
+fn bound2(a: Info, b: Info, f: impl Fn(f64, f64) -> f64) -> Option<f64> {
+    Some(f(a.int_bound?, b.int_bound?))
+}
+
+fn binary(op: BinOp, a: Info, b: Info, t: &Type) -> Info {
+    let is_float = t.dtype().is_some_and(DType::is_float);
+    if !is_float {
+        return exact_only(&[a, b], Info::EXACT);
+    }
+    match op {
+        // maxnum/minnum: the result is one of the operands.
+        BinOp::Max | BinOp::Min => Info {
+            tol: a.tol.max(b.tol),
+            int_bound: bound2(a, b, f64::max),
+        },
+        BinOp::Add | BinOp::Sub => exact_only(
+            &[a, b],
+            Info {
+                tol: Tol::Exact,
+                int_bound: bound2(a, b, |x, y| x + y),
+            },
+        ),
+        BinOp::Mul => exact_only(
+            &[a, b],
+            Info {
+                tol: Tol::Exact,
+                int_bound: bound2(a, b, |x, y| x * y),
+            },
+        ),
+        _ => exact_only(&[a, b], Info::EXACT),
+    }
+}
+
+fn unary(op: UnOp, x: Info, t: &Type) -> Info {
+    let d = t.dtype().expect("numbers");
+    match op {
+        UnOp::Neg | UnOp::Abs => x,
+        UnOp::Not => x,
+        UnOp::Floor | UnOp::Ceil | UnOp::Sqrt => exact_only(
+            &[x],
+            Info {
+                tol: Tol::Exact,
+                int_bound: if op == UnOp::Sqrt { None } else { x.int_bound },
+            },
+        ),
+        UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2 | UnOp::Sin | UnOp::Cos | UnOp::Rsqrt => {
+            exact_only(
+                &[x],
+                Info {
+                    tol: Tol::Ulps(transcendental_ulps(d)),
+                    int_bound: None,
+                },
+            )
+        }
+    }
+}
+
+fn cast(x: Info, from: &Type, to: &Type) -> Info {
+    let (fd, td) = (from.dtype().expect("number"), to.dtype().expect("number"));
+    if !x.is_exact() {
+        // Rounding an approximate float to another float keeps it approximate (one more
+        // step of the narrower type); anything else amplifies the difference.
+        return if fd.is_float() && td.is_float() {
+            Info {
+                tol: Tol::Ulps(match x.tol {
+                    Tol::Ulps(u) if td.bits() >= fd.bits() => u,
+                    _ => 2,
+                }),
+                int_bound: None,
+            }
+        } else {
+            Info::UNRELIABLE
+        };
+    }
+    let bound = if fd.is_float() {
+        x.int_bound
+    } else {
+        Some(int_range(fd))
+    };
+    Info {
+        tol: Tol::Exact,
+        int_bound: if td.is_float() { bound } else { None },
+    }
+}
+
+/// The largest magnitude an integer dtype holds.
+fn int_range(d: DType) -> f64 {
+    match d {
+        DType::Bool => 1.0,
+        d if d.is_signed_int() => 2f64.powi(d.bits() as i32 - 1),
+        d => 2f64.powi(d.bits() as i32) - 1.0,
+    }
+}
+
+fn reduce(op: ReduceOp, x: Info, xt: &Type, n: usize) -> Info {
+    let d = xt.dtype().expect("numbers");
+    if !d.is_float() {
+        return exact_only(&[x], Info::EXACT);
+    }
+    match op {
+        ReduceOp::Max | ReduceOp::Min => x,
+        ReduceOp::ArgMax | ReduceOp::ArgMin => exact_only(&[x], Info::EXACT),
+        ReduceOp::Sum => match x.int_bound {
+            Some(b) if x.is_exact() && b * n as f64 <= exact_int_limit(accumulator(d)) => {
+                Info::ints(b * n as f64)
+            }
+            _ => Info::UNRELIABLE,
+        },
+    }
+}
+
+fn dot(a: Info, b: Info, acc: Info, acc_t: &Type, k: usize) -> Info {
+    let d = acc_t.dtype().expect("numbers");
+    if !d.is_float() {
+        return exact_only(&[a, b, acc], Info::EXACT);
+    }
+    match (a.int_bound, b.int_bound, acc.int_bound) {
+        (Some(x), Some(y), Some(z))
+            if a.is_exact()
+                && b.is_exact()
+                && acc.is_exact()
+                && x * y * k as f64 + z <= exact_int_limit(accumulator(d)) =>
+        {
+            Info::ints(x * y * k as f64 + z)
+        }
+        _ => Info::UNRELIABLE,
+    }
+}
+
+/// The dtype of a value's elements, pointers included (`None` for pointers).
+pub fn number(t: &Type) -> Option<DType> {
+    match t.elem {
+        Elem::Scalar(d) => Some(d),
+        Elem::Ptr(_) => None,
+    }
+}

@@ -1,0 +1,43 @@
+//! The shrinker keeps what makes a case fail and drops the rest.
+
+use tritium_fuzz::coverage::kinds;
+use tritium_fuzz::shrink::shrink;
+use tritium_fuzz::{generate, GenConfig};
+
+fn size(f: &tritium_dsl::ir::Function) -> usize {
+    let mut n = 0;
+    f.walk(&mut |_| n += 1);
+    n
+}
+
+#[test]
+fn shrinking_keeps_the_failing_op_and_little_else() {
+    let config = GenConfig::default();
+    let (case, _) = (0..50)
+        .map(|s| generate(s, &config))
+        .map(|c| {
+            let n = size(&c.function);
+            (c, n)
+        })
+        .find(|(c, n)| *n > 60 && kinds(&c.function).contains("reduce.max"))
+        .expect("a large program with a max reduction");
+    // A stand-in for a miscompile: "fails" while the program has a max reduction.
+    let mut fails = |c: &tritium_fuzz::Case| kinds(&c.function).contains("reduce.max");
+    let small = shrink(&case, &mut fails, 2_000);
+    assert!(kinds(&small.function).contains("reduce.max"));
+    assert!(
+        size(&small.function) <= 12,
+        "{} instructions left of {}:\n{}",
+        size(&small.function),
+        size(&case.function),
+        small.to_text()
+    );
+    assert_eq!(small.grid, [1, 1, 1]);
+    tritium_dsl::ir::verify(&small.function).unwrap();
+    // The shrunk case prints and reads back.
+    let text = small.to_text();
+    assert_eq!(
+        tritium_fuzz::Case::from_text(&text).unwrap().to_text(),
+        text
+    );
+}
