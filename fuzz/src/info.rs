@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use tritium_dsl::ir::{
-    BinOp, Block, Const, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value,
+    BinOp, Block, Const, DType, Function, Inst, Op, ReduceOp, Type, UnOp, Value,
 };
 
 /// How far devices may disagree on a value.
@@ -82,10 +82,14 @@ impl Info {
         }
     }
 
-    /// `self` with its integer bound checked against what `d` holds exactly.
-    fn fit(mut self, d: DType) -> Info {
+    /// `self` with its integer bound dropped where a value of type `t` cannot hold it
+    /// exactly (integers, pointers, floats too narrow for it).
+    pub fn fit(mut self, t: &Type) -> Info {
         if let Some(b) = self.int_bound {
-            if !d.is_float() || b > exact_int_limit(d) {
+            if !t
+                .dtype()
+                .is_some_and(|d| d.is_float() && b <= exact_int_limit(d))
+            {
                 self.int_bound = None;
             }
         }
@@ -181,11 +185,7 @@ impl Analysis<'_> {
     }
 
     fn set(&mut self, v: Value, i: Info) {
-        let d = self.f.ty(v).dtype();
-        self.infos[v.index()] = match d {
-            Some(d) => i.fit(d),
-            None => i,
-        };
+        self.infos[v.index()] = i.fit(self.f.ty(v));
     }
 
     fn block(&mut self, b: &Block) {
@@ -201,18 +201,21 @@ impl Analysis<'_> {
         }
     }
 
-    /// Runs `body` up to `MAX_TRIPS + 1` times from `args = init`, joining what each trip
-    /// yields into the arguments; a bound still growing at the end is dropped (widening).
-    fn carried(&mut self, args: &[Value], init: &[Info], body: &[&Block]) -> Vec<Info> {
+    /// Runs `blocks` up to `MAX_TRIPS + 1` times, each trip binding every list of `args`
+    /// to the current facts and joining what the last block yields into them; a bound
+    /// still growing at the end is dropped (widening).
+    fn carried(&mut self, args: &[&[Value]], init: &[Info], blocks: &[&Block]) -> Vec<Info> {
         let mut cur: Vec<Info> = init.to_vec();
         for trip in 0..=MAX_TRIPS + 1 {
-            for (a, i) in args.iter().zip(&cur) {
-                self.set(*a, *i);
+            for list in args {
+                for (a, i) in list.iter().zip(&cur) {
+                    self.set(*a, *i);
+                }
             }
-            for b in body {
+            for b in blocks {
                 self.block(b);
             }
-            let ys = Self::yields(body.last().expect("a body"));
+            let ys = Self::yields(blocks.last().expect("a body"));
             let next: Vec<Info> = cur
                 .iter()
                 .zip(&ys)
@@ -244,14 +247,20 @@ impl Analysis<'_> {
             Op::For { init, body, .. } => {
                 let init: Vec<Info> = init.iter().map(|v| self.get(*v)).collect();
                 self.set(body.args[0], Info::EXACT);
-                let out = self.carried(&body.args[1..], &init, &[body]);
+                let out = self.carried(&[&body.args[1..]], &init, &[body]);
                 for (res, i) in inst.results.iter().zip(out) {
                     self.set(*res, i);
                 }
             }
             Op::While { init, cond, body } => {
                 let init: Vec<Info> = init.iter().map(|v| self.get(*v)).collect();
-                let out = self.carried_while(&cond.args, &body.args, &init, cond, body);
+                let mut out = self.carried(&[&cond.args, &body.args], &init, &[cond, body]);
+                // The trip count depends on the condition: it must be exact.
+                if let Some(Op::Condition(c)) = cond.insts.last().map(|i| &i.op) {
+                    if !self.get(*c).is_exact() {
+                        out = vec![Info::UNRELIABLE; out.len()];
+                    }
+                }
                 for (res, i) in inst.results.iter().zip(out) {
                     self.set(*res, i);
                 }
@@ -294,47 +303,6 @@ impl Analysis<'_> {
             let s = self.stored.entry(p).or_insert(v);
             *s = s.join(v);
         }
-    }
-
-    fn carried_while(
-        &mut self,
-        cond_args: &[Value],
-        body_args: &[Value],
-        init: &[Info],
-        cond: &Block,
-        body: &Block,
-    ) -> Vec<Info> {
-        let mut cur: Vec<Info> = init.to_vec();
-        for trip in 0..=MAX_TRIPS + 1 {
-            for ((a, b), i) in cond_args.iter().zip(body_args).zip(&cur) {
-                self.set(*a, *i);
-                self.set(*b, *i);
-            }
-            self.block(cond);
-            self.block(body);
-            let ys = Self::yields(body);
-            let next: Vec<Info> = cur
-                .iter()
-                .zip(&ys)
-                .map(|(c, y)| c.join(self.get(*y)))
-                .collect();
-            if next == cur {
-                break;
-            }
-            cur = next;
-            if trip == MAX_TRIPS {
-                for i in &mut cur {
-                    i.int_bound = None;
-                }
-            }
-        }
-        // The loop's trip count depends on the condition: it must be exact.
-        if let Some(Op::Condition(c)) = cond.insts.last().map(|i| &i.op) {
-            if !self.get(*c).is_exact() {
-                return vec![Info::UNRELIABLE; cur.len()];
-            }
-        }
-        cur
     }
 
     /// What a load through `ptr` sees: the join over the parameters it derives from.
@@ -579,13 +547,5 @@ fn dot(a: Info, b: Info, acc: Info, acc_t: &Type, k: usize) -> Info {
             Info::ints(x * y * k as f64 + z)
         }
         _ => Info::UNRELIABLE,
-    }
-}
-
-/// The dtype of a value's elements, pointers included (`None` for pointers).
-pub fn number(t: &Type) -> Option<DType> {
-    match t.elem {
-        Elem::Scalar(d) => Some(d),
-        Elem::Ptr(_) => None,
     }
 }

@@ -124,7 +124,7 @@ fn locate<'b>(body: &'b mut Block, path: &[(usize, usize)]) -> Option<(&'b mut B
     // `(r, i)`: instruction `i` of the block, then (for all but the last) its region `r`.
     for (r, i) in outer {
         let inst = b.insts.get_mut(*i)?;
-        b = regions_mut(&mut inst.op).into_iter().nth(*r)?;
+        b = inst.op.regions_mut().into_iter().nth(*r)?;
     }
     Some((b, last.1))
 }
@@ -207,72 +207,14 @@ fn apply(case: &Case, edit: &Edit) -> Option<Case> {
     Some(c)
 }
 
-fn regions_mut(op: &mut Op) -> Vec<&mut Block> {
-    match op {
-        Op::For { body, .. } => vec![body],
-        Op::If {
-            then_region,
-            else_region,
-            ..
-        } => vec![then_region, else_region],
-        Op::While { cond, body, .. } => vec![cond, body],
-        _ => vec![],
-    }
-}
-
-/// Every value operand of `op` (not those inside its regions), mutably.
-fn operands_mut(op: &mut Op) -> Vec<&mut Value> {
-    match op {
-        Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => vec![],
-        Op::Splat(x)
-        | Op::Broadcast(x)
-        | Op::Reshape(x)
-        | Op::Trans(x)
-        | Op::Cast(x)
-        | Op::ExpandDims { x, .. }
-        | Op::Unary(_, x)
-        | Op::Reduce { x, .. }
-        | Op::Condition(x) => vec![x],
-        Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![a, b],
-        Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![a, b, c],
-        Op::Dot { a, b, acc } => vec![a, b, acc],
-        Op::Load { ptr, mask, other } => {
-            let mut v = vec![ptr];
-            v.extend(mask.as_mut());
-            v.extend(other.as_mut());
-            v
-        }
-        Op::Store { ptr, value, mask }
-        | Op::Atomic {
-            ptr, value, mask, ..
-        } => {
-            let mut v = vec![ptr, value];
-            v.extend(mask.as_mut());
-            v
-        }
-        Op::AtomicCas { ptr, cmp, value } => vec![ptr, cmp, value],
-        Op::For {
-            lo, hi, step, init, ..
-        } => {
-            let mut v = vec![lo, hi, step];
-            v.extend(init.iter_mut());
-            v
-        }
-        Op::If { cond, .. } => vec![cond],
-        Op::While { init, .. } => init.iter_mut().collect(),
-        Op::Custom(c) => c.ins.iter_mut().chain(c.outs.iter_mut()).collect(),
-        Op::Yield(v) => v.iter_mut().collect(),
-    }
-}
-
 fn replace_uses(b: &mut Block, from: Value, to: Value) {
     for inst in &mut b.insts {
-        for o in operands_mut(&mut inst.op) {
+        for o in inst.op.operands_mut() {
             if *o == from {
                 *o = to;
             }
         }
-        for r in regions_mut(&mut inst.op) {
+        for r in inst.op.regions_mut() {
             replace_uses(r, from, to);
         }
     }
@@ -305,7 +247,7 @@ fn sweep(b: &mut Block, used: &std::collections::HashSet<Value>) {
             || i.results.iter().any(|r| used.contains(r))
     });
     for inst in &mut b.insts {
-        for r in regions_mut(&mut inst.op) {
+        for r in inst.op.regions_mut() {
             sweep(r, used);
         }
     }
@@ -335,10 +277,10 @@ fn compact(f: &mut Function) {
             def(a, old);
         }
         for inst in &mut b.insts {
-            for o in operands_mut(&mut inst.op) {
+            for o in inst.op.operands_mut() {
                 def(o, old);
             }
-            for r in regions_mut(&mut inst.op) {
+            for r in inst.op.regions_mut() {
                 go(r, def, old);
             }
             for r in &mut inst.results {

@@ -360,6 +360,65 @@ impl Op {
         }
     }
 
+    /// [`regions`](Self::regions), mutably.
+    pub fn regions_mut(&mut self) -> Vec<&mut Block> {
+        match self {
+            Op::For { body, .. } => vec![body],
+            Op::If {
+                then_region,
+                else_region,
+                ..
+            } => vec![then_region, else_region],
+            Op::While { cond, body, .. } => vec![cond, body],
+            _ => vec![],
+        }
+    }
+
+    /// [`operands`](Self::operands), mutably (for passes that rewrite uses).
+    pub fn operands_mut(&mut self) -> Vec<&mut Value> {
+        match self {
+            Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => vec![],
+            Op::Splat(x)
+            | Op::Broadcast(x)
+            | Op::Reshape(x)
+            | Op::Trans(x)
+            | Op::Cast(x)
+            | Op::ExpandDims { x, .. }
+            | Op::Unary(_, x)
+            | Op::Reduce { x, .. }
+            | Op::Condition(x) => vec![x],
+            Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![a, b],
+            Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![a, b, c],
+            Op::Dot { a, b, acc } => vec![a, b, acc],
+            Op::Load { ptr, mask, other } => {
+                let mut v = vec![ptr];
+                v.extend(mask.as_mut());
+                v.extend(other.as_mut());
+                v
+            }
+            Op::Store { ptr, value, mask }
+            | Op::Atomic {
+                ptr, value, mask, ..
+            } => {
+                let mut v = vec![ptr, value];
+                v.extend(mask.as_mut());
+                v
+            }
+            Op::AtomicCas { ptr, cmp, value } => vec![ptr, cmp, value],
+            Op::For {
+                lo, hi, step, init, ..
+            } => {
+                let mut v = vec![lo, hi, step];
+                v.extend(init.iter_mut());
+                v
+            }
+            Op::If { cond, .. } => vec![cond],
+            Op::While { init, .. } => init.iter_mut().collect(),
+            Op::Custom(c) => c.ins.iter_mut().chain(c.outs.iter_mut()).collect(),
+            Op::Yield(v) => v.iter_mut().collect(),
+        }
+    }
+
     /// True for ops that write memory (their order relative to loads matters).
     pub fn has_side_effects(&self) -> bool {
         match self {

@@ -220,7 +220,7 @@ impl Gen {
             };
             let info = info.unwrap_or(Info::EXACT);
             for r in &results {
-                self.infos[r.index()] = fit(info, &self.types[r.index()]);
+                self.infos[r.index()] = info.fit(&self.types[r.index()]);
             }
         }
         if let Op::AddPtr(p, _) | Op::Splat(p) | Op::Broadcast(p) = &op {
@@ -1007,10 +1007,7 @@ impl Gen {
         let value = self.value(d, &shape, need);
         let off = self.own_offsets(&shape);
         let ptrs = self.pointers(ptr, off);
-        let mask = self
-            .rng
-            .chance(0.3)
-            .then(|| self.value(DType::Bool, &shape, Need::EXACT));
+        let mask = self.maybe_mask(&shape);
         self.push(
             Op::Store {
                 ptr: ptrs,
@@ -1032,10 +1029,7 @@ impl Gen {
         let shape = self.random_shape(3);
         let off = self.own_offsets(&shape);
         let ptrs = self.pointers(ptr, off);
-        let mask = self
-            .rng
-            .chance(0.3)
-            .then(|| self.value(DType::Bool, &shape, Need::EXACT));
+        let mask = self.maybe_mask(&shape);
         self.push1(
             Op::Load {
                 ptr: ptrs,
@@ -1072,19 +1066,28 @@ impl Gen {
         }
         let op = *self.rng.pick(AtomicOp::ALL);
         let value = self.value(d, &shape, need);
-        let mask = self
-            .rng
-            .chance(0.3)
-            .then(|| self.value(DType::Bool, &shape, Need::EXACT));
+        let mask = self.maybe_mask(&shape);
+        self.atomic(op, ptrs, value, mask);
+    }
+
+    fn atomic(&mut self, op: AtomicOp, ptr: Value, value: Value, mask: Option<Value>) {
+        let t = self.ty(value).clone();
         self.push1(
             Op::Atomic {
                 op,
-                ptr: ptrs,
+                ptr,
                 value,
                 mask,
             },
-            Self::tile(d, &shape),
+            t,
         );
+    }
+
+    /// A random bool mask of `shape`, some of the time.
+    fn maybe_mask(&mut self, shape: &[usize]) -> Option<Value> {
+        self.rng
+            .chance(0.3)
+            .then(|| self.value(DType::Bool, shape, Need::EXACT))
     }
 
     fn shared_atomic(&mut self) {
@@ -1097,15 +1100,7 @@ impl Gen {
             .rng
             .pick(&[AtomicOp::Add, AtomicOp::Max, AtomicOp::Min]);
         let value = self.value(d, &shape, Need::EXACT);
-        self.push1(
-            Op::Atomic {
-                op,
-                ptr: ptrs,
-                value,
-                mask,
-            },
-            Self::tile(d, &shape),
-        );
+        self.atomic(op, ptrs, value, mask);
     }
 
     // ---- regions ---------------------------------------------------------------------
@@ -1388,17 +1383,4 @@ impl Gen {
             expect: Vec::new(),
         }
     }
-}
-
-/// `i` with its integer bound dropped where `t`'s dtype cannot hold it exactly.
-fn fit(mut i: Info, t: &Type) -> Info {
-    if let Some(b) = i.int_bound {
-        if !t
-            .dtype()
-            .is_some_and(|d| d.is_float() && b <= exact_int_limit(d))
-        {
-            i.int_bound = None;
-        }
-    }
-    i
 }
