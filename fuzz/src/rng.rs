@@ -33,7 +33,7 @@ impl Rng {
 
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 < p
+        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
     }
 
     /// One element of a non-empty slice.

@@ -1,1 +1,3 @@
 //! The fuzzer's one integration-test binary (LLVM links once).
+
+mod mutate;
