@@ -43,6 +43,7 @@ fn hostile_texts_get_errors_that_name_what_is_wrong() {
         ("huge value number", kernel(&["%4000000000 = const {value = 1} : i32"]), &["%4000000000", "MAX_VALUES"]),
         ("value number at the limit", kernel(&[&format!("%{MAX_VALUES} = const {{value = 1}} : i32")]), &["MAX_VALUES"]),
         ("value number past u64", kernel(&["%99999999999999999999999 = const {value = 1} : i32"]), &["MAX_VALUES"]),
+        ("a value used but never defined", kernel(&["store %0, %9"]), &["%9 is never defined"]),
         ("a gap in the value numbers", kernel(&["%5 = const {value = 1} : i32"]), &["%2 is never defined"]),
         // Constants must fit their dtype.
         ("i32 constant too large", kernel(&["%2 = const {value = 99999999999} : i32"]), &["99999999999", "does not fit i32"]),

@@ -96,7 +96,7 @@ impl<'a> Verifier<'a> {
             .f
             .types
             .get(v.index())
-            .ok_or_else(|| self.err(inst, format!("{v} has no type")))?;
+            .ok_or_else(|| self.err(inst, format!("{v} is never defined")))?;
         check_type(t).map_err(|m| self.err(inst, format!("{v}: {m}")))?;
         Ok(t)
     }

@@ -107,8 +107,9 @@ const SNIPPETS: &[&str] = &[
 /// lossily, as a user's editor would).
 pub(super) fn apply(text: &str, rng: &mut Rng) -> String {
     // Weights: bytes, snippet, truncate, lines (delete, duplicate, swap), tokens (delete,
-    // duplicate, swap), number, value, type.
-    match rng.weighted(&[6, 3, 2, 4, 4, 3, 4, 3, 3, 5, 3, 3]) {
+    // duplicate, swap), number, value, huge type, another value, another dtype. The last
+    // two mostly keep the text parseable, for the verifier.
+    match rng.weighted(&[6, 3, 2, 4, 4, 3, 4, 3, 3, 5, 3, 3, 4, 4]) {
         0 => flip_byte(text, rng),
         1 => insert_snippet(text, rng),
         2 => truncate(text, rng),
@@ -120,7 +121,9 @@ pub(super) fn apply(text: &str, rng: &mut Rng) -> String {
         8 => edit_tokens(text, rng, LineEdit::Swap),
         9 => replace_token(text, rng, is_number, EXTREME_NUMBERS, ""),
         10 => replace_token(text, rng, |t| t.starts_with('%'), EXTREME_VALUES, "%"),
-        _ => replace_type(text, rng),
+        11 => replace_type(text, rng),
+        12 => other_value(text, rng),
+        _ => other_dtype(text, rng),
     }
 }
 
@@ -309,5 +312,43 @@ fn replace_type(text: &str, rng: &mut Rng) -> String {
     } else {
         out[i] = spec;
     }
+    out.concat()
+}
+
+/// Replaces a value by another value of the same text.
+fn other_value(text: &str, rng: &mut Rng) -> String {
+    let ps = pieces(text);
+    let values: Vec<usize> = (0..ps.len())
+        .filter(|i| ps[*i].len() > 1 && ps[*i].starts_with('%'))
+        .collect();
+    if values.is_empty() {
+        return insert_snippet(text, rng);
+    }
+    let (i, j) = (*rng.pick(&values), *rng.pick(&values));
+    let mut out = ps.clone();
+    out[i] = ps[j];
+    out.concat()
+}
+
+/// Replaces the dtype of a scalar type, a pointer or a tile by another dtype.
+fn other_dtype(text: &str, rng: &mut Rng) -> String {
+    use tritium_dsl::DType;
+    let ps = pieces(text);
+    // The dtype at the end of `f32` or `16x16xf32`.
+    let dtype_at = |p: &str| {
+        let start = p.rfind('x').map_or(0, |x| x + 1);
+        DType::from_name(&p[start..]).map(|_| start)
+    };
+    let picks: Vec<usize> = (0..ps.len())
+        .filter(|i| dtype_at(ps[*i]).is_some())
+        .collect();
+    if picks.is_empty() {
+        return insert_snippet(text, rng);
+    }
+    let i = *rng.pick(&picks);
+    let start = dtype_at(ps[i]).unwrap_or(0);
+    let new = format!("{}{}", &ps[i][..start], rng.pick(&DType::ALL).name());
+    let mut out = ps.clone();
+    out[i] = &new;
     out.concat()
 }
