@@ -114,3 +114,5 @@ fn trace_errors_name_the_kernel_source_line() {
         "{e}"
     );
 }
+
+mod robust;

@@ -3,4 +3,5 @@
 mod cases;
 mod differential;
 mod generator;
+mod mutate;
 mod shrinking;

@@ -158,6 +158,37 @@ impl DType {
         self == DType::Bool
     }
 
+    /// The smallest and largest integer of an integer or bool dtype (`0..=1` for bool);
+    /// `None` for floats.
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        let bits = self.bits();
+        if self.is_float() {
+            None
+        } else if self.is_signed_int() {
+            Some((-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1))
+        } else {
+            Some((0, (1i128 << bits) - 1))
+        }
+    }
+
+    /// `i` as a value of this integer dtype: bool is `i != 0`, the integers keep the low
+    /// bits (two's complement), as every backend reads an integer constant. Floats: `i`.
+    pub fn wrap_int(self, i: i128) -> i128 {
+        match self.int_range() {
+            _ if self.is_bool() => (i != 0) as i128,
+            Some((lo, _)) => {
+                let bits = self.bits();
+                let low = i & ((1i128 << bits) - 1);
+                if lo < 0 && low >= 1i128 << (bits - 1) {
+                    low - (1i128 << bits)
+                } else {
+                    low
+                }
+            }
+            None => i,
+        }
+    }
+
     /// The dtype two operands of a binary op are converted to (Triton's promotion rules):
     /// float beats int; the wider float wins and f16 with bf16 gives f32; among integers the
     /// wider wins and, at equal width, unsigned wins; bool is the weakest.

@@ -28,6 +28,7 @@ macro_rules! named_enum {
 mod custom;
 mod dtype;
 mod function;
+mod limits;
 mod op;
 mod parse;
 mod print;
@@ -41,6 +42,7 @@ pub use custom::{
 };
 pub use dtype::DType;
 pub use function::{Block, Function, Inst, Param};
+pub use limits::{MAX_NESTING, MAX_RANK, MAX_TILE_ELEMS, MAX_VALUES};
 pub use op::{AtomicOp, BinOp, CmpPred, Const, Op, ReduceOp, UnOp};
 pub use parse::parse_function;
 pub use print::print_function;

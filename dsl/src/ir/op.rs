@@ -119,12 +119,12 @@ named_enum! {
     }
 }
 
-/// A constant: the bit pattern is interpreted by the result dtype.
+/// A constant of the result dtype; the verifier checks that it fits.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Const {
-    /// An integer or bool (0/1) constant.
+    /// An integer or bool constant, within the dtype's [range](super::DType::int_range).
     Int(i128),
-    /// A floating-point constant.
+    /// A floating-point constant of a float dtype (rounded to it; inf and NaN allowed).
     Float(f64),
 }
 

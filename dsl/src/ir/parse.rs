@@ -1,10 +1,16 @@
 //! Parser for the text form written by [`print_function`](super::print_function).
+//!
+//! Any text gives a function or an error naming its line: nothing is sized by a number read
+//! from the text, value numbers stay below [`MAX_VALUES`] and regions nest at most
+//! [`MAX_NESTING`] deep.
 
 use super::{
     AtomicOp, BinOp, Bitcode, Block, CmpPred, Const, CoreType, CustomAttrs, CustomCall, DType,
     Elem, ExtraBuffer, Function, Inst, Loc, Mode, Op, Param, Pipe, ReduceOp, Type, UnOp, Value,
+    MAX_NESTING, MAX_VALUES,
 };
 use crate::{Error, Result};
+use std::collections::HashMap;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -18,7 +24,10 @@ enum Tok {
 struct Parser {
     toks: Vec<(Tok, usize)>,
     pos: usize,
-    types: Vec<Option<Type>>,
+    /// By value number: a map, as the numbers come from the text.
+    types: HashMap<u32, Type>,
+    /// How many regions enclose the current op.
+    depth: usize,
 }
 
 /// Parses the text form of one kernel.
@@ -26,7 +35,8 @@ pub fn parse_function(text: &str) -> Result<Function> {
     let mut p = Parser {
         toks: lex(text)?,
         pos: 0,
-        types: Vec::new(),
+        types: HashMap::new(),
+        depth: 0,
     };
     let f = p.function()?;
     if p.pos != p.toks.len() {
@@ -57,11 +67,7 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
                 if c == '@' {
                     toks.push((Tok::Global(s), line_no));
                 } else {
-                    let n = s.parse().map_err(|_| Error::Parse {
-                        line: line_no,
-                        message: format!("bad value name `%{s}`"),
-                    })?;
-                    toks.push((Tok::Val(n), line_no));
+                    toks.push((Tok::Val(value_number(&s, line_no)?), line_no));
                 }
             } else if c == '"' {
                 let mut s = String::new();
@@ -76,13 +82,9 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
                         }
                         Some('"') => break,
                         Some('\\') => {
-                            i += 1;
-                            match chars.get(i) {
-                                Some('n') => s.push('\n'),
-                                Some('t') => s.push('\t'),
-                                Some(&c) => s.push(c),
-                                None => {}
-                            }
+                            let (c, len) = unescape(&chars[i + 1..], line_no)?;
+                            s.push(c);
+                            i += len;
                         }
                         Some(&c) => s.push(c),
                     }
@@ -110,6 +112,48 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
     Ok(toks)
 }
 
+/// The number of `%<s>`, below [`MAX_VALUES`].
+fn value_number(s: &str, line: usize) -> Result<u32> {
+    let err = |message| Err(Error::Parse { line, message });
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return err(format!("bad value name `%{s}`"));
+    }
+    match s.parse::<usize>() {
+        Ok(n) if n < MAX_VALUES => Ok(n as u32),
+        _ => err(format!(
+            "value number `%{s}` is over the limit: values are numbered below {MAX_VALUES} \
+             (MAX_VALUES)"
+        )),
+    }
+}
+
+/// The char an escape stands for and how many chars after the backslash it takes:
+/// `\"`, `\\`, `\n`, `\t`, `\r`, `\0`, `\'` and `\u{hex}`.
+fn unescape(rest: &[char], line: usize) -> Result<(char, usize)> {
+    let err = |message: String| Err(Error::Parse { line, message });
+    let c = match rest.first() {
+        Some('n') => '\n',
+        Some('t') => '\t',
+        Some('r') => '\r',
+        Some('0') => '\0',
+        Some(&c @ ('"' | '\\' | '\'')) => c,
+        Some('u') => {
+            let close = rest.iter().take(9).position(|c| *c == '}');
+            let (Some('{'), Some(close)) = (rest.get(1), close) else {
+                return err("a `\\u` escape needs `{hex}` (at most 6 digits)".into());
+            };
+            let hex: String = rest[2..close].iter().collect();
+            return match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                Some(c) if !hex.is_empty() && !hex.starts_with('+') => Ok((c, close + 1)),
+                _ => err(format!("`\\u{{{hex}}}` is not a Unicode scalar value")),
+            };
+        }
+        Some(c) => return err(format!("unknown escape `\\{c}` in a string")),
+        None => return err("unterminated string".into()),
+    };
+    Ok((c, 1))
+}
+
 fn is_word(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
@@ -121,7 +165,7 @@ impl Parser {
             .get(self.pos)
             .or(self.toks.last())
             .map(|t| t.1)
-            .unwrap_or(0);
+            .unwrap_or(1);
         Error::Parse {
             line,
             message: message.into(),
@@ -188,14 +232,9 @@ impl Parser {
     }
 
     fn define(&mut self, v: Value, ty: Type) -> Result<()> {
-        let i = v.index();
-        if self.types.len() <= i {
-            self.types.resize(i + 1, None);
-        }
-        if self.types[i].is_some() {
+        if self.types.insert(v.0, ty).is_some() {
             return Err(self.err(format!("value {v} defined twice")));
         }
-        self.types[i] = Some(ty);
         Ok(())
     }
 
@@ -266,10 +305,14 @@ impl Parser {
         self.punct('{')?;
         let body = self.insts()?;
         self.punct('}')?;
-        let types = std::mem::take(&mut self.types)
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| t.ok_or_else(|| self.err(format!("value %{i} is never defined"))))
+        // Values are numbered 0, 1, …: with n defined, a gap lies below n.
+        let mut defined = std::mem::take(&mut self.types);
+        let types = (0..defined.len() as u32)
+            .map(|i| {
+                defined
+                    .remove(&i)
+                    .ok_or_else(|| self.err(format!("value %{i} is never defined")))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Function {
             name,
@@ -291,6 +334,18 @@ impl Parser {
     }
 
     fn region(&mut self) -> Result<Block> {
+        if self.depth >= MAX_NESTING {
+            return Err(self.err(format!(
+                "regions nest more than {MAX_NESTING} deep (MAX_NESTING)"
+            )));
+        }
+        self.depth += 1;
+        let b = self.region_body();
+        self.depth -= 1;
+        b
+    }
+
+    fn region_body(&mut self) -> Result<Block> {
         self.punct('{')?;
         self.punct('^')?;
         self.punct('(')?;
@@ -320,6 +375,9 @@ impl Parser {
                 self.punct(',')?;
             }
             let k = self.word()?;
+            if attrs.iter().any(|(n, _)| *n == k) {
+                return Err(self.err(format!("attribute `{k}` given twice")));
+            }
             self.punct('=')?;
             let v = self.word()?;
             attrs.push((k, v));
@@ -351,6 +409,9 @@ impl Parser {
                 Some(Tok::Val(_)) => operands.push(self.value()?),
                 Some(Tok::Word(w)) if w == "mask" || w == "other" => {
                     let k = self.word()?;
+                    if keyed.iter().any(|(n, _)| *n == k) {
+                        return Err(self.err(format!("`{k}` given twice")));
+                    }
                     self.punct('=')?;
                     keyed.push((k, self.value()?));
                 }
@@ -436,11 +497,19 @@ impl Parser {
         self.punct('{')?;
         let mut attrs: Vec<(String, Tok)> = Vec::new();
         let mut extra = Vec::new();
+        let mut keys: Vec<String> = Vec::new();
         while !self.eat_punct('}') {
-            if !attrs.is_empty() || !extra.is_empty() {
+            if !keys.is_empty() {
                 self.punct(',')?;
             }
             let k = self.word()?;
+            if !["core", "pipe", "mode", "symbol", "bitcode", "extra"].contains(&k.as_str()) {
+                return Err(at_start(self.err(format!("unknown attribute `{k}`"))));
+            }
+            if keys.contains(&k) {
+                return Err(at_start(self.err(format!("attribute `{k}` given twice"))));
+            }
+            keys.push(k.clone());
             self.punct('=')?;
             if k == "extra" {
                 self.punct('[')?;
@@ -578,7 +647,35 @@ impl Parser {
                 .parse()
                 .map_err(|_| self.err(format!("attribute `{k}` must be an integer")))
         };
+        let axis = || -> Result<u32> {
+            let a = int("axis")?;
+            u32::try_from(a).map_err(|_| self.err(format!("axis {a} is out of range")))
+        };
         let key = |k: &str| keyed.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        // What an op does not take is an error, not silently dropped.
+        let (takes_attrs, takes_keys): (&[&str], &[&str]) = match m {
+            "const" => (&["value"], &[]),
+            "program_id" | "num_programs" | "expand_dims" => (&["axis"], &[]),
+            "arange" => (&["start", "end"], &[]),
+            "cmp" => (&["pred"], &[]),
+            "reduce" => (&["op", "axis"], &[]),
+            "atomic" => (&["op"], &["mask"]),
+            "load" => (&[], &["mask", "other"]),
+            "store" => (&[], &["mask"]),
+            _ => (&[], &[]),
+        };
+        if let Some((k, _)) = attrs
+            .iter()
+            .find(|(k, _)| !takes_attrs.contains(&k.as_str()))
+        {
+            return Err(self.err(format!("`{m}` has no attribute `{k}`")));
+        }
+        if let Some((k, _)) = keyed
+            .iter()
+            .find(|(k, _)| !takes_keys.contains(&k.as_str()))
+        {
+            return Err(self.err(format!("`{m}` takes no `{k}` operand")));
+        }
         let arity = |n: usize| -> Result<()> {
             if ops.len() == n {
                 Ok(())
@@ -592,10 +689,13 @@ impl Parser {
                 let v = attr("value")?;
                 let is_float = v.contains(['.', 'e', 'E']) || v.contains("inf") || v == "NaN";
                 if is_float {
-                    Op::Const(Const::Float(
-                        v.parse()
-                            .map_err(|_| self.err(format!("bad float `{v}`")))?,
-                    ))
+                    let f: f64 = v
+                        .parse()
+                        .map_err(|_| self.err(format!("bad float `{v}`")))?;
+                    if f.is_infinite() && !v.contains("inf") {
+                        return Err(self.err(format!("float `{v}` is out of range of f64")));
+                    }
+                    Op::Const(Const::Float(f))
                 } else {
                     Op::Const(Const::Int(
                         v.parse()
@@ -603,8 +703,8 @@ impl Parser {
                     ))
                 }
             }
-            "program_id" => Op::ProgramId(int("axis")? as u32),
-            "num_programs" => Op::NumPrograms(int("axis")? as u32),
+            "program_id" => Op::ProgramId(axis()?),
+            "num_programs" => Op::NumPrograms(axis()?),
             "arange" => Op::Arange {
                 start: int("start")?,
                 end: int("end")?,
@@ -633,7 +733,7 @@ impl Parser {
                 arity(1)?;
                 Op::ExpandDims {
                     x: ops[0],
-                    axis: int("axis")? as u32,
+                    axis: axis()?,
                 }
             }
             "cmp" => {
@@ -661,7 +761,7 @@ impl Parser {
                 Op::Reduce {
                     op: o,
                     x: ops[0],
-                    axis: int("axis")? as u32,
+                    axis: axis()?,
                 }
             }
             "dot" => {

@@ -10,6 +10,10 @@
 //!   }
 //! }
 //! ```
+//!
+//! Strings (file names, custom-op names, symbols, bitcode labels) are quoted with `"`;
+//! inside, a quote, a backslash, newline, tab and carriage return are written `\"`, `\\`,
+//! `\n`, `\t` and `\r`, other control characters `\u{hex}`, everything else as itself.
 
 use super::{Block, Const, CustomCall, Function, Inst, Op};
 use std::fmt::Write;
@@ -52,8 +56,10 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         print_custom(f, c, out);
         let _ = writeln!(
             out,
-            " loc({:?}:{}:{})",
-            inst.loc.file, inst.loc.line, inst.loc.col
+            " loc({}:{}:{})",
+            quote(&inst.loc.file),
+            inst.loc.line,
+            inst.loc.col
         );
         return;
     }
@@ -97,8 +103,10 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
     }
     let _ = write!(
         out,
-        " loc({:?}:{}:{})",
-        inst.loc.file, inst.loc.line, inst.loc.col
+        " loc({}:{}:{})",
+        quote(&inst.loc.file),
+        inst.loc.line,
+        inst.loc.col
     );
     let regions = inst.op.regions();
     for region in regions {
@@ -127,8 +135,8 @@ fn print_custom(f: &Function, c: &CustomCall, out: &mut String) {
     if let Some(m) = a.mode {
         attrs.push(format!("mode = {}", m.name()));
     }
-    attrs.push(format!("symbol = {:?}", a.symbol));
-    attrs.push(format!("bitcode = {:?}", a.bitcode.label()));
+    attrs.push(format!("symbol = {}", quote(&a.symbol)));
+    attrs.push(format!("bitcode = {}", quote(a.bitcode.label())));
     if !c.extra.is_empty() {
         let bufs = c.extra.iter().map(|e| format!("{}x{}", e.len, e.dtype));
         attrs.push(format!("extra = [{}]", join(bufs)));
@@ -142,11 +150,32 @@ fn print_custom(f: &Function, c: &CustomCall, out: &mut String) {
     };
     let _ = write!(
         out,
-        " {:?} {{{}}} ins({}) outs({}) -> {}",
-        c.name,
+        " {} {{{}}} ins({}) outs({}) -> {}",
+        quote(&c.name),
         attrs.join(", "),
         group(&c.ins),
         group(&c.outs),
         join(c.outs.iter().map(|v| f.ty(*v)))
     );
+}
+
+/// `s` in quotes, escaped as the module docs say; the parser reads back exactly `s`.
+fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }

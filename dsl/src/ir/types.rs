@@ -91,9 +91,13 @@ impl Type {
         self.shape.is_empty()
     }
 
-    /// Number of elements (1 for a scalar).
+    /// Number of elements (1 for a scalar). It saturates at `usize::MAX`, which only a type
+    /// the verifier rejects reaches.
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        self.shape
+            .iter()
+            .try_fold(1usize, |n, d| n.checked_mul(*d))
+            .unwrap_or(usize::MAX)
     }
 
     /// Rank (0 for a scalar).

@@ -1,15 +1,21 @@
 //! The verifier: structural and type rules of the IR. Errors name the op's source location.
 
-use super::{Block, CustomAttrs, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value};
+use super::limits::check_type;
+use super::{
+    Block, Const, CustomAttrs, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value,
+    MAX_NESTING, MAX_TILE_ELEMS, MAX_VALUES,
+};
 use crate::{Error, Result};
 
-/// Checks that every value is defined before use (in an enclosing scope), that regions end
-/// with the right terminator, and that every op's operand and result types agree.
+/// Checks that every value has a type within the [limits](super::MAX_TILE_ELEMS) and is
+/// defined before use (in an enclosing scope), that regions end with the right terminator,
+/// that every op's operand and result types agree, and that constants fit their dtype.
 pub fn verify(f: &Function) -> Result<()> {
     let mut v = Verifier {
         f,
         defined: vec![false; f.types.len()],
     };
+    v.typed_values()?;
     for p in &f.params {
         v.def(p.value, None)?;
     }
@@ -36,6 +42,63 @@ impl<'a> Verifier<'a> {
                 .unwrap_or_else(|| self.f.name.clone()),
             message,
         }
+    }
+
+    /// Every value named anywhere has a type within the limits, every parameter is a scalar
+    /// or a pointer, and regions nest at most [`MAX_NESTING`] deep: later checks index,
+    /// multiply and recurse freely.
+    fn typed_values(&self) -> Result<()> {
+        let n = self.f.types.len();
+        if n > MAX_VALUES {
+            return Err(self.err(
+                None,
+                format!("{n} values are over the limit of {MAX_VALUES} (MAX_VALUES)"),
+            ));
+        }
+        for p in &self.f.params {
+            let t = self.typed(p.value, None)?;
+            if !t.is_scalar() {
+                return Err(self.err(
+                    None,
+                    format!(
+                        "parameter `{}` must be a number or a pointer, got {t}",
+                        p.name
+                    ),
+                ));
+            }
+        }
+        self.typed_block(&self.f.body, None, 0)
+    }
+
+    fn typed_block(&self, b: &Block, owner: Option<&Inst>, depth: usize) -> Result<()> {
+        if depth > MAX_NESTING {
+            return Err(self.err(
+                owner,
+                format!("regions nest more than {MAX_NESTING} deep (MAX_NESTING)"),
+            ));
+        }
+        for a in &b.args {
+            self.typed(*a, owner)?;
+        }
+        for inst in &b.insts {
+            for v in inst.results.iter().copied().chain(inst.op.operands()) {
+                self.typed(v, Some(inst))?;
+            }
+            for r in inst.op.regions() {
+                self.typed_block(r, Some(inst), depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn typed(&self, v: Value, inst: Option<&Inst>) -> Result<&'a Type> {
+        let t = self
+            .f
+            .types
+            .get(v.index())
+            .ok_or_else(|| self.err(inst, format!("{v} is never defined")))?;
+        check_type(t).map_err(|m| self.err(inst, format!("{v}: {m}")))?;
+        Ok(t)
     }
 
     fn def(&mut self, v: Value, inst: Option<&Inst>) -> Result<()> {
@@ -116,10 +179,26 @@ impl<'a> Verifier<'a> {
             }
         };
         match &inst.op {
-            Op::Const(_) => {
+            Op::Const(c) => {
                 want_results(1)?;
-                if res[0].dtype().is_none() {
-                    return Err(e("a constant cannot be a pointer".into()));
+                let d = res[0]
+                    .dtype()
+                    .ok_or_else(|| e("a constant cannot be a pointer".into()))?;
+                match (c, d.int_range()) {
+                    (Const::Int(i), Some((lo, hi))) if !(lo..=hi).contains(i) => {
+                        return Err(e(format!(
+                            "constant {i} does not fit {d} (range {lo} to {hi})"
+                        )));
+                    }
+                    (Const::Int(i), None) => {
+                        return Err(e(format!(
+                            "integer constant {i} for {d}: a {d} constant is written as a float"
+                        )));
+                    }
+                    (Const::Float(x), Some(_)) => {
+                        return Err(e(format!("float constant {x:?} for integer type {d}")));
+                    }
+                    _ => {}
                 }
             }
             Op::ProgramId(a) | Op::NumPrograms(a) => {
@@ -135,10 +214,22 @@ impl<'a> Verifier<'a> {
             }
             Op::Arange { start, end } => {
                 want_results(1)?;
+                // The values are i32: start..=end-1 within i32, and one tile long at most.
+                let i32s = i64::from(i32::MIN)..=i64::from(i32::MAX) + 1;
+                if !i32s.contains(start) || !i32s.contains(end) {
+                    return Err(e(format!("arange({start}, {end}) does not fit i32")));
+                }
                 if end <= start {
                     return Err(e(format!("arange({start}, {end}) is empty")));
                 }
-                let want = Type::tile(Elem::Scalar(DType::I32), vec![(end - start) as usize]);
+                let len = (end - start) as usize;
+                if len > MAX_TILE_ELEMS {
+                    return Err(e(format!(
+                        "arange({start}, {end}) has more than {MAX_TILE_ELEMS} elements \
+                         (MAX_TILE_ELEMS)"
+                    )));
+                }
+                let want = Type::tile(Elem::Scalar(DType::I32), vec![len]);
                 same(res[0], &want, "arange type")?;
             }
             Op::Splat(x) => {
@@ -387,6 +478,13 @@ impl<'a> Verifier<'a> {
                 }
                 if a.symbol.is_empty() {
                     return Err(e(format!("custom op `{name}` has no symbol")));
+                }
+                if let Some(x) = c.extra.iter().find(|x| x.len > MAX_TILE_ELEMS) {
+                    return Err(e(format!(
+                        "custom op `{name}`: an extra buffer of {} elements is over the limit \
+                         of {MAX_TILE_ELEMS} (MAX_TILE_ELEMS)",
+                        x.len
+                    )));
                 }
                 if c.is_builtin() != a.bitcode.is_builtin() {
                     return Err(e(format!(

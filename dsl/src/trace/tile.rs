@@ -109,11 +109,13 @@ impl Builder {
     /// A constant of `ty` (splatted when `ty` is a tile).
     pub(crate) fn constant(&mut self, c: Const, ty: Type, loc: &Loc) -> Value {
         let d = ty.dtype().expect("constants are numbers");
+        // Integers are stored in the dtype's range (the verifier requires it), wrapped as
+        // every backend reads them.
         let c = match c {
-            Const::Float(f) if !d.is_float() => Const::Int(f as i128),
+            Const::Float(f) if d.is_float() => Const::Float(f),
             Const::Int(i) if d.is_float() => Const::Float(i as f64),
-            Const::Int(i) if d.is_bool() => Const::Int((i != 0) as i128),
-            c => c,
+            Const::Float(f) => Const::Int(d.wrap_int(f as i128)),
+            Const::Int(i) => Const::Int(d.wrap_int(i)),
         };
         self.push1(Op::Const(c), ty, loc.clone())
     }
