@@ -327,3 +327,80 @@ fn axis_reductions_in_a_loop_see_every_iteration(
         assert_eq!(per_iter.to_vec(), want_iter, "per iteration on {what}");
     }
 }
+
+/// Elementwise, reduced and atomic float max/min of signed zeros: every device orders -0
+/// below +0 (IEEE 754-2019 maximumNumber/minimumNumber), in either operand order. Found by
+/// the fuzzer: `maxnum` left it open, and the interpreter and compiled code differed.
+#[kernel]
+fn signed_zero_max_min(out: Ptr<f32>, at: Ptr<f32>, x: Ptr<f32>, y: Ptr<f32>) {
+    let r = arange(0, 64);
+    let a = load(x + r);
+    let b = load(y + r);
+    store(out + r, maximum(a, b));
+    store(out + 64 + r, minimum(a, b));
+    // Rows of 32 along the last axis (the CPU keeps vector partials there) and along 0.
+    let rows = arange(0, 2);
+    let t = load(x + rows[(.., None)] * 32 + arange(0, 32)[(None, ..)]);
+    store(out + 128 + rows, max(t, 1));
+    store(out + 130 + rows, min(t, 1));
+    let cols = arange(0, 32);
+    store(out + 132 + cols, max(t, 0));
+    store(out + 164 + cols, min(t, 0));
+    atomic_max(at + r, b);
+    atomic_min(at + 64 + r, b);
+}
+
+#[test]
+fn float_max_min_order_negative_zero_below_positive_zero() {
+    let max0 = |a: f32, b: f32| {
+        if a == b {
+            f32::from_bits(a.to_bits() & b.to_bits())
+        } else {
+            a.max(b)
+        }
+    };
+    let min0 = |a: f32, b: f32| {
+        if a == b {
+            f32::from_bits(a.to_bits() | b.to_bits())
+        } else {
+            a.min(b)
+        }
+    };
+    // Row 0 mixes the signs, row 1 is all -0; y's signs differ from x's in most lanes.
+    let x = Array1::from_iter((0..64).map(|i| if i < 32 && i % 3 == 1 { 0.0f32 } else { -0.0 }));
+    let y = Array1::from_iter((0..64).map(|i| if i % 2 == 0 { 0.0f32 } else { -0.0 }));
+    let at0 = Array1::from_iter((0..128).map(|i| if i % 4 < 2 { 0.0f32 } else { -0.0 }));
+    let fold = |v: &[f32], f: &dyn Fn(f32, f32) -> f32| v.iter().copied().fold(f32::NAN, f);
+    let mut want = vec![0.0f32; 196];
+    for i in 0..64 {
+        want[i] = max0(x[i], y[i]);
+        want[64 + i] = min0(x[i], y[i]);
+    }
+    for row in 0..2 {
+        let l = &x.as_slice().unwrap()[row * 32..][..32];
+        want[128 + row] = fold(l, &max0);
+        want[130 + row] = fold(l, &min0);
+    }
+    for c in 0..32 {
+        want[132 + c] = max0(x[c], x[32 + c]);
+        want[164 + c] = min0(x[c], x[32 + c]);
+    }
+    let mut want_at = at0.to_vec();
+    for i in 0..64 {
+        want_at[i] = max0(at0[i], y[i]);
+        want_at[64 + i] = min0(at0[64 + i], y[i]);
+    }
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    assert!(want.iter().any(|v| v.is_sign_negative()) && want.iter().any(|v| v.is_sign_positive()));
+    for d in all_devices() {
+        let mut out = Array1::<f32>::from_elem(196, 7.0);
+        let mut at = at0.clone();
+        signed_zero_max_min::launch(&d, 1, &mut out, &mut at, &x, &y).unwrap();
+        assert_eq!(bits(out.as_slice().unwrap()), bits(&want), "on {d:?}");
+        assert_eq!(
+            bits(at.as_slice().unwrap()),
+            bits(&want_at),
+            "atomics on {d:?}"
+        );
+    }
+}

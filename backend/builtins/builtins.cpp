@@ -88,17 +88,28 @@ inline double fmax_of(double a, double b) { return __builtin_fmax(a, b); }
 inline float fmin_of(float a, float b) { return __builtin_fminf(a, b); }
 inline double fmin_of(double a, double b) { return __builtin_fmin(a, b); }
 
-// Floats: a compare-and-swap loop on the bit pattern. max/min ignore NaN (maxnum/minnum,
-// as Tritium's own float atomics); add rounds once in T.
+// Floats: a compare-and-swap loop on the bit pattern. max/min are IEEE 754-2019
+// maximumNumber/minimumNumber, as Tritium's own max/min: NaN is ignored (maxnum/minnum)
+// and -0 < +0 (equal operands combine their bits: only zeros differ); add rounds once.
 template <class F, class U> struct AtomicFloat {
+  static F max_number(F a, F b) {
+    if (a == b)
+      return __builtin_bit_cast(F, U(__builtin_bit_cast(U, a) & __builtin_bit_cast(U, b)));
+    return fmax_of(a, b);
+  }
+  static F min_number(F a, F b) {
+    if (a == b)
+      return __builtin_bit_cast(F, U(__builtin_bit_cast(U, a) | __builtin_bit_cast(U, b)));
+    return fmin_of(a, b);
+  }
   static F combine(int32_t kind, F old, F v) {
     switch (kind) {
     case KIND_ADD:
       return old + v;
     case KIND_MAX:
-      return fmax_of(old, v);
+      return max_number(old, v);
     case KIND_MIN:
-      return fmin_of(old, v);
+      return min_number(old, v);
     default:
       return v;
     }

@@ -101,9 +101,9 @@ pub fn all_entries() -> Vec<String> {
 pub enum AtomicKind {
     /// `*p += v` (integers wrap).
     Add = 0,
-    /// `*p = max(*p, v)` (floats ignore NaN, as `maxnum`).
+    /// `*p = max(*p, v)` (floats: maximumNumber, as Tritium's `max`).
     Max = 1,
-    /// `*p = min(*p, v)` (floats ignore NaN, as `minnum`).
+    /// `*p = min(*p, v)` (floats: minimumNumber, as Tritium's `min`).
     Min = 2,
     /// `*p = v`.
     Xchg = 3,
@@ -142,9 +142,9 @@ impl AtomicKind {
 pub trait AtomicElem: Copy {
     /// `self + v`: wrapping for integers, rounded once for floats.
     fn atomic_add(self, v: Self) -> Self;
-    /// The larger; for floats, the other operand when one is NaN.
+    /// The larger; for floats, the other operand when one is NaN, and +0 over -0.
     fn atomic_max(self, v: Self) -> Self;
-    /// The smaller; for floats, the other operand when one is NaN.
+    /// The smaller; for floats, the other operand when one is NaN, and -0 under +0.
     fn atomic_min(self, v: Self) -> Self;
 }
 
@@ -159,12 +159,14 @@ macro_rules! atomic_int {
 }
 atomic_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
+use crate::float_order::MaxNumber;
+
 macro_rules! atomic_float {
     ($($t:ty),*) => {$(
         impl AtomicElem for $t {
             fn atomic_add(self, v: Self) -> Self { self + v }
-            fn atomic_max(self, v: Self) -> Self { <$t>::max(self, v) }
-            fn atomic_min(self, v: Self) -> Self { <$t>::min(self, v) }
+            fn atomic_max(self, v: Self) -> Self { self.max_number(v) }
+            fn atomic_min(self, v: Self) -> Self { self.min_number(v) }
         }
     )*};
 }

@@ -8,6 +8,7 @@ pub mod builtins;
 pub mod cpu;
 pub mod cuda;
 mod error;
+mod float_order;
 pub mod interp;
 pub mod launch;
 mod llvm;

@@ -116,3 +116,82 @@ fn trace_errors_name_the_kernel_source_line() {
 }
 
 mod robust;
+
+/// `plan_call` resolves builtins from operand types alone; each row is a call it must reject
+/// and the words its error must contain. The bool gather was found by the fuzzer: it passed
+/// the plan and failed to link (`…_gather_load_int1_int32` is not in the library).
+#[test]
+fn builtin_plans_reject_bad_operands() {
+    use tritium_dsl::custom::{plan_call, CustomArgs, CustomOptions};
+    use tritium_dsl::ir::{Elem, Type};
+    let tile = |d: DType, s: &[usize]| Type::tile(Elem::Scalar(d), s.to_vec());
+    let scalar = Type::scalar;
+    let cases: Vec<(&str, Vec<Type>, Vec<Type>, &str)> = vec![
+        (
+            "__builtin_gather_load",
+            vec![
+                Type::ptr(DType::Bool),
+                tile(DType::I32, &[4]),
+                scalar(DType::I32),
+            ],
+            vec![tile(DType::Bool, &[4])],
+            "points to bool",
+        ),
+        (
+            "__builtin_index_select",
+            vec![
+                Type::ptr(DType::Bool),
+                tile(DType::I32, &[2]),
+                scalar(DType::I32),
+                scalar(DType::I32),
+            ],
+            vec![tile(DType::Bool, &[2, 4])],
+            "points to bool",
+        ),
+        (
+            "__builtin_gather_load",
+            vec![
+                Type::ptr(DType::F32),
+                tile(DType::F32, &[4]),
+                scalar(DType::I32),
+            ],
+            vec![tile(DType::F32, &[4])],
+            "must be an i32 or i64 tile",
+        ),
+        (
+            "__builtin_indirect_atomic",
+            vec![
+                Type::ptr(DType::F16),
+                tile(DType::I32, &[4]),
+                tile(DType::F16, &[4]),
+                scalar(DType::I32),
+                scalar(DType::I32),
+            ],
+            vec![tile(DType::F16, &[4])],
+            "atomics on f16",
+        ),
+    ];
+    for (name, ins, outs, want) in cases {
+        let args = CustomArgs {
+            name: name.into(),
+            ins,
+            outs,
+        };
+        let err = plan_call(&args, CustomOptions::default()).unwrap_err();
+        assert!(err.contains(name) && err.contains(want), "{name}: {err}");
+    }
+    // A well-typed call plans: the library symbol names the element and index dtypes.
+    let args = CustomArgs {
+        name: "__builtin_gather_load".into(),
+        ins: vec![
+            Type::ptr(DType::U8),
+            tile(DType::I64, &[2, 2]),
+            scalar(DType::U32),
+        ],
+        outs: vec![tile(DType::U8, &[2, 2])],
+    };
+    let plan = plan_call(&args, CustomOptions::default()).unwrap();
+    assert_eq!(plan.attrs.symbol, "__builtin_gather_load_uint8_int64");
+    assert_eq!(plan.arg_dtypes, vec![(2, DType::I64)]);
+    assert!(plan.flatten_outs && plan.flatten_ins == vec![1]);
+}

@@ -16,7 +16,7 @@
 //! ```
 
 use crate::info::Memory;
-use tritium_dsl::ir::{parse_function, print_function, Function};
+use tritium_dsl::ir::{parse_function, print_function, Block, Function, Op};
 
 /// One argument's value before the launch.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,7 +90,8 @@ impl Case {
 
     /// Reads the text form; errors name the line.
     pub fn from_text(text: &str) -> Result<Case, String> {
-        let function = parse_function(text).map_err(|e| e.to_string())?;
+        let mut function = parse_function(text).map_err(|e| e.to_string())?;
+        resolve_bitcode(&mut function.body)?;
         let mut case = Case {
             seed: 0,
             function,
@@ -155,6 +156,31 @@ impl Case {
         }
         Ok(case)
     }
+}
+
+/// Gives custom calls read back from text their bitcode: the text names it by label, and
+/// the generator calls only the builtins and `tritium-kernels`' `add.bc`.
+fn resolve_bitcode(b: &mut Block) -> Result<(), String> {
+    for inst in &mut b.insts {
+        if let Op::Custom(c) = &mut inst.op {
+            let bc = &mut c.attrs.bitcode;
+            if !bc.is_builtin() && bc.bytes().is_none() {
+                if bc.label() != "add.bc" {
+                    return Err(format!(
+                        "custom `{}` at {}: unknown bitcode `{}` (cases may use `builtin` and `add.bc`)",
+                        c.name,
+                        inst.loc,
+                        bc.label()
+                    ));
+                }
+                *bc = tritium_kernels::custom_add::add_bitcode();
+            }
+        }
+        for r in inst.op.regions_mut() {
+            resolve_bitcode(r)?;
+        }
+    }
+    Ok(())
 }
 
 fn hex(bytes: &[u8]) -> String {

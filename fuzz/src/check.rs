@@ -32,6 +32,27 @@ impl Report {
     }
 }
 
+/// One line per disagreement, each message cut to a few hundred characters (a link error
+/// can list every symbol of a library).
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const MAX: usize = 400;
+        let cut = |m: &str| -> String {
+            match m.char_indices().nth(MAX) {
+                Some((i, _)) => format!("{}… ({} bytes)", &m[..i], m.len()),
+                None => m.to_string(),
+            }
+        };
+        if let Some(why) = &self.invalid {
+            write!(f, "\n  invalid case: {}", cut(why))?;
+        }
+        for m in &self.mismatches {
+            write!(f, "\n  {}: {}", m.target.name(), cut(&m.message))?;
+        }
+        Ok(())
+    }
+}
+
 /// Runs `target`, turning a panic into an error.
 pub fn run_caught(case: &Case, target: Target) -> crate::exec::Outcome {
     match catch_unwind(AssertUnwindSafe(|| run(case, target))) {

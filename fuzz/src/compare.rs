@@ -10,12 +10,6 @@ use crate::info::{analyze, Tol};
 use half::{bf16, f16};
 use tritium_dsl::ir::DType;
 
-/// Open finding of the fuzzer: float `max`/`min` (elementwise, reductions, atomics) of
-/// +0 and -0 return either zero (`maxnum` leaves it open; the interpreter and the compiled
-/// code pick differently, seed 60). Until their semantics order -0 below +0 everywhere,
-/// zeros of either sign compare equal.
-const SIGNED_ZEROS_OPEN: bool = true;
-
 /// How each parameter's contents are compared (`None` for scalars).
 pub fn tolerances(case: &Case) -> Vec<Option<Tol>> {
     let facts = analyze(&case.function, &case.memory());
@@ -124,7 +118,8 @@ fn close(d: DType, tol: Tol, x: Option<f64>, y: Option<f64>) -> bool {
         return x.is_nan() && y.is_nan();
     }
     match tol {
-        Tol::Exact => x == y && (x.is_sign_negative() == y.is_sign_negative() || SIGNED_ZEROS_OPEN),
+        // Zeros of different signs differ: max/min order -0 below +0 on every target.
+        Tol::Exact => x == y && x.is_sign_negative() == y.is_sign_negative(),
         Tol::Unreliable => true,
         Tol::Ulps(u) => {
             if x == y {

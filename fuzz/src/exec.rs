@@ -44,9 +44,31 @@ impl Target {
 pub type Outcome = Result<Vec<Vec<u8>>, String>;
 
 /// Where compiled CPU kernels are cached: a directory of this process, so that a stale
-/// entry from another build can never stand in for what this build generates.
+/// entry from another build can never stand in for what this build generates. The first
+/// call removes the directories of processes that no longer run (a crashed worker's).
 pub fn cache_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("tritium-fuzz-{}", std::process::id()))
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    let root = std::env::temp_dir().join("tritium-fuzz");
+    SWEPT.call_once(|| {
+        let proc_fs = std::path::Path::new("/proc/self").exists();
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok();
+            let gone = pid.is_some_and(|p| {
+                proc_fs
+                    && p != std::process::id()
+                    && !std::path::Path::new(&format!("/proc/{p}")).exists()
+            });
+            if gone {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+    root.join(std::process::id().to_string())
+}
+
+/// Removes this process's [`cache_dir`].
+pub fn remove_cache_dir() {
+    let _ = std::fs::remove_dir_all(cache_dir());
 }
 
 /// Runs `case` on `target`; PTX targets give no buffers, only whether compilation worked.

@@ -144,7 +144,14 @@ pub fn analyze(f: &Function, memory: &[Option<Memory>]) -> Facts {
         param_memory: HashMap::new(),
         roots: f.pointer_roots(),
         stored: HashMap::new(),
+        writes: HashMap::new(),
+        consts: HashMap::new(),
     };
+    f.walk(&mut |inst| {
+        if let (Op::Const(Const::Int(c)), [r]) = (&inst.op, inst.results.as_slice()) {
+            a.consts.insert(*r, *c);
+        }
+    });
     for (p, m) in f.params.iter().zip(memory) {
         if let Some(m) = m {
             a.param_memory.insert(a.param_index(p.value), *m);
@@ -153,6 +160,19 @@ pub fn analyze(f: &Function, memory: &[Option<Memory>]) -> Facts {
     // The second pass sees in every load what any store of the first wrote.
     a.block(&f.body);
     a.block(&f.body);
+    // Shared memory ends the same in any order of the programs only when every write to
+    // it is an integer atomic of one kind: adds commute, maxes commute, the two do not.
+    for (p, kinds) in &a.writes {
+        let one_kind = kinds.len() == 1 && ["add", "max", "min"].contains(&kinds[0].as_str());
+        let int = f
+            .ty(f.params[*p].value)
+            .elem
+            .pointee()
+            .is_some_and(|d| d.is_int());
+        if a.param_memory.get(p) == Some(&Memory::SharedAtomics) && !(one_kind && int) {
+            a.stored.insert(*p, Info::UNRELIABLE);
+        }
+    }
     Facts {
         values: a.infos,
         stored: a.stored,
@@ -166,6 +186,11 @@ struct Analysis<'f> {
     roots: HashMap<Value, Vec<usize>>,
     /// The join of what the stores write through each output parameter.
     stored: HashMap<usize, Info>,
+    /// The kinds of write to each parameter (`store`, an atomic op's name, `cas`, or
+    /// `unknown` for an indirect atomic whose kind is not a constant).
+    writes: HashMap<usize, Vec<String>>,
+    /// Integer constants, for the kind of an indirect atomic.
+    consts: HashMap<Value, i128>,
 }
 
 /// Most times a loop body runs (the generator's promise; the analysis iterates that often).
@@ -236,10 +261,45 @@ impl Analysis<'_> {
 
     fn inst(&mut self, inst: &Inst) {
         match &inst.op {
-            Op::Store { ptr, value, .. } => self.record_store(*ptr, self.get(*value)),
+            Op::Store { ptr, value, .. } => {
+                self.record_store(*ptr, self.get(*value));
+                self.record_write(*ptr, "store");
+            }
             Op::Custom(c) => {
-                let ins: Vec<Info> = c.ins.iter().chain(&c.outs).map(|v| self.get(*v)).collect();
-                let out = exact_only(&ins, Info::EXACT);
+                let f = self.f;
+                if c.writes_memory() {
+                    // An indirect atomic writes values of its inputs through its pointers.
+                    let written = c
+                        .ins
+                        .iter()
+                        .filter(|v| f.ty(**v).dtype().is_some())
+                        .fold(Info::EXACT, |a, v| a.join(self.get(*v)));
+                    let kind = match (c.name.as_str(), c.ins.get(4)) {
+                        ("__builtin_indirect_atomic", Some(k)) => match self.consts.get(k) {
+                            Some(0) => "add",
+                            Some(1) => "max",
+                            Some(2) => "min",
+                            Some(3) => "xchg",
+                            Some(_) => "none",
+                            None => "unknown",
+                        },
+                        _ => "unknown",
+                    };
+                    for p in c.ins.iter().filter(|v| f.ty(**v).dtype().is_none()) {
+                        self.record_store(*p, written);
+                        if kind != "none" {
+                            self.record_write(*p, kind);
+                        }
+                    }
+                }
+                let out = transfer(
+                    &inst.op,
+                    inst.results.first().copied(),
+                    &|v| f.ty(v),
+                    &|v| self.get(v),
+                    &|p| self.memory_info(p),
+                )
+                .unwrap_or(Info::EXACT);
                 for res in &inst.results {
                     self.set(*res, out);
                 }
@@ -283,6 +343,11 @@ impl Analysis<'_> {
                 if let Op::Atomic { ptr, value, .. } | Op::AtomicCas { ptr, value, .. } = op {
                     self.record_store(*ptr, self.get(*value));
                 }
+                match op {
+                    Op::Atomic { ptr, op, .. } => self.record_write(*ptr, op.name()),
+                    Op::AtomicCas { ptr, .. } => self.record_write(*ptr, "cas"),
+                    _ => {}
+                }
                 let f = self.f;
                 let info = transfer(
                     op,
@@ -294,6 +359,15 @@ impl Analysis<'_> {
                 if let (Some(r), Some(i)) = (inst.results.first(), info) {
                     self.set(*r, i);
                 }
+            }
+        }
+    }
+
+    fn record_write(&mut self, ptr: Value, kind: &str) {
+        for p in self.roots.get(&ptr).cloned().into_iter().flatten() {
+            let kinds = self.writes.entry(p).or_default();
+            if !kinds.iter().any(|k| k == kind) {
+                kinds.push(kind.to_string());
             }
         }
     }
@@ -400,8 +474,24 @@ pub fn transfer<'t>(
             exact_only(&[get(*ptr), get(*cmp), get(*value)], memory(*ptr))
         }
         Op::Custom(c) => {
-            let ins: Vec<Info> = c.ins.iter().chain(&c.outs).map(|v| get(*v)).collect();
-            exact_only(&ins, Info::EXACT)
+            // Results mix the operands with what the pointers read (a gather) or held (an
+            // atomic's old values): exact when all of them are.
+            let mut deps = Vec::new();
+            let mut read = Info::EXACT;
+            for v in c.ins.iter().chain(&c.outs) {
+                if ty(*v).dtype().is_some() {
+                    deps.push(get(*v));
+                } else {
+                    read = read.join(memory(*v));
+                }
+            }
+            exact_only(
+                &deps,
+                Info {
+                    int_bound: None,
+                    ..read
+                },
+            )
         }
         Op::Store { .. }
         | Op::For { .. }

@@ -1,14 +1,21 @@
 //! `tritium-fuzz`: runs random programs on every target against the interpreter.
 //!
 //! ```text
-//! tritium-fuzz [--programs N | --minutes M] [--seed S]   fuzz (seeds S, S+1, …)
+//! tritium-fuzz [--programs N | --minutes M] [--seed S] [--jobs J]
+//!                                                         fuzz seeds S, S+1, … in J worker
+//!                                                         processes (default: one per core)
+//! tritium-fuzz --mutants N [--seed S]                     mutate printed kernels N times
 //! tritium-fuzz --print S                                  print the case of seed S
 //! tritium-fuzz --shrink S                                 print the smallest failing case of seed S
 //! tritium-fuzz --replay FILE                              check a case file
 //! tritium-fuzz --pin FILE                                 pin the interpreter's results in it
 //! ```
 
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tritium_fuzz::pool::{self, done_line, Event, PoolConfig};
 use tritium_fuzz::{check, generate, Case, GenConfig, Target};
 
 fn main() {
@@ -71,38 +78,138 @@ fn main() {
         println!("{report:#?}");
         std::process::exit(if report.ok() { 0 } else { 1 });
     }
+    if let Some(n) = num("--mutants") {
+        let summary = tritium_fuzz::mutate::run(
+            &tritium_fuzz::mutate::seed_kernels(),
+            n as usize,
+            num("--seed").unwrap_or(1),
+        );
+        println!("{summary}");
+        std::process::exit(i32::from(summary.failures > 0));
+    }
     let first = num("--seed").unwrap_or(1);
-    let programs = num("--programs");
-    let deadline = num("--minutes").map(|m| Instant::now() + Duration::from_secs(m * 60));
-    let programs = programs.unwrap_or(if deadline.is_some() { u64::MAX } else { 100 });
-    let mut failed = 0;
-    let start = Instant::now();
-    let mut n = 0;
-    let mut times: std::collections::BTreeMap<Target, Duration> = Default::default();
-    let mut kinds = std::collections::BTreeSet::new();
+    let deadline = num("--deadline-ms")
+        .map(|ms| UNIX_EPOCH + Duration::from_millis(ms))
+        .or_else(|| num("--minutes").map(|m| SystemTime::now() + Duration::from_secs(m * 60)));
+    let programs = num("--programs").unwrap_or(if deadline.is_some() { u64::MAX } else { 100 });
+    let code = if args.iter().any(|a| a == "--worker") {
+        worker(first, programs, deadline, &config)
+    } else {
+        let jobs = num("--jobs").map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |j| j as usize,
+        );
+        parent(first, programs, deadline, jobs)
+    };
+    tritium_fuzz::exec::remove_cache_dir();
+    std::process::exit(code);
+}
+
+/// Runs seeds in this process, speaking [`tritium_fuzz::pool`]'s line protocol.
+fn worker(first: u64, programs: u64, deadline: Option<SystemTime>, config: &GenConfig) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
     for seed in first..first.saturating_add(programs) {
-        if deadline.is_some_and(|d| Instant::now() > d) {
+        if deadline.is_some_and(|d| SystemTime::now() > d) {
             break;
         }
-        let case = generate(seed, &config);
-        kinds.extend(tritium_fuzz::coverage::kinds(&case.function));
+        let _ = writeln!(out, "start {seed}");
+        let _ = out.flush();
+        let case = generate(seed, config);
+        let kinds: Vec<String> = tritium_fuzz::coverage::kinds(&case.function)
+            .into_iter()
+            .collect();
         let report = check(&case, &Target::ALL);
-        n += 1;
-        for (t, d) in &report.times {
-            *times.entry(*t).or_default() += *d;
-        }
         if !report.ok() {
-            failed += 1;
-            println!("seed {seed}: {report:?}");
+            for line in report.to_string().lines().filter(|l| !l.is_empty()) {
+                let _ = writeln!(out, "| {line}");
+            }
         }
-        if n % 10 == 0 {
+        let times: Vec<(String, Duration)> = report
+            .times
+            .iter()
+            .map(|(t, d)| (t.name().to_string(), *d))
+            .collect();
+        let _ = writeln!(out, "{}", done_line(seed, report.ok(), &kinds, &times));
+        let _ = out.flush();
+    }
+    0
+}
+
+/// Spreads the seeds over worker processes; prints progress, failures and a summary.
+fn parent(first: u64, programs: u64, deadline: Option<SystemTime>, jobs: usize) -> i32 {
+    let exe = std::env::current_exe().unwrap_or_else(|e| {
+        eprintln!("tritium-fuzz: cannot find its own executable: {e}");
+        std::process::exit(2)
+    });
+    let until = deadline.map(|d| d.duration_since(UNIX_EPOCH).unwrap_or_default().as_millis());
+    let command = move |from: u64, count: u64| {
+        let mut c = Command::new(&exe);
+        c.args([
+            "--worker",
+            "--seed",
+            &from.to_string(),
+            "--programs",
+            &count.to_string(),
+        ]);
+        if let Some(ms) = until {
+            c.args(["--deadline-ms", &ms.to_string()]);
+        }
+        c
+    };
+    let config = PoolConfig {
+        jobs,
+        batch: 100,
+        hang: Duration::from_secs(300),
+    };
+    let start = Instant::now();
+    let (mut n, mut failing, mut crashed) = (0u64, Vec::new(), Vec::new());
+    let mut times: BTreeMap<String, Duration> = BTreeMap::new();
+    let mut kinds = BTreeSet::new();
+    pool::run(Arc::new(command), first, programs, config, &mut |e| {
+        n += 1;
+        match e {
+            Event::Done {
+                seed,
+                ok,
+                kinds: k,
+                times: t,
+                report,
+            } => {
+                kinds.extend(k);
+                for (target, d) in t {
+                    *times.entry(target).or_default() += d;
+                }
+                if !ok {
+                    failing.push(seed);
+                    println!("seed {seed}:");
+                    for line in report {
+                        println!("{line}");
+                    }
+                }
+            }
+            Event::Crashed { seed, why } => {
+                crashed.push(seed);
+                println!("seed {seed}: {why}");
+            }
+        }
+        if n % 20 == 0 {
             eprintln!(
-                "{n} programs, {failed} failing, {:.1} s",
+                "{n} programs, {} failing, {} crashed, {:.1} s",
+                failing.len(),
+                crashed.len(),
                 start.elapsed().as_secs_f64()
             );
         }
-    }
-    println!("{n} programs, {failed} failing");
+    });
+    failing.sort_unstable();
+    crashed.sort_unstable();
+    println!(
+        "{n} programs (seeds from {first}, {jobs} workers, {:.0} s): {} failing {failing:?}, {} crashed {crashed:?}",
+        start.elapsed().as_secs_f64(),
+        failing.len(),
+        crashed.len()
+    );
     let all = tritium_fuzz::coverage::all_kinds();
     let missing: Vec<&String> = all.difference(&kinds).collect();
     println!(
@@ -113,11 +220,11 @@ fn main() {
     for (t, d) in &times {
         println!(
             "  {:12} {:8.1} ms per program",
-            t.name(),
+            t,
             d.as_secs_f64() * 1e3 / n.max(1) as f64
         );
     }
-    std::process::exit(i32::from(failed > 0));
+    i32::from(!failing.is_empty() || !crashed.is_empty())
 }
 
 /// Adds the interpreter's results to a case file as its pinned expectations.
@@ -168,7 +275,7 @@ fn is_header(line: &str) -> bool {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: tritium-fuzz [--programs N | --minutes M] [--seed S] | --print S | --replay FILE"
+        "usage: tritium-fuzz [--programs N | --minutes M] [--seed S] [--jobs J] | --mutants N | --print S | --shrink S | --replay FILE | --pin FILE"
     );
     std::process::exit(2)
 }

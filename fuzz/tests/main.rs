@@ -4,4 +4,5 @@ mod cases;
 mod differential;
 mod generator;
 mod mutate;
+mod pool;
 mod shrinking;

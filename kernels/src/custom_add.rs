@@ -18,7 +18,8 @@ use tritium::dsl::custom::{CustomArgs, CustomImpl};
 use tritium::dsl::ir::Bitcode;
 use tritium::prelude::*;
 
-pub(crate) fn add_bitcode() -> Bitcode {
+/// `add.bc` (host) with `add.nvptx.bc` for CUDA: the bitcode of every op registered here.
+pub fn add_bitcode() -> Bitcode {
     Bitcode::from_bytes("add.bc", crate::custom_bitcode::ADD_BC)
         .with_nvptx(crate::custom_bitcode::ADD_NVPTX_BC)
 }

@@ -21,7 +21,7 @@ use tritium_dsl::trace::Specialization;
 const CUDA_CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-nvptx11-vector-staging"
+    "-llvm19-nvptx12-signed-zero-max"
 );
 
 /// A kernel compiled to PTX for one architecture and warp count.

@@ -3,6 +3,7 @@
 
 use super::numeric::{wrap_signed, wrap_unsigned};
 use super::value::Data;
+use crate::float_order::MaxNumber;
 use half::{bf16, f16};
 use ndarray::{ArrayD, Zip};
 use tritium_dsl::ir::{AtomicOp, DType};
@@ -55,8 +56,8 @@ impl Wide for f64 {
             (AtomicOp::Add, DType::F32) => |o, v| (o + v) as f32 as f64,
             (AtomicOp::Add, DType::BF16) => |o, v| bf16::from_f32((o + v) as f32).to_f64(),
             (AtomicOp::Add, _) => |o, v| f16::from_f32((o + v) as f32).to_f64(),
-            (AtomicOp::Max, _) => f64::max,
-            (AtomicOp::Min, _) => f64::min,
+            (AtomicOp::Max, _) => f64::max_number,
+            (AtomicOp::Min, _) => f64::min_number,
             (AtomicOp::Xchg, _) => |_, v| v,
         }
     }

@@ -3,6 +3,7 @@
 
 use super::numeric::{round_arith, round_from_f32, wrap_signed_all, wrap_unsigned_all};
 use super::value::Data;
+use crate::float_order::MaxNumber;
 use ndarray::{ArrayD, Zip};
 use tritium_dsl::ir::{BinOp, CmpPred, DType, UnOp};
 
@@ -44,9 +45,9 @@ fn float_binary(op: BinOp, d: DType, x: &ArrayD<f64>, y: &ArrayD<f64>) -> OpResu
         BinOp::Div => zip2(x, y, |a, b| a / b),
         // fmod is exact, so computing it on the wide values equals computing it in `d`.
         BinOp::Rem => zip2(x, y, |a, b| a % b),
-        // maxnum/minnum: a NaN operand is ignored.
-        BinOp::Max => zip2(x, y, f64::max),
-        BinOp::Min => zip2(x, y, f64::min),
+        // maximumNumber/minimumNumber: a NaN operand is ignored, -0 < +0.
+        BinOp::Max => zip2(x, y, f64::max_number),
+        BinOp::Min => zip2(x, y, f64::min_number),
         _ => return Err(mismatch(op.name(), d)),
     };
     round_arith(d, &mut r);

@@ -15,7 +15,8 @@
 //!   width; `shr` is arithmetic on signed integers.
 //! - f32 ops round to f32 after every op, f64 ops are f64; f16 and bf16 are computed in
 //!   f32 and rounded (to nearest even) after every op. Transcendentals of f32/f16/bf16 use
-//!   Rust's f32 functions. `max`/`min` are maxnum/minnum. `fma` fuses in the dtype (f32
+//!   Rust's f32 functions. `max`/`min` are maximumNumber/minimumNumber
+//!   (maxnum/minnum with -0 < +0). `fma` fuses in the dtype (f32
 //!   for f16/bf16, then rounds).
 //! - Casts are Rust `as` (float→int saturates, NaN→0; every conversion rounds once, also
 //!   f64→f16 and i64→bf16); anything→bool is `!= 0`; bool→number is 0/1.

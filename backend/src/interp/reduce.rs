@@ -5,13 +5,14 @@
 //!   which tests compare within a tolerance); f16/bf16 sums accumulate in f32, in index
 //!   order, and round to the half type once at the end.
 //! - Integer sums wrap at the dtype's width; a bool sum is the one-bit wrapping sum (xor).
-//! - Float max/min are maxnum/minnum folds: NaN is ignored unless the whole lane is NaN,
-//!   which gives NaN. Bool max is "any", min is "all".
+//! - Float max/min are maximumNumber/minimumNumber folds (-0 < +0): NaN is ignored
+//!   unless the whole lane is NaN, which gives NaN. Bool max is "any", min is "all".
 //! - argmax/argmin give the i32 index of the **first** maximum/minimum; NaN lanes are
 //!   ignored, and a lane that is all NaN gives index 0.
 
 use super::numeric::{round_from_f32, wrap_signed, wrap_unsigned};
 use super::value::Data;
+use crate::float_order::MaxNumber;
 use ndarray::{ArrayD, ArrayView1, Axis};
 use tritium_dsl::ir::{DType, ReduceOp};
 
@@ -37,8 +38,8 @@ pub(crate) fn reduce(op: ReduceOp, d: DType, x: &Data, axis: usize) -> Result<Da
     Ok(match x {
         Data::Float(a) => Data::Float(match op {
             ReduceOp::Sum => float_sum(a, ax, d),
-            ReduceOp::Max => a.map_axis(ax, |l| l.fold(f64::NAN, |m, &v| m.max(v))),
-            _ => a.map_axis(ax, |l| l.fold(f64::NAN, |m, &v| m.min(v))),
+            ReduceOp::Max => a.map_axis(ax, |l| l.fold(f64::NAN, |m, &v| m.max_number(v))),
+            _ => a.map_axis(ax, |l| l.fold(f64::NAN, |m, &v| m.min_number(v))),
         }),
         Data::Int(a) => Data::Int(match op {
             ReduceOp::Sum => {

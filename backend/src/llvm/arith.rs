@@ -2,11 +2,97 @@
 //! `x % 0 == 0`, `MIN / -1` wraps, shift amounts modulo the width), and integer unary ops.
 
 use super::Emit;
+use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, FloatValue};
-use inkwell::IntPredicate;
+use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{BinOp, DType, UnOp};
 
 impl<'ctx> Emit<'_, 'ctx> {
+    /// Float max/min of two floats or float vectors: IEEE 754-2019 maximumNumber and
+    /// minimumNumber. A NaN operand is ignored (maxnum/minnum), and -0 < +0, which
+    /// maxnum leaves open, so that every device and every order gives the same zero.
+    pub(crate) fn float_max_min(
+        &self,
+        max: bool,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let name = if max { "llvm.maxnum" } else { "llvm.minnum" };
+        let picked = self.intrinsic(name, &[a.get_type()], &[a, b]);
+        self.order_signed_zeros(max, a, b, picked)
+    }
+
+    /// The integer type of a float type's width (compute types are f32 or f64).
+    fn float_bits_ty(&self, f: inkwell::types::FloatType<'ctx>) -> inkwell::types::IntType<'ctx> {
+        if f == self.ctx.f64_type() {
+            self.ctx.i64_type()
+        } else {
+            self.ctx.i32_type()
+        }
+    }
+
+    /// `picked` (a max or min of `a` and `b` up to the sign of zero), except that equal
+    /// operands give `a & b` (max: +0 unless both are -0) or `a | b` (min) of their bits.
+    /// Equal non-zero operands have equal bits, so only ±0 changes.
+    pub(crate) fn order_signed_zeros(
+        &self,
+        max: bool,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
+        picked: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        let bits_ty: BasicTypeEnum<'ctx> = match a.get_type() {
+            BasicTypeEnum::FloatType(f) => self.float_bits_ty(f).into(),
+            BasicTypeEnum::VectorType(v) => self
+                .float_bits_ty(v.get_element_type().into_float_type())
+                .vec_type(v.get_size())
+                .into(),
+            t => unreachable!("float max/min of {t:?}"),
+        };
+        let (eq, ab, bb) = match (a, b) {
+            (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) => (
+                bl.build_float_compare(FloatPredicate::OEQ, x, y, "")
+                    .unwrap()
+                    .into(),
+                bl.build_bit_cast(x, bits_ty, "").unwrap(),
+                bl.build_bit_cast(y, bits_ty, "").unwrap(),
+            ),
+            (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) => (
+                bl.build_float_compare(FloatPredicate::OEQ, x, y, "")
+                    .unwrap()
+                    .into(),
+                bl.build_bit_cast(x, bits_ty, "").unwrap(),
+                bl.build_bit_cast(y, bits_ty, "").unwrap(),
+            ),
+            _ => unreachable!("float max/min operands of one type"),
+        };
+        let joined: BasicValueEnum<'ctx> = match (ab, bb) {
+            (BasicValueEnum::IntValue(x), BasicValueEnum::IntValue(y)) => if max {
+                bl.build_and(x, y, "")
+            } else {
+                bl.build_or(x, y, "")
+            }
+            .unwrap()
+            .into(),
+            (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) => if max {
+                bl.build_and(x, y, "")
+            } else {
+                bl.build_or(x, y, "")
+            }
+            .unwrap()
+            .into(),
+            _ => unreachable!("bits of one type"),
+        };
+        let joined = bl.build_bit_cast(joined, a.get_type(), "").unwrap();
+        let eq: BasicValueEnum<'ctx> = eq;
+        match eq {
+            BasicValueEnum::IntValue(c) => bl.build_select(c, joined, picked, "").unwrap(),
+            BasicValueEnum::VectorValue(c) => bl.build_select(c, joined, picked, "").unwrap(),
+            _ => unreachable!("a comparison"),
+        }
+    }
+
     /// `a op b` for two lanes of dtype `d`.
     pub(crate) fn binary(
         &self,
@@ -18,15 +104,14 @@ impl<'ctx> Emit<'_, 'ctx> {
         let bl = self.b;
         if d.is_float() {
             let (x, y) = (a.into_float_value(), b.into_float_value());
-            let t = self.compute_ty(d);
             let v: BasicValueEnum = match op {
                 BinOp::Add => bl.build_float_add(x, y, "").unwrap().into(),
                 BinOp::Sub => bl.build_float_sub(x, y, "").unwrap().into(),
                 BinOp::Mul => bl.build_float_mul(x, y, "").unwrap().into(),
                 BinOp::Div => bl.build_float_div(x, y, "").unwrap().into(),
                 BinOp::Rem => bl.build_float_rem(x, y, "").unwrap().into(),
-                BinOp::Max => self.intrinsic("llvm.maxnum", &[t], &[a, b]),
-                BinOp::Min => self.intrinsic("llvm.minnum", &[t], &[a, b]),
+                BinOp::Max => self.float_max_min(true, a, b),
+                BinOp::Min => self.float_max_min(false, a, b),
                 _ => unreachable!("verifier rejects bit ops on floats"),
             };
             return self.round_to(v, d);

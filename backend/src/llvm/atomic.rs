@@ -1,4 +1,5 @@
-//! Integer read-modify-write atomics, shared by both generators (floats differ per target).
+//! Read-modify-write atomics, shared by both generators: integers as `atomicrmw`, float
+//! max/min (and the CPU's float add) as a compare-exchange loop on the bits.
 
 use super::Emit;
 use inkwell::values::{BasicValueEnum, PointerValue};
@@ -33,5 +34,60 @@ impl<'ctx> Emit<'_, 'ctx> {
             )
             .unwrap()
             .into()
+    }
+
+    /// A float read-modify-write of `d` (f32 or f64) at `p` as a compare-exchange loop on
+    /// the bits: add rounds once, max/min are [`float_max_min`](Self::float_max_min)
+    /// (no `atomicrmw fmax` leaves the sign of a zero open). Returns the old value.
+    pub(crate) fn float_atomic_cas(
+        &self,
+        op: AtomicOp,
+        d: DType,
+        p: PointerValue<'ctx>,
+        v: BasicValueEnum<'ctx>,
+    ) -> BasicValueEnum<'ctx> {
+        let bl = self.b;
+        let seq = AtomicOrdering::SequentiallyConsistent;
+        let it = if d == DType::F64 {
+            self.ctx.i64_type()
+        } else {
+            self.ctx.i32_type()
+        };
+        let ft = self.compute_ty(d);
+        if op == AtomicOp::Xchg {
+            let vbits = bl.build_bit_cast(v, it, "").unwrap().into_int_value();
+            let old = bl
+                .build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq)
+                .unwrap();
+            return bl.build_bit_cast(old, ft, "").unwrap();
+        }
+        let pre = bl.get_insert_block().expect("positioned");
+        let func = pre.get_parent().expect("in a function");
+        let init = bl.build_load(it, p, "").unwrap().into_int_value();
+        let header = self.ctx.append_basic_block(func, "cas");
+        let exit = self.ctx.append_basic_block(func, "cas.done");
+        bl.build_unconditional_branch(header).unwrap();
+        bl.position_at_end(header);
+        let phi = bl.build_phi(it, "seen").unwrap();
+        phi.add_incoming(&[(&init, pre)]);
+        let seen = phi.as_basic_value().into_int_value();
+        let old_f = bl.build_bit_cast(seen, ft, "").unwrap();
+        let new_f = match op {
+            AtomicOp::Add => bl
+                .build_float_add(old_f.into_float_value(), v.into_float_value(), "")
+                .unwrap()
+                .into(),
+            AtomicOp::Max => self.float_max_min(true, old_f, v),
+            AtomicOp::Min => self.float_max_min(false, old_f, v),
+            AtomicOp::Xchg => unreachable!("handled above"),
+        };
+        let new_bits = bl.build_bit_cast(new_f, it, "").unwrap().into_int_value();
+        let r = bl.build_cmpxchg(p, seen, new_bits, seq, seq).unwrap();
+        let got = bl.build_extract_value(r, 0, "").unwrap().into_int_value();
+        let ok = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
+        phi.add_incoming(&[(&got, bl.get_insert_block().unwrap())]);
+        bl.build_conditional_branch(ok, exit, header).unwrap();
+        bl.position_at_end(exit);
+        bl.build_bit_cast(seen, ft, "").unwrap()
     }
 }

@@ -36,6 +36,19 @@ fn ptr_arg(a: &CustomArgs, i: usize, what: &str) -> Result<DType, String> {
     }
 }
 
+/// A data pointer the library moves elements of: any dtype but bool (whose tiles have no
+/// byte layout the C++ could read).
+fn data_ptr_arg(a: &CustomArgs, i: usize, what: &str) -> Result<DType, String> {
+    let t = ptr_arg(a, i, what)?;
+    if t.is_bool() {
+        return Err(format!(
+            "`{}`: {what} (input {i}) points to bool, which the builtin library does not move; load i8 or u8 and compare with 0",
+            a.name
+        ));
+    }
+    Ok(t)
+}
+
 fn index_arg(a: &CustomArgs, i: usize, what: &str) -> Result<(DType, Vec<usize>), String> {
     match a.ins.get(i) {
         Some(t) if !t.is_scalar() && matches!(t.elem, Elem::Scalar(DType::I32 | DType::I64)) => {
@@ -84,7 +97,7 @@ pub(crate) fn plan(a: &CustomArgs) -> Result<BuiltinPlan, String> {
     match name {
         "__builtin_gather_load" => {
             want_inputs(a, 3, "src, index, bound")?;
-            let t = ptr_arg(a, 0, "src")?;
+            let t = data_ptr_arg(a, 0, "src")?;
             let (i, shape) = index_arg(a, 1, "index")?;
             int_scalar(a, 2, "bound")?;
             let out = one_out(a)?;
@@ -102,7 +115,7 @@ pub(crate) fn plan(a: &CustomArgs) -> Result<BuiltinPlan, String> {
         }
         "__builtin_index_select" => {
             want_inputs(a, 4, "src, index, row_stride, num_rows")?;
-            let t = ptr_arg(a, 0, "src")?;
+            let t = data_ptr_arg(a, 0, "src")?;
             let (i, shape) = index_arg(a, 1, "index")?;
             int_scalar(a, 2, "row_stride")?;
             int_scalar(a, 3, "num_rows")?;

@@ -3,7 +3,8 @@
 use super::builtins;
 use super::registry::{lookup, CustomArgs, CustomImpl};
 use crate::ir::{
-    is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, Loc, Mode, Op, Pipe, Value,
+    is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, DType, ExtraBuffer, Loc, Mode, Op,
+    Pipe, Value,
 };
 use crate::trace::builder::{with, Builder};
 use crate::trace::{IntoOperand, Operand, Tile};
@@ -125,6 +126,65 @@ pub fn custom_with<I: CustomIns, O: CustomOuts>(
     O::results(values)
 }
 
+/// What a custom call lowers to, decided from its name, call-site options and operand
+/// types alone: the tracer and any other IR producer (the fuzzer) build the call from it.
+#[derive(Debug, Clone)]
+pub struct CallPlan {
+    /// Canonical attributes (core, pipe, mode, symbol, bitcode).
+    pub attrs: CustomAttrs,
+    /// Per-program temp buffers passed after the outs.
+    pub extra: Vec<ExtraBuffer>,
+    /// Inputs converted to a dtype before the call.
+    pub arg_dtypes: Vec<(usize, DType)>,
+    /// Inputs (by index) flattened to 1-D for the call.
+    pub flatten_ins: Vec<usize>,
+    /// Whether the outs are flattened too (results are reshaped back).
+    pub flatten_outs: bool,
+}
+
+/// Resolves a call of `args.name` (a registered op or a builtin) with `options`; the error
+/// says what the op rejected. The caller still names the op and the call site.
+pub fn plan_call(args: &CustomArgs, options: CustomOptions) -> Result<CallPlan, String> {
+    if args.outs.is_empty() {
+        return Err("needs at least one `out` (destination passing: `out = buf`)".into());
+    }
+    for (i, t) in args.outs.iter().enumerate() {
+        if t.dtype().is_none() {
+            return Err(format!(
+                "out {i} is a pointer ({t}); outs are tiles or scalars"
+            ));
+        }
+    }
+    let r = resolve(args, options)?;
+    let mode = CustomAttrs::canonical_mode(r.core, r.pipe, r.mode)?;
+    for &(i, _) in &r.implementation.arg_dtypes {
+        let Some(t) = args.ins.get(i) else {
+            return Err(format!(
+                "dtype override for input {i}, but there are {} inputs",
+                args.ins.len()
+            ));
+        };
+        if t.dtype().is_none() {
+            return Err(format!(
+                "dtype override for input {i}, which is a pointer ({t})"
+            ));
+        }
+    }
+    Ok(CallPlan {
+        attrs: CustomAttrs {
+            core: r.core,
+            pipe: r.pipe,
+            mode,
+            symbol: r.implementation.symbol,
+            bitcode: r.implementation.bitcode.expect("resolved ops have bitcode"),
+        },
+        extra: r.implementation.extra,
+        arg_dtypes: r.implementation.arg_dtypes,
+        flatten_ins: r.flatten_ins,
+        flatten_outs: r.flatten_outs,
+    })
+}
+
 struct Resolved {
     core: CoreType,
     pipe: Pipe,
@@ -205,42 +265,20 @@ fn trace_call(
     outs: &[Value],
     loc: &Loc,
 ) -> Result<Vec<Value>, String> {
-    if outs.is_empty() {
-        return Err("needs at least one `out` (destination passing: `out = buf`)".into());
-    }
     let mut in_values: Vec<Value> = ins.into_iter().map(|o| b.operand(o, None, loc)).collect();
     let args = CustomArgs {
         name: name.to_string(),
         ins: in_values.iter().map(|v| b.ty(*v).clone()).collect(),
         outs: outs.iter().map(|v| b.ty(*v).clone()).collect(),
     };
-    for (i, t) in args.outs.iter().enumerate() {
-        if t.dtype().is_none() {
-            return Err(format!(
-                "out {i} is a pointer ({t}); outs are tiles or scalars"
-            ));
-        }
-    }
-    let r = resolve(&args, options)?;
-    let mode = CustomAttrs::canonical_mode(r.core, r.pipe, r.mode)?;
-    for &(i, d) in &r.implementation.arg_dtypes {
-        let Some(t) = args.ins.get(i) else {
-            return Err(format!(
-                "dtype override for input {i}, but there are {} inputs",
-                args.ins.len()
-            ));
-        };
-        if t.dtype().is_none() {
-            return Err(format!(
-                "dtype override for input {i}, which is a pointer ({t})"
-            ));
-        }
+    let plan = plan_call(&args, options)?;
+    for &(i, d) in &plan.arg_dtypes {
         in_values[i] = b.cast(in_values[i], d, loc);
     }
-    for &i in &r.flatten_ins {
+    for &i in &plan.flatten_ins {
         in_values[i] = flatten(b, in_values[i], loc);
     }
-    let call_outs: Vec<Value> = if r.flatten_outs {
+    let call_outs: Vec<Value> = if plan.flatten_outs {
         outs.iter().map(|v| flatten(b, *v, loc)).collect()
     } else {
         outs.to_vec()
@@ -248,16 +286,10 @@ fn trace_call(
     let result_types = call_outs.iter().map(|v| b.ty(*v).clone()).collect();
     let call = CustomCall {
         name: name.to_string(),
-        attrs: CustomAttrs {
-            core: r.core,
-            pipe: r.pipe,
-            mode,
-            symbol: r.implementation.symbol,
-            bitcode: r.implementation.bitcode.expect("resolved ops have bitcode"),
-        },
+        attrs: plan.attrs,
         ins: in_values,
         outs: call_outs,
-        extra: r.implementation.extra,
+        extra: plan.extra,
     };
     let results = b.push(Op::Custom(Box::new(call)), result_types, loc.clone());
     Ok(results

@@ -10,7 +10,7 @@ mod call;
 mod registry;
 
 pub use builtins::BUILTIN_NAMES;
-pub use call::{custom, custom_with, CustomIns, CustomOptions, CustomOuts};
+pub use call::{custom, custom_with, plan_call, CallPlan, CustomIns, CustomOptions, CustomOuts};
 pub use registry::{lookup, registered_names, CustomArgs, CustomImpl, CustomOpDef};
 
 #[doc(hidden)]

@@ -5,15 +5,18 @@
 //!   buffer (`((x % len) + len) % len`) or masked by `0 <= x < len`; stores, loads of
 //!   outputs and private atomics go through injective offsets inside the program's own
 //!   region (`pid * REGION + a permutation of the lanes`), so programs never race.
-//! - Atomics on memory every program shares are integer `add`/`max`/`min` (their final
-//!   value is order-independent) and their old values are never used.
+//! - Atomics on memory every program shares are integer and all of one kind, `add`, `max`
+//!   or `min` (so their final value is order-independent: an add and a max of different
+//!   programs do not commute), and their old values are never used.
 //! - Loops run at most [`MAX_TRIPS`](crate::info::MAX_TRIPS) times.
 //! - Values carry [`Info`]: approximate values (transcendental functions) flow only into
 //!   ops that keep differences small, and float sums and dots only see small integers, so
 //!   that the comparison can be exact everywhere else.
 
+mod custom;
 mod data;
 
+pub use custom::KERNEL_OPS;
 pub use data::{element_bytes, float_value, int_value};
 
 use crate::case::{Arg, Case};
@@ -114,6 +117,9 @@ struct Gen {
     outputs: Vec<(Buffer, bool)>,
     atomics: Vec<Buffer>,
     shared: Option<Buffer>,
+    /// The one op of every atomic on the shared buffer: adds and maxes of different
+    /// programs do not commute with each other, each kind alone does.
+    shared_op: AtomicOp,
     grid: [u64; 3],
     programs: usize,
     /// `pid * REGION` (i32).
@@ -146,6 +152,7 @@ impl Gen {
             outputs: Vec::new(),
             atomics: Vec::new(),
             shared: None,
+            shared_op: AtomicOp::Add,
             grid: [1, 1, 1],
             programs: 1,
             base: None,
@@ -338,7 +345,7 @@ impl Gen {
         if self.expr_depth > 4 {
             return self.leaf(d, shape, need);
         }
-        let v = match self.rng.weighted(&[3, 2, 2, 3, 3, 10, 2, 2, 3]) {
+        let v = match self.rng.weighted(&[3, 2, 2, 3, 3, 10, 2, 2, 3, 2]) {
             0 => self.leaf(d, shape, need),
             1 if !shape.is_empty() => {
                 let s = self.value(d, &[], need);
@@ -351,6 +358,10 @@ impl Gen {
             6 => self.reduce_into(d, shape, need),
             7 => self.dot_into(d, shape, need),
             8 => self.reshaped(d, shape, need),
+            9 => match self.custom_into(d, shape, need) {
+                Some(v) => v,
+                None => self.elementwise(d, shape, need),
+            },
             _ => self.leaf(d, shape, need),
         };
         if need.accepts(&self.info(v)) {
@@ -551,6 +562,13 @@ impl Gen {
     /// Distinct offsets into this program's region, one per lane of `shape` (i32).
     fn own_offsets(&mut self, shape: &[usize]) -> Value {
         let base = self.base.expect("set up first");
+        let off = self.lane_offsets(shape);
+        let b = self.splat_to(base, shape);
+        self.binary(BinOp::Add, off, b)
+    }
+
+    /// A permutation of `0..numel` laid out over `shape` (i32).
+    fn lane_offsets(&mut self, shape: &[usize]) -> Value {
         let numel: usize = shape.iter().product();
         let mut off = self.int_const(DType::I32, shape, 0);
         // A random order of the axes gives each lane a distinct position.
@@ -602,8 +620,7 @@ impl Gen {
             let last = self.int_const(DType::I32, shape, numel as i128 - 1);
             off = self.binary(BinOp::Sub, last, off);
         }
-        let b = self.splat_to(base, shape);
-        self.binary(BinOp::Add, off, b)
+        off
     }
 
     fn elementwise(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
@@ -909,6 +926,9 @@ impl Gen {
                 len: 8,
                 bound: None,
             });
+            self.shared_op = *self
+                .rng
+                .pick(&[AtomicOp::Add, AtomicOp::Max, AtomicOp::Min]);
         }
         let trips = self.rng.range(0, 3) as u64;
         self.n = Some(self.param(Type::scalar(DType::I32), Arg::Scalar(trips)));
@@ -969,9 +989,10 @@ impl Gen {
             2, // a load of an output
             u32::from(!self.atomics.is_empty()) * 2,
             u32::from(self.shared.is_some()),
-            u32::from(nested) * 2, // for
-            u32::from(nested),     // while
-            u32::from(nested) * 2, // if
+            u32::from(!self.atomics.is_empty() || self.shared.is_some()), // indirect atomic
+            u32::from(nested) * 2,                                        // for
+            u32::from(nested),                                            // while
+            u32::from(nested) * 2,                                        // if
         ];
         match self.rng.weighted(&w) {
             0 => {
@@ -991,8 +1012,9 @@ impl Gen {
             2 => self.load_output(),
             3 => self.private_atomic(),
             4 => self.shared_atomic(),
-            5 => self.for_loop(),
-            6 => self.while_loop(),
+            5 => self.indirect_atomic(),
+            6 => self.for_loop(),
+            7 => self.while_loop(),
             _ => self.if_else(),
         }
     }
@@ -1096,11 +1118,8 @@ impl Gen {
         let shape = self.random_shape(2);
         let (off, mask) = self.input_offsets(&shape, len);
         let ptrs = self.pointers(ptr, off);
-        let op = *self
-            .rng
-            .pick(&[AtomicOp::Add, AtomicOp::Max, AtomicOp::Min]);
         let value = self.value(d, &shape, Need::EXACT);
-        self.atomic(op, ptrs, value, mask);
+        self.atomic(self.shared_op, ptrs, value, mask);
     }
 
     // ---- regions ---------------------------------------------------------------------

@@ -5,7 +5,7 @@
 use super::{Gen, Lv};
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use inkwell::{AtomicOrdering, AtomicRMWBinOp};
+use inkwell::AtomicOrdering;
 use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -254,51 +254,11 @@ impl<'ctx> Gen<'ctx, '_> {
         p: PointerValue<'ctx>,
         v: BasicValueEnum<'ctx>,
     ) -> BasicValueEnum<'ctx> {
-        let bl = self.b;
-        let seq = AtomicOrdering::SequentiallyConsistent;
-        if !d.is_float() {
-            return self.emit().int_atomic_rmw(op, d, p, v);
-        }
-        let it = if d == DType::F64 {
-            self.ctx.i64_type()
+        if d.is_float() {
+            self.emit().float_atomic_cas(op, d, p, v)
         } else {
-            self.ctx.i32_type()
-        };
-        let ft = self.compute_ty(d);
-        let vbits = bl.build_bit_cast(v, it, "").unwrap().into_int_value();
-        if op == AtomicOp::Xchg {
-            let old = bl
-                .build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq)
-                .unwrap();
-            return bl.build_bit_cast(old, ft, "").unwrap();
+            self.emit().int_atomic_rmw(op, d, p, v)
         }
-        let pre = bl.get_insert_block().unwrap();
-        let init = bl.build_load(it, p, "").unwrap().into_int_value();
-        let header = self.ctx.append_basic_block(self.func, "cas");
-        let exit = self.ctx.append_basic_block(self.func, "cas.done");
-        bl.build_unconditional_branch(header).unwrap();
-        bl.position_at_end(header);
-        let phi = bl.build_phi(it, "seen").unwrap();
-        phi.add_incoming(&[(&init, pre)]);
-        let seen = phi.as_basic_value().into_int_value();
-        let old_f = bl.build_bit_cast(seen, ft, "").unwrap();
-        let new_f = match op {
-            AtomicOp::Add => bl
-                .build_float_add(old_f.into_float_value(), v.into_float_value(), "")
-                .unwrap()
-                .into(),
-            AtomicOp::Max => self.intrinsic("llvm.maxnum", &[ft], &[old_f, v]),
-            AtomicOp::Min => self.intrinsic("llvm.minnum", &[ft], &[old_f, v]),
-            AtomicOp::Xchg => unreachable!("handled above"),
-        };
-        let new_bits = bl.build_bit_cast(new_f, it, "").unwrap().into_int_value();
-        let r = bl.build_cmpxchg(p, seen, new_bits, seq, seq).unwrap();
-        let got = bl.build_extract_value(r, 0, "").unwrap().into_int_value();
-        let ok = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
-        phi.add_incoming(&[(&got, bl.get_insert_block().unwrap())]);
-        bl.build_conditional_branch(ok, exit, header).unwrap();
-        bl.position_at_end(exit);
-        bl.build_bit_cast(seen, ft, "").unwrap()
     }
 }
 

@@ -1,7 +1,8 @@
 //! Reductions along one axis. Sums are reassociable (LLVM vectorizes them); f16/bf16 sums
-//! accumulate in f32 and round once at the end. Float max/min are maxnum/minnum folds from
-//! NaN, as the interpreter's (a lane of NaN only gives NaN); along the last axis they keep
-//! partial results in one LLVM vector (maxnum/minnum give the same value in any order),
+//! accumulate in f32 and round once at the end. Float max/min are maximumNumber/
+//! minimumNumber folds from NaN (maxnum with -0 < +0), as the interpreter's (a lane of NaN
+//! only gives NaN); along the last axis they keep partial results in one LLVM vector
+//! (they give the same value, zeros included, in any order),
 //! started at ±inf, and a result of ±inf looks at its lane again to tell "all NaN". The
 //! full sum of a tile that is materialized anyway is taken in the loop that writes it, and
 //! that of a loop-carried tile in the loop's last write of it (see `control`).
@@ -339,7 +340,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let ft = self.compute_ty(acc_d).into_float_type();
         let vt = ft.vec_type(w as u32);
         let init = self.identity(op, acc_d).into_float_value();
-        let pred = if op == ReduceOp::Max {
+        let is_max = op == ReduceOp::Max;
+        let pred = if is_max {
             inkwell::FloatPredicate::OGT
         } else {
             inkwell::FloatPredicate::OLT
@@ -388,12 +390,14 @@ impl<'ctx> Gen<'ctx, '_> {
             // `x > acc ? x : acc` is maxnum here: acc starts at -inf and never becomes NaN,
             // and a NaN x loses the comparison. It is one `maxps` (minnum alike). A lane of
             // NaN only thus ends at -inf, which `nan_unless_some_number` fixes afterwards.
+            // Equal zeros take the sign `float_max_min` gives (+0 wins a max).
             let accv = acc.as_basic_value().into_vector_value();
             let better = g.b.build_float_compare(pred, v, accv, "").unwrap();
-            let next_acc =
-                g.b.build_select(better, v, accv, "")
-                    .unwrap()
-                    .into_vector_value();
+            let picked = g.b.build_select(better, v, accv, "").unwrap();
+            let next_acc = g
+                .emit()
+                .order_signed_zeros(is_max, v.into(), accv.into(), picked)
+                .into_vector_value();
             let latch = g.b.get_insert_block().unwrap();
             let next =
                 g.b.build_int_add(kk.as_basic_value().into_int_value(), g.i64c(1), "")
@@ -443,10 +447,11 @@ impl<'ctx> Gen<'ctx, '_> {
                 let lo = g.b.build_shuffle_vector(part, part, pick(0), "").unwrap();
                 let hi = g.b.build_shuffle_vector(part, part, pick(n), "").unwrap();
                 let better = g.b.build_float_compare(pred, hi, lo, "").unwrap();
-                part =
-                    g.b.build_select(better, hi, lo, "")
-                        .unwrap()
-                        .into_vector_value();
+                let picked = g.b.build_select(better, hi, lo, "").unwrap();
+                part = g
+                    .emit()
+                    .order_signed_zeros(is_max, hi.into(), lo.into(), picked)
+                    .into_vector_value();
             }
             let lane =
                 g.b.build_extract_element(part, g.ctx.i32_type().const_zero(), "")

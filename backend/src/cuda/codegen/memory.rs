@@ -136,6 +136,12 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         // A store no other memory op can see needs no barrier (see `lone_stores`).
         let ordered = !self.lone_stores.contains(&(inst as *const Inst as usize));
+        // Earlier loads of other threads of the program, which may read what this store
+        // overwrites, are done (a scalar load runs in every thread; the fuzzer found a
+        // thread reading the value thread 0 had just stored).
+        if ordered {
+            self.barrier();
+        }
         if pt.is_scalar() {
             let first = self.is_thread_zero();
             let cond = match &masks {
@@ -150,11 +156,6 @@ impl<'ctx> Gen<'ctx, '_> {
                 self.barrier();
             }
             return;
-        }
-        // Earlier loads of other threads of the program, which may read what this store
-        // overwrites, are done.
-        if ordered {
-            self.barrier();
         }
         let conds = self.access_conds(numel, masks.as_deref());
         let conds = self.checked_conds(inst, ptr_value, &ptrs, conds, d.size_bytes());
@@ -271,8 +272,8 @@ impl<'ctx> Gen<'ctx, '_> {
         self.define(r, olds);
     }
 
-    /// `atomicrmw`: integer ops, and for floats `fadd`, `fmax`, `fmin` (maxnum/minnum
-    /// semantics, as on the CPU) and `xchg`.
+    /// `atomicrmw`: integer ops, and for floats `fadd` and `xchg`; float max/min are a
+    /// compare-exchange loop shared with the CPU.
     fn rmw(
         &mut self,
         op: AtomicOp,
@@ -284,17 +285,17 @@ impl<'ctx> Gen<'ctx, '_> {
         if !d.is_float() {
             return self.emit().int_atomic_rmw(op, d, p, v);
         }
-        // Floats: `atomicrmw fadd/fmax/fmin/xchg` (inkwell's builder takes integers only).
-        // NVPTX selects `atom.global.add.f32`/`.f64` (or `red.` when the old value is
-        // unused) and expands what PTX lacks (fmax/fmin before sm_90) into a CAS loop,
-        // as the host does for the emulator. `fmax`/`fmin` are maxnum/minnum, as on
-        // the CPU.
+        if matches!(op, AtomicOp::Max | AtomicOp::Min) {
+            // `atomicrmw fmax` is maxnum, which leaves max(+0, -0) open.
+            return self.emit().float_atomic_cas(op, d, p, v);
+        }
+        // Float add and exchange: `atomicrmw fadd/xchg` (inkwell's builder takes integers
+        // only). NVPTX selects `atom.global.add.f32`/`.f64` (or `red.` when the old value
+        // is unused); the host expands them for the emulator.
         use llvm_sys::LLVMAtomicRMWBinOp as R;
         let rop = match op {
             AtomicOp::Add => R::LLVMAtomicRMWBinOpFAdd,
-            AtomicOp::Max => R::LLVMAtomicRMWBinOpFMax,
-            AtomicOp::Min => R::LLVMAtomicRMWBinOpFMin,
-            AtomicOp::Xchg => R::LLVMAtomicRMWBinOpXchg,
+            _ => R::LLVMAtomicRMWBinOpXchg,
         };
         // SAFETY: the builder is positioned in a function; `p` points to a float of
         // `v`'s type in global memory, and LLVM 19 accepts these ops on float operands.

@@ -9,7 +9,7 @@
 //! lane folds a strided part, the group combines with `shfl.sync.bfly`) and the results
 //! return to the blocked layout through shared memory.
 //!
-//! Semantics as the interpreter: float max/min are maxnum/minnum folds (NaN is their
+//! Semantics as the interpreter: float max/min are maximumNumber folds (NaN is their
 //! identity), f16/bf16 sums add in f32 and round once, integer sums wrap; argmax/argmin
 //! give the first index of the extreme, ignoring NaN (all NaN gives 0).
 
@@ -310,14 +310,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 None,
             ),
             ReduceOp::Sum => (self.binary(BinOp::Add, d, a.0, b.0), None),
-            ReduceOp::Max if d.is_float() => {
-                let t = self.compute_ty(d);
-                (self.intrinsic("llvm.maxnum", &[t], &[a.0, b.0]), None)
-            }
-            ReduceOp::Min if d.is_float() => {
-                let t = self.compute_ty(d);
-                (self.intrinsic("llvm.minnum", &[t], &[a.0, b.0]), None)
-            }
+            ReduceOp::Max if d.is_float() => (self.emit().float_max_min(true, a.0, b.0), None),
+            ReduceOp::Min if d.is_float() => (self.emit().float_max_min(false, a.0, b.0), None),
             ReduceOp::Max if d.is_bool() => (
                 self.b
                     .build_or(a.0.into_int_value(), b.0.into_int_value(), "")
