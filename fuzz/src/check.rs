@@ -53,12 +53,48 @@ impl std::fmt::Display for Report {
     }
 }
 
-/// Runs `target`, turning a panic into an error.
+/// Runs `target`, turning a panic into an error that says where it happened.
 pub fn run_caught(case: &Case, target: Target) -> crate::exec::Outcome {
+    record_panic_locations(false);
     match catch_unwind(AssertUnwindSafe(|| run(case, target))) {
         Ok(r) => r,
-        Err(p) => Err(format!("panicked: {}", panic_message(&p))),
+        Err(p) => Err(format!(
+            "panicked at {}: {}",
+            last_panic_location().unwrap_or_else(|| "an unknown place".into()),
+            panic_message(&p)
+        )),
     }
+}
+
+thread_local! {
+    /// Where this thread last panicked: a caught panic's payload does not say.
+    static PANIC_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records where every panic happens (for [`last_panic_location`]). `quiet` also drops
+/// the default report to stderr, for runs that report caught panics themselves.
+pub fn record_panic_locations(quiet: bool) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    if quiet {
+        QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let at = info.location().map(|l| l.to_string());
+            PANIC_AT.with(|a| *a.borrow_mut() = at);
+            if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Where this thread last panicked, taken (the next call gives `None`).
+pub fn last_panic_location() -> Option<String> {
+    PANIC_AT.with(|a| a.take())
 }
 
 /// The text of a caught panic.

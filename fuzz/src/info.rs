@@ -43,6 +43,9 @@ pub struct Info {
     /// For floats: every element is an integer of magnitude at most this (never NaN or
     /// infinite), so sums and products of few of them are exact in any order.
     pub int_bound: Option<f64>,
+    /// For floats: no element is below zero (NaN and -0 may occur), so a sum of them in
+    /// any order is within a relative bound of the exact sum (see [`sum_ulps`]).
+    pub nonneg: bool,
 }
 
 impl Info {
@@ -50,12 +53,14 @@ impl Info {
     pub const EXACT: Info = Info {
         tol: Tol::Exact,
         int_bound: None,
+        nonneg: false,
     };
 
     /// Not comparable.
     pub const UNRELIABLE: Info = Info {
         tol: Tol::Unreliable,
         int_bound: None,
+        nonneg: false,
     };
 
     /// Bit-exact small integers of magnitude at most `b`.
@@ -63,6 +68,7 @@ impl Info {
         Info {
             tol: Tol::Exact,
             int_bound: Some(b),
+            nonneg: false,
         }
     }
 
@@ -79,6 +85,15 @@ impl Info {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 _ => None,
             },
+            nonneg: self.nonneg && o.nonneg,
+        }
+    }
+
+    /// `self`, known to hold no element below zero.
+    pub fn nonneg(self) -> Info {
+        Info {
+            nonneg: true,
+            ..self
         }
     }
 
@@ -385,13 +400,13 @@ impl Analysis<'_> {
         for p in self.roots.get(&ptr).into_iter().flatten() {
             let i = match self.param_memory.get(p) {
                 Some(Memory::Input(bound)) => Info {
-                    tol: Tol::Exact,
                     int_bound: *bound,
+                    ..Info::EXACT
                 },
                 // Elements no store wrote keep their arbitrary initial values.
                 Some(Memory::Output) | None => Info {
                     tol: self.stored.get(p).map_or(Tol::Exact, |s| s.tol),
-                    int_bound: None,
+                    ..Info::EXACT
                 },
                 Some(Memory::SharedAtomics) => Info::UNRELIABLE,
             };
@@ -411,13 +426,20 @@ pub fn transfer<'t>(
     memory: &dyn Fn(Value) -> Info,
 ) -> Option<Info> {
     Some(match op {
-        Op::Const(c) => match c {
-            Const::Float(x) if x.is_finite() && x.fract() == 0.0 => Info::ints(x.abs()),
-            Const::Int(i) if ty(result?).dtype().is_some_and(DType::is_float) => {
-                Info::ints((*i as f64).abs())
-            }
-            _ => Info::EXACT,
-        },
+        Op::Const(c) => {
+            let i = match c {
+                Const::Float(x) if x.is_finite() && x.fract() == 0.0 => Info::ints(x.abs()),
+                Const::Int(i) if ty(result?).dtype().is_some_and(DType::is_float) => {
+                    Info::ints((*i as f64).abs())
+                }
+                _ => Info::EXACT,
+            };
+            let nonneg = match c {
+                Const::Float(x) => x.is_nan() || x.is_sign_positive(),
+                Const::Int(i) => *i >= 0,
+            };
+            Info { nonneg, ..i }
+        }
         Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => Info::EXACT,
         Op::Splat(x)
         | Op::Broadcast(x)
@@ -437,8 +459,9 @@ pub fn transfer<'t>(
             exact_only(
                 &[a, b, c],
                 Info {
-                    tol: Tol::Exact,
                     int_bound: bound,
+                    nonneg: a.nonneg && b.nonneg && c.nonneg,
+                    ..Info::EXACT
                 },
             )
         }
@@ -488,8 +511,8 @@ pub fn transfer<'t>(
             exact_only(
                 &deps,
                 Info {
-                    int_bound: None,
-                    ..read
+                    tol: read.tol,
+                    ..Info::EXACT
                 },
             )
         }
@@ -520,40 +543,52 @@ fn binary(op: BinOp, a: Info, b: Info, t: &Type) -> Info {
     if !is_float {
         return exact_only(&[a, b], Info::EXACT);
     }
+    let nonneg = a.nonneg && b.nonneg;
+    let exact = |int_bound: Option<f64>| {
+        exact_only(
+            &[a, b],
+            Info {
+                int_bound,
+                nonneg,
+                ..Info::EXACT
+            },
+        )
+    };
     match op {
-        // maxnum/minnum: the result is one of the operands.
+        // maximumNumber/minimumNumber: the result is one of the operands (a NaN operand
+        // gives the other, so only two non-negative operands give a non-negative result).
         BinOp::Max | BinOp::Min => Info {
             tol: a.tol.max(b.tol),
             int_bound: bound2(a, b, f64::max),
+            nonneg,
         },
-        BinOp::Add | BinOp::Sub => exact_only(
-            &[a, b],
-            Info {
-                tol: Tol::Exact,
-                int_bound: bound2(a, b, |x, y| x + y),
-            },
-        ),
-        BinOp::Mul => exact_only(
-            &[a, b],
-            Info {
-                tol: Tol::Exact,
-                int_bound: bound2(a, b, |x, y| x * y),
-            },
-        ),
-        _ => exact_only(&[a, b], Info::EXACT),
+        BinOp::Add => exact(bound2(a, b, |x, y| x + y)),
+        BinOp::Sub => Info {
+            nonneg: false,
+            ..exact(bound2(a, b, |x, y| x + y))
+        },
+        BinOp::Mul => exact(bound2(a, b, |x, y| x * y)),
+        BinOp::Div => exact(None),
+        _ => Info {
+            nonneg: false,
+            ..exact(None)
+        },
     }
 }
 
 fn unary(op: UnOp, x: Info, t: &Type) -> Info {
     let d = t.dtype().expect("numbers");
     match op {
-        UnOp::Neg | UnOp::Abs => x,
+        UnOp::Neg => Info { nonneg: false, ..x },
+        UnOp::Abs => x.nonneg(),
         UnOp::Not => x,
         UnOp::Floor | UnOp::Ceil | UnOp::Sqrt => exact_only(
             &[x],
             Info {
-                tol: Tol::Exact,
                 int_bound: if op == UnOp::Sqrt { None } else { x.int_bound },
+                // sqrt(x < 0) is NaN; floor/ceil keep the sign.
+                nonneg: op == UnOp::Sqrt || x.nonneg,
+                ..Info::EXACT
             },
         ),
         UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2 | UnOp::Sin | UnOp::Cos | UnOp::Rsqrt => {
@@ -562,6 +597,7 @@ fn unary(op: UnOp, x: Info, t: &Type) -> Info {
                 Info {
                     tol: Tol::Ulps(transcendental_ulps(d)),
                     int_bound: None,
+                    nonneg: matches!(op, UnOp::Exp | UnOp::Exp2 | UnOp::Rsqrt),
                 },
             )
         }
@@ -577,9 +613,11 @@ fn cast(x: Info, from: &Type, to: &Type) -> Info {
             Info {
                 tol: Tol::Ulps(match x.tol {
                     Tol::Ulps(u) if td.bits() >= fd.bits() => u,
+                    Tol::Ulps(u) => u.min(2),
                     _ => 2,
                 }),
                 int_bound: None,
+                nonneg: x.nonneg,
             }
         } else {
             Info::UNRELIABLE
@@ -593,6 +631,11 @@ fn cast(x: Info, from: &Type, to: &Type) -> Info {
     Info {
         tol: Tol::Exact,
         int_bound: if td.is_float() { bound } else { None },
+        nonneg: if fd.is_float() {
+            x.nonneg
+        } else {
+            !fd.is_signed_int()
+        },
     }
 }
 
@@ -605,6 +648,19 @@ fn int_range(d: DType) -> f64 {
     }
 }
 
+/// How many ulps (of the sum's dtype `d`) two sums of `n` non-negative elements in
+/// different orders may differ by, on top of their inputs' ulps `input`: each order is
+/// within `(n - 1)·eps/2·s` of the exact sum `s` (so two within `2n` ulps of `s`), inputs
+/// within `u` ulps each move the sum by at most `2u + 1` ulps of it. f16/bf16 sum in f32
+/// and round once: the orders' difference is far below one step of `d`.
+pub fn sum_ulps(d: DType, n: usize, input: u32) -> u32 {
+    let order = match d {
+        DType::F16 | DType::BF16 => 1,
+        _ => 2 * n as u32,
+    };
+    2 * input + 1 + order
+}
+
 fn reduce(op: ReduceOp, x: Info, xt: &Type, n: usize) -> Info {
     let d = xt.dtype().expect("numbers");
     if !d.is_float() {
@@ -613,10 +669,21 @@ fn reduce(op: ReduceOp, x: Info, xt: &Type, n: usize) -> Info {
     match op {
         ReduceOp::Max | ReduceOp::Min => x,
         ReduceOp::ArgMax | ReduceOp::ArgMin => exact_only(&[x], Info::EXACT),
-        ReduceOp::Sum => match x.int_bound {
-            Some(b) if x.is_exact() && b * n as f64 <= exact_int_limit(accumulator(d)) => {
+        ReduceOp::Sum => match (x.int_bound, x.tol) {
+            (Some(b), Tol::Exact) if b * n as f64 <= exact_int_limit(accumulator(d)) => {
                 Info::ints(b * n as f64)
             }
+            // Reassociated sums of non-negative values: within a relative bound.
+            (_, Tol::Exact) if x.nonneg => Info {
+                tol: Tol::Ulps(sum_ulps(d, n, 0)),
+                ..Info::EXACT
+            }
+            .nonneg(),
+            (_, Tol::Ulps(u)) if x.nonneg => Info {
+                tol: Tol::Ulps(sum_ulps(d, n, u)),
+                ..Info::EXACT
+            }
+            .nonneg(),
             _ => Info::UNRELIABLE,
         },
     }
@@ -627,15 +694,21 @@ fn dot(a: Info, b: Info, acc: Info, acc_t: &Type, k: usize) -> Info {
     if !d.is_float() {
         return exact_only(&[a, b, acc], Info::EXACT);
     }
+    let exact = a.is_exact() && b.is_exact() && acc.is_exact();
     match (a.int_bound, b.int_bound, acc.int_bound) {
         (Some(x), Some(y), Some(z))
-            if a.is_exact()
-                && b.is_exact()
-                && acc.is_exact()
-                && x * y * k as f64 + z <= exact_int_limit(accumulator(d)) =>
+            if exact && x * y * k as f64 + z <= exact_int_limit(accumulator(d)) =>
         {
             Info::ints(x * y * k as f64 + z)
         }
+        // k exact products (fused or not, each within half an ulp) and the accumulator:
+        // a sum of k + 1 non-negative terms, a product underflowing adds at most half an
+        // ulp of the result each.
+        _ if exact && a.nonneg && b.nonneg && acc.nonneg => Info {
+            tol: Tol::Ulps(sum_ulps(d, k + 1, 1) + k as u32),
+            ..Info::EXACT
+        }
+        .nonneg(),
         _ => Info::UNRELIABLE,
     }
 }

@@ -27,6 +27,8 @@ fn main() {
     };
     let num = |name: &str| value(name).map(|v| v.parse::<u64>().unwrap_or_else(|_| usage()));
     let config = GenConfig::default();
+    // Caught panics are in the reports, with where they happened.
+    tritium_fuzz::check::record_panic_locations(true);
     if let Some(seed) = num("--print") {
         print!("{}", generate(seed, &config).to_text());
         return;

@@ -41,34 +41,16 @@ pub fn mutate(text: &str, rng: &mut Rng) -> String {
 /// panic, an error that names no place, or an accepted program whose print → parse → print
 /// round trip is not stable.
 pub fn check(text: &str) -> Result<Outcome, String> {
-    record_panic_locations();
+    crate::check::record_panic_locations(false);
     catch_unwind(AssertUnwindSafe(|| check_unguarded(text))).unwrap_or_else(|p| {
         let msg = p
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a non-string payload".into());
-        let at = PANIC_AT.with(|a| a.take()).unwrap_or_default();
+        let at = crate::check::last_panic_location().unwrap_or_default();
         Err(format!("panicked at {at}: {msg}"))
     })
-}
-
-thread_local! {
-    /// Where this thread last panicked: the payload does not say.
-    static PANIC_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Chains a panic hook that records the location for [`check`] (and still reports as before).
-fn record_panic_locations() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let at = info.location().map(|l| l.to_string());
-            PANIC_AT.with(|a| *a.borrow_mut() = at);
-            previous(info);
-        }));
-    });
 }
 
 fn check_unguarded(text: &str) -> Result<Outcome, String> {

@@ -112,3 +112,64 @@ fn shared_atomics_of_mixed_kinds_are_not_compared() {
         assert_eq!(tolerances(&case(second)), vec![want], "add then {second}");
     }
 }
+
+/// Reassociated float sums and dots of arbitrary non-negative values are generated and
+/// compared within `info::sum_ulps` (more ulps than any elementwise op needs).
+#[test]
+fn approximate_sums_are_generated_and_compared() {
+    let config = GenConfig::default();
+    let approximate = (0..SEEDS)
+        .filter(|seed| {
+            tolerances(&generate(*seed, &config))
+                .iter()
+                .any(|t| matches!(t, Some(Tol::Ulps(u)) if *u > 8))
+        })
+        .count();
+    assert!(
+        approximate >= 5,
+        "{approximate} of {SEEDS} programs store approximate sums"
+    );
+}
+
+/// The value facts of a sum: bit-exact for small integers, within `sum_ulps` for
+/// non-negative floats, not compared for floats of both signs (cancellation).
+#[test]
+fn sums_are_exact_bounded_or_not_compared() {
+    use tritium_fuzz::info::sum_ulps;
+    let case = |body: &str| {
+        let text = format!(
+            "// tritium-fuzz case\n// grid 1 1 1\n// num_warps 4\n// arg output 0000000000000000\n\
+             // arg input - 0000803f000000c000004040000080c0\n\
+             kernel @k(p0 %0: ptr<f32>, p1 %1: ptr<f32>) {{\n  \
+             %2 = arange {{start = 0, end = 4}} : tile<4xi32> loc(\"k.rs\":1:1)\n  \
+             %3 = splat %1 : tile<4xptr<f32>> loc(\"k.rs\":2:1)\n  \
+             %4 = addptr %3, %2 : tile<4xptr<f32>> loc(\"k.rs\":3:1)\n  \
+             %5 = load %4 : tile<4xf32> loc(\"k.rs\":4:1)\n{body}}}\n"
+        );
+        Case::from_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    };
+    let table = [
+        ("", None),
+        (
+            "abs",
+            Some(Tol::Ulps(sum_ulps(tritium_dsl::DType::F32, 4, 0))),
+        ),
+        ("neg", Some(Tol::Unreliable)),
+    ];
+    for (unary, want) in table {
+        let body = if unary.is_empty() {
+            // A float input of any sign: its sum is not compared.
+            "  %6 = reduce %5 {op = sum, axis = 0} : f32 loc(\"k.rs\":6:1)\n  \
+             store %0, %6 loc(\"k.rs\":7:1)\n"
+                .to_string()
+        } else {
+            format!(
+                "  %6 = {unary} %5 : tile<4xf32> loc(\"k.rs\":5:1)\n  \
+                 %7 = reduce %6 {{op = sum, axis = 0}} : f32 loc(\"k.rs\":6:1)\n  \
+                 store %0, %7 loc(\"k.rs\":7:1)\n"
+            )
+        };
+        let want = want.or(Some(Tol::Unreliable));
+        assert_eq!(tolerances(&case(&body))[0], want, "sum of {unary:?}");
+    }
+}

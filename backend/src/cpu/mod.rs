@@ -26,7 +26,7 @@ use tritium_dsl::trace::Specialization;
 const CODEGEN_VERSION: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg14-signed-zero-max"
+    "-llvm19-cg15-mask-shape"
 );
 
 type EntryFn =

@@ -196,8 +196,8 @@ impl Gen {
                 memory: Memory::Input(b),
                 ..
             }) => Info {
-                tol: Tol::Exact,
                 int_bound: *b,
+                ..Info::EXACT
             },
             Some(Arg::Buffer {
                 memory: Memory::SharedAtomics,
@@ -534,8 +534,8 @@ impl Gen {
                 let b = &self.inputs[*i];
                 b.dtype == d
                     && need.accepts(&Info {
-                        tol: Tol::Exact,
                         int_bound: b.bound,
+                        ..Info::EXACT
                     })
             })
             .collect();
@@ -777,7 +777,13 @@ impl Gen {
             ReduceOp::Sum => (d, Need::EXACT),
             _ => (d, need),
         };
-        let x = self.value(xd, &xs, xneed);
+        let x = if op == ReduceOp::Sum && d.is_float() && !need.exact && self.rng.chance(0.5) {
+            // Any non-negative floats (edge values, approximate ones): reassociated sums
+            // compare within `info::sum_ulps`.
+            self.nonneg_value(d, &xs)
+        } else {
+            self.value(xd, &xs, xneed)
+        };
         self.push1(
             Op::Reduce {
                 op,
@@ -823,10 +829,31 @@ impl Gen {
         } else {
             (Need::EXACT, Need::EXACT)
         };
-        let a = self.value(from, &[mm, k], in_need);
-        let b = self.value(from, &[k, nn], in_need);
-        let acc = self.value(d, shape, acc_need);
+        let (a, b, acc) = if d.is_float() && !need.exact && self.rng.chance(0.5) {
+            // Non-negative floats of any size: compared within `info::sum_ulps`.
+            let a = self.value(from, &[mm, k], Need::EXACT);
+            let b = self.value(from, &[k, nn], Need::EXACT);
+            let acc = self.value(d, shape, Need::EXACT);
+            (self.abs(a), self.abs(b), self.abs(acc))
+        } else {
+            (
+                self.value(from, &[mm, k], in_need),
+                self.value(from, &[k, nn], in_need),
+                self.value(d, shape, acc_need),
+            )
+        };
         self.push1(Op::Dot { a, b, acc }, Self::tile(d, shape))
+    }
+
+    fn abs(&mut self, x: Value) -> Value {
+        let t = self.ty(x).clone();
+        self.push1(Op::Unary(UnOp::Abs, x), t)
+    }
+
+    /// `|x|` of a float value that may be approximate.
+    fn nonneg_value(&mut self, d: DType, shape: &[usize]) -> Value {
+        let x = self.value(d, shape, Need::ANY);
+        self.abs(x)
     }
 
     // ---- statements ------------------------------------------------------------------
@@ -1026,7 +1053,16 @@ impl Gen {
         };
         let shape = self.random_shape(3);
         let need = if exact { Need::EXACT } else { Need::ANY };
-        let value = self.value(d, &shape, need);
+        let value = if !exact && d.is_float() && shape.len() < 3 && self.rng.chance(0.3) {
+            // Approximate outputs often hold a sum or a dot of arbitrary values.
+            if shape.len() == 2 && self.rng.chance(0.4) {
+                self.dot_into(d, &shape, need)
+            } else {
+                self.reduce_into(d, &shape, need)
+            }
+        } else {
+            self.value(d, &shape, need)
+        };
         let off = self.own_offsets(&shape);
         let ptrs = self.pointers(ptr, off);
         let mask = self.maybe_mask(&shape);

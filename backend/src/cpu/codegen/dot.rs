@@ -171,7 +171,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let ty = Type::tile(Elem::Scalar(d), vt.shape.clone());
         let buf = self.alloc_buf(&ty);
         let mask = self.load_mask_in(v);
-        self.versioned(mask, &vt.shape.clone(), &mut |g| {
+        self.versioned(mask, &mut |g| {
             g.loop_nest(&vt.shape.clone(), &mut |g, idx| {
                 let x = g.lane(v, idx);
                 let x = g.cast(x, from, d);

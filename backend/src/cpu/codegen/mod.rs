@@ -449,7 +449,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     ) {
         let elem = ty.elem;
         let mask = self.load_mask_in(v);
-        self.versioned(mask, &ty.shape.clone(), &mut |g| {
+        self.versioned(mask, &mut |g| {
             g.lane_loop(&ty.shape.clone(), &[], spread, &mut |g, idx| {
                 let x = g.lane(v, idx);
                 let s = g.to_storage(x, elem);
@@ -463,13 +463,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// Emits `emit` twice behind a test of whether every lane of `mask` is true: the fast
     /// copy treats the mask (and every memory op sharing it) as all-true, so full blocks
     /// get plain vector loads and stores; only partial blocks pay for masked accesses.
-    fn versioned(&mut self, mask: Option<Value>, shape: &[usize], emit: &mut dyn FnMut(&mut Self)) {
+    fn versioned(&mut self, mask: Option<Value>, emit: &mut dyn FnMut(&mut Self)) {
         let Some(m) = mask.filter(|m| !self.true_masks.contains(m) && !self.ty(*m).is_scalar())
         else {
             emit(self);
             return;
         };
-        let all = self.all_lanes_true(m, shape);
+        // The mask's own shape: a load found through a reshape has a mask of another
+        // shape than the tile being filled (the fuzzer's seed 100106 indexed a [32] mask
+        // with [16, 2] lanes).
+        let mask_shape = self.ty(m).shape.clone();
+        let all = self.all_lanes_true(m, &mask_shape);
         let fast = self.ctx.append_basic_block(self.func, "mask.full");
         let slow = self.ctx.append_basic_block(self.func, "mask.partial");
         let done = self.ctx.append_basic_block(self.func, "mask.done");
@@ -536,7 +540,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     };
                     let sums = self.fused_sums(r);
                     let spread = self.spread_here(inst);
-                    self.versioned(mask, &ty.shape.clone(), &mut |g| {
+                    self.versioned(mask, &mut |g| {
                         g.lane_loop(&ty.shape.clone(), &sums, &spread, &mut |g, idx| {
                             let x = g.op_lane(inst, idx);
                             let s = g.to_storage(x, elem);

@@ -162,7 +162,7 @@ impl<'ctx> Gen<'ctx, '_> {
         // Accumulate. Full blocks of a masked load in `x` take the unmasked copy.
         let mask = self.load_mask_in(x);
         let lanes = self.partial_lanes(op, acc_d, &xt.shape, axis);
-        self.versioned(mask, &xt.shape.clone(), &mut |g| match lanes {
+        self.versioned(mask, &mut |g| match lanes {
             Some(w) => g.reduce_last_axis_in_vectors(
                 op,
                 x,
