@@ -12,6 +12,7 @@ mod float_order;
 pub mod interp;
 pub mod launch;
 mod llvm;
+pub mod pipeline;
 
 pub use error::{Error, Result};
 pub use launch::{

@@ -7,7 +7,8 @@
 use crate::common::{vadd, TempDir};
 use ndarray::Array1;
 use std::path::{Path, PathBuf};
-use tritium_backend::cpu::{self, cache};
+use tritium_backend::cpu;
+use tritium_backend::pipeline::cache;
 use tritium_backend::{launch, Device, KernelArgs, KernelKey, LaunchOptions};
 use tritium_dsl::ir::Function;
 use tritium_dsl::trace::flow::for_range;

@@ -1,16 +1,13 @@
 //! The CPU backend: trace → IR text → cache key → (disk cache | LLVM codegen at O3) → JIT →
 //! a grid of programs on the worker pool.
 
-pub mod cache;
 mod codegen;
-pub(crate) mod jit;
-pub(crate) mod link;
 mod pool;
-pub(crate) mod target;
 
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
 use crate::launch::{checked, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
+use crate::pipeline::{cache, host, jit, link};
 use crate::{Error, Result};
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
@@ -174,7 +171,7 @@ fn poisoned(kernel: &str) -> Error {
 /// in-memory cache is [`launch`](crate::launch)'s.
 pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     let text = print_function(&f);
-    let target = target::host_description();
+    let target = host::host_description();
     let bounds_check = options.bounds_check;
     let opts = format!("bounds_check={bounds_check}");
     let err = |message: String| Error::Compile {
@@ -269,7 +266,7 @@ fn generate_object(
     bounds_check: bool,
     dump: Option<&std::path::Path>,
 ) -> std::result::Result<cache::Entry, String> {
-    let machine = target::host_machine()?;
+    let machine = host::host_machine()?;
     let ctx = Context::create();
     let module = ctx.create_module(symbol);
     module.set_triple(&machine.get_triple());

@@ -19,9 +19,9 @@ use super::codegen::{
     EMU_WORDS,
 };
 use super::CudaCompileOptions;
-use crate::cpu::{cache, jit, target};
 use crate::launch::checked::{self, FAULT_WORDS};
 use crate::launch::{Grid, KernelKey, RawArg, TraceFn};
+use crate::pipeline::{cache, host, jit};
 use crate::{Error, Result};
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
@@ -156,7 +156,7 @@ extern "C" fn emu_thread_barrier() {
 /// `tritium_thread_index`, `tritium_thread_count`, `tritium_barrier`) with calls to the
 /// emulator's, by address: the kernel is compiled and run in this process.
 fn define_thread_hooks(lib: &inkwell::module::Module<'_>) -> Result<(), String> {
-    use crate::cpu::link::THREAD_HOOKS;
+    use crate::pipeline::link::THREAD_HOOKS;
     let hooks: [usize; 3] = [
         emu_thread_index as *const () as usize,
         emu_thread_count as *const () as usize,
@@ -228,7 +228,7 @@ pub(crate) fn compile(f: Function, options: &CudaCompileOptions) -> Result<Emula
         kernel: f.name.clone(),
         message,
     };
-    let libs: Vec<String> = crate::cpu::link::bitcodes(&f)
+    let libs: Vec<String> = crate::pipeline::link::bitcodes(&f)
         .map_err(err)?
         .iter()
         .map(|(_, _, bytes)| cache::hash_bytes(bytes))
@@ -242,17 +242,17 @@ pub(crate) fn compile(f: Function, options: &CudaCompileOptions) -> Result<Emula
         &print_function(&f),
     ]);
     let symbol = format!("tritium_emu_{}", &hash[..24]);
-    let machine = target::host_machine().map_err(err)?;
+    let machine = host::host_machine().map_err(err)?;
     let ctx = Context::create();
     let module = ctx.create_module(&symbol);
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let customs = crate::cpu::link::link_custom_code_with(
+    let customs = crate::pipeline::link::link_custom_code_with(
         &ctx,
         &module,
         &f,
         &machine,
-        crate::cpu::link::BitcodeTarget::Host,
+        crate::pipeline::link::BitcodeTarget::Host,
         &define_thread_hooks,
     )
     .map_err(err)?;

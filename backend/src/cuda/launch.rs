@@ -5,10 +5,10 @@
 use super::checked::DeviceCheck;
 use super::driver::{driver_error, CudaDevice};
 use super::{generate_ptx, CudaCompileOptions, Ptx};
-use crate::cpu::cache;
 use crate::launch::{
     check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
 };
+use crate::pipeline::cache;
 use crate::{Error, Result};
 use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
@@ -210,7 +210,7 @@ pub(crate) fn compile(
     let target = format!("{target}|bounds_check={}", copts.bounds_check);
     // Linked bitcode is part of what is compiled: its content hash joins the key.
     let libs: Vec<String> =
-        crate::cpu::link::bitcodes_for(&f, crate::cpu::link::BitcodeTarget::Nvptx)
+        crate::pipeline::link::bitcodes_for(&f, crate::pipeline::link::BitcodeTarget::Nvptx)
             .map_err(|message| Error::Compile {
                 kernel: f.name.clone(),
                 message,

@@ -123,12 +123,12 @@ pub(crate) fn generate_ptx(
     let module = ctx.create_module(entry);
     module.set_triple(&machine.get_triple());
     module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let customs = crate::cpu::link::link_custom_code_for(
+    let customs = crate::pipeline::link::link_custom_code_for(
         &ctx,
         &module,
         f,
         &machine,
-        crate::cpu::link::BitcodeTarget::Nvptx,
+        crate::pipeline::link::BitcodeTarget::Nvptx,
     )?;
     let g = codegen::generate(
         &ctx,

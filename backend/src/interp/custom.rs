@@ -104,7 +104,11 @@ fn compiled_for(f: Function, c: &CustomCall) -> Result<Arc<Compiled>, String> {
     type Cache = Mutex<HashMap<(String, String), Arc<Compiled>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     // The text names the bitcode only by label: key by its contents too.
-    let contents = c.attrs.bitcode.bytes().map(crate::cpu::cache::hash_bytes);
+    let contents = c
+        .attrs
+        .bitcode
+        .bytes()
+        .map(crate::pipeline::cache::hash_bytes);
     let key = (print_function(&f), contents.unwrap_or_default());
     let cache = CACHE.get_or_init(Default::default);
     if let Some(hit) = cache.lock().map_err(|_| "poisoned")?.get(&key) {

@@ -72,8 +72,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     pids: [IntValue<'ctx>; 3],
     nprogs: [IntValue<'ctx>; 3],
     opts: CodegenOptions,
-    /// How each custom call is linked (see `cpu::link`).
-    customs: &'f super::link::CustomEntries,
+    /// How each custom call is linked (see `pipeline::link`).
+    customs: &'f crate::pipeline::link::CustomEntries,
     /// The first error found while generating (an invalid custom call).
     error: Option<String>,
     /// Where the next program's tiles are prefetched (see `prefetch`).
@@ -87,7 +87,7 @@ pub(crate) fn generate<'ctx>(
     f: &Function,
     entry_name: &str,
     opts: CodegenOptions,
-    customs: &super::link::CustomEntries,
+    customs: &crate::pipeline::link::CustomEntries,
 ) -> Result<Generated, String> {
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());

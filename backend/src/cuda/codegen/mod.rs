@@ -33,7 +33,7 @@ pub(crate) use sync::{
     EMU_WORDS,
 };
 
-use crate::cpu::link::CustomEntries;
+use crate::pipeline::link::CustomEntries;
 use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
@@ -108,7 +108,7 @@ pub(crate) struct Gen<'ctx, 'f> {
     emu: Option<PointerValue<'ctx>>,
     /// The address space of kernel pointers: global (1) on NVPTX, 0 in the emulator.
     global: AddressSpace,
-    /// How each custom call is linked (see `cpu::link`).
+    /// How each custom call is linked (see `pipeline::link`).
     customs: &'f CustomEntries,
     /// Checked mode's fault record and ranges (`None` outside checked mode).
     check: Option<memory::Checked<'ctx>>,

@@ -1,5 +1,5 @@
 //! The on-disk object cache under `TRITIUM_CACHE_DIR` (default `~/.cache/tritium`), or the
-//! directory a [`CompileOptions`](super::CompileOptions) names.
+//! directory a [`CompileOptions`](crate::cpu::CompileOptions) names.
 //!
 //! An entry is `<root>/cpu/<sha256 of the key>.tobj`:
 //!

@@ -37,7 +37,7 @@ fn take_error(err: LLVMErrorRef) -> Result<(), String> {
 
 fn jit() -> Result<&'static Mutex<Jit>, String> {
     JIT.get_or_init(|| {
-        super::target::initialize();
+        super::host::initialize();
         // SAFETY: plain LLVM C API calls; ownership follows the C API documentation
         // (the builder is consumed by LLVMOrcCreateLLJIT, the generator by the JITDylib).
         unsafe {
