@@ -7,7 +7,7 @@ mod pool;
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
 use crate::launch::{checked, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
-use crate::pipeline::{cache, host, jit, link};
+use crate::pipeline::{cache, dump, host, jit, link};
 use crate::{Error, Result};
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
@@ -188,11 +188,11 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         .collect();
     let libs = libs.join(",");
     let key_hash = cache::hash_key(&[CODEGEN_VERSION, &target, &opts, &libs, &text]);
-    let symbol = format!("tritium_{}_{}", sanitize(&f.name), &key_hash[..16]);
+    let symbol = dump::symbol(&f.name, &key_hash);
     let dump = options.dump_root();
     let root = options.cache_root();
     if let Some(d) = &dump {
-        write_dump(d, &symbol, "tir", text.as_bytes());
+        dump::write(d, &symbol, "tir", text.as_bytes());
     }
     let mut counted = CompileStats {
         compiles: 1,
@@ -248,17 +248,6 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     })
 }
 
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
-}
-
-fn write_dump(dir: &std::path::Path, symbol: &str, ext: &str, bytes: &[u8]) {
-    let _ = std::fs::create_dir_all(dir);
-    let _ = std::fs::write(dir.join(format!("{symbol}.{ext}")), bytes);
-}
-
 /// IR → LLVM → O3 → object code (and the dumps on the way).
 fn generate_object(
     f: &Function,
@@ -281,7 +270,7 @@ fn generate_object(
         &customs,
     )?;
     if let Some(d) = dump {
-        write_dump(d, symbol, "ll", module.print_to_string().to_bytes());
+        dump::write(d, symbol, "ll", module.print_to_string().to_bytes());
     }
     module
         .verify()
@@ -290,9 +279,9 @@ fn generate_object(
         .run_passes("default<O3>", &machine, PassBuilderOptions::create())
         .map_err(|e| e.to_string())?;
     if let Some(d) = dump {
-        write_dump(d, symbol, "opt.ll", module.print_to_string().to_bytes());
+        dump::write(d, symbol, "opt.ll", module.print_to_string().to_bytes());
         if let Ok(asm) = machine.write_to_memory_buffer(&module, FileType::Assembly) {
-            write_dump(d, symbol, "s", asm.as_slice());
+            dump::write(d, symbol, "s", asm.as_slice());
         }
     }
     let obj = machine

@@ -8,7 +8,7 @@ use super::{generate_ptx, CudaCompileOptions, Ptx};
 use crate::launch::{
     check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
 };
-use crate::pipeline::cache;
+use crate::pipeline::{cache, dump};
 use crate::{Error, Result};
 use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
@@ -221,13 +221,12 @@ pub(crate) fn compile(
             .into_iter()
             .collect();
     let key_hash = cache::hash_key(&[CUDA_CODEGEN_VERSION, &target, &libs.join(","), &text]);
-    let entry = format!("tritium_{}_{}", sanitize(&f.name), &key_hash[..16]);
+    let entry = dump::symbol(&f.name, &key_hash);
     let compile_options = options.compile_options();
     let dump = compile_options.dump_root();
     let root = compile_options.cache_root();
     if let Some(d) = &dump {
-        let _ = std::fs::create_dir_all(d);
-        let _ = std::fs::write(d.join(format!("{entry}.tir")), text.as_bytes());
+        dump::write(d, &entry, "tir", text.as_bytes());
     }
     if dump.is_none() {
         if let cache::Lookup::Hit(e) = cache::read(root.as_deref(), &key_hash) {
@@ -264,12 +263,6 @@ pub(crate) fn compile(
         key_hash,
         ptx,
     })
-}
-
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect()
 }
 
 /// Host buffers copied to the device for one launch. Overlapping buffers share one

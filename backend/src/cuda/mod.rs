@@ -144,8 +144,7 @@ pub(crate) fn generate_ptx(
     )?;
     let write = |ext: &str, bytes: &[u8]| {
         if let Some(d) = dump {
-            let _ = std::fs::create_dir_all(d);
-            let _ = std::fs::write(d.join(format!("{entry}.{ext}")), bytes);
+            crate::pipeline::dump::write(d, entry, ext, bytes);
         }
     };
     write("ll", module.print_to_string().to_bytes());

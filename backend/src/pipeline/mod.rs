@@ -4,9 +4,11 @@
 //! - `cache`: the on-disk cache of compiled objects and PTX (`<root>/<target>/…`);
 //! - `link`: linking user and builtin custom-op bitcode into a kernel module;
 //! - `jit`: loading objects into the process (one ORC LLJIT);
-//! - `host`: the host target machine (the CPU backend and the CUDA emulator).
+//! - `host`: the host target machine (the CPU backend and the CUDA emulator);
+//! - `dump`: kernel symbols and dump files.
 
 pub mod cache;
+pub(crate) mod dump;
 pub(crate) mod host;
 pub(crate) mod jit;
 pub(crate) mod link;
