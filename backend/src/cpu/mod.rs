@@ -201,11 +201,11 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     // A dump needs LLVM's output, so it never takes the cached object.
     let lookup = match dump {
         Some(_) => cache::Lookup::Missing,
-        None => cache::read(root.as_deref(), &key_hash),
+        None => cache::read(root.as_deref(), cache::Store::Cpu, &key_hash),
     };
     let loaded = match lookup {
-        cache::Lookup::Hit(e) => match jit::load(&e.object, &symbol) {
-            Ok(addr) => Some((addr, e.scratch_bytes)),
+        cache::Lookup::Hit(e) => match jit::load(&e.bytes, &symbol) {
+            Ok(addr) => Some((addr, e.meta)),
             Err(_) => {
                 counted.disk_rejected += 1;
                 None
@@ -225,11 +225,8 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         None => {
             counted.codegen += 1;
             let entry = generate_object(&f, &symbol, bounds_check, dump.as_deref()).map_err(err)?;
-            cache::write(root.as_deref(), &key_hash, &entry);
-            (
-                jit::load(&entry.object, &symbol).map_err(err)?,
-                entry.scratch_bytes,
-            )
+            cache::write(root.as_deref(), cache::Store::Cpu, &key_hash, &entry);
+            (jit::load(&entry.bytes, &symbol).map_err(err)?, entry.meta)
         }
     };
     count(&f.name, counted);
@@ -288,8 +285,8 @@ fn generate_object(
         .write_to_memory_buffer(&module, FileType::Object)
         .map_err(|e| e.to_string())?;
     Ok(cache::Entry {
-        scratch_bytes: g.scratch_bytes,
-        object: obj.as_slice().to_vec(),
+        meta: g.scratch_bytes,
+        bytes: obj.as_slice().to_vec(),
     })
 }
 

@@ -229,12 +229,12 @@ pub(crate) fn compile(
         dump::write(d, &entry, "tir", text.as_bytes());
     }
     if dump.is_none() {
-        if let cache::Lookup::Hit(e) = cache::read(root.as_deref(), &key_hash) {
-            if let Ok(text) = String::from_utf8(e.object) {
+        if let cache::Lookup::Hit(e) = cache::read(root.as_deref(), cache::Store::Ptx, &key_hash) {
+            if let Ok(text) = String::from_utf8(e.bytes) {
                 let ptx = Ptx {
                     entry,
                     text,
-                    shared_bytes: e.scratch_bytes,
+                    shared_bytes: e.meta,
                     threads: copts.num_warps * 32,
                 };
                 return Ok(CompiledPtx {
@@ -252,10 +252,11 @@ pub(crate) fn compile(
         })?;
     cache::write(
         root.as_deref(),
+        cache::Store::Ptx,
         &key_hash,
         &cache::Entry {
-            scratch_bytes: ptx.shared_bytes,
-            object: ptx.text.as_bytes().to_vec(),
+            meta: ptx.shared_bytes,
+            bytes: ptx.text.as_bytes().to_vec(),
         },
     );
     Ok(CompiledPtx {

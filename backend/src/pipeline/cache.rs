@@ -1,19 +1,19 @@
-//! The on-disk object cache under `TRITIUM_CACHE_DIR` (default `~/.cache/tritium`), or the
-//! directory a [`CompileOptions`](crate::cpu::CompileOptions) names.
-//!
-//! An entry is `<root>/cpu/<sha256 of the key>.tobj`:
+//! The on-disk cache of compiled kernels under `TRITIUM_CACHE_DIR` (default
+//! `~/.cache/tritium`), or the directory a [`CompileOptions`](crate::cpu::CompileOptions)
+//! names, shared by every target: each keeps its entries in its own [`Store`],
+//! `<root>/<store>/<sha256 of the key>.tobj`:
 //!
 //! | bytes | field |
 //! | --- | --- |
 //! | 8 | magic `TRITOBJ2` |
 //! | 64 | the key hash, hex (an entry copied under another name is rejected) |
-//! | 8 | scratch bytes per thread, u64 LE |
-//! | 8 | object length, u64 LE (trailing bytes are rejected) |
-//! | 32 | SHA-256 of everything above and the object |
-//! | n | the object file |
+//! | 8 | `meta`, u64 LE (the CPU's scratch bytes per thread, PTX's shared-memory bytes) |
+//! | 8 | length of `bytes`, u64 LE (trailing bytes are rejected) |
+//! | 32 | SHA-256 of everything above and `bytes` |
+//! | n | `bytes`: the object file, or the PTX text |
 //!
-//! The digest covers the header too: a flipped bit in the scratch size would otherwise give
-//! a kernel a too-small scratch area. Writes go to a temporary file that is renamed into
+//! The digest covers the header too: a flipped bit in `meta` would otherwise give a kernel
+//! a too-small scratch area. Writes go to a temporary file that is renamed into
 //! place, so readers never see half an entry; an entry that fails any check is ignored and
 //! recompiled (and then overwritten).
 
@@ -25,10 +25,30 @@ const KEY_LEN: usize = 64;
 const HEADER: usize = MAGIC.len() + KEY_LEN + 8 + 8;
 const DIGEST: usize = 32;
 
+/// Where a target keeps its entries under the cache root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// Host object files (`<root>/cpu/`).
+    Cpu,
+    /// PTX text (`<root>/ptx/`).
+    Ptx,
+}
+
+impl Store {
+    fn dir(self) -> &'static str {
+        match self {
+            Store::Cpu => "cpu",
+            Store::Ptx => "ptx",
+        }
+    }
+}
+
 /// A cached compiled kernel.
 pub(crate) struct Entry {
-    pub scratch_bytes: usize,
-    pub object: Vec<u8>,
+    /// A number the target needs besides the bytes (scratch or shared-memory bytes).
+    pub meta: usize,
+    /// The compiled kernel.
+    pub bytes: Vec<u8>,
 }
 
 /// What a cache lookup found.
@@ -69,18 +89,23 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The file of the entry for `key` (a key hash, [`Compiled::key_hash`](super::Compiled))
-/// under cache root `root`.
+/// The file of the CPU entry for `key` (a key hash,
+/// [`Compiled::key_hash`](crate::cpu::Compiled)) under cache root `root`.
 pub fn entry_path(root: &Path, key: &str) -> PathBuf {
-    root.join("cpu").join(format!("{key}.tobj"))
+    entry_path_in(root, Store::Cpu, key)
 }
 
-/// Reads and validates the entry for `key` under `root`.
-pub(crate) fn read(root: Option<&Path>, key: &str) -> Lookup {
+/// The file of the entry for `key` in `store` under cache root `root`.
+pub fn entry_path_in(root: &Path, store: Store, key: &str) -> PathBuf {
+    root.join(store.dir()).join(format!("{key}.tobj"))
+}
+
+/// Reads and validates the entry for `key` in `store` under `root`.
+pub(crate) fn read(root: Option<&Path>, store: Store, key: &str) -> Lookup {
     let Some(root) = root else {
         return Lookup::Missing;
     };
-    match std::fs::read(entry_path(root, key)) {
+    match std::fs::read(entry_path_in(root, store, key)) {
         Ok(bytes) => match decode(&bytes, key) {
             Ok(e) => Lookup::Hit(e),
             Err(_) => Lookup::Corrupt,
@@ -121,7 +146,7 @@ pub(crate) fn decode(bytes: &[u8], key: &str) -> Result<Entry, String> {
         b.copy_from_slice(&header[at..at + 8]);
         u64::from_le_bytes(b)
     };
-    let scratch = u64_at(MAGIC.len() + KEY_LEN);
+    let meta = u64_at(MAGIC.len() + KEY_LEN);
     let len = u64_at(MAGIC.len() + KEY_LEN + 8);
     let (sum, object) = rest.split_at(DIGEST);
     if object.len() as u64 != len {
@@ -136,32 +161,31 @@ pub(crate) fn decode(bytes: &[u8], key: &str) -> Result<Entry, String> {
     if digest(header, object) != sum {
         return Err("digest mismatch".into());
     }
-    let scratch_bytes =
-        usize::try_from(scratch).map_err(|_| format!("scratch size {scratch} too large"))?;
+    let meta = usize::try_from(meta).map_err(|_| format!("meta {meta} too large"))?;
     Ok(Entry {
-        scratch_bytes,
-        object: object.to_vec(),
+        meta,
+        bytes: object.to_vec(),
     })
 }
 
 pub(crate) fn encode(key: &str, entry: &Entry) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + DIGEST + entry.object.len());
+    let mut out = Vec::with_capacity(HEADER + DIGEST + entry.bytes.len());
     out.extend_from_slice(MAGIC);
     let mut k = key.as_bytes().to_vec();
     k.resize(KEY_LEN, b'?');
     out.extend_from_slice(&k);
-    out.extend_from_slice(&(entry.scratch_bytes as u64).to_le_bytes());
-    out.extend_from_slice(&(entry.object.len() as u64).to_le_bytes());
-    let sum = digest(&out, &entry.object);
+    out.extend_from_slice(&(entry.meta as u64).to_le_bytes());
+    out.extend_from_slice(&(entry.bytes.len() as u64).to_le_bytes());
+    let sum = digest(&out, &entry.bytes);
     out.extend_from_slice(&sum);
-    out.extend_from_slice(&entry.object);
+    out.extend_from_slice(&entry.bytes);
     out
 }
 
 /// Writes an entry atomically. Failures are not errors: the cache is an optimization.
-pub(crate) fn write(root: Option<&Path>, key: &str, entry: &Entry) {
+pub(crate) fn write(root: Option<&Path>, store: Store, key: &str, entry: &Entry) {
     let Some(root) = root else { return };
-    let path = entry_path(root, key);
+    let path = entry_path_in(root, store, key);
     let Some(parent) = path.parent() else { return };
     if std::fs::create_dir_all(parent).is_err() {
         return;
@@ -187,8 +211,8 @@ mod tests {
         encode(
             KEY,
             &Entry {
-                scratch_bytes: 4096,
-                object: b"\x7fELF pretend object".to_vec(),
+                meta: 4096,
+                bytes: b"\x7fELF pretend object".to_vec(),
             },
         )
     }
@@ -196,8 +220,27 @@ mod tests {
     #[test]
     fn round_trip() {
         let e = decode(&sample(), KEY).unwrap();
-        assert_eq!(e.scratch_bytes, 4096);
-        assert_eq!(e.object, b"\x7fELF pretend object");
+        assert_eq!(e.meta, 4096);
+        assert_eq!(e.bytes, b"\x7fELF pretend object");
+    }
+
+    /// Each target reads only its own store: PTX under `ptx/` is never taken for a CPU
+    /// object with the same key, nor the reverse.
+    #[test]
+    fn stores_are_separate() {
+        let root =
+            std::env::temp_dir().join(format!("tritium-cache-stores-{}", std::process::id()));
+        let entry = Entry {
+            meta: 7,
+            bytes: b".version 8.0".to_vec(),
+        };
+        write(Some(&root), Store::Ptx, KEY, &entry);
+        let hit = |store| matches!(read(Some(&root), store, KEY), Lookup::Hit(e) if e.meta == 7);
+        let (ptx, cpu) = (hit(Store::Ptx), hit(Store::Cpu));
+        let path = entry_path_in(&root, Store::Ptx, KEY);
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(ptx && !cpu, "ptx hit {ptx}, cpu hit {cpu}");
+        assert!(path.ends_with(format!("ptx/{KEY}.tobj")), "{path:?}");
     }
 
     /// Every kind of damage is rejected, wherever it lands (header fields included).
@@ -217,7 +260,7 @@ mod tests {
             ("trailing bytes", [good.clone(), vec![0]].concat(), KEY),
             ("magic", flip(0), KEY),
             ("key byte", flip(MAGIC.len() + 5), KEY),
-            ("scratch size", flip(MAGIC.len() + KEY_LEN + 1), KEY),
+            ("meta", flip(MAGIC.len() + KEY_LEN + 1), KEY),
             ("length", flip(MAGIC.len() + KEY_LEN + 8), KEY),
             ("digest", flip(HEADER + 3), KEY),
             ("object", flip(good.len() - 1), KEY),
