@@ -7,7 +7,7 @@ mod pool;
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
 use crate::launch::{checked, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
-use crate::pipeline::{cache, dump, host, jit, link};
+use crate::pipeline::{cache, dump, host, jit, link, version};
 use crate::{Error, Result};
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
@@ -18,13 +18,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use tritium_dsl::ir::{print_function, Function, Loc};
 use tritium_dsl::trace::Specialization;
-
-/// Bumped whenever generated code changes meaning; part of every cache key.
-const CODEGEN_VERSION: &str = concat!(
-    "tritium-",
-    env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg15-mask-shape"
-);
 
 type EntryFn =
     unsafe extern "C" fn(*const u64, *const u64, *mut u8, *mut u64, u64, u64, u64, u64, u64);
@@ -187,7 +180,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         .into_iter()
         .collect();
     let libs = libs.join(",");
-    let key_hash = cache::hash_key(&[CODEGEN_VERSION, &target, &opts, &libs, &text]);
+    let key_hash = cache::hash_key(&[version::CPU, &target, &opts, &libs, &text]);
     let symbol = dump::symbol(&f.name, &key_hash);
     let dump = options.dump_root();
     let root = options.cache_root();

@@ -8,7 +8,7 @@ use super::{generate_ptx, CudaCompileOptions, Ptx};
 use crate::launch::{
     check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
 };
-use crate::pipeline::{cache, dump};
+use crate::pipeline::{cache, dump, version};
 use crate::{Error, Result};
 use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
@@ -16,13 +16,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use tritium_dsl::ir::{print_function, Function};
 use tritium_dsl::trace::Specialization;
-
-/// Bumped whenever generated PTX changes meaning; part of every CUDA cache key.
-const CUDA_CODEGEN_VERSION: &str = concat!(
-    "tritium-",
-    env!("CARGO_PKG_VERSION"),
-    "-llvm19-nvptx12-signed-zero-max"
-);
 
 /// A kernel compiled to PTX for one architecture and warp count.
 pub(crate) struct CompiledPtx {
@@ -220,7 +213,7 @@ pub(crate) fn compile(
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
-    let key_hash = cache::hash_key(&[CUDA_CODEGEN_VERSION, &target, &libs.join(","), &text]);
+    let key_hash = cache::hash_key(&[version::NVPTX, &target, &libs.join(","), &text]);
     let entry = dump::symbol(&f.name, &key_hash);
     let compile_options = options.compile_options();
     let dump = compile_options.dump_root();

@@ -10,7 +10,7 @@
 use super::RawArg;
 use crate::{Error, Result};
 use std::collections::HashMap;
-use tritium_dsl::ir::{Function, Inst, Loc, Op};
+use tritium_dsl::ir::{Function, Inst, Loc};
 
 /// Words of the fault record.
 pub(crate) const FAULT_WORDS: usize = 5;
@@ -19,7 +19,7 @@ pub(crate) const FAULT_WORDS: usize = 5;
 pub(crate) fn memory_sites(f: &Function) -> Vec<(Loc, &'static str)> {
     let mut sites = Vec::new();
     f.walk(&mut |inst| {
-        if let Some(kind) = memory_kind(&inst.op) {
+        if let Some(kind) = inst.op.memory_kind() {
             sites.push((inst.loc.clone(), kind));
         }
     });
@@ -30,22 +30,12 @@ pub(crate) fn memory_sites(f: &Function) -> Vec<(Loc, &'static str)> {
 pub(crate) fn site_ids(f: &Function) -> HashMap<*const Inst, u32> {
     let mut ids = HashMap::new();
     f.walk(&mut |inst| {
-        if memory_kind(&inst.op).is_some() {
+        if inst.op.memory_kind().is_some() {
             let id = ids.len() as u32;
             ids.insert(inst as *const Inst, id);
         }
     });
     ids
-}
-
-/// What a fault at this op is called in the error: `load`, `store` or `atomic`.
-pub(crate) fn memory_kind(op: &Op) -> Option<&'static str> {
-    match op {
-        Op::Load { .. } => Some("load"),
-        Op::Store { .. } => Some("store"),
-        Op::Atomic { .. } | Op::AtomicCas { .. } => Some("atomic"),
-        _ => None,
-    }
 }
 
 /// `[lo, hi]` of every parameter (`[0, 0]` for scalars) as generated code reads them:

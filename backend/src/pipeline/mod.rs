@@ -5,10 +5,12 @@
 //! - `link`: linking user and builtin custom-op bitcode into a kernel module;
 //! - `jit`: loading objects into the process (one ORC LLJIT);
 //! - `host`: the host target machine (the CPU backend and the CUDA emulator);
-//! - `dump`: kernel symbols and dump files.
+//! - `dump`: kernel symbols and dump files;
+//! - `version`: the versions of generated code in every cache key.
 
 pub mod cache;
 pub(crate) mod dump;
 pub(crate) mod host;
 pub(crate) mod jit;
 pub(crate) mod link;
+pub(crate) mod version;

@@ -419,6 +419,17 @@ impl Op {
         }
     }
 
+    /// What a direct memory access does, `load`, `store` or `atomic` (checked mode names
+    /// faults by it); `None` for every other op (custom calls included).
+    pub fn memory_kind(&self) -> Option<&'static str> {
+        match self {
+            Op::Load { .. } => Some("load"),
+            Op::Store { .. } => Some("store"),
+            Op::Atomic { .. } | Op::AtomicCas { .. } => Some("atomic"),
+            _ => None,
+        }
+    }
+
     /// True for ops that write memory (their order relative to loads matters).
     pub fn has_side_effects(&self) -> bool {
         match self {

@@ -269,7 +269,7 @@ fn index_insts<'f>(
         for r in &inst.results {
             defs.insert(*r, inst);
         }
-        if crate::launch::checked::memory_kind(&inst.op).is_some() {
+        if inst.op.memory_kind().is_some() {
             let id = sites.len() as u32;
             sites.insert(inst as *const Inst, id);
         }
