@@ -7,6 +7,7 @@ mod pool;
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
 use crate::launch::{checked, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
+use crate::pipeline::once::OnceMap;
 use crate::pipeline::{cache, dump, host, jit, link, version};
 use crate::{Error, Result};
 use inkwell::context::Context;
@@ -35,7 +36,6 @@ pub struct Compiled {
     written: Vec<usize>,
 }
 
-type Slot = Arc<Mutex<Option<Arc<Compiled>>>>;
 type MemKey = (KernelKey, Specialization, CompileOptions);
 
 /// What changes how a kernel is compiled, besides its IR. `None` directories take their
@@ -123,11 +123,6 @@ pub fn stats() -> Stats {
         .clone()
 }
 
-fn memory_cache() -> &'static Mutex<HashMap<MemKey, Slot>> {
-    static CACHE: OnceLock<Mutex<HashMap<MemKey, Slot>>> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
-
 /// The compiled kernel for this key and specialization, compiling it at most once per
 /// process even when many threads launch it at the same time.
 pub(crate) fn compiled(
@@ -136,28 +131,11 @@ pub(crate) fn compiled(
     options: &LaunchOptions,
     trace: TraceFn<'_>,
 ) -> Result<Arc<Compiled>> {
+    static COMPILED: OnceMap<MemKey, Compiled> = OnceMap::new();
     let options = options.compile_options();
-    let slot = {
-        let mut map = memory_cache().lock().map_err(|_| poisoned(key.name))?;
-        map.entry((key.clone(), spec.clone(), options.clone()))
-            .or_default()
-            .clone()
-    };
-    let mut entry = slot.lock().map_err(|_| poisoned(key.name))?;
-    if let Some(c) = entry.as_ref() {
-        return Ok(c.clone());
-    }
-    let f = trace(spec)?;
-    let c = Arc::new(compile(f, &options)?);
-    *entry = Some(c.clone());
-    Ok(c)
-}
-
-fn poisoned(kernel: &str) -> Error {
-    Error::Compile {
-        kernel: kernel.to_string(),
-        message: "a previous compilation panicked".into(),
-    }
+    COMPILED.get_or_make((key.clone(), spec.clone(), options.clone()), || {
+        compile(trace(spec)?, &options)
+    })
 }
 
 /// Compiles (or loads from the disk cache) one traced function. Every call compiles: the

@@ -21,15 +21,15 @@ use super::codegen::{
 use super::CudaCompileOptions;
 use crate::launch::checked::{self, FAULT_WORDS};
 use crate::launch::{Grid, KernelKey, RawArg, TraceFn};
+use crate::pipeline::once::OnceMap;
 use crate::pipeline::{cache, host, jit};
 use crate::{Error, Result};
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::FileType;
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Barrier, Mutex, OnceLock};
+use std::sync::{Arc, Barrier};
 use tritium_dsl::ir::{print_function, Function};
 use tritium_dsl::trace::Specialization;
 
@@ -204,20 +204,12 @@ pub(crate) fn compiled(
     options: &CudaCompileOptions,
     trace: TraceFn<'_>,
 ) -> Result<Arc<EmulatedKernel>> {
-    static CACHE: OnceLock<Mutex<HashMap<MemKey, Arc<EmulatedKernel>>>> = OnceLock::new();
-    let mut cache = CACHE
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
+    static COMPILED: OnceMap<MemKey, EmulatedKernel> = OnceMap::new();
     // `sm` does not change the host build.
     let options = CudaCompileOptions { sm: 0, ..*options };
-    let k = (key.clone(), spec.clone(), options);
-    if let Some(c) = cache.get(&k) {
-        return Ok(c.clone());
-    }
-    let c = Arc::new(compile(trace(spec)?, &options)?);
-    cache.insert(k, c.clone());
-    Ok(c)
+    COMPILED.get_or_make((key.clone(), spec.clone(), options), || {
+        compile(trace(spec)?, &options)
+    })
 }
 
 /// Generates `f` with the CUDA code generator for the host and loads it (`options.sm` is

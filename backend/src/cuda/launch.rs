@@ -8,12 +8,12 @@ use super::{generate_ptx, CudaCompileOptions, Ptx};
 use crate::launch::{
     check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
 };
+use crate::pipeline::once::OnceMap;
 use crate::pipeline::{cache, dump, version};
 use crate::{Error, Result};
 use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr};
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use tritium_dsl::ir::{print_function, Function};
 use tritium_dsl::trace::Specialization;
 
@@ -31,12 +31,9 @@ type MemKey = (
     Option<PathBuf>,
     Option<PathBuf>,
 );
-type Slot = Arc<Mutex<Option<Arc<CompiledPtx>>>>;
 
-fn memory_cache() -> &'static Mutex<HashMap<MemKey, Slot>> {
-    static CACHE: OnceLock<Mutex<HashMap<MemKey, Slot>>> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
+/// PTX compiled in this process.
+static COMPILED: OnceMap<MemKey, CompiledPtx> = OnceMap::new();
 
 /// Launches `key` on `gpu` (what [`crate::launch`] calls for a CUDA device) on the
 /// options' stream. With host arrays among the arguments it returns after the kernel has
@@ -167,20 +164,7 @@ fn compiled(
         options.cache_dir.clone(),
         options.dump_dir.clone(),
     );
-    let slot = memory_cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry(mem_key)
-        .or_default()
-        .clone();
-    let mut entry = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(c) = entry.as_ref() {
-        return Ok(c.clone());
-    }
-    let f = trace(spec)?;
-    let c = Arc::new(compile(f, copts, options)?);
-    *entry = Some(c.clone());
-    Ok(c)
+    COMPILED.get_or_make(mem_key, || compile(trace(spec)?, copts, options))
 }
 
 /// PTX for `f` from the disk cache (verified) or LLVM; `TRITIUM_DUMP` always runs LLVM.
