@@ -8,9 +8,9 @@ use super::memory::Memory;
 use super::value::Data;
 use crate::cpu::Compiled;
 use crate::launch::{Grid, RawArg, RawBuffer};
+use crate::pipeline::once::OnceMap;
 use ndarray::{ArrayD, Dimension, IxDyn};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use tritium_dsl::ir::{
     print_function, AtomicOp, Block, CustomCall, DType, Elem, Function, Inst, Loc, Op, Param, Type,
     Value,
@@ -101,8 +101,7 @@ fn addresses(base: usize, t: &Type) -> ArrayD<usize> {
 }
 
 fn compiled_for(f: Function, c: &CustomCall) -> Result<Arc<Compiled>, String> {
-    type Cache = Mutex<HashMap<(String, String), Arc<Compiled>>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
+    static COMPILED: OnceMap<(String, String), Compiled> = OnceMap::new();
     // The text names the bitcode only by label: key by its contents too.
     let contents = c
         .attrs
@@ -110,19 +109,11 @@ fn compiled_for(f: Function, c: &CustomCall) -> Result<Arc<Compiled>, String> {
         .bytes()
         .map(crate::pipeline::cache::hash_bytes);
     let key = (print_function(&f), contents.unwrap_or_default());
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some(hit) = cache.lock().map_err(|_| "poisoned")?.get(&key) {
-        return Ok(hit.clone());
-    }
-    let compiled = Arc::new(
-        crate::cpu::compile(f, &crate::LaunchOptions::default().compile_options())
-            .map_err(|e| e.to_string())?,
-    );
-    cache
-        .lock()
-        .map_err(|_| "poisoned")?
-        .insert(key, compiled.clone());
-    Ok(compiled)
+    COMPILED
+        .get_or_make(key, || {
+            crate::cpu::compile(f, &crate::LaunchOptions::default().compile_options())
+        })
+        .map_err(|e| e.to_string())
 }
 
 /// `kernel(p0, …)`: every number operand is loaded from its staging pointer, pointer
