@@ -8,13 +8,13 @@ pub use pool::{num_threads, parse_num_threads, pool_threads};
 
 use crate::launch::{checked, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
 use crate::pipeline::once::OnceMap;
+pub use crate::pipeline::CompileOptions;
 use crate::pipeline::{cache, dump, host, jit, link, version};
 use crate::{Error, Result};
 use inkwell::context::Context;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::FileType;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use tritium_dsl::ir::{print_function, Function, Loc};
@@ -37,33 +37,6 @@ pub struct Compiled {
 }
 
 type MemKey = (KernelKey, Specialization, CompileOptions);
-
-/// What changes how a kernel is compiled, besides its IR. `None` directories take their
-/// value from the environment when the kernel is compiled.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct CompileOptions {
-    /// Checked mode: every memory access is compared with the argument buffers.
-    pub bounds_check: bool,
-    /// Root of the on-disk cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).
-    pub cache_dir: Option<PathBuf>,
-    /// Dump directory (`TRITIUM_DUMP`; unset: no dumps). Dumping always runs LLVM, so
-    /// that the `.ll`, `.opt.ll` and `.s` files exist; the object is still cached.
-    pub dump_dir: Option<PathBuf>,
-}
-
-impl CompileOptions {
-    pub(crate) fn cache_root(&self) -> Option<PathBuf> {
-        self.cache_dir.clone().or_else(cache::default_root)
-    }
-
-    pub(crate) fn dump_root(&self) -> Option<PathBuf> {
-        self.dump_dir.clone().or_else(|| {
-            std::env::var_os("TRITIUM_DUMP")
-                .filter(|d| !d.is_empty())
-                .map(PathBuf::from)
-        })
-    }
-}
 
 /// Counters of the compile pipeline (see [`stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

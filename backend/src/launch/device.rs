@@ -1,7 +1,7 @@
 //! Devices, grids and launch options.
 
-use crate::cpu::CompileOptions;
 use crate::cuda::{CudaDevice, Stream};
+use crate::pipeline::CompileOptions;
 use crate::{Error, Result};
 use std::path::PathBuf;
 use std::sync::Arc;

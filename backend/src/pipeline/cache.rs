@@ -1,5 +1,5 @@
 //! The on-disk cache of compiled kernels under `TRITIUM_CACHE_DIR` (default
-//! `~/.cache/tritium`), or the directory a [`CompileOptions`](crate::cpu::CompileOptions)
+//! `~/.cache/tritium`), or the directory a [`CompileOptions`](super::CompileOptions)
 //! names, shared by every target: each keeps its entries in its own [`Store`],
 //! `<root>/<store>/<sha256 of the key>.tobj`:
 //!

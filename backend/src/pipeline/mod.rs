@@ -16,3 +16,32 @@ pub(crate) mod jit;
 pub(crate) mod link;
 pub(crate) mod once;
 pub(crate) mod version;
+
+use std::path::PathBuf;
+
+/// What changes how a kernel is compiled, besides its IR. `None` directories take their
+/// value from the environment when the kernel is compiled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct CompileOptions {
+    /// Checked mode: every memory access is compared with the argument buffers.
+    pub bounds_check: bool,
+    /// Root of the on-disk cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).
+    pub cache_dir: Option<PathBuf>,
+    /// Dump directory (`TRITIUM_DUMP`; unset: no dumps). Dumping always runs LLVM, so
+    /// that the `.ll`, `.opt.ll` and `.s` files exist; the object is still cached.
+    pub dump_dir: Option<PathBuf>,
+}
+
+impl CompileOptions {
+    pub(crate) fn cache_root(&self) -> Option<PathBuf> {
+        self.cache_dir.clone().or_else(cache::default_root)
+    }
+
+    pub(crate) fn dump_root(&self) -> Option<PathBuf> {
+        self.dump_dir.clone().or_else(|| {
+            std::env::var_os("TRITIUM_DUMP")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+        })
+    }
+}
