@@ -2,8 +2,9 @@
 //!
 //! `a` and `b` are first converted to the accumulator dtype as a cast would (f16 inputs
 //! to an f32 accumulator convert exactly). f64 accumulates in f64; f32, f16 and bf16
-//! accumulate in f32 (ndarray's matrix product, whose summation order differs from the
-//! compiled code's: tests compare within a tolerance) and f16/bf16 round once at the end.
+//! accumulate in f32, and f16/bf16 round once at the end. Each element starts at its
+//! accumulator and adds the products in k order (unfused; the compiled code may fuse them,
+//! so tests compare general floats within a tolerance).
 //! Integers accumulate with wrapping at the accumulator's width; bools as one-bit integers.
 
 use super::cast::cast;
@@ -40,18 +41,13 @@ pub(crate) fn dot(d: DType, a: &Data, b: &Data, acc: &Data) -> Result<Data, Stri
     match (&a, &b, &acc_w) {
         (Data::Float(x), Data::Float(y), Data::Float(c)) => {
             let (x, y) = (two_d(x).ok_or_else(bad)?, two_d(y).ok_or_else(bad)?);
+            let c = two_d(c).ok_or_else(bad)?;
             if d == DType::F64 {
-                let p = x.dot(&y).into_dyn();
-                Ok(Data::Float(
-                    Zip::from(&p).and(c).map_collect(|&p, &c| p + c),
-                ))
+                Ok(Data::Float(float_matmul(&x, &y, &c)))
             } else {
-                let p = x.mapv(|v| v as f32).dot(&y.mapv(|v| v as f32)).into_dyn();
-                Ok(Data::Float(
-                    Zip::from(&p)
-                        .and(c)
-                        .map_collect(|&p, &c| round_from_f32(d, p + c as f32)),
-                ))
+                let f32s = |a: &Array2<f64>| a.mapv(|v| v as f32);
+                let p = float_matmul(&f32s(&x), &f32s(&y), &f32s(&c));
+                Ok(Data::Float(p.mapv(|v| round_from_f32(d, v))))
             }
         }
         (Data::Int(x), Data::Int(y), Data::Int(c)) => {
@@ -89,6 +85,27 @@ pub(crate) fn dot(d: DType, a: &Data, b: &Data, acc: &Data) -> Result<Data, Stri
 
 fn two_d<T: Clone>(a: &ArrayD<T>) -> Option<Array2<T>> {
     a.clone().into_dimensionality::<Ix2>().ok()
+}
+
+/// `acc + x @ y`, each element summed from its `acc` in k order, as the compiled code does.
+/// Starting from `acc` (not from a zero) keeps the IEEE sign of a zero sum: `-0` when the
+/// accumulator and every product are `-0` (a matrix product starting at `+0` gave `+0`).
+fn float_matmul<T>(x: &Array2<T>, y: &Array2<T>, acc: &Array2<T>) -> ArrayD<T>
+where
+    T: Copy + std::ops::Add<Output = T> + std::ops::Mul<Output = T>,
+{
+    let (m, k) = x.dim();
+    let n = y.dim().1;
+    let mut out = acc.clone();
+    for i in 0..m {
+        for kk in 0..k {
+            let xv = x[[i, kk]];
+            for j in 0..n {
+                out[[i, j]] = out[[i, j]] + xv * y[[kk, j]];
+            }
+        }
+    }
+    out.into_dyn()
 }
 
 /// `x @ y` with the given (wrapping) multiply and add, in i-k-j order.
