@@ -163,6 +163,7 @@ fn parent(first: u64, programs: u64, deadline: Option<SystemTime>, jobs: usize) 
         jobs,
         batch: 100,
         hang: Duration::from_secs(300),
+        deadline,
     };
     let start = Instant::now();
     let (mut n, mut failing, mut crashed) = (0u64, Vec::new(), Vec::new());

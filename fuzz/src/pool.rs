@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How a run is spread over worker processes.
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +28,8 @@ pub struct PoolConfig {
     pub batch: u64,
     /// Silence after which a worker is killed and its seed reported as a hang.
     pub hang: Duration,
+    /// No batch starts after this time (workers are told it too, and stop between seeds).
+    pub deadline: Option<SystemTime>,
 }
 
 /// What the workers report.
@@ -58,8 +60,8 @@ pub enum Event {
 /// Builds the command of a worker that runs `count` seeds from `first`.
 pub type WorkerCommand = dyn Fn(u64, u64) -> Command + Send + Sync;
 
-/// Runs seeds `first..first + programs` (or until `deadline`, which workers are also told)
-/// and calls `on` with every event, in the order they arrive.
+/// Runs seeds `first..first + programs` (or until the config's deadline) and calls `on`
+/// with every event, in the order they arrive.
 pub fn run(
     worker: Arc<WorkerCommand>,
     first: u64,
@@ -78,6 +80,9 @@ pub fn run(
         .map(|slot| {
             let (worker, next, tx, slot) = (worker.clone(), next.clone(), tx.clone(), slot.clone());
             std::thread::spawn(move || loop {
+                if config.deadline.is_some_and(|d| SystemTime::now() > d) {
+                    return;
+                }
                 let from = {
                     let mut n = next.lock().expect("seed counter");
                     let from = *n;

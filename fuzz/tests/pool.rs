@@ -30,6 +30,7 @@ fn crashes_and_hangs_cost_one_seed_each() {
         jobs: 2,
         batch: 4,
         hang: Duration::from_secs(2),
+        deadline: None,
     };
     let mut events = Vec::new();
     run(Arc::new(fake_worker), 10, 12, config, &mut |e| {
@@ -81,4 +82,29 @@ fn crashes_and_hangs_cost_one_seed_each() {
             ]
         ))
     );
+}
+
+/// A run with a deadline and no program limit ends: no batch starts after the deadline
+/// (it used to spawn workers that had nothing left to do, forever).
+#[test]
+fn a_deadline_ends_an_unbounded_run() {
+    let config = PoolConfig {
+        jobs: 2,
+        batch: 3,
+        hang: Duration::from_secs(10),
+        deadline: Some(std::time::SystemTime::now() + Duration::from_millis(300)),
+    };
+    let start = std::time::Instant::now();
+    let mut done = 0u64;
+    // Seeds from 100: none crashes or hangs.
+    run(Arc::new(fake_worker), 100, u64::MAX, config, &mut |e| {
+        assert!(matches!(e, Event::Done { .. }), "{e:?}");
+        done += 1;
+    });
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "ran {:?}",
+        start.elapsed()
+    );
+    assert!(done > 0);
 }
