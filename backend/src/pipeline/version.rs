@@ -6,7 +6,7 @@
 pub(crate) const CPU: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg15-mask-shape"
+    "-llvm19-cg16-half-dot-f32-acc"
 );
 
 /// PTX (the CUDA backend).
