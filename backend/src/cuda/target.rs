@@ -36,6 +36,7 @@ pub(crate) fn ptx_version(sm: u32) -> Result<u32, String> {
 pub(crate) fn machine(sm: u32) -> Result<TargetMachine, String> {
     let ptx = ptx_version(sm)?;
     INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
+    crate::pipeline::options::apply();
     let triple = TargetTriple::create(TRIPLE);
     let target =
         Target::from_triple(&triple).map_err(|e| format!("this LLVM has no NVPTX target: {e}"))?;

@@ -12,6 +12,7 @@ pub(crate) fn initialize() {
         Target::initialize_native(&InitializationConfig::default())
             .expect("LLVM supports the host target");
     });
+    super::options::apply();
 }
 
 /// A description of the host target, part of every cache key.

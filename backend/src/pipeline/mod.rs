@@ -7,7 +7,8 @@
 //! - `host`: the host target machine (the CPU backend and the CUDA emulator);
 //! - `dump`: kernel symbols and dump files;
 //! - `version`: the versions of generated code in every cache key;
-//! - `once`: each kernel compiled at most once per process (one slot per key).
+//! - `once`: each kernel compiled at most once per process (one slot per key);
+//! - `options`: LLVM's process-wide flags (the SLP vectorizer is off).
 
 pub mod cache;
 pub(crate) mod dump;
@@ -15,6 +16,7 @@ pub(crate) mod host;
 pub(crate) mod jit;
 pub(crate) mod link;
 pub(crate) mod once;
+pub(crate) mod options;
 pub(crate) mod version;
 
 use std::path::PathBuf;

@@ -3,15 +3,11 @@
 //! otherwise stand in for the new (tests pass on stale objects until the cache is empty).
 
 /// Host objects (the CPU backend).
-pub(crate) const CPU: &str = concat!(
-    "tritium-",
-    env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg16-half-dot-f32-acc"
-);
+pub(crate) const CPU: &str = concat!("tritium-", env!("CARGO_PKG_VERSION"), "-llvm19-cg17-no-slp");
 
 /// PTX (the CUDA backend).
 pub(crate) const NVPTX: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-nvptx12-signed-zero-max"
+    "-llvm19-nvptx13-no-slp"
 );
