@@ -1,8 +1,12 @@
 //! Which tile values are computed lazily, lane by lane inside their consumer's loop
 //! (elementwise fusion), and which are materialized into a scratch buffer.
 //!
-//! Cheap index and mask arithmetic is always lazy, so that LLVM sees `base + pid*B + i`
-//! and `i < n` inside the consumer's loop and emits contiguous (masked) vector accesses.
+//! Cheap index and mask arithmetic is lazy, so that LLVM sees `base + pid*B + i` and
+//! `i < n` inside the consumer's loop and emits contiguous (masked) vector accesses; but a
+//! cheap value whose lazy expression tree is large is materialized when its lanes would be
+//! emitted more than once (integer hashes such as Philox reuse every value several times:
+//! re-emitting the tree at each use grew the LLVM IR exponentially, 229 MB for 7 rounds of
+//! Philox-4x64).
 //! Expensive values are lazy only when their lanes would be computed exactly once. A load is
 //! lazy for up to a few consumers (reading memory again costs what reading a copy costs)
 //! when no write can come between it and the places its lanes are consumed.
@@ -99,6 +103,16 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
             visit_uses(r, &mut |v| users.entry(v).or_default().push((i, true)));
         }
     }
+    // The size of each value's expression tree were every cheap op lazy (an upper bound).
+    let mut tree: HashMap<Value, u32> = HashMap::new();
+    for inst in &block.insts {
+        if inst.results.len() == 1 && inst.op.is_elementwise() && is_cheap(f, inst) {
+            let size = inst.op.operands().iter().fold(1u32, |s, o| {
+                s.saturating_add(tree.get(o).copied().unwrap_or(0))
+            });
+            tree.insert(inst.results[0], size);
+        }
+    }
     // Reverse order: every same-block user is decided before the value it uses.
     let mut emit_count: HashMap<Value, u32> = HashMap::new();
     // First and last instruction (of this block) where a lazy value's lanes are emitted.
@@ -135,7 +149,8 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
             };
             count = count.saturating_add(c);
         }
-        let cheap = is_cheap(f, inst);
+        let repeated_tree = count > 1 && tree.get(&v).is_some_and(|&t| t > MAX_REPEATED_TREE);
+        let cheap = is_cheap(f, inst) && !repeated_tree;
         let make_lazy = cheap
             || count == 0
             || match &inst.op {
@@ -162,6 +177,10 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
 
 /// How many times a load's lanes may be emitted before it is materialized instead.
 const MAX_LOAD_REPEATS: u32 = 4;
+
+/// The largest expression tree of cheap ops emitted again at each of several uses; a larger
+/// one is computed once into a buffer. Index and mask arithmetic stays well below it.
+const MAX_REPEATED_TREE: u32 = 24;
 
 /// A load at `at` can be emitted at every point of `first..=last` instead when nothing from
 /// `at` to `last` (exclusive) writes memory and the consumer at `last` does not write memory
