@@ -11,4 +11,5 @@ mod kernels_matmul;
 mod kernels_misc;
 mod kernels_norm;
 mod launch_errors;
+mod random;
 mod reductions;

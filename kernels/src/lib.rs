@@ -1,11 +1,13 @@
 //! Kernels written in the Tritium DSL: Triton's tutorials 01 (vector add), 02 (fused
-//! softmax), 03 (matmul) and 05 (layer norm forward and backward), plus small kernels
+//! softmax), 03 (matmul), 04 (low-memory dropout) and 05 (layer norm forward and
+//! backward), plus small kernels
 //! exercising atomics and arg-reductions. Each comes with a host wrapper over ndarray.
 
 pub mod bench;
 pub mod custom_add;
 pub mod custom_bitcode;
 pub mod custom_overrides;
+pub mod dropout;
 pub mod layer_norm;
 pub mod matmul;
 pub mod misc;

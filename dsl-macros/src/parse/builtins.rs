@@ -72,6 +72,16 @@ pub const BUILTINS: &[Builtin] = builtins! {
     atomic_xchg(ptr, value, mask) ? 2;
     atomic_cas(ptr, cmp, value);
     cdiv(a, b);
+    umulhi(x, y);
+    philox(seed, c0, c1, c2, c3, n_rounds) ? 5;
+    randint(seed, offset, n_rounds) ? 2;
+    randint4x(seed, offset, n_rounds) ? 2;
+    rand(seed, offset, n_rounds) ? 2;
+    rand4x(seed, offset, n_rounds) ? 2;
+    randn(seed, offset, n_rounds) ? 2;
+    randn4x(seed, offset, n_rounds) ? 2;
+    uint_to_uniform_float(x);
+    pair_uniform_to_normal(u1, u2);
     next_power_of_2(n);
 };
 

@@ -4,6 +4,11 @@
 //! arguments take [`NoArg`]; the `#[kernel]` macro fills them in, so kernel code writes
 //! `load(p, mask = m, other = 0.0)` or just `load(p)`.
 
+pub use super::random::{
+    pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn, randn4x,
+    uint_to_uniform_float, umulhi, Rounds, N_ROUNDS_DEFAULT,
+};
+
 use super::builder::{with, Builder};
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};
 use crate::ir::{
@@ -92,6 +97,15 @@ macro_rules! loc {
 
 fn emit(f: impl FnOnce(&mut Builder) -> crate::ir::Value) -> Tile {
     Tile(with(f))
+}
+
+/// Records a trace error at the caller's location and gives `x` back, so tracing goes on
+/// (the launch reports the first error).
+#[track_caller]
+pub(crate) fn fail_with(x: Tile, message: String) -> Tile {
+    let loc = loc!();
+    with(|b| b.fail(&loc, message));
+    x
 }
 
 /// The index of this program along `axis` (0, 1 or 2), an i32 scalar.

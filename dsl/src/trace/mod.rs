@@ -5,6 +5,7 @@ mod element;
 pub mod flow;
 pub mod lang;
 mod params;
+mod random;
 mod tile;
 
 pub use builder::Tracer;

@@ -624,10 +624,17 @@ impl Gen {
     }
 
     fn elementwise(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
-        let choice = self
-            .rng
-            .weighted(&[8, 5, if d.is_bool() { 6 } else { 1 }, 3, 2]);
+        let mixing = d.is_int() && need.bound.is_none();
+        let choice = self.rng.weighted(&[
+            8,
+            5,
+            if d.is_bool() { 6 } else { 1 },
+            3,
+            2,
+            u32::from(mixing),
+        ]);
         match choice {
+            5 => self.mixing_rounds(d, shape),
             0 => self.binary_into(d, shape, need),
             1 => self.unary_into(d, shape, need),
             2 => {
@@ -665,6 +672,38 @@ impl Gen {
             }
             _ => self.binary_into(d, shape, need),
         }
+    }
+
+    /// Philox-style rounds (what `rand` traces to): every round reuses each of the two
+    /// state values twice, through a double-width multiply's high half, a low multiply,
+    /// xors and key additions, so expression trees are DAGs whose unfolding doubles per
+    /// round.
+    fn mixing_rounds(&mut self, d: DType, shape: &[usize]) -> Value {
+        let mut a = self.value(d, shape, Need::EXACT);
+        let mut b = self.value(d, shape, Need::EXACT);
+        let rounds = 2 + self.rng.below(6);
+        let wide = if d.bits() == 64 { d } else { DType::U64 };
+        for _ in 0..rounds {
+            let m = self.rng.next_u64() as i128 | 1;
+            let key = self.rng.next_u64() as i128;
+            let aw = self.cast(a, wide);
+            let mw = self.int_const(wide, shape, wide.wrap_int(m));
+            let product = self.binary(BinOp::Mul, aw, mw);
+            let high = if d.bits() == 64 {
+                product
+            } else {
+                let k = self.int_const(wide, shape, d.bits() as i128);
+                let h = self.binary(BinOp::Shr, product, k);
+                self.cast(h, d)
+            };
+            let key = self.int_const(d, shape, d.wrap_int(key));
+            let mixed = self.binary(BinOp::Xor, high, b);
+            let next_a = self.binary(BinOp::Xor, mixed, key);
+            let md = self.int_const(d, shape, d.wrap_int(m));
+            b = self.binary(BinOp::Mul, a, md);
+            a = next_a;
+        }
+        a
     }
 
     fn binary_into(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
