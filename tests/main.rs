@@ -11,5 +11,6 @@ mod kernels_matmul;
 mod kernels_misc;
 mod kernels_norm;
 mod launch_errors;
+mod math_functions;
 mod random;
 mod reductions;

@@ -276,7 +276,11 @@ fn reduce_kernel(d: DType, shape: &[usize], axis: usize, is_max: bool) -> Functi
             f64::INFINITY
         };
         let t = load(x + offs, compare(cols, CmpPred::Lt, n), other);
-        let r = if is_max { max(t, axis) } else { min(t, axis) };
+        let r = if is_max {
+            max(t, axis, NoArg)
+        } else {
+            min(t, axis, NoArg)
+        };
         match out_offs {
             None => store(out, r, NoArg),
             Some(o) => store(out + o, r, NoArg),
@@ -504,10 +508,10 @@ fn sums_fused_into_a_materialization_match_interpreter() {
         let offs = arange(0, 256);
         let t = load(x + offs, NoArg, NoArg) / 7;
         store(out + offs, t, NoArg);
-        store(sums, sum(t, 0), NoArg);
+        store(sums, sum(t, 0, NoArg), NoArg);
         let u = exp(load(y + offs, NoArg, NoArg));
         store(outf + offs, u, NoArg);
-        store(sumf, sum(u, 0), NoArg);
+        store(sumf, sum(u, 0, NoArg), NoArg);
     });
     type Bufs = (Vec<i32>, Vec<f16>, Vec<i32>, Vec<f16>, Vec<i32>, Vec<f16>);
     let make = || -> Bufs {
@@ -840,7 +844,13 @@ fn nan_reduce_kernel(d: DType, layout: NanLayout, k: usize, is_max: bool) -> Fun
     trace("codegen_nan_reduce", || {
         let x = ptr_param("x", d);
         let out = ptr_param("out", d);
-        let red = |t: Tile, axis: usize| if is_max { max(t, axis) } else { min(t, axis) };
+        let red = |t: Tile, axis: usize| {
+            if is_max {
+                max(t, axis, NoArg)
+            } else {
+                min(t, axis, NoArg)
+            }
+        };
         let lanes = arange(0, NAN_PATTERNS);
         match layout {
             NanLayout::Rank1 => {
@@ -935,7 +945,7 @@ fn carried_sum_kernel(d: DType, from_zeros: bool, keep: bool) -> Function {
         if keep {
             store(out + cols, acc, NoArg);
         }
-        store(s, sum(acc, 0), NoArg);
+        store(s, sum(acc, 0, NoArg), NoArg);
     })
 }
 

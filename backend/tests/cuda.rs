@@ -71,11 +71,11 @@ fn transposes_broadcasts_and_reductions_along_axes(
         let v = load(x + offs, NoArg, NoArg);
         let t_offs = expand_dims(arange(0, c), 1) * r as i32 + expand_dims(arange(0, r), 0);
         store(outs[0] + t_offs, trans(v), NoArg);
-        store(outs[1] + arange(0, c), sum(v, 0), NoArg);
-        let m = max(v, 1);
+        store(outs[1] + arange(0, c), sum(v, 0, NoArg), NoArg);
+        let m = max(v, 1, NoArg);
         store(outs[2] + arange(0, r), m, NoArg);
-        store(outs[3] + arange(0, c), argmin(v, 0), NoArg);
-        store(outs[4] + arange(0, r), argmax(v, 1), NoArg);
+        store(outs[3] + arange(0, c), argmin(v, 0, NoArg), NoArg);
+        store(outs[4] + arange(0, r), argmax(v, 1, NoArg), NoArg);
         let centered = v - broadcast_to(expand_dims(m, 1), [r, c]);
         store(
             outs[5] + arange(0, r * c),

@@ -105,11 +105,11 @@ fn reduce_kernel(op: &str, axis: usize, r: usize, c: usize, out_dtype: DType) ->
         let offs = arange(0, r).expand_dims(1) * c as i32 + arange(0, c).expand_dims(0);
         let v = load(x + offs, NoArg, NoArg);
         let red = match op.as_str() {
-            "sum" => sum(v, axis),
-            "max" => max(v, axis),
-            "min" => min(v, axis),
-            "argmax" => argmax(v, axis),
-            _ => argmin(v, axis),
+            "sum" => sum(v, axis, NoArg),
+            "max" => max(v, axis, NoArg),
+            "min" => min(v, axis, NoArg),
+            "argmax" => argmax(v, axis, NoArg),
+            _ => argmin(v, axis, NoArg),
         };
         let len = if axis == 0 { c } else { r };
         store(out + arange(0, len), red, NoArg);
@@ -665,7 +665,7 @@ fn out_of_bounds_access_is_an_error_at_its_line(#[case] is_load: bool) -> Result
         if is_load {
             line = line!() + 1;
             let v = load(x + offs, NoArg, NoArg);
-            store(out + arange(0, 1), sum(v, 0), NoArg);
+            store(out + arange(0, 1), sum(v, 0, NoArg), NoArg);
         } else {
             line = line!() + 1;
             store(out + offs, 1.0, NoArg);
@@ -754,8 +754,8 @@ fn row_softmax_matches_ndarray(
         let lanes = arange(0, block);
         let mask = compare(lanes, CmpPred::Lt, n);
         let v = load(x + row * n + lanes, mask, f32::NEG_INFINITY);
-        let e = exp(v - max(v, 0));
-        store(out + row * n + lanes, e / sum(e, 0), mask);
+        let e = exp(v - max(v, 0, NoArg));
+        store(out + row * n + lanes, e / sum(e, 0, NoArg), mask);
     })?;
     let x = Array2::from_shape_fn((rows, cols), |(i, j)| ((i * 31 + j * 17) % 97) as f32 * 0.1);
     let mut out = Array2::<f32>::zeros((rows, cols));

@@ -4,6 +4,7 @@
 //! arguments take [`NoArg`]; the `#[kernel]` macro fills them in, so kernel code writes
 //! `load(p, mask = m, other = 0.0)` or just `load(p)`.
 
+pub use super::math::{clamp, div_rn, fdiv, isfinite, isinf, isnan, sigmoid, softmax, sqrt_rn};
 pub use super::random::{
     pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn, randn4x,
     uint_to_uniform_float, umulhi, Rounds, N_ROUNDS_DEFAULT,
@@ -431,25 +432,107 @@ fn reduce(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
     })
 }
 
+/// The optional `axis` of a reduction: [`NoArg`] (every axis, as Triton's `axis=None`) or a
+/// compile-time integer (negative counts from the end).
+pub trait OptAxis {
+    /// The axis, if one was given.
+    fn axis(self) -> Option<i64>;
+}
+impl OptAxis for NoArg {
+    fn axis(self) -> Option<i64> {
+        None
+    }
+}
+impl<T: ConstInt> OptAxis for T {
+    fn axis(self) -> Option<i64> {
+        Some(self.get())
+    }
+}
+
+/// An optional flag: [`NoArg`] (false) or a `bool`.
+pub trait OptFlag {
+    /// The flag's value.
+    fn flag(self) -> bool;
+}
+impl OptFlag for NoArg {
+    fn flag(self) -> bool {
+        false
+    }
+}
+impl OptFlag for bool {
+    fn flag(self) -> bool {
+        self
+    }
+}
+
+/// Reduces `x` along `axis`, or along every axis (row-major) when `axis` is `None`;
+/// `keep_dims` keeps the reduced axes with size 1, as Triton's `keep_dims=True`.
+fn reduce_keep(op: ReduceOp, x: Tile, axis: Option<i64>, keep_dims: bool, loc: Loc) -> Tile {
+    let shape = x.shape();
+    let Some(axis) = axis else {
+        let flat = if shape.len() == 1 {
+            x
+        } else {
+            emit(|b| {
+                let t = b.ty(x.0).clone();
+                b.push1(Op::Reshape(x.0), t.with_shape(vec![t.numel()]), loc.clone())
+            })
+        };
+        let r = reduce(op, flat, 0, loc.clone());
+        return if keep_dims {
+            emit(|b| {
+                let t = b.ty(r.0).clone();
+                b.push1(
+                    Op::Reshape(r.0),
+                    t.with_shape(vec![1; shape.len().max(1)]),
+                    loc,
+                )
+            })
+        } else {
+            r
+        };
+    };
+    let r = reduce(op, x, axis, loc.clone());
+    let rank = shape.len() as i64;
+    if !keep_dims || !(-rank..rank).contains(&axis) {
+        return r;
+    }
+    let a = if axis < 0 { axis + rank } else { axis };
+    emit(|b| {
+        let t = b.ty(r.0).clone();
+        let mut s = t.shape.clone();
+        s.insert(a as usize, 1);
+        b.push1(
+            Op::ExpandDims {
+                x: r.0,
+                axis: a as u32,
+            },
+            t.with_shape(s),
+            loc,
+        )
+    })
+}
+
 macro_rules! reduce_fns {
     ($($(#[$m:meta])* $name:ident => $op:ident;)*) => {$(
         $(#[$m])*
         #[track_caller]
-        pub fn $name(x: Tile, axis: impl ConstInt) -> Tile {
-            reduce(ReduceOp::$op, x, axis.get(), loc!())
+        pub fn $name(x: Tile, axis: impl OptAxis, keep_dims: impl OptFlag) -> Tile {
+            reduce_keep(ReduceOp::$op, x, axis.axis(), keep_dims.flag(), loc!())
         }
     )*};
 }
 reduce_fns! {
-    /// Sum along `axis` (the axis is removed; negative counts from the end).
+    /// Sum along `axis` (the axis is removed; negative counts from the end), or of every
+    /// element without an axis; `keep_dims = true` keeps reduced axes with size 1.
     sum => Sum;
-    /// Maximum along `axis`.
+    /// Maximum along `axis` (or of every element), as [`sum`].
     max => Max;
-    /// Minimum along `axis`.
+    /// Minimum along `axis` (or of every element), as [`sum`].
     min => Min;
-    /// i32 index of the first maximum along `axis`.
+    /// i32 index of the first maximum along `axis` (without an axis: the row-major index).
     argmax => ArgMax;
-    /// i32 index of the first minimum along `axis`.
+    /// i32 index of the first minimum along `axis`, as [`argmax`].
     argmin => ArgMin;
 }
 

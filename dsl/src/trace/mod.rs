@@ -4,6 +4,7 @@ pub(crate) mod builder;
 mod element;
 pub mod flow;
 pub mod lang;
+mod math;
 mod params;
 mod random;
 mod tile;

@@ -1,0 +1,123 @@
+//! Triton's math functions that are compositions of IR ops: `clamp`, `sigmoid`,
+//! `softmax`, `fdiv`, `div_rn`, `sqrt_rn`, `isnan`, `isinf`, `isfinite`. Like Triton's
+//! (`triton/language/standard.py`, `math.py`), they trace to the ops they are made of, so
+//! every backend and the fuzzer see those ops.
+
+use super::lang::{
+    abs, compare, exp, fail_with, max, maximum, minimum, sqrt, sum, where_, OptAxis, OptFlag,
+};
+use super::tile::{IntoOperand, Operand, Tile};
+use crate::ir::{CmpPred, DType};
+
+/// `min(max(x, lo), hi)` elementwise (Triton's `clamp`). Float max/min ignore NaN, so a
+/// NaN `x` gives `lo`; with `propagate_nan = true` (Triton's `PropagateNan.ALL`) a NaN `x`
+/// stays NaN. Behaviour for `lo > hi` is unspecified, as in Triton.
+#[track_caller]
+pub fn clamp(
+    x: impl IntoOperand,
+    lo: impl IntoOperand,
+    hi: impl IntoOperand,
+    propagate_nan: impl OptFlag,
+) -> Tile {
+    let x = x.into_operand();
+    let r = minimum(maximum(x, lo), hi);
+    if propagate_nan.flag() && r.dtype().is_float() {
+        let x = super::lang::cast(x, r.dtype());
+        where_(isnan(x), x, r)
+    } else {
+        r
+    }
+}
+
+/// `1 / (1 + exp(-x))` (Triton's `sigmoid`); integers compute in f32.
+#[track_caller]
+pub fn sigmoid(x: impl IntoOperand) -> Tile {
+    let x = float(x);
+    1.0 / (1.0 + exp(-x))
+}
+
+/// `exp(x - max) / sum(exp(x - max))` along `dim` (Triton's `softmax`; `dim` defaults to
+/// 0, `keep_dims` keeps the reduced axis). `ieee_rounding` is accepted for Triton's
+/// signature: division is always IEEE-rounded here.
+#[track_caller]
+pub fn softmax(
+    x: Tile,
+    dim: impl OptAxis,
+    keep_dims: impl OptFlag,
+    ieee_rounding: impl OptFlag,
+) -> Tile {
+    let _ = ieee_rounding.flag();
+    let dim = dim.axis().unwrap_or(0);
+    let keep = keep_dims.flag();
+    let x = float(x);
+    let z = x - max(x, dim, keep);
+    let num = exp(z);
+    num / sum(num, dim, keep)
+}
+
+/// `x / y` (Triton's `fdiv`; `ieee_rounding` is accepted and division is always IEEE-rounded).
+#[track_caller]
+pub fn fdiv(x: impl IntoOperand, y: impl IntoOperand, ieee_rounding: impl OptFlag) -> Tile {
+    let _ = ieee_rounding.flag();
+    div_rn(x, y)
+}
+
+/// `x / y` rounded to nearest even (Triton's `div_rn`): every target's float division is.
+#[track_caller]
+pub fn div_rn(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
+    let x = float(x);
+    x / y
+}
+
+/// `sqrt(x)` rounded to nearest even (Triton's `sqrt_rn`): every target's `sqrt` is.
+#[track_caller]
+pub fn sqrt_rn(x: impl IntoOperand) -> Tile {
+    sqrt(x)
+}
+
+/// Whether each element is NaN (a bool tile); floats only.
+#[track_caller]
+pub fn isnan(x: impl IntoOperand) -> Tile {
+    let x = float_only("isnan", x);
+    compare(x, CmpPred::Ne, x)
+}
+
+/// Whether each element is +inf or -inf; floats only.
+#[track_caller]
+pub fn isinf(x: impl IntoOperand) -> Tile {
+    let x = float_only("isinf", x);
+    compare(abs(x), CmpPred::Eq, f64::INFINITY)
+}
+
+/// Whether each element is neither infinite nor NaN; floats only.
+#[track_caller]
+pub fn isfinite(x: impl IntoOperand) -> Tile {
+    let x = float_only("isfinite", x);
+    compare(abs(x), CmpPred::Lt, f64::INFINITY)
+}
+
+/// `x` as a float tile: floats as they are, integers and literals converted to f32.
+#[track_caller]
+fn float(x: impl IntoOperand) -> Tile {
+    let x = x.into_operand();
+    match x {
+        Operand::Tile(t) if t.dtype().is_float() => t,
+        _ => super::lang::cast(x, DType::F32),
+    }
+}
+
+/// `x` as a tile, which must hold floats; otherwise the trace fails naming `func`.
+#[track_caller]
+fn float_only(func: &str, x: impl IntoOperand) -> Tile {
+    let x = x.into_operand();
+    let t = match x {
+        Operand::Tile(t) => t,
+        _ => super::lang::cast(x, DType::F32),
+    };
+    let d = t.dtype();
+    if d.is_float() {
+        t
+    } else {
+        fail_with(t, format!("{func} needs floats, got {d}"))
+    }
+}

@@ -1,0 +1,258 @@
+//! Triton's math compositions (`clamp`, `sigmoid`, `softmax`, `fdiv`, `div_rn`, `sqrt_rn`,
+//! `isnan`, `isinf`, `isfinite`) and reductions without an axis or with `keep_dims`, on
+//! every device against plain Rust.
+
+use crate::common::{all_devices, assert_close, random_f32};
+use ndarray::{Array1, Array2, Axis};
+use tritium::prelude::*;
+
+/// IEEE 754-2019 maximumNumber: NaN-ignoring, -0 below +0 (the IR's float max).
+fn max_number(a: f32, b: f32) -> f32 {
+    if a.is_nan() || (a == b && a.is_sign_negative()) {
+        b
+    } else if b.is_nan() || a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// minimumNumber, as [`max_number`].
+fn min_number(a: f32, b: f32) -> f32 {
+    -max_number(-a, -b)
+}
+
+/// Edge values and ordinary ones.
+fn inputs(n: usize) -> Array1<f32> {
+    let edges = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e-40,
+        3.5,
+        -7.25,
+        100.0,
+        -100.0,
+    ];
+    Array1::from_iter(
+        edges
+            .into_iter()
+            .chain(random_f32(n - edges.len(), 5).into_iter().map(|v| v * 20.0)),
+    )
+}
+
+const LEN: usize = 64;
+
+/// Each elementwise composition of `x` (and `y`) into a row of `out` (`9 × N`), and the
+/// predicates into `flags` (`3 × N`).
+#[kernel]
+fn elementwise(out: Ptr<f32>, flags: Ptr<bool>, x: Ptr<f32>, y: Ptr<f32>, #[constexpr] N: usize) {
+    let r = arange(0, N);
+    let n = N as i32;
+    let a = load(x + r);
+    let b = load(y + r);
+    store(out + r, clamp(a, -2.0, 3.0));
+    store(out + n + r, clamp(a, -2.0, 3.0, propagate_nan = true));
+    store(out + 2 * n + r, sigmoid(a));
+    store(out + 3 * n + r, fdiv(a, b));
+    store(out + 4 * n + r, div_rn(a, b));
+    store(out + 5 * n + r, sqrt_rn(a));
+    store(out + 6 * n + r, clamp(a, b, 5.0));
+    store(out + 7 * n + r, fdiv(a, b, ieee_rounding = true));
+    store(out + 8 * n + r, sigmoid(cast(a, DType::I32)));
+    store(flags + r, isnan(a));
+    store(flags + n + r, isinf(a));
+    store(flags + 2 * n + r, isfinite(a));
+}
+
+#[test]
+fn elementwise_compositions_match_rust() {
+    let x = inputs(LEN);
+    let y = Array1::from_iter(x.iter().rev().map(|v| v * 0.5 + 0.25));
+    let clamp_ref = |v: f32, lo: f32, hi: f32| min_number(max_number(v, lo), hi);
+    let sigmoid_ref = |v: f32| 1.0 / (1.0 + (-v).exp());
+    let mut want = Vec::new();
+    want.extend(x.iter().map(|&v| clamp_ref(v, -2.0, 3.0)));
+    want.extend(x.iter().map(|&v| {
+        if v.is_nan() {
+            v
+        } else {
+            clamp_ref(v, -2.0, 3.0)
+        }
+    }));
+    want.extend(x.iter().map(|&v| sigmoid_ref(v)));
+    want.extend(x.iter().zip(&y).map(|(a, b)| a / b));
+    want.extend(x.iter().zip(&y).map(|(a, b)| a / b));
+    want.extend(x.iter().map(|v| v.sqrt()));
+    want.extend(x.iter().zip(&y).map(|(&a, &b)| clamp_ref(a, b, 5.0)));
+    want.extend(x.iter().zip(&y).map(|(a, b)| a / b));
+    want.extend(x.iter().map(|&v| sigmoid_ref(v as i32 as f32)));
+    let want = Array1::from_vec(want);
+    let want_flags: Vec<bool> = [f32::is_nan, f32::is_infinite, f32::is_finite]
+        .iter()
+        .flat_map(|f| x.iter().map(move |v| f(*v)))
+        .collect();
+    for device in all_devices() {
+        let mut out = Array1::<f32>::zeros(9 * LEN);
+        let mut flags = Array1::from_elem(3 * LEN, false);
+        elementwise::launch(&device, 1, &mut out, &mut flags, x.view(), y.view(), LEN).unwrap();
+        for (row, name) in [
+            "clamp",
+            "clamp nan",
+            "sigmoid",
+            "fdiv",
+            "div_rn",
+            "sqrt_rn",
+            "clamp by y",
+            "fdiv ieee",
+            "sigmoid i32",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let got = out.slice(ndarray::s![row * LEN..(row + 1) * LEN]);
+            let w = want.slice(ndarray::s![row * LEN..(row + 1) * LEN]);
+            if name.starts_with("sigmoid") {
+                // Through exp: within a few ulps.
+                assert_close(&got, &w, 4e-7, 1e-37, &format!("{device:?} {name}"));
+            } else {
+                // Division, square root and clamps are exact (all NaNs equal).
+                let bits = |a: ndarray::ArrayView1<f32>| {
+                    a.mapv(|v| if v.is_nan() { u32::MAX } else { v.to_bits() })
+                };
+                assert_eq!(bits(got), bits(w), "{device:?} {name}");
+            }
+        }
+        assert_eq!(
+            flags.to_vec(),
+            want_flags,
+            "{device:?} isnan/isinf/isfinite"
+        );
+    }
+}
+
+/// Row softmax of `x` (`R × C`) with `softmax(x, 1)`, and column softmax with the default
+/// `dim` (0) and `keep_dims`.
+#[kernel]
+fn softmaxes(
+    rows: Ptr<f32>,
+    cols: Ptr<f32>,
+    x: Ptr<f32>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let offs = r[(.., None)] * C as i32 + c[(None, ..)];
+    let t = load(x + offs);
+    store(rows + offs, softmax(t, 1, keep_dims = true));
+    store(cols + offs, softmax(t));
+}
+
+#[test]
+fn softmax_along_either_axis() {
+    let (r, c) = (8, 32);
+    let x = Array2::from_shape_vec((r, c), random_f32(r * c, 9))
+        .unwrap()
+        .mapv(|v| v * 10.0);
+    let soft = |a: &Array2<f32>, axis: usize| {
+        let m = a.map_axis(Axis(axis), |l| l.fold(f32::NEG_INFINITY, |m, &v| m.max(v)));
+        let m = m.insert_axis(Axis(axis));
+        let e = (a - &m).mapv(f32::exp);
+        let s = e.sum_axis(Axis(axis)).insert_axis(Axis(axis));
+        e / s
+    };
+    for device in all_devices() {
+        let mut rows = Array2::<f32>::zeros((r, c));
+        let mut cols = Array2::<f32>::zeros((r, c));
+        softmaxes::launch(&device, 1, &mut rows, &mut cols, x.view(), r, c).unwrap();
+        assert_close(&rows, &soft(&x, 1), 1e-5, 1e-7, &format!("{device:?} rows"));
+        assert_close(
+            &cols,
+            &soft(&x, 0),
+            1e-5,
+            1e-7,
+            &format!("{device:?} columns"),
+        );
+    }
+}
+
+/// Reductions of a `R × C` i32 tile over every element, and along an axis with `keep_dims`
+/// (broadcast back against the tile: each element minus its row's minimum).
+#[kernel]
+fn reductions_without_axis(
+    all: Ptr<i32>,
+    centered: Ptr<i32>,
+    x: Ptr<i32>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let offs = r[(.., None)] * C as i32 + c[(None, ..)];
+    let t = load(x + offs);
+    let i = arange(0, 1);
+    store(all + i, sum(t, keep_dims = true).reshape([1]));
+    store(all + 1, sum(t));
+    store(all + 2, max(t));
+    store(all + 3, min(t));
+    store(all + 4, argmax(reshape(t, [R * C]), 0));
+    store(centered + offs, t - min(t, 1, keep_dims = true));
+    store(
+        centered + R as i32 * C as i32 + offs,
+        t - max(t, -2, keep_dims = true),
+    );
+}
+
+#[test]
+fn reductions_over_every_axis_and_keeping_dims() {
+    let (r, c) = (4, 16);
+    let x = Array2::from_shape_fn((r, c), |(i, j)| ((i * 37 + j * 11) % 23) as i32 - 9);
+    let flat: Vec<i32> = x.iter().copied().collect();
+    let (mx, mn) = (*flat.iter().max().unwrap(), *flat.iter().min().unwrap());
+    let argmax = flat.iter().position(|&v| v == mx).unwrap() as i32;
+    let total: i32 = flat.iter().sum();
+    let row_min = x
+        .map_axis(Axis(1), |l| *l.iter().min().unwrap())
+        .insert_axis(Axis(1));
+    let col_max = x
+        .map_axis(Axis(0), |l| *l.iter().max().unwrap())
+        .insert_axis(Axis(0));
+    for device in all_devices() {
+        let mut all = Array1::<i32>::zeros(5);
+        let mut centered = Array1::<i32>::zeros(2 * r * c);
+        reductions_without_axis::launch(&device, 1, &mut all, &mut centered, x.view(), r, c)
+            .unwrap();
+        assert_eq!(all.to_vec(), [total, total, mx, mn, argmax], "{device:?}");
+        let want: Vec<i32> = (&x - &row_min)
+            .iter()
+            .chain((&x - &col_max).iter())
+            .copied()
+            .collect();
+        assert_eq!(centered.to_vec(), want, "{device:?} keep_dims");
+    }
+}
+
+/// `isnan` of integers, as a user might write.
+#[kernel]
+fn isnan_of_ints(out: Ptr<bool>, x: Ptr<i32>) {
+    let r = arange(0, 4);
+    store(out + r, isnan(load(x + r)));
+}
+
+#[test]
+fn float_predicates_of_integers_are_an_error() {
+    let x = Array1::<i32>::zeros(4);
+    let mut out = Array1::from_elem(4, false);
+    let err = isnan_of_ints::launch(&Device::interpreter(), 1, &mut out, x.view())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("isnan needs floats, got i32") && err.contains("math_functions.rs:"),
+        "{err}"
+    );
+}
