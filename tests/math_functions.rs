@@ -1,6 +1,7 @@
-//! Triton's math compositions (`clamp`, `sigmoid`, `softmax`, `fdiv`, `div_rn`, `sqrt_rn`,
-//! `isnan`, `isinf`, `isfinite`) and reductions without an axis or with `keep_dims`, on
-//! every device against plain Rust.
+//! The roundings `trunc`, `round`, `rint`, `nearbyint`; Triton's math compositions
+//! (`clamp`, `sigmoid`, `softmax`, `fdiv`, `div_rn`, `sqrt_rn`, `isnan`, `isinf`,
+//! `isfinite`) and reductions without an axis or with `keep_dims`, on every device against
+//! plain Rust.
 
 use crate::common::{all_devices, assert_close, random_f32};
 use ndarray::{Array1, Array2, Axis};
@@ -255,4 +256,88 @@ fn float_predicates_of_integers_are_an_error() {
         err.contains("isnan needs floats, got i32") && err.contains("math_functions.rs:"),
         "{err}"
     );
+}
+
+/// `trunc`, `round`, `rint` and `nearbyint` of `x` into four rows of `out`.
+#[kernel]
+fn roundings<T: Float>(out: Ptr<T>, x: Ptr<T>, #[constexpr] N: usize) {
+    let r = arange(0, N);
+    let n = N as i32;
+    let a = load(x + r);
+    store(out + r, trunc(a));
+    store(out + n + r, round(a));
+    store(out + 2 * n + r, rint(a));
+    store(out + 3 * n + r, nearbyint(a));
+}
+
+/// Halfway cases of both parities and signs, ±0, NaN, ±inf, values at and past 2^23.
+const ROUNDING_EDGES: [f64; 16] = [
+    0.5,
+    1.5,
+    2.5,
+    -0.5,
+    -1.5,
+    -2.5,
+    0.0,
+    -0.0,
+    0.499_999_97,
+    1.0e-30,
+    -7.75,
+    8_388_607.5,
+    8_388_609.0,
+    1.0e30,
+    f64::NAN,
+    f64::NEG_INFINITY,
+];
+
+/// The four roundings as Rust computes them (`trunc`, `round`: half away from zero,
+/// `round_ties_even` twice), NaNs made one value for comparison.
+fn rounding_ref(x: &[f64]) -> Vec<u64> {
+    let fs: [fn(f64) -> f64; 4] = [
+        f64::trunc,
+        f64::round,
+        f64::round_ties_even,
+        f64::round_ties_even,
+    ];
+    fs.iter()
+        .flat_map(|f| {
+            x.iter()
+                .map(move |&v| if v.is_nan() { u64::MAX } else { f(v).to_bits() })
+        })
+        .collect()
+}
+
+#[test]
+fn roundings_match_rust_in_every_float_dtype() {
+    let n = ROUNDING_EDGES.len();
+    let nan_bits = |v: f64| if v.is_nan() { u64::MAX } else { v.to_bits() };
+    for device in all_devices() {
+        // f64 as is; f32 and f16 on the edges their dtype holds (rounded to it first).
+        let x64 = Array1::from_vec(ROUNDING_EDGES.to_vec());
+        let mut out = Array1::<f64>::zeros(4 * n);
+        roundings::launch(&device, 1, &mut out, x64.view(), n).unwrap();
+        assert_eq!(
+            out.iter().map(|v| nan_bits(*v)).collect::<Vec<_>>(),
+            rounding_ref(&ROUNDING_EDGES),
+            "{device:?} f64"
+        );
+        let x32 = x64.mapv(|v| v as f32);
+        let mut out = Array1::<f32>::zeros(4 * n);
+        roundings::launch(&device, 1, &mut out, x32.view(), n).unwrap();
+        let want = rounding_ref(&x32.mapv(f64::from).to_vec());
+        assert_eq!(
+            out.iter().map(|v| nan_bits(*v as f64)).collect::<Vec<_>>(),
+            want,
+            "{device:?} f32"
+        );
+        let x16 = x64.mapv(half::f16::from_f64);
+        let mut out = Array1::from_elem(4 * n, half::f16::ZERO);
+        roundings::launch(&device, 1, &mut out, x16.view(), n).unwrap();
+        let want = rounding_ref(&x16.mapv(f64::from).to_vec());
+        assert_eq!(
+            out.iter().map(|v| nan_bits(v.to_f64())).collect::<Vec<_>>(),
+            want,
+            "{device:?} f16"
+        );
+    }
 }

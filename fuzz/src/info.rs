@@ -582,15 +582,17 @@ fn unary(op: UnOp, x: Info, t: &Type) -> Info {
         UnOp::Neg => Info { nonneg: false, ..x },
         UnOp::Abs => x.nonneg(),
         UnOp::Not => x,
-        UnOp::Floor | UnOp::Ceil | UnOp::Sqrt => exact_only(
-            &[x],
-            Info {
-                int_bound: if op == UnOp::Sqrt { None } else { x.int_bound },
-                // sqrt(x < 0) is NaN; floor/ceil keep the sign.
-                nonneg: op == UnOp::Sqrt || x.nonneg,
-                ..Info::EXACT
-            },
-        ),
+        UnOp::Floor | UnOp::Ceil | UnOp::Trunc | UnOp::Round | UnOp::Rint | UnOp::Sqrt => {
+            exact_only(
+                &[x],
+                Info {
+                    int_bound: if op == UnOp::Sqrt { None } else { x.int_bound },
+                    // sqrt(x < 0) is NaN; the roundings keep the sign.
+                    nonneg: op == UnOp::Sqrt || x.nonneg,
+                    ..Info::EXACT
+                },
+            )
+        }
         UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2 | UnOp::Sin | UnOp::Cos | UnOp::Rsqrt => {
             exact_only(
                 &[x],

@@ -152,6 +152,9 @@ fn float_unary(op: UnOp, d: DType, a: &ArrayD<f64>) -> OpResult {
         UnOp::Abs => return Ok(Data::Float(a.mapv(f64::abs))),
         UnOp::Floor => return Ok(Data::Float(a.mapv(f64::floor))),
         UnOp::Ceil => return Ok(Data::Float(a.mapv(f64::ceil))),
+        UnOp::Trunc => return Ok(Data::Float(a.mapv(f64::trunc))),
+        UnOp::Round => return Ok(Data::Float(a.mapv(f64::round))),
+        UnOp::Rint => return Ok(Data::Float(a.mapv(f64::round_ties_even))),
         UnOp::Not => return Err(mismatch("not", d)),
         _ => {}
     }

@@ -214,6 +214,9 @@ impl<'ctx> Emit<'_, 'ctx> {
             }
             UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[xv]),
             UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[xv]),
+            UnOp::Trunc => self.intrinsic("llvm.trunc", &[t], &[xv]),
+            UnOp::Round => self.intrinsic("llvm.round", &[t], &[xv]),
+            UnOp::Rint => self.intrinsic("llvm.rint", &[t], &[xv]),
             UnOp::Not => unreachable!("verifier rejects `not` on floats"),
         };
         self.round_to(v, d)

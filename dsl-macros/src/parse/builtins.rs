@@ -55,6 +55,10 @@ pub const BUILTINS: &[Builtin] = builtins! {
     cos(x);
     floor(x);
     ceil(x);
+    trunc(x);
+    round(x);
+    rint(x);
+    nearbyint(x);
     maximum(a, b);
     minimum(a, b);
     fma(a, b, c);

@@ -61,6 +61,12 @@ named_enum! {
         Floor = "floor",
         /// Round toward positive infinity.
         Ceil = "ceil",
+        /// Round toward zero.
+        Trunc = "trunc",
+        /// Round to the nearest integer, halfway cases away from zero (C's `round`).
+        Round = "round",
+        /// Round to the nearest integer, halfway cases to even (C's `rint`/`nearbyint`).
+        Rint = "rint",
     }
 }
 

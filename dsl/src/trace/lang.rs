@@ -353,6 +353,15 @@ unary_fns! {
     floor => Floor;
     /// Round up.
     ceil => Ceil;
+    /// Round toward zero.
+    trunc => Trunc;
+    /// Round to nearest, halfway cases away from zero (libdevice's `round`).
+    round => Round;
+    /// Round to nearest, halfway cases to even (libdevice's `rint`).
+    rint => Rint;
+    /// Round to nearest, halfway cases to even (libdevice's `nearbyint`, the same as `rint`:
+    /// no target raises floating-point exceptions).
+    nearbyint => Rint;
 }
 
 /// Elementwise maximum.

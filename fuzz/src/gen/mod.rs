@@ -761,8 +761,17 @@ impl Gen {
                 Neg | Abs => !d.is_bool(),
                 _ => d.is_float(),
             })
-            .filter(|op| need.bound.is_none() || matches!(op, Neg | Abs | Floor | Ceil))
-            .filter(|op| !need.exact || matches!(op, Neg | Abs | Not | Floor | Ceil | Sqrt))
+            .filter(|op| {
+                need.bound.is_none()
+                    || matches!(op, Neg | Abs | Floor | Ceil | Trunc | Round | Rint)
+            })
+            .filter(|op| {
+                !need.exact
+                    || matches!(
+                        op,
+                        Neg | Abs | Not | Floor | Ceil | Trunc | Round | Rint | Sqrt
+                    )
+            })
             .collect();
         if ops.is_empty() {
             return self.binary_into(d, shape, need);

@@ -209,9 +209,17 @@ fn op_cost(f: &Function, op: &Op) -> u32 {
     let float = |v: &Value| f.ty(*v).dtype().is_some_and(|d| d.is_float());
     match op {
         Op::Unary(UnOp::Sqrt | UnOp::Rsqrt, _) | Op::Binary(BinOp::Div | BinOp::Rem, ..) => 4,
-        Op::Unary(UnOp::Abs | UnOp::Neg | UnOp::Not | UnOp::Floor | UnOp::Ceil, x) => {
-            float(x) as u32
-        }
+        Op::Unary(
+            UnOp::Abs
+            | UnOp::Neg
+            | UnOp::Not
+            | UnOp::Floor
+            | UnOp::Ceil
+            | UnOp::Trunc
+            | UnOp::Round
+            | UnOp::Rint,
+            x,
+        ) => float(x) as u32,
         Op::Unary(_, _) => 16,
         Op::Binary(_, x, _) | Op::Fma(x, ..) => float(x) as u32,
         Op::Load { .. } => 1,
