@@ -341,3 +341,104 @@ fn roundings_match_rust_in_every_float_dtype() {
         );
     }
 }
+
+/// `xor_sum` of a `R × C` tile along both axes and over every element.
+#[kernel]
+fn xor_sums<T: Int>(
+    rows: Ptr<T>,
+    cols: Ptr<T>,
+    all: Ptr<T>,
+    x: Ptr<T>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let t = load(x + r[(.., None)] * C as i32 + c[(None, ..)]);
+    store(rows + r, xor_sum(t, 1));
+    store(cols + c, xor_sum(t, 0));
+    store(all, xor_sum(t));
+}
+
+/// The bool counterpart: parity along each row, kept as a column.
+#[kernel]
+fn parity(out: Ptr<bool>, x: Ptr<bool>, #[constexpr] R: usize, #[constexpr] C: usize) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let t = load(x + r[(.., None)] * C as i32 + c[(None, ..)]);
+    store(out + r[(.., None)], xor_sum(t, 1, keep_dims = true));
+}
+
+fn check_xor_sums<T>(x: &Array2<T>)
+where
+    T: Int
+        + Copy
+        + Default
+        + PartialEq
+        + std::fmt::Debug
+        + std::ops::BitXor<Output = T>,
+{
+    let (r, c) = x.dim();
+    let fold = |l: ndarray::ArrayView1<T>| l.iter().fold(T::default(), |a, &b| a ^ b);
+    let want_rows = x.map_axis(Axis(1), fold);
+    let want_cols = x.map_axis(Axis(0), fold);
+    let want_all = x.iter().fold(T::default(), |a, &b| a ^ b);
+    for device in all_devices() {
+        let (mut rows, mut cols, mut all) = (
+            Array1::from_elem(r, T::default()),
+            Array1::from_elem(c, T::default()),
+            Array1::from_elem(1, T::default()),
+        );
+        xor_sums::launch(&device, 1, &mut rows, &mut cols, &mut all, x.view(), r, c).unwrap();
+        assert_eq!(
+            (rows, cols, all[0]),
+            (want_rows.clone(), want_cols.clone(), want_all),
+            "{device:?}"
+        );
+    }
+}
+
+#[test]
+fn xor_sum_along_each_axis_and_over_all() {
+    let (r, c) = (8, 16);
+    check_xor_sums(&Array2::from_shape_fn((r, c), |(i, j)| {
+        ((i as i32) << 20) ^ (j as i32 * -77_777) ^ i32::MIN * (i % 2) as i32
+    }));
+    check_xor_sums(&Array2::from_shape_fn((r, c), |(i, j)| {
+        (i * 31 + j * 7) as u8 ^ 0x80
+    }));
+    check_xor_sums(&Array2::from_shape_fn((r, c), |(i, j)| {
+        -((i * 3 + j) as i8)
+    }));
+    let x = Array2::from_shape_fn((r, c), |(i, j)| (i * j + i) % 3 == 0);
+    let want: Vec<bool> = x
+        .rows()
+        .into_iter()
+        .map(|l| l.iter().fold(false, |a, &b| a ^ b))
+        .collect();
+    for device in all_devices() {
+        let mut out = Array1::from_elem(r, false);
+        parity::launch(&device, 1, &mut out, x.view(), r, c).unwrap();
+        assert_eq!(out.to_vec(), want, "{device:?} bool");
+    }
+}
+
+/// `xor_sum` of floats, as a user might write.
+#[kernel]
+fn xor_of_floats(out: Ptr<f32>, x: Ptr<f32>) {
+    let r = arange(0, 4);
+    store(out, xor_sum(load(x + r), 0));
+}
+
+#[test]
+fn xor_sum_of_floats_is_an_error() {
+    let x = Array1::<f32>::zeros(4);
+    let mut out = Array1::<f32>::zeros(1);
+    let err = xor_of_floats::launch(&Device::cpu(), 1, &mut out, x.view())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("xor_sum needs integers or bools, got tile<4xf32>"),
+        "{err}"
+    );
+}

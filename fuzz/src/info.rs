@@ -671,6 +671,8 @@ fn reduce(op: ReduceOp, x: Info, xt: &Type, n: usize) -> Info {
     match op {
         ReduceOp::Max | ReduceOp::Min => x,
         ReduceOp::ArgMax | ReduceOp::ArgMin => exact_only(&[x], Info::EXACT),
+        // The verifier rejects float xor.
+        ReduceOp::Xor => Info::UNRELIABLE,
         ReduceOp::Sum => match (x.int_bound, x.tol) {
             (Some(b), Tol::Exact) if b * n as f64 <= exact_int_limit(accumulator(d)) => {
                 Info::ints(b * n as f64)

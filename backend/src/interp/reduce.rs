@@ -5,6 +5,8 @@
 //!   which tests compare within a tolerance); f16/bf16 sums accumulate in f32, in index
 //!   order, and round to the half type once at the end.
 //! - Integer sums wrap at the dtype's width; a bool sum is the one-bit wrapping sum (xor).
+//! - Xor folds integers (sign- or zero-extended in the i64/u64 lanes, so the fold stays
+//!   extended) and bools from 0.
 //! - Float max/min are maximumNumber/minimumNumber folds (-0 < +0): NaN is ignored
 //!   unless the whole lane is NaN, which gives NaN. Bool max is "any", min is "all".
 //! - argmax/argmin give the i32 index of the **first** maximum/minimum; NaN lanes are
@@ -36,6 +38,7 @@ pub(crate) fn reduce(op: ReduceOp, d: DType, x: &Data, axis: usize) -> Result<Da
         }));
     }
     Ok(match x {
+        Data::Float(_) if op == ReduceOp::Xor => return Err("xor of floats".into()),
         Data::Float(a) => Data::Float(match op {
             ReduceOp::Sum => float_sum(a, ax, d),
             ReduceOp::Max => a.map_axis(ax, |l| l.fold(f64::NAN, |m, &v| m.max_number(v))),
@@ -49,6 +52,7 @@ pub(crate) fn reduce(op: ReduceOp, d: DType, x: &Data, axis: usize) -> Result<Da
                 })
             }
             ReduceOp::Max => a.map_axis(ax, |l| l.fold(i64::MIN, |m, &v| m.max(v))),
+            ReduceOp::Xor => a.map_axis(ax, |l| l.fold(0, |s, &v| s ^ v)),
             _ => a.map_axis(ax, |l| l.fold(i64::MAX, |m, &v| m.min(v))),
         }),
         Data::UInt(a) => Data::UInt(match op {
@@ -59,10 +63,11 @@ pub(crate) fn reduce(op: ReduceOp, d: DType, x: &Data, axis: usize) -> Result<Da
                 })
             }
             ReduceOp::Max => a.map_axis(ax, |l| l.fold(0, |m, &v| m.max(v))),
+            ReduceOp::Xor => a.map_axis(ax, |l| l.fold(0, |s, &v| s ^ v)),
             _ => a.map_axis(ax, |l| l.fold(u64::MAX, |m, &v| m.min(v))),
         }),
         Data::Bool(a) => Data::Bool(match op {
-            ReduceOp::Sum => a.map_axis(ax, |l| l.fold(false, |s, &v| s ^ v)),
+            ReduceOp::Sum | ReduceOp::Xor => a.map_axis(ax, |l| l.fold(false, |s, &v| s ^ v)),
             ReduceOp::Max => a.map_axis(ax, |l| l.iter().any(|&v| v)),
             _ => a.map_axis(ax, |l| l.iter().all(|&v| v)),
         }),

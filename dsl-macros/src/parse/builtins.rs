@@ -67,6 +67,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     min(x, axis, keep_dims) ? 1;
     argmax(x, axis, keep_dims) ? 2;
     argmin(x, axis, keep_dims) ? 2;
+    xor_sum(x, axis, keep_dims) ? 1;
     dot(a, b, acc) ? 2;
     load(ptr, mask, other) ? 1;
     store(ptr, value, mask) ? 2;

@@ -108,6 +108,8 @@ named_enum! {
         ArgMax = "argmax",
         /// Index (i32) of the first minimum.
         ArgMin = "argmin",
+        /// Bitwise xor of integers or bools (Triton's `xor_sum`).
+        Xor = "xor",
     }
 }
 

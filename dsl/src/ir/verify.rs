@@ -360,6 +360,9 @@ impl<'a> Verifier<'a> {
                 if *axis as usize >= xt.rank() {
                     return Err(e(format!("reduce axis {axis} out of range for {xt}")));
                 }
+                if *op == ReduceOp::Xor && d.is_float() {
+                    return Err(e(format!("reduce xor needs integers or bools, got {xt}")));
+                }
                 let mut s = xt.shape.clone();
                 s.remove(*axis as usize);
                 let elem = match op {

@@ -413,6 +413,10 @@ fn reduce(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
             b.fail(&loc, format!("reduce axis {axis} out of range for {t}"));
             return x.0;
         }
+        if op == ReduceOp::Xor && d.is_float() {
+            b.fail(&loc, format!("xor_sum needs integers or bools, got {t}"));
+            return x.0;
+        }
         let mut v = x.0;
         // Small integers and bools are summed in i32, as Triton does.
         if op == ReduceOp::Sum && (d.is_bool() || (d.is_int() && d.bits() < 32)) {
@@ -543,6 +547,8 @@ reduce_fns! {
     argmax => ArgMax;
     /// i32 index of the first minimum along `axis`, as [`argmax`].
     argmin => ArgMin;
+    /// Bitwise xor of integers or bools along `axis` (or of every element), as [`sum`].
+    xor_sum => Xor;
 }
 
 /// `a @ b + acc` for 2-D tiles. Without `acc` the accumulator is zeros of f32 for float

@@ -802,6 +802,8 @@ impl Gen {
         }
         let ops: &[ReduceOp] = if d == DType::I32 {
             ReduceOp::ALL
+        } else if d.is_int() {
+            &[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Xor]
         } else {
             &[ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min]
         };

@@ -36,7 +36,7 @@ impl<'ctx> Gen<'ctx, '_> {
     fn identity(&self, op: ReduceOp, d: DType) -> BasicValueEnum<'ctx> {
         let t = self.compute_ty(d);
         match op {
-            ReduceOp::Sum => self.const_value(Const::Int(0), d),
+            ReduceOp::Sum | ReduceOp::Xor => self.const_value(Const::Int(0), d),
             ReduceOp::Max | ReduceOp::ArgMax | ReduceOp::Min | ReduceOp::ArgMin => {
                 let want_low = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
                 if d.is_float() {
@@ -97,6 +97,7 @@ impl<'ctx> Gen<'ctx, '_> {
             ReduceOp::Sum => self.binary(BinOp::Add, d, acc, x),
             ReduceOp::Max => self.binary(BinOp::Max, d, acc, x),
             ReduceOp::Min => self.binary(BinOp::Min, d, acc, x),
+            ReduceOp::Xor => self.binary(BinOp::Xor, d, acc, x),
             ReduceOp::ArgMax | ReduceOp::ArgMin => unreachable!("handled with an index"),
         }
     }

@@ -267,7 +267,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let t = self.compute_ty(d);
         let max = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
         let v: BasicValueEnum = match op {
-            ReduceOp::Sum => self.const_value(tritium_dsl::ir::Const::Int(0), d),
+            ReduceOp::Sum | ReduceOp::Xor => self.const_value(tritium_dsl::ir::Const::Int(0), d),
             _ if d.is_float() => t.into_float_type().const_float(f64::NAN).into(),
             _ if d.is_bool() => self
                 .ctx
@@ -328,6 +328,7 @@ impl<'ctx> Gen<'ctx, '_> {
             ),
             ReduceOp::Max => (self.binary(BinOp::Max, d, a.0, b.0), None),
             ReduceOp::Min => (self.binary(BinOp::Min, d, a.0, b.0), None),
+            ReduceOp::Xor => (self.binary(BinOp::Xor, d, a.0, b.0), None),
             ReduceOp::ArgMax | ReduceOp::ArgMin => {
                 let better = self.arg_better(op == ReduceOp::ArgMax, d, b, a);
                 self.select_acc(better, b, a)
