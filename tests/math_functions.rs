@@ -371,12 +371,7 @@ fn parity(out: Ptr<bool>, x: Ptr<bool>, #[constexpr] R: usize, #[constexpr] C: u
 
 fn check_xor_sums<T>(x: &Array2<T>)
 where
-    T: Int
-        + Copy
-        + Default
-        + PartialEq
-        + std::fmt::Debug
-        + std::ops::BitXor<Output = T>,
+    T: Int + Copy + Default + PartialEq + std::fmt::Debug + std::ops::BitXor<Output = T>,
 {
     let (r, c) = x.dim();
     let fold = |l: ndarray::ArrayView1<T>| l.iter().fold(T::default(), |a, &b| a ^ b);
@@ -402,7 +397,7 @@ where
 fn xor_sum_along_each_axis_and_over_all() {
     let (r, c) = (8, 16);
     check_xor_sums(&Array2::from_shape_fn((r, c), |(i, j)| {
-        ((i as i32) << 20) ^ (j as i32 * -77_777) ^ i32::MIN * (i % 2) as i32
+        ((i as i32) << 20) ^ (j as i32 * -77_777) ^ (i32::MIN * (i % 2) as i32)
     }));
     check_xor_sums(&Array2::from_shape_fn((r, c), |(i, j)| {
         (i * 31 + j * 7) as u8 ^ 0x80
