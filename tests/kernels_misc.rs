@@ -3,6 +3,7 @@
 use crate::common::{devices_for, random_f32};
 use ndarray::{Array1, Array2, Axis};
 use rstest::rstest;
+use tritium::prelude::*;
 use tritium_kernels::misc::{collatz, histogram, row_stats};
 
 #[rstest]
@@ -91,4 +92,115 @@ fn collatz_while_and_if(#[values(1, 7, 1024)] n: usize) {
         collatz::launch(&d, n.div_ceil(8), &mut steps, &start, n as i32, 8).unwrap();
         assert_eq!(steps, want, "{d:?}");
     }
+}
+
+/// Every program folds its block of `x` into `acc[0..3]` with atomic and, or and xor (one
+/// word per op, all programs on the same words), and records the old values of its own
+/// word of `mine` before and after an xor with its program id.
+#[kernel]
+fn bitwise_atomics<T: Int>(
+    acc: Ptr<T>,
+    mine: Ptr<T>,
+    old: Ptr<T>,
+    x: Ptr<T>,
+    n: i32,
+    #[constexpr] BLOCK: usize,
+) {
+    let pid = program_id(0);
+    let offs = pid * BLOCK as i32 + arange(0, BLOCK);
+    let mask = offs < n;
+    let v = load(x + offs, mask = mask);
+    atomic_and(acc + offs * 0, v, mask = mask);
+    atomic_or(acc + 1 + offs * 0, v, mask = mask);
+    atomic_xor(acc + 2 + offs * 0, v, mask = mask);
+    let before = atomic_xor(mine + pid, pid + 1);
+    let after = atomic_or(mine + pid, 0);
+    store(old + 2 * pid, before);
+    store(old + 2 * pid + 1, after);
+}
+
+fn check_bitwise_atomics<T>(x: Vec<T>)
+where
+    T: Int
+        + Copy
+        + Default
+        + PartialEq
+        + std::fmt::Debug
+        + From<u8>
+        + std::ops::BitAnd<Output = T>
+        + std::ops::BitOr<Output = T>
+        + std::ops::BitXor<Output = T>
+        + std::ops::Not<Output = T>,
+{
+    const BLOCK: usize = 32;
+    let n = x.len();
+    let programs = n.div_ceil(BLOCK);
+    let x = Array1::from_vec(x);
+    let all_ones = !T::default();
+    let want_acc = [
+        x.iter().fold(all_ones, |a, &b| a & b),
+        x.iter().fold(T::default(), |a, &b| a | b),
+        x.iter().fold(T::default(), |a, &b| a ^ b),
+    ];
+    let mine0: Vec<T> = (0..programs)
+        .map(|p| T::from((p * 5 % 251) as u8))
+        .collect();
+    let want_old: Vec<T> = mine0
+        .iter()
+        .enumerate()
+        .flat_map(|(p, &m)| [m, m ^ T::from((p + 1) as u8)])
+        .collect();
+    for device in devices_for(n) {
+        let mut acc = Array1::from_vec(vec![all_ones, T::default(), T::default()]);
+        let mut mine = Array1::from_vec(mine0.clone());
+        let mut old = Array1::from_elem(2 * programs, T::default());
+        bitwise_atomics::launch(
+            &device,
+            programs,
+            &mut acc,
+            &mut mine,
+            &mut old,
+            x.view(),
+            n as i32,
+            BLOCK,
+        )
+        .unwrap();
+        assert_eq!(
+            acc.to_vec(),
+            want_acc,
+            "{device:?} and/or/xor of every element"
+        );
+        assert_eq!(old.to_vec(), want_old, "{device:?} old values");
+    }
+}
+
+#[test]
+fn atomic_and_or_xor_fold_every_program() {
+    check_bitwise_atomics(
+        (0..1000)
+            .map(|i: i32| (i.wrapping_mul(0x9E37_79B9u32 as i32)) | 0x0100_0000)
+            .collect(),
+    );
+    check_bitwise_atomics(
+        (0..77)
+            .map(|i: u64| (i << 40) ^ 0xFFFF_0000_FFFF ^ (i * 0x1234_5678))
+            .collect(),
+    );
+    check_bitwise_atomics((0..64).map(|i: u32| !(1u32 << (i % 32))).collect());
+}
+
+/// A bitwise atomic on floats, as a user might write.
+#[kernel]
+fn float_atomic_or(acc: Ptr<f32>, x: Ptr<f32>) {
+    atomic_or(acc, load(x));
+}
+
+#[test]
+fn bitwise_atomics_on_floats_are_an_error() {
+    let x = Array1::<f32>::zeros(1);
+    let mut acc = Array1::<f32>::zeros(1);
+    let err = float_atomic_or::launch(&Device::interpreter(), 1, &mut acc, x.view())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("atomic_or needs integers, got f32"), "{err}");
 }

@@ -126,14 +126,16 @@ impl AtomicKind {
         self as i32
     }
 
-    /// The kind matching the IR's atomic op.
-    pub fn from_op(op: tritium_dsl::ir::AtomicOp) -> Self {
+    /// The kind matching the IR's atomic op (`None` for the bitwise ops, which the
+    /// library does not have).
+    pub fn from_op(op: tritium_dsl::ir::AtomicOp) -> Option<Self> {
         use tritium_dsl::ir::AtomicOp;
         match op {
-            AtomicOp::Add => AtomicKind::Add,
-            AtomicOp::Max => AtomicKind::Max,
-            AtomicOp::Min => AtomicKind::Min,
-            AtomicOp::Xchg => AtomicKind::Xchg,
+            AtomicOp::Add => Some(AtomicKind::Add),
+            AtomicOp::Max => Some(AtomicKind::Max),
+            AtomicOp::Min => Some(AtomicKind::Min),
+            AtomicOp::Xchg => Some(AtomicKind::Xchg),
+            AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => None,
         }
     }
 }
@@ -481,7 +483,7 @@ mod tests {
         assert_eq!(AtomicKind::from_code(-1), None);
         assert_eq!(
             AtomicKind::from_op(tritium_dsl::ir::AtomicOp::Xchg),
-            AtomicKind::Xchg
+            Some(AtomicKind::Xchg)
         );
     }
 }

@@ -176,9 +176,11 @@ pub fn analyze(f: &Function, memory: &[Option<Memory>]) -> Facts {
     a.block(&f.body);
     a.block(&f.body);
     // Shared memory ends the same in any order of the programs only when every write to
-    // it is an integer atomic of one kind: adds commute, maxes commute, the two do not.
+    // it is an integer atomic of one kind: adds commute, maxes commute, and/or/xor commute,
+    // two kinds do not.
     for (p, kinds) in &a.writes {
-        let one_kind = kinds.len() == 1 && ["add", "max", "min"].contains(&kinds[0].as_str());
+        let one_kind = kinds.len() == 1
+            && ["add", "max", "min", "and", "or", "xor"].contains(&kinds[0].as_str());
         let int = f
             .ty(f.params[*p].value)
             .elem

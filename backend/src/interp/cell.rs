@@ -59,6 +59,8 @@ impl Wide for f64 {
             (AtomicOp::Max, _) => f64::max_number,
             (AtomicOp::Min, _) => f64::min_number,
             (AtomicOp::Xchg, _) => |_, v| v,
+            // The verifier rejects bitwise atomics on floats.
+            (AtomicOp::And | AtomicOp::Or | AtomicOp::Xor, _) => |o, _| o,
         }
     }
 }
@@ -83,6 +85,9 @@ impl Wide for i64 {
             (AtomicOp::Max, _) => i64::max,
             (AtomicOp::Min, _) => i64::min,
             (AtomicOp::Xchg, _) => |_, v| v,
+            (AtomicOp::And, _) => |o, v| o & v,
+            (AtomicOp::Or, _) => |o, v| o | v,
+            (AtomicOp::Xor, _) => |o, v| o ^ v,
         }
     }
 }
@@ -107,6 +112,9 @@ impl Wide for u64 {
             (AtomicOp::Max, _) => u64::max,
             (AtomicOp::Min, _) => u64::min,
             (AtomicOp::Xchg, _) => |_, v| v,
+            (AtomicOp::And, _) => |o, v| o & v,
+            (AtomicOp::Or, _) => |o, v| o | v,
+            (AtomicOp::Xor, _) => |o, v| o ^ v,
         }
     }
 }
@@ -124,9 +132,9 @@ impl Wide for bool {
     }
     fn combine(op: AtomicOp, _d: DType, _bits: u32) -> fn(bool, bool) -> bool {
         match op {
-            AtomicOp::Add => |o, v| o ^ v,
-            AtomicOp::Max => |o, v| o | v,
-            AtomicOp::Min => |o, v| o & v,
+            AtomicOp::Add | AtomicOp::Xor => |o, v| o ^ v,
+            AtomicOp::Max | AtomicOp::Or => |o, v| o | v,
+            AtomicOp::Min | AtomicOp::And => |o, v| o & v,
             AtomicOp::Xchg => |_, v| v,
         }
     }

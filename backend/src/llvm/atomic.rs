@@ -24,6 +24,9 @@ impl<'ctx> Emit<'_, 'ctx> {
             AtomicOp::Max => AtomicRMWBinOp::UMax,
             AtomicOp::Min if signed => AtomicRMWBinOp::Min,
             AtomicOp::Min => AtomicRMWBinOp::UMin,
+            AtomicOp::And => AtomicRMWBinOp::And,
+            AtomicOp::Or => AtomicRMWBinOp::Or,
+            AtomicOp::Xor => AtomicRMWBinOp::Xor,
         };
         self.b
             .build_atomicrmw(
@@ -80,6 +83,9 @@ impl<'ctx> Emit<'_, 'ctx> {
             AtomicOp::Max => self.float_max_min(true, old_f, v),
             AtomicOp::Min => self.float_max_min(false, old_f, v),
             AtomicOp::Xchg => unreachable!("handled above"),
+            AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => {
+                unreachable!("the verifier rejects bitwise atomics on floats")
+            }
         };
         let new_bits = bl.build_bit_cast(new_f, it, "").unwrap().into_int_value();
         let r = bl.build_cmpxchg(p, seen, new_bits, seq, seq).unwrap();

@@ -75,6 +75,9 @@ pub const BUILTINS: &[Builtin] = builtins! {
     atomic_max(ptr, value, mask) ? 2;
     atomic_min(ptr, value, mask) ? 2;
     atomic_xchg(ptr, value, mask) ? 2;
+    atomic_and(ptr, value, mask) ? 2;
+    atomic_or(ptr, value, mask) ? 2;
+    atomic_xor(ptr, value, mask) ? 2;
     atomic_cas(ptr, cmp, value);
     cdiv(a, b);
     umulhi(x, y);

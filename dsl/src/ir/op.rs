@@ -70,6 +70,13 @@ named_enum! {
     }
 }
 
+impl AtomicOp {
+    /// True for the bitwise ops, defined on integers only.
+    pub fn bitwise(self) -> bool {
+        matches!(self, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor)
+    }
+}
+
 impl UnOp {
     /// True for the ops defined on floats only.
     pub fn float_only(self) -> bool {
@@ -124,6 +131,12 @@ named_enum! {
         Min = "min",
         /// `*p = v`.
         Xchg = "xchg",
+        /// `*p &= v` (integers).
+        And = "and",
+        /// `*p |= v` (integers).
+        Or = "or",
+        /// `*p ^= v` (integers).
+        Xor = "xor",
     }
 }
 

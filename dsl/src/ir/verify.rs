@@ -431,10 +431,13 @@ impl<'a> Verifier<'a> {
                         "store mask",
                     )?;
                 }
-                if is_atomic {
+                if let Op::Atomic { op, .. } = &inst.op {
                     same(res[0], self.ty(*value), "atomic result")?;
                     if d.is_bool() || d.size_bytes() < 4 {
                         return Err(e(format!("atomics need 32- or 64-bit elements, got {d}")));
+                    }
+                    if op.bitwise() && d.is_float() {
+                        return Err(e(format!("atomic {} needs integers, got {d}", op.name())));
                     }
                 }
             }

@@ -698,6 +698,11 @@ fn atomic(op: AtomicOp, ptr: Tile, value: Operand, mask: Option<Operand>, loc: L
                 &loc,
                 format!("atomics need 32- or 64-bit elements, got {d}"),
             );
+        } else if op.bitwise() && d.is_float() {
+            b.fail(
+                &loc,
+                format!("atomic_{} needs integers, got {d}", op.name()),
+            );
         }
         let v = b.operand(value, Some(d), &loc);
         let v = b.cast(v, d, &loc);
@@ -734,6 +739,12 @@ atomic_fns! {
     atomic_min => Min;
     /// Atomic exchange; returns the old values.
     atomic_xchg => Xchg;
+    /// Atomic bitwise and (integers); returns the old values.
+    atomic_and => And;
+    /// Atomic bitwise or (integers); returns the old values.
+    atomic_or => Or;
+    /// Atomic bitwise xor (integers); returns the old values.
+    atomic_xor => Xor;
 }
 
 /// Atomic compare-and-swap on 32/64-bit integers; returns the old values.

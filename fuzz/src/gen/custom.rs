@@ -113,7 +113,12 @@ impl Gen {
     /// A custom call statement: an indirect atomic on the program's own atomics region or
     /// on the shared integer buffer.
     pub(super) fn indirect_atomic(&mut self) {
-        let shared = self.shared.is_some() && (self.atomics.is_empty() || self.rng.chance(0.4));
+        // The builtin has no bitwise atomics.
+        let shared_ok = self.shared.is_some() && !self.shared_op.bitwise();
+        if !shared_ok && self.atomics.is_empty() {
+            return;
+        }
+        let shared = shared_ok && (self.atomics.is_empty() || self.rng.chance(0.4));
         let shape = self.tile_shape(2);
         let numel: usize = shape.iter().product();
         let (dst, d, index, bound, kind) = if shared {
@@ -122,8 +127,9 @@ impl Gen {
             // The buffer's one order-free integer op; any lanes may collide.
             let index = self.index_tile(&shape, len + 2);
             let bound = self.bound_scalar(len);
-            let kind =
-                tritium_backend::builtins::AtomicKind::from_op(self.shared_op).code() as i128;
+            let kind = tritium_backend::builtins::AtomicKind::from_op(self.shared_op)
+                .expect("not bitwise")
+                .code() as i128;
             (ptr, d, index, bound, kind)
         } else {
             let k = self.rng.below(self.atomics.len());

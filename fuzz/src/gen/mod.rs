@@ -1003,9 +1003,14 @@ impl Gen {
                 len: 8,
                 bound: None,
             });
-            self.shared_op = *self
-                .rng
-                .pick(&[AtomicOp::Add, AtomicOp::Max, AtomicOp::Min]);
+            self.shared_op = *self.rng.pick(&[
+                AtomicOp::Add,
+                AtomicOp::Max,
+                AtomicOp::Min,
+                AtomicOp::And,
+                AtomicOp::Or,
+                AtomicOp::Xor,
+            ]);
         }
         let trips = self.rng.range(0, 3) as u64;
         self.n = Some(self.param(Type::scalar(DType::I32), Arg::Scalar(trips)));
@@ -1172,7 +1177,12 @@ impl Gen {
             );
             return;
         }
-        let op = *self.rng.pick(AtomicOp::ALL);
+        let ops: Vec<AtomicOp> = AtomicOp::ALL
+            .iter()
+            .copied()
+            .filter(|op| !(op.bitwise() && d.is_float()))
+            .collect();
+        let op = *self.rng.pick(&ops);
         let value = self.value(d, &shape, need);
         let mask = self.maybe_mask(&shape);
         self.atomic(op, ptrs, value, mask);
