@@ -140,3 +140,76 @@ fn checked_mode_reports_out_of_bounds_load() {
         }
     }
 }
+
+#[test]
+fn grid_whose_program_count_overflows_is_an_error() {
+    let x = Array1::<f32>::ones(8);
+    let mut out = Array1::<f32>::zeros(8);
+    for device in [
+        Device::cpu(),
+        Device::interpreter(),
+        Device::cuda_emulator(),
+    ] {
+        for grid in [[i32::MAX, i32::MAX, 2], [1 << 20, 1 << 20, 1 << 9]] {
+            let e = add::launch(&device, grid, &mut out, &x, &x, 8, 8).unwrap_err();
+            let m = message(e);
+            assert!(
+                m.contains("programs") && m.contains("2^48"),
+                "{device:?} {grid:?}: {m}"
+            );
+        }
+    }
+}
+
+#[test]
+fn written_argument_overlapping_another_is_an_error() {
+    use ndarray::s;
+    let y = Array1::<f32>::ones(8);
+    for device in [
+        Device::cpu(),
+        Device::interpreter(),
+        Device::cuda_emulator(),
+    ] {
+        // Interleaved views of one array: `out` (even elements) and `x` (odd ones) have
+        // overlapping spans, so a kernel writing `out` as if contiguous writes `x`.
+        let mut a = Array1::<f32>::from_iter((0..16).map(|v| v as f32));
+        let (out, x) = a.multi_slice_mut((s![..;2], s![1..;2]));
+        let e = add::launch(&device, 1, out, x.view(), &y, 8, 8).unwrap_err();
+        let m = message(e);
+        assert!(m.contains("`out` overlaps `x`"), "{device:?}: {m}");
+        // Halves that do not overlap are fine.
+        let mut b = Array1::<f32>::from_iter((0..16).map(|v| v as f32));
+        let (out, x) = b.multi_slice_mut((s![..8], s![8..]));
+        add::launch(&device, 1, out, x.view(), &y, 8, 8).unwrap();
+        assert_eq!(
+            b.slice(s![..8]).to_vec(),
+            (9..17).map(|v| v as f32).collect::<Vec<_>>(),
+            "{device:?}"
+        );
+    }
+}
+
+#[test]
+fn zero_length_input_is_an_out_of_bounds_error_not_a_crash() {
+    let x = Array1::<f32>::zeros(0);
+    let y = Array1::<f32>::ones(8);
+    let mut out = Array1::<f32>::zeros(8);
+    let e = add::launch(&Device::interpreter(), 1, &mut out, &x, &y, 8, 8).unwrap_err();
+    let m = message(e);
+    assert!(
+        m.contains("outside every buffer") && m.contains("`x` [0x4, 0x4)"),
+        "{m}"
+    );
+    let options = LaunchOptions {
+        bounds_check: Some(true),
+        ..Default::default()
+    };
+    for device in checked_devices() {
+        let e = add::launch_with(&device, 1, &options, &mut out, &x, &y, 8, 8).unwrap_err();
+        let m = message(e);
+        assert!(
+            m.contains("out-of-bounds load") && m.contains("`x` [0x4, 0x4)"),
+            "{device:?}: {m}"
+        );
+    }
+}

@@ -69,8 +69,9 @@ pub(crate) fn run_grid(total: u64, scratch_bytes: usize, run: &(dyn Fn(u64, u64,
     let chunks = total.min(threads * 16);
     pool().install(|| {
         (0..chunks).into_par_iter().for_each(|c| {
-            let start = c * total / chunks;
-            let end = (c + 1) * total / chunks;
+            // In u128: `c * total` may pass 2^64 for the largest grids.
+            let start = (c as u128 * total as u128 / chunks as u128) as u64;
+            let end = ((c + 1) as u128 * total as u128 / chunks as u128) as u64;
             with_scratch(scratch_bytes, |s| run(start, end, s));
         })
     });

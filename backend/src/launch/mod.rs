@@ -146,5 +146,29 @@ fn check_args_written(f: &Function, written: &[usize], args: &KernelArgs<'_>) ->
             }
         }
     }
+    check_overlaps(f, written, args).map_err(err)
+}
+
+/// A buffer the kernel writes must not share memory with any other argument: the kernel
+/// addresses a view's whole span (from its lowest to its highest element, as Triton's
+/// pointers do), so interleaved views of one array (`multi_slice_mut`, strided splits)
+/// would write each other's elements.
+fn check_overlaps(f: &Function, written: &[usize], args: &KernelArgs<'_>) -> Result<(), String> {
+    let buffer = |i: usize| match &args.args[i] {
+        RawArg::Ptr(b) if b.lo < b.hi => Some(b),
+        _ => None,
+    };
+    for &w in written {
+        let Some(a) = buffer(w) else { continue };
+        for j in (0..args.args.len()).filter(|&j| j != w) {
+            let Some(b) = buffer(j) else { continue };
+            if a.memory == b.memory && a.lo < b.hi && b.lo < a.hi {
+                return Err(format!(
+                    "`{}` overlaps `{}`: the kernel writes `{}`, whose memory [{:#x}, {:#x}) shares bytes with [{:#x}, {:#x}) (strided or interleaved views of one array span each other's elements; pass separate arrays)",
+                    f.params[w].name, f.params[j].name, f.params[w].name, a.lo, a.hi, b.lo, b.hi
+                ));
+            }
+        }
+    }
     Ok(())
 }
