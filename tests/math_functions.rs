@@ -437,3 +437,222 @@ fn xor_sum_of_floats_is_an_error() {
         "{err}"
     );
 }
+
+/// `x`'s bits read as `U` (with `bitcast` and `.to_bitcast`), and back.
+#[kernel]
+fn bits_of<T: Element, U: Element>(out: Ptr<U>, back: Ptr<T>, x: Ptr<T>, #[constexpr] N: usize) {
+    let r = arange(0, N);
+    let b = bitcast(load(x + r), U::DTYPE);
+    store(out + r, b);
+    store(back + r, b.to_bitcast(T::DTYPE));
+}
+
+/// Runs [`bits_of`] on every device: `want` are `x`'s bits as `U`, and the round trip
+/// must give `x`'s bits back (`same` compares bits, NaNs included).
+fn check_bits<T, U>(x: Vec<T>, want: Vec<U>, same: fn(&T, &T) -> bool)
+where
+    T: Element + Copy + Default + std::fmt::Debug,
+    U: Element + Copy + Default + PartialEq + std::fmt::Debug,
+{
+    let n = x.len();
+    let x = Array1::from_vec(x);
+    for device in all_devices() {
+        let mut out = Array1::from_elem(n, U::default());
+        let mut back = Array1::from_elem(n, T::default());
+        bits_of::launch(&device, 1, &mut out, &mut back, x.view(), n).unwrap();
+        assert_eq!(
+            out.to_vec(),
+            want,
+            "{device:?} {:?} -> {:?}",
+            T::DTYPE,
+            U::DTYPE
+        );
+        assert!(
+            back.iter().zip(&x).all(|(a, b)| same(a, b)),
+            "{device:?} round trip {back:?} vs {x:?}"
+        );
+    }
+}
+
+#[test]
+fn bitcasts_read_the_same_bits_in_every_width() {
+    // Quiet NaNs with payloads and a sign; the interpreter quiets signaling ones.
+    let f32s = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -2.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MIN_POSITIVE / 4.0,
+        f32::MAX,
+        f32::from_bits(0x7FC0_1234),
+        f32::from_bits(0xFFC0_0001),
+        3.0e-42,
+        -1.0e30,
+        7.0,
+        0.1,
+        -0.1,
+        1.0e-3,
+    ];
+    let same32 = |a: &f32, b: &f32| a.to_bits() == b.to_bits();
+    check_bits(
+        f32s.clone(),
+        f32s.iter()
+            .map(|v| v.to_bits() as i32)
+            .collect::<Vec<i32>>(),
+        same32,
+    );
+    check_bits(
+        f32s.clone(),
+        f32s.iter().map(|v| v.to_bits()).collect::<Vec<u32>>(),
+        same32,
+    );
+    let ints: Vec<i32> = vec![
+        0,
+        1,
+        -1,
+        i32::MIN,
+        i32::MAX,
+        0x7F80_0000,
+        0x3F80_0000,
+        0x0000_0001,
+        -0x0080_0000,
+        12345,
+        0x7FC0_0000,
+        0x4049_0FDB,
+        -7,
+        1 << 30,
+        0x00FF_FFFF,
+        -(1 << 23),
+    ];
+    check_bits(
+        ints.clone(),
+        ints.iter().map(|&v| v as u32).collect::<Vec<u32>>(),
+        |a, b| a == b,
+    );
+    check_bits(
+        ints.clone(),
+        ints.iter()
+            .map(|&v| f32::from_bits(v as u32))
+            .collect::<Vec<f32>>()
+            .iter()
+            .map(|v| v.to_bits() as i32)
+            .collect::<Vec<i32>>(),
+        |a, b| a == b,
+    );
+    let f64s = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -2.5,
+        f64::INFINITY,
+        f64::from_bits(0x7FF8_0000_0000_BEEF),
+        5.0e-324,
+        f64::MAX,
+        -1.0e300,
+        0.1,
+        42.0,
+        -3.75,
+        1.0e-10,
+        2.0,
+        1.5,
+        -0.5,
+    ];
+    check_bits(
+        f64s.clone(),
+        f64s.iter()
+            .map(|v| v.to_bits() as i64)
+            .collect::<Vec<i64>>(),
+        |a, b| a.to_bits() == b.to_bits(),
+    );
+    let halves: Vec<half::f16> = [
+        0.0,
+        -0.0,
+        1.0,
+        -2.5,
+        65504.0,
+        6.0e-8,
+        -1.0e-5,
+        0.1,
+        3.0,
+        f32::INFINITY,
+        -7.0,
+        0.5,
+        1024.0,
+        -0.25,
+        2.0,
+        100.0,
+    ]
+    .iter()
+    .map(|&v| half::f16::from_f32(v))
+    .collect();
+    check_bits(
+        halves.clone(),
+        halves
+            .iter()
+            .map(|v| v.to_bits() as i16)
+            .collect::<Vec<i16>>(),
+        |a, b| a.to_bits() == b.to_bits(),
+    );
+    let brains: Vec<half::bf16> = halves
+        .iter()
+        .map(|v| half::bf16::from_f32(v.to_f32()))
+        .collect();
+    check_bits(
+        brains.clone(),
+        brains.iter().map(|v| v.to_bits()).collect::<Vec<u16>>(),
+        |a, b| a.to_bits() == b.to_bits(),
+    );
+}
+
+/// `signbit` of f32 and f16 inputs.
+#[kernel]
+fn sign_bits(out: Ptr<bool>, x: Ptr<f32>, #[constexpr] N: usize) {
+    let r = arange(0, N);
+    let n = N as i32;
+    let a = load(x + r);
+    store(out + r, signbit(a));
+    store(out + n + r, signbit(a.to(DType::F16)));
+}
+
+#[test]
+fn signbit_sees_negative_zero_and_negative_nan() {
+    let x = Array1::from_vec(vec![
+        0.0f32,
+        -0.0,
+        1.0,
+        -1.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(0xFFC0_0000),
+        f32::NAN,
+    ]);
+    let want: Vec<bool> = x
+        .iter()
+        .map(|v| v.is_sign_negative())
+        .chain(x.iter().map(|v| v.is_sign_negative()))
+        .collect();
+    for device in all_devices() {
+        let mut out = Array1::from_elem(2 * x.len(), false);
+        sign_bits::launch(&device, 1, &mut out, x.view(), x.len()).unwrap();
+        assert_eq!(out.to_vec(), want, "{device:?}");
+    }
+}
+
+/// A bitcast between widths, as a user might write.
+#[kernel]
+fn narrowing_bitcast(out: Ptr<i16>, x: Ptr<f32>) {
+    let r = arange(0, 4);
+    store(out + r, bitcast(load(x + r), DType::I16));
+}
+
+#[test]
+fn bitcast_between_widths_is_an_error() {
+    let x = Array1::<f32>::zeros(4);
+    let mut out = Array1::<i16>::zeros(4);
+    let err = narrowing_bitcast::launch(&Device::cpu(), 1, &mut out, x.view())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot bitcast tile<4xf32> to i16"), "{err}");
+}

@@ -468,6 +468,17 @@ pub fn transfer<'t>(
             )
         }
         Op::Cast(x) => cast(get(*x), ty(*x), ty(result?)),
+        // Bits are exact, except a float's NaN payload: the interpreter holds floats as
+        // f64 and quiets signaling NaNs. A float known to hold small integers has none.
+        Op::Bitcast(x) => {
+            let xi = get(*x);
+            let from_float = ty(*x).dtype().is_some_and(|d| d.is_float());
+            if from_float && xi.int_bound.is_none() {
+                Info::UNRELIABLE
+            } else {
+                exact_only(&[xi], Info::EXACT)
+            }
+        }
         Op::AddPtr(p, o) => exact_only(&[get(*p), get(*o)], Info::EXACT),
         Op::Reduce { op, x, axis } => {
             let xt = ty(*x);

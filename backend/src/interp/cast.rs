@@ -17,6 +17,48 @@ pub(crate) fn cast(x: &Data, to: DType) -> Option<Data> {
     })
 }
 
+/// Reads the bits of `x` (of dtype `from`) as dtype `to` of the same width. Floats are held
+/// as f64: f32, f16 and bf16 values convert exactly, NaNs keep their payload as far as the
+/// narrower format holds it (a signaling NaN comes back quiet, as hardware conversions make
+/// it). `None` for pointers and bools.
+pub(crate) fn bitcast(x: &Data, from: DType, to: DType) -> Option<Data> {
+    let bits: ArrayD<u64> = match x {
+        Data::Float(a) => a.mapv(|v| float_bits(from, v)),
+        Data::Int(a) => a.mapv(|v| wrap_unsigned(v as u64, from.bits())),
+        Data::UInt(a) => a.clone(),
+        Data::Bool(_) | Data::Ptr(_) => return None,
+    };
+    Some(if to.is_float() {
+        Data::Float(bits.mapv(|b| float_from_bits(to, b)))
+    } else if to.is_signed_int() {
+        Data::Int(bits.mapv(|b| wrap_signed(b as i64, to.bits())))
+    } else if to.is_unsigned_int() {
+        Data::UInt(bits)
+    } else {
+        return None;
+    })
+}
+
+/// The IEEE bits of `v` in float dtype `d`.
+fn float_bits(d: DType, v: f64) -> u64 {
+    match d {
+        DType::F64 => v.to_bits(),
+        DType::F32 => (v as f32).to_bits() as u64,
+        DType::F16 => half::f16::from_f64(v).to_bits() as u64,
+        _ => half::bf16::from_f64(v).to_bits() as u64,
+    }
+}
+
+/// The value of the IEEE bits `b` of float dtype `d`.
+fn float_from_bits(d: DType, b: u64) -> f64 {
+    match d {
+        DType::F64 => f64::from_bits(b),
+        DType::F32 => f32::from_bits(b as u32) as f64,
+        DType::F16 => half::f16::from_bits(b as u16).to_f64(),
+        _ => half::bf16::from_bits(b as u16).to_f64(),
+    }
+}
+
 fn from_float(a: &ArrayD<f64>, to: DType) -> Data {
     match to {
         DType::Bool => Data::Bool(a.mapv(|x| x != 0.0)),

@@ -1,7 +1,7 @@
 //! Runs one program: binds values to SSA names, walks blocks, and drives structured
 //! control flow. Every fault becomes [`Error::Runtime`] at the op's source location.
 
-use super::cast::{cast, constant};
+use super::cast::{bitcast, cast, constant};
 use super::dot::dot;
 use super::eval;
 use super::memory::Memory;
@@ -264,6 +264,11 @@ impl<'a> Program<'a> {
             Op::Cast(x) => {
                 let d = self.result_dtype(inst)?;
                 one(cast(self.get(inst, *x)?, d).ok_or_else(|| "cannot cast pointers".to_string()))
+            }
+            Op::Bitcast(x) => {
+                let (from, to) = (self.operand_dtype(inst, *x)?, self.result_dtype(inst)?);
+                one(bitcast(self.get(inst, *x)?, from, to)
+                    .ok_or_else(|| format!("cannot bitcast {from} to {to}")))
             }
             Op::AddPtr(p, o) => {
                 let size = self.pointee(inst, *p)?.size_bytes();

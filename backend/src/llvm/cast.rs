@@ -4,9 +4,25 @@
 use super::Emit;
 use inkwell::values::BasicValueEnum;
 use inkwell::{FloatPredicate, IntPredicate};
-use tritium_dsl::ir::DType;
+use tritium_dsl::ir::{DType, Elem};
 
 impl<'ctx> Emit<'_, 'ctx> {
+    /// The bits of a compute value of dtype `from` read as dtype `to` of the same width:
+    /// through the storage forms (f16/bf16 compute in f32 but are stored as 16 bits).
+    pub(crate) fn bitcast(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        from: DType,
+        to: DType,
+    ) -> BasicValueEnum<'ctx> {
+        let stored = self.to_storage(v, Elem::Scalar(from));
+        let bits = self
+            .b
+            .build_bit_cast(stored, self.storage_ty(to), "")
+            .expect("the verifier checked the widths");
+        self.decode_storage(bits, Elem::Scalar(to))
+    }
+
     /// Converts a compute value of dtype `from` to dtype `to` (Rust `as` semantics).
     pub(crate) fn cast(
         &self,

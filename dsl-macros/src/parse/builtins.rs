@@ -44,6 +44,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     trans(x);
     where_(cond, a, b);
     cast(x, dtype);
+    bitcast(x, dtype);
     exp(x);
     exp2(x);
     log(x);
@@ -90,6 +91,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     isnan(x);
     isinf(x);
     isfinite(x);
+    signbit(x);
     philox(seed, c0, c1, c2, c3, n_rounds) ? 5;
     randint(seed, offset, n_rounds) ? 2;
     randint4x(seed, offset, n_rounds) ? 2;

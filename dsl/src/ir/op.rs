@@ -192,6 +192,9 @@ pub enum Op {
     Fma(Value, Value, Value),
     /// Conversion to the result dtype (float→int saturates, NaN→0, as Rust `as`).
     Cast(Value),
+    /// The same bits read as the result dtype, of the same width (Triton's
+    /// `to(dtype, bitcast=True)`); bools and pointers have no bitcast.
+    Bitcast(Value),
     /// Pointer plus element offset (integer tile), elementwise.
     AddPtr(Value, Value),
     /// Reduction along `axis`; the axis is removed from the shape.
@@ -310,6 +313,7 @@ impl Op {
             Op::Select(..) => "select",
             Op::Fma(..) => "fma",
             Op::Cast(_) => "cast",
+            Op::Bitcast(_) => "bitcast",
             Op::AddPtr(..) => "addptr",
             Op::Reduce { .. } => "reduce",
             Op::Dot { .. } => "dot",
@@ -330,9 +334,12 @@ impl Op {
     pub fn operands(&self) -> Vec<Value> {
         match self {
             Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => vec![],
-            Op::Splat(x) | Op::Broadcast(x) | Op::Reshape(x) | Op::Trans(x) | Op::Cast(x) => {
-                vec![*x]
-            }
+            Op::Splat(x)
+            | Op::Broadcast(x)
+            | Op::Reshape(x)
+            | Op::Trans(x)
+            | Op::Cast(x)
+            | Op::Bitcast(x) => vec![*x],
             Op::ExpandDims { x, .. } | Op::Unary(_, x) | Op::Reduce { x, .. } => vec![*x],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![*a, *b],
             Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![*a, *b, *c],
@@ -404,6 +411,7 @@ impl Op {
             | Op::Reshape(x)
             | Op::Trans(x)
             | Op::Cast(x)
+            | Op::Bitcast(x)
             | Op::ExpandDims { x, .. }
             | Op::Unary(_, x)
             | Op::Reduce { x, .. }
@@ -482,6 +490,7 @@ impl Op {
                 | Op::Select(..)
                 | Op::Fma(..)
                 | Op::Cast(_)
+                | Op::Bitcast(_)
                 | Op::AddPtr(..)
                 | Op::Load { .. }
         )

@@ -729,6 +729,10 @@ impl Parser {
                 arity(1)?;
                 Op::Cast(ops[0])
             }
+            "bitcast" => {
+                arity(1)?;
+                Op::Bitcast(ops[0])
+            }
             "expand_dims" => {
                 arity(1)?;
                 Op::ExpandDims {

@@ -343,6 +343,19 @@ impl<'a> Verifier<'a> {
                     return Err(e(format!("cannot cast {} to {}", self.ty(*x), res[0])));
                 }
             }
+            Op::Bitcast(x) => {
+                want_results(1)?;
+                let (from, xt) = (num(*x)?, self.ty(*x));
+                let fits = res[0]
+                    .dtype()
+                    .is_some_and(|to| !to.is_bool() && !from.is_bool() && to.bits() == from.bits());
+                if !fits || res[0].shape != xt.shape {
+                    return Err(e(format!(
+                        "cannot bitcast {xt} to {} (same shape and bit width, no bools)",
+                        res[0]
+                    )));
+                }
+            }
             Op::AddPtr(p, o) => {
                 want_results(1)?;
                 let (pt, ot) = (self.ty(*p), self.ty(*o));

@@ -4,7 +4,9 @@
 //! arguments take [`NoArg`]; the `#[kernel]` macro fills them in, so kernel code writes
 //! `load(p, mask = m, other = 0.0)` or just `load(p)`.
 
-pub use super::math::{clamp, div_rn, fdiv, isfinite, isinf, isnan, sigmoid, softmax, sqrt_rn};
+pub use super::math::{
+    clamp, div_rn, fdiv, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
+};
 pub use super::random::{
     pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn, randn4x,
     uint_to_uniform_float, umulhi, Rounds, N_ROUNDS_DEFAULT,
@@ -316,6 +318,31 @@ pub fn cast(x: impl IntoOperand, dtype: DType) -> Tile {
     emit(|b| {
         let v = b.operand(x, Some(dtype), &loc);
         b.cast(v, dtype, &loc)
+    })
+}
+
+/// The bits of `x` read as `dtype`, which must have the same width (Triton's
+/// `x.to(dtype, bitcast=True)`; also [`Tile::to_bitcast`]). Bools have no bitcast.
+#[track_caller]
+pub fn bitcast(x: impl IntoOperand, dtype: DType) -> Tile {
+    let loc = loc!();
+    let x = x.into_operand();
+    emit(|b| {
+        let v = b.operand(x, None, &loc);
+        let t = b.ty(v).clone();
+        match t.dtype() {
+            Some(from) if from == dtype => v,
+            Some(from) if !from.is_bool() && !dtype.is_bool() && from.bits() == dtype.bits() => {
+                b.push1(Op::Bitcast(v), t.with_elem(Elem::Scalar(dtype)), loc)
+            }
+            _ => {
+                b.fail(
+                    &loc,
+                    format!("cannot bitcast {t} to {dtype}: the widths must match and neither may be bool"),
+                );
+                v
+            }
+        }
     })
 }
 
@@ -933,6 +960,11 @@ impl Tile {
     pub fn to(self, dtype: DType) -> Tile {
         let loc = loc!();
         emit(|b| b.cast(self.0, dtype, &loc))
+    }
+    /// `bitcast(self, dtype)`: the same bits read as `dtype`.
+    #[track_caller]
+    pub fn to_bitcast(self, dtype: DType) -> Tile {
+        bitcast(self, dtype)
     }
     /// `expand_dims(self, axis)`.
     #[track_caller]

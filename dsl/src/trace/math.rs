@@ -4,7 +4,8 @@
 //! every backend and the fuzzer see those ops.
 
 use super::lang::{
-    abs, compare, exp, fail_with, max, maximum, minimum, sqrt, sum, where_, OptAxis, OptFlag,
+    abs, bitcast, compare, exp, fail_with, max, maximum, minimum, sqrt, sum, where_, OptAxis,
+    OptFlag,
 };
 use super::tile::{IntoOperand, Operand, Tile};
 use crate::ir::{CmpPred, DType};
@@ -94,6 +95,18 @@ pub fn isinf(x: impl IntoOperand) -> Tile {
 pub fn isfinite(x: impl IntoOperand) -> Tile {
     let x = float_only("isfinite", x);
     compare(abs(x), CmpPred::Lt, f64::INFINITY)
+}
+
+/// Whether each element's sign bit is set (-0.0 and negative NaNs included); floats only.
+#[track_caller]
+pub fn signbit(x: impl IntoOperand) -> Tile {
+    let x = float_only("signbit", x);
+    let int = match x.dtype().bits() {
+        16 => DType::I16,
+        32 => DType::I32,
+        _ => DType::I64,
+    };
+    compare(bitcast(x, int), CmpPred::Lt, 0)
 }
 
 /// `x` as a float tile: floats as they are, integers and literals converted to f32.

@@ -477,6 +477,25 @@ impl Gen {
     }
 
     fn cast_into(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        // A bitcast: any bits make a float, so not where small integers are needed.
+        let same_width: Vec<DType> = DType::ALL
+            .iter()
+            .copied()
+            .filter(|f| !f.is_bool() && *f != d && f.bits() == d.bits())
+            .collect();
+        let bitcast_ok =
+            !d.is_bool() && !same_width.is_empty() && !(d.is_float() && need.bound.is_some());
+        if bitcast_ok && self.rng.chance(0.3) {
+            let from = *self.rng.pick(&same_width);
+            // Floats whose bits must be exact hold small integers (no NaN payloads).
+            let need_from = Need {
+                exact: true,
+                bound: from.is_float().then_some(1000.0),
+            };
+            let x = self.value(from, shape, need_from);
+            let t = Self::tile(d, shape);
+            return self.push1(Op::Bitcast(x), t);
+        }
         let from = self.random_dtype();
         let need_from = match need.bound {
             Some(b) if d.is_float() && from.is_float() => Need {

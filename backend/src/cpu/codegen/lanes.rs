@@ -116,6 +116,12 @@ impl<'ctx> Gen<'ctx, '_> {
                 let v = self.lane(*x, idx);
                 self.cast(v, from, to)
             }
+            Op::Bitcast(x) => {
+                let from = self.dtype_of(*x);
+                let to = rt.dtype().expect("bitcast to a number");
+                let v = self.lane(*x, idx);
+                self.emit().bitcast(v, from, to)
+            }
             Op::AddPtr(p, o) => {
                 let pointee = self.dtype_of(*p);
                 let od = self.dtype_of(*o);

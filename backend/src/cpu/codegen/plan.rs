@@ -66,6 +66,7 @@ fn is_cheap(f: &Function, inst: &Inst) -> bool {
         | Op::Select(..) => true,
         Op::Binary(op, a, _) => !float(a) && !matches!(op, BinOp::Div | BinOp::Rem),
         Op::Cast(x) => !float(x) && !float(&inst.results[0]),
+        Op::Bitcast(_) => true,
         Op::Unary(op, x) => !float(x) && matches!(op, UnOp::Neg | UnOp::Not | UnOp::Abs),
         _ => false,
     }
@@ -256,6 +257,7 @@ fn pure_key(op: &Op) -> Option<(String, Vec<Value>)> {
         Op::Reshape(x) => ("reshape".into(), vec![*x]),
         Op::Trans(x) => ("trans".into(), vec![*x]),
         Op::Cast(x) => ("cast".into(), vec![*x]),
+        Op::Bitcast(x) => ("bitcast".into(), vec![*x]),
         Op::Binary(b, x, y) => (format!("binary {b:?}"), vec![*x, *y]),
         Op::Unary(u, x) => (format!("unary {u:?}"), vec![*x]),
         Op::Cmp(p, x, y) => (format!("cmp {p:?}"), vec![*x, *y]),

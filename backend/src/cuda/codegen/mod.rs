@@ -697,6 +697,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 let to = self.ty(inst.results[0]).dtype().expect("cast to a number");
                 self.cast(a[0], from, to)
             }
+            Op::Bitcast(x) => {
+                let from = dtype_of(self, *x);
+                let to = self
+                    .ty(inst.results[0])
+                    .dtype()
+                    .expect("bitcast to a number");
+                self.emit().bitcast(a[0], from, to)
+            }
             Op::AddPtr(p, o) => {
                 let pointee = dtype_of(self, *p);
                 let od = dtype_of(self, *o);

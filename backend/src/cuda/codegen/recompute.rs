@@ -72,6 +72,7 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::Select(..)
             | Op::Fma(..)
             | Op::Cast(_)
+            | Op::Bitcast(_)
             | Op::AddPtr(..) => inst
                 .op
                 .operands()
