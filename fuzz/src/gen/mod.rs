@@ -483,8 +483,8 @@ impl Gen {
             .copied()
             .filter(|f| !f.is_bool() && *f != d && f.bits() == d.bits())
             .collect();
-        let bitcast_ok =
-            !d.is_bool() && !same_width.is_empty() && !(d.is_float() && need.bound.is_some());
+        let small_floats = d.is_float() && need.bound.is_some();
+        let bitcast_ok = !d.is_bool() && !same_width.is_empty() && !small_floats;
         if bitcast_ok && self.rng.chance(0.3) {
             let from = *self.rng.pick(&same_width);
             // Floats whose bits must be exact hold small integers (no NaN payloads).
