@@ -213,3 +213,53 @@ fn zero_length_input_is_an_out_of_bounds_error_not_a_crash() {
         );
     }
 }
+
+/// A kernel that asserts on its constexpr with Rust's `assert!`, and with `static_assert`.
+#[tritium::kernel]
+fn asserting(out: tritium::Ptr<f32>, #[constexpr] BLOCK: usize, #[constexpr] CHECK: bool) {
+    use tritium::prelude::*;
+    if CHECK {
+        assert!(
+            BLOCK % 16 == 0,
+            "BLOCK must be a multiple of 16, got {BLOCK}"
+        );
+    } else {
+        static_assert(BLOCK % 16 == 0, "BLOCK must be a multiple of 16");
+    }
+    static_print(BLOCK);
+    let r = arange(0, BLOCK);
+    static_print(r);
+    store(out + r, r.to(DType::F32));
+}
+
+#[test]
+fn a_panic_or_static_assert_while_tracing_is_an_error_at_its_line() {
+    for device in [
+        Device::cpu(),
+        Device::interpreter(),
+        Device::cuda_emulator(),
+    ] {
+        let mut out = Array1::<f32>::zeros(16);
+        let m = message(asserting::launch(&device, 1, &mut out, 8, true).unwrap_err());
+        assert!(
+            m.contains("launch_errors.rs:")
+                && m.contains("panicked while tracing kernel `asserting`: BLOCK must be a multiple of 16, got 8"),
+            "{device:?}: {m}"
+        );
+        let m = message(asserting::launch(&device, 1, &mut out, 8, false).unwrap_err());
+        assert!(
+            m.contains("launch_errors.rs:")
+                && m.contains("static_assert failed: BLOCK must be a multiple of 16"),
+            "{device:?}: {m}"
+        );
+        // The thread traces again afterwards, and valid constexprs pass both checks.
+        for check in [true, false] {
+            asserting::launch(&device, 1, &mut out, 16, check).unwrap();
+            assert_eq!(
+                out.to_vec(),
+                (0..16).map(|v| v as f32).collect::<Vec<_>>(),
+                "{device:?}"
+            );
+        }
+    }
+}

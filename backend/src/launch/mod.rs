@@ -36,6 +36,9 @@ pub fn launch(
     let grid = grid.into();
     grid.validate(key.name)?;
     let spec = args.specialization();
+    // A panic in the kernel body's Rust code while tracing is an error at its line.
+    let guarded = |spec: &Specialization| tritium_dsl::trace::catch_panic(key.name, || trace(spec));
+    let trace: TraceFn<'_> = &guarded;
     if let Some(stream) = &options.stream {
         if !matches!(device, Device::Cuda(_)) {
             return Err(Error::Launch {

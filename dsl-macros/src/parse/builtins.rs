@@ -81,6 +81,8 @@ pub const BUILTINS: &[Builtin] = builtins! {
     atomic_xor(ptr, value, mask) ? 2;
     atomic_cas(ptr, cmp, value);
     cdiv(a, b);
+    static_assert(cond, msg) ? 1;
+    static_print(x);
     umulhi(x, y);
     clamp(x, min, max, propagate_nan) ? 3;
     sigmoid(x);

@@ -321,6 +321,75 @@ pub fn cast(x: impl IntoOperand, dtype: DType) -> Tile {
     })
 }
 
+/// An optional message: [`NoArg`] or text.
+pub trait OptMessage {
+    /// The message ("" when absent).
+    fn message(self) -> String;
+}
+impl OptMessage for NoArg {
+    fn message(self) -> String {
+        String::new()
+    }
+}
+impl OptMessage for &str {
+    fn message(self) -> String {
+        self.to_string()
+    }
+}
+impl OptMessage for String {
+    fn message(self) -> String {
+        self
+    }
+}
+
+/// Fails the trace at the caller's line when `cond` is false (Triton's `static_assert`):
+/// the launch returns that error. `cond` is a Rust `bool` known while tracing
+/// (constexprs are plain values then), for example `static_assert(BLOCK % 16 == 0, "…")`.
+#[track_caller]
+pub fn static_assert(cond: bool, msg: impl OptMessage) {
+    let loc = loc!();
+    if !cond {
+        let msg = msg.message();
+        let text = if msg.is_empty() {
+            "static_assert failed".to_string()
+        } else {
+            format!("static_assert failed: {msg}")
+        };
+        with(|b| b.fail(&loc, text));
+    }
+}
+
+/// What [`static_print`] shows: a tile's type, or a value known while tracing.
+pub trait StaticShow {
+    /// The text printed.
+    fn show(&self) -> String;
+}
+impl StaticShow for Tile {
+    fn show(&self) -> String {
+        self.ty().to_string()
+    }
+}
+macro_rules! static_show {
+    ($($t:ty),*) => {$(
+        impl StaticShow for $t {
+            fn show(&self) -> String {
+                format!("{self:?}")
+            }
+        }
+    )*};
+}
+static_show!(
+    &str, String, bool, i8, i16, i32, i64, u8, u16, u32, u64, usize, isize, f32, f64, DType
+);
+
+/// Prints `x` (a tile's type, or a constexpr's value) to stderr while tracing, once per
+/// compilation, prefixed with the caller's `file:line:col` (Triton's `static_print`).
+#[track_caller]
+pub fn static_print(x: impl StaticShow) {
+    let loc = loc!();
+    eprintln!("{loc}: {}", x.show());
+}
+
 /// The bits of `x` read as `dtype`, which must have the same width (Triton's
 /// `x.to(dtype, bitcast=True)`; also [`Tile::to_bitcast`]). Bools have no bitcast.
 #[track_caller]

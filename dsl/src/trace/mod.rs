@@ -5,11 +5,13 @@ mod element;
 pub mod flow;
 pub mod lang;
 mod math;
+mod panic;
 mod params;
 mod random;
 mod tile;
 
 pub use builder::Tracer;
 pub use element::{Element, Float, Int, Ptr};
+pub use panic::catch_panic;
 pub use params::{ptr_param, scalar_param, Specialization};
 pub use tile::{IntoOperand, Operand, Tile};
