@@ -656,3 +656,24 @@ fn bitcast_between_widths_is_an_error() {
         .to_string();
     assert!(err.contains("cannot bitcast tile<4xf32> to i16"), "{err}");
 }
+
+/// Python's `min(a, B)` written in a kernel: a reduction along axis `B`.
+#[kernel]
+fn pythons_min(out: Ptr<i32>, x: Ptr<i32>, #[constexpr] B: usize) {
+    let a = load(x + arange(0, 4));
+    store(out + arange(0, 4), min(a, B));
+}
+
+#[test]
+fn min_of_two_values_points_to_minimum() {
+    let x = Array1::<i32>::zeros(4);
+    let mut out = Array1::<i32>::zeros(4);
+    let err = pythons_min::launch(&Device::interpreter(), 1, &mut out, x.view(), 8)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("min: axis 8 is out of range for tile<4xi32>")
+            && err.contains("use `minimum(a, b)`"),
+        "{err}"
+    );
+}

@@ -506,7 +506,23 @@ fn reduce(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
         let rank = t.rank() as i64;
         let a = if axis < 0 { axis + rank } else { axis };
         if rank == 0 || a < 0 || a >= rank {
-            b.fail(&loc, format!("reduce axis {axis} out of range for {t}"));
+            let name = match op {
+                ReduceOp::Sum => "sum",
+                ReduceOp::Max => "max",
+                ReduceOp::Min => "min",
+                ReduceOp::ArgMax => "argmax",
+                ReduceOp::ArgMin => "argmin",
+                ReduceOp::Xor => "xor_sum",
+            };
+            let hint = match op {
+                ReduceOp::Max => "; `max(x, axis)` reduces a tile: for the larger of two values use `maximum(a, b)`",
+                ReduceOp::Min => "; `min(x, axis)` reduces a tile: for the smaller of two values use `minimum(a, b)`",
+                _ => "",
+            };
+            b.fail(
+                &loc,
+                format!("{name}: axis {axis} is out of range for {t}{hint}"),
+            );
             return x.0;
         }
         if op == ReduceOp::Xor && d.is_float() {
