@@ -14,3 +14,4 @@ mod launch_errors;
 mod math_functions;
 mod random;
 mod reductions;
+mod shape_functions;

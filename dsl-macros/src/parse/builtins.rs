@@ -42,6 +42,16 @@ pub const BUILTINS: &[Builtin] = builtins! {
     expand_dims(x, axis);
     reshape(x, shape);
     trans(x);
+    ravel(x);
+    view(x, shape);
+    zeros_like(x);
+    full_like(x, value);
+    broadcast(a, b);
+    join(a, b);
+    interleave(a, b);
+    split(x);
+    cat(a, b, can_reorder) ? 2;
+    swizzle2d(i, j, size_i, size_j, size_g);
     where_(cond, a, b);
     cast(x, dtype);
     bitcast(x, dtype);

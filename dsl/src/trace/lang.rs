@@ -11,6 +11,9 @@ pub use super::random::{
     pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn, randn4x,
     uint_to_uniform_float, umulhi, Rounds, N_ROUNDS_DEFAULT,
 };
+pub use super::shape::{
+    broadcast, cat, full_like, interleave, join, ravel, split, swizzle2d, view, zeros_like,
+};
 
 use super::builder::{with, Builder};
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};

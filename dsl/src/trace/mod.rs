@@ -8,6 +8,7 @@ mod math;
 mod panic;
 mod params;
 mod random;
+mod shape;
 mod tile;
 
 pub use builder::Tracer;

@@ -1,0 +1,174 @@
+//! Triton's shape functions that are compositions of IR ops: `ravel`, `view`,
+//! `zeros_like`, `full_like`, `broadcast`, `join`, `interleave`, `split`, `cat` and
+//! `swizzle2d`. Selections and reshapes move the elements, so every backend and the fuzzer
+//! see ops they already implement; element values pass through bit for bit (`split` reads
+//! floats through their integer bits, so -0.0 and NaN payloads survive).
+
+use super::lang::{
+    arange, bitcast, broadcast_to, cast, compare, expand_dims, fail_with, full, minimum, reshape,
+    sum, trans, where_, OptFlag,
+};
+use super::tile::{IntoOperand, Operand, Tile};
+use crate::ir::{broadcast_shapes, CmpPred, DType};
+
+/// `x` as a 1-D tile, row-major (Triton's `ravel`).
+#[track_caller]
+pub fn ravel(x: Tile) -> Tile {
+    let n = x.ty().numel();
+    reshape(x, [n])
+}
+
+/// `x` with another shape of as many elements (Triton's `view`; elements keep their
+/// row-major order, which Triton allows but does not promise).
+#[track_caller]
+pub fn view(x: Tile, shape: impl super::lang::IntoShape) -> Tile {
+    reshape(x, shape)
+}
+
+/// Zeros of `x`'s shape and dtype.
+#[track_caller]
+pub fn zeros_like(x: Tile) -> Tile {
+    full(x.shape(), 0, x.dtype())
+}
+
+/// `value` in `x`'s shape, of `x`'s dtype (Triton's `full_like` without `dtype`).
+#[track_caller]
+pub fn full_like(x: Tile, value: impl IntoOperand) -> Tile {
+    full(x.shape(), value, x.dtype())
+}
+
+/// `a` and `b` broadcast to their common shape (and promoted to a common dtype when they
+/// are literals), as Triton's `broadcast`.
+#[track_caller]
+pub fn broadcast(a: impl IntoOperand, b: impl IntoOperand) -> (Tile, Tile) {
+    let (a, b) = (a.into_operand(), b.into_operand());
+    let shape = |o: &Operand| match o {
+        Operand::Tile(t) => t.shape(),
+        _ => vec![],
+    };
+    match broadcast_shapes(&shape(&a), &shape(&b)) {
+        Some(s) => (broadcast_to(a, s.clone()), broadcast_to(b, s)),
+        None => {
+            let (ta, tb) = (broadcast_to(a, shape(&a)), broadcast_to(b, shape(&b)));
+            let msg = format!(
+                "broadcast: {} and {} have no common shape",
+                ta.ty(),
+                tb.ty()
+            );
+            (fail_with(ta, msg), tb)
+        }
+    }
+}
+
+/// `a` and `b` side by side along a new last axis of size 2 (Triton's `join`).
+#[track_caller]
+pub fn join(a: impl IntoOperand, b: impl IntoOperand) -> Tile {
+    let (a, b) = broadcast(a, b);
+    let rank = a.shape().len();
+    let mut pick = compare(arange(0, 2), CmpPred::Eq, 0);
+    for _ in 0..rank {
+        pick = expand_dims(pick, 0);
+    }
+    where_(pick, expand_dims(a, rank), expand_dims(b, rank))
+}
+
+/// `a` and `b` interleaved along their last axis: `a0, b0, a1, b1, …` (Triton's
+/// `interleave`).
+#[track_caller]
+pub fn interleave(a: impl IntoOperand, b: impl IntoOperand) -> Tile {
+    let j = join(a, b);
+    let mut shape = j.shape();
+    let two = shape.pop().unwrap_or(2);
+    if let Some(last) = shape.last_mut() {
+        *last *= two;
+    } else {
+        shape.push(two);
+    }
+    reshape(j, shape)
+}
+
+/// The two halves of `x` along its last axis, which must have size 2 (Triton's `split`).
+#[track_caller]
+pub fn split(x: Tile) -> (Tile, Tile) {
+    let shape = x.shape();
+    if shape.last() != Some(&2) {
+        let msg = format!("split needs a last axis of size 2, got {}", x.ty());
+        return (fail_with(x, msg), x);
+    }
+    let d = x.dtype();
+    // Select one half through integer bits and sum the other half's zeros away.
+    let int = match d.bits() {
+        1 => DType::I8,
+        8 => DType::I8,
+        16 => DType::I16,
+        32 => DType::I32,
+        _ => DType::I64,
+    };
+    let bits = if d.is_float() {
+        bitcast(x, int)
+    } else {
+        cast(x, int)
+    };
+    let rank = shape.len();
+    let mut iota = arange(0, 2);
+    for _ in 1..rank {
+        iota = expand_dims(iota, 0);
+    }
+    let half = |k: i32| {
+        let picked = where_(compare(iota, CmpPred::Eq, k), bits, 0);
+        let v = cast(sum(picked, rank as i64 - 1, super::lang::NoArg), int);
+        if d.is_float() {
+            bitcast(v, d)
+        } else {
+            cast(v, d)
+        }
+    };
+    (half(0), half(1))
+}
+
+/// `a` then `b` along axis 0 (Triton's `cat`; the shapes must be equal). Elements keep
+/// their order, so `can_reorder` is accepted and changes nothing.
+#[track_caller]
+pub fn cat(a: Tile, b: Tile, can_reorder: impl OptFlag) -> Tile {
+    let _ = can_reorder.flag();
+    let shape = a.shape();
+    if shape != b.shape() || shape.is_empty() {
+        let msg = format!(
+            "cat needs two tiles of one shape, got {} and {}",
+            a.ty(),
+            b.ty()
+        );
+        return fail_with(a, msg);
+    }
+    let n = a.ty().numel();
+    // [n, 2] -> [2, n] -> [2n]: all of `a`, then all of `b`.
+    let both = reshape(trans(join(ravel(a), ravel(b))), [2 * n]);
+    let mut out = shape;
+    out[0] *= 2;
+    reshape(both, out)
+}
+
+/// Triton's `swizzle2d`: maps row-major indices `(i, j)` of a `size_i × size_j` grid to
+/// column-major within groups of `size_g` rows, so neighbouring programs share tiles.
+#[track_caller]
+pub fn swizzle2d(
+    i: impl IntoOperand,
+    j: impl IntoOperand,
+    size_i: impl IntoOperand,
+    size_j: impl IntoOperand,
+    size_g: impl IntoOperand,
+) -> (Tile, Tile) {
+    let (i, j) = (cast(i, DType::I32), cast(j, DType::I32));
+    let (size_i, size_j, size_g) = (
+        cast(size_i, DType::I32),
+        cast(size_j, DType::I32),
+        cast(size_g, DType::I32),
+    );
+    let ij = i * size_j + j;
+    let size_gj = size_g * size_j;
+    let group_id = ij / size_gj;
+    let off_i = group_id * size_g;
+    let size_g = minimum(size_i - off_i, size_g);
+    let ij = ij % size_gj;
+    (off_i + ij % size_g, ij / size_g)
+}

@@ -1,0 +1,176 @@
+//! Triton's shape compositions (`ravel`, `view`, `zeros_like`, `full_like`, `broadcast`,
+//! `join`, `interleave`, `split`, `cat`, `swizzle2d`) on every device against plain Rust,
+//! bit for bit (NaN payloads and -0.0 included).
+
+use crate::common::all_devices;
+use ndarray::{Array1, Array2};
+use tritium::prelude::*;
+
+/// Each composition of `a` and `b` (`R × C`), flattened into `out`.
+#[kernel]
+fn shapes<T: Element>(
+    joined: Ptr<T>,
+    interleaved: Ptr<T>,
+    concatenated: Ptr<T>,
+    halves: Ptr<T>,
+    misc: Ptr<T>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let offs = r[(.., None)] * C as i32 + c[(None, ..)];
+    let x = load(a + offs);
+    let y = load(b + offs);
+    let n = (R * C) as i32;
+    let j = join(x, y);
+    store(joined + arange(0, R * C * 2), ravel(j));
+    store(interleaved + arange(0, R * C * 2), ravel(interleave(x, y)));
+    store(concatenated + arange(0, 2 * R * C), ravel(cat(x, y)));
+    let (lo, hi) = split(j);
+    store(halves + offs, lo);
+    store(halves + n + offs, hi);
+    let (bx, by) = broadcast(x, y);
+    store(misc + offs, bx);
+    store(misc + n + offs, by);
+    store(misc + 2 * n + offs, zeros_like(x));
+    store(misc + 3 * n + offs, full_like(x, 3));
+}
+
+fn check_shapes<T>(a: Array2<T>, b: Array2<T>, bits: fn(&T) -> u64)
+where
+    T: Element + Copy + Default + std::fmt::Debug + From<u8>,
+{
+    let (r, c) = a.dim();
+    let n = r * c;
+    let (af, bf): (Vec<T>, Vec<T>) = (a.iter().copied().collect(), b.iter().copied().collect());
+    let joined: Vec<T> = af.iter().zip(&bf).flat_map(|(x, y)| [*x, *y]).collect();
+    let concatenated: Vec<T> = af.iter().chain(&bf).copied().collect();
+    let halves = concatenated.clone();
+    let misc: Vec<T> = af
+        .iter()
+        .chain(&bf)
+        .copied()
+        .chain(std::iter::repeat_n(T::default(), n))
+        .chain(std::iter::repeat_n(T::from(3), n))
+        .collect();
+    let as_bits = |v: &[T]| v.iter().map(bits).collect::<Vec<u64>>();
+    for device in all_devices() {
+        let z = || Array1::from_elem(2 * n, T::default());
+        let (mut j, mut i, mut k, mut h) = (z(), z(), z(), z());
+        let mut m = Array1::from_elem(4 * n, T::default());
+        shapes::launch(
+            &device,
+            1,
+            &mut j,
+            &mut i,
+            &mut k,
+            &mut h,
+            &mut m,
+            a.view(),
+            b.view(),
+            r,
+            c,
+        )
+        .unwrap();
+        assert_eq!(
+            as_bits(j.as_slice().unwrap()),
+            as_bits(&joined),
+            "{device:?} join"
+        );
+        assert_eq!(
+            as_bits(i.as_slice().unwrap()),
+            as_bits(&joined),
+            "{device:?} interleave"
+        );
+        assert_eq!(
+            as_bits(k.as_slice().unwrap()),
+            as_bits(&concatenated),
+            "{device:?} cat"
+        );
+        assert_eq!(
+            as_bits(h.as_slice().unwrap()),
+            as_bits(&halves),
+            "{device:?} split"
+        );
+        assert_eq!(
+            as_bits(m.as_slice().unwrap()),
+            as_bits(&misc),
+            "{device:?} broadcast/zeros_like/full_like"
+        );
+    }
+}
+
+#[test]
+fn shape_compositions_move_bits_exactly() {
+    let (r, c) = (4, 8);
+    let special = [
+        0.0,
+        -0.0,
+        f32::NAN,
+        f32::from_bits(0xFFC0_0ABC),
+        f32::INFINITY,
+        -1.5,
+        1e-42,
+        7.0,
+    ];
+    let a = Array2::from_shape_fn((r, c), |(i, j)| {
+        special[(i + j) % 8] * if i > 1 { 3.0 } else { 1.0 }
+    });
+    let b = Array2::from_shape_fn((r, c), |(i, j)| -special[(i * 3 + j) % 8]);
+    check_shapes(a, b, |v: &f32| v.to_bits() as u64);
+    let a = Array2::from_shape_fn((r, c), |(i, j)| {
+        ((i * 100 + j) as i64 - 50) ^ (i64::MIN * (j % 2) as i64)
+    });
+    let b = Array2::from_shape_fn((r, c), |(i, j)| -((i * 7 + j) as i64));
+    check_shapes(a, b, |v: &i64| *v as u64);
+    let a = Array2::from_shape_fn((r, c), |(i, j)| {
+        half::f16::from_f32(special[(i + 2 * j) % 8])
+    });
+    let b = Array2::from_shape_fn((r, c), |(i, j)| half::f16::from_f32(i as f32 - j as f32));
+    check_shapes(a, b, |v: &half::f16| v.to_bits() as u64);
+    let a = Array2::from_shape_fn((r, c), |(i, j)| (i * 37 + j * 11) as u8);
+    let b = Array2::from_shape_fn((r, c), |(i, j)| 255 - (i * 3 + j) as u8);
+    check_shapes(a, b, |v: &u8| *v as u64);
+}
+
+/// Triton's grouped program order for a `M × N` grid of tiles in groups of `G` rows.
+#[kernel]
+fn swizzled(
+    rows: Ptr<i32>,
+    cols: Ptr<i32>,
+    #[constexpr] M: usize,
+    #[constexpr] N: usize,
+    #[constexpr] G: usize,
+) {
+    let m = arange(0, M);
+    let n = arange(0, N);
+    let (i, j) = swizzle2d(m[(.., None)], n[(None, ..)], M as i32, N as i32, G as i32);
+    let offs = m[(.., None)] * N as i32 + n[(None, ..)];
+    store(rows + offs, i);
+    store(cols + offs, j);
+}
+
+#[test]
+fn swizzle2d_matches_tritons_formula() {
+    let (m, n, g) = (8usize, 4usize, 3usize);
+    let mut want = (Vec::new(), Vec::new());
+    for i in 0..m {
+        for j in 0..n {
+            let ij = i * n + j;
+            let group = ij / (g * n);
+            let off_i = group * g;
+            let size_g = (m - off_i).min(g);
+            let ij = ij % (g * n);
+            want.0.push((off_i + ij % size_g) as i32);
+            want.1.push((ij / size_g) as i32);
+        }
+    }
+    for device in all_devices() {
+        let (mut rows, mut cols) = (Array1::<i32>::zeros(m * n), Array1::<i32>::zeros(m * n));
+        swizzled::launch(&device, 1, &mut rows, &mut cols, m, n, g).unwrap();
+        assert_eq!((rows.to_vec(), cols.to_vec()), want, "{device:?}");
+    }
+}
