@@ -8,14 +8,24 @@
 //! re-vectorized fully unrolled small tiles. The pipeline's own switch
 //! (`PipelineTuningOptions::SLPVectorization`, set through the C API) did not keep
 //! `default<O3>` from running the pass here, so the pass's `-vectorize-slp` flag is used.
+//!
+//! Without SLP, loops of up to 16 iterations are the only ones LLVM unrolls fully before the
+//! loop vectorizer runs (`-unroll-full-max-count=16`): the CPU code generator's chunk loops
+//! (32 lanes) used to be unrolled into straight-line code that only SLP re-vectorized
+//! (vector add ran at 0.62-0.73 of the bandwidth loop without it, 0.90-0.93 with this flag,
+//! SLP on: 0.88-0.90; `scripts/dev bench`, same machine, interleaved runs).
 
 use std::ffi::CString;
 use std::sync::Once;
 
 static SET: Once = Once::new();
 
-/// The flags given to LLVM's command-line parser, once per process.
-const FLAGS: &[&str] = &["tritium", "-vectorize-slp=false"];
+/// The flags given to LLVM's command-line parser, once per process (see the module docs).
+const FLAGS: &[&str] = &[
+    "tritium",
+    "-vectorize-slp=false",
+    "-unroll-full-max-count=16",
+];
 
 /// Applies [`FLAGS`] (idempotent; every target's initialization calls it).
 pub(crate) fn apply() {

@@ -3,11 +3,15 @@
 //! otherwise stand in for the new (tests pass on stale objects until the cache is empty).
 
 /// Host objects (the CPU backend).
-pub(crate) const CPU: &str = concat!("tritium-", env!("CARGO_PKG_VERSION"), "-llvm19-cg17-no-slp");
+pub(crate) const CPU: &str = concat!(
+    "tritium-",
+    env!("CARGO_PKG_VERSION"),
+    "-llvm19-cg18-no-slp-lv16"
+);
 
 /// PTX (the CUDA backend).
 pub(crate) const NVPTX: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-nvptx13-no-slp"
+    "-llvm19-nvptx14-no-slp-lv16"
 );
