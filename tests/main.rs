@@ -14,4 +14,5 @@ mod launch_errors;
 mod math_functions;
 mod random;
 mod reductions;
+mod scans;
 mod shape_functions;

@@ -5,7 +5,7 @@
 //! fails until the generator makes it.
 
 use std::collections::BTreeSet;
-use tritium_dsl::ir::{AtomicOp, BinOp, CmpPred, Function, Mode, Op, ReduceOp, UnOp};
+use tritium_dsl::ir::{AtomicOp, BinOp, CmpPred, Function, Mode, Op, ReduceOp, ScanOp, UnOp};
 
 /// The kind of an op: its mnemonic, refined by its operator where it has one
 /// (`binary.add`, `reduce.argmax`, `load.masked.other`, `custom.simt`).
@@ -29,6 +29,7 @@ pub fn kind(op: &Op) -> String {
         Op::Bitcast(_) => "bitcast".into(),
         Op::AddPtr(..) => "addptr".into(),
         Op::Reduce { op, .. } => format!("reduce.{}", op.name()),
+        Op::Scan { op, .. } => format!("scan.{}", op.name()),
         Op::Dot { .. } => "dot".into(),
         Op::Load { mask, other, .. } => match (mask, other) {
             (None, _) => "load".into(),
@@ -88,6 +89,7 @@ pub fn all_kinds() -> BTreeSet<String> {
     k.extend(UnOp::ALL.iter().map(|u| format!("unary.{}", u.name())));
     k.extend(CmpPred::ALL.iter().map(|p| format!("cmp.{}", p.name())));
     k.extend(ReduceOp::ALL.iter().map(|r| format!("reduce.{}", r.name())));
+    k.extend(ScanOp::ALL.iter().map(|r| format!("scan.{}", r.name())));
     k.extend(AtomicOp::ALL.iter().map(|a| format!("atomic.{}", a.name())));
     k.extend(
         [Mode::Simt, Mode::Simd]

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use tritium_dsl::ir::{
-    BinOp, Block, Const, DType, Function, Inst, Op, ReduceOp, Type, UnOp, Value,
+    BinOp, Block, Const, DType, Function, Inst, Op, ReduceOp, ScanOp, Type, UnOp, Value,
 };
 
 /// How far devices may disagree on a value.
@@ -480,6 +480,24 @@ pub fn transfer<'t>(
             }
         }
         Op::AddPtr(p, o) => exact_only(&[get(*p), get(*o)], Info::EXACT),
+        // In order on every target: exact when the input is; running sums of small
+        // integers stay small integers.
+        Op::Scan { op, x, axis, .. } => {
+            let (xi, n) = (get(*x), ty(*x).shape[*axis as usize] as f64);
+            let bound = match op {
+                ScanOp::Sum => xi.int_bound.map(|b| b * n),
+                ScanOp::Prod => xi.int_bound.filter(|b| *b <= 1.0),
+            };
+            let d = ty(*x).dtype().expect("numbers");
+            let int_bound = bound.filter(|b| !d.is_float() || *b <= exact_int_limit(d));
+            exact_only(
+                &[xi],
+                Info {
+                    int_bound,
+                    ..Info::EXACT
+                },
+            )
+        }
         Op::Reduce { op, x, axis } => {
             let xt = ty(*x);
             reduce(*op, get(*x), xt, xt.shape[*axis as usize])

@@ -7,6 +7,7 @@ use super::eval;
 use super::memory::Memory;
 use super::numeric::wrap_signed;
 use super::reduce::reduce;
+use super::scan::scan;
 use super::value::Data;
 use crate::{Error, Result};
 use ndarray::{ArrayD, IxDyn};
@@ -281,6 +282,15 @@ impl<'a> Program<'a> {
             Op::Reduce { op, x, axis } => {
                 let d = self.operand_dtype(inst, *x)?;
                 one(reduce(*op, d, self.get(inst, *x)?, *axis as usize))
+            }
+            Op::Scan {
+                op,
+                x,
+                axis,
+                reverse,
+            } => {
+                let d = self.operand_dtype(inst, *x)?;
+                one(scan(*op, d, self.get(inst, *x)?, *axis as usize, *reverse))
             }
             Op::Dot { a, b, acc } => {
                 let d = self.result_dtype(inst)?;

@@ -44,6 +44,7 @@ mod exec;
 mod memory;
 mod numeric;
 mod reduce;
+mod scan;
 mod value;
 
 use crate::launch::{Grid, RawArg};

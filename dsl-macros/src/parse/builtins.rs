@@ -79,6 +79,8 @@ pub const BUILTINS: &[Builtin] = builtins! {
     argmax(x, axis, keep_dims) ? 2;
     argmin(x, axis, keep_dims) ? 2;
     xor_sum(x, axis, keep_dims) ? 1;
+    cumsum(x, axis, reverse) ? 1;
+    cumprod(x, axis, reverse) ? 1;
     dot(a, b, acc) ? 2;
     load(ptr, mask, other) ? 1;
     store(ptr, value, mask) ? 2;

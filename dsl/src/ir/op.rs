@@ -121,6 +121,16 @@ named_enum! {
 }
 
 named_enum! {
+    /// Inclusive scans along one axis.
+    ScanOp {
+        /// Running sum (Triton's `cumsum`).
+        Sum = "sum",
+        /// Running product (Triton's `cumprod`).
+        Prod = "prod",
+    }
+}
+
+named_enum! {
     /// Read-modify-write atomics; each returns the old value.
     AtomicOp {
         /// `*p += v`.
@@ -197,6 +207,20 @@ pub enum Op {
     Bitcast(Value),
     /// Pointer plus element offset (integer tile), elementwise.
     AddPtr(Value, Value),
+    /// Inclusive scan of `x` along `axis` (the shape is kept): element `i` combines the
+    /// elements `0..=i` of its line in index order (`i..` from the end when `reverse`), so
+    /// float results are the same on every target. f16/bf16 accumulate in f32 and round
+    /// each result.
+    Scan {
+        /// The combining op.
+        op: ScanOp,
+        /// The input.
+        x: Value,
+        /// The scanned axis.
+        axis: u32,
+        /// From the last element of each line to the first.
+        reverse: bool,
+    },
     /// Reduction along `axis`; the axis is removed from the shape.
     Reduce {
         /// Which reduction.
@@ -316,6 +340,7 @@ impl Op {
             Op::Bitcast(_) => "bitcast",
             Op::AddPtr(..) => "addptr",
             Op::Reduce { .. } => "reduce",
+            Op::Scan { .. } => "scan",
             Op::Dot { .. } => "dot",
             Op::Load { .. } => "load",
             Op::Store { .. } => "store",
@@ -340,7 +365,10 @@ impl Op {
             | Op::Trans(x)
             | Op::Cast(x)
             | Op::Bitcast(x) => vec![*x],
-            Op::ExpandDims { x, .. } | Op::Unary(_, x) | Op::Reduce { x, .. } => vec![*x],
+            Op::ExpandDims { x, .. }
+            | Op::Unary(_, x)
+            | Op::Reduce { x, .. }
+            | Op::Scan { x, .. } => vec![*x],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![*a, *b],
             Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![*a, *b, *c],
             Op::Dot { a, b, acc } => vec![*a, *b, *acc],
@@ -415,6 +443,7 @@ impl Op {
             | Op::ExpandDims { x, .. }
             | Op::Unary(_, x)
             | Op::Reduce { x, .. }
+            | Op::Scan { x, .. }
             | Op::Condition(x) => vec![x],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![a, b],
             Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![a, b, c],

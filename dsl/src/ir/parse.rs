@@ -6,8 +6,8 @@
 
 use super::{
     AtomicOp, BinOp, Bitcode, Block, CmpPred, Const, CoreType, CustomAttrs, CustomCall, DType,
-    Elem, ExtraBuffer, Function, Inst, Loc, Mode, Op, Param, Pipe, ReduceOp, Type, UnOp, Value,
-    MAX_NESTING, MAX_VALUES,
+    Elem, ExtraBuffer, Function, Inst, Loc, Mode, Op, Param, Pipe, ReduceOp, ScanOp, Type, UnOp,
+    Value, MAX_NESTING, MAX_VALUES,
 };
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -659,6 +659,7 @@ impl Parser {
             "arange" => (&["start", "end"], &[]),
             "cmp" => (&["pred"], &[]),
             "reduce" => (&["op", "axis"], &[]),
+            "scan" => (&["op", "axis", "reverse"], &[]),
             "atomic" => (&["op"], &["mask"]),
             "load" => (&[], &["mask", "other"]),
             "store" => (&[], &["mask"]),
@@ -757,6 +758,26 @@ impl Parser {
             "addptr" => {
                 arity(2)?;
                 Op::AddPtr(ops[0], ops[1])
+            }
+            "scan" => {
+                arity(1)?;
+                let o = attr("op")?;
+                let o = ScanOp::from_name(o).ok_or_else(|| self.err(format!("bad op `{o}`")))?;
+                let reverse = match attr("reverse")? {
+                    "true" => true,
+                    "false" => false,
+                    r => {
+                        return Err(self.err(format!(
+                            "attribute `reverse` must be true or false, got `{r}`"
+                        )))
+                    }
+                };
+                Op::Scan {
+                    op: o,
+                    x: ops[0],
+                    axis: axis()?,
+                    reverse,
+                }
             }
             "reduce" => {
                 arity(1)?;

@@ -73,6 +73,12 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         Op::ExpandDims { axis, .. } => attrs.push(format!("axis = {axis}")),
         Op::Cmp(p, ..) => attrs.push(format!("pred = {}", p.name())),
         Op::Reduce { op, axis, .. } => attrs.push(format!("op = {}, axis = {axis}", op.name())),
+        Op::Scan {
+            op, axis, reverse, ..
+        } => attrs.push(format!(
+            "op = {}, axis = {axis}, reverse = {reverse}",
+            op.name()
+        )),
         Op::Atomic { op, .. } => attrs.push(format!("op = {}", op.name())),
         _ => {}
     }

@@ -366,6 +366,18 @@ impl<'a> Verifier<'a> {
                 }
                 same(res[0], pt, "result type")?;
             }
+            Op::Scan { op, x, axis, .. } => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                let d = num(*x)?;
+                if *axis as usize >= xt.rank() {
+                    return Err(e(format!("scan axis {axis} out of range for {xt}")));
+                }
+                if d.is_bool() {
+                    return Err(e(format!("scan {} needs numbers, got {xt}", op.name())));
+                }
+                same(res[0], xt, "scan type")?;
+            }
             Op::Reduce { op, x, axis } => {
                 want_results(1)?;
                 let xt = self.ty(*x);

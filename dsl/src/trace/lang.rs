@@ -18,7 +18,8 @@ pub use super::shape::{
 use super::builder::{with, Builder};
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};
 use crate::ir::{
-    broadcast_shapes, AtomicOp, BinOp, CmpPred, Const, DType, Elem, Loc, Op, ReduceOp, Type, UnOp,
+    broadcast_shapes, AtomicOp, BinOp, CmpPred, Const, DType, Elem, Loc, Op, ReduceOp, ScanOp,
+    Type, UnOp,
 };
 
 /// The absent optional argument.
@@ -664,6 +665,67 @@ reduce_fns! {
     argmin => ArgMin;
     /// Bitwise xor of integers or bools along `axis` (or of every element), as [`sum`].
     xor_sum => Xor;
+}
+
+/// The running `op` of `x` along `axis` (default 0; negative counts from the end), from the
+/// end when `reverse`. Sums of bools and of integers narrower than 32 bits run in i32 (u32
+/// for unsigned), as Triton's `cumsum`; products of bools are an error.
+fn scan(op: ScanOp, x: Tile, axis: Option<i64>, reverse: bool, loc: Loc) -> Tile {
+    let name = match op {
+        ScanOp::Sum => "cumsum",
+        ScanOp::Prod => "cumprod",
+    };
+    emit(|b| {
+        let t = b.ty(x.0).clone();
+        let Some(mut d) = t.dtype() else {
+            b.fail(&loc, format!("{name} needs numbers, got {t}"));
+            return x.0;
+        };
+        let rank = t.rank() as i64;
+        let axis = axis.unwrap_or(0);
+        let a = if axis < 0 { axis + rank } else { axis };
+        if rank == 0 || a < 0 || a >= rank {
+            b.fail(&loc, format!("{name}: axis {axis} is out of range for {t}"));
+            return x.0;
+        }
+        let mut v = x.0;
+        if d.is_bool() && op == ScanOp::Prod {
+            b.fail(&loc, format!("cumprod needs numbers, got {t}"));
+            return x.0;
+        }
+        if op == ScanOp::Sum && (d.is_bool() || (d.is_int() && d.bits() < 32)) {
+            d = if d.is_unsigned_int() {
+                DType::U32
+            } else {
+                DType::I32
+            };
+            v = b.cast(v, d, &loc);
+        }
+        b.push1(
+            Op::Scan {
+                op,
+                x: v,
+                axis: a as u32,
+                reverse,
+            },
+            t.with_elem(Elem::Scalar(d)),
+            loc,
+        )
+    })
+}
+
+/// Running sums along `axis` (default 0), from the end when `reverse = true` (Triton's
+/// `cumsum`). Every target adds in index order, so float results agree bit for bit.
+#[track_caller]
+pub fn cumsum(x: Tile, axis: impl OptAxis, reverse: impl OptFlag) -> Tile {
+    scan(ScanOp::Sum, x, axis.axis(), reverse.flag(), loc!())
+}
+
+/// Running products along `axis` (default 0), from the end when `reverse = true` (Triton's
+/// `cumprod`).
+#[track_caller]
+pub fn cumprod(x: Tile, axis: impl OptAxis, reverse: impl OptFlag) -> Tile {
+    scan(ScanOp::Prod, x, axis.axis(), reverse.flag(), loc!())
 }
 
 /// `a @ b + acc` for 2-D tiles. Without `acc` the accumulator is zeros of f32 for float

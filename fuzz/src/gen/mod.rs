@@ -25,7 +25,7 @@ use crate::Rng;
 use std::collections::HashMap;
 use tritium_dsl::ir::{
     AtomicOp, BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Loc, Op, Param, ReduceOp,
-    Type, UnOp, Value,
+    ScanOp, Type, UnOp, Value,
 };
 
 /// Elements of each program's region of an output buffer (tiles are at most this big).
@@ -345,7 +345,7 @@ impl Gen {
         if self.expr_depth > 4 {
             return self.leaf(d, shape, need);
         }
-        let v = match self.rng.weighted(&[3, 2, 2, 3, 3, 10, 2, 2, 3, 2]) {
+        let v = match self.rng.weighted(&[3, 2, 2, 3, 3, 10, 2, 2, 3, 2, 1]) {
             0 => self.leaf(d, shape, need),
             1 if !shape.is_empty() => {
                 let s = self.value(d, &[], need);
@@ -362,6 +362,7 @@ impl Gen {
                 Some(v) => v,
                 None => self.elementwise(d, shape, need),
             },
+            10 if !shape.is_empty() && !d.is_bool() => self.scan_into(d, shape, need),
             _ => self.leaf(d, shape, need),
         };
         if need.accepts(&self.info(v)) {
@@ -858,6 +859,32 @@ impl Gen {
                 op,
                 x,
                 axis: axis as u32,
+            },
+            Self::tile(d, shape),
+        )
+    }
+
+    /// A running sum or product along one axis (in order on every target, so floats
+    /// compare exactly; `fix` bounds the result when small integers are needed).
+    fn scan_into(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        let op = *self.rng.pick(ScanOp::ALL);
+        let axis = self.rng.below(shape.len());
+        let len = shape[axis] as f64;
+        let sub = Need {
+            exact: true,
+            bound: need.bound.map(|b| match op {
+                ScanOp::Sum => (b / len).floor().max(1.0),
+                ScanOp::Prod => 1.0,
+            }),
+        };
+        let x = self.value(d, shape, sub);
+        let reverse = self.rng.chance(0.5);
+        self.push1(
+            Op::Scan {
+                op,
+                x,
+                axis: axis as u32,
+                reverse,
             },
             Self::tile(d, shape),
         )

@@ -18,6 +18,7 @@ mod memory;
 mod plan;
 mod prefetch;
 mod reduce;
+mod scan;
 mod types;
 
 use inkwell::builder::Builder;
@@ -514,6 +515,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::Store { .. } => self.store(inst),
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
             Op::Reduce { .. } => self.reduce(inst),
+            Op::Scan { .. } => self.scan(inst),
             Op::Dot { .. } => self.dot(inst),
             Op::For { .. } => self.for_loop(inst),
             Op::If { .. } => self.if_else(inst),

@@ -25,6 +25,7 @@ mod memory;
 mod recompute;
 mod reduce;
 mod scalar;
+mod scan;
 mod sync;
 mod types;
 
@@ -590,6 +591,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::Store { .. } => self.store(inst),
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
             Op::Reduce { .. } => self.reduce(inst),
+            Op::Scan { .. } => self.scan(inst),
             Op::Dot { .. } => self.dot(inst),
             Op::For { .. } => self.for_loop(inst),
             Op::If { .. } => self.if_else(inst),

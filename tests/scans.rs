@@ -1,0 +1,176 @@
+//! `cumsum` and `cumprod` along either axis, forwards and reversed, on every device against
+//! plain Rust folds in the same order: bit for bit, floats included.
+
+use crate::common::{all_devices, random_f32};
+use ndarray::{Array1, Array2, Axis};
+use tritium::prelude::*;
+
+/// Running sums and products of `x` (`R × C`) along both axes, forwards and reversed, in
+/// eight `R × C` blocks of `out`.
+#[kernel]
+fn scans<T: Element, U: Element>(
+    sums: Ptr<T>,
+    prods: Ptr<U>,
+    x: Ptr<U>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let offs = r[(.., None)] * C as i32 + c[(None, ..)];
+    let n = (R * C) as i32;
+    let t = load(x + offs);
+    store(sums + offs, cumsum(t));
+    store(sums + n + offs, cumsum(t, 1));
+    store(sums + 2 * n + offs, cumsum(t, 0, reverse = true));
+    store(sums + 3 * n + offs, cumsum(t, -1, reverse = true));
+    store(prods + offs, cumprod(t));
+    store(prods + n + offs, cumprod(t, 1));
+    store(prods + 2 * n + offs, cumprod(t, 0, reverse = true));
+    store(prods + 3 * n + offs, cumprod(t, 1, reverse = true));
+}
+
+/// The four running folds of `x` with `f` (axis 0, axis 1, axis 0 reversed, axis 1
+/// reversed), flattened one after the other.
+fn folds<A: Copy, R: Copy>(x: &Array2<A>, start: impl Fn(A) -> R, f: impl Fn(R, A) -> R) -> Vec<R> {
+    let mut all = Vec::new();
+    for (axis, reverse) in [(0, false), (1, false), (0, true), (1, true)] {
+        let mut out = x.mapv(&start);
+        for (line, mut o) in x
+            .lanes(Axis(axis))
+            .into_iter()
+            .zip(out.lanes_mut(Axis(axis)))
+        {
+            let n = line.len();
+            let mut acc: Option<R> = None;
+            for k in 0..n {
+                let i = if reverse { n - 1 - k } else { k };
+                let next = match acc {
+                    None => start(line[i]),
+                    Some(a) => f(a, line[i]),
+                };
+                o[i] = next;
+                acc = Some(next);
+            }
+        }
+        all.extend(out.iter().copied());
+    }
+    all
+}
+
+fn check<T, U>(
+    x: Array2<U>,
+    sums: Vec<T>,
+    prods: Vec<U>,
+    bits_t: fn(&T) -> u64,
+    bits_u: fn(&U) -> u64,
+) where
+    T: Element + Copy + Default + std::fmt::Debug,
+    U: Element + Copy + Default + std::fmt::Debug,
+{
+    let (r, c) = x.dim();
+    for device in all_devices() {
+        let mut s = Array1::from_elem(4 * r * c, T::default());
+        let mut p = Array1::from_elem(4 * r * c, U::default());
+        scans::launch(&device, 1, &mut s, &mut p, x.view(), r, c).unwrap();
+        let got_s: Vec<u64> = s.iter().map(bits_t).collect();
+        let got_p: Vec<u64> = p.iter().map(bits_u).collect();
+        assert_eq!(
+            got_s,
+            sums.iter().map(bits_t).collect::<Vec<_>>(),
+            "{device:?} {:?} cumsum",
+            U::DTYPE
+        );
+        assert_eq!(
+            got_p,
+            prods.iter().map(bits_u).collect::<Vec<_>>(),
+            "{device:?} {:?} cumprod",
+            U::DTYPE
+        );
+    }
+}
+
+#[test]
+fn running_sums_and_products_match_rust_in_order() {
+    let (r, c) = (8, 16);
+    // f32: arbitrary values, so the order of the adds shows in the low bits.
+    let x = Array2::from_shape_vec((r, c), random_f32(r * c, 3))
+        .unwrap()
+        .mapv(|v| v * 3.7 + 0.1);
+    let bits32 = |v: &f32| {
+        if v.is_nan() {
+            u64::MAX
+        } else {
+            v.to_bits() as u64
+        }
+    };
+    check(
+        x.clone(),
+        folds(&x, |v| v, |a, v| a + v),
+        folds(&x, |v| v, |a, v| a * v),
+        bits32,
+        bits32,
+    );
+    // f16: f32 accumulators, each result rounded.
+    let h = x.mapv(half::f16::from_f32);
+    let to16 = |v: f32| half::f16::from_f32(v);
+    let sums: Vec<half::f16> = folds(&h, |v| v.to_f32(), |a, v| a + v.to_f32())
+        .into_iter()
+        .map(to16)
+        .collect();
+    let prods: Vec<half::f16> = folds(&h, |v| v.to_f32(), |a, v| a * v.to_f32())
+        .into_iter()
+        .map(to16)
+        .collect();
+    let bits16 = |v: &half::f16| {
+        if v.is_nan() {
+            u64::MAX
+        } else {
+            v.to_bits() as u64
+        }
+    };
+    check(h, sums, prods, bits16, bits16);
+    // i32 wraps.
+    let xi = Array2::from_shape_fn((r, c), |(i, j)| {
+        (i as i32 * 1_000_003) ^ (j as i32 * -70_001) | 1
+    });
+    let bi = |v: &i32| *v as u32 as u64;
+    check(
+        xi.clone(),
+        folds(&xi, |v| v, i32::wrapping_add),
+        folds(&xi, |v| v, i32::wrapping_mul),
+        bi,
+        bi,
+    );
+    // i8: sums run in i32, products wrap in i8.
+    let x8 = Array2::from_shape_fn((r, c), |(i, j)| (i * 31 + j * 7) as i8);
+    let sums: Vec<i32> = folds(&x8, |v| v as i32, |a, v| a + v as i32);
+    let b8 = |v: &i8| *v as u8 as u64;
+    check(
+        x8.clone(),
+        sums,
+        folds(&x8, |v| v, i8::wrapping_mul),
+        bi,
+        b8,
+    );
+}
+
+/// A scan of bools' products, as a user might write.
+#[kernel]
+fn cumprod_of_bools(out: Ptr<bool>, x: Ptr<bool>) {
+    let r = arange(0, 4);
+    store(out + r, cumprod(load(x + r)));
+}
+
+#[test]
+fn cumprod_of_bools_is_an_error() {
+    let x = Array1::from_elem(4, true);
+    let mut out = Array1::from_elem(4, false);
+    let err = cumprod_of_bools::launch(&Device::cpu(), 1, &mut out, x.view())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cumprod needs numbers, got tile<4xbool>"),
+        "{err}"
+    );
+}
