@@ -174,3 +174,65 @@ fn swizzle2d_matches_tritons_formula() {
         assert_eq!((rows.to_vec(), cols.to_vec()), want, "{device:?}");
     }
 }
+
+/// `flip` of a `R × C` tile along each axis (the default is the last), and of a masked
+/// load (lanes past `n` read 0) along its only axis.
+#[kernel]
+fn flips(
+    out: Ptr<f32>,
+    masked: Ptr<f32>,
+    x: Ptr<f32>,
+    n: i32,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let offs = r[(.., None)] * C as i32 + c[(None, ..)];
+    let t = load(x + offs);
+    let m = (R * C) as i32;
+    store(out + offs, flip(t));
+    store(out + m + offs, flip(t, 0));
+    store(out + 2 * m + offs, flip(t, -2) + flip(flip(t, 1), 1));
+    let k = arange(0, C);
+    store(masked + k, flip(load(x + k, mask = k < n, other = 0.0)));
+}
+
+#[test]
+fn flip_reverses_either_axis() {
+    let (r, c) = (4, 16);
+    let x = Array2::from_shape_fn((r, c), |(i, j)| (i * c + j) as f32 - 0.5);
+    let mut want = Vec::new();
+    want.extend(
+        (0..r)
+            .flat_map(|i| (0..c).map(move |j| (i, c - 1 - j)))
+            .map(|p| x[p]),
+    );
+    want.extend(
+        (0..r)
+            .flat_map(|i| (0..c).map(move |j| (r - 1 - i, j)))
+            .map(|p| x[p]),
+    );
+    want.extend(
+        (0..r)
+            .flat_map(|i| (0..c).map(move |j| (i, j)))
+            .map(|(i, j)| x[(r - 1 - i, j)] + x[(i, j)]),
+    );
+    let n = 5;
+    let masked: Vec<f32> = (0..c)
+        .map(|k| {
+            if c - 1 - k < n {
+                x[(0, c - 1 - k)]
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    for device in all_devices() {
+        let mut out = Array1::<f32>::zeros(3 * r * c);
+        let mut got = Array1::<f32>::zeros(c);
+        flips::launch(&device, 1, &mut out, &mut got, x.view(), n as i32, r, c).unwrap();
+        assert_eq!(out.to_vec(), want, "{device:?}");
+        assert_eq!(got.to_vec(), masked, "{device:?} masked");
+    }
+}

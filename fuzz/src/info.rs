@@ -447,7 +447,8 @@ pub fn transfer<'t>(
         | Op::Broadcast(x)
         | Op::ExpandDims { x, .. }
         | Op::Reshape(x)
-        | Op::Trans(x) => get(*x),
+        | Op::Trans(x)
+        | Op::Flip { x, .. } => get(*x),
         Op::Binary(op, a, b) => binary(*op, get(*a), get(*b), ty(*a)),
         Op::Unary(op, x) => unary(*op, get(*x), ty(*x)),
         Op::Cmp(_, a, b) => exact_only(&[get(*a), get(*b)], Info::EXACT),

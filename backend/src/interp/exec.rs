@@ -233,6 +233,10 @@ impl<'a> Program<'a> {
                 .get(inst, *x)?
                 .trans()
                 .ok_or_else(|| shape_err("transpose"))),
+            Op::Flip { x, axis } => one(self
+                .get(inst, *x)?
+                .flip(*axis as usize)
+                .ok_or_else(|| shape_err("flip"))),
             Op::Binary(op, a, b) => {
                 let d = self.result_dtype(inst)?;
                 one(eval::binary(

@@ -172,6 +172,18 @@ impl Data {
     }
 
     /// Transposes a 2-D value (the result is in standard row-major layout).
+    /// The elements in reverse order along `axis`.
+    pub(crate) fn flip(&self, axis: usize) -> Option<Data> {
+        if axis >= self.shape().len() {
+            return None;
+        }
+        Some(map_data!(self, |a| {
+            let mut v = a.view();
+            v.invert_axis(ndarray::Axis(axis));
+            v.as_standard_layout().into_owned()
+        }))
+    }
+
     pub(crate) fn trans(&self) -> Option<Data> {
         if self.shape().len() != 2 {
             return None;

@@ -43,6 +43,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     reshape(x, shape);
     trans(x);
     ravel(x);
+    flip(x, dim) ? 1;
     view(x, shape);
     zeros_like(x);
     full_like(x, value);

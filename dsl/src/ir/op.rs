@@ -207,6 +207,13 @@ pub enum Op {
     Bitcast(Value),
     /// Pointer plus element offset (integer tile), elementwise.
     AddPtr(Value, Value),
+    /// `x` with the order of its elements along `axis` reversed (Triton's `flip`).
+    Flip {
+        /// The input.
+        x: Value,
+        /// The reversed axis.
+        axis: u32,
+    },
     /// Inclusive scan of `x` along `axis` (the shape is kept): element `i` combines the
     /// elements `0..=i` of its line in index order (`i..` from the end when `reverse`), so
     /// float results are the same on every target. f16/bf16 accumulate in f32 and round
@@ -331,6 +338,7 @@ impl Op {
             Op::ExpandDims { .. } => "expand_dims",
             Op::Reshape(_) => "reshape",
             Op::Trans(_) => "trans",
+            Op::Flip { .. } => "flip",
             Op::Binary(op, ..) => op.name(),
             Op::Unary(op, _) => op.name(),
             Op::Cmp(..) => "cmp",
@@ -366,6 +374,7 @@ impl Op {
             | Op::Cast(x)
             | Op::Bitcast(x) => vec![*x],
             Op::ExpandDims { x, .. }
+            | Op::Flip { x, .. }
             | Op::Unary(_, x)
             | Op::Reduce { x, .. }
             | Op::Scan { x, .. } => vec![*x],
@@ -444,6 +453,7 @@ impl Op {
             | Op::Unary(_, x)
             | Op::Reduce { x, .. }
             | Op::Scan { x, .. }
+            | Op::Flip { x, .. }
             | Op::Condition(x) => vec![x],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![a, b],
             Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![a, b, c],
@@ -513,6 +523,7 @@ impl Op {
                 | Op::ExpandDims { .. }
                 | Op::Reshape(_)
                 | Op::Trans(_)
+                | Op::Flip { .. }
                 | Op::Binary(..)
                 | Op::Unary(..)
                 | Op::Cmp(..)

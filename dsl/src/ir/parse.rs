@@ -655,7 +655,7 @@ impl Parser {
         // What an op does not take is an error, not silently dropped.
         let (takes_attrs, takes_keys): (&[&str], &[&str]) = match m {
             "const" => (&["value"], &[]),
-            "program_id" | "num_programs" | "expand_dims" => (&["axis"], &[]),
+            "program_id" | "num_programs" | "expand_dims" | "flip" => (&["axis"], &[]),
             "arange" => (&["start", "end"], &[]),
             "cmp" => (&["pred"], &[]),
             "reduce" => (&["op", "axis"], &[]),
@@ -725,6 +725,13 @@ impl Parser {
             "trans" => {
                 arity(1)?;
                 Op::Trans(ops[0])
+            }
+            "flip" => {
+                arity(1)?;
+                Op::Flip {
+                    x: ops[0],
+                    axis: axis()?,
+                }
             }
             "cast" => {
                 arity(1)?;

@@ -70,7 +70,7 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         Op::Const(Const::Float(v)) => attrs.push(format!("value = {v:?}")),
         Op::ProgramId(a) | Op::NumPrograms(a) => attrs.push(format!("axis = {a}")),
         Op::Arange { start, end } => attrs.push(format!("start = {start}, end = {end}")),
-        Op::ExpandDims { axis, .. } => attrs.push(format!("axis = {axis}")),
+        Op::ExpandDims { axis, .. } | Op::Flip { axis, .. } => attrs.push(format!("axis = {axis}")),
         Op::Cmp(p, ..) => attrs.push(format!("pred = {}", p.name())),
         Op::Reduce { op, axis, .. } => attrs.push(format!("op = {}, axis = {axis}", op.name())),
         Op::Scan {

@@ -265,6 +265,14 @@ impl<'a> Verifier<'a> {
                     return Err(e(format!("cannot reshape {xt} to {}", res[0])));
                 }
             }
+            Op::Flip { x, axis } => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                if *axis as usize >= xt.rank() {
+                    return Err(e(format!("flip axis {axis} out of range for {xt}")));
+                }
+                same(res[0], xt, "flip type")?;
+            }
             Op::Trans(x) => {
                 want_results(1)?;
                 let xt = self.ty(*x);

@@ -12,7 +12,7 @@ pub use super::random::{
     uint_to_uniform_float, umulhi, Rounds, N_ROUNDS_DEFAULT,
 };
 pub use super::shape::{
-    broadcast, cat, full_like, interleave, join, ravel, split, swizzle2d, view, zeros_like,
+    broadcast, cat, flip, full_like, interleave, join, ravel, split, swizzle2d, view, zeros_like,
 };
 
 use super::builder::{with, Builder};

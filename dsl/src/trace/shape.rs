@@ -1,15 +1,41 @@
-//! Triton's shape functions that are compositions of IR ops: `ravel`, `view`,
-//! `zeros_like`, `full_like`, `broadcast`, `join`, `interleave`, `split`, `cat` and
+//! Triton's shape functions: `flip` (an IR op), and compositions of IR ops: `ravel`,
+//! `view`, `zeros_like`, `full_like`, `broadcast`, `join`, `interleave`, `split`, `cat` and
 //! `swizzle2d`. Selections and reshapes move the elements, so every backend and the fuzzer
 //! see ops they already implement; element values pass through bit for bit (`split` reads
 //! floats through their integer bits, so -0.0 and NaN payloads survive).
 
+use super::builder::with;
 use super::lang::{
     arange, bitcast, broadcast_to, cast, compare, expand_dims, fail_with, full, minimum, reshape,
-    sum, trans, where_, OptFlag,
+    sum, trans, where_, OptAxis, OptFlag,
 };
-use super::tile::{IntoOperand, Operand, Tile};
-use crate::ir::{broadcast_shapes, CmpPred, DType};
+use super::tile::{caller_loc, IntoOperand, Operand, Tile};
+use crate::ir::{broadcast_shapes, CmpPred, DType, Op};
+
+/// `x` with its elements in reverse order along `dim` (default: the last axis; negative
+/// counts from the end), as Triton's `flip`.
+#[track_caller]
+pub fn flip(x: Tile, dim: impl OptAxis) -> Tile {
+    let loc = caller_loc(std::panic::Location::caller());
+    let rank = x.shape().len() as i64;
+    let dim = dim.axis().unwrap_or(rank - 1);
+    let axis = if dim < 0 { dim + rank } else { dim };
+    if rank == 0 || axis < 0 || axis >= rank {
+        let msg = format!("flip: dim {dim} is out of range for {}", x.ty());
+        return fail_with(x, msg);
+    }
+    let t = x.ty();
+    Tile(with(|b| {
+        b.push1(
+            Op::Flip {
+                x: x.0,
+                axis: axis as u32,
+            },
+            t,
+            loc,
+        )
+    }))
+}
 
 /// `x` as a 1-D tile, row-major (Triton's `ravel`).
 #[track_caller]

@@ -436,10 +436,15 @@ impl Gen {
     /// A transpose, a reshape or an expand_dims of a value of another shape.
     fn reshaped(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
         let t = Self::tile(d, shape);
-        let op = match self.rng.below(3) {
+        let op = match self.rng.below(4) {
             0 if shape.len() == 2 => {
                 let x = self.value(d, &[shape[1], shape[0]], need);
                 Op::Trans(x)
+            }
+            3 if !shape.is_empty() => {
+                let axis = self.rng.below(shape.len()) as u32;
+                let x = self.value(d, shape, need);
+                Op::Flip { x, axis }
             }
             1 if shape.contains(&1) => {
                 let axis = shape.iter().position(|s| *s == 1).expect("a 1");

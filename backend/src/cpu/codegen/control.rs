@@ -285,9 +285,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     };
                     let keeps_index = match &inst.op {
                         Op::Broadcast(x) => self.ty(*x).shape == self.ty(v).shape,
-                        Op::Splat(_) | Op::ExpandDims { .. } | Op::Reshape(_) | Op::Trans(_) => {
-                            false
-                        }
+                        Op::Splat(_)
+                        | Op::ExpandDims { .. }
+                        | Op::Reshape(_)
+                        | Op::Trans(_)
+                        | Op::Flip { .. } => false,
                         _ => true,
                     };
                     for o in inst.op.operands() {

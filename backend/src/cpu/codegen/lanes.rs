@@ -71,6 +71,13 @@ impl<'ctx> Gen<'ctx, '_> {
                 self.lane(*x, &mapped)
             }
             Op::Trans(x) => self.lane(*x, &[idx[1], idx[0]]),
+            Op::Flip { x, axis } => {
+                let a = *axis as usize;
+                let last = self.i64c(rt.shape[a] as u64 - 1);
+                let mut mapped = idx.to_vec();
+                mapped[a] = self.b.build_int_sub(last, idx[a], "").unwrap();
+                self.lane(*x, &mapped)
+            }
             Op::Reshape(x) => {
                 let lin = self.ravel(&rt.shape, idx);
                 let xs = self.ty(*x).shape.clone();

@@ -61,6 +61,7 @@ fn is_cheap(f: &Function, inst: &Inst) -> bool {
         | Op::Arange { .. }
         | Op::Reshape(_)
         | Op::Trans(_)
+        | Op::Flip { .. }
         | Op::AddPtr(..)
         | Op::Cmp(..)
         | Op::Select(..) => true,
@@ -256,6 +257,7 @@ fn pure_key(op: &Op) -> Option<(String, Vec<Value>)> {
         Op::ExpandDims { x, axis } => (format!("expand {axis}"), vec![*x]),
         Op::Reshape(x) => ("reshape".into(), vec![*x]),
         Op::Trans(x) => ("trans".into(), vec![*x]),
+        Op::Flip { x, axis } => (format!("flip {axis}"), vec![*x]),
         Op::Cast(x) => ("cast".into(), vec![*x]),
         Op::Bitcast(x) => ("bitcast".into(), vec![*x]),
         Op::Binary(b, x, y) => (format!("binary {b:?}"), vec![*x, *y]),

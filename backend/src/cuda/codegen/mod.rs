@@ -587,6 +587,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::Broadcast(x) => self.broadcast(inst.results[0], *x),
             Op::ExpandDims { x, .. } | Op::Reshape(x) => self.relabel(inst.results[0], *x),
             Op::Trans(x) => self.transpose(inst.results[0], *x),
+            Op::Flip { x, axis } => {
+                let (a, len) = (*axis as usize, self.ty(*x).shape[*axis as usize]);
+                self.exchange(inst.results[0], *x, &mut |g, idx| {
+                    let mut src = idx.to_vec();
+                    src[a] =
+                        g.b.build_int_sub(g.i32c(len as u64 - 1), idx[a], "")
+                            .unwrap();
+                    src
+                });
+            }
             Op::Load { .. } => self.load(inst),
             Op::Store { .. } => self.store(inst),
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
