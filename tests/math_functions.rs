@@ -677,3 +677,72 @@ fn min_of_two_values_points_to_minimum() {
         "{err}"
     );
 }
+
+/// `histogram` of a `R × C` tile into `B` bins, without and with a mask (`x[i, j]` counted
+/// where `j < n`).
+#[kernel]
+fn histograms<T: Int>(
+    plain: Ptr<i32>,
+    masked: Ptr<i32>,
+    x: Ptr<T>,
+    n: i32,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+    #[constexpr] B: usize,
+) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let t = load(x + r[(.., None)] * C as i32 + c[(None, ..)]);
+    let bins = arange(0, B);
+    store(plain + bins, histogram(t, B));
+    store(masked + bins, histogram(t, B, mask = c[(None, ..)] < n));
+}
+
+fn check_histogram<T: Int + Copy + Into<i128>>(x: Array2<T>, bins: usize, n: usize) {
+    let (r, c) = x.dim();
+    let count = |keep: &dyn Fn(usize) -> bool| {
+        let mut h = vec![0i32; bins];
+        for ((_, j), v) in x.indexed_iter() {
+            let v: i128 = (*v).into();
+            if keep(j) && (0..bins as i128).contains(&v) {
+                h[v as usize] += 1;
+            }
+        }
+        h
+    };
+    let (want_plain, want_masked) = (count(&|_| true), count(&|j| j < n));
+    for device in all_devices() {
+        let (mut p, mut m) = (Array1::<i32>::zeros(bins), Array1::<i32>::zeros(bins));
+        histograms::launch(&device, 1, &mut p, &mut m, x.view(), n as i32, r, c, bins).unwrap();
+        assert_eq!(
+            (p.to_vec(), m.to_vec()),
+            (want_plain.clone(), want_masked.clone()),
+            "{device:?}"
+        );
+    }
+}
+
+#[test]
+fn histogram_counts_values_in_range_and_under_the_mask() {
+    check_histogram(
+        Array2::from_shape_fn((4, 16), |(i, j)| (i as i32 * 5 + j as i32 * 3) % 23 - 3),
+        16,
+        9,
+    );
+    check_histogram(
+        Array2::from_shape_fn((2, 32), |(i, j)| (i * 97 + j * 41) as u8),
+        256,
+        20,
+    );
+    check_histogram(
+        Array2::from_shape_fn((2, 8), |(i, j)| {
+            if j % 3 == 0 {
+                u64::MAX - i as u64
+            } else {
+                j as u64
+            }
+        }),
+        8,
+        5,
+    );
+}

@@ -107,6 +107,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     isinf(x);
     isfinite(x);
     signbit(x);
+    histogram(x, num_bins, mask) ? 2;
     philox(seed, c0, c1, c2, c3, n_rounds) ? 5;
     randint(seed, offset, n_rounds) ? 2;
     randint4x(seed, offset, n_rounds) ? 2;

@@ -5,7 +5,7 @@
 //! `load(p, mask = m, other = 0.0)` or just `load(p)`.
 
 pub use super::math::{
-    clamp, div_rn, fdiv, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
+    clamp, div_rn, fdiv, histogram, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
 };
 pub use super::random::{
     pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn, randn4x,

@@ -134,3 +134,39 @@ fn float_only(func: &str, x: impl IntoOperand) -> Tile {
         fail_with(t, format!("{func} needs floats, got {d}"))
     }
 }
+
+/// A histogram of the integer tile `x` into `num_bins` bins of width 1 starting at 0
+/// (Triton's `histogram`): an i32 tile of `num_bins` counts. Values outside
+/// `0..num_bins`, and lanes where `mask` is false, are not counted. Runs the shipped
+/// `__builtin_histogram` over the flattened values.
+#[track_caller]
+pub fn histogram(
+    x: Tile,
+    num_bins: impl super::lang::ConstInt,
+    mask: impl super::lang::OptOperand,
+) -> Tile {
+    let bins = num_bins.get();
+    let d = x.dtype();
+    if !d.is_int() || bins < 1 {
+        let msg = format!(
+            "histogram needs integers and at least one bin, got {} and {bins} bins",
+            x.ty()
+        );
+        return fail_with(super::lang::zeros([bins.max(1) as usize], DType::I32), msg);
+    }
+    // i64 keeps every value of every integer dtype in or out of range as it was (u64
+    // values past 2^63 become negative: out of range either way).
+    let wide = super::lang::cast(super::lang::ravel(x), DType::I64);
+    let values = match mask.opt() {
+        Some(m) => {
+            let m = super::lang::ravel(super::lang::broadcast_to(m, x.shape()));
+            where_(m, wide, -1)
+        }
+        None => wide,
+    };
+    crate::custom::custom(
+        "__builtin_histogram",
+        (values,),
+        super::lang::zeros([bins as usize], DType::I32),
+    )
+}
