@@ -57,6 +57,9 @@ enum Edit {
     Inline(Path, usize),
     /// Replace an instruction's results by constants.
     Constant(Path, Const),
+    /// Replace an instruction's result by its operand `k`, of the same type (drops the
+    /// ops between a failing op and what keeps it alive).
+    Forward(Path, usize),
 }
 
 fn edits(case: &Case) -> Vec<Edit> {
@@ -82,6 +85,15 @@ fn edits(case: &Case) -> Vec<Edit> {
                 out.push(Edit::Delete(path.clone()))
             }
             _ => {}
+        }
+    }
+    for (path, inst) in &paths {
+        if let [r] = inst.results[..] {
+            for (k, o) in inst.op.operands().into_iter().enumerate() {
+                if f.ty(o) == f.ty(r) {
+                    out.push(Edit::Forward(path.clone(), k));
+                }
+            }
         }
     }
     for (path, inst) in &paths {
@@ -202,6 +214,12 @@ fn apply(case: &Case, edit: &Edit) -> Option<Case> {
                 (k, _) => *k,
             };
             inst.op = Op::Const(k);
+        }
+        Edit::Forward(path, k) => {
+            let (b, i) = locate(&mut c.function.body, path)?;
+            let inst = &b.insts[i];
+            let (r, to) = (*inst.results.first()?, *inst.op.operands().get(*k)?);
+            replace_uses(&mut c.function.body, r, to);
         }
     }
     Some(c)
