@@ -1,4 +1,4 @@
-//! `cumsum` and `cumprod` along either axis, forwards and reversed, on every device against
+//! `cumsum` and `cumprod` along either axis, forwards and reversed, `sort` and `topk`, on every device against
 //! plain Rust folds in the same order: bit for bit, floats included.
 
 use crate::common::{all_devices, random_f32};
@@ -171,6 +171,131 @@ fn cumprod_of_bools_is_an_error() {
         .to_string();
     assert!(
         err.contains("cumprod needs numbers, got tile<4xbool>"),
+        "{err}"
+    );
+}
+
+/// `sort` of each row of `x` (`R × C`), ascending and descending, and `topk(x, K)`.
+#[kernel]
+fn sorts<T: Element>(
+    up: Ptr<T>,
+    down: Ptr<T>,
+    top: Ptr<T>,
+    x: Ptr<T>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+    #[constexpr] K: usize,
+) {
+    let r = arange(0, R);
+    let c = arange(0, C);
+    let offs = r[(.., None)] * C as i32 + c[(None, ..)];
+    let t = load(x + offs);
+    store(up + offs, sort(t));
+    store(down + offs, sort(t, descending = true));
+    store(
+        top + r[(.., None)] * K as i32 + arange(0, K)[(None, ..)],
+        topk(t, K),
+    );
+}
+
+fn check_sorts<T>(
+    x: Array2<T>,
+    k: usize,
+    cmp: fn(&T, &T) -> std::cmp::Ordering,
+    bits: fn(&T) -> u64,
+) where
+    T: Element + Copy + Default + std::fmt::Debug,
+{
+    let (r, c) = x.dim();
+    let mut up = Vec::new();
+    let mut down = Vec::new();
+    let mut top = Vec::new();
+    for row in x.rows() {
+        let mut v: Vec<T> = row.to_vec();
+        v.sort_by(cmp);
+        up.extend(v.iter().map(bits));
+        down.extend(v.iter().rev().map(bits));
+        top.extend(v.iter().rev().take(k).map(bits));
+    }
+    for device in all_devices() {
+        let z = |n| Array1::from_elem(n, T::default());
+        let (mut u, mut d, mut t) = (z(r * c), z(r * c), z(r * k));
+        sorts::launch(&device, 1, &mut u, &mut d, &mut t, x.view(), r, c, k).unwrap();
+        assert_eq!(
+            u.iter().map(bits).collect::<Vec<_>>(),
+            up,
+            "{device:?} {:?} ascending",
+            T::DTYPE
+        );
+        assert_eq!(
+            d.iter().map(bits).collect::<Vec<_>>(),
+            down,
+            "{device:?} descending"
+        );
+        assert_eq!(
+            t.iter().map(bits).collect::<Vec<_>>(),
+            top,
+            "{device:?} topk"
+        );
+    }
+}
+
+#[test]
+fn sort_and_topk_order_rows_like_rust() {
+    // f32 without NaN (where NaNs go is unspecified, as in Triton); infinities and
+    // repeated values included. -0.0 and +0.0 compare equal, so the rows avoid zeros.
+    let x = Array2::from_shape_vec((4, 32), random_f32(128, 8))
+        .unwrap()
+        .mapv(|v| (v * 7.0).round() + 0.5);
+    let mut x = x;
+    x[(1, 3)] = f32::INFINITY;
+    x[(2, 5)] = f32::NEG_INFINITY;
+    check_sorts(
+        x,
+        4,
+        |a, b| a.partial_cmp(b).unwrap(),
+        |v| v.to_bits() as u64,
+    );
+    let xi = Array2::from_shape_fn((3, 16), |(i, j)| {
+        if j == 2 {
+            i32::MIN + i as i32
+        } else {
+            ((i * 7919 + j * 104_729) % 1000) as i32 - 500
+        }
+    });
+    check_sorts(xi, 8, |a, b| a.cmp(b), |v| *v as u32 as u64);
+    let xu = Array2::from_shape_fn((2, 8), |(i, j)| {
+        u64::MAX - ((i * 3 + j * 5) % 4) as u64 * (1 << 62) - j as u64
+    });
+    check_sorts(xu, 2, |a, b| a.cmp(b), |v| *v);
+    let xh = Array2::from_shape_fn((2, 16), |(i, j)| {
+        half::f16::from_f32((j as f32 * 1.7 - 9.0) * if i == 0 { 1.0 } else { -1.0 })
+    });
+    check_sorts(
+        xh,
+        1,
+        |a, b| a.partial_cmp(b).unwrap(),
+        |v| v.to_bits() as u64,
+    );
+}
+
+/// `sort` of a row whose length is not a power of two.
+#[kernel]
+fn sort_odd(out: Ptr<i32>, x: Ptr<i32>) {
+    let c = arange(0, 6);
+    store(out + c, sort(load(x + c)));
+}
+
+#[test]
+fn sort_of_a_non_power_of_two_is_an_error() {
+    let x = Array1::<i32>::zeros(6);
+    let mut out = Array1::<i32>::zeros(6);
+    let err = sort_odd::launch(&Device::interpreter(), 1, &mut out, x.view())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sort needs a power-of-two last axis, got tile<6xi32>")
+            && err.contains("scans.rs:"),
         "{err}"
     );
 }

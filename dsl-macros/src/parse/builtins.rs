@@ -81,6 +81,8 @@ pub const BUILTINS: &[Builtin] = builtins! {
     argmin(x, axis, keep_dims) ? 2;
     xor_sum(x, axis, keep_dims) ? 1;
     cumsum(x, axis, reverse) ? 1;
+    sort(x, dim, descending) ? 1;
+    topk(x, k, dim) ? 2;
     cumprod(x, axis, reverse) ? 1;
     dot(a, b, acc) ? 2;
     load(ptr, mask, other) ? 1;

@@ -14,6 +14,7 @@ pub use super::random::{
 pub use super::shape::{
     broadcast, cat, flip, full_like, interleave, join, ravel, split, swizzle2d, view, zeros_like,
 };
+pub use super::sort::{sort, topk};
 
 use super::builder::{with, Builder};
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};

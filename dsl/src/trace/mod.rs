@@ -9,6 +9,7 @@ mod panic;
 mod params;
 mod random;
 mod shape;
+mod sort;
 mod tile;
 
 pub use builder::Tracer;
