@@ -144,7 +144,12 @@ extern "C" void _mlir_ciface_custom_cumsum_float32(memref_t<float, 1> *in, memre
 // per-argument dtype overrides (CustomImpl::arg_dtype), so the product cannot overflow.
 // ---------------------------------------------------------------------------
 
-extern "C" int32_t custom_widen_mul_int32(int32_t a, int32_t b) { return a * b; }
+// Wraps like Tritium's `mul` (a signed overflow would be undefined behaviour: inlined into
+// a kernel, clang's `mul nsw` let LLVM fold `(a * b) % 20` differently from the
+// interpreter's call; fuzzer seed 601196).
+extern "C" int32_t custom_widen_mul_int32(int32_t a, int32_t b) {
+  return (int32_t)((uint32_t)a * (uint32_t)b);
+}
 
 // ---------------------------------------------------------------------------
 // add_reversed: a cooperative Simd op (custom_op.h's thread helpers). On CUDA every

@@ -139,7 +139,7 @@ fn compare_and_swap(x: Tile, flip: Option<Tile>, i: u32, n_dims: u32) -> Tile {
     };
     let mut cond = compare(left, CmpPred::Gt, right);
     if let Some(f) = flip {
-        cond = cond ^ f;
+        cond ^= f;
     }
     let swapped = bits ^ where_(cond, ileft ^ iright, 0);
     from_int(swapped, d)
