@@ -5,14 +5,14 @@ use tritium::Device;
 
 /// The devices a kernel test over `elements` elements runs on: the CPU, the interpreter,
 /// the CUDA lowering on the emulator (up to [`EMULATED_ELEMENTS`]: it runs every GPU
-/// thread as an OS thread), and CUDA device 0 when a GPU is present. What is skipped is
+/// thread in turn on one OS thread), and CUDA device 0 when a GPU is present. What is skipped is
 /// reported with the reason.
 pub fn devices_for(elements: usize) -> Vec<Device> {
     let mut all = vec![Device::cpu(), Device::interpreter()];
     if elements <= EMULATED_ELEMENTS {
         all.push(Device::cuda_emulator());
     } else {
-        eprintln!("skipped on the CUDA emulator: {elements} elements (at most {EMULATED_ELEMENTS}; one OS thread per GPU thread is slow)");
+        eprintln!("skipped on the CUDA emulator: {elements} elements (at most {EMULATED_ELEMENTS}; every GPU thread runs in turn on one core)");
     }
     all.extend(cuda_device("this case"));
     all

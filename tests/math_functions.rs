@@ -746,3 +746,36 @@ fn histogram_counts_values_in_range_and_under_the_mask() {
         5,
     );
 }
+
+/// `where_` with integer and float conditions (nonzero is true, NaN too).
+#[kernel]
+fn numeric_conditions(out: Ptr<i32>, ci: Ptr<i32>, cf: Ptr<f32>, #[constexpr] N: usize) {
+    let r = arange(0, N);
+    store(out + r, where_(load(ci + r), 1, 2));
+    store(out + N as i32 + r, where_(load(cf + r), 1, 2));
+}
+
+#[test]
+fn where_converts_numeric_conditions_as_triton() {
+    let ci = Array1::from_vec(vec![0, 1, -1, 7, 0, i32::MIN, 0, 2]);
+    let cf = Array1::from_vec(vec![
+        0.0f32,
+        -0.0,
+        0.5,
+        f32::NAN,
+        f32::INFINITY,
+        1e-45,
+        -3.0,
+        0.0,
+    ]);
+    let want: Vec<i32> = ci
+        .iter()
+        .map(|&c| if c != 0 { 1 } else { 2 })
+        .chain(cf.iter().map(|&c| if c != 0.0 { 1 } else { 2 }))
+        .collect();
+    for device in all_devices() {
+        let mut out = Array1::<i32>::zeros(16);
+        numeric_conditions::launch(&device, 1, &mut out, ci.view(), cf.view(), 8).unwrap();
+        assert_eq!(out.to_vec(), want, "{device:?}");
+    }
+}

@@ -8,7 +8,7 @@ fn budget() -> u64 {
     std::env::var("TRITIUM_FUZZ_PROGRAMS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(60)
+        .unwrap_or(100)
 }
 
 /// Checks seeds `first, first + 2, …` (two tests share the budget, one per core).

@@ -284,17 +284,26 @@ pub fn trans(x: Tile) -> Tile {
     })
 }
 
-/// `cond ? a : b` elementwise, with broadcasting and dtype promotion of `a` and `b`.
+/// `cond ? a : b` elementwise, with broadcasting and dtype promotion of `a` and `b`; a
+/// numeric `cond` is true where nonzero (NaN too), as Triton converts it.
 #[track_caller]
 pub fn where_(cond: impl IntoOperand, a: impl IntoOperand, b: impl IntoOperand) -> Tile {
     let loc = loc!();
     let (c, a, bb) = (cond.into_operand(), a.into_operand(), b.into_operand());
     emit(|b| {
-        let c = b.operand(c, Some(DType::Bool), &loc);
-        if b.ty(c).dtype() != Some(DType::Bool) {
-            let t = b.ty(c).clone();
-            b.fail(&loc, format!("where needs a bool condition, got {t}"));
-            return c;
+        let mut c = b.operand(c, Some(DType::Bool), &loc);
+        // Numbers are conditions as in Triton: nonzero is true (`cond.to(int1)`).
+        match b.ty(c).dtype() {
+            Some(DType::Bool) => {}
+            Some(_) => c = b.cast(c, DType::Bool, &loc),
+            None => {
+                let t = b.ty(c).clone();
+                b.fail(
+                    &loc,
+                    format!("where needs a bool or number condition, got {t}"),
+                );
+                return c;
+            }
         }
         let (va, vb) = b.unify(a, bb, &loc);
         let (ct, vt) = (b.ty(c).clone(), b.ty(va).clone());
