@@ -9,36 +9,12 @@ use rstest::rstest;
 use tritium::prelude::*;
 use tritium_kernels::dropout::dropout;
 
-/// Philox of the counters `c` (`4 × N`, one row per counter word) keyed by `seed`.
+/// Philox of the counters `c` (`4 × N`, one row per counter word) keyed by `seed`:
+/// Philox-4x32 for u32 counters, Philox-4x64 (key `(seed, 0)`) for u64.
 #[kernel]
-fn philox32(
-    out: Ptr<u32>,
-    c: Ptr<u32>,
-    seed: i64,
-    #[constexpr] N: usize,
-    #[constexpr] ROUNDS: usize,
-) {
-    let r = arange(0, N);
-    let n = N as i32;
-    let (a, b, cc, d) = philox(
-        seed,
-        load(c + r),
-        load(c + n + r),
-        load(c + 2 * n + r),
-        load(c + 3 * n + r),
-        n_rounds = ROUNDS,
-    );
-    store(out + r, a);
-    store(out + n + r, b);
-    store(out + 2 * n + r, cc);
-    store(out + 3 * n + r, d);
-}
-
-/// The 64-bit counterpart (Philox-4x64, key `(seed, 0)`).
-#[kernel]
-fn philox64(
-    out: Ptr<u64>,
-    c: Ptr<u64>,
+fn philox_rounds<T: Int>(
+    out: Ptr<T>,
+    c: Ptr<T>,
     seed: i64,
     #[constexpr] N: usize,
     #[constexpr] ROUNDS: usize,
@@ -193,7 +169,7 @@ fn philox_4x32_known_answers() {
         let c = Array1::from_iter(ctr);
         for device in all_devices() {
             let mut out = Array1::zeros(4);
-            philox32::launch(&device, 1, &mut out, c.view(), seed, 1, 10).unwrap();
+            philox_rounds::launch(&device, 1, &mut out, c.view(), seed, 1, 10).unwrap();
             assert_eq!(
                 out.to_vec(),
                 want,
@@ -230,7 +206,7 @@ fn philox_4x64_known_answers() {
     for (rounds, want) in cases {
         for device in all_devices() {
             let mut out = Array1::zeros(4);
-            philox64::launch(&device, 1, &mut out, c.view(), 0, 1, rounds).unwrap();
+            philox_rounds::launch(&device, 1, &mut out, c.view(), 0, 1, rounds).unwrap();
             assert_eq!(out.to_vec(), want, "{device:?}, {rounds} rounds");
         }
     }

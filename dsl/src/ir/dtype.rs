@@ -133,6 +133,15 @@ impl DType {
         }
     }
 
+    /// The dtype scans, reductions and `dot` accumulate this dtype in: f32 for f16 and
+    /// bf16 (rounded once per result), itself otherwise.
+    pub fn accumulator(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            d => d,
+        }
+    }
+
     /// True for f16, bf16, f32, f64.
     pub fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)

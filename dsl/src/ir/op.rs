@@ -70,6 +70,16 @@ named_enum! {
     }
 }
 
+impl ScanOp {
+    /// The binary op a scan folds with.
+    pub fn binary(self) -> BinOp {
+        match self {
+            ScanOp::Sum => BinOp::Add,
+            ScanOp::Prod => BinOp::Mul,
+        }
+    }
+}
+
 impl AtomicOp {
     /// True for the bitwise ops, defined on integers only.
     pub fn bitwise(self) -> bool {

@@ -117,11 +117,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let rt = self.ty(r).clone();
         let is_arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
         // Accumulators in compute form: f16/bf16 accumulate in f32.
-        let acc_d = if matches!(d, DType::F16 | DType::BF16) {
-            DType::F32
-        } else {
-            d
-        };
+        let acc_d = d.accumulator();
         let acc_ty = Type::tile(Elem::Scalar(acc_d), rt.shape.clone());
         let (acc_buf, idx_buf) = if rt.is_scalar() {
             (None, None)
@@ -557,11 +553,7 @@ impl<'ctx> Gen<'ctx, '_> {
         if vt.rank() != 1 {
             return Vec::new();
         }
-        let acc_d = if matches!(d, DType::F16 | DType::BF16) {
-            DType::F32
-        } else {
-            d
-        };
+        let acc_d = d.accumulator();
         let mut out = Vec::new();
         for inst in &block.insts {
             if let Op::Reduce {

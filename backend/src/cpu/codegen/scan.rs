@@ -4,7 +4,7 @@
 
 use super::{Gen, Lv};
 use inkwell::IntPredicate;
-use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, ScanOp};
+use tritium_dsl::ir::{Elem, Inst, Op};
 
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn scan(&mut self, inst: &Inst) {
@@ -21,19 +21,12 @@ impl<'ctx> Gen<'ctx, '_> {
         let r = inst.results[0];
         let rt = self.ty(r).clone();
         let d = rt.dtype().expect("scans take numbers");
-        let acc_d = if matches!(d, DType::F16 | DType::BF16) {
-            DType::F32
-        } else {
-            d
-        };
+        let acc_d = d.accumulator();
         let out = self.alloc_buf(&rt);
         let slot = self.entry_alloca(self.compute_ty(acc_d));
         let mut lines = rt.shape.clone();
         let len = lines.remove(axis);
-        let combine = match op {
-            ScanOp::Sum => BinOp::Add,
-            ScanOp::Prod => BinOp::Mul,
-        };
+        let combine = op.binary();
         self.loop_nest(&lines, &mut |g, line| {
             let line = line.to_vec();
             g.loop_nest(&[len], &mut |g, k| {

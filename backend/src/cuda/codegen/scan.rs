@@ -5,7 +5,7 @@
 
 use super::Gen;
 use inkwell::IntPredicate;
-use tritium_dsl::ir::{BinOp, Const, DType, Elem, Inst, Op, ScanOp};
+use tritium_dsl::ir::{Const, Elem, Inst, Op};
 
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn scan(&mut self, inst: &Inst) {
@@ -21,15 +21,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let (op, x, axis, reverse) = (*op, *x, *axis as usize, *reverse);
         let xt = self.ty(x).clone();
         let d = xt.dtype().expect("scans take numbers");
-        let acc_d = if matches!(d, DType::F16 | DType::BF16) {
-            DType::F32
-        } else {
-            d
-        };
-        let combine = match op {
-            ScanOp::Sum => BinOp::Add,
-            ScanOp::Prod => BinOp::Mul,
-        };
+        let acc_d = d.accumulator();
+        let combine = op.binary();
         let numel = xt.numel();
         let len = xt.shape[axis];
         let stride: usize = xt.shape[axis + 1..].iter().product();
