@@ -263,3 +263,49 @@ fn a_panic_or_static_assert_while_tracing_is_an_error_at_its_line() {
         }
     }
 }
+
+#[test]
+fn an_argument_of_another_kind_names_what_was_passed() {
+    // What a hand-built launch (or a binding from another language) can get wrong: `n` as
+    // an f32 scalar, and `x` as a buffer of i32.
+    let x = Array1::<f32>::ones(8);
+    let xi = Array1::<i32>::ones(8);
+    for device in [
+        Device::cpu(),
+        Device::interpreter(),
+        Device::cuda_emulator(),
+    ] {
+        for (bad_n, bad_x) in [(true, false), (false, true)] {
+            let mut out = Array1::<f32>::zeros(8);
+            let mut args = tritium::backend::KernelArgs::new();
+            args.ptr("out", &mut out);
+            if bad_x {
+                args.ptr("x", &xi);
+            } else {
+                args.ptr("x", &x);
+            }
+            args.ptr("y", &x);
+            if bad_n {
+                args.scalar("n", 8.0f32);
+            } else {
+                args.scalar("n", 8i32);
+            }
+            let key = tritium::backend::KernelKey {
+                name: add::NAME,
+                constexprs: "BLOCK=8;T=f32".into(),
+            };
+            let e =
+                tritium::backend::launch(&device, 1, &LaunchOptions::default(), key, args, &|s| {
+                    add::trace::<f32>(s, 8)
+                })
+                .unwrap_err();
+            let m = message(e);
+            let want = if bad_n {
+                "argument `n` is a scalar of f32 but the kernel expects a scalar of i32"
+            } else {
+                "argument `x` has dtype i32 but the kernel expects f32"
+            };
+            assert!(m.contains(want), "{device:?}: {m}");
+        }
+    }
+}

@@ -99,11 +99,7 @@ fn bind_params(f: &Function, args: &[RawArg]) -> Result<Vec<Data>> {
             (Elem::Scalar(d), RawArg::Scalar { dtype, bits }) if *dtype == d => {
                 Ok(scalar_arg(d, *bits))
             }
-            (_, _) => Err(err(format!(
-                "argument `{}` does not match parameter type {}",
-                p.name,
-                f.ty(p.value)
-            ))),
+            (elem, a) => Err(err(crate::launch::mismatch(&p.name, elem, a))),
         })
         .collect()
 }

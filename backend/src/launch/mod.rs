@@ -141,15 +141,23 @@ fn check_args_written(f: &Function, written: &[usize], args: &KernelArgs<'_>) ->
                 }
             }
             (Elem::Scalar(d), RawArg::Scalar { dtype, .. }) if *dtype == d => {}
-            _ => {
-                return Err(err(format!(
-                    "argument `{}` does not match parameter type {ty}",
-                    p.name
-                )))
-            }
+            _ => return Err(err(mismatch(&p.name, ty.elem, a))),
         }
     }
     check_overlaps(f, written, args).map_err(err)
+}
+
+/// What a launch argument that does not fit its parameter is, and what was expected.
+pub(crate) fn mismatch(name: &str, expected: Elem, passed: &RawArg) -> String {
+    let passed = match passed {
+        RawArg::Ptr(b) => format!("a buffer of {}", b.dtype),
+        RawArg::Scalar { dtype, .. } => format!("a scalar of {dtype}"),
+    };
+    let expected = match expected {
+        Elem::Ptr(d) => format!("a buffer of {d}"),
+        Elem::Scalar(d) => format!("a scalar of {d}"),
+    };
+    format!("argument `{name}` is {passed} but the kernel expects {expected}")
 }
 
 /// A buffer the kernel writes must not share memory with any other argument: the kernel
