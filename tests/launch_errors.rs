@@ -309,3 +309,28 @@ fn an_argument_of_another_kind_names_what_was_passed() {
         }
     }
 }
+
+/// An empty `arange`, from a constexpr of 0.
+#[tritium::kernel]
+fn empty_range(out: tritium::Ptr<i32>, #[constexpr] N: usize) {
+    use tritium::prelude::*;
+    let r = arange(0, N);
+    store(out + r, r);
+}
+
+#[test]
+fn trace_errors_name_the_kernel_and_the_line() {
+    let mut out = Array1::<i32>::zeros(4);
+    for device in [
+        Device::cpu(),
+        Device::interpreter(),
+        Device::cuda_emulator(),
+    ] {
+        let m = message(empty_range::launch(&device, 1, &mut out, 0).unwrap_err());
+        assert!(
+            m.contains("launch_errors.rs:")
+                && m.contains("kernel `empty_range`: arange(0, 0) is empty"),
+            "{device:?}: {m}"
+        );
+    }
+}

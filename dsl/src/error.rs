@@ -31,3 +31,29 @@ pub enum Error {
 
 /// The DSL's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The error with the kernel named in its message (a launch knows which kernel it
+    /// traced; the tracer's messages name only the line).
+    pub fn in_kernel(self, kernel: &str) -> Error {
+        let tag = format!("kernel `{kernel}`");
+        let name = |message: String| {
+            if message.contains(&tag) {
+                message
+            } else {
+                format!("{tag}: {message}")
+            }
+        };
+        match self {
+            Error::Trace { location, message } => Error::Trace {
+                location,
+                message: name(message),
+            },
+            Error::Verify { location, message } => Error::Verify {
+                location,
+                message: name(message),
+            },
+            e => e,
+        }
+    }
+}

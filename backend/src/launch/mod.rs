@@ -36,8 +36,11 @@ pub fn launch(
     let grid = grid.into();
     grid.validate(key.name)?;
     let spec = args.specialization();
-    // A panic in the kernel body's Rust code while tracing is an error at its line.
-    let guarded = |spec: &Specialization| tritium_dsl::trace::catch_panic(key.name, || trace(spec));
+    // A panic in the kernel body's Rust code while tracing is an error at its line; every
+    // trace error names the kernel.
+    let guarded = |spec: &Specialization| {
+        tritium_dsl::trace::catch_panic(key.name, || trace(spec)).map_err(|e| e.in_kernel(key.name))
+    };
     let trace: TraceFn<'_> = &guarded;
     if let Some(stream) = &options.stream {
         if !matches!(device, Device::Cuda(_)) {
