@@ -313,7 +313,6 @@ fn an_argument_of_another_kind_names_what_was_passed() {
 /// An empty `arange`, from a constexpr of 0.
 #[tritium::kernel]
 fn empty_range(out: tritium::Ptr<i32>, #[constexpr] N: usize) {
-    use tritium::prelude::*;
     let r = arange(0, N);
     store(out + r, r);
 }
