@@ -95,3 +95,29 @@ fn softmax_f16(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)) {
         "compiled vs interpreter",
     );
 }
+
+#[rstest]
+fn activations_match_rust(#[values(1, 1000, 4099)] n: usize) {
+    use tritium_kernels::activation::{quick_gelu, silu};
+    let x = Array1::from_vec(random_f32(n, 12)).mapv(|v| v * 8.0);
+    let gate = |v: f32, a: f32| (v as f64) / (1.0 + (-(a as f64) * v as f64).exp());
+    let want_silu = x.mapv(|v| gate(v, 1.0) as f32);
+    let want_gelu = x.mapv(|v| gate(v, 1.702) as f32);
+    for device in devices_for(n) {
+        let got = silu(&device, x.view()).unwrap();
+        assert_close(&got, &want_silu, 1e-6, 1e-7, &format!("{device:?} silu"));
+        let got = quick_gelu(&device, x.view()).unwrap();
+        assert_close(
+            &got,
+            &want_gelu,
+            1e-6,
+            1e-7,
+            &format!("{device:?} quick_gelu"),
+        );
+        // f16 in, f32 inside, rounded once on the way out.
+        let h = x.mapv(half::f16::from_f32);
+        let got = silu(&device, h.view()).unwrap().mapv(f32::from);
+        let want = h.mapv(|v| half::f16::from_f32(gate(v.to_f32(), 1.0) as f32).to_f32());
+        assert_close(&got, &want, 1e-3, 1e-3, &format!("{device:?} silu f16"));
+    }
+}

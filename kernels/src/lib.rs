@@ -1,8 +1,9 @@
 //! Kernels written in the Tritium DSL: Triton's tutorials 01 (vector add), 02 (fused
 //! softmax), 03 (matmul), 04 (low-memory dropout) and 05 (layer norm forward and
-//! backward), plus small kernels
-//! exercising atomics and arg-reductions. Each comes with a host wrapper over ndarray.
+//! backward), plus small kernels exercising atomics and arg-reductions, and SiLU/GELU
+//! activations. Each comes with a host wrapper over ndarray.
 
+pub mod activation;
 pub mod bench;
 pub mod custom_add;
 pub mod custom_bitcode;
