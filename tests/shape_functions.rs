@@ -236,3 +236,22 @@ fn flip_reverses_either_axis() {
         assert_eq!(got.to_vec(), masked, "{device:?} masked");
     }
 }
+
+/// `split` of a 2-element tile: two scalars.
+#[kernel]
+fn split_pair(out: Ptr<f32>, x: Ptr<f32>) {
+    let (lo, hi) = split(load(x + arange(0, 2)));
+    store(out, hi);
+    store(out + 1, lo);
+}
+
+#[test]
+fn split_of_a_pair_gives_scalars() {
+    let x = Array1::from_vec(vec![-0.0f32, f32::from_bits(0x7FC0_0123)]);
+    for device in all_devices() {
+        let mut out = Array1::<f32>::zeros(2);
+        split_pair::launch(&device, 1, &mut out, x.view()).unwrap();
+        let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(bits, [0x7FC0_0123, 0x8000_0000], "{device:?}");
+    }
+}

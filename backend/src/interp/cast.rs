@@ -50,7 +50,7 @@ fn float_bits(d: DType, v: f64) -> u64 {
 }
 
 /// The value of the IEEE bits `b` of float dtype `d`.
-fn float_from_bits(d: DType, b: u64) -> f64 {
+pub(crate) fn float_from_bits(d: DType, b: u64) -> f64 {
     match d {
         DType::F64 => f64::from_bits(b),
         DType::F32 => f32::from_bits(b as u32) as f64,

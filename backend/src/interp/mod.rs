@@ -49,7 +49,6 @@ mod value;
 
 use crate::launch::{Grid, RawArg};
 use crate::{Error, Result};
-use half::{bf16, f16};
 use memory::Memory;
 use ndarray::{ArrayD, IxDyn};
 use tritium_dsl::ir::{DType, Elem, Function};
@@ -119,9 +118,8 @@ fn scalar_arg(d: DType, bits: u64) -> Data {
         DType::U16 => Data::UInt(s(bits as u16 as u64)),
         DType::U32 => Data::UInt(s(bits as u32 as u64)),
         DType::U64 => Data::UInt(s(bits)),
-        DType::F16 => Data::Float(s(f16::from_bits(bits as u16).to_f64())),
-        DType::BF16 => Data::Float(s(bf16::from_bits(bits as u16).to_f64())),
-        DType::F32 => Data::Float(s(f32::from_bits(bits as u32) as f64)),
-        DType::F64 => Data::Float(s(f64::from_bits(bits))),
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+            Data::Float(s(cast::float_from_bits(d, bits)))
+        }
     }
 }

@@ -7,7 +7,7 @@
 use super::builder::with;
 use super::lang::{
     arange, bitcast, broadcast_to, cast, compare, expand_dims, fail_with, full, minimum, reshape,
-    sum, trans, where_, OptAxis, OptFlag,
+    sum, trans, where_, NoArg, OptAxis, OptFlag,
 };
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};
 use crate::ir::{broadcast_shapes, CmpPred, DType, Op};
@@ -121,35 +121,11 @@ pub fn split(x: Tile) -> (Tile, Tile) {
         let msg = format!("split needs a last axis of size 2, got {}", x.ty());
         return (fail_with(x, msg), x);
     }
-    let d = x.dtype();
-    // Select one half through integer bits and sum the other half's zeros away.
-    let int = match d.bits() {
-        1 => DType::I8,
-        8 => DType::I8,
-        16 => DType::I16,
-        32 => DType::I32,
-        _ => DType::I64,
-    };
-    let bits = if d.is_float() {
-        bitcast(x, int)
-    } else {
-        cast(x, int)
-    };
-    let rank = shape.len();
-    let mut iota = arange(0, 2);
-    for _ in 1..rank {
-        iota = expand_dims(iota, 0);
-    }
-    let half = |k: i32| {
-        let picked = where_(compare(iota, CmpPred::Eq, k), bits, 0);
-        let v = cast(sum(picked, rank as i64 - 1, super::lang::NoArg), int);
-        if d.is_float() {
-            bitcast(v, d)
-        } else {
-            cast(v, d)
-        }
-    };
-    (half(0), half(1))
+    // As `[outer, 2, 1]`: each half is one element along axis 1.
+    let y = reshape(x, [x.ty().numel() / 2, 2, 1]);
+    let mut half = shape;
+    half.pop();
+    (reshape(pick(y, 0), half.clone()), reshape(pick(y, 1), half))
 }
 
 /// `a` then `b` along axis 0 (Triton's `cat`; the shapes must be equal). Elements keep
@@ -197,4 +173,51 @@ pub fn swizzle2d(
     let size_g = minimum(size_i - off_i, size_g);
     let ij = ij % size_gj;
     (off_i + ij % size_g, ij / size_g)
+}
+
+/// Element `k` along axis 1 of a `[a, m, b]` tile: a `[a, b]` tile, bit for bit (the
+/// selection runs on integer bits, and every other element adds a 0 to the sum).
+#[track_caller]
+pub(super) fn pick(y: Tile, k: i32) -> Tile {
+    let m = y.shape()[1];
+    let iota = expand_dims(expand_dims(arange(0, m), 0), 2);
+    let d = y.dtype();
+    let int = int_of(d);
+    let bits = as_int(y, int);
+    let picked = where_(compare(iota, CmpPred::Eq, k), bits, 0);
+    // Sums of narrow integers run in i32; casting back keeps the one nonzero term.
+    from_int(cast(sum(picked, 1, NoArg), int), d)
+}
+
+/// The signed integer dtype holding `d`'s bits (bools as i8).
+pub(super) fn int_of(d: DType) -> DType {
+    match d.bits() {
+        1 | 8 => DType::I8,
+        16 => DType::I16,
+        32 => DType::I32,
+        _ => DType::I64,
+    }
+}
+
+#[track_caller]
+pub(super) fn as_int(x: Tile, int: DType) -> Tile {
+    let d = x.dtype();
+    if d == int {
+        x
+    } else if d.is_bool() {
+        cast(x, int)
+    } else {
+        bitcast(x, int)
+    }
+}
+
+#[track_caller]
+pub(super) fn from_int(x: Tile, d: DType) -> Tile {
+    if x.dtype() == d {
+        x
+    } else if d.is_bool() {
+        cast(x, d)
+    } else {
+        bitcast(x, d)
+    }
 }

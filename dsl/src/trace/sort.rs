@@ -7,9 +7,9 @@
 //! with everything, so where NaNs end up is unspecified, as in Triton.
 
 use super::lang::{
-    arange, bitcast, broadcast_to, cast, compare, expand_dims, fail_with, reshape, sum, where_,
-    NoArg, OptAxis, OptFlag,
+    arange, broadcast_to, compare, expand_dims, fail_with, reshape, where_, NoArg, OptAxis, OptFlag,
 };
+use super::shape::{as_int, from_int, int_of, pick};
 use super::tile::Tile;
 use crate::ir::{CmpPred, DType};
 
@@ -143,51 +143,4 @@ fn compare_and_swap(x: Tile, flip: Option<Tile>, i: u32, n_dims: u32) -> Tile {
     }
     let swapped = bits ^ where_(cond, ileft ^ iright, 0);
     from_int(swapped, d)
-}
-
-/// Element `k` along axis 1 of a `[a, 2 or more, b]` integer tile: a `[a, b]` tile, exact
-/// (every other element contributes a 0 to the sum).
-#[track_caller]
-fn pick(y: Tile, k: i32) -> Tile {
-    let m = y.shape()[1];
-    let iota = expand_dims(expand_dims(arange(0, m), 0), 2);
-    let d = y.dtype();
-    let int = int_of(d);
-    let bits = as_int(y, int);
-    let picked = where_(compare(iota, CmpPred::Eq, k), bits, 0);
-    // Sums of narrow integers run in i32; casting back keeps the one nonzero term.
-    from_int(cast(sum(picked, 1, NoArg), int), d)
-}
-
-/// The signed integer dtype holding `d`'s bits (bools as i8).
-fn int_of(d: DType) -> DType {
-    match d.bits() {
-        1 | 8 => DType::I8,
-        16 => DType::I16,
-        32 => DType::I32,
-        _ => DType::I64,
-    }
-}
-
-#[track_caller]
-fn as_int(x: Tile, int: DType) -> Tile {
-    let d = x.dtype();
-    if d == int {
-        x
-    } else if d.is_bool() {
-        cast(x, int)
-    } else {
-        bitcast(x, int)
-    }
-}
-
-#[track_caller]
-fn from_int(x: Tile, d: DType) -> Tile {
-    if x.dtype() == d {
-        x
-    } else if d.is_bool() {
-        cast(x, d)
-    } else {
-        bitcast(x, d)
-    }
 }
