@@ -22,6 +22,11 @@ const BLOCK: usize = 256;
 /// the kernel key only, so a new variant misses the in-memory cache but has the same IR
 /// (and so the same disk-cache entry) as the others.
 fn run_vadd(name: &'static str, variant: &str, options: &LaunchOptions) {
+    run_vadd_on(&Device::cpu(), name, variant, options)
+}
+
+/// [`run_vadd`] on `device`.
+fn run_vadd_on(device: &Device, name: &'static str, variant: &str, options: &LaunchOptions) {
     let n = 1000;
     let a = Array1::from_iter((0..n).map(|i| i as f32));
     let b = Array1::from_iter((0..n).map(|i| 0.5 * i as f32));
@@ -36,7 +41,7 @@ fn run_vadd(name: &'static str, variant: &str, options: &LaunchOptions) {
         constexprs: format!("BLOCK={BLOCK};variant={variant}"),
     };
     launch(
-        &Device::cpu(),
+        device,
         n.div_ceil(BLOCK),
         options,
         key,
@@ -157,6 +162,44 @@ fn dump_dir_gets_all_four_files_even_with_a_warm_disk_cache() {
         assert!(read("opt.ll").unwrap().contains(&format!("@{symbol}(")));
         assert!(read("s").unwrap().contains(&format!("{symbol}:")));
     }
+}
+
+/// The CPU, the emulator and NVPTX share one pipeline: each counts its compiles under
+/// its own target and writes the same dumps (NVPTX its `.ptx`, both host targets `.s`).
+#[test]
+fn every_target_counts_compiles_and_writes_dumps() {
+    use tritium_backend::cuda::{compile_cached, CudaCompileOptions};
+    use tritium_backend::pipeline::{stats, TargetKind};
+    let name = "pipeline_every_target_vadd";
+    let cases = [
+        (Device::cpu(), TargetKind::Cpu, "s"),
+        (Device::CudaEmulator, TargetKind::Emulator, "s"),
+    ];
+    for (device, kind, asm) in cases {
+        let dump = TempDir::new("targets-dump");
+        let opts = LaunchOptions {
+            dump_dir: Some(dump.path().to_path_buf()),
+            ..Default::default()
+        };
+        run_vadd_on(&device, name, "targets", &opts);
+        let st = stats().kernel_on(kind, name);
+        assert_eq!((st.compiles, st.codegen), (1, 1), "{kind:?}: {st:?}");
+        let exts: Vec<String> = dumped(dump.path()).into_iter().map(|(_, e)| e).collect();
+        assert_eq!(exts, ["ll", "opt.ll", asm, "tir"], "{kind:?}");
+    }
+    let cache_dir = TempDir::new("targets-cache");
+    let opts = LaunchOptions {
+        cache_dir: Some(cache_dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let f = || vadd(name, &Specialization::default(), BLOCK).unwrap();
+    let copts = CudaCompileOptions::default();
+    let first = compile_cached(f(), &copts, &opts).unwrap();
+    let again = compile_cached(f(), &copts, &opts).unwrap();
+    assert_eq!(first, again);
+    let st = stats().kernel_on(TargetKind::Nvptx, name);
+    assert_eq!((st.compiles, st.codegen, st.disk_hits), (2, 1, 1), "{st:?}");
+    assert_eq!(stats().kernel(name).compiles, 4);
 }
 
 #[cfg(target_arch = "x86_64")]

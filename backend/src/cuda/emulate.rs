@@ -29,20 +29,24 @@ use super::codegen::{
 };
 use super::CudaCompileOptions;
 use crate::launch::checked::{self, FAULT_WORDS};
-use crate::launch::{Grid, KernelKey, RawArg, TraceFn};
+use crate::launch::{Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
+use crate::pipeline::cache::Store;
+use crate::pipeline::dump::Dumps;
+use crate::pipeline::link::{BitcodeTarget, CustomEntries};
 use crate::pipeline::once::OnceMap;
-use crate::pipeline::{cache, host, jit};
+use crate::pipeline::target::{Target, TargetKind};
+use crate::pipeline::{self, host, jit, CompileOptions};
 use crate::{Error, Result};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use inkwell::context::Context;
-use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::FileType;
+use inkwell::module::Module;
+use inkwell::targets::TargetMachine;
 use std::cell::Cell;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use tritium_dsl::ir::{print_function, Function};
+use tritium_dsl::ir::Function;
 use tritium_dsl::trace::Specialization;
 
 type EntryFn = unsafe extern "C" fn(*const u64, *const u64);
@@ -221,92 +225,116 @@ fn define_thread_hooks(lib: &inkwell::module::Module<'_>) -> Result<(), String> 
     Ok(())
 }
 
-type MemKey = (KernelKey, Specialization, CudaCompileOptions);
+type MemKey = (
+    KernelKey,
+    Specialization,
+    CudaCompileOptions,
+    CompileOptions,
+);
 
 /// The emulated kernel for this launch, compiled once per process and options.
 pub(crate) fn compiled(
     key: &KernelKey,
     spec: &Specialization,
     options: &CudaCompileOptions,
+    launch: &LaunchOptions,
     trace: TraceFn<'_>,
 ) -> Result<Arc<EmulatedKernel>> {
     static COMPILED: OnceMap<MemKey, EmulatedKernel> = OnceMap::new();
     // `sm` does not change the host build.
     let options = CudaCompileOptions { sm: 0, ..*options };
-    COMPILED.get_or_make((key.clone(), spec.clone(), options), || {
-        compile(trace(spec)?, &options)
-    })
+    let compile_options = launch.compile_options();
+    let key = (key.clone(), spec.clone(), options, compile_options.clone());
+    COMPILED.get_or_make(key, || compile(trace(spec)?, &options, &compile_options))
 }
 
 /// Generates `f` with the CUDA code generator for the host and loads it (`options.sm` is
 /// ignored).
-pub(crate) fn compile(f: Function, options: &CudaCompileOptions) -> Result<EmulatedKernel> {
+pub(crate) fn compile(
+    f: Function,
+    options: &CudaCompileOptions,
+    compile_options: &CompileOptions,
+) -> Result<EmulatedKernel> {
     let (num_warps, bounds_check) = (options.num_warps, options.bounds_check);
-    let err = |message: String| Error::Compile {
-        kernel: f.name.clone(),
-        message,
-    };
-    let libs: Vec<String> = crate::pipeline::link::bitcodes(&f)
-        .map_err(err)?
-        .iter()
-        .map(|(_, _, bytes)| cache::hash_bytes(bytes))
-        .collect();
-    let hash = cache::hash_key(&[
-        "cuda-emulator",
-        &num_warps.to_string(),
-        // The JIT keeps one symbol per name: checked code needs its own.
-        &format!("bounds_check={bounds_check}"),
-        &libs.join(","),
-        &print_function(&f),
-    ]);
-    let symbol = format!("tritium_emu_{}", &hash[..24]);
-    let machine = host::host_machine().map_err(err)?;
-    let ctx = Context::create();
-    let module = ctx.create_module(&symbol);
-    module.set_triple(&machine.get_triple());
-    module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let customs = crate::pipeline::link::link_custom_code_with(
-        &ctx,
-        &module,
-        &f,
-        &machine,
-        crate::pipeline::link::BitcodeTarget::Host,
-        &define_thread_hooks,
-    )
-    .map_err(err)?;
-    let g = codegen::generate(
-        &ctx,
-        &module,
-        &f,
-        &symbol,
-        codegen::CodegenOptions {
-            num_warps,
-            emulate: true,
-            bounds_check,
-        },
-        &customs,
-    )
-    .map_err(err)?;
-    module
-        .verify()
-        .map_err(|e| err(format!("generated emulator LLVM IR is invalid: {e}")))?;
-    module
-        .run_passes("default<O2>", &machine, PassBuilderOptions::create())
-        .map_err(|e| err(e.to_string()))?;
-    let object = machine
-        .write_to_memory_buffer(&module, FileType::Object)
-        .map_err(|e| err(e.to_string()))?;
-    let addr = jit::load(object.as_slice(), &symbol).map_err(err)?;
+    let c = pipeline::compile::compile(&Emulator(*options), f, compile_options)?;
     // SAFETY: the generated function has exactly `EntryFn`'s signature (`emulate: true`).
-    let entry = unsafe { std::mem::transmute::<usize, EntryFn>(addr) };
-    let sites = bounds_check.then(|| checked::memory_sites(&f));
+    let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
+    let sites = bounds_check.then(|| checked::memory_sites(&c.function));
     Ok(EmulatedKernel {
-        function: f,
+        function: c.function,
         entry,
-        shared_bytes: g.shared_bytes,
+        shared_bytes: c.meta,
         threads: num_warps as usize * 32,
         sites,
     })
+}
+
+/// The emulator target: the CUDA code generator with the emulator's hooks, for the host
+/// machine, loaded by the JIT. Never cached on disk: the code calls this process's hooks
+/// by address.
+struct Emulator(CudaCompileOptions);
+
+impl Target for Emulator {
+    type Code = usize;
+
+    fn kind(&self) -> TargetKind {
+        TargetKind::Emulator
+    }
+
+    fn key(&self) -> std::result::Result<Vec<String>, String> {
+        Ok(vec![
+            "cuda-emulator".to_string(),
+            host::host_description(),
+            format!("warps={}", self.0.num_warps),
+            // The JIT keeps one symbol per name: checked code needs its own.
+            format!("bounds_check={}", self.0.bounds_check),
+        ])
+    }
+
+    fn store(&self) -> Option<Store> {
+        None
+    }
+
+    fn bitcode(&self) -> BitcodeTarget {
+        BitcodeTarget::Host
+    }
+
+    fn prepare_library(&self, lib: &Module<'_>) -> std::result::Result<(), String> {
+        define_thread_hooks(lib)
+    }
+
+    fn machine(&self) -> std::result::Result<TargetMachine, String> {
+        host::host_machine()
+    }
+
+    fn generate<'ctx>(
+        &self,
+        ctx: &'ctx Context,
+        module: &Module<'ctx>,
+        f: &Function,
+        symbol: &str,
+        customs: &CustomEntries,
+    ) -> std::result::Result<usize, String> {
+        let options = codegen::CodegenOptions {
+            num_warps: self.0.num_warps,
+            emulate: true,
+            bounds_check: self.0.bounds_check,
+        };
+        Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
+    }
+
+    fn emit(
+        &self,
+        machine: &TargetMachine,
+        module: &Module<'_>,
+        dumps: &Dumps<'_>,
+    ) -> std::result::Result<Vec<u8>, String> {
+        pipeline::compile::emit_object(machine, module, dumps)
+    }
+
+    fn decode(&self, bytes: &[u8], symbol: &str) -> std::result::Result<usize, String> {
+        jit::load(bytes, symbol)
+    }
 }
 
 impl EmulatedKernel {

@@ -4,17 +4,16 @@
 
 use super::checked::DeviceCheck;
 use super::driver::{driver_error, CudaDevice};
-use super::{generate_ptx, CudaCompileOptions, Ptx};
+use super::{CudaCompileOptions, Ptx};
 use crate::launch::{
     check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
 };
 use crate::pipeline::once::OnceMap;
-use crate::pipeline::{cache, dump, version};
 use crate::{Error, Result};
 use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tritium_dsl::ir::{print_function, Function};
+use tritium_dsl::ir::Function;
 use tritium_dsl::trace::Specialization;
 
 /// A kernel compiled to PTX for one architecture and warp count.
@@ -173,73 +172,20 @@ pub(crate) fn compile(
     copts: &CudaCompileOptions,
     options: &LaunchOptions,
 ) -> Result<CompiledPtx> {
-    let text = print_function(&f);
-    let target = format!(
-        "{}|sm_{}|ptx{}|warps={}",
-        super::target::TRIPLE,
-        copts.sm,
-        super::target::ptx_version(copts.sm).map_err(|message| Error::Compile {
-            kernel: f.name.clone(),
-            message,
-        })?,
-        copts.num_warps
-    );
-    let target = format!("{target}|bounds_check={}", copts.bounds_check);
-    // Linked bitcode is part of what is compiled: its content hash joins the key.
-    let libs: Vec<String> =
-        crate::pipeline::link::bitcodes_for(&f, crate::pipeline::link::BitcodeTarget::Nvptx)
-            .map_err(|message| Error::Compile {
-                kernel: f.name.clone(),
-                message,
-            })?
-            .iter()
-            .map(|(_, _, bytes)| cache::hash_bytes(bytes))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-    let key_hash = cache::hash_key(&[version::NVPTX, &target, &libs.join(","), &text]);
-    let entry = dump::symbol(&f.name, &key_hash);
-    let compile_options = options.compile_options();
-    let dump = compile_options.dump_root();
-    let root = compile_options.cache_root();
-    if let Some(d) = &dump {
-        dump::write(d, &entry, "tir", text.as_bytes());
-    }
-    if dump.is_none() {
-        if let cache::Lookup::Hit(e) = cache::read(root.as_deref(), cache::Store::Ptx, &key_hash) {
-            if let Ok(text) = String::from_utf8(e.bytes) {
-                let ptx = Ptx {
-                    entry,
-                    text,
-                    shared_bytes: e.meta,
-                    threads: copts.num_warps * 32,
-                };
-                return Ok(CompiledPtx {
-                    function: f,
-                    key_hash,
-                    ptx,
-                });
-            }
-        }
-    }
-    let ptx =
-        generate_ptx(&f, &entry, copts, dump.as_deref()).map_err(|message| Error::Compile {
-            kernel: f.name.clone(),
-            message,
-        })?;
-    cache::write(
-        root.as_deref(),
-        cache::Store::Ptx,
-        &key_hash,
-        &cache::Entry {
-            meta: ptx.shared_bytes,
-            bytes: ptx.text.as_bytes().to_vec(),
-        },
-    );
+    let c = crate::pipeline::compile::compile(
+        &super::target::Nvptx(*copts),
+        f,
+        &options.compile_options(),
+    )?;
     Ok(CompiledPtx {
-        function: f,
-        key_hash,
-        ptx,
+        function: c.function,
+        key_hash: c.key_hash,
+        ptx: Ptx {
+            entry: c.symbol,
+            text: c.code,
+            shared_bytes: c.meta,
+            threads: copts.num_warps * 32,
+        },
     })
 }
 

@@ -19,11 +19,9 @@ pub use stream::Stream;
 pub(crate) use stream::UseTracker;
 pub use tensor::CudaTensor;
 
+use crate::pipeline::dump::Dumps;
+use crate::pipeline::target::Target;
 use crate::{Error, Result};
-use inkwell::context::Context;
-use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::FileType;
-use std::path::Path;
 use tritium_dsl::ir::Function;
 
 /// What a kernel is compiled for on CUDA.
@@ -64,9 +62,18 @@ pub struct Ptx {
 
 /// Compiles a traced kernel to PTX whose entry is named `entry` (no GPU needed).
 pub fn compile_ptx(f: &Function, entry: &str, options: &CudaCompileOptions) -> Result<Ptx> {
-    generate_ptx(f, entry, options, None).map_err(|message| Error::Compile {
+    let target = target::Nvptx(*options);
+    let err = |message: String| Error::Compile {
         kernel: f.name.clone(),
         message,
+    };
+    let e = crate::pipeline::compile::generate(&target, f, entry, &Dumps::new(None, entry))
+        .map_err(err)?;
+    Ok(Ptx {
+        entry: entry.to_string(),
+        text: target.decode(&e.bytes, entry).map_err(err)?,
+        shared_bytes: e.meta,
+        threads: options.num_warps * 32,
     })
 }
 
@@ -107,65 +114,6 @@ pub fn run_emulated_with(
 ) -> Result<()> {
     grid.validate(&f.name)?;
     crate::check_args(f, args)?;
-    let k = emulate::compile(f.clone(), options)?;
+    let k = emulate::compile(f.clone(), options, &Default::default())?;
     k.run(grid, &args.args)
-}
-
-/// IR → LLVM (verified) → O3 → PTX, writing `.ll`, `.opt.ll` and `.ptx` dumps into `dump`.
-pub(crate) fn generate_ptx(
-    f: &Function,
-    entry: &str,
-    options: &CudaCompileOptions,
-    dump: Option<&Path>,
-) -> std::result::Result<Ptx, String> {
-    let machine = target::machine(options.sm)?;
-    let ctx = Context::create();
-    let module = ctx.create_module(entry);
-    module.set_triple(&machine.get_triple());
-    module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let customs = crate::pipeline::link::link_custom_code_for(
-        &ctx,
-        &module,
-        f,
-        &machine,
-        crate::pipeline::link::BitcodeTarget::Nvptx,
-    )?;
-    let g = codegen::generate(
-        &ctx,
-        &module,
-        f,
-        entry,
-        codegen::CodegenOptions {
-            num_warps: options.num_warps,
-            emulate: false,
-            bounds_check: options.bounds_check,
-        },
-        &customs,
-    )?;
-    let write = |ext: &str, bytes: &[u8]| {
-        if let Some(d) = dump {
-            crate::pipeline::dump::write(d, entry, ext, bytes);
-        }
-    };
-    write("ll", module.print_to_string().to_bytes());
-    module
-        .verify()
-        .map_err(|e| format!("generated NVPTX LLVM IR is invalid: {e}"))?;
-    module
-        .run_passes("default<O3>", &machine, PassBuilderOptions::create())
-        .map_err(|e| e.to_string())?;
-    write("opt.ll", module.print_to_string().to_bytes());
-    let asm = machine
-        .write_to_memory_buffer(&module, FileType::Assembly)
-        .map_err(|e| format!("NVPTX code generation failed: {e}"))?;
-    let text = String::from_utf8_lossy(asm.as_slice())
-        .trim_end_matches('\0')
-        .to_string();
-    write("ptx", text.as_bytes());
-    Ok(Ptx {
-        entry: entry.to_string(),
-        text,
-        shared_bytes: g.shared_bytes,
-        threads: options.num_warps * 32,
-    })
 }

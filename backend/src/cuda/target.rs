@@ -1,10 +1,19 @@
-//! The NVPTX target machine for one GPU architecture.
+//! The NVPTX target machine for one GPU architecture, and the pipeline's NVPTX target.
 
+use super::{codegen, CudaCompileOptions};
+use crate::pipeline::cache::Store;
+use crate::pipeline::dump::Dumps;
+use crate::pipeline::link::{BitcodeTarget, CustomEntries};
+use crate::pipeline::target::{Target, TargetKind};
+use crate::pipeline::version;
+use inkwell::context::Context;
+use inkwell::module::Module;
 use inkwell::targets::{
-    CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+    CodeModel, FileType, InitializationConfig, RelocMode, TargetMachine, TargetTriple,
 };
 use inkwell::OptimizationLevel;
 use std::sync::Once;
+use tritium_dsl::ir::Function;
 
 static INIT: Once = Once::new();
 
@@ -35,11 +44,12 @@ pub(crate) fn ptx_version(sm: u32) -> Result<u32, String> {
 /// A target machine for `sm_XX` at O3.
 pub(crate) fn machine(sm: u32) -> Result<TargetMachine, String> {
     let ptx = ptx_version(sm)?;
-    INIT.call_once(|| Target::initialize_nvptx(&InitializationConfig::default()));
+    use inkwell::targets::Target as LlvmTarget;
+    INIT.call_once(|| LlvmTarget::initialize_nvptx(&InitializationConfig::default()));
     crate::pipeline::options::apply();
     let triple = TargetTriple::create(TRIPLE);
-    let target =
-        Target::from_triple(&triple).map_err(|e| format!("this LLVM has no NVPTX target: {e}"))?;
+    let target = LlvmTarget::from_triple(&triple)
+        .map_err(|e| format!("this LLVM has no NVPTX target: {e}"))?;
     target
         .create_target_machine(
             &triple,
@@ -50,4 +60,75 @@ pub(crate) fn machine(sm: u32) -> Result<TargetMachine, String> {
             CodeModel::Default,
         )
         .ok_or_else(|| format!("LLVM cannot create an NVPTX target machine for sm_{sm}"))
+}
+
+/// The NVPTX target: the CUDA code generator at O3 for `sm_XX`, PTX text in the disk cache.
+pub(crate) struct Nvptx(pub CudaCompileOptions);
+
+impl Target for Nvptx {
+    type Code = String;
+
+    fn kind(&self) -> TargetKind {
+        TargetKind::Nvptx
+    }
+
+    fn key(&self) -> Result<Vec<String>, String> {
+        let o = &self.0;
+        let ptx = ptx_version(o.sm)?;
+        Ok(vec![
+            version::NVPTX.to_string(),
+            format!(
+                "{TRIPLE}|sm_{}|ptx{ptx}|warps={}|bounds_check={}",
+                o.sm, o.num_warps, o.bounds_check
+            ),
+        ])
+    }
+
+    fn store(&self) -> Option<Store> {
+        Some(Store::Ptx)
+    }
+
+    fn bitcode(&self) -> BitcodeTarget {
+        BitcodeTarget::Nvptx
+    }
+
+    fn machine(&self) -> Result<TargetMachine, String> {
+        machine(self.0.sm)
+    }
+
+    fn generate<'ctx>(
+        &self,
+        ctx: &'ctx Context,
+        module: &Module<'ctx>,
+        f: &Function,
+        symbol: &str,
+        customs: &CustomEntries,
+    ) -> Result<usize, String> {
+        let options = codegen::CodegenOptions {
+            num_warps: self.0.num_warps,
+            emulate: false,
+            bounds_check: self.0.bounds_check,
+        };
+        Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
+    }
+
+    fn emit(
+        &self,
+        machine: &TargetMachine,
+        module: &Module<'_>,
+        dumps: &Dumps<'_>,
+    ) -> Result<Vec<u8>, String> {
+        let asm = machine
+            .write_to_memory_buffer(module, FileType::Assembly)
+            .map_err(|e| format!("NVPTX code generation failed: {e}"))?;
+        let text = String::from_utf8_lossy(asm.as_slice())
+            .trim_end_matches('\0')
+            .to_string();
+        dumps.write("ptx", text.as_bytes());
+        Ok(text.into_bytes())
+    }
+
+    fn decode(&self, bytes: &[u8], _symbol: &str) -> Result<String, String> {
+        String::from_utf8(bytes.to_vec()).map_err(|e| format!("PTX is not UTF-8: {e}"))
+    }
 }

@@ -75,7 +75,7 @@ pub fn launch(
             bounds_check: options.bounds_check(),
             ..Default::default()
         };
-        let k = crate::cuda::emulate::compiled(&key, &spec, &copts, trace)?;
+        let k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         check_args(&k.function, &args)?;
         return k.run(grid, &args.args);
     }

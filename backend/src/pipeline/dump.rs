@@ -18,3 +18,35 @@ pub(crate) fn write(dir: &Path, symbol: &str, ext: &str, bytes: &[u8]) {
     let _ = std::fs::create_dir_all(dir);
     let _ = std::fs::write(dir.join(format!("{symbol}.{ext}")), bytes);
 }
+
+/// The dumps of one compile: `<dir>/<symbol>.<ext>` when a dump directory is set.
+pub(crate) struct Dumps<'a> {
+    dir: Option<std::path::PathBuf>,
+    symbol: &'a str,
+}
+
+impl<'a> Dumps<'a> {
+    /// Dumps into `dir` (none when `None`) under `symbol`.
+    pub(crate) fn new(dir: Option<std::path::PathBuf>, symbol: &'a str) -> Self {
+        Dumps { dir, symbol }
+    }
+
+    /// Whether anything is written.
+    pub(crate) fn enabled(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// Writes the `ext` dump.
+    pub(crate) fn write(&self, ext: &str, bytes: &[u8]) {
+        if let Some(d) = &self.dir {
+            write(d, self.symbol, ext, bytes);
+        }
+    }
+
+    /// Writes the `ext` dump, computing it only when dumping.
+    pub(crate) fn write_with(&self, ext: &str, bytes: impl FnOnce() -> Vec<u8>) {
+        if self.enabled() {
+            self.write(ext, &bytes());
+        }
+    }
+}

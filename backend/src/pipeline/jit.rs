@@ -64,9 +64,7 @@ fn jit() -> Result<&'static Mutex<Jit>, String> {
 
 /// Adds `object` (unless `symbol` is already loaded) and returns the address of `symbol`.
 pub(crate) fn load(object: &[u8], symbol: &str) -> Result<usize, String> {
-    let mut jit = jit()?
-        .lock()
-        .map_err(|_| "the JIT lock was poisoned".to_string())?;
+    let mut jit = super::once::lock(jit()?);
     if let Some(addr) = jit.loaded.get(symbol) {
         return Ok(*addr);
     }

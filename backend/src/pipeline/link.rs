@@ -78,14 +78,8 @@ fn is_cooperative(lib: &Module<'_>, entry: &str) -> bool {
 /// The entry of every custom call in `f`, keyed by instruction address.
 pub(crate) type CustomEntries = HashMap<*const Inst, CustomEntry>;
 
-/// Bitcode contents of every custom call in `f` (the builtin library for `__builtin_*`),
-/// with an error naming the op and call site when contents are missing.
 /// A custom call with the bitcode bytes that implement it.
 pub(crate) type CallBitcode<'f> = (&'f Inst, &'f CustomCall, &'f [u8]);
-
-pub(crate) fn bitcodes(f: &Function) -> Result<Vec<CallBitcode<'_>>, String> {
-    bitcodes_for(f, BitcodeTarget::Host)
-}
 
 /// Which compilation of each library is linked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +91,8 @@ pub(crate) enum BitcodeTarget {
     Nvptx,
 }
 
-/// [`bitcodes`] for `target`.
+/// Bitcode contents of every custom call in `f` for `target` (the builtin library for
+/// `__builtin_*`), with an error naming the op and call site when contents are missing.
 pub(crate) fn bitcodes_for(
     f: &Function,
     target: BitcodeTarget,
@@ -140,34 +135,14 @@ pub(crate) fn bitcodes_for(
     Ok(out)
 }
 
-/// Links the bitcode the custom calls of `f` need into `module` and says how to call each.
-pub(crate) fn link_custom_code<'ctx>(
-    ctx: &'ctx Context,
-    module: &Module<'ctx>,
-    f: &Function,
-    machine: &TargetMachine,
-) -> Result<CustomEntries, String> {
-    link_custom_code_for(ctx, module, f, machine, BitcodeTarget::Host)
-}
-
 /// What the link step does to each library before linking it, besides [`prepare`].
 pub(crate) type LibHook<'a, 'ctx> = &'a dyn Fn(&Module<'ctx>) -> Result<(), String>;
 
-/// [`link_custom_code`] for `target`. Linking into an NVPTX module requires bitcode
-/// compiled for NVPTX.
-pub(crate) fn link_custom_code_for<'ctx>(
-    ctx: &'ctx Context,
-    module: &Module<'ctx>,
-    f: &Function,
-    machine: &TargetMachine,
-    target: BitcodeTarget,
-) -> Result<CustomEntries, String> {
-    link_custom_code_with(ctx, module, f, machine, target, &|_| Ok(()))
-}
-
-/// [`link_custom_code_for`], with `each_lib` run on every library after its entries are
-/// resolved (the CUDA emulator defines the thread helpers there).
-pub(crate) fn link_custom_code_with<'ctx>(
+/// Links the bitcode the custom calls of `f` need into `module` (the compilation for
+/// `target`: linking into an NVPTX module requires NVPTX bitcode) and says how to call
+/// each; `each_lib` runs on every library after its entries are resolved (the CUDA
+/// emulator defines the thread helpers there).
+pub(crate) fn link_custom_code<'ctx>(
     ctx: &'ctx Context,
     module: &Module<'ctx>,
     f: &Function,

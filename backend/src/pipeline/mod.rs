@@ -1,6 +1,9 @@
-//! What every target's compile shares (issue 11's first slice: the shared pieces moved out
-//! of `cpu/`, where CUDA, the emulator and the interpreter used to reach for them):
+//! What every target's compile shares. One [`compile`](compile::compile) serves the host
+//! CPU, NVPTX and the CUDA emulator through the [`Target`](target::Target) trait:
 //!
+//! - `target`: what differs between targets (key, machine, generate, passes, emit, decode);
+//! - `compile`: the one compile (key → dumps → disk cache → LLVM → cache → decode → stats);
+//! - `stats`: compile counters per target and kernel;
 //! - `cache`: the on-disk cache of compiled objects and PTX (`<root>/<target>/…`);
 //! - `link`: linking user and builtin custom-op bitcode into a kernel module;
 //! - `jit`: loading objects into the process (one ORC LLJIT);
@@ -11,13 +14,19 @@
 //! - `options`: LLVM's process-wide flags (the SLP vectorizer is off).
 
 pub mod cache;
+pub(crate) mod compile;
 pub(crate) mod dump;
 pub(crate) mod host;
 pub(crate) mod jit;
 pub(crate) mod link;
 pub(crate) mod once;
 pub(crate) mod options;
+mod stats;
+pub(crate) mod target;
 pub(crate) mod version;
+
+pub use stats::{stats, CompileStats, Stats};
+pub use target::TargetKind;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,155 @@
+//! The one compile every target goes through: print the IR, hash it with the target's
+//! key and the linked bitcode, dump, look up the disk cache, else set up the module,
+//! link, generate, verify, run the passes, emit and cache; then decode and count.
+
+use super::cache::{self, Entry};
+use super::dump::{self, Dumps};
+use super::link;
+use super::stats::{self, CompileStats};
+use super::target::Target;
+use super::CompileOptions;
+use crate::{Error, Result};
+use inkwell::context::Context;
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{FileType, TargetMachine};
+use std::collections::BTreeSet;
+use tritium_dsl::ir::{print_function, Function};
+
+/// A kernel compiled for one target.
+pub(crate) struct Compiled<C> {
+    /// The traced IR.
+    pub function: Function,
+    /// SHA-256 of the cache key (target key, linked bitcode, IR text).
+    pub key_hash: String,
+    /// The entry symbol (`dump::symbol`).
+    pub symbol: String,
+    /// The cache entry's `meta` (scratch or shared-memory bytes).
+    pub meta: usize,
+    /// The loaded code.
+    pub code: C,
+}
+
+/// Compiles `f` for `target`, or loads it from the disk cache. Every call compiles: the
+/// in-memory caches (one slot per key, `once::OnceMap`) sit above this.
+pub(crate) fn compile<T: Target>(
+    target: &T,
+    f: Function,
+    options: &CompileOptions,
+) -> Result<Compiled<T::Code>> {
+    let err = |message: String| Error::Compile {
+        kernel: f.name.clone(),
+        message,
+    };
+    let text = print_function(&f);
+    let mut parts = target.key().map_err(err)?;
+    // Linked bitcode is part of what is compiled: its content hash joins the key.
+    let libs: BTreeSet<String> = link::bitcodes_for(&f, target.bitcode())
+        .map_err(err)?
+        .iter()
+        .map(|(_, _, bytes)| cache::hash_bytes(bytes))
+        .collect();
+    parts.push(libs.into_iter().collect::<Vec<_>>().join(","));
+    parts.push(text);
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let key_hash = cache::hash_key(&parts);
+    let text = parts[parts.len() - 1];
+    let symbol = dump::symbol(&f.name, &key_hash);
+    let dumps = Dumps::new(options.dump_root(), &symbol);
+    dumps.write("tir", text.as_bytes());
+    let root = options.cache_root();
+    let mut counted = CompileStats {
+        compiles: 1,
+        ..Default::default()
+    };
+    // A dump needs LLVM's output, so it never takes the cached entry.
+    let lookup = match target.store() {
+        Some(store) if !dumps.enabled() => cache::read(root.as_deref(), store, &key_hash),
+        _ => cache::Lookup::Missing,
+    };
+    let cached = match lookup {
+        cache::Lookup::Hit(e) => match target.decode(&e.bytes, &symbol) {
+            Ok(code) => Some((code, e.meta)),
+            Err(_) => {
+                counted.disk_rejected += 1;
+                None
+            }
+        },
+        cache::Lookup::Missing => None,
+        cache::Lookup::Corrupt => {
+            counted.disk_rejected += 1;
+            None
+        }
+    };
+    let (code, meta) = match cached {
+        Some(hit) => {
+            counted.disk_hits += 1;
+            hit
+        }
+        None => {
+            counted.codegen += 1;
+            let entry = generate(target, &f, &symbol, &dumps).map_err(err)?;
+            if let Some(store) = target.store() {
+                cache::write(root.as_deref(), store, &key_hash, &entry);
+            }
+            (
+                target.decode(&entry.bytes, &symbol).map_err(err)?,
+                entry.meta,
+            )
+        }
+    };
+    stats::count(target.kind(), &f.name, counted);
+    Ok(Compiled {
+        function: f,
+        key_hash,
+        symbol,
+        meta,
+        code,
+    })
+}
+
+/// IR → LLVM (linked, verified) → the target's passes → emitted bytes, with the `.ll`
+/// and `.opt.ll` dumps (and the target's assembly dump) on the way.
+pub(crate) fn generate<T: Target>(
+    target: &T,
+    f: &Function,
+    symbol: &str,
+    dumps: &Dumps<'_>,
+) -> std::result::Result<Entry, String> {
+    let machine = target.machine()?;
+    let ctx = Context::create();
+    let module = ctx.create_module(symbol);
+    module.set_triple(&machine.get_triple());
+    module.set_data_layout(&machine.get_target_data().get_data_layout());
+    let customs = link::link_custom_code(&ctx, &module, f, &machine, target.bitcode(), &|lib| {
+        target.prepare_library(lib)
+    })?;
+    let meta = target.generate(&ctx, &module, f, symbol, &customs)?;
+    dumps.write_with("ll", || module.print_to_string().to_bytes().to_vec());
+    module
+        .verify()
+        .map_err(|e| format!("generated {} LLVM IR is invalid: {e}", target.kind().name()))?;
+    module
+        .run_passes(target.passes(), &machine, PassBuilderOptions::create())
+        .map_err(|e| e.to_string())?;
+    dumps.write_with("opt.ll", || module.print_to_string().to_bytes().to_vec());
+    let bytes = target.emit(&machine, &module, &dumps)?;
+    Ok(Entry { meta, bytes })
+}
+
+/// A host object file, with the `.s` dump: how both host targets emit.
+pub(crate) fn emit_object(
+    machine: &TargetMachine,
+    module: &Module<'_>,
+    dumps: &Dumps<'_>,
+) -> std::result::Result<Vec<u8>, String> {
+    if dumps.enabled() {
+        if let Ok(asm) = machine.write_to_memory_buffer(module, FileType::Assembly) {
+            dumps.write("s", asm.as_slice());
+        }
+    }
+    let obj = machine
+        .write_to_memory_buffer(module, FileType::Object)
+        .map_err(|e| e.to_string())?;
+    Ok(obj.as_slice().to_vec())
+}
