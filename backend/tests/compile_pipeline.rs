@@ -40,14 +40,9 @@ fn run_vadd_on(device: &Device, name: &'static str, variant: &str, options: &Lau
         name,
         constexprs: format!("BLOCK={BLOCK};variant={variant}"),
     };
-    launch(
-        device,
-        n.div_ceil(BLOCK),
-        options,
-        key,
-        args,
-        &|s| vadd(name, s, BLOCK),
-    )
+    launch(device, n.div_ceil(BLOCK), options, key, args, &|s| {
+        vadd(name, s, BLOCK)
+    })
     .unwrap();
     let want = Array1::from_iter((0..n).map(|i| 1.5 * i as f32));
     assert_eq!(out, want, "{name} ({variant})");

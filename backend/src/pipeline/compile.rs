@@ -133,7 +133,7 @@ pub(crate) fn generate<T: Target>(
         .run_passes(target.passes(), &machine, PassBuilderOptions::create())
         .map_err(|e| e.to_string())?;
     dumps.write_with("opt.ll", || module.print_to_string().to_bytes().to_vec());
-    let bytes = target.emit(&machine, &module, &dumps)?;
+    let bytes = target.emit(&machine, &module, dumps)?;
     Ok(Entry { meta, bytes })
 }
 

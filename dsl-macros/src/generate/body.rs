@@ -370,7 +370,7 @@ impl Rewriter {
                 None => quote_spanned!(sp=> ::tritium::dsl::trace::lang::NoArg),
             })
             .collect();
-        let f = lang(b.name, sp);
+        let f = lang(b.function, sp);
         Some(verbatim(quote_spanned!(sp=> #f(#(#args),*))))
     }
 
@@ -702,9 +702,13 @@ mod tests {
         assert!(squash(&out).contains(&squash(
             "::tritium::dsl::trace::lang::logic(::tritium::dsl::trace::lang::compare(offs, ::tritium::dsl::ir::CmpPred::Lt, n), true, ::tritium::dsl::trace::lang::compare(x, ::tritium::dsl::ir::CmpPred::Ge, 0))"
         )), "{out}");
-        assert!(squash(&out).contains(&squash(
-            "::tritium::dsl::trace::lang::load(p + offs, m, ::tritium::dsl::trace::lang::NoArg)"
-        )), "{out}");
+        assert!(
+            squash(&out).contains(&squash(&format!(
+                "::tritium::dsl::trace::lang::load_with(p + offs, m{})",
+                ", ::tritium::dsl::trace::lang::NoArg".repeat(6)
+            ))),
+            "{out}"
+        );
     }
 
     #[test]
@@ -785,7 +789,7 @@ mod tests {
             ("{ unsafe {} }", "`unsafe` is not supported"),
             ("{ fn g() {} }", "nested functions are not supported"),
             ("{ 'a: { 1 } }", "labeled blocks are not supported"),
-            ("{ load(a, b, c, d); }", "`load` takes 1 to 3 arguments (ptr, mask, other), got 4"),
+            ("{ maximum(a, b, c); }", "`maximum` takes 2 arguments (a, b), got 3"),
             ("{ x[(0, None)]; }", "tile indexing takes only"),
             ("{ helper(a, mask = m); }", "keyword argument `mask` in a call that is not a kernel builtin"),
         ];

@@ -6,12 +6,15 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{Error, Expr};
 
-/// One builtin: `::tritium::dsl::trace::lang::NAME(params…)`; the parameters from
+/// One builtin: `::tritium::dsl::trace::lang::FUNCTION(params…)`; the parameters from
 /// `required` on are optional and filled with `NoArg` when missing.
 #[derive(Debug)]
 pub struct Builtin {
-    /// The function name in `tritium::dsl::trace::lang`.
+    /// The name kernels call.
     pub name: &'static str,
+    /// The function in `tritium::dsl::trace::lang` (the name unless the table says
+    /// `name => function`: `load` calls `load_with`, which takes every keyword).
+    pub function: &'static str,
     /// Parameter names, in order (as Triton names them, for keyword arguments).
     pub params: &'static [&'static str],
     /// How many leading parameters are required.
@@ -19,13 +22,16 @@ pub struct Builtin {
 }
 
 macro_rules! builtins {
-    ($($name:ident ($($p:ident),*) $(? $req:literal)?;)*) => {
+    ($($name:ident $(=> $function:ident)? ($($p:ident),*) $(? $req:literal)?;)*) => {
         &[$(Builtin {
             name: stringify!($name),
+            function: builtins!(@fn $name $($function)?),
             params: &[$(stringify!($p)),*],
             required: builtins!(@req [$($p),*] $($req)?),
         }),*]
     };
+    (@fn $name:ident) => { stringify!($name) };
+    (@fn $name:ident $function:ident) => { stringify!($function) };
     (@req [$($p:ident),*]) => { [$(stringify!($p)),*].len() };
     (@req [$($p:ident),*] $req:literal) => { $req };
 }
@@ -85,8 +91,13 @@ pub const BUILTINS: &[Builtin] = builtins! {
     topk(x, k, dim) ? 2;
     cumprod(x, axis, reverse) ? 1;
     dot(a, b, acc) ? 2;
-    load(ptr, mask, other) ? 1;
-    store(ptr, value, mask) ? 2;
+    load => load_with(ptr, mask, other, boundary_check, padding_option, cache_modifier, eviction_policy, volatile) ? 1;
+    store => store_with(ptr, value, mask, boundary_check, cache_modifier, eviction_policy) ? 2;
+    make_block_ptr(base, shape, strides, offsets, block_shape, order);
+    advance(base, offsets);
+    make_tensor_descriptor(base, shape, strides, block_shape);
+    load_tensor_descriptor(desc, offsets);
+    store_tensor_descriptor(desc, offsets, value);
     atomic_add(ptr, value, mask) ? 2;
     atomic_max(ptr, value, mask) ? 2;
     atomic_min(ptr, value, mask) ? 2;
@@ -232,23 +243,33 @@ mod tests {
     #[test]
     fn binding() {
         let s = |x: &str| Some(x.to_string());
-        assert_eq!(bind("load", "p").unwrap(), [s("p"), None, None]);
+        let rest = [None, None, None, None, None];
+        let load = |given: [Option<String>; 3]| [given.to_vec(), rest.to_vec()].concat();
+        assert_eq!(bind("load", "p").unwrap(), load([s("p"), None, None]));
         assert_eq!(
             bind("load", "p, mask = m, other = 0.0").unwrap(),
-            [s("p"), s("m"), s("0.0")]
+            load([s("p"), s("m"), s("0.0")])
         );
         assert_eq!(
             bind("load", "p, other = 1").unwrap(),
-            [s("p"), None, s("1")]
+            load([s("p"), None, s("1")])
         );
-        assert_eq!(bind("load", "ptr = p").unwrap(), [s("p"), None, None]);
+        assert_eq!(bind("load", "ptr = p").unwrap(), load([s("p"), None, None]));
+        assert_eq!(
+            bind(
+                "load",
+                "bp, boundary_check = (0, 1), padding_option = \"nan\""
+            )
+            .unwrap()[3..5],
+            [s("(0 , 1)"), s("\"nan\"")]
+        );
         assert_eq!(
             bind("dot", "a, b, acc").unwrap(),
             [s("a"), s("b"), s("acc")]
         );
         assert_eq!(
-            bind("load", "a, b, c, d").unwrap_err(),
-            "`load` takes 1 to 3 arguments (ptr, mask, other), got 4"
+            bind("load", "a, b, c, d, e, f, g, h, i").unwrap_err(),
+            "`load` takes 1 to 8 arguments (ptr, mask, other, boundary_check, padding_option, cache_modifier, eviction_policy, volatile), got 9"
         );
         assert_eq!(
             bind("exp", "").unwrap_err(),
@@ -260,7 +281,7 @@ mod tests {
         );
         assert_eq!(
             bind("load", "p, maks = m").unwrap_err(),
-            "`load` has no parameter named `maks`; its parameters are (ptr, mask, other)"
+            "`load` has no parameter named `maks`; its parameters are (ptr, mask, other, boundary_check, padding_option, cache_modifier, eviction_policy, volatile)"
         );
         assert_eq!(
             bind("load", "p, mask = m, mask = n").unwrap_err(),
@@ -272,7 +293,7 @@ mod tests {
         );
         assert_eq!(
             bind("store", "p, mask = m").unwrap_err(),
-            "`store` is missing its argument `value`; `store` takes 2 to 3 arguments (ptr, value, mask)"
+            "`store` is missing its argument `value`; `store` takes 2 to 6 arguments (ptr, value, mask, boundary_check, cache_modifier, eviction_policy)"
         );
         assert_eq!(
             bind("load", "p, ptr = q").unwrap_err(),

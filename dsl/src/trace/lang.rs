@@ -4,6 +4,10 @@
 //! arguments take [`NoArg`]; the `#[kernel]` macro fills them in, so kernel code writes
 //! `load(p, mask = m, other = 0.0)` or just `load(p)`.
 
+pub use super::block_ptr::{
+    advance, load_tensor_descriptor, make_block_ptr, make_tensor_descriptor,
+    store_tensor_descriptor, BlockPtr, IntoDims, OptConstDims, PointerArg, TensorDescriptor,
+};
 pub use super::math::{
     clamp, div_rn, fdiv, histogram, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
 };
@@ -15,6 +19,8 @@ pub use super::shape::{
     broadcast, cat, flip, full_like, interleave, join, ravel, split, swizzle2d, view, zeros_like,
 };
 pub use super::sort::{sort, topk};
+
+use super::block_ptr;
 
 use super::builder::{with, Builder};
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};
@@ -818,10 +824,82 @@ fn memory_operands(
 }
 
 /// Loads through `ptr`; lanes where `mask` is false read nothing and give `other` (or 0).
+/// `ptr` may be a [`BlockPtr`] (then without `mask` and `other`: see [`load_with`]).
 #[track_caller]
-pub fn load(ptr: Tile, mask: impl OptOperand, other: impl OptOperand) -> Tile {
+pub fn load(ptr: impl Into<PointerArg>, mask: impl OptOperand, other: impl OptOperand) -> Tile {
+    load_with(ptr, mask, other, NoArg, NoArg, NoArg, NoArg, NoArg)
+}
+
+/// Triton's `load` with every keyword (what `#[kernel]` calls): through a block pointer,
+/// the `boundary_check` dims are bounds-checked and their outside elements read
+/// `padding_option` (`"zero"`, `"nan"`; unset reads 0). `cache_modifier` (`.ca`, `.cg`,
+/// `.cv`), `eviction_policy` (`evict_first`, `evict_last`) and `volatile` are checked
+/// hints that do not change the generated code yet.
+#[allow(clippy::too_many_arguments)]
+#[track_caller]
+pub fn load_with(
+    ptr: impl Into<PointerArg>,
+    mask: impl OptOperand,
+    other: impl OptOperand,
+    boundary_check: impl OptConstDims,
+    padding_option: impl OptMessage,
+    cache_modifier: impl OptMessage,
+    eviction_policy: impl OptMessage,
+    volatile: impl OptFlag,
+) -> Tile {
     let loc = loc!();
     let (mask, other) = (mask.opt(), other.opt());
+    let boundary_check = boundary_check.const_dims();
+    let _ = volatile.flag();
+    let (ptr, mask, other) = match ptr.into() {
+        PointerArg::Tile(p) => {
+            if !boundary_check.is_empty() {
+                let msg = "load: boundary_check needs a block pointer".to_string();
+                return fail_with(p, msg);
+            }
+            let pad = block_ptr::padding(padding_option, p);
+            if !matches!(pad, block_ptr::Padding::Unset) {
+                let msg = "load: padding_option needs a block pointer".to_string();
+                return fail_with(p, msg);
+            }
+            (p, mask, other)
+        }
+        PointerArg::Block(bp) => {
+            let (p, check) = bp.resolve(&boundary_check, "load");
+            if mask.is_some() || other.is_some() {
+                let msg = "load: `mask` and `other` cannot be given for a block pointer (use boundary_check and padding_option)".to_string();
+                return fail_with(p, msg);
+            }
+            let other = match block_ptr::padding(padding_option, p) {
+                block_ptr::Padding::Unset | block_ptr::Padding::Zero => None,
+                block_ptr::Padding::Nan if bp.dtype().is_float() => Some(Operand::Float(f64::NAN)),
+                block_ptr::Padding::Nan => {
+                    let msg = format!(
+                        "load: padding_option \"nan\" needs a float block, got {}",
+                        bp.dtype()
+                    );
+                    return fail_with(p, msg);
+                }
+            };
+            (
+                p,
+                check.map(Operand::Tile),
+                other.filter(|_| check.is_some()),
+            )
+        }
+    };
+    block_ptr::check_hint(
+        "load: cache_modifier",
+        cache_modifier,
+        &[".ca", ".cg", ".cv"],
+        ptr,
+    );
+    block_ptr::check_hint(
+        "load: eviction_policy",
+        eviction_policy,
+        &["evict_first", "evict_last", "evict_normal"],
+        ptr,
+    );
     emit(|b| {
         let Some((pt, d, mask)) = memory_operands(b, ptr, mask, "load", &loc) else {
             return ptr.0;
@@ -844,10 +922,58 @@ pub fn load(ptr: Tile, mask: impl OptOperand, other: impl OptOperand) -> Tile {
 }
 
 /// Stores `value` (converted to the pointee dtype, broadcast) through `ptr` where `mask`.
+/// `ptr` may be a [`BlockPtr`] (then without `mask`: see [`store_with`]).
 #[track_caller]
-pub fn store(ptr: Tile, value: impl IntoOperand, mask: impl OptOperand) {
+pub fn store(ptr: impl Into<PointerArg>, value: impl IntoOperand, mask: impl OptOperand) {
+    store_with(ptr, value, mask, NoArg, NoArg, NoArg)
+}
+
+/// Triton's `store` with every keyword (what `#[kernel]` calls): through a block pointer,
+/// elements outside the `boundary_check` dims are not written. `cache_modifier` (`.wb`,
+/// `.cg`, `.cs`, `.wt`) and `eviction_policy` are checked hints that do not change the
+/// generated code yet.
+#[track_caller]
+pub fn store_with(
+    ptr: impl Into<PointerArg>,
+    value: impl IntoOperand,
+    mask: impl OptOperand,
+    boundary_check: impl OptConstDims,
+    cache_modifier: impl OptMessage,
+    eviction_policy: impl OptMessage,
+) {
     let loc = loc!();
     let (value, mask) = (value.into_operand(), mask.opt());
+    let boundary_check = boundary_check.const_dims();
+    let (ptr, mask) = match ptr.into() {
+        PointerArg::Tile(p) => {
+            if !boundary_check.is_empty() {
+                fail_with(p, "store: boundary_check needs a block pointer".to_string());
+                return;
+            }
+            (p, mask)
+        }
+        PointerArg::Block(bp) => {
+            let (p, check) = bp.resolve(&boundary_check, "store");
+            if mask.is_some() {
+                let msg = "store: `mask` cannot be given for a block pointer (use boundary_check)";
+                fail_with(p, msg.to_string());
+                return;
+            }
+            (p, check.map(Operand::Tile))
+        }
+    };
+    block_ptr::check_hint(
+        "store: cache_modifier",
+        cache_modifier,
+        &[".wb", ".cg", ".cs", ".wt"],
+        ptr,
+    );
+    block_ptr::check_hint(
+        "store: eviction_policy",
+        eviction_policy,
+        &["evict_first", "evict_last", "evict_normal"],
+        ptr,
+    );
     with(|b| {
         let Some((pt, d, mask)) = memory_operands(b, ptr, mask, "store", &loc) else {
             return;

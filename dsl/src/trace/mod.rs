@@ -1,5 +1,6 @@
 //! Tracing: kernel code runs once per specialization and records IR.
 
+mod block_ptr;
 pub(crate) mod builder;
 mod element;
 pub mod flow;
