@@ -7,6 +7,7 @@ mod checked;
 mod common;
 mod cuda;
 mod custom_ops;
+mod kernels_attention;
 mod kernels_elementwise;
 mod kernels_matmul;
 mod kernels_misc;

@@ -255,3 +255,84 @@ fn split_of_a_pair_gives_scalars() {
         assert_eq!(bits, [0x7FC0_0123, 0x8000_0000], "{device:?}");
     }
 }
+
+/// `x` (`A × B × C`) permuted three ways, each stored row-major: `permute(x, (0, 2, 1))`,
+/// `trans(x, (2, 0, 1))`, and the transpose of `x` as `A × BC` (`.t()`).
+#[kernel]
+fn permutes<T: Element>(
+    p021: Ptr<T>,
+    p201: Ptr<T>,
+    t2d: Ptr<T>,
+    x: Ptr<T>,
+    #[constexpr] A: usize,
+    #[constexpr] B: usize,
+    #[constexpr] C: usize,
+) {
+    let all = arange(0, A * B * C);
+    let v = reshape(load(x + all), [A, B, C]);
+    store(p021 + all, ravel(permute(v, (0, 2, 1))));
+    store(p201 + all, ravel(trans(v, dims = (2, 0, 1))));
+    store(t2d + all, ravel(reshape(v, [A, B * C]).t()));
+}
+
+#[test]
+fn permute_and_trans_reorder_dims_like_ndarray() {
+    for (a, b, c) in [(2, 4, 8), (4, 2, 2), (1, 8, 4)] {
+        let n = a * b * c;
+        let x =
+            ndarray::Array3::from_shape_fn((a, b, c), |(i, j, k)| (i * 100 + j * 10 + k) as i32);
+        let flat = Array1::from_iter(x.iter().copied());
+        let order =
+            |axes: [usize; 3]| Array1::from_iter(x.view().permuted_axes(axes).iter().copied());
+        let x2d = x.view().into_shape_with_order((a, b * c)).unwrap();
+        let t2d = Array1::from_iter(x2d.t().iter().copied());
+        for device in all_devices() {
+            let (mut p021, mut p201, mut t) =
+                (Array1::zeros(n), Array1::zeros(n), Array1::zeros(n));
+            permutes::launch(
+                &device,
+                1,
+                &mut p021,
+                &mut p201,
+                &mut t,
+                flat.view(),
+                a,
+                b,
+                c,
+            )
+            .unwrap();
+            let what = format!("{a}x{b}x{c} on {device:?}");
+            assert_eq!(p021, order([0, 2, 1]), "permute (0, 2, 1), {what}");
+            assert_eq!(p201, order([2, 0, 1]), "trans (2, 0, 1), {what}");
+            assert_eq!(t, t2d, ".t(), {what}");
+        }
+    }
+}
+
+/// `permute` with dims that are not a permutation, and `trans` of a 3-D tile without
+/// dims, are trace errors at their line.
+#[kernel]
+fn bad_permute(out: Ptr<f32>, #[constexpr] CASE: usize) {
+    let v = zeros([2, 2, 2], DType::F32);
+    let p = if CASE == 0 {
+        permute(v, (0, 0, 1))
+    } else {
+        trans(v)
+    };
+    store(out + arange(0, 8), ravel(p));
+}
+
+#[test]
+fn permute_misuse_is_a_trace_error() {
+    let cases = [
+        "permute: dims [0, 0, 1] are not a permutation",
+        "trans without dims needs a 2-D tile",
+    ];
+    for (case, want) in cases.iter().enumerate() {
+        let mut out = Array1::<f32>::zeros(8);
+        let e = bad_permute::launch(&Device::interpreter(), 1, &mut out, case)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want) && e.contains("shape_functions.rs:"), "{e}");
+    }
+}

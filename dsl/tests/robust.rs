@@ -68,6 +68,9 @@ fn hostile_texts_get_errors_that_name_what_is_wrong() {
         ("huge extra buffer", kernel(&["%2 = const {value = 0} : tile<4xi32>", "%3 = custom \"f\" {core = vector, pipe = pipe_v, mode = simd, symbol = \"f\", bitcode = \"f.bc\", extra = [99999999999xf32]} ins() outs(%2 : tile<4xi32>) -> tile<4xi32>"]), &["extra buffer", "MAX_TILE_ELEMS"]),
         // Attributes and operands are what the op takes.
         ("axis past u32", kernel(&["%2 = program_id {axis = 4294967296} : i32"]), &["axis 4294967296 is out of range"]),
+        ("permute dims not numbers", kernel(&["%2 = const {value = 1} : tile<2x4xi32>", "%3 = permute %2 {dims = 1y0} : tile<4x2xi32>"]), &["`dims` must be dims joined by `x`", "1y0"]),
+        ("permute dims not a permutation", kernel(&["%2 = const {value = 1} : tile<2x4xi32>", "%3 = permute %2 {dims = 0x0} : tile<2x2xi32>"]), &["not a permutation"]),
+        ("permute result of the wrong shape", kernel(&["%2 = const {value = 1} : tile<2x4xi32>", "%3 = permute %2 {dims = 1x0} : tile<2x4xi32>"]), &["permute type"]),
         ("unknown attribute", kernel(&["%2 = program_id {axis = 0, value = 1} : i32"]), &["`program_id` has no attribute `value`"]),
         ("attribute twice", kernel(&["%2 = program_id {axis = 0, axis = 1} : i32"]), &["`axis` given twice"]),
         ("mask on add", kernel(&["%2 = const {value = 1} : i32", "%3 = add %2, %2, mask = %1 : i32"]), &["`add` takes no `mask`"]),

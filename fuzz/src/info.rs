@@ -447,7 +447,7 @@ pub fn transfer<'t>(
         | Op::Broadcast(x)
         | Op::ExpandDims { x, .. }
         | Op::Reshape(x)
-        | Op::Trans(x)
+        | Op::Permute { x, .. }
         | Op::Flip { x, .. } => get(*x),
         Op::Binary(op, a, b) => binary(*op, get(*a), get(*b), ty(*a)),
         Op::Unary(op, x) => unary(*op, get(*x), ty(*x)),

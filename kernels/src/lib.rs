@@ -4,6 +4,7 @@
 //! activations. Each comes with a host wrapper over ndarray.
 
 pub mod activation;
+pub mod attention;
 pub mod bench;
 pub mod custom_add;
 pub mod custom_bitcode;

@@ -229,10 +229,10 @@ impl<'a> Program<'a> {
                     .reshape(&t.shape)
                     .ok_or_else(|| shape_err("reshape")))
             }
-            Op::Trans(x) => one(self
+            Op::Permute { x, dims } => one(self
                 .get(inst, *x)?
-                .trans()
-                .ok_or_else(|| shape_err("transpose"))),
+                .permute(dims)
+                .ok_or_else(|| shape_err("permute"))),
             Op::Flip { x, axis } => one(self
                 .get(inst, *x)?
                 .flip(*axis as usize)

@@ -171,7 +171,6 @@ impl Data {
             .map(|v| v.into_owned()))
     }
 
-    /// Transposes a 2-D value (the result is in standard row-major layout).
     /// The elements in reverse order along `axis`.
     pub(crate) fn flip(&self, axis: usize) -> Option<Data> {
         if axis >= self.shape().len() {
@@ -184,10 +183,18 @@ impl Data {
         }))
     }
 
-    pub(crate) fn trans(&self) -> Option<Data> {
-        if self.shape().len() != 2 {
+    /// Result dim `i` is dim `dims[i]` (the result is in standard row-major layout).
+    pub(crate) fn permute(&self, dims: &[u32]) -> Option<Data> {
+        let mut sorted = dims.to_vec();
+        sorted.sort_unstable();
+        if !sorted.iter().copied().eq(0..self.shape().len() as u32) {
             return None;
         }
-        Some(map_data!(self, |a| a.t().as_standard_layout().into_owned()))
+        let axes: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        Some(map_data!(self, |a| a
+            .view()
+            .permuted_axes(axes.clone())
+            .as_standard_layout()
+            .into_owned()))
     }
 }

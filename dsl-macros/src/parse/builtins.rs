@@ -47,7 +47,8 @@ pub const BUILTINS: &[Builtin] = builtins! {
     broadcast_to(x, shape);
     expand_dims(x, axis);
     reshape(x, shape);
-    trans(x);
+    trans => trans_with(x, dims) ? 1;
+    permute(x, dims);
     ravel(x);
     flip(x, dim) ? 1;
     view(x, shape);

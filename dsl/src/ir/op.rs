@@ -198,8 +198,14 @@ pub enum Op {
     },
     /// Same elements in row-major order, another shape.
     Reshape(Value),
-    /// 2-D transpose.
-    Trans(Value),
+    /// The dims of `x` reordered: result dim `i` is `x`'s dim `dims[i]` (Triton's
+    /// `permute`; `trans` of a 2-D tile is `dims = [1, 0]`).
+    Permute {
+        /// The input.
+        x: Value,
+        /// A permutation of `0..rank`.
+        dims: Vec<u32>,
+    },
     /// Elementwise binary op on operands of the same shape and dtype.
     Binary(BinOp, Value, Value),
     /// Elementwise unary op.
@@ -347,7 +353,7 @@ impl Op {
             Op::Broadcast(_) => "broadcast",
             Op::ExpandDims { .. } => "expand_dims",
             Op::Reshape(_) => "reshape",
-            Op::Trans(_) => "trans",
+            Op::Permute { .. } => "permute",
             Op::Flip { .. } => "flip",
             Op::Binary(op, ..) => op.name(),
             Op::Unary(op, _) => op.name(),
@@ -377,13 +383,11 @@ impl Op {
     pub fn operands(&self) -> Vec<Value> {
         match self {
             Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => vec![],
-            Op::Splat(x)
-            | Op::Broadcast(x)
-            | Op::Reshape(x)
-            | Op::Trans(x)
-            | Op::Cast(x)
-            | Op::Bitcast(x) => vec![*x],
+            Op::Splat(x) | Op::Broadcast(x) | Op::Reshape(x) | Op::Cast(x) | Op::Bitcast(x) => {
+                vec![*x]
+            }
             Op::ExpandDims { x, .. }
+            | Op::Permute { x, .. }
             | Op::Flip { x, .. }
             | Op::Unary(_, x)
             | Op::Reduce { x, .. }
@@ -456,7 +460,7 @@ impl Op {
             Op::Splat(x)
             | Op::Broadcast(x)
             | Op::Reshape(x)
-            | Op::Trans(x)
+            | Op::Permute { x, .. }
             | Op::Cast(x)
             | Op::Bitcast(x)
             | Op::ExpandDims { x, .. }
@@ -532,7 +536,7 @@ impl Op {
                 | Op::Broadcast(_)
                 | Op::ExpandDims { .. }
                 | Op::Reshape(_)
-                | Op::Trans(_)
+                | Op::Permute { .. }
                 | Op::Flip { .. }
                 | Op::Binary(..)
                 | Op::Unary(..)

@@ -656,6 +656,7 @@ impl Parser {
         let (takes_attrs, takes_keys): (&[&str], &[&str]) = match m {
             "const" => (&["value"], &[]),
             "program_id" | "num_programs" | "expand_dims" | "flip" => (&["axis"], &[]),
+            "permute" => (&["dims"], &[]),
             "arange" => (&["start", "end"], &[]),
             "cmp" => (&["pred"], &[]),
             "reduce" => (&["op", "axis"], &[]),
@@ -722,9 +723,19 @@ impl Parser {
                 arity(1)?;
                 Op::Reshape(ops[0])
             }
-            "trans" => {
+            "permute" => {
                 arity(1)?;
-                Op::Trans(ops[0])
+                let text = attr("dims")?;
+                let dims = text
+                    .split('x')
+                    .map(|d| d.parse::<u32>())
+                    .collect::<std::result::Result<Vec<u32>, _>>()
+                    .map_err(|_| {
+                        self.err(format!(
+                            "`dims` must be dims joined by `x` (`1x0`), got `{text}`"
+                        ))
+                    })?;
+                Op::Permute { x: ops[0], dims }
             }
             "flip" => {
                 arity(1)?;

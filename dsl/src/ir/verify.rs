@@ -273,17 +273,18 @@ impl<'a> Verifier<'a> {
                 }
                 same(res[0], xt, "flip type")?;
             }
-            Op::Trans(x) => {
+            Op::Permute { x, dims } => {
                 want_results(1)?;
                 let xt = self.ty(*x);
-                if xt.rank() != 2 {
-                    return Err(e(format!("trans needs a 2-D tile, got {xt}")));
+                let mut sorted = dims.clone();
+                sorted.sort_unstable();
+                if !sorted.iter().copied().eq(0..xt.rank() as u32) {
+                    return Err(e(format!(
+                        "permute dims {dims:?} are not a permutation of the dims of {xt}"
+                    )));
                 }
-                same(
-                    res[0],
-                    &xt.with_shape(vec![xt.shape[1], xt.shape[0]]),
-                    "trans type",
-                )?;
+                let shape = dims.iter().map(|&d| xt.shape[d as usize]).collect();
+                same(res[0], &xt.with_shape(shape), "permute type")?;
             }
             Op::Binary(op, a, b) => {
                 want_results(1)?;

@@ -272,21 +272,47 @@ pub fn reshape(x: Tile, shape: impl IntoShape) -> Tile {
     })
 }
 
-/// Transposes a 2-D tile.
+/// A 2-D tile transposed (see [`trans_with`] for dims).
 #[track_caller]
 pub fn trans(x: Tile) -> Tile {
+    trans_with(x, NoArg)
+}
+
+/// `x` with its dims reordered by `dims` (Triton's `trans(x, dims)`, what `#[kernel]`
+/// calls); without `dims`, a 2-D tile transposed.
+#[track_caller]
+pub fn trans_with(x: Tile, dims: impl OptConstDims) -> Tile {
+    let dims = dims.const_dims();
+    if dims.is_empty() && x.ty().rank() != 2 {
+        let msg = format!("trans without dims needs a 2-D tile, got {}", x.ty());
+        return fail_with(x, msg);
+    }
+    match dims.is_empty() {
+        true => permute(x, [1, 0]),
+        false => permute(x, dims),
+    }
+}
+
+/// `x` with its dims reordered: result dim `i` is `x`'s dim `dims[i]` (Triton's
+/// `permute`).
+#[track_caller]
+pub fn permute(x: Tile, dims: impl OptConstDims) -> Tile {
     let loc = loc!();
+    let dims = dims.const_dims();
     emit(|b| {
         let t = b.ty(x.0).clone();
-        if t.rank() != 2 {
-            b.fail(&loc, format!("trans needs a 2-D tile, got {t}"));
+        let mut sorted = dims.clone();
+        sorted.sort_unstable();
+        if !sorted.iter().copied().eq(0..t.rank() as i64) {
+            b.fail(
+                &loc,
+                format!("permute: dims {dims:?} are not a permutation of the dims of {t}"),
+            );
             return x.0;
         }
-        b.push1(
-            Op::Trans(x.0),
-            t.with_shape(vec![t.shape[1], t.shape[0]]),
-            loc,
-        )
+        let shape = dims.iter().map(|&d| t.shape[d as usize]).collect();
+        let dims = dims.iter().map(|&d| d as u32).collect();
+        b.push1(Op::Permute { x: x.0, dims }, t.with_shape(shape), loc)
     })
 }
 
@@ -1271,6 +1297,16 @@ impl Tile {
     #[track_caller]
     pub fn trans(self) -> Tile {
         trans(self)
+    }
+    /// `trans(self)`: a 2-D tile transposed (Triton's `.T`).
+    #[track_caller]
+    pub fn t(self) -> Tile {
+        trans(self)
+    }
+    /// `permute(self, dims)`.
+    #[track_caller]
+    pub fn permute(self, dims: impl OptConstDims) -> Tile {
+        permute(self, dims)
     }
     /// `sum(self, axis)`.
     #[track_caller]

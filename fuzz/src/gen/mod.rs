@@ -433,13 +433,22 @@ impl Gen {
         self.constant(d, shape, c)
     }
 
-    /// A transpose, a reshape or an expand_dims of a value of another shape.
+    /// A permutation of dims, a reshape or an expand_dims of a value of another shape.
     fn reshaped(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
         let t = Self::tile(d, shape);
         let op = match self.rng.below(4) {
-            0 if shape.len() == 2 => {
-                let x = self.value(d, &[shape[1], shape[0]], need);
-                Op::Trans(x)
+            0 if shape.len() >= 2 => {
+                let mut dims: Vec<u32> = (0..shape.len() as u32).collect();
+                for i in (1..dims.len()).rev() {
+                    dims.swap(i, self.rng.below(i + 1));
+                }
+                // Input dim `dims[i]` has the result's size `shape[i]`.
+                let mut from = vec![0; shape.len()];
+                for (i, &d) in dims.iter().enumerate() {
+                    from[d as usize] = shape[i];
+                }
+                let x = self.value(d, &from, need);
+                Op::Permute { x, dims }
             }
             3 if !shape.is_empty() => {
                 let axis = self.rng.below(shape.len()) as u32;

@@ -288,7 +288,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         Op::Splat(_)
                         | Op::ExpandDims { .. }
                         | Op::Reshape(_)
-                        | Op::Trans(_)
+                        | Op::Permute { .. }
                         | Op::Flip { .. } => false,
                         _ => true,
                     };

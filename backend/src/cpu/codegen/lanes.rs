@@ -70,7 +70,13 @@ impl<'ctx> Gen<'ctx, '_> {
                 mapped.remove(*axis as usize);
                 self.lane(*x, &mapped)
             }
-            Op::Trans(x) => self.lane(*x, &[idx[1], idx[0]]),
+            Op::Permute { x, dims } => {
+                let mut mapped = idx.to_vec();
+                for (i, &d) in dims.iter().enumerate() {
+                    mapped[d as usize] = idx[i];
+                }
+                self.lane(*x, &mapped)
+            }
             Op::Flip { x, axis } => {
                 let a = *axis as usize;
                 let last = self.i64c(rt.shape[a] as u64 - 1);

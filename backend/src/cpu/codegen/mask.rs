@@ -78,7 +78,7 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::Broadcast(x)
             | Op::ExpandDims { x, .. }
             | Op::Reshape(x)
-            | Op::Trans(x)
+            | Op::Permute { x, .. }
             | Op::Flip { x, .. } => self.all_true_closed_form(x),
             Op::Binary(BinOp::And, a, b) => {
                 let a = self.all_true_closed_form(a)?;
@@ -142,7 +142,7 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::Broadcast(x)
             | Op::ExpandDims { x, .. }
             | Op::Reshape(x)
-            | Op::Trans(x)
+            | Op::Permute { x, .. }
             | Op::Flip { x, .. } => self.range(x),
             Op::Cast(x) => {
                 let from = self.ty(x).dtype().filter(|f| f.is_int())?;

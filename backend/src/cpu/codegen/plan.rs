@@ -60,7 +60,7 @@ fn is_cheap(f: &Function, inst: &Inst) -> bool {
         | Op::ExpandDims { .. }
         | Op::Arange { .. }
         | Op::Reshape(_)
-        | Op::Trans(_)
+        | Op::Permute { .. }
         | Op::Flip { .. }
         | Op::AddPtr(..)
         | Op::Cmp(..)
@@ -256,7 +256,7 @@ fn pure_key(op: &Op) -> Option<(String, Vec<Value>)> {
         Op::Broadcast(x) => ("broadcast".into(), vec![*x]),
         Op::ExpandDims { x, axis } => (format!("expand {axis}"), vec![*x]),
         Op::Reshape(x) => ("reshape".into(), vec![*x]),
-        Op::Trans(x) => ("trans".into(), vec![*x]),
+        Op::Permute { x, dims } => (format!("permute {dims:?}"), vec![*x]),
         Op::Flip { x, axis } => (format!("flip {axis}"), vec![*x]),
         Op::Cast(x) => ("cast".into(), vec![*x]),
         Op::Bitcast(x) => ("bitcast".into(), vec![*x]),

@@ -586,7 +586,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             }
             Op::Broadcast(x) => self.broadcast(inst.results[0], *x),
             Op::ExpandDims { x, .. } | Op::Reshape(x) => self.relabel(inst.results[0], *x),
-            Op::Trans(x) => self.transpose(inst.results[0], *x),
+            Op::Permute { x, dims } => self.permute(inst.results[0], *x, dims),
             Op::Flip { x, axis } => {
                 let (a, len) = (*axis as usize, self.ty(*x).shape[*axis as usize]);
                 self.exchange(inst.results[0], *x, &mut |g, idx| {
@@ -770,7 +770,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.exchange(r, x, &mut |g, idx| g.broadcast_source(&xs, idx));
     }
 
-    fn transpose(&mut self, r: Value, x: Value) {
-        self.exchange(r, x, &mut |_, idx| vec![idx[1], idx[0]]);
+    /// Result element `idx` is `x`'s element with `idx[i]` at dim `dims[i]`.
+    fn permute(&mut self, r: Value, x: Value, dims: &[u32]) {
+        self.exchange(r, x, &mut |_, idx| {
+            let mut mapped = idx.to_vec();
+            for (i, &d) in dims.iter().enumerate() {
+                mapped[d as usize] = idx[i];
+            }
+            mapped
+        });
     }
 }
