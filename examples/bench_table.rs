@@ -10,6 +10,7 @@
 use ndarray::{Array1, Array2, Axis, Zip};
 use std::time::Duration;
 use tritium::Device;
+use tritium_kernels::attention::{attention, AttentionConfig};
 use tritium_kernels::bench::{bandwidth_loop, gbps, interleaved};
 use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
 use tritium_kernels::matmul::{matmul_2d, MatmulBlocks};
@@ -177,6 +178,50 @@ fn main() -> tritium::Result<()> {
         "  matmul throughput",
         flops / t_mm.as_secs_f64() / 1e9,
         flops / t_dot.as_secs_f64() / 1e9
+    );
+
+    // Fused attention (tutorial 06's forward pass), 8 heads × 1024 positions × 64, f32,
+    // against the unfused ndarray computation (S = QKᵀ·scale, row softmax, P V per head).
+    let (heads, ctx, dim) = (8, 1024, 64);
+    let shape = (1, heads, ctx, dim);
+    let data = |seed: usize| {
+        ndarray::Array4::from_shape_fn(shape, |(_, h, i, j)| {
+            ((h * 131 + i * 31 + j * 7 + seed) % 29) as f32 / 29.0 - 0.5
+        })
+    };
+    let (q, kk, v) = (data(1), data(2), data(3));
+    let scale = 1.0 / (dim as f32).sqrt();
+    let [t_att, t_att_nd] = interleaved(
+        5,
+        [
+            &mut || {
+                let config = AttentionConfig::default();
+                attention(&device, q.view(), kk.view(), v.view(), scale, config).unwrap();
+            },
+            &mut || {
+                for h in 0..heads {
+                    let at = |a: &ndarray::Array4<f32>| -> Array2<f32> {
+                        a.slice(ndarray::s![0, h, .., ..]).to_owned()
+                    };
+                    let mut s = at(&q).dot(&at(&kk).t()) * scale;
+                    for mut r in s.rows_mut() {
+                        let m = r.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+                        r.mapv_inplace(|x| (x - m).exp());
+                        let total = r.sum();
+                        r /= total;
+                    }
+                    let _ = s.dot(&at(&v));
+                }
+            },
+        ],
+    );
+    row("attention 8x1024x64 f32 (ndarray)", t_att, t_att_nd, 0.0);
+    let att_flops = 4.0 * (heads * ctx * ctx * dim) as f64;
+    println!(
+        "{:<34} {:>11.1} GFLOP/s; ndarray {:.1} GFLOP/s",
+        "  attention throughput",
+        att_flops / t_att.as_secs_f64() / 1e9,
+        att_flops / t_att_nd.as_secs_f64() / 1e9
     );
     println!("ratio column: baseline time / tritium time (> 1 means Tritium is faster)");
     Ok(())
