@@ -7,15 +7,18 @@ pub mod aot;
 pub mod builtins;
 pub mod cpu;
 pub mod cuda;
+pub mod dispatch;
 mod error;
 mod float_order;
 pub mod interp;
 pub mod launch;
 mod llvm;
 pub mod pipeline;
+mod runtime;
 
+pub use dispatch::{launch, Device};
 pub use error::{Error, Result};
 pub use launch::{
-    check_args, launch, Device, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, PackedPtr,
-    PtrArg, RawArg, RawBuffer,
+    check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, PackedPtr, PtrArg, RawArg,
+    RawBuffer,
 };

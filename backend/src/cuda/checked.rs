@@ -2,9 +2,9 @@
 //! (see `codegen/memory.rs`), allocated per launch like the staged arguments, and the
 //! fault record read back after the grid.
 
-use super::driver::{driver_error, CudaDevice};
 use crate::launch::checked::{self, FAULT_WORDS};
 use crate::launch::{RawArg, RawBuffer};
+use crate::runtime::{driver_error, CudaDevice};
 use crate::Result;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
@@ -74,7 +74,7 @@ impl DeviceCheck {
         if record[0] == 0 {
             return Ok(());
         }
-        let sites = checked::memory_sites(f);
+        let sites = f.memory_sites();
         checked::fault_result(f, &sites, &record, args, &self.ranges)
     }
 }

@@ -3,12 +3,12 @@
 //! queued on the launch's stream (asynchronous when no host buffer needs copying back).
 
 use super::checked::DeviceCheck;
-use super::driver::{driver_error, CudaDevice};
 use super::{CudaCompileOptions, Ptx};
 use crate::launch::{
     check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
 };
 use crate::pipeline::once::OnceMap;
+use crate::runtime::{driver_error, CudaDevice};
 use crate::{Error, Result};
 use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr};
 use std::path::PathBuf;

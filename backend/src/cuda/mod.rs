@@ -6,18 +6,12 @@
 
 mod checked;
 mod codegen;
-mod driver;
 pub(crate) mod emulate;
 mod launch;
-mod stream;
 mod target;
-mod tensor;
 
-pub use driver::{unavailable_reason, CudaDevice};
+pub use crate::runtime::{unavailable_reason, CudaDevice, CudaTensor, Ptx, Stream};
 pub(crate) use launch::launch;
-pub use stream::Stream;
-pub(crate) use stream::UseTracker;
-pub use tensor::CudaTensor;
 
 use crate::pipeline::dump::Dumps;
 use crate::pipeline::target::Target;
@@ -45,19 +39,6 @@ impl Default for CudaCompileOptions {
             bounds_check: false,
         }
     }
-}
-
-/// A kernel compiled to PTX.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ptx {
-    /// The `.entry` symbol.
-    pub entry: String,
-    /// The PTX text.
-    pub text: String,
-    /// Bytes of dynamic shared memory a launch must provide.
-    pub shared_bytes: usize,
-    /// Threads per CTA (`num_warps × 32`).
-    pub threads: u32,
 }
 
 /// Compiles a traced kernel to PTX whose entry is named `entry` (no GPU needed).

@@ -1,6 +1,6 @@
 //! Host arguments of a launch: borrowed buffers and scalars, type-checked by Rust generics.
 
-use crate::cuda::UseTracker;
+use crate::runtime::UseTracker;
 use ndarray::{ArrayBase, Data, DataMut, Dimension, RawData};
 use std::marker::PhantomData;
 use tritium_dsl::trace::Element;

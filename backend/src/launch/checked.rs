@@ -9,34 +9,10 @@
 
 use super::RawArg;
 use crate::{Error, Result};
-use std::collections::HashMap;
-use tritium_dsl::ir::{Function, Inst, Loc};
+use tritium_dsl::ir::{Function, Loc};
 
 /// Words of the fault record.
 pub(crate) const FAULT_WORDS: usize = 5;
-
-/// The memory ops of a function in walk order; a fault reports its index (plus one).
-pub(crate) fn memory_sites(f: &Function) -> Vec<(Loc, &'static str)> {
-    let mut sites = Vec::new();
-    f.walk(&mut |inst| {
-        if let Some(kind) = inst.op.memory_kind() {
-            sites.push((inst.loc.clone(), kind));
-        }
-    });
-    sites
-}
-
-/// Each memory op's index in [`memory_sites`], by address of the instruction in `f`.
-pub(crate) fn site_ids(f: &Function) -> HashMap<*const Inst, u32> {
-    let mut ids = HashMap::new();
-    f.walk(&mut |inst| {
-        if inst.op.memory_kind().is_some() {
-            let id = ids.len() as u32;
-            ids.insert(inst as *const Inst, id);
-        }
-    });
-    ids
-}
 
 /// `[lo, hi]` of every parameter (`[0, 0]` for scalars) as generated code reads them:
 /// `range` gives a buffer's byte range in the address space the kernel runs in.

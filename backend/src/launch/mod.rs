@@ -1,11 +1,15 @@
-//! Launching a traced kernel: argument checks, then the interpreter or compiled code.
+//! The vocabulary every target's launch shares: kernel arguments and their checks, grids,
+//! launch options, kernel keys, and checked mode's fault record. Which target runs a
+//! launch is [`crate::dispatch`]'s.
 
 mod args;
 pub(crate) mod checked;
-mod device;
+mod grid;
+mod options;
 
 pub use args::{scalar_bits, KernelArgs, Memory, PackedPtr, PtrArg, RawArg, RawBuffer};
-pub use device::{Device, Grid, LaunchOptions};
+pub use grid::{Grid, MAX_PROGRAMS};
+pub use options::LaunchOptions;
 
 use crate::{Error, Result};
 use tritium_dsl::ir::{Elem, Function};
@@ -24,88 +28,6 @@ pub struct KernelKey {
     pub constexprs: String,
 }
 
-/// Launches a kernel on `device` over `grid` (what `my_kernel::launch` calls).
-pub fn launch(
-    device: &Device,
-    grid: impl Into<Grid>,
-    options: &LaunchOptions,
-    key: KernelKey,
-    args: KernelArgs<'_>,
-    trace: TraceFn<'_>,
-) -> Result<()> {
-    let grid = grid.into();
-    grid.validate(key.name)?;
-    let spec = args.specialization();
-    // A panic in the kernel body's Rust code while tracing is an error at its line; every
-    // trace error names the kernel.
-    let guarded = |spec: &Specialization| {
-        tritium_dsl::trace::catch_panic(key.name, || trace(spec)).map_err(|e| e.in_kernel(key.name))
-    };
-    let trace: TraceFn<'_> = &guarded;
-    if let Some(stream) = &options.stream {
-        if !matches!(device, Device::Cuda(_)) {
-            return Err(Error::Launch {
-                kernel: key.name.to_string(),
-                message: format!(
-                    "LaunchOptions::stream is set but the launch is on {}; streams order CUDA launches only",
-                    device.name()
-                ),
-            });
-        }
-        if stream.device() != *device {
-            return Err(Error::Launch {
-                kernel: key.name.to_string(),
-                message: format!(
-                    "the stream belongs to {:?}, the launch is on {:?}",
-                    stream.device(),
-                    device
-                ),
-            });
-        }
-    }
-    if let Device::Cuda(gpu) = device {
-        if !options.interpret() {
-            return crate::cuda::launch(gpu, grid, options, &key, &args, trace);
-        }
-    }
-    check_host_memory(key.name, &args)?;
-    if *device == Device::CudaEmulator && !options.interpret() {
-        let copts = crate::cuda::CudaCompileOptions {
-            num_warps: options.num_warps,
-            bounds_check: options.bounds_check(),
-            ..Default::default()
-        };
-        let k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
-        check_args(&k.function, &args)?;
-        return k.run(grid, &args.args);
-    }
-    if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
-        let f = trace(&spec)?;
-        check_args(&f, &args)?;
-        return crate::interp::interpret(&f, grid, &args.args);
-    }
-    let compiled = crate::cpu::compiled(&key, &spec, options, trace)?;
-    check_args_written(&compiled.function, compiled.written_params(), &args)?;
-    compiled.run(grid, &args.args, options.bounds_check())
-}
-
-/// Checks that every buffer is in host memory (the CPU and the interpreter read it).
-fn check_host_memory(kernel: &str, args: &KernelArgs<'_>) -> Result<()> {
-    for (name, a) in args.names.iter().zip(&args.args) {
-        if let RawArg::Ptr(b) = a {
-            if let Memory::Cuda(n) = b.memory {
-                return Err(Error::Launch {
-                    kernel: kernel.to_string(),
-                    message: format!(
-                        "argument `{name}` is a tensor on CUDA device {n}; launch on `Device::cuda({n})` or copy it to the host"
-                    ),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Checks the packed arguments against the traced parameters: count, dtypes, and that
 /// every parameter the kernel writes through was passed as an exclusive borrow.
 pub fn check_args(f: &Function, args: &KernelArgs<'_>) -> Result<()> {
@@ -114,7 +36,11 @@ pub fn check_args(f: &Function, args: &KernelArgs<'_>) -> Result<()> {
 
 /// [`check_args`] given `f.written_params()` (computed once per compiled kernel: it walks
 /// the IR).
-fn check_args_written(f: &Function, written: &[usize], args: &KernelArgs<'_>) -> Result<()> {
+pub(crate) fn check_args_written(
+    f: &Function,
+    written: &[usize],
+    args: &KernelArgs<'_>,
+) -> Result<()> {
     let err = |message: String| Error::Launch {
         kernel: f.name.clone(),
         message,

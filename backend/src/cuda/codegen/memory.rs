@@ -18,7 +18,7 @@
 //! the kernel touches (Rust's borrows keep a written buffer from aliasing the others).
 
 use super::Gen;
-use crate::launch::checked::{self, FAULT_WORDS};
+use crate::launch::checked::FAULT_WORDS;
 use inkwell::values::{
     AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,
 };
@@ -334,7 +334,7 @@ impl<'ctx> Gen<'ctx, '_> {
             record: buf,
             ranges,
             roots: self.f.pointer_roots(),
-            sites: checked::site_ids(self.f),
+            sites: self.f.memory_site_ids(),
         }
     }
 

@@ -1,0 +1,151 @@
+//! Dispatch: which target runs a launch. [`launch`] checks what every target needs (grid,
+//! streams, host memory, arguments), then hands the kernel to CUDA, the emulator, the
+//! interpreter or the CPU. The only module that knows every target.
+
+use crate::launch::{check_args, check_args_written, Grid, KernelArgs, KernelKey, LaunchOptions};
+use crate::launch::{Memory, RawArg, TraceFn};
+use crate::runtime::CudaDevice;
+use crate::{Error, Result};
+use std::sync::Arc;
+use tritium_dsl::trace::Specialization;
+
+/// Where a launch runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// The host CPU: JIT-compiled code on a thread pool.
+    Cpu,
+    /// The reference interpreter (ndarray), one program after another.
+    Interpreter,
+    /// A CUDA GPU: PTX from LLVM's NVPTX backend, loaded and launched through the driver.
+    Cuda(Arc<CudaDevice>),
+    /// The CUDA code generator's output run on host threads, `num_warps × 32` OS threads
+    /// per program, one program after another: slow, for testing the CUDA lowering on
+    /// machines without a GPU.
+    CudaEmulator,
+}
+
+impl Device {
+    /// The host CPU.
+    pub fn cpu() -> Device {
+        Device::Cpu
+    }
+
+    /// The reference interpreter.
+    pub fn interpreter() -> Device {
+        Device::Interpreter
+    }
+
+    /// CUDA device `ordinal`. An error, never a panic, when the driver (libcuda) is
+    /// missing, fails to initialize, or has no such device.
+    pub fn cuda(ordinal: usize) -> Result<Device> {
+        Ok(Device::Cuda(CudaDevice::open(ordinal)?))
+    }
+
+    /// The CUDA emulator (see [`Device::CudaEmulator`]).
+    pub fn cuda_emulator() -> Device {
+        Device::CudaEmulator
+    }
+
+    /// Waits until every launch and copy queued on the device (any stream) has finished,
+    /// like `torch.cuda.synchronize()`; a kernel that failed after its launch returned
+    /// reports here. Launches on the CPU, the interpreter and the emulator return when
+    /// done, so for them this returns at once.
+    pub fn synchronize(&self) -> Result<()> {
+        match self {
+            Device::Cuda(gpu) => gpu.synchronize_all(),
+            _ => Ok(()),
+        }
+    }
+
+    /// A short name for cache keys and messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Interpreter => "interpreter",
+            Device::Cuda(_) => "cuda",
+            Device::CudaEmulator => "cuda-emulator",
+        }
+    }
+}
+
+/// Launches a kernel on `device` over `grid` (what `my_kernel::launch` calls).
+pub fn launch(
+    device: &Device,
+    grid: impl Into<Grid>,
+    options: &LaunchOptions,
+    key: KernelKey,
+    args: KernelArgs<'_>,
+    trace: TraceFn<'_>,
+) -> Result<()> {
+    let grid = grid.into();
+    grid.validate(key.name)?;
+    let spec = args.specialization();
+    // A panic in the kernel body's Rust code while tracing is an error at its line; every
+    // trace error names the kernel.
+    let guarded = |spec: &Specialization| {
+        tritium_dsl::trace::catch_panic(key.name, || trace(spec)).map_err(|e| e.in_kernel(key.name))
+    };
+    let trace: TraceFn<'_> = &guarded;
+    if let Some(stream) = &options.stream {
+        if !matches!(device, Device::Cuda(_)) {
+            return Err(Error::Launch {
+                kernel: key.name.to_string(),
+                message: format!(
+                    "LaunchOptions::stream is set but the launch is on {}; streams order CUDA launches only",
+                    device.name()
+                ),
+            });
+        }
+        if stream.device() != *device {
+            return Err(Error::Launch {
+                kernel: key.name.to_string(),
+                message: format!(
+                    "the stream belongs to {:?}, the launch is on {:?}",
+                    stream.device(),
+                    device
+                ),
+            });
+        }
+    }
+    if let Device::Cuda(gpu) = device {
+        if !options.interpret() {
+            return crate::cuda::launch(gpu, grid, options, &key, &args, trace);
+        }
+    }
+    check_host_memory(key.name, &args)?;
+    if *device == Device::CudaEmulator && !options.interpret() {
+        let copts = crate::cuda::CudaCompileOptions {
+            num_warps: options.num_warps,
+            bounds_check: options.bounds_check(),
+            ..Default::default()
+        };
+        let k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
+        check_args(&k.function, &args)?;
+        return k.run(grid, &args.args);
+    }
+    if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
+        let f = trace(&spec)?;
+        check_args(&f, &args)?;
+        return crate::interp::interpret(&f, grid, &args.args);
+    }
+    let compiled = crate::cpu::compiled(&key, &spec, options, trace)?;
+    check_args_written(&compiled.function, compiled.written_params(), &args)?;
+    compiled.run(grid, &args.args, options.bounds_check())
+}
+
+/// Checks that every buffer is in host memory (the CPU and the interpreter read it).
+fn check_host_memory(kernel: &str, args: &KernelArgs<'_>) -> Result<()> {
+    for (name, a) in args.names.iter().zip(&args.args) {
+        if let RawArg::Ptr(b) = a {
+            if let Memory::Cuda(n) = b.memory {
+                return Err(Error::Launch {
+                    kernel: kernel.to_string(),
+                    message: format!(
+                        "argument `{name}` is a tensor on CUDA device {n}; launch on `Device::cuda({n})` or copy it to the host"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}

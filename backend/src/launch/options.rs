@@ -1,0 +1,67 @@
+//! Options of one launch, with the environment's defaults.
+
+use crate::pipeline::CompileOptions;
+use crate::runtime::Stream;
+use std::path::PathBuf;
+
+/// Options of one launch. `None` fields take their value from the environment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LaunchOptions {
+    /// Checked mode: out-of-bounds loads and stores become errors (`TRITIUM_BOUNDS_CHECK`).
+    pub bounds_check: Option<bool>,
+    /// Run through the reference interpreter (`TRITIUM_INTERPRET`).
+    pub interpret: Option<bool>,
+    /// Warps per program on CUDA (Triton's `num_warps`, 1..=32, default 4): a program is
+    /// a CTA of `num_warps × 32` threads. Ignored on the CPU and the interpreter.
+    pub num_warps: u32,
+    /// Root of the on-disk kernel cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).
+    pub cache_dir: Option<PathBuf>,
+    /// Where to dump the IR, LLVM IR and assembly of compiled kernels (`TRITIUM_DUMP`).
+    /// Dumps are written when a kernel is compiled, which happens once per process and
+    /// set of compile options; a dump always compiles (it does not load from the disk cache).
+    pub dump_dir: Option<PathBuf>,
+    /// The CUDA stream to queue the launch on (a launch on another device is an error);
+    /// `None` is the device's default stream. A launch whose buffers are all device
+    /// tensors returns once queued; one with host arrays waits for the kernel.
+    pub stream: Option<Stream>,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions {
+            bounds_check: None,
+            interpret: None,
+            num_warps: 4,
+            cache_dir: None,
+            dump_dir: None,
+            stream: None,
+        }
+    }
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v.to_lowercase() != "false")
+}
+
+impl LaunchOptions {
+    /// Checked mode for this launch.
+    pub fn bounds_check(&self) -> bool {
+        self.bounds_check
+            .unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK"))
+    }
+
+    /// What the CPU backend compiles this launch's kernel with.
+    pub fn compile_options(&self) -> CompileOptions {
+        CompileOptions {
+            bounds_check: self.bounds_check(),
+            cache_dir: self.cache_dir.clone(),
+            dump_dir: self.dump_dir.clone(),
+        }
+    }
+
+    /// Interpreter mode for this launch.
+    pub fn interpret(&self) -> bool {
+        self.interpret
+            .unwrap_or_else(|| env_flag("TRITIUM_INTERPRET"))
+    }
+}
