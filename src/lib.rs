@@ -11,6 +11,8 @@ pub use tritium_backend::{aot, Device, Error, Grid, LaunchOptions, Result};
 
 extern crate self as tritium;
 
+pub mod testing;
+
 /// What kernel code and launch code need: `use tritium::prelude::*;`.
 pub mod prelude {
     pub use crate::{bitcode_file, device, include_bitcode, kernel, register_custom_op};

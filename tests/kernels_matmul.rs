@@ -69,3 +69,115 @@ fn matmul_of_transposed_views_uses_strides() {
         matmul_2d(&Device::cpu(), a.view(), b.t(), MatmulBlocks::default()).unwrap();
     assert_close(&got, &want, 1e-5, 1e-5, "a @ b.T");
 }
+
+/// Batched `dot` of `[B, M, K] @ [B, K, N]` tiles: without an accumulator, with a 3-D one,
+/// and with a scalar one broadcast to every batch.
+#[tritium::kernel]
+fn batched(
+    c: tritium::prelude::Ptr<f32>,
+    a: tritium::prelude::Ptr<f32>,
+    b: tritium::prelude::Ptr<f32>,
+    #[constexpr] B: usize,
+    #[constexpr] M: usize,
+    #[constexpr] N: usize,
+    #[constexpr] K: usize,
+    #[constexpr] ACC: usize,
+) {
+    use tritium::prelude::DType;
+    let x = reshape(load(a + arange(0, B * M * K)), [B, M, K]);
+    let y = reshape(load(b + arange(0, B * K * N)), [B, K, N]);
+    let r = if ACC == 0 {
+        dot(x, y)
+    } else if ACC == 1 {
+        let acc = reshape(cast(arange(0, B * M * N), DType::F32), [B, M, N]);
+        dot(x, y, acc, input_precision = "tf32")
+    } else {
+        dot(x, y, 0.5, out_dtype = DType::F32)
+    };
+    store(c + arange(0, B * M * N), ravel(r));
+}
+
+#[test]
+fn batched_dot_is_a_dot_per_batch() {
+    use ndarray::{s, Array3};
+    let (bs, m, n, k) = (4, 16, 8, 32);
+    let a = Array3::from_shape_vec((bs, m, k), random_f32(bs * m * k, 3)).unwrap();
+    let b = Array3::from_shape_vec((bs, k, n), random_f32(bs * k * n, 4)).unwrap();
+    for acc in 0..3 {
+        let want = Array3::from_shape_fn((bs, m, n), |(i, r, c)| {
+            let base = match acc {
+                0 => 0.0,
+                1 => ((i * m + r) * n + c) as f32,
+                _ => 0.5,
+            };
+            let row = a.slice(s![i, r, ..]);
+            base + row.dot(&b.slice(s![i, .., c]))
+        });
+        for device in crate::common::all_devices() {
+            let mut got = Array3::<f32>::zeros((bs, m, n));
+            batched::launch(&device, 1, &mut got, a.view(), b.view(), bs, m, n, k, acc).unwrap();
+            assert_close(&got, &want, 1e-5, 1e-5, &format!("acc {acc} on {device:?}"));
+        }
+    }
+}
+
+/// `out_dtype = f16` accumulates f16 inputs into an f16 result (rounded once), the same
+/// bits on every device; a bad `input_precision` or an `out_dtype` that contradicts the
+/// accumulator is a trace error.
+#[tritium::kernel]
+fn half_out(
+    c: tritium::prelude::Ptr<f16>,
+    a: tritium::prelude::Ptr<f16>,
+    #[constexpr] CASE: usize,
+) {
+    use tritium::prelude::DType;
+    let r = arange(0, 16);
+    let x = load(a + r[(.., None)] * 16 + r[(None, ..)]);
+    let y = if CASE == 0 {
+        dot(x, x, out_dtype = DType::F16)
+    } else if CASE == 1 {
+        dot(x, x, input_precision = "fp8")
+    } else {
+        dot(x, x, zeros([16, 16], DType::F32), out_dtype = DType::F16)
+    };
+    store(c + r[(.., None)] * 16 + r[(None, ..)], y);
+}
+
+#[test]
+fn dot_out_dtype_and_precision_keywords() {
+    let a = Array2::from_shape_vec((16, 16), random_f32(256, 5))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let wide = a.mapv(f32::from);
+    let want = wide.dot(&wide);
+    let mut first: Option<Array2<f16>> = None;
+    for device in crate::common::all_devices() {
+        let mut c = Array2::<f16>::from_elem((16, 16), f16::NAN);
+        half_out::launch(&device, 1, &mut c, a.view(), 0).unwrap();
+        assert_close(
+            &c.mapv(f32::from),
+            &want,
+            4e-3,
+            4e-3,
+            &format!("{device:?}"),
+        );
+        match &first {
+            None => first = Some(c),
+            Some(f) => assert_eq!(&c, f, "{device:?} differs from the first device"),
+        }
+    }
+    let mut c = Array2::<f16>::from_elem((16, 16), f16::ZERO);
+    let errors = [
+        (
+            1,
+            "input_precision must be \"ieee\", \"tf32\" or \"tf32x3\", got \"fp8\"",
+        ),
+        (2, "out_dtype f16 differs from the accumulator's dtype f32"),
+    ];
+    for (case, want) in errors {
+        let e = half_out::launch(&Device::interpreter(), 1, &mut c, a.view(), case)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{e}");
+    }
+}

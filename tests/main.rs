@@ -18,3 +18,4 @@ mod random;
 mod reductions;
 mod scans;
 mod shape_functions;
+mod testing_helpers;

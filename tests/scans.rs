@@ -299,3 +299,136 @@ fn sort_of_a_non_power_of_two_is_an_error() {
         "{err}"
     );
 }
+
+/// Triton's `reduce` and `associative_scan` with combine closures on `x` (`R × C` f32) and
+/// `a`, `b` (`R × C` i32): a closure sum, an argmax over (value, index) pairs, a whole-tile
+/// max kept as `1 × 1`, running maxima both ways, and the linear recurrence
+/// `h = a·h + b` as a scan over affine maps (associative, not commutative).
+#[kernel]
+fn combines(
+    sums: Ptr<f32>,
+    argmax: Ptr<i32>,
+    whole: Ptr<f32>,
+    running: Ptr<f32>,
+    running_back: Ptr<f32>,
+    recurrence: Ptr<i32>,
+    x: Ptr<f32>,
+    a: Ptr<i32>,
+    b: Ptr<i32>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+) {
+    let (r, c) = (arange(0, R), arange(0, C));
+    let offs = r[(.., None)] * C as i32 + c[(None, ..)];
+    let v = load(x + offs);
+    store(sums + r, reduce(v, 1, |p, q| p + q));
+    let idx = broadcast_to(c[(None, ..)], [R, C]);
+    let (_, best) = reduce((v, idx), 1, |(p, i), (q, j)| {
+        let later = q > p;
+        (where_(later, q, p), where_(later, j, i))
+    });
+    store(argmax + r, best);
+    let m = reduce(v, None, |p, q| maximum(p, q), keep_dims = true);
+    store(whole + arange(0, 1)[(.., None)], m);
+    store(running + offs, associative_scan(v, 1, |p, q| maximum(p, q)));
+    store(
+        running_back + offs,
+        associative_scan(v, 1, |p, q| maximum(p, q), reverse = true),
+    );
+    let (ta, tb) = (load(a + offs), load(b + offs));
+    // (a1, b1) then (a2, b2): h -> a2 (a1 h + b1) + b2.
+    let (_, h) = associative_scan((ta, tb), 1, |(a1, b1), (a2, b2)| (a1 * a2, b1 * a2 + b2));
+    store(recurrence + offs, h);
+}
+
+#[test]
+fn reduce_and_scan_with_combine_functions_match_rust() {
+    let (r, c) = (4, 16);
+    let x = Array2::from_shape_vec((r, c), random_f32(r * c, 11)).unwrap();
+    let a = Array2::from_shape_fn((r, c), |(i, j)| ((i * 7 + j * 3) % 5) as i32 - 2);
+    let b = Array2::from_shape_fn((r, c), |(i, j)| ((i * 5 + j * 11) % 9) as i32 - 4);
+    let rows = |f: &dyn Fn(ndarray::ArrayView1<f32>) -> Vec<f32>| {
+        let v: Vec<f32> = x.rows().into_iter().flat_map(f).collect();
+        Array2::from_shape_vec((r, c), v).unwrap()
+    };
+    let scan_max = |row: ndarray::ArrayView1<f32>| {
+        row.iter()
+            .scan(f32::NEG_INFINITY, |m, &v| {
+                *m = m.max(v);
+                Some(*m)
+            })
+            .collect()
+    };
+    let want_running = rows(&scan_max);
+    let want_back = rows(&|row| {
+        let mut v: Vec<f32> = scan_max(row.slice(ndarray::s![..;-1]));
+        v.reverse();
+        v
+    });
+    let want_sums = x.sum_axis(Axis(1));
+    let want_argmax: Array1<i32> = x
+        .rows()
+        .into_iter()
+        .map(|row| {
+            let m = row.fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            row.iter().position(|&v| v == m).unwrap() as i32
+        })
+        .collect();
+    let want_whole = x.fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let want_recurrence = Array2::from_shape_fn((r, c), |(i, j)| {
+        (0..=j).fold(0i32, |h, k| {
+            a[[i, k]].wrapping_mul(h).wrapping_add(b[[i, k]])
+        })
+    });
+    for device in all_devices() {
+        let what = format!("{device:?}");
+        let (mut sums, mut argmax) = (Array1::<f32>::zeros(r), Array1::<i32>::zeros(r));
+        let mut whole = Array2::<f32>::zeros((1, 1));
+        let (mut running, mut back) = (Array2::<f32>::zeros((r, c)), Array2::<f32>::zeros((r, c)));
+        let mut rec = Array2::<i32>::zeros((r, c));
+        combines::launch(
+            &device,
+            1,
+            &mut sums,
+            &mut argmax,
+            &mut whole,
+            &mut running,
+            &mut back,
+            &mut rec,
+            x.view(),
+            a.view(),
+            b.view(),
+            r,
+            c,
+        )
+        .unwrap();
+        crate::common::assert_close(&sums, &want_sums, 1e-5, 1e-5, &what);
+        assert_eq!(argmax, want_argmax, "{what}");
+        assert_eq!(whole[[0, 0]], want_whole, "{what}");
+        assert_eq!(running, want_running, "{what}");
+        assert_eq!(back, want_back, "{what}");
+        assert_eq!(rec, want_recurrence, "{what}");
+    }
+}
+
+#[kernel]
+fn odd_scan(out: Ptr<f32>, x: Ptr<f32>) {
+    let v = load(x + arange(0, 8));
+    let w = reshape(v, [2, 4]);
+    let s = associative_scan(reshape(cat(w, w), [16]), 0, |p, q| p + q);
+    let t = reduce(reshape(join(v, v), [8, 2]), 2, |p, q| p + q);
+    store(out + arange(0, 16), s + sum(t));
+}
+
+#[test]
+fn combine_errors_are_trace_errors() {
+    let x = Array1::<f32>::ones(8);
+    let mut out = Array1::<f32>::zeros(16);
+    let e = odd_scan::launch(&Device::interpreter(), 1, &mut out, x.view())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("reduce: axis 2 is out of range") && e.contains("scans.rs:"),
+        "{e}"
+    );
+}

@@ -336,3 +336,90 @@ fn permute_misuse_is_a_trace_error() {
         assert!(e.contains(want) && e.contains("shape_functions.rs:"), "{e}");
     }
 }
+
+/// `x` (`R × C`) gathered along rows by `rows` (`K × C`, i32) and along columns by
+/// `cols` (`R × K`, i64).
+#[kernel]
+fn gathers<T: Element>(
+    along0: Ptr<T>,
+    along1: Ptr<T>,
+    x: Ptr<T>,
+    rows: Ptr<i32>,
+    cols: Ptr<i64>,
+    #[constexpr] R: usize,
+    #[constexpr] C: usize,
+    #[constexpr] K: usize,
+) {
+    let (r, c, k) = (arange(0, R), arange(0, C), arange(0, K));
+    let v = load(x + r[(.., None)] * C as i32 + c[(None, ..)]);
+    let kc = k[(.., None)] * C as i32 + c[(None, ..)];
+    store(along0 + kc, gather(v, load(rows + kc), 0));
+    let rk = r[(.., None)] * K as i32 + k[(None, ..)];
+    store(along1 + rk, gather(v, load(cols + rk), 1));
+}
+
+#[test]
+fn gather_picks_along_either_axis_and_zeroes_outside() {
+    let (r, c, k) = (4, 8, 16);
+    let x = Array2::from_shape_fn((r, c), |(i, j)| (i * 10 + j) as f32 + 0.5);
+    // Mostly in range; -1, the axis length and far values read 0.
+    let pick = |n: usize, s: usize| match s % 7 {
+        5 => -1,
+        6 => n as i64 + (s % 3) as i64 * 1000,
+        _ => ((s * 5) % n) as i64,
+    };
+    let rows = Array2::from_shape_fn((k, c), |(i, j)| pick(r, i * c + j) as i32);
+    let cols = Array2::from_shape_fn((r, k), |(i, j)| pick(c, i * k + j + 3));
+    let at = |i: i64, n: usize| (0..n as i64).contains(&i).then_some(i as usize);
+    let want0 = Array2::from_shape_fn((k, c), |(i, j)| {
+        at(rows[[i, j]] as i64, r).map_or(0.0, |p| x[[p, j]])
+    });
+    let want1 = Array2::from_shape_fn((r, k), |(i, j)| {
+        at(cols[[i, j]], c).map_or(0.0, |p| x[[i, p]])
+    });
+    for device in all_devices() {
+        let mut got0 = Array2::<f32>::from_elem((k, c), f32::NAN);
+        let mut got1 = Array2::<f32>::from_elem((r, k), f32::NAN);
+        gathers::launch(
+            &device,
+            1,
+            &mut got0,
+            &mut got1,
+            x.view(),
+            rows.view(),
+            cols.view(),
+            r,
+            c,
+            k,
+        )
+        .unwrap();
+        assert_eq!(got0, want0, "along 0 on {device:?}");
+        assert_eq!(got1, want1, "along 1 on {device:?}");
+    }
+}
+
+/// Gathers and N-D permutes compile to PTX for sm_80 and sm_90.
+#[test]
+fn gathers_and_permutes_compile_to_ptx() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::trace::Specialization;
+    let s = Specialization::default();
+    let kernels = [
+        gathers::trace::<f32>(&s, 4, 8, 16).unwrap(),
+        permutes::trace::<i16>(&s, 2, 4, 8).unwrap(),
+    ];
+    for sm in [80, 90] {
+        for f in &kernels {
+            let copts = CudaCompileOptions {
+                sm,
+                ..Default::default()
+            };
+            let ptx = compile_ptx(f, "k", &copts).unwrap().text;
+            assert!(
+                ptx.contains("st.shared"),
+                "{}: no exchange through shared memory",
+                f.name
+            );
+        }
+    }
+}

@@ -449,6 +449,14 @@ pub fn transfer<'t>(
         | Op::Reshape(x)
         | Op::Permute { x, .. }
         | Op::Flip { x, .. } => get(*x),
+        Op::Gather { src, index, .. } => {
+            let zero = Info {
+                tol: Tol::Exact,
+                int_bound: Some(0.0),
+                nonneg: true,
+            };
+            exact_only(&[get(*index)], get(*src).join(zero))
+        }
         Op::Binary(op, a, b) => binary(*op, get(*a), get(*b), ty(*a)),
         Op::Unary(op, x) => unary(*op, get(*x), ty(*x)),
         Op::Cmp(_, a, b) => exact_only(&[get(*a), get(*b)], Info::EXACT),

@@ -25,8 +25,11 @@ fn shrinking_keeps_the_failing_op_and_little_else() {
     let mut fails = |c: &tritium_fuzz::Case| kinds(&c.function).contains("reduce.max");
     let small = shrink(&case, &mut fails, 2_000);
     assert!(kinds(&small.function).contains("reduce.max"));
+    // At most a loop around the reduction: its bounds and initial values (5 constants),
+    // the loop, a side effect that keeps it alive (an atomic or store with its operands)
+    // and the reduction with its operand and the loop's yield.
     assert!(
-        size(&small.function) <= 12,
+        size(&small.function) <= 14,
         "{} instructions left of {}:\n{}",
         size(&small.function),
         size(&case.function),

@@ -233,6 +233,10 @@ impl<'a> Program<'a> {
                 .get(inst, *x)?
                 .permute(dims)
                 .ok_or_else(|| shape_err("permute"))),
+            Op::Gather { src, index, axis } => one(self
+                .get(inst, *src)?
+                .gather(self.get(inst, *index)?, *axis as usize)
+                .ok_or_else(|| shape_err("gather"))),
             Op::Flip { x, axis } => one(self
                 .get(inst, *x)?
                 .flip(*axis as usize)

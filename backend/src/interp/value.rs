@@ -183,6 +183,28 @@ impl Data {
         }))
     }
 
+    /// Elements picked along `axis` by the integer `index` (an index outside the axis gives
+    /// zero: the IR's `gather`).
+    pub(crate) fn gather(&self, index: &Data, axis: usize) -> Option<Data> {
+        let positions: ArrayD<i128> = match index {
+            Data::Int(i) => i.mapv(|v| v as i128),
+            Data::UInt(i) => i.mapv(|v| v as i128),
+            _ => return None,
+        };
+        let n = *self.shape().get(axis)? as i128;
+        try_map_data!(self, |a| {
+            let pick = |idx: IxDyn| {
+                let p = positions[&idx];
+                let mut at = idx.clone();
+                at[axis] = p.clamp(0, n - 1) as usize;
+                (p >= 0 && p < n).then(|| a[&at])
+            };
+            Some(ArrayD::from_shape_fn(positions.raw_dim(), |idx| {
+                pick(idx).unwrap_or_default()
+            }))
+        })
+    }
+
     /// Result dim `i` is dim `dims[i]` (the result is in standard row-major layout).
     pub(crate) fn permute(&self, dims: &[u32]) -> Option<Data> {
         let mut sorted = dims.to_vec();

@@ -362,7 +362,13 @@ impl Rewriter {
         };
         let args: Vec<TokenStream> = slots
             .into_iter()
-            .map(|slot| match slot {
+            .zip(b.params)
+            .map(|(slot, param)| match slot {
+                // Triton's combine functions: a closure whose body is kernel code.
+                Some(Expr::Closure(mut c)) if *param == "combine_fn" => {
+                    self.visit_expr_mut(&mut c.body);
+                    c.into_token_stream()
+                }
                 Some(mut e) => {
                     self.visit_expr_mut(&mut e);
                     e.into_token_stream()

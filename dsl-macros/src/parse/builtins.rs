@@ -49,6 +49,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     reshape(x, shape);
     trans => trans_with(x, dims) ? 1;
     permute(x, dims);
+    gather(src, index, axis);
     ravel(x);
     flip(x, dim) ? 1;
     view(x, shape);
@@ -91,7 +92,9 @@ pub const BUILTINS: &[Builtin] = builtins! {
     sort(x, dim, descending) ? 1;
     topk(x, k, dim) ? 2;
     cumprod(x, axis, reverse) ? 1;
-    dot(a, b, acc) ? 2;
+    reduce(input, axis, combine_fn, keep_dims) ? 3;
+    associative_scan(input, axis, combine_fn, reverse) ? 3;
+    dot => dot_with(a, b, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype) ? 2;
     load => load_with(ptr, mask, other, boundary_check, padding_option, cache_modifier, eviction_policy, volatile) ? 1;
     store => store_with(ptr, value, mask, boundary_check, cache_modifier, eviction_policy) ? 2;
     make_block_ptr(base, shape, strides, offsets, block_shape, order);
@@ -265,8 +268,16 @@ mod tests {
             [s("(0 , 1)"), s("\"nan\"")]
         );
         assert_eq!(
-            bind("dot", "a, b, acc").unwrap(),
-            [s("a"), s("b"), s("acc")]
+            bind("dot", "a, b, acc, out_dtype = DType::F16").unwrap(),
+            [
+                s("a"),
+                s("b"),
+                s("acc"),
+                None,
+                None,
+                None,
+                s("DType :: F16")
+            ]
         );
         assert_eq!(
             bind("load", "a, b, c, d, e, f, g, h, i").unwrap_err(),

@@ -223,6 +223,18 @@ pub enum Op {
     Bitcast(Value),
     /// Pointer plus element offset (integer tile), elementwise.
     AddPtr(Value, Value),
+    /// Elements of `src` picked along `axis` by `index` (Triton's `gather`): result element
+    /// `i` is `src[i with i[axis] = index[i]]`; an index outside `0..src.shape[axis]` gives
+    /// 0 (false). `index` has `src`'s rank and shape except along `axis`; the result has
+    /// `index`'s shape and `src`'s dtype.
+    Gather {
+        /// The gathered tile.
+        src: Value,
+        /// Integer positions along `axis`.
+        index: Value,
+        /// The axis indexed.
+        axis: u32,
+    },
     /// `x` with the order of its elements along `axis` reversed (Triton's `flip`).
     Flip {
         /// The input.
@@ -355,6 +367,7 @@ impl Op {
             Op::Reshape(_) => "reshape",
             Op::Permute { .. } => "permute",
             Op::Flip { .. } => "flip",
+            Op::Gather { .. } => "gather",
             Op::Binary(op, ..) => op.name(),
             Op::Unary(op, _) => op.name(),
             Op::Cmp(..) => "cmp",
@@ -393,6 +406,7 @@ impl Op {
             | Op::Reduce { x, .. }
             | Op::Scan { x, .. } => vec![*x],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![*a, *b],
+            Op::Gather { src, index, .. } => vec![*src, *index],
             Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![*a, *b, *c],
             Op::Dot { a, b, acc } => vec![*a, *b, *acc],
             Op::Load { ptr, mask, other } => {
@@ -470,6 +484,7 @@ impl Op {
             | Op::Flip { x, .. }
             | Op::Condition(x) => vec![x],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![a, b],
+            Op::Gather { src, index, .. } => vec![src, index],
             Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![a, b, c],
             Op::Dot { a, b, acc } => vec![a, b, acc],
             Op::Load { ptr, mask, other } => {
@@ -538,6 +553,7 @@ impl Op {
                 | Op::Reshape(_)
                 | Op::Permute { .. }
                 | Op::Flip { .. }
+                | Op::Gather { .. }
                 | Op::Binary(..)
                 | Op::Unary(..)
                 | Op::Cmp(..)

@@ -655,7 +655,7 @@ impl Parser {
         // What an op does not take is an error, not silently dropped.
         let (takes_attrs, takes_keys): (&[&str], &[&str]) = match m {
             "const" => (&["value"], &[]),
-            "program_id" | "num_programs" | "expand_dims" | "flip" => (&["axis"], &[]),
+            "program_id" | "num_programs" | "expand_dims" | "flip" | "gather" => (&["axis"], &[]),
             "permute" => (&["dims"], &[]),
             "arange" => (&["start", "end"], &[]),
             "cmp" => (&["pred"], &[]),
@@ -741,6 +741,14 @@ impl Parser {
                 arity(1)?;
                 Op::Flip {
                     x: ops[0],
+                    axis: axis()?,
+                }
+            }
+            "gather" => {
+                arity(2)?;
+                Op::Gather {
+                    src: ops[0],
+                    index: ops[1],
                     axis: axis()?,
                 }
             }

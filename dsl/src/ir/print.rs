@@ -70,7 +70,9 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         Op::Const(Const::Float(v)) => attrs.push(format!("value = {v:?}")),
         Op::ProgramId(a) | Op::NumPrograms(a) => attrs.push(format!("axis = {a}")),
         Op::Arange { start, end } => attrs.push(format!("start = {start}, end = {end}")),
-        Op::ExpandDims { axis, .. } | Op::Flip { axis, .. } => attrs.push(format!("axis = {axis}")),
+        Op::ExpandDims { axis, .. } | Op::Flip { axis, .. } | Op::Gather { axis, .. } => {
+            attrs.push(format!("axis = {axis}"))
+        }
         Op::Permute { dims, .. } => {
             let dims: Vec<String> = dims.iter().map(u32::to_string).collect();
             attrs.push(format!("dims = {}", dims.join("x")))

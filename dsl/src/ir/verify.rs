@@ -265,6 +265,27 @@ impl<'a> Verifier<'a> {
                     return Err(e(format!("cannot reshape {xt} to {}", res[0])));
                 }
             }
+            Op::Gather { src, index, axis } => {
+                want_results(1)?;
+                let (st, it) = (self.ty(*src), self.ty(*index));
+                let a = *axis as usize;
+                if st.rank() == 0 || a >= st.rank() {
+                    return Err(e(format!("gather axis {axis} out of range for {st}")));
+                }
+                if !it.dtype().is_some_and(DType::is_int) || st.elem.pointee().is_some() {
+                    return Err(e(format!(
+                        "gather needs a tile of numbers and an integer index, got {st} and {it}"
+                    )));
+                }
+                let fits = it.rank() == st.rank()
+                    && (0..st.rank()).all(|d| d == a || it.shape[d] == st.shape[d]);
+                if !fits {
+                    return Err(e(format!(
+                        "gather index {it} must have the shape of {st} except along axis {axis}"
+                    )));
+                }
+                same(res[0], &it.with_elem(st.elem), "gather type")?;
+            }
             Op::Flip { x, axis } => {
                 want_results(1)?;
                 let xt = self.ty(*x);

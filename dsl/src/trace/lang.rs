@@ -8,6 +8,7 @@ pub use super::block_ptr::{
     advance, load_tensor_descriptor, make_block_ptr, make_tensor_descriptor,
     store_tensor_descriptor, BlockPtr, IntoDims, OptConstDims, PointerArg, TensorDescriptor,
 };
+pub use super::combine::{associative_scan, reduce};
 pub use super::math::{
     clamp, div_rn, fdiv, histogram, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
 };
@@ -293,6 +294,40 @@ pub fn trans_with(x: Tile, dims: impl OptConstDims) -> Tile {
     }
 }
 
+/// Elements of `src` picked along `axis` by the integer tile `index` (Triton's `gather`):
+/// element `i` of the result is `src[i with i[axis] = index[i]]`. `index` has `src`'s
+/// rank and shape except along `axis`; an index outside the axis gives 0 (where Triton's
+/// is undefined).
+#[track_caller]
+pub fn gather(src: Tile, index: Tile, axis: impl ConstInt) -> Tile {
+    let loc = loc!();
+    let axis = axis.get();
+    emit(|b| {
+        let (st, it) = (b.ty(src.0).clone(), b.ty(index.0).clone());
+        let rank = st.rank() as i64;
+        let a = if axis < 0 { axis + rank } else { axis };
+        let fits = a >= 0
+            && a < rank
+            && it.rank() == st.rank()
+            && (0..st.rank()).all(|d| d as i64 == a || it.shape[d] == st.shape[d]);
+        if !fits || !it.dtype().is_some_and(DType::is_int) || st.elem.pointee().is_some() {
+            b.fail(
+                &loc,
+                format!(
+                    "gather: index {it} must be integers of {st}'s shape except along axis {axis}"
+                ),
+            );
+            return src.0;
+        }
+        let op = Op::Gather {
+            src: src.0,
+            index: index.0,
+            axis: a as u32,
+        };
+        b.push1(op, it.with_elem(st.elem), loc)
+    })
+}
+
 /// `x` with its dims reordered: result dim `i` is `x`'s dim `dims[i]` (Triton's
 /// `permute`).
 #[track_caller]
@@ -542,7 +577,7 @@ pub fn fma(a: impl IntoOperand, b: impl IntoOperand, c: impl IntoOperand) -> Til
     })
 }
 
-fn reduce(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
+fn reduce_op(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
     emit(|b| {
         let t = b.ty(x.0).clone();
         let Some(mut d) = t.dtype() else {
@@ -614,6 +649,12 @@ impl OptAxis for NoArg {
         None
     }
 }
+/// Triton's `axis=None`: every axis.
+impl OptAxis for Option<i64> {
+    fn axis(self) -> Option<i64> {
+        self
+    }
+}
 impl<T: ConstInt> OptAxis for T {
     fn axis(self) -> Option<i64> {
         Some(self.get())
@@ -649,7 +690,7 @@ fn reduce_keep(op: ReduceOp, x: Tile, axis: Option<i64>, keep_dims: bool, loc: L
                 b.push1(Op::Reshape(x.0), t.with_shape(vec![t.numel()]), loc.clone())
             })
         };
-        let r = reduce(op, flat, 0, loc.clone());
+        let r = reduce_op(op, flat, 0, loc.clone());
         return if keep_dims {
             emit(|b| {
                 let t = b.ty(r.0).clone();
@@ -663,7 +704,7 @@ fn reduce_keep(op: ReduceOp, x: Tile, axis: Option<i64>, keep_dims: bool, loc: L
             r
         };
     };
-    let r = reduce(op, x, axis, loc.clone());
+    let r = reduce_op(op, x, axis, loc.clone());
     let rank = shape.len() as i64;
     if !keep_dims || !(-rank..rank).contains(&axis) {
         return r;
@@ -770,12 +811,114 @@ pub fn cumprod(x: Tile, axis: impl OptAxis, reverse: impl OptFlag) -> Tile {
     scan(ScanOp::Prod, x, axis.axis(), reverse.flag(), loc!())
 }
 
+/// An optional dtype: [`NoArg`] or a [`DType`].
+pub trait OptDType {
+    /// The dtype, if given.
+    fn dtype(self) -> Option<DType>;
+}
+impl OptDType for NoArg {
+    fn dtype(self) -> Option<DType> {
+        None
+    }
+}
+impl OptDType for DType {
+    fn dtype(self) -> Option<DType> {
+        Some(self)
+    }
+}
+
 /// `a @ b + acc` for 2-D tiles. Without `acc` the accumulator is zeros of f32 for float
-/// inputs (f16 inputs accumulate in f32) and i32 for integer inputs.
+/// inputs (f16 inputs accumulate in f32) and i32 for integer inputs. See [`dot_with`] for
+/// 3-D (batched) tiles and Triton's keywords.
 #[track_caller]
 pub fn dot(a: Tile, b: Tile, acc: impl OptOperand) -> Tile {
+    dot_with(a, b, acc, NoArg, NoArg, NoArg, NoArg)
+}
+
+/// Triton's `dot` with every keyword (what `#[kernel]` calls). 3-D tiles are batched:
+/// `[B, M, K] @ [B, K, N]`, each batch a 2-D `dot` of its slices. `out_dtype` is the
+/// accumulator's dtype when `acc` is absent (and must be `acc`'s when both are given).
+/// `input_precision` (`"ieee"`, `"tf32"`, `"tf32x3"`; `allow_tf32` is its old spelling)
+/// permits less precise products: every target computes IEEE products, which every
+/// setting allows. `max_num_imprecise_acc` (fp8 accumulation on Hopper) is accepted.
+#[allow(clippy::too_many_arguments)]
+#[track_caller]
+pub fn dot_with(
+    a: Tile,
+    b: Tile,
+    acc: impl OptOperand,
+    input_precision: impl OptMessage,
+    allow_tf32: impl OptFlag,
+    max_num_imprecise_acc: impl OptOperand,
+    out_dtype: impl OptDType,
+) -> Tile {
+    let precision = input_precision.message();
+    let _ = (allow_tf32.flag(), max_num_imprecise_acc.opt());
+    if !["", "ieee", "tf32", "tf32x3"].contains(&precision.as_str()) {
+        let msg = format!(
+            "dot: input_precision must be \"ieee\", \"tf32\" or \"tf32x3\", got {precision:?}"
+        );
+        return fail_with(a, msg);
+    }
+    let (acc, out_dtype) = (acc.opt(), out_dtype.dtype());
+    if let (Some(Operand::Tile(t)), Some(d)) = (acc, out_dtype) {
+        if t.dtype() != d {
+            let msg = format!(
+                "dot: out_dtype {d} differs from the accumulator's dtype {}",
+                t.dtype()
+            );
+            return fail_with(a, msg);
+        }
+    }
+    if a.ty().rank() == 3 && b.ty().rank() == 3 {
+        return batched_dot(a, b, acc, out_dtype);
+    }
+    dot_2d(a, b, acc, out_dtype)
+}
+
+/// `[B, M, K] @ [B, K, N] (+ acc)`: each batch's slices through a 2-D `dot`, the results
+/// placed by selects (exact: no arithmetic touches a result).
+#[track_caller]
+fn batched_dot(a: Tile, b: Tile, acc: Option<Operand>, out_dtype: Option<DType>) -> Tile {
+    let (sa, sb) = (a.shape(), b.shape());
+    if sa[0] != sb[0] || sa[2] != sb[1] {
+        let msg = format!(
+            "dot needs [B, M, K] @ [B, K, N], got {} @ {}",
+            a.ty(),
+            b.ty()
+        );
+        return fail_with(a, msg);
+    }
+    let (batches, m, n) = (sa[0], sa[1], sb[2]);
+    let slice = |x: Tile, at: usize| {
+        let mut one = x.shape();
+        one[0] = 1;
+        let index = full(one.clone(), at as i64, DType::I32);
+        reshape(gather(x, index, 0), one[1..].to_vec())
+    };
+    let mut out: Option<Tile> = None;
+    let batch = reshape(arange(0, batches as i64), [batches, 1, 1]);
+    for at in 0..batches {
+        // A 3-D accumulator is sliced like the operands; a lower-rank one broadcasts.
+        let acc_at = match acc {
+            Some(Operand::Tile(t)) if t.ty().rank() == 3 => {
+                Some(Operand::Tile(slice(broadcast_to(t, [batches, m, n]), at)))
+            }
+            other => other,
+        };
+        let r = dot_2d(slice(a, at), slice(b, at), acc_at, out_dtype);
+        let r = broadcast_to(reshape(r, [1, m, n]), [batches, m, n]);
+        out = Some(match out {
+            None => r,
+            Some(o) => where_(compare(batch, CmpPred::Eq, at as i64), r, o),
+        });
+    }
+    out.expect("a batch")
+}
+
+#[track_caller]
+fn dot_2d(a: Tile, b: Tile, acc: Option<Operand>, out_dtype: Option<DType>) -> Tile {
     let loc = loc!();
-    let acc = acc.opt();
     emit(|bl| {
         let (ta, tb) = (bl.ty(a.0).clone(), bl.ty(b.0).clone());
         if ta.rank() != 2 || tb.rank() != 2 || ta.shape[1] != tb.shape[0] {
@@ -789,14 +932,11 @@ pub fn dot(a: Tile, b: Tile, acc: impl OptOperand) -> Tile {
         let d = DType::promote(da, db);
         let (va, vb) = (bl.cast(a.0, d, &loc), bl.cast(b.0, d, &loc));
         let shape = vec![ta.shape[0], tb.shape[1]];
-        let acc_dtype = if d.is_float() {
-            if d == DType::F64 {
-                DType::F64
-            } else {
-                DType::F32
-            }
-        } else {
-            DType::I32
+        let acc_dtype = match out_dtype {
+            Some(o) => o,
+            None if d == DType::F64 => DType::F64,
+            None if d.is_float() => DType::F32,
+            None => DType::I32,
         };
         let vacc = match acc {
             None => bl.constant(
@@ -1311,17 +1451,17 @@ impl Tile {
     /// `sum(self, axis)`.
     #[track_caller]
     pub fn sum(self, axis: impl ConstInt) -> Tile {
-        reduce(ReduceOp::Sum, self, axis.get(), loc!())
+        reduce_op(ReduceOp::Sum, self, axis.get(), loc!())
     }
     /// `max(self, axis)`.
     #[track_caller]
     pub fn max(self, axis: impl ConstInt) -> Tile {
-        reduce(ReduceOp::Max, self, axis.get(), loc!())
+        reduce_op(ReduceOp::Max, self, axis.get(), loc!())
     }
     /// `min(self, axis)`.
     #[track_caller]
     pub fn min(self, axis: impl ConstInt) -> Tile {
-        reduce(ReduceOp::Min, self, axis.get(), loc!())
+        reduce_op(ReduceOp::Min, self, axis.get(), loc!())
     }
     /// `exp(self)`.
     #[track_caller]

@@ -2,6 +2,7 @@
 
 mod block_ptr;
 pub(crate) mod builder;
+mod combine;
 mod element;
 pub mod flow;
 pub mod lang;

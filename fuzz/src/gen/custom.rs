@@ -222,7 +222,7 @@ impl Gen {
     }
 
     /// An i32 or i64 index tile: mostly in `0..range`, some lanes negative or far out.
-    fn index_tile(&mut self, shape: &[usize], range: usize) -> Value {
+    pub(super) fn index_tile(&mut self, shape: &[usize], range: usize) -> Value {
         let x = self.value(DType::I32, shape, Need::EXACT);
         let x = if self.rng.chance(0.7) {
             let r = self.int_const(DType::I32, shape, range.max(1) as i128);

@@ -433,10 +433,25 @@ impl Gen {
         self.constant(d, shape, c)
     }
 
-    /// A permutation of dims, a reshape or an expand_dims of a value of another shape.
+    /// A permutation of dims, a gather, a flip, a reshape or an expand_dims of a value of
+    /// another shape.
     fn reshaped(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
         let t = Self::tile(d, shape);
-        let op = match self.rng.below(4) {
+        let op = match self.rng.below(5) {
+            4 if !shape.is_empty() => {
+                // A gather along `axis` from a source of another length there; the index
+                // is mostly in range, some lanes out (they read 0).
+                let axis = self.rng.below(shape.len());
+                let mut from = shape.to_vec();
+                from[axis] = 1 + self.rng.below(8);
+                let src = self.value(d, &from, need);
+                let index = self.index_tile(shape, from[axis]);
+                Op::Gather {
+                    src,
+                    index,
+                    axis: axis as u32,
+                }
+            }
             0 if shape.len() >= 2 => {
                 let mut dims: Vec<u32> = (0..shape.len() as u32).collect();
                 for i in (1..dims.len()).rev() {

@@ -289,6 +289,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         | Op::ExpandDims { .. }
                         | Op::Reshape(_)
                         | Op::Permute { .. }
+                        | Op::Gather { .. }
                         | Op::Flip { .. } => false,
                         _ => true,
                     };

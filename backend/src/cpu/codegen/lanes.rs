@@ -155,6 +155,31 @@ impl<'ctx> Gen<'ctx, '_> {
                     .into()
             }
             Op::Load { .. } => self.load_lane(inst, idx),
+            Op::Gather { src, index, axis } => {
+                let a = *axis as usize;
+                let id = self.dtype_of(*index);
+                let raw = self.lane(*index, idx).into_int_value();
+                let i64t = self.ctx.i64_type();
+                let p = self
+                    .b
+                    .build_int_cast_sign_flag(raw, i64t, id.is_signed_int(), "")
+                    .unwrap();
+                // Unsigned: a negative index is past the end too.
+                let len = self.i64c(self.ty(*src).shape[a] as u64);
+                let inside = self
+                    .b
+                    .build_int_compare(inkwell::IntPredicate::ULT, p, len, "")
+                    .unwrap();
+                let mut at = idx.to_vec();
+                at[a] = self
+                    .b
+                    .build_select(inside, p, self.i64c(0), "")
+                    .unwrap()
+                    .into_int_value();
+                let v = self.lane(*src, &at);
+                let zero = self.const_value(Const::Int(0), self.dtype_of(*src));
+                self.b.build_select(inside, v, zero, "").unwrap()
+            }
             op => unreachable!("op_lane on non-elementwise `{}`", op.mnemonic()),
         }
     }

@@ -258,6 +258,7 @@ fn pure_key(op: &Op) -> Option<(String, Vec<Value>)> {
         Op::Reshape(x) => ("reshape".into(), vec![*x]),
         Op::Permute { x, dims } => (format!("permute {dims:?}"), vec![*x]),
         Op::Flip { x, axis } => (format!("flip {axis}"), vec![*x]),
+        Op::Gather { src, index, axis } => (format!("gather {axis}"), vec![*src, *index]),
         Op::Cast(x) => ("cast".into(), vec![*x]),
         Op::Bitcast(x) => ("bitcast".into(), vec![*x]),
         Op::Binary(b, x, y) => (format!("binary {b:?}"), vec![*x, *y]),

@@ -587,6 +587,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::Broadcast(x) => self.broadcast(inst.results[0], *x),
             Op::ExpandDims { x, .. } | Op::Reshape(x) => self.relabel(inst.results[0], *x),
             Op::Permute { x, dims } => self.permute(inst.results[0], *x, dims),
+            Op::Gather { src, index, axis } => {
+                self.gather(inst.results[0], *src, *index, *axis as usize)
+            }
             Op::Flip { x, axis } => {
                 let (a, len) = (*axis as usize, self.ty(*x).shape[*axis as usize]);
                 self.exchange(inst.results[0], *x, &mut |g, idx| {
@@ -768,6 +771,44 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             return;
         }
         self.exchange(r, x, &mut |g, idx| g.broadcast_source(&xs, idx));
+    }
+
+    /// Result slot `j` is `src`'s element at the slot's index with its `axis` coordinate
+    /// read from `index`'s slot `j` (0 outside the axis), through shared memory.
+    fn gather(&mut self, r: Value, src: Value, index: Value, axis: usize) {
+        let (rt, st) = (self.ty(r).clone(), self.ty(src).clone());
+        let numel = rt.numel();
+        let positions = self.tile_slots(index, numel);
+        let signed = self.ty(index).dtype().is_some_and(DType::is_signed_int);
+        let d = st.dtype().expect("gather of numbers");
+        let zero = self.const_value(tritium_dsl::ir::Const::Int(0), d);
+        let i64t = self.ctx.i64_type();
+        let len = i64t.const_int(st.shape[axis] as u64, false);
+        self.spill_to_shared(src, 0);
+        self.barrier();
+        let slots = positions
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                let lin = self.clamped_lin(numel, j);
+                let mut idx = self.unravel(&rt.shape, lin);
+                let b = &self.b;
+                let p = b
+                    .build_int_cast_sign_flag(p.into_int_value(), i64t, signed, "")
+                    .unwrap();
+                // Unsigned: a negative index is past the end too.
+                let inside = b.build_int_compare(IntPredicate::ULT, p, len, "").unwrap();
+                let p = b.build_select(inside, p, i64t.const_zero(), "").unwrap();
+                idx[axis] = b
+                    .build_int_truncate(p.into_int_value(), self.ctx.i32_type(), "")
+                    .unwrap();
+                let src_lin = self.ravel(&st.shape, &idx);
+                let v = self.shared_load(self.shared_elem(0, st.elem, src_lin), st.elem);
+                self.b.build_select(inside, v, zero, "").unwrap()
+            })
+            .collect();
+        self.barrier();
+        self.define(r, slots);
     }
 
     /// Result element `idx` is `x`'s element with `idx[i]` at dim `dims[i]`.
