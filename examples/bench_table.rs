@@ -13,7 +13,7 @@ use tritium::Device;
 use tritium_kernels::attention::{attention, AttentionConfig};
 use tritium_kernels::bench::{bandwidth_loop, gbps, interleaved};
 use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
-use tritium_kernels::matmul::{matmul_2d, MatmulBlocks};
+use tritium_kernels::matmul::{matmul_2d, matmul_persistent_2d, MatmulBlocks};
 use tritium_kernels::softmax::softmax_rows_into;
 use tritium_kernels::vector_add::{add, ADD_BLOCK};
 
@@ -179,6 +179,23 @@ fn main() -> tritium::Result<()> {
         flops / t_mm.as_secs_f64() / 1e9,
         flops / t_dot.as_secs_f64() / 1e9
     );
+
+    // Tutorial 09's persistent matmul (one program per worker thread) against the
+    // one-program-per-tile matmul above, same blocks.
+    let workers = tritium::backend::cpu::num_threads();
+    let [t_pers, t_tiles] = interleaved(
+        5,
+        [
+            &mut || {
+                let _: Array2<f32> =
+                    matmul_persistent_2d(&device, a.view(), b.view(), blocks, workers).unwrap();
+            },
+            &mut || {
+                let _: Array2<f32> = matmul_2d(&device, a.view(), b.view(), blocks).unwrap();
+            },
+        ],
+    );
+    row("persistent matmul 1024^3 (matmul)", t_pers, t_tiles, 0.0);
 
     // Fused attention (tutorial 06's forward pass), 8 heads × 1024 positions × 64, f32,
     // against the unfused ndarray computation (S = QKᵀ·scale, row softmax, P V per head).

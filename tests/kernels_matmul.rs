@@ -181,3 +181,32 @@ fn dot_out_dtype_and_precision_keywords() {
         assert!(e.contains(want), "{e}");
     }
 }
+
+/// Tutorial 09's persistent matmul: every tile computed once by the program that owns it,
+/// with fewer programs than tiles, f32 and f16 inputs, on every device.
+#[test]
+fn persistent_matmul_covers_every_tile_once() {
+    use tritium_kernels::matmul::matmul_persistent_2d;
+    let blocks = MatmulBlocks {
+        m: 16,
+        n: 16,
+        k: 16,
+    };
+    // (m, n, k, programs): more tiles than programs, fewer, one program.
+    for (m, n, k, programs) in [(70, 45, 33, 3), (16, 16, 16, 8), (33, 100, 7, 1)] {
+        let a = Array2::from_shape_vec((m, k), random_f32(m * k, 21)).unwrap();
+        let b = Array2::from_shape_vec((k, n), random_f32(k * n, 22)).unwrap();
+        let want = a.dot(&b);
+        let (ah, bh) = (a.mapv(f16::from_f32), b.mapv(f16::from_f32));
+        let want_h = ah.mapv(f32::from).dot(&bh.mapv(f32::from));
+        for device in crate::common::all_devices() {
+            let what = format!("{m}x{n}x{k}, {programs} programs on {device:?}");
+            let c: Array2<f32> =
+                matmul_persistent_2d(&device, a.view(), b.view(), blocks, programs).unwrap();
+            assert_close(&c, &want, 1e-4, 1e-4, &what);
+            let c: Array2<f32> =
+                matmul_persistent_2d(&device, ah.view(), bh.view(), blocks, programs).unwrap();
+            assert_close(&c, &want_h, 1e-4, 1e-4, &format!("{what}, f16 inputs"));
+        }
+    }
+}

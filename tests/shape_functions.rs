@@ -423,3 +423,31 @@ fn gathers_and_permutes_compile_to_ptx() {
         }
     }
 }
+
+/// Triton's hints are accepted and change no value; a hint of 0 is a trace error.
+#[kernel]
+fn hinted(out: Ptr<i32>, #[constexpr] BAD: bool) {
+    let offs = arange(0, 16);
+    let x = max_constancy(max_contiguous(multiple_of(offs, 16), 16), (1,));
+    assume(x >= 0);
+    debug_barrier();
+    let y = if BAD { multiple_of(x, 0) } else { x };
+    store(out + offs, y * 2);
+}
+
+#[test]
+fn hints_keep_values_and_check_their_arguments() {
+    for device in all_devices() {
+        let mut out = Array1::<i32>::zeros(16);
+        hinted::launch(&device, 1, &mut out, false).unwrap();
+        assert_eq!(out, Array1::from_iter((0..16).map(|i| i * 2)), "{device:?}");
+    }
+    let mut out = Array1::<i32>::zeros(16);
+    let e = hinted::launch(&Device::interpreter(), 1, &mut out, true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("multiple_of: [0] must be one positive value"),
+        "{e}"
+    );
+}

@@ -111,3 +111,102 @@ pub fn matmul_2d<T: Float, O: Float + Default>(
     )?;
     Ok(c)
 }
+
+/// Triton tutorial 09: the persistent matmul. `NUM_PROGRAMS` programs (one per core or
+/// SM) each loop over output tiles `pid, pid + NUM_PROGRAMS, …`, visiting them in groups
+/// of `GROUP_M` block rows so that neighbouring tiles share `b` columns in cache.
+#[kernel]
+pub fn matmul_persistent<T: Float, O: Float>(
+    c: Ptr<O>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    m: i32,
+    n: i32,
+    k: i32,
+    stride_am: i32,
+    stride_ak: i32,
+    stride_bk: i32,
+    stride_bn: i32,
+    stride_cm: i32,
+    stride_cn: i32,
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+    #[constexpr] GROUP_M: usize,
+    #[constexpr] NUM_PROGRAMS: usize,
+) {
+    let num_pid_m = cdiv(m, BM as i32);
+    let num_pid_n = cdiv(n, BN as i32);
+    let k_tiles = cdiv(k, BK as i32);
+    let num_tiles = num_pid_m * num_pid_n;
+    let num_pid_in_group = GROUP_M as i32 * num_pid_n;
+    for tile_id in range(program_id(0), num_tiles, NUM_PROGRAMS as i32) {
+        let group_id = tile_id / num_pid_in_group;
+        let first_pid_m = group_id * GROUP_M as i32;
+        let group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M as i32);
+        let pid_m = first_pid_m + tile_id % group_size_m;
+        let pid_n = (tile_id % num_pid_in_group) / group_size_m;
+        let offs_m = pid_m * BM as i32 + arange(0, BM);
+        let offs_n = pid_n * BN as i32 + arange(0, BN);
+        // Rows and columns past the end read row or column 0 (never stored).
+        let am = max_contiguous(multiple_of(where_(offs_m < m, offs_m, 0), BM), BM);
+        let bn = max_contiguous(multiple_of(where_(offs_n < n, offs_n, 0), BN), BN);
+        let mut acc = zeros([BM, BN], DType::F32);
+        for ki in range(0, k_tiles) {
+            let offs_k = ki * BK as i32 + arange(0, BK);
+            let a_ptrs = a + am[(.., None)] * stride_am + offs_k[(None, ..)] * stride_ak;
+            let b_ptrs = b + offs_k[(.., None)] * stride_bk + bn[(None, ..)] * stride_bn;
+            let ta = load(a_ptrs, mask = offs_k[(None, ..)] < k, other = 0.0);
+            let tb = load(b_ptrs, mask = offs_k[(.., None)] < k, other = 0.0);
+            acc = dot(ta, tb, acc);
+        }
+        let c_ptrs = c + offs_m[(.., None)] * stride_cm + offs_n[(None, ..)] * stride_cn;
+        let c_mask = (offs_m[(.., None)] < m) & (offs_n[(None, ..)] < n);
+        store(c_ptrs, acc, mask = c_mask);
+    }
+}
+
+/// `a @ b` through [`matmul_persistent`] with `programs` programs (CPU worker threads or
+/// GPU SMs; at most one per output tile are launched) and groups of 8 block rows.
+pub fn matmul_persistent_2d<T: Float, O: Float + Default>(
+    device: &Device,
+    a: ArrayView2<T>,
+    b: ArrayView2<T>,
+    blocks: MatmulBlocks,
+    programs: usize,
+) -> tritium::Result<Array2<O>> {
+    let ((m, k), (k2, n)) = (a.dim(), b.dim());
+    if k != k2 {
+        return Err(tritium::Error::Launch {
+            kernel: "matmul_persistent".into(),
+            message: format!("inner dimensions differ: a is {m}×{k}, b is {k2}×{n}"),
+        });
+    }
+    let mut c = Array2::from_elem((m, n), O::default());
+    let (sa, sb) = (a.strides().to_vec(), b.strides().to_vec());
+    let sc = c.strides().to_vec();
+    let tiles = cdiv(m.max(1), blocks.m) * cdiv(n.max(1), blocks.n);
+    let programs = programs.clamp(1, tiles);
+    matmul_persistent::launch(
+        device,
+        programs,
+        &mut c,
+        a,
+        b,
+        m as i32,
+        n as i32,
+        k as i32,
+        sa[0] as i32,
+        sa[1] as i32,
+        sb[0] as i32,
+        sb[1] as i32,
+        sc[0] as i32,
+        sc[1] as i32,
+        blocks.m,
+        blocks.n,
+        blocks.k,
+        8,
+        programs,
+    )?;
+    Ok(c)
+}

@@ -32,7 +32,7 @@ macro_rules! builtins {
     };
     (@fn $name:ident) => { stringify!($name) };
     (@fn $name:ident $function:ident) => { stringify!($function) };
-    (@req [$($p:ident),*]) => { [$(stringify!($p)),*].len() };
+    (@req [$($p:ident),*]) => { <[&str]>::len(&[$(stringify!($p)),*]) };
     (@req [$($p:ident),*] $req:literal) => { $req };
 }
 
@@ -135,6 +135,11 @@ pub const BUILTINS: &[Builtin] = builtins! {
     uint_to_uniform_float(x);
     pair_uniform_to_normal(u1, u2);
     next_power_of_2(n);
+    multiple_of(x, values);
+    max_contiguous(x, values);
+    max_constancy(x, values);
+    assume(cond);
+    debug_barrier();
 };
 
 /// The builtin called `name`, if any.

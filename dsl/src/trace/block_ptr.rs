@@ -75,11 +75,16 @@ impl<T: ConstInt, const N: usize> OptConstDims for [T; N] {
     }
 }
 
-impl OptConstDims for i32 {
-    fn const_dims(self) -> Vec<i64> {
-        vec![self as i64]
-    }
+macro_rules! one_const_dim {
+    ($($t:ty),*) => {$(
+        impl OptConstDims for $t {
+            fn const_dims(self) -> Vec<i64> {
+                vec![self as i64]
+            }
+        }
+    )*};
 }
+one_const_dim!(i32, i64, u32, usize);
 
 macro_rules! tuple_const_dims {
     ($($name:ident $idx:tt),+) => {

@@ -9,6 +9,7 @@ pub use super::block_ptr::{
     store_tensor_descriptor, BlockPtr, IntoDims, OptConstDims, PointerArg, TensorDescriptor,
 };
 pub use super::combine::{associative_scan, reduce};
+pub use super::hints::{assume, debug_barrier, max_constancy, max_contiguous, multiple_of};
 pub use super::math::{
     clamp, div_rn, fdiv, histogram, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
 };

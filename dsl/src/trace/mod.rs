@@ -5,6 +5,7 @@ pub(crate) mod builder;
 mod combine;
 mod element;
 pub mod flow;
+mod hints;
 pub mod lang;
 mod math;
 mod panic;
