@@ -10,7 +10,7 @@
 use ndarray::{Array1, Array2, Axis, Zip};
 use std::time::Duration;
 use tritium::Device;
-use tritium_kernels::attention::{attention, AttentionConfig};
+use tritium_kernels::attention::{attention, attention_backward, AttentionConfig};
 use tritium_kernels::bench::{bandwidth_loop, gbps, interleaved};
 use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
 use tritium_kernels::matmul::{matmul_2d, matmul_persistent_2d, MatmulBlocks};
@@ -240,6 +240,52 @@ fn main() -> tritium::Result<()> {
         att_flops / t_att.as_secs_f64() / 1e9,
         att_flops / t_att_nd.as_secs_f64() / 1e9
     );
+    // Its backward pass (dq, dk, dv for an output gradient) against the unfused ndarray
+    // gradients (P recomputed, dV = PᵀdO, dS = P∘(dO Vᵀ − delta), dQ = dS K, dK = dSᵀQ).
+    let config = AttentionConfig::default();
+    let (o, lse) = attention(&device, q.view(), kk.view(), v.view(), scale, config)?;
+    let d_o = data(4);
+    let [t_bwd, t_bwd_nd] = interleaved(
+        3,
+        [
+            &mut || {
+                let (q, k, v) = (q.view(), kk.view(), v.view());
+                attention_backward(
+                    &device,
+                    q,
+                    k,
+                    v,
+                    o.view(),
+                    d_o.view(),
+                    lse.view(),
+                    scale,
+                    config,
+                )
+                .unwrap();
+            },
+            &mut || {
+                for h in 0..heads {
+                    let at = |a: &ndarray::Array4<f32>| -> Array2<f32> {
+                        a.slice(ndarray::s![0, h, .., ..]).to_owned()
+                    };
+                    let (qm, km, vm, dom) = (at(&q), at(&kk), at(&v), at(&d_o));
+                    let mut p = qm.dot(&km.t()) * scale;
+                    for mut r in p.rows_mut() {
+                        let m = r.fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+                        r.mapv_inplace(|x| (x - m).exp());
+                        let total = r.sum();
+                        r /= total;
+                    }
+                    let _dv = p.t().dot(&dom);
+                    let delta = (&p.dot(&vm) * &dom).sum_axis(Axis(1)).insert_axis(Axis(1));
+                    let ds = &p * &(&dom.dot(&vm.t()) - &delta);
+                    let _dq = ds.dot(&km) * scale;
+                    let _dk = ds.t().dot(&qm) * scale;
+                }
+            },
+        ],
+    );
+    row("attention bwd 8x1024x64 (ndarray)", t_bwd, t_bwd_nd, 0.0);
     println!("ratio column: baseline time / tritium time (> 1 means Tritium is faster)");
     Ok(())
 }

@@ -1,6 +1,6 @@
-//! Triton tutorial 06's fused attention (forward, block pointers) on every device against
-//! a plain f64 softmax-attention, causal and not, on sequence lengths that are not
-//! multiples of the blocks, in f32 and f16.
+//! Triton tutorial 06's fused attention (forward and backward, block pointers) on every
+//! device against plain f64 softmax attention and its gradients, causal and not, on
+//! sequence lengths that are not multiples of the blocks, in f32 (and f16 forward).
 
 use crate::common::{all_devices, assert_close, random_f32};
 use ndarray::{Array2, Array3, Array4, Axis};
@@ -120,23 +120,141 @@ fn attention_rejects_mismatched_shapes() {
     );
 }
 
-/// The forward pass compiles to PTX for sm_80 and sm_90, in f16 with tensor-core `mma`.
+/// The forward and backward passes compile to PTX for sm_80 and sm_90, in f16 with
+/// tensor-core `mma`.
 #[test]
 fn fused_attention_compiles_to_ptx() {
     use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
     use tritium::dsl::trace::Specialization;
-    use tritium_kernels::attention::attention_forward;
-    let f = attention_forward::trace::<half::f16>(&Specialization::default(), 64, 32, 64, true)
-        .unwrap();
+    use tritium_kernels::attention::{
+        attention_backward_dkdv, attention_backward_dq, attention_forward,
+    };
+    type H = half::f16;
+    let s = Specialization::default();
+    let kernels = [
+        attention_forward::trace::<H>(&s, 64, 32, 64, true).unwrap(),
+        attention_backward_dkdv::trace::<H>(&s, 32, 32, 64, true).unwrap(),
+        attention_backward_dq::trace::<H>(&s, 32, 32, 64, true).unwrap(),
+    ];
     for sm in [80, 90] {
         let copts = CudaCompileOptions {
             sm,
             ..Default::default()
         };
-        let ptx = compile_ptx(&f, "attention", &copts).unwrap().text;
-        assert!(
-            ptx.contains("mma.sync.aligned.m16n8k16"),
-            "sm_{sm}: no tensor-core mma"
+        for f in &kernels {
+            let ptx = compile_ptx(f, "attention", &copts).unwrap().text;
+            let name = &f.name;
+            assert!(
+                ptx.contains("mma.sync.aligned.m16n8k16"),
+                "{name} sm_{sm}: no mma"
+            );
+        }
+    }
+}
+
+/// The gradients of softmax attention in f64 for the output gradient `d_o`:
+/// `dV = Pᵀ dO`, `dS = P ∘ (dO Vᵀ − rowsum(dO ∘ O))`, `dQ = dS K · scale`, `dK = dSᵀ Q · scale`.
+fn reference_grads(
+    q: &Array4<f64>,
+    k: &Array4<f64>,
+    v: &Array4<f64>,
+    d_o: &Array4<f64>,
+    scale: f64,
+    causal: bool,
+) -> [Array4<f64>; 3] {
+    let (z, h, n, _) = q.dim();
+    let mut grads = [
+        Array4::zeros(q.dim()),
+        Array4::zeros(q.dim()),
+        Array4::zeros(q.dim()),
+    ];
+    for b in 0..z {
+        for hh in 0..h {
+            let at = |a: &Array4<f64>| a.index_axis(Axis(0), b).index_axis(Axis(0), hh).to_owned();
+            let (qm, km, vm, dom) = (at(q), at(k), at(v), at(d_o));
+            let s: Array2<f64> = qm.dot(&km.t()) * scale;
+            let mut p = Array2::<f64>::zeros((n, n));
+            for i in 0..n {
+                let seen = if causal { i + 1 } else { n };
+                let max = (0..seen)
+                    .map(|j| s[[i, j]])
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let total: f64 = (0..seen).map(|j| (s[[i, j]] - max).exp()).sum();
+                for j in 0..seen {
+                    p[[i, j]] = (s[[i, j]] - max).exp() / total;
+                }
+            }
+            let o = p.dot(&vm);
+            let dv = p.t().dot(&dom);
+            let dp = dom.dot(&vm.t());
+            let delta = (&o * &dom).sum_axis(Axis(1));
+            let ds = &p * &(&dp - &delta.insert_axis(Axis(1)));
+            let dq = ds.dot(&km) * scale;
+            let dk = ds.t().dot(&qm) * scale;
+            for (g, val) in grads.iter_mut().zip([dq, dk, dv]) {
+                g.index_axis_mut(Axis(0), b)
+                    .index_axis_mut(Axis(0), hh)
+                    .assign(&val);
+            }
+        }
+    }
+    grads
+}
+
+#[test]
+fn fused_attention_backward_matches_the_gradients() {
+    use tritium_kernels::attention::attention_backward;
+    let cases = [
+        (1, 2, 40, 16, false),
+        (1, 1, 40, 16, true),
+        (2, 1, 16, 32, true),
+    ];
+    for (z, h, n, d, causal) in cases {
+        let shape = (z, h, n, d);
+        let (q, k, v, d_o) = (
+            random4(shape, 4),
+            random4(shape, 5),
+            random4(shape, 6),
+            random4(shape, 7),
         );
+        let scale = 1.0 / (d as f32).sqrt();
+        let f64s = |a: &Array4<f32>| a.mapv(f64::from);
+        let want = reference_grads(
+            &f64s(&q),
+            &f64s(&k),
+            &f64s(&v),
+            &f64s(&d_o),
+            scale as f64,
+            causal,
+        );
+        let config = AttentionConfig {
+            block_m: 16,
+            block_n: 16,
+            causal,
+        };
+        for device in all_devices() {
+            let what = format!("{shape:?} causal={causal} on {device:?}");
+            let (o, lse) = attention(&device, q.view(), k.view(), v.view(), scale, config).unwrap();
+            let grads = attention_backward(
+                &device,
+                q.view(),
+                k.view(),
+                v.view(),
+                o.view(),
+                d_o.view(),
+                lse.view(),
+                scale,
+                config,
+            )
+            .unwrap();
+            let (dq, dk, dv) = grads;
+            for (name, got, want) in [
+                ("dq", dq, &want[0]),
+                ("dk", dk, &want[1]),
+                ("dv", dv, &want[2]),
+            ] {
+                assert_close(&got, want, 1e-3, 1e-4, &format!("{what}: {name}"));
+            }
+        }
     }
 }
