@@ -204,3 +204,35 @@ fn bitwise_atomics_on_floats_are_an_error() {
         .to_string();
     assert!(err.contains("atomic_or needs integers, got f32"), "{err}");
 }
+
+/// A deferred `let m;` given its value in both branches of a runtime `if` (issue 15's
+/// E0381), and one assigned before a later `if` that carries it.
+#[tritium::kernel]
+fn deferred_let(out: tritium::prelude::Ptr<i32>, x: i32) {
+    let m;
+    if x > 0 {
+        m = arange(0, 4) + 1;
+    } else {
+        m = arange(0, 4) * 2;
+    }
+    let mut n = m;
+    if x > 5 {
+        n = n + 100;
+    }
+    store(out + arange(0, 4), n);
+}
+
+#[test]
+fn deferred_let_initialised_in_every_branch() {
+    for device in crate::common::all_devices() {
+        for (x, want) in [
+            (1, [1, 2, 3, 4]),
+            (-1, [0, 2, 4, 6]),
+            (9, [101, 102, 103, 104]),
+        ] {
+            let mut out = ndarray::Array1::<i32>::zeros(4);
+            deferred_let::launch(&device, 1, &mut out, x).unwrap();
+            assert_eq!(out.to_vec(), want, "x = {x} on {device:?}");
+        }
+    }
+}

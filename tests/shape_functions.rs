@@ -451,3 +451,21 @@ fn hints_keep_values_and_check_their_arguments() {
         "{e}"
     );
 }
+
+/// `reshape` takes Triton's tuple shapes and `can_reorder` (the order is kept either way).
+#[kernel]
+fn reshapes(out: Ptr<i32>) {
+    let x = arange(0, 8);
+    let a = reshape(x, (2, 4));
+    let b = reshape(a, (4, 2), can_reorder = true);
+    store(out + arange(0, 8), ravel(trans(b)));
+}
+
+#[test]
+fn reshape_with_tuples_and_can_reorder() {
+    for device in all_devices() {
+        let mut out = Array1::<i32>::zeros(8);
+        reshapes::launch(&device, 1, &mut out).unwrap();
+        assert_eq!(out.to_vec(), [0, 2, 4, 6, 1, 3, 5, 7], "{device:?}");
+    }
+}

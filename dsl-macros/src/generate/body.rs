@@ -43,6 +43,7 @@ pub fn rewrite_block(block: &mut Block, kind: FnKind) -> Result<(), Error> {
         kind,
         errors: Vec::new(),
         ctx: Vec::new(),
+        deferred: Vec::new(),
     };
     r.visit_block_mut(block);
     let mut errors = r.errors.into_iter();
@@ -59,6 +60,9 @@ struct Rewriter {
     kind: FnKind,
     errors: Vec<Error>,
     ctx: Vec<Ctx>,
+    /// Variables declared without a value (`let x;`) and not yet assigned by a kernel
+    /// `if`: such an `if` gives them their first value instead of carrying one in.
+    deferred: Vec<Ident>,
 }
 
 fn lang(name: &str, span: Span) -> TokenStream {
@@ -282,24 +286,32 @@ impl Rewriter {
             Some((_, e)) => e.to_token_stream(),
             None => quote_spanned!(sp=> {}),
         };
+        // A deferred `let x;` is not carried in: each branch declares and assigns it, and
+        // the `if` gives it its first value.
+        let (fresh, carried): (Vec<Ident>, Vec<Ident>) =
+            carried.into_iter().partition(|v| self.deferred.contains(v));
+        self.deferred.retain(|v| !fresh.contains(v));
         let if_else = flow("if_else", sp);
         let (t, p) = (tuple(&carried, sp), tuple_pat(&carried, true, sp));
+        let f = tuple(&fresh, sp);
         let branch = |body: &dyn ToTokens| {
             quote_spanned!(sp=> |#p| {
+                #(let #fresh;)*
                 #[allow(clippy::let_unit_value)]
                 let __r = #body;
-                (__r, #t)
+                (__r, #t, #f)
             })
         };
         let (then_c, else_c) = (branch(then), branch(&otherwise));
         let call = quote_spanned!(sp=> #if_else(#cond, #t, #then_c, #else_c));
-        let tokens = if carried.is_empty() {
+        let tokens = if carried.is_empty() && fresh.is_empty() {
             quote_spanned!(sp=> { #call.0 })
         } else {
             quote_spanned!(sp=> {
-                let (__r, __c) = #call;
+                let (__r, __c, __f) = #call;
                 #[allow(unused_assignments)]
                 { #t = __c; }
+                #f = __f;
                 __r
             })
         };
@@ -678,6 +690,9 @@ impl VisitMut for Rewriter {
                         self.error(else_token.span, "`let … else` is not supported in kernel code; use `match`");
                     }
                 }
+                if let (None, Pat::Ident(pi)) = (&l.init, &l.pat) {
+                    self.deferred.push(pi.ident.clone());
+                }
                 visit_mut::visit_local_mut(self, l);
             }
             _ => visit_mut::visit_stmt_mut(self, s),
@@ -766,11 +781,18 @@ mod tests {
         let out = rewrite("{ if x > 0 { a = 1; } else if y { b = 2; } }").unwrap();
         assert!(
             squash(&out).contains(&squash(
-                "let (__r, __c) = ::tritium::dsl::trace::flow::if_else("
+                "let (__r, __c, __f) = ::tritium::dsl::trace::flow::if_else("
             )),
             "{out}"
         );
         assert!(squash(&out).contains("{(a,b,)=__c;}"), "{out}");
+        // A deferred `let m;` is declared in each branch and given its value by the `if`.
+        let out = rewrite("{ let m; if x > 0 { m = 1; } else { m = 2; } }").unwrap();
+        assert!(
+            squash(&out).contains("|#[allow(unused_mut,unused_variables)]()|{letm;"),
+            "{out}"
+        );
+        assert!(squash(&out).contains("(m,)=__f;"), "{out}");
         let out = rewrite("{ while i < n { i = i + 1; } }").unwrap();
         assert!(
             squash(&out).contains(&squash(

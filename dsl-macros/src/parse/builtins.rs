@@ -46,7 +46,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     scalar(value, dtype);
     broadcast_to(x, shape);
     expand_dims(x, axis);
-    reshape(x, shape);
+    reshape => reshape_with(x, shape, can_reorder) ? 2;
     trans => trans_with(x, dims) ? 1;
     permute(x, dims);
     gather(src, index, axis);

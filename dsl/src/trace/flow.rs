@@ -223,14 +223,16 @@ pub fn for_range<C: Carry>(
     carried.rebuild(&mut results.iter())
 }
 
-/// `if cond { then } else { otherwise }` producing a value `R` and the assigned variables `C`.
+/// `if cond { then } else { otherwise }` with `carried` the variables the branches assign;
+/// each branch gives `O`: the `if`'s value, the carried variables and the variables it gives
+/// their first value (a deferred `let x;`).
 #[track_caller]
-pub fn if_else<C: Carry, R: Carry>(
+pub fn if_else<C: Carry, O: Carry>(
     cond: impl Cond,
     carried: C,
-    then_branch: impl FnOnce(C) -> (R, C),
-    else_branch: impl FnOnce(C) -> (R, C),
-) -> (R, C) {
+    then_branch: impl FnOnce(C) -> O,
+    else_branch: impl FnOnce(C) -> O,
+) -> O {
     let loc = caller_loc(std::panic::Location::caller());
     let cond = match cond.resolve() {
         Ok(true) => return then_branch(carried),

@@ -101,6 +101,22 @@ impl IntoShape for usize {
     }
 }
 
+macro_rules! tuple_shape {
+    ($($name:ident $idx:tt),+) => {
+        /// Triton's tuple shapes: `reshape(x, (A, B))`.
+        impl<$($name: ConstInt),+> IntoShape for ($($name,)+) {
+            fn dims(self) -> Vec<usize> {
+                vec![$(self.$idx.get() as usize),+]
+            }
+        }
+    };
+}
+tuple_shape!(A 0);
+tuple_shape!(A 0, B 1);
+tuple_shape!(A 0, B 1, C 2);
+tuple_shape!(A 0, B 1, C 2, D 3);
+tuple_shape!(A 0, B 1, C 2, D 3, E 4);
+
 fn here(l: &'static std::panic::Location<'static>) -> Loc {
     caller_loc(l)
 }
@@ -272,6 +288,14 @@ pub fn reshape(x: Tile, shape: impl IntoShape) -> Tile {
         }
         b.push1(Op::Reshape(x.0), t.with_shape(shape), loc)
     })
+}
+
+/// Triton's `reshape(x, shape, can_reorder)` (what `#[kernel]` calls): Tritium keeps the
+/// row-major order either way, which `can_reorder = true` allows.
+#[track_caller]
+pub fn reshape_with(x: Tile, shape: impl IntoShape, can_reorder: impl OptFlag) -> Tile {
+    let _ = can_reorder.flag();
+    reshape(x, shape)
 }
 
 /// A 2-D tile transposed (see [`trans_with`] for dims).
