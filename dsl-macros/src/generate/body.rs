@@ -645,7 +645,9 @@ impl VisitMut for Rewriter {
                         for a in c.args.iter() {
                             if let Some((kw, _)) = keyword_arg(a) {
                                 let kw = kw.clone();
-                                if bare_name(&c.func).is_some() {
+                                // `range`'s loop options are checked by `parse::range`.
+                                let name = bare_name(&c.func).map(Ident::to_string);
+                                if name.is_some_and(|n| n != "range") {
                                     self.error(
                                         kw.span(),
                                         format!(

@@ -1,9 +1,19 @@
 //! Which `for` loops become runtime IR loops: `a..b`, `a..=b`, `(a..b).step_by(s)`,
-//! `range(a, b)`, `range(a, b, s)` and `range(n)`. Anything else (`static_range(a, b)`,
+//! `range(a, b)`, `range(a, b, s)` and `range(n)` (with Triton's loop options as keywords). Anything else (`static_range(a, b)`,
 //! an array, an iterator) is a plain Rust loop, unrolled while tracing.
 
 use syn::spanned::Spanned;
 use syn::{Error, Expr, RangeLimits};
+
+/// Triton's `tl.range` options: accepted, with nothing to do yet on any target (software
+/// pipelining and warp specialization are GPU schedules Tritium does not generate).
+pub const LOOP_OPTIONS: &[&str] = &[
+    "num_stages",
+    "loop_unroll_factor",
+    "flatten",
+    "disallow_acc_multi_buffer",
+    "warp_specialize",
+];
 
 /// The bounds of a runtime loop.
 pub struct RuntimeRange {
@@ -63,7 +73,23 @@ pub fn classify(iter: &Expr) -> Result<Option<RuntimeRange>, Error> {
             if p.qself.is_some() || !p.path.is_ident("range") {
                 return Ok(None);
             }
-            let args: Vec<Expr> = c.args.iter().cloned().collect();
+            // Triton's loop options are accepted; none changes the loop yet (see README).
+            let mut args: Vec<Expr> = Vec::new();
+            for a in &c.args {
+                match super::assigned::keyword_arg(a) {
+                    Some((kw, _)) if LOOP_OPTIONS.contains(&kw.to_string().as_str()) => {}
+                    Some((kw, _)) => {
+                        return Err(Error::new(
+                            kw.span(),
+                            format!(
+                                "`range` has no option `{kw}`; its options are {}",
+                                LOOP_OPTIONS.join(", ")
+                            ),
+                        ))
+                    }
+                    None => args.push(a.clone()),
+                }
+            }
             let zero: Expr = syn::parse_quote_spanned!(c.span()=> 0);
             match args.len() {
                 1 => Ok(Some(RuntimeRange {
