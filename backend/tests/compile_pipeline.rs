@@ -354,3 +354,94 @@ fn num_threads_env_is_honoured() {
         );
     }
 }
+
+/// An entry as the cache writes it (`pipeline/cache.rs`), digest included: what a forger
+/// with the format at hand can produce.
+fn forged_entry(key: &str, meta: u64, object: &[u8]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut header = b"TRITOBJ2".to_vec();
+    header.extend_from_slice(key.as_bytes());
+    header.extend_from_slice(&meta.to_le_bytes());
+    header.extend_from_slice(&(object.len() as u64).to_le_bytes());
+    let mut h = Sha256::new();
+    h.update(&header);
+    h.update(object);
+    let mut out = header;
+    out.extend_from_slice(&h.finalize());
+    out.extend_from_slice(object);
+    out
+}
+
+/// The object bytes of a valid entry.
+fn object_of(entry: &[u8]) -> &[u8] {
+    &entry[8 + 64 + 8 + 8 + 32..]
+}
+
+/// Entries that pass the digest but must not be trusted, and files that are not entries,
+/// are recompiled and replaced: a scratch size over the limit, another kernel's object
+/// under this key, and a FIFO (which would block a plain read forever).
+#[test]
+fn forged_entries_and_fifos_are_recompiled_not_trusted() {
+    let (name, other) = ("pipeline_forged_vadd", "pipeline_forged_other");
+    let dir = TempDir::new("forged");
+    let other_dir = TempDir::new("forged-other");
+    let opts = |d: &TempDir| LaunchOptions {
+        cache_dir: Some(d.path().to_path_buf()),
+        ..Default::default()
+    };
+    run_vadd(name, "first", &opts(&dir));
+    run_vadd(other, "first", &opts(&other_dir));
+    let (path, key) = only_entry(dir.path());
+    let good = std::fs::read(&path).unwrap();
+    let (other_path, _) = only_entry(other_dir.path());
+    let foreign = std::fs::read(other_path).unwrap();
+    type Plant = Box<dyn Fn(&Path)>;
+    // (what, planted, whether the format check alone sees it: another kernel's object
+    // is well formed and only fails the symbol check at load)
+    let cases: Vec<(&str, Plant, bool)> = vec![
+        (
+            "huge scratch size",
+            {
+                let e = forged_entry(&key, 1 << 40, object_of(&good));
+                Box::new(move |p: &Path| std::fs::write(p, &e).unwrap())
+            },
+            true,
+        ),
+        (
+            "another kernel's object",
+            {
+                let e = forged_entry(&key, 0, object_of(&foreign));
+                Box::new(move |p: &Path| std::fs::write(p, &e).unwrap())
+            },
+            false,
+        ),
+        (
+            "a FIFO",
+            Box::new(|p: &Path| {
+                std::fs::remove_file(p).unwrap();
+                let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+                // SAFETY: a plain libc call with a valid NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            }),
+            true,
+        ),
+    ];
+    for (i, (what, plant, malformed)) in cases.iter().enumerate() {
+        plant(&path);
+        assert_eq!(
+            cache::check_entry(dir.path(), &key).is_err(),
+            *malformed,
+            "{what}"
+        );
+        let before = cpu::stats().kernel(name);
+        run_vadd(name, &format!("forged-{i}"), &opts(&dir));
+        let after = cpu::stats().kernel(name);
+        assert_eq!(after.disk_rejected - before.disk_rejected, 1, "{what}");
+        assert_eq!(after.codegen - before.codegen, 1, "{what}");
+        assert!(
+            std::fs::metadata(&path).unwrap().is_file(),
+            "{what}: not replaced"
+        );
+        cache::check_entry(dir.path(), &key).unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+}

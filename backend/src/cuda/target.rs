@@ -128,7 +128,13 @@ impl Target for Nvptx {
         Ok(text.into_bytes())
     }
 
-    fn decode(&self, bytes: &[u8], _symbol: &str) -> Result<String, String> {
-        String::from_utf8(bytes.to_vec()).map_err(|e| format!("PTX is not UTF-8: {e}"))
+    fn decode(&self, bytes: &[u8], symbol: &str) -> Result<String, String> {
+        let text =
+            String::from_utf8(bytes.to_vec()).map_err(|e| format!("PTX is not UTF-8: {e}"))?;
+        // Another kernel's PTX under this key would load and launch the wrong entry.
+        match text.contains(&format!(".entry {symbol}(")) {
+            true => Ok(text),
+            false => Err(format!("the PTX has no entry `{symbol}`")),
+        }
     }
 }

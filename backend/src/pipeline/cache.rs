@@ -100,12 +100,19 @@ pub fn entry_path_in(root: &Path, store: Store, key: &str) -> PathBuf {
     root.join(store.dir()).join(format!("{key}.tobj"))
 }
 
-/// Reads and validates the entry for `key` in `store` under `root`.
+/// The largest `meta` an entry may carry: a CPU kernel's scratch bytes per thread and a
+/// CUDA kernel's shared-memory bytes are both far below it, so a larger one (forged, or a
+/// flipped bit behind a recomputed digest) is rejected before a launch allocates it.
+pub const MAX_META: usize = 1 << 30;
+
+/// Reads and validates the entry for `key` in `store` under `root`. Only a regular file
+/// is read: a FIFO, a device or a socket under an entry's name is rejected unopened (it
+/// could block the launch forever).
 pub(crate) fn read(root: Option<&Path>, store: Store, key: &str) -> Lookup {
     let Some(root) = root else {
         return Lookup::Missing;
     };
-    match std::fs::read(entry_path_in(root, store, key)) {
+    match read_regular(&entry_path_in(root, store, key)) {
         Ok(bytes) => match decode(&bytes, key) {
             Ok(e) => Lookup::Hit(e),
             Err(_) => Lookup::Corrupt,
@@ -118,8 +125,18 @@ pub(crate) fn read(root: Option<&Path>, store: Store, key: &str) -> Lookup {
 /// Checks the entry file for `key` under `root` the way a lookup does: `Err` says why it
 /// would be rejected (missing, truncated, wrong key, digest mismatch, trailing bytes…).
 pub fn check_entry(root: &Path, key: &str) -> Result<(), String> {
-    let bytes = std::fs::read(entry_path(root, key)).map_err(|e| e.to_string())?;
+    let bytes = read_regular(&entry_path(root, key)).map_err(|e| e.to_string())?;
     decode(&bytes, key).map(|_| ())
+}
+
+/// The bytes of `path` if it is a regular file (following symlinks); anything else is an
+/// `InvalidData` error, never opened.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::metadata(path)?.is_file() {
+        let what = format!("{} is not a regular file", path.display());
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, what));
+    }
+    std::fs::read(path)
 }
 
 fn digest(header: &[u8], object: &[u8]) -> [u8; DIGEST] {
@@ -161,7 +178,10 @@ pub(crate) fn decode(bytes: &[u8], key: &str) -> Result<Entry, String> {
     if digest(header, object) != sum {
         return Err("digest mismatch".into());
     }
-    let meta = usize::try_from(meta).map_err(|_| format!("meta {meta} too large"))?;
+    let meta = usize::try_from(meta)
+        .ok()
+        .filter(|m| *m <= MAX_META)
+        .ok_or_else(|| format!("meta {meta} is over the limit of {MAX_META}"))?;
     Ok(Entry {
         meta,
         bytes: object.to_vec(),

@@ -10,6 +10,21 @@ use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::sync::{Mutex, OnceLock};
 
+/// Whether `object` parses as an object file with a symbol named `symbol`.
+fn has_symbol(object: &[u8], symbol: &str) -> bool {
+    let buf = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(object, "entry");
+    let Ok(file) = buf.create_object_file() else {
+        return false;
+    };
+    let found = file.get_symbols().any(|s| {
+        s.get_name().is_some_and(|n| {
+            n.to_bytes().strip_prefix(b"_").unwrap_or(n.to_bytes()) == symbol.as_bytes()
+                || n.to_bytes() == symbol.as_bytes()
+        })
+    });
+    found
+}
+
 struct Jit {
     raw: LLVMOrcLLJITRef,
     /// Symbols already loaded, with their addresses (objects are added once).
@@ -63,7 +78,14 @@ fn jit() -> Result<&'static Mutex<Jit>, String> {
 }
 
 /// Adds `object` (unless `symbol` is already loaded) and returns the address of `symbol`.
+/// An object that is not an object file or lacks `symbol` (another kernel's, under this
+/// kernel's cache key) is refused before the JIT sees it: adding it would define another
+/// kernel's symbol in the process, and that kernel's own load would then fail.
 pub(crate) fn load(object: &[u8], symbol: &str) -> Result<usize, String> {
+    // Checked even when the symbol is loaded: the bytes are what the caller trusts.
+    if !has_symbol(object, symbol) {
+        return Err(format!("the object does not define `{symbol}`"));
+    }
     let mut jit = super::once::lock(jit()?);
     if let Some(addr) = jit.loaded.get(symbol) {
         return Ok(*addr);
