@@ -236,3 +236,56 @@ fn deferred_let_initialised_in_every_branch() {
         }
     }
 }
+
+/// Triton's `sem` and `scope` on atomics: every atomic is sequentially consistent and
+/// device-wide, which any setting allows; an unknown one is a trace error.
+#[tritium::kernel]
+fn atomic_options(
+    total: tritium::prelude::Ptr<i32>,
+    flag: tritium::prelude::Ptr<i32>,
+    #[constexpr] BAD: bool,
+) {
+    let one = arange(0, 8) * 0 + 1;
+    atomic_add(
+        total + arange(0, 8) * 0,
+        one,
+        sem = "relaxed",
+        scope = "gpu",
+    );
+    atomic_max(
+        total + 1 + arange(0, 8) * 0,
+        arange(0, 8),
+        sem = "release",
+        scope = "cta",
+    );
+    atomic_cas(flag, 0, 7, sem = "acq_rel", scope = "sys");
+    if BAD {
+        atomic_or(flag, 1, sem = "seq_cst");
+    }
+}
+
+#[test]
+fn atomic_sem_and_scope_are_accepted_and_checked() {
+    for device in crate::common::all_devices() {
+        for programs in [1, 3] {
+            let mut total = ndarray::Array1::<i32>::zeros(2);
+            let mut flag = ndarray::Array1::<i32>::zeros(1);
+            atomic_options::launch(&device, programs, &mut total, &mut flag, false).unwrap();
+            assert_eq!(total.to_vec(), [8 * programs as i32, 7], "{device:?}");
+            assert_eq!(flag[0], 7, "{device:?}");
+        }
+    }
+    let (mut total, mut flag) = (
+        ndarray::Array1::<i32>::zeros(2),
+        ndarray::Array1::<i32>::zeros(1),
+    );
+    let e = atomic_options::launch(&Device::interpreter(), 1, &mut total, &mut flag, true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "sem must be \"acquire\", \"release\", \"acq_rel\" or \"relaxed\", got \"seq_cst\""
+        ),
+        "{e}"
+    );
+}

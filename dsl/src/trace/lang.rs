@@ -1225,30 +1225,75 @@ fn atomic(op: AtomicOp, ptr: Tile, value: Operand, mask: Option<Operand>, loc: L
     })
 }
 
+/// Checks Triton's `sem` and `scope` of an atomic. Every atomic is sequentially consistent
+/// (stronger than any `sem`) and device-wide (CUDA's `gpu` scope, which covers `cta`;
+/// `sys` is `gpu` too: host and peer-device memory are not shared with a running kernel).
+#[track_caller]
+fn check_atomic_options(ptr: Tile, sem: impl OptMessage, scope: impl OptMessage) {
+    let (sem, scope) = (sem.message(), scope.message());
+    if !["", "acquire", "release", "acq_rel", "relaxed"].contains(&sem.as_str()) {
+        let msg = format!(
+            "atomic: sem must be \"acquire\", \"release\", \"acq_rel\" or \"relaxed\", got {sem:?}"
+        );
+        fail_with(ptr, msg);
+    }
+    if !["", "gpu", "cta", "sys"].contains(&scope.as_str()) {
+        let msg = format!("atomic: scope must be \"gpu\", \"cta\" or \"sys\", got {scope:?}");
+        fail_with(ptr, msg);
+    }
+}
+
 macro_rules! atomic_fns {
-    ($($(#[$m:meta])* $name:ident => $op:ident;)*) => {$(
+    ($($(#[$m:meta])* $name:ident, $with:ident => $op:ident;)*) => {$(
         $(#[$m])*
         #[track_caller]
         pub fn $name(ptr: Tile, value: impl IntoOperand, mask: impl OptOperand) -> Tile {
+            atomic(AtomicOp::$op, ptr, value.into_operand(), mask.opt(), loc!())
+        }
+
+        /// With Triton's `sem` and `scope` (what `#[kernel]` calls; see
+        /// `check_atomic_options` for how they are honoured).
+        #[track_caller]
+        pub fn $with(
+            ptr: Tile,
+            value: impl IntoOperand,
+            mask: impl OptOperand,
+            sem: impl OptMessage,
+            scope: impl OptMessage,
+        ) -> Tile {
+            check_atomic_options(ptr, sem, scope);
             atomic(AtomicOp::$op, ptr, value.into_operand(), mask.opt(), loc!())
         }
     )*};
 }
 atomic_fns! {
     /// Atomically adds; returns the old values.
-    atomic_add => Add;
+    atomic_add, atomic_add_with => Add;
     /// Atomic maximum; returns the old values.
-    atomic_max => Max;
+    atomic_max, atomic_max_with => Max;
     /// Atomic minimum; returns the old values.
-    atomic_min => Min;
+    atomic_min, atomic_min_with => Min;
     /// Atomic exchange; returns the old values.
-    atomic_xchg => Xchg;
+    atomic_xchg, atomic_xchg_with => Xchg;
     /// Atomic bitwise and (integers); returns the old values.
-    atomic_and => And;
+    atomic_and, atomic_and_with => And;
     /// Atomic bitwise or (integers); returns the old values.
-    atomic_or => Or;
+    atomic_or, atomic_or_with => Or;
     /// Atomic bitwise xor (integers); returns the old values.
-    atomic_xor => Xor;
+    atomic_xor, atomic_xor_with => Xor;
+}
+
+/// `atomic_cas` with Triton's `sem` and `scope` (what `#[kernel]` calls).
+#[track_caller]
+pub fn atomic_cas_with(
+    ptr: Tile,
+    cmp: impl IntoOperand,
+    value: impl IntoOperand,
+    sem: impl OptMessage,
+    scope: impl OptMessage,
+) -> Tile {
+    check_atomic_options(ptr, sem, scope);
+    atomic_cas(ptr, cmp, value)
 }
 
 /// Atomic compare-and-swap on 32/64-bit integers; returns the old values.
