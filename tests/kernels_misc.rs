@@ -271,7 +271,7 @@ fn atomic_sem_and_scope_are_accepted_and_checked() {
             let mut total = ndarray::Array1::<i32>::zeros(2);
             let mut flag = ndarray::Array1::<i32>::zeros(1);
             atomic_options::launch(&device, programs, &mut total, &mut flag, false).unwrap();
-            assert_eq!(total.to_vec(), [8 * programs as i32, 7], "{device:?}");
+            assert_eq!(total.to_vec(), [8 * programs, 7], "{device:?}");
             assert_eq!(flag[0], 7, "{device:?}");
         }
     }
