@@ -11,6 +11,7 @@ pub use tritium_backend::{aot, Device, Error, Grid, LaunchOptions, Result};
 
 extern crate self as tritium;
 
+pub mod autotune;
 pub mod testing;
 
 /// What kernel code and launch code need: `use tritium::prelude::*;`.
