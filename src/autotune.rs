@@ -143,7 +143,7 @@ impl Autotuner {
             Some(c) => c,
             None => {
                 let id = self.id(device, key);
-                let c = match self.from_disk(&id) {
+                let c = match self.read_choice(&id) {
                     Some(c) => c,
                     None => self.tune(device, key, &id, &mut launch)?,
                 };
@@ -190,7 +190,7 @@ impl Autotuner {
                 eprintln!("  {c}: {:.3} ms", t.as_secs_f64() * 1e3);
             }
         }
-        self.to_disk(id, &best);
+        self.write_choice(id, &best);
         Ok(best)
     }
 
@@ -216,7 +216,7 @@ impl Autotuner {
 
     /// A cached choice: the index of one of these configs and its text, which must match
     /// (anything else is ignored and the key is tuned again).
-    fn from_disk(&self, id: &str) -> Option<Config> {
+    fn read_choice(&self, id: &str) -> Option<Config> {
         let path = self.file(id)?;
         if !std::fs::metadata(&path).ok()?.is_file() {
             return None;
@@ -228,7 +228,7 @@ impl Autotuner {
     }
 
     /// Saves a choice (atomically; a failure only costs a later tuning).
-    fn to_disk(&self, id: &str, best: &Config) {
+    fn write_choice(&self, id: &str, best: &Config) {
         let Some(path) = self.file(id) else { return };
         let Some(index) = self.configs.iter().position(|c| c == best) else {
             return;
