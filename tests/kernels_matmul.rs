@@ -210,3 +210,18 @@ fn persistent_matmul_covers_every_tile_once() {
         }
     }
 }
+
+/// The autotuned matmul is right whichever blocks it picks, and keeps its choice per shape.
+#[test]
+fn autotuned_matmul_matches_ndarray() {
+    use tritium_kernels::matmul::matmul_autotuned;
+    for (m, n, k) in [(70, 45, 33), (128, 96, 64)] {
+        let a = Array2::from_shape_vec((m, k), random_f32(m * k, 31)).unwrap();
+        let b = Array2::from_shape_vec((k, n), random_f32(k * n, 32)).unwrap();
+        let want = a.dot(&b);
+        for _ in 0..2 {
+            let c: Array2<f32> = matmul_autotuned(&Device::cpu(), a.view(), b.view()).unwrap();
+            assert_close(&c, &want, 1e-4, 1e-4, &format!("{m}x{n}x{k}"));
+        }
+    }
+}

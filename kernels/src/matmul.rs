@@ -210,3 +210,44 @@ pub fn matmul_persistent_2d<T: Float, O: Float + Default>(
     )?;
     Ok(c)
 }
+
+/// `a @ b` through [`matmul`] with the blocks autotuned per shape and dtype (Triton's
+/// tutorial 03 autotunes its matmul over `M`, `N` and `K` the same way): the first product
+/// of a new shape times each candidate, later ones use the fastest (see
+/// `tritium::autotune`).
+pub fn matmul_autotuned<T: Float, O: Float + Default>(
+    device: &Device,
+    a: ArrayView2<T>,
+    b: ArrayView2<T>,
+) -> tritium::Result<Array2<O>> {
+    use std::sync::OnceLock;
+    use tritium::autotune::{Autotuner, Config};
+    static TUNER: OnceLock<Autotuner> = OnceLock::new();
+    let tuner = TUNER.get_or_init(|| {
+        let blocks = [(96, 64, 64), (64, 64, 32), (128, 64, 32), (32, 32, 32)];
+        let configs = blocks
+            .iter()
+            .map(|&(m, n, k)| Config::new(&[("BM", m), ("BN", n), ("BK", k)]))
+            .collect();
+        Autotuner::new("tritium_kernels::matmul", configs)
+    });
+    let dtype = |d: DType| d.size_bytes() as i64 * 2 + d.is_float() as i64;
+    let key = [
+        a.nrows() as i64,
+        b.ncols() as i64,
+        a.ncols() as i64,
+        dtype(T::DTYPE),
+        dtype(O::DTYPE),
+    ];
+    let mut c = None;
+    tuner.run(device, &key, |config| {
+        let blocks = MatmulBlocks {
+            m: config.get("BM") as usize,
+            n: config.get("BN") as usize,
+            k: config.get("BK") as usize,
+        };
+        c = Some(matmul_2d(device, a, b, blocks)?);
+        Ok(())
+    })?;
+    Ok(c.expect("run launches the chosen config"))
+}
