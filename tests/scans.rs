@@ -432,3 +432,21 @@ fn combine_errors_are_trace_errors() {
         "{e}"
     );
 }
+
+/// `reduce` over every axis without `keep_dims` gives a scalar.
+#[kernel]
+fn reduce_all(out: Ptr<i32>, x: Ptr<i32>) {
+    let v = reshape(load(x + arange(0, 8)), [2, 4]);
+    let total = reduce(v, None, |p, q| p + q);
+    store(out, total);
+}
+
+#[test]
+fn reduce_over_every_axis_gives_a_scalar() {
+    let x = Array1::from_iter(1..=8);
+    for device in all_devices() {
+        let mut out = Array1::<i32>::zeros(1);
+        reduce_all::launch(&device, 1, &mut out, x.view()).unwrap();
+        assert_eq!(out[0], 36, "{device:?}");
+    }
+}
