@@ -469,3 +469,55 @@ fn reshape_with_tuples_and_can_reorder() {
         assert_eq!(out.to_vec(), [0, 2, 4, 6, 1, 3, 5, 7], "{device:?}");
     }
 }
+
+/// Rank-3 tiles through loads and stores of 3-D pointer tiles, elementwise ops and a
+/// reduction along each axis.
+#[kernel]
+fn rank3(
+    sum0: Ptr<f32>,
+    sum1: Ptr<f32>,
+    sum2: Ptr<f32>,
+    scaled: Ptr<f32>,
+    x: Ptr<f32>,
+    #[constexpr] A: usize,
+    #[constexpr] B: usize,
+    #[constexpr] C: usize,
+) {
+    let (a, b, c) = (arange(0, A), arange(0, B), arange(0, C));
+    let offs =
+        a[(.., None, None)] * (B * C) as i32 + b[(None, .., None)] * C as i32 + c[(None, None, ..)];
+    let v = load(x + offs, mask = c[(None, None, ..)] < C as i32, other = 0.0);
+    store(scaled + offs, v * 2.0 + 1.0);
+    store(sum0 + b[(.., None)] * C as i32 + c[(None, ..)], sum(v, 0));
+    store(sum1 + a[(.., None)] * C as i32 + c[(None, ..)], sum(v, 1));
+    store(sum2 + a[(.., None)] * B as i32 + b[(None, ..)], sum(v, 2));
+}
+
+#[test]
+fn rank3_tiles_load_store_and_reduce_along_each_axis() {
+    use ndarray::{Array3, Axis};
+    let (a, b, c) = (2, 4, 8);
+    let x = Array3::from_shape_fn((a, b, c), |(i, j, k)| (i * 32 + j * 8 + k) as f32 * 0.25);
+    for device in all_devices() {
+        let (mut s0, mut s1) = (Array2::<f32>::zeros((b, c)), Array2::<f32>::zeros((a, c)));
+        let mut s2 = Array2::<f32>::zeros((a, b));
+        let mut scaled = Array3::<f32>::zeros((a, b, c));
+        rank3::launch(
+            &device,
+            1,
+            &mut s0,
+            &mut s1,
+            &mut s2,
+            &mut scaled,
+            x.view(),
+            a,
+            b,
+            c,
+        )
+        .unwrap();
+        assert_eq!(scaled, x.mapv(|v| v * 2.0 + 1.0), "{device:?}");
+        assert_eq!(s0, x.sum_axis(Axis(0)), "{device:?}");
+        assert_eq!(s1, x.sum_axis(Axis(1)), "{device:?}");
+        assert_eq!(s2, x.sum_axis(Axis(2)), "{device:?}");
+    }
+}
