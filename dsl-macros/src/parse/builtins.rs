@@ -116,6 +116,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     umulhi(x, y);
     clamp(x, min, max, propagate_nan) ? 3;
     sigmoid(x);
+    erf(x);
     softmax(x, dim, keep_dims, ieee_rounding) ? 1;
     fdiv(x, y, ieee_rounding) ? 2;
     div_rn(x, y);

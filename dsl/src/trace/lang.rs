@@ -11,7 +11,7 @@ pub use super::block_ptr::{
 pub use super::combine::{associative_scan, reduce};
 pub use super::hints::{assume, debug_barrier, max_constancy, max_contiguous, multiple_of};
 pub use super::math::{
-    clamp, div_rn, fdiv, histogram, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
+    clamp, div_rn, erf, fdiv, histogram, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
 };
 pub use super::random::{
     pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn, randn4x,
