@@ -116,7 +116,9 @@ fn activations_match_rust(#[values(1, 1000, 4099)] n: usize) {
         );
         // The exact GELU through erf (within a few ulps of f32).
         let got = tritium_kernels::activation::gelu(&device, x.view()).unwrap();
-        let want = x.mapv(|v| (0.5 * v as f64 * (1.0 + erf64(v as f64 / 2f64.sqrt()))) as f32);
+        let want = x.mapv(|v| {
+            (0.5 * v as f64 * (1.0 + crate::common::erf_f64(v as f64 / 2f64.sqrt()))) as f32
+        });
         assert_close(&got, &want, 1e-6, 1e-6, &format!("{device:?} gelu"));
         // f16 in, f32 inside, rounded once on the way out.
         let h = x.mapv(half::f16::from_f32);
@@ -124,38 +126,4 @@ fn activations_match_rust(#[values(1, 1000, 4099)] n: usize) {
         let want = h.mapv(|v| half::f16::from_f32(gate(v.to_f32(), 1.0) as f32).to_f32());
         assert_close(&got, &want, 1e-3, 1e-3, &format!("{device:?} silu f16"));
     }
-}
-
-/// erf in f64: the Taylor series up to |x| = 3 (under 1e-12 of cancellation), else
-/// 1 − erfc with Numerical Recipes' Chebyshev erfc (relative error 1.2e-7 of an erfc under
-/// 2.3e-5).
-fn erf64(x: f64) -> f64 {
-    if x.abs() > 3.0 {
-        let z = x.abs();
-        let t = 1.0 / (1.0 + 0.5 * z);
-        let c = [
-            -1.26551223,
-            1.00002368,
-            0.37409196,
-            0.09678418,
-            -0.18628806,
-            0.27886807,
-            -1.13520398,
-            1.48851587,
-            -0.82215223,
-            0.17087277,
-        ];
-        let p = c.iter().rev().fold(0.0, |acc, k| acc * t + k);
-        return x.signum() * (1.0 - t * (p - z * z).exp());
-    }
-    let (mut term, mut sum, z) = (x, x, x * x);
-    for n in 1..400 {
-        term *= -z / n as f64;
-        let add = term / (2 * n + 1) as f64;
-        sum += add;
-        if add.abs() < 1e-18 * sum.abs() {
-            break;
-        }
-    }
-    sum * std::f64::consts::FRAC_2_SQRT_PI
 }
