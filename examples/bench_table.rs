@@ -2,6 +2,7 @@
 //! baselines in one run, reported as ratios (and GB/s against the bandwidth loop).
 //!
 //!     scripts/dev bench          # or: cargo run --release --example bench_table
+//!     cargo run --release --example bench_table -- compile   # the cold-compile rows only
 //!
 //! Each row's candidates are timed interleaved (round after round, best of each), so that
 //! a busy machine slows them alike; the bandwidth loop is timed again with every
@@ -31,7 +32,101 @@ fn row(name: &str, t: Duration, base: Duration, gb: f64) {
     );
 }
 
+/// The child process of [`cold_compile_rows`]: the first launch of each kernel in a
+/// fresh process whose disk cache is `TRITIUM_CACHE_DIR`, with where its time went.
+fn cold_compile_child() -> tritium::Result<()> {
+    use tritium::backend::pipeline::stats;
+    let device = Device::cpu();
+    let phases = || stats().phases;
+    let timed = |name: &str, launch: &mut dyn FnMut() -> tritium::Result<()>| {
+        let before = phases();
+        let start = std::time::Instant::now();
+        launch()?;
+        let wall = start.elapsed();
+        let p = phases().since(&before);
+        println!(
+            "  {name:<24} {:>7.1} {:>6.1} {:>6.1} {:>6.1} {:>7.1} {:>6.1} {:>6.1} {:>6.1} {:>6.1}",
+            ms(wall),
+            ms(p.trace),
+            ms(p.key),
+            ms(p.link),
+            ms(p.codegen),
+            ms(p.verify),
+            ms(p.optimize),
+            ms(p.emit),
+            ms(p.load)
+        );
+        Ok::<_, tritium::Error>(())
+    };
+    println!(
+        "  {:<24} {:>7} {:>6} {:>6} {:>6} {:>7} {:>6} {:>6} {:>6} {:>6}",
+        "first launch (ms)",
+        "wall",
+        "trace",
+        "key",
+        "link",
+        "codegen",
+        "verify",
+        "O3",
+        "emit",
+        "load"
+    );
+    // LLVM's and the JIT's one-time set-up, paid by whichever kernel comes first.
+    let (x64, mut o64) = (vec![1f64; 4096], vec![0f64; 4096]);
+    timed("process set-up (add f64)", &mut || {
+        add::launch(&device, 4, &mut o64, &x64, &x64, 4096, ADD_BLOCK)
+    })?;
+    let (x, mut out) = (vec![1f32; 4096], vec![0f32; 4096]);
+    timed("vector add f32", &mut || {
+        add::launch(&device, 4, &mut out, &x, &x, 4096, ADD_BLOCK)
+    })?;
+    let xm = Array2::<f32>::ones((64, 1024));
+    let mut sm = Array2::<f32>::zeros((64, 1024));
+    timed("softmax f32", &mut || {
+        softmax_rows_into(&device, xm.view(), sm.view_mut())
+    })?;
+    let a = Array2::<f32>::ones((128, 128));
+    timed("matmul f32", &mut || {
+        matmul_2d::<f32, f32>(&device, a.view(), a.view(), MatmulBlocks::default()).map(|_| ())
+    })?;
+    Ok(())
+}
+
+/// Cold compiles: the first launch of vector add, softmax and matmul in a fresh process
+/// with an empty disk cache, then in a second process that finds them on disk.
+fn cold_compile_rows() {
+    let dir = std::env::temp_dir().join(format!("tritium-bench-cold-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let exe = std::env::current_exe().expect("the bench's own path");
+    for what in ["empty disk cache", "disk-cache hits"] {
+        println!("cold compile, {what}:");
+        let out = std::process::Command::new(&exe)
+            .arg(COLD_CHILD)
+            .env("TRITIUM_CACHE_DIR", &dir)
+            .env_remove("TRITIUM_DUMP")
+            .output()
+            .expect("run the cold-compile child");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        if !out.status.success() {
+            println!("  failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The argument that makes this example [`cold_compile_child`].
+const COLD_CHILD: &str = "--cold-compile-child";
+
 fn main() -> tritium::Result<()> {
+    let arg = std::env::args().nth(1);
+    match arg.as_deref() {
+        Some(COLD_CHILD) => return cold_compile_child(),
+        Some("compile") => {
+            cold_compile_rows();
+            return Ok(());
+        }
+        _ => {}
+    }
     let device = Device::cpu();
     let rounds = 20;
     println!("threads: {}", tritium::backend::cpu::num_threads());
@@ -286,6 +381,7 @@ fn main() -> tritium::Result<()> {
         ],
     );
     row("attention bwd 8x1024x64 (ndarray)", t_bwd, t_bwd_nd, 0.0);
+    cold_compile_rows();
     println!("ratio column: baseline time / tritium time (> 1 means Tritium is faster)");
     Ok(())
 }

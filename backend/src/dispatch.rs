@@ -83,7 +83,10 @@ pub fn launch(
     // A panic in the kernel body's Rust code while tracing is an error at its line; every
     // trace error names the kernel.
     let guarded = |spec: &Specialization| {
-        tritium_dsl::trace::catch_panic(key.name, || trace(spec)).map_err(|e| e.in_kernel(key.name))
+        crate::pipeline::stats::timed(crate::pipeline::stats::Phase::Trace, || {
+            tritium_dsl::trace::catch_panic(key.name, || trace(spec))
+        })
+        .map_err(|e| e.in_kernel(key.name))
     };
     let trace: TraceFn<'_> = &guarded;
     if let Some(stream) = &options.stream {

@@ -5,7 +5,7 @@
 use super::cache::{self, Entry};
 use super::dump::{self, Dumps};
 use super::link;
-use super::stats::{self, CompileStats};
+use super::stats::{self, timed, CompileStats, Phase};
 use super::target::Target;
 use super::CompileOptions;
 use crate::{Error, Result};
@@ -41,6 +41,7 @@ pub(crate) fn compile<T: Target>(
         kernel: f.name.clone(),
         message,
     };
+    let key_start = std::time::Instant::now();
     let text = print_function(&f);
     let mut parts = target.key().map_err(err)?;
     // Linked bitcode is part of what is compiled: its content hash joins the key.
@@ -67,8 +68,9 @@ pub(crate) fn compile<T: Target>(
         Some(store) if !dumps.enabled() => cache::read(root.as_deref(), store, &key_hash),
         _ => cache::Lookup::Missing,
     };
+    stats::add(Phase::Key, key_start.elapsed());
     let cached = match lookup {
-        cache::Lookup::Hit(e) => match target.decode(&e.bytes, &symbol) {
+        cache::Lookup::Hit(e) => match timed(Phase::Load, || target.decode(&e.bytes, &symbol)) {
             Ok(code) => Some((code, e.meta)),
             Err(_) => {
                 counted.disk_rejected += 1;
@@ -89,13 +91,13 @@ pub(crate) fn compile<T: Target>(
         None => {
             counted.codegen += 1;
             let entry = generate(target, &f, &symbol, &dumps).map_err(err)?;
-            if let Some(store) = target.store() {
-                cache::write(root.as_deref(), store, &key_hash, &entry);
-            }
-            (
-                target.decode(&entry.bytes, &symbol).map_err(err)?,
-                entry.meta,
-            )
+            let code = timed(Phase::Load, || {
+                if let Some(store) = target.store() {
+                    cache::write(root.as_deref(), store, &key_hash, &entry);
+                }
+                target.decode(&entry.bytes, &symbol)
+            });
+            (code.map_err(err)?, entry.meta)
         }
     };
     stats::count(target.kind(), &f.name, counted);
@@ -116,24 +118,30 @@ pub(crate) fn generate<T: Target>(
     symbol: &str,
     dumps: &Dumps<'_>,
 ) -> std::result::Result<Entry, String> {
-    let machine = target.machine()?;
     let ctx = Context::create();
     let module = ctx.create_module(symbol);
-    module.set_triple(&machine.get_triple());
-    module.set_data_layout(&machine.get_target_data().get_data_layout());
-    let customs = link::link_custom_code(&ctx, &module, f, &machine, target.bitcode(), &|lib| {
-        target.prepare_library(lib)
+    let (machine, customs) = timed(Phase::Link, || {
+        let machine = target.machine()?;
+        module.set_triple(&machine.get_triple());
+        module.set_data_layout(&machine.get_target_data().get_data_layout());
+        let customs =
+            link::link_custom_code(&ctx, &module, f, &machine, target.bitcode(), &|lib| {
+                target.prepare_library(lib)
+            })?;
+        Ok::<_, String>((machine, customs))
     })?;
-    let meta = target.generate(&ctx, &module, f, symbol, &customs)?;
+    let meta = timed(Phase::Codegen, || {
+        target.generate(&ctx, &module, f, symbol, &customs)
+    })?;
     dumps.write_with("ll", || module.print_to_string().to_bytes().to_vec());
-    module
-        .verify()
+    timed(Phase::Verify, || module.verify())
         .map_err(|e| format!("generated {} LLVM IR is invalid: {e}", target.kind().name()))?;
-    module
-        .run_passes(target.passes(), &machine, PassBuilderOptions::create())
-        .map_err(|e| e.to_string())?;
+    timed(Phase::Optimize, || {
+        module.run_passes(target.passes(), &machine, PassBuilderOptions::create())
+    })
+    .map_err(|e| e.to_string())?;
     dumps.write_with("opt.ll", || module.print_to_string().to_bytes().to_vec());
-    let bytes = target.emit(&machine, &module, dumps)?;
+    let bytes = timed(Phase::Emit, || target.emit(&machine, &module, dumps))?;
     Ok(Entry { meta, bytes })
 }
 

@@ -21,11 +21,11 @@ pub(crate) mod jit;
 pub(crate) mod link;
 pub(crate) mod once;
 pub(crate) mod options;
-mod stats;
+pub(crate) mod stats;
 pub(crate) mod target;
 pub(crate) mod version;
 
-pub use stats::{stats, CompileStats, Stats};
+pub use stats::{stats, CompileStats, PhaseTimes, Stats};
 pub use target::TargetKind;
 
 use std::path::PathBuf;

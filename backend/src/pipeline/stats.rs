@@ -4,6 +4,7 @@ use super::once::lock;
 use super::target::TargetKind;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Counters of the compile pipeline (see [`stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,12 +29,91 @@ impl CompileStats {
     }
 }
 
+/// Where compile time went, summed over every compile of every target: tracing (every
+/// launch that traces, the interpreter's included), then the phases of
+/// [`compile`](super::compile::compile) in order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PhaseTimes {
+    /// Running the kernel's Rust body to build and verify its IR.
+    pub trace: Duration,
+    /// Printing the IR, hashing the key and the linked bitcode, the disk-cache lookup.
+    pub key: Duration,
+    /// Creating the target machine and the module, linking custom-op bitcode.
+    pub link: Duration,
+    /// The target's code generator (IR → LLVM IR).
+    pub codegen: Duration,
+    /// LLVM's module verifier.
+    pub verify: Duration,
+    /// The optimization pipeline (`default<O3>`).
+    pub optimize: Duration,
+    /// Instruction selection and emission (object file or PTX text).
+    pub emit: Duration,
+    /// Loading the emitted bytes (JIT linking, PTX decoding) and writing the cache entry.
+    pub load: Duration,
+}
+
+/// One phase of [`PhaseTimes`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Phase {
+    Trace,
+    Key,
+    Link,
+    Codegen,
+    Verify,
+    Optimize,
+    Emit,
+    Load,
+}
+
+impl PhaseTimes {
+    /// The sum of every phase.
+    pub fn total(&self) -> Duration {
+        self.trace
+            + self.key
+            + self.link
+            + self.codegen
+            + self.verify
+            + self.optimize
+            + self.emit
+            + self.load
+    }
+
+    /// The time spent since `earlier` (`self - earlier`, phase by phase).
+    pub fn since(&self, earlier: &PhaseTimes) -> PhaseTimes {
+        PhaseTimes {
+            trace: self.trace.saturating_sub(earlier.trace),
+            key: self.key.saturating_sub(earlier.key),
+            link: self.link.saturating_sub(earlier.link),
+            codegen: self.codegen.saturating_sub(earlier.codegen),
+            verify: self.verify.saturating_sub(earlier.verify),
+            optimize: self.optimize.saturating_sub(earlier.optimize),
+            emit: self.emit.saturating_sub(earlier.emit),
+            load: self.load.saturating_sub(earlier.load),
+        }
+    }
+
+    fn slot(&mut self, phase: Phase) -> &mut Duration {
+        match phase {
+            Phase::Trace => &mut self.trace,
+            Phase::Key => &mut self.key,
+            Phase::Link => &mut self.link,
+            Phase::Codegen => &mut self.codegen,
+            Phase::Verify => &mut self.verify,
+            Phase::Optimize => &mut self.optimize,
+            Phase::Emit => &mut self.emit,
+            Phase::Load => &mut self.load,
+        }
+    }
+}
+
 /// A snapshot of the compile counters since the process started: in total, and per
 /// target and kernel name (the traced function's name). For tests and diagnostics.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
     /// All kernels on every target.
     pub total: CompileStats,
+    /// Where the compile time of every target went.
+    pub phases: PhaseTimes,
     per_kernel: HashMap<(TargetKind, String), CompileStats>,
 }
 
@@ -67,6 +147,19 @@ pub(crate) fn count(target: TargetKind, kernel: &str, d: CompileStats) {
     s.total.add(&d);
     let key = (target, kernel.to_string());
     s.per_kernel.entry(key).or_default().add(&d);
+}
+
+/// Runs `f`, adding its wall time to `phase`.
+pub(crate) fn timed<T>(phase: Phase, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let out = f();
+    add(phase, start.elapsed());
+    out
+}
+
+/// Adds `spent` to `phase`.
+pub(crate) fn add(phase: Phase, spent: Duration) {
+    *lock(cell()).phases.slot(phase) += spent;
 }
 
 /// The compile counters so far (see [`Stats`]).
