@@ -8,6 +8,7 @@ mod checked;
 mod common;
 mod cuda;
 mod custom_ops;
+mod device_assert;
 mod kernels_attention;
 mod kernels_elementwise;
 mod kernels_matmul;

@@ -34,6 +34,20 @@ fn loop_sum() -> Function {
     t.finish().unwrap()
 }
 
+/// Two `device_assert`s: a masked one on a tile with a message that needs escapes, and a
+/// scalar one without a message.
+fn asserts() -> Function {
+    let t = Tracer::begin("asserts").unwrap();
+    let x = ptr_param("x", DType::I32);
+    let n = scalar_param("n", DType::I32, 1, &Specialization::default());
+    let offs = arange(0, 8);
+    let v = load(x + offs, NoArg, NoArg);
+    let mask = compare(offs, CmpPred::Lt, n);
+    device_assert(compare(v, CmpPred::Ge, 0), "v \"{ok}\"\n\\", mask);
+    device_assert(compare(n, CmpPred::Gt, 0), NoArg, NoArg);
+    t.finish().unwrap()
+}
+
 /// Compares with the pinned text; `TRITIUM_BLESS=1` rewrites the pin (review the diff).
 fn check_pinned(text: &str, pinned: &str, file: &str) {
     if std::env::var_os("TRITIUM_BLESS").is_some() {
@@ -69,13 +83,39 @@ fn text_of_loop_with_if_is_pinned() {
 
 #[test]
 fn text_round_trips() {
-    for f in [vadd(), loop_sum()] {
+    for f in [vadd(), loop_sum(), asserts()] {
         let text = print_function(&f);
         let parsed = parse_function(&text).unwrap();
         assert_eq!(parsed, f);
         verify(&parsed).unwrap();
         assert_eq!(print_function(&parsed), text);
     }
+}
+
+#[test]
+fn assert_text_and_verifier_limits() {
+    let text = print_function(&asserts());
+    assert!(
+        text.contains(r#"assert %10, mask = %7 {msg = "v \"{ok}\"\n\\"}"#),
+        "{text}"
+    );
+    assert!(text.contains(r#"assert %12 {msg = ""}"#), "{text}");
+    let rows = [
+        ("msg = v", "must be a quoted string"),
+        ("msg = \"a\", msg = \"b\"", "given twice"),
+        ("op = \"a\"", "has no attribute `op`"),
+        ("", "needs attribute `msg`"),
+    ];
+    for (attrs, want) in rows {
+        let bad = text.replacen(r#"{msg = ""}"#, &format!("{{{attrs}}}"), 1);
+        let e = parse_function(&bad);
+        assert!(e.is_err_and(|e| e.to_string().contains(want)), "{attrs}");
+    }
+    let long = "x".repeat(tritium_dsl::ir::MAX_ASSERT_MESSAGE + 1);
+    let f =
+        parse_function(&text.replace(r#"{msg = ""}"#, &format!("{{msg = \"{long}\"}}"))).unwrap();
+    let e = verify(&f).unwrap_err().to_string();
+    assert!(e.contains("at most 4096"), "{e}");
 }
 
 #[test]

@@ -78,12 +78,16 @@ pub fn run(case: &Case, target: Target) -> Outcome {
         let options = CudaCompileOptions {
             sm,
             num_warps: case.num_warps,
-            bounds_check: false,
+            bounds_check: has_assert(&f.body),
         };
         return compile_ptx(f, "fuzz", &options)
             .map(|_| Vec::new())
             .map_err(|e| e.to_string());
     }
+    // A program with a `device_assert` runs checked (on the CPU and the emulator; the
+    // interpreter always checks): its asserts hold, and so checked code must give the same
+    // results as the interpreter.
+    let checked = has_assert(&f.body);
     // Eight-byte words keep every buffer aligned for its dtype.
     let mut words: Vec<Vec<u64>> = case
         .args
@@ -104,9 +108,10 @@ pub fn run(case: &Case, target: Target) -> Outcome {
         Target::Cpu => {
             let options = cpu::CompileOptions {
                 cache_dir: Some(cache_dir()),
+                bounds_check: checked,
                 ..Default::default()
             };
-            cpu::compile(f.clone(), &options).and_then(|k| k.run(grid, &raw, false))
+            cpu::compile(f.clone(), &options).and_then(|k| k.run(grid, &raw, checked))
         }
         Target::Emulator => {
             let mut args = KernelArgs::new();
@@ -114,6 +119,7 @@ pub fn run(case: &Case, target: Target) -> Outcome {
             args.names = vec!["arg"; raw.len()];
             let options = CudaCompileOptions {
                 num_warps: case.num_warps,
+                bounds_check: checked,
                 ..Default::default()
             };
             run_emulated_with(f, grid, &args, &options)
@@ -168,4 +174,12 @@ fn as_bytes(w: &[u64]) -> &[u8] {
 fn as_bytes_mut(w: &mut [u64]) -> &mut [u8] {
     // SAFETY: as `as_bytes`, and every byte pattern is a valid u64.
     unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 8) }
+}
+
+/// Whether `b` (or a region in it) holds a `device_assert`.
+fn has_assert(b: &tritium_dsl::ir::Block) -> bool {
+    b.insts.iter().any(|i| {
+        matches!(i.op, tritium_dsl::ir::Op::Assert { .. })
+            || i.op.regions().into_iter().any(has_assert)
+    })
 }

@@ -557,6 +557,7 @@ pub fn transfer<'t>(
             )
         }
         Op::Store { .. }
+        | Op::Assert { .. }
         | Op::For { .. }
         | Op::If { .. }
         | Op::While { .. }

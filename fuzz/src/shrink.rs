@@ -81,9 +81,11 @@ fn edits(case: &Case) -> Vec<Edit> {
                     out.push(Edit::Inline(path.clone(), 1));
                 }
             }
-            Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } | Op::Custom(_) => {
-                out.push(Edit::Delete(path.clone()))
-            }
+            Op::Store { .. }
+            | Op::Atomic { .. }
+            | Op::AtomicCas { .. }
+            | Op::Assert { .. }
+            | Op::Custom(_) => out.push(Edit::Delete(path.clone())),
             _ => {}
         }
     }

@@ -68,7 +68,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     // SAFETY: `c.code` is the address of the generated entry function, whose signature is
     // exactly `EntryFn` (see codegen::generate).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
-    let sites = c.function.memory_sites();
+    let sites = c.function.fault_sites();
     let written = c.function.written_params();
     Ok(Compiled {
         function: c.function,

@@ -74,7 +74,7 @@ impl DeviceCheck {
         if record[0] == 0 {
             return Ok(());
         }
-        let sites = f.memory_sites();
+        let sites = f.fault_sites();
         checked::fault_result(f, &sites, &record, args, &self.ranges)
     }
 }

@@ -259,7 +259,7 @@ pub(crate) fn compile(
     let c = pipeline::compile::compile(&Emulator(*options), f, compile_options)?;
     // SAFETY: the generated function has exactly `EntryFn`'s signature (`emulate: true`).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
-    let sites = bounds_check.then(|| c.function.memory_sites());
+    let sites = bounds_check.then(|| c.function.fault_sites());
     Ok(EmulatedKernel {
         function: c.function,
         entry,

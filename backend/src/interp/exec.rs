@@ -367,6 +367,25 @@ impl<'a> Program<'a> {
                 );
                 one(self.memory.atomic(*op, d, p, v, m))
             }
+            Op::Assert { cond, mask, msg } => {
+                let Data::Bool(c) = self.get(inst, *cond)? else {
+                    return Err(self.fault(inst, "internal: assert condition is not bool"));
+                };
+                let m = self.mask(inst, *mask)?;
+                let failed = c
+                    .indexed_iter()
+                    .find(|(i, ok)| !**ok && m.is_none_or(|m| m[i.clone()]));
+                if let Some((lane, _)) = failed {
+                    let pid = self.pid.map(i64::from);
+                    let text = crate::launch::checked::assert_failed(
+                        msg,
+                        ndarray::Dimension::slice(&lane),
+                        pid,
+                    );
+                    return Err(self.fault(inst, text));
+                }
+                Ok(vec![])
+            }
             Op::AtomicCas { ptr, cmp, value } => {
                 let d = self.pointee(inst, *ptr)?;
                 let (p, c, v) = (

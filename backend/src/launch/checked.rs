@@ -9,7 +9,7 @@
 
 use super::RawArg;
 use crate::{Error, Result};
-use tritium_dsl::ir::{Function, Loc};
+use tritium_dsl::ir::{Function, Loc, Op, ASSERT_KIND};
 
 /// Words of the fault record.
 pub(crate) const FAULT_WORDS: usize = 5;
@@ -44,6 +44,15 @@ pub(crate) fn fault_result(
         return Ok(());
     }
     let (loc, kind) = sites.get(site as usize - 1).cloned().unwrap_or_default();
+    if kind == ASSERT_KIND {
+        // The address word holds the failing lane's row-major index.
+        let (msg, shape) = assert_site(f, site as usize - 1);
+        return Err(Error::Runtime {
+            kernel: f.name.clone(),
+            location: loc.to_string(),
+            message: assert_failed(&msg, &unflatten(addr, &shape), [x, y, z].map(|v| v as i64)),
+        });
+    }
     let buffers: Vec<String> = f
         .params
         .iter()
@@ -67,4 +76,48 @@ pub(crate) fn fault_result(
             buffers.join(", ")
         ),
     })
+}
+
+/// The message of a failed `device_assert`, the same on every device: its text, the
+/// lane (a multi-index of the condition's shape; `[]` for a scalar) and the program.
+pub(crate) fn assert_failed(msg: &str, lane: &[usize], pid: [i64; 3]) -> String {
+    let lane: Vec<String> = lane.iter().map(usize::to_string).collect();
+    let what = if msg.is_empty() {
+        "device_assert failed".to_string()
+    } else {
+        format!("device_assert failed: {msg}")
+    };
+    format!(
+        "{what} (lane [{}] of program ({}, {}, {}))",
+        lane.join(", "),
+        pid[0],
+        pid[1],
+        pid[2]
+    )
+}
+
+/// The message and condition shape of fault site `site`, a `device_assert`.
+fn assert_site(f: &Function, site: usize) -> (String, Vec<usize>) {
+    let mut found = None;
+    let mut k = 0;
+    f.walk(&mut |inst| {
+        if inst.op.fault_kind().is_some() {
+            if let (true, Op::Assert { cond, msg, .. }) = (k == site, &inst.op) {
+                found = Some((msg.clone(), f.ty(*cond).shape.clone()));
+            }
+            k += 1;
+        }
+    });
+    found.unwrap_or_default()
+}
+
+/// The multi-index of row-major index `flat` in `shape`.
+fn unflatten(mut flat: u64, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for (i, &d) in shape.iter().enumerate().rev() {
+        let d = d.max(1) as u64;
+        idx[i] = (flat % d) as usize;
+        flat /= d;
+    }
+    idx
 }

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 /// Options of one launch. `None` fields take their value from the environment.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LaunchOptions {
-    /// Checked mode: out-of-bounds loads and stores become errors (`TRITIUM_BOUNDS_CHECK`).
+    /// Checked mode: out-of-bounds loads and stores and failed `device_assert`s become
+    /// errors (`TRITIUM_BOUNDS_CHECK`, `TRITIUM_DEBUG`).
     pub bounds_check: Option<bool>,
     /// Run through the reference interpreter (`TRITIUM_INTERPRET`).
     pub interpret: Option<bool>,
@@ -44,10 +45,12 @@ fn env_flag(name: &str) -> bool {
 }
 
 impl LaunchOptions {
-    /// Checked mode for this launch.
+    /// Checked mode for this launch: out-of-bounds accesses and failed `device_assert`s
+    /// are errors. Unset, it follows `TRITIUM_BOUNDS_CHECK` or `TRITIUM_DEBUG` (Triton's
+    /// `TRITON_DEBUG`).
     pub fn bounds_check(&self) -> bool {
         self.bounds_check
-            .unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK"))
+            .unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK") || env_flag("TRITIUM_DEBUG"))
     }
 
     /// What the CPU backend compiles this launch's kernel with.

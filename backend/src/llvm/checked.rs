@@ -33,7 +33,7 @@ impl<'ctx> Emit<'_, 'ctx> {
     }
 
     /// Claims the fault record at `record` for memory op `site` (its index in
-    /// `memory_sites`) unless a fault was recorded already, then fills in the address and
+    /// `fault_sites`) unless a fault was recorded already, then fills in the address and
     /// the program id (i32 each). Leaves the builder in a new block of `func`.
     pub(crate) fn record_fault(
         &self,

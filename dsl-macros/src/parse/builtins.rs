@@ -113,6 +113,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     cdiv(a, b);
     static_assert(cond, msg) ? 1;
     static_print(x);
+    device_assert(cond, msg, mask) ? 1;
     umulhi(x, y);
     clamp(x, min, max, propagate_nan) ? 3;
     sigmoid(x);

@@ -63,24 +63,24 @@ impl Function {
         go(&self.body, f);
     }
 
-    /// The memory ops (loads, stores, atomics: [`Op::memory_kind`]) in walk order, with
+    /// The memory ops (loads, stores, atomics: [`Op::fault_kind`]) in walk order, with
     /// their kind: checked mode reports a fault by its index in this list.
-    pub fn memory_sites(&self) -> Vec<(Loc, &'static str)> {
+    pub fn fault_sites(&self) -> Vec<(Loc, &'static str)> {
         let mut sites = Vec::new();
         self.walk(&mut |inst| {
-            if let Some(kind) = inst.op.memory_kind() {
+            if let Some(kind) = inst.op.fault_kind() {
                 sites.push((inst.loc.clone(), kind));
             }
         });
         sites
     }
 
-    /// Each memory op's index in [`Function::memory_sites`], by the address of its
+    /// Each memory op's index in [`Function::fault_sites`], by the address of its
     /// instruction in this function.
-    pub fn memory_site_ids(&self) -> std::collections::HashMap<*const Inst, u32> {
+    pub fn fault_site_ids(&self) -> std::collections::HashMap<*const Inst, u32> {
         let mut ids = std::collections::HashMap::new();
         self.walk(&mut |inst| {
-            if inst.op.memory_kind().is_some() {
+            if inst.op.fault_kind().is_some() {
                 let id = ids.len() as u32;
                 ids.insert(inst as *const Inst, id);
             }

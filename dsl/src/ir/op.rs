@@ -345,6 +345,16 @@ pub enum Op {
         /// The loop body.
         body: Block,
     },
+    /// Triton's `device_assert`: in checked mode, a lane where `cond` is false (and `mask`
+    /// true) fails the launch with `msg`, the lane and the program; otherwise nothing.
+    Assert {
+        /// Bool scalar or tile: what must hold.
+        cond: Value,
+        /// Optional bool mask of `cond`'s shape: lanes where it is false are not checked.
+        mask: Option<Value>,
+        /// The message the failure reports.
+        msg: String,
+    },
     /// A call of user code or a `__builtin_*` (`hivm.hir.custom`); one result per out.
     Custom(Box<CustomCall>),
     /// Region terminator: the values the region produces.
@@ -352,6 +362,9 @@ pub enum Op {
     /// Terminator of a `While` condition region.
     Condition(Value),
 }
+
+/// [`Op::fault_kind`] of [`Op::Assert`].
+pub const ASSERT_KIND: &str = "device_assert";
 
 impl Op {
     /// The IR-text mnemonic.
@@ -386,6 +399,7 @@ impl Op {
             Op::For { .. } => "for",
             Op::If { .. } => "if",
             Op::While { .. } => "while",
+            Op::Assert { .. } => "assert",
             Op::Custom(_) => "custom",
             Op::Yield(_) => "yield",
             Op::Condition(_) => "condition",
@@ -432,6 +446,11 @@ impl Op {
                 v
             }
             Op::If { cond, .. } => vec![*cond],
+            Op::Assert { cond, mask, .. } => {
+                let mut v = vec![*cond];
+                v.extend(mask);
+                v
+            }
             Op::While { init, .. } => init.clone(),
             Op::Custom(c) => c.ins.iter().chain(&c.outs).copied().collect(),
             Op::Yield(v) => v.clone(),
@@ -510,27 +529,35 @@ impl Op {
                 v
             }
             Op::If { cond, .. } => vec![cond],
+            Op::Assert { cond, mask, .. } => {
+                let mut v = vec![cond];
+                v.extend(mask.as_mut());
+                v
+            }
             Op::While { init, .. } => init.iter_mut().collect(),
             Op::Custom(c) => c.ins.iter_mut().chain(c.outs.iter_mut()).collect(),
             Op::Yield(v) => v.iter_mut().collect(),
         }
     }
 
-    /// What a direct memory access does, `load`, `store` or `atomic` (checked mode names
-    /// faults by it); `None` for every other op (custom calls included).
-    pub fn memory_kind(&self) -> Option<&'static str> {
+    /// What an op that checked mode reports faults of does: a direct memory access
+    /// (`load`, `store`, `atomic`) or `device_assert`; `None` for every other op (custom
+    /// calls included).
+    pub fn fault_kind(&self) -> Option<&'static str> {
         match self {
             Op::Load { .. } => Some("load"),
             Op::Store { .. } => Some("store"),
             Op::Atomic { .. } | Op::AtomicCas { .. } => Some("atomic"),
+            Op::Assert { .. } => Some(ASSERT_KIND),
             _ => None,
         }
     }
 
-    /// True for ops that write memory (their order relative to loads matters).
+    /// True for ops that write memory or report (their order relative to loads matters,
+    /// and they are never removed).
     pub fn has_side_effects(&self) -> bool {
         match self {
-            Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => true,
+            Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } | Op::Assert { .. } => true,
             // User code may write through any pointer it gets.
             Op::Custom(c) => c.writes_memory(),
             Op::For { .. } | Op::If { .. } | Op::While { .. } => self

@@ -379,7 +379,14 @@ impl Parser {
                 return Err(self.err(format!("attribute `{k}` given twice")));
             }
             self.punct('=')?;
-            let v = self.word()?;
+            // A quoted value keeps a leading `"` (no word starts with one): see `string_attr`.
+            let v = match self.peek() {
+                Some(Tok::Str(_)) => match self.next()? {
+                    Tok::Str(s) => format!("\"{s}"),
+                    _ => unreachable!("peeked a string"),
+                },
+                _ => self.word()?,
+            };
             attrs.push((k, v));
         }
         Ok(attrs)
@@ -651,6 +658,12 @@ impl Parser {
             let a = int("axis")?;
             u32::try_from(a).map_err(|_| self.err(format!("axis {a} is out of range")))
         };
+        let string_attr = |k: &str| -> Result<String> {
+            attr(k)?
+                .strip_prefix('"')
+                .map(str::to_string)
+                .ok_or_else(|| self.err(format!("attribute `{k}` must be a quoted string")))
+        };
         let key = |k: &str| keyed.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
         // What an op does not take is an error, not silently dropped.
         let (takes_attrs, takes_keys): (&[&str], &[&str]) = match m {
@@ -664,6 +677,7 @@ impl Parser {
             "atomic" => (&["op"], &["mask"]),
             "load" => (&[], &["mask", "other"]),
             "store" => (&[], &["mask"]),
+            "assert" => (&["msg"], &["mask"]),
             _ => (&[], &[]),
         };
         if let Some((k, _)) = attrs
@@ -848,6 +862,14 @@ impl Parser {
                     ptr: ops[0],
                     value: ops[1],
                     mask: key("mask"),
+                }
+            }
+            "assert" => {
+                arity(1)?;
+                Op::Assert {
+                    cond: ops[0],
+                    mask: key("mask"),
+                    msg: string_attr("msg")?,
                 }
             }
             "atomic_cas" => {

@@ -86,6 +86,7 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
             op.name()
         )),
         Op::Atomic { op, .. } => attrs.push(format!("op = {}", op.name())),
+        Op::Assert { msg, .. } => attrs.push(format!("msg = {}", quote(msg))),
         _ => {}
     }
     match &inst.op {
@@ -100,6 +101,10 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         } => {
             operands.push(ptr.to_string());
             operands.push(value.to_string());
+            operands.extend(mask.map(|m| format!("mask = {m}")));
+        }
+        Op::Assert { cond, mask, .. } => {
+            operands.push(cond.to_string());
             operands.extend(mask.map(|m| format!("mask = {m}")));
         }
         op => operands.extend(op.operands().iter().map(|v| v.to_string())),

@@ -1,6 +1,6 @@
 //! The verifier: structural and type rules of the IR. Errors name the op's source location.
 
-use super::limits::check_type;
+use super::limits::{check_type, MAX_ASSERT_MESSAGE};
 use super::{
     Block, Const, CustomAttrs, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value,
     MAX_NESTING, MAX_TILE_ELEMS, MAX_VALUES,
@@ -494,6 +494,22 @@ impl<'a> Verifier<'a> {
                     if op.bitwise() && d.is_float() {
                         return Err(e(format!("atomic {} needs integers, got {d}", op.name())));
                     }
+                }
+            }
+            Op::Assert { cond, mask, msg } => {
+                want_results(0)?;
+                let ct = self.ty(*cond);
+                if ct.elem != Elem::Scalar(DType::Bool) {
+                    return Err(e(format!("assert needs a bool condition, got {ct}")));
+                }
+                if let Some(m) = mask {
+                    same(self.ty(*m), ct, "assert mask")?;
+                }
+                if msg.len() > MAX_ASSERT_MESSAGE {
+                    return Err(e(format!(
+                        "assert message of {} bytes (at most {MAX_ASSERT_MESSAGE})",
+                        msg.len()
+                    )));
                 }
             }
             Op::AtomicCas { ptr, cmp, value } => {

@@ -465,6 +465,37 @@ pub fn static_assert(cond: bool, msg: impl OptMessage) {
     }
 }
 
+/// Triton's `device_assert`: in checked mode (`TRITIUM_BOUNDS_CHECK=1`, `TRITIUM_DEBUG=1`
+/// or `LaunchOptions::bounds_check`) and on the interpreter, a lane where `cond` is false
+/// (and `mask`, when given, true) fails the launch with an error naming `msg`, this line,
+/// the program and the lane; otherwise it compiles to nothing. `cond` is a bool scalar or
+/// tile; `mask` broadcasts to its shape.
+#[track_caller]
+pub fn device_assert(cond: impl IntoOperand, msg: impl OptMessage, mask: impl OptOperand) {
+    let loc = loc!();
+    let (cond, msg, mask) = (cond.into_operand(), msg.message(), mask.opt());
+    with(|b| {
+        let c = b.operand(cond, Some(DType::Bool), &loc);
+        let ct = b.ty(c).clone();
+        if ct.dtype() != Some(DType::Bool) {
+            b.fail(
+                &loc,
+                format!("device_assert needs a bool condition, got {ct}"),
+            );
+            return;
+        }
+        let mask = mask.map(|m| {
+            let v = b.operand(m, Some(DType::Bool), &loc);
+            if b.ty(v).dtype() != Some(DType::Bool) {
+                let t = b.ty(v).clone();
+                b.fail(&loc, format!("device_assert mask must be bool, got {t}"));
+            }
+            b.broadcast_to(v, &ct.shape, &loc)
+        });
+        b.push(Op::Assert { cond: c, mask, msg }, vec![], loc.clone());
+    })
+}
+
 /// What [`static_print`] shows: a tile's type, or a value known while tracing.
 pub trait StaticShow {
     /// The text printed.

@@ -1150,6 +1150,7 @@ impl Gen {
             u32::from(nested) * 2,                                        // for
             u32::from(nested),                                            // while
             u32::from(nested) * 2,                                        // if
+            1,                                                            // assert
         ];
         match self.rng.weighted(&w) {
             0 => {
@@ -1172,8 +1173,45 @@ impl Gen {
             5 => self.indirect_atomic(),
             6 => self.for_loop(),
             7 => self.while_loop(),
-            _ => self.if_else(),
+            8 => self.if_else(),
+            _ => self.device_assert(),
         }
+    }
+
+    /// A `device_assert` that holds by construction (programs never fail): `|x| <= B` of a
+    /// float whose elements are integers of magnitude at most `B`, or `a == a` of an
+    /// integer, sometimes or-ed with any bool and masked. Programs with one run checked.
+    fn device_assert(&mut self) {
+        let shape = self.random_shape(3);
+        let floats = [DType::F32, DType::F16, DType::BF16, DType::F64];
+        let mut cond = if self.rng.chance(0.7) {
+            let d = *self.rng.pick(&floats);
+            let bound = 1024.0;
+            let need = Need {
+                exact: true,
+                bound: Some(bound),
+            };
+            let x = self.value(d, &shape, need);
+            let x = self.abs(x);
+            let b = self.constant(d, &shape, Const::Float(bound));
+            self.cmp(CmpPred::Le, x, b)
+        } else {
+            let d = *self
+                .rng
+                .pick(&[DType::I8, DType::I32, DType::U16, DType::I64]);
+            let a = self.value(d, &shape, Need::EXACT);
+            self.cmp(CmpPred::Eq, a, a)
+        };
+        if self.rng.chance(0.3) {
+            let other = self.value(DType::Bool, &shape, Need::EXACT);
+            cond = self.binary(BinOp::Or, cond, other);
+        }
+        let mask = self.maybe_mask(&shape);
+        let msg = self
+            .rng
+            .pick(&["", "x in range", "quote \" and \\ backslash", "line\nbreak"])
+            .to_string();
+        self.push(Op::Assert { cond, mask, msg }, vec![]);
     }
 
     fn store_output(&mut self, k: usize) {

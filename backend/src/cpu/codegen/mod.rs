@@ -11,6 +11,7 @@
 
 mod control;
 mod custom;
+mod debug;
 mod dot;
 mod lanes;
 mod mask;
@@ -270,7 +271,7 @@ fn index_insts<'f>(
         for r in &inst.results {
             defs.insert(*r, inst);
         }
-        if inst.op.memory_kind().is_some() {
+        if inst.op.fault_kind().is_some() {
             let id = sites.len() as u32;
             sites.insert(inst as *const Inst, id);
         }
@@ -514,6 +515,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             }
             Op::Store { .. } => self.store(inst),
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
+            Op::Assert { .. } => self.device_assert(inst),
             Op::Reduce { .. } => self.reduce(inst),
             Op::Scan { .. } => self.scan(inst),
             Op::Dot { .. } => self.dot(inst),

@@ -30,13 +30,13 @@ use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Function, Inst, Op, Value};
 /// (`FAULT_WORDS` u64) followed by `[lo, hi]` (u64 byte addresses) per parameter.
 pub(super) struct Checked<'ctx> {
     /// The fault record (the check buffer's start).
-    record: PointerValue<'ctx>,
+    pub(super) record: PointerValue<'ctx>,
     /// Each pointer parameter's `[lo, hi)`, loaded once in the entry block.
     ranges: Vec<Option<(IntValue<'ctx>, IntValue<'ctx>)>>,
     /// The parameters each pointer value may derive from (`Function::pointer_roots`).
     roots: HashMap<Value, Vec<usize>>,
-    /// Each memory op's index in `memory_sites`, which the fault reports.
-    sites: HashMap<*const Inst, u32>,
+    /// Each memory op and assert's index in `fault_sites`, which the fault reports.
+    pub(super) sites: HashMap<*const Inst, u32>,
 }
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -334,7 +334,7 @@ impl<'ctx> Gen<'ctx, '_> {
             record: buf,
             ranges,
             roots: self.f.pointer_roots(),
-            sites: self.f.memory_site_ids(),
+            sites: self.f.fault_site_ids(),
         }
     }
 

@@ -20,6 +20,7 @@
 
 mod control;
 mod custom;
+mod debug;
 mod dot;
 mod memory;
 mod recompute;
@@ -603,6 +604,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::Load { .. } => self.load(inst),
             Op::Store { .. } => self.store(inst),
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
+            Op::Assert { .. } => self.device_assert(inst),
             Op::Reduce { .. } => self.reduce(inst),
             Op::Scan { .. } => self.scan(inst),
             Op::Dot { .. } => self.dot(inst),
