@@ -30,6 +30,11 @@ fn grid_checks(out: Ptr<f32>, x: Ptr<f32>, n: i32) {
     store(out + r * 8 + c, v * 2.0);
 }
 
+/// [`copy_below`] traced with `BLOCK` (for the PTX test).
+pub fn copy_below_trace(block: usize) -> tritium::dsl::ir::Function {
+    copy_below::trace(&tritium::dsl::trace::Specialization::default(), block).unwrap()
+}
+
 fn checked(on: bool) -> LaunchOptions {
     LaunchOptions {
         bounds_check: Some(on),

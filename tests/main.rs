@@ -9,6 +9,7 @@ mod common;
 mod cuda;
 mod custom_ops;
 mod device_assert;
+mod device_print;
 mod kernels_attention;
 mod kernels_elementwise;
 mod kernels_matmul;

@@ -111,7 +111,7 @@ fn assert_text_and_verifier_limits() {
         let e = parse_function(&bad);
         assert!(e.is_err_and(|e| e.to_string().contains(want)), "{attrs}");
     }
-    let long = "x".repeat(tritium_dsl::ir::MAX_ASSERT_MESSAGE + 1);
+    let long = "x".repeat(tritium_dsl::ir::MAX_DEBUG_TEXT + 1);
     let f =
         parse_function(&text.replace(r#"{msg = ""}"#, &format!("{{msg = \"{long}\"}}"))).unwrap();
     let e = verify(&f).unwrap_err().to_string();

@@ -142,11 +142,33 @@ pub fn check(case: &Case, targets: &[Target]) -> Report {
         let message = match got {
             Err(e) => Some(format!("error: {e}")),
             Ok(_) if matches!(t, Target::Ptx(_)) => None,
-            Ok(g) => compare(case, &tols, &g, &want).err(),
+            Ok(g) => compare(case, &tols, &g, &want)
+                .err()
+                .or_else(|| compare_prints(case, &g, &want)),
         };
         if let Some(message) = message {
             report.mismatches.push(Mismatch { target: t, message });
         }
     }
     report
+}
+
+/// The first line where `got`'s printed text (the buffer after the parameters', when the
+/// program prints) differs from `want`'s.
+fn compare_prints(case: &Case, got: &[Vec<u8>], want: &[Vec<u8>]) -> Option<String> {
+    let n = case.args.len();
+    let (g, w) = (got.get(n)?, want.get(n)?);
+    if g == w {
+        return None;
+    }
+    let (g, w) = (String::from_utf8_lossy(g), String::from_utf8_lossy(w));
+    let (gl, wl): (Vec<&str>, Vec<&str>) = (g.lines().collect(), w.lines().collect());
+    let at = gl.iter().zip(&wl).position(|(a, b)| a != b);
+    Some(match at {
+        Some(i) => format!(
+            "device_print: got `{}`, want `{}` (sorted line {i})",
+            gl[i], wl[i]
+        ),
+        None => format!("device_print: {} lines, want {}", gl.len(), wl.len()),
+    })
 }

@@ -4,7 +4,7 @@ use crate::case::{Arg, Case};
 use std::path::PathBuf;
 use tritium_backend::cuda::{compile_ptx, run_emulated_with, CudaCompileOptions};
 use tritium_backend::{cpu, interp, Grid, KernelArgs, Memory, RawArg, RawBuffer};
-use tritium_dsl::ir::Function;
+use tritium_dsl::ir::{Function, Op};
 
 /// Where a case runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,7 +78,7 @@ pub fn run(case: &Case, target: Target) -> Outcome {
         let options = CudaCompileOptions {
             sm,
             num_warps: case.num_warps,
-            bounds_check: has_assert(&f.body),
+            bounds_check: has_op(&f.body, &|op| matches!(op, Op::Assert { .. })),
         };
         return compile_ptx(f, "fuzz", &options)
             .map(|_| Vec::new())
@@ -87,7 +87,7 @@ pub fn run(case: &Case, target: Target) -> Outcome {
     // A program with a `device_assert` runs checked (on the CPU and the emulator; the
     // interpreter always checks): its asserts hold, and so checked code must give the same
     // results as the interpreter.
-    let checked = has_assert(&f.body);
+    let checked = has_op(&f.body, &|op| matches!(op, Op::Assert { .. }));
     // Eight-byte words keep every buffer aligned for its dtype.
     let mut words: Vec<Vec<u64>> = case
         .args
@@ -103,7 +103,7 @@ pub fn run(case: &Case, target: Target) -> Outcome {
         .collect();
     let raw = raw_args(f, case, &mut words);
     let grid = Grid(case.grid);
-    let result = match target {
+    let launch = || match target {
         Target::Interpreter => interp::interpret(f, grid, &raw),
         Target::Cpu => {
             let options = cpu::CompileOptions {
@@ -126,7 +126,17 @@ pub fn run(case: &Case, target: Target) -> Outcome {
         }
         Target::Ptx(_) => unreachable!("handled above"),
     };
+    // Printed lines are compared too, sorted (the order between programs is not fixed).
+    let prints = has_op(&f.body, &|op| matches!(op, Op::Print { .. }));
+    let (result, printed) = if prints {
+        tritium_backend::capture_device_prints(launch)
+    } else {
+        (launch(), String::new())
+    };
     result.map_err(|e| e.to_string())?;
+    let mut lines: Vec<&str> = printed.lines().collect();
+    lines.sort_unstable();
+    let printed = prints.then(|| lines.join("\n").into_bytes());
     Ok(case
         .args
         .iter()
@@ -135,6 +145,7 @@ pub fn run(case: &Case, target: Target) -> Outcome {
             Arg::Buffer { bytes, .. } => as_bytes(w)[..bytes.len()].to_vec(),
             Arg::Scalar(_) => Vec::new(),
         })
+        .chain(printed)
         .collect())
 }
 
@@ -176,10 +187,9 @@ fn as_bytes_mut(w: &mut [u64]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 8) }
 }
 
-/// Whether `b` (or a region in it) holds a `device_assert`.
-fn has_assert(b: &tritium_dsl::ir::Block) -> bool {
-    b.insts.iter().any(|i| {
-        matches!(i.op, tritium_dsl::ir::Op::Assert { .. })
-            || i.op.regions().into_iter().any(has_assert)
-    })
+/// Whether `b` (or a region in it) holds an op that `is` accepts.
+fn has_op(b: &tritium_dsl::ir::Block, is: &dyn Fn(&Op) -> bool) -> bool {
+    b.insts
+        .iter()
+        .any(|i| is(&i.op) || i.op.regions().into_iter().any(|r| has_op(r, is)))
 }

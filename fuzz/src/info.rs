@@ -558,6 +558,7 @@ pub fn transfer<'t>(
         }
         Op::Store { .. }
         | Op::Assert { .. }
+        | Op::Print { .. }
         | Op::For { .. }
         | Op::If { .. }
         | Op::While { .. }

@@ -85,6 +85,7 @@ fn edits(case: &Case) -> Vec<Edit> {
             | Op::Atomic { .. }
             | Op::AtomicCas { .. }
             | Op::Assert { .. }
+            | Op::Print { .. }
             | Op::Custom(_) => out.push(Edit::Delete(path.clone())),
             _ => {}
         }

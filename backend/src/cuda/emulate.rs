@@ -24,8 +24,8 @@
 //! thread's [`EMU_THREAD`]: its GPU thread index, the CTA's size, and the CTA's barrier.
 
 use super::codegen::{
-    self, EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
-    EMU_WORDS,
+    self, EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE,
+    EMU_STATE, EMU_TID, EMU_WORDS,
 };
 use super::CudaCompileOptions;
 use crate::launch::checked::{self, FAULT_WORDS};
@@ -388,6 +388,8 @@ impl EmulatedKernel {
                     words[EMU_SHUFFLE as usize] = emu_shuffle as *const () as usize as u64;
                     words[EMU_STATE as usize] = state_addr as u64;
                     words[EMU_MMA as usize] = emu_mma as *const () as usize as u64;
+                    words[EMU_PRINT as usize] =
+                        crate::launch::print::print_hook as *const () as usize as u64;
                     for p in 0..nx * ny * nz {
                         let c = EMU_CTAID as usize;
                         words[c..c + 3].copy_from_slice(&[p % nx, p / nx % ny, p / nx / ny]);

@@ -386,6 +386,21 @@ impl<'a> Program<'a> {
                 }
                 Ok(vec![])
             }
+            Op::Print { prefix, args, hex } => {
+                use crate::launch::print::{format_line, print_line};
+                let pid = self.pid.map(i64::from);
+                for (k, a) in args.iter().enumerate() {
+                    let d = self.f.ty(*a).dtype().ok_or_else(|| {
+                        self.fault(inst, "internal: print of a value that is not a number")
+                    })?;
+                    let data = self.get(inst, *a)?;
+                    for (idx, bits) in lane_bits(d, data) {
+                        let line = format_line(prefix, k, args.len(), pid, &idx, d, bits, *hex);
+                        print_line(&line);
+                    }
+                }
+                Ok(vec![])
+            }
             Op::AtomicCas { ptr, cmp, value } => {
                 let d = self.pointee(inst, *ptr)?;
                 let (p, c, v) = (
@@ -492,5 +507,29 @@ fn int_scalar(d: DType, v: i128) -> Data {
         Data::UInt(ArrayD::from_elem(IxDyn(&[]), v as u64))
     } else {
         Data::Int(ArrayD::from_elem(IxDyn(&[]), v as i64))
+    }
+}
+
+/// Each lane of `data` (dtype `d`) in row-major order: its index and its storage bits.
+fn lane_bits(d: DType, data: &Data) -> Vec<(Vec<u64>, u64)> {
+    fn lanes<T>(a: &ndarray::ArrayD<T>, bits: impl Fn(&T) -> u64) -> Vec<(Vec<u64>, u64)> {
+        a.indexed_iter()
+            .map(|(i, v)| {
+                let idx = ndarray::Dimension::slice(&i).iter().map(|x| *x as u64);
+                (idx.collect(), bits(v))
+            })
+            .collect()
+    }
+    match data {
+        Data::Float(a) => lanes(a, |v| match d {
+            DType::F16 => u64::from(half::f16::from_f64(*v).to_bits()),
+            DType::BF16 => u64::from(half::bf16::from_f64(*v).to_bits()),
+            DType::F32 => u64::from((*v as f32).to_bits()),
+            _ => v.to_bits(),
+        }),
+        Data::Int(a) => lanes(a, |v| *v as u64),
+        Data::UInt(a) => lanes(a, |v| *v),
+        Data::Bool(a) => lanes(a, |v| u64::from(*v)),
+        Data::Ptr(a) => lanes(a, |v| *v as u64),
     }
 }

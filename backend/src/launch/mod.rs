@@ -6,6 +6,7 @@ mod args;
 pub(crate) mod checked;
 mod grid;
 mod options;
+pub(crate) mod print;
 
 pub use args::{scalar_bits, KernelArgs, Memory, PackedPtr, PtrArg, RawArg, RawBuffer};
 pub use grid::{Grid, MAX_PROGRAMS};

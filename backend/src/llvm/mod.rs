@@ -12,6 +12,7 @@
 //! - `math`: f64 `exp`, `exp2`, `log`, `log2`, `sin`, `cos` and f32 `log`, `log2`, `sin`,
 //!   `cos` from basic arithmetic (the CUDA generator's, on the GPU and in the emulator);
 //! - `counter`: `for` loop counters that never wrap;
+//! - `print`: `device_print`'s per-lane record;
 //! - `c_abi`: the C side of custom-op calls (argument types, `memref_t`, calls).
 //!
 //! Each generator keeps thin methods that forward to [`Emit`], built from its context,
@@ -28,6 +29,7 @@ mod constant;
 mod counter;
 mod exp;
 mod math;
+mod print;
 mod types;
 
 use inkwell::builder::Builder;
@@ -38,6 +40,7 @@ use inkwell::types::BasicTypeEnum;
 use inkwell::values::BasicValueEnum;
 
 pub(crate) use counter::LoopCounter;
+pub(crate) use print::PrintSite;
 
 /// Emits scalar semantics at the builder's position.
 pub(crate) struct Emit<'a, 'ctx> {

@@ -67,6 +67,7 @@ fn jit() -> Result<&'static Mutex<Jit>, String> {
                 std::ptr::null_mut(),
             ))?;
             LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(raw), generator);
+            define_hooks(raw)?;
             Ok(Mutex::new(Jit {
                 raw,
                 loaded: HashMap::new(),
@@ -75,6 +76,38 @@ fn jit() -> Result<&'static Mutex<Jit>, String> {
     })
     .as_ref()
     .map_err(Clone::clone)
+}
+
+/// Defines the functions of this process that compiled kernels call by name (not found by
+/// the dynamic-library search: an executable exports none of its own symbols): the
+/// `device_print` hook.
+///
+/// # Safety
+/// `raw` is a live LLJIT.
+unsafe fn define_hooks(raw: LLVMOrcLLJITRef) -> Result<(), String> {
+    use crate::launch::print::{print_hook, PRINT_SYMBOL};
+    let name = CString::new(PRINT_SYMBOL).map_err(|e| e.to_string())?;
+    let flags = LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsExported as u8
+        | LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsCallable as u8;
+    // SAFETY: the name is interned by the JIT (which owns the reference the pair hands
+    // over); the materialization unit is consumed by `LLVMOrcJITDylibDefine`.
+    unsafe {
+        let mut pair = LLVMOrcCSymbolMapPair {
+            Name: LLVMOrcLLJITMangleAndIntern(raw, name.as_ptr()),
+            Sym: LLVMJITEvaluatedSymbol {
+                Address: print_hook as *const () as usize as LLVMOrcExecutorAddress,
+                Flags: LLVMJITSymbolFlags {
+                    GenericFlags: flags,
+                    TargetFlags: 0,
+                },
+            },
+        };
+        let unit = LLVMOrcAbsoluteSymbols(&mut pair, 1);
+        take_error(LLVMOrcJITDylibDefine(
+            LLVMOrcLLJITGetMainJITDylib(raw),
+            unit,
+        ))
+    }
 }
 
 /// Adds `object` (unless `symbol` is already loaded) and returns the address of `symbol`.

@@ -465,6 +465,57 @@ impl Rewriter {
         )))
     }
 
+    /// `device_print("x", a, b, hex = true)` (Triton's varargs) →
+    /// `device_print_with("x", (a, b,), true)`.
+    fn rewrite_device_print(&mut self, call: &mut syn::ExprCall, sp: Span) -> Option<Expr> {
+        let args: Vec<Expr> = std::mem::take(&mut call.args).into_iter().collect();
+        let mut it = args.into_iter();
+        let Some(mut prefix) = it.next() else {
+            self.error(
+                sp,
+                "`device_print` takes a prefix, then the values: `device_print(\"x\", x)`",
+            );
+            return None;
+        };
+        if keyword_arg(&prefix).is_some() {
+            self.error(
+                prefix.span(),
+                "`device_print`'s first argument is the prefix text",
+            );
+            return None;
+        }
+        self.visit_expr_mut(&mut prefix);
+        let mut values = Vec::new();
+        let mut hex = None;
+        for mut arg in it {
+            if let Some((kw, value)) = keyword_arg(&arg) {
+                let (kw, mut value) = (kw.clone(), value.clone());
+                if kw != "hex" {
+                    self.error(
+                        kw.span(),
+                        format!("`device_print` has no keyword `{kw}`; it takes `hex`"),
+                    );
+                } else if hex.is_some() {
+                    self.error(kw.span(), "`hex` is given twice");
+                } else {
+                    self.visit_expr_mut(&mut value);
+                    hex = Some(value.into_token_stream());
+                }
+            } else {
+                if hex.is_some() {
+                    self.error(arg.span(), "values of `device_print` come before `hex = …`");
+                }
+                self.visit_expr_mut(&mut arg);
+                values.push(arg);
+            }
+        }
+        let hex = hex.unwrap_or_else(|| quote_spanned!(sp=> ::tritium::dsl::trace::lang::NoArg));
+        let f = lang("device_print_with", sp);
+        Some(verbatim(
+            quote_spanned!(sp=> #f(#prefix, (#(#values,)*), #hex)),
+        ))
+    }
+
     /// `x[(.., None)]` → `expand_dims(x, 1)`; `None` in a tuple of `..`/`None` inserts a dim.
     fn rewrite_index(&mut self, ix: &mut syn::ExprIndex) -> Option<Expr> {
         let mut idx = &*ix.index;
@@ -633,6 +684,7 @@ impl VisitMut for Rewriter {
                         self.rewrite_builtin(b, c, n.span())
                     }
                     Some(n) if n == "custom" => self.rewrite_custom(c, n.span()),
+                    Some(n) if n == "device_print" => self.rewrite_device_print(c, n.span()),
                     Some(n) if n == "static_range" => {
                         let f = flow("static_range", n.span());
                         *c.func = syn::parse2(f).expect("a path");

@@ -17,8 +17,9 @@ pub const MAX_TILE_ELEMS: usize = 1 << 24;
 /// and the backends recurse once per level.
 pub const MAX_NESTING: usize = 64;
 
-/// The longest `device_assert` message, in bytes (CUDA embeds it in the PTX).
-pub const MAX_ASSERT_MESSAGE: usize = 4096;
+/// The longest `device_assert` message or `device_print` prefix, in bytes (CUDA embeds
+/// them in the PTX).
+pub const MAX_DEBUG_TEXT: usize = 4096;
 
 /// Why `t` is over a limit (rank, a zero dim, elements), or `Ok`.
 pub(super) fn check_type(t: &super::Type) -> Result<(), String> {

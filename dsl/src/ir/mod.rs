@@ -42,7 +42,7 @@ pub use custom::{
 };
 pub use dtype::DType;
 pub use function::{Block, Function, Inst, Param};
-pub use limits::{MAX_ASSERT_MESSAGE, MAX_NESTING, MAX_RANK, MAX_TILE_ELEMS, MAX_VALUES};
+pub use limits::{MAX_DEBUG_TEXT, MAX_NESTING, MAX_RANK, MAX_TILE_ELEMS, MAX_VALUES};
 pub use op::{AtomicOp, BinOp, CmpPred, Const, Op, ReduceOp, ScanOp, UnOp, ASSERT_KIND};
 pub use parse::parse_function;
 pub use print::print_function;

@@ -355,6 +355,16 @@ pub enum Op {
         /// The message the failure reports.
         msg: String,
     },
+    /// Triton's `device_print`: prints every lane of each of `args` (operand after
+    /// operand, lanes in row-major order) as `pid (x, y, z) idx (i, j) prefix: value`.
+    Print {
+        /// Text in front of each value.
+        prefix: String,
+        /// Bool or number scalars and tiles.
+        args: Vec<Value>,
+        /// Integers (and the bits of floats) in hexadecimal.
+        hex: bool,
+    },
     /// A call of user code or a `__builtin_*` (`hivm.hir.custom`); one result per out.
     Custom(Box<CustomCall>),
     /// Region terminator: the values the region produces.
@@ -400,6 +410,7 @@ impl Op {
             Op::If { .. } => "if",
             Op::While { .. } => "while",
             Op::Assert { .. } => "assert",
+            Op::Print { .. } => "print",
             Op::Custom(_) => "custom",
             Op::Yield(_) => "yield",
             Op::Condition(_) => "condition",
@@ -452,6 +463,7 @@ impl Op {
                 v
             }
             Op::While { init, .. } => init.clone(),
+            Op::Print { args, .. } => args.clone(),
             Op::Custom(c) => c.ins.iter().chain(&c.outs).copied().collect(),
             Op::Yield(v) => v.clone(),
             Op::Condition(c) => vec![*c],
@@ -535,6 +547,7 @@ impl Op {
                 v
             }
             Op::While { init, .. } => init.iter_mut().collect(),
+            Op::Print { args, .. } => args.iter_mut().collect(),
             Op::Custom(c) => c.ins.iter_mut().chain(c.outs.iter_mut()).collect(),
             Op::Yield(v) => v.iter_mut().collect(),
         }

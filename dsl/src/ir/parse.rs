@@ -678,6 +678,7 @@ impl Parser {
             "load" => (&[], &["mask", "other"]),
             "store" => (&[], &["mask"]),
             "assert" => (&["msg"], &["mask"]),
+            "print" => (&["prefix", "hex"], &[]),
             _ => (&[], &[]),
         };
         if let Some((k, _)) = attrs
@@ -862,6 +863,18 @@ impl Parser {
                     ptr: ops[0],
                     value: ops[1],
                     mask: key("mask"),
+                }
+            }
+            "print" => {
+                let hex = match attr("hex")? {
+                    "true" => true,
+                    "false" => false,
+                    h => return Err(self.err(format!("`hex` must be true or false, got `{h}`"))),
+                };
+                Op::Print {
+                    prefix: string_attr("prefix")?,
+                    args: ops,
+                    hex,
                 }
             }
             "assert" => {

@@ -87,6 +87,9 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         )),
         Op::Atomic { op, .. } => attrs.push(format!("op = {}", op.name())),
         Op::Assert { msg, .. } => attrs.push(format!("msg = {}", quote(msg))),
+        Op::Print { prefix, hex, .. } => {
+            attrs.push(format!("prefix = {}, hex = {hex}", quote(prefix)))
+        }
         _ => {}
     }
     match &inst.op {

@@ -1,6 +1,6 @@
 //! The verifier: structural and type rules of the IR. Errors name the op's source location.
 
-use super::limits::{check_type, MAX_ASSERT_MESSAGE};
+use super::limits::{check_type, MAX_DEBUG_TEXT};
 use super::{
     Block, Const, CustomAttrs, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value,
     MAX_NESTING, MAX_TILE_ELEMS, MAX_VALUES,
@@ -505,10 +505,25 @@ impl<'a> Verifier<'a> {
                 if let Some(m) = mask {
                     same(self.ty(*m), ct, "assert mask")?;
                 }
-                if msg.len() > MAX_ASSERT_MESSAGE {
+                if msg.len() > MAX_DEBUG_TEXT {
                     return Err(e(format!(
-                        "assert message of {} bytes (at most {MAX_ASSERT_MESSAGE})",
+                        "assert message of {} bytes (at most {MAX_DEBUG_TEXT})",
                         msg.len()
+                    )));
+                }
+            }
+            Op::Print { prefix, args, .. } => {
+                want_results(0)?;
+                for a in args {
+                    let t = self.ty(*a);
+                    if t.dtype().is_none() {
+                        return Err(e(format!("print takes bools and numbers, got {t}")));
+                    }
+                }
+                if prefix.len() > MAX_DEBUG_TEXT {
+                    return Err(e(format!(
+                        "print prefix of {} bytes (at most {MAX_DEBUG_TEXT})",
+                        prefix.len()
                     )));
                 }
             }

@@ -496,6 +496,72 @@ pub fn device_assert(cond: impl IntoOperand, msg: impl OptMessage, mask: impl Op
     })
 }
 
+/// The values [`device_print_with`] prints: a tuple of operands (what `#[kernel]` builds
+/// from `device_print(prefix, a, b, …)`), up to eight.
+pub trait PrintArgs {
+    /// The operands, in order.
+    fn operands(self) -> Vec<Operand>;
+}
+impl PrintArgs for () {
+    fn operands(self) -> Vec<Operand> {
+        Vec::new()
+    }
+}
+macro_rules! print_args {
+    ($($t:ident $v:ident),+) => {
+        impl<$($t: IntoOperand),+> PrintArgs for ($($t,)+) {
+            fn operands(self) -> Vec<Operand> {
+                let ($($v,)+) = self;
+                vec![$($v.into_operand()),+]
+            }
+        }
+    };
+}
+print_args!(A a);
+print_args!(A a, B b);
+print_args!(A a, B b, C c);
+print_args!(A a, B b, C c, D d);
+print_args!(A a, B b, C c, D d, E e);
+print_args!(A a, B b, C c, D d, E e, F f);
+print_args!(A a, B b, C c, D d, E e, F f, G g);
+print_args!(A a, B b, C c, D d, E e, F f, G g, H h);
+
+/// Triton's `device_print(prefix, *args, hex=False)` (in a kernel:
+/// `device_print("x", a, b, hex = true)`): when the program runs, prints every lane of each
+/// argument, argument after argument and lanes in row-major order, one line each:
+/// `pid (x, y, z) idx (i, j) prefix: value` (`idx` left out for scalars; with several
+/// arguments the prefix is followed by ` (operand k)`). Lines go to standard output (or to
+/// `tritium::backend::capture_device_prints`); the order between programs is not fixed.
+#[track_caller]
+pub fn device_print_with(prefix: impl OptMessage, args: impl PrintArgs, hex: impl OptFlag) {
+    let loc = loc!();
+    let (prefix, args, hex) = (prefix.message(), args.operands(), hex.flag());
+    with(|b| {
+        let mut values = Vec::new();
+        for a in args {
+            let v = b.operand(a, None, &loc);
+            let t = b.ty(v).clone();
+            if t.dtype().is_none() {
+                b.fail(
+                    &loc,
+                    format!("device_print takes bools and numbers, got {t}"),
+                );
+                return;
+            }
+            values.push(v);
+        }
+        b.push(
+            Op::Print {
+                prefix,
+                args: values,
+                hex,
+            },
+            vec![],
+            loc.clone(),
+        );
+    })
+}
+
 /// What [`static_print`] shows: a tile's type, or a value known while tracing.
 pub trait StaticShow {
     /// The text printed.

@@ -1151,6 +1151,7 @@ impl Gen {
             u32::from(nested),                                            // while
             u32::from(nested) * 2,                                        // if
             1,                                                            // assert
+            1,                                                            // print
         ];
         match self.rng.weighted(&w) {
             0 => {
@@ -1174,8 +1175,30 @@ impl Gen {
             6 => self.for_loop(),
             7 => self.while_loop(),
             8 => self.if_else(),
-            _ => self.device_assert(),
+            9 => self.device_assert(),
+            _ => self.device_print(),
         }
+    }
+
+    /// A `device_print` of one or two exact values (their text must match the
+    /// interpreter's), in hexadecimal sometimes (integers only: a NaN's payload may differ).
+    fn device_print(&mut self) {
+        let n = 1 + self.rng.below(2);
+        let mut args = Vec::new();
+        for _ in 0..n {
+            let d = self.random_dtype();
+            let shape = self.random_shape(2);
+            args.push(self.value(d, &shape, Need::EXACT));
+        }
+        let all_ints = args
+            .iter()
+            .all(|a| self.ty(*a).dtype().is_some_and(|d| !d.is_float()));
+        let hex = all_ints && self.rng.chance(0.3);
+        let prefix = self
+            .rng
+            .pick(&["", "x", "v: ", "50% \"done\"\n"])
+            .to_string();
+        self.push(Op::Print { prefix, args, hex }, vec![]);
     }
 
     /// A `device_assert` that holds by construction (programs never fail): `|x| <= B` of a

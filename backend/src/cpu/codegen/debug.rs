@@ -1,9 +1,15 @@
 //! `device_assert`: in checked mode, the first failing lane (row-major) of a program is
 //! recorded as a fault of the assert's site, its row-major index in the address word
 //! (`launch/checked.rs` turns it into the message); outside checked mode, nothing.
+//!
+//! `device_print`: each lane's record (`llvm/print.rs`) goes to the hook the JIT defines
+//! as `launch::print::PRINT_SYMBOL`.
 
 use super::Gen;
-use tritium_dsl::ir::{Inst, Op};
+use crate::launch::print::{PRINT_SYMBOL, PRINT_WORDS};
+use crate::llvm::PrintSite;
+use inkwell::module::Linkage;
+use tritium_dsl::ir::{Elem, Inst, Op};
 
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn device_assert(&mut self, inst: &Inst) {
@@ -50,5 +56,37 @@ impl<'ctx> Gen<'ctx, '_> {
             g.b.build_unconditional_branch(cont).unwrap();
             g.b.position_at_end(cont);
         });
+    }
+
+    pub(super) fn device_print(&mut self, inst: &Inst) {
+        let Op::Print { prefix, args, hex } = &inst.op else {
+            unreachable!()
+        };
+        let hook = self.module.get_function(PRINT_SYMBOL).unwrap_or_else(|| {
+            let ptr = self.ctx.ptr_type(inkwell::AddressSpace::default());
+            let ty = self.ctx.void_type().fn_type(&[ptr.into()], false);
+            self.module
+                .add_function(PRINT_SYMBOL, ty, Some(Linkage::External))
+        });
+        let words = self.ctx.i64_type().array_type(PRINT_WORDS as u32);
+        let record = self.entry_alloca(words.into());
+        let prefix = self.emit().print_prefix(prefix);
+        for (k, a) in args.iter().enumerate() {
+            let t = self.ty(*a).clone();
+            let d = t.dtype().expect("verified: numbers");
+            let site = PrintSite {
+                prefix,
+                dtype: d,
+                hex: *hex,
+                operand: (k, args.len()),
+            };
+            let a = *a;
+            self.loop_nest(&t.shape, &mut |g, idx| {
+                let v = g.lane(a, idx);
+                let s = g.to_storage(v, Elem::Scalar(d));
+                g.emit().print_record(record, &site, g.pids, idx, s);
+                g.b.build_call(hook, &[record.into()], "").unwrap();
+            });
+        }
     }
 }

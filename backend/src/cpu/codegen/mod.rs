@@ -516,6 +516,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::Store { .. } => self.store(inst),
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
             Op::Assert { .. } => self.device_assert(inst),
+            Op::Print { .. } => self.device_print(inst),
             Op::Reduce { .. } => self.reduce(inst),
             Op::Scan { .. } => self.scan(inst),
             Op::Dot { .. } => self.dot(inst),

@@ -31,8 +31,8 @@ mod sync;
 mod types;
 
 pub(crate) use sync::{
-    EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
-    EMU_WORDS,
+    EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE,
+    EMU_TID, EMU_WORDS,
 };
 
 use crate::pipeline::link::CustomEntries;
@@ -605,6 +605,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::Store { .. } => self.store(inst),
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
             Op::Assert { .. } => self.device_assert(inst),
+            Op::Print { .. } => self.device_print(inst),
             Op::Reduce { .. } => self.reduce(inst),
             Op::Scan { .. } => self.scan(inst),
             Op::Dot { .. } => self.dot(inst),

@@ -18,8 +18,10 @@ pub(crate) const EMU_BARRIER: u64 = 8;
 pub(crate) const EMU_SHUFFLE: u64 = 9;
 pub(crate) const EMU_STATE: u64 = 10;
 pub(crate) const EMU_MMA: u64 = 11;
+/// `device_print`'s hook (`launch::print::print_hook`).
+pub(crate) const EMU_PRINT: u64 = 12;
 /// The number of words.
-pub(crate) const EMU_WORDS: usize = 12;
+pub(crate) const EMU_WORDS: usize = 13;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.
