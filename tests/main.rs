@@ -16,6 +16,7 @@ mod kernels_matmul;
 mod kernels_misc;
 mod kernels_norm;
 mod launch_errors;
+mod libm;
 mod math_functions;
 mod random;
 mod reductions;

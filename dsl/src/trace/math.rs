@@ -188,6 +188,16 @@ pub fn erf(x: impl IntoOperand) -> Tile {
     }
     let xf = cast(x, DType::F32);
     let ax = abs(xf);
+    let (small, erfc) = erf_parts(xf);
+    let one_minus: Tile = 1.0 - erfc;
+    let large = where_(compare(xf, CmpPred::Lt, 0.0), -one_minus, one_minus);
+    cast(where_(compare(ax, CmpPred::Lt, 0.5), small, large), d)
+}
+
+/// The two fits `erf` and `erfc` are made of, for `xf` (f32; f64 for `erfc`): the Taylor series `erf(x)`
+/// (for `|x| < 0.5`) and `erfc(|x|)` (for `|x| ≥ 0.5`).
+pub(super) fn erf_parts(xf: Tile) -> (Tile, Tile) {
+    let ax = abs(xf);
     let z = ax * ax;
     // 2/√π · Σ (−1)^n x^(2n+1) / (n! (2n+1)), n ≤ 7: below 0.5 the next term is under 1e-9.
     let c = std::f64::consts::FRAC_2_SQRT_PI;
@@ -201,9 +211,9 @@ pub fn erf(x: impl IntoOperand) -> Tile {
         1.0 / 9360.0,
         -1.0 / 75600.0,
     ];
-    let mut p = z * 0.0 + (c * series[7]) as f32;
+    let mut p = z * 0.0 + c * series[7];
     for k in series[..7].iter().rev() {
-        p = p * z + (c * k) as f32;
+        p = p * z + c * k;
     }
     let small = xf * p;
     let t = 1.0 / (1.0 + 0.5 * ax);
@@ -223,8 +233,5 @@ pub fn erf(x: impl IntoOperand) -> Tile {
     for k in coeffs[..9].iter().rev() {
         q = q * t + *k;
     }
-    let erfc = t * exp(q - z);
-    let one_minus: Tile = 1.0 - erfc;
-    let large = where_(compare(xf, CmpPred::Lt, 0.0), -one_minus, one_minus);
-    cast(where_(compare(ax, CmpPred::Lt, 0.5), small, large), d)
+    (small, t * exp(q - z))
 }

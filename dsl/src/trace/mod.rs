@@ -7,6 +7,7 @@ mod element;
 pub mod flow;
 mod hints;
 pub mod lang;
+mod libm;
 mod math;
 mod panic;
 mod params;

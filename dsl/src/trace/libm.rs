@@ -1,0 +1,505 @@
+//! Triton's `tl.math` / `tl.extra.libdevice` functions beyond the IR's own unary ops, as
+//! compositions of IR ops (like `math.rs`): one implementation for the interpreter, the
+//! CPU, the emulator and CUDA, which the fuzzer covers through the ops it traces to.
+//!
+//! Precision first: f32, f16 and bf16 arguments are computed in f64 and rounded once, so
+//! they are correctly rounded in all but rare cases; f64 arguments use the same f64
+//! algorithms (a few ulps; `pow` loses more near overflow). Exact functions (`copysign`,
+//! `nextafter`, `ldexp`, `frexp`, `fmod`, `remainder`) work on the bits or with exact
+//! operations in the argument's own dtype. `tests/libm.rs` measures every function in ulps
+//! on every device; the README's table lists the bounds.
+//!
+//! Special values follow C99 Annex F (`atan2(±0, -0) = ±π`, `pow(x, ±0) = 1` even for a
+//! NaN `x`, `hypot(±inf, NaN) = +inf`, …).
+
+use super::lang::{
+    abs, bitcast, cast, compare, exp, fail_with, floor, fma, log, maximum, minimum, sqrt, where_,
+};
+use super::math::{isinf, isnan, signbit};
+use super::tile::{IntoOperand, Operand, Tile};
+use crate::ir::{CmpPred, DType};
+
+use std::f64::consts::{FRAC_PI_2, LN_2, PI};
+
+/// `x` as a float tile: floats as they are, integers and literals as f32 (Triton's math
+/// functions convert integers).
+#[track_caller]
+fn float(x: impl IntoOperand) -> Tile {
+    match x.into_operand() {
+        Operand::Tile(t) if t.dtype().is_float() => t,
+        x => cast(x, DType::F32),
+    }
+}
+
+/// `f` of `x` computed in f64, rounded back to `x`'s dtype.
+#[track_caller]
+fn in_f64(x: impl IntoOperand, f: impl FnOnce(Tile) -> Tile) -> Tile {
+    let x = float(x);
+    let d = x.dtype();
+    cast(f(cast(x, DType::F64)), d)
+}
+
+/// `f` of `x` and `y` (`y` converted to `x`'s dtype first) computed in f64, rounded back.
+#[track_caller]
+fn in_f64_2(x: impl IntoOperand, y: impl IntoOperand, f: impl FnOnce(Tile, Tile) -> Tile) -> Tile {
+    let x = float(x);
+    let d = x.dtype();
+    let y = cast(y, d);
+    cast(f(cast(x, DType::F64), cast(y, DType::F64)), d)
+}
+
+fn lt(a: Tile, b: impl IntoOperand) -> Tile {
+    compare(a, CmpPred::Lt, b)
+}
+fn gt(a: Tile, b: impl IntoOperand) -> Tile {
+    compare(a, CmpPred::Gt, b)
+}
+fn eq(a: Tile, b: impl IntoOperand) -> Tile {
+    compare(a, CmpPred::Eq, b)
+}
+
+/// The unsigned integer dtype of `d`'s bits, and the position of its sign bit.
+fn bits_of(d: DType) -> (DType, u32) {
+    match d.bits() {
+        16 => (DType::U16, 15),
+        32 => (DType::U32, 31),
+        _ => (DType::U64, 63),
+    }
+}
+
+// ---- exact functions ---------------------------------------------------------------------
+
+/// `|x|` with the sign of `y` (libdevice's `copysign`), bit-exact in `x`'s dtype.
+#[track_caller]
+pub fn copysign(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
+    let x = float(x);
+    let d = x.dtype();
+    let (u, s) = bits_of(d);
+    let sign = 1u64 << s;
+    let xb = bitcast(x, u);
+    let yb = bitcast(cast(y, d), u);
+    bitcast((xb & (sign - 1)) | (yb & sign), d)
+}
+
+/// The next representable value after `x` toward `y` (C's `nextafter`), in `x`'s dtype:
+/// `y` when they are equal, NaN when either is, the smallest subnormal with `y`'s sign
+/// after ±0.
+#[track_caller]
+pub fn nextafter(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
+    let x = float(x);
+    let d = x.dtype();
+    let y = cast(y, d);
+    let (u, _) = bits_of(d);
+    let xb = bitcast(x, u);
+    let up = compare(lt(x, y), CmpPred::Eq, gt(x, 0.0));
+    let step = where_(up, xb + 1u64, xb - 1u64);
+    let tiny = copysign(bitcast(super::shape::full_like(xb, 1u64), d), y);
+    let r = where_(eq(x, 0.0), tiny, bitcast(step, d));
+    let r = where_(eq(x, y), y, r);
+    where_(isnan(x) | isnan(y), x + y, r)
+}
+
+/// `x · 2^n` (libdevice's `ldexp`; `n` an integer), rounded once: exact unless the result
+/// is subnormal or overflows.
+#[track_caller]
+pub fn ldexp(x: impl IntoOperand, n: impl IntoOperand) -> Tile {
+    let x = float(x);
+    let d = x.dtype();
+    let n = cast(n, DType::I32);
+    if d != DType::F64 {
+        // Exact in f64 for every f32 value and |n| ≤ 400; one rounding back.
+        let n = minimum(maximum(n, -400), 400);
+        return cast(cast(x, DType::F64) * pow2(n), d);
+    }
+    // As C libraries do: scale in steps that keep every intermediate normal, so that only
+    // the last multiplication rounds.
+    let n = minimum(maximum(n, -2200), 2200);
+    let mut y = x;
+    let mut n = n;
+    for _ in 0..2 {
+        let big = gt(n, 1023);
+        y = where_(big, y * 2f64.powi(1023), y);
+        n = where_(big, n - 1023, n);
+        let small = lt(n, -1022);
+        y = where_(small, y * 2f64.powi(-969), y);
+        n = where_(small, n + 969, n);
+    }
+    y * pow2(minimum(maximum(n, -1022), 1023))
+}
+
+/// `2^n` as f64 for i32 `n` in `[-1022, 1023]`, from its bits.
+fn pow2(n: Tile) -> Tile {
+    let e = cast(n + 1023, DType::U64) << 52u64;
+    bitcast(e, DType::F64)
+}
+
+/// `(m, e)` with `x = m · 2^e` and `0.5 ≤ |m| < 1` (C's `frexp`; libdevice's
+/// `frexp`): `m` in `x`'s dtype, `e` i32. Zero, infinities and NaN give `(x, 0)`.
+#[track_caller]
+pub fn frexp(x: impl IntoOperand) -> (Tile, Tile) {
+    let x = float(x);
+    let d = x.dtype();
+    // f16/bf16 values are f32 values, and their mantissa is exact in their own dtype.
+    let w = if d == DType::F64 {
+        x
+    } else {
+        cast(x, DType::F32)
+    };
+    let (u, mant, bias, scale) = if d == DType::F64 {
+        (DType::U64, 52u64, 1022i64, 64)
+    } else {
+        (DType::U32, 23u64, 126i64, 32)
+    };
+    let emask: u64 = if d == DType::F64 { 0x7ff } else { 0xff };
+    let sub = lt(
+        abs(w),
+        2f64.powi(if d == DType::F64 { -1022 } else { -126 }),
+    );
+    let scaled = where_(sub, w * 2f64.powi(scale), w);
+    let b = bitcast(scaled, u);
+    let raw = cast((b >> mant) & emask, DType::I32);
+    let e = raw - bias as i32 - where_(sub, scale, 0);
+    let width = if d == DType::F64 {
+        u64::MAX
+    } else {
+        u64::from(u32::MAX)
+    };
+    let mb = (b & (!(emask << mant) & width)) | ((bias as u64) << mant);
+    let m = bitcast(mb, w.dtype());
+    let special = eq(x, 0.0) | isinf(x) | isnan(x);
+    (cast(where_(special, w, m), d), where_(special, 0, e))
+}
+
+/// `x - trunc(x / y) · y`, exactly (C's `fmod`; libdevice's `fmod`): the IR's float `%`.
+#[track_caller]
+pub fn fmod(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
+    let x = float(x);
+    let y = cast(y, x.dtype());
+    x % y
+}
+
+/// `x - n · y` with `n` the integer nearest `x / y`, ties to even, exactly (C's
+/// `remainder`): from `fmod(x, 2|y|)` with exact subtractions.
+#[track_caller]
+pub fn remainder(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
+    let x = float(x);
+    let d = x.dtype();
+    let a = abs(cast(y, d));
+    // |r| < 2a (2a overflowing to inf leaves r = x, which then is below 2a anyway).
+    let r = x % (a + a);
+    let s = abs(r);
+    // s in (a/2, 3a/2): s - a; s in [3a/2, 2a): s - 2a (ties go to the even quotient); both
+    // subtractions are exact (Sterbenz), and `s - a - a` never overflows.
+    let half = a * 0.5;
+    let mid = gt(s, half) & lt(s, a + half);
+    let high = compare(s, CmpPred::Ge, a + half);
+    let t = where_(mid, s - a, where_(high, s - a - a, s));
+    // t may be negative: r's sign multiplies it (a zero result keeps x's sign).
+    where_(signbit(r), -t, t)
+}
+
+// ---- exponentials and logarithms (f64 cores) ---------------------------------------------
+
+/// e^x − 1 in f64, accurate near 0 (Kahan: `(u − 1) · x / log u` with `u = e^x`).
+fn expm1_f64(x: Tile) -> Tile {
+    let u = exp(x);
+    let um1 = u - 1.0;
+    // x / log u first: (u − 1) · x overflows near the top of the range.
+    let r = um1 * (x / log(u));
+    let r = where_(eq(um1, -1.0), um1, r);
+    let r = where_(isinf(u), u, r);
+    where_(eq(u, 1.0), x, r)
+}
+
+/// log(1 + x) in f64, accurate near 0 (Kahan: `log u · x / (u − 1)` with `u = 1 + x`).
+fn log1p_f64(x: Tile) -> Tile {
+    let u = x + 1.0;
+    let r = log(u) * (x / (u - 1.0));
+    let r = where_(isinf(u) | eq(u, 0.0), log(u), r);
+    where_(eq(u, 1.0), x, r)
+}
+
+/// `(hi, lo)` of a constant: `hi` is it rounded to f64, `lo` the next 53 bits.
+const LN10: (f64, f64) = (std::f64::consts::LN_10, -2.170_756_223_382_249_4e-16);
+const LOG10_E: (f64, f64) = (std::f64::consts::LOG10_E, 1.098_319_650_216_765e-17);
+const PI_2: (f64, f64) = (FRAC_PI_2, 6.123_233_995_736_766e-17);
+const PI_1: (f64, f64) = (PI, 1.224_646_799_147_353_2e-16);
+const PI_6: (f64, f64) = (std::f64::consts::FRAC_PI_6, -5.360_408_832_255_455e-17);
+
+/// `x · c` for a two-part constant `c`, with the product's rounding error folded in.
+fn mul_hi_lo(x: Tile, c: (f64, f64)) -> (Tile, Tile) {
+    let p = x * c.0;
+    let e = fma(x, c.0, -p) + x * c.1;
+    (p, e)
+}
+
+/// `10^x` (libdevice's `exp10`): `e^(x·ln 10)` with the product's error corrected.
+#[track_caller]
+pub fn exp10(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let (p, e) = mul_hi_lo(x, LN10);
+        let r = exp(p);
+        where_(isinf(r) | eq(r, 0.0), r, fma(r, e, r))
+    })
+}
+
+/// `e^x − 1`, accurate near 0 (libdevice's `expm1`).
+#[track_caller]
+pub fn expm1(x: impl IntoOperand) -> Tile {
+    in_f64(x, expm1_f64)
+}
+
+/// `log(1 + x)`, accurate near 0 (libdevice's `log1p`).
+#[track_caller]
+pub fn log1p(x: impl IntoOperand) -> Tile {
+    in_f64(x, log1p_f64)
+}
+
+/// Base-10 logarithm (libdevice's `log10`).
+#[track_caller]
+pub fn log10(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let l = log(x);
+        let (p, e) = mul_hi_lo(l, LOG10_E);
+        where_(isinf(l) | isnan(l), l, p + e)
+    })
+}
+
+/// Cube root (libdevice's `cbrt`): `e^(log|x| / 3)` refined by a Newton step.
+#[track_caller]
+pub fn cbrt(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let a = abs(x);
+        // Tiny arguments are scaled by 2^300 (the root by 2^100), so that the Newton
+        // step's residual is not computed among subnormals.
+        let tiny = lt(a, 2f64.powi(-900));
+        let s = where_(tiny, a * 2f64.powi(300), a);
+        let y = exp(log(s) * (1.0 / 3.0));
+        let y2 = y * y;
+        let y = y - fma(y2, y, -s) / (y2 * 3.0);
+        let y = where_(tiny, y * 2f64.powi(-100), y);
+        let y = where_(eq(a, 0.0) | isinf(a) | isnan(a), a, y);
+        copysign(y, x)
+    })
+}
+
+/// `sqrt(x² + y²)` without undue overflow (libdevice's `hypot`); an infinite argument
+/// gives +inf even when the other is NaN.
+#[track_caller]
+pub fn hypot(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
+    in_f64_2(x, y, |x, y| {
+        let (ax, ay) = (abs(x), abs(y));
+        let m = maximum(ax, ay);
+        let n = minimum(ax, ay);
+        let r = n / m;
+        let h = m * sqrt(fma(r, r, 1.0));
+        let h = where_(eq(m, 0.0), m, h);
+        let h = where_(isnan(x) | isnan(y), x + y, h);
+        where_(isinf(x) | isinf(y), f64::INFINITY, h)
+    })
+}
+
+/// `log a` of f64 `a ≥ 0` as `hi + lo`, to about 2^-58 relative: `a = m · 2^k` with `m`
+/// in `[√½, √2)`, `k · ln 2` from a split constant (`k · LN2_HI` is exact) and `log m`,
+/// whose error is small since `|log m| < 0.35`. `pow` needs it: an error `ε` in `log x`
+/// is an error `y·ε` in `x^y`.
+fn log_hi_lo(a: Tile) -> (Tile, Tile) {
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    let (m, k) = frexp(a);
+    let low = lt(m, std::f64::consts::FRAC_1_SQRT_2);
+    let m = where_(low, m * 2.0, m);
+    let k = cast(where_(low, k - 1, k), DType::F64);
+    let lm = log(m);
+    let kh = k * LN2_HI;
+    // Fast2Sum (|kh| ≥ |lm| whenever k ≠ 0; for k = 0 the sum is exact anyway).
+    let hi = kh + lm;
+    let lo = (lm - (hi - kh)) + k * LN2_LO;
+    let special = eq(a, 0.0) | isinf(a) | isnan(a);
+    (where_(special, log(a), hi), where_(special, 0.0, lo))
+}
+
+/// Whether a float is an integer.
+fn is_integer(y: Tile) -> Tile {
+    eq(floor(y), y)
+}
+
+/// `x^y` for float `y` (libdevice's `pow`; an integer `y` is converted, as `powi`), with
+/// C99's special cases: `pow(x, ±0) = 1`, `pow(1, y) = 1`, `pow(-1, ±inf) = 1`, NaN for a
+/// negative finite `x` and a finite non-integer `y`, odd integer powers keep `x`'s sign.
+#[track_caller]
+pub fn pow(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
+    in_f64_2(x, y, |x, y| {
+        let ax = abs(x);
+        let (l, l_lo) = log_hi_lo(ax);
+        let t = y * l;
+        let e = fma(y, l, -t) + y * l_lo;
+        let r = exp(t);
+        let r = where_(isinf(r) | eq(r, 0.0) | isnan(e), r, fma(r, e, r));
+        // Odd integers: y is an integer whose half is not (every |y| ≥ 2^53 is even).
+        let odd = is_integer(y) & !is_integer(y * 0.5) & lt(abs(y), 2f64.powi(53));
+        let neg = signbit(x);
+        let r = where_(neg & odd, -r, r);
+        let bad = neg & !isinf(x) & !is_integer(y) & !isinf(y) & !eq(x, 0.0);
+        let r = where_(bad, f64::NAN, r);
+        let one = eq(ax, 1.0) & isinf(y);
+        where_(eq(y, 0.0) | eq(x, 1.0) | one, 1.0, r)
+    })
+}
+
+// ---- hyperbolic functions ----------------------------------------------------------------
+
+/// Hyperbolic tangent (libdevice's `tanh`): `t / (t + 2)` with `t = expm1(2|x|)`.
+#[track_caller]
+pub fn tanh(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let t = expm1_f64(abs(x) * 2.0);
+        let r = t / (t + 2.0);
+        let r = where_(gt(abs(x), 22.0), 1.0, r);
+        copysign(r, x)
+    })
+}
+
+/// Hyperbolic sine (libdevice's `sinh`).
+#[track_caller]
+pub fn sinh(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let a = abs(x);
+        let t = expm1_f64(a);
+        let r = (t + t / (t + 1.0)) * 0.5;
+        // e^a overflows before sinh does: e^(a − ln 2) is sinh there.
+        let r = where_(gt(a, 709.0), exp(a - LN_2), r);
+        copysign(r, x)
+    })
+}
+
+/// Hyperbolic cosine (libdevice's `cosh`).
+#[track_caller]
+pub fn cosh(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let a = abs(x);
+        let e = exp(a);
+        let r = (e + 1.0 / e) * 0.5;
+        where_(gt(a, 709.0), exp(a - LN_2), r)
+    })
+}
+
+/// Inverse hyperbolic sine (libdevice's `asinh`).
+#[track_caller]
+pub fn asinh(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let a = abs(x);
+        let a2 = a * a;
+        let r = log1p_f64(a + a2 / (sqrt(a2 + 1.0) + 1.0));
+        let r = where_(gt(a, 2f64.powi(28)), log(a) + LN_2, r);
+        copysign(r, x)
+    })
+}
+
+/// Inverse hyperbolic cosine (libdevice's `acosh`); NaN below 1.
+#[track_caller]
+pub fn acosh(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let t = x - 1.0;
+        let near = log1p_f64(t + sqrt(fma(t, t, t * 2.0)));
+        let far = log(x * 2.0 - 1.0 / (x + sqrt(fma(x, x, -1.0))));
+        let r = where_(lt(x, 2.0), near, far);
+        where_(gt(x, 2f64.powi(28)), log(x) + LN_2, r)
+    })
+}
+
+/// Inverse hyperbolic tangent (libdevice's `atanh`); ±inf at ±1, NaN beyond.
+#[track_caller]
+pub fn atanh(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let a = abs(x);
+        let r = log1p_f64(a * 2.0 / (1.0 - a)) * 0.5;
+        copysign(r, x)
+    })
+}
+
+// ---- inverse trigonometric functions -----------------------------------------------------
+
+/// `c − t` for a two-part constant `c`.
+fn minus_from(c: (f64, f64), t: Tile) -> Tile {
+    (t * -1.0 + c.0) + c.1
+}
+
+/// atan of f64 `a` in `[0, ∞]`: `1/a` above 1, then `π/6 + atan((a√3 − 1)/(a + √3))`
+/// above tan(π/12), then the odd Taylor series (15 terms, below 2^-60 relative).
+fn atan_nonneg(a: Tile) -> Tile {
+    let inv = gt(a, 1.0);
+    let a = where_(inv, 1.0 / a, a);
+    let sqrt3 = 3f64.sqrt();
+    let big = gt(a, 0.267_949_192_431_122_7);
+    let t = where_(big, fma(a, sqrt3, -1.0) / (a + sqrt3), a);
+    let z = t * t;
+    // Σ (−1)^k z^k / (2k + 1), k ≤ 14, by Horner's rule.
+    let coef = |k: i32| if k % 2 == 0 { 1.0 } else { -1.0 } / f64::from(2 * k + 1);
+    let mut p = z * 0.0 + coef(14);
+    for k in (0..14).rev() {
+        p = fma(p, z, coef(k));
+    }
+    let s = t * p;
+    let s = where_(big, (s + PI_6.1) + PI_6.0, s);
+    where_(inv, minus_from(PI_2, s), s)
+}
+
+/// Arc tangent (libdevice's `atan`).
+#[track_caller]
+pub fn atan(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| copysign(atan_nonneg(abs(x)), x))
+}
+
+/// atan2 of f64 tiles (C99's special cases; see [`atan2`]).
+fn atan2_f64(y: Tile, x: Tile) -> Tile {
+    let (ax, ay) = (abs(x), abs(y));
+    let mx = maximum(ax, ay);
+    let mn = minimum(ax, ay);
+    let r = mn / mx;
+    let r = where_(isinf(ax) & isinf(ay), 1.0, r);
+    let r = where_(eq(mx, 0.0), mx, r);
+    let a = atan_nonneg(r);
+    let a = where_(gt(ay, ax), minus_from(PI_2, a), a);
+    let a = where_(signbit(x), minus_from(PI_1, a), a);
+    let a = copysign(a, y);
+    where_(isnan(x) | isnan(y), x + y, a)
+}
+
+/// The angle of `(x, y)` in `[−π, π]` (libdevice's `atan2(y, x)`), with C99's special
+/// cases (`atan2(±0, −0) = ±π`, `atan2(±inf, ±inf) = ±π/4` or `±3π/4`).
+#[track_caller]
+pub fn atan2(y: impl IntoOperand, x: impl IntoOperand) -> Tile {
+    in_f64_2(y, x, atan2_f64)
+}
+
+/// Arc sine (libdevice's `asin`): `atan2(x, sqrt((1 − x)(1 + x)))`; NaN beyond ±1.
+#[track_caller]
+pub fn asin(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| atan2_f64(x, sqrt((1.0 - x) * (x + 1.0))))
+}
+
+/// Arc cosine (libdevice's `acos`): `atan2(sqrt((1 − x)(1 + x)), x)`; NaN beyond ±1.
+#[track_caller]
+pub fn acos(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| atan2_f64(sqrt((1.0 - x) * (x + 1.0)), x))
+}
+
+/// The complementary error function `1 − erf(x)` (libdevice's `erfc`), accurate in the
+/// tail where `1 − erf` would cancel: f16, bf16 and f32 (f64 is not supported yet). The
+/// fit `erf` uses (relative error below 1.2e-7), evaluated in f64.
+#[track_caller]
+pub fn erfc(x: impl IntoOperand) -> Tile {
+    let x = float(x);
+    if x.dtype() == DType::F64 {
+        return fail_with(
+            x,
+            "erfc of f64 is not supported yet (f16, bf16 and f32 are)".into(),
+        );
+    }
+    in_f64(x, |x| {
+        let (small_erf, tail) = super::math::erf_parts(x);
+        let pos = where_(lt(x, 0.0), 2.0 - tail, tail);
+        where_(lt(abs(x), 0.5), 1.0 - small_erf, pos)
+    })
+}

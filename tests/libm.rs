@@ -1,0 +1,338 @@
+//! Triton's `libdevice` math functions (`tanh` … `nextafter`, `trace/libm.rs`) on every
+//! device, in f32 and f64, measured in ulps against the host's libm: f32 against the f64
+//! function rounded once (so, nearly the exact value), f64 against the f64 function. Special
+//! values (NaN, infinities, signed zeros) must match exactly. The measured maxima are
+//! printed (`cargo test libm -- --nocapture`); the README's table lists them.
+
+use crate::common::all_devices;
+use half::f16;
+use tritium::dsl::trace::lang;
+use tritium::dsl::trace::Tile;
+use tritium::prelude::*;
+
+/// The C library's functions the references need.
+mod c {
+    extern "C" {
+        pub fn remainder(x: f64, y: f64) -> f64;
+        pub fn remainderf(x: f32, y: f32) -> f32;
+        pub fn nextafter(x: f64, y: f64) -> f64;
+        pub fn nextafterf(x: f32, y: f32) -> f32;
+        pub fn erfc(x: f64) -> f64;
+        // Rust's own `asinh` and `acosh` overflow for large arguments.
+        pub fn asinh(x: f64) -> f64;
+        pub fn acosh(x: f64) -> f64;
+        pub fn atanh(x: f64) -> f64;
+    }
+}
+
+// SAFETY (all three): plain libm calls.
+fn asinh(x: f64) -> f64 {
+    unsafe { c::asinh(x) }
+}
+fn acosh(x: f64) -> f64 {
+    unsafe { c::acosh(x) }
+}
+fn atanh(x: f64) -> f64 {
+    unsafe { c::atanh(x) }
+}
+
+const LEN: usize = 128;
+
+/// A one-argument function: its name, the DSL function, the reference, and the f32 and
+/// f64 bounds in ulps.
+type Unary = (&'static str, fn(Tile) -> Tile, fn(f64) -> f64, u64, u64);
+
+fn unaries() -> Vec<Unary> {
+    vec![
+        ("tanh", |a| lang::tanh(a), f64::tanh, 1, 2),
+        ("sinh", |a| lang::sinh(a), f64::sinh, 1, 3),
+        ("cosh", |a| lang::cosh(a), f64::cosh, 1, 2),
+        ("asinh", |a| lang::asinh(a), asinh, 1, 3),
+        ("acosh", |a| lang::acosh(a), acosh, 1, 3),
+        ("atanh", |a| lang::atanh(a), atanh, 1, 3),
+        ("atan", |a| lang::atan(a), f64::atan, 1, 2),
+        ("asin", |a| lang::asin(a), f64::asin, 1, 3),
+        ("acos", |a| lang::acos(a), f64::acos, 1, 3),
+        ("exp10", |a| lang::exp10(a), |x| 10f64.powf(x), 1, 3),
+        ("expm1", |a| lang::expm1(a), f64::exp_m1, 1, 3),
+        ("log1p", |a| lang::log1p(a), f64::ln_1p, 1, 3),
+        ("log10", |a| lang::log10(a), f64::log10, 1, 3),
+        ("cbrt", |a| lang::cbrt(a), f64::cbrt, 1, 2),
+    ]
+}
+
+/// A two-argument function, as [`Unary`].
+type Binary = (
+    &'static str,
+    fn(Tile, Tile) -> Tile,
+    fn(f64, f64) -> f64,
+    u64,
+    u64,
+);
+
+fn binaries() -> Vec<Binary> {
+    vec![
+        ("atan2", |a, b| lang::atan2(a, b), f64::atan2, 1, 3),
+        ("pow", |a, b| lang::pow(a, b), f64::powf, 1, 256),
+        ("hypot", |a, b| lang::hypot(a, b), f64::hypot, 1, 2),
+        ("fmod", |a, b| lang::fmod(a, b), |x, y| x % y, 0, 0),
+        ("copysign", |a, b| lang::copysign(a, b), f64::copysign, 0, 0),
+    ]
+}
+
+/// Every function of `x` (and `y`, and the integer `n`) into consecutive rows of `out`.
+#[kernel]
+fn everything<T: Float>(out: Ptr<T>, x: Ptr<T>, y: Ptr<T>, n: Ptr<i32>, #[constexpr] N: usize) {
+    let r = arange(0, N);
+    let a = load(x + r);
+    let b = load(y + r);
+    let k = load(n + r);
+    fill_rows(out, r, a, b, k, N as i32);
+}
+
+/// The kernel's rows, in the order [`check`] reads them.
+fn fill_rows(out: Tile, r: Tile, a: Tile, b: Tile, k: Tile, n: i32) {
+    let mut row = 0;
+    let mut put = |v: Tile| {
+        lang::store(out + (row * n) + r, v, lang::NoArg);
+        row += 1;
+    };
+    for (_, f, ..) in unaries() {
+        put(f(a));
+    }
+    for (_, f, ..) in binaries() {
+        put(f(a, b));
+    }
+    put(lang::remainder(a, b));
+    put(lang::nextafter(a, b));
+    put(lang::ldexp(a, k));
+    let (m, e) = lang::frexp(a);
+    put(m);
+    put(lang::cast(e, a.dtype()));
+}
+
+/// Edge values, then log-uniform magnitudes of both signs, as f64.
+fn inputs(seed: u64) -> Vec<f64> {
+    let edges = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        2.0,
+        -3.0,
+        10.0,
+        1e-5,
+        -1e-7,
+        0.999,
+        1.001,
+        88.0,
+        -90.0,
+        700.0,
+        -745.0,
+        1e10,
+        1e-30,
+        5e-324,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    let mut s = seed;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut v: Vec<f64> = edges.to_vec();
+    while v.len() < LEN {
+        let mag = 10f64.powf(next() * 9.0 - 6.0);
+        let sign = if next() < 0.5 { -1.0 } else { 1.0 };
+        // Some small integers, for `pow`'s odd and even powers of negative numbers.
+        let x = if next() < 0.15 {
+            (next() * 12.0).floor() - 6.0
+        } else {
+            sign * mag
+        };
+        v.push(x);
+    }
+    v
+}
+
+/// Distance in ulps of `dtype`'s values `got` and `want` (given as f64 holding them): 0
+/// for equal bits or two NaNs; `u64::MAX` for NaN against a number or a zero whose sign
+/// differs.
+fn ulps(got: f64, want: f64, f32s: bool) -> u64 {
+    if got.is_nan() || want.is_nan() {
+        return if got.is_nan() && want.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
+    }
+    if want == 0.0 || got == 0.0 || got.is_infinite() || want.is_infinite() {
+        return if got.to_bits() == want.to_bits() {
+            0
+        } else {
+            u64::MAX
+        };
+    }
+    let ordered = |v: f64| -> i64 {
+        let b = if f32s {
+            i64::from((v as f32).to_bits() as i32)
+        } else {
+            v.to_bits() as i64
+        };
+        if b < 0 {
+            i64::MIN - b
+        } else {
+            b
+        }
+    };
+    ordered(got).abs_diff(ordered(want))
+}
+
+/// The references of every row, for inputs `x`, `y`, `n` (already rounded to the dtype).
+fn references(x: &[f64], y: &[f64], n: &[i32], f32s: bool) -> Vec<(String, Vec<f64>, u64)> {
+    let round = |v: f64| if f32s { v as f32 as f64 } else { v };
+    let mut rows = Vec::new();
+    for (name, _, r, b32, b64) in unaries() {
+        let want = x.iter().map(|&v| round(r(v))).collect();
+        rows.push((name.to_string(), want, if f32s { b32 } else { b64 }));
+    }
+    for (name, _, r, b32, b64) in binaries() {
+        let want = x.iter().zip(y).map(|(&a, &b)| round(r(a, b))).collect();
+        rows.push((name.to_string(), want, if f32s { b32 } else { b64 }));
+    }
+    // The exact functions, against the C library's functions of the dtype.
+    let exact = |f: &dyn Fn(f64, f64, i32) -> f64| {
+        x.iter()
+            .zip(y)
+            .zip(n)
+            .map(|((a, b), k)| f(*a, *b, *k))
+            .collect()
+    };
+    // SAFETY: plain libm calls.
+    let rem: Vec<f64> = exact(&|a, b, _| unsafe {
+        if f32s {
+            f64::from(c::remainderf(a as f32, b as f32))
+        } else {
+            c::remainder(a, b)
+        }
+    });
+    rows.push(("remainder".into(), rem, 0));
+    // SAFETY: plain libm calls.
+    let next: Vec<f64> = exact(&|a, b, _| unsafe {
+        if f32s {
+            f64::from(c::nextafterf(a as f32, b as f32))
+        } else {
+            c::nextafter(a, b)
+        }
+    });
+    rows.push(("nextafter".into(), next, 0));
+    let ldexp: Vec<f64> = exact(&|a, _, k| round(a * 2f64.powi(k.clamp(-1100, 1100))));
+    rows.push(("ldexp".into(), ldexp, 0));
+    let (mant, expo): (Vec<f64>, Vec<f64>) = x
+        .iter()
+        .map(|&a| {
+            if a == 0.0 || !a.is_finite() {
+                return (a, 0.0);
+            }
+            let e = a.abs().log2().floor() as i32 + 1;
+            // In two exact steps: 2^e alone is not representable for subnormal `a`.
+            let m = a / 2f64.powi(e / 2) / 2f64.powi(e - e / 2);
+            // log2 may be off by one next to powers of two.
+            let (m, e) = if m.abs() >= 1.0 {
+                (m / 2.0, e + 1)
+            } else if m.abs() < 0.5 {
+                (m * 2.0, e - 1)
+            } else {
+                (m, e)
+            };
+            (m, f64::from(e))
+        })
+        .unzip();
+    rows.push(("frexp mantissa".into(), mant, 0));
+    rows.push(("frexp exponent".into(), expo, 0));
+    rows
+}
+
+/// Runs `everything` on `device` for dtype `T` and checks every row.
+fn check<T: Float + Copy + Default>(
+    device: &Device,
+    to: fn(f64) -> T,
+    from: fn(T) -> f64,
+    f32s: bool,
+) -> Vec<(String, u64)> {
+    let xs = inputs(7);
+    let x: Vec<T> = xs.iter().map(|&v| to(v)).collect();
+    let y: Vec<T> = xs.iter().rev().map(|&v| to(v)).collect();
+    let n: Vec<i32> = (0..LEN as i32).map(|i| (i * 37) % 300 - 150).collect();
+    let (xr, yr): (Vec<f64>, Vec<f64>) = (
+        x.iter().map(|v| from(*v)).collect(),
+        y.iter().map(|v| from(*v)).collect(),
+    );
+    let want = references(&xr, &yr, &n, f32s);
+    let mut out = vec![T::default(); LEN * want.len()];
+    everything::launch(device, 1, &mut out[..], &x[..], &y[..], &n[..], LEN)
+        .unwrap_or_else(|e| panic!("{device:?}: {e}"));
+    let mut measured = Vec::new();
+    for (k, (name, row, bound)) in want.iter().enumerate() {
+        let mut worst = 0;
+        for i in 0..LEN {
+            let got = from(out[k * LEN + i]);
+            let d = ulps(got, row[i], f32s);
+            assert!(
+                d <= *bound,
+                "{device:?} {name}({}, {}): got {got:e}, want {:e} ({d} ulps, bound {bound})",
+                xr[i],
+                yr[i],
+                row[i]
+            );
+            worst = worst.max(d);
+        }
+        measured.push((name.clone(), worst));
+    }
+    measured
+}
+
+#[test]
+fn libdevice_functions_within_their_ulp_bounds_on_every_device() {
+    for device in all_devices() {
+        let f32s = check::<f32>(&device, |v| v as f32, f64::from, true);
+        let f64s = check::<f64>(&device, |v| v, |v| v, false);
+        for ((name, a), (_, b)) in f32s.iter().zip(&f64s) {
+            eprintln!("{device:?} {name}: f32 {a} ulps, f64 {b} ulps");
+        }
+    }
+}
+
+/// `erfc` of f32 (and f16) in the tail where `1 - erf` would have cancelled.
+#[kernel]
+fn erfcs<T: Float>(out: Ptr<T>, x: Ptr<T>, #[constexpr] N: usize) {
+    let r = arange(0, N);
+    store(out + r, erfc(load(x + r)));
+}
+
+#[test]
+fn erfc_keeps_the_tail() {
+    let xs: Vec<f32> = (0..64).map(|i| -3.0 + i as f32 * 0.15).collect();
+    for device in all_devices() {
+        let mut out = vec![0f32; 64];
+        erfcs::launch(&device, 1, &mut out[..], &xs[..], 64).unwrap();
+        for (x, got) in xs.iter().zip(&out) {
+            // SAFETY: a plain libm call.
+            let want = unsafe { c::erfc(f64::from(*x)) };
+            let rel = (f64::from(*got) - want).abs() / want;
+            assert!(rel < 2.5e-7, "{device:?} erfc({x}) = {got}, want {want}");
+        }
+        let h: Vec<f16> = xs.iter().map(|v| f16::from_f32(*v)).collect();
+        let mut out = [f16::ZERO; 64];
+        erfcs::launch(&device, 1, &mut out[..], &h[..], 64).unwrap();
+        // SAFETY: a plain libm call.
+        let want = unsafe { c::erfc(f64::from(h[63].to_f32())) };
+        assert_eq!(out[63], f16::from_f64(want), "{device:?}");
+    }
+}
