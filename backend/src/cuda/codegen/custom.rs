@@ -121,10 +121,15 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             end = at + bytes.max(1);
             at
         };
+        // One place per position (ins, then outs), even where one value is passed at
+        // several positions: each out gets its own buffer (the fuzzer's seed 1000844 had a
+        // value as both outs of `divmod`, whose quotient the remainder overwrote).
         let mut layout: Vec<(Value, usize)> = Vec::new();
-        for v in c.ins.iter().chain(&c.outs) {
+        let mut place_of: Vec<Option<usize>> = Vec::new();
+        for (i, v) in c.ins.iter().chain(&c.outs).enumerate() {
             let t = self.ty(*v).clone();
-            if t.is_scalar() && c.ins.contains(v) {
+            if t.is_scalar() && i < c.ins.len() {
+                place_of.push(None);
                 continue;
             }
             if t.elem.pointee().is_some() {
@@ -132,10 +137,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     "input {v} is a tile of pointers ({t}); pass a pointer or a tile of numbers"
                 ));
             }
-            layout.push((
-                *v,
-                place(t.numel() * t.dtype().map_or(8, |d| d.size_bytes())),
-            ));
+            let at = place(t.numel() * t.dtype().map_or(8, |d| d.size_bytes()));
+            layout.push((*v, at));
+            place_of.push(Some(at));
         }
         let extra: Vec<(usize, usize)> = c
             .extra
@@ -163,23 +167,19 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.barrier();
         let mut types = Vec::new();
         let mut arg_parts = Vec::new();
-        for v in &c.ins {
+        for (i, v) in c.ins.iter().chain(&c.outs).enumerate() {
             let t = self.ty(*v).clone();
-            if t.is_scalar() {
-                let x = self.scalar(*v);
-                arg_parts.push((Some(self.encode_c(x, t.elem)), None));
-                types.push(self.c_ty(t.elem));
-            } else {
-                let at = layout.iter().find(|(x, _)| x == v).expect("placed").1;
-                arg_parts.push((None, Some((at, t.shape.clone()))));
-                types.push(generic);
+            match place_of[i] {
+                None => {
+                    let x = self.scalar(*v);
+                    arg_parts.push((Some(self.encode_c(x, t.elem)), None));
+                    types.push(self.c_ty(t.elem));
+                }
+                Some(at) => {
+                    arg_parts.push((None, Some((at, t.shape.clone()))));
+                    types.push(generic);
+                }
             }
-        }
-        for o in &c.outs {
-            let t = self.ty(*o).clone();
-            let at = layout.iter().rev().find(|(x, _)| x == o).expect("placed").1;
-            arg_parts.push((None, Some((at, t.shape.clone()))));
-            types.push(generic);
         }
         for (e, (at, _)) in c.extra.iter().zip(&extra) {
             arg_parts.push((None, Some((*at, vec![e.len.max(1)]))));
@@ -209,8 +209,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             g.call(func, &args);
         });
         self.barrier();
-        for (r, o) in inst.results.iter().zip(&c.outs) {
-            let at = layout.iter().rev().find(|(x, _)| x == o).expect("placed").1;
+        for (k, r) in inst.results.iter().enumerate() {
+            let at = place_of[c.ins.len() + k].expect("outs are placed");
             let t = self.ty(*r).clone();
             let numel = t.numel();
             let st = self.elem_storage_ty_of(t.elem);
