@@ -3,6 +3,7 @@
 //!
 //!     scripts/dev bench          # or: cargo run --release --example bench_table
 //!     cargo run --release --example bench_table -- compile   # the cold-compile rows only
+//!     cargo run --release --example bench_table -- checks    # checked mode's and race checking's costs
 //!
 //! Each row's candidates are timed interleaved (round after round, best of each), so that
 //! a busy machine slows them alike; the bandwidth loop is timed again with every
@@ -114,6 +115,55 @@ fn cold_compile_rows() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What checked mode and race checking cost: vector add over 2^20 f32 on the CPU, plain,
+/// checked and race-checked, and on the interpreter, interleaved.
+fn checking_rows() {
+    let device = Device::cpu();
+    let n = 1 << 20;
+    let x = Array1::from_iter((0..n).map(|i| (i % 97) as f32));
+    let mut out = Array1::<f32>::zeros(n);
+    let grid = n.div_ceil(ADD_BLOCK);
+    let options = |bounds, race, interpret| tritium::LaunchOptions {
+        bounds_check: Some(bounds),
+        race_check: Some(race),
+        interpret: Some(interpret),
+        ..Default::default()
+    };
+    let (plain, checked, raced) = (
+        options(false, false, false),
+        options(true, false, false),
+        options(false, true, false),
+    );
+    let interp = options(false, false, true);
+    let out = std::cell::RefCell::new(&mut out);
+    let run = |o: &tritium::LaunchOptions| {
+        let mut out = out.borrow_mut();
+        add::launch_with(&device, grid, o, &mut **out, &x, &x, n as i32, ADD_BLOCK).unwrap()
+    };
+    let [t_plain, t_checked, t_race, t_interp] = interleaved(
+        3,
+        [
+            &mut || run(&plain),
+            &mut || run(&checked),
+            &mut || run(&raced),
+            &mut || run(&interp),
+        ],
+    );
+    println!("checking costs, vector add 2^20 f32 (ratio: time / unchecked time):");
+    for (name, t) in [
+        ("unchecked", t_plain),
+        ("checked mode", t_checked),
+        ("race checking", t_race),
+        ("interpreter", t_interp),
+    ] {
+        println!(
+            "  {name:<24} {:>10.3} ms {:>9.1}x",
+            ms(t),
+            t.as_secs_f64() / t_plain.as_secs_f64()
+        );
+    }
+}
+
 /// The argument that makes this example [`cold_compile_child`].
 const COLD_CHILD: &str = "--cold-compile-child";
 
@@ -123,6 +173,10 @@ fn main() -> tritium::Result<()> {
         Some(COLD_CHILD) => return cold_compile_child(),
         Some("compile") => {
             cold_compile_rows();
+            return Ok(());
+        }
+        Some("checks") => {
+            checking_rows();
             return Ok(());
         }
         _ => {}

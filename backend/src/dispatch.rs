@@ -110,6 +110,16 @@ pub fn launch(
             });
         }
     }
+    let on_gpu = matches!(device, Device::Cuda(_) | Device::CudaEmulator);
+    if on_gpu && !options.interpret() && options.race_check == Some(true) {
+        return Err(Error::Launch {
+            kernel: key.name.to_string(),
+            message: format!(
+                "LaunchOptions::race_check runs on the CPU and the interpreter; this launch is on {}",
+                device.name()
+            ),
+        });
+    }
     if let Device::Cuda(gpu) = device {
         if !options.interpret() {
             return crate::cuda::launch(gpu, grid, options, &key, &args, trace);
@@ -129,7 +139,10 @@ pub fn launch(
     if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
         let f = trace(&spec)?;
         check_args(&f, &args)?;
-        return crate::interp::interpret(&f, grid, &args.args);
+        let interp = crate::interp::InterpretOptions {
+            race_check: options.race_check(),
+        };
+        return crate::interp::interpret_with(&f, grid, &args.args, &interp);
     }
     let compiled = crate::cpu::compiled(&key, &spec, options, trace)?;
     check_args_written(&compiled.function, compiled.written_params(), &args)?;

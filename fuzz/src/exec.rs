@@ -104,7 +104,11 @@ pub fn run(case: &Case, target: Target) -> Outcome {
     let raw = raw_args(f, case, &mut words);
     let grid = Grid(case.grid);
     let launch = || match target {
-        Target::Interpreter => interp::interpret(f, grid, &raw),
+        // Programs are race-free by construction: the interpreter checks that too.
+        Target::Interpreter => {
+            let options = interp::InterpretOptions { race_check: true };
+            interp::interpret_with(f, grid, &raw, &options)
+        }
         Target::Cpu => {
             let options = cpu::CompileOptions {
                 cache_dir: Some(cache_dir()),

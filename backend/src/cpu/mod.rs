@@ -6,7 +6,7 @@ mod pool;
 
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
-use crate::launch::{checked, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
+use crate::launch::{checked, race, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
 use crate::pipeline::dump::Dumps;
 use crate::pipeline::link::{BitcodeTarget, CustomEntries};
 use crate::pipeline::once::OnceMap;
@@ -36,6 +36,8 @@ pub struct Compiled {
     sites: Vec<(Loc, &'static str)>,
     /// `function.written_params()`, computed once (launches check arguments against it).
     written: Vec<usize>,
+    /// Compiled to report accesses to a race recorder (see `launch::race`).
+    race_check: bool,
 }
 
 type MemKey = (KernelKey, Specialization, CompileOptions);
@@ -62,7 +64,8 @@ pub(crate) fn compiled(
 /// in-memory cache is [`launch`](crate::launch)'s.
 pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     let target = HostCpu {
-        bounds_check: options.bounds_check,
+        bounds_check: options.bounds_check || options.race_check,
+        race_check: options.race_check,
     };
     let c = pipeline::compile::compile(&target, f, options)?;
     // SAFETY: `c.code` is the address of the generated entry function, whose signature is
@@ -77,6 +80,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         scratch_bytes: c.meta,
         sites,
         written,
+        race_check: options.race_check,
     })
 }
 
@@ -84,6 +88,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
 /// in the disk cache, loaded by the JIT.
 struct HostCpu {
     bounds_check: bool,
+    race_check: bool,
 }
 
 impl Target for HostCpu {
@@ -98,6 +103,7 @@ impl Target for HostCpu {
             version::CPU.to_string(),
             host::host_description(),
             format!("bounds_check={}", self.bounds_check),
+            format!("race_check={}", self.race_check),
         ])
     }
 
@@ -123,6 +129,7 @@ impl Target for HostCpu {
     ) -> std::result::Result<usize, String> {
         let options = codegen::CodegenOptions {
             bounds_check: self.bounds_check,
+            race_check: self.race_check,
         };
         let g = codegen::generate(ctx, module, f, symbol, options, customs)?;
         Ok(g.scratch_bytes)
@@ -151,7 +158,12 @@ impl Compiled {
     /// Runs the grid. Arguments must already be checked against `function`.
     pub fn run(&self, grid: Grid, args: &[RawArg], _bounds_check: bool) -> Result<()> {
         let slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
-        let ranges = checked::ranges(args, |b| (b.lo as u64, b.hi as u64));
+        let mut ranges = checked::ranges(args, |b| (b.lo as u64, b.hi as u64));
+        // A race-checking kernel finds its recorder after the ranges.
+        let recorder = self.race_check.then(|| race::RaceRecorder::new(grid.0));
+        if let Some(r) = &recorder {
+            ranges.push(r as *const race::RaceRecorder as u64);
+        }
         let fault: [AtomicU64; checked::FAULT_WORDS] = Default::default();
         let [nx, ny, nz] = grid.0;
         let (slots_addr, ranges_addr, fault_addr) = (
@@ -184,6 +196,10 @@ impl Compiled {
             },
         );
         let record = fault.map(AtomicU64::into_inner);
-        checked::fault_result(&self.function, &self.sites, &record, args, &ranges)
+        checked::fault_result(&self.function, &self.sites, &record, args, &ranges)?;
+        match &recorder {
+            Some(r) => r.result(&self.function, &self.sites, args),
+            None => Ok(()),
+        }
     }
 }

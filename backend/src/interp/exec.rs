@@ -9,8 +9,10 @@ use super::numeric::wrap_signed;
 use super::reduce::reduce;
 use super::scan::scan;
 use super::value::Data;
+use crate::launch::race::{AccessKind, RaceRecorder, Who};
 use crate::{Error, Result};
 use ndarray::{ArrayD, IxDyn};
+use std::collections::HashMap;
 use tritium_dsl::ir::{Block, DType, Function, Inst, Op, Type, Value};
 
 /// How a block ended.
@@ -30,17 +32,51 @@ pub(crate) struct Program<'a> {
     env: Vec<Option<Data>>,
     pid: [i32; 3],
     grid: [i32; 3],
+    /// Race checking: the launch's recorder and each memory op's fault-site index.
+    race: Option<(&'a RaceRecorder, HashMap<*const Inst, u32>)>,
 }
 
 impl<'a> Program<'a> {
-    /// A program of `f` over `grid` that accesses `memory`.
-    pub(crate) fn new(f: &'a Function, memory: &'a Memory, grid: [i32; 3]) -> Self {
+    /// A program of `f` over `grid` that accesses `memory`, reporting its accesses to
+    /// `race` when given.
+    pub(crate) fn new(
+        f: &'a Function,
+        memory: &'a Memory,
+        grid: [i32; 3],
+        race: Option<&'a RaceRecorder>,
+    ) -> Self {
         Program {
             f,
             memory,
             env: vec![None; f.types.len()],
             pid: [0; 3],
             grid,
+            race: race.map(|r| (r, f.fault_site_ids())),
+        }
+    }
+
+    /// Race checking: reports the active lanes of memory op `inst` at `ptrs`.
+    fn note(
+        &self,
+        inst: &Inst,
+        kind: AccessKind,
+        ptrs: &ArrayD<usize>,
+        mask: Option<&ArrayD<bool>>,
+    ) {
+        let Some((recorder, sites)) = &self.race else {
+            return;
+        };
+        let who = Who {
+            pid: self.pid.map(|p| p as u32),
+            site: sites
+                .get(&(inst as *const Inst))
+                .copied()
+                .unwrap_or(u32::MAX),
+        };
+        for (i, &a) in ptrs.indexed_iter() {
+            if mask.is_none_or(|m| m[i.clone()]) {
+                recorder.access(a as u64, kind, who);
+            }
         }
     }
 
@@ -337,9 +373,10 @@ impl<'a> Program<'a> {
             Op::Load { ptr, mask, other } => {
                 let d = self.pointee(inst, *ptr)?;
                 let other = other.map(|o| self.get(inst, o)).transpose()?;
-                one(self
-                    .memory
-                    .load(d, self.ptrs(inst, *ptr)?, self.mask(inst, *mask)?, other))
+                let (p, m) = (self.ptrs(inst, *ptr)?, self.mask(inst, *mask)?);
+                let r = one(self.memory.load(d, p, m, other))?;
+                self.note(inst, AccessKind::Read, p, m);
+                Ok(r)
             }
             Op::Store { ptr, value, mask } => {
                 let d = self.pointee(inst, *ptr)?;
@@ -351,6 +388,7 @@ impl<'a> Program<'a> {
                 self.memory
                     .store(d, p, v, m)
                     .map_err(|e| self.fault(inst, e))?;
+                self.note(inst, AccessKind::Write, p, m);
                 Ok(vec![])
             }
             Op::Atomic {
@@ -365,7 +403,9 @@ impl<'a> Program<'a> {
                     self.get(inst, *value)?,
                     self.mask(inst, *mask)?,
                 );
-                one(self.memory.atomic(*op, d, p, v, m))
+                let r = one(self.memory.atomic(*op, d, p, v, m))?;
+                self.note(inst, AccessKind::Atomic, p, m);
+                Ok(r)
             }
             Op::Assert { cond, mask, msg } => {
                 let Data::Bool(c) = self.get(inst, *cond)? else {
@@ -408,7 +448,9 @@ impl<'a> Program<'a> {
                     self.get(inst, *cmp)?,
                     self.get(inst, *value)?,
                 );
-                one(self.memory.atomic_cas(d, p, c, v))
+                let r = one(self.memory.atomic_cas(d, p, c, v))?;
+                self.note(inst, AccessKind::Atomic, p, None);
+                Ok(r)
             }
             Op::For {
                 lo,

@@ -47,6 +47,7 @@ mod reduce;
 mod scan;
 mod value;
 
+use crate::launch::race::RaceRecorder;
 use crate::launch::{Grid, RawArg};
 use crate::{Error, Result};
 use memory::Memory;
@@ -60,13 +61,32 @@ use value::Data;
 /// (out-of-bounds or read-only accesses, a zero loop step) stop the launch with
 /// [`Error::Runtime`]; programs that ran before keep their effects.
 pub fn interpret(f: &Function, grid: Grid, args: &[RawArg]) -> Result<()> {
+    interpret_with(f, grid, args, &InterpretOptions::default())
+}
+
+/// What [`interpret_with`] checks besides what the interpreter always checks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InterpretOptions {
+    /// Race detection (`LaunchOptions::race_check`): two programs touching one element,
+    /// one of them writing, not both atomically, make the launch an error naming both.
+    pub race_check: bool,
+}
+
+/// [`interpret`] with options.
+pub fn interpret_with(
+    f: &Function,
+    grid: Grid,
+    args: &[RawArg],
+    options: &InterpretOptions,
+) -> Result<()> {
     tritium_dsl::ir::verify(f)?;
     grid.validate(&f.name)?;
     let params = bind_params(f, args)?;
     let memory = Memory::new(f, args);
+    let recorder = options.race_check.then(|| RaceRecorder::new(grid.0));
     // `validate` bounds every axis by i32::MAX.
     let dims = grid.0.map(|n| n as i32);
-    let mut program = exec::Program::new(f, &memory, dims);
+    let mut program = exec::Program::new(f, &memory, dims, recorder.as_ref());
     for z in 0..dims[2] {
         for y in 0..dims[1] {
             for x in 0..dims[0] {
@@ -74,7 +94,10 @@ pub fn interpret(f: &Function, grid: Grid, args: &[RawArg]) -> Result<()> {
             }
         }
     }
-    Ok(())
+    match &recorder {
+        Some(r) => r.result(f, &f.fault_sites(), args),
+        None => Ok(()),
+    }
 }
 
 /// The values of the parameters: pointers hold their buffer's address, scalars their value.

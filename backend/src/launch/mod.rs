@@ -7,6 +7,7 @@ pub(crate) mod checked;
 mod grid;
 mod options;
 pub(crate) mod print;
+pub(crate) mod race;
 
 pub use args::{scalar_bits, KernelArgs, Memory, PackedPtr, PtrArg, RawArg, RawBuffer};
 pub use grid::{Grid, MAX_PROGRAMS};

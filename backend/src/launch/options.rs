@@ -12,6 +12,12 @@ pub struct LaunchOptions {
     pub bounds_check: Option<bool>,
     /// Run through the reference interpreter (`TRITIUM_INTERPRET`).
     pub interpret: Option<bool>,
+    /// Race detection on the interpreter and the CPU (`TRITIUM_RACE_CHECK`): two programs
+    /// of the launch touching one element, one of them writing, without both using
+    /// atomics, make the launch an error. The CPU compiles such launches in checked mode
+    /// with every access reported. Another device with `Some(true)` here is an error
+    /// (the environment variable is ignored there).
+    pub race_check: Option<bool>,
     /// Warps per program on CUDA (Triton's `num_warps`, 1..=32, default 4): a program is
     /// a CTA of `num_warps × 32` threads. Ignored on the CPU and the interpreter.
     pub num_warps: u32,
@@ -32,6 +38,7 @@ impl Default for LaunchOptions {
         LaunchOptions {
             bounds_check: None,
             interpret: None,
+            race_check: None,
             num_warps: 4,
             cache_dir: None,
             dump_dir: None,
@@ -53,10 +60,18 @@ impl LaunchOptions {
             .unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK") || env_flag("TRITIUM_DEBUG"))
     }
 
+    /// Race detection for this launch (see [`LaunchOptions::race_check`]).
+    pub fn race_check(&self) -> bool {
+        self.race_check
+            .unwrap_or_else(|| env_flag("TRITIUM_RACE_CHECK"))
+    }
+
     /// What the CPU backend compiles this launch's kernel with.
     pub fn compile_options(&self) -> CompileOptions {
+        let race_check = self.race_check();
         CompileOptions {
-            bounds_check: self.bounds_check(),
+            bounds_check: self.bounds_check() || race_check,
+            race_check,
             cache_dir: self.cache_dir.clone(),
             dump_dir: self.dump_dir.clone(),
         }

@@ -80,29 +80,41 @@ fn jit() -> Result<&'static Mutex<Jit>, String> {
 
 /// Defines the functions of this process that compiled kernels call by name (not found by
 /// the dynamic-library search: an executable exports none of its own symbols): the
-/// `device_print` hook.
+/// `device_print` and race-checking hooks.
 ///
 /// # Safety
 /// `raw` is a live LLJIT.
 unsafe fn define_hooks(raw: LLVMOrcLLJITRef) -> Result<(), String> {
     use crate::launch::print::{print_hook, PRINT_SYMBOL};
-    let name = CString::new(PRINT_SYMBOL).map_err(|e| e.to_string())?;
+    use crate::launch::race::{race_hook, RACE_SYMBOL};
+    let hooks = [
+        (PRINT_SYMBOL, print_hook as *const ()),
+        (RACE_SYMBOL, race_hook as *const ()),
+    ];
     let flags = LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsExported as u8
         | LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsCallable as u8;
-    // SAFETY: the name is interned by the JIT (which owns the reference the pair hands
+    let names: Vec<CString> = hooks
+        .iter()
+        .map(|(n, _)| CString::new(*n).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    // SAFETY: the names are interned by the JIT (which owns the references the pairs hand
     // over); the materialization unit is consumed by `LLVMOrcJITDylibDefine`.
     unsafe {
-        let mut pair = LLVMOrcCSymbolMapPair {
-            Name: LLVMOrcLLJITMangleAndIntern(raw, name.as_ptr()),
-            Sym: LLVMJITEvaluatedSymbol {
-                Address: print_hook as *const () as usize as LLVMOrcExecutorAddress,
-                Flags: LLVMJITSymbolFlags {
-                    GenericFlags: flags,
-                    TargetFlags: 0,
+        let mut pairs: Vec<LLVMOrcCSymbolMapPair> = names
+            .iter()
+            .zip(&hooks)
+            .map(|(name, (_, f))| LLVMOrcCSymbolMapPair {
+                Name: LLVMOrcLLJITMangleAndIntern(raw, name.as_ptr()),
+                Sym: LLVMJITEvaluatedSymbol {
+                    Address: *f as usize as LLVMOrcExecutorAddress,
+                    Flags: LLVMJITSymbolFlags {
+                        GenericFlags: flags,
+                        TargetFlags: 0,
+                    },
                 },
-            },
-        };
-        let unit = LLVMOrcAbsoluteSymbols(&mut pair, 1);
+            })
+            .collect();
+        let unit = LLVMOrcAbsoluteSymbols(pairs.as_mut_ptr(), pairs.len());
         take_error(LLVMOrcJITDylibDefine(
             LLVMOrcLLJITGetMainJITDylib(raw),
             unit,

@@ -36,6 +36,9 @@ use std::path::PathBuf;
 pub struct CompileOptions {
     /// Checked mode: every memory access is compared with the argument buffers.
     pub bounds_check: bool,
+    /// Race detection: every access that passed its bounds check is reported to the
+    /// launch's recorder (`launch::race`); needs `bounds_check`.
+    pub race_check: bool,
     /// Root of the on-disk cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).
     pub cache_dir: Option<PathBuf>,
     /// Dump directory (`TRITIUM_DUMP`; unset: no dumps). Dumping always runs LLVM, so

@@ -3,6 +3,7 @@
 //! a fault is recorded (first one wins) instead of touching memory.
 
 use super::{Gen, Lv};
+use crate::launch::race::{AccessKind, RACE_SYMBOL};
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::AtomicOrdering;
@@ -87,7 +88,43 @@ impl<'ctx> Gen<'ctx, '_> {
                 .unwrap();
         }
         bl.position_at_end(doit);
+        self.report_access(inst, p);
         Some(Guard { join, skipped })
+    }
+
+    /// Race checking: tells the launch's recorder that this program accesses `p` with
+    /// memory op `inst` (after its bounds check passed).
+    fn report_access(&self, inst: &Inst, p: PointerValue<'ctx>) {
+        let Some(recorder) = self.race else {
+            return;
+        };
+        let (ctx, i64t) = (self.ctx, self.ctx.i64_type());
+        let ptr = ctx.ptr_type(inkwell::AddressSpace::default());
+        let hook = self.module.get_function(RACE_SYMBOL).unwrap_or_else(|| {
+            let mut params = vec![ptr.into()];
+            params.extend([inkwell::types::BasicMetadataTypeEnum::from(i64t); 6]);
+            let ty = ctx.void_type().fn_type(&params, false);
+            self.module
+                .add_function(RACE_SYMBOL, ty, Some(inkwell::module::Linkage::External))
+        });
+        let kind = match inst.op {
+            Op::Load { .. } => AccessKind::Read,
+            Op::Store { .. } => AccessKind::Write,
+            _ => AccessKind::Atomic,
+        };
+        let bl = self.b;
+        let addr = bl.build_ptr_to_int(p, i64t, "").unwrap();
+        let site = self.site_ids[&(inst as *const Inst)];
+        let mut args: Vec<inkwell::values::BasicMetadataValueEnum> = vec![
+            recorder.into(),
+            addr.into(),
+            i64t.const_int(kind as u64, false).into(),
+            i64t.const_int(u64::from(site), false).into(),
+        ];
+        for pid in self.pids {
+            args.push(bl.build_int_z_extend(pid, i64t, "").unwrap().into());
+        }
+        bl.build_call(hook, &args, "").unwrap();
     }
 
     /// The mask of a masked load computed lazily inside `v` (`v` itself or a lazy operand,

@@ -46,6 +46,9 @@ enum Lv<'ctx> {
 pub(crate) struct CodegenOptions {
     /// Check every memory access against the argument buffers.
     pub bounds_check: bool,
+    /// Report every checked access to the launch's race recorder, whose address follows
+    /// the parameters' ranges (needs `bounds_check`).
+    pub race_check: bool,
 }
 
 /// What the launcher needs to know about a generated kernel.
@@ -70,6 +73,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     scratch: PointerValue<'ctx>,
     scratch_bytes: usize,
     ranges: PointerValue<'ctx>,
+    /// The launch's race recorder (race checking only; see `launch::race`).
+    race: Option<PointerValue<'ctx>>,
     err: PointerValue<'ctx>,
     pids: [IntValue<'ctx>; 3],
     nprogs: [IntValue<'ctx>; 3],
@@ -160,6 +165,7 @@ pub(crate) fn generate<'ctx>(
         scratch: arg(n + 6).into_pointer_value(),
         scratch_bytes: 0,
         ranges: arg(n + 7).into_pointer_value(),
+        race: None,
         err: arg(n + 8).into_pointer_value(),
         pids: [0, 1, 2].map(|k| arg(n + k).into_int_value()),
         nprogs: [3, 4, 5].map(|k| arg(n + k).into_int_value()),
@@ -168,6 +174,14 @@ pub(crate) fn generate<'ctx>(
         error: None,
         spread,
     };
+    if opts.race_check {
+        // After the two range words of every parameter.
+        let at = i64t.const_int(2 * u64::from(n), false);
+        // SAFETY (of the generated code): the launcher passes `2n + 1` words in race mode.
+        let p = unsafe { b.build_gep(i64t, g.ranges, &[at], "") }.unwrap();
+        let word = b.build_load(i64t, p, "recorder").unwrap().into_int_value();
+        g.race = Some(b.build_int_to_ptr(word, ptr, "").unwrap());
+    }
     index_insts(&f.body, &mut g.defs, &mut g.site_ids);
     for (i, p) in f.params.iter().enumerate() {
         g.lv.insert(p.value, Lv::Scalar(arg(i as u32)));
