@@ -10,6 +10,7 @@
 //! - [`shrink`]: the smallest program that still fails.
 //! - [`case`]: the text form failing programs are printed in and the suite replays.
 //! - [`mutate`]: the text parser and the verifier against mutated kernel text.
+//! - [`package`]: the AOT package loader against mutated packages.
 //! - [`pool`]: long runs in worker processes (a crash or a hang costs one seed).
 #![deny(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod exec;
 pub mod gen;
 pub mod info;
 pub mod mutate;
+pub mod package;
 pub mod pool;
 pub mod rng;
 pub mod shrink;

@@ -5,6 +5,7 @@
 //!                                                         fuzz seeds S, S+1, … in J worker
 //!                                                         processes (default: one per core)
 //! tritium-fuzz --mutants N [--seed S]                     mutate printed kernels N times
+//! tritium-fuzz --package-mutants N [--seed S]             mutate an AOT package N times
 //! tritium-fuzz --print S                                  print the case of seed S
 //! tritium-fuzz --shrink S                                 print the smallest failing case of seed S
 //! tritium-fuzz --replay FILE                              check a case file
@@ -88,6 +89,23 @@ fn main() {
         );
         println!("{summary}");
         std::process::exit(i32::from(summary.failures > 0));
+    }
+    if let Some(n) = num("--package-mutants") {
+        let cache = std::env::temp_dir().join(format!("tritium-pkg-fuzz-{}", std::process::id()));
+        let start = Instant::now();
+        let r = tritium_fuzz::package::run(n, num("--seed").unwrap_or(1), &cache);
+        let _ = std::fs::remove_dir_all(&cache);
+        println!(
+            "{} package mutants in {:.1} s: {} unchanged, {} failures",
+            r.mutants,
+            start.elapsed().as_secs_f64(),
+            r.unchanged,
+            r.failures.len()
+        );
+        for f in r.failures.iter().take(10) {
+            println!("  {f}");
+        }
+        std::process::exit(i32::from(!r.failures.is_empty()));
     }
     let first = num("--seed").unwrap_or(1);
     let deadline = num("--deadline-ms")
@@ -278,7 +296,7 @@ fn is_header(line: &str) -> bool {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: tritium-fuzz [--programs N | --minutes M] [--seed S] [--jobs J] | --mutants N | --print S | --shrink S | --replay FILE | --pin FILE"
+        "usage: tritium-fuzz [--programs N | --minutes M] [--seed S] [--jobs J] | --mutants N | --package-mutants N | --print S | --shrink S | --replay FILE | --pin FILE"
     );
     std::process::exit(2)
 }

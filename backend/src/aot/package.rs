@@ -1,8 +1,11 @@
 //! Portable packages in GE's serialized-binary format, and an operator's package.
 //!
-//! Format (all integers little-endian `u32`): `[magic 0x56415231][version 1][count]`, then per
-//! entry `[key_len][key][val_len][val]`. Decoding rejects a bad magic or version, truncation,
-//! duplicate keys, non-UTF-8 keys and trailing bytes.
+//! Format (all integers little-endian `u32`): `[magic 0x56415231][version 2][count]`, then per
+//! entry `[key_len][key][val_len][val]`, then the SHA-256 of every byte before it. Decoding
+//! checks the digest first, so a package damaged in any byte (library, shapes, attributes,
+//! lengths) is refused before anything in it is read, written or loaded; then it rejects a
+//! bad magic or version, truncation, duplicate keys, non-UTF-8 keys and trailing bytes.
+//! Version 1 packages (without the digest) are refused: rebuild them with `to_package`.
 //!
 //! An operator's package holds its compiled library and everything of its definition that is
 //! data (symbol, attributes, fixed shapes and dtypes, flags), so it loads back on a machine
@@ -19,8 +22,11 @@ use super::operator::{AotOp, AotOpBuilder, AotOptions, Target};
 
 /// The package magic, `"1RAV"` as little-endian bytes.
 pub const PACKAGE_MAGIC: u32 = 0x5641_5231;
-/// The package format version.
-pub const PACKAGE_VERSION: u32 = 1;
+/// The package format version (2: with the SHA-256 of the content).
+pub const PACKAGE_VERSION: u32 = 2;
+
+/// Bytes of the trailing digest.
+const DIGEST_BYTES: usize = 32;
 
 /// An ordered set of uniquely keyed binary entries.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -79,11 +85,31 @@ impl Package {
             out.extend_from_slice(&(v.len() as u32).to_le_bytes());
             out.extend_from_slice(v);
         }
+        let digest = Sha256::digest(&out);
+        out.extend_from_slice(&digest);
         out
     }
 
     /// Parses serialized bytes, rejecting anything malformed with the reason and offset.
     pub fn decode(bytes: &[u8]) -> AotResult<Package> {
+        if bytes.len() < 12 + DIGEST_BYTES {
+            return Err(AotError::Package(format!(
+                "truncated: {} bytes, a package has at least {}",
+                bytes.len(),
+                12 + DIGEST_BYTES
+            )));
+        }
+        let (bytes, digest) = bytes.split_at(bytes.len() - DIGEST_BYTES);
+        if bytes[4..8] == 1u32.to_le_bytes() && bytes[..4] == PACKAGE_MAGIC.to_le_bytes() {
+            return Err(AotError::Package(
+                "a version 1 package carries no checksum; rebuild it with to_package".into(),
+            ));
+        }
+        if Sha256::digest(bytes).as_slice() != digest {
+            return Err(AotError::Package(
+                "damaged: the SHA-256 of its content does not match the one it carries".into(),
+            ));
+        }
         let mut pos = 0usize;
         let u32_at = |what: &str, pos: &mut usize| -> AotResult<u32> {
             let end = *pos + 4;

@@ -11,16 +11,29 @@ fn sample() -> Package {
     p
 }
 
+/// `content` followed by its SHA-256, as `Package::encode` seals it.
+fn seal(content: &[u8]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut out = content.to_vec();
+    out.extend_from_slice(&Sha256::digest(content));
+    out
+}
+
 #[test]
 fn round_trip_and_exact_layout() {
     let p = sample();
     let bytes = p.encode();
     assert_eq!(&bytes[..4], &PACKAGE_MAGIC.to_le_bytes());
     assert_eq!(&bytes[..4], &[0x31, 0x52, 0x41, 0x56]);
-    assert_eq!(&bytes[4..12], &[1, 0, 0, 0, 2, 0, 0, 0]);
+    assert_eq!(&bytes[4..12], &[2, 0, 0, 0, 2, 0, 0, 0]);
     assert_eq!(&bytes[12..16], &[9, 0, 0, 0]);
     assert_eq!(&bytes[16..25], b"shape:4x5");
     assert_eq!(&bytes[25..32], &[3, 0, 0, 0, 1, 2, 3]);
+    assert_eq!(
+        bytes,
+        seal(&bytes[..bytes.len() - 32]),
+        "the SHA-256 of the content ends it"
+    );
     assert_eq!(Package::decode(&bytes).unwrap(), p);
 }
 
@@ -32,23 +45,51 @@ fn reason(bytes: &[u8]) -> String {
 }
 
 #[test]
-fn malformed_packages_are_rejected_with_a_reason() {
+fn a_package_changed_in_any_byte_is_refused_as_damaged() {
     let good = sample().encode();
-    let mut bad_magic = good.clone();
-    bad_magic[0] ^= 0xff;
-    assert!(reason(&bad_magic).contains("bad magic"));
-    let mut bad_version = good.clone();
-    bad_version[4] = 2;
-    assert!(reason(&bad_version).contains("unsupported version 2"));
-    for cut in [0, 3, 8, 11, 14, 20, 27, good.len() - 1] {
+    for i in 0..good.len() {
+        let mut bad = good.clone();
+        bad[i] ^= 0x10;
+        assert!(
+            reason(&bad).contains("damaged"),
+            "byte {i}: {}",
+            reason(&bad)
+        );
+    }
+    for cut in [0, 3, 11, 40] {
         assert!(reason(&good[..cut]).contains("truncated"), "cut at {cut}");
     }
-    let mut trailing = good.clone();
+    for cut in [44, good.len() - 1] {
+        assert!(reason(&good[..cut]).contains("damaged"), "cut at {cut}");
+    }
+    // Version 1 carried no digest.
+    let mut v1 = good[..good.len() - 32].to_vec();
+    v1[4] = 1;
+    assert!(reason(&v1).contains("version 1 package carries no checksum"));
+}
+
+#[test]
+fn malformed_content_is_rejected_with_a_reason_even_when_sealed() {
+    let good = sample().encode();
+    let content = &good[..good.len() - 32];
+    let mut bad_magic = content.to_vec();
+    bad_magic[0] ^= 0xff;
+    assert!(reason(&seal(&bad_magic)).contains("bad magic"));
+    let mut bad_version = content.to_vec();
+    bad_version[4] = 3;
+    assert!(reason(&seal(&bad_version)).contains("unsupported version 3"));
+    for cut in [12, 14, 20, 27, content.len() - 1] {
+        assert!(
+            reason(&seal(&content[..cut])).contains("truncated"),
+            "cut at {cut}"
+        );
+    }
+    let mut trailing = content.to_vec();
     trailing.push(0);
-    assert!(reason(&trailing).contains("1 trailing bytes"));
+    assert!(reason(&seal(&trailing)).contains("1 trailing bytes"));
     // Two entries with the same key, built by hand.
     let mut dup = Vec::new();
-    for w in [PACKAGE_MAGIC, 1, 2] {
+    for w in [PACKAGE_MAGIC, 2, 2] {
         dup.extend_from_slice(&w.to_le_bytes());
     }
     for _ in 0..2 {
@@ -56,11 +97,11 @@ fn malformed_packages_are_rejected_with_a_reason() {
         dup.push(b'k');
         dup.extend_from_slice(&0u32.to_le_bytes());
     }
-    assert!(reason(&dup).contains("duplicate key `k`"));
+    assert!(reason(&seal(&dup)).contains("duplicate key `k`"));
     // A count larger than the entries present.
-    let mut count = good.clone();
+    let mut count = content.to_vec();
     count[8] = 3;
-    assert!(reason(&count).contains("truncated"));
+    assert!(reason(&seal(&count)).contains("truncated"));
     let mut p = Package::new();
     p.insert("a", vec![]).unwrap();
     assert!(p.insert("a", vec![]).is_err());
@@ -143,6 +184,14 @@ fn corrupted_operator_packages_are_rejected() {
     let err = AotOpBuilder::from_package(&bytes[..bytes.len() - 5], no_compiler("package-bad"))
         .unwrap_err();
     assert!(matches!(err, AotError::Package(_)), "{err}");
+    // One changed byte anywhere (here in the library) is refused before the library is
+    // written to the cache or loaded.
+    let mut damaged = bytes.clone();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 1;
+    let err = AotOpBuilder::from_package(&damaged, no_compiler("package-damaged")).unwrap_err();
+    assert!(err.to_string().contains("damaged"), "{err}");
+    assert!(!scratch("package-damaged").join("packages").exists());
     let mut p = Package::new();
     p.insert("tritium.aot.symbol", b"CustomAdd".to_vec())
         .unwrap();
