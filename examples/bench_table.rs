@@ -4,6 +4,7 @@
 //!     scripts/dev bench          # or: cargo run --release --example bench_table
 //!     cargo run --release --example bench_table -- compile   # the cold-compile rows only
 //!     cargo run --release --example bench_table -- checks    # checked mode's and race checking's costs
+//!     cargo run --release --example bench_table -- launches  # a cached launch's overhead
 //!
 //! Each row's candidates are timed interleaved (round after round, best of each), so that
 //! a busy machine slows them alike; the bandwidth loop is timed again with every
@@ -164,6 +165,51 @@ fn checking_rows() {
     }
 }
 
+/// The cost of a cached launch: vector add over grids of 1 and 64 programs of 16 elements
+/// (the kernel's own work is a few nanoseconds per program), median of many launches,
+/// against rayon's `install` of an empty parallel loop over 64 items (the pool's floor).
+fn launch_rows() {
+    let device = Device::cpu();
+    let n = 64 * 16;
+    let x = vec![1f32; n];
+    let mut out = vec![0f32; n];
+    let median = |f: &mut dyn FnMut()| {
+        let mut times: Vec<f64> = (0..2001)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2]
+    };
+    println!("cached launch overhead (median of 2001 launches, µs):");
+    for programs in [1usize, 64] {
+        let len = programs * 16;
+        let t = median(&mut || {
+            add::launch(
+                &device,
+                programs,
+                &mut out[..len],
+                &x[..len],
+                &x[..len],
+                len as i32,
+                16,
+            )
+            .unwrap()
+        });
+        println!("  vector add, {programs:>2} programs of 16 {t:>10.2}");
+    }
+    use rayon::prelude::*;
+    let t = median(&mut || {
+        (0..64).into_par_iter().for_each(|i| {
+            std::hint::black_box(i);
+        })
+    });
+    println!("  rayon: 64 empty items     {t:>10.2}");
+}
+
 /// The argument that makes this example [`cold_compile_child`].
 const COLD_CHILD: &str = "--cold-compile-child";
 
@@ -177,6 +223,10 @@ fn main() -> tritium::Result<()> {
         }
         Some("checks") => {
             checking_rows();
+            return Ok(());
+        }
+        Some("launches") => {
+            launch_rows();
             return Ok(());
         }
         _ => {}

@@ -1,8 +1,10 @@
 //! The worker pool that runs a grid's programs, and per-thread scratch memory.
 
-use rayon::prelude::*;
 use std::cell::RefCell;
-use std::sync::OnceLock;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
 
@@ -57,7 +59,75 @@ fn with_scratch<R>(bytes: usize, f: impl FnOnce(*mut u8) -> R) -> R {
     })
 }
 
-/// Runs programs `0..total` as `run(start, end, scratch)` calls spread over the pool.
+/// A program range runner, with its lifetime erased (see [`Shared::run`]).
+type Runner = dyn Fn(u64, u64, *mut u8) + Sync;
+
+/// What the launching thread and its helpers share for one grid.
+struct Shared {
+    /// The next chunk to claim.
+    next: AtomicU64,
+    /// Chunks finished (run, or panicked).
+    done: AtomicU64,
+    chunks: u64,
+    total: u64,
+    scratch_bytes: usize,
+    /// The launch's runner. Dereferenced only by a thread that claimed a chunk below
+    /// `chunks`; the launching thread returns only once every claimed chunk is done, and
+    /// after that no chunk can be claimed, so a helper that starts late never touches it.
+    run: *const Runner,
+    /// The first panic of a program range, re-raised in the launching thread.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    /// The launching thread, woken when the last chunk is done.
+    caller: std::thread::Thread,
+}
+
+// SAFETY: `run` points to a `Sync` closure, used as the field's docs say; the rest is
+// atomics, a mutex and a thread handle.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// Claims and runs chunks until none is left, or `max` of them ran.
+    fn work(&self, max: u64) {
+        for _ in 0..max {
+            let c = self.next.fetch_add(1, Ordering::Relaxed);
+            if c >= self.chunks {
+                return;
+            }
+            // In u128: `c * total` may pass 2^64 for the largest grids.
+            let (total, chunks) = (self.total as u128, self.chunks as u128);
+            let start = (c as u128 * total / chunks) as u64;
+            let end = ((c as u128 + 1) * total / chunks) as u64;
+            // SAFETY: chunk `c` was claimed, so the launching thread is still waiting (see
+            // `run`'s docs) and the closure is alive.
+            let run = unsafe { &*self.run };
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                with_scratch(self.scratch_bytes, |s| run(start, end, s))
+            }));
+            if let Err(p) = r {
+                self.panic
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert(p);
+            }
+            if self.done.fetch_add(1, Ordering::AcqRel) + 1 == self.chunks {
+                self.caller.unpark();
+            }
+        }
+    }
+}
+
+/// Work below this (estimated from the first chunk) runs on the launching thread alone:
+/// waking a worker costs about as much.
+const WAKE_WORTH: Duration = Duration::from_micros(20);
+
+/// Runs programs `0..total` as `run(start, end, scratch)` calls: the launching thread runs
+/// chunks itself from the start, and wakes helpers from the pool when the grid has few
+/// chunks, or when the rest of the grid (estimated from its first chunk) is worth more than
+/// waking them; helpers claim
+/// chunks from a shared counter, so a helper that starts late finds nothing to do and the
+/// launch never waits for a thread to wake. A panic in a program range reaches the caller
+/// after every other range is done.
 pub(crate) fn run_grid(total: u64, scratch_bytes: usize, run: &(dyn Fn(u64, u64, *mut u8) + Sync)) {
     let threads = pool().current_num_threads() as u64;
     if total == 1 || threads == 1 {
@@ -67,12 +137,110 @@ pub(crate) fn run_grid(total: u64, scratch_bytes: usize, run: &(dyn Fn(u64, u64,
     // Many chunks per thread balance uneven programs and threads slowed by other work on
     // the machine, without per-program overhead.
     let chunks = total.min(threads * 16);
-    pool().install(|| {
-        (0..chunks).into_par_iter().for_each(|c| {
-            // In u128: `c * total` may pass 2^64 for the largest grids.
-            let start = (c as u128 * total as u128 / chunks as u128) as u64;
-            let end = ((c + 1) as u128 * total as u128 / chunks as u128) as u64;
-            with_scratch(scratch_bytes, |s| run(start, end, s));
-        })
+    // SAFETY: only the lifetime is erased; see `Shared::run` for why no use outlives it.
+    let run: *const Runner = unsafe {
+        std::mem::transmute::<&(dyn Fn(u64, u64, *mut u8) + Sync + '_), *const Runner>(run)
+    };
+    let shared = Arc::new(Shared {
+        next: AtomicU64::new(0),
+        done: AtomicU64::new(0),
+        chunks,
+        total,
+        scratch_bytes,
+        run,
+        panic: Mutex::new(None),
+        caller: std::thread::current(),
     });
+    let wake = |rest: u64| {
+        // One helper per other thread, but no more than the chunks left.
+        for _ in 0..(threads - 1).min(rest) {
+            let s = shared.clone();
+            pool().spawn(move || s.work(u64::MAX));
+        }
+    };
+    if chunks <= 2 * threads {
+        // Few chunks (a persistent kernel's one program per thread): each is likely
+        // large, and running the first alone would serialize it.
+        wake(chunks);
+    } else {
+        // The first chunk, timed, tells whether the rest is worth waking threads for.
+        let first = Instant::now();
+        shared.work(1);
+        let per_chunk = first.elapsed();
+        let rest = chunks - 1;
+        if per_chunk.saturating_mul(rest.min(u64::from(u32::MAX)) as u32) > WAKE_WORTH {
+            wake(rest);
+        }
+    }
+    shared.work(u64::MAX);
+    let spin_until = Instant::now() + Duration::from_micros(30);
+    while shared.done.load(Ordering::Acquire) < chunks {
+        if Instant::now() < spin_until {
+            std::hint::spin_loop();
+        } else {
+            std::thread::park_timeout(Duration::from_micros(200));
+        }
+    }
+    let panic = shared
+        .panic
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(p) = panic {
+        std::panic::resume_unwind(p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_grid;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex;
+
+    /// Every program runs exactly once, whether the grid runs inline (cheap programs) or
+    /// with helpers (slow ones), for grid sizes around the chunking's edges.
+    #[test]
+    fn every_program_runs_once() {
+        for slow in [false, true] {
+            for total in [1u64, 2, 31, 32, 33, 64, 1000, 10_007] {
+                let seen = Mutex::new(vec![0u8; total as usize]);
+                run_grid(total, 64, &|start, end, scratch| {
+                    assert!(!scratch.is_null() && (scratch as usize).is_multiple_of(64));
+                    if slow {
+                        std::thread::sleep(std::time::Duration::from_micros(50));
+                    }
+                    let mut s = seen.lock().unwrap();
+                    for p in start..end {
+                        s[p as usize] += 1;
+                    }
+                });
+                let s = seen.into_inner().unwrap();
+                assert!(s.iter().all(|&n| n == 1), "total {total}, slow {slow}");
+            }
+        }
+    }
+
+    /// A panicking program range reaches the caller after the other ranges ran, and the
+    /// pool keeps working.
+    #[test]
+    fn a_panic_reaches_the_caller_and_the_pool_survives() {
+        let ran = AtomicU64::new(0);
+        let r = std::panic::catch_unwind(|| {
+            run_grid(1000, 0, &|start, end, _| {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+                ran.fetch_add(end - start, Ordering::Relaxed);
+                if (start..end).contains(&537) {
+                    panic!("program 537");
+                }
+            })
+        });
+        let p = r.expect_err("the panic reaches the caller");
+        assert_eq!(p.downcast_ref::<&str>(), Some(&"program 537"));
+        assert_eq!(ran.load(Ordering::Relaxed), 1000, "every range ran");
+        let again = AtomicU64::new(0);
+        run_grid(5000, 0, &|start, end, _| {
+            again.fetch_add(end - start, Ordering::Relaxed);
+        });
+        assert_eq!(again.load(Ordering::Relaxed), 5000);
+    }
 }
