@@ -119,6 +119,9 @@ pub const BUILTINS: &[Builtin] = builtins! {
     sigmoid(x);
     erf(x);
     erfc(x);
+    erfinv(x);
+    lgamma(x);
+    tgamma(x);
     tanh(x);
     sinh(x);
     cosh(x);

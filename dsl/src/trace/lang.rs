@@ -11,8 +11,8 @@ pub use super::block_ptr::{
 pub use super::combine::{associative_scan, reduce};
 pub use super::hints::{assume, debug_barrier, max_constancy, max_contiguous, multiple_of};
 pub use super::libm::{
-    acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, copysign, cosh, erfc, exp10, expm1, fmod,
-    frexp, hypot, ldexp, log10, log1p, nextafter, pow, remainder, sinh, tanh,
+    acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, copysign, cosh, erfc, erfinv, exp10, expm1,
+    fmod, frexp, hypot, ldexp, lgamma, log10, log1p, nextafter, pow, remainder, sinh, tanh, tgamma,
 };
 pub use super::math::{
     clamp, div_rn, erf, fdiv, histogram, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,

@@ -16,6 +16,7 @@ use super::lang::{
     abs, bitcast, cast, compare, exp, fail_with, floor, fma, log, maximum, minimum, sqrt, where_,
 };
 use super::math::{isinf, isnan, signbit};
+use super::shape::full_like;
 use super::tile::{IntoOperand, Operand, Tile};
 use crate::ir::{CmpPred, DType};
 
@@ -315,6 +316,12 @@ fn log_hi_lo(a: Tile) -> (Tile, Tile) {
     // Fast2Sum (|kh| ≥ |lm| whenever k ≠ 0; for k = 0 the sum is exact anyway).
     let hi = kh + lm;
     let lo = (lm - (hi - kh)) + k * LN2_LO;
+    // Renormalized (Fast2Sum): `k · LN2_LO` is up to 1e-7, far above an ulp of `hi`, and
+    // callers use `lo` to first order only.
+    let (hi, lo) = {
+        let s = hi + lo;
+        (s, lo - (s - hi))
+    };
     let special = eq(a, 0.0) | isinf(a) | isnan(a);
     (where_(special, log(a), hi), where_(special, 0.0, lo))
 }
@@ -501,5 +508,235 @@ pub fn erfc(x: impl IntoOperand) -> Tile {
         let (small_erf, tail) = super::math::erf_parts(x);
         let pos = where_(lt(x, 0.0), 2.0 - tail, tail);
         where_(lt(abs(x), 0.5), 1.0 - small_erf, pos)
+    })
+}
+
+// ---- gamma functions and erfinv ------------------------------------------------------------
+
+/// Γ(y) for f64 `y ≥ ½` as `(e^hi · (1 + lo), S, P)` with `Γ(y) = e^hi (1 + lo) · e^S ·
+/// √(2π) / P`: `y` is first raised past 10 by the recurrence `Γ(y) = Γ(y + n) / (y (y+1) …)`
+/// (`P` the product, at most 10 factors), then Stirling's series for `s = y + n`: `hi + lo`
+/// is `(s − ½) log s − s` with the roundings of the product and the difference kept in
+/// `lo`, and `S = Σ B₂ₖ / (2k (2k−1) s^(2k−1))` to the s^-13 term (the next is below 2^-56
+/// for s ≥ 10).
+fn stirling(y: Tile) -> (Tile, Tile, Tile, Tile) {
+    let mut prod = y * 0.0 + 1.0;
+    let mut s = y;
+    for _ in 0..10 {
+        let need = lt(s, 10.0);
+        prod = where_(need, prod * s, prod);
+        s = where_(need, s + 1.0, s);
+    }
+    let (l, l_lo) = log_hi_lo(s);
+    let w = s - 0.5;
+    let p = w * l;
+    // TwoSum(p, −s).
+    let hi = p - s;
+    let b = hi - p;
+    let err = (p - (hi - b)) + (-s - b);
+    let lo = err + (fma(w, l, -p) + w * l_lo);
+    let r = 1.0 / s;
+    let r2 = r * r;
+    let c = [
+        1.0 / 12.0,
+        -1.0 / 360.0,
+        1.0 / 1260.0,
+        -1.0 / 1680.0,
+        1.0 / 1188.0,
+        -691.0 / 360_360.0,
+        1.0 / 156.0,
+    ];
+    let mut series = r2 * 0.0 + c[6];
+    for k in c[..6].iter().rev() {
+        series = fma(series, r2, *k);
+    }
+    (hi, lo, series * r, prod)
+}
+
+/// `sin(π x)` for f64 `x`, exact at integers: `x = k + r`, `|r| ≤ ½`, `(−1)^k sin(π r)`.
+fn sin_pi(x: Tile) -> Tile {
+    let k = super::lang::rint(x);
+    let r = x - k;
+    let s = super::lang::sin(r * PI);
+    let odd = eq(fmod(k, 2.0), 1.0) | eq(fmod(k, 2.0), -1.0);
+    where_(odd, -s, s)
+}
+
+/// `1 − x` where `refl`, else `x`, as `y + dy` (TwoSum): for a large negative `x`, `1 − x`
+/// rounds, and Γ changes by `ψ(y)` times that rounding (150 ulps at x = −115).
+fn reflected(x: Tile, refl: Tile) -> (Tile, Tile) {
+    let y = 1.0 - x;
+    let b = y - 1.0;
+    let err = (1.0 - (y - b)) + (-x - b);
+    (where_(refl, y, x), where_(refl, err, 0.0))
+}
+
+/// ζ(k) − 1 for k = 2..=26 (computed to 60 digits), for `lgamma`'s series at 1 and 2.
+const ZETA_M1: [f64; 25] = [
+    0.644_934_066_848_226_4,
+    0.202_056_903_159_594_3,
+    0.082_323_233_711_138_19,
+    0.036_927_755_143_369_93,
+    0.017_343_061_984_449_14,
+    0.008_349_277_381_922_827,
+    0.004_077_356_197_944_34,
+    0.002_008_392_826_082_214_3,
+    0.000_994_575_127_818_085_3,
+    0.000_494_188_604_119_464_5,
+    0.000_246_086_553_308_048_3,
+    0.000_122_713_347_578_489_15,
+    6.124_813_505_870_483e-5,
+    3.058_823_630_702_049e-5,
+    1.528_225_940_865_187e-5,
+    7.637_197_637_899_763e-6,
+    3.817_293_264_999_84e-6,
+    1.908_212_716_553_939e-6,
+    9.539_620_338_727_962e-7,
+    4.769_329_867_878_064e-7,
+    2.384_505_027_277_33e-7,
+    1.192_199_259_653_110_6e-7,
+    5.960_818_905_125_948e-8,
+    2.980_350_351_465_228e-8,
+    1.490_155_482_836_504_3e-8,
+];
+
+/// Euler's constant γ.
+const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
+
+/// `lgamma(1 + e)` (`at_two` false) or `lgamma(2 + e)` (true) for `|e| ≤ 0.2`, from their
+/// Taylor series `∓γe… + Σ (−1)^k c_k e^k / k` with `c_k = ζ(k)` at 1 and `ζ(k) − 1` at
+/// 2: accurate to the last bits where Stirling's form, near these zeros, only is in absolute
+/// terms.
+fn lgamma_near_zero(e: Tile, at_two: bool) -> Tile {
+    let mut p = e * 0.0;
+    for (i, z) in ZETA_M1.iter().enumerate().rev() {
+        let k = (i + 2) as f64;
+        let c = if at_two { *z } else { 1.0 + z };
+        let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
+        p = fma(p, e, sign * c / k);
+    }
+    let first = if at_two {
+        1.0 - EULER_GAMMA
+    } else {
+        -EULER_GAMMA
+    };
+    // first·e + e²·p
+    fma(e * e, p, e * first)
+}
+
+/// `ln √(2π)`.
+const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
+
+/// The gamma function Γ(x) (libdevice's `tgamma`): Stirling's series above ½, the reflection
+/// `π / (sin(πx) Γ(1 − x))` below; ±inf at ±0, NaN at negative integers and −inf.
+#[track_caller]
+pub fn tgamma(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let refl = lt(x, 0.5);
+        let (y, dy) = reflected(x, refl);
+        let (hi, lo, series, prod) = stirling(y);
+        // Γ(y + dy) = Γ(y) · e^(ψ(y) dy), and ψ(y) ≈ log y − 1/(2y) is close enough here.
+        let lo = lo + (log(y) - 0.5 / y) * dy;
+        let e = exp(hi);
+        let e = where_(isinf(e), e, fma(e, lo, e));
+        let g = e * exp(series) * ((2.0 * PI).sqrt() / prod);
+        let r = where_(refl, PI / (sin_pi(x) * g), g);
+        let inf = where_(signbit(x), full_like(x, f64::NEG_INFINITY), f64::INFINITY);
+        let r = where_(eq(x, 0.0), inf, r);
+        let r = where_(lt(x, 0.0) & eq(floor(x), x), f64::NAN, r);
+        let r = where_(gt(x, 171.7), f64::INFINITY, r);
+        where_(isnan(x), x, r)
+    })
+}
+
+/// `log |Γ(x)|` (libdevice's `lgamma`): Stirling's series in log form above ½, the reflection below;
+/// exactly 0 at 1 and 2, +inf at 0, at negative integers and at ±inf.
+#[track_caller]
+pub fn lgamma(x: impl IntoOperand) -> Tile {
+    in_f64(x, |x| {
+        let refl = lt(x, 0.5);
+        let (y, dy) = reflected(x, refl);
+        let (hi, lo, series, prod) = stirling(y);
+        let lo = lo + (log(y) - 0.5 / y) * dy;
+        let lg = hi + (lo + (series + LN_SQRT_2PI - log(prod)));
+        // Past about 2^1014 the product overflows (and its error terms are NaN).
+        let lg = where_(isinf(hi), hi, lg);
+        let (e1, e2) = (y - 1.0, y - 2.0);
+        let lg = where_(lt(abs(e1), 0.2), lgamma_near_zero(e1, false), lg);
+        let lg = where_(lt(abs(e2), 0.2), lgamma_near_zero(e2, true), lg);
+        let r = where_(refl, log(abs(sin_pi(x) * (1.0 / PI))) * -1.0 - lg, lg);
+        let r = where_(eq(x, 1.0) | eq(x, 2.0), 0.0, r);
+        let pole = compare(x, CmpPred::Le, 0.0) & eq(floor(x), x);
+        let r = where_(pole | isinf(x), f64::INFINITY, r);
+        where_(isnan(x), x, r)
+    })
+}
+
+/// The inverse error function (libdevice's `erfinv`) for f32, f16 and bf16 (f64 is not
+/// supported yet): M. Giles' single-precision approximation, evaluated in f64, then one
+/// Newton step on `erf`'s fit; ±inf at ±1, NaN beyond.
+#[track_caller]
+pub fn erfinv(x: impl IntoOperand) -> Tile {
+    let x = float(x);
+    if x.dtype() == DType::F64 {
+        return fail_with(
+            x,
+            "erfinv of f64 is not supported yet (f16, bf16 and f32 are)".into(),
+        );
+    }
+    in_f64(x, |x| {
+        let w = -log((1.0 - x) * (x + 1.0));
+        let central = {
+            let w = w - 2.5;
+            let c = [
+                2.810_226_36e-8,
+                3.432_739_39e-7,
+                -3.523_387_7e-6,
+                -4.391_506_54e-6,
+                2.185_808_7e-4,
+                -1.253_725_03e-3,
+                -4.177_681_64e-3,
+                2.466_407_27e-1,
+                1.501_409_41,
+            ];
+            let mut p = w * 0.0 + c[0];
+            for k in &c[1..] {
+                p = fma(p, w, *k);
+            }
+            p
+        };
+        let tail = {
+            let w = sqrt(w) - 3.0;
+            let c = [
+                -2.002_142_57e-4,
+                1.009_505_58e-4,
+                1.349_343_22e-3,
+                -3.673_428_44e-3,
+                5.739_507_73e-3,
+                -7.622_461_3e-3,
+                9.438_870_47e-3,
+                1.001_674_06,
+                2.832_976_82,
+            ];
+            let mut p = w * 0.0 + c[0];
+            for k in &c[1..] {
+                p = fma(p, w, *k);
+            }
+            p
+        };
+        let y = where_(lt(w, 5.0), central, tail) * x;
+        // One Newton step: erf(y) − x over erf'(y) = 2/√π · e^(−y²).
+        let (small, erfc_abs) = super::math::erf_parts(y);
+        let erf_abs: Tile = 1.0 - erfc_abs;
+        let e = where_(
+            lt(abs(y), 0.5),
+            small,
+            where_(lt(y, 0.0), -erf_abs, erf_abs),
+        );
+        let d = exp(-(y * y)) * std::f64::consts::FRAC_2_SQRT_PI;
+        let y = y - (e - x) / d;
+        let inf = where_(lt(x, 0.0), full_like(x, f64::NEG_INFINITY), f64::INFINITY);
+        let y = where_(eq(abs(x), 1.0), inf, y);
+        where_(gt(abs(x), 1.0) | isnan(x), f64::NAN, y)
     })
 }
