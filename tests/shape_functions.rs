@@ -452,6 +452,36 @@ fn hints_keep_values_and_check_their_arguments() {
     );
 }
 
+/// `assume(x < limit)`: checked as a `device_assert` in checked mode (and on the
+/// interpreter), nothing otherwise.
+#[kernel]
+fn assumes(out: Ptr<i32>, limit: i32) {
+    let offs = arange(0, 16);
+    assume(offs < limit);
+    store(out + offs, offs);
+}
+
+#[test]
+fn a_false_assume_fails_in_checked_mode() {
+    let checked = LaunchOptions {
+        bounds_check: Some(true),
+        ..Default::default()
+    };
+    for device in all_devices() {
+        let mut out = Array1::<i32>::zeros(16);
+        let e = assumes::launch_with(&device, 1, &checked, &mut out, 10)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("device_assert failed: assume (lane [10]"),
+            "{device:?}: {e}"
+        );
+        assumes::launch_with(&device, 1, &checked, &mut out, 16).unwrap();
+    }
+    let mut out = Array1::<i32>::zeros(16);
+    assumes::launch(&Device::cpu(), 1, &mut out, 10).unwrap();
+}
+
 /// `reshape` takes Triton's tuple shapes and `can_reorder` (the order is kept either way).
 #[kernel]
 fn reshapes(out: Ptr<i32>) {

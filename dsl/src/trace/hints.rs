@@ -2,11 +2,12 @@
 //! `debug_barrier`. They are accepted so Triton kernels port as written; the code
 //! generators do not use them yet (the CPU and CUDA generators find contiguity and
 //! alignment themselves, and every CUDA barrier they need is emitted), so each returns its
-//! input unchanged or does nothing.
+//! input unchanged or does nothing, except `assume`, which is checked as a
+//! `device_assert`.
 
 use super::block_ptr::OptConstDims;
 use super::lang::fail_with;
-use super::tile::{IntoOperand, Tile};
+use super::tile::{IntoOperand, Operand, Tile};
 
 /// `x`, promised to be a multiple of `values` (per dim).
 #[track_caller]
@@ -26,10 +27,16 @@ pub fn max_constancy(x: Tile, values: impl OptConstDims) -> Tile {
     hint(x, "max_constancy", values)
 }
 
-/// A promise that `cond` holds.
+/// A promise that `cond` holds. It is checked where it can be: a `false` known while
+/// tracing fails the trace, and a run-time condition is a `device_assert` (active in
+/// checked mode and on the interpreter, nothing otherwise).
 #[track_caller]
 pub fn assume(cond: impl IntoOperand) {
-    let _ = cond.into_operand();
+    match cond.into_operand() {
+        Operand::Bool(false) => super::lang::static_assert(false, "assume(false)"),
+        Operand::Bool(true) => {}
+        c => super::lang::device_assert(c, "assume", super::lang::NoArg),
+    }
 }
 
 /// A barrier between the program's threads (Triton's `debug_barrier`): the code
