@@ -273,6 +273,75 @@ impl WrongSignature {
     }
 }
 
+/// The float32 Simd entry, called with i32 tiles: the memrefs' element type differs.
+#[register_custom_op(core = Vector, pipe = PipeV, mode = Simd)]
+struct FloatSimd;
+impl FloatSimd {
+    fn init(_: &CustomArgs) -> Result<CustomImpl, String> {
+        Ok(CustomImpl::new("custom_add_float32").bitcode(add_bc()))
+    }
+}
+
+/// The rank-2 Simd `scale`, called with rank-1 tiles.
+#[register_custom_op(core = Vector, pipe = PipeV, mode = Simd)]
+struct ScaleTwoD;
+impl ScaleTwoD {
+    fn init(_: &CustomArgs) -> Result<CustomImpl, String> {
+        Ok(CustomImpl::new("custom_scale_int32_2d").bitcode(add_bc()))
+    }
+}
+
+/// The int32 Simt add, called with i64 tiles.
+#[register_custom_op(core = Vector, pipe = PipeV, mode = Simt)]
+struct IntSimtOnI64;
+impl IntSimtOnI64 {
+    fn init(_: &CustomArgs) -> Result<CustomImpl, String> {
+        Ok(CustomImpl::new("custom_add_simt_int32").bitcode(add_bc()))
+    }
+}
+
+#[kernel]
+fn scale_rank1(out: Ptr<i32>, a: Ptr<i32>) {
+    let idx = arange(0, 16);
+    let r = custom("scale_two_d", load(a + idx), out = zeros([16], DType::I32));
+    store(out + idx, r);
+}
+
+#[kernel]
+fn add_i64(out: Ptr<i64>, a: Ptr<i64>) {
+    let idx = arange(0, 16);
+    let x = load(a + idx);
+    let r = custom("int_simt_on_i64", x, x, out = zeros([16], DType::I64));
+    store(out + idx, r);
+}
+
+/// The C++ signature record (`tritium-build` reads it from clang's debug info) catches a
+/// rank-2 memref given rank-1 tiles and an int32 scalar entry given i64 lanes, on the
+/// CPU and the emulator: both used to compute garbage.
+#[test]
+fn calls_are_checked_against_the_cpp_signature() {
+    for device in [Device::cpu(), Device::cuda_emulator()] {
+        let a = Array1::from_iter(0..16);
+        let mut out = Array1::zeros(16);
+        let e = scale_rank1::launch(&device, 1, &mut out, &a)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("parameter 0 of `_mlir_ciface_custom_scale_int32_2d` is `memref_t<int32_t, 2>*` in C++, the call passes input 0 (tile<16xi32>), which needs `memref_t<int32_t, 1>*`"),
+            "{device:?}: {e}"
+        );
+        let a = Array1::from_iter(0..16i64);
+        let mut out = Array1::<i64>::zeros(16);
+        let e = add_i64::launch(&device, 1, &mut out, &a)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("parameter 0 of `custom_add_simt_int32` is `int32_t` in C++, the call passes input 0 (tile<16xi64>), which needs `int64_t`"),
+            "{device:?}: {e}"
+        );
+    }
+}
+
 #[register_custom_op(core = Vector, pipe = PipeV, mode = Simd)]
 struct RejectsF64;
 impl RejectsF64 {
@@ -336,7 +405,8 @@ fn launch_by_name(name: &'static str) -> tritium::Result<Array1<i32>> {
 #[case::unreadable_bitcode("missing_file", &["custom op `missing_file`", "cannot read bitcode file `no/such/dir/add.bc`"])]
 #[case::invalid_bitcode("junk_bitcode", &["custom op `junk_bitcode`", "invalid bitcode `junk.bc`"])]
 #[case::absent_symbol("absent_symbol", &["custom op `absent_symbol`", "symbol `_mlir_ciface_custom_nope` is not defined in bitcode `add.bc`", "_mlir_ciface_custom_add_int32"])]
-#[case::signature_mismatch("wrong_signature", &["custom op `wrong_signature`", "`custom_add_simt_float32` has type `float (float, float)` but the call needs `i32 (i32, i32)`"])]
+#[case::signature_mismatch("wrong_signature", &["custom op `wrong_signature`", "parameter 0 of `custom_add_simt_float32` is `float` in C++, the call passes input 0 (tile<16xi32>), which needs `int32_t`"])]
+#[case::simd_element_type("float_simd", &["custom op `float_simd`", "parameter 0 of `_mlir_ciface_custom_add_float32` is `memref_t<float, 1>*` in C++, the call passes input 0 (tile<16xi32>), which needs `memref_t<int32_t, 1>*`"])]
 #[case::rejected_by_init("rejects_f64", &["custom op `rejects_f64`", "rejected the call", "every input must be f64, got tile<16xi32>"])]
 #[case::registered_twice("twice", &["custom op `twice` is registered 2 times", "Twice1", "Twice2"])]
 fn errors_name_the_op_and_call_site(#[case] name: &'static str, #[case] expected: &[&str]) {

@@ -65,6 +65,8 @@
 //! - returns an [`Error`] (never panics) naming the file and carrying clang's stderr.
 #![deny(missing_docs)]
 
+pub mod signature;
+
 use std::ffi::OsString;
 use std::fmt;
 use std::fs;
@@ -779,14 +781,8 @@ impl Bitcode {
             })
     }
 
-    fn compile_one(
-        &self,
-        clang: &Clang,
-        header_dir: &Path,
-        src: &Path,
-        out: &Path,
-        depfile: &Path,
-    ) -> Result<()> {
+    /// clang with every flag of a compile, before the output and the source.
+    fn clang_command(&self, clang: &Clang, header_dir: &Path, out: &Path) -> Result<Command> {
         let mut cmd = self.cc_command(clang, out.parent().unwrap_or(Path::new(".")))?;
         cmd.args(BASE_FLAGS).args(self.target.flags());
         for dir in &self.includes {
@@ -799,8 +795,67 @@ impl Bitcode {
                 None => cmd.arg(format!("-D{k}")),
             };
         }
-        cmd.args(&self.flags)
-            .arg("-MMD")
+        cmd.args(&self.flags);
+        Ok(cmd)
+    }
+
+    /// Compiles `src` to `out`, then embeds its functions' signature records (see
+    /// [`signature`]): `src` is compiled once more with `-g` to textual IR, and, when it
+    /// has records, a wrapper that includes `src` and defines them is compiled to `out`.
+    /// A source whose signatures cannot be read keeps the plain compile.
+    fn compile_one(
+        &self,
+        clang: &Clang,
+        header_dir: &Path,
+        src: &Path,
+        out: &Path,
+        depfile: &Path,
+    ) -> Result<()> {
+        self.compile_plain(clang, header_dir, src, out, depfile)?;
+        let ll = out.with_extension("sig.ll");
+        let mut cmd = self.clang_command(clang, header_dir, out)?;
+        cmd.arg("-g").arg("-S").arg("-o").arg(&ll).arg(src);
+        let Ok(text) = run(cmd, "clang failed to read signatures", src)
+            .and_then(|_| fs::read_to_string(&ll).map_err(io_err(&ll)))
+        else {
+            return Ok(());
+        };
+        let records = signature::records(&text);
+        let _ = fs::remove_file(&ll);
+        if records.is_empty() {
+            return Ok(());
+        }
+        let abs = fs::canonicalize(src).unwrap_or_else(|_| src.to_path_buf());
+        let quoted = abs
+            .display()
+            .to_string()
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"");
+        let wrapper = out.with_extension("sig.cc");
+        let text = format!(
+            "#include \"{quoted}\"\n{}",
+            signature::definitions(&records)
+        );
+        fs::write(&wrapper, text).map_err(io_err(&wrapper))?;
+        let signed = out.with_extension("signed.bc");
+        let mut cmd = self.clang_command(clang, header_dir, out)?;
+        cmd.arg("-o").arg(&signed).arg(&wrapper);
+        if run(cmd, "clang failed to embed signatures", src).is_ok() {
+            fs::rename(&signed, out).map_err(io_err(out))?;
+        }
+        Ok(())
+    }
+
+    fn compile_plain(
+        &self,
+        clang: &Clang,
+        header_dir: &Path,
+        src: &Path,
+        out: &Path,
+        depfile: &Path,
+    ) -> Result<()> {
+        let mut cmd = self.clang_command(clang, header_dir, out)?;
+        cmd.arg("-MMD")
             .arg("-MF")
             .arg(depfile)
             .arg("-o")

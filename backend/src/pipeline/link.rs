@@ -210,6 +210,10 @@ pub(crate) fn link_custom_code<'ctx>(
                     if have.is_empty() { "nothing".to_string() } else { have.join(", ") }
                 ));
             }
+            if let Some(record) = super::signature::record(&lib, &function) {
+                super::signature::check(f, c, &function, per_element, &record)
+                    .map_err(|e| format!("{}: {e}", at(inst, c)))?;
+            }
             needed.push(function.clone());
             let cooperative = !per_element && is_cooperative(&lib, &function);
             entries.insert(

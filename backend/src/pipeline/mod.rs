@@ -6,6 +6,7 @@
 //! - `stats`: compile counters per target and kernel;
 //! - `cache`: the on-disk cache of compiled objects and PTX (`<root>/<target>/…`);
 //! - `link`: linking user and builtin custom-op bitcode into a kernel module;
+//! - `signature`: custom calls checked against the C++ signature records of `tritium-build`;
 //! - `jit`: loading objects into the process (one ORC LLJIT);
 //! - `host`: the host target machine (the CPU backend and the CUDA emulator);
 //! - `dump`: kernel symbols and dump files;
@@ -21,6 +22,7 @@ pub(crate) mod jit;
 pub(crate) mod link;
 pub(crate) mod once;
 pub(crate) mod options;
+pub(crate) mod signature;
 pub(crate) mod stats;
 pub(crate) mod target;
 pub(crate) mod version;
