@@ -4,15 +4,34 @@ use std::ffi::c_void;
 
 /// Guard bytes placed after every output and workspace in checked mode.
 pub const GUARD_BYTES: usize = 64;
-pub(crate) const GUARD_VALUE: u8 = 0xA5;
 const ALIGN: usize = 64;
 
-/// A zero-initialized, 64-byte aligned buffer followed (in checked mode) by guard bytes.
+/// A fresh guard pattern: every buffer of every call gets its own, so a kernel that copies
+/// one buffer's guard bytes over another's (or last call's over this call's) is caught.
+pub(crate) fn guard_pattern() -> [u8; GUARD_BYTES] {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0x005e_ed0f_9a4d);
+    let mut x = NEXT.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed);
+    let mut out = [0u8; GUARD_BYTES];
+    for chunk in out.chunks_mut(8) {
+        // splitmix64
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes()[..chunk.len()]);
+    }
+    out
+}
+
+/// A zero-initialized, 64-byte aligned buffer followed (in checked mode) by guard bytes of
+/// its own pattern.
 pub(crate) struct Buffer {
     words: Vec<u64>,
     offset: usize,
     len: usize,
     guard: usize,
+    pattern: [u8; GUARD_BYTES],
 }
 
 impl Buffer {
@@ -32,12 +51,13 @@ impl Buffer {
             offset,
             len,
             guard,
+            pattern: guard_pattern(),
         };
         {
             // SAFETY: offset + len + guard <= total bytes of `words`.
             let bytes =
                 unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), total) };
-            bytes[offset + len..offset + len + guard].fill(GUARD_VALUE);
+            bytes[offset + len..offset + len + guard].copy_from_slice(&b.pattern[..guard]);
         }
         b.words = words;
         Some(b)
@@ -73,6 +93,7 @@ impl Buffer {
     pub fn overwritten_guard(&self) -> Option<usize> {
         self.all()[self.len..]
             .iter()
-            .position(|&b| b != GUARD_VALUE)
+            .zip(&self.pattern)
+            .position(|(b, p)| b != p)
     }
 }

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 
 use ndarray::{ArrayBase, Data, Dimension};
 
+use super::buffer::{guard_pattern, GUARD_BYTES};
 use super::dtype::{DType, Element, MindSporeDType};
 use super::error::{AotError, AotResult};
 use super::tensor::{Tensor, TensorSpec};
@@ -142,6 +143,8 @@ pub(crate) struct DeviceBuffer<'d> {
     ptr: CuDevicePtr,
     len: usize,
     guard: usize,
+    /// This buffer's guard bytes (see `buffer::guard_pattern`).
+    pattern: [u8; GUARD_BYTES],
 }
 
 impl Drop for DeviceBuffer<'_> {
@@ -175,12 +178,12 @@ impl DeviceBuffer<'_> {
     }
 
     /// The first guard byte that no longer holds `value`, if any.
-    pub fn overwritten_guard(&self, value: u8) -> AotResult<Option<usize>> {
+    pub fn overwritten_guard(&self) -> AotResult<Option<usize>> {
         if self.guard == 0 {
             return Ok(None);
         }
         let g = self.download_range(self.len, self.guard)?;
-        Ok(g.iter().position(|&b| b != value))
+        Ok(g.iter().zip(&self.pattern).position(|(b, p)| b != p))
     }
 
     /// The usable length.
@@ -209,9 +212,9 @@ impl Device {
         &self,
         len: usize,
         guard: usize,
-        guard_value: u8,
         init: Option<&[u8]>,
     ) -> AotResult<DeviceBuffer<'_>> {
+        let guard = guard.min(GUARD_BYTES);
         let total = len
             .checked_add(guard)
             .ok_or_else(|| AotError::Cuda(format!("allocation of {len} bytes overflows")))?;
@@ -226,6 +229,7 @@ impl Device {
             ptr,
             len,
             guard,
+            pattern: guard_pattern(),
         };
         // SAFETY: all ranges lie inside the allocation.
         unsafe {
@@ -234,8 +238,8 @@ impl Device {
             }
             if guard > 0 {
                 self.err(
-                    (self.drv.memset_d8)(ptr + len as u64, guard_value, guard),
-                    "cuMemsetD8",
+                    (self.drv.memcpy_htod)(ptr + len as u64, buf.pattern.as_ptr().cast(), guard),
+                    "cuMemcpyHtoD",
                 )?;
             }
             if let Some(bytes) = init {
@@ -294,7 +298,7 @@ impl DeviceTensor {
         Ok(DeviceTensor {
             dtype: t.dtype(),
             shape: t.shape().to_vec(),
-            buf: dev.alloc(bytes.len(), 0, 0, Some(bytes))?,
+            buf: dev.alloc(bytes.len(), 0, Some(bytes))?,
         })
     }
 

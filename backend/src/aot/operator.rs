@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use super::abi::{self, RawFn, ShapeArgs};
 use super::attrs::{AttrValue, Attrs};
-use super::buffer::{Buffer, GUARD_BYTES, GUARD_VALUE};
+use super::buffer::{Buffer, GUARD_BYTES};
 use super::compile::{self, CompileOptions, SourceKind};
 use super::cuda::{self, DeviceTensor};
 use super::dtype::{DType, MindSporeDType};
@@ -1065,7 +1065,7 @@ impl AotOp {
         dev.bind()?;
         let ins = inputs
             .iter()
-            .map(|t| dev.alloc(t.as_bytes().len(), 0, 0, Some(t.as_bytes())))
+            .map(|t| dev.alloc(t.as_bytes().len(), 0, Some(t.as_bytes())))
             .collect::<AotResult<Vec<_>>>()?;
         let (outs, words) = self.run_cuda(inst, &ins.iter().collect::<Vec<_>>(), specs)?;
         let data = outs
@@ -1100,13 +1100,13 @@ impl AotOp {
                     what: format!("output {k}"),
                     bytes: usize::MAX,
                 })?;
-                dev.alloc(n, guard, GUARD_VALUE, None)
+                dev.alloc(n, guard, None)
             })
             .collect::<AotResult<Vec<_>>>()?;
         let ws = inst
             .workspaces
             .iter()
-            .map(|&n| dev.alloc(n, guard, GUARD_VALUE, None))
+            .map(|&n| dev.alloc(n, guard, None))
             .collect::<AotResult<Vec<_>>>()?;
         let shape_bufs = if i.data_dependent {
             inst.outputs
@@ -1114,7 +1114,7 @@ impl AotOp {
                 .map(|(s, _)| {
                     let init = shape_buffer_init(s);
                     let bytes: Vec<u8> = init.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    dev.alloc(bytes.len(), guard, GUARD_VALUE, Some(&bytes))
+                    dev.alloc(bytes.len(), guard, Some(&bytes))
                 })
                 .collect::<AotResult<Vec<_>>>()?
         } else {
@@ -1156,7 +1156,7 @@ impl AotOp {
                         .map(|(k, b)| (format!("shape buffer {k}"), b)),
                 );
             for (name, b) in named {
-                if let Some(offset) = b.overwritten_guard(GUARD_VALUE)? {
+                if let Some(offset) = b.overwritten_guard()? {
                     return Err(AotError::GuardOverwritten {
                         function: sym.clone(),
                         buffer: name,

@@ -124,6 +124,19 @@ fn checked_mode_catches_workspace_overrun() {
     );
 }
 
+/// Every buffer of every call has its own guard pattern: guard bytes copied from the
+/// workspace over the output's are caught.
+#[test]
+fn guard_bytes_differ_per_buffer_so_copied_guards_are_caught() {
+    for _ in 0..2 {
+        let err = faulty("GuardCopy").call((&x(),)).unwrap_err();
+        assert!(
+            matches!(&err, AotError::GuardOverwritten { buffer, len: 12, .. } if buffer == "output 0"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn data_dependent_shape_beyond_upper_bound() {
     let op = op("faults.cc", "ShapeTooBig")

@@ -61,6 +61,20 @@ extern "C" int WorkspaceOverrun(int nparam, void **params, int *, int64_t **, co
   return 0;
 }
 
+// Asks for a 16-byte workspace and copies the workspace's guard bytes over the output's
+// (12 bytes for three floats): with one guard pattern for every buffer this went unseen.
+extern "C" int GuardCopyInit(int *, int64_t **, const char **, AotExtra *extra) {
+  extra->SetWorkSpace({16});
+  return 0;
+}
+extern "C" int GuardCopy(int nparam, void **params, int *, int64_t **, const char **, void *, void *) {
+  if (nparam != 3) return 1;
+  unsigned char *out = static_cast<unsigned char *>(params[1]);
+  unsigned char *ws = static_cast<unsigned char *>(params[2]);
+  for (int i = 0; i < 64; i++) out[12 + i] = ws[16 + i];
+  return 0;
+}
+
 // Reports a data-dependent shape larger than its upper bound.
 extern "C" int ShapeTooBig(int nparam, void **params, int *, int64_t **, const char **, void *, void *) {
   uint64_t *shape = static_cast<uint64_t *>(params[2]);
