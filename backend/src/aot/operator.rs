@@ -17,7 +17,7 @@ use super::dtype::{DType, MindSporeDType};
 use super::error::{AotError, AotResult};
 use super::extra::Extra;
 use super::library::Library;
-use super::tensor::{Inputs, Shape, Tensor, TensorRef, TensorSpec, DYN_RANK};
+use super::tensor::{Inputs, Shape, Tensor, TensorRef, TensorSpec, DYN_DIM, DYN_RANK};
 use super::whitelist::Whitelist;
 
 /// Largest rank a data-dependent output may report beyond its upper bound's rank.
@@ -150,6 +150,7 @@ pub struct AotOpBuilder {
     dtypes: DTypeRule,
     attrs: Attrs,
     num_inputs: Option<usize>,
+    inputs: Vec<TensorSpec>,
     num_outputs: Option<usize>,
     tuple_infer: bool,
     data_dependent: bool,
@@ -168,6 +169,7 @@ impl AotOpBuilder {
             dtypes: DTypeRule::Library,
             attrs: Attrs::new(),
             num_inputs: None,
+            inputs: Vec::new(),
             num_outputs: None,
             tuple_infer: false,
             data_dependent: false,
@@ -262,6 +264,15 @@ impl AotOpBuilder {
         self
     }
 
+    /// Declares the next input: its dtype and shape (dims may be `DYN_DIM`, or the whole
+    /// shape `[DYN_RANK]`). A call whose input has another dtype, rank or size is an
+    /// [`AotError::Input`] before the C++ runs (the C++ trusts the shapes it is given).
+    /// Declaring inputs sets [`num_inputs`](Self::num_inputs) to their count.
+    pub fn input(mut self, spec: TensorSpec) -> Self {
+        self.inputs.push(spec);
+        self
+    }
+
     /// The number of inputs; calls with another count are rejected before any C code runs.
     pub fn num_inputs(mut self, n: usize) -> Self {
         self.num_inputs = Some(n);
@@ -341,6 +352,16 @@ impl AotOpBuilder {
     /// the whitelist check) and resolves `Func`, `FuncInit`, `FuncInferShape`, `FuncInferType`.
     pub fn build(self) -> AotResult<AotOp> {
         let spec = FuncSpec::parse(&self.func)?;
+        let num_inputs = match (self.num_inputs, self.inputs.len()) {
+            (n, 0) => n,
+            (Some(n), k) if n != k => {
+                return Err(AotError::Definition {
+                    symbol: spec.symbol.clone(),
+                    message: format!("num_inputs is {n} but {k} inputs are declared"),
+                })
+            }
+            (_, k) => Some(k),
+        };
         let kind = spec.kind();
         let target = match (self.target, kind) {
             (Some(t), _) => t,
@@ -426,7 +447,8 @@ impl AotOpBuilder {
                 shapes: self.shapes,
                 dtypes: self.dtypes,
                 attrs: self.attrs,
-                num_inputs: self.num_inputs,
+                num_inputs,
+                inputs: self.inputs,
                 num_outputs: self.num_outputs,
                 tuple_infer: self.tuple_infer,
                 data_dependent: self.data_dependent,
@@ -488,6 +510,8 @@ struct OpInner {
     dtypes: DTypeRule,
     attrs: Attrs,
     num_inputs: Option<usize>,
+    /// Declared inputs (empty: any).
+    inputs: Vec<TensorSpec>,
     num_outputs: Option<usize>,
     tuple_infer: bool,
     data_dependent: bool,
@@ -738,6 +762,30 @@ impl AotOp {
         }
     }
 
+    /// The call's inputs against the declared ones ([`AotOpBuilder::input`]).
+    fn check_declared_inputs(&self, got: &[TensorSpec]) -> AotResult<()> {
+        for (k, (want, got)) in self.inner.inputs.iter().zip(got).enumerate() {
+            let rank_ok = want.shape == [DYN_RANK] || want.shape.len() == got.shape.len();
+            let dims_ok = rank_ok
+                && (want.shape == [DYN_RANK]
+                    || want
+                        .shape
+                        .iter()
+                        .zip(&got.shape)
+                        .all(|(w, g)| *w == DYN_DIM || w == g));
+            if want.dtype != got.dtype || !dims_ok {
+                return Err(self.input_err(format!(
+                    "input {k} is {} {:?}, declared {} {:?} (-1: any size, [-2]: any rank)",
+                    got.dtype.ms_name(),
+                    got.shape,
+                    want.dtype.ms_name(),
+                    want.shape
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn input_err(&self, message: String) -> AotError {
         AotError::Input {
             symbol: self.inner.spec.symbol.clone(),
@@ -761,6 +809,7 @@ impl AotOp {
                 )
             })
             .collect();
+        self.check_declared_inputs(&specs)?;
         let instance = self.instance_for(&specs, call_attrs)?;
         let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());
         match i.target {
@@ -1203,6 +1252,7 @@ impl AotOp {
         }
         self.check_input_count(inputs.len())?;
         let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect();
+        self.check_declared_inputs(&specs)?;
         let instance = self.instance_for(&specs, call_attrs)?;
         let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());
         let bufs: Vec<_> = inputs.iter().map(|t| t.buffer()).collect();

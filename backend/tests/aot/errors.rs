@@ -387,3 +387,54 @@ fn impossible_output_sizes_are_errors_not_aborts() {
         "{err}"
     );
 }
+
+/// Declared inputs (`AotOpBuilder::input`) are checked before the C++ runs: the seed's
+/// `add.cc` trusts its shapes (x of 2^24 elements and y of 1 read past y), so the operator
+/// declares both as 4 floats; another size, rank or dtype is an `Input` error.
+#[test]
+fn declared_inputs_are_checked_before_the_cpp_runs() {
+    use tritium_backend::aot::{TensorSpec, DYN_DIM};
+    let add = op("add.cc", "CustomAdd")
+        .input(TensorSpec::new([4], DType::F32))
+        .input(TensorSpec::new([DYN_DIM], DType::F32))
+        .infer_shape(|x| x[0].clone())
+        .out_dtype(DType::F32)
+        .build()
+        .unwrap();
+    let four = array![1.0f32, 2.0, 3.0, 4.0];
+    let out = add.call1((&four, &four)).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0, 8.0]);
+    let big = ndarray::Array1::<f32>::zeros(1 << 10);
+    let doubles = array![1.0f64, 2.0, 3.0, 4.0];
+    let square = ndarray::Array2::<f32>::zeros((2, 2));
+    let rows: [(&str, tritium_backend::aot::AotResult<_>); 3] = [
+        (
+            "input 0 is float32 [1024], declared float32 [4]",
+            add.call1((&big, &four)),
+        ),
+        (
+            "input 1 is float64 [4], declared float32 [-1]",
+            add.call1((&four, &doubles)),
+        ),
+        (
+            "input 1 is float32 [2, 2], declared float32 [-1]",
+            add.call1((&four, &square)),
+        ),
+    ];
+    for (want, got) in rows {
+        match got {
+            Err(AotError::Input { message, .. }) => assert!(message.contains(want), "{message}"),
+            other => panic!("expected an input error ({want}), got {other:?}"),
+        }
+    }
+    let err = op("add.cc", "CustomAdd")
+        .num_inputs(3)
+        .input(TensorSpec::new([4], DType::F32))
+        .build()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("num_inputs is 3 but 1 inputs are declared"),
+        "{err}"
+    );
+}
