@@ -124,10 +124,9 @@ const WAKE_WORTH: Duration = Duration::from_micros(20);
 /// Runs programs `0..total` as `run(start, end, scratch)` calls: the launching thread runs
 /// chunks itself from the start, and wakes helpers from the pool when the grid has few
 /// chunks, or when the rest of the grid (estimated from its first chunk) is worth more than
-/// waking them; helpers claim
-/// chunks from a shared counter, so a helper that starts late finds nothing to do and the
-/// launch never waits for a thread to wake. A panic in a program range reaches the caller
-/// after every other range is done.
+/// waking them. Helpers claim chunks from a shared counter, so a helper that starts late
+/// finds nothing to do and the launch never waits for a thread to wake. A panic in a
+/// program range reaches the caller after every other range is done.
 pub(crate) fn run_grid(total: u64, scratch_bytes: usize, run: &(dyn Fn(u64, u64, *mut u8) + Sync)) {
     let threads = pool().current_num_threads() as u64;
     if total == 1 || threads == 1 {
