@@ -7,6 +7,7 @@ use ndarray::{Array1, Array2};
 use tritium::prelude::*;
 use tritium::{Error, Result};
 use tritium_kernels::activation::sigmoid_gated;
+use tritium_kernels::attention::attention_forward;
 use tritium_kernels::dropout::seeded_dropout;
 use tritium_kernels::layer_norm::{layer_norm_bwd_dwdb, layer_norm_bwd_dx, layer_norm_fwd};
 use tritium_kernels::matmul::matmul;
@@ -226,6 +227,26 @@ fn clean_kernels() -> Vec<Clean> {
             let mut steps = Array1::<i32>::zeros(40);
             collatz::launch_with(d, 3, o, &mut steps, &start, 40, 16)
         }),
+        (
+            "fused attention forward (block pointers, causal)",
+            |d, o| {
+                let (heads, n, dim) = (2, 32, 16);
+                let data = |seed| {
+                    ndarray::Array4::from_shape_vec(
+                        (1, heads, n, dim),
+                        random_f32(heads * n * dim, seed),
+                    )
+                    .unwrap()
+                };
+                let (q, k, v) = (data(11), data(12), data(13));
+                let mut out = ndarray::Array4::<f32>::zeros((1, heads, n, dim));
+                let mut lse = ndarray::Array3::<f32>::zeros((1, heads, n));
+                let grid = [n / 16, heads];
+                attention_forward::launch_with(
+                    d, grid, o, &mut out, &mut lse, &q, &k, &v, 0.25, n as i32, 16, 16, dim, true,
+                )
+            },
+        ),
         ("layer norm forward and backward", |d, o| {
             let (rows, n) = (6, 40);
             let x = Array2::from_shape_vec((rows, n), random_f32(rows * n, 9)).unwrap();
