@@ -45,31 +45,12 @@ fn parse(item: &str) -> CType {
     CType::Unknown
 }
 
-/// How C++ spells a dtype (for messages).
-fn c_spelling(d: DType) -> &'static str {
-    match d {
-        DType::Bool => "bool",
-        DType::I8 => "int8_t",
-        DType::I16 => "int16_t",
-        DType::I32 => "int32_t",
-        DType::I64 => "int64_t",
-        DType::U8 => "uint8_t",
-        DType::U16 => "uint16_t",
-        DType::U32 => "uint32_t",
-        DType::U64 => "uint64_t",
-        DType::F16 => "half",
-        DType::BF16 => "bfloat16_t",
-        DType::F32 => "float",
-        DType::F64 => "double",
-    }
-}
-
 impl std::fmt::Display for CType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CType::Void => write!(f, "void"),
-            CType::Scalar(d) => write!(f, "{}", c_spelling(*d)),
-            CType::Memref(d, r) => write!(f, "memref_t<{}, {r}>*", c_spelling(*d)),
+            CType::Scalar(d) => write!(f, "{}", d.cname()),
+            CType::Memref(d, r) => write!(f, "memref_t<{}, {r}>*", d.cname()),
             CType::Unknown => write!(f, "?"),
         }
     }

@@ -49,6 +49,16 @@ fn in_f64_2(x: impl IntoOperand, y: impl IntoOperand, f: impl FnOnce(Tile, Tile)
     cast(f(cast(x, DType::F64), cast(y, DType::F64)), d)
 }
 
+/// `c[0]·xⁿ + … + c[n]` by Horner's rule with fused multiply-adds (`c` highest degree
+/// first), a tile of `x`'s shape.
+fn horner(x: Tile, c: &[f64]) -> Tile {
+    let mut p = x * 0.0 + c[0];
+    for k in &c[1..] {
+        p = fma(p, x, *k);
+    }
+    p
+}
+
 fn lt(a: Tile, b: impl IntoOperand) -> Tile {
     compare(a, CmpPred::Lt, b)
 }
@@ -443,10 +453,7 @@ fn atan_nonneg(a: Tile) -> Tile {
     let z = t * t;
     // Σ (−1)^k z^k / (2k + 1), k ≤ 14, by Horner's rule.
     let coef = |k: i32| if k % 2 == 0 { 1.0 } else { -1.0 } / f64::from(2 * k + 1);
-    let mut p = z * 0.0 + coef(14);
-    for k in (0..14).rev() {
-        p = fma(p, z, coef(k));
-    }
+    let p = horner(z, &(0..15).rev().map(coef).collect::<Vec<_>>());
     let s = t * p;
     let s = where_(big, (s + PI_6.1) + PI_6.0, s);
     where_(inv, minus_from(PI_2, s), s)
@@ -537,19 +544,19 @@ fn stirling(y: Tile) -> (Tile, Tile, Tile, Tile) {
     let lo = err + (fma(w, l, -p) + w * l_lo);
     let r = 1.0 / s;
     let r2 = r * r;
-    let c = [
-        1.0 / 12.0,
-        -1.0 / 360.0,
-        1.0 / 1260.0,
-        -1.0 / 1680.0,
-        1.0 / 1188.0,
-        -691.0 / 360_360.0,
-        1.0 / 156.0,
-    ];
-    let mut series = r2 * 0.0 + c[6];
-    for k in c[..6].iter().rev() {
-        series = fma(series, r2, *k);
-    }
+    // Highest degree first: 1/156 r¹² … 1/12.
+    let series = horner(
+        r2,
+        &[
+            1.0 / 156.0,
+            -691.0 / 360_360.0,
+            1.0 / 1188.0,
+            -1.0 / 1680.0,
+            1.0 / 1260.0,
+            -1.0 / 360.0,
+            1.0 / 12.0,
+        ],
+    );
     (hi, lo, series * r, prod)
 }
 
@@ -699,11 +706,7 @@ pub fn erfinv(x: impl IntoOperand) -> Tile {
                 2.466_407_27e-1,
                 1.501_409_41,
             ];
-            let mut p = w * 0.0 + c[0];
-            for k in &c[1..] {
-                p = fma(p, w, *k);
-            }
-            p
+            horner(w, &c)
         };
         let tail = {
             let w = sqrt(w) - 3.0;
@@ -718,11 +721,7 @@ pub fn erfinv(x: impl IntoOperand) -> Tile {
                 1.001_674_06,
                 2.832_976_82,
             ];
-            let mut p = w * 0.0 + c[0];
-            for k in &c[1..] {
-                p = fma(p, w, *k);
-            }
-            p
+            horner(w, &c)
         };
         let y = where_(lt(w, 5.0), central, tail) * x;
         // One Newton step: erf(y) − x over erf'(y) = 2/√π · e^(−y²).
