@@ -18,6 +18,7 @@ mod kernels_norm;
 mod launch_errors;
 mod libm;
 mod math_functions;
+mod pointer_tables;
 mod race_check;
 mod random;
 mod reductions;

@@ -2,8 +2,8 @@
 //! streams, host memory, arguments), then hands the kernel to CUDA, the emulator, the
 //! interpreter or the CPU. The only module that knows every target.
 
+use crate::launch::{buffers_named, Memory, TraceFn};
 use crate::launch::{check_args, check_args_written, Grid, KernelArgs, KernelKey, LaunchOptions};
-use crate::launch::{Memory, RawArg, TraceFn};
 use crate::runtime::CudaDevice;
 use crate::{Error, Result};
 use std::sync::Arc;
@@ -134,7 +134,7 @@ pub fn launch(
         };
         let k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         check_args(&k.function, &args)?;
-        return k.run(grid, &args.args);
+        return k.run(grid, &args.args, &args.pointees);
     }
     if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
         let f = trace(&spec)?;
@@ -142,25 +142,24 @@ pub fn launch(
         let interp = crate::interp::InterpretOptions {
             race_check: options.race_check(),
         };
-        return crate::interp::interpret_with(&f, grid, &args.args, &interp);
+        return crate::interp::interpret_launch(&f, grid, &args.args, &args.pointees, &interp);
     }
     let compiled = crate::cpu::compiled(&key, &spec, options, trace)?;
     check_args_written(&compiled.function, compiled.written_params(), &args)?;
-    compiled.run(grid, &args.args, options.bounds_check())
+    compiled.run_launch(grid, &args.args, &args.pointees)
 }
 
-/// Checks that every buffer is in host memory (the CPU and the interpreter read it).
+/// Checks that every buffer (pointer tables' entries too) is in host memory (the CPU and
+/// the interpreter read it).
 fn check_host_memory(kernel: &str, args: &KernelArgs<'_>) -> Result<()> {
-    for (name, a) in args.names.iter().zip(&args.args) {
-        if let RawArg::Ptr(b) = a {
-            if let Memory::Cuda(n) = b.memory {
-                return Err(Error::Launch {
-                    kernel: kernel.to_string(),
-                    message: format!(
-                        "argument `{name}` is a tensor on CUDA device {n}; launch on `Device::cuda({n})` or copy it to the host"
-                    ),
-                });
-            }
+    for (name, b) in buffers_named(&args.names, &args.args, &args.pointees) {
+        if let Memory::Cuda(n) = b.memory {
+            return Err(Error::Launch {
+                kernel: kernel.to_string(),
+                message: format!(
+                    "argument `{name}` is a tensor on CUDA device {n}; launch on `Device::cuda({n})` or copy it to the host"
+                ),
+            });
         }
     }
     Ok(())

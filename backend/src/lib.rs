@@ -20,6 +20,6 @@ pub use dispatch::{launch, Device};
 pub use error::{Error, Result};
 pub use launch::print::capture_device_prints;
 pub use launch::{
-    check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, PackedPtr, PtrArg, RawArg,
-    RawBuffer,
+    check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, PackedPtr, Pointee, PtrArg,
+    PtrTable, RawArg, RawBuffer,
 };

@@ -157,7 +157,7 @@ pub fn analyze(f: &Function, memory: &[Option<Memory>]) -> Facts {
         f,
         infos: vec![Info::EXACT; f.types.len()],
         param_memory: HashMap::new(),
-        roots: f.pointer_roots(),
+        roots: roots_through_addresses(f),
         stored: HashMap::new(),
         writes: HashMap::new(),
         consts: HashMap::new(),
@@ -194,6 +194,42 @@ pub fn analyze(f: &Function, memory: &[Option<Memory>]) -> Facts {
         values: a.infos,
         stored: a.stored,
     }
+}
+
+/// `f.pointer_roots()`, where a pointer the generator computes through its address
+/// (`inttoptr(ptrtoint(p) + …)`, which stays in `p`'s buffer) gets `p`'s roots rather than
+/// every parameter's.
+fn roots_through_addresses(f: &Function) -> HashMap<Value, Vec<usize>> {
+    let mut defs: HashMap<Value, Op> = HashMap::new();
+    f.walk(&mut |inst| {
+        for r in &inst.results {
+            defs.insert(*r, inst.op.clone());
+        }
+    });
+    fn source(v: Value, defs: &HashMap<Value, Op>) -> Option<Value> {
+        match defs.get(&v)? {
+            Op::PtrToInt(p) => Some(*p),
+            Op::Binary(BinOp::Add, a, b) => source(*a, defs).or_else(|| source(*b, defs)),
+            Op::Cast(a) => source(*a, defs),
+            _ => None,
+        }
+    }
+    fn rewrite(b: &mut Block, defs: &HashMap<Value, Op>) {
+        for inst in &mut b.insts {
+            if let Op::IntToPtr(x) = inst.op {
+                if let Some(p) = source(x, defs) {
+                    // Same shape as the result: the roots analysis unions pointer operands.
+                    inst.op = Op::Reshape(p);
+                }
+            }
+            for r in inst.op.regions_mut() {
+                rewrite(r, defs);
+            }
+        }
+    }
+    let mut g = f.clone();
+    rewrite(&mut g.body, &defs);
+    g.pointer_roots()
 }
 
 struct Analysis<'f> {
@@ -489,6 +525,10 @@ pub fn transfer<'t>(
             }
         }
         Op::AddPtr(p, o) => exact_only(&[get(*p), get(*o)], Info::EXACT),
+        // Addresses differ between the devices' copies of a buffer: only pointers made
+        // back from them are compared (through what they load and store).
+        Op::PtrToInt(_) => Info::UNRELIABLE,
+        Op::IntToPtr(_) => Info::EXACT,
         // In order on every target: exact when the input is; running sums of small
         // integers stay small integers.
         Op::Scan { op, x, axis, .. } => {

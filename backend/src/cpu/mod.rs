@@ -6,7 +6,8 @@ mod pool;
 
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
-use crate::launch::{checked, race, Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
+use crate::launch::{checked, named_buffers, race, Grid, KernelKey, LaunchOptions};
+use crate::launch::{Pointee, RawArg, RawBuffer, TraceFn};
 use crate::pipeline::dump::Dumps;
 use crate::pipeline::link::{BitcodeTarget, CustomEntries};
 use crate::pipeline::once::OnceMap;
@@ -38,6 +39,9 @@ pub struct Compiled {
     written: Vec<usize>,
     /// Compiled to report accesses to a race recorder (see `launch::race`).
     race_check: bool,
+    /// Checked code compares pointers made from integers with every buffer of the launch
+    /// (`checked::buffer_list`, after the race recorder's word).
+    buffer_list: bool,
 }
 
 type MemKey = (KernelKey, Specialization, CompileOptions);
@@ -73,6 +77,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
     let sites = c.function.fault_sites();
     let written = c.function.written_params();
+    let buffer_list = target.bounds_check && !c.function.foreign_pointers().is_empty();
     Ok(Compiled {
         function: c.function,
         key_hash: c.key_hash,
@@ -81,6 +86,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         sites,
         written,
         race_check: options.race_check,
+        buffer_list,
     })
 }
 
@@ -157,12 +163,28 @@ impl Compiled {
 
     /// Runs the grid. Arguments must already be checked against `function`.
     pub fn run(&self, grid: Grid, args: &[RawArg], _bounds_check: bool) -> Result<()> {
+        self.run_launch(grid, args, &[])
+    }
+
+    /// [`Compiled::run`] for a launch whose pointer tables reach `pointees`.
+    pub fn run_launch(&self, grid: Grid, args: &[RawArg], pointees: &[Pointee]) -> Result<()> {
         let slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
-        let mut ranges = checked::ranges(args, |b| (b.lo as u64, b.hi as u64));
-        // A race-checking kernel finds its recorder after the ranges.
+        let host = |b: &RawBuffer| (b.lo as u64, b.hi as u64);
+        let mut ranges = checked::ranges(args, host);
+        // A race-checking kernel finds its recorder after the ranges, and a kernel with
+        // pointers made from integers the list of every buffer after that word.
         let recorder = self.race_check.then(|| race::RaceRecorder::new(grid.0));
-        if let Some(r) = &recorder {
-            ranges.push(r as *const race::RaceRecorder as u64);
+        if recorder.is_some() || self.buffer_list {
+            ranges.push(recorder.as_ref().map_or(0, |r| r as *const _ as u64));
+        }
+        // Named only where needed: a cached launch stays a few hundred nanoseconds.
+        let named = || named_buffers(&self.function, args, pointees);
+        let buffers = match recorder.is_some() || self.buffer_list {
+            true => named(),
+            false => Vec::new(),
+        };
+        if self.buffer_list {
+            ranges.extend(checked::buffer_list(&buffers, host));
         }
         let fault: [AtomicU64; checked::FAULT_WORDS] = Default::default();
         let [nx, ny, nz] = grid.0;
@@ -196,9 +218,12 @@ impl Compiled {
             },
         );
         let record = fault.map(AtomicU64::into_inner);
-        checked::fault_result(&self.function, &self.sites, &record, args, &ranges)?;
+        if record[0] != 0 {
+            let names = checked::named_ranges(&named(), host);
+            checked::fault_result(&self.function, &self.sites, &record, &names)?;
+        }
         match &recorder {
-            Some(r) => r.result(&self.function, &self.sites, args),
+            Some(r) => r.result(&self.function, &self.sites, &buffers),
             None => Ok(()),
         }
     }

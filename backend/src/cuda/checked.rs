@@ -11,27 +11,35 @@ use std::sync::Arc;
 use tritium_dsl::ir::Function;
 
 /// A launch's check buffer in device memory: a zeroed fault record, then `[lo, hi]` of
-/// every parameter in device addresses.
+/// every parameter in device addresses, then (for kernels with pointers made from
+/// integers) the list of every buffer of the launch (`checked::buffer_list`).
 pub(crate) struct DeviceCheck {
     device: CudaSlice<u8>,
     /// The bytes copied in, alive until the record is read back: the copy is queued on
     /// the stream like the staged arguments'.
     _host: Vec<u8>,
-    /// The ranges as the kernel compares them (the error lists them).
-    ranges: Vec<u64>,
+    /// Every buffer's name and range as the kernel compares them (the error lists them).
+    names: Vec<(String, (u64, u64))>,
     /// The buffer's device address: the kernel's last parameter.
     pub address: u64,
 }
 
 impl DeviceCheck {
-    /// Copies the record and the ranges (`range` gives a buffer's device byte range) in.
+    /// Copies the record and the ranges (`range` gives a buffer's device byte range) in;
+    /// with `buffer_list`, the list of every buffer after them.
     pub(crate) fn copy_in(
         gpu: &CudaDevice,
         stream: &Arc<CudaStream>,
+        buffers: &[(String, RawBuffer)],
         args: &[RawArg],
+        buffer_list: bool,
         range: impl Fn(&RawBuffer) -> (u64, u64),
     ) -> Result<DeviceCheck> {
-        let ranges = checked::ranges(args, range);
+        let mut ranges = checked::ranges(args, &range);
+        if buffer_list {
+            ranges.extend(checked::buffer_list(buffers, &range));
+        }
+        let names = checked::named_ranges(buffers, &range);
         let bytes: Vec<u8> = ([0u64; FAULT_WORDS].iter().chain(&ranges))
             .flat_map(|w| w.to_le_bytes())
             .collect();
@@ -44,19 +52,14 @@ impl DeviceCheck {
         Ok(DeviceCheck {
             device,
             _host: bytes,
-            ranges,
+            names,
             address,
         })
     }
 
     /// After the grid: `Ok`, or the first fault as the CPU reports it (with device
     /// addresses).
-    pub(crate) fn result(
-        self,
-        stream: &Arc<CudaStream>,
-        f: &Function,
-        args: &[RawArg],
-    ) -> Result<()> {
+    pub(crate) fn result(self, stream: &Arc<CudaStream>, f: &Function) -> Result<()> {
         let mut bytes = [0u8; FAULT_WORDS * 8];
         let view = self.device.slice(0..bytes.len());
         stream
@@ -75,6 +78,6 @@ impl DeviceCheck {
             return Ok(());
         }
         let sites = f.fault_sites();
-        checked::fault_result(f, &sites, &record, args, &self.ranges)
+        checked::fault_result(f, &sites, &record, &self.names)
     }
 }

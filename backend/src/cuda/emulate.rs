@@ -29,7 +29,8 @@ use super::codegen::{
 };
 use super::CudaCompileOptions;
 use crate::launch::checked::{self, FAULT_WORDS};
-use crate::launch::{Grid, KernelKey, LaunchOptions, RawArg, TraceFn};
+use crate::launch::{named_buffers, Grid, KernelKey, LaunchOptions, Pointee, RawArg};
+use crate::launch::{RawBuffer, TraceFn};
 use crate::pipeline::cache::Store;
 use crate::pipeline::dump::Dumps;
 use crate::pipeline::link::{BitcodeTarget, CustomEntries};
@@ -60,6 +61,8 @@ pub(crate) struct EmulatedKernel {
     threads: usize,
     /// Checked mode: the memory ops a fault may name (`None` when unchecked).
     sites: Option<Vec<(tritium_dsl::ir::Loc, &'static str)>>,
+    /// Checked code reads the list of every buffer (it has pointers made from integers).
+    buffer_list: bool,
 }
 
 /// Stack bytes of one emulated GPU thread (what `std::thread` gives a thread).
@@ -260,7 +263,9 @@ pub(crate) fn compile(
     // SAFETY: the generated function has exactly `EntryFn`'s signature (`emulate: true`).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
     let sites = bounds_check.then(|| c.function.fault_sites());
+    let buffer_list = bounds_check && !c.function.foreign_pointers().is_empty();
     Ok(EmulatedKernel {
+        buffer_list,
         function: c.function,
         entry,
         shared_bytes: c.meta,
@@ -340,11 +345,20 @@ impl Target for Emulator {
 impl EmulatedKernel {
     /// Runs the grid, program after program. Arguments must be checked already. In
     /// checked mode every program runs (as on a GPU) and the first fault is the error.
-    pub(crate) fn run(&self, grid: Grid, args: &[RawArg]) -> Result<()> {
+    pub(crate) fn run(&self, grid: Grid, args: &[RawArg], pointees: &[Pointee]) -> Result<()> {
         let mut slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
         // The check buffer (see `codegen/memory.rs`): the fault record, written by the
-        // generated code's compare-exchange, then the host ranges.
-        let ranges = checked::ranges(args, |b| (b.lo as u64, b.hi as u64));
+        // generated code's compare-exchange, then the host ranges (and the list of every
+        // buffer).
+        let host = |b: &RawBuffer| (b.lo as u64, b.hi as u64);
+        let mut ranges = checked::ranges(args, host);
+        let buffers = match self.sites.is_some() {
+            true => named_buffers(&self.function, args, pointees),
+            false => Vec::new(),
+        };
+        if self.buffer_list {
+            ranges.extend(checked::buffer_list(&buffers, host));
+        }
         let check: Vec<AtomicU64> = (0..FAULT_WORDS as u64)
             .map(|_| 0)
             .chain(ranges.iter().copied())
@@ -422,7 +436,8 @@ impl EmulatedKernel {
         for (r, w) in record.iter_mut().zip(&check) {
             *r = w.load(Ordering::SeqCst);
         }
-        checked::fault_result(&self.function, sites, &record, args, &ranges)
+        let names = checked::named_ranges(&buffers, host);
+        checked::fault_result(&self.function, sites, &record, &names)
     }
 }
 

@@ -4,9 +4,8 @@
 
 use super::checked::DeviceCheck;
 use super::{CudaCompileOptions, Ptx};
-use crate::launch::{
-    check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, TraceFn,
-};
+use crate::launch::{buffers_named, Memory, RawArg, TraceFn};
+use crate::launch::{check_args, named_buffers, Grid, KernelArgs, KernelKey, LaunchOptions};
 use crate::pipeline::once::OnceMap;
 use crate::runtime::{driver_error, CudaDevice};
 use crate::{Error, Result};
@@ -21,6 +20,8 @@ pub(crate) struct CompiledPtx {
     pub function: Function,
     pub key_hash: String,
     pub ptx: Ptx,
+    /// Checked code reads the list of every buffer (it has pointers made from integers).
+    pub buffer_list: bool,
 }
 
 type MemKey = (
@@ -55,15 +56,13 @@ pub(crate) fn launch(
             grid.0
         )));
     }
-    for (name, a) in args.names.iter().zip(&args.args) {
-        if let RawArg::Ptr(b) = a {
-            if let Memory::Cuda(n) = b.memory {
-                if n != gpu.ordinal() {
-                    return Err(launch_err(format!(
-                        "argument `{name}` lives on CUDA device {n}, the launch is on device {}",
-                        gpu.ordinal()
-                    )));
-                }
+    for (name, b) in buffers_named(&args.names, &args.args, &args.pointees) {
+        if let Memory::Cuda(n) = b.memory {
+            if n != gpu.ordinal() {
+                return Err(launch_err(format!(
+                    "argument `{name}` lives on CUDA device {n}, the launch is on device {}",
+                    gpu.ordinal()
+                )));
             }
         }
     }
@@ -86,7 +85,7 @@ pub(crate) fn launch(
         Some(s) => s.cuda().clone(),
         None => gpu.stream().clone(),
     };
-    let staged = Staging::copy_in(gpu, &stream, &args.args)?;
+    let staged = Staging::copy_in(gpu, &stream, args)?;
     let mut values: Vec<u64> = args
         .args
         .iter()
@@ -97,10 +96,20 @@ pub(crate) fn launch(
         .collect();
     // Checked mode: the check buffer is one more parameter (ranges in device addresses).
     let check = match copts.bounds_check {
-        true => Some(DeviceCheck::copy_in(gpu, &stream, &args.args, |b| {
-            let lo = staged.device_address(b.lo, b.memory);
-            (lo, lo.wrapping_add((b.hi - b.lo) as u64))
-        })?),
+        true => {
+            let buffers = named_buffers(&compiled.function, &args.args, &args.pointees);
+            Some(DeviceCheck::copy_in(
+                gpu,
+                &stream,
+                &buffers,
+                &args.args,
+                compiled.buffer_list,
+                |b| {
+                    let lo = staged.device_address(b.lo, b.memory);
+                    (lo, lo.wrapping_add((b.hi - b.lo) as u64))
+                },
+            )?)
+        }
         false => None,
     };
     values.extend(check.as_ref().map(|c| c.address));
@@ -109,9 +118,8 @@ pub(crate) fn launch(
     let mut params: Vec<*mut std::ffi::c_void> =
         values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
     gpu.bind()?;
-    let writes = |i: usize| matches!(args.args[i], RawArg::Ptr(b) if b.writable);
-    for &(i, uses) in &args.device_uses {
-        uses.order_before(&stream, writes(i))?;
+    for &(writes, uses) in &args.device_uses {
+        uses.order_before(&stream, writes)?;
     }
     let [x, y, z] = grid.0;
     // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`; the
@@ -130,8 +138,8 @@ pub(crate) fn launch(
         )
     }
     .map_err(|e| driver_error(&format!("launching `{}`", key.name), e))?;
-    for &(i, uses) in &args.device_uses {
-        uses.record(&stream, writes(i))?;
+    for &(writes, uses) in &args.device_uses {
+        uses.record(&stream, writes)?;
     }
     if staged.regions.is_empty() && check.is_none() {
         // Only device memory: asynchronous, like Triton; a failure shows at the next
@@ -143,7 +151,7 @@ pub(crate) fn launch(
         e => e,
     })?;
     match check {
-        Some(c) => c.result(&stream, &compiled.function, &args.args),
+        Some(c) => c.result(&stream, &compiled.function),
         None => Ok(()),
     }
 }
@@ -177,7 +185,9 @@ pub(crate) fn compile(
         f,
         &options.compile_options(),
     )?;
+    let buffer_list = copts.bounds_check && !c.function.foreign_pointers().is_empty();
     Ok(CompiledPtx {
+        buffer_list,
         function: c.function,
         key_hash: c.key_hash,
         ptx: Ptx {
@@ -191,9 +201,13 @@ pub(crate) fn compile(
 
 /// Host buffers copied to the device for one launch. Overlapping buffers share one
 /// device copy (so aliasing is preserved); regions holding a written buffer are copied
-/// back whole after the kernel.
+/// back whole after the kernel. A pointer table's device copy holds its entries' device
+/// addresses.
 struct Staging {
     regions: Vec<Region>,
+    /// The translated pointer tables, alive until the stream is synchronized (their
+    /// copies are queued on it).
+    _tables: Vec<Vec<u8>>,
 }
 
 struct Region {
@@ -205,13 +219,20 @@ struct Region {
 }
 
 impl Staging {
-    fn copy_in(gpu: &CudaDevice, stream: &Arc<CudaStream>, args: &[RawArg]) -> Result<Staging> {
-        let mut spans: Vec<(usize, usize, bool)> = args
-            .iter()
+    fn copy_in(
+        gpu: &CudaDevice,
+        stream: &Arc<CudaStream>,
+        args: &KernelArgs<'_>,
+    ) -> Result<Staging> {
+        let buffers = (args.args.iter())
             .filter_map(|a| match a {
-                RawArg::Ptr(b) if b.memory == Memory::Host => Some((b.lo, b.hi, b.writable)),
-                _ => None,
+                RawArg::Ptr(b) => Some(b),
+                RawArg::Scalar { .. } => None,
             })
+            .chain(args.pointees.iter().map(|e| &e.buffer));
+        let mut spans: Vec<(usize, usize, bool)> = buffers
+            .filter(|b| b.memory == Memory::Host)
+            .map(|b| (b.lo, b.hi, b.writable))
             .collect();
         spans.sort_unstable();
         let mut merged: Vec<(usize, usize, bool)> = Vec::new();
@@ -244,7 +265,37 @@ impl Staging {
                 device,
             });
         }
-        Ok(Staging { regions })
+        let mut staging = Staging {
+            regions,
+            _tables: Vec::new(),
+        };
+        staging.translate_tables(stream, args)?;
+        Ok(staging)
+    }
+
+    /// Overwrites each pointer table's device copy with its entries' device addresses.
+    fn translate_tables(&mut self, stream: &Arc<CudaStream>, args: &KernelArgs<'_>) -> Result<()> {
+        for (arg, a) in args.args.iter().enumerate() {
+            let RawArg::Ptr(table) = a else { continue };
+            let entries = args.pointees.iter().filter(|e| e.arg == arg);
+            let bytes: Vec<u8> = entries
+                .flat_map(|e| (self.device_address(e.buffer.ptr, e.buffer.memory)).to_le_bytes())
+                .collect();
+            if bytes.is_empty() || table.memory != Memory::Host {
+                continue;
+            }
+            let Some(r) = (self.regions.iter_mut()).find(|r| r.lo <= table.ptr && table.ptr < r.hi)
+            else {
+                continue;
+            };
+            let at = table.ptr - r.lo;
+            let mut view = r.device.slice_mut(at..at + bytes.len());
+            stream
+                .memcpy_htod(bytes.as_slice(), &mut view)
+                .map_err(|e| driver_error("copying a pointer table to the GPU", e))?;
+            self._tables.push(bytes);
+        }
+        Ok(())
     }
 
     /// The address the kernel gets for a buffer whose first element is at `ptr`.

@@ -96,5 +96,5 @@ pub fn run_emulated_with(
     grid.validate(&f.name)?;
     crate::check_args(f, args)?;
     let k = emulate::compile(f.clone(), options, &Default::default())?;
-    k.run(grid, &args.args)
+    k.run(grid, &args.args, &args.pointees)
 }

@@ -315,6 +315,17 @@ impl<'a> Program<'a> {
                 one(bitcast(self.get(inst, *x)?, from, to)
                     .ok_or_else(|| format!("cannot bitcast {from} to {to}")))
             }
+            // Interpreter pointers are host byte addresses, as compiled code's.
+            Op::IntToPtr(x) => one(match self.get(inst, *x)? {
+                Data::Int(a) => Ok(Data::Ptr(a.mapv(|v| v as usize))),
+                Data::UInt(a) => Ok(Data::Ptr(a.mapv(|v| v as usize))),
+                _ => Err("inttoptr needs i64 or u64".to_string()),
+            }),
+            Op::PtrToInt(x) => one(match (self.get(inst, *x)?, self.result_dtype(inst)?) {
+                (Data::Ptr(a), DType::I64) => Ok(Data::Int(a.mapv(|v| v as i64))),
+                (Data::Ptr(a), DType::U64) => Ok(Data::UInt(a.mapv(|v| v as u64))),
+                _ => Err("ptrtoint needs pointers and gives i64 or u64".to_string()),
+            }),
             Op::AddPtr(p, o) => {
                 let size = self.pointee(inst, *p)?.size_bytes();
                 one(eval::add_ptr(

@@ -8,9 +8,9 @@
 
 use super::cell::{load_cells, rmw, with_cell, Cell, Wide};
 use super::value::Data;
-use crate::launch::{RawArg, RawBuffer};
+use crate::launch::RawBuffer;
 use ndarray::{ArrayD, Dimension, Zip};
-use tritium_dsl::ir::{AtomicOp, DType, Function};
+use tritium_dsl::ir::{AtomicOp, DType};
 
 /// What an access does, for checks and messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,21 +36,8 @@ pub(crate) struct Memory {
 }
 
 impl Memory {
-    /// The pointer arguments of `args`, paired with the parameter names of `f`.
-    pub(crate) fn new(f: &Function, args: &[RawArg]) -> Memory {
-        let buffers = f
-            .params
-            .iter()
-            .zip(args)
-            .filter_map(|(p, a)| match a {
-                RawArg::Ptr(b) => Some((p.name.clone(), *b)),
-                RawArg::Scalar { .. } => None,
-            })
-            .collect();
-        Memory { buffers }
-    }
-
-    /// Memory over explicit buffers (the interpreter's staging buffers for custom calls).
+    /// Memory over named buffers (a launch's `named_buffers`, or the interpreter's
+    /// staging buffers for custom calls).
     pub(crate) fn from_buffers(buffers: Vec<(String, RawBuffer)>) -> Memory {
         Memory { buffers }
     }

@@ -48,7 +48,7 @@ mod scan;
 mod value;
 
 use crate::launch::race::RaceRecorder;
-use crate::launch::{Grid, RawArg};
+use crate::launch::{Grid, Pointee, RawArg};
 use crate::{Error, Result};
 use memory::Memory;
 use ndarray::{ArrayD, IxDyn};
@@ -79,10 +79,23 @@ pub fn interpret_with(
     args: &[RawArg],
     options: &InterpretOptions,
 ) -> Result<()> {
+    interpret_launch(f, grid, args, &[], options)
+}
+
+/// [`interpret_with`] for a launch whose pointer tables reach `pointees`
+/// ([`crate::launch::PtrTable`]): pointers made from integers may touch them too.
+pub fn interpret_launch(
+    f: &Function,
+    grid: Grid,
+    args: &[RawArg],
+    pointees: &[Pointee],
+    options: &InterpretOptions,
+) -> Result<()> {
     tritium_dsl::ir::verify(f)?;
     grid.validate(&f.name)?;
     let params = bind_params(f, args)?;
-    let memory = Memory::new(f, args);
+    let buffers = crate::launch::named_buffers(f, args, pointees);
+    let memory = Memory::from_buffers(buffers.clone());
     let recorder = options.race_check.then(|| RaceRecorder::new(grid.0));
     // `validate` bounds every axis by i32::MAX.
     let dims = grid.0.map(|n| n as i32);
@@ -95,7 +108,7 @@ pub fn interpret_with(
         }
     }
     match &recorder {
-        Some(r) => r.result(f, &f.fault_sites(), args),
+        Some(r) => r.result(f, &f.fault_sites(), &buffers),
         None => Ok(()),
     }
 }

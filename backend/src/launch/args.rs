@@ -87,6 +87,7 @@ pub trait PtrArg<'a, T: Element> {
         PackedPtr {
             raw: self.raw_buffer(),
             uses: None,
+            pointees: Vec::new(),
         }
     }
 }
@@ -96,6 +97,8 @@ pub trait PtrArg<'a, T: Element> {
 pub struct PackedPtr<'a> {
     raw: RawBuffer,
     uses: Option<&'a UseTracker>,
+    /// A [`PtrTable`]'s entries.
+    pointees: Vec<PackedPtr<'a>>,
 }
 
 impl<'a> PackedPtr<'a> {
@@ -103,8 +106,118 @@ impl<'a> PackedPtr<'a> {
         PackedPtr {
             raw,
             uses: Some(uses),
+            pointees: Vec::new(),
         }
     }
+}
+
+/// A table of pointers to arrays, for a `Ptr<i64>` (or `Ptr<u64>`) parameter that the
+/// kernel reads addresses from and casts to pointers (`load(ptrs + g).to(pointer_type(F16))`),
+/// as Triton's grouped GEMM takes `torch.tensor([a.data_ptr(), …])`. The table borrows
+/// every array it points at for its lifetime, so a launch cannot outlive them; pushing
+/// `&mut` arrays lets the kernel write them. Every entry is a buffer of the launch: checked
+/// mode and the interpreter accept an access through a table pointer only inside one (a
+/// store only inside a writable one), race detection watches them, a written entry must
+/// not overlap any other buffer, and on CUDA host arrays are staged and the table holds
+/// their device addresses.
+#[derive(Debug, Default)]
+pub struct PtrTable<'t> {
+    addresses: Vec<i64>,
+    entries: Vec<PackedPtr<'t>>,
+    /// Invariant in `'t`: the arrays stay borrowed while the table lives.
+    _borrows: PhantomData<&'t mut ()>,
+}
+
+impl<'t> PtrTable<'t> {
+    /// An empty table.
+    pub fn new() -> Self {
+        PtrTable::default()
+    }
+
+    /// Appends a pointer to `array`'s first element (entry `len()`).
+    pub fn push<T: Element>(&mut self, array: impl PtrArg<'t, T>) -> &mut Self {
+        let packed = array.pack();
+        self.addresses.push(packed.raw.ptr as i64);
+        self.entries.push(packed);
+        self
+    }
+
+    /// A table of `arrays`, in order.
+    pub fn of<T: Element, A: PtrArg<'t, T>>(arrays: impl IntoIterator<Item = A>) -> Self {
+        let mut table = PtrTable::new();
+        for a in arrays {
+            table.push(a);
+        }
+        table
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.addresses.len()
+    }
+
+    /// True without entries.
+    pub fn is_empty(&self) -> bool {
+        self.addresses.is_empty()
+    }
+
+    fn packed<'a>(&'a self, dtype: DType) -> PackedPtr<'a>
+    where
+        't: 'a,
+    {
+        let ptr = self.addresses.as_ptr() as usize;
+        let raw = RawBuffer {
+            ptr,
+            lo: ptr,
+            hi: ptr + std::mem::size_of_val(self.addresses.as_slice()),
+            dtype,
+            writable: false,
+            memory: Memory::Host,
+        };
+        let pointees = (self.entries.iter())
+            .map(|e| PackedPtr {
+                raw: e.raw,
+                uses: e.uses,
+                pointees: Vec::new(),
+            })
+            .collect();
+        PackedPtr {
+            raw,
+            uses: None,
+            pointees,
+        }
+    }
+}
+
+impl<'a, 'r: 'a, 't: 'r> PtrArg<'a, i64> for &'r PtrTable<'t> {
+    fn raw_buffer(self) -> RawBuffer {
+        self.packed(DType::I64).raw
+    }
+
+    fn pack(self) -> PackedPtr<'a> {
+        self.packed(DType::I64)
+    }
+}
+
+impl<'a, 'r: 'a, 't: 'r> PtrArg<'a, u64> for &'r PtrTable<'t> {
+    fn raw_buffer(self) -> RawBuffer {
+        self.packed(DType::U64).raw
+    }
+
+    fn pack(self) -> PackedPtr<'a> {
+        self.packed(DType::U64)
+    }
+}
+
+/// A buffer a launch reaches through an entry of a [`PtrTable`] argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pointee {
+    /// The table's argument index.
+    pub arg: usize,
+    /// The entry's index in the table.
+    pub entry: usize,
+    /// The buffer.
+    pub buffer: RawBuffer,
 }
 
 fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DType) -> RawBuffer {
@@ -217,8 +330,11 @@ pub struct KernelArgs<'a> {
     pub names: Vec<&'static str>,
     /// Arguments, in kernel order.
     pub args: Vec<RawArg>,
-    /// Device tensors among the arguments (by index), with their use trackers.
-    pub(crate) device_uses: Vec<(usize, &'a UseTracker)>,
+    /// Buffers reached through [`PtrTable`] arguments.
+    pub pointees: Vec<Pointee>,
+    /// Device tensors among the buffers (arguments and pointees): whether the launch may
+    /// write them, and their use trackers.
+    pub(crate) device_uses: Vec<(bool, &'a UseTracker)>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -228,6 +344,7 @@ impl<'a> KernelArgs<'a> {
         KernelArgs {
             names: Vec::new(),
             args: Vec::new(),
+            pointees: Vec::new(),
             device_uses: Vec::new(),
             _borrows: PhantomData,
         }
@@ -237,7 +354,17 @@ impl<'a> KernelArgs<'a> {
     pub fn ptr<T: Element>(&mut self, name: &'static str, arg: impl PtrArg<'a, T>) {
         let packed = arg.pack();
         if let Some(uses) = packed.uses {
-            self.device_uses.push((self.args.len(), uses));
+            self.device_uses.push((packed.raw.writable, uses));
+        }
+        for (entry, p) in packed.pointees.into_iter().enumerate() {
+            if let Some(uses) = p.uses {
+                self.device_uses.push((p.raw.writable, uses));
+            }
+            self.pointees.push(Pointee {
+                arg: self.args.len(),
+                entry,
+                buffer: p.raw,
+            });
         }
         self.names.push(name);
         self.args.push(RawArg::Ptr(packed.raw));

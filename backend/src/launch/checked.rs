@@ -7,7 +7,7 @@
 //! `[site + 1, address, program id x, y, z]` (word 0 is 0 while nothing faulted and is
 //! claimed by a compare-exchange, so the first fault wins).
 
-use super::RawArg;
+use super::{RawArg, RawBuffer};
 use crate::{Error, Result};
 use tritium_dsl::ir::{Function, Loc, Op, ASSERT_KIND};
 
@@ -28,16 +28,43 @@ pub(crate) fn ranges(args: &[RawArg], range: impl Fn(&super::RawBuffer) -> (u64,
         .collect()
 }
 
+/// Checked mode's list of every buffer of a launch (`named_buffers`: the pointer
+/// arguments, then the pointer tables' entries), which kernels with pointers made from
+/// integers compare those pointers with: `[count, (lo, hi, writable) × count]`, `range`
+/// giving a buffer's byte range in the kernel's address space
+/// (`llvm::Emit::in_any_buffer` reads it).
+pub(crate) fn buffer_list(
+    buffers: &[(String, RawBuffer)],
+    range: impl Fn(&RawBuffer) -> (u64, u64),
+) -> Vec<u64> {
+    let mut words = vec![buffers.len() as u64];
+    for (_, b) in buffers {
+        let (lo, hi) = range(b);
+        words.extend([lo, hi, u64::from(b.writable)]);
+    }
+    words
+}
+
+/// Every buffer of a launch by name, with its byte range as `range` gives it (in the
+/// address space the kernel runs in), for fault messages.
+pub(crate) fn named_ranges(
+    buffers: &[(String, RawBuffer)],
+    range: impl Fn(&RawBuffer) -> (u64, u64),
+) -> Vec<(String, (u64, u64))> {
+    (buffers.iter())
+        .map(|(name, b)| (name.clone(), range(b)))
+        .collect()
+}
+
 /// The launch's result from its fault record: `Ok` when nothing faulted, else the
 /// [`Error::Runtime`] naming the op's source location, its kind, the address, the program
-/// and every buffer's range (`ranges` as passed to the kernel, so in the same address
-/// space as the address).
+/// and every buffer's range (`buffers` from [`named_ranges`], in the same address space as
+/// the address).
 pub(crate) fn fault_result(
     f: &Function,
     sites: &[(Loc, &'static str)],
     record: &[u64; FAULT_WORDS],
-    args: &[RawArg],
-    ranges: &[u64],
+    buffers: &[(String, (u64, u64))],
 ) -> Result<()> {
     let [site, addr, x, y, z] = *record;
     if site == 0 {
@@ -53,20 +80,8 @@ pub(crate) fn fault_result(
             message: assert_failed(&msg, &unflatten(addr, &shape), [x, y, z].map(|v| v as i64)),
         });
     }
-    let buffers: Vec<String> = f
-        .params
-        .iter()
-        .zip(args)
-        .enumerate()
-        .filter_map(|(i, (p, a))| match a {
-            RawArg::Ptr(_) => Some(format!(
-                "`{}` [{:#x}, {:#x})",
-                p.name,
-                ranges.get(2 * i).copied().unwrap_or(0),
-                ranges.get(2 * i + 1).copied().unwrap_or(0)
-            )),
-            RawArg::Scalar { .. } => None,
-        })
+    let buffers: Vec<String> = (buffers.iter())
+        .map(|(name, (lo, hi))| format!("`{name}` [{lo:#x}, {hi:#x})"))
         .collect();
     Err(Error::Runtime {
         kernel: f.name.clone(),

@@ -9,7 +9,9 @@ mod options;
 pub(crate) mod print;
 pub(crate) mod race;
 
-pub use args::{scalar_bits, KernelArgs, Memory, PackedPtr, PtrArg, RawArg, RawBuffer};
+pub use args::{
+    scalar_bits, KernelArgs, Memory, PackedPtr, Pointee, PtrArg, PtrTable, RawArg, RawBuffer,
+};
 pub use grid::{Grid, MAX_PROGRAMS};
 pub use options::LaunchOptions;
 
@@ -91,23 +93,60 @@ pub(crate) fn mismatch(name: &str, expected: Elem, passed: &RawArg) -> String {
     format!("argument `{name}` is {passed} but the kernel expects {expected}")
 }
 
+/// Every buffer of a launch, named as messages name it: the pointer arguments by their
+/// parameter, then the entries of [`PtrTable`] arguments as `table[k]`.
+pub(crate) fn named_buffers(
+    f: &Function,
+    args: &[RawArg],
+    pointees: &[Pointee],
+) -> Vec<(String, RawBuffer)> {
+    let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+    buffers_named(&names, args, pointees)
+}
+
+/// [`named_buffers`] given the parameter names.
+pub(crate) fn buffers_named(
+    names: &[&str],
+    args: &[RawArg],
+    pointees: &[Pointee],
+) -> Vec<(String, RawBuffer)> {
+    let params = (names.iter().zip(args)).filter_map(|(name, a)| match a {
+        RawArg::Ptr(b) => Some((name.to_string(), *b)),
+        RawArg::Scalar { .. } => None,
+    });
+    let entries = pointees.iter().map(|e| {
+        let table = names.get(e.arg).copied().unwrap_or("?");
+        (format!("{table}[{}]", e.entry), e.buffer)
+    });
+    params.chain(entries).collect()
+}
+
 /// A buffer the kernel writes must not share memory with any other argument: the kernel
 /// addresses a view's whole span (from its lowest to its highest element, as Triton's
 /// pointers do), so interleaved views of one array (`multi_slice_mut`, strided splits)
-/// would write each other's elements.
+/// would write each other's elements. A pointer table's writable entries count as written
+/// (the kernel may store through any of them).
 fn check_overlaps(f: &Function, written: &[usize], args: &KernelArgs<'_>) -> Result<(), String> {
-    let buffer = |i: usize| match &args.args[i] {
-        RawArg::Ptr(b) if b.lo < b.hi => Some(b),
-        _ => None,
-    };
-    for &w in written {
-        let Some(a) = buffer(w) else { continue };
-        for j in (0..args.args.len()).filter(|&j| j != w) {
-            let Some(b) = buffer(j) else { continue };
+    let buffers = named_buffers(f, &args.args, &args.pointees);
+    let written: Vec<bool> = (args.args.iter().enumerate())
+        .filter_map(|(i, a)| match a {
+            RawArg::Ptr(_) => Some(written.contains(&i)),
+            RawArg::Scalar { .. } => None,
+        })
+        .chain(args.pointees.iter().map(|e| e.buffer.writable))
+        .collect();
+    for (i, (wname, a)) in buffers.iter().enumerate() {
+        if !written[i] || a.lo >= a.hi {
+            continue;
+        }
+        for (j, (name, b)) in buffers.iter().enumerate() {
+            if i == j || b.lo >= b.hi {
+                continue;
+            }
             if a.memory == b.memory && a.lo < b.hi && b.lo < a.hi {
                 return Err(format!(
-                    "`{}` overlaps `{}`: the kernel writes `{}`, whose memory [{:#x}, {:#x}) shares bytes with [{:#x}, {:#x}) (strided or interleaved views of one array span each other's elements; pass separate arrays)",
-                    f.params[w].name, f.params[j].name, f.params[w].name, a.lo, a.hi, b.lo, b.hi
+                    "`{wname}` overlaps `{name}`: the kernel writes `{wname}`, whose memory [{:#x}, {:#x}) shares bytes with [{:#x}, {:#x}) (strided or interleaved views of one array span each other's elements; pass separate arrays)",
+                    a.lo, a.hi, b.lo, b.hi
                 ));
             }
         }

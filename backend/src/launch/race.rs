@@ -12,7 +12,7 @@
 //! partly overlap are not compared. Custom-op code is not observed.
 
 use super::super::pipeline::once::lock;
-use super::RawArg;
+use super::RawBuffer;
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -205,7 +205,7 @@ impl RaceRecorder {
         &self,
         f: &Function,
         sites: &[(Loc, &'static str)],
-        args: &[RawArg],
+        buffers: &[(String, RawBuffer)],
     ) -> Result<()> {
         let Some(race) = *lock(&self.race) else {
             return Ok(());
@@ -219,20 +219,13 @@ impl RaceRecorder {
             let [x, y, z] = self.pid(who);
             format!("({x}, {y}, {z})")
         };
-        let element = f
-            .params
-            .iter()
-            .zip(args)
-            .find_map(|(p, a)| match a {
-                RawArg::Ptr(b) if (b.lo as u64..b.hi.max(b.lo + 1) as u64).contains(&race.addr) => {
+        let element = (buffers.iter())
+            .find_map(|(name, b)| {
+                let span = b.lo as u64..b.hi.max(b.lo + 1) as u64;
+                span.contains(&race.addr).then(|| {
                     let size = b.dtype.size_bytes().max(1) as u64;
-                    Some(format!(
-                        "`{}` element {}",
-                        p.name,
-                        (race.addr - b.lo as u64) / size
-                    ))
-                }
-                _ => None,
+                    format!("`{name}` element {}", (race.addr - b.lo as u64) / size)
+                })
             })
             .unwrap_or_else(|| format!("address {:#x}", race.addr));
         let ((w1, k1), (w2, k2)) = (race.first, race.second);

@@ -16,8 +16,19 @@ impl<'ctx> Emit<'_, 'ctx> {
         lo: IntValue<'ctx>,
         hi: IntValue<'ctx>,
     ) -> IntValue<'ctx> {
-        let b = self.b;
         let size = self.ctx.i64_type().const_int(size as u64, false);
+        self.in_range_of(addr, size, lo, hi)
+    }
+
+    /// [`Emit::in_range`] with the size a value.
+    fn in_range_of(
+        &self,
+        addr: IntValue<'ctx>,
+        size: IntValue<'ctx>,
+        lo: IntValue<'ctx>,
+        hi: IntValue<'ctx>,
+    ) -> IntValue<'ctx> {
+        let b = self.b;
         let above = b
             .build_int_compare(IntPredicate::UGE, addr, lo, "")
             .unwrap();
@@ -30,6 +41,124 @@ impl<'ctx> Emit<'_, 'ctx> {
             .unwrap();
         let ok = b.build_and(above, below, "").unwrap();
         b.build_and(ok, fits, "inbounds").unwrap()
+    }
+
+    /// i1: `[addr, addr + size)` lies inside a buffer of the launch's buffer list at `list`
+    /// (`launch::checked::buffer_list`: `[count, (lo, hi, writable) × count]`), a writable
+    /// one when `write`: the check of a pointer made from an integer, which may point
+    /// into any buffer. Calls one function per module that walks the list.
+    pub(crate) fn in_any_buffer(
+        &self,
+        list: PointerValue<'ctx>,
+        addr: IntValue<'ctx>,
+        size: usize,
+        write: bool,
+    ) -> IntValue<'ctx> {
+        let (ctx, i64t) = (self.ctx, self.ctx.i64_type());
+        // One function per address space of the list.
+        let space = format!("{:?}", list.get_type().get_address_space());
+        let space: String = space.chars().filter(char::is_ascii_digit).collect();
+        let name = format!("tritium.in_buffers.{space}");
+        let func = match self.module.get_function(&name) {
+            Some(f) => f,
+            None => self.define_in_buffers(&name, list.get_type()),
+        };
+        let args = [
+            list.into(),
+            addr.into(),
+            i64t.const_int(size as u64, false).into(),
+            ctx.bool_type().const_int(u64::from(write), false).into(),
+        ];
+        let call = self.b.build_call(func, &args, "in_buffers").unwrap();
+        match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i1"),
+        }
+    }
+
+    /// `i1 name(ptr list, i64 addr, i64 size, i1 write)`: the loop of [`Emit::in_any_buffer`].
+    fn define_in_buffers(
+        &self,
+        name: &str,
+        list_ty: inkwell::types::PointerType<'ctx>,
+    ) -> FunctionValue<'ctx> {
+        let (ctx, i64t, i1) = (self.ctx, self.ctx.i64_type(), self.ctx.bool_type());
+        let ty = i1.fn_type(
+            &[list_ty.into(), i64t.into(), i64t.into(), i1.into()],
+            false,
+        );
+        let func = (self.module).add_function(name, ty, Some(inkwell::module::Linkage::Internal));
+        let b = ctx.create_builder();
+        let here = Emit {
+            ctx,
+            b: &b,
+            module: self.module,
+        };
+        let [list, addr, size, write] = [0, 1, 2, 3].map(|k| func.get_nth_param(k).unwrap());
+        let (list, addr, size, write) = (
+            list.into_pointer_value(),
+            addr.into_int_value(),
+            size.into_int_value(),
+            write.into_int_value(),
+        );
+        let block = |n: &str| ctx.append_basic_block(func, n);
+        let (entry, head, body, next, yes, no) = (
+            block("entry"),
+            block("head"),
+            block("body"),
+            block("next"),
+            block("yes"),
+            block("no"),
+        );
+        let word = |k: IntValue<'ctx>| {
+            // SAFETY (of the generated code): the launcher passes `1 + 3 * count` words.
+            let p = unsafe { b.build_gep(i64t, list, &[k], "") }.unwrap();
+            b.build_load(i64t, p, "").unwrap().into_int_value()
+        };
+        b.position_at_end(entry);
+        let count = word(i64t.const_zero());
+        b.build_unconditional_branch(head).unwrap();
+        b.position_at_end(head);
+        let i = b.build_phi(i64t, "i").unwrap();
+        let more = b
+            .build_int_compare(
+                IntPredicate::ULT,
+                i.as_basic_value().into_int_value(),
+                count,
+                "",
+            )
+            .unwrap();
+        b.build_conditional_branch(more, body, no).unwrap();
+        b.position_at_end(body);
+        let iv = i.as_basic_value().into_int_value();
+        let at = b
+            .build_int_add(
+                b.build_int_mul(iv, i64t.const_int(3, false), "").unwrap(),
+                i64t.const_int(1, false),
+                "",
+            )
+            .unwrap();
+        let lo = word(at);
+        let hi = word(b.build_int_add(at, i64t.const_int(1, false), "").unwrap());
+        let writable = word(b.build_int_add(at, i64t.const_int(2, false), "").unwrap());
+        let inside = here.in_range_of(addr, size, lo, hi);
+        let may_write = b
+            .build_int_compare(IntPredicate::NE, writable, i64t.const_zero(), "")
+            .unwrap();
+        let allowed = b
+            .build_or(b.build_not(write, "").unwrap(), may_write, "")
+            .unwrap();
+        let ok = b.build_and(inside, allowed, "").unwrap();
+        b.build_conditional_branch(ok, yes, next).unwrap();
+        b.position_at_end(next);
+        let i1v = b.build_int_add(iv, i64t.const_int(1, false), "").unwrap();
+        b.build_unconditional_branch(head).unwrap();
+        i.add_incoming(&[(&i64t.const_zero(), entry), (&i1v, next)]);
+        b.position_at_end(yes);
+        b.build_return(Some(&i1.const_int(1, false))).unwrap();
+        b.position_at_end(no);
+        b.build_return(Some(&i1.const_zero())).unwrap();
+        func
     }
 
     /// Claims the fault record at `record` for memory op `site` (its index in

@@ -64,6 +64,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     where_(cond, a, b);
     cast(x, dtype);
     bitcast(x, dtype);
+    pointer_type(dtype);
     exp(x);
     exp2(x);
     log(x);

@@ -89,8 +89,10 @@ impl Function {
     }
 
     /// Indices of the pointer parameters that some store or atomic may write through.
+    /// Pointers made from integers ([`Op::IntToPtr`]) are not counted: which buffer they
+    /// reach is known only at run time (checked mode and the interpreter test each access).
     pub fn written_params(&self) -> Vec<usize> {
-        let roots = self.pointer_roots();
+        let roots = self.raw_pointer_roots();
         let mut written = vec![false; self.params.len()];
         self.walk(&mut |inst| {
             let ptrs = match &inst.op {
@@ -101,25 +103,58 @@ impl Function {
                 _ => return,
             };
             for ptr in ptrs {
-                for p in roots.get(&ptr).into_iter().flatten() {
-                    written[*p] = true;
+                for &p in roots.get(&ptr).into_iter().flatten() {
+                    if let Some(w) = written.get_mut(p) {
+                        *w = true;
+                    }
                 }
             }
         });
         (0..self.params.len()).filter(|i| written[*i]).collect()
     }
 
-    /// For every pointer-typed value, the parameters it may be derived from.
+    /// For every pointer-typed value, the parameters it may be derived from. A pointer
+    /// made from an integer ([`Op::IntToPtr`]) may be derived from any of them (it may
+    /// also point elsewhere: see [`Function::foreign_pointers`]).
     pub fn pointer_roots(&self) -> std::collections::HashMap<Value, Vec<usize>> {
+        let foreign = self.params.len();
+        let every: Vec<usize> = (0..self.params.len())
+            .filter(|&i| self.ty(self.params[i].value).elem.pointee().is_some())
+            .collect();
+        let mut roots = self.raw_pointer_roots();
+        for r in roots.values_mut() {
+            if r.last() == Some(&foreign) {
+                r.pop();
+                r.extend(&every);
+                r.sort_unstable();
+                r.dedup();
+            }
+        }
+        roots
+    }
+
+    /// The pointer values that may derive from an integer ([`Op::IntToPtr`]): their
+    /// accesses may reach any buffer of a launch, not only the parameters'.
+    pub fn foreign_pointers(&self) -> std::collections::HashSet<Value> {
+        let foreign = self.params.len();
+        (self.raw_pointer_roots().into_iter())
+            .filter(|(_, r)| r.last() == Some(&foreign))
+            .map(|(v, _)| v)
+            .collect()
+    }
+
+    /// [`Function::pointer_roots`] with `params.len()` standing for "made from an integer".
+    fn raw_pointer_roots(&self) -> std::collections::HashMap<Value, Vec<usize>> {
         use std::collections::HashMap;
         let mut roots: HashMap<Value, Vec<usize>> = HashMap::new();
         for (i, p) in self.params.iter().enumerate() {
             roots.insert(p.value, vec![i]);
         }
+        let foreign = self.params.len();
         // Iterate to a fixed point: loop-carried pointers flow backwards through yields.
         loop {
             let before: usize = roots.values().map(Vec::len).sum();
-            propagate(&self.body, &self.types, &mut roots);
+            propagate(&self.body, &self.types, foreign, &mut roots);
             if roots.values().map(Vec::len).sum::<usize>() == before {
                 return roots;
             }
@@ -135,14 +170,22 @@ impl Function {
                 roots.insert(dst, acc);
             }
         }
-        fn propagate(b: &Block, types: &[super::Type], roots: &mut HashMap<Value, Vec<usize>>) {
+        fn propagate(
+            b: &Block,
+            types: &[super::Type],
+            foreign: usize,
+            roots: &mut HashMap<Value, Vec<usize>>,
+        ) {
             for inst in &b.insts {
                 match &inst.op {
+                    Op::IntToPtr(_) => {
+                        roots.insert(inst.results[0], vec![foreign]);
+                    }
                     Op::For { init, body, .. } => {
                         for (k, v) in init.iter().enumerate() {
                             union(roots, body.args[k + 1], &[*v]);
                         }
-                        propagate(body, types, roots);
+                        propagate(body, types, foreign, roots);
                         if let Some(Op::Yield(ys)) = body.insts.last().map(|i| &i.op) {
                             for (k, y) in ys.iter().enumerate() {
                                 union(roots, body.args[k + 1], &[*y]);
@@ -155,8 +198,8 @@ impl Function {
                             union(roots, cond.args[k], &[*v]);
                             union(roots, body.args[k], &[*v]);
                         }
-                        propagate(cond, types, roots);
-                        propagate(body, types, roots);
+                        propagate(cond, types, foreign, roots);
+                        propagate(body, types, foreign, roots);
                         if let Some(Op::Yield(ys)) = body.insts.last().map(|i| &i.op) {
                             for (k, y) in ys.iter().enumerate() {
                                 union(roots, cond.args[k], &[*y]);
@@ -170,8 +213,8 @@ impl Function {
                         else_region,
                         ..
                     } => {
-                        propagate(then_region, types, roots);
-                        propagate(else_region, types, roots);
+                        propagate(then_region, types, foreign, roots);
+                        propagate(else_region, types, foreign, roots);
                         for region in [then_region, else_region] {
                             if let Some(Op::Yield(ys)) = region.insts.last().map(|i| &i.op) {
                                 for (k, y) in ys.iter().enumerate() {

@@ -221,6 +221,13 @@ pub enum Op {
     /// The same bits read as the result dtype, of the same width (Triton's
     /// `to(dtype, bitcast=True)`); bools and pointers have no bitcast.
     Bitcast(Value),
+    /// A 64-bit integer (i64 or u64) read as a pointer to the result's pointee (Triton's
+    /// `x.to(tl.pointer_type(...))`, as grouped GEMM's tables of addresses). The result has
+    /// no provenance: checked mode compares it with every buffer of the launch.
+    IntToPtr(Value),
+    /// A pointer's address as the result's 64-bit integer dtype (Triton's `p.to(tl.int64)`).
+    /// Addresses differ between devices and runs: only differences of them are portable.
+    PtrToInt(Value),
     /// Pointer plus element offset (integer tile), elementwise.
     AddPtr(Value, Value),
     /// Elements of `src` picked along `axis` by `index` (Triton's `gather`): result element
@@ -398,6 +405,8 @@ impl Op {
             Op::Fma(..) => "fma",
             Op::Cast(_) => "cast",
             Op::Bitcast(_) => "bitcast",
+            Op::IntToPtr(_) => "inttoptr",
+            Op::PtrToInt(_) => "ptrtoint",
             Op::AddPtr(..) => "addptr",
             Op::Reduce { .. } => "reduce",
             Op::Scan { .. } => "scan",
@@ -421,9 +430,13 @@ impl Op {
     pub fn operands(&self) -> Vec<Value> {
         match self {
             Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) | Op::Arange { .. } => vec![],
-            Op::Splat(x) | Op::Broadcast(x) | Op::Reshape(x) | Op::Cast(x) | Op::Bitcast(x) => {
-                vec![*x]
-            }
+            Op::Splat(x)
+            | Op::Broadcast(x)
+            | Op::Reshape(x)
+            | Op::Cast(x)
+            | Op::Bitcast(x)
+            | Op::IntToPtr(x)
+            | Op::PtrToInt(x) => vec![*x],
             Op::ExpandDims { x, .. }
             | Op::Permute { x, .. }
             | Op::Flip { x, .. }
@@ -508,6 +521,8 @@ impl Op {
             | Op::Permute { x, .. }
             | Op::Cast(x)
             | Op::Bitcast(x)
+            | Op::IntToPtr(x)
+            | Op::PtrToInt(x)
             | Op::ExpandDims { x, .. }
             | Op::Unary(_, x)
             | Op::Reduce { x, .. }
@@ -601,6 +616,8 @@ impl Op {
                 | Op::Fma(..)
                 | Op::Cast(_)
                 | Op::Bitcast(_)
+                | Op::IntToPtr(_)
+                | Op::PtrToInt(_)
                 | Op::AddPtr(..)
                 | Op::Load { .. }
         )

@@ -775,6 +775,14 @@ impl Parser {
                 arity(1)?;
                 Op::Bitcast(ops[0])
             }
+            "inttoptr" => {
+                arity(1)?;
+                Op::IntToPtr(ops[0])
+            }
+            "ptrtoint" => {
+                arity(1)?;
+                Op::PtrToInt(ops[0])
+            }
             "expand_dims" => {
                 arity(1)?;
                 Op::ExpandDims {

@@ -386,6 +386,23 @@ impl<'a> Verifier<'a> {
                     )));
                 }
             }
+            Op::IntToPtr(x) | Op::PtrToInt(x) => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                let address = |t: &Type| matches!(t.elem, Elem::Scalar(DType::I64 | DType::U64));
+                let pointer = |t: &Type| t.elem.pointee().is_some();
+                let fits = match inst.op {
+                    Op::IntToPtr(_) => address(xt) && pointer(res[0]),
+                    _ => pointer(xt) && address(res[0]),
+                };
+                if !fits || res[0].shape != xt.shape {
+                    return Err(e(format!(
+                        "{} converts between i64/u64 and pointers of one shape, got {xt} to {}",
+                        inst.op.mnemonic(),
+                        res[0]
+                    )));
+                }
+            }
             Op::AddPtr(p, o) => {
                 want_results(1)?;
                 let (pt, ot) = (self.ty(*p), self.ty(*o));

@@ -420,15 +420,54 @@ pub fn where_(cond: impl IntoOperand, a: impl IntoOperand, b: impl IntoOperand) 
     })
 }
 
-/// Converts `x` to `dtype` (float→int saturates and maps NaN to 0, as Rust `as`).
+/// Converts `x` to `dtype` (float→int saturates and maps NaN to 0, as Rust `as`), or
+/// between 64-bit integers and pointers: `cast(addrs, pointer_type(F16))` reads i64/u64
+/// addresses as pointers (grouped GEMM's tables of pointers), `cast(p, I64)` gives a
+/// pointer's address, and a pointer cast to another pointee goes through its address.
 #[track_caller]
-pub fn cast(x: impl IntoOperand, dtype: DType) -> Tile {
+pub fn cast(x: impl IntoOperand, dtype: impl Into<CastTarget>) -> Tile {
     let loc = loc!();
     let x = x.into_operand();
+    let to = dtype.into();
     emit(|b| {
-        let v = b.operand(x, Some(dtype), &loc);
-        b.cast(v, dtype, &loc)
+        let like = match to {
+            CastTarget::Number(d) => d,
+            CastTarget::Pointer(_) => DType::I64,
+        };
+        let v = b.operand(x, Some(like), &loc);
+        b.cast_to(v, to, &loc)
     })
+}
+
+/// Triton's `tl.pointer_type(dtype)`: the type of a pointer to `dtype` elements, for
+/// [`cast`] and [`Tile::to`].
+pub fn pointer_type(dtype: DType) -> PointerType {
+    PointerType(dtype)
+}
+
+/// A pointer type ([`pointer_type`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PointerType(pub DType);
+
+/// What [`cast`] converts to: a number dtype or a pointer type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CastTarget {
+    /// Numbers of this dtype.
+    Number(DType),
+    /// Pointers to elements of this dtype.
+    Pointer(DType),
+}
+
+impl From<DType> for CastTarget {
+    fn from(d: DType) -> Self {
+        CastTarget::Number(d)
+    }
+}
+
+impl From<PointerType> for CastTarget {
+    fn from(p: PointerType) -> Self {
+        CastTarget::Pointer(p.0)
+    }
 }
 
 /// An optional message: [`NoArg`] or text.
@@ -1578,11 +1617,12 @@ pub fn next_power_of_2(n: usize) -> usize {
 }
 
 impl Tile {
-    /// `cast(self, dtype)`.
+    /// `cast(self, dtype)`: to a number dtype or a [`pointer_type`].
     #[track_caller]
-    pub fn to(self, dtype: DType) -> Tile {
+    pub fn to(self, dtype: impl Into<CastTarget>) -> Tile {
         let loc = loc!();
-        emit(|b| b.cast(self.0, dtype, &loc))
+        let to = dtype.into();
+        emit(|b| b.cast_to(self.0, to, &loc))
     }
     /// `bitcast(self, dtype)`: the same bits read as `dtype`.
     #[track_caller]

@@ -1,6 +1,7 @@
 //! `Tile`: the handle kernel code computes with, and the implicit conversions of operands.
 
 use super::builder::{with, Builder};
+use super::lang::CastTarget;
 use crate::ir::{broadcast_shapes, BinOp, CmpPred, Const, DType, Elem, Loc, Op, Type, UnOp, Value};
 
 /// A traced value: a scalar, a tile, a pointer or a tile of pointers.
@@ -156,7 +157,37 @@ impl Builder {
             Elem::Scalar(from) if from == d => v,
             Elem::Scalar(_) => self.push1(Op::Cast(v), t.with_elem(Elem::Scalar(d)), loc.clone()),
             Elem::Ptr(_) => {
-                self.fail(loc, format!("cannot convert pointer {t} to {d}"));
+                self.fail(
+                    loc,
+                    format!("cannot convert pointer {t} to {d} (only to i64 or u64: its address)"),
+                );
+                v
+            }
+        }
+    }
+
+    /// Converts `v` to a number dtype or a pointer type ([`cast`](super::lang::cast)).
+    pub(crate) fn cast_to(&mut self, v: Value, to: CastTarget, loc: &Loc) -> Value {
+        let t = self.ty(v).clone();
+        let address = |d: DType| matches!(d, DType::I64 | DType::U64);
+        match (t.elem, to) {
+            (Elem::Ptr(_), CastTarget::Number(d)) if address(d) => {
+                self.push1(Op::PtrToInt(v), t.with_elem(Elem::Scalar(d)), loc.clone())
+            }
+            (_, CastTarget::Number(d)) => self.cast(v, d, loc),
+            (Elem::Ptr(from), CastTarget::Pointer(to)) if from == to => v,
+            (Elem::Ptr(_), CastTarget::Pointer(_)) => {
+                let addr = self.cast_to(v, CastTarget::Number(DType::I64), loc);
+                self.cast_to(addr, to, loc)
+            }
+            (Elem::Scalar(d), CastTarget::Pointer(to)) if address(d) => {
+                self.push1(Op::IntToPtr(v), t.with_elem(Elem::Ptr(to)), loc.clone())
+            }
+            (Elem::Scalar(_), CastTarget::Pointer(to)) => {
+                self.fail(
+                    loc,
+                    format!("cannot convert {t} to ptr<{to}>: addresses are i64 or u64"),
+                );
                 v
             }
         }

@@ -574,7 +574,40 @@ impl Gen {
         let shape = self.ty(offsets).shape.clone();
         let p = self.splat_to(ptr, &shape);
         let t = self.ty(p).clone();
+        if self.rng.chance(0.08) {
+            return self.pointers_through_addresses(ptr, p, offsets);
+        }
         self.push1(Op::AddPtr(p, offsets), t)
+    }
+
+    /// The same pointers as `addptr(p, offsets)`, computed on addresses:
+    /// `inttoptr(ptrtoint(p) + offsets × size)` (grouped GEMM's pointer tables read
+    /// addresses as integers). The addresses themselves never reach an output.
+    fn pointers_through_addresses(&mut self, root: Value, p: Value, offsets: Value) -> Value {
+        let t = self.ty(p).clone();
+        let shape = t.shape.clone();
+        let size = t.elem.pointee().expect("a pointer").size_bytes();
+        let address = if self.rng.chance(0.5) {
+            DType::I64
+        } else {
+            DType::U64
+        };
+        let base = self.push1(Op::PtrToInt(p), Self::tile(address, &shape));
+        let o = self.cast(offsets, address);
+        let size = self.int_const(address, &shape, size as i128);
+        let bytes = self.binary(BinOp::Mul, o, size);
+        let sum = self.binary(BinOp::Add, base, bytes);
+        let q = self.push1(Op::IntToPtr(sum), t);
+        for v in [base, o, size, bytes, sum] {
+            self.visible
+                .last_mut()
+                .expect("a scope")
+                .retain(|x| *x != v);
+        }
+        if let Some(r) = self.roots.get(&root).copied() {
+            self.roots.insert(q, r);
+        }
+        q
     }
 
     fn load_input(&mut self, d: DType, shape: &[usize], need: Need) -> Value {

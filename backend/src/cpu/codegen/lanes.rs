@@ -135,6 +135,16 @@ impl<'ctx> Gen<'ctx, '_> {
                 let v = self.lane(*x, idx);
                 self.emit().bitcast(v, from, to)
             }
+            Op::IntToPtr(x) => {
+                let v = self.lane(*x, idx).into_int_value();
+                let ptr = self.ctx.ptr_type(inkwell::AddressSpace::default());
+                self.b.build_int_to_ptr(v, ptr, "").unwrap().into()
+            }
+            Op::PtrToInt(x) => {
+                let v = self.lane(*x, idx).into_pointer_value();
+                let i64t = self.ctx.i64_type();
+                self.b.build_ptr_to_int(v, i64t, "").unwrap().into()
+            }
             Op::AddPtr(p, o) => {
                 let pointee = self.dtype_of(*p);
                 let od = self.dtype_of(*o);

@@ -14,6 +14,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// Outside checked mode: `None`.
     fn check_access(
         &self,
+        inst: &Inst,
         ptr_value: Value,
         p: PointerValue<'ctx>,
         size: usize,
@@ -23,6 +24,15 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let (bl, i64t) = (self.b, self.ctx.i64_type());
         let addr = bl.build_ptr_to_int(p, i64t, "addr").unwrap();
+        if self.foreign.contains(&ptr_value) {
+            // After the parameters' ranges and the race recorder's word.
+            let at = self.i64c(2 * self.f.params.len() as u64 + 1);
+            // SAFETY (of the generated code): the launcher appends the buffer list for
+            // kernels with pointers made from integers.
+            let list = unsafe { bl.build_gep(i64t, self.ranges, &[at], "buffers") }.unwrap();
+            let write = !matches!(inst.op, Op::Load { .. });
+            return Some(self.emit().in_any_buffer(list, addr, size, write));
+        }
         let all: Vec<usize> = (0..self.f.params.len()).collect();
         let roots = self.roots.get(&ptr_value).unwrap_or(&all);
         let mut ok = self.ctx.bool_type().const_zero();
@@ -61,7 +71,7 @@ impl<'ctx> Gen<'ctx, '_> {
         size: usize,
         mask: Option<IntValue<'ctx>>,
     ) -> Option<Guard<'ctx>> {
-        let check = self.check_access(ptr_value, p, size);
+        let check = self.check_access(inst, ptr_value, p, size);
         if mask.is_none() && check.is_none() {
             return None;
         }

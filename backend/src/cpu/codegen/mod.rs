@@ -69,6 +69,9 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// Masks known to be all-true inside the current fast-path loop (see `versioned`).
     true_masks: HashSet<Value>,
     roots: HashMap<Value, Vec<usize>>,
+    /// Pointers made from integers (`Function::foreign_pointers`): checked against the
+    /// launch's list of every buffer, which follows the race recorder's word in `ranges`.
+    foreign: HashSet<Value>,
     site_ids: HashMap<*const Inst, u32>,
     scratch: PointerValue<'ctx>,
     scratch_bytes: usize,
@@ -161,6 +164,7 @@ pub(crate) fn generate<'ctx>(
         lazy,
         true_masks: HashSet::new(),
         roots: f.pointer_roots(),
+        foreign: f.foreign_pointers(),
         site_ids: HashMap::new(),
         scratch: arg(n + 6).into_pointer_value(),
         scratch_bytes: 0,

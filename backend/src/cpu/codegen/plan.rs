@@ -63,6 +63,8 @@ fn is_cheap(f: &Function, inst: &Inst) -> bool {
         | Op::Permute { .. }
         | Op::Flip { .. }
         | Op::AddPtr(..)
+        | Op::IntToPtr(_)
+        | Op::PtrToInt(_)
         | Op::Cmp(..)
         | Op::Select(..) => true,
         Op::Binary(op, a, _) => !float(a) && !matches!(op, BinOp::Div | BinOp::Rem),
@@ -261,6 +263,8 @@ fn pure_key(op: &Op) -> Option<(String, Vec<Value>)> {
         Op::Gather { src, index, axis } => (format!("gather {axis}"), vec![*src, *index]),
         Op::Cast(x) => ("cast".into(), vec![*x]),
         Op::Bitcast(x) => ("bitcast".into(), vec![*x]),
+        Op::IntToPtr(x) => ("inttoptr".into(), vec![*x]),
+        Op::PtrToInt(x) => ("ptrtoint".into(), vec![*x]),
         Op::Binary(b, x, y) => (format!("binary {b:?}"), vec![*x, *y]),
         Op::Unary(u, x) => (format!("unary {u:?}"), vec![*x]),
         Op::Cmp(p, x, y) => (format!("cmp {p:?}"), vec![*x, *y]),

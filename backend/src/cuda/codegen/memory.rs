@@ -35,6 +35,11 @@ pub(super) struct Checked<'ctx> {
     ranges: Vec<Option<(IntValue<'ctx>, IntValue<'ctx>)>>,
     /// The parameters each pointer value may derive from (`Function::pointer_roots`).
     roots: HashMap<Value, Vec<usize>>,
+    /// Pointers made from integers (`Function::foreign_pointers`), checked against the
+    /// list of every buffer of the launch, which follows the ranges.
+    foreign: std::collections::HashSet<Value>,
+    /// That list (`launch::checked::buffer_list`).
+    buffer_list: PointerValue<'ctx>,
     /// Each memory op and assert's index in `fault_sites`, which the fault reports.
     pub(super) sites: HashMap<*const Inst, u32>,
 }
@@ -330,10 +335,16 @@ impl<'ctx> Gen<'ctx, '_> {
                 is_ptr.then(|| (word(at), word(at + 1)))
             })
             .collect();
+        let at = i64t.const_int((FAULT_WORDS + 2 * self.f.params.len()) as u64, false);
+        // SAFETY (of the generated code): read only by kernels with pointers made from
+        // integers, whose launcher appends the list.
+        let buffer_list = unsafe { b.build_gep(i64t, buf, &[at], "buffers") }.unwrap();
         Checked {
             record: buf,
             ranges,
             roots: self.f.pointer_roots(),
+            foreign: self.f.foreign_pointers(),
+            buffer_list,
             sites: self.f.fault_site_ids(),
         }
     }
@@ -369,8 +380,13 @@ impl<'ctx> Gen<'ctx, '_> {
                     .unwrap()
             })
             .collect();
+        let (foreign, list) = (check.foreign.contains(&ptr), check.buffer_list);
+        let write = !matches!(inst.op, Op::Load { .. });
         let oks: Vec<IntValue<'ctx>> = (addrs.iter())
             .map(|a| {
+                if foreign {
+                    return self.emit().in_any_buffer(list, *a, size, write);
+                }
                 let mut ok = self.ctx.bool_type().const_zero();
                 for (lo, hi) in &ranges {
                     let inside = self.emit().in_range(*a, size, *lo, *hi);

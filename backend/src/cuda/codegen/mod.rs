@@ -723,6 +723,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     .expect("bitcast to a number");
                 self.emit().bitcast(a[0], from, to)
             }
+            Op::IntToPtr(_) => {
+                let ptr = self.ctx.ptr_type(self.global);
+                (self.b.build_int_to_ptr(a[0].into_int_value(), ptr, ""))
+                    .unwrap()
+                    .into()
+            }
+            Op::PtrToInt(_) => {
+                let i64t = self.ctx.i64_type();
+                (self.b.build_ptr_to_int(a[0].into_pointer_value(), i64t, ""))
+                    .unwrap()
+                    .into()
+            }
             Op::AddPtr(p, o) => {
                 let pointee = dtype_of(self, *p);
                 let od = dtype_of(self, *o);

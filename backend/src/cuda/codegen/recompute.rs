@@ -73,6 +73,8 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::Fma(..)
             | Op::Cast(_)
             | Op::Bitcast(_)
+            | Op::IntToPtr(_)
+            | Op::PtrToInt(_)
             | Op::AddPtr(..) => inst
                 .op
                 .operands()
