@@ -15,6 +15,7 @@ use std::time::Duration;
 use tritium::Device;
 use tritium_kernels::attention::{attention, attention_backward, AttentionConfig};
 use tritium_kernels::bench::{bandwidth_loop, gbps, interleaved};
+use tritium_kernels::grouped_gemm::grouped_matmul_2d;
 use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
 use tritium_kernels::matmul::{matmul_2d, matmul_persistent_2d, MatmulBlocks};
 use tritium_kernels::softmax::softmax_rows_into;
@@ -395,6 +396,42 @@ fn main() -> tritium::Result<()> {
         ],
     );
     row("persistent matmul 1024^3 (matmul)", t_pers, t_tiles, 0.0);
+
+    // Tutorial 08's grouped GEMM: four problems of different shapes in one launch (one
+    // program per worker thread) against one tutorial-03 matmul launch per problem.
+    let shapes = [
+        (512, 512, 512),
+        (256, 1024, 256),
+        (1024, 128, 384),
+        (128, 128, 1024),
+    ];
+    let group: Vec<(Array2<f32>, Array2<f32>)> = (shapes.iter())
+        .map(|&(m, n, k)| {
+            let a = Array2::from_shape_fn((m, k), |(i, j)| ((i + 2 * j) % 11) as f32 / 11.0);
+            let b = Array2::from_shape_fn((k, n), |(i, j)| ((3 * i + j) % 7) as f32 / 7.0);
+            (a, b)
+        })
+        .collect();
+    let problems: Vec<_> = group.iter().map(|(a, b)| (a.view(), b.view())).collect();
+    let [t_grouped, t_each] = interleaved(
+        5,
+        [
+            &mut || {
+                grouped_matmul_2d(&device, &problems, blocks, workers).unwrap();
+            },
+            &mut || {
+                for (a, b) in &problems {
+                    let _: Array2<f32> = matmul_2d(&device, a.view(), b.view(), blocks).unwrap();
+                }
+            },
+        ],
+    );
+    row(
+        "grouped GEMM, 4 shapes (matmul each)",
+        t_grouped,
+        t_each,
+        0.0,
+    );
 
     // Fused attention (tutorial 06's forward pass), 8 heads × 1024 positions × 64, f32,
     // against the unfused ndarray computation (S = QKᵀ·scale, row softmax, P V per head).

@@ -225,3 +225,76 @@ fn autotuned_matmul_matches_ndarray() {
         }
     }
 }
+
+/// Tutorial 08's grouped GEMM: problems of different, ragged shapes (a transposed and a
+/// strided input among them) in one launch, every tile once, f32 and f16, on every device,
+/// unchecked and checked, against ndarray.
+#[test]
+fn grouped_gemm_matches_a_matmul_per_problem() {
+    use tritium::LaunchOptions;
+    use tritium_kernels::grouped_gemm::{grouped_matmul_2d, grouped_matmul_2d_with};
+    let blocks = MatmulBlocks {
+        m: 16,
+        n: 16,
+        k: 16,
+    };
+    let shapes = [
+        (33, 47, 19),
+        (16, 16, 16),
+        (1, 100, 7),
+        (70, 5, 40),
+        (0, 3, 4),
+    ];
+    let inputs: Vec<(Array2<f32>, Array2<f32>)> = (shapes.iter().enumerate())
+        .map(|(g, &(m, n, k))| {
+            let a = Array2::from_shape_vec((m, k), random_f32(m * k, 30 + g as u64)).unwrap();
+            let b = Array2::from_shape_vec((k, n), random_f32(k * n, 40 + g as u64)).unwrap();
+            (a, b)
+        })
+        .collect();
+    // Problem 3's `a` is the transpose of a (40, 70) array; problem 0's `b` every other
+    // column of a wider one.
+    let a3 = inputs[3].0.t().to_owned().reversed_axes();
+    let wide = Array2::from_shape_fn((19, 94), |(i, j)| inputs[0].1[(i, j / 2)]);
+    let b0 = wide.slice(ndarray::s![.., ..;2]);
+    let mut problems: Vec<_> = inputs.iter().map(|(a, b)| (a.view(), b.view())).collect();
+    problems[3].0 = a3.view();
+    problems[0].1 = b0.view();
+    let want: Vec<Array2<f32>> = inputs.iter().map(|(a, b)| a.dot(b)).collect();
+    let half: Vec<_> = (inputs.iter())
+        .map(|(a, b)| (a.mapv(f16::from_f32), b.mapv(f16::from_f32)))
+        .collect();
+    let want_h: Vec<Array2<f32>> = (half.iter())
+        .map(|(a, b)| a.mapv(f32::from).dot(&b.mapv(f32::from)))
+        .collect();
+    let checked = LaunchOptions {
+        bounds_check: Some(true),
+        ..Default::default()
+    };
+    for device in crate::common::all_devices() {
+        for programs in [1, 4, 64] {
+            let what = format!("{programs} programs on {device:?}");
+            let c = grouped_matmul_2d(&device, &problems, blocks, programs).unwrap();
+            for (g, (c, want)) in c.iter().zip(&want).enumerate() {
+                assert_close(c, want, 1e-4, 1e-4, &format!("{what}: problem {g}"));
+            }
+            let c = grouped_matmul_2d_with(&device, &checked, &problems, blocks, programs);
+            for (g, (c, want)) in c.unwrap().iter().zip(&want).enumerate() {
+                assert_close(
+                    c,
+                    want,
+                    1e-4,
+                    1e-4,
+                    &format!("{what}, checked: problem {g}"),
+                );
+            }
+            let hp: Vec<_> = half.iter().map(|(a, b)| (a.view(), b.view())).collect();
+            let c = grouped_matmul_2d(&device, &hp, blocks, programs).unwrap();
+            for (g, (c, want)) in c.iter().zip(&want_h).enumerate() {
+                let c = c.mapv(f32::from);
+                // f16 outputs: one rounding of the f32 sum.
+                assert_close(&c, want, 2e-3, 2e-3, &format!("{what}: f16 problem {g}"));
+            }
+        }
+    }
+}

@@ -10,6 +10,7 @@ pub mod custom_add;
 pub mod custom_bitcode;
 pub mod custom_overrides;
 pub mod dropout;
+pub mod grouped_gemm;
 pub mod layer_norm;
 pub mod matmul;
 pub mod misc;
