@@ -211,6 +211,52 @@ fn launch_rows() {
     println!("  rayon: 64 empty items     {t:>10.2}");
 }
 
+/// MindSpore's CustomAdd, compiled at run time by the AOT operator rows.
+const AOT_ADD_CC: &str = include_str!("../backend/tests/data/aot/add.cc");
+
+/// An AOT operator (MindSpore's CustomAdd) called in this process and isolated in a worker
+/// process (`AotOpBuilder::isolated`), median per call: what isolation costs.
+fn isolation_rows() {
+    use tritium::aot::{AotOp, DType};
+    let dir = std::env::temp_dir().join(format!("tritium-bench-aot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let src = dir.join("add.cc");
+    std::fs::write(&src, AOT_ADD_CC).expect("writing add.cc");
+    let build = |isolated: bool| {
+        let b = AotOp::builder(format!("{}:CustomAdd", src.display()))
+            .infer_shape(|x| x[0].clone())
+            .out_dtype(DType::F32);
+        let b = if isolated { b.isolated() } else { b };
+        b.build().expect("CustomAdd builds")
+    };
+    let (here, isolated) = (build(false), build(true));
+    println!("AOT CustomAdd per call (median, µs)   in-process     isolated  overhead   ratio");
+    for (n, calls) in [(16usize, 2001), (1 << 24, 11)] {
+        let x = ndarray::Array1::from_elem(n, 1.5f32);
+        let y = ndarray::Array1::from_elem(n, 2.0f32);
+        let median = |op: &AotOp| {
+            op.call1((&x, &y)).expect("a warm-up call");
+            let mut times: Vec<f64> = (0..calls)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    std::hint::black_box(op.call1((&x, &y)).expect("a call"));
+                    t.elapsed().as_secs_f64() * 1e6
+                })
+                .collect();
+            times.sort_by(f64::total_cmp);
+            times[times.len() / 2]
+        };
+        let (a, b) = (median(&here), median(&isolated));
+        println!(
+            "  {:<36} {a:>10.1} {b:>12.1} {:>9.1} {:>7.2}",
+            format!("{n} f32 elements"),
+            b - a,
+            a / b
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The argument that makes this example [`cold_compile_child`].
 const COLD_CHILD: &str = "--cold-compile-child";
 
@@ -228,6 +274,10 @@ fn main() -> tritium::Result<()> {
         }
         Some("launches") => {
             launch_rows();
+            return Ok(());
+        }
+        Some("isolation") => {
+            isolation_rows();
             return Ok(());
         }
         _ => {}

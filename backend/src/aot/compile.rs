@@ -297,6 +297,107 @@ fn hash_neighbor_headers(h: &mut Sha256, dir: &Path) {
     }
 }
 
+/// The C++ compiler of user sources: `CompileOptions::cxx`, `$CXX`, or `g++`.
+fn cxx(opts: &CompileOptions) -> String {
+    opts.cxx
+        .clone()
+        .or_else(|| std::env::var("CXX").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "g++".to_string())
+}
+
+/// Runs `compiler args… -o <tmp>` and renames the result to `out`; errors name `source`.
+fn run_compiler(
+    compiler: &str,
+    mut args: Vec<String>,
+    source: &Path,
+    out: &Path,
+    timeout: Duration,
+) -> AotResult<()> {
+    let tmp = temp_path(out);
+    args.push("-o".to_string());
+    args.push(tmp.display().to_string());
+    let line = command_line(compiler, &args);
+    let mut cmd = Command::new(compiler);
+    cmd.args(&args);
+    let finished = match run_with_timeout(cmd, timeout) {
+        Ok(f) => f,
+        Err(RunError::Spawn(e)) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(AotError::CompilerNotFound {
+                source_path: source.to_path_buf(),
+                compiler: compiler.to_string(),
+                message: e.to_string(),
+            });
+        }
+        Err(RunError::Timeout) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(AotError::CompileTimeout {
+                source_path: source.to_path_buf(),
+                command: line,
+                seconds: timeout.as_secs(),
+            });
+        }
+    };
+    if !finished.status.success() || !tmp.is_file() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(AotError::CompileFailed {
+            source_path: source.to_path_buf(),
+            command: line,
+            status: finished.status.to_string(),
+            output: finished.output,
+        });
+    }
+    std::fs::rename(&tmp, out).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        AotError::io(out, e)
+    })
+}
+
+/// The isolation worker's sources (`aot-shim/worker.cc`, which includes the shim).
+const WORKER_SOURCES: [(&str, &str); 2] = [
+    ("worker.cc", include_str!("../../aot-shim/worker.cc")),
+    ("shim.cc", include_str!("../../aot-shim/shim.cc")),
+];
+
+/// The executable that runs isolated operators ([`crate::aot::operator::AotOpBuilder::isolated`]),
+/// built into the cache with the C++ compiler of user sources (so the standard library's ABI
+/// matches theirs), reused while the compiler and the sources are unchanged.
+pub(crate) fn worker_executable(opts: &CompileOptions) -> AotResult<PathBuf> {
+    let cache = opts.cache_dir();
+    std::fs::create_dir_all(&cache).map_err(|e| AotError::io(&cache, e))?;
+    let headers = header_dir(&cache)?;
+    let compiler = cxx(opts);
+    let mut h = Sha256::new();
+    h.update(b"tritium-aot-worker-v1\0");
+    h.update(compiler.as_bytes());
+    h.update(CUSTOM_AOT_EXTRA_H.as_bytes());
+    for (name, text) in WORKER_SOURCES {
+        h.update(name.as_bytes());
+        h.update(text.as_bytes());
+    }
+    let key = hex(&h.finalize());
+    let out = cache.join(format!("tritium-aot-worker-{}", &key[..32]));
+    if out.is_file() {
+        return Ok(out);
+    }
+    let dir = cache.join(format!("worker-src-{}", &key[..32]));
+    std::fs::create_dir_all(&dir).map_err(|e| AotError::io(&dir, e))?;
+    for (name, text) in WORKER_SOURCES {
+        write_atomic(&dir.join(name), text.as_bytes())?;
+    }
+    let main = dir.join("worker.cc");
+    let args = vec![
+        "-std=c++17".to_string(),
+        "-O2".to_string(),
+        "-D_GLIBCXX_USE_CXX11_ABI=0".to_string(),
+        format!("-I{}", headers.display()),
+        main.display().to_string(),
+        "-ldl".to_string(),
+    ];
+    run_compiler(&compiler, args, &main, &out, opts.timeout)?;
+    Ok(out)
+}
+
 /// Compiles `source` (a `.cc`, `.cpp` or `.cu` file) into a shared library in the cache and
 /// returns the library's path; an up-to-date library already in the cache is reused.
 ///
@@ -323,11 +424,7 @@ fn compile_source_impl(source: &Path, opts: &CompileOptions, force: bool) -> Aot
 
     let (compiler, mut args) = match kind {
         SourceKind::Cpp => {
-            let cxx = opts
-                .cxx
-                .clone()
-                .or_else(|| std::env::var("CXX").ok().filter(|s| !s.is_empty()))
-                .unwrap_or_else(|| "g++".to_string());
+            let cxx = cxx(opts);
             let args = vec![
                 "-std=c++17".to_string(),
                 "--shared".to_string(),
@@ -410,46 +507,8 @@ fn compile_source_impl(source: &Path, opts: &CompileOptions, force: bool) -> Aot
         return Ok(out);
     }
 
-    let tmp = temp_path(&out);
     let mut full = args.clone();
-    full.push("-o".to_string());
-    full.push(tmp.display().to_string());
     full.push(source.display().to_string());
-    let line = command_line(&compiler, &full);
-    let mut cmd = Command::new(&compiler);
-    cmd.args(&full);
-    let result = run_with_timeout(cmd, opts.timeout);
-    let finished = match result {
-        Ok(f) => f,
-        Err(RunError::Spawn(e)) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(AotError::CompilerNotFound {
-                source_path: source,
-                compiler,
-                message: e.to_string(),
-            });
-        }
-        Err(RunError::Timeout) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(AotError::CompileTimeout {
-                source_path: source,
-                command: line,
-                seconds: opts.timeout.as_secs(),
-            });
-        }
-    };
-    if !finished.status.success() || !tmp.is_file() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(AotError::CompileFailed {
-            source_path: source,
-            command: line,
-            status: finished.status.to_string(),
-            output: finished.output,
-        });
-    }
-    std::fs::rename(&tmp, &out).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        AotError::io(&out, e)
-    })?;
+    run_compiler(&compiler, full, &source, &out, opts.timeout)?;
     Ok(out)
 }

@@ -86,6 +86,15 @@ pub enum AotError {
         /// The missing symbol.
         symbol: String,
     },
+    /// An isolated operator's worker process crashed, exited or ran past its timeout (the
+    /// next call starts a fresh worker), or could not be started.
+    #[error("`{function}` {message}")]
+    Worker {
+        /// The user function that was running.
+        function: String,
+        /// What happened (the signal, the exit status, the timeout).
+        message: String,
+    },
     /// A user function threw a C++ exception (caught by the shim).
     #[error("`{function}` threw a C++ exception: {what}")]
     CppException {

@@ -50,6 +50,11 @@ impl Library {
         })
     }
 
+    /// The canonical path it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The address of `name`, or `None` when the library does not export it.
     pub fn optional(&self, name: &str) -> Option<RawFn> {
         // SAFETY: only the address is taken; calls go through typed trampolines.

@@ -29,7 +29,7 @@
 //! Codemap: [`operator`] (definition and call protocol), [`tensor`] (host tensors and
 //! inputs), [`dtype`], [`attrs`], [`compile`] (auto-compilation cache), [`whitelist`],
 //! [`package`] (portable packages), [`grad`](mod@grad) (reverse mode); `abi`, `extra`, `library`,
-//! `buffer` and `cuda` (driver API for `.cu` operators) are internal. The C++ side lives in `backend/aot-shim/`.
+//! `buffer`, `isolate` (operators in a worker process) and `cuda` (driver API for `.cu` operators) are internal. The C++ side lives in `backend/aot-shim/`.
 //!
 //! Invariants: no C++ exception unwinds into Rust and no Rust panic unwinds into C++ (every
 //! crossing is a catching trampoline); no kernel data outlives its operator instance, and no
@@ -44,6 +44,7 @@ pub mod dtype;
 mod error;
 mod extra;
 pub mod grad;
+mod isolate;
 mod library;
 pub mod operator;
 pub mod package;
@@ -60,6 +61,7 @@ pub use cuda::{cuda_available, DeviceTensor};
 pub use dtype::{DType, Element, MindSporeDType};
 pub use error::{AotError, AotResult};
 pub use grad::{grad, Differentiable, Function, Tape, Var};
+pub use isolate::Isolation;
 pub use operator::{
     AotOp, AotOpBuilder, AotOptions, FuncSpec, IntoShape, Target, MAX_DYNAMIC_RANK,
 };

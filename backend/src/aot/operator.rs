@@ -16,6 +16,7 @@ use super::cuda::{self, DeviceTensor};
 use super::dtype::{DType, MindSporeDType};
 use super::error::{AotError, AotResult};
 use super::extra::Extra;
+use super::isolate::{self, Isolation, Worker};
 use super::library::Library;
 use super::tensor::{Inputs, Shape, Tensor, TensorRef, TensorSpec, DYN_DIM, DYN_RANK};
 use super::whitelist::Whitelist;
@@ -157,6 +158,7 @@ pub struct AotOpBuilder {
     backward: Option<Backward>,
     options: AotOptions,
     target: Option<Target>,
+    isolation: Option<Isolation>,
 }
 
 impl AotOpBuilder {
@@ -176,6 +178,7 @@ impl AotOpBuilder {
             backward: None,
             options: AotOptions::default(),
             target: None,
+            isolation: None,
         }
     }
 
@@ -324,6 +327,21 @@ impl AotOpBuilder {
         self
     }
 
+    /// Runs `FuncInit` and `Func` in a worker process (CPU operators; also
+    /// `TRITIUM_AOT_ISOLATE=1`): a segfault, abort, `exit` or a call past the timeout (60 s)
+    /// becomes an [`AotError::Worker`] naming the function and the signal, and the next call
+    /// starts a fresh worker (which runs `FuncInit` again). Tensors travel through shared
+    /// memory; `FuncInferShape`/`FuncInferType` still run in this process.
+    pub fn isolated(self) -> Self {
+        self.isolated_with(Isolation::default())
+    }
+
+    /// [`AotOpBuilder::isolated`] with another timeout.
+    pub fn isolated_with(mut self, isolation: Isolation) -> Self {
+        self.isolation = Some(isolation);
+        self
+    }
+
     /// Checked mode (see [`AotOptions::checked`]).
     pub fn checked(mut self, on: bool) -> Self {
         self.options.checked = on;
@@ -434,6 +452,18 @@ impl AotOpBuilder {
             )));
         }
         let checked = self.options.checked || env_checked();
+        let isolation = match (self.isolation, target) {
+            (Some(_), Target::Cuda) => {
+                return Err(def_err(
+                    "isolation runs CPU operators in a worker process; CUDA operators run in \
+                     this process"
+                        .to_string(),
+                ))
+            }
+            (Some(iso), Target::Cpu) => Some(iso),
+            (None, Target::Cpu) => Isolation::from_env(),
+            (None, Target::Cuda) => None,
+        };
         Ok(AotOp {
             inner: Arc::new(OpInner {
                 instances: Mutex::new(HashMap::new()),
@@ -454,6 +484,8 @@ impl AotOpBuilder {
                 data_dependent: self.data_dependent,
                 backward: self.backward,
                 checked,
+                isolation,
+                worker: Mutex::new(None),
                 options: self.options,
                 lib: Arc::new(lib),
             }),
@@ -491,9 +523,13 @@ fn fixed_len_dtypes(r: &DTypeRule) -> Option<usize> {
 /// One kernel instance: what `FuncInit` set up for one input-shape key. Field order matters:
 /// the kernel data is destroyed before the library can be unloaded.
 struct Instance {
-    extra: Extra,
+    /// In this process (`None` for isolated operators, whose kernel data lives in the worker).
+    extra: Option<Extra>,
     outputs: Vec<(Vec<usize>, DType)>,
     workspaces: Vec<usize>,
+    /// Isolated operators: the attributes (to initialize the instance in a fresh worker) and
+    /// the worker generation and id it was initialized with.
+    isolated: Option<(Attrs, Option<(u64, u64)>)>,
     _lib: Arc<Library>,
 }
 
@@ -517,6 +553,9 @@ struct OpInner {
     data_dependent: bool,
     backward: Option<Backward>,
     checked: bool,
+    isolation: Option<Isolation>,
+    /// The isolated operator's worker process, started on first use and after a crash.
+    worker: Mutex<Option<Worker>>,
     options: AotOptions,
     lib: Arc<Library>,
 }
@@ -553,6 +592,26 @@ fn shape_buffer_init(bound: &[usize]) -> Vec<u64> {
         *w = d as u64;
     }
     words
+}
+
+/// `Ok` for a worker reply that ran `function` to a zero return value; else its exception,
+/// return code or failure.
+fn reply_result(function: &str, reply: &isolate::Reply) -> AotResult<()> {
+    match (reply.status, reply.ret) {
+        (0, 0) => Ok(()),
+        (0, code) => Err(AotError::ReturnCode {
+            function: function.to_string(),
+            code,
+        }),
+        (2, _) => Err(AotError::CppException {
+            function: function.to_string(),
+            what: reply.message.clone(),
+        }),
+        _ => Err(AotError::Worker {
+            function: function.to_string(),
+            message: reply.message.clone(),
+        }),
+    }
 }
 
 fn le_words(bytes: &[u8]) -> Vec<u64> {
@@ -615,9 +674,30 @@ impl AotOp {
         self.lock_instances().len()
     }
 
-    /// Destroys every kernel instance (and its kernel data); the next call initializes anew.
+    /// Destroys every kernel instance (and its kernel data, in the worker for isolated
+    /// operators); the next call initializes anew.
     pub fn clear_instances(&self) {
-        self.lock_instances().clear();
+        let instances: Vec<_> = self.lock_instances().drain().map(|(_, v)| v).collect();
+        let Some(isolation) = self.inner.isolation else {
+            return;
+        };
+        let mut slot = self.inner.worker.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(worker) = slot.as_mut() else {
+            return;
+        };
+        for inst in instances {
+            let inst = inst.lock().unwrap_or_else(|p| p.into_inner());
+            let Some((_, Some((generation, id)))) = inst.isolated else {
+                continue;
+            };
+            if generation == worker.generation {
+                let freed = worker.free(id, &self.inner.spec.symbol, isolation.timeout);
+                if matches!(freed, Err(AotError::Worker { .. })) {
+                    *slot = None;
+                    return;
+                }
+            }
+        }
     }
 
     fn lock_instances(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Mutex<Instance>>>> {
@@ -900,6 +980,16 @@ impl AotOp {
             }
             outputs.push((o.shape.iter().map(|&d| d as usize).collect(), o.dtype));
         }
+        if i.isolation.is_some() {
+            // `FuncInit` runs in the worker, at the instance's first call there.
+            return Ok(Instance {
+                extra: None,
+                outputs,
+                workspaces: Vec::new(),
+                isolated: Some((attrs, None)),
+                _lib: i.lib.clone(),
+            });
+        }
         let extra = Extra::new(attrs, sym)?;
         if let Some(init) = i.init {
             let shapes: Vec<Shape> = specs
@@ -920,9 +1010,10 @@ impl AotOp {
         }
         let workspaces = extra.workspace();
         Ok(Instance {
-            extra,
+            extra: Some(extra),
             outputs,
             workspaces,
+            isolated: None,
             _lib: i.lib.clone(),
         })
     }
@@ -934,6 +1025,15 @@ impl AotOp {
         specs: &[TensorSpec],
     ) -> AotResult<Vec<Tensor>> {
         let i = &self.inner;
+        if let Some(isolation) = i.isolation {
+            let mut worker = i.worker.lock().unwrap_or_else(|p| p.into_inner());
+            let result = self.execute_isolated(&mut worker, isolation, inst, inputs, specs);
+            if matches!(result, Err(AotError::Worker { .. })) {
+                // Crashed, exited or killed: the next call starts a fresh worker.
+                *worker = None;
+            }
+            return result;
+        }
         let sym = &i.spec.symbol;
         let checked = i.checked;
         let alloc = |what: String, bytes: Option<usize>| {
@@ -987,7 +1087,9 @@ impl AotOp {
             &mut params,
             &mut args,
             std::ptr::null_mut(),
-            inst.extra.as_ptr(),
+            inst.extra
+                .as_ref()
+                .map_or(std::ptr::null_mut(), Extra::as_ptr),
         )?;
         if rc != 0 {
             return Err(AotError::ReturnCode {
@@ -1024,6 +1126,137 @@ impl AotOp {
         }
         let data: Vec<&[u8]> = outs.iter().map(Buffer::data).collect();
         let words: Vec<Vec<u64>> = shape_bufs.iter().map(|b| le_words(b.data())).collect();
+        self.finish(inst, &data, &words)
+    }
+
+    /// [`AotOp::execute`] in the worker process: the instance is initialized there first
+    /// (again after a crash), inputs are copied into shared memory, and outputs, workspaces
+    /// and shape buffers are laid out there as in-process, guard bytes included.
+    fn execute_isolated(
+        &self,
+        slot: &mut Option<Worker>,
+        isolation: Isolation,
+        inst: &mut Instance,
+        inputs: &[TensorRef<'_>],
+        specs: &[TensorSpec],
+    ) -> AotResult<Vec<Tensor>> {
+        let i = &self.inner;
+        let (sym, timeout) = (&i.spec.symbol, isolation.timeout);
+        if slot.is_none() {
+            let executable = compile::worker_executable(&i.options.compile)?;
+            *slot = Some(Worker::spawn(&executable, sym)?);
+        }
+        let worker = slot.as_mut().expect("started");
+        let (shapes, dtypes) = Self::call_specs(inst, specs);
+        let (attrs, initialized) = inst.isolated.as_mut().expect("an isolated instance");
+        let id = match *initialized {
+            Some((generation, id)) if generation == worker.generation => id,
+            _ => {
+                let id = isolate::next_id();
+                let init = i.init.map(|_| format!("{sym}Init"));
+                let library = i.lib.path();
+                let reply = worker.init(
+                    id,
+                    library,
+                    sym,
+                    init.as_deref(),
+                    attrs,
+                    &shapes,
+                    &dtypes,
+                    timeout,
+                )?;
+                let function = init.unwrap_or_else(|| sym.clone());
+                reply_result(&function, &reply)?;
+                inst.workspaces = reply.workspaces;
+                *initialized = Some((worker.generation, id));
+                id
+            }
+        };
+        // Layout: inputs, then outputs, workspaces and shape buffers, each 64-byte aligned
+        // and followed by its guard bytes in checked mode.
+        let guard = if i.checked { GUARD_BYTES } else { 0 };
+        let alloc_err = |what: String, bytes: usize| AotError::Alloc {
+            function: sym.clone(),
+            what,
+            bytes,
+        };
+        let mut written: Vec<(String, usize)> = Vec::new();
+        for (k, (s, d)) in inst.outputs.iter().enumerate() {
+            let bytes =
+                checked_bytes(s, *d).ok_or_else(|| alloc_err(format!("output {k}"), usize::MAX))?;
+            written.push((format!("output {k}"), bytes));
+        }
+        for (k, &n) in inst.workspaces.iter().enumerate() {
+            written.push((format!("workspace {k}"), n));
+        }
+        let shape_words: Vec<Vec<u64>> = match i.data_dependent {
+            true => inst
+                .outputs
+                .iter()
+                .map(|(s, _)| shape_buffer_init(s))
+                .collect(),
+            false => Vec::new(),
+        };
+        for (k, w) in shape_words.iter().enumerate() {
+            written.push((format!("shape buffer {k}"), 8 * w.len()));
+        }
+        let mut at = 0usize;
+        let mut place = |len: usize, guard: usize| {
+            let start = at;
+            at = start
+                .checked_add(len)
+                .and_then(|e| e.checked_add(guard))
+                .and_then(|e| e.checked_next_multiple_of(64))?;
+            Some(start)
+        };
+        let in_offsets = (inputs.iter())
+            .map(|t| place(t.as_bytes().len(), 0))
+            .collect::<Option<Vec<_>>>();
+        let out_offsets = (written.iter())
+            .map(|(_, n)| place(*n, guard))
+            .collect::<Option<Vec<_>>>();
+        let (Some(in_offsets), Some(out_offsets)) = (in_offsets, out_offsets) else {
+            return Err(alloc_err("the shared tensors".into(), usize::MAX));
+        };
+        let arena = worker.arena(at, sym, timeout)?;
+        for (t, &o) in inputs.iter().zip(&in_offsets) {
+            let b = t.as_bytes();
+            arena[o..o + b.len()].copy_from_slice(b);
+        }
+        let shape_at = &out_offsets[out_offsets.len() - shape_words.len()..];
+        for (w, &o) in shape_words.iter().zip(shape_at) {
+            for (k, v) in w.iter().enumerate() {
+                arena[o + 8 * k..o + 8 * k + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        let patterns: Vec<[u8; GUARD_BYTES]> = (0..written.len())
+            .map(|_| super::buffer::guard_pattern())
+            .collect();
+        for (((_, n), &o), p) in written.iter().zip(&out_offsets).zip(&patterns) {
+            arena[o + n..o + n + guard].copy_from_slice(&p[..guard]);
+        }
+        let offsets: Vec<usize> = in_offsets.iter().chain(&out_offsets).copied().collect();
+        let reply = worker.call(id, sym, &offsets, &shapes, &dtypes, timeout)?;
+        reply_result(sym, &reply)?;
+        let arena = worker.mapped();
+        for (((name, n), &o), p) in written.iter().zip(&out_offsets).zip(&patterns) {
+            let seen = &arena[o + n..o + n + guard];
+            if let Some(offset) = seen.iter().zip(&p[..guard]).position(|(a, b)| a != b) {
+                return Err(AotError::GuardOverwritten {
+                    function: sym.clone(),
+                    buffer: name.clone(),
+                    len: *n,
+                    offset,
+                });
+            }
+        }
+        let data: Vec<&[u8]> = (written.iter().zip(&out_offsets))
+            .take(inst.outputs.len())
+            .map(|((_, n), &o)| &arena[o..o + n])
+            .collect();
+        let words: Vec<Vec<u64>> = (shape_words.iter().zip(shape_at))
+            .map(|(w, &o)| le_words(&arena[o..o + 8 * w.len()]))
+            .collect();
         self.finish(inst, &data, &words)
     }
 
@@ -1087,6 +1320,12 @@ impl AotOp {
 
     /// The `ndims`/`shapes`/`dtypes` of a call: inputs then outputs.
     fn call_args(inst: &Instance, specs: &[TensorSpec]) -> ShapeArgs {
+        let (shapes, dtypes) = Self::call_specs(inst, specs);
+        ShapeArgs::new(&shapes, &dtypes)
+    }
+
+    /// The shapes and dtypes of a call's inputs, then its outputs.
+    fn call_specs(inst: &Instance, specs: &[TensorSpec]) -> (Vec<Shape>, Vec<DType>) {
         let shapes: Vec<Shape> = specs
             .iter()
             .map(|s| s.shape.clone())
@@ -1101,7 +1340,7 @@ impl AotOp {
             .map(|s| s.dtype)
             .chain(inst.outputs.iter().map(|(_, d)| *d))
             .collect();
-        ShapeArgs::new(&shapes, &dtypes)
+        (shapes, dtypes)
     }
 
     fn execute_cuda(
@@ -1178,7 +1417,10 @@ impl AotOp {
             .map(|b| b.ptr())
             .collect();
         let mut args = Self::call_args(inst, specs);
-        let extra = inst.extra.as_ptr();
+        let extra = inst
+            .extra
+            .as_ref()
+            .map_or(std::ptr::null_mut(), Extra::as_ptr);
         let rc = dev.with_stream(|stream| {
             abi::call_main(i.main, sym, &mut params, &mut args, stream, extra)
         })?;

@@ -5,5 +5,6 @@ mod cuda;
 mod env;
 mod errors;
 mod grad;
+mod isolation;
 mod ops;
 mod package;
