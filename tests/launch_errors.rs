@@ -333,3 +333,59 @@ fn trace_errors_name_the_kernel_and_the_line() {
         );
     }
 }
+
+/// `out[i] = x[i * step]`: with `step` the view's own stride the kernel walks its
+/// elements; with `step = 1` it walks the gaps between them.
+#[tritium::kernel]
+fn gather_every(
+    out: tritium::Ptr<f32>,
+    x: tritium::Ptr<f32>,
+    step: i32,
+    n: i32,
+    #[constexpr] BLOCK: usize,
+) {
+    let i = arange(0, BLOCK);
+    let m = i < n;
+    store(out + i, load(x + i * step, mask = m, other = 0.0), mask = m);
+}
+
+/// Checked mode checks elements of strided views, not only their spans: an access between
+/// a view's elements (inside its span) is a fault on every device, the interpreter included,
+/// while accesses to its elements pass (views of every kind: strided, a column of a
+/// matrix, reversed).
+#[test]
+fn checked_mode_rejects_accesses_between_a_strided_views_elements() {
+    use ndarray::{s, Array2};
+    let data = Array1::from_iter((0..24).map(|v| v as f32));
+    let matrix = Array2::from_shape_fn((6, 4), |(r, c)| (4 * r + c) as f32);
+    let opts = LaunchOptions {
+        bounds_check: Some(true),
+        ..Default::default()
+    };
+    let mut devices = checked_devices();
+    devices.push(Device::interpreter());
+    let views = [
+        ("every third element", data.slice(s![..;3])),
+        ("a column of a matrix", matrix.slice(s![.., 1])),
+        ("reversed, every other", data.slice(s![..;-2])),
+    ];
+    for d in devices {
+        for (what, view) in &views {
+            let n = view.len();
+            let stride = view.strides()[0] as i32;
+            let mut out = Array1::<f32>::zeros(n);
+            if stride > 0 {
+                gather_every::launch_with(&d, 1, &opts, &mut out, view, stride, n as i32, 8)
+                    .unwrap_or_else(|e| panic!("{d:?}, {what}: {e}"));
+                assert_eq!(out, view.to_owned(), "{d:?}, {what}");
+            }
+            let e = gather_every::launch_with(&d, 1, &opts, &mut out, view, 1, n as i32, 8)
+                .expect_err("element 1 is between the view's elements");
+            let (_, m) = runtime_error(e);
+            assert!(
+                m.contains("load") && m.contains("`x`"),
+                "{d:?}, {what}: {m}"
+            );
+        }
+    }
+}

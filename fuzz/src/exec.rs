@@ -170,6 +170,7 @@ fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {
                         dtype: t.elem.pointee().expect("a pointer parameter"),
                         writable: true,
                         memory: Memory::Host,
+                        view: None,
                     })
                 }
                 Arg::Scalar(bits) => RawArg::Scalar {

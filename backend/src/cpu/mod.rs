@@ -170,22 +170,23 @@ impl Compiled {
     pub fn run_launch(&self, grid: Grid, args: &[RawArg], pointees: &[Pointee]) -> Result<()> {
         let slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
         let host = |b: &RawBuffer| (b.lo as u64, b.hi as u64);
-        let mut ranges = checked::ranges(args, host);
-        // A race-checking kernel finds its recorder after the ranges, and a kernel with
-        // pointers made from integers the list of every buffer after that word.
+        // A race-checking kernel finds its recorder after the parameters' words, and a
+        // kernel with pointers made from integers the list of every buffer after that word.
         let recorder = self.race_check.then(|| race::RaceRecorder::new(grid.0));
-        if recorder.is_some() || self.buffer_list {
-            ranges.push(recorder.as_ref().map_or(0, |r| r as *const _ as u64));
-        }
+        let after_params = recorder.is_some() || self.buffer_list;
+        let race_word = after_params.then(|| recorder.as_ref().map_or(0, |r| r as *const _ as u64));
         // Named only where needed: a cached launch stays a few hundred nanoseconds.
         let named = || named_buffers(&self.function, args, pointees);
-        let buffers = match recorder.is_some() || self.buffer_list {
+        let buffers = match after_params {
             true => named(),
             false => Vec::new(),
         };
-        if self.buffer_list {
-            ranges.extend(checked::buffer_list(&buffers, host));
-        }
+        let extra: Vec<u64> = race_word.into_iter().collect();
+        let mut words = checked::CheckWords::new(args, &buffers, &extra, self.buffer_list, host);
+        // The vector is not resized from here on: its address is where the words live.
+        let base = words.words.as_ptr() as u64;
+        words.place(base);
+        let ranges = words.words;
         let fault: [AtomicU64; checked::FAULT_WORDS] = Default::default();
         let [nx, ny, nz] = grid.0;
         let (slots_addr, ranges_addr, fault_addr) = (
@@ -198,8 +199,8 @@ impl Compiled {
             grid.programs(),
             self.scratch_bytes,
             &move |start, end, scratch| {
-                // SAFETY: the entry function reads `slots` (one per parameter), `ranges` (two
-                // per parameter) and writes `fault` (FAULT_WORDS u64), all alive for this call; the
+                // SAFETY: the entry function reads `slots` (one per parameter), `ranges` (the
+                // check words) and writes `fault` (FAULT_WORDS u64), all alive for this call; the
                 // borrowed buffers in the slots outlive the launch (KernelArgs' lifetime);
                 // scratch holds `scratch_bytes` bytes owned by this thread.
                 unsafe {

@@ -10,9 +10,8 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
 use tritium_dsl::ir::Function;
 
-/// A launch's check buffer in device memory: a zeroed fault record, then `[lo, hi]` of
-/// every parameter in device addresses, then (for kernels with pointers made from
-/// integers) the list of every buffer of the launch (`checked::buffer_list`).
+/// A launch's check buffer in device memory: a zeroed fault record, then the check words
+/// (`checked::CheckWords`) in device addresses.
 pub(crate) struct DeviceCheck {
     device: CudaSlice<u8>,
     /// The bytes copied in, alive until the record is read back: the copy is queued on
@@ -35,20 +34,19 @@ impl DeviceCheck {
         buffer_list: bool,
         range: impl Fn(&RawBuffer) -> (u64, u64),
     ) -> Result<DeviceCheck> {
-        let mut ranges = checked::ranges(args, &range);
-        if buffer_list {
-            ranges.extend(checked::buffer_list(buffers, &range));
-        }
+        let mut words = checked::CheckWords::new(args, buffers, &[], buffer_list, &range);
         let names = checked::named_ranges(buffers, &range);
-        let bytes: Vec<u8> = ([0u64; FAULT_WORDS].iter().chain(&ranges))
+        let len = 8 * (FAULT_WORDS + words.words.len());
+        let mut device = gpu.alloc_on(stream, len)?;
+        let address = device.device_ptr(stream).0;
+        words.place(address + 8 * FAULT_WORDS as u64);
+        let bytes: Vec<u8> = ([0u64; FAULT_WORDS].iter().chain(&words.words))
             .flat_map(|w| w.to_le_bytes())
             .collect();
-        let mut device = gpu.alloc_on(stream, bytes.len())?;
         let mut view = device.slice_mut(0..bytes.len());
         stream
             .memcpy_htod(bytes.as_slice(), &mut view)
             .map_err(|e| driver_error("copying the bounds-check buffer to the GPU", e))?;
-        let address = device.device_ptr(stream).0;
         Ok(DeviceCheck {
             device,
             _host: bytes,

@@ -351,19 +351,18 @@ impl EmulatedKernel {
         // generated code's compare-exchange, then the host ranges (and the list of every
         // buffer).
         let host = |b: &RawBuffer| (b.lo as u64, b.hi as u64);
-        let mut ranges = checked::ranges(args, host);
         let buffers = match self.sites.is_some() {
             true => named_buffers(&self.function, args, pointees),
             false => Vec::new(),
         };
-        if self.buffer_list {
-            ranges.extend(checked::buffer_list(&buffers, host));
-        }
-        let check: Vec<AtomicU64> = (0..FAULT_WORDS as u64)
-            .map(|_| 0)
-            .chain(ranges.iter().copied())
-            .map(AtomicU64::new)
+        let mut words = checked::CheckWords::new(args, &buffers, &[], self.buffer_list, host);
+        let check: Vec<AtomicU64> = (0..FAULT_WORDS + words.words.len())
+            .map(|_| AtomicU64::new(0))
             .collect();
+        words.place(check.as_ptr() as u64 + 8 * FAULT_WORDS as u64);
+        for (c, w) in check[FAULT_WORDS..].iter().zip(&words.words) {
+            c.store(*w, Ordering::Relaxed);
+        }
         if self.sites.is_some() {
             slots.push(check.as_ptr() as u64);
         }

@@ -63,6 +63,7 @@ pub(crate) fn run_user_op(
                     dtype: dt,
                     writable: true,
                     memory: crate::launch::Memory::Host,
+                    view: None,
                 };
                 let staging = Memory::from_buffers(vec![("staging".into(), buf)]);
                 staging.store(dt, &addresses(base, t), d, None)?;

@@ -69,6 +69,11 @@ impl Memory {
         b.contains(lo, len) && (kind == Access::Load || b.writable)
     }
 
+    /// [`Memory::allows`] for one lane, which must also land on an element of a strided view.
+    fn allows_lane(b: &RawBuffer, kind: Access, addr: usize, size: usize) -> bool {
+        Self::allows(b, kind, addr, size) && b.view.is_none_or(|v| v.contains(b.lo, addr))
+    }
+
     /// Checks one lane; the message says what went wrong.
     fn check_lane(
         &self,
@@ -81,7 +86,7 @@ impl Memory {
         if self
             .buffers
             .iter()
-            .any(|(_, b)| Self::allows(b, kind, addr, size))
+            .any(|(_, b)| Self::allows_lane(b, kind, addr, size))
         {
             return Ok(());
         }
@@ -90,6 +95,9 @@ impl Memory {
             kind.name()
         );
         let why = match self.buffers.iter().find(|(_, b)| b.contains(addr, size)) {
+            Some((name, b)) if b.view.is_some_and(|v| !v.contains(b.lo, addr)) => format!(
+                "buffer `{name}` is a strided view and the address falls between its elements"
+            ),
             Some((name, _)) => {
                 format!("buffer `{name}` is read-only (pass it as `&mut` to write it)")
             }
@@ -126,7 +134,7 @@ impl Memory {
             if self
                 .buffers
                 .iter()
-                .any(|(_, b)| Self::allows(b, kind, lo, len))
+                .any(|(_, b)| b.view.is_none() && Self::allows(b, kind, lo, len))
             {
                 return Ok(());
             }

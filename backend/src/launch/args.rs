@@ -1,5 +1,6 @@
 //! Host arguments of a launch: borrowed buffers and scalars, type-checked by Rust generics.
 
+use super::view::ViewLayout;
 use crate::runtime::UseTracker;
 use ndarray::{ArrayBase, Data, DataMut, Dimension, RawData};
 use std::marker::PhantomData;
@@ -21,6 +22,9 @@ pub struct RawBuffer {
     pub writable: bool,
     /// Where the buffer lives.
     pub memory: Memory,
+    /// For a strided view whose span has bytes that are not its elements: which ones are
+    /// (checked mode and the interpreter reject accesses between them).
+    pub view: Option<ViewLayout>,
 }
 
 /// Where a buffer lives.
@@ -173,6 +177,7 @@ impl<'t> PtrTable<'t> {
             dtype,
             writable: false,
             memory: Memory::Host,
+            view: None,
         };
         let pointees = (self.entries.iter())
             .map(|e| PackedPtr {
@@ -231,6 +236,7 @@ fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DT
             dtype,
             writable,
             memory: Memory::Host,
+            view: None,
         };
     }
     let (mut min, mut max) = (0isize, 0isize);
@@ -251,6 +257,7 @@ fn span<S: RawData, D: Dimension>(a: &ArrayBase<S, D>, writable: bool, dtype: DT
         dtype,
         writable,
         memory: Memory::Host,
+        view: ViewLayout::of(a.shape(), a.strides(), size),
     }
 }
 
@@ -292,6 +299,7 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r [T] {
             dtype: T::DTYPE,
             writable: false,
             memory: Memory::Host,
+            view: None,
         }
     }
 }
@@ -306,6 +314,7 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut [T] {
             dtype: T::DTYPE,
             writable: true,
             memory: Memory::Host,
+            view: None,
         }
     }
 }

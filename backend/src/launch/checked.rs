@@ -14,35 +14,74 @@ use tritium_dsl::ir::{Function, Loc, Op, ASSERT_KIND};
 /// Words of the fault record.
 pub(crate) const FAULT_WORDS: usize = 5;
 
-/// `[lo, hi]` of every parameter (`[0, 0]` for scalars) as generated code reads them:
-/// `range` gives a buffer's byte range in the address space the kernel runs in.
-pub(crate) fn ranges(args: &[RawArg], range: impl Fn(&super::RawBuffer) -> (u64, u64)) -> Vec<u64> {
-    args.iter()
-        .flat_map(|a| match a {
-            RawArg::Ptr(b) => {
-                let (lo, hi) = range(b);
-                [lo, hi]
-            }
-            RawArg::Scalar { .. } => [0, 0],
-        })
-        .collect()
+/// Words checked code reads per parameter: `[lo, hi, view]`.
+pub(crate) const PARAM_WORDS: usize = 3;
+
+/// Words per entry of the buffer list: `[lo, hi, writable, view]`.
+pub(crate) const LIST_WORDS: usize = 4;
+
+/// What checked code reads about a launch's buffers (byte ranges in the address space the
+/// kernel runs in, as `range` gives them): `[lo, hi, view]` per parameter (zeros for
+/// scalars), then `extra` words (the CPU's race recorder), then, with `list`, the list of
+/// every buffer that pointers made from integers are compared with (`named_buffers`: the
+/// arguments, then the pointer tables' entries) `[count, (lo, hi, writable, view) × count]`
+/// (`llvm::Emit::in_any_buffer`), then the element records of strided views
+/// (`ViewLayout::record`) that nonzero `view` words point at (`llvm::Emit::in_view`).
+pub(crate) struct CheckWords {
+    /// The words; `view` words hold byte offsets from the first word until [`CheckWords::place`].
+    pub words: Vec<u64>,
+    /// Where the nonzero `view` words are.
+    views: Vec<usize>,
 }
 
-/// Checked mode's list of every buffer of a launch (`named_buffers`: the pointer
-/// arguments, then the pointer tables' entries), which kernels with pointers made from
-/// integers compare those pointers with: `[count, (lo, hi, writable) × count]`, `range`
-/// giving a buffer's byte range in the kernel's address space
-/// (`llvm::Emit::in_any_buffer` reads it).
-pub(crate) fn buffer_list(
-    buffers: &[(String, RawBuffer)],
-    range: impl Fn(&RawBuffer) -> (u64, u64),
-) -> Vec<u64> {
-    let mut words = vec![buffers.len() as u64];
-    for (_, b) in buffers {
-        let (lo, hi) = range(b);
-        words.extend([lo, hi, u64::from(b.writable)]);
+impl CheckWords {
+    /// The words of a launch (see the type's docs).
+    pub(crate) fn new(
+        args: &[RawArg],
+        buffers: &[(String, RawBuffer)],
+        extra: &[u64],
+        list: bool,
+        range: impl Fn(&RawBuffer) -> (u64, u64),
+    ) -> CheckWords {
+        let mut words = Vec::new();
+        let mut records = Vec::new();
+        let mut buffer = |words: &mut Vec<u64>, b: &RawBuffer, writable: Option<bool>| {
+            let (lo, hi) = range(b);
+            words.extend([lo, hi]);
+            words.extend(writable.map(u64::from));
+            words.push(0);
+            if let Some(v) = b.view {
+                records.push((words.len() - 1, v.record(lo)));
+            }
+        };
+        for a in args {
+            match a {
+                RawArg::Ptr(b) => buffer(&mut words, b, None),
+                RawArg::Scalar { .. } => words.extend([0; PARAM_WORDS]),
+            }
+        }
+        words.extend(extra);
+        if list {
+            words.push(buffers.len() as u64);
+            for (_, b) in buffers {
+                buffer(&mut words, b, Some(b.writable));
+            }
+        }
+        let mut views = Vec::with_capacity(records.len());
+        for (at, record) in records {
+            words[at] = 8 * words.len() as u64;
+            views.push(at);
+            words.extend(record);
+        }
+        CheckWords { words, views }
     }
-    words
+
+    /// Turns the `view` words into addresses, the words living at address `base`.
+    pub(crate) fn place(&mut self, base: u64) {
+        for &at in &self.views {
+            self.words[at] = self.words[at].wrapping_add(base);
+        }
+    }
 }
 
 /// Every buffer of a launch by name, with its byte range as `range` gives it (in the

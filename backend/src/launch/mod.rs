@@ -8,12 +8,14 @@ mod grid;
 mod options;
 pub(crate) mod print;
 pub(crate) mod race;
+mod view;
 
 pub use args::{
     scalar_bits, KernelArgs, Memory, PackedPtr, Pointee, PtrArg, PtrTable, RawArg, RawBuffer,
 };
 pub use grid::{Grid, MAX_PROGRAMS};
 pub use options::LaunchOptions;
+pub use view::{ViewLayout, MAX_VIEW_RANK};
 
 use crate::{Error, Result};
 use tritium_dsl::ir::{Elem, Function};

@@ -2,6 +2,7 @@
 //! generators; where the ranges and the record live differs per target.
 
 use super::Emit;
+use crate::launch::checked::LIST_WORDS;
 use inkwell::values::{FunctionValue, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, IntPredicate};
 
@@ -43,10 +44,126 @@ impl<'ctx> Emit<'_, 'ctx> {
         b.build_and(ok, fits, "inbounds").unwrap()
     }
 
+    /// i1: `[addr, addr + size)` lies inside `[lo, hi)` and, when `view` (an address in
+    /// `like`'s address space, or 0) is not 0, on an element of the strided view whose
+    /// record it points at (`launch::ViewLayout::record`).
+    pub(crate) fn in_buffer(
+        &self,
+        addr: IntValue<'ctx>,
+        size: usize,
+        [lo, hi, view]: [IntValue<'ctx>; 3],
+        like: PointerValue<'ctx>,
+    ) -> IntValue<'ctx> {
+        let inside = self.in_range(addr, size, lo, hi);
+        let on_element = self.in_view(view, addr, like.get_type());
+        self.b.build_and(inside, on_element, "").unwrap()
+    }
+
+    /// i1: `view` is 0, or `addr` is the start of an element of the view whose record
+    /// (`[lo, rank, (dim, step) × rank]`) it points at. One function per module and address
+    /// space.
+    fn in_view(
+        &self,
+        view: IntValue<'ctx>,
+        addr: IntValue<'ctx>,
+        ptr: inkwell::types::PointerType<'ctx>,
+    ) -> IntValue<'ctx> {
+        let name = format!("tritium.in_view.{}", space_of(ptr));
+        let func = match self.module.get_function(&name) {
+            Some(f) => f,
+            None => self.define_in_view(&name, ptr),
+        };
+        let record = self.b.build_int_to_ptr(view, ptr, "view").unwrap();
+        let call = (self.b)
+            .build_call(func, &[record.into(), addr.into()], "on_element")
+            .unwrap();
+        match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i1"),
+        }
+    }
+
+    /// `i1 name(ptr record, i64 addr)`: the greedy decomposition of `addr - lo` over the
+    /// record's axes (`launch/view.rs`); a null record accepts every address.
+    fn define_in_view(
+        &self,
+        name: &str,
+        ptr: inkwell::types::PointerType<'ctx>,
+    ) -> FunctionValue<'ctx> {
+        let (ctx, i64t, i1) = (self.ctx, self.ctx.i64_type(), self.ctx.bool_type());
+        let ty = i1.fn_type(&[ptr.into(), i64t.into()], false);
+        let func = (self.module).add_function(name, ty, Some(inkwell::module::Linkage::Internal));
+        let b = ctx.create_builder();
+        let record = func.get_nth_param(0).unwrap().into_pointer_value();
+        let addr = func.get_nth_param(1).unwrap().into_int_value();
+        let block = |n: &str| ctx.append_basic_block(func, n);
+        let (entry, start, head, body, next, done, yes, no) = (
+            block("entry"),
+            block("start"),
+            block("head"),
+            block("body"),
+            block("next"),
+            block("done"),
+            block("yes"),
+            block("no"),
+        );
+        let word = |k: IntValue<'ctx>| {
+            // SAFETY (of the generated code): the record holds `2 + 2 * rank` words.
+            let p = unsafe { b.build_gep(i64t, record, &[k], "") }.unwrap();
+            b.build_load(i64t, p, "").unwrap().into_int_value()
+        };
+        let c = |v: u64| i64t.const_int(v, false);
+        b.position_at_end(entry);
+        let null = b.build_is_null(record, "").unwrap();
+        b.build_conditional_branch(null, yes, start).unwrap();
+        b.position_at_end(start);
+        let off0 = b.build_int_sub(addr, word(c(0)), "").unwrap();
+        let rank = word(c(1));
+        b.build_unconditional_branch(head).unwrap();
+        b.position_at_end(head);
+        let k = b.build_phi(i64t, "k").unwrap();
+        let off = b.build_phi(i64t, "off").unwrap();
+        let (kv, offv) = (
+            k.as_basic_value().into_int_value(),
+            off.as_basic_value().into_int_value(),
+        );
+        let more = b
+            .build_int_compare(IntPredicate::ULT, kv, rank, "")
+            .unwrap();
+        b.build_conditional_branch(more, body, done).unwrap();
+        b.position_at_end(body);
+        let at = b
+            .build_int_add(b.build_int_mul(kv, c(2), "").unwrap(), c(2), "")
+            .unwrap();
+        let dim = word(at);
+        let step = word(b.build_int_add(at, c(1), "").unwrap());
+        let q = b.build_int_unsigned_div(offv, step, "").unwrap();
+        let fits = b.build_int_compare(IntPredicate::ULT, q, dim, "").unwrap();
+        let rest = b
+            .build_int_sub(offv, b.build_int_mul(q, step, "").unwrap(), "")
+            .unwrap();
+        let k1 = b.build_int_add(kv, c(1), "").unwrap();
+        b.build_conditional_branch(fits, next, no).unwrap();
+        b.position_at_end(next);
+        b.build_unconditional_branch(head).unwrap();
+        k.add_incoming(&[(&c(0), start), (&k1, next)]);
+        off.add_incoming(&[(&off0, start), (&rest, next)]);
+        b.position_at_end(done);
+        let exact = b
+            .build_int_compare(IntPredicate::EQ, offv, c(0), "")
+            .unwrap();
+        b.build_return(Some(&exact)).unwrap();
+        b.position_at_end(yes);
+        b.build_return(Some(&i1.const_int(1, false))).unwrap();
+        b.position_at_end(no);
+        b.build_return(Some(&i1.const_zero())).unwrap();
+        func
+    }
+
     /// i1: `[addr, addr + size)` lies inside a buffer of the launch's buffer list at `list`
-    /// (`launch::checked::buffer_list`: `[count, (lo, hi, writable) × count]`), a writable
-    /// one when `write`: the check of a pointer made from an integer, which may point
-    /// into any buffer. Calls one function per module that walks the list.
+    /// (`launch::checked::CheckWords`: `[count, (lo, hi, writable, view) × count]`), a
+    /// writable one when `write`: the check of a pointer made from an integer, which may
+    /// point into any buffer. Calls one function per module that walks the list.
     pub(crate) fn in_any_buffer(
         &self,
         list: PointerValue<'ctx>,
@@ -55,10 +172,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         write: bool,
     ) -> IntValue<'ctx> {
         let (ctx, i64t) = (self.ctx, self.ctx.i64_type());
-        // One function per address space of the list.
-        let space = format!("{:?}", list.get_type().get_address_space());
-        let space: String = space.chars().filter(char::is_ascii_digit).collect();
-        let name = format!("tritium.in_buffers.{space}");
+        let name = format!("tritium.in_buffers.{}", space_of(list.get_type()));
         let func = match self.module.get_function(&name) {
             Some(f) => f,
             None => self.define_in_buffers(&name, list.get_type()),
@@ -131,17 +245,16 @@ impl<'ctx> Emit<'_, 'ctx> {
         b.build_conditional_branch(more, body, no).unwrap();
         b.position_at_end(body);
         let iv = i.as_basic_value().into_int_value();
+        let entry_words = i64t.const_int(LIST_WORDS as u64, false);
+        let first = b.build_int_mul(iv, entry_words, "").unwrap();
         let at = b
-            .build_int_add(
-                b.build_int_mul(iv, i64t.const_int(3, false), "").unwrap(),
-                i64t.const_int(1, false),
-                "",
-            )
+            .build_int_add(first, i64t.const_int(1, false), "")
             .unwrap();
-        let lo = word(at);
-        let hi = word(b.build_int_add(at, i64t.const_int(1, false), "").unwrap());
-        let writable = word(b.build_int_add(at, i64t.const_int(2, false), "").unwrap());
+        let field = |k: u64| word(b.build_int_add(at, i64t.const_int(k, false), "").unwrap());
+        let (lo, hi, writable, view) = (field(0), field(1), field(2), field(3));
         let inside = here.in_range_of(addr, size, lo, hi);
+        let on_element = here.in_view(view, addr, list.get_type());
+        let inside = b.build_and(inside, on_element, "").unwrap();
         let may_write = b
             .build_int_compare(IntPredicate::NE, writable, i64t.const_zero(), "")
             .unwrap();
@@ -196,4 +309,10 @@ impl<'ctx> Emit<'_, 'ctx> {
         b.build_unconditional_branch(done).unwrap();
         b.position_at_end(done);
     }
+}
+
+/// A name suffix for functions specialized to `ptr`'s address space.
+fn space_of(ptr: inkwell::types::PointerType<'_>) -> String {
+    let space = format!("{:?}", ptr.get_address_space());
+    space.chars().filter(char::is_ascii_digit).collect()
 }

@@ -187,6 +187,7 @@ impl<T: Element> CudaTensor<T> {
             dtype: T::DTYPE,
             writable,
             memory: Memory::Cuda(self.device.ordinal()),
+            view: None,
         }
     }
 }

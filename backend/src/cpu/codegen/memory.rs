@@ -3,6 +3,7 @@
 //! a fault is recorded (first one wins) instead of touching memory.
 
 use super::{Gen, Lv};
+use crate::launch::checked::PARAM_WORDS;
 use crate::launch::race::{AccessKind, RACE_SYMBOL};
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
@@ -24,9 +25,15 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let (bl, i64t) = (self.b, self.ctx.i64_type());
         let addr = bl.build_ptr_to_int(p, i64t, "addr").unwrap();
+        let word = |k: u64| {
+            // SAFETY (of the generated code): `ranges` holds the launch's check words.
+            let p = unsafe { bl.build_gep(i64t, self.ranges, &[self.i64c(k)], "") }.unwrap();
+            bl.build_load(i64t, p, "").unwrap().into_int_value()
+        };
+        let params = self.f.params.len() as u64;
         if self.foreign.contains(&ptr_value) {
-            // After the parameters' ranges and the race recorder's word.
-            let at = self.i64c(2 * self.f.params.len() as u64 + 1);
+            // After the parameters' words and the race recorder's word.
+            let at = self.i64c(PARAM_WORDS as u64 * params + 1);
             // SAFETY (of the generated code): the launcher appends the buffer list for
             // kernels with pointers made from integers.
             let list = unsafe { bl.build_gep(i64t, self.ranges, &[at], "buffers") }.unwrap();
@@ -40,14 +47,9 @@ impl<'ctx> Gen<'ctx, '_> {
             if self.f.ty(self.f.params[r].value).elem.pointee().is_none() {
                 continue;
             }
-            let slot = |k: u64| {
-                // SAFETY (of the generated code): `ranges` holds [lo, hi] per parameter.
-                let p =
-                    unsafe { bl.build_gep(i64t, self.ranges, &[self.i64c(r as u64 * 2 + k)], "") }
-                        .unwrap();
-                bl.build_load(i64t, p, "").unwrap().into_int_value()
-            };
-            let inside = self.emit().in_range(addr, size, slot(0), slot(1));
+            let first = PARAM_WORDS as u64 * r as u64;
+            let fields = [0, 1, 2].map(|k| word(first + k));
+            let inside = self.emit().in_buffer(addr, size, fields, self.ranges);
             ok = bl.build_or(ok, inside, "").unwrap();
         }
         Some(ok)

@@ -22,6 +22,7 @@ mod reduce;
 mod scan;
 mod types;
 
+use crate::launch::checked::PARAM_WORDS;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
@@ -179,9 +180,9 @@ pub(crate) fn generate<'ctx>(
         spread,
     };
     if opts.race_check {
-        // After the two range words of every parameter.
-        let at = i64t.const_int(2 * u64::from(n), false);
-        // SAFETY (of the generated code): the launcher passes `2n + 1` words in race mode.
+        // After the check words of every parameter.
+        let at = i64t.const_int(PARAM_WORDS as u64 * u64::from(n), false);
+        // SAFETY (of the generated code): the launcher passes the race word in race mode.
         let p = unsafe { b.build_gep(i64t, g.ranges, &[at], "") }.unwrap();
         let word = b.build_load(i64t, p, "recorder").unwrap().into_int_value();
         g.race = Some(b.build_int_to_ptr(word, ptr, "").unwrap());

@@ -18,7 +18,7 @@
 //! the kernel touches (Rust's borrows keep a written buffer from aliasing the others).
 
 use super::Gen;
-use crate::launch::checked::FAULT_WORDS;
+use crate::launch::checked::{FAULT_WORDS, PARAM_WORDS};
 use inkwell::values::{
     AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,
 };
@@ -31,8 +31,8 @@ use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Function, Inst, Op, Value};
 pub(super) struct Checked<'ctx> {
     /// The fault record (the check buffer's start).
     pub(super) record: PointerValue<'ctx>,
-    /// Each pointer parameter's `[lo, hi)`, loaded once in the entry block.
-    ranges: Vec<Option<(IntValue<'ctx>, IntValue<'ctx>)>>,
+    /// Each pointer parameter's `[lo, hi, view]`, loaded once in the entry block.
+    ranges: Vec<Option<[IntValue<'ctx>; 3]>>,
     /// The parameters each pointer value may derive from (`Function::pointer_roots`).
     roots: HashMap<Value, Vec<usize>>,
     /// Pointers made from integers (`Function::foreign_pointers`), checked against the
@@ -323,7 +323,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let word = |k: usize| {
             // SAFETY (of the generated code): the check buffer holds the fault record and
-            // two words per parameter.
+            // the check words (`launch::checked::CheckWords`).
             let p =
                 unsafe { b.build_gep(i64t, buf, &[i64t.const_int(k as u64, false)], "") }.unwrap();
             b.build_load(i64t, p, "range").unwrap().into_int_value()
@@ -331,11 +331,12 @@ impl<'ctx> Gen<'ctx, '_> {
         let ranges = (self.f.params.iter().enumerate())
             .map(|(i, p)| {
                 let is_ptr = self.f.ty(p.value).elem.pointee().is_some();
-                let at = FAULT_WORDS + 2 * i;
-                is_ptr.then(|| (word(at), word(at + 1)))
+                let at = FAULT_WORDS + PARAM_WORDS * i;
+                is_ptr.then(|| [0, 1, 2].map(|k| word(at + k)))
             })
             .collect();
-        let at = i64t.const_int((FAULT_WORDS + 2 * self.f.params.len()) as u64, false);
+        let words = FAULT_WORDS + PARAM_WORDS * self.f.params.len();
+        let at = i64t.const_int(words as u64, false);
         // SAFETY (of the generated code): read only by kernels with pointers made from
         // integers, whose launcher appends the list.
         let buffer_list = unsafe { b.build_gep(i64t, buf, &[at], "buffers") }.unwrap();
@@ -388,8 +389,8 @@ impl<'ctx> Gen<'ctx, '_> {
                     return self.emit().in_any_buffer(list, *a, size, write);
                 }
                 let mut ok = self.ctx.bool_type().const_zero();
-                for (lo, hi) in &ranges {
-                    let inside = self.emit().in_range(*a, size, *lo, *hi);
+                for fields in &ranges {
+                    let inside = self.emit().in_buffer(*a, size, *fields, record);
                     ok = b.build_or(ok, inside, "").unwrap();
                 }
                 ok
