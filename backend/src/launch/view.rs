@@ -104,7 +104,7 @@ mod tests {
         let cases: [(&[usize], &[isize]); 5] = [
             (&[5], &[2]),       // every other element
             (&[3, 2], &[4, 1]), // a column block of a 3×4 matrix
-            (&[3, 2], &[1, 3]), // a transposed block
+            (&[3, 2], &[1, 4]), // a transposed block of a wider matrix
             (&[4], &[-3]),      // reversed, strided
             (&[2, 3], &[0, 2]), // broadcast rows of a strided row
         ];
