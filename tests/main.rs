@@ -4,6 +4,7 @@
 
 mod autotuning;
 mod block_pointers;
+mod cache_hints;
 mod checked;
 mod common;
 mod cuda;

@@ -87,6 +87,8 @@ pub fn all_kinds() -> BTreeSet<String> {
         "load.masked",
         "load.masked.other",
         "store",
+        "load.hints",
+        "store.hints",
         "assert",
         "assert.masked",
         "print",
@@ -126,6 +128,11 @@ pub fn kinds(f: &Function) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     f.walk(&mut |i| {
         out.insert(kind(&i.op));
+        if let Op::Load { hints, .. } | Op::Store { hints, .. } = &i.op {
+            if !hints.is_default() {
+                out.insert(format!("{}.hints", i.op.mnemonic()));
+            }
+        }
     });
     out
 }

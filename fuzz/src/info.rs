@@ -555,7 +555,9 @@ pub fn transfer<'t>(
             let k = ty(*a).shape[1];
             dot(get(*a), get(*b), get(*acc), ty(*acc), k)
         }
-        Op::Load { ptr, mask, other } => {
+        Op::Load {
+            ptr, mask, other, ..
+        } => {
             let mut deps = vec![get(*ptr)];
             deps.extend(mask.map(get));
             let loaded = memory(*ptr);

@@ -324,6 +324,7 @@ impl Target for Emulator {
             num_warps: self.0.num_warps,
             emulate: true,
             bounds_check: self.0.bounds_check,
+            eviction_priorities: false,
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
     }

@@ -108,6 +108,7 @@ impl Target for Nvptx {
             num_warps: self.0.num_warps,
             emulate: false,
             bounds_check: self.0.bounds_check,
+            eviction_priorities: ptx_version(self.0.sm)? >= 74,
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
     }

@@ -188,6 +188,7 @@ fn one_op_kernel(c: &CustomCall, staged: &[(Type, &Data)], loc: &Loc) -> Functio
                 ptr: ptrs,
                 mask: None,
                 other: None,
+                hints: Default::default(),
             },
             t.clone(),
         );
@@ -218,6 +219,7 @@ fn one_op_kernel(c: &CustomCall, staged: &[(Type, &Data)], loc: &Loc) -> Functio
                 ptr,
                 value: r,
                 mask: None,
+                hints: Default::default(),
             },
             loc: loc.clone(),
         });

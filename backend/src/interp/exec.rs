@@ -381,7 +381,9 @@ impl<'a> Program<'a> {
                 };
                 run.map_err(|m| self.fault(inst, format!("custom op `{}`: {m}", c.name)))
             }
-            Op::Load { ptr, mask, other } => {
+            Op::Load {
+                ptr, mask, other, ..
+            } => {
                 let d = self.pointee(inst, *ptr)?;
                 let other = other.map(|o| self.get(inst, o)).transpose()?;
                 let (p, m) = (self.ptrs(inst, *ptr)?, self.mask(inst, *mask)?);
@@ -389,7 +391,9 @@ impl<'a> Program<'a> {
                 self.note(inst, AccessKind::Read, p, m);
                 Ok(r)
             }
-            Op::Store { ptr, value, mask } => {
+            Op::Store {
+                ptr, value, mask, ..
+            } => {
                 let d = self.pointee(inst, *ptr)?;
                 let (p, v, m) = (
                     self.ptrs(inst, *ptr)?,

@@ -25,6 +25,7 @@ macro_rules! named_enum {
     };
 }
 
+mod cache;
 mod custom;
 mod dtype;
 mod function;
@@ -36,6 +37,7 @@ mod types;
 mod value;
 mod verify;
 
+pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{
     allowed_pipes, is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, ExtraBuffer, Mode,
     Pipe,

@@ -1,6 +1,6 @@
 //! Operations. Structured control flow carries its regions inline.
 
-use super::{Block, CustomCall, Value};
+use super::{Block, CacheHints, CustomCall, Value};
 
 named_enum! {
     /// Binary elementwise arithmetic and bit operations.
@@ -289,6 +289,8 @@ pub enum Op {
         mask: Option<Value>,
         /// Optional value for masked-off lanes.
         other: Option<Value>,
+        /// Cache hints (no effect on results).
+        hints: CacheHints,
     },
     /// Stores through a pointer tile; masked-off lanes write nothing.
     Store {
@@ -298,6 +300,8 @@ pub enum Op {
         value: Value,
         /// Optional bool mask.
         mask: Option<Value>,
+        /// Cache hints (no effect on results).
+        hints: CacheHints,
     },
     /// Atomic read-modify-write; results are the old values.
     Atomic {
@@ -447,13 +451,17 @@ impl Op {
             Op::Gather { src, index, .. } => vec![*src, *index],
             Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![*a, *b, *c],
             Op::Dot { a, b, acc } => vec![*a, *b, *acc],
-            Op::Load { ptr, mask, other } => {
+            Op::Load {
+                ptr, mask, other, ..
+            } => {
                 let mut v = vec![*ptr];
                 v.extend(mask);
                 v.extend(other);
                 v
             }
-            Op::Store { ptr, value, mask }
+            Op::Store {
+                ptr, value, mask, ..
+            }
             | Op::Atomic {
                 ptr, value, mask, ..
             } => {
@@ -533,13 +541,17 @@ impl Op {
             Op::Gather { src, index, .. } => vec![src, index],
             Op::Select(a, b, c) | Op::Fma(a, b, c) => vec![a, b, c],
             Op::Dot { a, b, acc } => vec![a, b, acc],
-            Op::Load { ptr, mask, other } => {
+            Op::Load {
+                ptr, mask, other, ..
+            } => {
                 let mut v = vec![ptr];
                 v.extend(mask.as_mut());
                 v.extend(other.as_mut());
                 v
             }
-            Op::Store { ptr, value, mask }
+            Op::Store {
+                ptr, value, mask, ..
+            }
             | Op::Atomic {
                 ptr, value, mask, ..
             } => {

@@ -5,9 +5,9 @@
 //! [`MAX_NESTING`] deep.
 
 use super::{
-    AtomicOp, BinOp, Bitcode, Block, CmpPred, Const, CoreType, CustomAttrs, CustomCall, DType,
-    Elem, ExtraBuffer, Function, Inst, Loc, Mode, Op, Param, Pipe, ReduceOp, ScanOp, Type, UnOp,
-    Value, MAX_NESTING, MAX_VALUES,
+    AtomicOp, BinOp, Bitcode, Block, CacheHints, CacheModifier, CmpPred, Const, CoreType,
+    CustomAttrs, CustomCall, DType, Elem, Eviction, ExtraBuffer, Function, Inst, Loc, Mode, Op,
+    Param, Pipe, ReduceOp, ScanOp, Type, UnOp, Value, MAX_NESTING, MAX_VALUES,
 };
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -665,6 +665,30 @@ impl Parser {
                 .ok_or_else(|| self.err(format!("attribute `{k}` must be a quoted string")))
         };
         let key = |k: &str| keyed.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        let has = |k: &str| attrs.iter().any(|(n, _)| n == k);
+        let cache_hints = || -> Result<CacheHints> {
+            let mut hints = CacheHints::default();
+            if has("cache") {
+                let c = string_attr("cache")?;
+                hints.modifier = CacheModifier::from_name(&c)
+                    .ok_or_else(|| self.err(format!("bad cache modifier {c:?}")))?;
+            }
+            if has("eviction") {
+                let v = string_attr("eviction")?;
+                hints.eviction = Eviction::from_name(&v)
+                    .ok_or_else(|| self.err(format!("bad eviction policy {v:?}")))?;
+            }
+            if has("volatile") {
+                hints.volatile = match attr("volatile")? {
+                    "true" => true,
+                    "false" => false,
+                    v => {
+                        return Err(self.err(format!("`volatile` must be true or false, got `{v}`")))
+                    }
+                };
+            }
+            Ok(hints)
+        };
         // What an op does not take is an error, not silently dropped.
         let (takes_attrs, takes_keys): (&[&str], &[&str]) = match m {
             "const" => (&["value"], &[]),
@@ -675,8 +699,8 @@ impl Parser {
             "reduce" => (&["op", "axis"], &[]),
             "scan" => (&["op", "axis", "reverse"], &[]),
             "atomic" => (&["op"], &["mask"]),
-            "load" => (&[], &["mask", "other"]),
-            "store" => (&[], &["mask"]),
+            "load" => (&["cache", "eviction", "volatile"], &["mask", "other"]),
+            "store" => (&["cache", "eviction"], &["mask"]),
             "assert" => (&["msg"], &["mask"]),
             "print" => (&["prefix", "hex"], &[]),
             _ => (&[], &[]),
@@ -852,6 +876,7 @@ impl Parser {
                     ptr: ops[0],
                     mask: key("mask"),
                     other: key("other"),
+                    hints: cache_hints()?,
                 }
             }
             "store" => {
@@ -860,6 +885,7 @@ impl Parser {
                     ptr: ops[0],
                     value: ops[1],
                     mask: key("mask"),
+                    hints: cache_hints()?,
                 }
             }
             "atomic" => {

@@ -15,7 +15,7 @@
 //! inside, a quote, a backslash, newline, tab and carriage return are written `\"`, `\\`,
 //! `\n`, `\t` and `\r`, other control characters `\u{hex}`, everything else as itself.
 
-use super::{Block, Const, CustomCall, Function, Inst, Op};
+use super::{Block, CacheModifier, Const, CustomCall, Eviction, Function, Inst, Op};
 use std::fmt::Write;
 
 /// Prints a function in the stable text form.
@@ -90,15 +90,30 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         Op::Print { prefix, hex, .. } => {
             attrs.push(format!("prefix = {}, hex = {hex}", quote(prefix)))
         }
+        Op::Load { hints, .. } | Op::Store { hints, .. } => {
+            if hints.modifier != CacheModifier::Default {
+                attrs.push(format!("cache = {}", quote(hints.modifier.name())));
+            }
+            if hints.eviction != Eviction::Normal {
+                attrs.push(format!("eviction = {}", quote(hints.eviction.name())));
+            }
+            if hints.volatile {
+                attrs.push("volatile = true".into());
+            }
+        }
         _ => {}
     }
     match &inst.op {
-        Op::Load { ptr, mask, other } => {
+        Op::Load {
+            ptr, mask, other, ..
+        } => {
             operands.push(ptr.to_string());
             operands.extend(mask.map(|m| format!("mask = {m}")));
             operands.extend(other.map(|o| format!("other = {o}")));
         }
-        Op::Store { ptr, value, mask }
+        Op::Store {
+            ptr, value, mask, ..
+        }
         | Op::Atomic {
             ptr, value, mask, ..
         } => {

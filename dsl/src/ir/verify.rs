@@ -2,8 +2,8 @@
 
 use super::limits::{check_type, MAX_DEBUG_TEXT};
 use super::{
-    Block, Const, CustomAttrs, DType, Elem, Function, Inst, Op, ReduceOp, Type, UnOp, Value,
-    MAX_NESTING, MAX_TILE_ELEMS, MAX_VALUES,
+    Block, CacheModifier, Const, CustomAttrs, DType, Elem, Function, Inst, Op, ReduceOp, Type,
+    UnOp, Value, MAX_NESTING, MAX_TILE_ELEMS, MAX_VALUES,
 };
 use crate::{Error, Result};
 
@@ -461,8 +461,17 @@ impl<'a> Verifier<'a> {
                 }
                 same(res[0], ct, "dot result type")?;
             }
-            Op::Load { ptr, mask, other } => {
+            Op::Load {
+                ptr,
+                mask,
+                other,
+                hints,
+            } => {
                 want_results(1)?;
+                let m = hints.modifier;
+                if m != CacheModifier::Default && !CacheModifier::LOAD.contains(&m) {
+                    return Err(e(format!("a load takes no cache modifier {}", m.name())));
+                }
                 let pt = self.ty(*ptr);
                 let d = pt
                     .elem
@@ -480,10 +489,21 @@ impl<'a> Verifier<'a> {
                     same(self.ty(*o), res[0], "load other")?;
                 }
             }
-            Op::Store { ptr, value, mask }
+            Op::Store {
+                ptr, value, mask, ..
+            }
             | Op::Atomic {
                 ptr, value, mask, ..
             } => {
+                if let Op::Store { hints, .. } = &inst.op {
+                    let m = hints.modifier;
+                    if m != CacheModifier::Default && !CacheModifier::STORE.contains(&m) {
+                        return Err(e(format!("a store takes no cache modifier {}", m.name())));
+                    }
+                    if hints.volatile {
+                        return Err(e("a store cannot be volatile (as in Triton)".into()));
+                    }
+                }
                 let is_atomic = matches!(inst.op, Op::Atomic { .. });
                 want_results(usize::from(is_atomic))?;
                 let pt = self.ty(*ptr);

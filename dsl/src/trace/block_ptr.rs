@@ -333,8 +333,7 @@ pub(crate) fn padding(option: impl OptMessage, at: Tile) -> Padding {
     }
 }
 
-/// Checks a `cache_modifier` or `eviction_policy` string against Triton's values (they
-/// are hints: accepted, and not yet passed to the code generators).
+/// Checks a `cache_modifier` or `eviction_policy` string against Triton's values.
 #[track_caller]
 pub(crate) fn check_hint(what: &str, value: impl OptMessage, allowed: &[&str], at: Tile) {
     let v = value.message();

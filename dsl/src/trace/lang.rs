@@ -31,8 +31,8 @@ use super::block_ptr;
 use super::builder::{with, Builder};
 use super::tile::{caller_loc, IntoOperand, Operand, Tile};
 use crate::ir::{
-    broadcast_shapes, AtomicOp, BinOp, CmpPred, Const, DType, Elem, Loc, Op, ReduceOp, ScanOp,
-    Type, UnOp,
+    broadcast_shapes, AtomicOp, BinOp, CacheHints, CacheModifier, CmpPred, Const, DType, Elem,
+    Eviction, Loc, Op, ReduceOp, ScanOp, Type, UnOp,
 };
 
 /// The absent optional argument.
@@ -1164,8 +1164,9 @@ pub fn load(ptr: impl Into<PointerArg>, mask: impl OptOperand, other: impl OptOp
 /// Triton's `load` with every keyword (what `#[kernel]` calls): through a block pointer,
 /// the `boundary_check` dims are bounds-checked and their outside elements read
 /// `padding_option` (`"zero"`, `"nan"`; unset reads 0). `cache_modifier` (`.ca`, `.cg`,
-/// `.cv`), `eviction_policy` (`evict_first`, `evict_last`) and `volatile` are checked
-/// hints that do not change the generated code yet.
+/// `.cv`), `eviction_policy` (`evict_first`, `evict_last`) and `volatile` are the load's
+/// cache hints ([`CacheHints`]: PTX cache operators and eviction priorities on CUDA,
+/// non-temporal loads on the CPU for streaming hints, volatile loads everywhere).
 #[allow(clippy::too_many_arguments)]
 #[track_caller]
 pub fn load_with(
@@ -1181,7 +1182,12 @@ pub fn load_with(
     let loc = loc!();
     let (mask, other) = (mask.opt(), other.opt());
     let boundary_check = boundary_check.const_dims();
-    let _ = volatile.flag();
+    let (cache, eviction) = (cache_modifier.message(), eviction_policy.message());
+    let hints = CacheHints {
+        modifier: CacheModifier::from_name(&cache).unwrap_or_default(),
+        eviction: Eviction::from_name(&eviction).unwrap_or_default(),
+        volatile: volatile.flag(),
+    };
     let (ptr, mask, other) = match ptr.into() {
         PointerArg::Tile(p) => {
             if !boundary_check.is_empty() {
@@ -1221,13 +1227,13 @@ pub fn load_with(
     };
     block_ptr::check_hint(
         "load: cache_modifier",
-        cache_modifier,
+        cache.as_str(),
         &[".ca", ".cg", ".cv"],
         ptr,
     );
     block_ptr::check_hint(
         "load: eviction_policy",
-        eviction_policy,
+        eviction.as_str(),
         &["evict_first", "evict_last", "evict_normal"],
         ptr,
     );
@@ -1245,6 +1251,7 @@ pub fn load_with(
                 ptr: ptr.0,
                 mask,
                 other,
+                hints,
             },
             pt.with_elem(Elem::Scalar(d)),
             loc,
@@ -1261,8 +1268,9 @@ pub fn store(ptr: impl Into<PointerArg>, value: impl IntoOperand, mask: impl Opt
 
 /// Triton's `store` with every keyword (what `#[kernel]` calls): through a block pointer,
 /// elements outside the `boundary_check` dims are not written. `cache_modifier` (`.wb`,
-/// `.cg`, `.cs`, `.wt`) and `eviction_policy` are checked hints that do not change the
-/// generated code yet.
+/// `.cg`, `.cs`, `.wt`) and `eviction_policy` are the store's cache hints ([`CacheHints`]:
+/// PTX cache operators and eviction priorities on CUDA, non-temporal stores on the CPU for
+/// `.cs`, `.cg` and `evict_first`).
 #[track_caller]
 pub fn store_with(
     ptr: impl Into<PointerArg>,
@@ -1275,6 +1283,12 @@ pub fn store_with(
     let loc = loc!();
     let (value, mask) = (value.into_operand(), mask.opt());
     let boundary_check = boundary_check.const_dims();
+    let (cache, eviction) = (cache_modifier.message(), eviction_policy.message());
+    let hints = CacheHints {
+        modifier: CacheModifier::from_name(&cache).unwrap_or_default(),
+        eviction: Eviction::from_name(&eviction).unwrap_or_default(),
+        volatile: false,
+    };
     let (ptr, mask) = match ptr.into() {
         PointerArg::Tile(p) => {
             if !boundary_check.is_empty() {
@@ -1295,13 +1309,13 @@ pub fn store_with(
     };
     block_ptr::check_hint(
         "store: cache_modifier",
-        cache_modifier,
+        cache.as_str(),
         &[".wb", ".cg", ".cs", ".wt"],
         ptr,
     );
     block_ptr::check_hint(
         "store: eviction_policy",
-        eviction_policy,
+        eviction.as_str(),
         &["evict_first", "evict_last", "evict_normal"],
         ptr,
     );
@@ -1325,6 +1339,7 @@ pub fn store_with(
                 ptr: ptr.0,
                 value: v,
                 mask,
+                hints,
             },
             vec![],
             loc.clone(),

@@ -24,8 +24,8 @@ use crate::info::{self, exact_int_limit, Info, Memory, Tol, MAX_TRIPS};
 use crate::Rng;
 use std::collections::HashMap;
 use tritium_dsl::ir::{
-    AtomicOp, BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Loc, Op, Param, ReduceOp,
-    ScanOp, Type, UnOp, Value,
+    AtomicOp, BinOp, Block, CacheHints, CacheModifier, CmpPred, Const, DType, Elem, Eviction,
+    Function, Inst, Loc, Op, Param, ReduceOp, ScanOp, Type, UnOp, Value,
 };
 
 /// Elements of each program's region of an output buffer (tiles are at most this big).
@@ -631,14 +631,41 @@ impl Gen {
             Some(_) if self.rng.chance(0.6) => Some(self.value(d, shape, need)),
             _ => None,
         };
+        let hints = self.cache_hints(true);
         self.push1(
             Op::Load {
                 ptr: ptrs,
                 mask,
                 other,
+                hints,
             },
             Self::tile(d, shape),
         )
+    }
+
+    /// Random cache hints, mostly none: they change no result, so every device must agree
+    /// with the interpreter whatever the hints.
+    fn cache_hints(&mut self, load: bool) -> CacheHints {
+        if !self.rng.chance(0.15) {
+            return CacheHints::default();
+        }
+        let modifiers: &[CacheModifier] = if load {
+            &CacheModifier::LOAD
+        } else {
+            &CacheModifier::STORE
+        };
+        let modifier = match self.rng.chance(0.6) {
+            true => *self.rng.pick(modifiers),
+            false => CacheModifier::Default,
+        };
+        let eviction = *self
+            .rng
+            .pick(&[Eviction::Normal, Eviction::First, Eviction::Last]);
+        CacheHints {
+            modifier,
+            eviction,
+            volatile: load && self.rng.chance(0.3),
+        }
     }
 
     /// Distinct offsets into this program's region, one per lane of `shape` (i32).
@@ -1290,11 +1317,13 @@ impl Gen {
         let off = self.own_offsets(&shape);
         let ptrs = self.pointers(ptr, off);
         let mask = self.maybe_mask(&shape);
+        let hints = self.cache_hints(false);
         self.push(
             Op::Store {
                 ptr: ptrs,
                 value,
                 mask,
+                hints,
             },
             vec![],
         );
@@ -1312,11 +1341,13 @@ impl Gen {
         let off = self.own_offsets(&shape);
         let ptrs = self.pointers(ptr, off);
         let mask = self.maybe_mask(&shape);
+        let hints = self.cache_hints(true);
         self.push1(
             Op::Load {
                 ptr: ptrs,
                 mask,
                 other: None,
+                hints,
             },
             Self::tile(d, &shape),
         );

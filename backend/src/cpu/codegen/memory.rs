@@ -6,9 +6,9 @@ use super::{Gen, Lv};
 use crate::launch::checked::PARAM_WORDS;
 use crate::launch::race::{AccessKind, RACE_SYMBOL};
 use inkwell::basic_block::BasicBlock;
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::values::{BasicValue, BasicValueEnum, InstructionValue, IntValue, PointerValue};
 use inkwell::AtomicOrdering;
-use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Inst, Op, Value};
+use tritium_dsl::ir::{AtomicOp, CacheHints, Const, DType, Elem, Inst, Op, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// In checked mode: i1 "address is inside a root buffer", recording a fault otherwise.
@@ -166,9 +166,16 @@ impl<'ctx> Gen<'ctx, '_> {
         inst: &Inst,
         idx: &[IntValue<'ctx>],
     ) -> BasicValueEnum<'ctx> {
-        let Op::Load { ptr, mask, other } = &inst.op else {
+        let Op::Load {
+            ptr,
+            mask,
+            other,
+            hints,
+        } = &inst.op
+        else {
             unreachable!()
         };
+        let hints = *hints;
         let rt = self.ty(inst.results[0]);
         let d = rt.dtype().expect("loads give numbers");
         let elem = Elem::Scalar(d);
@@ -184,20 +191,51 @@ impl<'ctx> Gen<'ctx, '_> {
         match self.guard(inst, *ptr, p, d.size_bytes(), m) {
             None => {
                 let raw = self.b.build_load(st, p, "").unwrap();
+                self.cache_hints(raw.as_instruction_value(), hints);
                 self.decode_storage(raw, elem)
             }
             Some(guard) => {
                 let raw = self.b.build_load(st, p, "").unwrap();
+                self.cache_hints(raw.as_instruction_value(), hints);
                 let v = self.decode_storage(raw, elem);
                 self.join(guard, v, o)
             }
         }
     }
 
+    /// Honours a load's or store's cache hints on the host: `volatile` makes the access
+    /// volatile; streaming hints on a store (`.cs`, `.cg`, `evict_first`) make it
+    /// non-temporal (`movnt` on x86, which bypasses the caches). A load gets no
+    /// non-temporal mark: x86 has no non-temporal load of ordinary memory (and LLVM 19's
+    /// x86 instruction selection crashed on folding such loads; `fuzz/cases`); `.ca`,
+    /// `.wb`, `.wt` and `evict_last` are what the CPU does anyway.
+    fn cache_hints(&self, access: Option<InstructionValue<'ctx>>, hints: CacheHints) {
+        let Some(i) = access else {
+            return;
+        };
+        if hints.volatile {
+            let _ = i.set_volatile(true);
+        }
+        let store = i.get_opcode() == inkwell::values::InstructionOpcode::Store;
+        if store && hints.streaming() {
+            let one = self.ctx.i32_type().const_int(1, false);
+            let node = self.ctx.metadata_node(&[one.into()]);
+            let kind = self.ctx.get_kind_id("nontemporal");
+            let _ = i.set_metadata(node, kind);
+        }
+    }
+
     pub(super) fn store(&mut self, inst: &Inst) {
-        let Op::Store { ptr, value, mask } = &inst.op else {
+        let Op::Store {
+            ptr,
+            value,
+            mask,
+            hints,
+        } = &inst.op
+        else {
             unreachable!()
         };
+        let hints = *hints;
         self.prefetch_next(*ptr, true);
         let pt = self.ty(*ptr).clone();
         let d = pt.elem.pointee().expect("verified pointer");
@@ -214,10 +252,12 @@ impl<'ctx> Gen<'ctx, '_> {
                 let s = g.to_storage(v, Elem::Scalar(d));
                 match g.guard(inst, ptr, p, d.size_bytes(), m) {
                     None => {
-                        g.b.build_store(p, s).unwrap();
+                        let st = g.b.build_store(p, s).unwrap();
+                        g.cache_hints(Some(st), hints);
                     }
                     Some(guard) => {
-                        g.b.build_store(p, s).unwrap();
+                        let st = g.b.build_store(p, s).unwrap();
+                        g.cache_hints(Some(st), hints);
                         g.b.build_unconditional_branch(guard.join).unwrap();
                         g.b.position_at_end(guard.join);
                     }

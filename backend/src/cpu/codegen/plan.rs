@@ -160,6 +160,8 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
             || match &inst.op {
                 // A load is as cheap to repeat as a copy of it is to read: it stays lazy for a
                 // few consumers when it can move to each of them.
+                // A volatile load reads each lane once, where it is written.
+                Op::Load { hints, .. } if hints.volatile => false,
                 Op::Load { ptr, .. } => {
                     count <= MAX_LOAD_REPEATS
                         && load_can_move(p, block, i, first, last, *ptr, &side_effect)

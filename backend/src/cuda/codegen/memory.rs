@@ -46,9 +46,16 @@ pub(super) struct Checked<'ctx> {
 
 impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn load(&mut self, inst: &Inst) {
-        let Op::Load { ptr, mask, other } = &inst.op else {
+        let Op::Load {
+            ptr,
+            mask,
+            other,
+            hints,
+        } = &inst.op
+        else {
             unreachable!()
         };
+        let hints = *hints;
         let r = inst.results[0];
         let rt = self.ty(r).clone();
         let d = rt.dtype().expect("loads give numbers");
@@ -63,7 +70,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let elem = Elem::Scalar(d);
         let st = self.storage_ty(d);
         let load_one = |g: &mut Self, p: BasicValueEnum<'ctx>| {
-            let raw = g.b.build_load(st, p.into_pointer_value(), "").unwrap();
+            let raw = g.global_load(st, p.into_pointer_value(), hints);
             g.decode_storage(raw, elem)
         };
         if rt.is_scalar() {
@@ -91,7 +98,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 fast,
                 &mut |g| {
                     let p = ptrs[j0].into_pointer_value();
-                    let v = g.b.build_load(vt, p, "vload").unwrap();
+                    let v = g.global_load(vt.into(), p, hints);
                     set_align(v, (c * d.size_bytes()) as u32);
                     vec![v]
                 },
@@ -101,8 +108,7 @@ impl<'ctx> Gen<'ctx, '_> {
                         let j = j0 + k;
                         let other = g.to_storage(others[j], elem);
                         let e = g.when_value(conds[j], other, &mut |g| {
-                            g.b.build_load(st, ptrs[j].into_pointer_value(), "")
-                                .unwrap()
+                            g.global_load(st, ptrs[j].into_pointer_value(), hints)
                         });
                         v =
                             g.b.build_insert_element(v, e, g.i32c(k as u64), "")
@@ -124,9 +130,16 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     pub(super) fn store(&mut self, inst: &Inst) {
-        let Op::Store { ptr, value, mask } = &inst.op else {
+        let Op::Store {
+            ptr,
+            value,
+            mask,
+            hints,
+        } = &inst.op
+        else {
             unreachable!()
         };
+        let hints = *hints;
         let ptr_value = *ptr;
         let pt = self.ty(*ptr).clone();
         let d = pt.elem.pointee().expect("stores need pointers");
@@ -137,7 +150,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let masks = mask.map(|m| self.tile_slots(m, numel));
         let store_one = |g: &mut Self, j: usize| {
             let s = g.to_storage(values[j], elem);
-            g.b.build_store(ptrs[j].into_pointer_value(), s).unwrap();
+            g.global_store(ptrs[j].into_pointer_value(), s, hints, None);
         };
         // A store no other memory op can see needs no barrier (see `lone_stores`).
         let ordered = !self.lone_stores.contains(&(inst as *const Inst as usize));
@@ -189,8 +202,8 @@ impl<'ctx> Gen<'ctx, '_> {
                             g.b.build_insert_element(v, s, g.i32c(k as u64), "")
                                 .unwrap();
                     }
-                    let st = g.b.build_store(ptrs[j0].into_pointer_value(), v).unwrap();
-                    st.set_alignment((c * d.size_bytes()) as u32).unwrap();
+                    let align = (c * d.size_bytes()) as u32;
+                    g.global_store(ptrs[j0].into_pointer_value(), v.into(), hints, Some(align));
                     vec![]
                 },
                 scalar_path,

@@ -18,6 +18,7 @@
 //! `sync.rs`. Control flow is uniform: every branch condition is a scalar, which all
 //! threads hold equally, so barriers inside loops and `if`s are reached by every thread.
 
+mod cache;
 mod control;
 mod custom;
 mod debug;
@@ -65,6 +66,9 @@ pub(crate) struct CodegenOptions {
     /// slot), the check buffer, and compares every access with the buffers' ranges (see
     /// `memory.rs`).
     pub bounds_check: bool,
+    /// The PTX ISA has eviction priorities (`.L1::evict_first`: PTX 7.4); without them an
+    /// `eviction_policy` hint is dropped (see `cache.rs`).
+    pub eviction_priorities: bool,
 }
 
 /// What the launcher needs to know about a generated kernel.
@@ -118,6 +122,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     lone_stores: std::collections::HashSet<usize>,
     /// The op defining each value (block arguments have none).
     defs: HashMap<Value, &'f Inst>,
+    /// PTX has eviction priorities (see [`CodegenOptions::eviction_priorities`]).
+    eviction_priorities: bool,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -178,6 +184,7 @@ pub(crate) fn generate<'ctx>(
     let i32t = ctx.i32_type();
     let undef = i32t.get_undef();
     let mut g = Gen {
+        eviction_priorities: opts.eviction_priorities,
         ctx,
         module,
         b: &b,
