@@ -221,3 +221,37 @@ fn only_64_bit_integers_become_pointers() {
     let msg = e.to_string();
     assert!(msg.contains("addresses are i64 or u64"), "{msg}");
 }
+
+/// Kernels with pointers read from memory compile to PTX for sm_80 and sm_90, checked
+/// too (the list of every buffer is read through the check buffer's address space).
+#[test]
+fn pointer_table_kernels_compile_to_ptx() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::trace::Specialization;
+    use tritium_kernels::grouped_gemm::grouped_matmul;
+    let s = Specialization::default();
+    let kernels = [
+        sum_each::trace(&s, 64).unwrap(),
+        scale_each::trace(&s, 64).unwrap(),
+        shifted_copy::trace(&s, 16).unwrap(),
+        grouped_matmul::trace::<f32>(&s, 4, 16, 16, 16).unwrap(),
+    ];
+    for sm in [80, 90] {
+        for f in &kernels {
+            let ptx = |bounds_check| {
+                let copts = CudaCompileOptions {
+                    sm,
+                    bounds_check,
+                    ..Default::default()
+                };
+                compile_ptx(f, "k", &copts)
+                    .unwrap_or_else(|e| panic!("{} on sm_{sm}: {e}", f.name))
+                    .text
+            };
+            let (plain, checked) = (ptx(false), ptx(true));
+            assert!(plain.contains("ld.global"), "{}: no global load", f.name);
+            // Checked code walks the launch's buffer list for each table pointer.
+            assert!(checked.len() > plain.len(), "{} on sm_{sm}", f.name);
+        }
+    }
+}
