@@ -18,6 +18,7 @@ mod kernels_misc;
 mod kernels_norm;
 mod launch_errors;
 mod libm;
+mod loop_options;
 mod math_functions;
 mod pointer_tables;
 mod race_check;

@@ -96,6 +96,7 @@ pub fn all_kinds() -> BTreeSet<String> {
         "store.masked",
         "atomic_cas",
         "for",
+        "for.unroll",
         "if",
         "while",
         "yield",
@@ -132,6 +133,12 @@ pub fn kinds(f: &Function) -> BTreeSet<String> {
             if !hints.is_default() {
                 out.insert(format!("{}.hints", i.op.mnemonic()));
             }
+        }
+        if let Op::For {
+            unroll: Some(_), ..
+        } = &i.op
+        {
+            out.insert("for.unroll".into());
         }
     });
     out

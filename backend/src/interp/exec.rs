@@ -473,6 +473,7 @@ impl<'a> Program<'a> {
                 step,
                 init,
                 body,
+                ..
             } => self.for_loop(inst, [*lo, *hi, *step], init, body),
             Op::If {
                 cond,

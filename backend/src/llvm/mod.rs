@@ -31,6 +31,7 @@ mod exp;
 mod math;
 mod print;
 mod types;
+mod unroll;
 
 use inkwell::builder::Builder;
 use inkwell::context::Context;

@@ -218,6 +218,7 @@ impl Rewriter {
             mut hi,
             inclusive,
             step,
+            unroll,
         }) = range
         else {
             self.visit_expr_mut(&mut f.expr);
@@ -246,7 +247,18 @@ impl Rewriter {
         };
         let step = step.unwrap_or_else(|| quote_spanned!(sp=> 1));
         let (pat, body) = (&f.pat, &f.body);
-        let for_range = flow("for_range", sp);
+        // With `loop_unroll_factor`, `for_range_with(lo, hi, step, options, …)`.
+        let (for_range, step) = match unroll {
+            None => (flow("for_range", sp), step),
+            Some(u) => {
+                let options = flow("LoopOptions", sp);
+                let f = flow("for_range_with", sp);
+                (
+                    f,
+                    quote_spanned!(sp=> #step, #options::unroll_factor((#u) as i64)),
+                )
+            }
+        };
         let tokens = if carried.is_empty() {
             quote_spanned!(sp=> { #for_range(#lo, #hi, #step, (), |#pat, ()| #body); })
         } else {

@@ -5,8 +5,9 @@
 use syn::spanned::Spanned;
 use syn::{Error, Expr, RangeLimits};
 
-/// Triton's `tl.range` options: accepted, with nothing to do yet on any target (software
-/// pipelining and warp specialization are GPU schedules Tritium does not generate).
+/// Triton's `tl.range` options: `loop_unroll_factor` reaches the IR (the CPU and CUDA
+/// unroll by it); the others are accepted with nothing to do (software pipelining and warp
+/// specialization are GPU schedules Tritium does not generate).
 pub const LOOP_OPTIONS: &[&str] = &[
     "num_stages",
     "loop_unroll_factor",
@@ -25,6 +26,8 @@ pub struct RuntimeRange {
     pub inclusive: bool,
     /// Step, 1 when absent.
     pub step: Option<Expr>,
+    /// `loop_unroll_factor = …`.
+    pub unroll: Option<Expr>,
 }
 
 fn strip_parens(e: &Expr) -> &Expr {
@@ -50,6 +53,7 @@ fn range_expr(e: &Expr) -> Result<Option<RuntimeRange>, Error> {
         hi: (**hi).clone(),
         inclusive: matches!(r.limits, RangeLimits::Closed(_)),
         step: None,
+        unroll: None,
     }))
 }
 
@@ -73,10 +77,12 @@ pub fn classify(iter: &Expr) -> Result<Option<RuntimeRange>, Error> {
             if p.qself.is_some() || !p.path.is_ident("range") {
                 return Ok(None);
             }
-            // Triton's loop options are accepted; none changes the loop yet (see README).
+            // Triton's loop options are accepted; `loop_unroll_factor` is kept.
             let mut args: Vec<Expr> = Vec::new();
+            let mut unroll = None;
             for a in &c.args {
                 match super::assigned::keyword_arg(a) {
+                    Some((kw, v)) if kw == "loop_unroll_factor" => unroll = Some(v.clone()),
                     Some((kw, _)) if LOOP_OPTIONS.contains(&kw.to_string().as_str()) => {}
                     Some((kw, _)) => {
                         return Err(Error::new(
@@ -97,12 +103,14 @@ pub fn classify(iter: &Expr) -> Result<Option<RuntimeRange>, Error> {
                     hi: args[0].clone(),
                     inclusive: false,
                     step: None,
+                    unroll,
                 })),
                 2 | 3 => Ok(Some(RuntimeRange {
                     lo: args[0].clone(),
                     hi: args[1].clone(),
                     inclusive: false,
                     step: args.get(2).cloned(),
+                    unroll,
                 })),
                 n => Err(Error::new(
                     c.span(),

@@ -336,6 +336,9 @@ pub enum Op {
         init: Vec<Value>,
         /// The loop body.
         body: Block,
+        /// Triton's `loop_unroll_factor`: unroll this many times (`Some(1)` or less: do not
+        /// unroll); `None` leaves it to the compiler. Changes no result.
+        unroll: Option<u32>,
     },
     /// `if cond { then } else { else }`; both regions end with `Yield` of the results.
     If {

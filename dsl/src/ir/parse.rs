@@ -703,6 +703,7 @@ impl Parser {
             "store" => (&["cache", "eviction"], &["mask"]),
             "assert" => (&["msg"], &["mask"]),
             "print" => (&["prefix", "hex"], &[]),
+            "for" => (&["unroll"], &[]),
             _ => (&[], &[]),
         };
         if let Some((k, _)) = attrs
@@ -931,6 +932,13 @@ impl Parser {
                 if ops.len() < 3 {
                     return Err(self.err("`for` needs lo, hi, step"));
                 }
+                let unroll = match has("unroll") {
+                    true => Some(
+                        u32::try_from(int("unroll")?)
+                            .map_err(|_| self.err("`unroll` must fit u32".to_string()))?,
+                    ),
+                    false => None,
+                };
                 let body = self.region()?;
                 Op::For {
                     lo: ops[0],
@@ -938,6 +946,7 @@ impl Parser {
                     step: ops[2],
                     init: ops[3..].to_vec(),
                     body,
+                    unroll,
                 }
             }
             "if" => {

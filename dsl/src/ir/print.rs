@@ -90,6 +90,9 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         Op::Print { prefix, hex, .. } => {
             attrs.push(format!("prefix = {}, hex = {hex}", quote(prefix)))
         }
+        Op::For {
+            unroll: Some(n), ..
+        } => attrs.push(format!("unroll = {n}")),
         Op::Load { hints, .. } | Op::Store { hints, .. } => {
             if hints.modifier != CacheModifier::Default {
                 attrs.push(format!("cache = {}", quote(hints.modifier.name())));

@@ -627,6 +627,7 @@ impl<'a> Verifier<'a> {
                 step,
                 init,
                 body,
+                ..
             } => {
                 let it = self.ty(*lo);
                 if !(it.is_scalar() && it.dtype().is_some_and(DType::is_int)) {

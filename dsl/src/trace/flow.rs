@@ -157,6 +157,37 @@ pub fn for_range<C: Carry>(
     carried: C,
     body: impl FnOnce(Tile, C) -> C,
 ) -> C {
+    for_range_with(lo, hi, step, LoopOptions::default(), carried, body)
+}
+
+/// Triton's `range` options that reach the IR (`num_stages`, `flatten`,
+/// `disallow_acc_multi_buffer` and `warp_specialize` are GPU schedules Tritium does not
+/// generate: accepted, with nothing to do).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopOptions {
+    /// `loop_unroll_factor`: unroll this many times (1 or less: do not unroll).
+    pub unroll: Option<u32>,
+}
+
+impl LoopOptions {
+    /// `loop_unroll_factor = factor` (a constexpr; below 1 means 1).
+    pub fn unroll_factor(factor: i64) -> LoopOptions {
+        LoopOptions {
+            unroll: Some(factor.clamp(1, i64::from(u32::MAX)) as u32),
+        }
+    }
+}
+
+/// [`for_range`] with Triton's loop options.
+#[track_caller]
+pub fn for_range_with<C: Carry>(
+    lo: impl IntoOperand,
+    hi: impl IntoOperand,
+    step: impl IntoOperand,
+    options: LoopOptions,
+    carried: C,
+    body: impl FnOnce(Tile, C) -> C,
+) -> C {
     let loc = caller_loc(std::panic::Location::caller());
     let (lo, hi, step) = (lo.into_operand(), hi.into_operand(), step.into_operand());
     let bounds = with(|b| {
@@ -214,6 +245,7 @@ pub fn for_range<C: Carry>(
                 step: bounds[2],
                 init: init.iter().map(|t| t.0).collect(),
                 body: body_block,
+                unroll: options.unroll,
             },
             init_types,
             loc,

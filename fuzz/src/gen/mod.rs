@@ -1553,6 +1553,11 @@ impl Gen {
         let mut block_args = vec![iv];
         block_args.extend(&args);
         let body = self.close(block_args);
+        // Triton's `loop_unroll_factor` now and then: it changes no result.
+        let unroll = match self.rng.chance(0.2) {
+            true => Some(*self.rng.pick(&[1u32, 2, 3, 4, 8])),
+            false => None,
+        };
         self.finish_region_op(
             Op::For {
                 lo,
@@ -1560,6 +1565,7 @@ impl Gen {
                 step,
                 init: carried.iter().map(|c| c.0).collect(),
                 body,
+                unroll,
             },
             &carried,
             &ys,

@@ -105,6 +105,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             step,
             init,
             body,
+            unroll,
         } = &inst.op
         else {
             unreachable!()
@@ -138,7 +139,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.assign(Self::yields(body), &slots, &carry);
         let next = count.advance(&self.emit(), self.func, iv, exit);
         phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
-        self.b.build_unconditional_branch(header).unwrap();
+        let back_edge = self.b.build_unconditional_branch(header).unwrap();
+        if let Some(factor) = unroll {
+            self.emit().unroll_hint(back_edge, *factor);
+        }
         self.b.position_at_end(exit);
         self.bind(&inst.results, &slots, &carry);
     }

@@ -1,0 +1,145 @@
+//! Triton's `range(…, loop_unroll_factor = N)`: the loop is marked for LLVM's unroller on
+//! the CPU and CUDA (the count in the IR, `llvm.loop.unroll.count` in the LLVM IR, the body
+//! repeated in the optimized code), and results do not change on any device.
+
+use crate::common::{all_devices, random_f32};
+use tritium::prelude::*;
+
+/// `out[i] = Σ_k x[k·n + i]` over `k < rows`, with the row loop unrolled `UNROLL` times
+/// (0: no option).
+#[kernel]
+fn column_sums(
+    out: Ptr<f32>,
+    x: Ptr<f32>,
+    rows: i32,
+    n: i32,
+    #[constexpr] BLOCK: usize,
+    #[constexpr] UNROLL: usize,
+) {
+    let offs = arange(0, BLOCK);
+    let m = offs < n;
+    let mut acc = zeros([BLOCK], DType::F32);
+    if UNROLL == 0 {
+        for k in range(0, rows) {
+            acc = acc + load(x + k * n + offs, mask = m, other = 0.0);
+        }
+    } else {
+        for k in range(0, rows, loop_unroll_factor = UNROLL) {
+            acc = acc + load(x + k * n + offs, mask = m, other = 0.0);
+        }
+    }
+    store(out + offs, acc, mask = m);
+}
+
+#[test]
+fn unrolled_loops_compute_the_same_on_every_device() {
+    let (rows, n) = (13, 50);
+    let x = random_f32(rows * n, 5);
+    for device in all_devices() {
+        let mut want = vec![0f32; n];
+        column_sums::launch(
+            &device,
+            1,
+            &mut want[..],
+            &x[..],
+            rows as i32,
+            n as i32,
+            64,
+            0,
+        )
+        .unwrap();
+        for unroll in [1, 2, 4, 8] {
+            let mut out = vec![0f32; n];
+            column_sums::launch(
+                &device,
+                1,
+                &mut out[..],
+                &x[..],
+                rows as i32,
+                n as i32,
+                64,
+                unroll,
+            )
+            .unwrap();
+            assert_eq!(out, want, "{device:?}, unroll {unroll}");
+        }
+    }
+}
+
+/// The factor is in the IR (printed and parsed back) and reaches LLVM on the CPU, whose
+/// unroller runs the loop four iterations at a time.
+#[test]
+fn the_cpu_unrolls_by_the_factor() {
+    use tritium::dsl::trace::Specialization;
+    let s = Specialization::default();
+    let text = tritium::dsl::ir::print_function(&column_sums::trace(&s, 64, 4).unwrap());
+    assert!(text.contains("unroll = 4"), "{text}");
+    let back = tritium::dsl::ir::parse_function(&text).unwrap();
+    assert_eq!(tritium::dsl::ir::print_function(&back), text);
+
+    let dumps = |unroll: usize| {
+        let dir =
+            std::env::temp_dir().join(format!("tritium-unroll-{}-{unroll}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let options = LaunchOptions {
+            dump_dir: Some(dir.clone()),
+            ..Default::default()
+        };
+        let x = random_f32(64 * 8, 1);
+        let mut out = vec![0f32; 64];
+        column_sums::launch_with(
+            &Device::cpu(),
+            1,
+            &options,
+            &mut out[..],
+            &x[..],
+            8,
+            64,
+            64,
+            unroll,
+        )
+        .unwrap();
+        let read = |ext: &str| {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| {
+                    let name = p.to_string_lossy();
+                    name.ends_with(ext) && (ext != ".ll" || !name.ends_with(".opt.ll"))
+                })
+                .map(|p| std::fs::read_to_string(p).unwrap())
+                .expect("a dump")
+        };
+        let (ll, opt) = (read(".ll"), read(".opt.ll"));
+        let _ = std::fs::remove_dir_all(&dir);
+        (ll, opt)
+    };
+    let (ll, unrolled) = dumps(4);
+    assert!(ll.contains("llvm.loop.unroll.count\", i32 4"), "{ll}");
+    let (_, plain) = dumps(0);
+    // LLVM's unroller runs the row loop four iterations at a time (its trip counter is
+    // compared after the fourth copy, `niter.ncmp.3` in LLVM 19's names); left alone it
+    // picks 2 for that loop (the lane loop inside is unrolled by 4 either way).
+    let by_four = |t: &str| t.matches(".ncmp.3").count();
+    assert!(
+        by_four(&unrolled) > by_four(&plain),
+        "not unrolled by 4:\n{unrolled}"
+    );
+}
+
+/// CUDA gets the same hint (LLVM's NVPTX pipeline unrolls by it).
+#[test]
+fn ptx_loops_carry_the_factor() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::trace::Specialization;
+    let s = Specialization::default();
+    let ptx = |unroll| {
+        let f = column_sums::trace(&s, 64, unroll).unwrap();
+        compile_ptx(&f, "k", &CudaCompileOptions::default())
+            .unwrap()
+            .text
+    };
+    let (plain, unrolled) = (ptx(0), ptx(4));
+    assert!(unrolled.contains("ld.global"), "{unrolled}");
+    assert_ne!(plain, unrolled, "the factor changed nothing in the PTX");
+}
