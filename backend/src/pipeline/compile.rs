@@ -118,7 +118,10 @@ pub(crate) fn generate<T: Target>(
     symbol: &str,
     dumps: &Dumps<'_>,
 ) -> std::result::Result<Entry, String> {
+    // Declared before the context, so it outlives every diagnostic the context reports.
+    let errors = std::cell::RefCell::new(Vec::<String>::new());
     let ctx = Context::create();
+    diagnostics_into(&ctx, &errors);
     let module = ctx.create_module(symbol);
     let (machine, customs) = timed(Phase::Link, || {
         let machine = target.machine()?;
@@ -142,7 +145,42 @@ pub(crate) fn generate<T: Target>(
     .map_err(|e| e.to_string())?;
     dumps.write_with("opt.ll", || module.print_to_string().to_bytes().to_vec());
     let bytes = timed(Phase::Emit, || target.emit(&machine, &module, dumps))?;
+    let errors = errors.borrow();
+    if !errors.is_empty() {
+        return Err(format!("LLVM reported: {}", errors.join("; ")));
+    }
     Ok(Entry { meta, bytes })
+}
+
+/// Routes `ctx`'s diagnostics into `errors` (errors only): LLVM's default handler prints
+/// warnings and remarks to stderr (an unroll factor LLVM could not honour, as Triton's
+/// `loop_unroll_factor` may be), which are not the user's to read, and exits the process on
+/// an error, which must be this compile's `Err` instead.
+fn diagnostics_into(ctx: &Context, errors: &std::cell::RefCell<Vec<String>>) {
+    use llvm_sys::core::{LLVMContextSetDiagnosticHandler, LLVMGetDiagInfoDescription};
+    use llvm_sys::core::{LLVMDisposeMessage, LLVMGetDiagInfoSeverity};
+    use llvm_sys::prelude::LLVMDiagnosticInfoRef;
+    extern "C" fn handler(info: LLVMDiagnosticInfoRef, sink: *mut std::ffi::c_void) {
+        // SAFETY: LLVM passes a live diagnostic; `sink` is the `RefCell` registered below,
+        // alive while the context is (it is declared before it), used on this thread only.
+        unsafe {
+            if LLVMGetDiagInfoSeverity(info) != llvm_sys::LLVMDiagnosticSeverity::LLVMDSError {
+                return;
+            }
+            let text = LLVMGetDiagInfoDescription(info);
+            let message = std::ffi::CStr::from_ptr(text)
+                .to_string_lossy()
+                .into_owned();
+            LLVMDisposeMessage(text);
+            let errors = &*(sink as *const std::cell::RefCell<Vec<String>>);
+            if let Ok(mut e) = errors.try_borrow_mut() {
+                e.push(message);
+            }
+        }
+    }
+    let sink = errors as *const std::cell::RefCell<Vec<String>> as *mut std::ffi::c_void;
+    // SAFETY: `ctx` is live; the handler only reads `sink` as documented above.
+    unsafe { LLVMContextSetDiagnosticHandler(ctx.raw(), Some(handler), sink) };
 }
 
 /// A host object file, with the `.s` dump: how both host targets emit.
