@@ -5,7 +5,9 @@
 //! fails until the generator makes it.
 
 use std::collections::BTreeSet;
-use tritium_dsl::ir::{AtomicOp, BinOp, CmpPred, Function, Mode, Op, ReduceOp, ScanOp, UnOp};
+use tritium_dsl::ir::{
+    AtomicOp, BinOp, CmpPred, Function, HintKind, Mode, Op, ReduceOp, ScanOp, UnOp,
+};
 
 /// The kind of an op: its mnemonic, refined by its operator where it has one
 /// (`binary.add`, `reduce.argmax`, `load.masked.other`, `custom.simt`).
@@ -21,6 +23,7 @@ pub fn kind(op: &Op) -> String {
         Op::Reshape(_) => "reshape".into(),
         Op::Permute { .. } => "permute".into(),
         Op::Flip { .. } => "flip".into(),
+        Op::Hint { kind, .. } => format!("hint.{}", kind.name()),
         Op::Gather { .. } => "gather".into(),
         Op::Binary(b, ..) => format!("binary.{}", b.name()),
         Op::Unary(u, _) => format!("unary.{}", u.name()),
@@ -106,6 +109,7 @@ pub fn all_kinds() -> BTreeSet<String> {
     .map(String::from)
     .collect();
     k.extend(BinOp::ALL.iter().map(|b| format!("binary.{}", b.name())));
+    k.extend(HintKind::ALL.iter().map(|h| format!("hint.{}", h.name())));
     k.extend(UnOp::ALL.iter().map(|u| format!("unary.{}", u.name())));
     k.extend(CmpPred::ALL.iter().map(|p| format!("cmp.{}", p.name())));
     k.extend(ReduceOp::ALL.iter().map(|r| format!("reduce.{}", r.name())));

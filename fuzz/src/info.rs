@@ -484,7 +484,8 @@ pub fn transfer<'t>(
         | Op::ExpandDims { x, .. }
         | Op::Reshape(x)
         | Op::Permute { x, .. }
-        | Op::Flip { x, .. } => get(*x),
+        | Op::Flip { x, .. }
+        | Op::Hint { x, .. } => get(*x),
         Op::Gather { src, index, .. } => {
             let zero = Info {
                 tol: Tol::Exact,

@@ -45,7 +45,7 @@ pub use custom::{
 pub use dtype::DType;
 pub use function::{Block, Function, Inst, Param};
 pub use limits::{MAX_DEBUG_TEXT, MAX_NESTING, MAX_RANK, MAX_TILE_ELEMS, MAX_VALUES};
-pub use op::{AtomicOp, BinOp, CmpPred, Const, Op, ReduceOp, ScanOp, UnOp, ASSERT_KIND};
+pub use op::{AtomicOp, BinOp, CmpPred, Const, HintKind, Op, ReduceOp, ScanOp, UnOp, ASSERT_KIND};
 pub use parse::parse_function;
 pub use print::print_function;
 pub use types::{broadcast_shapes, Elem, Type};

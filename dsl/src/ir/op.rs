@@ -3,6 +3,18 @@
 use super::{Block, CacheHints, CustomCall, Value};
 
 named_enum! {
+    /// Which promise an [`Op::Hint`] makes.
+    HintKind {
+        /// Elements are multiples of the value.
+        MultipleOf = "multiple_of",
+        /// Runs of that many consecutive integers.
+        MaxContiguous = "max_contiguous",
+        /// Runs of that many equal elements.
+        MaxConstancy = "max_constancy",
+    }
+}
+
+named_enum! {
     /// Binary elementwise arithmetic and bit operations.
     BinOp {
         /// `a + b`.
@@ -242,6 +254,19 @@ pub enum Op {
         /// The axis indexed.
         axis: u32,
     },
+    /// `x` itself, with a promise the code generators may rely on (Triton's
+    /// `multiple_of`, `max_contiguous`, `max_constancy`): per dim of `x` (or one value for
+    /// all), its elements are multiples of `values[d]`, or runs of `values[d]` consecutive
+    /// integers, or of equal elements, starting at multiples of `values[d]` along `d`. The
+    /// interpreter checks the promise; compiled code trusts it, as Triton's does.
+    Hint {
+        /// The promised value (an integer tile).
+        x: Value,
+        /// Which promise.
+        kind: HintKind,
+        /// One value per dim of `x`, or one for all dims.
+        values: Vec<u32>,
+    },
     /// `x` with the order of its elements along `axis` reversed (Triton's `flip`).
     Flip {
         /// The input.
@@ -404,6 +429,7 @@ impl Op {
             Op::Reshape(_) => "reshape",
             Op::Permute { .. } => "permute",
             Op::Flip { .. } => "flip",
+            Op::Hint { .. } => "hint",
             Op::Gather { .. } => "gather",
             Op::Binary(op, ..) => op.name(),
             Op::Unary(op, _) => op.name(),
@@ -447,6 +473,7 @@ impl Op {
             Op::ExpandDims { x, .. }
             | Op::Permute { x, .. }
             | Op::Flip { x, .. }
+            | Op::Hint { x, .. }
             | Op::Unary(_, x)
             | Op::Reduce { x, .. }
             | Op::Scan { x, .. } => vec![*x],
@@ -539,6 +566,7 @@ impl Op {
             | Op::Reduce { x, .. }
             | Op::Scan { x, .. }
             | Op::Flip { x, .. }
+            | Op::Hint { x, .. }
             | Op::Condition(x) => vec![x],
             Op::Binary(_, a, b) | Op::Cmp(_, a, b) | Op::AddPtr(a, b) => vec![a, b],
             Op::Gather { src, index, .. } => vec![src, index],
@@ -623,6 +651,7 @@ impl Op {
                 | Op::Reshape(_)
                 | Op::Permute { .. }
                 | Op::Flip { .. }
+                | Op::Hint { .. }
                 | Op::Gather { .. }
                 | Op::Binary(..)
                 | Op::Unary(..)

@@ -6,8 +6,8 @@
 
 use super::{
     AtomicOp, BinOp, Bitcode, Block, CacheHints, CacheModifier, CmpPred, Const, CoreType,
-    CustomAttrs, CustomCall, DType, Elem, Eviction, ExtraBuffer, Function, Inst, Loc, Mode, Op,
-    Param, Pipe, ReduceOp, ScanOp, Type, UnOp, Value, MAX_NESTING, MAX_VALUES,
+    CustomAttrs, CustomCall, DType, Elem, Eviction, ExtraBuffer, Function, HintKind, Inst, Loc,
+    Mode, Op, Param, Pipe, ReduceOp, ScanOp, Type, UnOp, Value, MAX_NESTING, MAX_VALUES,
 };
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -704,6 +704,7 @@ impl Parser {
             "assert" => (&["msg"], &["mask"]),
             "print" => (&["prefix", "hex"], &[]),
             "for" => (&["unroll"], &[]),
+            "hint" => (&["kind", "values"], &[]),
             _ => (&[], &[]),
         };
         if let Some((k, _)) = attrs
@@ -776,6 +777,21 @@ impl Parser {
                         ))
                     })?;
                 Op::Permute { x: ops[0], dims }
+            }
+            "hint" => {
+                arity(1)?;
+                let k = attr("kind")?;
+                let kind =
+                    HintKind::from_name(k).ok_or_else(|| self.err(format!("bad hint `{k}`")))?;
+                let values = (attr("values")?.split('x'))
+                    .map(|v| v.parse::<u32>())
+                    .collect::<std::result::Result<Vec<u32>, _>>()
+                    .map_err(|_| self.err("hint values must be integers like 16x1".to_string()))?;
+                Op::Hint {
+                    x: ops[0],
+                    kind,
+                    values,
+                }
             }
             "flip" => {
                 arity(1)?;

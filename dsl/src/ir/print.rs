@@ -73,6 +73,14 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         Op::ExpandDims { axis, .. } | Op::Flip { axis, .. } | Op::Gather { axis, .. } => {
             attrs.push(format!("axis = {axis}"))
         }
+        Op::Hint { kind, values, .. } => {
+            let values: Vec<String> = values.iter().map(u32::to_string).collect();
+            attrs.push(format!(
+                "kind = {}, values = {}",
+                kind.name(),
+                values.join("x")
+            ))
+        }
         Op::Permute { dims, .. } => {
             let dims: Vec<String> = dims.iter().map(u32::to_string).collect();
             attrs.push(format!("dims = {}", dims.join("x")))

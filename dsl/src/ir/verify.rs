@@ -286,6 +286,19 @@ impl<'a> Verifier<'a> {
                 }
                 same(res[0], &it.with_elem(st.elem), "gather type")?;
             }
+            Op::Hint { x, kind, values } => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                let int = xt.dtype().is_some_and(|d| d.is_int());
+                let fits = values.len() == 1 || values.len() == xt.rank().max(1);
+                if !int || !fits || values.contains(&0) {
+                    return Err(e(format!(
+                        "{} needs an integer tile and one positive value per dim (or one), got {xt} and {values:?}",
+                        kind.name()
+                    )));
+                }
+                same(res[0], xt, "hint type")?;
+            }
             Op::Flip { x, axis } => {
                 want_results(1)?;
                 let xt = self.ty(*x);

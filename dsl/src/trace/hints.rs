@@ -1,30 +1,32 @@
 //! Triton's compiler hints: `multiple_of`, `max_contiguous`, `max_constancy`, `assume` and
-//! `debug_barrier`. They are accepted so Triton kernels port as written; the code
-//! generators do not use them yet (the CPU and CUDA generators find contiguity and
-//! alignment themselves, and every CUDA barrier they need is emitted), so each returns its
-//! input unchanged or does nothing, except `assume`, which is checked as a
-//! `device_assert`.
+//! `debug_barrier`. The first three put an `Op::Hint` (the value itself, with the promise)
+//! on integer tiles: the interpreter checks the promise and the CUDA generator trusts it
+//! (its vector accesses skip the run-time test that pointers are consecutive); on pointer
+//! tiles they change nothing. `assume` is checked as a `device_assert`; `debug_barrier`
+//! emits nothing (the generators already order every shared-memory exchange).
 
 use super::block_ptr::OptConstDims;
+use super::builder::with;
 use super::lang::fail_with;
 use super::tile::{IntoOperand, Operand, Tile};
+use crate::ir::{HintKind, Op};
 
 /// `x`, promised to be a multiple of `values` (per dim).
 #[track_caller]
 pub fn multiple_of(x: Tile, values: impl OptConstDims) -> Tile {
-    hint(x, "multiple_of", values)
+    hint(x, HintKind::MultipleOf, values)
 }
 
 /// `x`, promised to hold runs of `values` consecutive integers (per dim).
 #[track_caller]
 pub fn max_contiguous(x: Tile, values: impl OptConstDims) -> Tile {
-    hint(x, "max_contiguous", values)
+    hint(x, HintKind::MaxContiguous, values)
 }
 
 /// `x`, promised to hold runs of `values` equal elements (per dim).
 #[track_caller]
 pub fn max_constancy(x: Tile, values: impl OptConstDims) -> Tile {
-    hint(x, "max_constancy", values)
+    hint(x, HintKind::MaxConstancy, values)
 }
 
 /// A promise that `cond` holds. It is checked where it can be: a `false` known while
@@ -43,9 +45,11 @@ pub fn assume(cond: impl IntoOperand) {
 /// generators already order every shared-memory exchange, so it emits nothing.
 pub fn debug_barrier() {}
 
-/// Checks that a hint has one positive value per dim of `x` (or one for all).
+/// Checks that a hint has one positive value per dim of `x` (or one for all) and records
+/// it on an integer tile.
 #[track_caller]
-fn hint(x: Tile, name: &str, values: impl OptConstDims) -> Tile {
+fn hint(x: Tile, kind: HintKind, values: impl OptConstDims) -> Tile {
+    let name = kind.name();
     let values = values.const_dims();
     let rank = x.ty().rank().max(1);
     if values.is_empty()
@@ -58,5 +62,24 @@ fn hint(x: Tile, name: &str, values: impl OptConstDims) -> Tile {
         );
         return fail_with(x, msg);
     }
-    x
+    if !x.ty().dtype().is_some_and(|d| d.is_int()) {
+        return x;
+    }
+    let loc = super::tile::caller_loc(std::panic::Location::caller());
+    let values: Vec<u32> = values
+        .iter()
+        .map(|&v| v.min(u32::MAX as i64) as u32)
+        .collect();
+    with(|b| {
+        let t = b.ty(x.0).clone();
+        Tile(b.push1(
+            Op::Hint {
+                x: x.0,
+                kind,
+                values,
+            },
+            t,
+            loc,
+        ))
+    })
 }

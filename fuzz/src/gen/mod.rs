@@ -25,7 +25,7 @@ use crate::Rng;
 use std::collections::HashMap;
 use tritium_dsl::ir::{
     AtomicOp, BinOp, Block, CacheHints, CacheModifier, CmpPred, Const, DType, Elem, Eviction,
-    Function, Inst, Loc, Op, Param, ReduceOp, ScanOp, Type, UnOp, Value,
+    Function, HintKind, Inst, Loc, Op, Param, ReduceOp, ScanOp, Type, UnOp, Value,
 };
 
 /// Elements of each program's region of an output buffer (tiles are at most this big).
@@ -100,6 +100,8 @@ struct Buffer {
 
 struct Gen {
     rng: Rng,
+    /// Draws for hints only, so that adding them left every program's other ops as they were.
+    hint_rng: Rng,
     config: GenConfig,
     seed: u64,
     types: Vec<Type>,
@@ -139,6 +141,7 @@ impl Gen {
     fn new(seed: u64, config: GenConfig) -> Gen {
         Gen {
             rng: Rng::new(seed),
+            hint_rng: Rng::new(seed ^ 0x5eed_417e),
             config,
             seed,
             types: Vec::new(),
@@ -338,7 +341,26 @@ impl Gen {
         self.expr_depth += 1;
         let v = self.fresh(d, shape, need);
         self.expr_depth -= 1;
+        if d.is_int() && self.hint_rng.chance(0.03) {
+            return self.hinted(v);
+        }
         v
+    }
+
+    /// `v` under a Triton hint that holds for any value (a value of 1: multiples of 1,
+    /// runs of 1), so the promise is true and only the lowering of the op is exercised.
+    fn hinted(&mut self, v: Value) -> Value {
+        let kind = *self.rng.pick(HintKind::ALL);
+        let t = self.ty(v).clone();
+        let values = vec![
+            1;
+            if self.rng.chance(0.5) {
+                1
+            } else {
+                t.rank().max(1)
+            }
+        ];
+        self.push1(Op::Hint { x: v, kind, values }, t)
     }
 
     fn fresh(&mut self, d: DType, shape: &[usize], need: Need) -> Value {

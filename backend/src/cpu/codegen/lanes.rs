@@ -135,6 +135,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 let v = self.lane(*x, idx);
                 self.emit().bitcast(v, from, to)
             }
+            // A promise only the CUDA generator uses: the value itself.
+            Op::Hint { x, .. } => self.lane(*x, idx),
             Op::IntToPtr(x) => {
                 let v = self.lane(*x, idx).into_int_value();
                 let ptr = self.ctx.ptr_type(inkwell::AddressSpace::default());

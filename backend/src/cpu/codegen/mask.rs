@@ -79,7 +79,8 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::ExpandDims { x, .. }
             | Op::Reshape(x)
             | Op::Permute { x, .. }
-            | Op::Flip { x, .. } => self.all_true_closed_form(x),
+            | Op::Flip { x, .. }
+            | Op::Hint { x, .. } => self.all_true_closed_form(x),
             Op::Binary(BinOp::And, a, b) => {
                 let a = self.all_true_closed_form(a)?;
                 let b = self.all_true_closed_form(b)?;
@@ -143,7 +144,8 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::ExpandDims { x, .. }
             | Op::Reshape(x)
             | Op::Permute { x, .. }
-            | Op::Flip { x, .. } => self.range(x),
+            | Op::Flip { x, .. }
+            | Op::Hint { x, .. } => self.range(x),
             Op::Cast(x) => {
                 let from = self.ty(x).dtype().filter(|f| f.is_int())?;
                 let r = self.range(x)?;

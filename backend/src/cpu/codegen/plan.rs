@@ -65,6 +65,7 @@ fn is_cheap(f: &Function, inst: &Inst) -> bool {
         | Op::AddPtr(..)
         | Op::IntToPtr(_)
         | Op::PtrToInt(_)
+        | Op::Hint { .. }
         | Op::Cmp(..)
         | Op::Select(..) => true,
         Op::Binary(op, a, _) => !float(a) && !matches!(op, BinOp::Div | BinOp::Rem),
@@ -266,6 +267,7 @@ fn pure_key(op: &Op) -> Option<(String, Vec<Value>)> {
         Op::Cast(x) => ("cast".into(), vec![*x]),
         Op::Bitcast(x) => ("bitcast".into(), vec![*x]),
         Op::IntToPtr(x) => ("inttoptr".into(), vec![*x]),
+        Op::Hint { x, kind, values } => (format!("hint {} {values:?}", kind.name()), vec![*x]),
         Op::PtrToInt(x) => ("ptrtoint".into(), vec![*x]),
         Op::Binary(b, x, y) => (format!("binary {b:?}"), vec![*x, *y]),
         Op::Unary(u, x) => (format!("unary {u:?}"), vec![*x]),

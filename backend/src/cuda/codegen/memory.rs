@@ -24,7 +24,7 @@ use inkwell::values::{
 };
 use inkwell::{AtomicOrdering, IntPredicate};
 use std::collections::{HashMap, HashSet};
-use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Function, Inst, Op, Value};
+use tritium_dsl::ir::{AtomicOp, Const, DType, Elem, Function, HintKind, Inst, Op, Value};
 
 /// Checked mode's state. The check buffer the kernel gets holds the fault record
 /// (`FAULT_WORDS` u64) followed by `[lo, hi]` (u64 byte addresses) per parameter.
@@ -92,7 +92,8 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             // Both paths give the chunk as one vector in storage form: a vector load whose
             // only user is a phi stays one `ld.global.v*` (it is not split into scalars).
-            let fast = self.chunk_is_whole(&ptrs[j0..j0 + c], &conds[j0..j0 + c], d);
+            let consecutive = self.promised_consecutive(*ptr, c);
+            let fast = self.chunk_is_whole(&ptrs[j0..j0 + c], &conds[j0..j0 + c], d, consecutive);
             let vt = st.vector_of(c);
             let chunk = self.two_paths(
                 fast,
@@ -190,7 +191,9 @@ impl<'ctx> Gen<'ctx, '_> {
                 scalar_path(self);
                 continue;
             }
-            let fast = self.chunk_is_whole(&ptrs[range.clone()], &conds[range.clone()], d);
+            let consecutive = self.promised_consecutive(ptr_value, c);
+            let fast =
+                self.chunk_is_whole(&ptrs[range.clone()], &conds[range.clone()], d, consecutive);
             let vt = self.storage_ty(d).vector_of(c);
             self.two_paths(
                 fast,
@@ -466,13 +469,36 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
+    /// True when the program promises (Triton's `max_contiguous` on the offsets of
+    /// `base + offsets`, one base for every lane) that every `chunk` consecutive elements
+    /// of `ptr`'s last dim starting at a multiple of `chunk` are consecutive addresses.
+    fn promised_consecutive(&self, ptr: Value, chunk: usize) -> bool {
+        let last = self.ty(ptr).shape.last().copied().unwrap_or(1);
+        let Some(Op::AddPtr(base, offsets)) = self.defs.get(&ptr).map(|i| &i.op) else {
+            return false;
+        };
+        let uniform = self.ty(*base).is_scalar()
+            || matches!(self.defs.get(base).map(|i| &i.op), Some(Op::Splat(_)));
+        let mut v = *offsets;
+        let mut run = 1;
+        while let Some(Op::Hint { x, kind, values }) = self.defs.get(&v).map(|i| &i.op) {
+            if *kind == HintKind::MaxContiguous {
+                run = run.max(values.last().copied().unwrap_or(1) as usize);
+            }
+            v = *x;
+        }
+        uniform && last % chunk == 0 && run % chunk == 0
+    }
+
     /// True (at run time) when a chunk can be one vector access: every element accessed,
-    /// pointers consecutive, the first aligned to the whole chunk.
+    /// pointers consecutive (tested unless `consecutive` is promised), the first aligned to
+    /// the whole chunk.
     fn chunk_is_whole(
         &self,
         ptrs: &[BasicValueEnum<'ctx>],
         conds: &[Option<IntValue<'ctx>>],
         d: DType,
+        consecutive: bool,
     ) -> IntValue<'ctx> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let size = d.size_bytes() as u64;
@@ -488,7 +514,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let mut ok = b
             .build_int_compare(IntPredicate::EQ, low, i64t.const_zero(), "aligned")
             .unwrap();
-        for (k, p) in ptrs.iter().enumerate().skip(1) {
+        for (k, p) in ptrs.iter().enumerate().skip(1).filter(|_| !consecutive) {
             let want = b
                 .build_int_add(first, i64t.const_int(k as u64 * size, false), "")
                 .unwrap();

@@ -730,6 +730,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     .expect("bitcast to a number");
                 self.emit().bitcast(a[0], from, to)
             }
+            // A promise the memory accesses read (see `memory.rs`): the value itself.
+            Op::Hint { .. } => a[0],
             Op::IntToPtr(_) => {
                 let ptr = self.ctx.ptr_type(self.global);
                 (self.b.build_int_to_ptr(a[0].into_int_value(), ptr, ""))

@@ -75,6 +75,7 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::Bitcast(_)
             | Op::IntToPtr(_)
             | Op::PtrToInt(_)
+            | Op::Hint { .. }
             | Op::AddPtr(..) => inst
                 .op
                 .operands()
