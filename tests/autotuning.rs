@@ -110,3 +110,20 @@ fn failing_configs_are_skipped_and_pruning_applies() {
     assert!(e.to_string().contains("too many resources"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Tutorial 02's softmax with its warps autotuned (on the emulator here; on CUDA devices
+/// the same), equal to the untuned kernel; on the CPU it launches directly.
+#[test]
+fn softmax_warps_are_autotuned_where_warps_exist() {
+    use tritium_kernels::softmax::{softmax_rows, softmax_rows_autotuned};
+    let x = ndarray::Array2::from_shape_fn((3, 40), |(i, j)| ((i * 7 + j) % 11) as f32 / 3.0);
+    let want = softmax_rows(&Device::cpu(), x.view()).unwrap();
+    for device in [Device::cpu(), Device::cuda_emulator()] {
+        for _ in 0..2 {
+            let got = softmax_rows_autotuned(&device, x.view()).unwrap();
+            for (a, b) in got.iter().zip(&want) {
+                assert!((a - b).abs() <= 1e-6, "{device:?}: {got} vs {want}");
+            }
+        }
+    }
+}

@@ -46,9 +46,52 @@ pub fn softmax_rows<T: Float + Default>(
     Ok(out)
 }
 
+/// Softmax of every row of `x`, with the warps per row chosen by timing on CUDA devices
+/// and the emulator (Triton's tutorial 02 derives `num_warps` from the block size; here
+/// 2, 4, 8 and 16 warps are timed once per row length and dtype and the choice is kept,
+/// as `@triton.autotune` would). On the CPU and the interpreter warps mean nothing: the
+/// kernel launches directly.
+pub fn softmax_rows_autotuned<T: Float + Default>(
+    device: &Device,
+    x: ArrayView2<T>,
+) -> tritium::Result<Array2<T>> {
+    use std::sync::OnceLock;
+    use tritium::autotune::{Autotuner, Config};
+    if !matches!(device, Device::Cuda(_) | Device::CudaEmulator) {
+        return softmax_rows(device, x);
+    }
+    static TUNER: OnceLock<Autotuner> = OnceLock::new();
+    let tuner = TUNER.get_or_init(|| {
+        let configs = [2, 4, 8, 16]
+            .map(|w| Config::new(&[]).num_warps(w))
+            .to_vec();
+        Autotuner::new("tritium_kernels::softmax", configs)
+    });
+    let key = [
+        x.ncols() as i64,
+        T::DTYPE.size_bytes() as i64,
+        T::DTYPE.is_float() as i64,
+    ];
+    let mut out = Array2::from_elem(x.dim(), T::default());
+    tuner.run(device, &key, |config| {
+        softmax_rows_into_with(device, &config.launch_options(), x, out.view_mut())
+    })?;
+    Ok(out)
+}
+
 /// Softmax of every row of `x` into `out` (same shape; both may be strided by rows).
 pub fn softmax_rows_into<T: Float>(
     device: &Device,
+    x: ArrayView2<T>,
+    out: ArrayViewMut2<T>,
+) -> tritium::Result<()> {
+    softmax_rows_into_with(device, &LaunchOptions::default(), x, out)
+}
+
+/// [`softmax_rows_into`] with launch options (warps, checked mode, …).
+pub fn softmax_rows_into_with<T: Float>(
+    device: &Device,
+    options: &LaunchOptions,
     x: ArrayView2<T>,
     out: ArrayViewMut2<T>,
 ) -> tritium::Result<()> {
@@ -65,9 +108,10 @@ pub fn softmax_rows_into<T: Float>(
     }
     let (in_stride, out_stride) = (x.strides()[0] as i32, out.strides()[0] as i32);
     let block = next_power_of_2(cols);
-    softmax::launch(
+    softmax::launch_with(
         device,
         rows.max(1),
+        options,
         out,
         x,
         in_stride,
