@@ -66,26 +66,16 @@ struct Reader {
     p += n;
     return true;
   }
-  uint64_t U64() {
-    uint64_t v = 0;
-    Take(&v, 8);
+  template <class T>
+  T Get() {
+    T v{};
+    Take(&v, sizeof(T));
     return v;
   }
-  int64_t I64() {
-    int64_t v = 0;
-    Take(&v, 8);
-    return v;
-  }
-  int32_t I32() {
-    int32_t v = 0;
-    Take(&v, 4);
-    return v;
-  }
-  float F32() {
-    float v = 0;
-    Take(&v, 4);
-    return v;
-  }
+  uint64_t U64() { return Get<uint64_t>(); }
+  int64_t I64() { return Get<int64_t>(); }
+  int32_t I32() { return Get<int32_t>(); }
+  float F32() { return Get<float>(); }
   std::string Str() {
     uint64_t n = U64();
     if (!ok || static_cast<uint64_t>(end - p) < n) {

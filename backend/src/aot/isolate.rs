@@ -376,8 +376,8 @@ impl Worker {
         }
     }
 
-    /// The shared mapping, at least `len` bytes, zeroed: a new one is mapped by the
-    /// worker before use.
+    /// The first `len` bytes of the shared mapping (a larger one is mapped by the worker
+    /// first), as the last call left them.
     pub fn arena(&mut self, len: usize, function: &str, timeout: Duration) -> AotResult<&mut [u8]> {
         let len = len.max(1);
         let fits = self.arena.as_ref().is_some_and(|a| a.len >= len);
@@ -404,7 +404,6 @@ impl Worker {
             self.arena = Some(arena);
         }
         let bytes = self.arena.as_mut().expect("mapped").bytes();
-        bytes[..len].fill(0);
         Ok(&mut bytes[..len])
     }
 

@@ -1219,6 +1219,11 @@ impl AotOp {
             return Err(alloc_err("the shared tensors".into(), usize::MAX));
         };
         let arena = worker.arena(at, sym, timeout)?;
+        // Outputs, workspaces and shape buffers start zeroed, as in-process; the inputs are
+        // copied over whatever the last call left.
+        if let Some(&first) = out_offsets.first() {
+            arena[first..].fill(0);
+        }
         for (t, &o) in inputs.iter().zip(&in_offsets) {
             let b = t.as_bytes();
             arena[o..o + b.len()].copy_from_slice(b);

@@ -97,7 +97,7 @@ pub trait PtrArg<'a, T: Element> {
 }
 
 /// A pointer argument as [`KernelArgs`] stores it (see [`PtrArg::pack`]).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PackedPtr<'a> {
     raw: RawBuffer,
     uses: Option<&'a UseTracker>,
@@ -179,17 +179,10 @@ impl<'t> PtrTable<'t> {
             memory: Memory::Host,
             view: None,
         };
-        let pointees = (self.entries.iter())
-            .map(|e| PackedPtr {
-                raw: e.raw,
-                uses: e.uses,
-                pointees: Vec::new(),
-            })
-            .collect();
         PackedPtr {
             raw,
             uses: None,
-            pointees,
+            pointees: self.entries.clone(),
         }
     }
 }

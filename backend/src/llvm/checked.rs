@@ -10,19 +10,7 @@ impl<'ctx> Emit<'_, 'ctx> {
     /// i1: `[addr, addr + size)` lies inside `[lo, hi)` (i64 byte addresses). Compared as
     /// `lo <= addr <= hi && hi - addr >= size` so that an address within `size` bytes of
     /// 2^64 does not wrap its end around to a small, "inside" value.
-    pub(crate) fn in_range(
-        &self,
-        addr: IntValue<'ctx>,
-        size: usize,
-        lo: IntValue<'ctx>,
-        hi: IntValue<'ctx>,
-    ) -> IntValue<'ctx> {
-        let size = self.ctx.i64_type().const_int(size as u64, false);
-        self.in_range_of(addr, size, lo, hi)
-    }
-
-    /// [`Emit::in_range`] with the size a value.
-    fn in_range_of(
+    fn in_range(
         &self,
         addr: IntValue<'ctx>,
         size: IntValue<'ctx>,
@@ -54,9 +42,40 @@ impl<'ctx> Emit<'_, 'ctx> {
         [lo, hi, view]: [IntValue<'ctx>; 3],
         like: PointerValue<'ctx>,
     ) -> IntValue<'ctx> {
+        let size = self.ctx.i64_type().const_int(size as u64, false);
+        self.in_buffer_of(addr, size, [lo, hi, view], like.get_type())
+    }
+
+    /// [`Emit::in_buffer`] with the size a value and the view's address space given.
+    fn in_buffer_of(
+        &self,
+        addr: IntValue<'ctx>,
+        size: IntValue<'ctx>,
+        [lo, hi, view]: [IntValue<'ctx>; 3],
+        space: inkwell::types::PointerType<'ctx>,
+    ) -> IntValue<'ctx> {
         let inside = self.in_range(addr, size, lo, hi);
-        let on_element = self.in_view(view, addr, like.get_type());
+        let on_element = self.in_view(view, addr, space);
         self.b.build_and(inside, on_element, "").unwrap()
+    }
+
+    /// Calls the module's function `name` (defined by `define` on its first use), which
+    /// returns an i1.
+    fn call_check(
+        &self,
+        name: &str,
+        define: impl FnOnce(&str) -> FunctionValue<'ctx>,
+        args: &[inkwell::values::BasicMetadataValueEnum<'ctx>],
+    ) -> IntValue<'ctx> {
+        let func = match self.module.get_function(name) {
+            Some(f) => f,
+            None => define(name),
+        };
+        let call = self.b.build_call(func, args, "").unwrap();
+        match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i1"),
+        }
     }
 
     /// i1: `view` is 0, or `addr` is the start of an element of the view whose record
@@ -69,18 +88,9 @@ impl<'ctx> Emit<'_, 'ctx> {
         ptr: inkwell::types::PointerType<'ctx>,
     ) -> IntValue<'ctx> {
         let name = format!("tritium.in_view.{}", space_of(ptr));
-        let func = match self.module.get_function(&name) {
-            Some(f) => f,
-            None => self.define_in_view(&name, ptr),
-        };
         let record = self.b.build_int_to_ptr(view, ptr, "view").unwrap();
-        let call = (self.b)
-            .build_call(func, &[record.into(), addr.into()], "on_element")
-            .unwrap();
-        match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
-            inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i1"),
-        }
+        let define = |name: &str| self.define_in_view(name, ptr);
+        self.call_check(&name, define, &[record.into(), addr.into()])
     }
 
     /// `i1 name(ptr record, i64 addr)`: the greedy decomposition of `addr - lo` over the
@@ -173,21 +183,14 @@ impl<'ctx> Emit<'_, 'ctx> {
     ) -> IntValue<'ctx> {
         let (ctx, i64t) = (self.ctx, self.ctx.i64_type());
         let name = format!("tritium.in_buffers.{}", space_of(list.get_type()));
-        let func = match self.module.get_function(&name) {
-            Some(f) => f,
-            None => self.define_in_buffers(&name, list.get_type()),
-        };
         let args = [
             list.into(),
             addr.into(),
             i64t.const_int(size as u64, false).into(),
             ctx.bool_type().const_int(u64::from(write), false).into(),
         ];
-        let call = self.b.build_call(func, &args, "in_buffers").unwrap();
-        match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
-            inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i1"),
-        }
+        let define = |name: &str| self.define_in_buffers(name, list.get_type());
+        self.call_check(&name, define, &args)
     }
 
     /// `i1 name(ptr list, i64 addr, i64 size, i1 write)`: the loop of [`Emit::in_any_buffer`].
@@ -225,7 +228,8 @@ impl<'ctx> Emit<'_, 'ctx> {
             block("no"),
         );
         let word = |k: IntValue<'ctx>| {
-            // SAFETY (of the generated code): the launcher passes `1 + 3 * count` words.
+            // SAFETY (of the generated code): the launcher passes `1 + LIST_WORDS * count`
+            // words.
             let p = unsafe { b.build_gep(i64t, list, &[k], "") }.unwrap();
             b.build_load(i64t, p, "").unwrap().into_int_value()
         };
@@ -252,9 +256,7 @@ impl<'ctx> Emit<'_, 'ctx> {
             .unwrap();
         let field = |k: u64| word(b.build_int_add(at, i64t.const_int(k, false), "").unwrap());
         let (lo, hi, writable, view) = (field(0), field(1), field(2), field(3));
-        let inside = here.in_range_of(addr, size, lo, hi);
-        let on_element = here.in_view(view, addr, list.get_type());
-        let inside = b.build_and(inside, on_element, "").unwrap();
+        let inside = here.in_buffer_of(addr, size, [lo, hi, view], list.get_type());
         let may_write = b
             .build_int_compare(IntPredicate::NE, writable, i64t.const_zero(), "")
             .unwrap();

@@ -83,6 +83,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let conds = self.access_conds(numel, masks.as_deref());
         let conds = self.checked_conds(inst, *ptr, &ptrs, conds, d.size_bytes());
         let c = self.vector_chunk(numel, d);
+        let consecutive = self.promised_consecutive(*ptr, c);
         let mut out = Vec::with_capacity(ptrs.len());
         for j0 in (0..ptrs.len()).step_by(c) {
             if c == 1 {
@@ -92,7 +93,6 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             // Both paths give the chunk as one vector in storage form: a vector load whose
             // only user is a phi stays one `ld.global.v*` (it is not split into scalars).
-            let consecutive = self.promised_consecutive(*ptr, c);
             let fast = self.chunk_is_whole(&ptrs[j0..j0 + c], &conds[j0..j0 + c], d, consecutive);
             let vt = st.vector_of(c);
             let chunk = self.two_paths(
@@ -179,6 +179,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let conds = self.access_conds(numel, masks.as_deref());
         let conds = self.checked_conds(inst, ptr_value, &ptrs, conds, d.size_bytes());
         let c = self.vector_chunk(numel, d);
+        let consecutive = self.promised_consecutive(ptr_value, c);
         for j0 in (0..ptrs.len()).step_by(c) {
             let range = j0..j0 + c;
             let scalar_path = &mut |g: &mut Self| -> Vec<BasicValueEnum<'ctx>> {
@@ -191,7 +192,6 @@ impl<'ctx> Gen<'ctx, '_> {
                 scalar_path(self);
                 continue;
             }
-            let consecutive = self.promised_consecutive(ptr_value, c);
             let fast =
                 self.chunk_is_whole(&ptrs[range.clone()], &conds[range.clone()], d, consecutive);
             let vt = self.storage_ty(d).vector_of(c);
