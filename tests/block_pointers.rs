@@ -283,45 +283,30 @@ fn block_scale(
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn block_pointer_rows_are_vector_loads_on_the_cpu() {
-    let dir = std::env::temp_dir().join(format!("tritium-block-asm-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let options = LaunchOptions {
-        dump_dir: Some(dir.clone()),
-        ..Default::default()
-    };
+    use crate::common::{dumps_of, packed};
     let (m, n, bm, bn) = (40, 200, 16, 64);
     let x = Array2::from_shape_vec((m, n), random_f32(m * n, 9)).unwrap();
     let mut out = Array2::<f32>::zeros((m, n));
     let grid = (m.div_ceil(bm), n.div_ceil(bn));
-    block_scale::launch_with(
-        &Device::cpu(),
-        grid,
-        &options,
-        &mut out,
-        x.view(),
-        m as i32,
-        n as i32,
-        bm,
-        bn,
-    )
-    .unwrap();
-    assert_eq!(out, x.mapv(|v| v * 3.0));
-    let asm = std::fs::read_dir(&dir)
+    let dumps = dumps_of("block-asm", |options| {
+        block_scale::launch_with(
+            &Device::cpu(),
+            grid,
+            options,
+            &mut out,
+            x.view(),
+            m as i32,
+            n as i32,
+            bm,
+            bn,
+        )
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".s"))
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .expect("an assembly dump");
-    let _ = std::fs::remove_dir_all(&dir);
-    let packed = |op: &str| {
-        asm.lines().any(|l| {
-            let l = l.trim();
-            l.starts_with(op) && (l.contains("ymm") || l.contains("zmm"))
-        })
-    };
-    assert!(packed("vmulps"), "no packed multiply in:\n{asm}");
+    });
+    assert_eq!(out, x.mapv(|v| v * 3.0));
+    let asm = dumps.get("s");
+    assert!(packed(asm, "vmulps"), "no packed multiply in:\n{asm}");
     assert!(
-        packed("vmovups") || packed("vmaskmovps"),
+        packed(asm, "vmovups") || packed(asm, "vmaskmovps"),
         "no packed load or store in:\n{asm}"
     );
 }

@@ -123,34 +123,23 @@ fn ptx_carries_the_hints() {
 #[test]
 fn streaming_stores_are_non_temporal_on_the_cpu() {
     let asm = |hint: usize| {
-        let dir = std::env::temp_dir().join(format!("tritium-hints-{}-{hint}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let options = LaunchOptions {
-            dump_dir: Some(dir.clone()),
-            ..Default::default()
-        };
         let n = 1024;
         let x = random_f32(n, 4);
         let mut out = vec![0f32; n];
-        scaled::launch_with(
-            &Device::cpu(),
-            4,
-            &options,
-            &mut out[..],
-            &x[..],
-            n as i32,
-            256,
-            hint,
-        )
-        .unwrap();
-        let text = std::fs::read_dir(&dir)
+        let dumps = crate::common::dumps_of(&format!("hints-{hint}"), |options| {
+            scaled::launch_with(
+                &Device::cpu(),
+                4,
+                options,
+                &mut out[..],
+                &x[..],
+                n as i32,
+                256,
+                hint,
+            )
             .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.to_string_lossy().ends_with(".s"))
-            .map(|p| std::fs::read_to_string(p).unwrap())
-            .expect("an assembly dump");
-        let _ = std::fs::remove_dir_all(&dir);
-        text
+        });
+        dumps.get("s").to_string()
     };
     let streaming = asm(1);
     assert!(

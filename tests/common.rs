@@ -105,3 +105,48 @@ pub fn erf_f64(x: f64) -> f64 {
     }
     sum * std::f64::consts::FRAC_2_SQRT_PI
 }
+
+/// The dumps (`TRITIUM_DUMP`) of the kernel `launch` compiles, by what follows the first
+/// `.` of each file name: `"tir"`, `"ll"`, `"opt.ll"`, `"s"`. `launch` gets options that
+/// dump into a fresh directory named after `what`, removed afterwards.
+pub fn dumps_of(what: &str, launch: impl FnOnce(&tritium::LaunchOptions)) -> Dumps {
+    let dir = std::env::temp_dir().join(format!("tritium-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = tritium::LaunchOptions {
+        dump_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    launch(&options);
+    let files = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("no dumps in {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_string_lossy().into_owned();
+            let ext = name.split_once('.')?.1.to_string();
+            Some((ext, std::fs::read_to_string(&p).unwrap()))
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    Dumps(files)
+}
+
+/// What [`dumps_of`] found.
+pub struct Dumps(Vec<(String, String)>);
+
+impl Dumps {
+    /// The dump of this kind (`"s"`, `"ll"`, …); panics when there is none.
+    pub fn get(&self, ext: &str) -> &str {
+        (self.0.iter())
+            .find(|(e, _)| e == ext)
+            .map(|(_, text)| text.as_str())
+            .unwrap_or_else(|| panic!("no .{ext} dump"))
+    }
+}
+
+/// True when `asm` has an `op` instruction on 256- or 512-bit registers.
+pub fn packed(asm: &str, op: &str) -> bool {
+    asm.lines().any(|l| {
+        let l = l.trim();
+        l.starts_with(op) && (l.contains("ymm") || l.contains("zmm"))
+    })
+}

@@ -78,57 +78,40 @@ fn the_cpu_unrolls_by_the_factor() {
     assert_eq!(tritium::dsl::ir::print_function(&back), text);
 
     let dumps = |unroll: usize| {
-        let dir =
-            std::env::temp_dir().join(format!("tritium-unroll-{}-{unroll}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let options = LaunchOptions {
-            dump_dir: Some(dir.clone()),
-            ..Default::default()
-        };
         let x = random_f32(64 * 8, 1);
         let mut out = vec![0f32; 64];
-        column_sums::launch_with(
-            &Device::cpu(),
-            1,
-            &options,
-            &mut out[..],
-            &x[..],
-            8,
-            64,
-            64,
-            unroll,
-        )
-        .unwrap();
-        let read = |ext: &str| {
-            std::fs::read_dir(&dir)
-                .unwrap()
-                .map(|e| e.unwrap().path())
-                .find(|p| {
-                    let name = p.to_string_lossy();
-                    name.ends_with(ext) && (ext != ".ll" || !name.ends_with(".opt.ll"))
-                })
-                .map(|p| std::fs::read_to_string(p).unwrap())
-                .expect("a dump")
-        };
-        let (ll, opt) = (read(".ll"), read(".opt.ll"));
-        let _ = std::fs::remove_dir_all(&dir);
-        (ll, opt)
+        crate::common::dumps_of(&format!("unroll-{unroll}"), |options| {
+            column_sums::launch_with(
+                &Device::cpu(),
+                1,
+                options,
+                &mut out[..],
+                &x[..],
+                8,
+                64,
+                64,
+                unroll,
+            )
+            .unwrap()
+        })
     };
-    let (ll, unrolled) = dumps(4);
+    let unrolled_dumps = dumps(4);
+    let (ll, unrolled) = (unrolled_dumps.get("ll"), unrolled_dumps.get("opt.ll"));
     assert!(ll.contains("llvm.loop.unroll.count\", i32 4"), "{ll}");
     // Against the same loop kept rolled (`loop_unroll_factor = 1`), so that LLVM's own
     // choice for a loop without the option (which depends on the host) does not matter:
     // the row loop runs four iterations at a time (its trip counter is compared after the
     // fourth copy, `niter.ncmp.3` in LLVM 19's names), and the loops inside are the same
     // in both.
-    let (ll_rolled, rolled) = dumps(1);
+    let rolled_dumps = dumps(1);
+    let (ll_rolled, rolled) = (rolled_dumps.get("ll"), rolled_dumps.get("opt.ll"));
     assert!(
         ll_rolled.contains("llvm.loop.unroll.disable"),
         "{ll_rolled}"
     );
     let by_four = |t: &str| t.matches(".ncmp.3").count();
     assert!(
-        by_four(&unrolled) > by_four(&rolled),
+        by_four(unrolled) > by_four(rolled),
         "not unrolled by 4:\n{unrolled}"
     );
 }

@@ -14,6 +14,16 @@ fn checked() -> LaunchOptions {
     }
 }
 
+/// The devices that check every access: compiled ones in checked mode, the interpreter
+/// always.
+fn checking_devices() -> [(Device, LaunchOptions); 3] {
+    [
+        (Device::cpu(), checked()),
+        (Device::cuda_emulator(), checked()),
+        (Device::interpreter(), LaunchOptions::default()),
+    ]
+}
+
 /// Program `g` sums the first `lens[g]` elements of the array at `ptrs[g]`.
 #[kernel]
 fn sum_each(out: Ptr<f32>, ptrs: Ptr<i64>, lens: Ptr<i32>, #[constexpr] BLOCK: usize) {
@@ -135,12 +145,7 @@ fn addresses_round_trip_through_integers() -> Result<()> {
 fn reads_past_an_entry_are_faults() {
     let arrays = [vec![1f32; 8], vec![2f32; 4]];
     let lens = [8, 9];
-    let cases = [
-        (Device::cpu(), checked()),
-        (Device::cuda_emulator(), checked()),
-        (Device::interpreter(), LaunchOptions::default()),
-    ];
-    for (device, options) in cases {
+    for (device, options) in checking_devices() {
         let table = PtrTable::of(arrays.iter());
         let mut out = [0f32; 2];
         let e = sum_each::launch_with(&device, 2, &options, &mut out[..], &table, &lens[..], 16)
@@ -157,12 +162,7 @@ fn reads_past_an_entry_are_faults() {
 fn stores_through_read_only_entries_are_faults() {
     let arrays = [vec![1f32; 8]];
     let lens = [8];
-    let cases = [
-        (Device::cpu(), checked()),
-        (Device::cuda_emulator(), checked()),
-        (Device::interpreter(), LaunchOptions::default()),
-    ];
-    for (device, options) in cases {
+    for (device, options) in checking_devices() {
         let table = PtrTable::of(arrays.iter());
         let e = scale_each::launch_with(&device, 1, &options, &table, &lens[..], 8)
             .expect_err("the entry is read-only");

@@ -463,18 +463,14 @@ fn column_scan(out: Ptr<f32>, x: Ptr<f32>, #[constexpr] R: usize, #[constexpr] C
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn scans_along_a_leading_axis_are_vectorized_on_the_cpu() {
-    use tritium::LaunchOptions;
-    let dir = std::env::temp_dir().join(format!("tritium-scan-asm-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let options = LaunchOptions {
-        dump_dir: Some(dir.clone()),
-        ..Default::default()
-    };
+    use crate::common::{dumps_of, packed};
     // More rows than LLVM fully unrolls (16), so the row loop stays a loop.
     let (r, c) = (32, 64);
     let x = Array2::from_shape_vec((r, c), random_f32(r * c, 11)).unwrap();
     let mut out = Array2::<f32>::zeros((r, c));
-    column_scan::launch_with(&Device::cpu(), 1, &options, &mut out, &x, r, c).unwrap();
+    let dumps = dumps_of("scan-asm", |options| {
+        column_scan::launch_with(&Device::cpu(), 1, options, &mut out, &x, r, c).unwrap()
+    });
     let mut want = x.clone();
     for i in 1..r {
         for j in 0..c {
@@ -482,18 +478,8 @@ fn scans_along_a_leading_axis_are_vectorized_on_the_cpu() {
         }
     }
     assert_eq!(out, want);
-    let asm = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".s"))
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .expect("an assembly dump");
-    let _ = std::fs::remove_dir_all(&dir);
-    let packed_add = asm.lines().any(|l| {
-        let l = l.trim();
-        l.starts_with("vaddps") && (l.contains("ymm") || l.contains("zmm"))
-    });
-    assert!(packed_add, "no packed add in:\n{asm}");
+    let asm = dumps.get("s");
+    assert!(packed(asm, "vaddps"), "no packed add in:\n{asm}");
 }
 
 /// `out = sort(x)` of a `R × C` tile, along its rows.
@@ -508,17 +494,13 @@ fn row_sort(out: Ptr<f32>, x: Ptr<f32>, #[constexpr] R: usize, #[constexpr] C: u
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn sorts_are_vector_networks_on_the_cpu() {
-    use tritium::LaunchOptions;
-    let dir = std::env::temp_dir().join(format!("tritium-sort-asm-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let options = LaunchOptions {
-        dump_dir: Some(dir.clone()),
-        ..Default::default()
-    };
+    use crate::common::{dumps_of, packed};
     let (r, c) = (8, 32);
     let x = Array2::from_shape_vec((r, c), random_f32(r * c, 12)).unwrap();
     let mut out = Array2::<f32>::zeros((r, c));
-    row_sort::launch_with(&Device::cpu(), 1, &options, &mut out, &x, r, c).unwrap();
+    let dumps = dumps_of("sort-asm", |options| {
+        row_sort::launch_with(&Device::cpu(), 1, options, &mut out, &x, r, c).unwrap()
+    });
     let mut want = x.clone();
     for mut row in want.rows_mut() {
         let mut v = row.to_vec();
@@ -526,21 +508,11 @@ fn sorts_are_vector_networks_on_the_cpu() {
         row.assign(&Array1::from(v));
     }
     assert_eq!(out, want);
-    let asm = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".s"))
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .expect("an assembly dump");
-    let _ = std::fs::remove_dir_all(&dir);
-    let packed = |op: &str| {
-        asm.lines().any(|l| {
-            let l = l.trim();
-            l.starts_with(op) && (l.contains("ymm") || l.contains("zmm"))
-        })
-    };
+    let asm = dumps.get("s");
     assert!(
-        packed("vminps") || packed("vmaxps") || packed("vcmpltps") || packed("vblendvps"),
+        ["vminps", "vmaxps", "vcmpltps", "vblendvps"]
+            .iter()
+            .any(|op| packed(asm, op)),
         "no packed compare or min/max in:\n{asm}"
     );
 }
