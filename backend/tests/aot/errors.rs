@@ -119,7 +119,7 @@ fn checked_mode_catches_output_overrun() {
 fn checked_mode_catches_workspace_overrun() {
     let err = faulty("WorkspaceOverrun").call((&x(),)).unwrap_err();
     assert!(
-        matches!(&err, AotError::GuardOverwritten { buffer, len: 16, .. } if buffer == "workspace 0"),
+        matches!(&err, AotError::GuardOverwritten { buffer, len: 16, offset: 0, .. } if buffer == "workspace 0"),
         "{err}"
     );
 }

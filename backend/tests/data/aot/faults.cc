@@ -41,15 +41,18 @@ extern "C" std::vector<int64_t> InferThrowsInferShape(int *, int64_t **, AotExtr
 }
 extern "C" int InferThrows(int, void **, int *, int64_t **, const char **, void *, void *) { return 0; }
 
-// Writes 4 floats past the end of its output.
+// Fills its output, then flips the 16 bytes past its end: flipping (rather than writing a
+// constant, which a guard byte may happen to equal) makes the first overwritten byte 0.
 extern "C" int OutputOverrun(int nparam, void **params, int *ndims, int64_t **shapes, const char **, void *, void *) {
   float *out = static_cast<float *>(params[1]);
   int64_t n = Numel(ndims[1], shapes[1]);
-  for (int64_t i = 0; i < n + 4; i++) out[i] = 1.0f;
+  for (int64_t i = 0; i < n; i++) out[i] = 1.0f;
+  unsigned char *past = reinterpret_cast<unsigned char *>(out + n);
+  for (int i = 0; i < 16; i++) past[i] = static_cast<unsigned char>(~past[i]);
   return 0;
 }
 
-// Asks for a 16-byte workspace and writes 20 bytes into it.
+// Asks for a 16-byte workspace, fills it and flips the 4 bytes after it (see OutputOverrun).
 extern "C" int WorkspaceOverrunInit(int *, int64_t **, const char **, AotExtra *extra) {
   extra->SetWorkSpace({16});
   return 0;
@@ -57,7 +60,8 @@ extern "C" int WorkspaceOverrunInit(int *, int64_t **, const char **, AotExtra *
 extern "C" int WorkspaceOverrun(int nparam, void **params, int *, int64_t **, const char **, void *, void *) {
   if (nparam != 3) return 1;
   unsigned char *ws = static_cast<unsigned char *>(params[2]);
-  for (int i = 0; i < 20; i++) ws[i] = 7;
+  for (int i = 0; i < 16; i++) ws[i] = 7;
+  for (int i = 16; i < 20; i++) ws[i] = static_cast<unsigned char>(~ws[i]);
   return 0;
 }
 
