@@ -7,10 +7,13 @@
 // a shared file mapping) is described in isolate.rs; every integer is little-endian.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -49,6 +52,18 @@ bool WriteAll(int fd, const void *p, size_t n) {
     n -= static_cast<size_t>(k);
   }
   return true;
+}
+
+// Spins (yielding) for up to 200 µs until `fd` is readable: back-to-back calls then skip the
+// scheduler wake-up a blocking read costs (20-30 µs on an idle VM). The read that follows
+// blocks as usual when nothing came.
+void SpinUntilReadable(int fd) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+  pollfd p{fd, POLLIN, 0};
+  while (std::chrono::steady_clock::now() < until) {
+    if (poll(&p, 1, 0) != 0) return;
+    sched_yield();
+  }
 }
 
 // Reads the fields of one request; a short request sets `ok` to false.
@@ -333,6 +348,7 @@ int main() {
   for (;;) {
     uint32_t op = 0;
     uint64_t len = 0;
+    worker::SpinUntilReadable(0);
     if (!worker::ReadAll(0, &op, 4) || !worker::ReadAll(0, &len, 8)) return 0;
     std::vector<uint8_t> body(len);
     if (len > 0 && !worker::ReadAll(0, body.data(), len)) return 0;

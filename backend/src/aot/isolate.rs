@@ -10,16 +10,16 @@
 //! both processes share (`/dev/shm` where it exists): requests carry byte offsets into it,
 //! never addresses. Strings are `[u64 length][bytes]`; integers little-endian.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use super::attrs::{AttrKind, AttrValue, Attrs};
 use super::dtype::{DType, MindSporeDType};
 use super::error::{AotError, AotResult};
+use super::reply_pipe::{NoReply, ReplyPipe};
 
 /// How an isolated operator runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -259,7 +259,7 @@ impl Arena {
 pub(crate) struct Worker {
     child: Child,
     requests: ChildStdin,
-    replies: Receiver<Option<Vec<u8>>>,
+    replies: ReplyPipe,
     /// Unique per worker: instances initialized in another generation are re-initialized.
     pub generation: u64,
     arena: Option<Arena>,
@@ -291,21 +291,11 @@ impl Worker {
                 ),
             })?;
         let requests = child.stdin.take().expect("piped");
-        let mut out = child.stdout.take().expect("piped");
-        let (tx, replies) = mpsc::channel();
-        // Replies are read on a thread so that a call can time out.
-        std::thread::spawn(move || loop {
-            let mut len = [0u8; 8];
-            if out.read_exact(&mut len).is_err() {
-                let _ = tx.send(None);
-                return;
-            }
-            let mut body = vec![0u8; u64::from_le_bytes(len).min(1 << 24) as usize];
-            if out.read_exact(&mut body).is_err() || tx.send(Some(body)).is_err() {
-                let _ = tx.send(None);
-                return;
-            }
-        });
+        let out = child.stdout.take().expect("piped");
+        let replies = ReplyPipe::new(out).map_err(|e| AotError::Worker {
+            function: function.to_string(),
+            message: format!("cannot read the isolation worker's replies: {e}"),
+        })?;
         Ok(Worker {
             child,
             requests,
@@ -339,13 +329,13 @@ impl Worker {
         if sent.is_err() {
             return Err(died(self));
         }
-        match self.replies.recv_timeout(timeout) {
-            Ok(Some(body)) => parse_reply(&body).ok_or_else(|| AotError::Worker {
+        match self.replies.next(timeout) {
+            Ok(body) => parse_reply(&body).ok_or_else(|| AotError::Worker {
                 function: function.to_string(),
                 message: "the isolation worker sent a malformed reply".to_string(),
             }),
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => Err(died(self)),
-            Err(RecvTimeoutError::Timeout) => {
+            Err(NoReply::Closed) => Err(died(self)),
+            Err(NoReply::TimedOut) => {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
                 Err(AotError::Worker {

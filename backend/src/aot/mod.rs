@@ -48,6 +48,7 @@ mod isolate;
 mod library;
 pub mod operator;
 pub mod package;
+mod reply_pipe;
 pub mod tensor;
 pub mod whitelist;
 
