@@ -5,8 +5,13 @@
 //! tuner's name, the configs, the key and the device), and launches with it.
 //!
 //! The launch closure runs many times while tuning: a kernel that accumulates into its
-//! output must reset it inside the closure (Triton's `reset_to_zero`/`restore_value`).
+//! output must reset it inside the closure. Kernels declared with `#[autotune(...)]` get
+//! all of this generated, `reset_to_zero`/`restore_value` included ([`launch_tuned`]).
 //! `TRITIUM_PRINT_AUTOTUNING=1` prints each choice with every config's time.
+
+mod tuned;
+
+pub use tuned::{config_value, launch_tuned, ConfigValue, InPlace, KeyValue};
 
 use crate::testing::{do_bench, BenchOptions};
 use crate::{Device, Error, Result};
@@ -49,6 +54,17 @@ impl Config {
             Some((_, v)) => *v,
             None => panic!("autotune config {self} has no value named `{name}`"),
         }
+    }
+
+    /// With `num_stages` software-pipelining stages.
+    pub fn num_stages(mut self, num_stages: u32) -> Config {
+        self.num_stages = num_stages;
+        self
+    }
+
+    /// The value of constexpr `name`, if the config has one.
+    pub fn value(&self, name: &str) -> Option<i64> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
     }
 
     /// Launch options with this config's warps.
@@ -128,6 +144,16 @@ impl Autotuner {
         lock(&self.chosen).get(&id).cloned()
     }
 
+    /// Forgets the choice for `key` on `device`, in memory and on disk: the next launch
+    /// times every config again (after a driver or hardware change, or in tests).
+    pub fn forget(&self, device: &Device, key: &[i64]) {
+        let id = self.id(device, key);
+        lock(&self.chosen).remove(&id);
+        if let Some(path) = self.file(&id) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
     /// Launches with the best config for `key` on `device`, choosing it first when this
     /// key is new: from the disk cache when it holds a choice among these configs, else by
     /// timing every (unpruned) config with `do_bench`. Configs whose launch fails are
@@ -139,19 +165,28 @@ impl Autotuner {
         key: &[i64],
         mut launch: impl FnMut(&Config) -> Result<()>,
     ) -> Result<()> {
-        let config = match self.chosen(device, key) {
-            Some(c) => c,
-            None => {
-                let id = self.id(device, key);
-                let c = match self.read_choice(&id) {
-                    Some(c) => c,
-                    None => self.tune(device, key, &id, &mut launch)?,
-                };
-                lock(&self.chosen).insert(id, c.clone());
-                c
-            }
-        };
+        let config = self.choose(device, key, &mut launch)?;
         launch(&config)
+    }
+
+    /// The best config for `key` on `device`: the one chosen before (in memory, else on
+    /// disk), else the fastest `timed_launch` finds (see [`Autotuner::run`]).
+    pub fn choose(
+        &self,
+        device: &Device,
+        key: &[i64],
+        mut timed_launch: impl FnMut(&Config) -> Result<()>,
+    ) -> Result<Config> {
+        if let Some(c) = self.chosen(device, key) {
+            return Ok(c);
+        }
+        let id = self.id(device, key);
+        let c = match self.read_choice(&id) {
+            Some(c) => c,
+            None => self.tune(device, key, &id, &mut timed_launch)?,
+        };
+        lock(&self.chosen).insert(id, c.clone());
+        Ok(c)
     }
 
     fn tune(

@@ -5,7 +5,7 @@
 pub use tritium_backend as backend;
 pub use tritium_dsl as dsl;
 pub use tritium_dsl::{bitcode_file, include_bitcode};
-pub use tritium_macros::{device, kernel, register_custom_op};
+pub use tritium_macros::{autotune, device, heuristics, kernel, register_custom_op};
 
 pub use tritium_backend::{aot, Device, Error, Grid, LaunchOptions, PtrTable, Result};
 
@@ -16,7 +16,9 @@ pub mod testing;
 
 /// What kernel code and launch code need: `use tritium::prelude::*;`.
 pub mod prelude {
-    pub use crate::{bitcode_file, device, include_bitcode, kernel, register_custom_op};
+    pub use crate::{
+        autotune, bitcode_file, device, heuristics, include_bitcode, kernel, register_custom_op,
+    };
     pub use tritium_backend::{Device, Grid, LaunchOptions, PtrTable};
     pub use tritium_dsl::custom::{CustomArgs, CustomImpl};
     pub use tritium_dsl::ir::{Bitcode, CoreType, Mode, Pipe};

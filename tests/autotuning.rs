@@ -4,8 +4,8 @@ use ndarray::Array1;
 use std::cell::Cell;
 use std::time::Duration;
 use tritium::autotune::{Autotuner, Config};
+use tritium::prelude::*;
 use tritium::testing::BenchOptions;
-use tritium::Device;
 use tritium_kernels::vector_add::add;
 
 fn tuner(dir: &std::path::Path) -> Autotuner {
@@ -126,4 +126,136 @@ fn softmax_warps_are_autotuned_where_warps_exist() {
             }
         }
     }
+}
+
+/// `acc += x; x += 1` in place: tuning runs it once per timed run, so only
+/// `reset_to_zero`/`restore_value` make the launch's result that of one run. `SCALE` comes
+/// from a heuristic.
+#[kernel]
+#[autotune(
+    configs = [config(BLOCK = 64), config(BLOCK = 256, num_warps = 2), config(BLOCK = 1024, num_stages = 2)],
+    key = [n],
+    reset_to_zero = [acc],
+    restore_value = [x],
+)]
+#[heuristics(SCALE = if n > 100 { 2.0 } else { 1.0 })]
+fn accumulate_in_place(
+    acc: Ptr<f32>,
+    x: Ptr<f32>,
+    n: i32,
+    #[constexpr] BLOCK: usize,
+    #[constexpr] SCALE: f32,
+) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    let mask = offs < n;
+    let v = load(x + offs, mask = mask);
+    store(
+        acc + offs,
+        load(acc + offs, mask = mask) + v * SCALE,
+        mask = mask,
+    );
+    store(x + offs, v + 1.0, mask = mask);
+}
+
+/// The attribute above `#[kernel]`, as Python decorators are written, and a pruning rule.
+#[tritium::autotune(configs = [config(BLOCK = 32), config(BLOCK = 128)], key = [], prune_configs_by = keep_small)]
+#[tritium::kernel]
+fn double(out: Ptr<f32>, x: Ptr<f32>, n: i32, #[constexpr] BLOCK: usize) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    store(
+        out + offs,
+        load(x + offs, mask = offs < n) * 2.0,
+        mask = offs < n,
+    );
+}
+
+fn keep_small(configs: &[Config], _key: &[i64]) -> Vec<Config> {
+    configs
+        .iter()
+        .filter(|c| c.get("BLOCK") == 32)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn autotune_attribute_resets_and_restores_in_place_buffers() {
+    let device = Device::cpu();
+    for n in [50usize, 300] {
+        accumulate_in_place::autotuner().forget(&device, &[n as i64]);
+        let x0 = Array1::from_iter((0..n).map(|i| i as f32));
+        let mut x = x0.clone();
+        let mut acc = Array1::<f32>::from_elem(n, 7.0);
+        let metas = std::cell::RefCell::new(Vec::new());
+        accumulate_in_place::launch(
+            &device,
+            |m: &accumulate_in_place::Meta| {
+                metas.borrow_mut().push(m.clone());
+                n.div_ceil(m.BLOCK)
+            },
+            &mut acc,
+            &mut x,
+            n as i32,
+        )
+        .unwrap();
+        let scale = if n > 100 { 2.0 } else { 1.0 };
+        assert_eq!(acc, &x0 * scale, "n = {n}: acc zeroed, then one run");
+        assert_eq!(x, &x0 + 1.0, "n = {n}: x restored, then one run");
+        let chosen = accumulate_in_place::autotuner()
+            .chosen(&device, &[n as i64])
+            .expect("tuned");
+        let metas = metas.into_inner();
+        assert!(metas.len() > 3, "every config timed: {metas:?}");
+        let last = metas.last().unwrap();
+        assert_eq!(last.BLOCK as i64, chosen.get("BLOCK"));
+        assert_eq!(last.SCALE, scale);
+        // A known key launches once, with what the caller passed.
+        let mut acc = Array1::<f32>::from_elem(n, 7.0);
+        accumulate_in_place::launch(
+            &device,
+            |m: &accumulate_in_place::Meta| n.div_ceil(m.BLOCK),
+            &mut acc,
+            &mut x,
+            n as i32,
+        )
+        .unwrap();
+        assert_eq!(acc, 7.0 + &x0 * scale + scale);
+    }
+}
+
+#[test]
+fn autotune_attribute_above_kernel_prunes_and_launch_explicit_chooses_nothing() {
+    let device = Device::cpu();
+    let n = 100;
+    let x = Array1::from_iter((0..n).map(|i| i as f32));
+    let mut out = Array1::<f32>::zeros(n);
+    double::autotuner().forget(&device, &[]);
+    double::launch(
+        &device,
+        |m: &double::Meta| n.div_ceil(m.BLOCK),
+        &mut out,
+        &x,
+        n as i32,
+    )
+    .unwrap();
+    assert_eq!(out, &x * 2.0);
+    assert_eq!(
+        double::autotuner()
+            .chosen(&device, &[])
+            .unwrap()
+            .get("BLOCK"),
+        32
+    );
+    let mut out = Array1::<f32>::zeros(n);
+    let options = tritium::LaunchOptions::default();
+    double::launch_explicit(
+        &device,
+        n.div_ceil(16),
+        &options,
+        &mut out,
+        &x,
+        n as i32,
+        16,
+    )
+    .unwrap();
+    assert_eq!(out, &x * 2.0);
 }

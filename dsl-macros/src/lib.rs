@@ -30,6 +30,36 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Autotuning as Triton's `@triton.autotune`, written below `#[kernel]` (or above it):
+///
+/// ```ignore
+/// #[kernel]
+/// #[autotune(configs = [config(BLOCK = 256), config(BLOCK = 1024, num_warps = 8)], key = [n])]
+/// fn add(out: Ptr<f32>, x: Ptr<f32>, n: i32, #[constexpr] BLOCK: usize) { … }
+///
+/// add::launch(&device, |meta: &add::Meta| n.div_ceil(meta.BLOCK as i32) as u32, &mut out, &x, n)?;
+/// ```
+///
+/// `prune_configs_by = f`, `reset_to_zero = [out]` and `restore_value = [x]` as Triton's.
+/// The tuned constexprs leave the launch's parameters; `launch_explicit` takes them all.
+#[proc_macro_attribute]
+pub fn autotune(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(item as ItemFn);
+    generate::kernel::reorder_under_kernel("autotune", attr.into(), item)
+        .unwrap_or_else(Error::into_compile_error)
+        .into()
+}
+
+/// Constexprs computed from the other arguments, as Triton's `@triton.heuristics`:
+/// `#[heuristics(EVEN = n % BLOCK as i32 == 0)]` below `#[kernel]` (or above it).
+#[proc_macro_attribute]
+pub fn heuristics(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = parse_macro_input!(item as ItemFn);
+    generate::kernel::reorder_under_kernel("heuristics", attr.into(), item)
+        .unwrap_or_else(Error::into_compile_error)
+        .into()
+}
+
 /// Makes a helper callable from kernels: the body is rewritten like a kernel body and the
 /// function gets `#[track_caller]`. Parameters are `Tile`s or plain Rust values
 /// (`#[constexpr]` is accepted and removed).

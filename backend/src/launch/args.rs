@@ -381,6 +381,18 @@ impl<'a> KernelArgs<'a> {
         });
     }
 
+    /// The same arguments for one more launch, borrowing these (an autotuned kernel
+    /// launches once per timed config, then with the chosen one).
+    pub fn reborrow(&self) -> KernelArgs<'_> {
+        KernelArgs {
+            names: self.names.clone(),
+            args: self.args.clone(),
+            pointees: self.pointees.clone(),
+            device_uses: self.device_uses.clone(),
+            _borrows: PhantomData,
+        }
+    }
+
     /// Which integer scalars equal 1 (Triton's specialization).
     pub fn specialization(&self) -> tritium_dsl::trace::Specialization {
         let ones = self

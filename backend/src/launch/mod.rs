@@ -4,6 +4,7 @@
 
 mod args;
 pub(crate) mod checked;
+pub mod contents;
 mod grid;
 mod options;
 pub(crate) mod print;

@@ -84,6 +84,20 @@ impl ViewLayout {
         off == 0
     }
 
+    /// Every element's byte offset from the lowest element (used to save, zero and restore a
+    /// view's elements without touching the bytes between them).
+    pub fn element_offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        let count: u64 = self.dims[..self.rank].iter().product();
+        (0..count).map(move |mut i| {
+            let mut offset = 0;
+            for k in (0..self.rank).rev() {
+                offset += (i % self.dims[k]) * self.steps[k];
+                i /= self.dims[k];
+            }
+            offset
+        })
+    }
+
     /// The record generated code reads: `[lo, rank, (dim, step) × rank]`.
     pub(crate) fn record(&self, lo: u64) -> Vec<u64> {
         let mut words = vec![lo, self.rank as u64];
@@ -98,7 +112,8 @@ impl ViewLayout {
 mod tests {
     use super::*;
 
-    /// Every element of a view is in it and nothing else of its span is.
+    /// Every element of a view is in it and nothing else of its span is; `element_offsets`
+    /// lists exactly its elements.
     #[test]
     fn elements_and_only_elements() {
         let cases: [(&[usize], &[isize]); 5] = [
@@ -124,6 +139,15 @@ mod tests {
             let min = *offsets.iter().min().unwrap();
             let max = *offsets.iter().max().unwrap();
             let lo = 4096usize;
+            let mut listed: Vec<u64> = layout.element_offsets().collect();
+            listed.sort_unstable();
+            let mut want: Vec<u64> = offsets
+                .iter()
+                .map(|&e| ((e - min) as usize * size) as u64)
+                .collect();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(listed, want, "{shape:?} {strides:?}");
             for e in min..=max {
                 let addr = lo + ((e - min) as usize) * size;
                 let want = offsets.contains(&e);

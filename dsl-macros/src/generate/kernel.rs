@@ -1,7 +1,9 @@
 //! `#[kernel]`: the module with `NAME`, `trace`, `launch` and `launch_with`.
 
 use super::body::{rewrite_block, FnKind};
+use super::tuned;
 use crate::parse::signature::{parse_kernel, Kernel, KernelParam, ParamKind};
+use crate::parse::tuning::{last_segment, take_tuning, Tuning};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -9,13 +11,47 @@ use syn::{parse_quote, Error, GenericParam, Generics, ItemFn, LitStr};
 
 /// Expands `#[kernel] fn …`.
 pub fn expand(item: ItemFn) -> Result<TokenStream, Error> {
+    let source = fnv1a(quote!(#item).to_string().as_bytes());
     let mut k = parse_kernel(item)?;
+    let tuning = take_tuning(&mut k.attrs, &k.params)?;
     rewrite_block(&mut k.body, FnKind::Kernel)?;
-    Ok(generate(&k))
+    Ok(generate(&k, &tuning, source))
+}
+
+/// `#[autotune(…)]` or `#[heuristics(…)]` written above `#[kernel]`: re-emits the function
+/// with `#[kernel]` first and the attribute under it, where `#[kernel]` reads it.
+pub fn reorder_under_kernel(
+    what: &str,
+    args: TokenStream,
+    mut item: ItemFn,
+) -> Result<TokenStream, Error> {
+    let Some(at) = item
+        .attrs
+        .iter()
+        .position(|a| last_segment(a).as_deref() == Some("kernel"))
+    else {
+        return Err(Error::new(
+            item.sig.ident.span(),
+            format!("`#[{what}]` goes on a `#[kernel]` function"),
+        ));
+    };
+    let kernel = item.attrs.remove(at);
+    let what = format_ident!("{}", what);
+    item.attrs.insert(0, parse_quote!(#[#what(#args)]));
+    item.attrs.insert(0, kernel);
+    Ok(quote!(#item))
+}
+
+/// A 64-bit FNV-1a hash: the kernel's source in the autotuner's cache key, so an edited
+/// kernel is tuned again.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The idents a turbofish passes: type and const generics, in order.
-fn turbofish(g: &Generics) -> TokenStream {
+pub(super) fn turbofish(g: &Generics) -> TokenStream {
     let args: Vec<&Ident> = g
         .params
         .iter()
@@ -33,7 +69,7 @@ fn turbofish(g: &Generics) -> TokenStream {
 }
 
 /// `BLOCK={:?};T={}` and its arguments: constexprs, then generic dtypes and const generics.
-fn key(k: &Kernel) -> TokenStream {
+pub(super) fn key(k: &Kernel) -> TokenStream {
     let mut parts = Vec::new();
     let mut args = Vec::new();
     for p in k.params.iter().filter(|p| !p.is_runtime()) {
@@ -85,7 +121,7 @@ fn param_let(p: &KernelParam) -> Option<TokenStream> {
     }
 }
 
-fn generate(k: &Kernel) -> TokenStream {
+fn generate(k: &Kernel, tuning: &Tuning, source: u64) -> TokenStream {
     let name = &k.ident;
     let name_str = LitStr::new(&name.to_string(), name.span());
     let vis = &k.vis;
@@ -129,41 +165,61 @@ fn generate(k: &Kernel) -> TokenStream {
     let lets = k.params.iter().filter_map(param_let);
     let stmts = &k.body.stmts;
 
-    let launch_params: Vec<TokenStream> = k
+    let launch_params: Vec<(&Ident, TokenStream)> = k
         .params
         .iter()
         .map(|p| {
             let (attrs, id, ty) = (&p.attrs, &p.ident, &p.ty);
-            match &p.kind {
+            let tokens = match &p.kind {
                 ParamKind::Ptr { elem } => {
                     quote!(#(#attrs)* #id: impl ::tritium::backend::PtrArg<'__a, #elem>)
                 }
                 _ => quote!(#(#attrs)* #id: #ty),
+            };
+            (id, tokens)
+        })
+        .collect();
+    let pushes: Vec<TokenStream> = k
+        .params
+        .iter()
+        .filter_map(|p| {
+            let id = &p.ident;
+            let n = LitStr::new(&id.to_string(), id.span());
+            match &p.kind {
+                ParamKind::Ptr { elem } => Some(quote!(__args.ptr::<#elem>(#n, #id);)),
+                ParamKind::Scalar { .. } => {
+                    let ty = &p.ty;
+                    Some(quote!(__args.scalar::<#ty>(#n, #id);))
+                }
+                ParamKind::Constexpr => None,
             }
         })
         .collect();
-    let arg_names: Vec<&Ident> = k.params.iter().map(|p| &p.ident).collect();
-    let pushes = k.params.iter().filter_map(|p| {
-        let id = &p.ident;
-        let n = LitStr::new(&id.to_string(), id.span());
-        match &p.kind {
-            ParamKind::Ptr { elem } => Some(quote!(__args.ptr::<#elem>(#n, #id);)),
-            ParamKind::Scalar { .. } => {
-                let ty = &p.ty;
-                Some(quote!(__args.scalar::<#ty>(#n, #id);))
-            }
-            ParamKind::Constexpr => None,
-        }
-    });
     let key = key(k);
-
-    let launch_doc = LitStr::new(
-        &format!(
-            "Launches `{name}` on `{device}` over `{grid}` with default options: \
-             pointer arguments take ndarray arrays/views, slices or vectors (`&mut` where the kernel writes)."
-        ),
-        Span::call_site(),
-    );
+    let dispatch = quote! {
+        ::tritium::backend::launch(
+            #device,
+            #grid,
+            #options,
+            ::tritium::backend::KernelKey { name: self::NAME, constexprs: #key },
+            __args,
+            &|__spec: &::tritium::dsl::trace::Specialization| self::trace #tf (__spec, #(#cx_clones),*),
+        )
+    };
+    let parts = LaunchParts {
+        device,
+        grid,
+        options,
+        launch_g: quote!(#launch_g),
+        where_clause: quote!(#where_clause),
+        pushes,
+        dispatch,
+    };
+    let launches = if tuning.is_empty() {
+        plain_launches(&parts, &launch_params, &tf, name)
+    } else {
+        tuned::launches(k, tuning, source, &parts, &launch_params)
+    };
 
     quote! {
         #(#attrs)*
@@ -188,34 +244,72 @@ fn generate(k: &Kernel) -> TokenStream {
                 __tracer.finish()
             }
 
-            #[doc = #launch_doc]
-            pub fn launch #launch_g (
-                #device: &::tritium::backend::Device,
-                #grid: impl ::core::convert::Into<::tritium::backend::Grid>,
-                #(#launch_params),*
-            ) -> ::tritium::backend::Result<()> #where_clause {
-                self::launch_with #tf (#device, #grid, &::tritium::backend::LaunchOptions::default(), #(#arg_names),*)
-            }
+            #launches
+        }
+    }
+}
 
-            /// Launches the kernel with explicit [`LaunchOptions`](::tritium::backend::LaunchOptions).
-            pub fn launch_with #launch_g (
-                #device: &::tritium::backend::Device,
-                #grid: impl ::core::convert::Into<::tritium::backend::Grid>,
-                #options: &::tritium::backend::LaunchOptions,
-                #(#launch_params),*
-            ) -> ::tritium::backend::Result<()> #where_clause {
-                let mut __args = ::tritium::backend::KernelArgs::new();
-                #(#pushes)*
-                let __key = ::tritium::backend::KernelKey { name: self::NAME, constexprs: #key };
-                ::tritium::backend::launch(
-                    #device,
-                    #grid,
-                    #options,
-                    __key,
-                    __args,
-                    &|__spec: &::tritium::dsl::trace::Specialization| self::trace #tf (__spec, #(#cx_clones),*),
-                )
-            }
+/// What every launch function of a kernel shares.
+pub(super) struct LaunchParts {
+    /// The launch's own parameter names (renamed when a kernel parameter takes one).
+    pub device: Ident,
+    pub grid: Ident,
+    pub options: Ident,
+    /// `<'__a, generics…>` of the launch functions, and their where clause.
+    pub launch_g: TokenStream,
+    pub where_clause: TokenStream,
+    /// `__args.ptr(…)`/`__args.scalar(…)` for every runtime parameter.
+    pub pushes: Vec<TokenStream>,
+    /// The call of `tritium::backend::launch` with `__args`, every constexpr in scope.
+    pub dispatch: TokenStream,
+}
+
+/// `launch` and `launch_with` of a kernel that chooses no constexprs itself.
+fn plain_launches(
+    parts: &LaunchParts,
+    launch_params: &[(&Ident, TokenStream)],
+    tf: &TokenStream,
+    name: &Ident,
+) -> TokenStream {
+    let LaunchParts {
+        device,
+        grid,
+        options,
+        launch_g,
+        where_clause,
+        pushes,
+        dispatch,
+    } = parts;
+    let params = launch_params.iter().map(|(_, t)| t);
+    let params2 = params.clone();
+    let arg_names = launch_params.iter().map(|(id, _)| id);
+    let launch_doc = LitStr::new(
+        &format!(
+            "Launches `{name}` on `{device}` over `{grid}` with default options: \
+             pointer arguments take ndarray arrays/views, slices or vectors (`&mut` where the kernel writes)."
+        ),
+        Span::call_site(),
+    );
+    quote! {
+        #[doc = #launch_doc]
+        pub fn launch #launch_g (
+            #device: &::tritium::backend::Device,
+            #grid: impl ::core::convert::Into<::tritium::backend::Grid>,
+            #(#params),*
+        ) -> ::tritium::backend::Result<()> #where_clause {
+            self::launch_with #tf (#device, #grid, &::tritium::backend::LaunchOptions::default(), #(#arg_names),*)
+        }
+
+        /// Launches the kernel with explicit [`LaunchOptions`](::tritium::backend::LaunchOptions).
+        pub fn launch_with #launch_g (
+            #device: &::tritium::backend::Device,
+            #grid: impl ::core::convert::Into<::tritium::backend::Grid>,
+            #options: &::tritium::backend::LaunchOptions,
+            #(#params2),*
+        ) -> ::tritium::backend::Result<()> #where_clause {
+            let mut __args = ::tritium::backend::KernelArgs::new();
+            #(#pushes)*
+            #dispatch
         }
     }
 }

@@ -5,3 +5,4 @@ pub mod body;
 pub mod custom_op;
 pub mod device;
 pub mod kernel;
+mod tuned;

@@ -6,3 +6,4 @@ pub mod builtins;
 pub mod custom_op;
 pub mod range;
 pub mod signature;
+pub mod tuning;

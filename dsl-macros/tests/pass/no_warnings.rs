@@ -26,6 +26,16 @@ fn flows(out: Ptr<f32>, x: Ptr<f32>, n: i32, #[constexpr] BLOCK: usize) {
     store(out + offs, acc * scale + count + k, mask = offs < n);
 }
 
+/// Autotuned and with a heuristic: the generated launch functions are warning-free too.
+#[kernel]
+#[autotune(configs = [config(BLOCK = 8), config(BLOCK = 16, num_warps = 2)], key = [n], reset_to_zero = [out])]
+#[heuristics(TWICE = n > 4)]
+fn tuned(out: Ptr<f32>, x: Ptr<f32>, n: i32, #[constexpr] BLOCK: usize, #[constexpr] TWICE: bool) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    let factor = if TWICE { 2.0 } else { 1.0 };
+    store(out + offs, load(x + offs, mask = offs < n) * factor, mask = offs < n);
+}
+
 fn main() {
     let x = ndarray::Array1::from_iter((0..8).map(|i| i as f32));
     let mut out = ndarray::Array1::<f32>::zeros(8);
@@ -33,4 +43,7 @@ fn main() {
     // Σ_i i = 28 times x, doubled, plus 8 iterations and k = 8.
     let want = x.mapv(|v| v * 28.0 * 2.0 + 16.0);
     assert_eq!(out, want);
+    let mut out = ndarray::Array1::<f32>::zeros(8);
+    tuned::launch(&Device::cpu(), |m: &tuned::Meta| 8usize.div_ceil(m.BLOCK), &mut out, &x, 8).unwrap();
+    assert_eq!(out, x.mapv(|v| v * 2.0));
 }
