@@ -152,7 +152,7 @@ fn fused_softmax(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
         };
         let c = cols as i32;
         let t = best_per_call(gpu, 5, 20, || {
-            softmax::launch_with(device, rows, &opts, &mut out, &dx, c, c, c, block).unwrap()
+            softmax::launch_explicit(device, rows, &opts, &mut out, &dx, c, c, c, block).unwrap()
         });
         let name = format!("softmax {rows}×{cols} f32 (torch.softmax)");
         match torch_softmax_us(rows, cols) {
@@ -236,7 +236,7 @@ fn f16_matmul(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
         let grid = [m.div_ceil(bm), n.div_ceil(bn)];
         let (mi, ni, ki) = (m as i32, n as i32, k as i32);
         let mut launch = || {
-            matmul::launch_with(
+            matmul::launch_explicit(
                 device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn, bk,
             )
         };

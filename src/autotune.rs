@@ -196,10 +196,23 @@ impl Autotuner {
         id: &str,
         launch: &mut impl FnMut(&Config) -> Result<()>,
     ) -> Result<Config> {
-        let candidates = match &self.prune {
+        let mut candidates = match &self.prune {
             Some(p) => p(&self.configs, key),
             None => self.configs.clone(),
         };
+        if !matches!(device, Device::Cuda(_) | Device::CudaEmulator) {
+            // Warps and stages mean nothing here: configs that differ only there are one.
+            let mut seen = Vec::new();
+            candidates.retain(|c| {
+                let new = !seen.contains(&c.values);
+                seen.push(c.values.clone());
+                new
+            });
+        }
+        if let [only] = candidates.as_slice() {
+            // Nothing to compare: no timing, and nothing worth keeping on disk.
+            return Ok(only.clone());
+        }
         let mut timed = Vec::new();
         let mut first_error = None;
         for c in candidates {

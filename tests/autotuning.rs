@@ -259,3 +259,35 @@ fn autotune_attribute_above_kernel_prunes_and_launch_explicit_chooses_nothing() 
     .unwrap();
     assert_eq!(out, &x * 2.0);
 }
+
+/// Configs differing only in warps.
+#[kernel]
+#[autotune(configs = [config(num_warps = 1), config(num_warps = 2)], key = [n])]
+fn copy_rows(out: Ptr<f32>, x: Ptr<f32>, n: i32) {
+    let offs = arange(0, 32);
+    store(out + offs, load(x + offs, mask = offs < n), mask = offs < n);
+}
+
+/// Where warps mean nothing (the CPU, the interpreter) such configs are one and nothing is
+/// timed; on the emulator both are.
+#[test]
+fn configs_differing_only_in_warps_are_timed_only_where_warps_exist() {
+    let x = Array1::from_iter((0..32).map(|i| i as f32));
+    for (device, timed) in [(Device::cpu(), false), (Device::cuda_emulator(), true)] {
+        copy_rows::autotuner().forget(&device, &[32]);
+        let launches = Cell::new(0);
+        let mut out = Array1::<f32>::zeros(32);
+        let grid = |_: &copy_rows::Meta| {
+            launches.set(launches.get() + 1);
+            1
+        };
+        copy_rows::launch(&device, grid, &mut out, &x, 32).unwrap();
+        assert_eq!(out, x);
+        assert_eq!(
+            launches.get() > 1,
+            timed,
+            "{device:?}: {} launches",
+            launches.get()
+        );
+    }
+}

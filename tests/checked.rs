@@ -42,7 +42,7 @@ fn cases() -> Vec<(&'static str, Run)> {
                 .unwrap()
                 .mapv(f16::from_f32);
             let mut out = Array2::from_elem((rows, cols), f16::ZERO);
-            softmax::launch_with(d, rows, o, &mut out, &x, 40, cols as i32, cols as i32, 64)?;
+            softmax::launch_explicit(d, rows, o, &mut out, &x, 40, cols as i32, cols as i32, 64)?;
             Ok(bits(out.iter().map(|v| v.to_f32())))
         }),
         (
@@ -58,7 +58,7 @@ fn cases() -> Vec<(&'static str, Run)> {
                 let mut c = Array2::<f32>::zeros((m, n));
                 let (mi, ni, ki) = (m as i32, n as i32, k as i32);
                 let grid = [m.div_ceil(32), n.div_ceil(16)];
-                matmul::launch_with(
+                matmul::launch_explicit(
                     d, grid, o, &mut c, &a, &b, mi, ni, ki, ki, 1, ni, 1, ni, 1, 32, 16, 16,
                 )?;
                 Ok(bits(c))

@@ -770,7 +770,7 @@ fn bf16_matmul_on_tensor_cores_emulated(
         (Device::cuda_emulator(), &mut got),
         (Device::interpreter(), &mut want),
     ] {
-        matmul::matmul::launch_with(
+        matmul::matmul::launch_explicit(
             &d,
             [m.div_ceil(bm), n.div_ceil(bn)],
             &opts,

@@ -187,7 +187,7 @@ fn clean_kernels() -> Vec<Clean> {
         ("softmax", |d, o| {
             let x = Array2::from_shape_vec((6, 40), random_f32(240, 3)).unwrap();
             let mut out = Array2::<f32>::zeros((6, 40));
-            softmax::launch_with(d, 6, o, &mut out, &x, 40, 40, 40, 64)
+            softmax::launch_explicit(d, 6, o, &mut out, &x, 40, 40, 40, 64)
         }),
         ("matmul", |d, o| {
             let (m, n, k) = (40, 24, 36);
@@ -196,7 +196,7 @@ fn clean_kernels() -> Vec<Clean> {
             let mut c = Array2::<f32>::zeros((m, n));
             let (mi, ni, ki) = (m as i32, n as i32, k as i32);
             let grid = [m.div_ceil(16), n.div_ceil(16)];
-            matmul::launch_with(
+            matmul::launch_explicit(
                 d, grid, o, &mut c, &a, &b, mi, ni, ki, ki, 1, ni, 1, ni, 1, 16, 16, 16,
             )
         }),

@@ -4,8 +4,19 @@ use ndarray::{Array2, ArrayView2};
 use tritium::prelude::*;
 
 /// `c = a @ b` for row-major strided matrices; one `BM × BN` block of `c` per program,
-/// accumulated in f32 over `BK`-wide slices of `k` (f16 inputs too).
+/// accumulated in f32 over `BK`-wide slices of `k` (f16 inputs too). As in Triton's
+/// tutorial 03, `matmul::launch` times the blocks once per shape (and dtypes) and keeps the
+/// fastest; `matmul::launch_explicit` takes them.
 #[kernel]
+#[autotune(
+    configs = [
+        config(BM = 96, BN = 64, BK = 64),
+        config(BM = 64, BN = 64, BK = 32),
+        config(BM = 128, BN = 64, BK = 32),
+        config(BM = 32, BN = 32, BK = 32),
+    ],
+    key = [m, n, k],
+)]
 pub fn matmul<T: Float, O: Float>(
     c: Ptr<O>,
     a: Ptr<T>,
@@ -72,6 +83,32 @@ impl Default for MatmulBlocks {
     }
 }
 
+/// Checks that `a @ b` is defined and runs `launch` with a new output and what the matmul
+/// kernels take after it: `[m, n, k, a's strides, b's strides, c's strides]`.
+fn product<T: Float, O: Float + Default>(
+    kernel: &str,
+    a: ArrayView2<T>,
+    b: ArrayView2<T>,
+    launch: impl FnOnce(&mut Array2<O>, [i32; 9]) -> tritium::Result<()>,
+) -> tritium::Result<Array2<O>> {
+    let ((m, k), (k2, n)) = (a.dim(), b.dim());
+    if k != k2 {
+        return Err(tritium::Error::Launch {
+            kernel: kernel.into(),
+            message: format!("inner dimensions differ: a is {m}×{k}, b is {k2}×{n}"),
+        });
+    }
+    let mut c = Array2::from_elem((m, n), O::default());
+    let (sa, sb, sc) = (a.strides(), b.strides(), c.strides());
+    let sizes = [m, n, k].map(|d| d as i32);
+    let strides = [sa[0], sa[1], sb[0], sb[1], sc[0], sc[1]].map(|s| s as i32);
+    let mut all = [0i32; 9];
+    all[..3].copy_from_slice(&sizes);
+    all[3..].copy_from_slice(&strides);
+    launch(&mut c, all)?;
+    Ok(c)
+}
+
 /// `a @ b` through the [`matmul`] kernel, output dtype `O`.
 pub fn matmul_2d<T: Float, O: Float + Default>(
     device: &Device,
@@ -79,37 +116,22 @@ pub fn matmul_2d<T: Float, O: Float + Default>(
     b: ArrayView2<T>,
     blocks: MatmulBlocks,
 ) -> tritium::Result<Array2<O>> {
-    let ((m, k), (k2, n)) = (a.dim(), b.dim());
-    if k != k2 {
-        return Err(tritium::Error::Launch {
-            kernel: "matmul".into(),
-            message: format!("inner dimensions differ: a is {m}×{k}, b is {k2}×{n}"),
-        });
-    }
-    let mut c = Array2::from_elem((m, n), O::default());
-    let (sa, sb) = (a.strides().to_vec(), b.strides().to_vec());
-    let sc = c.strides().to_vec();
-    let grid = [cdiv(m.max(1), blocks.m), cdiv(n.max(1), blocks.n)];
-    matmul::launch(
-        device,
-        grid,
-        &mut c,
+    product(
+        "matmul",
         a,
         b,
-        m as i32,
-        n as i32,
-        k as i32,
-        sa[0] as i32,
-        sa[1] as i32,
-        sb[0] as i32,
-        sb[1] as i32,
-        sc[0] as i32,
-        sc[1] as i32,
-        blocks.m,
-        blocks.n,
-        blocks.k,
-    )?;
-    Ok(c)
+        |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
+            let grid = [
+                cdiv(m.max(1) as usize, blocks.m),
+                cdiv(n.max(1) as usize, blocks.n),
+            ];
+            let options = LaunchOptions::default();
+            matmul::launch_explicit(
+                device, grid, &options, c, a, b, m, n, k, sam, sak, sbk, sbn, scm, scn, blocks.m,
+                blocks.n, blocks.k,
+            )
+        },
+    )
 }
 
 /// Triton tutorial 09: the persistent matmul. `NUM_PROGRAMS` programs (one per core or
@@ -175,79 +197,41 @@ pub fn matmul_persistent_2d<T: Float, O: Float + Default>(
     blocks: MatmulBlocks,
     programs: usize,
 ) -> tritium::Result<Array2<O>> {
-    let ((m, k), (k2, n)) = (a.dim(), b.dim());
-    if k != k2 {
-        return Err(tritium::Error::Launch {
-            kernel: "matmul_persistent".into(),
-            message: format!("inner dimensions differ: a is {m}×{k}, b is {k2}×{n}"),
-        });
-    }
-    let mut c = Array2::from_elem((m, n), O::default());
-    let (sa, sb) = (a.strides().to_vec(), b.strides().to_vec());
-    let sc = c.strides().to_vec();
-    let tiles = cdiv(m.max(1), blocks.m) * cdiv(n.max(1), blocks.n);
-    let programs = programs.clamp(1, tiles);
-    matmul_persistent::launch(
-        device,
-        programs,
-        &mut c,
+    product(
+        "matmul_persistent",
         a,
         b,
-        m as i32,
-        n as i32,
-        k as i32,
-        sa[0] as i32,
-        sa[1] as i32,
-        sb[0] as i32,
-        sb[1] as i32,
-        sc[0] as i32,
-        sc[1] as i32,
-        blocks.m,
-        blocks.n,
-        blocks.k,
-        8,
-        programs,
-    )?;
-    Ok(c)
+        |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
+            let tiles = cdiv(m.max(1) as usize, blocks.m) * cdiv(n.max(1) as usize, blocks.n);
+            let programs = programs.clamp(1, tiles);
+            matmul_persistent::launch(
+                device, programs, c, a, b, m, n, k, sam, sak, sbk, sbn, scm, scn, blocks.m,
+                blocks.n, blocks.k, 8, programs,
+            )
+        },
+    )
 }
 
-/// `a @ b` through [`matmul`] with the blocks autotuned per shape and dtype (Triton's
-/// tutorial 03 autotunes its matmul over `M`, `N` and `K` the same way): the first product
-/// of a new shape times each candidate, later ones use the fastest (see
-/// `tritium::autotune`).
+/// `a @ b` through [`matmul`] with the blocks autotuned per shape and dtype (the kernel's
+/// `#[autotune]`, keyed by `m`, `n` and `k` as in Triton's tutorial 03): the first product
+/// of a new shape times each config, later ones use the fastest.
 pub fn matmul_autotuned<T: Float, O: Float + Default>(
     device: &Device,
     a: ArrayView2<T>,
     b: ArrayView2<T>,
 ) -> tritium::Result<Array2<O>> {
-    use std::sync::OnceLock;
-    use tritium::autotune::{Autotuner, Config};
-    static TUNER: OnceLock<Autotuner> = OnceLock::new();
-    let tuner = TUNER.get_or_init(|| {
-        let blocks = [(96, 64, 64), (64, 64, 32), (128, 64, 32), (32, 32, 32)];
-        let configs = blocks
-            .iter()
-            .map(|&(m, n, k)| Config::new(&[("BM", m), ("BN", n), ("BK", k)]))
-            .collect();
-        Autotuner::new("tritium_kernels::matmul", configs)
-    });
-    let dtype = |d: DType| d.size_bytes() as i64 * 2 + d.is_float() as i64;
-    let key = [
-        a.nrows() as i64,
-        b.ncols() as i64,
-        a.ncols() as i64,
-        dtype(T::DTYPE),
-        dtype(O::DTYPE),
-    ];
-    let mut c = None;
-    tuner.run(device, &key, |config| {
-        let blocks = MatmulBlocks {
-            m: config.get("BM") as usize,
-            n: config.get("BN") as usize,
-            k: config.get("BK") as usize,
-        };
-        c = Some(matmul_2d(device, a, b, blocks)?);
-        Ok(())
-    })?;
-    Ok(c.expect("run launches the chosen config"))
+    product(
+        "matmul",
+        a,
+        b,
+        |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
+            let grid = |meta: &matmul::Meta| {
+                [
+                    cdiv(m.max(1) as usize, meta.BM),
+                    cdiv(n.max(1) as usize, meta.BN),
+                ]
+            };
+            matmul::launch(device, grid, c, a, b, m, n, k, sam, sak, sbk, sbn, scm, scn)
+        },
+    )
 }

@@ -4,8 +4,16 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use tritium::prelude::*;
 
 /// Row-wise softmax of an `n_rows × n_cols` matrix; `BLOCK >= n_cols` is a power of two.
-/// Computes in f32 whatever the storage dtype.
+/// Computes in f32 whatever the storage dtype. `softmax::launch` chooses `BLOCK` from
+/// `n_cols` and times 2 to 16 warps per row length and dtype on CUDA and the emulator (on
+/// the CPU and the interpreter, where warps mean nothing, nothing is timed);
+/// `softmax::launch_explicit` takes both.
 #[kernel]
+#[autotune(
+    configs = [config(num_warps = 2), config(num_warps = 4), config(num_warps = 8), config(num_warps = 16)],
+    key = [n_cols],
+)]
+#[heuristics(BLOCK = next_power_of_2(n_cols.max(0) as usize))]
 pub fn softmax<T: Float>(
     out: Ptr<T>,
     input: Ptr<T>,
@@ -47,35 +55,27 @@ pub fn softmax_rows<T: Float + Default>(
 }
 
 /// Softmax of every row of `x`, with the warps per row chosen by timing on CUDA devices
-/// and the emulator (Triton's tutorial 02 derives `num_warps` from the block size; here
-/// 2, 4, 8 and 16 warps are timed once per row length and dtype and the choice is kept,
-/// as `@triton.autotune` would). On the CPU and the interpreter warps mean nothing: the
-/// kernel launches directly.
+/// and the emulator: the [`softmax`] kernel's `#[autotune]` (Triton's tutorial 02 derives
+/// `num_warps` from the block size; here 2, 4, 8 and 16 warps are timed once per row
+/// length and dtype and the choice is kept). On the CPU and the interpreter nothing is
+/// timed.
 pub fn softmax_rows_autotuned<T: Float + Default>(
     device: &Device,
     x: ArrayView2<T>,
 ) -> tritium::Result<Array2<T>> {
-    use std::sync::OnceLock;
-    use tritium::autotune::{Autotuner, Config};
-    if !matches!(device, Device::Cuda(_) | Device::CudaEmulator) {
-        return softmax_rows(device, x);
-    }
-    static TUNER: OnceLock<Autotuner> = OnceLock::new();
-    let tuner = TUNER.get_or_init(|| {
-        let configs = [2, 4, 8, 16]
-            .map(|w| Config::new(&[]).num_warps(w))
-            .to_vec();
-        Autotuner::new("tritium_kernels::softmax", configs)
-    });
-    let key = [
-        x.ncols() as i64,
-        T::DTYPE.size_bytes() as i64,
-        T::DTYPE.is_float() as i64,
-    ];
+    let (rows, cols) = x.dim();
     let mut out = Array2::from_elem(x.dim(), T::default());
-    tuner.run(device, &key, |config| {
-        softmax_rows_into_with(device, &config.launch_options(), x, out.view_mut())
-    })?;
+    check_rows(x.dim(), x.strides(), out.dim(), out.strides())?;
+    let (in_stride, out_stride) = (x.strides()[0] as i32, out.strides()[0] as i32);
+    softmax::launch(
+        device,
+        |_: &softmax::Meta| rows.max(1),
+        &mut out,
+        x,
+        in_stride,
+        out_stride,
+        cols as i32,
+    )?;
     Ok(out)
 }
 
@@ -96,19 +96,10 @@ pub fn softmax_rows_into_with<T: Float>(
     out: ArrayViewMut2<T>,
 ) -> tritium::Result<()> {
     let (rows, cols) = x.dim();
-    if out.dim() != (rows, cols) || x.strides()[1] != 1 || out.strides()[1] != 1 {
-        return Err(tritium::Error::Launch {
-            kernel: "softmax".into(),
-            message: format!(
-                "softmax needs row-contiguous input and output of one shape, got {:?} and {:?}",
-                x.dim(),
-                out.dim()
-            ),
-        });
-    }
+    check_rows(x.dim(), x.strides(), out.dim(), out.strides())?;
     let (in_stride, out_stride) = (x.strides()[0] as i32, out.strides()[0] as i32);
     let block = next_power_of_2(cols);
-    softmax::launch_with(
+    softmax::launch_explicit(
         device,
         rows.max(1),
         options,
@@ -119,4 +110,22 @@ pub fn softmax_rows_into_with<T: Float>(
         cols as i32,
         block,
     )
+}
+
+/// Input and output of one shape, each contiguous along rows.
+fn check_rows(
+    x: (usize, usize),
+    x_strides: &[isize],
+    out: (usize, usize),
+    out_strides: &[isize],
+) -> tritium::Result<()> {
+    if out != x || x_strides[1] != 1 || out_strides[1] != 1 {
+        return Err(tritium::Error::Launch {
+            kernel: "softmax".into(),
+            message: format!(
+                "softmax needs row-contiguous input and output of one shape, got {x:?} and {out:?}"
+            ),
+        });
+    }
+    Ok(())
 }
