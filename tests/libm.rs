@@ -38,7 +38,13 @@ fn acosh(x: f64) -> f64 {
 fn atanh(x: f64) -> f64 {
     unsafe { c::atanh(x) }
 }
-// SAFETY (both): plain libm calls.
+// SAFETY (all four): plain libm calls.
+fn erf(x: f64) -> f64 {
+    unsafe { c::erf(x) }
+}
+fn erfc(x: f64) -> f64 {
+    unsafe { c::erfc(x) }
+}
 fn lgamma(x: f64) -> f64 {
     unsafe { c::lgamma(x) }
 }
@@ -70,6 +76,8 @@ fn unaries() -> Vec<Unary> {
         ("cbrt", |a| lang::cbrt(a), f64::cbrt, 1, 2),
         ("tgamma", |a| lang::tgamma(a), tgamma, 1, 32),
         ("lgamma", |a| lang::lgamma(a), lgamma, 1, 32),
+        ("erf", |a| lang::erf(a), erf, 3, 2),
+        ("erfc", |a| lang::erfc(a), erfc, 1, 4),
     ]
 }
 
@@ -403,5 +411,97 @@ fn erfinv_within_its_bound_on_every_device() {
             worst = worst.max(d);
         }
         eprintln!("{device:?} erfinv: f32 {worst} ulps");
+    }
+}
+
+/// `erf`, `erfc` and `erfinv` of f64, densely over each fit's interval and towards ±1.
+#[kernel]
+fn erf_family(
+    erfs: Ptr<f64>,
+    erfcs: Ptr<f64>,
+    erfinvs: Ptr<f64>,
+    x: Ptr<f64>,
+    y: Ptr<f64>,
+    #[constexpr] N: usize,
+) {
+    let r = arange(0, N);
+    let a = load(x + r);
+    store(erfs + r, erf(a));
+    store(erfcs + r, erfc(a));
+    store(erfinvs + r, erfinv(load(y + r)));
+}
+
+/// The y with erf(y) = x: bisection on libm's erf, or on erfc towards ±1 (where `1 - |x|`
+/// is exact and erf would have cancelled).
+fn erfinv_ref64(x: f64) -> f64 {
+    if x.abs() < 0.5 {
+        return erfinv_ref(x);
+    }
+    if x.abs() >= 1.0 || x.is_nan() {
+        return erfinv_ref(x);
+    }
+    let target = 1.0 - x.abs();
+    let (mut lo, mut hi) = (0.0f64, 30.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if erfc(mid) > target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (0.5 * (lo + hi)).copysign(x)
+}
+
+#[test]
+fn erf_erfc_and_erfinv_of_f64_within_a_few_ulps() {
+    let n = 512;
+    let x: Vec<f64> = (0..n)
+        .map(|i| -6.0 + 34.0 * i as f64 / (n - 1) as f64)
+        .collect();
+    let mut y: Vec<f64> = (1..=52)
+        .flat_map(|k| [1.0 - 0.5f64.powi(k), -1.0 + 0.5f64.powi(k)])
+        .collect();
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    while y.len() < n {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        y.push((s >> 11) as f64 / (1u64 << 52) as f64 - 1.0);
+    }
+    for device in all_devices() {
+        let (mut e, mut ec, mut ei) = (vec![0f64; n], vec![0f64; n], vec![0f64; n]);
+        erf_family::launch(
+            &device,
+            1,
+            &mut e[..],
+            &mut ec[..],
+            &mut ei[..],
+            &x[..],
+            &y[..],
+            n,
+        )
+        .unwrap();
+        let mut worst = [0u64; 3];
+        let rows = [
+            ("erf", &e, &x, erf as fn(f64) -> f64, 2),
+            ("erfc", &ec, &x, erfc, 4),
+            ("erfinv", &ei, &y, erfinv_ref64, 4),
+        ];
+        for (k, (name, got, args, reference, bound)) in rows.into_iter().enumerate() {
+            for (got, arg) in got.iter().zip(args.iter()) {
+                let want = reference(*arg);
+                let d = ulps(*got, want, false);
+                assert!(
+                    d <= bound,
+                    "{device:?} {name}({arg:e}) = {got:e}, want {want:e} ({d} ulps)"
+                );
+                worst[k] = worst[k].max(d);
+            }
+        }
+        eprintln!(
+            "{device:?} f64 erf {} ulps, erfc {}, erfinv {}",
+            worst[0], worst[1], worst[2]
+        );
     }
 }

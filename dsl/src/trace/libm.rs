@@ -13,7 +13,7 @@
 //! NaN `x`, `hypot(±inf, NaN) = +inf`, …).
 
 use super::lang::{
-    abs, bitcast, cast, compare, exp, fail_with, floor, fma, log, maximum, minimum, sqrt, where_,
+    abs, bitcast, cast, compare, exp, floor, fma, log, maximum, minimum, sqrt, where_,
 };
 use super::math::{isinf, isnan, signbit};
 use super::shape::full_like;
@@ -51,7 +51,7 @@ fn in_f64_2(x: impl IntoOperand, y: impl IntoOperand, f: impl FnOnce(Tile, Tile)
 
 /// `c[0]·xⁿ + … + c[n]` by Horner's rule with fused multiply-adds (`c` highest degree
 /// first), a tile of `x`'s shape.
-fn horner(x: Tile, c: &[f64]) -> Tile {
+pub(super) fn horner(x: Tile, c: &[f64]) -> Tile {
     let mut p = x * 0.0 + c[0];
     for k in &c[1..] {
         p = fma(p, x, *k);
@@ -59,7 +59,7 @@ fn horner(x: Tile, c: &[f64]) -> Tile {
     p
 }
 
-fn lt(a: Tile, b: impl IntoOperand) -> Tile {
+pub(super) fn lt(a: Tile, b: impl IntoOperand) -> Tile {
     compare(a, CmpPred::Lt, b)
 }
 fn gt(a: Tile, b: impl IntoOperand) -> Tile {
@@ -500,22 +500,11 @@ pub fn acos(x: impl IntoOperand) -> Tile {
 }
 
 /// The complementary error function `1 − erf(x)` (libdevice's `erfc`), accurate in the
-/// tail where `1 − erf` would cancel: f16, bf16 and f32 (f64 is not supported yet). The
-/// fit `erf` uses (relative error below 1.2e-7), evaluated in f64.
+/// tail where `1 − erf` would cancel: f64, and narrower floats computed in f64 and rounded
+/// once (`erf.rs`).
 #[track_caller]
 pub fn erfc(x: impl IntoOperand) -> Tile {
-    let x = float(x);
-    if x.dtype() == DType::F64 {
-        return fail_with(
-            x,
-            "erfc of f64 is not supported yet (f16, bf16 and f32 are)".into(),
-        );
-    }
-    in_f64(x, |x| {
-        let (small_erf, tail) = super::math::erf_parts(x);
-        let pos = where_(lt(x, 0.0), 2.0 - tail, tail);
-        where_(lt(abs(x), 0.5), 1.0 - small_erf, pos)
-    })
+    in_f64(x, super::erf::erfc_f64)
 }
 
 // ---- gamma functions and erfinv ------------------------------------------------------------
@@ -679,18 +668,13 @@ pub fn lgamma(x: impl IntoOperand) -> Tile {
     })
 }
 
-/// The inverse error function (libdevice's `erfinv`) for f32, f16 and bf16 (f64 is not
-/// supported yet): M. Giles' single-precision approximation, evaluated in f64, then one
-/// Newton step on `erf`'s fit; ±inf at ±1, NaN beyond.
+/// The inverse error function (libdevice's `erfinv`): M. Giles' single-precision
+/// approximation evaluated in f64, then Newton steps on `erf` (one on its f32 fit for f32,
+/// f16 and bf16; two on the f64 `erf` and `erfc` for f64); ±inf at ±1, NaN beyond.
 #[track_caller]
 pub fn erfinv(x: impl IntoOperand) -> Tile {
     let x = float(x);
-    if x.dtype() == DType::F64 {
-        return fail_with(
-            x,
-            "erfinv of f64 is not supported yet (f16, bf16 and f32 are)".into(),
-        );
-    }
+    let wide = x.dtype() == DType::F64;
     in_f64(x, |x| {
         let w = -log((1.0 - x) * (x + 1.0));
         let central = {
@@ -724,16 +708,20 @@ pub fn erfinv(x: impl IntoOperand) -> Tile {
             horner(w, &c)
         };
         let y = where_(lt(w, 5.0), central, tail) * x;
-        // One Newton step: erf(y) − x over erf'(y) = 2/√π · e^(−y²).
-        let (small, erfc_abs) = super::math::erf_parts(y);
-        let erf_abs: Tile = 1.0 - erfc_abs;
-        let e = where_(
-            lt(abs(y), 0.5),
-            small,
-            where_(lt(y, 0.0), -erf_abs, erf_abs),
-        );
-        let d = exp(-(y * y)) * std::f64::consts::FRAC_2_SQRT_PI;
-        let y = y - (e - x) / d;
+        let y = if wide {
+            super::erf::erfinv_f64(x, w, y)
+        } else {
+            // One Newton step: erf(y) − x over erf'(y) = 2/√π · e^(−y²).
+            let (small, erfc_abs) = super::math::erf_parts(y);
+            let erf_abs: Tile = 1.0 - erfc_abs;
+            let e = where_(
+                lt(abs(y), 0.5),
+                small,
+                where_(lt(y, 0.0), -erf_abs, erf_abs),
+            );
+            let d = exp(-(y * y)) * std::f64::consts::FRAC_2_SQRT_PI;
+            y - (e - x) / d
+        };
         let inf = where_(lt(x, 0.0), full_like(x, f64::NEG_INFINITY), f64::INFINITY);
         let y = where_(eq(abs(x), 1.0), inf, y);
         where_(gt(abs(x), 1.0) | isnan(x), f64::NAN, y)

@@ -4,6 +4,7 @@ mod block_ptr;
 pub(crate) mod builder;
 mod combine;
 mod element;
+mod erf;
 pub mod flow;
 mod hints;
 pub mod lang;
