@@ -11,6 +11,7 @@ mod cuda;
 mod custom_ops;
 mod device_assert;
 mod device_print;
+mod fp8;
 mod hints;
 mod kernels_attention;
 mod kernels_elementwise;

@@ -16,8 +16,8 @@ pub trait MindSporeDType: Sized {
     /// Parses a MindSpore dtype string, including the aliases `"float"` (float32), `"int"`
     /// (int32) and `"uint"` (uint32).
     fn from_ms_name(name: &str) -> Option<Self>;
-    /// MindSpore's `TypeId` value (`kNumberTypeFloat32` = 43, …).
-    fn type_id(self) -> i32;
+    /// MindSpore's `TypeId` value (`kNumberTypeFloat32` = 43, …); `None` for the fp8s.
+    fn type_id(self) -> Option<i32>;
     /// The dtype of a MindSpore `TypeId`; the generic `Int` (31), `UInt` (36) and `Float` (41)
     /// map to their 32-bit forms.
     fn from_type_id(id: i32) -> Option<Self>;
@@ -47,6 +47,8 @@ impl MindSporeDType for DType {
             DType::BF16 => c"bfloat16",
             DType::F32 => c"float32",
             DType::F64 => c"float64",
+            DType::F8E4M3 => c"float8_e4m3fn",
+            DType::F8E5M2 => c"float8_e5m2",
         }
     }
 
@@ -65,12 +67,14 @@ impl MindSporeDType for DType {
             "bfloat16" => DType::BF16,
             "float32" | "float" => DType::F32,
             "float64" => DType::F64,
+            "float8_e4m3fn" => DType::F8E4M3,
+            "float8_e5m2" => DType::F8E5M2,
             _ => return None,
         })
     }
 
-    fn type_id(self) -> i32 {
-        match self {
+    fn type_id(self) -> Option<i32> {
+        Some(match self {
             DType::Bool => 30,
             DType::I8 => 32,
             DType::I16 => 33,
@@ -84,7 +88,9 @@ impl MindSporeDType for DType {
             DType::F32 => 43,
             DType::F64 => 44,
             DType::BF16 => 45,
-        }
+            // MindSpore's ids of its fp8 types are not part of the AOT ABI we follow.
+            DType::F8E4M3 | DType::F8E5M2 => return None,
+        })
     }
 
     fn from_type_id(id: i32) -> Option<DType> {
@@ -135,6 +141,22 @@ macro_rules! element {
 }
 element!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64,
          f32 => F32, f64 => F64);
+
+macro_rules! fp8_element {
+    ($($t:ident),*) => {$(
+        impl sealed::Sealed for tritium_dsl::trace::$t {}
+        impl Element for tritium_dsl::trace::$t {
+            const DTYPE: DType = DType::$t;
+            fn to_f64(self) -> f64 {
+                self.to_f64()
+            }
+            fn from_f64(v: f64) -> Self {
+                tritium_dsl::trace::$t::from_f64(v)
+            }
+        }
+    )*};
+}
+fp8_element!(F8E4M3, F8E5M2);
 
 impl sealed::Sealed for bool {}
 impl Element for bool {

@@ -761,7 +761,15 @@ impl AotOp {
             DTypeRule::Library => {
                 let f = i.infer_type.expect("checked at build");
                 let extra = Extra::new(attrs.clone(), sym)?;
-                let ids: Vec<i32> = in_dtypes.iter().map(|d| d.type_id()).collect();
+                let ids = (in_dtypes.iter())
+                    .map(|d| {
+                        d.type_id().ok_or_else(|| {
+                            self.infer_err(format!(
+                                "`{sym}InferType` takes MindSpore TypeIds, and {d} has none here"
+                            ))
+                        })
+                    })
+                    .collect::<AotResult<Vec<i32>>>()?;
                 let out = abi::call_infer_type(
                     f,
                     &format!("{sym}InferType"),

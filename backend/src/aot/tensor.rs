@@ -66,6 +66,14 @@ macro_rules! with_dtype {
                 type $T = f64;
                 $body
             }
+            D::F8E4M3 => {
+                type $T = tritium_dsl::trace::F8E4M3;
+                $body
+            }
+            D::F8E5M2 => {
+                type $T = tritium_dsl::trace::F8E5M2;
+                $body
+            }
         }
     }};
 }

@@ -40,12 +40,13 @@ pub(crate) fn bitcast(x: &Data, from: DType, to: DType) -> Option<Data> {
 }
 
 /// The IEEE bits of `v` in float dtype `d`.
-fn float_bits(d: DType, v: f64) -> u64 {
+pub(crate) fn float_bits(d: DType, v: f64) -> u64 {
     match d {
         DType::F64 => v.to_bits(),
         DType::F32 => (v as f32).to_bits() as u64,
         DType::F16 => half::f16::from_f64(v).to_bits() as u64,
-        _ => half::bf16::from_f64(v).to_bits() as u64,
+        DType::BF16 => half::bf16::from_f64(v).to_bits() as u64,
+        d => d.fp8_format().expect("a float dtype").encode(v) as u64,
     }
 }
 
@@ -55,7 +56,8 @@ pub(crate) fn float_from_bits(d: DType, b: u64) -> f64 {
         DType::F64 => f64::from_bits(b),
         DType::F32 => f32::from_bits(b as u32) as f64,
         DType::F16 => half::f16::from_bits(b as u16).to_f64(),
-        _ => half::bf16::from_bits(b as u16).to_f64(),
+        DType::BF16 => half::bf16::from_bits(b as u16).to_f64(),
+        d => d.fp8_format().expect("a float dtype").decode(b as u8),
     }
 }
 

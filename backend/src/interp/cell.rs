@@ -7,6 +7,7 @@ use crate::float_order::MaxNumber;
 use half::{bf16, f16};
 use ndarray::{ArrayD, Zip};
 use tritium_dsl::ir::{AtomicOp, DType};
+use tritium_dsl::trace::{F8E4M3, F8E5M2};
 
 /// Runs `$go!(T)` with `T` the memory cell type of dtype `$d`.
 macro_rules! with_cell {
@@ -25,6 +26,8 @@ macro_rules! with_cell {
             ::tritium_dsl::ir::DType::BF16 => $go!(half::bf16),
             ::tritium_dsl::ir::DType::F32 => $go!(f32),
             ::tritium_dsl::ir::DType::F64 => $go!(f64),
+            ::tritium_dsl::ir::DType::F8E4M3 => $go!(::tritium_dsl::trace::F8E4M3),
+            ::tritium_dsl::ir::DType::F8E5M2 => $go!(::tritium_dsl::trace::F8E5M2),
         }
     };
 }
@@ -55,7 +58,9 @@ impl Wide for f64 {
             (AtomicOp::Add, DType::F64) => |o, v| o + v,
             (AtomicOp::Add, DType::F32) => |o, v| (o + v) as f32 as f64,
             (AtomicOp::Add, DType::BF16) => |o, v| bf16::from_f32((o + v) as f32).to_f64(),
-            (AtomicOp::Add, _) => |o, v| f16::from_f32((o + v) as f32).to_f64(),
+            (AtomicOp::Add, DType::F16) => |o, v| f16::from_f32((o + v) as f32).to_f64(),
+            // The verifier rejects atomics on fp8s.
+            (AtomicOp::Add, _) => |o, _| o,
             (AtomicOp::Max, _) => f64::max_number,
             (AtomicOp::Min, _) => f64::min_number,
             (AtomicOp::Xchg, _) => |_, v| v,
@@ -172,6 +177,8 @@ cell! {
     f32 => f64, |x| x as f64, |w| w as f32;
     f64 => f64, |x| x, |w| w;
     ByteBool => bool, |x| x.0 != 0, |w| ByteBool(w as u8);
+    F8E4M3 => f64, |x| x.to_f64(), |w| F8E4M3::from_f64(w);
+    F8E5M2 => f64, |x| x.to_f64(), |w| F8E5M2::from_f64(w);
 }
 
 /// A bool in memory: one byte, 0 or 1 (any non-zero byte reads as true).

@@ -581,12 +581,7 @@ fn lane_bits(d: DType, data: &Data) -> Vec<(Vec<u64>, u64)> {
             .collect()
     }
     match data {
-        Data::Float(a) => lanes(a, |v| match d {
-            DType::F16 => u64::from(half::f16::from_f64(*v).to_bits()),
-            DType::BF16 => u64::from(half::bf16::from_f64(*v).to_bits()),
-            DType::F32 => u64::from((*v as f32).to_bits()),
-            _ => v.to_bits(),
-        }),
+        Data::Float(a) => lanes(a, |v| super::cast::float_bits(d, *v)),
         Data::Int(a) => lanes(a, |v| *v as u64),
         Data::UInt(a) => lanes(a, |v| *v),
         Data::Bool(a) => lanes(a, |v| u64::from(*v)),

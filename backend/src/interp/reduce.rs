@@ -77,7 +77,7 @@ pub(crate) fn reduce(op: ReduceOp, d: DType, x: &Data, axis: usize) -> Result<Da
 
 fn float_sum(a: &ArrayD<f64>, ax: Axis, d: DType) -> ArrayD<f64> {
     match d {
-        DType::F16 | DType::BF16 => a.map_axis(ax, |l| {
+        d if d.is_narrow_float() => a.map_axis(ax, |l| {
             round_from_f32(d, l.fold(0f32, |s, &v| s + v as f32))
         }),
         DType::F32 => a.map_axis(ax, |l| l.sum() as f32 as f64),

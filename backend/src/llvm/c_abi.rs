@@ -22,6 +22,8 @@ impl<'ctx> Emit<'_, 'ctx> {
             Elem::Ptr(_) => self.ctx.ptr_type(AddressSpace::default()).into(),
             Elem::Scalar(DType::F16) => self.ctx.f16_type().into(),
             Elem::Scalar(DType::BF16) => self.bf16_type().into(),
+            // A C++ fp8 (`__nv_fp8_e4m3`, a byte) is passed as its byte.
+            Elem::Scalar(d) if d.fp8_format().is_some() => self.ctx.i8_type().into(),
             Elem::Scalar(d) => self.compute_ty(d),
         }
     }
@@ -38,6 +40,7 @@ impl<'ctx> Emit<'_, 'ctx> {
                 let bits = self.to_storage(v, e);
                 self.b.build_bit_cast(bits, self.bf16_type(), "").unwrap()
             }
+            Elem::Scalar(d) if d.fp8_format().is_some() => self.to_storage(v, e),
             _ => v,
         }
     }
@@ -54,6 +57,7 @@ impl<'ctx> Emit<'_, 'ctx> {
                 let bits = self.b.build_bit_cast(v, self.ctx.i16_type(), "").unwrap();
                 self.decode_storage(bits, e)
             }
+            Elem::Scalar(d) if d.fp8_format().is_some() => self.decode_storage(v, e),
             _ => v,
         }
     }

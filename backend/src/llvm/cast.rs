@@ -81,6 +81,9 @@ impl<'ctx> Emit<'_, 'ctx> {
                     f
                 } else if to == DType::F64 {
                     bl.build_float_ext(f, ft, "").unwrap()
+                } else if to.is_narrow_float() {
+                    // One rounding from f64, not two (to f32, then to `to`).
+                    self.f64_to_f32_odd(f)
                 } else {
                     bl.build_float_trunc(f, ft, "").unwrap()
                 };

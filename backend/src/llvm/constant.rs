@@ -29,7 +29,7 @@ impl<'ctx> Emit<'_, 'ctx> {
                     DType::F16 => half::f16::from_f64(f).to_f64(),
                     DType::BF16 => half::bf16::from_f64(f).to_f64(),
                     DType::F32 => f as f32 as f64,
-                    _ => f,
+                    d => d.fp8_format().map_or(f, |f8| f8.round(f)),
                 };
                 ty.into_float_type().const_float(f).into()
             }

@@ -28,6 +28,7 @@ mod compare;
 mod constant;
 mod counter;
 mod exp;
+mod fp8;
 mod math;
 mod print;
 mod types;

@@ -18,7 +18,9 @@ impl<'ctx> Emit<'_, 'ctx> {
             DType::I16 | DType::U16 => c.i16_type().into(),
             DType::I32 | DType::U32 => c.i32_type().into(),
             DType::I64 | DType::U64 => c.i64_type().into(),
-            DType::F16 | DType::BF16 | DType::F32 => c.f32_type().into(),
+            DType::F16 | DType::BF16 | DType::F32 | DType::F8E4M3 | DType::F8E5M2 => {
+                c.f32_type().into()
+            }
             DType::F64 => c.f64_type().into(),
         }
     }
@@ -27,7 +29,7 @@ impl<'ctx> Emit<'_, 'ctx> {
     pub(crate) fn storage_ty(&self, d: DType) -> BasicTypeEnum<'ctx> {
         let c = self.ctx;
         match d {
-            DType::Bool => c.i8_type().into(),
+            DType::Bool | DType::F8E4M3 | DType::F8E5M2 => c.i8_type().into(),
             DType::F16 | DType::BF16 => c.i16_type().into(),
             d => self.compute_ty(d),
         }
@@ -48,6 +50,10 @@ impl<'ctx> Emit<'_, 'ctx> {
                 b.build_bit_cast(h, self.ctx.i16_type(), "").unwrap()
             }
             Elem::Scalar(DType::BF16) => self.f32_to_bf16_bits(v.into_float_value()).into(),
+            Elem::Scalar(d) if d.fp8_format().is_some() => {
+                let f = d.fp8_format().expect("fp8");
+                self.fp8_encode(v.into_float_value(), f).into()
+            }
             _ => v,
         }
     }
@@ -83,14 +89,19 @@ impl<'ctx> Emit<'_, 'ctx> {
                     .unwrap();
                 b.build_bit_cast(w, self.ctx.f32_type(), "").unwrap()
             }
+            Elem::Scalar(d) if d.fp8_format().is_some() => {
+                let f = d.fp8_format().expect("fp8");
+                self.fp8_decode(v.into_int_value(), f).into()
+            }
             _ => v,
         }
     }
 
-    /// Rounds an f32 compute value to the precision of `d` (identity unless f16/bf16).
+    /// Rounds an f32 compute value to the precision of `d` (identity unless f16, bf16 or
+    /// an fp8).
     pub(crate) fn round_to(&self, v: BasicValueEnum<'ctx>, d: DType) -> BasicValueEnum<'ctx> {
         match d {
-            DType::F16 | DType::BF16 => {
+            d if d.is_narrow_float() => {
                 let s = self.to_storage(v, Elem::Scalar(d));
                 self.decode_storage(s, Elem::Scalar(d))
             }

@@ -6,12 +6,12 @@
 pub(crate) const CPU: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-cg19-no-slp-lv16"
+    "-llvm19-cg20-no-slp-lv16"
 );
 
 /// PTX (the CUDA backend).
 pub(crate) const NVPTX: &str = concat!(
     "tritium-",
     env!("CARGO_PKG_VERSION"),
-    "-llvm19-nvptx15-no-slp-lv16"
+    "-llvm19-nvptx16-no-slp-lv16"
 );

@@ -31,11 +31,16 @@ pub enum DType {
     F32,
     /// IEEE double precision.
     F64,
+    /// 8-bit float E4M3FN (Triton's `float8e4nv`): largest 448, no infinities. Computed
+    /// in f32 and rounded after every op, as f16 and bf16 are (see [`super::fp8`]).
+    F8E4M3,
+    /// 8-bit float E5M2 (Triton's `float8e5`): largest 57344, IEEE infinities.
+    F8E5M2,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 13] = [
+    pub const ALL: [DType; 15] = [
         DType::Bool,
         DType::I8,
         DType::I16,
@@ -49,6 +54,8 @@ impl DType {
         DType::BF16,
         DType::F32,
         DType::F64,
+        DType::F8E4M3,
+        DType::F8E5M2,
     ];
 
     /// The short name used in IR text: `i32`, `f16`, `bool`.
@@ -67,6 +74,8 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::F8E4M3 => "fp8e4nv",
+            DType::F8E5M2 => "fp8e5",
         }
     }
 
@@ -86,6 +95,8 @@ impl DType {
             DType::BF16 => "bfloat16",
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::F8E4M3 => "float8_e4m3fn",
+            DType::F8E5M2 => "float8_e5m2",
         }
     }
 
@@ -105,6 +116,8 @@ impl DType {
             DType::BF16 => "bfloat16_t",
             DType::F32 => "float",
             DType::F64 => "double",
+            DType::F8E4M3 => "fp8_e4m3",
+            DType::F8E5M2 => "fp8_e5m2",
         }
     }
 
@@ -118,7 +131,7 @@ impl DType {
     /// Size of one element in memory, in bytes.
     pub fn size_bytes(self) -> usize {
         match self {
-            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
             DType::I64 | DType::U64 | DType::F64 => 8,
@@ -133,18 +146,36 @@ impl DType {
         }
     }
 
-    /// The dtype scans, reductions and `dot` accumulate this dtype in: f32 for f16 and
-    /// bf16 (rounded once per result), itself otherwise.
+    /// The dtype scans, reductions and `dot` accumulate this dtype in: f32 for f16, bf16
+    /// and the fp8s (rounded once per result), itself otherwise.
     pub fn accumulator(self) -> DType {
         match self {
-            DType::F16 | DType::BF16 => DType::F32,
+            DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => DType::F32,
             d => d,
         }
     }
 
-    /// True for f16, bf16, f32, f64.
+    /// True for the floats: f16, bf16, f32, f64 and the fp8s.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+        matches!(
+            self,
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2
+        )
+    }
+
+    /// The 8-bit float format of an fp8 dtype.
+    pub fn fp8_format(self) -> Option<super::fp8::Fp8Format> {
+        match self {
+            DType::F8E4M3 => Some(super::fp8::E4M3),
+            DType::F8E5M2 => Some(super::fp8::E5M2),
+            _ => None,
+        }
+    }
+
+    /// True for the floats computed in f32 and rounded to their dtype after every op:
+    /// f16, bf16 and the fp8s.
+    pub fn is_narrow_float(self) -> bool {
+        self.is_float() && self.bits() < 32
     }
 
     /// True for the signed and unsigned integers (not bool).
@@ -199,7 +230,8 @@ impl DType {
     }
 
     /// The dtype two operands of a binary op are converted to (Triton's promotion rules):
-    /// float beats int; the wider float wins and f16 with bf16 gives f32; among integers the
+    /// float beats int; the wider float wins, f16 with bf16 gives f32 and two different fp8s
+    /// give f16; among integers the
     /// wider wins and, at equal width, unsigned wins; bool is the weakest.
     pub fn promote(a: DType, b: DType) -> DType {
         use DType::*;
@@ -210,6 +242,8 @@ impl DType {
             (true, true) => {
                 if matches!((a, b), (F16, BF16) | (BF16, F16)) {
                     F32
+                } else if a.bits() == 8 && b.bits() == 8 {
+                    F16
                 } else if a.bits() >= b.bits() {
                     a
                 } else {

@@ -28,6 +28,7 @@ macro_rules! named_enum {
 mod cache;
 mod custom;
 mod dtype;
+pub mod fp8;
 mod function;
 mod limits;
 mod op;

@@ -83,7 +83,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let d = rt.dtype().expect("numbers");
         let vl = vector_bytes() / d.size_bytes().max(1);
         let blocked = !d.is_bool()
-            && !matches!(d, DType::F16 | DType::BF16)
+            && !d.is_narrow_float()
             && !self.ty(a).dtype().is_some_and(|x| x.is_bool())
             && n % vl == 0;
         if !blocked {
@@ -360,7 +360,7 @@ impl<'ctx> Gen<'ctx, '_> {
         // f16/bf16 accumulate in f32 and round once at the end, as the interpreter and
         // CUDA do (rounding after every k step lost bits past 2^8 or 2^11: fuzzer seeds
         // 300272, 302420).
-        let half = matches!(dr, DType::F16 | DType::BF16);
+        let half = dr.is_narrow_float();
         let (c, work_t, work_d) = if half {
             let wt = Type::tile(Elem::Scalar(DType::F32), rt.shape.clone());
             let w = self.alloc_buf(&wt);

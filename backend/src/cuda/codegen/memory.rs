@@ -227,7 +227,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Op::AtomicCas { ptr, .. } => (ptr.to_owned(), None),
             _ => unreachable!(),
         };
-        if matches!(d, DType::F16 | DType::BF16 | DType::Bool) {
+        if d.is_narrow_float() || d == DType::Bool {
             self.fail(format!(
                 "at {}: atomics on {d} are not supported on CUDA",
                 inst.loc

@@ -193,7 +193,7 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn shared_size(&self, elem: Elem) -> usize {
         match elem {
             Elem::Ptr(_) => 8,
-            Elem::Scalar(DType::F16 | DType::BF16) => 4,
+            Elem::Scalar(d) if d.is_narrow_float() => 4,
             Elem::Scalar(d) => d.size_bytes(),
         }
     }

@@ -1,0 +1,279 @@
+//! The 8-bit floats `float8e4nv` (E4M3FN) and `float8e5` (E5M2): storage, casts from and
+//! to every float width, arithmetic (computed in f32, rounded to the fp8 after every op),
+//! bitcasts and `dot`, on every device against `tritium::dsl::ir::fp8`'s reference.
+
+use crate::common::all_devices;
+use tritium::dsl::ir::fp8::{Fp8Format, E4M3, E5M2};
+use tritium::prelude::*;
+
+/// Every byte decoded to f32, f64 and f16; and `x` (f32) and `w` (f64) encoded.
+#[kernel]
+fn conversions<T: Float>(
+    as_f32: Ptr<f32>,
+    as_f64: Ptr<f64>,
+    as_f16: Ptr<half::f16>,
+    from_f32: Ptr<T>,
+    from_f64: Ptr<T>,
+    bytes: Ptr<T>,
+    x: Ptr<f32>,
+    w: Ptr<f64>,
+    #[constexpr] N: usize,
+) {
+    let r = arange(0, N);
+    let v = load(bytes + r);
+    store(as_f32 + r, v.to(DType::F32));
+    store(as_f64 + r, v.to(DType::F64));
+    store(as_f16 + r, v.to(DType::F16));
+    store(from_f32 + r, load(x + r).to(T::DTYPE));
+    store(from_f64 + r, load(w + r).to(T::DTYPE));
+}
+
+/// Ties, their neighbours, subnormals, overflow, infinities and NaN around `f`'s values.
+fn probes(f: Fp8Format) -> Vec<f64> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1e30,
+        -1e30,
+    ];
+    for bits in 0..f.max_bits() {
+        let (lo, hi) = (f.decode(bits), f.decode(bits + 1));
+        let mid = 0.5 * (lo + hi);
+        v.extend([lo, mid, mid * (1.0 + 1e-7), mid * (1.0 - 1e-7), -mid]);
+    }
+    v.extend([f.max() * 1.01, f.max() * 1.1, -f.max() * 2.0]);
+    v
+}
+
+fn same(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+}
+
+fn check_conversions<T: Float + Default + Copy>(f: Fp8Format, bits: fn(T) -> u8, of: fn(u8) -> T) {
+    let n = 2048;
+    let bytes: Vec<T> = (0..n).map(|i| of((i % 256) as u8)).collect();
+    let mut w = probes(f);
+    w.resize(n, 0.25);
+    // Values between two f32s too: the f64 cast must round once, not through f32.
+    for (i, v) in w.iter_mut().enumerate().skip(1200) {
+        *v = f.decode((i % 120) as u8) * (1.0 + 2f64.powi(-4) + 2f64.powi(-40));
+    }
+    let x: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    for device in all_devices() {
+        let (mut a32, mut a64, mut a16) = (vec![0f32; n], vec![0f64; n], vec![half::f16::ZERO; n]);
+        let (mut f32s, mut f64s) = (vec![T::default(); n], vec![T::default(); n]);
+        conversions::launch(
+            &device,
+            1,
+            &mut a32[..],
+            &mut a64[..],
+            &mut a16[..],
+            &mut f32s[..],
+            &mut f64s[..],
+            &bytes[..],
+            &x[..],
+            &w[..],
+            n,
+        )
+        .unwrap();
+        for i in 0..n {
+            let b = bits(bytes[i]);
+            let want = f.decode(b);
+            assert!(
+                same(f64::from(a32[i]), want),
+                "{device:?} {f:?} {b:#x} as f32: {}",
+                a32[i]
+            );
+            assert!(
+                same(a64[i], want),
+                "{device:?} {f:?} {b:#x} as f64: {}",
+                a64[i]
+            );
+            assert!(
+                same(a16[i].to_f64(), want),
+                "{device:?} {f:?} {b:#x} as f16: {}",
+                a16[i]
+            );
+            let (g32, g64) = (bits(f32s[i]), bits(f64s[i]));
+            assert_eq!(
+                g32,
+                f.encode(f64::from(x[i])),
+                "{device:?} {f:?} from f32 {:e}",
+                x[i]
+            );
+            assert_eq!(g64, f.encode(w[i]), "{device:?} {f:?} from f64 {:e}", w[i]);
+        }
+    }
+}
+
+#[test]
+fn casts_match_the_reference_bit_for_bit_on_every_device() {
+    check_conversions::<F8E4M3>(E4M3, F8E4M3::to_bits, F8E4M3::from_bits);
+    check_conversions::<F8E5M2>(E5M2, F8E5M2::to_bits, F8E5M2::from_bits);
+}
+
+/// `a + b`, `a * b` and `-a` in the fp8 itself, a comparison, the f32 sum of a row, and
+/// the byte through a bitcast.
+#[kernel]
+fn arithmetic<T: Float>(
+    sum: Ptr<T>,
+    prod: Ptr<T>,
+    neg: Ptr<T>,
+    less: Ptr<bool>,
+    row_sum: Ptr<f32>,
+    bits: Ptr<u8>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    #[constexpr] N: usize,
+) {
+    let r = arange(0, N);
+    let (x, y) = (load(a + r), load(b + r));
+    store(sum + r, x + y);
+    store(prod + r, x * y);
+    store(neg + r, -x);
+    store(less + r, x < y);
+    store(row_sum, sum(x.to(DType::F32), 0));
+    store(bits + r, x.to_bitcast(DType::U8));
+}
+
+fn check_arithmetic<T: Float + Default + Copy>(f: Fp8Format, bits: fn(T) -> u8, of: fn(u8) -> T) {
+    let n = 256;
+    let a: Vec<T> = (0..n).map(|i| of(i as u8)).collect();
+    let b: Vec<T> = (0..n).map(|i| of((i * 37 + 11) as u8)).collect();
+    for device in all_devices() {
+        let (mut s, mut p, mut ng) = (
+            vec![T::default(); n],
+            vec![T::default(); n],
+            vec![T::default(); n],
+        );
+        let (mut lt, mut total, mut raw) = (vec![false; n], [0f32], vec![0u8; n]);
+        arithmetic::launch(
+            &device,
+            1,
+            &mut s[..],
+            &mut p[..],
+            &mut ng[..],
+            &mut lt[..],
+            &mut total[..],
+            &mut raw[..],
+            &a[..],
+            &b[..],
+            n,
+        )
+        .unwrap();
+        for i in 0..n {
+            let (x, y) = (f.decode(bits(a[i])), f.decode(bits(b[i])));
+            // Computed in f32, rounded to the fp8.
+            let in_f32 = |v: f64| f.encode(v as f32 as f64);
+            assert_eq!(bits(s[i]), in_f32(x + y), "{device:?} {f:?} {x} + {y}");
+            assert_eq!(bits(p[i]), in_f32(x * y), "{device:?} {f:?} {x} * {y}");
+            assert_eq!(bits(ng[i]), f.encode(-x), "{device:?} {f:?} -{x}");
+            assert_eq!(lt[i], x < y, "{device:?} {f:?} {x} < {y}");
+            // A NaN byte reads back as the canonical NaN.
+            assert_eq!(raw[i], f.encode(x), "{device:?} {f:?} bits of {x}");
+        }
+        assert!(total[0].is_nan(), "{device:?}: the row holds NaNs");
+    }
+}
+
+#[test]
+fn arithmetic_is_computed_in_f32_and_rounded_to_the_fp8() {
+    check_arithmetic::<F8E4M3>(E4M3, F8E4M3::to_bits, F8E4M3::from_bits);
+    check_arithmetic::<F8E5M2>(E5M2, F8E5M2::to_bits, F8E5M2::from_bits);
+}
+
+/// `a @ b` of fp8 tiles, accumulated in f32 (Triton's fp8 `dot`): one E4M3 pair, one
+/// E4M3 @ E5M2 pair (promoted to f16, exactly).
+#[kernel]
+fn fp8_dot(
+    same_type: Ptr<f32>,
+    mixed: Ptr<f32>,
+    a: Ptr<F8E4M3>,
+    b: Ptr<F8E4M3>,
+    e: Ptr<F8E5M2>,
+    #[constexpr] M: usize,
+    #[constexpr] K: usize,
+    #[constexpr] N: usize,
+) {
+    let (rm, rk, rn) = (arange(0, M), arange(0, K), arange(0, N));
+    let ta = load(a + rm[(.., None)] * K as i32 + rk[(None, ..)]);
+    let kn = rk[(.., None)] * N as i32 + rn[(None, ..)];
+    let out = rm[(.., None)] * N as i32 + rn[(None, ..)];
+    store(same_type + out, dot(ta, load(b + kn)));
+    store(mixed + out, dot(ta, load(e + kn)));
+}
+
+#[test]
+fn dot_of_fp8_tiles_accumulates_in_f32() {
+    let (m, k, n) = (16, 32, 16);
+    let val = |i: usize, p: usize, q: usize| ((i * p) % q) as f32 * 0.25 - 1.5;
+    let a: Vec<F8E4M3> = (0..m * k)
+        .map(|i| F8E4M3::from_f32(val(i, 7, 13)))
+        .collect();
+    let b: Vec<F8E4M3> = (0..k * n)
+        .map(|i| F8E4M3::from_f32(val(i, 3, 17)))
+        .collect();
+    let e: Vec<F8E5M2> = (0..k * n)
+        .map(|i| F8E5M2::from_f32(val(i, 5, 11) * 2.0))
+        .collect();
+    let product = |y: &dyn Fn(usize) -> f32| {
+        let mut c = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|p| a[i * k + p].to_f32() * y(p * n + j)).sum();
+            }
+        }
+        c
+    };
+    let (want_same, want_mixed) = (product(&|x| b[x].to_f32()), product(&|x| e[x].to_f32()));
+    for device in all_devices() {
+        let (mut c1, mut c2) = (vec![0f32; m * n], vec![0f32; m * n]);
+        fp8_dot::launch(
+            &device,
+            1,
+            &mut c1[..],
+            &mut c2[..],
+            &a[..],
+            &b[..],
+            &e[..],
+            m,
+            k,
+            n,
+        )
+        .unwrap();
+        assert_eq!(c1, want_same, "{device:?}");
+        assert_eq!(c2, want_mixed, "{device:?}");
+    }
+}
+
+/// The fp8 kernels compile to PTX for sm_80 and sm_90 (the emulator above runs the same
+/// lowering): bytes in memory, f32 in registers.
+#[test]
+fn fp8_kernels_compile_to_ptx() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::trace::Specialization;
+    let s = Specialization::default();
+    let kernels = [
+        conversions::trace::<F8E4M3>(&s, 256).unwrap(),
+        conversions::trace::<F8E5M2>(&s, 256).unwrap(),
+        arithmetic::trace::<F8E5M2>(&s, 256).unwrap(),
+        fp8_dot::trace(&s, 16, 32, 16).unwrap(),
+    ];
+    for sm in [80, 90] {
+        for f in &kernels {
+            let options = CudaCompileOptions {
+                sm,
+                ..Default::default()
+            };
+            let ptx = compile_ptx(f, "k", &options).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            assert!(
+                ptx.text.contains("ld.global") && ptx.text.contains(".u8"),
+                "{}",
+                f.name
+            );
+        }
+    }
+}
