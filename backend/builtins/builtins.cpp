@@ -11,12 +11,14 @@
 // Symbols (T: element str name, I: index str name; see docs/custom_ops.md):
 //   _mlir_ciface___builtin_gather_load_<T>_<I>      T in ELEM, I in {int32, int64}
 //   _mlir_ciface___builtin_index_select_<T>_<I>     T in ELEM
-//   _mlir_ciface___builtin_indirect_atomic_<T>_<I>  T in ELEM minus float16, bfloat16
+//   _mlir_ciface___builtin_indirect_atomic_<T>_<I>  T in ELEM minus the 16- and 8-bit floats
 //   _mlir_ciface___builtin_histogram_<I>
-// ELEM = int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64.
+// ELEM = int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64
+//        float8_e4m3fn float8_e5m2.
 //
 // Free of libc: no memcpy/memset, no libm, so the linked module needs no runtime.
-// float16/bfloat16 are moved as their 16-bit patterns (uint16_t); nothing computes on them.
+// float16/bfloat16 are moved as their 16-bit patterns (uint16_t), the fp8s as bytes;
+// nothing computes on them.
 #include "custom_op.h"
 
 namespace {
@@ -171,7 +173,7 @@ template <class I> inline void histogram(memref_t<I, 1> *values, memref_t<int32_
 // Explicit extern "C" instantiations
 // ---------------------------------------------------------------------------
 
-// X(str name, storage type) for every element type; float16/bfloat16 as bit patterns.
+// X(str name, storage type) for every element type; float16/bfloat16/fp8 as bit patterns.
 #define ATOMIC_ELEMS(X)                                                        \
   X(int8, int8_t)                                                              \
   X(int16, int16_t)                                                            \
@@ -186,7 +188,9 @@ template <class I> inline void histogram(memref_t<I, 1> *values, memref_t<int32_
 #define ALL_ELEMS(X)                                                           \
   ATOMIC_ELEMS(X)                                                              \
   X(float16, uint16_t)                                                         \
-  X(bfloat16, uint16_t)
+  X(bfloat16, uint16_t)                                                        \
+  X(float8_e4m3fn, uint8_t)                                                    \
+  X(float8_e5m2, uint8_t)
 
 #define GATHER_LOAD(TN, T, IN, I)                                              \
   extern "C" void _mlir_ciface___builtin_gather_load_##TN##_##IN(              \

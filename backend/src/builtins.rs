@@ -42,11 +42,24 @@ pub const PREFIX: &str = "__builtin_";
 
 /// Element types (dtype str names) of `__builtin_gather_load` and `__builtin_index_select`.
 pub const ELEM_TYPES: &[&str] = &[
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "bfloat16", "float32", "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "float8_e4m3fn",
+    "float8_e5m2",
 ];
 
-/// Element types of `__builtin_indirect_atomic`: [`ELEM_TYPES`] without float16/bfloat16.
+/// Element types of `__builtin_indirect_atomic`: [`ELEM_TYPES`] without the 16- and 8-bit
+/// floats.
 pub const ATOMIC_ELEM_TYPES: &[&str] = &[
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
 ];

@@ -29,9 +29,10 @@ pub enum Tol {
 /// (f32 `exp2` on CUDA is `ex2.approx`, 2 ulps; the others are within 1 ulp of exact;
 /// f16/bf16 round the f32 result, so they differ by at most one step).
 pub fn transcendental_ulps(d: DType) -> u32 {
-    match d {
-        DType::F16 | DType::BF16 => 1,
-        _ => 4,
+    if d.is_narrow_float() {
+        1
+    } else {
+        4
     }
 }
 
@@ -117,6 +118,9 @@ pub fn exact_int_limit(d: DType) -> f64 {
     match d {
         DType::F16 => 2048.0,
         DType::BF16 => 256.0,
+        // 2^(mantissa bits + 1).
+        DType::F8E4M3 => 16.0,
+        DType::F8E5M2 => 8.0,
         DType::F32 => 16_777_216.0,
         DType::F64 => 9_007_199_254_740_992.0,
         _ => 0.0,
@@ -125,10 +129,7 @@ pub fn exact_int_limit(d: DType) -> f64 {
 
 /// The dtype sums and dots of `d` accumulate in (f16/bf16 in f32).
 pub fn accumulator(d: DType) -> DType {
-    match d {
-        DType::F16 | DType::BF16 => DType::F32,
-        d => d,
-    }
+    d.accumulator()
 }
 
 /// What the comparison knows of each pointer parameter's memory.
@@ -741,10 +742,7 @@ fn int_range(d: DType) -> f64 {
 /// within `u` ulps each move the sum by at most `2u + 1` ulps of it. f16/bf16 sum in f32
 /// and round once: the orders' difference is far below one step of `d`.
 pub fn sum_ulps(d: DType, n: usize, input: u32) -> u32 {
-    let order = match d {
-        DType::F16 | DType::BF16 => 1,
-        _ => 2 * n as u32,
-    };
+    let order = if d.is_narrow_float() { 1 } else { 2 * n as u32 };
     2 * input + 1 + order
 }
 

@@ -56,15 +56,15 @@ impl std::fmt::Display for CType {
     }
 }
 
-/// Element types that share a C layout: a bool tile is bytes, and f16/bf16 tiles may be
-/// taken as their 16-bit patterns (C++ has no portable half type; the builtins do so).
+/// Element types that share a C layout: bool and fp8 tiles are bytes, and f16/bf16 tiles
+/// may be taken as their 16-bit patterns (C++ has no portable half or fp8 type; the
+/// builtins do so).
 fn same_elem(a: DType, b: DType) -> bool {
     let bits16 = |d: DType| matches!(d, DType::U16 | DType::I16);
+    let bytes = |d: DType| matches!(d, DType::Bool | DType::F8E4M3 | DType::F8E5M2);
     a == b
-        || matches!(
-            (a, b),
-            (DType::Bool, DType::U8 | DType::I8) | (DType::U8 | DType::I8, DType::Bool)
-        )
+        || (bytes(a) && matches!(b, DType::U8 | DType::I8))
+        || (bytes(b) && matches!(a, DType::U8 | DType::I8))
         || (matches!(a, DType::F16 | DType::BF16) && bits16(b))
         || (matches!(b, DType::F16 | DType::BF16) && bits16(a))
 }
