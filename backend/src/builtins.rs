@@ -311,7 +311,7 @@ mod tests {
     #[test]
     fn embedded_bitcode_defines_every_entry() {
         let entries = all_entries();
-        assert_eq!(entries.len(), 2 * (12 + 12 + 10) + 2);
+        assert_eq!(entries.len(), 2 * (14 + 14 + 10) + 2);
         for bc in [BUILTINS_BC, BUILTINS_NVPTX_BC] {
             for e in &entries {
                 assert!(has(bc, e), "{e} missing from the builtin bitcode");
