@@ -277,3 +277,218 @@ fn fp8_kernels_compile_to_ptx() {
         }
     }
 }
+
+/// f32 cast to each narrower float rounding toward zero (`fp_downcast_rounding = "rtz"`).
+#[kernel]
+fn toward_zero(
+    e4m3: Ptr<F8E4M3>,
+    e5m2: Ptr<F8E5M2>,
+    h: Ptr<half::f16>,
+    bh: Ptr<half::bf16>,
+    x: Ptr<f32>,
+    #[constexpr] N: usize,
+) {
+    let r = arange(0, N);
+    let v = load(x + r);
+    store(
+        e4m3 + r,
+        cast(v, DType::F8E4M3, fp_downcast_rounding = "rtz"),
+    );
+    store(
+        e5m2 + r,
+        cast(v, DType::F8E5M2, fp_downcast_rounding = "rtz"),
+    );
+    store(h + r, cast(v, DType::F16, fp_downcast_rounding = "rtz"));
+    store(bh + r, cast(v, DType::BF16, fp_downcast_rounding = "rtz"));
+}
+
+/// Rounds to nearest, then one step toward zero where that went away from zero.
+fn rtz_bits(x: f64, nearest: u16, value: impl Fn(u16) -> f64) -> u16 {
+    if value(nearest).abs() > x.abs() {
+        nearest - 1
+    } else {
+        nearest
+    }
+}
+
+#[test]
+fn casts_round_toward_zero_when_asked() {
+    let mut x: Vec<f32> = probes(E4M3)
+        .into_iter()
+        .chain(probes(E5M2))
+        .map(|v| v as f32)
+        .collect();
+    x.extend([
+        1.0 + 2f32.powi(-12),
+        -(1.0 + 3.0 * 2f32.powi(-12)),
+        70000.0,
+        1e-6,
+        -3.3e38,
+    ]);
+    let n = 1024;
+    x.resize(n, 0.3);
+    for device in all_devices() {
+        let (mut a, mut b) = (vec![F8E4M3(0); n], vec![F8E5M2(0); n]);
+        let (mut h, mut bh) = (vec![half::f16::ZERO; n], vec![half::bf16::ZERO; n]);
+        toward_zero::launch(
+            &device,
+            1,
+            &mut a[..],
+            &mut b[..],
+            &mut h[..],
+            &mut bh[..],
+            &x[..],
+            n,
+        )
+        .unwrap();
+        for i in 0..n {
+            let v = f64::from(x[i]);
+            if v.is_nan() {
+                assert!(a[i].to_f64().is_nan() && h[i].is_nan(), "{device:?}");
+                continue;
+            }
+            let fp8 =
+                |f: Fp8Format| rtz_bits(v, u16::from(f.encode(v)), |b| f.decode(b as u8)) as u8;
+            assert_eq!(a[i].0, fp8(E4M3), "{device:?} e4m3 rtz of {v:e}");
+            assert_eq!(b[i].0, fp8(E5M2), "{device:?} e5m2 rtz of {v:e}");
+            let want_h = rtz_bits(v, half::f16::from_f32(x[i]).to_bits(), |b| {
+                half::f16::from_bits(b).to_f64()
+            });
+            assert_eq!(h[i].to_bits(), want_h, "{device:?} f16 rtz of {v:e}");
+            let want_b = rtz_bits(v, half::bf16::from_f32(x[i]).to_bits(), |b| {
+                half::bf16::from_bits(b).to_f64()
+            });
+            assert_eq!(bh[i].to_bits(), want_b, "{device:?} bf16 rtz of {v:e}");
+        }
+    }
+}
+
+/// `dot_scaled` of an E4M3 lhs and a packed e2m1 (fp4) rhs with e8m0 scales, and of an
+/// unscaled E4M3 lhs and bf16 rhs onto an accumulator.
+#[kernel]
+fn scaled_dots(
+    fp4_out: Ptr<f32>,
+    bf16_out: Ptr<f32>,
+    a: Ptr<F8E4M3>,
+    a_scale: Ptr<u8>,
+    b: Ptr<u8>,
+    b_scale: Ptr<u8>,
+    c: Ptr<half::bf16>,
+    #[constexpr] M: usize,
+    #[constexpr] K: usize,
+    #[constexpr] N: usize,
+) {
+    let (rm, rk, rn) = (arange(0, M), arange(0, K), arange(0, N));
+    let (half_k, rs) = (arange(0, K / 2), arange(0, K / 32));
+    let ta = load(a + rm[(.., None)] * K as i32 + rk[(None, ..)]);
+    let sa = load(a_scale + rm[(.., None)] * (K / 32) as i32 + rs[(None, ..)]);
+    let tb = load(b + half_k[(.., None)] * N as i32 + rn[(None, ..)]);
+    let sb = load(b_scale + rn[(.., None)] * (K / 32) as i32 + rs[(None, ..)]);
+    let out = rm[(.., None)] * N as i32 + rn[(None, ..)];
+    store(fp4_out + out, dot_scaled(ta, sa, "e4m3", tb, sb, "e2m1"));
+    let tc = load(c + rk[(.., None)] * N as i32 + rn[(None, ..)]);
+    let acc = full([M, N], 1.0, DType::F32);
+    store(
+        bf16_out + out,
+        dot_scaled(ta, None, "e4m3", tc, None, "bf16", acc = acc),
+    );
+}
+
+/// The value of an e2m1 nibble.
+fn fp4(v: u8) -> f32 {
+    let mag = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0][usize::from(v & 7)];
+    if v & 8 != 0 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+#[test]
+fn dot_scaled_decodes_scales_and_multiplies() {
+    let (m, k, n) = (16, 64, 16);
+    let a: Vec<F8E4M3> = (0..m * k)
+        .map(|i| F8E4M3::from_f32(((i * 7) % 23) as f32 * 0.25 - 2.5))
+        .collect();
+    let a_scale: Vec<u8> = (0..m * k / 32).map(|i| 124 + (i % 6) as u8).collect();
+    let b: Vec<u8> = (0..k / 2 * n).map(|i| ((i * 29 + 3) % 256) as u8).collect();
+    let b_scale: Vec<u8> = (0..n * k / 32).map(|i| 125 + (i % 4) as u8).collect();
+    let c: Vec<half::bf16> = (0..k * n)
+        .map(|i| half::bf16::from_f32(((i * 5) % 9) as f32 - 4.0))
+        .collect();
+    let scale = |s: u8| 2f32.powi(i32::from(s) - 127);
+    // b's element (kk, j): nibble kk % 2 of byte (kk / 2, j), the low one first.
+    let b_at = |kk: usize, j: usize| {
+        let byte = b[(kk / 2) * n + j];
+        fp4(if kk.is_multiple_of(2) { byte & 15 } else { byte >> 4 })
+    };
+    let (mut want4, mut want16) = (vec![0f32; m * n], vec![1f32; m * n]);
+    for i in 0..m {
+        for j in 0..n {
+            for kk in 0..k {
+                let x = a[i * k + kk].to_f32();
+                let sa = scale(a_scale[i * (k / 32) + kk / 32]);
+                let sb = scale(b_scale[j * (k / 32) + kk / 32]);
+                want4[i * n + j] += x * sa * b_at(kk, j) * sb;
+                want16[i * n + j] += x * c[kk * n + j].to_f32();
+            }
+        }
+    }
+    for device in all_devices() {
+        let (mut o4, mut o16) = (vec![0f32; m * n], vec![0f32; m * n]);
+        scaled_dots::launch(
+            &device,
+            1,
+            &mut o4[..],
+            &mut o16[..],
+            &a[..],
+            &a_scale[..],
+            &b[..],
+            &b_scale[..],
+            &c[..],
+            m,
+            k,
+            n,
+        )
+        .unwrap();
+        // Exact products; sums of up to 64 of them may round in another order.
+        for (got, want) in o4.iter().zip(&want4).chain(o16.iter().zip(&want16)) {
+            assert!(
+                (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "{device:?}: {got} vs {want}"
+            );
+        }
+    }
+}
+
+/// `dot_scaled` with a wrong format, wrong scales or a wrong operand dtype.
+#[kernel]
+fn bad_scaled(o: Ptr<f32>, a: Ptr<F8E4M3>, s: Ptr<u8>, #[constexpr] CASE: usize) {
+    let (r, rs) = (arange(0, 32), arange(0, 2));
+    let ta = load(a + r[(.., None)] * 32 + r[(None, ..)]);
+    let sa = load(s + r[(.., None)] * 2 + rs[(None, ..)]);
+    let out = o + r[(.., None)] * 32 + r[(None, ..)];
+    if CASE == 0 {
+        store(out, dot_scaled(ta, None, "e3m4", ta, None, "e4m3"));
+    } else if CASE == 1 {
+        store(out, dot_scaled(ta, sa, "e4m3", ta, None, "e4m3"));
+    } else {
+        store(out, dot_scaled(ta, None, "e2m1", ta, None, "e4m3"));
+    }
+}
+
+#[test]
+fn dot_scaled_mistakes_are_errors_naming_them() {
+    let a = vec![F8E4M3(0x38); 32 * 32];
+    let s = [127u8; 64];
+    for (case, want) in [
+        (0, "unknown format \"e3m4\""),
+        (1, "lhs scales must be [32, 1]"),
+        (2, "an e2m1 operand is bytes (u8), got fp8e4nv"),
+    ] {
+        let mut o = vec![0f32; 32 * 32];
+        let e =
+            bad_scaled::launch(&Device::cpu(), 1, &mut o[..], &a[..], &s[..], case).unwrap_err();
+        assert!(e.to_string().contains(want), "case {case}: {e}");
+    }
+}

@@ -105,6 +105,9 @@ fn cmp_pred(op: &BinOp) -> Option<&'static str> {
     })
 }
 
+/// Builtin parameters where a `None` argument means the parameter is absent.
+const NONE_MEANS_ABSENT: &[&str] = &["acc", "lhs_scale", "rhs_scale", "mask", "other"];
+
 fn is_none(e: &Expr) -> bool {
     matches!(e, Expr::Path(p) if p.qself.is_none() && p.path.is_ident("None"))
 }
@@ -392,6 +395,10 @@ impl Rewriter {
                 Some(Expr::Closure(mut c)) if *param == "combine_fn" => {
                     self.visit_expr_mut(&mut c.body);
                     c.into_token_stream()
+                }
+                // Python's `None` for an optional operand: absent, as Triton reads it.
+                Some(e) if is_none(&e) && NONE_MEANS_ABSENT.contains(param) => {
+                    quote_spanned!(sp=> ::tritium::dsl::trace::lang::NoArg)
                 }
                 Some(mut e) => {
                     self.visit_expr_mut(&mut e);

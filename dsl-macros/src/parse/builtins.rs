@@ -62,7 +62,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     cat(a, b, can_reorder) ? 2;
     swizzle2d(i, j, size_i, size_j, size_g);
     where_(cond, a, b);
-    cast(x, dtype);
+    cast => cast_with(x, dtype, fp_downcast_rounding, bitcast) ? 2;
     bitcast(x, dtype);
     pointer_type(dtype);
     exp(x);
@@ -96,6 +96,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     reduce(input, axis, combine_fn, keep_dims) ? 3;
     associative_scan(input, axis, combine_fn, reverse) ? 3;
     dot => dot_with(a, b, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype) ? 2;
+    dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc, fast_math, lhs_k_pack, rhs_k_pack, out_dtype) ? 6;
     load => load_with(ptr, mask, other, boundary_check, padding_option, cache_modifier, eviction_policy, volatile) ? 1;
     store => store_with(ptr, value, mask, boundary_check, cache_modifier, eviction_policy) ? 2;
     make_block_ptr(base, shape, strides, offsets, block_shape, order);

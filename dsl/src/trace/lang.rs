@@ -21,6 +21,7 @@ pub use super::random::{
     pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn, randn4x,
     uint_to_uniform_float, umulhi, Rounds, N_ROUNDS_DEFAULT,
 };
+pub use super::scaled::dot_scaled;
 pub use super::shape::{
     broadcast, cat, flip, full_like, interleave, join, ravel, split, swizzle2d, view, zeros_like,
 };
@@ -439,6 +440,67 @@ pub fn cast(x: impl IntoOperand, dtype: impl Into<CastTarget>) -> Tile {
     })
 }
 
+/// Triton's `cast(x, dtype, fp_downcast_rounding, bitcast)` (what `#[kernel]` calls):
+/// `fp_downcast_rounding = "rtz"` rounds a float cast to a narrower float toward zero
+/// (`"rtne"`, to nearest even, is the default); `bitcast = true` is [`bitcast`].
+#[track_caller]
+pub fn cast_with(
+    x: impl IntoOperand,
+    dtype: impl Into<CastTarget>,
+    fp_downcast_rounding: impl OptMessage,
+    bitcast_bits: impl OptFlag,
+) -> Tile {
+    let to = dtype.into();
+    let rounding = fp_downcast_rounding.message();
+    let x = x.into_operand();
+    if bitcast_bits.flag() {
+        return match to {
+            CastTarget::Number(d) => bitcast(x, d),
+            CastTarget::Pointer(_) => fail_with(
+                cast(x, DType::I64),
+                "cannot bitcast to a pointer type".into(),
+            ),
+        };
+    }
+    match (rounding.as_str(), to) {
+        ("" | "rtne", _) => cast(x, to),
+        ("rtz", CastTarget::Number(d)) => {
+            let t = match x {
+                Operand::Tile(t) => t,
+                other => cast(other, DType::F32),
+            };
+            if !t.dtype().is_float() || !d.is_float() || d.bits() >= t.dtype().bits() {
+                let msg = format!(
+                    "fp_downcast_rounding applies to a float cast to a narrower float, not {} to {d}",
+                    t.dtype()
+                );
+                return fail_with(t, msg);
+            }
+            toward_zero(t, d)
+        }
+        (other, _) => fail_with(
+            cast(x, DType::F32),
+            format!("fp_downcast_rounding must be \"rtne\" or \"rtz\", got {other:?}"),
+        ),
+    }
+}
+
+/// `x` cast to the narrower float `d` rounding toward zero: the nearest value, stepped one
+/// ulp toward zero where it rounded away (overflow gives the largest finite value).
+#[track_caller]
+fn toward_zero(x: Tile, d: DType) -> Tile {
+    let r = cast(x, d);
+    let back = cast(r, x.dtype());
+    let away = compare(abs(back), CmpPred::Gt, abs(x));
+    let bits = match d.bits() {
+        8 => DType::U8,
+        16 => DType::U16,
+        _ => DType::U32,
+    };
+    let stepped = bitcast(bitcast(r, bits) - 1, d);
+    where_(away, stepped, r)
+}
+
 /// Triton's `tl.pointer_type(dtype)`: the type of a pointer to `dtype` elements, for
 /// [`cast`] and [`Tile::to`].
 pub fn pointer_type(dtype: DType) -> PointerType {
@@ -830,14 +892,22 @@ impl<T: ConstInt> OptAxis for T {
 pub trait OptFlag {
     /// The flag's value.
     fn flag(self) -> bool;
+    /// The flag's value, `default` when absent.
+    fn flag_or(self, default: bool) -> bool;
 }
 impl OptFlag for NoArg {
     fn flag(self) -> bool {
         false
     }
+    fn flag_or(self, default: bool) -> bool {
+        default
+    }
 }
 impl OptFlag for bool {
     fn flag(self) -> bool {
+        self
+    }
+    fn flag_or(self, _default: bool) -> bool {
         self
     }
 }

@@ -13,6 +13,7 @@ mod math;
 mod panic;
 mod params;
 mod random;
+mod scaled;
 mod shape;
 mod sort;
 mod tile;
