@@ -23,6 +23,6 @@ pub mod prelude {
     pub use tritium_dsl::custom::{CustomArgs, CustomImpl};
     pub use tritium_dsl::ir::{Bitcode, CoreType, Mode, Pipe};
     pub use tritium_dsl::trace::lang::{cdiv, next_power_of_2};
-    pub use tritium_dsl::trace::{Element, Float, Int, Ptr, Tile, F8E4M3, F8E5M2};
+    pub use tritium_dsl::trace::{Element, Float, Int, Ptr, Tile, F8E4B15, F8E4M3, F8E5M2};
     pub use tritium_dsl::DType;
 }

@@ -119,7 +119,7 @@ pub trait CloseElement: Copy + std::fmt::Debug {
     /// Default `(rtol, atol)`: PyTorch's `assert_close` defaults, which Triton's tests use
     /// (f16 1e-3/1e-5, bf16 1.6e-2/1e-5, f32 1.3e-6/1e-5, f64 1e-7/1e-7, integers exact);
     /// PyTorch has none for fp8, which get one step of their format (E4M3 0.125 and its
-    /// smallest subnormal 2^-9, E5M2 0.25 and 2^-16).
+    /// smallest subnormal 2^-9, E5M2 0.25 and 2^-16, E4B15 0.125 and 2^-17).
     fn tolerances() -> (f64, f64);
 }
 
@@ -152,6 +152,7 @@ close_element! {
     bool => (0.0, 0.0), |x: bool| x as u8 as f64;
     crate::dsl::trace::F8E4M3 => (0.125, 1.0 / 512.0), |x: crate::dsl::trace::F8E4M3| x.to_f64();
     crate::dsl::trace::F8E5M2 => (0.25, 1.0 / 65536.0), |x: crate::dsl::trace::F8E5M2| x.to_f64();
+    crate::dsl::trace::F8E4B15 => (0.125, 1.0 / 131072.0), |x: crate::dsl::trace::F8E4B15| x.to_f64();
 }
 
 /// Tolerances for [`check_close`]; `None` takes the dtype's default.

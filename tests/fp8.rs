@@ -1,9 +1,9 @@
-//! The 8-bit floats `float8e4nv` (E4M3FN) and `float8e5` (E5M2): storage, casts from and
+//! The 8-bit floats `float8e4nv` (E4M3FN), `float8e5` (E5M2) and `float8e4b15`: storage, casts from and
 //! to every float width, arithmetic (computed in f32, rounded to the fp8 after every op),
 //! bitcasts and `dot`, on every device against `tritium::dsl::ir::fp8`'s reference.
 
 use crate::common::all_devices;
-use tritium::dsl::ir::fp8::{Fp8Format, E4M3, E5M2};
+use tritium::dsl::ir::fp8::{Fp8Format, E4B15, E4M3, E5M2};
 use tritium::prelude::*;
 
 /// Every byte decoded to f32, f64 and f16; and `x` (f32) and `w` (f64) encoded.
@@ -113,6 +113,7 @@ fn check_conversions<T: Float + Default + Copy>(f: Fp8Format, bits: fn(T) -> u8,
 fn casts_match_the_reference_bit_for_bit_on_every_device() {
     check_conversions::<F8E4M3>(E4M3, F8E4M3::to_bits, F8E4M3::from_bits);
     check_conversions::<F8E5M2>(E5M2, F8E5M2::to_bits, F8E5M2::from_bits);
+    check_conversions::<F8E4B15>(E4B15, F8E4B15::to_bits, F8E4B15::from_bits);
 }
 
 /// `a + b`, `a * b` and `-a` in the fp8 itself, a comparison, the f32 sum of a row, and
@@ -183,6 +184,7 @@ fn check_arithmetic<T: Float + Default + Copy>(f: Fp8Format, bits: fn(T) -> u8, 
 fn arithmetic_is_computed_in_f32_and_rounded_to_the_fp8() {
     check_arithmetic::<F8E4M3>(E4M3, F8E4M3::to_bits, F8E4M3::from_bits);
     check_arithmetic::<F8E5M2>(E5M2, F8E5M2::to_bits, F8E5M2::from_bits);
+    check_arithmetic::<F8E4B15>(E4B15, F8E4B15::to_bits, F8E4B15::from_bits);
 }
 
 /// `a @ b` of fp8 tiles, accumulated in f32 (Triton's fp8 `dot`): one E4M3 pair, one
@@ -260,6 +262,7 @@ fn fp8_kernels_compile_to_ptx() {
         conversions::trace::<F8E4M3>(&s, 256).unwrap(),
         conversions::trace::<F8E5M2>(&s, 256).unwrap(),
         arithmetic::trace::<F8E5M2>(&s, 256).unwrap(),
+        conversions::trace::<F8E4B15>(&s, 256).unwrap(),
         fp8_dot::trace(&s, 16, 32, 16).unwrap(),
     ];
     for sm in [80, 90] {
@@ -420,7 +423,11 @@ fn dot_scaled_decodes_scales_and_multiplies() {
     // b's element (kk, j): nibble kk % 2 of byte (kk / 2, j), the low one first.
     let b_at = |kk: usize, j: usize| {
         let byte = b[(kk / 2) * n + j];
-        fp4(if kk.is_multiple_of(2) { byte & 15 } else { byte >> 4 })
+        fp4(if kk.is_multiple_of(2) {
+            byte & 15
+        } else {
+            byte >> 4
+        })
     };
     let (mut want4, mut want16) = (vec![0f32; m * n], vec![1f32; m * n]);
     for i in 0..m {

@@ -14,7 +14,7 @@
 //   _mlir_ciface___builtin_indirect_atomic_<T>_<I>  T in ELEM minus the 16- and 8-bit floats
 //   _mlir_ciface___builtin_histogram_<I>
 // ELEM = int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32 float64
-//        float8_e4m3fn float8_e5m2.
+//        float8_e4m3fn float8_e5m2 float8_e4b15.
 //
 // Free of libc: no memcpy/memset, no libm, so the linked module needs no runtime.
 // float16/bfloat16 are moved as their 16-bit patterns (uint16_t), the fp8s as bytes;
@@ -190,7 +190,8 @@ template <class I> inline void histogram(memref_t<I, 1> *values, memref_t<int32_
   X(float16, uint16_t)                                                         \
   X(bfloat16, uint16_t)                                                        \
   X(float8_e4m3fn, uint8_t)                                                    \
-  X(float8_e5m2, uint8_t)
+  X(float8_e5m2, uint8_t)                                                      \
+  X(float8_e4b15, uint8_t)
 
 #define GATHER_LOAD(TN, T, IN, I)                                              \
   extern "C" void _mlir_ciface___builtin_gather_load_##TN##_##IN(              \

@@ -56,6 +56,7 @@ pub const ELEM_TYPES: &[&str] = &[
     "float64",
     "float8_e4m3fn",
     "float8_e5m2",
+    "float8_e4b15",
 ];
 
 /// Element types of `__builtin_indirect_atomic`: [`ELEM_TYPES`] without the 16- and 8-bit
@@ -311,7 +312,7 @@ mod tests {
     #[test]
     fn embedded_bitcode_defines_every_entry() {
         let entries = all_entries();
-        assert_eq!(entries.len(), 2 * (14 + 14 + 10) + 2);
+        assert_eq!(entries.len(), 2 * (15 + 15 + 10) + 2);
         for bc in [BUILTINS_BC, BUILTINS_NVPTX_BC] {
             for e in &entries {
                 assert!(has(bc, e), "{e} missing from the builtin bitcode");

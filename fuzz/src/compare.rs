@@ -69,7 +69,7 @@ fn decode(d: DType, b: &[u8]) -> Option<f64> {
         DType::BF16 => bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f64(),
         DType::F32 => f32::from_le_bytes(b.try_into().ok()?) as f64,
         DType::F64 => f64::from_le_bytes(b.try_into().ok()?),
-        DType::F8E4M3 | DType::F8E5M2 => d.fp8_format()?.decode(*b.first()?),
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => d.fp8_format()?.decode(*b.first()?),
         _ => return None,
     })
 }
@@ -101,7 +101,7 @@ fn ulp(d: DType, x: f64) -> f64 {
         DType::F16 => (10, -14),
         DType::BF16 => (7, -126),
         DType::F32 => (23, -126),
-        DType::F8E4M3 | DType::F8E5M2 => {
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
             let f = d.fp8_format().expect("fp8");
             (f.man_bits as i32, 1 - f.bias)
         }
@@ -134,7 +134,9 @@ fn close(d: DType, tol: Tol, x: Option<f64>, y: Option<f64>) -> bool {
                 DType::F16 => 65504.0,
                 DType::BF16 => 3.3895313892515355e38,
                 DType::F32 => f32::MAX as f64,
-                DType::F8E4M3 | DType::F8E5M2 => d.fp8_format().expect("fp8").max(),
+                DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
+                    d.fp8_format().expect("fp8").max()
+                }
                 _ => f64::MAX,
             };
             // Near the largest finite value one device may round to infinity.

@@ -49,6 +49,7 @@ impl MindSporeDType for DType {
             DType::F64 => c"float64",
             DType::F8E4M3 => c"float8_e4m3fn",
             DType::F8E5M2 => c"float8_e5m2",
+            DType::F8E4B15 => c"float8_e4b15",
         }
     }
 
@@ -69,6 +70,7 @@ impl MindSporeDType for DType {
             "float64" => DType::F64,
             "float8_e4m3fn" => DType::F8E4M3,
             "float8_e5m2" => DType::F8E5M2,
+            "float8_e4b15" => DType::F8E4B15,
             _ => return None,
         })
     }
@@ -89,7 +91,7 @@ impl MindSporeDType for DType {
             DType::F64 => 44,
             DType::BF16 => 45,
             // MindSpore's ids of its fp8 types are not part of the AOT ABI we follow.
-            DType::F8E4M3 | DType::F8E5M2 => return None,
+            DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => return None,
         })
     }
 
@@ -156,7 +158,7 @@ macro_rules! fp8_element {
         }
     )*};
 }
-fp8_element!(F8E4M3, F8E5M2);
+fp8_element!(F8E4M3, F8E5M2, F8E4B15);
 
 impl sealed::Sealed for bool {}
 impl Element for bool {

@@ -74,6 +74,10 @@ macro_rules! with_dtype {
                 type $T = tritium_dsl::trace::F8E5M2;
                 $body
             }
+            D::F8E4B15 => {
+                type $T = tritium_dsl::trace::F8E4B15;
+                $body
+            }
         }
     }};
 }

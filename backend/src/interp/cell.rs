@@ -7,7 +7,7 @@ use crate::float_order::MaxNumber;
 use half::{bf16, f16};
 use ndarray::{ArrayD, Zip};
 use tritium_dsl::ir::{AtomicOp, DType};
-use tritium_dsl::trace::{F8E4M3, F8E5M2};
+use tritium_dsl::trace::{F8E4B15, F8E4M3, F8E5M2};
 
 /// Runs `$go!(T)` with `T` the memory cell type of dtype `$d`.
 macro_rules! with_cell {
@@ -28,6 +28,7 @@ macro_rules! with_cell {
             ::tritium_dsl::ir::DType::F64 => $go!(f64),
             ::tritium_dsl::ir::DType::F8E4M3 => $go!(::tritium_dsl::trace::F8E4M3),
             ::tritium_dsl::ir::DType::F8E5M2 => $go!(::tritium_dsl::trace::F8E5M2),
+            ::tritium_dsl::ir::DType::F8E4B15 => $go!(::tritium_dsl::trace::F8E4B15),
         }
     };
 }
@@ -179,6 +180,7 @@ cell! {
     ByteBool => bool, |x| x.0 != 0, |w| ByteBool(w as u8);
     F8E4M3 => f64, |x| x.to_f64(), |w| F8E4M3::from_f64(w);
     F8E5M2 => f64, |x| x.to_f64(), |w| F8E5M2::from_f64(w);
+    F8E4B15 => f64, |x| x.to_f64(), |w| F8E4B15::from_f64(w);
 }
 
 /// A bool in memory: one byte, 0 or 1 (any non-zero byte reads as true).

@@ -17,7 +17,7 @@ pub(crate) fn round_arith(d: DType, a: &mut ArrayD<f64>) {
         DType::F32 => a.mapv_inplace(|x| x as f32 as f64),
         DType::F16 => a.mapv_inplace(|x| f16::from_f32(x as f32).to_f64()),
         DType::BF16 => a.mapv_inplace(|x| bf16::from_f32(x as f32).to_f64()),
-        DType::F8E4M3 | DType::F8E5M2 => {
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
             let f = d.fp8_format().expect("fp8");
             a.mapv_inplace(|x| f.round(x as f32 as f64));
         }
@@ -30,7 +30,9 @@ pub(crate) fn round_from_f32(d: DType, x: f32) -> f64 {
     match d {
         DType::F16 => f16::from_f32(x).to_f64(),
         DType::BF16 => bf16::from_f32(x).to_f64(),
-        DType::F8E4M3 | DType::F8E5M2 => d.fp8_format().expect("fp8").round(x as f64),
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
+            d.fp8_format().expect("fp8").round(x as f64)
+        }
         _ => x as f64,
     }
 }
@@ -44,7 +46,7 @@ pub(crate) fn cast_f64(d: DType, x: f64) -> f64 {
         DType::F32 => x as f32 as f64,
         DType::F16 => f16::from_f32(f64_to_f32_odd(x)).to_f64(),
         DType::BF16 => bf16::from_f32(f64_to_f32_odd(x)).to_f64(),
-        DType::F8E4M3 | DType::F8E5M2 => d.fp8_format().expect("fp8").round(x),
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => d.fp8_format().expect("fp8").round(x),
         _ => x,
     }
 }
@@ -56,7 +58,9 @@ pub(crate) fn cast_int(d: DType, v: i128) -> f64 {
         DType::F32 => v as f32 as f64,
         DType::F16 => f16::from_f32(int_to_f32_odd(v)).to_f64(),
         DType::BF16 => bf16::from_f32(int_to_f32_odd(v)).to_f64(),
-        DType::F8E4M3 | DType::F8E5M2 => d.fp8_format().expect("fp8").round(v as f64),
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
+            d.fp8_format().expect("fp8").round(v as f64)
+        }
         _ => v as f64,
     }
 }

@@ -90,7 +90,7 @@ pub(crate) fn format_value(d: DType, bits: u64, hex: bool) -> String {
         DType::BF16 => format!("{:?}", half::bf16::from_bits(bits as u16).to_f32()),
         DType::F32 => format!("{:?}", f32::from_bits(bits as u32)),
         DType::F64 => format!("{:?}", f64::from_bits(bits)),
-        DType::F8E4M3 | DType::F8E5M2 => {
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
             let f = d.fp8_format().expect("fp8");
             format!("{:?}", f.decode(bits as u8) as f32)
         }

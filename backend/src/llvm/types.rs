@@ -18,9 +18,12 @@ impl<'ctx> Emit<'_, 'ctx> {
             DType::I16 | DType::U16 => c.i16_type().into(),
             DType::I32 | DType::U32 => c.i32_type().into(),
             DType::I64 | DType::U64 => c.i64_type().into(),
-            DType::F16 | DType::BF16 | DType::F32 | DType::F8E4M3 | DType::F8E5M2 => {
-                c.f32_type().into()
-            }
+            DType::F16
+            | DType::BF16
+            | DType::F32
+            | DType::F8E4M3
+            | DType::F8E5M2
+            | DType::F8E4B15 => c.f32_type().into(),
             DType::F64 => c.f64_type().into(),
         }
     }
@@ -29,7 +32,7 @@ impl<'ctx> Emit<'_, 'ctx> {
     pub(crate) fn storage_ty(&self, d: DType) -> BasicTypeEnum<'ctx> {
         let c = self.ctx;
         match d {
-            DType::Bool | DType::F8E4M3 | DType::F8E5M2 => c.i8_type().into(),
+            DType::Bool | DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => c.i8_type().into(),
             DType::F16 | DType::BF16 => c.i16_type().into(),
             d => self.compute_ty(d),
         }

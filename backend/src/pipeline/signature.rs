@@ -61,7 +61,12 @@ impl std::fmt::Display for CType {
 /// builtins do so).
 fn same_elem(a: DType, b: DType) -> bool {
     let bits16 = |d: DType| matches!(d, DType::U16 | DType::I16);
-    let bytes = |d: DType| matches!(d, DType::Bool | DType::F8E4M3 | DType::F8E5M2);
+    let bytes = |d: DType| {
+        matches!(
+            d,
+            DType::Bool | DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15
+        )
+    };
     a == b
         || (bytes(a) && matches!(b, DType::U8 | DType::I8))
         || (bytes(b) && matches!(a, DType::U8 | DType::I8))

@@ -36,11 +36,14 @@ pub enum DType {
     F8E4M3,
     /// 8-bit float E5M2 (Triton's `float8e5`): largest 57344, IEEE infinities.
     F8E5M2,
+    /// 8-bit float E4M3 with bias 15 (Triton's software format `float8e4b15`): largest
+    /// 1.75, no infinities.
+    F8E4B15,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 15] = [
+    pub const ALL: [DType; 16] = [
         DType::Bool,
         DType::I8,
         DType::I16,
@@ -56,6 +59,7 @@ impl DType {
         DType::F64,
         DType::F8E4M3,
         DType::F8E5M2,
+        DType::F8E4B15,
     ];
 
     /// The short name used in IR text: `i32`, `f16`, `bool`.
@@ -76,6 +80,7 @@ impl DType {
             DType::F64 => "f64",
             DType::F8E4M3 => "fp8e4nv",
             DType::F8E5M2 => "fp8e5",
+            DType::F8E4B15 => "fp8e4b15",
         }
     }
 
@@ -97,6 +102,7 @@ impl DType {
             DType::F64 => "float64",
             DType::F8E4M3 => "float8_e4m3fn",
             DType::F8E5M2 => "float8_e5m2",
+            DType::F8E4B15 => "float8_e4b15",
         }
     }
 
@@ -118,6 +124,7 @@ impl DType {
             DType::F64 => "double",
             DType::F8E4M3 => "fp8_e4m3",
             DType::F8E5M2 => "fp8_e5m2",
+            DType::F8E4B15 => "fp8_e4b15",
         }
     }
 
@@ -131,7 +138,12 @@ impl DType {
     /// Size of one element in memory, in bytes.
     pub fn size_bytes(self) -> usize {
         match self {
-            DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 1,
+            DType::Bool
+            | DType::I8
+            | DType::U8
+            | DType::F8E4M3
+            | DType::F8E5M2
+            | DType::F8E4B15 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
             DType::I64 | DType::U64 | DType::F64 => 8,
@@ -150,7 +162,7 @@ impl DType {
     /// and the fp8s (rounded once per result), itself otherwise.
     pub fn accumulator(self) -> DType {
         match self {
-            DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2 => DType::F32,
+            DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => DType::F32,
             d => d,
         }
     }
@@ -159,7 +171,13 @@ impl DType {
     pub fn is_float(self) -> bool {
         matches!(
             self,
-            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2
+            DType::F16
+                | DType::BF16
+                | DType::F32
+                | DType::F64
+                | DType::F8E4M3
+                | DType::F8E5M2
+                | DType::F8E4B15
         )
     }
 
@@ -168,6 +186,7 @@ impl DType {
         match self {
             DType::F8E4M3 => Some(super::fp8::E4M3),
             DType::F8E5M2 => Some(super::fp8::E5M2),
+            DType::F8E4B15 => Some(super::fp8::E4B15),
             _ => None,
         }
     }

@@ -40,6 +40,15 @@ pub const E5M2: Fp8Format = Fp8Format {
     ieee: true,
 };
 
+/// E4M3 with bias 15 (Triton's `float8e4b15`, cheap to convert from f16 in software): no
+/// infinities, NaN `S.1111.111`, largest value 1.75.
+pub const E4B15: Fp8Format = Fp8Format {
+    exp_bits: 4,
+    man_bits: 3,
+    bias: 15,
+    ieee: false,
+};
+
 impl Fp8Format {
     /// The largest finite value's bits (without sign).
     pub fn max_bits(self) -> u8 {
@@ -165,6 +174,9 @@ mod tests {
             (E5M2, 0x01, 2f64.powi(-16)),
             (E5M2, 0x7c, f64::INFINITY),
             (E5M2, 0xfc, f64::NEG_INFINITY),
+            (E4B15, 0x78, 1.0),
+            (E4B15, 0x7e, 1.75),
+            (E4B15, 0x01, 2f64.powi(-17)),
         ];
         for &(f, bits, v) in table {
             assert_eq!(f.decode(bits), v, "{f:?} {bits:#x}");
@@ -198,7 +210,7 @@ mod tests {
     /// every value between two neighbours rounds to the nearer (ties to the even one).
     #[test]
     fn round_trips_and_midpoints() {
-        for f in [E4M3, E5M2] {
+        for f in [E4M3, E5M2, E4B15] {
             for bits in 0..=255u8 {
                 let v = f.decode(bits);
                 let back = f.encode(v);

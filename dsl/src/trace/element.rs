@@ -37,6 +37,7 @@ element! {
     f64 => F64, Float;
     F8E4M3 => F8E4M3, Float;
     F8E5M2 => F8E5M2, Float;
+    F8E4B15 => F8E4B15, Float;
 }
 
 macro_rules! fp8_type {
@@ -99,6 +100,12 @@ fp8_type!(
     /// value 57344, IEEE infinities.
     F8E5M2,
     crate::ir::fp8::E5M2
+);
+fp8_type!(
+    /// An 8-bit float E4M3 with bias 15, Triton's `float8e4b15`: largest value 1.75, no
+    /// infinities.
+    F8E4B15,
+    crate::ir::fp8::E4B15
 );
 
 /// Marks a kernel parameter as a pointer to `T` elements: `fn k(x: Ptr<f32>)`.

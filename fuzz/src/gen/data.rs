@@ -19,7 +19,7 @@ pub fn float_value(d: DType, rng: &mut Rng) -> f64 {
             f32::MIN_POSITIVE as f64,
             f32::from_bits(1) as f64,
         ),
-        DType::F8E4M3 | DType::F8E5M2 => {
+        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
             let f = d.fp8_format().expect("fp8");
             (f.max(), f.decode(1 << f.man_bits), f.subnormal_step())
         }
@@ -114,7 +114,7 @@ pub fn element_bytes(d: DType, c: Const) -> Vec<u8> {
         (DType::BF16, Const::Float(v)) => bf16::from_f64(v).to_bits().to_le_bytes().to_vec(),
         (DType::F32, Const::Float(v)) => (v as f32).to_le_bytes().to_vec(),
         (DType::F64, Const::Float(v)) => v.to_le_bytes().to_vec(),
-        (DType::F8E4M3 | DType::F8E5M2, Const::Float(v)) => {
+        (DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15, Const::Float(v)) => {
             vec![d.fp8_format().expect("fp8").encode(v)]
         }
         (d, Const::Int(i)) => (i as u128).to_le_bytes()[..d.size_bytes()].to_vec(),

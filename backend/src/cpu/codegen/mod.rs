@@ -308,7 +308,7 @@ fn compute_ty_of(ctx: &Context, d: tritium_dsl::DType) -> inkwell::types::BasicT
         I16 | U16 => ctx.i16_type().into(),
         I32 | U32 => ctx.i32_type().into(),
         I64 | U64 => ctx.i64_type().into(),
-        F16 | BF16 | F32 | F8E4M3 | F8E5M2 => ctx.f32_type().into(),
+        F16 | BF16 | F32 | F8E4M3 | F8E5M2 | F8E4B15 => ctx.f32_type().into(),
         F64 => ctx.f64_type().into(),
     }
 }

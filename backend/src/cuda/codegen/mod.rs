@@ -279,9 +279,12 @@ fn param_ty(ctx: &Context, elem: Elem, global: AddressSpace) -> BasicTypeEnum<'_
     match elem {
         Elem::Ptr(_) => ctx.ptr_type(global).into(),
         Elem::Scalar(d) => match d {
-            DType::Bool | DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => {
-                ctx.i8_type().into()
-            }
+            DType::Bool
+            | DType::I8
+            | DType::U8
+            | DType::F8E4M3
+            | DType::F8E5M2
+            | DType::F8E4B15 => ctx.i8_type().into(),
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => ctx.i16_type().into(),
             DType::I32 | DType::U32 => ctx.i32_type().into(),
             DType::I64 | DType::U64 => ctx.i64_type().into(),
