@@ -154,12 +154,6 @@ fn scalar_arg(d: DType, bits: u64) -> Data {
         DType::U16 => Data::UInt(s(bits as u16 as u64)),
         DType::U32 => Data::UInt(s(bits as u32 as u64)),
         DType::U64 => Data::UInt(s(bits)),
-        DType::F16
-        | DType::BF16
-        | DType::F32
-        | DType::F64
-        | DType::F8E4M3
-        | DType::F8E5M2
-        | DType::F8E4B15 => Data::Float(s(cast::float_from_bits(d, bits))),
+        d => Data::Float(s(cast::float_from_bits(d, bits))),
     }
 }

@@ -50,17 +50,21 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The idents a turbofish passes: type and const generics, in order.
-pub(super) fn turbofish(g: &Generics) -> TokenStream {
-    let args: Vec<&Ident> = g
-        .params
+/// The type and const generics' idents, in order (what a turbofish passes).
+pub(super) fn generic_idents(g: &Generics) -> Vec<&Ident> {
+    g.params
         .iter()
         .filter_map(|p| match p {
             GenericParam::Type(t) => Some(&t.ident),
             GenericParam::Const(c) => Some(&c.ident),
             GenericParam::Lifetime(_) => None,
         })
-        .collect();
+        .collect()
+}
+
+/// `::<T, N>` for the generics, or nothing.
+pub(super) fn turbofish(g: &Generics) -> TokenStream {
+    let args = generic_idents(g);
     if args.is_empty() {
         quote!()
     } else {

@@ -3,7 +3,7 @@
 //! `launch_with` (without the chosen constexprs; the grid is a function of `Meta`, as
 //! Triton's `grid = lambda META: …`) and `launch_explicit` (every constexpr passed).
 
-use super::kernel::LaunchParts;
+use super::kernel::{generic_idents, LaunchParts};
 use crate::parse::signature::Kernel;
 use crate::parse::tuning::{Autotune, Tuning};
 use proc_macro2::{Ident, TokenStream};
@@ -59,18 +59,9 @@ pub fn launches(
         .params
         .push(parse_quote!(__G: ::core::convert::Into<::tritium::backend::Grid>));
     let (grid_g, _, _) = generics.split_for_impl();
-    let generic_args = k
-        .generics
-        .params
-        .iter()
-        .filter_map(|p| match p {
-            GenericParam::Type(t) => Some(&t.ident),
-            GenericParam::Const(c) => Some(&c.ident),
-            GenericParam::Lifetime(_) => None,
-        })
-        .chain(std::iter::once(&parse_quote!(__G)))
-        .cloned()
-        .collect::<Vec<Ident>>();
+    let grid_ty: Ident = parse_quote!(__G);
+    let mut generic_args = generic_idents(&k.generics);
+    generic_args.push(&grid_ty);
 
     let heuristic_lets = tuning.heuristics.iter().map(|h| {
         let (id, expr) = (&h.ident, &h.expr);
