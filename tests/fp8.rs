@@ -499,3 +499,31 @@ fn dot_scaled_mistakes_are_errors_naming_them() {
         assert!(e.to_string().contains(want), "case {case}: {e}");
     }
 }
+
+/// Rounding to an integer in fp8e4b15, whose largest value 1.75 is not one: 2 saturates
+/// back to 1.75 on every device (the fuzzer found the interpreter keeping 2, seed 2400050).
+#[kernel]
+fn to_integers(out: Ptr<F8E4B15>, x: Ptr<F8E4B15>) {
+    let r = arange(0, 4);
+    let v = load(x + r);
+    store(out + r, round(v));
+    store(out + 4 + r, ceil(v));
+    store(out + 8 + r, floor(v));
+    store(out + 12 + r, rint(v));
+}
+
+#[test]
+fn rounding_to_integers_saturates_in_e4b15() {
+    let x = [1.75, -1.75, 1.5, 0.625].map(F8E4B15::from_f64);
+    let funcs: [fn(f64) -> f64; 4] = [f64::round, f64::ceil, f64::floor, f64::round_ties_even];
+    let want: Vec<u8> = funcs
+        .iter()
+        .flat_map(|f| x.iter().map(move |v| E4B15.encode(f(v.to_f64()))))
+        .collect();
+    assert_eq!(want[0], E4B15.encode(1.75), "round(1.75) = 2 saturates");
+    for device in all_devices() {
+        let mut out = [F8E4B15(0); 16];
+        to_integers::launch(&device, 1, &mut out[..], &x[..]).unwrap();
+        assert_eq!(out.map(|v| v.0).to_vec(), want, "{device:?}");
+    }
+}

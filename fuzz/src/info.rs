@@ -121,7 +121,8 @@ pub fn exact_int_limit(d: DType) -> f64 {
         // 2^(mantissa bits + 1).
         DType::F8E4M3 => 16.0,
         DType::F8E5M2 => 8.0,
-        DType::F8E4B15 => 16.0,
+        // 0 and ±1 only: its largest value is 1.75.
+        DType::F8E4B15 => 1.0,
         DType::F32 => 16_777_216.0,
         DType::F64 => 9_007_199_254_740_992.0,
         _ => 0.0,

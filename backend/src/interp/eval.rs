@@ -150,13 +150,23 @@ fn float_unary(op: UnOp, d: DType, a: &ArrayD<f64>) -> OpResult {
     match op {
         UnOp::Neg => return Ok(Data::Float(a.mapv(|v| -v))),
         UnOp::Abs => return Ok(Data::Float(a.mapv(f64::abs))),
-        UnOp::Floor => return Ok(Data::Float(a.mapv(f64::floor))),
-        UnOp::Ceil => return Ok(Data::Float(a.mapv(f64::ceil))),
         UnOp::Trunc => return Ok(Data::Float(a.mapv(f64::trunc))),
-        UnOp::Round => return Ok(Data::Float(a.mapv(f64::round))),
-        UnOp::Rint => return Ok(Data::Float(a.mapv(f64::round_ties_even))),
         UnOp::Not => return Err(mismatch("not", d)),
         _ => {}
+    }
+    // Exact too, except that an integer past the largest value of a format whose largest
+    // value is not an integer (fp8e4b15's 1.75 rounds to 2) saturates back to it.
+    let to_integer: Option<fn(f64) -> f64> = match op {
+        UnOp::Floor => Some(f64::floor),
+        UnOp::Ceil => Some(f64::ceil),
+        UnOp::Round => Some(f64::round),
+        UnOp::Rint => Some(f64::round_ties_even),
+        _ => None,
+    };
+    if let Some(f) = to_integer {
+        let mut r = a.mapv(f);
+        round_arith(d, &mut r);
+        return Ok(Data::Float(r));
     }
     if d == DType::F64 {
         let f: fn(f64) -> f64 = match op {
