@@ -447,7 +447,8 @@ impl Gen {
         }
         let c = match need.bound {
             Some(b) if d.is_float() => {
-                let b = b.min(16.0) as i64;
+                // Integers the dtype holds exactly (fp8e5 only up to 8, fp8e4b15 up to 1).
+                let b = b.min(16.0).min(exact_int_limit(d)) as i64;
                 Const::Float(self.rng.range(-b, b) as f64)
             }
             _ => data::constant(d, &mut self.rng),
