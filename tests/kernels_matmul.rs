@@ -60,6 +60,31 @@ fn matmul_f16_inputs_accumulate_in_f32(#[values((1, 1), (17, 33), (128, 96))] mn
     );
 }
 
+/// Tutorial 03's kernel on fp8 inputs (Triton's fp8 matmul path): each fp8 of a pair
+/// loads as itself and the products accumulate in f32.
+#[rstest]
+fn matmul_fp8_inputs_accumulate_in_f32(#[values((17, 33), (64, 64))] mn: (usize, usize)) {
+    use tritium::prelude::{F8E4M3, F8E5M2};
+    let (m, n, k) = (mn.0, mn.1, 48);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 11)).unwrap();
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 12)).unwrap();
+    let blocks = MatmulBlocks {
+        m: 32,
+        n: 32,
+        k: 16,
+    };
+    let (a4, b4) = (a.mapv(F8E4M3::from_f32), b.mapv(F8E4M3::from_f32));
+    let want = a4.mapv(F8E4M3::to_f32).dot(&b4.mapv(F8E4M3::to_f32));
+    for device in [Device::cpu(), Device::interpreter()] {
+        let got: Array2<f32> = matmul_2d(&device, a4.view(), b4.view(), blocks).unwrap();
+        assert_close(&got, &want, 1e-5, 1e-5, "e4m3 vs ndarray");
+    }
+    let (a5, b5) = (a.mapv(F8E5M2::from_f32), b.mapv(F8E5M2::from_f32));
+    let want = a5.mapv(F8E5M2::to_f32).dot(&b5.mapv(F8E5M2::to_f32));
+    let got: Array2<f32> = matmul_2d(&Device::cpu(), a5.view(), b5.view(), blocks).unwrap();
+    assert_close(&got, &want, 1e-5, 1e-5, "e5m2 vs ndarray");
+}
+
 #[test]
 fn matmul_of_transposed_views_uses_strides() {
     let a = Array2::from_shape_vec((40, 30), random_f32(1200, 11)).unwrap();
