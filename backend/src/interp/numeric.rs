@@ -7,33 +7,23 @@ use tritium_dsl::ir::DType;
 
 /// Rounds the results of an arithmetic op to dtype `d`, in place.
 ///
-/// f16 and bf16 are computed in f32 and rounded after every op, as the compiled code does:
+/// f16, bf16 and the fp8s are computed in f32 and rounded after every op, as the compiled code does:
 /// the exact result is first rounded to f32, then to the half type. For `+ - * /` and
 /// `sqrt` of f32 operands, computing in f64 and rounding once to f32 gives the correctly
 /// rounded f32 result (f64 has more than `2 * 24 + 2` bits), so f64 arithmetic followed by
 /// this rounding reproduces f32 arithmetic exactly.
 pub(crate) fn round_arith(d: DType, a: &mut ArrayD<f64>) {
-    match d {
-        DType::F32 => a.mapv_inplace(|x| x as f32 as f64),
-        DType::F16 => a.mapv_inplace(|x| f16::from_f32(x as f32).to_f64()),
-        DType::BF16 => a.mapv_inplace(|x| bf16::from_f32(x as f32).to_f64()),
-        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
-            let f = d.fp8_format().expect("fp8");
-            a.mapv_inplace(|x| f.round(x as f32 as f64));
-        }
-        _ => {}
+    if d.is_float() && d != DType::F64 {
+        a.mapv_inplace(|x| round_from_f32(d, x as f32));
     }
 }
 
-/// Rounds one f32 result to dtype `d` (identity for f32; f16/bf16 round to nearest even).
+/// Rounds one f32 result to dtype `d` (identity for f32; f16, bf16 and fp8 round to nearest even).
 pub(crate) fn round_from_f32(d: DType, x: f32) -> f64 {
     match d {
         DType::F16 => f16::from_f32(x).to_f64(),
         DType::BF16 => bf16::from_f32(x).to_f64(),
-        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
-            d.fp8_format().expect("fp8").round(x as f64)
-        }
-        _ => x as f64,
+        d => d.fp8_format().map_or(x as f64, |f| f.round(x as f64)),
     }
 }
 
@@ -46,8 +36,7 @@ pub(crate) fn cast_f64(d: DType, x: f64) -> f64 {
         DType::F32 => x as f32 as f64,
         DType::F16 => f16::from_f32(f64_to_f32_odd(x)).to_f64(),
         DType::BF16 => bf16::from_f32(f64_to_f32_odd(x)).to_f64(),
-        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => d.fp8_format().expect("fp8").round(x),
-        _ => x,
+        d => d.fp8_format().map_or(x, |f| f.round(x)),
     }
 }
 
@@ -58,10 +47,7 @@ pub(crate) fn cast_int(d: DType, v: i128) -> f64 {
         DType::F32 => v as f32 as f64,
         DType::F16 => f16::from_f32(int_to_f32_odd(v)).to_f64(),
         DType::BF16 => bf16::from_f32(int_to_f32_odd(v)).to_f64(),
-        DType::F8E4M3 | DType::F8E5M2 | DType::F8E4B15 => {
-            d.fp8_format().expect("fp8").round(v as f64)
-        }
-        _ => v as f64,
+        d => d.fp8_format().map_or(v as f64, |f| f.round(v as f64)),
     }
 }
 

@@ -51,8 +51,10 @@ pub fn restore(device: &Device, b: &RawBuffer, saved: &[u8]) -> Result<()> {
 
 /// Sets every element of `b` to zero bytes.
 pub fn zero(device: &Device, b: &RawBuffer) -> Result<()> {
-    for (addr, len) in runs(b) {
-        copy_in(device, b, addr, &vec![0u8; len])?;
+    let runs = runs(b);
+    let zeros = vec![0u8; runs.iter().map(|r| r.1).max().unwrap_or(0)];
+    for (addr, len) in runs {
+        copy_in(device, b, addr, &zeros[..len])?;
     }
     Ok(())
 }

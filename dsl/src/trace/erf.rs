@@ -44,7 +44,8 @@ pub(super) fn erfinv_f64(x: Tile, w: Tile, y: Tile) -> Tile {
     let ax = abs(x);
     let one_minus = 1.0 - ax; // exact for |x| ≥ 0.5
     for _ in 0..2 {
-        let central = erf_f64(y) - x;
+        // Below |x| = 0.5, |y| < 0.48: `erf_f64`'s series alone, without its tail's fits.
+        let central = y * horner(y * y, &ERF_SMALL) - x;
         let tail: Tile = one_minus - erfc_f64(abs(y));
         let tail = where_(lt(x, 0.0), -tail, tail);
         let residual = where_(lt(ax, 0.5), central, tail);
