@@ -139,7 +139,9 @@ fn worker(first: u64, programs: u64, deadline: Option<SystemTime>, config: &GenC
         let kinds: Vec<String> = tritium_fuzz::coverage::kinds(&case.function)
             .into_iter()
             .collect();
+        let before = tritium_backend::pipeline::stats().phases;
         let report = check(&case, &Target::ALL);
+        let phases = tritium_backend::pipeline::stats().phases.since(&before);
         if !report.ok() {
             for line in report.to_string().lines().filter(|l| !l.is_empty()) {
                 let _ = writeln!(out, "| {line}");
@@ -149,11 +151,29 @@ fn worker(first: u64, programs: u64, deadline: Option<SystemTime>, config: &GenC
             .times
             .iter()
             .map(|(t, d)| (t.name().to_string(), *d))
+            .chain(phase_times(&phases))
             .collect();
         let _ = writeln!(out, "{}", done_line(seed, report.ok(), &kinds, &times));
         let _ = out.flush();
     }
     0
+}
+
+/// Where the compile time of every target went, as `compile.<phase>` entries.
+fn phase_times(p: &tritium_backend::pipeline::PhaseTimes) -> Vec<(String, Duration)> {
+    [
+        ("trace", p.trace),
+        ("key", p.key),
+        ("link", p.link),
+        ("codegen", p.codegen),
+        ("verify", p.verify),
+        ("optimize", p.optimize),
+        ("emit", p.emit),
+        ("load", p.load),
+    ]
+    .into_iter()
+    .map(|(name, d)| (format!("compile.{name}"), d))
+    .collect()
 }
 
 /// Spreads the seeds over worker processes; prints progress, failures and a summary.
