@@ -8,6 +8,7 @@ mod cache_hints;
 mod checked;
 mod common;
 mod cuda;
+mod custom_in_place;
 mod custom_ops;
 mod device_assert;
 mod device_print;

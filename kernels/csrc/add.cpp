@@ -10,6 +10,7 @@
 //   Simt  custom_divmod_int32(a, b, *q, *r)                        two outputs
 //   Simd  _mlir_ciface_custom_divmod_int32(a, b, q, r)
 //   Simd  _mlir_ciface_custom_scale_<dtype>_<R>d(in, out)         out = in * 2, R = 1, 2
+//   Simd  _mlir_ciface_custom_where_float32_<R>d(in, out)          out = the address of each in element
 //   Simd  _mlir_ciface_custom_cumsum_float32(in, out, acc)         prefix sum; acc: extra f64 buffer
 //   Simt  custom_widen_mul_int32(a, b) -> a * b                    int8 inputs widened by overrides
 //   Simd  _mlir_ciface_custom_add_reversed_<dtype>(src0, src1, dst) dst[i] = src0[n-1-i] + src1[n-1-i]
@@ -110,6 +111,26 @@ template <class T> static inline void scale(memref_t<T, 2> *in, memref_t<T, 2> *
                                                             memref_t<T, R> *out) { \
     scale(in, out);                                                            \
   }
+
+// ---------------------------------------------------------------------------
+// where: the address the C++ reads each input element from (tests see whether a tile
+// was passed in place or as a copy), R = 1, 2.
+// ---------------------------------------------------------------------------
+
+static inline int64_t address_of(const float *p) { return (int64_t)(intptr_t)p; }
+
+extern "C" void _mlir_ciface_custom_where_float32_1d(memref_t<float, 1> *in,
+                                                     memref_t<int64_t, 1> *out) {
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    memref_at(out, i) = address_of(&memref_at(in, i));
+}
+
+extern "C" void _mlir_ciface_custom_where_float32_2d(memref_t<float, 2> *in,
+                                                     memref_t<int64_t, 2> *out) {
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    for (int64_t j = 0; j < out->sizes[1]; ++j)
+      memref_at(out, i, j) = address_of(&memref_at(in, i, j));
+}
 
 DEFINE_SCALE(float32, float, 1)
 DEFINE_SCALE(float32, float, 2)

@@ -12,6 +12,7 @@
 //! | `divmod` | Simt | `custom_divmod_int32`: two outs |
 //! | `divmod_simd` | Simd | `custom_divmod_int32`: two outs |
 //! | `scale` | Simd | `custom_scale_<dtype>_<rank>d`: the symbol depends on the rank |
+//! | `where` | Simd | `custom_where_float32_<rank>d`: the address each input element is read from |
 //! | `add_reversed` | Simd, cooperative | `custom_add_reversed_<dtype>`: the CTA's threads split it |
 
 use tritium::dsl::custom::{CustomArgs, CustomImpl};
@@ -116,6 +117,24 @@ impl Scale {
             CustomImpl::new(format!("custom_scale_{}_{rank}d", d.str_name()))
                 .bitcode(add_bitcode()),
         )
+    }
+}
+
+/// `out` = the address the C++ reads each element of `in` from (an i64 tile of `in`'s
+/// shape; f32, rank 1 or 2): whether a tile reaches the C++ in place or as a copy.
+#[register_custom_op(core = Vector, pipe = PipeV, mode = Simd)]
+pub struct Where;
+impl Where {
+    fn init(args: &CustomArgs) -> Result<CustomImpl, String> {
+        args.expect_arity(1, 1)?;
+        let rank = args.ins[0].rank();
+        if args.in_dtype(0)? != DType::F32 || args.outs[0].shape != args.ins[0].shape {
+            return Err(format!(
+                "`where` takes an f32 tile and an i64 out of its shape, not {} and {}",
+                args.ins[0], args.outs[0]
+            ));
+        }
+        Ok(CustomImpl::new(format!("custom_where_float32_{rank}d")).bitcode(add_bitcode()))
     }
 }
 

@@ -63,6 +63,24 @@ impl Function {
         go(&self.body, f);
     }
 
+    /// The instruction defining each value, nested regions included (parameters and
+    /// region arguments have none).
+    pub fn defs(&self) -> std::collections::HashMap<Value, &Inst> {
+        fn go<'a>(b: &'a Block, defs: &mut std::collections::HashMap<Value, &'a Inst>) {
+            for inst in &b.insts {
+                for r in &inst.results {
+                    defs.insert(*r, inst);
+                }
+                for r in inst.op.regions() {
+                    go(r, defs);
+                }
+            }
+        }
+        let mut defs = std::collections::HashMap::new();
+        go(&self.body, &mut defs);
+        defs
+    }
+
     /// The memory ops (loads, stores, atomics: [`Op::fault_kind`]) in walk order, with
     /// their kind: checked mode reports a fault by its index in this list.
     pub fn fault_sites(&self) -> Vec<(Loc, &'static str)> {

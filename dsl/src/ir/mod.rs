@@ -25,6 +25,7 @@ macro_rules! named_enum {
     };
 }
 
+mod affine;
 mod cache;
 mod custom;
 mod dtype;
@@ -38,6 +39,7 @@ mod types;
 mod value;
 mod verify;
 
+pub use affine::{affine_lanes, row_major, Affine, Widened};
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{
     allowed_pipes, is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, ExtraBuffer, Mode,

@@ -69,25 +69,25 @@ impl Gen {
         };
         let v = match name {
             "add" | "add_simt" | "add_mix" | "add_mix_simd" | "add_reversed" => {
-                let a = self.value(d, shape, half);
-                let b = self.value(d, shape, half);
+                let a = self.call_input(name, d, shape, half);
+                let b = self.call_input(name, d, shape, half);
                 let out = self.out_tile(d, shape);
                 self.call(name, &[a, b], &[out])[0]
             }
             "divmod" | "divmod_simd" => {
-                let a = self.value(d, shape, Need::EXACT);
-                let b = self.value(d, shape, Need::EXACT);
+                let a = self.call_input(name, d, shape, Need::EXACT);
+                let b = self.call_input(name, d, shape, Need::EXACT);
                 let (q, r) = (self.out_tile(d, shape), self.out_tile(d, shape));
                 let res = self.call(name, &[a, b], &[q, r]);
                 *self.rng.pick(&res)
             }
             "scale" => {
-                let x = self.value(d, shape, half);
+                let x = self.call_input(name, d, shape, half);
                 let out = self.out_tile(d, shape);
                 self.call(name, &[x], &[out])[0]
             }
             "cumsum" => {
-                let x = self.value(d, shape, Need::EXACT);
+                let x = self.call_input(name, d, shape, Need::EXACT);
                 let out = self.out_tile(d, shape);
                 self.call(name, &[x], &[out])[0]
             }
@@ -108,6 +108,20 @@ impl Gen {
             _ => self.index_select(d, shape, need),
         };
         Some(v)
+    }
+
+    /// An input of a call of `name`: for the ops that run once per program (Simd), often
+    /// a load of an input buffer, which the CPU may hand to the C++ in place.
+    fn call_input(&mut self, name: &str, d: DType, shape: &[usize], need: Need) -> Value {
+        let per_program = matches!(
+            name,
+            "add" | "add_mix_simd" | "add_reversed" | "divmod_simd" | "scale" | "cumsum"
+        );
+        if per_program && self.rng.chance(0.5) {
+            self.load_input(d, shape, need)
+        } else {
+            self.value(d, shape, need)
+        }
     }
 
     /// A custom call statement: an indirect atomic on the program's own atomics region or

@@ -567,7 +567,29 @@ impl Gen {
     /// Offsets into `0..len` of `shape` (i32), with a mask when some lanes are off.
     fn input_offsets(&mut self, shape: &[usize], len: usize) -> (Value, Option<Value>) {
         let lenv = self.int_const(DType::I32, shape, len as i128);
-        match self.rng.below(3) {
+        match self.rng.below(4) {
+            3 => {
+                // One contiguous row-major run (a Simd call reads it in place when every
+                // lane is in), at a constant start or one that moves with the program.
+                let numel: usize = shape.iter().product();
+                let run = self.lane_offsets_ordered(shape, true);
+                let fixed = numel <= len && self.rng.chance(0.5);
+                let start = if fixed {
+                    let at = self.rng.below(len - numel + 1);
+                    self.int_const(DType::I32, &[], at as i128)
+                } else {
+                    let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
+                    let k = self.rng.below(9) as i128;
+                    let k = self.int_const(DType::I32, &[], k);
+                    let moved = self.binary(BinOp::Mul, pid, k);
+                    let wrap = self.int_const(DType::I32, &[], len as i128 + 1);
+                    self.binary(BinOp::Rem, moved, wrap)
+                };
+                let start = self.splat_to(start, shape);
+                let x = self.binary(BinOp::Add, run, start);
+                let mask = (!fixed).then(|| self.cmp(CmpPred::Lt, x, lenv));
+                (x, mask)
+            }
             0 => {
                 let own = self.own_offsets(shape);
                 (self.binary(BinOp::Rem, own, lenv), None)
@@ -701,11 +723,17 @@ impl Gen {
 
     /// A permutation of `0..numel` laid out over `shape` (i32).
     fn lane_offsets(&mut self, shape: &[usize]) -> Value {
+        self.lane_offsets_ordered(shape, false)
+    }
+
+    /// [`lane_offsets`](Self::lane_offsets), or the row-major index of each lane.
+    fn lane_offsets_ordered(&mut self, shape: &[usize], row_major: bool) -> Value {
         let numel: usize = shape.iter().product();
         let mut off = self.int_const(DType::I32, shape, 0);
-        // A random order of the axes gives each lane a distinct position.
-        let mut axes: Vec<usize> = (0..shape.len()).collect();
-        for i in (1..axes.len()).rev() {
+        // A random order of the axes gives each lane a distinct position (the last axis
+        // first: row-major).
+        let mut axes: Vec<usize> = (0..shape.len()).rev().collect();
+        for i in (1..axes.len()).rev().filter(|_| !row_major) {
             axes.swap(i, self.rng.below(i + 1));
         }
         let mut stride = 1usize;
@@ -748,7 +776,7 @@ impl Gen {
             off = self.binary(BinOp::Add, off, term);
             stride *= shape[k];
         }
-        if self.rng.chance(0.3) {
+        if !row_major && self.rng.chance(0.3) {
             let last = self.int_const(DType::I32, shape, numel as i128 - 1);
             off = self.binary(BinOp::Sub, last, off);
         }

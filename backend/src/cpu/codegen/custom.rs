@@ -1,12 +1,13 @@
 //! Custom-op calls (see `docs/custom_ops.md`): Simd calls `_mlir_ciface_<symbol>` once per
-//! program with memref descriptors of whole tiles; Simt calls `<symbol>` once per element
+//! program with memref descriptors of whole tiles (a tile loaded from one contiguous run of
+//! memory is passed in place, others as copies in scratch); Simt calls `<symbol>` once per element
 //! of the out shape (inputs broadcast), in a loop LLVM vectorizes after inlining it.
 
 use super::{Gen, Lv};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
-use inkwell::AddressSpace;
-use tritium_dsl::ir::{CustomCall, Elem, Inst, Op, Type, Value};
+use inkwell::{AddressSpace, IntPredicate};
+use tritium_dsl::ir::{affine_lanes, CustomCall, Elem, Inst, Op, Type, Value};
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     pub(super) fn custom(&mut self, inst: &'f Inst) {
@@ -136,7 +137,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     types.push(self.c_ty(e));
                 }
                 (_, false) => {
-                    let buf = self.as_buf(*v);
+                    let buf = self.input_memory(c, *v);
                     args.push(self.memref(buf, &t.shape).into());
                     types.push(ptr_ty);
                 }
@@ -172,6 +173,94 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.bind_result(*r, buf);
         }
         Ok(())
+    }
+
+    /// Where a Simd call reads input tile `v`: the argument's own memory when `v` is a load
+    /// of one contiguous row-major run whose lanes are all in (mask all true, checked at
+    /// run time), else a copy in scratch. The C++ reads its inputs and writes only its outs
+    /// and extra buffers, so the memory holds the loaded values for the whole call.
+    fn input_memory(&mut self, c: &CustomCall, v: Value) -> PointerValue<'ctx> {
+        let Some((ptr, mask)) = self.direct_load(c, v) else {
+            return self.as_buf(v);
+        };
+        let t = self.ty(v).clone();
+        let ok = self.direct_load_holds(ptr, mask);
+        let first: Vec<IntValue> = t.shape.iter().map(|_| self.i64c(0)).collect();
+        let memory = self.lane(ptr, &first).into_pointer_value();
+        let buf = self.alloc_buf(&t);
+        let from = self.b.get_insert_block().unwrap();
+        let copy = self.ctx.append_basic_block(self.func, "simd.copy");
+        let join = self.ctx.append_basic_block(self.func, "simd.input");
+        self.b.build_conditional_branch(ok, join, copy).unwrap();
+        self.b.position_at_end(copy);
+        self.fill_buf(buf, &t, v);
+        let copied = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(join).unwrap();
+        self.b.position_at_end(join);
+        let phi = self.b.build_phi(memory.get_type(), "input").unwrap();
+        phi.add_incoming(&[(&memory, from), (&buf, copied)]);
+        phi.as_basic_value().into_pointer_value()
+    }
+
+    /// The pointer tile and mask of input `v` when it may be read in place: a lazy,
+    /// non-volatile load (of numbers: a bool byte is normalized by loading it) whose pointers
+    /// are provably `first + row-major index` given the run-time checks of
+    /// [`direct_load_holds`](Self::direct_load_holds), in unchecked code, passed to a call
+    /// that cannot write memory.
+    fn direct_load(&self, c: &CustomCall, v: Value) -> Option<(Value, Option<Value>)> {
+        // A call given a pointer may write through it, maybe into the memory read in place.
+        let given_pointer = c.ins.iter().any(|i| self.ty(*i).elem.pointee().is_some());
+        if self.opts.bounds_check || given_pointer {
+            return None;
+        }
+        if !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+            return None;
+        }
+        let Op::Load {
+            ptr, mask, hints, ..
+        } = &self.defs.get(&v)?.op
+        else {
+            return None;
+        };
+        let t = self.ty(v);
+        if hints.volatile || t.dtype() == Some(tritium_dsl::ir::DType::Bool) {
+            return None;
+        }
+        let a = affine_lanes(self.f, &self.defs, *ptr)?;
+        a.is_row_major(&t.shape).then_some((*ptr, *mask))
+    }
+
+    /// An i1 that holds when the load of [`direct_load`](Self::direct_load) reads every lane
+    /// from `first + row-major index`: its mask is all true and no widened offset wraps.
+    fn direct_load_holds(&mut self, ptr: Value, mask: Option<Value>) -> IntValue<'ctx> {
+        let mut ok = match mask.filter(|m| !self.true_masks.contains(m)) {
+            Some(m) => {
+                let shape = self.ty(m).shape.clone();
+                self.all_lanes_true(m, &shape)
+            }
+            None => self.ctx.bool_type().const_all_ones(),
+        };
+        let widened = affine_lanes(self.f, &self.defs, ptr).map_or(vec![], |a| a.widened);
+        let i64t = self.ctx.i64_type();
+        for w in widened {
+            let shape = self.ty(w.value).shape.clone();
+            let first: Vec<IntValue> = shape.iter().map(|_| self.i64c(0)).collect();
+            let last: Vec<IntValue> = shape.iter().map(|n| self.i64c(*n as u64 - 1)).collect();
+            let mut ext = |idx: &[IntValue<'ctx>]| {
+                let x = self.lane(w.value, idx).into_int_value();
+                self.b
+                    .build_int_cast_sign_flag(x, i64t, w.signed, "")
+                    .unwrap()
+            };
+            let (lo, hi) = (ext(&first), ext(&last));
+            let span = self.b.build_int_sub(hi, lo, "").unwrap();
+            let exact = self
+                .b
+                .build_int_compare(IntPredicate::EQ, span, self.i64c(w.span as u64), "")
+                .unwrap();
+            ok = self.b.build_and(ok, exact, "").unwrap();
+        }
+        ok
     }
 
     fn custom_simt(

@@ -1,0 +1,396 @@
+//! Lanes as affine functions of their index: which pointer tiles address one contiguous,
+//! row-major run of memory (so that a code generator may hand that memory to C++ instead
+//! of a copy of it).
+//!
+//! Integer ops are modular in their width, and modular `+`, `-`, `*` and truncation keep
+//! `lane(i) ≡ c + Σ strides[d]·i[d]` (mod 2^width) exact. Only widening (a cast to more
+//! bits, an `addptr` offset narrower than 64 bits) can break it: a narrow value that wraps
+//! inside the tile widens to a jump. [`Affine::widened`] lists those points; a widened
+//! tile with non-negative strides is exact when its widened first and last lanes differ by
+//! exactly its span (every lane's exact value lies between theirs, so none wraps), which
+//! is what the code generator checks at run time.
+
+use super::{BinOp, Const, Function, Inst, Op, Type, Value};
+use std::collections::HashMap;
+
+/// A tile whose lane at index `i` is `c + Σ strides[d]·i[d]` for a runtime `c`, in units
+/// of the pointee for pointer tiles, provided the [`widened`](Self::widened) checks hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Affine {
+    /// One per dim of the tile (0 for a dim along which lanes are equal).
+    pub strides: Vec<i64>,
+    /// Narrow integer tiles that are widened on the way: for each, whether it is
+    /// sign-extended and its span (`Σ strides[d]·(shape[d] − 1)`, non-negative). The lanes
+    /// are affine when, for each, `ext(last lane) − ext(first lane) == span` in 64 bits.
+    pub widened: Vec<Widened>,
+}
+
+/// A narrow integer tile widened inside an [`Affine`] expression (see there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Widened {
+    /// The narrow tile.
+    pub value: Value,
+    /// Sign-extended (else zero-extended).
+    pub signed: bool,
+    /// Its last lane minus its first, when nothing wraps.
+    pub span: i64,
+}
+
+impl Affine {
+    /// Whether the lanes are `c + row-major index` (dims of size 1 have any stride).
+    pub fn is_row_major(&self, shape: &[usize]) -> bool {
+        let mut want = 1i64;
+        for (s, n) in self.strides.iter().zip(shape).rev() {
+            if *n != 1 && *s != want {
+                return false;
+            }
+            want = want.saturating_mul(*n as i64);
+        }
+        true
+    }
+}
+
+/// The affine form of `v`'s lanes, or `None` when it is not provably affine. `defs` maps
+/// every value to the instruction defining it (parameters and loop-carried values have
+/// none: only scalars of them are affine).
+pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Option<Affine> {
+    let t = f.ty(v);
+    let zeros = || Affine {
+        strides: vec![0; t.rank()],
+        widened: vec![],
+    };
+    if t.is_scalar() {
+        return Some(zeros());
+    }
+    let inst = defs.get(&v)?;
+    let of = |x: Value| affine_lanes(f, defs, x);
+    let a = match &inst.op {
+        Op::Const(_) | Op::Splat(_) => zeros(),
+        Op::Arange { .. } => Affine {
+            strides: vec![1],
+            widened: vec![],
+        },
+        Op::Hint { x, .. } => of(*x)?,
+        Op::Broadcast(x) => {
+            let (xa, xt) = (of(*x)?, f.ty(*x));
+            let lead = t.rank() - xt.rank();
+            let strides = (0..t.rank())
+                .map(|d| match d.checked_sub(lead) {
+                    Some(dx) if xt.shape[dx] == t.shape[d] => xa.strides[dx],
+                    _ => 0,
+                })
+                .collect();
+            Affine {
+                strides,
+                widened: xa.widened,
+            }
+        }
+        Op::ExpandDims { x, axis } => {
+            let mut xa = of(*x)?;
+            xa.strides.insert(*axis as usize, 0);
+            xa
+        }
+        Op::Permute { x, dims } => {
+            let xa = of(*x)?;
+            Affine {
+                strides: dims.iter().map(|d| xa.strides[*d as usize]).collect(),
+                widened: xa.widened,
+            }
+        }
+        Op::Reshape(x) => {
+            let xa = of(*x)?;
+            if xa.strides.iter().all(|s| *s == 0) {
+                zeros()
+            } else if xa.is_row_major(&f.ty(*x).shape) {
+                Affine {
+                    strides: row_major(&t.shape),
+                    widened: xa.widened,
+                }
+            } else {
+                return None;
+            }
+        }
+        Op::Binary(op @ (BinOp::Add | BinOp::Sub), x, y) if is_int(f.ty(*x)) => {
+            let (xa, ya) = (of(*x)?, of(*y)?);
+            let sign = if *op == BinOp::Add { 1 } else { -1 };
+            combine(xa, ya, |a, b| a.checked_add(b.checked_mul(sign)?))?
+        }
+        Op::Binary(BinOp::Mul, x, y) if is_int(f.ty(*x)) => {
+            let (xa, ya) = (of(*x)?, of(*y)?);
+            let scaled = |a: Affine, k: i64| -> Option<Affine> {
+                let strides: Option<Vec<i64>> =
+                    a.strides.iter().map(|s| s.checked_mul(k)).collect();
+                Some(Affine {
+                    strides: strides?,
+                    widened: a.widened,
+                })
+            };
+            match (constant(defs, *x), constant(defs, *y)) {
+                (_, Some(k)) => scaled(xa, k)?,
+                (Some(k), _) => scaled(ya, k)?,
+                _ if is_uniform(&xa) && is_uniform(&ya) => zeros(),
+                _ => return None,
+            }
+        }
+        Op::Cast(x) if is_int(f.ty(*x)) && is_int(t) => {
+            let xa = of(*x)?;
+            let (from, to) = (f.ty(*x).dtype()?, t.dtype()?);
+            if to.bits() > from.bits() {
+                widen(xa, *x, from.is_signed_int(), &f.ty(*x).shape)?
+            } else {
+                xa
+            }
+        }
+        Op::AddPtr(p, o) => {
+            let (pa, oa) = (of(*p)?, of(*o)?);
+            let od = f.ty(*o).dtype()?;
+            let oa = if od.bits() < 64 {
+                widen(oa, *o, od.is_signed_int(), &f.ty(*o).shape)?
+            } else {
+                oa
+            };
+            combine(pa, oa, i64::checked_add)?
+        }
+        // Any other pure elementwise op of tiles whose lanes are all equal.
+        op if op.is_elementwise() && !matches!(op, Op::Load { .. }) => {
+            let uniform = op
+                .operands()
+                .into_iter()
+                .all(|o| of(o).is_some_and(|a| is_uniform(&a)));
+            if !uniform {
+                return None;
+            }
+            zeros()
+        }
+        _ => return None,
+    };
+    Some(if is_uniform(&a) { zeros() } else { a })
+}
+
+/// Row-major strides of `shape` (in elements).
+pub fn row_major(shape: &[usize]) -> Vec<i64> {
+    let mut strides = vec![0i64; shape.len()];
+    let mut s = 1i64;
+    for d in (0..shape.len()).rev() {
+        strides[d] = s;
+        s = s.saturating_mul(shape[d] as i64);
+    }
+    strides
+}
+
+fn is_int(t: &Type) -> bool {
+    t.dtype().is_some_and(|d| d.is_int())
+}
+
+/// Lanes all equal: no stride and nothing to check.
+fn is_uniform(a: &Affine) -> bool {
+    a.strides.iter().all(|s| *s == 0)
+}
+
+/// The integer constant every lane of `v` holds, when `v` is one by construction.
+fn constant(defs: &HashMap<Value, &Inst>, v: Value) -> Option<i64> {
+    match &defs.get(&v)?.op {
+        Op::Const(Const::Int(k)) => i64::try_from(*k).ok(),
+        Op::Splat(x) | Op::Broadcast(x) | Op::ExpandDims { x, .. } | Op::Hint { x, .. } => {
+            constant(defs, *x)
+        }
+        _ => None,
+    }
+}
+
+/// `x` and `y` lane by lane, strides combined by `op` (`None` on overflow).
+fn combine(x: Affine, y: Affine, op: impl Fn(i64, i64) -> Option<i64>) -> Option<Affine> {
+    let strides = x
+        .strides
+        .iter()
+        .zip(&y.strides)
+        .map(|(a, b)| op(*a, *b))
+        .collect::<Option<Vec<i64>>>()?;
+    let mut widened = x.widened;
+    for w in y.widened {
+        if !widened.contains(&w) {
+            widened.push(w);
+        }
+    }
+    Some(Affine { strides, widened })
+}
+
+/// `xa` (the lanes of narrow tile `x` of `shape`) widened: exact only when `x` does not
+/// wrap, which needs non-negative strides (every lane between the first and the last).
+fn widen(mut xa: Affine, x: Value, signed: bool, shape: &[usize]) -> Option<Affine> {
+    if is_uniform(&xa) {
+        return Some(xa);
+    }
+    let mut span = 0i64;
+    for (s, n) in xa.strides.iter().zip(shape) {
+        if *s < 0 {
+            return None;
+        }
+        span = span.checked_add(s.checked_mul(*n as i64 - 1)?)?;
+    }
+    let w = Widened {
+        value: x,
+        signed,
+        span,
+    };
+    if !xa.widened.contains(&w) {
+        xa.widened.push(w);
+    }
+    Some(xa)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::parse_function;
+
+    /// The affine form of the pointer tile of the kernel's only load.
+    fn of_load(text: &str) -> Option<(Affine, Vec<usize>)> {
+        let f = parse_function(text).expect("parses");
+        let d = f.defs();
+        let mut ptr = None;
+        f.walk(&mut |i| {
+            if let Op::Load { ptr: p, .. } = &i.op {
+                ptr = Some(*p);
+            }
+        });
+        let p = ptr.expect("a load");
+        affine_lanes(&f, &d, p).map(|a| (a, f.ty(p).shape.clone()))
+    }
+
+    #[test]
+    fn forms_of_pointer_tiles() {
+        // (body ending in the pointer tile, from %0: ptr<f32> and %1: i32; row-major?,
+        // strides, widened tiles)
+        /// Row-major, the strides, how many widened tiles.
+        type Form = (bool, &'static [i64], usize);
+        let cases: &[(&str, Option<Form>)] = &[
+            // x + pid*4 + arange: contiguous; the i32 offset is widened.
+            (
+                "%2 = program_id {axis = 0} : i32
+                 %3 = const {value = 4} : i32
+                 %4 = mul %2, %3 : i32
+                 %5 = arange {start = 0, end = 4} : tile<4xi32>
+                 %6 = splat %4 : tile<4xi32>
+                 %7 = add %6, %5 : tile<4xi32>
+                 %8 = splat %0 : tile<4xptr<f32>>
+                 %9 = addptr %8, %7 : tile<4xptr<f32>>",
+                Some((true, &[1], 1)),
+            ),
+            // Twice the index: a stride of 2.
+            (
+                "%2 = arange {start = 0, end = 4} : tile<4xi32>
+                 %3 = const {value = 2} : tile<4xi32>
+                 %4 = mul %2, %3 : tile<4xi32>
+                 %5 = splat %0 : tile<4xptr<f32>>
+                 %6 = addptr %5, %4 : tile<4xptr<f32>>",
+                Some((false, &[2], 1)),
+            ),
+            // rows[:, None] * 8 + cols[None, :]: a 2-D row-major block.
+            (
+                "%2 = arange {start = 0, end = 4} : tile<4xi32>
+                 %3 = arange {start = 0, end = 8} : tile<8xi32>
+                 %4 = expand_dims %2 {axis = 1} : tile<4x1xi32>
+                 %5 = expand_dims %3 {axis = 0} : tile<1x8xi32>
+                 %6 = const {value = 8} : tile<4x1xi32>
+                 %7 = mul %4, %6 : tile<4x1xi32>
+                 %8 = broadcast %7 : tile<4x8xi32>
+                 %9 = broadcast %5 : tile<4x8xi32>
+                 %10 = add %8, %9 : tile<4x8xi32>
+                 %11 = splat %0 : tile<4x8xptr<f32>>
+                 %12 = addptr %11, %10 : tile<4x8xptr<f32>>",
+                Some((true, &[8, 1], 1)),
+            ),
+            // The transpose of it is not row-major.
+            (
+                "%2 = arange {start = 0, end = 4} : tile<4xi32>
+                 %3 = arange {start = 0, end = 8} : tile<8xi32>
+                 %4 = expand_dims %2 {axis = 0} : tile<1x4xi32>
+                 %5 = expand_dims %3 {axis = 1} : tile<8x1xi32>
+                 %6 = const {value = 8} : tile<1x4xi32>
+                 %7 = mul %4, %6 : tile<1x4xi32>
+                 %8 = broadcast %7 : tile<8x4xi32>
+                 %9 = broadcast %5 : tile<8x4xi32>
+                 %10 = add %8, %9 : tile<8x4xi32>
+                 %11 = splat %0 : tile<8x4xptr<f32>>
+                 %12 = addptr %11, %10 : tile<8x4xptr<f32>>",
+                Some((false, &[1, 8], 1)),
+            ),
+            // Reversed lanes (n - arange) are affine, but a widened negative stride is not
+            // checkable from the first and last lanes alone.
+            (
+                "%2 = arange {start = 0, end = 4} : tile<4xi32>
+                 %3 = splat %1 : tile<4xi32>
+                 %4 = sub %3, %2 : tile<4xi32>
+                 %5 = splat %0 : tile<4xptr<f32>>
+                 %6 = addptr %5, %4 : tile<4xptr<f32>>",
+                None,
+            ),
+            // Lanes multiplied by a runtime value: unknown strides.
+            (
+                "%2 = arange {start = 0, end = 4} : tile<4xi32>
+                 %3 = splat %1 : tile<4xi32>
+                 %4 = mul %2, %3 : tile<4xi32>
+                 %5 = splat %0 : tile<4xptr<f32>>
+                 %6 = addptr %5, %4 : tile<4xptr<f32>>",
+                None,
+            ),
+            // i64 offsets widen nothing; an i32 → i64 cast on the way is checked.
+            (
+                "%2 = arange {start = 0, end = 4} : tile<4xi32>
+                 %3 = cast %2 : tile<4xi64>
+                 %4 = splat %0 : tile<4xptr<f32>>
+                 %5 = addptr %4, %3 : tile<4xptr<f32>>",
+                Some((true, &[1], 1)),
+            ),
+            // The same pointer for every lane.
+            (
+                "%2 = splat %1 : tile<4xi32>
+                 %3 = splat %0 : tile<4xptr<f32>>
+                 %4 = addptr %3, %2 : tile<4xptr<f32>>",
+                Some((false, &[0], 0)),
+            ),
+        ];
+        for (body, want) in cases {
+            // The pointer is the last value the body defines.
+            let last = body
+                .lines()
+                .filter_map(|l| {
+                    l.trim()
+                        .strip_prefix('%')?
+                        .split(' ')
+                        .next()?
+                        .parse::<u32>()
+                        .ok()
+                })
+                .max()
+                .expect("a body");
+            let located: String = body
+                .lines()
+                .map(|l| format!("{l} loc(\"t.rs\":1:1)\n"))
+                .collect();
+            let text = format!(
+                "kernel @k(p0 %0: ptr<f32>, p1 %1: i32) {{\n{located} %{} = load %{} : {} loc(\"t.rs\":1:1)\n}}\n",
+                last + 1,
+                last,
+                if body.contains("4x8") {
+                    "tile<4x8xf32>"
+                } else if body.contains("8x4") {
+                    "tile<8x4xf32>"
+                } else {
+                    "tile<4xf32>"
+                }
+            );
+            let got = of_load(&text);
+            match (got, want) {
+                (None, None) => {}
+                (Some((a, shape)), Some((row_major, strides, widened))) => {
+                    assert_eq!(a.is_row_major(&shape), *row_major, "{body}");
+                    assert_eq!(a.strides, strides.to_vec(), "{body}");
+                    assert_eq!(a.widened.len(), *widened, "{body}");
+                }
+                (got, want) => panic!("{body}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+}
