@@ -5,6 +5,7 @@
 //!     cargo run --release --example bench_table -- compile   # the cold-compile rows only
 //!     cargo run --release --example bench_table -- checks    # checked mode's and race checking's costs
 //!     cargo run --release --example bench_table -- launches  # a cached launch's overhead
+//!     cargo run --release --example bench_table -- matmul    # the matmul rows only
 //!
 //! Each row's candidates are timed interleaved (round after round, best of each), so that
 //! a busy machine slows them alike; the bandwidth loop is timed again with every
@@ -14,7 +15,7 @@ use ndarray::{Array1, Array2, Axis, Zip};
 use std::time::Duration;
 use tritium::Device;
 use tritium_kernels::attention::{attention, attention_backward, AttentionConfig};
-use tritium_kernels::bench::{bandwidth_loop, gbps, interleaved};
+use tritium_kernels::bench::{bandwidth_loop, gbps, interleaved, OpenBlas};
 use tritium_kernels::grouped_gemm::grouped_matmul_2d;
 use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
 use tritium_kernels::matmul::{matmul_2d, matmul_persistent_2d, MatmulBlocks};
@@ -280,6 +281,10 @@ fn main() -> tritium::Result<()> {
             isolation_rows();
             return Ok(());
         }
+        Some("matmul") => {
+            matmul_rows(&Device::cpu());
+            return Ok(());
+        }
         _ => {}
     }
     let device = Device::cpu();
@@ -430,6 +435,8 @@ fn main() -> tritium::Result<()> {
         flops / t_dot.as_secs_f64() / 1e9
     );
 
+    matmul_rows(&device);
+
     // Tutorial 09's persistent matmul (one program per worker thread) against the
     // one-program-per-tile matmul above, same blocks.
     let workers = tritium::backend::cpu::num_threads();
@@ -575,4 +582,89 @@ fn main() -> tritium::Result<()> {
     cold_compile_rows();
     println!("ratio column: baseline time / tritium time (> 1 means Tritium is faster)");
     Ok(())
+}
+
+/// Tutorial 03's matmul (autotuned blocks) against OpenBLAS's `cblas_sgemm` on as many
+/// threads, f32 at 1024³, 4096³ and an odd 1000³; f16 and bf16 inputs (f32 accumulation)
+/// against the f32 kernel's GFLOP/s.
+fn matmul_rows(device: &Device) {
+    use half::{bf16, f16};
+    use tritium_kernels::matmul::matmul_autotuned;
+    let blas = match OpenBlas::load() {
+        Ok(b) => b,
+        Err(e) => {
+            println!("matmul rows skipped: {e}");
+            return;
+        }
+    };
+    blas.set_threads(tritium::backend::cpu::num_threads());
+    let input = |r: usize, c: usize, salt: usize| {
+        Array2::from_shape_fn((r, c), |(i, j)| {
+            ((i * 7 + j * 3 + salt) % 17) as f32 / 17.0 - 0.5
+        })
+    };
+    let mut f32_gflops = 0.0;
+    for (size, rounds) in [(1024usize, 7), (1000, 7), (4096, 2)] {
+        let (a, b) = (input(size, size, 1), input(size, size, 2));
+        let mut c = Array2::<f32>::zeros((size, size));
+        let [t_mm, t_blas] = interleaved(
+            rounds,
+            [
+                &mut || {
+                    let _: Array2<f32> = matmul_autotuned(device, a.view(), b.view()).unwrap();
+                },
+                &mut || blas.sgemm(a.view(), b.view(), &mut c),
+            ],
+        );
+        let ours: Array2<f32> = matmul_autotuned(device, a.view(), b.view()).unwrap();
+        let worst = (&ours - &c).iter().fold(0f32, |m, d| m.max(d.abs()));
+        assert!(
+            worst < 1e-2 * size as f32,
+            "matmul {size}: differs from OpenBLAS by {worst}"
+        );
+        let flops = 2.0 * (size * size * size) as f64;
+        let gflops = flops / t_mm.as_secs_f64() / 1e9;
+        if size == 1024 {
+            f32_gflops = gflops;
+        }
+        row(
+            &format!("matmul {size}^3 f32 (OpenBLAS)"),
+            t_mm,
+            t_blas,
+            0.0,
+        );
+        println!(
+            "{:<34} {:>11.1} GFLOP/s; OpenBLAS {:.1} GFLOP/s",
+            "  matmul throughput",
+            gflops,
+            flops / t_blas.as_secs_f64() / 1e9
+        );
+    }
+    // Narrow inputs, f32 accumulation: their GFLOP/s over the f32 kernel's at 1024³.
+    let size = 1024;
+    let flops = 2.0 * (size * size * size) as f64;
+    let (a, b) = (input(size, size, 1), input(size, size, 2));
+    let (ah, bh) = (a.mapv(f16::from_f32), b.mapv(f16::from_f32));
+    let (ab, bb) = (a.mapv(bf16::from_f32), b.mapv(bf16::from_f32));
+    let [t_h, t_b] = interleaved(
+        5,
+        [
+            &mut || {
+                let _: Array2<f32> = matmul_autotuned(device, ah.view(), bh.view()).unwrap();
+            },
+            &mut || {
+                let _: Array2<f32> = matmul_autotuned(device, ab.view(), bb.view()).unwrap();
+            },
+        ],
+    );
+    for (name, t) in [("f16", t_h), ("bf16", t_b)] {
+        let g = flops / t.as_secs_f64() / 1e9;
+        println!(
+            "{:<34} {:>11.3} ms {:>7.1} GFLOP/s = {:.2} of f32's",
+            format!("matmul 1024^3 {name} in, f32 acc"),
+            ms(t),
+            g,
+            g / f32_gflops
+        );
+    }
 }

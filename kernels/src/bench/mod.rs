@@ -1,4 +1,8 @@
-//! Timing helpers shared by the benchmark table example and the main example.
+//! Timing helpers shared by the benchmark table example and the main example, and the
+//! baselines they time against.
+
+mod openblas;
+pub use openblas::OpenBlas;
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,107 @@
+//! OpenBLAS, the CPU matmul a user would compare with: Debian's `libopenblas-dev`
+//! (`scripts/dev` installs it), loaded at run time so that nothing else needs it.
+
+use ndarray::{Array2, ArrayView2};
+use std::os::raw::c_int;
+
+/// `cblas_sgemm`'s layout and transpose codes (cblas.h).
+const ROW_MAJOR: c_int = 101;
+const NO_TRANS: c_int = 111;
+
+type Sgemm = unsafe extern "C" fn(
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    f32,
+    *const f32,
+    c_int,
+    *const f32,
+    c_int,
+    f32,
+    *mut f32,
+    c_int,
+);
+type SetThreads = unsafe extern "C" fn(c_int);
+
+/// A loaded OpenBLAS.
+pub struct OpenBlas {
+    sgemm: Sgemm,
+    set_threads: SetThreads,
+    _lib: libloading::Library,
+}
+
+impl OpenBlas {
+    /// Loads `libopenblas.so.0` (or `libopenblas.so`); the error says what to install.
+    pub fn load() -> Result<OpenBlas, String> {
+        let mut why = String::new();
+        for name in ["libopenblas.so.0", "libopenblas.so"] {
+            // SAFETY: loading OpenBLAS runs its initializers, which only set up its
+            // thread pool.
+            match unsafe { libloading::Library::new(name) } {
+                Ok(lib) => {
+                    // SAFETY: the symbols have these C signatures (cblas.h, openblas_config.h).
+                    let (sgemm, set_threads) = unsafe {
+                        let s = lib
+                            .get::<Sgemm>(b"cblas_sgemm\0")
+                            .map_err(|e| e.to_string())?;
+                        let t = lib
+                            .get::<SetThreads>(b"openblas_set_num_threads\0")
+                            .map_err(|e| e.to_string())?;
+                        (*s, *t)
+                    };
+                    return Ok(OpenBlas {
+                        sgemm,
+                        set_threads,
+                        _lib: lib,
+                    });
+                }
+                Err(e) => why = e.to_string(),
+            }
+        }
+        Err(format!(
+            "OpenBLAS is not installed ({why}); `apt-get install libopenblas-dev` or `scripts/dev bench`"
+        ))
+    }
+
+    /// Runs OpenBLAS's calls on `threads` threads.
+    pub fn set_threads(&self, threads: usize) {
+        // SAFETY: plain C call.
+        unsafe { (self.set_threads)(threads as c_int) }
+    }
+
+    /// `c = a @ b` for row-major (standard layout) f32 matrices.
+    pub fn sgemm(&self, a: ArrayView2<f32>, b: ArrayView2<f32>, c: &mut Array2<f32>) {
+        let ((m, k), (k2, n)) = (a.dim(), b.dim());
+        assert!(
+            k == k2 && c.dim() == (m, n),
+            "sgemm: {m}x{k} @ {k2}x{n} into {:?}",
+            c.dim()
+        );
+        let a = a.as_standard_layout();
+        let b = b.as_standard_layout();
+        assert!(c.is_standard_layout(), "sgemm: c must be row-major");
+        let dim = |x: usize| c_int::try_from(x).expect("sgemm: a dimension above i32");
+        // SAFETY: the three buffers are row-major with the leading dimensions passed.
+        unsafe {
+            (self.sgemm)(
+                ROW_MAJOR,
+                NO_TRANS,
+                NO_TRANS,
+                dim(m),
+                dim(n),
+                dim(k),
+                1.0,
+                a.as_ptr(),
+                dim(k.max(1)),
+                b.as_ptr(),
+                dim(n.max(1)),
+                0.0,
+                c.as_mut_ptr(),
+                dim(n.max(1)),
+            )
+        }
+    }
+}
