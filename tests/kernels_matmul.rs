@@ -323,3 +323,81 @@ fn grouped_gemm_matches_a_matmul_per_problem() {
         }
     }
 }
+
+/// A K loop of `dot`s whose `a` tile moves with the loop variable (`MODE` 0), through a
+/// loop-carried pointer tile (1), or not at all (2); `b` moves in modes 0 and 1.
+#[tritium::kernel]
+fn k_loop(
+    c: tritium::Ptr<f32>,
+    a: tritium::Ptr<f32>,
+    b: tritium::Ptr<f32>,
+    k: i32,
+    #[constexpr] MODE: u32,
+) {
+    use tritium::prelude::*;
+    let rows = arange(0, 16);
+    let kk = arange(0, 32);
+    let cols = arange(0, 16);
+    let mut acc = zeros([16, 16], DType::F32);
+    let mut a_ptrs = a + rows[(.., None)] * k + kk[(None, ..)];
+    let (a_first, b_first) = (
+        a + rows[(.., None)] * k + kk[(None, ..)],
+        b + kk[(.., None)] * 16 + cols[(None, ..)],
+    );
+    for kb in range(0, k / 32) {
+        let (ta, tb) = if MODE == 2 {
+            (load(a_first), load(b_first))
+        } else {
+            let ta = if MODE == 1 {
+                load(a_ptrs)
+            } else {
+                load(a_first + kb * 32)
+            };
+            (ta, load(b_first + kb * 32 * 16))
+        };
+        acc = dot(ta, tb, acc);
+        a_ptrs = a_ptrs + 32;
+    }
+    store(c + rows[(.., None)] * 16 + cols[(None, ..)], acc);
+}
+
+/// Prefetches of the next iteration's rows go to L2 (`llvm.prefetch` locality 2): the
+/// moving tiles get them, an invariant tile and checked mode do not. Results are exact.
+#[test]
+fn k_loops_prefetch_the_next_iterations_tiles() {
+    let k = 128usize;
+    let a = Array2::from_shape_vec((16, k), random_f32(16 * k, 3)).unwrap();
+    let b = Array2::from_shape_vec((k, 16), random_f32(k * 16, 4)).unwrap();
+    // (mode, checked, prefetches expected)
+    let cases = [
+        (0, false, true),
+        (1, false, true),
+        (2, false, false),
+        (0, true, false),
+    ];
+    for (mode, checked, expected) in cases {
+        let mut c = Array2::<f32>::zeros((16, 16));
+        let dumps = crate::common::dumps_of(&format!("kloop-{mode}-{checked}"), |options| {
+            let options = tritium::LaunchOptions {
+                bounds_check: Some(checked),
+                ..options.clone()
+            };
+            k_loop::launch_with(&Device::cpu(), 1, &options, &mut c, &a, &b, k as i32, mode)
+                .unwrap()
+        });
+        let mut want = Array2::<f32>::zeros((16, 16));
+        for s in 0..k / 32 {
+            let at = if mode == 2 { 0 } else { 32 * s };
+            let pa = a.slice(ndarray::s![.., at..at + 32]);
+            let pb = b.slice(ndarray::s![at..at + 32, ..]);
+            want = want + pa.dot(&pb);
+        }
+        assert_close(&c, &want, 1e-5, 1e-5, &format!("mode {mode}"));
+        let to_l2 = dumps.get("opt.ll").matches("i32 0, i32 2, i32 1)").count();
+        assert_eq!(
+            to_l2 > 0,
+            expected,
+            "mode {mode}, checked {checked}: {to_l2} L2 prefetches"
+        );
+    }
+}

@@ -11,8 +11,8 @@ use tritium::prelude::*;
 #[autotune(
     configs = [
         config(BM = 96, BN = 64, BK = 64),
+        config(BM = 96, BN = 128, BK = 128),
         config(BM = 64, BN = 64, BK = 32),
-        config(BM = 128, BN = 64, BK = 32),
         config(BM = 32, BN = 32, BK = 32),
     ],
     key = [m, n, k],

@@ -17,8 +17,9 @@ use std::collections::HashMap;
 /// of the pointee for pointer tiles, provided the [`widened`](Self::widened) checks hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Affine {
-    /// One per dim of the tile (0 for a dim along which lanes are equal).
-    pub strides: Vec<i64>,
+    /// One per dim of the tile (0 for a dim along which lanes are equal; `None` for a
+    /// stride known only at run time, as `i * stride_am` with a runtime `stride_am`).
+    pub strides: Vec<Option<i64>>,
     /// Narrow integer tiles that are widened on the way: for each, whether it is
     /// sign-extended and its span (`Σ strides[d]·(shape[d] − 1)`, non-negative). The lanes
     /// are affine when, for each, `ext(last lane) − ext(first lane) == span` in 64 bits.
@@ -32,16 +33,22 @@ pub struct Widened {
     pub value: Value,
     /// Sign-extended (else zero-extended).
     pub signed: bool,
-    /// Its last lane minus its first, when nothing wraps.
-    pub span: i64,
+    /// Its last lane minus its first when nothing wraps (`None` when a stride is known
+    /// only at run time: the check cannot be made).
+    pub span: Option<i64>,
 }
 
 impl Affine {
+    /// Whether every widened tile can be checked at run time (see [`Widened`]).
+    pub fn is_checkable(&self) -> bool {
+        self.widened.iter().all(|w| w.span.is_some())
+    }
+
     /// Whether the lanes are `c + row-major index` (dims of size 1 have any stride).
     pub fn is_row_major(&self, shape: &[usize]) -> bool {
         let mut want = 1i64;
         for (s, n) in self.strides.iter().zip(shape).rev() {
-            if *n != 1 && *s != want {
+            if *n != 1 && *s != Some(want) {
                 return false;
             }
             want = want.saturating_mul(*n as i64);
@@ -56,7 +63,7 @@ impl Affine {
 pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Option<Affine> {
     let t = f.ty(v);
     let zeros = || Affine {
-        strides: vec![0; t.rank()],
+        strides: vec![Some(0); t.rank()],
         widened: vec![],
     };
     if t.is_scalar() {
@@ -67,7 +74,7 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
     let a = match &inst.op {
         Op::Const(_) | Op::Splat(_) => zeros(),
         Op::Arange { .. } => Affine {
-            strides: vec![1],
+            strides: vec![Some(1)],
             widened: vec![],
         },
         Op::Hint { x, .. } => of(*x)?,
@@ -77,7 +84,7 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
             let strides = (0..t.rank())
                 .map(|d| match d.checked_sub(lead) {
                     Some(dx) if xt.shape[dx] == t.shape[d] => xa.strides[dx],
-                    _ => 0,
+                    _ => Some(0),
                 })
                 .collect();
             Affine {
@@ -87,7 +94,7 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
         }
         Op::ExpandDims { x, axis } => {
             let mut xa = of(*x)?;
-            xa.strides.insert(*axis as usize, 0);
+            xa.strides.insert(*axis as usize, Some(0));
             xa
         }
         Op::Permute { x, dims } => {
@@ -99,11 +106,11 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
         }
         Op::Reshape(x) => {
             let xa = of(*x)?;
-            if xa.strides.iter().all(|s| *s == 0) {
+            if is_uniform(&xa) {
                 zeros()
             } else if xa.is_row_major(&f.ty(*x).shape) {
                 Affine {
-                    strides: row_major(&t.shape),
+                    strides: row_major(&t.shape).into_iter().map(Some).collect(),
                     widened: xa.widened,
                 }
             } else {
@@ -113,22 +120,29 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
         Op::Binary(op @ (BinOp::Add | BinOp::Sub), x, y) if is_int(f.ty(*x)) => {
             let (xa, ya) = (of(*x)?, of(*y)?);
             let sign = if *op == BinOp::Add { 1 } else { -1 };
-            combine(xa, ya, |a, b| a.checked_add(b.checked_mul(sign)?))?
+            combine(xa, ya, |a, b| a.checked_add(b.checked_mul(sign)?))
         }
         Op::Binary(BinOp::Mul, x, y) if is_int(f.ty(*x)) => {
             let (xa, ya) = (of(*x)?, of(*y)?);
-            let scaled = |a: Affine, k: i64| -> Option<Affine> {
-                let strides: Option<Vec<i64>> =
-                    a.strides.iter().map(|s| s.checked_mul(k)).collect();
-                Some(Affine {
-                    strides: strides?,
-                    widened: a.widened,
-                })
+            // By a constant, or by equal lanes known only at run time (a zero stride stays
+            // zero; any other becomes unknown).
+            let scaled = |a: Affine, k: Option<i64>| Affine {
+                strides: a
+                    .strides
+                    .iter()
+                    .map(|s| match (*s, k) {
+                        (Some(0), _) => Some(0),
+                        (Some(s), Some(k)) => s.checked_mul(k),
+                        _ => None,
+                    })
+                    .collect(),
+                widened: a.widened,
             };
             match (constant(defs, *x), constant(defs, *y)) {
-                (_, Some(k)) => scaled(xa, k)?,
-                (Some(k), _) => scaled(ya, k)?,
-                _ if is_uniform(&xa) && is_uniform(&ya) => zeros(),
+                (_, Some(k)) => scaled(xa, Some(k)),
+                (Some(k), _) => scaled(ya, Some(k)),
+                _ if is_uniform(&ya) => scaled(xa, None),
+                _ if is_uniform(&xa) => scaled(ya, None),
                 _ => return None,
             }
         }
@@ -149,7 +163,7 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
             } else {
                 oa
             };
-            combine(pa, oa, i64::checked_add)?
+            combine(pa, oa, i64::checked_add)
         }
         // Any other pure elementwise op of tiles whose lanes are all equal.
         op if op.is_elementwise() && !matches!(op, Op::Load { .. }) => {
@@ -184,7 +198,7 @@ fn is_int(t: &Type) -> bool {
 
 /// Lanes all equal: no stride and nothing to check.
 fn is_uniform(a: &Affine) -> bool {
-    a.strides.iter().all(|s| *s == 0)
+    a.strides.iter().all(|s| *s == Some(0))
 }
 
 /// The integer constant every lane of `v` holds, when `v` is one by construction.
@@ -198,21 +212,22 @@ fn constant(defs: &HashMap<Value, &Inst>, v: Value) -> Option<i64> {
     }
 }
 
-/// `x` and `y` lane by lane, strides combined by `op` (`None` on overflow).
-fn combine(x: Affine, y: Affine, op: impl Fn(i64, i64) -> Option<i64>) -> Option<Affine> {
+/// `x` and `y` lane by lane, strides combined by `op` (unknown when either is, or on
+/// overflow).
+fn combine(x: Affine, y: Affine, op: impl Fn(i64, i64) -> Option<i64>) -> Affine {
     let strides = x
         .strides
         .iter()
         .zip(&y.strides)
-        .map(|(a, b)| op(*a, *b))
-        .collect::<Option<Vec<i64>>>()?;
+        .map(|(a, b)| op((*a)?, (*b)?))
+        .collect();
     let mut widened = x.widened;
     for w in y.widened {
         if !widened.contains(&w) {
             widened.push(w);
         }
     }
-    Some(Affine { strides, widened })
+    Affine { strides, widened }
 }
 
 /// `xa` (the lanes of narrow tile `x` of `shape`) widened: exact only when `x` does not
@@ -221,12 +236,13 @@ fn widen(mut xa: Affine, x: Value, signed: bool, shape: &[usize]) -> Option<Affi
     if is_uniform(&xa) {
         return Some(xa);
     }
-    let mut span = 0i64;
+    let mut span = Some(0i64);
     for (s, n) in xa.strides.iter().zip(shape) {
-        if *s < 0 {
-            return None;
+        match s {
+            Some(s) if *s < 0 => return None,
+            Some(s) => span = span.and_then(|t| t.checked_add(s.checked_mul(*n as i64 - 1)?)),
+            None => span = None,
         }
-        span = span.checked_add(s.checked_mul(*n as i64 - 1)?)?;
     }
     let w = Widened {
         value: x,
@@ -263,7 +279,7 @@ mod tests {
         // (body ending in the pointer tile, from %0: ptr<f32> and %1: i32; row-major?,
         // strides, widened tiles)
         /// Row-major, the strides, how many widened tiles.
-        type Form = (bool, &'static [i64], usize);
+        type Form = (bool, &'static [Option<i64>], usize);
         let cases: &[(&str, Option<Form>)] = &[
             // x + pid*4 + arange: contiguous; the i32 offset is widened.
             (
@@ -275,7 +291,7 @@ mod tests {
                  %7 = add %6, %5 : tile<4xi32>
                  %8 = splat %0 : tile<4xptr<f32>>
                  %9 = addptr %8, %7 : tile<4xptr<f32>>",
-                Some((true, &[1], 1)),
+                Some((true, &[Some(1)], 1)),
             ),
             // Twice the index: a stride of 2.
             (
@@ -284,7 +300,7 @@ mod tests {
                  %4 = mul %2, %3 : tile<4xi32>
                  %5 = splat %0 : tile<4xptr<f32>>
                  %6 = addptr %5, %4 : tile<4xptr<f32>>",
-                Some((false, &[2], 1)),
+                Some((false, &[Some(2)], 1)),
             ),
             // rows[:, None] * 8 + cols[None, :]: a 2-D row-major block.
             (
@@ -299,7 +315,7 @@ mod tests {
                  %10 = add %8, %9 : tile<4x8xi32>
                  %11 = splat %0 : tile<4x8xptr<f32>>
                  %12 = addptr %11, %10 : tile<4x8xptr<f32>>",
-                Some((true, &[8, 1], 1)),
+                Some((true, &[Some(8), Some(1)], 1)),
             ),
             // The transpose of it is not row-major.
             (
@@ -314,7 +330,7 @@ mod tests {
                  %10 = add %8, %9 : tile<8x4xi32>
                  %11 = splat %0 : tile<8x4xptr<f32>>
                  %12 = addptr %11, %10 : tile<8x4xptr<f32>>",
-                Some((false, &[1, 8], 1)),
+                Some((false, &[Some(1), Some(8)], 1)),
             ),
             // Reversed lanes (n - arange) are affine, but a widened negative stride is not
             // checkable from the first and last lanes alone.
@@ -326,14 +342,31 @@ mod tests {
                  %6 = addptr %5, %4 : tile<4xptr<f32>>",
                 None,
             ),
-            // Lanes multiplied by a runtime value: unknown strides.
+            // Lanes multiplied by a runtime value: a stride known only at run time, which
+            // no check of the widened offset can cover.
             (
                 "%2 = arange {start = 0, end = 4} : tile<4xi32>
                  %3 = splat %1 : tile<4xi32>
                  %4 = mul %2, %3 : tile<4xi32>
                  %5 = splat %0 : tile<4xptr<f32>>
                  %6 = addptr %5, %4 : tile<4xptr<f32>>",
-                None,
+                Some((false, &[None], 1)),
+            ),
+            // Tutorial 03's `a + rows[:, None] * stride_am + cols[None, :]`: rows one run
+            // each, at a distance known only at run time.
+            (
+                "%2 = arange {start = 0, end = 4} : tile<4xi32>
+                 %3 = arange {start = 0, end = 8} : tile<8xi32>
+                 %4 = expand_dims %2 {axis = 1} : tile<4x1xi32>
+                 %5 = expand_dims %3 {axis = 0} : tile<1x8xi32>
+                 %6 = splat %1 : tile<4x1xi32>
+                 %7 = mul %4, %6 : tile<4x1xi32>
+                 %8 = broadcast %7 : tile<4x8xi32>
+                 %9 = broadcast %5 : tile<4x8xi32>
+                 %10 = add %8, %9 : tile<4x8xi32>
+                 %11 = splat %0 : tile<4x8xptr<f32>>
+                 %12 = addptr %11, %10 : tile<4x8xptr<f32>>",
+                Some((false, &[None, Some(1)], 1)),
             ),
             // i64 offsets widen nothing; an i32 → i64 cast on the way is checked.
             (
@@ -341,14 +374,14 @@ mod tests {
                  %3 = cast %2 : tile<4xi64>
                  %4 = splat %0 : tile<4xptr<f32>>
                  %5 = addptr %4, %3 : tile<4xptr<f32>>",
-                Some((true, &[1], 1)),
+                Some((true, &[Some(1)], 1)),
             ),
             // The same pointer for every lane.
             (
                 "%2 = splat %1 : tile<4xi32>
                  %3 = splat %0 : tile<4xptr<f32>>
                  %4 = addptr %3, %2 : tile<4xptr<f32>>",
-                Some((false, &[0], 0)),
+                Some((false, &[Some(0)], 0)),
             ),
         ];
         for (body, want) in cases {
@@ -388,6 +421,7 @@ mod tests {
                     assert_eq!(a.is_row_major(&shape), *row_major, "{body}");
                     assert_eq!(a.strides, strides.to_vec(), "{body}");
                     assert_eq!(a.widened.len(), *widened, "{body}");
+                    assert_eq!(a.is_checkable(), !strides.contains(&None), "{body}");
                 }
                 (got, want) => panic!("{body}: got {got:?}, want {want:?}"),
             }

@@ -358,7 +358,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             for (arg, v) in body.args[1..].iter().zip(init) {
                 self.alias(*arg, *v);
             }
-            self.block(body);
+            self.loop_body(body, lo, &count, bounds[2]);
             let last = count.is_last(&self.emit(), lo);
             self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
             count.advance(&self.emit(), self.func, lo, exit)
@@ -386,7 +386,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.lv
             .insert(body.args[0], Lv::Scalar(count.body_value(&self.emit(), iv)));
         self.bind(&body.args[1..], &slots);
-        self.block(body);
+        self.loop_body(body, iv, &count, bounds[2]);
         let last = count.is_last(&self.emit(), iv);
         self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
         let next = count.advance(&self.emit(), self.func, iv, exit);
@@ -400,6 +400,27 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for c in &carried {
             self.fused_sums_finish(&c.sums);
         }
+    }
+
+    /// Generates a `for` body for the counter value `iv`, known as the innermost loop (see
+    /// `next_iteration`).
+    fn loop_body(
+        &mut self,
+        body: &'f Block,
+        iv: IntValue<'ctx>,
+        count: &LoopCounter<'ctx>,
+        step: IntValue<'ctx>,
+    ) {
+        let now = count.body_value(&self.emit(), iv).into_int_value();
+        let step = self
+            .b
+            .build_int_cast_sign_flag(step, now.get_type(), true, "")
+            .unwrap();
+        let next_iv = self.b.build_int_add(now, step, "").unwrap();
+        self.loops
+            .push(super::next_iteration::LoopFrame { body, next_iv });
+        self.block(body);
+        self.loops.pop();
     }
 
     /// True for a tile computed lazily from a constant or a splatted scalar.

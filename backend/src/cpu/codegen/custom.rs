@@ -227,7 +227,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             return None;
         }
         let a = affine_lanes(self.f, &self.defs, *ptr)?;
-        a.is_row_major(&t.shape).then_some((*ptr, *mask))
+        (a.is_row_major(&t.shape) && a.is_checkable()).then_some((*ptr, *mask))
     }
 
     /// An i1 that holds when the load of [`direct_load`](Self::direct_load) reads every lane
@@ -243,6 +243,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let widened = affine_lanes(self.f, &self.defs, ptr).map_or(vec![], |a| a.widened);
         let i64t = self.ctx.i64_type();
         for w in widened {
+            let Some(span) = w.span else {
+                // `direct_load` takes only checkable tiles.
+                return self.ctx.bool_type().const_zero();
+            };
             let shape = self.ty(w.value).shape.clone();
             let first: Vec<IntValue> = shape.iter().map(|_| self.i64c(0)).collect();
             let last: Vec<IntValue> = shape.iter().map(|n| self.i64c(*n as u64 - 1)).collect();
@@ -253,10 +257,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     .unwrap()
             };
             let (lo, hi) = (ext(&first), ext(&last));
-            let span = self.b.build_int_sub(hi, lo, "").unwrap();
+            let got = self.b.build_int_sub(hi, lo, "").unwrap();
             let exact = self
                 .b
-                .build_int_compare(IntPredicate::EQ, span, self.i64c(w.span as u64), "")
+                .build_int_compare(IntPredicate::EQ, got, self.i64c(span as u64), "")
                 .unwrap();
             ok = self.b.build_and(ok, exact, "").unwrap();
         }

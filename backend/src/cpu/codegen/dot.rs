@@ -91,6 +91,8 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let ap = self.packed(a, d);
         let bp = self.packed(b, d);
+        // Inside a loop, the micro-kernels request the next iteration's operand tiles.
+        let next = self.begin_next(&[a, b]);
         // A zero accumulator starts in registers, not in memory.
         let zero_c = self.is_zero_tile(acc);
         let c = match self.lv.get(&acc).copied() {
@@ -121,21 +123,42 @@ impl<'ctx> Gen<'ctx, '_> {
                 .into_iter()
                 .filter(|&(_, count, nv)| count > 0 && nv > 0)
                 .collect();
+        // Micro-kernels per column block, and in all: the prefetches' shares.
+        let per_col = full_rows + usize::from(rest_r > 0);
+        let kernels: usize = col_blocks.iter().map(|c| c.1).sum::<usize>() * per_col;
+        let mut kernels_before = 0;
         for (j0, count, nv) in col_blocks {
             self.counted_loop(count, &mut |s, jb| {
                 let j = s.b.build_int_mul(jb, s.i64c((nv * vl) as u64), "").unwrap();
                 let j = s.b.build_int_add(j, s.i64c(j0 as u64), "").unwrap();
+                // The index of this column block's first micro-kernel among all.
+                let t0 = s.b.build_int_mul(jb, s.i64c(per_col as u64), "").unwrap();
+                let t0 =
+                    s.b.build_int_add(t0, s.i64c(kernels_before as u64), "")
+                        .unwrap();
+                let share = |s: &mut Self, row_block: IntValue<'ctx>| {
+                    if let Some(next) = &next {
+                        let t = s.b.build_int_add(t0, row_block, "").unwrap();
+                        s.prefetch_next_share(next, t, kernels);
+                    }
+                };
                 if full_rows > 0 {
                     s.counted_loop(full_rows, &mut |s, ib| {
+                        share(s, ib);
                         let i = s.b.build_int_mul(ib, s.i64c(MR as u64), "").unwrap();
                         s.micro_kernel(&g, Micro { mr: MR, nv }, i, j);
                     });
                 }
                 if rest_r > 0 {
+                    share(s, s.i64c(full_rows as u64));
                     let i = s.i64c((full_rows * MR) as u64);
                     s.micro_kernel(&g, Micro { mr: rest_r, nv }, i, j);
                 }
             });
+            kernels_before += count * per_col;
+        }
+        if let Some(next) = next {
+            self.end_next(next);
         }
         self.lv.insert(inst.results[0], Lv::Buf(c));
     }

@@ -16,6 +16,7 @@ mod dot;
 mod lanes;
 mod mask;
 mod memory;
+mod next_iteration;
 mod plan;
 mod prefetch;
 mod reduce;
@@ -89,6 +90,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     error: Option<String>,
     /// Where the next program's tiles are prefetched (see `prefetch`).
     spread: Vec<prefetch::SpreadPlan>,
+    /// The `for` loops around the op being generated, innermost last.
+    loops: Vec<next_iteration::LoopFrame<'ctx, 'f>>,
 }
 
 /// Emits `body` and `entry` for `f` into `module`; the entry is named `entry_name`.
@@ -178,6 +181,7 @@ pub(crate) fn generate<'ctx>(
         customs,
         error: None,
         spread,
+        loops: Vec::new(),
     };
     if opts.race_check {
         // After the check words of every parameter.

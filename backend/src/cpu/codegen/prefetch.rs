@@ -389,7 +389,7 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Makes the pure value `v` computable here (see [`pure_from`]), recording
     /// every value it had to add to `lv`.
-    fn make_available(&mut self, v: Value, added: &mut Vec<Value>) -> bool {
+    pub(super) fn make_available(&mut self, v: Value, added: &mut Vec<Value>) -> bool {
         if self.lv.contains_key(&v) {
             return true;
         }
@@ -442,7 +442,13 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// One prefetch hint for the cache line at address `a` (keep in all cache levels).
-    fn prefetch_line(&mut self, a: IntValue<'ctx>, write: bool) {
+    pub(super) fn prefetch_line(&mut self, a: IntValue<'ctx>, write: bool) {
+        self.prefetch_line_to(a, write, 3);
+    }
+
+    /// One prefetch hint for the cache line at address `a`, kept down to `locality`
+    /// (LLVM's: 3 keeps it in every level, 2 from L2 on, 1 from L3 on).
+    pub(super) fn prefetch_line_to(&mut self, a: IntValue<'ctx>, write: bool, locality: u64) {
         let p: PointerValue = self
             .b
             .build_int_to_ptr(a, self.ctx.ptr_type(inkwell::AddressSpace::default()), "")
@@ -457,7 +463,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 &[
                     p.into(),
                     i32t.const_int(write as u64, false).into(),
-                    i32t.const_int(3, false).into(),
+                    i32t.const_int(locality, false).into(),
                     i32t.const_int(1, false).into(),
                 ],
                 "",

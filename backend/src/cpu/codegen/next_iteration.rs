@@ -1,0 +1,211 @@
+//! Prefetching the operand tiles of a `dot`'s next loop iteration while the dot runs.
+//!
+//! A K loop (`for kb in …: acc = dot(load(a + kb·BK…), load(b + kb·BK·stride…), acc)`)
+//! reads two fresh tiles per iteration from rows far apart in memory: a few cache lines per
+//! row, which the hardware prefetchers do not follow. Their misses stall the packing of the
+//! next iteration's operands. So while the micro-kernels of this iteration run, each
+//! requests a share of the rows of the next iteration's tiles.
+//!
+//! The next iteration's pointer tile is the same expression with the induction variable
+//! advanced by the step: the values of the loop body that depend on the variable are
+//! swapped out of `lv` for the dot's duration, the variable is bound to its next value, and
+//! the pointer tile is recomputed lazily (pure ops only; a tile that needs anything else is
+//! not prefetched). A loop-carried pointer tile's next value is the one the body yields.
+
+use super::{Gen, Lv};
+use inkwell::values::IntValue;
+use std::collections::HashSet;
+use tritium_dsl::ir::{affine_lanes, Block, Op, Value};
+
+/// The innermost `for` loop being generated.
+pub(super) struct LoopFrame<'ctx, 'f> {
+    /// Its body.
+    pub body: &'f Block,
+    /// The induction variable's value in the next iteration.
+    pub next_iv: IntValue<'ctx>,
+}
+
+/// The next iteration's operand tiles of one `dot`, computable until [`Gen::end_next`].
+pub(super) struct NextTiles<'ctx> {
+    /// Rank-2 pointer tiles: (tile, rows, bytes of each row, one contiguous run).
+    tiles: Vec<(Value, usize, usize)>,
+    /// What the swap replaced in `lv` (to restore).
+    saved: Vec<(Value, Option<Lv<'ctx>>)>,
+    /// Values the recomputation added to `lv` (to remove).
+    added: Vec<Value>,
+}
+
+impl NextTiles<'_> {
+    /// Rows of every tile together.
+    pub fn rows(&self) -> usize {
+        self.tiles.iter().map(|t| t.1).sum()
+    }
+}
+
+impl<'ctx, 'f> Gen<'ctx, 'f> {
+    /// Prepares prefetching the next iteration's copies of the dot operands `operands`
+    /// (loads in the innermost loop whose rows are contiguous). `None` when there is none,
+    /// in checked mode, or outside a loop.
+    pub(super) fn begin_next(&mut self, operands: &[Value]) -> Option<NextTiles<'ctx>> {
+        if self.opts.bounds_check {
+            return None;
+        }
+        let frame = self.loops.last()?;
+        let (body, next_iv) = (frame.body, frame.next_iv);
+        let iv = *body.args.first()?;
+        let yields: &[Value] = match body.insts.last().map(|i| &i.op) {
+            Some(Op::Yield(v)) => v,
+            _ => &[],
+        };
+        let moved = dependents(body, iv);
+        // The load pointers, and what stands for each next iteration.
+        let mut wanted = Vec::new();
+        for &v in operands {
+            if !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+                continue;
+            }
+            let Some(Op::Load { ptr, hints, .. }) = self.defs.get(&v).map(|i| &i.op) else {
+                continue;
+            };
+            let t = self.ty(*ptr).clone();
+            let size = t.elem.pointee().map_or(0, |d| d.size_bytes());
+            let rows_contiguous = affine_lanes(self.f, &self.defs, *ptr)
+                .is_some_and(|a| t.rank() == 2 && a.strides[1] == Some(1));
+            if hints.volatile || !rows_contiguous {
+                continue;
+            }
+            // A carried tile's next value is what the body yields for it, computed from its
+            // current value (not from the induction variable, which is advanced below).
+            let next = match body.args[1..].iter().position(|a| a == ptr) {
+                Some(i) => yields.get(i).copied().filter(|y| !moved.contains(y)),
+                // The next iteration's copy of a tile that does not move is the same tile.
+                None => moved.contains(ptr).then_some(*ptr),
+            };
+            if let Some(next) = next {
+                wanted.push((next, t.shape[0], t.shape[1] * size));
+            }
+        }
+        if wanted.is_empty() {
+            return None;
+        }
+        // Swap out what depends on the induction variable; bind it to its next value.
+        let mut saved: Vec<(Value, Option<Lv<'ctx>>)> = Vec::new();
+        for v in moved.iter().copied().chain([iv]) {
+            saved.push((v, self.lv.remove(&v)));
+        }
+        self.lv.insert(iv, Lv::Scalar(next_iv.into()));
+        let mut added = Vec::new();
+        let mut tiles = Vec::new();
+        for (next, rows, bytes) in wanted {
+            let known = tiles.iter().any(|t: &(Value, usize, usize)| t.0 == next);
+            if !known && self.make_available(next, &mut added) {
+                tiles.push((next, rows, bytes));
+            }
+        }
+        let next = NextTiles {
+            tiles,
+            saved,
+            added,
+        };
+        if next.tiles.is_empty() {
+            self.end_next(next);
+            return None;
+        }
+        Some(next)
+    }
+
+    /// Prefetches share `t` of `total` of the rows of `next` (`t` counts from 0).
+    pub(super) fn prefetch_next_share(
+        &mut self,
+        next: &NextTiles<'ctx>,
+        t: IntValue<'ctx>,
+        total: usize,
+    ) {
+        let rows = next.rows() as u64;
+        let bl = self.b;
+        let i64t = self.ctx.i64_type();
+        let share = |s: &Self, k: IntValue<'ctx>| {
+            let x = bl.build_int_mul(k, s.i64c(rows), "").unwrap();
+            bl.build_int_unsigned_div(x, s.i64c(total as u64), "")
+                .unwrap()
+        };
+        let lo = share(self, t);
+        let t1 = bl.build_int_add(t, self.i64c(1), "").unwrap();
+        let hi = share(self, t1);
+        let mut first = 0u64;
+        for &(tile, tile_rows, bytes) in &next.tiles {
+            // Rows `lo..hi` of all tiles together, this tile's part of them.
+            let begin = self.i64c(first);
+            let end = self.i64c(first + tile_rows as u64);
+            let umax = |a, b| self.intrinsic("llvm.umax", &[i64t.into()], &[a, b]);
+            let umin = |a, b| self.intrinsic("llvm.umin", &[i64t.into()], &[a, b]);
+            let from = umax(lo.into(), begin.into()).into_int_value();
+            let to = umin(hi.into(), end.into()).into_int_value();
+            let pre = bl.get_insert_block().unwrap();
+            let body = self.ctx.append_basic_block(self.func, "next.rows");
+            let done = self.ctx.append_basic_block(self.func, "next.rows.end");
+            let any = bl
+                .build_int_compare(inkwell::IntPredicate::ULT, from, to, "")
+                .unwrap();
+            bl.build_conditional_branch(any, body, done).unwrap();
+            bl.position_at_end(body);
+            let r = bl.build_phi(i64t, "row").unwrap();
+            r.add_incoming(&[(&from, pre)]);
+            let row = r.as_basic_value().into_int_value();
+            let local = bl.build_int_sub(row, begin, "").unwrap();
+            let p = self.lane(tile, &[local, self.i64c(0)]).into_pointer_value();
+            let a = bl.build_ptr_to_int(p, i64t, "").unwrap();
+            // Every line of the row's run, its last byte's included.
+            let mut offsets: Vec<u64> = (0..bytes as u64).step_by(64).collect();
+            offsets.push(bytes as u64 - 1);
+            for off in offsets {
+                let at = bl.build_int_add(a, self.i64c(off), "").unwrap();
+                // Into L2: the next tiles together outgrow L1, where this iteration's
+                // packed operands are being read.
+                self.prefetch_line_to(at, false, 2);
+            }
+            let row1 = bl.build_int_add(row, self.i64c(1), "").unwrap();
+            r.add_incoming(&[(&row1, bl.get_insert_block().unwrap())]);
+            let more = bl
+                .build_int_compare(inkwell::IntPredicate::ULT, row1, to, "")
+                .unwrap();
+            bl.build_conditional_branch(more, body, done).unwrap();
+            bl.position_at_end(done);
+            first += tile_rows as u64;
+        }
+    }
+
+    /// Restores `lv` as it was before [`begin_next`](Self::begin_next).
+    pub(super) fn end_next(&mut self, next: NextTiles<'ctx>) {
+        for v in next.added {
+            self.lv.remove(&v);
+        }
+        for (v, lv) in next.saved {
+            match lv {
+                Some(lv) => self.lv.insert(v, lv),
+                None => self.lv.remove(&v),
+            };
+        }
+    }
+}
+
+/// The values defined at the top of `body` that depend on `iv`, directly or not (through
+/// an operand or a use inside a region).
+fn dependents(body: &Block, iv: Value) -> HashSet<Value> {
+    fn uses_any(b: &Block, dep: &HashSet<Value>) -> bool {
+        b.insts.iter().any(|i| {
+            i.op.operands().iter().any(|o| dep.contains(o))
+                || i.op.regions().into_iter().any(|r| uses_any(r, dep))
+        })
+    }
+    let mut dep = HashSet::from([iv]);
+    for inst in &body.insts {
+        let uses = inst.op.operands().iter().any(|o| dep.contains(o))
+            || inst.op.regions().into_iter().any(|r| uses_any(r, &dep));
+        if uses {
+            dep.extend(inst.results.iter().copied());
+        }
+    }
+    dep.remove(&iv);
+    dep
+}
