@@ -6,6 +6,7 @@
 //!     cargo run --release --example bench_table -- checks    # checked mode's and race checking's costs
 //!     cargo run --release --example bench_table -- launches  # a cached launch's overhead
 //!     cargo run --release --example bench_table -- matmul    # the matmul rows only
+//!     cargo run --release --example bench_table -- attention # the matmul and attention rows
 //!
 //! Each row's candidates are timed interleaved (round after round, best of each), so that
 //! a busy machine slows them alike; the bandwidth loop is timed again with every
@@ -285,6 +286,12 @@ fn main() -> tritium::Result<()> {
             matmul_rows(&Device::cpu());
             return Ok(());
         }
+        Some("attention") => {
+            let device = Device::cpu();
+            let matmul_gflops = matmul_rows(&device);
+            attention_rows(&device, matmul_gflops);
+            return Ok(());
+        }
         _ => {}
     }
     let device = Device::cpu();
@@ -435,7 +442,8 @@ fn main() -> tritium::Result<()> {
         flops / t_dot.as_secs_f64() / 1e9
     );
 
-    matmul_rows(&device);
+    let matmul_gflops = matmul_rows(&device);
+    attention_rows(&device, matmul_gflops);
 
     // Tutorial 09's persistent matmul (one program per worker thread) against the
     // one-program-per-tile matmul above, same blocks.
@@ -586,15 +594,16 @@ fn main() -> tritium::Result<()> {
 
 /// Tutorial 03's matmul (autotuned blocks) against OpenBLAS's `cblas_sgemm` on as many
 /// threads, f32 at 1024³, 4096³ and an odd 1000³; f16 and bf16 inputs (f32 accumulation)
-/// against the f32 kernel's GFLOP/s.
-fn matmul_rows(device: &Device) {
+/// against the f32 kernel's GFLOP/s. Returns the f32 GFLOP/s at 1024³ (`None` without
+/// OpenBLAS).
+fn matmul_rows(device: &Device) -> Option<f64> {
     use half::{bf16, f16};
     use tritium_kernels::matmul::matmul_autotuned;
     let blas = match OpenBlas::load() {
         Ok(b) => b,
         Err(e) => {
             println!("matmul rows skipped: {e}");
-            return;
+            return None;
         }
     };
     blas.set_threads(tritium::backend::cpu::num_threads());
@@ -666,5 +675,127 @@ fn matmul_rows(device: &Device) {
             g,
             g / f32_gflops
         );
+    }
+    Some(f32_gflops)
+}
+
+/// Tutorial 06's fused attention forward against an unfused implementation a user would
+/// write (S = QKᵀ and O = PV with OpenBLAS, the scaled, masked row softmax with ndarray;
+/// bf16 inputs converted to f32 first), per sequence length, head dim, causality and
+/// dtype; GFLOP/s (4·N²·D per head, half of it when causal) against the matmul row's.
+fn attention_rows(device: &Device, matmul_gflops: Option<f64>) {
+    use half::bf16;
+    use ndarray::{s, Array4};
+    let blas = match OpenBlas::load() {
+        Ok(b) => b,
+        Err(e) => {
+            println!("attention rows skipped: {e}");
+            return;
+        }
+    };
+    blas.set_threads(tritium::backend::cpu::num_threads());
+    let unfused = |q: &Array4<f32>, k: &Array4<f32>, v: &Array4<f32>, causal: bool| {
+        let (_, heads, n, d) = q.dim();
+        let scale = 1.0 / (d as f32).sqrt();
+        let mut s = Array2::<f32>::zeros((n, n));
+        let mut o = Array2::<f32>::zeros((n, d));
+        for h in 0..heads {
+            let (qh, kh, vh) = (
+                q.slice(s![0, h, .., ..]),
+                k.slice(s![0, h, .., ..]),
+                v.slice(s![0, h, .., ..]),
+            );
+            blas.sgemm(qh, kh.t(), &mut s);
+            for (i, mut r) in s.rows_mut().into_iter().enumerate() {
+                if causal {
+                    r.slice_mut(s![i + 1..]).fill(f32::NEG_INFINITY);
+                }
+                let m = r.fold(f32::NEG_INFINITY, |a, &b| a.max(b)) * scale;
+                r.mapv_inplace(|x| (x * scale - m).exp());
+                let total = r.sum();
+                r /= total;
+            }
+            blas.sgemm(s.view(), vh, &mut o);
+        }
+    };
+    let data = |shape: (usize, usize, usize, usize), seed: usize| {
+        Array4::from_shape_fn(shape, |(_, h, i, j)| {
+            ((h * 131 + i * 31 + j * 7 + seed) % 29) as f32 / 29.0 - 0.5
+        })
+    };
+    println!(
+        "{:<34} {:>11} {:>11} {:>8} {:>9} {:>8}",
+        "attention (unfused OpenBLAS)", "tritium ms", "base ms", "ratio", "GFLOP/s", "/matmul"
+    );
+    // (dtype is bf16, sequence length, head dim, heads)
+    let cases = [
+        (false, 1024, 64, 8),
+        (false, 1024, 128, 8),
+        (false, 4096, 64, 2),
+        (false, 4096, 128, 2),
+        (false, 8192, 64, 1),
+        (false, 8192, 128, 1),
+        (true, 1024, 64, 8),
+        (true, 4096, 128, 2),
+    ];
+    for (half_inputs, n, d, heads) in cases {
+        for causal in [false, true] {
+            if half_inputs && causal {
+                continue;
+            }
+            let shape = (1, heads, n, d);
+            let (q, k, v) = (data(shape, 1), data(shape, 2), data(shape, 3));
+            let scale = 1.0 / (d as f32).sqrt();
+            let config = AttentionConfig {
+                causal,
+                ..AttentionConfig::default()
+            };
+            let rounds = if n >= 4096 { 2 } else { 4 };
+            let [t_fused, t_unfused] = if half_inputs {
+                let (qb, kb, vb) = (
+                    q.mapv(bf16::from_f32),
+                    k.mapv(bf16::from_f32),
+                    v.mapv(bf16::from_f32),
+                );
+                interleaved(
+                    rounds,
+                    [
+                        &mut || {
+                            attention(device, qb.view(), kb.view(), vb.view(), scale, config)
+                                .unwrap();
+                        },
+                        &mut || {
+                            let f = |x: &Array4<bf16>| x.mapv(f32::from);
+                            unfused(&f(&qb), &f(&kb), &f(&vb), causal)
+                        },
+                    ],
+                )
+            } else {
+                interleaved(
+                    rounds,
+                    [
+                        &mut || {
+                            attention(device, q.view(), k.view(), v.view(), scale, config).unwrap();
+                        },
+                        &mut || unfused(&q, &k, &v, causal),
+                    ],
+                )
+            };
+            let flops = 4.0 * (heads * n * n * d) as f64 * if causal { 0.5 } else { 1.0 };
+            let gflops = flops / t_fused.as_secs_f64() / 1e9;
+            println!(
+                "{:<34} {:>11.3} {:>11.3} {:>8.2} {:>9.1} {:>8}",
+                format!(
+                    "{} N={n} D={d} H={heads}{}",
+                    if half_inputs { "bf16" } else { "f32" },
+                    if causal { " causal" } else { "" }
+                ),
+                ms(t_fused),
+                ms(t_unfused),
+                t_unfused.as_secs_f64() / t_fused.as_secs_f64(),
+                gflops,
+                matmul_gflops.map_or("-".to_string(), |m| format!("{:.2}", gflops / m))
+            );
+        }
     }
 }

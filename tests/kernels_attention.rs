@@ -258,3 +258,40 @@ fn fused_attention_backward_matches_the_gradients() {
         }
     }
 }
+
+/// The K loop requests the next key and value blocks while its dots run: their pointers
+/// come from block pointers (offsets carried by the loop), and `kᵀ` is read by columns.
+/// The prefetches go to L2 (`llvm.prefetch` locality 2).
+#[test]
+fn the_key_loop_prefetches_the_next_blocks() {
+    use tritium_kernels::attention::attention_forward;
+    let (h, n, d) = (1, 256, 64);
+    let (q, k, v) = (
+        random4((1, h, n, d), 1),
+        random4((1, h, n, d), 2),
+        random4((1, h, n, d), 3),
+    );
+    let mut out = Array4::<f32>::zeros((1, h, n, d));
+    let mut lse = Array3::<f32>::zeros((1, h, n));
+    let dumps = crate::common::dumps_of("attention-prefetch", |options| {
+        attention_forward::launch_with(
+            &tritium::Device::cpu(),
+            [n / 64, h],
+            options,
+            &mut out,
+            &mut lse,
+            q.view(),
+            k.view(),
+            v.view(),
+            0.125,
+            n as i32,
+            64,
+            32,
+            d,
+            false,
+        )
+        .unwrap()
+    });
+    let to_l2 = dumps.get("opt.ll").matches("i32 0, i32 2, i32 1)").count();
+    assert!(to_l2 > 0, "no prefetch of the next key and value blocks");
+}

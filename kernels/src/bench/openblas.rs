@@ -7,6 +7,7 @@ use std::os::raw::c_int;
 /// `cblas_sgemm`'s layout and transpose codes (cblas.h).
 const ROW_MAJOR: c_int = 101;
 const NO_TRANS: c_int = 111;
+const TRANS: c_int = 112;
 
 type Sgemm = unsafe extern "C" fn(
     c_int,
@@ -72,7 +73,8 @@ impl OpenBlas {
         unsafe { (self.set_threads)(threads as c_int) }
     }
 
-    /// `c = a @ b` for row-major (standard layout) f32 matrices.
+    /// `c = a @ b` for f32 matrices: `a` row-major, `b` row-major or the transpose of a
+    /// row-major matrix (as `k.t()`); anything else is copied to row-major first.
     pub fn sgemm(&self, a: ArrayView2<f32>, b: ArrayView2<f32>, c: &mut Array2<f32>) {
         let ((m, k), (k2, n)) = (a.dim(), b.dim());
         assert!(
@@ -81,26 +83,37 @@ impl OpenBlas {
             c.dim()
         );
         let a = a.as_standard_layout();
-        let b = b.as_standard_layout();
+        let transposed = !b.is_standard_layout() && b.t().is_standard_layout();
+        let bt = b.t();
+        let b_rows = if transposed {
+            bt.as_standard_layout()
+        } else {
+            b.as_standard_layout()
+        };
         assert!(c.is_standard_layout(), "sgemm: c must be row-major");
-        let dim = |x: usize| c_int::try_from(x).expect("sgemm: a dimension above i32");
+        let dim = |x: usize| c_int::try_from(x.max(1)).expect("sgemm: a dimension above i32");
+        let (trans_b, ldb) = if transposed {
+            (TRANS, k)
+        } else {
+            (NO_TRANS, n)
+        };
         // SAFETY: the three buffers are row-major with the leading dimensions passed.
         unsafe {
             (self.sgemm)(
                 ROW_MAJOR,
                 NO_TRANS,
-                NO_TRANS,
+                trans_b,
                 dim(m),
                 dim(n),
                 dim(k),
                 1.0,
                 a.as_ptr(),
-                dim(k.max(1)),
-                b.as_ptr(),
-                dim(n.max(1)),
+                dim(k),
+                b_rows.as_ptr(),
+                dim(ldb),
                 0.0,
                 c.as_mut_ptr(),
-                dim(n.max(1)),
+                dim(n),
             )
         }
     }

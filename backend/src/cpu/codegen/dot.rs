@@ -91,8 +91,6 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let ap = self.packed(a, d);
         let bp = self.packed(b, d);
-        // Inside a loop, the micro-kernels request the next iteration's operand tiles.
-        let next = self.begin_next(&[a, b]);
         // A zero accumulator starts in registers, not in memory.
         let zero_c = self.is_zero_tile(acc);
         let c = match self.lv.get(&acc).copied() {
@@ -115,6 +113,9 @@ impl<'ctx> Gen<'ctx, '_> {
             c,
             zero_c,
         };
+        // Inside a loop, the micro-kernels request the next iteration's operand tiles (from
+        // here on, the values of this iteration that depend on the loop are swapped out).
+        let next = self.begin_next(&[a, b]);
         let nr = NV * vl;
         let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
         let (full_rows, rest_r) = (m / MR, m % MR);

@@ -7,10 +7,12 @@
 //! requests a share of the rows of the next iteration's tiles.
 //!
 //! The next iteration's pointer tile is the same expression with the induction variable
-//! advanced by the step: the values of the loop body that depend on the variable are
-//! swapped out of `lv` for the dot's duration, the variable is bound to its next value, and
+//! advanced by the step and each carried integer (a block pointer's offsets) replaced by
+//! what the body yields for it: the values of the loop body that depend on them are
+//! swapped out of `lv` for the dot's duration, they are bound to their next values, and
 //! the pointer tile is recomputed lazily (pure ops only; a tile that needs anything else is
 //! not prefetched). A loop-carried pointer tile's next value is the one the body yields.
+//! A tile is prefetched as runs of contiguous memory: its rows, or its columns (`kᵀ`).
 
 use super::{Gen, Lv};
 use inkwell::values::IntValue;
@@ -27,18 +29,30 @@ pub(super) struct LoopFrame<'ctx, 'f> {
 
 /// The next iteration's operand tiles of one `dot`, computable until [`Gen::end_next`].
 pub(super) struct NextTiles<'ctx> {
-    /// Rank-2 pointer tiles: (tile, rows, bytes of each row, one contiguous run).
-    tiles: Vec<(Value, usize, usize)>,
+    /// Rank-2 pointer tiles made of contiguous runs.
+    tiles: Vec<Runs>,
     /// What the swap replaced in `lv` (to restore).
     saved: Vec<(Value, Option<Lv<'ctx>>)>,
     /// Values the recomputation added to `lv` (to remove).
     added: Vec<Value>,
 }
 
+/// A rank-2 pointer tile whose rows (or columns) are each one contiguous run of memory.
+#[derive(Clone, Copy, PartialEq)]
+struct Runs {
+    tile: Value,
+    /// How many runs.
+    count: usize,
+    /// Bytes in each.
+    bytes: usize,
+    /// Runs are rows (else columns).
+    rows: bool,
+}
+
 impl NextTiles<'_> {
-    /// Rows of every tile together.
-    pub fn rows(&self) -> usize {
-        self.tiles.iter().map(|t| t.1).sum()
+    /// Runs of every tile together.
+    pub fn runs(&self) -> usize {
+        self.tiles.iter().map(|t| t.count).sum()
     }
 }
 
@@ -57,7 +71,15 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Some(Op::Yield(v)) => v,
             _ => &[],
         };
-        let moved = dependents(body, iv);
+        // Carried integers whose next value the body yields (block pointers' offsets).
+        let carried: Vec<(Value, Value)> = body.args[1..]
+            .iter()
+            .zip(yields)
+            .filter(|(a, _)| self.ty(**a).dtype().is_some_and(|d| d.is_int()))
+            .map(|(a, y)| (*a, *y))
+            .collect();
+        let roots: HashSet<Value> = carried.iter().map(|c| c.0).chain([iv]).collect();
+        let moved = dependents(body, &roots);
         // The load pointers, and what stands for each next iteration.
         let mut wanted = Vec::new();
         for &v in operands {
@@ -69,11 +91,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             };
             let t = self.ty(*ptr).clone();
             let size = t.elem.pointee().map_or(0, |d| d.size_bytes());
-            let rows_contiguous = affine_lanes(self.f, &self.defs, *ptr)
-                .is_some_and(|a| t.rank() == 2 && a.strides[1] == Some(1));
-            if hints.volatile || !rows_contiguous {
-                continue;
-            }
+            let strides = affine_lanes(self.f, &self.defs, *ptr).map(|a| a.strides);
+            let rows = match strides.as_deref() {
+                _ if hints.volatile || t.rank() != 2 => continue,
+                Some([_, Some(1)]) => true,
+                Some([Some(1), _]) => false,
+                _ => continue,
+            };
+            let (count, run) = if rows {
+                (t.shape[0], t.shape[1])
+            } else {
+                (t.shape[1], t.shape[0])
+            };
             // A carried tile's next value is what the body yields for it, computed from its
             // current value (not from the induction variable, which is advanced below).
             let next = match body.args[1..].iter().position(|a| a == ptr) {
@@ -81,25 +110,46 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 // The next iteration's copy of a tile that does not move is the same tile.
                 None => moved.contains(ptr).then_some(*ptr),
             };
-            if let Some(next) = next {
-                wanted.push((next, t.shape[0], t.shape[1] * size));
+            if let Some(tile) = next {
+                wanted.push(Runs {
+                    tile,
+                    count,
+                    bytes: run * size,
+                    rows,
+                });
             }
         }
         if wanted.is_empty() {
             return None;
         }
-        // Swap out what depends on the induction variable; bind it to its next value.
-        let mut saved: Vec<(Value, Option<Lv<'ctx>>)> = Vec::new();
-        for v in moved.iter().copied().chain([iv]) {
-            saved.push((v, self.lv.remove(&v)));
+        // The carried integers' next values, computed from their current ones (what that
+        // added to `lv` goes again: the body computes those values where they are).
+        let mut next_values = vec![(iv, next_iv.into())];
+        let mut computed = Vec::new();
+        for (arg, y) in carried {
+            if self.make_available(y, &mut computed) {
+                if let Some(Lv::Scalar(x)) = self.lv.get(&y) {
+                    next_values.push((arg, *x));
+                }
+            }
         }
-        self.lv.insert(iv, Lv::Scalar(next_iv.into()));
+        for v in computed {
+            self.lv.remove(&v);
+        }
         let mut added = Vec::new();
-        let mut tiles = Vec::new();
-        for (next, rows, bytes) in wanted {
-            let known = tiles.iter().any(|t: &(Value, usize, usize)| t.0 == next);
-            if !known && self.make_available(next, &mut added) {
-                tiles.push((next, rows, bytes));
+        // Swap out what depends on them; bind them to their next values.
+        let mut saved: Vec<(Value, Option<Lv<'ctx>>)> = Vec::new();
+        for v in moved.iter().chain(&roots) {
+            saved.push((*v, self.lv.remove(v)));
+        }
+        for (v, x) in next_values {
+            self.lv.insert(v, Lv::Scalar(x));
+        }
+        let mut tiles: Vec<Runs> = Vec::new();
+        for w in wanted {
+            let known = tiles.iter().any(|t| t.tile == w.tile);
+            if !known && self.make_available(w.tile, &mut added) {
+                tiles.push(w);
             }
         }
         let next = NextTiles {
@@ -114,14 +164,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         Some(next)
     }
 
-    /// Prefetches share `t` of `total` of the rows of `next` (`t` counts from 0).
+    /// Prefetches share `t` of `total` of the runs of `next` (`t` counts from 0).
     pub(super) fn prefetch_next_share(
         &mut self,
         next: &NextTiles<'ctx>,
         t: IntValue<'ctx>,
         total: usize,
     ) {
-        let rows = next.rows() as u64;
+        let rows = next.runs() as u64;
         let bl = self.b;
         let i64t = self.ctx.i64_type();
         let share = |s: &Self, k: IntValue<'ctx>| {
@@ -133,8 +183,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let t1 = bl.build_int_add(t, self.i64c(1), "").unwrap();
         let hi = share(self, t1);
         let mut first = 0u64;
-        for &(tile, tile_rows, bytes) in &next.tiles {
-            // Rows `lo..hi` of all tiles together, this tile's part of them.
+        for &Runs {
+            tile,
+            count: tile_rows,
+            bytes,
+            rows: along_rows,
+        } in &next.tiles
+        {
+            // Runs `lo..hi` of all tiles together, this tile's part of them.
             let begin = self.i64c(first);
             let end = self.i64c(first + tile_rows as u64);
             let umax = |a, b| self.intrinsic("llvm.umax", &[i64t.into()], &[a, b]);
@@ -153,7 +209,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             r.add_incoming(&[(&from, pre)]);
             let row = r.as_basic_value().into_int_value();
             let local = bl.build_int_sub(row, begin, "").unwrap();
-            let p = self.lane(tile, &[local, self.i64c(0)]).into_pointer_value();
+            let idx = if along_rows {
+                [local, self.i64c(0)]
+            } else {
+                [self.i64c(0), local]
+            };
+            let p = self.lane(tile, &idx).into_pointer_value();
             let a = bl.build_ptr_to_int(p, i64t, "").unwrap();
             // Every line of the row's run, its last byte's included.
             let mut offsets: Vec<u64> = (0..bytes as u64).step_by(64).collect();
@@ -189,16 +250,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 }
 
-/// The values defined at the top of `body` that depend on `iv`, directly or not (through
-/// an operand or a use inside a region).
-fn dependents(body: &Block, iv: Value) -> HashSet<Value> {
+/// The values defined at the top of `body` that depend on `roots`, directly or not
+/// (through an operand or a use inside a region).
+fn dependents(body: &Block, roots: &HashSet<Value>) -> HashSet<Value> {
     fn uses_any(b: &Block, dep: &HashSet<Value>) -> bool {
         b.insts.iter().any(|i| {
             i.op.operands().iter().any(|o| dep.contains(o))
                 || i.op.regions().into_iter().any(|r| uses_any(r, dep))
         })
     }
-    let mut dep = HashSet::from([iv]);
+    let mut dep = roots.clone();
     for inst in &body.insts {
         let uses = inst.op.operands().iter().any(|o| dep.contains(o))
             || inst.op.regions().into_iter().any(|r| uses_any(r, &dep));
@@ -206,6 +267,6 @@ fn dependents(body: &Block, iv: Value) -> HashSet<Value> {
             dep.extend(inst.results.iter().copied());
         }
     }
-    dep.remove(&iv);
+    dep.retain(|v| !roots.contains(v));
     dep
 }
