@@ -182,3 +182,67 @@ fn a_widened_offset_that_wraps_is_copied() {
         assert_eq!(out, want, "{device:?}");
     }
 }
+
+#[kernel]
+fn where_out(out: Ptr<i64>, x: Ptr<i64>, n: i32, #[constexpr] BLOCK: usize) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    let mask = offs < n;
+    let a = load(x + offs, mask = mask, other = 0);
+    let w = custom("where_out", a, out = zeros([BLOCK], DType::I64));
+    store(out + offs, w, mask = mask);
+}
+
+/// `x[i] += x[i]` through the C++ add: the stored memory is also read in place, so the
+/// out (which starts as zeros) must not be written there.
+#[kernel]
+fn double_in_place(x: Ptr<f32>, #[constexpr] BLOCK: usize) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    let a = load(x + offs);
+    let r = custom("add", a, a, out = zeros([BLOCK], DType::F32));
+    store(x + offs, r);
+}
+
+#[test]
+fn stored_outs_are_written_in_place_when_the_store_is_one_full_run() {
+    // (what, elements, block, checked, written in place)
+    let cases = [
+        ("full blocks", 4096, 1024, false),
+        ("a partial last block", 1000, 256, false),
+        ("checked mode", 512, 256, true),
+    ];
+    let device = Device::cpu();
+    for (what, n, block, checked) in cases {
+        let x = Array1::<i64>::zeros(n);
+        let mut out = Array1::<i64>::zeros(n);
+        let grid = n.div_ceil(block);
+        where_out::launch_with(
+            &device,
+            grid,
+            &options(checked),
+            &mut out,
+            &x,
+            n as i32,
+            block,
+        )
+        .unwrap();
+        let base = out.as_ptr() as i64;
+        for p in 0..grid {
+            let lanes = p * block..((p + 1) * block).min(n);
+            let in_place = !checked && lanes.len() == block;
+            for i in lanes {
+                let mine = base + 8 * i as i64;
+                assert_eq!(out[i] == mine, in_place, "{what}: element {i}");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_out_is_not_written_over_an_input_read_in_place() {
+    for device in crate::common::all_devices() {
+        let mut x = Array1::from_iter((0..2048).map(|i| i as f32));
+        double_in_place::launch(&device, 2, &mut x, 1024).unwrap();
+        let want = Array1::from_iter((0..2048).map(|i| 2.0 * i as f32));
+        assert_eq!(x, want, "{device:?}");
+    }
+}

@@ -11,6 +11,7 @@
 //   Simd  _mlir_ciface_custom_divmod_int32(a, b, q, r)
 //   Simd  _mlir_ciface_custom_scale_<dtype>_<R>d(in, out)         out = in * 2, R = 1, 2
 //   Simd  _mlir_ciface_custom_where_float32_<R>d(in, out)          out = the address of each in element
+//   Simd  _mlir_ciface_custom_where_out_int64_1d(in, out)          out = the address of each out element
 //   Simd  _mlir_ciface_custom_cumsum_float32(in, out, acc)         prefix sum; acc: extra f64 buffer
 //   Simt  custom_widen_mul_int32(a, b) -> a * b                    int8 inputs widened by overrides
 //   Simd  _mlir_ciface_custom_add_reversed_<dtype>(src0, src1, dst) dst[i] = src0[n-1-i] + src1[n-1-i]
@@ -130,6 +131,13 @@ extern "C" void _mlir_ciface_custom_where_float32_2d(memref_t<float, 2> *in,
   for (int64_t i = 0; i < out->sizes[0]; ++i)
     for (int64_t j = 0; j < out->sizes[1]; ++j)
       memref_at(out, i, j) = address_of(&memref_at(in, i, j));
+}
+
+// where_out: the address the C++ writes each out element to (the input gives the length).
+extern "C" void _mlir_ciface_custom_where_out_int64_1d(memref_t<int64_t, 1> * /*in*/,
+                                                       memref_t<int64_t, 1> *out) {
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    memref_at(out, i) = (int64_t)(intptr_t)&memref_at(out, i);
 }
 
 DEFINE_SCALE(float32, float, 1)

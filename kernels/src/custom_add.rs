@@ -13,6 +13,7 @@
 //! | `divmod_simd` | Simd | `custom_divmod_int32`: two outs |
 //! | `scale` | Simd | `custom_scale_<dtype>_<rank>d`: the symbol depends on the rank |
 //! | `where` | Simd | `custom_where_float32_<rank>d`: the address each input element is read from |
+//! | `where_out` | Simd | `custom_where_out_int64_1d`: the address each out element is written to |
 //! | `add_reversed` | Simd, cooperative | `custom_add_reversed_<dtype>`: the CTA's threads split it |
 
 use tritium::dsl::custom::{CustomArgs, CustomImpl};
@@ -135,6 +136,24 @@ impl Where {
             ));
         }
         Ok(CustomImpl::new(format!("custom_where_float32_{rank}d")).bitcode(add_bitcode()))
+    }
+}
+
+/// `out` = the address the C++ writes each element of `out` to (i64, rank 1; `in` gives
+/// the shape): whether an out reaches the C++ as the stored memory or as a buffer.
+#[register_custom_op(core = Vector, pipe = PipeV, mode = Simd)]
+pub struct WhereOut;
+impl WhereOut {
+    fn init(args: &CustomArgs) -> Result<CustomImpl, String> {
+        args.expect_arity(1, 1)?;
+        let rank1_i64 = |t: &tritium::dsl::ir::Type| t.rank() == 1 && t.dtype() == Some(DType::I64);
+        if !rank1_i64(&args.ins[0]) || args.outs[0] != args.ins[0] {
+            return Err(format!(
+                "`where_out` takes two rank-1 i64 tiles of one shape, not {} and {}",
+                args.ins[0], args.outs[0]
+            ));
+        }
+        Ok(CustomImpl::new("custom_where_out_int64_1d").bitcode(add_bitcode()))
     }
 }
 

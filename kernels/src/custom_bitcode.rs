@@ -11,6 +11,7 @@
 //! | `_mlir_ciface_custom_divmod_int32` | Simd, two outputs | the same over rank-1 tiles |
 //! | `_mlir_ciface_custom_scale_{float32,int32}_{1,2}d` | Simd | `out = in * 2`, rank 1 or 2 |
 //! | `_mlir_ciface_custom_where_float32_{1,2}d` | Simd | `out` = the address of each `in` element |
+//! | `_mlir_ciface_custom_where_out_int64_1d` | Simd | `out` = the address of each `out` element |
 
 /// `csrc/add.cpp` compiled for the host CPU (`$OUT_DIR/add.bc`).
 pub static ADD_BC: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/add.bc"));
@@ -34,6 +35,7 @@ pub const ADD_SYMBOLS: &[&str] = &[
     "_mlir_ciface_custom_scale_int32_2d",
     "_mlir_ciface_custom_where_float32_1d",
     "_mlir_ciface_custom_where_float32_2d",
+    "_mlir_ciface_custom_where_out_int64_1d",
 ];
 
 #[cfg(test)]

@@ -123,6 +123,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let ptr_ty: BasicTypeEnum = self.ctx.ptr_type(AddressSpace::default()).into();
         let mut args = Vec::new();
         let mut types = Vec::new();
+        // Where each input tile is read, and its bytes (for the overlap test of outs
+        // written in place).
+        let mut read = Vec::new();
         for v in &c.ins {
             let t = self.ty(*v).clone();
             match (t.elem, t.is_scalar()) {
@@ -140,14 +143,22 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     let buf = self.input_memory(c, *v);
                     args.push(self.memref(buf, &t.shape).into());
                     types.push(ptr_ty);
+                    read.push((buf, t.numel() * self.elem_size(t.elem)));
                 }
             }
         }
+        let in_place = self.direct_store(inst, c);
         let mut out_bufs = Vec::new();
-        for o in &c.outs {
+        for (k, o) in c.outs.iter().enumerate() {
             let t = self.ty(*o).clone();
-            let buf = self.alloc_buf(&t);
-            self.fill_buf(buf, &t, *o);
+            let buf = match in_place {
+                Some((out, store)) if out == k => self.output_memory(store, *o, &read),
+                _ => {
+                    let buf = self.alloc_buf(&t);
+                    self.fill_buf(buf, &t, *o);
+                    buf
+                }
+            };
             args.push(self.memref(buf, &t.shape).into());
             types.push(ptr_ty);
             out_bufs.push(buf);
@@ -184,7 +195,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             return self.as_buf(v);
         };
         let t = self.ty(v).clone();
-        let ok = self.direct_load_holds(ptr, mask);
+        let ok = self.run_holds(ptr, mask);
         let first: Vec<IntValue> = t.shape.iter().map(|_| self.i64c(0)).collect();
         let memory = self.lane(ptr, &first).into_pointer_value();
         let buf = self.alloc_buf(&t);
@@ -205,7 +216,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// The pointer tile and mask of input `v` when it may be read in place: a lazy,
     /// non-volatile load (of numbers: a bool byte is normalized by loading it) whose pointers
     /// are provably `first + row-major index` given the run-time checks of
-    /// [`direct_load_holds`](Self::direct_load_holds), in unchecked code, passed to a call
+    /// [`run_holds`](Self::run_holds), in unchecked code, passed to a call
     /// that cannot write memory.
     fn direct_load(&self, c: &CustomCall, v: Value) -> Option<(Value, Option<Value>)> {
         // A call given a pointer may write through it, maybe into the memory read in place.
@@ -230,9 +241,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         (a.is_row_major(&t.shape) && a.is_checkable()).then_some((*ptr, *mask))
     }
 
-    /// An i1 that holds when the load of [`direct_load`](Self::direct_load) reads every lane
-    /// from `first + row-major index`: its mask is all true and no widened offset wraps.
-    fn direct_load_holds(&mut self, ptr: Value, mask: Option<Value>) -> IntValue<'ctx> {
+    /// An i1 that holds when the access through `ptr` under `mask` (of
+    /// [`direct_load`](Self::direct_load) or [`direct_store`](Self::direct_store)) touches
+    /// every lane at `first + row-major index`: the mask is all true and no widened offset
+    /// wraps.
+    fn run_holds(&mut self, ptr: Value, mask: Option<Value>) -> IntValue<'ctx> {
         let mut ok = match mask.filter(|m| !self.true_masks.contains(m)) {
             Some(m) => {
                 let shape = self.ty(m).shape.clone();
@@ -265,6 +278,123 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             ok = self.b.build_and(ok, exact, "").unwrap();
         }
         ok
+    }
+
+    /// The out of Simd call `inst` that the C++ may write straight into the memory its
+    /// store writes, and that store: the out's result is used once, by a store later in the
+    /// same block with only pure ops between (nothing reads or writes memory there), whose
+    /// pointers are provably one row-major run (checked at run time by
+    /// [`output_memory`](Self::output_memory)); unchecked code, a call given no pointer.
+    fn direct_store(&self, inst: &'f Inst, c: &CustomCall) -> Option<(usize, &'f Inst)> {
+        let given_pointer = c.ins.iter().any(|i| self.ty(*i).elem.pointee().is_some());
+        if self.opts.bounds_check || given_pointer {
+            return None;
+        }
+        let block = super::reduce::holder(&self.f.body, inst)?;
+        let at = block.insts.iter().position(|i| std::ptr::eq(i, inst))?;
+        let mut uses = std::collections::HashMap::<Value, usize>::new();
+        self.f.walk(&mut |i| {
+            for o in i.op.operands() {
+                *uses.entry(o).or_default() += 1;
+            }
+        });
+        for later in &block.insts[at + 1..] {
+            let Op::Store {
+                ptr, value, hints, ..
+            } = &later.op
+            else {
+                if super::prefetch::is_pure(&later.op) {
+                    continue;
+                }
+                return None;
+            };
+            let out = inst.results.iter().position(|r| r == value)?;
+            let t = self.ty(*value);
+            if t.is_scalar() {
+                return None;
+            }
+            let run = affine_lanes(self.f, &self.defs, *ptr)
+                .is_some_and(|a| a.is_row_major(&t.shape) && a.is_checkable());
+            let ok = run
+                && uses.get(value) == Some(&1)
+                && !hints.volatile
+                && t.dtype() != Some(tritium_dsl::ir::DType::Bool);
+            return ok.then_some((out, later));
+        }
+        None
+    }
+
+    /// Where a Simd call writes out `o`, whose result `store` stores: the store's own memory
+    /// when its lanes are one row-major run there (mask all true, no widened offset
+    /// wrapping) that overlaps none of the inputs `read` (where, how many bytes), else a
+    /// buffer in scratch. Either starts as `o`'s value. The store then writes only when
+    /// the call did not.
+    fn output_memory(
+        &mut self,
+        store: &'f Inst,
+        o: Value,
+        read: &[(PointerValue<'ctx>, usize)],
+    ) -> PointerValue<'ctx> {
+        let Op::Store { ptr, mask, .. } = &store.op else {
+            unreachable!("direct_store gives a store")
+        };
+        let t = self.ty(o).clone();
+        let buf = self.alloc_buf(&t);
+        // The store's pointers and mask are pure, maybe defined after the call.
+        let mut added = Vec::new();
+        let available = self.make_available(*ptr, &mut added)
+            && mask.is_none_or(|m| self.make_available(m, &mut added));
+        if !available {
+            for v in added {
+                self.lv.remove(&v);
+            }
+            self.fill_buf(buf, &t, o);
+            return buf;
+        }
+        let mut ok = self.run_holds(*ptr, *mask);
+        let first: Vec<IntValue> = t.shape.iter().map(|_| self.i64c(0)).collect();
+        let memory = self.lane(*ptr, &first).into_pointer_value();
+        let i64t = self.ctx.i64_type();
+        let bytes = (t.numel() * self.elem_size(t.elem)) as u64;
+        let lo = self.b.build_ptr_to_int(memory, i64t, "").unwrap();
+        let hi = self.b.build_int_add(lo, self.i64c(bytes), "").unwrap();
+        for (p, n) in read {
+            let p_lo = self.b.build_ptr_to_int(*p, i64t, "").unwrap();
+            let p_hi = self
+                .b
+                .build_int_add(p_lo, self.i64c(*n as u64), "")
+                .unwrap();
+            let before = self
+                .b
+                .build_int_compare(IntPredicate::ULE, hi, p_lo, "")
+                .unwrap();
+            let after = self
+                .b
+                .build_int_compare(IntPredicate::ULE, p_hi, lo, "")
+                .unwrap();
+            let apart = self.b.build_or(before, after, "").unwrap();
+            ok = self.b.build_and(ok, apart, "").unwrap();
+        }
+        for v in added {
+            self.lv.remove(&v);
+        }
+        let from = self.ctx.append_basic_block(self.func, "simd.out.direct");
+        let copy = self.ctx.append_basic_block(self.func, "simd.out.copy");
+        let join = self.ctx.append_basic_block(self.func, "simd.out");
+        self.b.build_conditional_branch(ok, from, copy).unwrap();
+        self.b.position_at_end(from);
+        self.fill_buf(memory, &t, o);
+        let direct_end = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(join).unwrap();
+        self.b.position_at_end(copy);
+        self.fill_buf(buf, &t, o);
+        let copy_end = self.b.get_insert_block().unwrap();
+        self.b.build_unconditional_branch(join).unwrap();
+        self.b.position_at_end(join);
+        let phi = self.b.build_phi(memory.get_type(), "out").unwrap();
+        phi.add_incoming(&[(&memory, direct_end), (&buf, copy_end)]);
+        self.stored_in_place.insert(store as *const Inst, ok);
+        phi.as_basic_value().into_pointer_value()
     }
 
     fn custom_simt(

@@ -236,6 +236,15 @@ impl<'ctx> Gen<'ctx, '_> {
             unreachable!()
         };
         let hints = *hints;
+        // A Simd call may have written the values in place (see `custom`).
+        let written = self.stored_in_place.remove(&(inst as *const Inst));
+        let join = written.map(|done| {
+            let store = self.ctx.append_basic_block(self.func, "store");
+            let join = self.ctx.append_basic_block(self.func, "store.done");
+            self.b.build_conditional_branch(done, join, store).unwrap();
+            self.b.position_at_end(store);
+            join
+        });
         self.prefetch_next(*ptr, true);
         let pt = self.ty(*ptr).clone();
         let d = pt.elem.pointee().expect("verified pointer");
@@ -265,6 +274,10 @@ impl<'ctx> Gen<'ctx, '_> {
                 None
             });
         });
+        if let Some(join) = join {
+            self.b.build_unconditional_branch(join).unwrap();
+            self.b.position_at_end(join);
+        }
     }
 
     pub(super) fn atomic(&mut self, inst: &'_ Inst) {

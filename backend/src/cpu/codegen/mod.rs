@@ -92,6 +92,9 @@ pub(crate) struct Gen<'ctx, 'f> {
     spread: Vec<prefetch::SpreadPlan>,
     /// The `for` loops around the op being generated, innermost last.
     loops: Vec<next_iteration::LoopFrame<'ctx, 'f>>,
+    /// Stores whose values a Simd call may have written in place already: an i1 that
+    /// holds when it did (see `custom`).
+    stored_in_place: HashMap<*const Inst, IntValue<'ctx>>,
 }
 
 /// Emits `body` and `entry` for `f` into `module`; the entry is named `entry_name`.
@@ -182,6 +185,7 @@ pub(crate) fn generate<'ctx>(
         error: None,
         spread,
         loops: Vec::new(),
+        stored_in_place: HashMap::new(),
     };
     if opts.race_check {
         // After the check words of every parameter.

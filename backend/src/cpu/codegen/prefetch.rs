@@ -199,7 +199,7 @@ fn depends_on_pid(v: Value, defs: &HashMap<Value, &Inst>) -> bool {
             .any(|o| depends_on_pid(o, defs))
 }
 
-fn is_pure(op: &Op) -> bool {
+pub(super) fn is_pure(op: &Op) -> bool {
     matches!(op, Op::ProgramId(_) | Op::NumPrograms(_))
         || (op.is_elementwise() && !matches!(op, Op::Load { .. }))
 }
