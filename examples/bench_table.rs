@@ -613,7 +613,7 @@ fn matmul_rows(device: &Device) -> Option<f64> {
         })
     };
     let mut f32_gflops = 0.0;
-    for (size, rounds) in [(1024usize, 7), (1000, 7), (4096, 2)] {
+    for (size, rounds) in [(1024usize, 10), (1000, 10), (4096, 2)] {
         let (a, b) = (input(size, size, 1), input(size, size, 2));
         let mut c = Array2::<f32>::zeros((size, size));
         let [t_mm, t_blas] = interleaved(
@@ -750,7 +750,7 @@ fn attention_rows(device: &Device, matmul_gflops: Option<f64>) {
                 causal,
                 ..AttentionConfig::default()
             };
-            let rounds = if n >= 4096 { 2 } else { 4 };
+            let rounds = if n >= 4096 { 3 } else { 8 };
             let [t_fused, t_unfused] = if half_inputs {
                 let (qb, kb, vb) = (
                     q.mapv(bf16::from_f32),
