@@ -113,9 +113,8 @@ impl<'ctx> Gen<'ctx, '_> {
             c,
             zero_c,
         };
-        // Inside a loop, the micro-kernels request the next iteration's operand tiles (from
-        // here on, the values of this iteration that depend on the loop are swapped out).
-        let next = self.begin_next(&[a, b]);
+        // Inside a loop, the micro-kernels request the next iteration's operand tiles.
+        let next = self.next_tiles(&[a, b]);
         let nr = NV * vl;
         let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
         let (full_rows, rest_r) = (m / MR, m % MR);
@@ -124,9 +123,11 @@ impl<'ctx> Gen<'ctx, '_> {
                 .into_iter()
                 .filter(|&(_, count, nv)| count > 0 && nv > 0)
                 .collect();
-        // Micro-kernels per column block, and in all: the prefetches' shares.
-        let per_col = full_rows + usize::from(rest_r > 0);
+        // Full-height micro-kernels per column block, and in all: each requests a share of
+        // the next tiles (the leftover rows' kernels request none: less code to compile).
+        let per_col = full_rows;
         let kernels: usize = col_blocks.iter().map(|c| c.1).sum::<usize>() * per_col;
+        let next = next.filter(|_| kernels > 0);
         let mut kernels_before = 0;
         for (j0, count, nv) in col_blocks {
             self.counted_loop(count, &mut |s, jb| {
@@ -151,15 +152,11 @@ impl<'ctx> Gen<'ctx, '_> {
                     });
                 }
                 if rest_r > 0 {
-                    share(s, s.i64c(full_rows as u64));
                     let i = s.i64c((full_rows * MR) as u64);
                     s.micro_kernel(&g, Micro { mr: rest_r, nv }, i, j);
                 }
             });
             kernels_before += count * per_col;
-        }
-        if let Some(next) = next {
-            self.end_next(next);
         }
         self.lv.insert(inst.results[0], Lv::Buf(c));
     }
@@ -206,10 +203,31 @@ impl<'ctx> Gen<'ctx, '_> {
         buf
     }
 
-    /// A loop `i = 0..count` around `body` (a plain loop: `loop_nest` without the index
-    /// list).
+    /// A loop `i = 0..count` around `body`, kept a loop: its body (micro-kernels, each with
+    /// its own K loop) gains nothing from unrolling but code to compile.
     fn counted_loop(&mut self, count: usize, body: &mut dyn FnMut(&mut Self, IntValue<'ctx>)) {
-        self.loop_nest(&[count], &mut |g, idx| body(g, idx[0]));
+        if count == 1 {
+            return body(self, self.i64c(0));
+        }
+        let pre = self.b.get_insert_block().unwrap();
+        let header = self.ctx.append_basic_block(self.func, "dot.blocks");
+        let exit = self.ctx.append_basic_block(self.func, "dot.blocks.end");
+        self.b.build_unconditional_branch(header).unwrap();
+        self.b.position_at_end(header);
+        let phi = self.b.build_phi(self.ctx.i64_type(), "block").unwrap();
+        phi.add_incoming(&[(&self.i64c(0), pre)]);
+        let i = phi.as_basic_value().into_int_value();
+        body(self, i);
+        let latch = self.b.get_insert_block().unwrap();
+        let next = self.b.build_int_add(i, self.i64c(1), "").unwrap();
+        phi.add_incoming(&[(&next, latch)]);
+        let more = self
+            .b
+            .build_int_compare(IntPredicate::ULT, next, self.i64c(count as u64), "")
+            .unwrap();
+        let back = self.b.build_conditional_branch(more, header, exit).unwrap();
+        self.emit().unroll_hint(back, 1);
+        self.b.position_at_end(exit);
     }
 
     /// `C[i..i+mr, j..j+nv·vl] += A[i..i+mr, :] @ B[:, j..j+nv·vl]` with the block of `C` in

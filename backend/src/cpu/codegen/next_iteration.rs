@@ -9,10 +9,11 @@
 //! The next iteration's pointer tile is the same expression with the induction variable
 //! advanced by the step and each carried integer (a block pointer's offsets) replaced by
 //! what the body yields for it: the values of the loop body that depend on them are
-//! swapped out of `lv` for the dot's duration, they are bound to their next values, and
-//! the pointer tile is recomputed lazily (pure ops only; a tile that needs anything else is
-//! not prefetched). A loop-carried pointer tile's next value is the one the body yields.
-//! A tile is prefetched as runs of contiguous memory: its rows, or its columns (`kᵀ`).
+//! swapped out of `lv`, they are bound to their next values, and the pointer tile's first
+//! two runs are recomputed (pure ops only; a tile that needs anything else is not
+//! prefetched), which gives every run's address (the tile is affine). A loop-carried
+//! pointer tile's next value is the one the body yields. A tile is prefetched as runs of
+//! contiguous memory: its rows, or its columns (`kᵀ`).
 
 use super::{Gen, Lv};
 use inkwell::values::IntValue;
@@ -27,26 +28,23 @@ pub(super) struct LoopFrame<'ctx, 'f> {
     pub next_iv: IntValue<'ctx>,
 }
 
-/// The next iteration's operand tiles of one `dot`, computable until [`Gen::end_next`].
+/// Where the next iteration's operand tiles of one `dot` lie.
 pub(super) struct NextTiles<'ctx> {
     /// Rank-2 pointer tiles made of contiguous runs.
-    tiles: Vec<Runs>,
-    /// What the swap replaced in `lv` (to restore).
-    saved: Vec<(Value, Option<Lv<'ctx>>)>,
-    /// Values the recomputation added to `lv` (to remove).
-    added: Vec<Value>,
+    tiles: Vec<Runs<'ctx>>,
 }
 
-/// A rank-2 pointer tile whose rows (or columns) are each one contiguous run of memory.
-#[derive(Clone, Copy, PartialEq)]
-struct Runs {
-    tile: Value,
+/// A rank-2 pointer tile whose rows (or columns) are each one contiguous run of memory,
+/// the same distance apart.
+#[derive(Clone, Copy)]
+struct Runs<'ctx> {
+    /// The address of the first run and the distance to the next (i64).
+    first: IntValue<'ctx>,
+    step: IntValue<'ctx>,
     /// How many runs.
     count: usize,
     /// Bytes in each.
     bytes: usize,
-    /// Runs are rows (else columns).
-    rows: bool,
 }
 
 impl NextTiles<'_> {
@@ -57,10 +55,10 @@ impl NextTiles<'_> {
 }
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
-    /// Prepares prefetching the next iteration's copies of the dot operands `operands`
-    /// (loads in the innermost loop whose rows are contiguous). `None` when there is none,
-    /// in checked mode, or outside a loop.
-    pub(super) fn begin_next(&mut self, operands: &[Value]) -> Option<NextTiles<'ctx>> {
+    /// Where the next iteration's copies of the dot operands `operands` lie (loads in the
+    /// innermost loop whose rows or columns are contiguous). `None` when there is none, in
+    /// checked mode, or outside a loop.
+    pub(super) fn next_tiles(&mut self, operands: &[Value]) -> Option<NextTiles<'ctx>> {
         if self.opts.bounds_check {
             return None;
         }
@@ -111,12 +109,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 None => moved.contains(ptr).then_some(*ptr),
             };
             if let Some(tile) = next {
-                wanted.push(Runs {
-                    tile,
-                    count,
-                    bytes: run * size,
-                    rows,
-                });
+                wanted.push((tile, count, run * size, rows));
             }
         }
         if wanted.is_empty() {
@@ -145,23 +138,44 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (v, x) in next_values {
             self.lv.insert(v, Lv::Scalar(x));
         }
-        let mut tiles: Vec<Runs> = Vec::new();
-        for w in wanted {
-            let known = tiles.iter().any(|t| t.tile == w.tile);
-            if !known && self.make_available(w.tile, &mut added) {
-                tiles.push(w);
+        // The first run's address and the distance between runs: the tile is affine.
+        let i64t = self.ctx.i64_type();
+        let mut tiles = Vec::new();
+        let mut seen = HashSet::new();
+        for (tile, count, bytes, rows) in wanted {
+            if !seen.insert(tile) || !self.make_available(tile, &mut added) {
+                continue;
             }
+            let address = |g: &mut Self, k: u64| {
+                let idx = if rows {
+                    [g.i64c(k), g.i64c(0)]
+                } else {
+                    [g.i64c(0), g.i64c(k)]
+                };
+                let p = g.lane(tile, &idx).into_pointer_value();
+                g.b.build_ptr_to_int(p, i64t, "").unwrap()
+            };
+            let first = address(self, 0);
+            let second = address(self, 1.min(count as u64 - 1));
+            let step = self.b.build_int_sub(second, first, "").unwrap();
+            tiles.push(Runs {
+                first,
+                step,
+                count,
+                bytes,
+            });
         }
-        let next = NextTiles {
-            tiles,
-            saved,
-            added,
-        };
-        if next.tiles.is_empty() {
-            self.end_next(next);
-            return None;
+        // Back to this iteration's values.
+        for v in added {
+            self.lv.remove(&v);
         }
-        Some(next)
+        for (v, lv) in saved {
+            match lv {
+                Some(lv) => self.lv.insert(v, lv),
+                None => self.lv.remove(&v),
+            };
+        }
+        (!tiles.is_empty()).then_some(NextTiles { tiles })
     }
 
     /// Prefetches share `t` of `total` of the runs of `next` (`t` counts from 0).
@@ -184,10 +198,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let hi = share(self, t1);
         let mut first = 0u64;
         for &Runs {
-            tile,
+            first: run0,
+            step,
             count: tile_rows,
             bytes,
-            rows: along_rows,
         } in &next.tiles
         {
             // Runs `lo..hi` of all tiles together, this tile's part of them.
@@ -209,13 +223,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             r.add_incoming(&[(&from, pre)]);
             let row = r.as_basic_value().into_int_value();
             let local = bl.build_int_sub(row, begin, "").unwrap();
-            let idx = if along_rows {
-                [local, self.i64c(0)]
-            } else {
-                [self.i64c(0), local]
-            };
-            let p = self.lane(tile, &idx).into_pointer_value();
-            let a = bl.build_ptr_to_int(p, i64t, "").unwrap();
+            let a = bl.build_int_mul(local, step, "").unwrap();
+            let a = bl.build_int_add(run0, a, "").unwrap();
             // Every line of the row's run, its last byte's included.
             let mut offsets: Vec<u64> = (0..bytes as u64).step_by(64).collect();
             offsets.push(bytes as u64 - 1);
@@ -230,22 +239,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let more = bl
                 .build_int_compare(inkwell::IntPredicate::ULT, row1, to, "")
                 .unwrap();
-            bl.build_conditional_branch(more, body, done).unwrap();
+            let back = bl.build_conditional_branch(more, body, done).unwrap();
+            // A few rows per share: unrolling it would only add code to compile.
+            self.emit().unroll_hint(back, 1);
             bl.position_at_end(done);
             first += tile_rows as u64;
-        }
-    }
-
-    /// Restores `lv` as it was before [`begin_next`](Self::begin_next).
-    pub(super) fn end_next(&mut self, next: NextTiles<'ctx>) {
-        for v in next.added {
-            self.lv.remove(&v);
-        }
-        for (v, lv) in next.saved {
-            match lv {
-                Some(lv) => self.lv.insert(v, lv),
-                None => self.lv.remove(&v),
-            };
         }
     }
 }
