@@ -63,6 +63,13 @@ impl Function {
         go(&self.body, f);
     }
 
+    /// How many operands of instructions anywhere in the function are `v`.
+    pub fn uses(&self, v: Value) -> usize {
+        let mut n = 0;
+        self.walk(&mut |i| n += i.op.operands().iter().filter(|o| **o == v).count());
+        n
+    }
+
     /// The instruction defining each value, nested regions included (parameters and
     /// region arguments have none).
     pub fn defs(&self) -> std::collections::HashMap<Value, &Inst> {

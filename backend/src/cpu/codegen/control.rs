@@ -249,10 +249,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 } else {
                     self.sums_in(block, *r)
                 };
-                let mut uses = 0;
-                f.walk(&mut |i| uses += i.op.operands().iter().filter(|o| **o == *r).count());
                 CarriedSums {
-                    keep_last: uses > sums.len(),
+                    keep_last: f.uses(*r) > sums.len(),
                     sums,
                 }
             })

@@ -7,7 +7,7 @@ use super::{Gen, Lv};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
-use tritium_dsl::ir::{affine_lanes, CustomCall, Elem, Inst, Op, Type, Value};
+use tritium_dsl::ir::{affine_lanes, CustomCall, Elem, Inst, Op, Type, Value, Widened};
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     pub(super) fn custom(&mut self, inst: &'f Inst) {
@@ -151,8 +151,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let mut out_bufs = Vec::new();
         for (k, o) in c.outs.iter().enumerate() {
             let t = self.ty(*o).clone();
-            let buf = match in_place {
-                Some((out, store)) if out == k => self.output_memory(store, *o, &read),
+            let buf = match &in_place {
+                Some((out, store, direct)) if *out == k => {
+                    self.output_memory(store, direct, *o, &read)
+                }
                 _ => {
                     let buf = self.alloc_buf(&t);
                     self.fill_buf(buf, &t, *o);
@@ -191,13 +193,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// run time), else a copy in scratch. The C++ reads its inputs and writes only its outs
     /// and extra buffers, so the memory holds the loaded values for the whole call.
     fn input_memory(&mut self, c: &CustomCall, v: Value) -> PointerValue<'ctx> {
-        let Some((ptr, mask)) = self.direct_load(c, v) else {
+        let Some(direct) = self.direct_load(c, v) else {
             return self.as_buf(v);
         };
         let t = self.ty(v).clone();
-        let ok = self.run_holds(ptr, mask);
+        let ok = self.run_holds(&direct);
         let first: Vec<IntValue> = t.shape.iter().map(|_| self.i64c(0)).collect();
-        let memory = self.lane(ptr, &first).into_pointer_value();
+        let memory = self.lane(direct.ptr, &first).into_pointer_value();
         let buf = self.alloc_buf(&t);
         let from = self.b.get_insert_block().unwrap();
         let copy = self.ctx.append_basic_block(self.func, "simd.copy");
@@ -213,18 +215,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         phi.as_basic_value().into_pointer_value()
     }
 
-    /// The pointer tile and mask of input `v` when it may be read in place: a lazy,
+    /// Input `v` as a [`Direct`] access when it may be read in place: a lazy,
     /// non-volatile load (of numbers: a bool byte is normalized by loading it) whose pointers
     /// are provably `first + row-major index` given the run-time checks of
     /// [`run_holds`](Self::run_holds), in unchecked code, passed to a call
     /// that cannot write memory.
-    fn direct_load(&self, c: &CustomCall, v: Value) -> Option<(Value, Option<Value>)> {
-        // A call given a pointer may write through it, maybe into the memory read in place.
-        let given_pointer = c.ins.iter().any(|i| self.ty(*i).elem.pointee().is_some());
-        if self.opts.bounds_check || given_pointer {
-            return None;
-        }
-        if !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+    fn direct_load(&self, c: &CustomCall, v: Value) -> Option<Direct> {
+        if !self.may_pass_memory(c) || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
             return None;
         }
         let Op::Load {
@@ -237,29 +234,41 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if hints.volatile || t.dtype() == Some(tritium_dsl::ir::DType::Bool) {
             return None;
         }
-        let a = affine_lanes(self.f, &self.defs, *ptr)?;
-        (a.is_row_major(&t.shape) && a.is_checkable()).then_some((*ptr, *mask))
+        self.run(*ptr, *mask, &t.shape)
     }
 
-    /// An i1 that holds when the access through `ptr` under `mask` (of
-    /// [`direct_load`](Self::direct_load) or [`direct_store`](Self::direct_store)) touches
-    /// every lane at `first + row-major index`: the mask is all true and no widened offset
-    /// wraps.
-    fn run_holds(&mut self, ptr: Value, mask: Option<Value>) -> IntValue<'ctx> {
-        let mut ok = match mask.filter(|m| !self.true_masks.contains(m)) {
+    /// Whether Simd call `c` may be given tensor memory in place: unchecked code (checked
+    /// mode checks every lane), and no pointer argument (the C++ may write through one,
+    /// maybe into that memory).
+    fn may_pass_memory(&self, c: &CustomCall) -> bool {
+        let given_pointer = c.ins.iter().any(|i| self.ty(*i).elem.pointee().is_some());
+        !self.opts.bounds_check && !given_pointer
+    }
+
+    /// `ptr` under `mask` as a [`Direct`] access when its lanes are provably one row-major
+    /// run of `shape` (given the run-time checks of [`run_holds`](Self::run_holds)).
+    fn run(&self, ptr: Value, mask: Option<Value>, shape: &[usize]) -> Option<Direct> {
+        let a = affine_lanes(self.f, &self.defs, ptr)?;
+        (a.is_row_major(shape) && a.is_checkable()).then_some(Direct {
+            ptr,
+            mask,
+            widened: a.widened,
+        })
+    }
+
+    /// An i1 that holds when the access `d` touches every lane at `first + row-major
+    /// index`: its mask is all true and no widened offset wraps.
+    fn run_holds(&mut self, d: &Direct) -> IntValue<'ctx> {
+        let mut ok = match d.mask.filter(|m| !self.true_masks.contains(m)) {
             Some(m) => {
                 let shape = self.ty(m).shape.clone();
                 self.all_lanes_true(m, &shape)
             }
             None => self.ctx.bool_type().const_all_ones(),
         };
-        let widened = affine_lanes(self.f, &self.defs, ptr).map_or(vec![], |a| a.widened);
         let i64t = self.ctx.i64_type();
-        for w in widened {
-            let Some(span) = w.span else {
-                // `direct_load` takes only checkable tiles.
-                return self.ctx.bool_type().const_zero();
-            };
+        for w in &d.widened {
+            let span = w.span.expect("`run` takes only checkable tiles");
             let shape = self.ty(w.value).shape.clone();
             let first: Vec<IntValue> = shape.iter().map(|_| self.i64c(0)).collect();
             let last: Vec<IntValue> = shape.iter().map(|n| self.i64c(*n as u64 - 1)).collect();
@@ -285,22 +294,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// same block with only pure ops between (nothing reads or writes memory there), whose
     /// pointers are provably one row-major run (checked at run time by
     /// [`output_memory`](Self::output_memory)); unchecked code, a call given no pointer.
-    fn direct_store(&self, inst: &'f Inst, c: &CustomCall) -> Option<(usize, &'f Inst)> {
-        let given_pointer = c.ins.iter().any(|i| self.ty(*i).elem.pointee().is_some());
-        if self.opts.bounds_check || given_pointer {
+    fn direct_store(&self, inst: &'f Inst, c: &CustomCall) -> Option<(usize, &'f Inst, Direct)> {
+        if !self.may_pass_memory(c) {
             return None;
         }
         let block = super::reduce::holder(&self.f.body, inst)?;
         let at = block.insts.iter().position(|i| std::ptr::eq(i, inst))?;
-        let mut uses = std::collections::HashMap::<Value, usize>::new();
-        self.f.walk(&mut |i| {
-            for o in i.op.operands() {
-                *uses.entry(o).or_default() += 1;
-            }
-        });
         for later in &block.insts[at + 1..] {
             let Op::Store {
-                ptr, value, hints, ..
+                ptr,
+                value,
+                mask,
+                hints,
             } = &later.op
             else {
                 if super::prefetch::is_pure(&later.op) {
@@ -313,13 +318,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             if t.is_scalar() {
                 return None;
             }
-            let run = affine_lanes(self.f, &self.defs, *ptr)
-                .is_some_and(|a| a.is_row_major(&t.shape) && a.is_checkable());
-            let ok = run
-                && uses.get(value) == Some(&1)
+            let ok = self.f.uses(*value) == 1
                 && !hints.volatile
                 && t.dtype() != Some(tritium_dsl::ir::DType::Bool);
-            return ok.then_some((out, later));
+            if !ok {
+                return None;
+            }
+            return self.run(*ptr, *mask, &t.shape).map(|d| (out, later, d));
         }
         None
     }
@@ -332,18 +337,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     fn output_memory(
         &mut self,
         store: &'f Inst,
+        direct: &Direct,
         o: Value,
         read: &[(PointerValue<'ctx>, usize)],
     ) -> PointerValue<'ctx> {
-        let Op::Store { ptr, mask, .. } = &store.op else {
-            unreachable!("direct_store gives a store")
-        };
         let t = self.ty(o).clone();
         let buf = self.alloc_buf(&t);
         // The store's pointers and mask are pure, maybe defined after the call.
         let mut added = Vec::new();
-        let available = self.make_available(*ptr, &mut added)
-            && mask.is_none_or(|m| self.make_available(m, &mut added));
+        let available = self.make_available(direct.ptr, &mut added)
+            && (direct.mask).is_none_or(|m| self.make_available(m, &mut added));
         if !available {
             for v in added {
                 self.lv.remove(&v);
@@ -351,9 +354,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.fill_buf(buf, &t, o);
             return buf;
         }
-        let mut ok = self.run_holds(*ptr, *mask);
+        let mut ok = self.run_holds(direct);
         let first: Vec<IntValue> = t.shape.iter().map(|_| self.i64c(0)).collect();
-        let memory = self.lane(*ptr, &first).into_pointer_value();
+        let memory = self.lane(direct.ptr, &first).into_pointer_value();
         let i64t = self.ctx.i64_type();
         let bytes = (t.numel() * self.elem_size(t.elem)) as u64;
         let lo = self.b.build_ptr_to_int(memory, i64t, "").unwrap();
@@ -378,23 +381,15 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for v in added {
             self.lv.remove(&v);
         }
-        let from = self.ctx.append_basic_block(self.func, "simd.out.direct");
-        let copy = self.ctx.append_basic_block(self.func, "simd.out.copy");
-        let join = self.ctx.append_basic_block(self.func, "simd.out");
-        self.b.build_conditional_branch(ok, from, copy).unwrap();
-        self.b.position_at_end(from);
-        self.fill_buf(memory, &t, o);
-        let direct_end = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(join).unwrap();
-        self.b.position_at_end(copy);
-        self.fill_buf(buf, &t, o);
-        let copy_end = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(join).unwrap();
-        self.b.position_at_end(join);
-        let phi = self.b.build_phi(memory.get_type(), "out").unwrap();
-        phi.add_incoming(&[(&memory, direct_end), (&buf, copy_end)]);
+        // One fill of whichever memory the C++ writes.
+        let out = self
+            .b
+            .build_select(ok, memory, buf, "out")
+            .unwrap()
+            .into_pointer_value();
+        self.fill_buf(out, &t, o);
         self.stored_in_place.insert(store as *const Inst, ok);
-        phi.as_basic_value().into_pointer_value()
+        out
     }
 
     fn custom_simt(
@@ -450,4 +445,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
         Ok(())
     }
+}
+
+/// A load or store whose lanes are provably one row-major run starting at lane 0's
+/// pointer, given the run-time checks of `Gen::run_holds`.
+struct Direct {
+    ptr: Value,
+    mask: Option<Value>,
+    /// The widened offsets to check (all with a known span).
+    widened: Vec<Widened>,
 }

@@ -21,7 +21,7 @@
 //! loop nest through scratch buffers whose innermost loop LLVM vectorizes.
 
 use super::reduce::holder;
-use super::{Gen, Lv};
+use super::{Gen, LoopUnroll, Lv};
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
@@ -130,7 +130,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let next = next.filter(|_| kernels > 0);
         let mut kernels_before = 0;
         for (j0, count, nv) in col_blocks {
-            self.counted_loop(count, &mut |s, jb| {
+            self.counted_loop(count, LoopUnroll::Never, &mut |s, jb| {
                 let j = s.b.build_int_mul(jb, s.i64c((nv * vl) as u64), "").unwrap();
                 let j = s.b.build_int_add(j, s.i64c(j0 as u64), "").unwrap();
                 // The index of this column block's first micro-kernel among all.
@@ -145,7 +145,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     }
                 };
                 if full_rows > 0 {
-                    s.counted_loop(full_rows, &mut |s, ib| {
+                    s.counted_loop(full_rows, LoopUnroll::Never, &mut |s, ib| {
                         share(s, ib);
                         let i = s.b.build_int_mul(ib, s.i64c(MR as u64), "").unwrap();
                         s.micro_kernel(&g, Micro { mr: MR, nv }, i, j);
@@ -174,10 +174,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// True when `v` is used once in the function, by `user`, and is defined in the block
     /// that holds `user` (so the use runs once per definition): `user` may overwrite it.
     fn dies_at(&self, v: Value, user: &Inst) -> bool {
-        let mut uses = 0;
-        self.f
-            .walk(&mut |i| uses += i.op.operands().iter().filter(|o| **o == v).count());
-        uses == 1 && holder(&self.f.body, user).is_some_and(|b| defines(b, v))
+        self.f.uses(v) == 1 && holder(&self.f.body, user).is_some_and(|b| defines(b, v))
     }
 
     /// `v` as a row-major buffer of dtype `d` (compute form, which is the storage form).
@@ -201,33 +198,6 @@ impl<'ctx> Gen<'ctx, '_> {
             });
         });
         buf
-    }
-
-    /// A loop `i = 0..count` around `body`, kept a loop: its body (micro-kernels, each with
-    /// its own K loop) gains nothing from unrolling but code to compile.
-    fn counted_loop(&mut self, count: usize, body: &mut dyn FnMut(&mut Self, IntValue<'ctx>)) {
-        if count == 1 {
-            return body(self, self.i64c(0));
-        }
-        let pre = self.b.get_insert_block().unwrap();
-        let header = self.ctx.append_basic_block(self.func, "dot.blocks");
-        let exit = self.ctx.append_basic_block(self.func, "dot.blocks.end");
-        self.b.build_unconditional_branch(header).unwrap();
-        self.b.position_at_end(header);
-        let phi = self.b.build_phi(self.ctx.i64_type(), "block").unwrap();
-        phi.add_incoming(&[(&self.i64c(0), pre)]);
-        let i = phi.as_basic_value().into_int_value();
-        body(self, i);
-        let latch = self.b.get_insert_block().unwrap();
-        let next = self.b.build_int_add(i, self.i64c(1), "").unwrap();
-        phi.add_incoming(&[(&next, latch)]);
-        let more = self
-            .b
-            .build_int_compare(IntPredicate::ULT, next, self.i64c(count as u64), "")
-            .unwrap();
-        let back = self.b.build_conditional_branch(more, header, exit).unwrap();
-        self.emit().unroll_hint(back, 1);
-        self.b.position_at_end(exit);
     }
 
     /// `C[i..i+mr, j..j+nv·vl] += A[i..i+mr, :] @ B[:, j..j+nv·vl]` with the block of `C` in

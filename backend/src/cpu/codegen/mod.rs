@@ -43,6 +43,15 @@ enum Lv<'ctx> {
     Lazy,
 }
 
+/// Whether LLVM may unroll a generated loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoopUnroll {
+    /// As LLVM decides.
+    Free,
+    /// Never: a body that gains nothing from unrolling but code to compile.
+    Never,
+}
+
 /// Options that change the generated code.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CodegenOptions {
@@ -400,11 +409,23 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             return;
         }
         let n = shape[idx.len()];
-        if n == 1 {
-            idx.push(self.i64c(0));
-            self.loop_level(shape, idx, body);
+        self.counted_loop(n, LoopUnroll::Free, &mut |g, i| {
+            idx.push(i);
+            g.loop_level(shape, idx, body);
             idx.pop();
-            return;
+        });
+    }
+
+    /// A loop `i = 0..count` around `body` (no loop for one iteration); `unroll` says
+    /// whether LLVM may unroll it.
+    fn counted_loop(
+        &mut self,
+        count: usize,
+        unroll: LoopUnroll,
+        body: &mut dyn FnMut(&mut Self, IntValue<'ctx>),
+    ) {
+        if count == 1 {
+            return body(self, self.i64c(0));
         }
         let pre = self.b.get_insert_block().unwrap();
         let header = self.ctx.append_basic_block(self.func, "loop");
@@ -414,17 +435,23 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let phi = self.b.build_phi(self.ctx.i64_type(), "i").unwrap();
         phi.add_incoming(&[(&self.i64c(0), pre)]);
         let i = phi.as_basic_value().into_int_value();
-        idx.push(i);
-        self.loop_level(shape, idx, body);
-        idx.pop();
+        body(self, i);
         let latch = self.b.get_insert_block().unwrap();
         let next = self.b.build_int_add(i, self.i64c(1), "").unwrap();
         phi.add_incoming(&[(&next, latch)]);
         let more = self
             .b
-            .build_int_compare(inkwell::IntPredicate::ULT, next, self.i64c(n as u64), "")
+            .build_int_compare(
+                inkwell::IntPredicate::ULT,
+                next,
+                self.i64c(count as u64),
+                "",
+            )
             .unwrap();
-        self.b.build_conditional_branch(more, header, exit).unwrap();
+        let back = self.b.build_conditional_branch(more, header, exit).unwrap();
+        if unroll == LoopUnroll::Never {
+            self.emit().unroll_hint(back, 1);
+        }
         self.b.position_at_end(exit);
     }
 

@@ -511,10 +511,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// in the program (a single streaming pass is left to the hardware prefetcher, which
     /// software prefetches would only slow down).
     pub(super) fn prefetch_next_load(&mut self, loaded: Value, ptr: Value) {
-        let mut uses = 0;
-        self.f
-            .walk(&mut |i| uses += i.op.operands().iter().filter(|o| **o == loaded).count());
-        if uses > 1 {
+        if self.f.uses(loaded) > 1 {
             self.prefetch_next(ptr, false);
         }
     }
