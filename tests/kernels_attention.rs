@@ -295,3 +295,52 @@ fn the_key_loop_prefetches_the_next_blocks() {
     let to_l2 = dumps.get("opt.ll").matches("i32 0, i32 2, i32 1)").count();
     assert!(to_l2 > 0, "no prefetch of the next key and value blocks");
 }
+
+/// The softmax step of the K loop, `p = exp2(qk - m_ij[:, None])`, runs in vector
+/// registers: `exp2` is arithmetic (FMAs, no libm call per lane) and every scratch buffer
+/// has its own alias scope, so the loop that writes `p` may read `m_ij` and `qk` without
+/// a dependence check (without the scopes, LLVM saw one `scratch` object and left the
+/// loop scalar).
+#[test]
+fn the_softmax_step_is_vectorized() {
+    use tritium_kernels::attention::attention_forward;
+    let (h, n, d) = (1, 128, 64);
+    let (q, k, v) = (
+        random4((1, h, n, d), 1),
+        random4((1, h, n, d), 2),
+        random4((1, h, n, d), 3),
+    );
+    let mut out = Array4::<f32>::zeros((1, h, n, d));
+    let mut lse = Array3::<f32>::zeros((1, h, n));
+    let dumps = crate::common::dumps_of("attention-vector-exp2", |options| {
+        attention_forward::launch_with(
+            &tritium::Device::cpu(),
+            [n / 64, h],
+            options,
+            &mut out,
+            &mut lse,
+            q.view(),
+            k.view(),
+            v.view(),
+            0.125,
+            n as i32,
+            64,
+            32,
+            d,
+            false,
+        )
+        .unwrap()
+    });
+    let ir = dumps.get("opt.ll");
+    assert!(!ir.contains("@exp2f"), "exp2 calls libm");
+    // Hosts without FMA would call `fmaf` per lane, which the vectorizer may refuse.
+    #[cfg(target_arch = "x86_64")]
+    if !std::arch::is_x86_feature_detected!("fma") {
+        return;
+    }
+    assert!(ir.contains("@llvm.fma.v"), "no vector exp2");
+    assert!(
+        !ir.contains("call float @llvm.fma.f32("),
+        "exp2 is computed one lane at a time somewhere"
+    );
+}

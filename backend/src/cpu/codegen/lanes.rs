@@ -213,12 +213,13 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let e = self.emit();
         let t = self.compute_ty(d);
-        // libm intrinsics, except f32 `exp`: a polynomial, so that loops containing it
-        // vectorize.
+        // libm intrinsics, except f32 `exp` and `exp2`: arithmetic, so that loops containing
+        // them vectorize (LLVM would call libm once per lane of a vector `llvm.exp2`).
         e.float_unary(op, d, x.into_float_value(), |op, f| {
             let name = match op {
                 UnOp::Exp if d != DType::F64 => return e.exp_f32(f).into(),
                 UnOp::Exp => "llvm.exp",
+                UnOp::Exp2 if d != DType::F64 => return e.exp2_f32(f).into(),
                 UnOp::Exp2 => "llvm.exp2",
                 UnOp::Log => "llvm.log",
                 UnOp::Log2 => "llvm.log2",

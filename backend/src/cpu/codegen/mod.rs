@@ -21,6 +21,7 @@ mod plan;
 mod prefetch;
 mod reduce;
 mod scan;
+mod scopes;
 mod types;
 
 use crate::launch::checked::PARAM_WORDS;
@@ -86,6 +87,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     site_ids: HashMap<*const Inst, u32>,
     scratch: PointerValue<'ctx>,
     scratch_bytes: usize,
+    /// The base of every scratch buffer, in allocation order (see `scopes`).
+    buffers: Vec<PointerValue<'ctx>>,
     ranges: PointerValue<'ctx>,
     /// The launch's race recorder (race checking only; see `launch::race`).
     race: Option<PointerValue<'ctx>>,
@@ -184,6 +187,7 @@ pub(crate) fn generate<'ctx>(
         site_ids: HashMap::new(),
         scratch: arg(n + 6).into_pointer_value(),
         scratch_bytes: 0,
+        buffers: Vec::new(),
         ranges: arg(n + 7).into_pointer_value(),
         race: None,
         err: arg(n + 8).into_pointer_value(),
@@ -213,6 +217,7 @@ pub(crate) fn generate<'ctx>(
         return Err(e);
     }
     b.build_return(None).map_err(|e| e.to_string())?;
+    scopes::annotate(ctx, body_fn, &g.buffers, entry_name);
     let scratch_bytes = g.scratch_bytes;
 
     // The entry function: unpack argument slots, loop over programs.
@@ -344,7 +349,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let offset = self.scratch_bytes.div_ceil(64) * 64;
         self.scratch_bytes = offset + ty.numel() * self.elem_size(ty.elem);
         // SAFETY (of the generated code): the launcher allocates `scratch_bytes` per thread.
-        unsafe {
+        let buf = unsafe {
             self.b.build_gep(
                 self.ctx.i8_type(),
                 self.scratch,
@@ -352,7 +357,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 "buf",
             )
         }
-        .unwrap()
+        .unwrap();
+        self.buffers.push(buf);
+        buf
     }
 
     /// Address of element `idx` (row-major) of a buffer holding a tile of `ty`.

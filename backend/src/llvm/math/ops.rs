@@ -43,6 +43,9 @@ pub(super) struct Format {
     pub log2e: [f64; 2],
     /// The bits of the float nearest √½.
     pub sqrt_half_bits: i64,
+    /// e^r keeps the Taylor terms through r^`exp_terms`: for |r| ≤ 0.35 (ln2/2 and a
+    /// rounding), the first left out is below 2^-(mant+5) relative.
+    pub exp_terms: u32,
     /// Terms of (atanh(s) - s) / s³ kept: |s| ≤ 0.1716, the first left out is below
     /// 2^-(mant+5) relative.
     pub atanh_terms: u32,
@@ -75,6 +78,7 @@ pub(super) const F64: Format = Format {
     ln2: [std::f64::consts::LN_2, 2.319_046_813_846_299_6e-17],
     log2e: [std::f64::consts::LOG2_E, 2.035_527_374_093_103_3e-17],
     sqrt_half_bits: 0x3FE6_A09E_667F_3BCD,
+    exp_terms: 14,
     atanh_terms: 10,
     sin_terms: 8,
     cos_terms: 9,
@@ -101,6 +105,8 @@ pub(super) const F32: Format = Format {
     ln2: [0.693_147_182_464_599_6, -1.904_654_212_125_933_6e-9],
     log2e: [1.442_695_021_629_333_5, 1.925_963_033_500_011e-8],
     sqrt_half_bits: 0x3F35_04F3,
+    // 0.35^9/9! = 2^-32.6.
+    exp_terms: 8,
     atanh_terms: 4,
     sin_terms: 4,
     cos_terms: 5,
