@@ -26,7 +26,7 @@
 //! # Ok::<(), tritium_aot::AotError>(())
 //! ```
 //!
-//! Codemap: [`operator`] (definition and call protocol), [`tensor`] (host tensors and
+//! Codemap: [`operator`] (definition and call protocol, one concern per file), [`tensor`] (host tensors and
 //! inputs), [`dtype`], [`attrs`], [`compile`] (auto-compilation cache), [`whitelist`],
 //! [`package`] (portable packages), [`grad`](mod@grad) (reverse mode); `abi`, `extra`, `library`,
 //! `buffer`, `isolate` (operators in a worker process) and `cuda` (driver API for `.cu` operators)
