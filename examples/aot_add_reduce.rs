@@ -16,10 +16,10 @@
 //! ```
 
 use ndarray::Array2;
-use tritium::backend::aot::{AotOp, DType, TensorSpec, DYN_DIM};
+use tritium::aot::{AotOp, DType, TensorSpec, DYN_DIM};
 
 /// The operator source; MindSpore users keep it as `kernel.cc` next to their script.
-const KERNEL_CC: &str = include_str!("../backend/tests/data/aot/add_reduce.cc");
+const KERNEL_CC: &str = include_str!("../aot/tests/data/add_reduce.cc");
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Put kernel.cc in a directory of its own, as a user would.

@@ -214,7 +214,7 @@ fn launch_rows() {
 }
 
 /// MindSpore's CustomAdd, compiled at run time by the AOT operator rows.
-const AOT_ADD_CC: &str = include_str!("../backend/tests/data/aot/add.cc");
+const AOT_ADD_CC: &str = include_str!("../aot/tests/data/add.cc");
 
 /// An AOT operator (MindSpore's CustomAdd) called in this process and isolated in a worker
 /// process (`AotOpBuilder::isolated`), median per call: what isolation costs.

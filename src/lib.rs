@@ -2,12 +2,13 @@
 //!
 //! Write a kernel with [`kernel`], launch it with `my_kernel::launch(&Device::cpu(), grid, args…)`.
 //! See the README for a tour and `ARCHITECTURE.md` for the layout.
+pub use tritium_aot as aot;
 pub use tritium_backend as backend;
 pub use tritium_dsl as dsl;
 pub use tritium_dsl::{bitcode_file, include_bitcode};
 pub use tritium_macros::{autotune, device, heuristics, kernel, register_custom_op};
 
-pub use tritium_backend::{aot, Device, Error, Grid, LaunchOptions, PtrTable, Result};
+pub use tritium_backend::{Device, Error, Grid, LaunchOptions, PtrTable, Result};
 
 extern crate self as tritium;
 

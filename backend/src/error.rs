@@ -1,14 +1,11 @@
 //! The backend's one error type.
 
-/// Everything that can go wrong in the backend: compiling, caching, launching, AOT operators.
+/// Everything that can go wrong in the backend: compiling, caching, launching.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An error raised while tracing or verifying the kernel IR.
     #[error(transparent)]
     Dsl(#[from] tritium_dsl::Error),
-    /// An AOT operator failed (definition, compilation, loading, inference or execution).
-    #[error(transparent)]
-    Aot(#[from] crate::aot::AotError),
     /// A launch argument does not match the kernel (dtype, length, borrow kind, grid).
     #[error("launch of kernel `{kernel}`: {message}")]
     Launch {

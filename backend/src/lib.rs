@@ -1,9 +1,8 @@
 //! Tritium backend: lowers the tile IR to LLVM, JIT-compiles and caches kernels,
-//! launches grids on CPU threads, interprets the IR with ndarray, and runs
-//! MindSpore-style AOT operators.
+//! launches grids on CPU threads and CUDA devices, and interprets the IR with ndarray.
+//! (MindSpore-style AOT operators are the `tritium-aot` crate.)
 #![deny(missing_docs)]
 
-pub mod aot;
 pub mod builtins;
 pub mod cpu;
 pub mod cuda;

@@ -1,5 +1,4 @@
 //! The backend's one integration-test binary (LLVM links once).
-mod aot;
 mod checked;
 mod common;
 mod compile_pipeline;

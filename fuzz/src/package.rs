@@ -8,7 +8,7 @@
 
 use crate::Rng;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use tritium_backend::aot::{AotOpBuilder, AotOptions, Package};
+use tritium_aot::{AotOpBuilder, AotOptions, Package};
 
 /// A package shaped like an operator's, with `lib` as its library bytes.
 pub fn sample_package(lib: &[u8]) -> Vec<u8> {

@@ -12,7 +12,7 @@ use super::error::{AotError, AotResult};
 /// Runs `$body` with `$T` bound to the Rust element type of `$dtype`.
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident, $body:block) => {{
-        use $crate::aot::dtype::DType as D;
+        use $crate::dtype::DType as D;
         match $dtype {
             D::Bool => {
                 type $T = bool;

@@ -1,5 +1,5 @@
 //! AOT operator tests: MindSpore's acceptance cases with our own C++ sources in
-//! `tests/data/aot/`, every error path, packages, and backward.
+//! `tests/data/`, every error path, packages, and backward.
 mod common;
 mod cuda;
 mod env;

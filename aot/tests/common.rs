@@ -2,16 +2,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tritium_backend::aot::{AotOp, AotOpBuilder, AotOptions, CompileOptions};
+use tritium_aot::{AotOp, AotOpBuilder, AotOptions, CompileOptions};
 
-/// `tests/data/aot/<name>`.
+/// `tests/data/<name>`.
 pub fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/aot")
+        .join("tests/data")
         .join(name)
 }
 
-/// `"tests/data/aot/<file>:<func>"`.
+/// `"tests/data/<file>:<func>"`.
 pub fn func(file: &str, func: &str) -> String {
     format!("{}:{func}", data(file).display())
 }
@@ -47,7 +47,7 @@ pub fn op(file: &str, f: &str) -> AotOpBuilder {
     AotOp::builder(func(file, f)).options(options())
 }
 
-/// Compiles `tests/data/aot/<src>` into `<dir>/lib<stem>.so` with g++ as a user would.
+/// Compiles `tests/data/<src>` into `<dir>/lib<stem>.so` with g++ as a user would.
 pub fn prebuilt(src: &str, dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
@@ -63,7 +63,7 @@ pub fn prebuilt(src: &str, dir: &Path) -> PathBuf {
         .arg(format!(
             "-I{}",
             Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("aot-shim/include")
+                .join("shim/include")
                 .display()
         ))
         .arg("-o")

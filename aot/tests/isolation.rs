@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ndarray::array;
-use tritium_backend::aot::{AotError, AotOpBuilder, Attrs, DType, Isolation, Target};
+use tritium_aot::{AotError, AotOpBuilder, Attrs, DType, Isolation, Target};
 
 use super::common::op;
 

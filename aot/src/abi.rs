@@ -10,10 +10,10 @@ use super::dtype::MindSporeDType;
 use super::error::{AotError, AotResult};
 
 /// The text of `custom_aot_extra.h`, ABI-compatible with MindSpore's.
-pub const CUSTOM_AOT_EXTRA_H: &str = include_str!("../../aot-shim/include/custom_aot_extra.h");
+pub const CUSTOM_AOT_EXTRA_H: &str = include_str!("../shim/include/custom_aot_extra.h");
 
 /// The text of `custom_aot_typeid.h`: MindSpore's `TypeId` values for `FuncInferType`.
-pub const CUSTOM_AOT_TYPEID_H: &str = include_str!("../../aot-shim/include/custom_aot_typeid.h");
+pub const CUSTOM_AOT_TYPEID_H: &str = include_str!("../shim/include/custom_aot_typeid.h");
 
 /// `extern "C" int Func(int nparam, void **params, int *ndims, int64_t **shapes,
 /// const char **dtypes, void *stream, void *extra)`.

@@ -1,6 +1,6 @@
 //! Portable packages: GE's key/value format, and operators that load back without a compiler.
 use ndarray::{array, Array2};
-use tritium_backend::aot::{AotError, AotOpBuilder, CompileOptions, DType, Package, PACKAGE_MAGIC};
+use tritium_aot::{AotError, AotOpBuilder, CompileOptions, DType, Package, PACKAGE_MAGIC};
 
 use super::common::{op, options, scratch};
 
@@ -107,7 +107,7 @@ fn malformed_content_is_rejected_with_a_reason_even_when_sealed() {
     assert!(p.insert("a", vec![]).is_err());
 }
 
-fn no_compiler(cache: &str) -> tritium_backend::aot::AotOptions {
+fn no_compiler(cache: &str) -> tritium_aot::AotOptions {
     let mut o = options();
     o.compile = CompileOptions {
         cxx: Some("/nonexistent/no-compiler-here".to_string()),
@@ -132,7 +132,7 @@ fn operator_package_loads_without_a_compiler() {
         .build()
         .unwrap();
     assert_eq!(loaded.symbol(), "CustomKernel");
-    assert_eq!(loaded.target(), tritium_backend::aot::Target::Cpu);
+    assert_eq!(loaded.target(), tritium_aot::Target::Cpu);
     assert_eq!(loaded.attrs(), original.attrs());
     assert!(loaded.library_path().starts_with(scratch("package-load")));
     let x = Array2::<f32>::ones((4, 5));

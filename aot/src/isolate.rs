@@ -1,6 +1,6 @@
 //! Isolated operators ([`AotOpBuilder::isolated`](super::operator::AotOpBuilder::isolated),
 //! `TRITIUM_AOT_ISOLATE=1`): `FuncInit` and `Func` run in a worker process
-//! (`aot-shim/worker.cc`, built once into the cache), so a segfault, an abort, an `exit` or a
+//! (`shim/worker.cc`, built once into the cache), so a segfault, an abort, an `exit` or a
 //! call past its timeout is an [`AotError::Worker`] naming the operator and the signal, and
 //! the next call starts a fresh worker (re-running `FuncInit` there).
 //!

@@ -1,6 +1,6 @@
 //! Backward (MindSpore's bprop) and reverse-mode `grad` over chains of operator calls.
 use ndarray::array;
-use tritium_backend::aot::{grad, AotOp, DType, Tape, Tensor};
+use tritium_aot::{grad, AotOp, DType, Tape, Tensor};
 
 use super::common::op;
 

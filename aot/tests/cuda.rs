@@ -1,5 +1,5 @@
 //! CUDA variants: run only where nvcc and a GPU are present, skipped with a reason otherwise.
-use tritium_backend::aot::{cuda_available, nvcc_available, AotError, DType, DeviceTensor};
+use tritium_aot::{cuda_available, nvcc_available, AotError, DType, DeviceTensor};
 
 use super::common::op;
 
@@ -63,7 +63,7 @@ fn prebuilt_library_declared_cuda_needs_a_device() {
         return;
     }
     let op = op("add.cc", "CustomAdd")
-        .target(tritium_backend::aot::Target::Cuda)
+        .target(tritium_aot::Target::Cuda)
         .out_shape([1])
         .out_dtype(DType::F32)
         .build()

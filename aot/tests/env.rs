@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 
 use ndarray::array;
-use tritium_backend::aot::{AotError, AotOp, AotOptions, CompileOptions, DType};
+use tritium_aot::{AotError, AotOp, AotOptions, CompileOptions, DType};
 
 use super::common::{data, func, prebuilt, scratch};
 
@@ -81,7 +81,7 @@ fn child_bounds_check() {
 #[test]
 fn env_bounds_check() {
     run_child(
-        "aot::env::child_bounds_check",
+        "env::child_bounds_check",
         &[("TRITIUM_BOUNDS_CHECK", "1".to_string())],
     );
 }
@@ -121,10 +121,7 @@ fn env_whitelist() {
     prebuilt("add.cc", &root.join("trusted"));
     prebuilt("add.cc", &root.join("trusted-not"));
     let list = format!("/nonexistent/dir:{}", root.join("trusted").display());
-    run_child(
-        "aot::env::child_whitelist",
-        &[("TRITIUM_AOT_WHITELIST", list)],
-    );
+    run_child("env::child_whitelist", &[("TRITIUM_AOT_WHITELIST", list)]);
 }
 
 #[test]
@@ -151,7 +148,7 @@ fn child_cache_dir() {
 fn env_cache_dir() {
     let root = scratch("env-cache-root");
     run_child(
-        "aot::env::child_cache_dir",
+        "env::child_cache_dir",
         &[("TRITIUM_CACHE_DIR", root.display().to_string())],
     );
 }
@@ -194,7 +191,7 @@ fn processes_compile_one_source_at_once() {
     let children: Vec<_> = (0..3)
         .map(|_| {
             child(
-                "aot::env::child_compile",
+                "env::child_compile",
                 &[("TRITIUM_AOT_TEST_SOURCE", src.display().to_string())],
             )
             .stdout(Stdio::piped())

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use ndarray::array;
-use tritium_backend::aot::{AotError, AotOp, CompileOptions, DType, Whitelist};
+use tritium_aot::{AotError, AotOp, CompileOptions, DType, Whitelist};
 
 use super::common::{data, func, op, options, prebuilt, scratch};
 
@@ -290,7 +290,7 @@ fn compile_time_limit() {
 
 #[test]
 fn nvcc_absent_is_a_clear_error() {
-    if tritium_backend::aot::nvcc_available() {
+    if tritium_aot::nvcc_available() {
         eprintln!("skipped: nvcc is installed, so the missing-nvcc error cannot be observed");
         return;
     }
@@ -393,7 +393,7 @@ fn impossible_output_sizes_are_errors_not_aborts() {
 /// declares both as 4 floats; another size, rank or dtype is an `Input` error.
 #[test]
 fn declared_inputs_are_checked_before_the_cpp_runs() {
-    use tritium_backend::aot::{TensorSpec, DYN_DIM};
+    use tritium_aot::{TensorSpec, DYN_DIM};
     let add = op("add.cc", "CustomAdd")
         .input(TensorSpec::new([4], DType::F32))
         .input(TensorSpec::new([DYN_DIM], DType::F32))
@@ -407,7 +407,7 @@ fn declared_inputs_are_checked_before_the_cpp_runs() {
     let big = ndarray::Array1::<f32>::zeros(1 << 10);
     let doubles = array![1.0f64, 2.0, 3.0, 4.0];
     let square = ndarray::Array2::<f32>::zeros((2, 2));
-    let rows: [(&str, tritium_backend::aot::AotResult<_>); 3] = [
+    let rows: [(&str, tritium_aot::AotResult<_>); 3] = [
         (
             "input 0 is float32 [1024], declared float32 [4]",
             add.call1((&big, &four)),

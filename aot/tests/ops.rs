@@ -1,9 +1,7 @@
 //! MindSpore's AOT acceptance cases.
 use ndarray::{array, Array2, ArrayD, IxDyn};
 use rstest::rstest;
-use tritium_backend::aot::{
-    AotOp, Attrs, DType, Tensor, TensorSpec, CUSTOM_AOT_EXTRA_H, DYN_DIM, DYN_RANK,
-};
+use tritium_aot::{AotOp, Attrs, DType, Tensor, TensorSpec, CUSTOM_AOT_EXTRA_H, DYN_DIM, DYN_RANK};
 
 use super::common::{data, op, options, prebuilt, scratch};
 
@@ -19,7 +17,7 @@ fn operators_and_tensors_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<AotOp>();
     check::<Tensor>();
-    check::<tritium_backend::aot::AotError>();
+    check::<tritium_aot::AotError>();
 }
 
 #[test]
@@ -140,7 +138,7 @@ fn concurrent_compiles_of_one_source_agree() {
 
 #[test]
 fn header_is_shipped_into_the_cache() {
-    let dir = tritium_backend::aot::header_dir(&super::common::cache()).unwrap();
+    let dir = tritium_aot::header_dir(&super::common::cache()).unwrap();
     let text = std::fs::read_to_string(dir.join("custom_aot_extra.h")).unwrap();
     assert_eq!(text, CUSTOM_AOT_EXTRA_H);
     assert!(dir.join("custom_aot_typeid.h").is_file());

@@ -353,13 +353,13 @@ fn run_compiler(
     })
 }
 
-/// The isolation worker's sources (`aot-shim/worker.cc`, which includes the shim).
+/// The isolation worker's sources (`shim/worker.cc`, which includes the shim).
 const WORKER_SOURCES: [(&str, &str); 2] = [
-    ("worker.cc", include_str!("../../aot-shim/worker.cc")),
-    ("shim.cc", include_str!("../../aot-shim/shim.cc")),
+    ("worker.cc", include_str!("../shim/worker.cc")),
+    ("shim.cc", include_str!("../shim/shim.cc")),
 ];
 
-/// The executable that runs isolated operators ([`crate::aot::operator::AotOpBuilder::isolated`]),
+/// The executable that runs isolated operators ([`crate::operator::AotOpBuilder::isolated`]),
 /// built into the cache with the C++ compiler of user sources (so the standard library's ABI
 /// matches theirs), reused while the compiler and the sources are unchanged.
 pub(crate) fn worker_executable(opts: &CompileOptions) -> AotResult<PathBuf> {

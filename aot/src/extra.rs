@@ -1,4 +1,4 @@
-//! The runtime's `AotExtra` object: a C++ `TritiumExtra` (see `aot-shim/shim.cc`) whose
+//! The runtime's `AotExtra` object: a C++ `TritiumExtra` (see `shim/shim.cc`) whose
 //! attribute getters call back into [`Attrs`] here.
 
 use std::ffi::{c_char, c_void, CStr};

@@ -1,4 +1,4 @@
-//! MindSpore-compatible AOT operators.
+//! MindSpore-compatible AOT operators (re-exported as `tritium::aot`).
 //!
 //! An AOT operator is a C/C++/CUDA function with MindSpore's signature
 //!
@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! use ndarray::array;
-//! use tritium_backend::aot::{AotOp, DType};
+//! use tritium_aot::{AotOp, DType};
 //!
 //! let op = AotOp::builder("kernels/add.cc:CustomAdd")
 //!     .infer_shape(|inputs| inputs[0].clone())
@@ -23,17 +23,19 @@
 //!     .build()?;
 //! let (x, y) = (array![1.0f32, 2.0], array![3.0f32, 4.0]);
 //! let sum = op.call1((&x, &y))?.to_array::<f32>()?;
-//! # Ok::<(), tritium_backend::aot::AotError>(())
+//! # Ok::<(), tritium_aot::AotError>(())
 //! ```
 //!
-//! Codemap: [`operator`] (definition and call protocol), [`tensor`] (host tensors and
+//! Codemap: [`operator`] (definition and call protocol, one concern per file), [`tensor`] (host tensors and
 //! inputs), [`dtype`], [`attrs`], [`compile`] (auto-compilation cache), [`whitelist`],
 //! [`package`] (portable packages), [`grad`](mod@grad) (reverse mode); `abi`, `extra`, `library`,
-//! `buffer`, `isolate` (operators in a worker process) and `cuda` (driver API for `.cu` operators) are internal. The C++ side lives in `backend/aot-shim/`.
+//! `buffer`, `isolate` (operators in a worker process) and `cuda` (driver API for `.cu` operators)
+//! are internal. The C++ side lives in `aot/shim/`.
 //!
 //! Invariants: no C++ exception unwinds into Rust and no Rust panic unwinds into C++ (every
 //! crossing is a catching trampoline); no kernel data outlives its operator instance, and no
 //! library is unloaded while an instance holds its kernel data.
+#![deny(missing_docs)]
 
 mod abi;
 pub mod attrs;

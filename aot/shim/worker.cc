@@ -1,7 +1,7 @@
 // Tritium's AOT isolation worker: runs one operator's FuncInit and Func in a process of its own,
 // so that a segfault, an abort or an exit in user code ends this process, not the caller's.
 //
-// Built at run time by backend/src/aot/isolate.rs with the compiler and flags of the user's
+// Built at run time by aot/src/isolate.rs with the compiler and flags of the user's
 // sources, from this file and the shim (included below: one copy of the trampolines that turn
 // C++ exceptions into messages). The protocol (requests on stdin, replies on stdout, tensors in
 // a shared file mapping) is described in isolate.rs; every integer is little-endian.
