@@ -250,6 +250,113 @@ fn dot_integers_match_interpreter_exactly() {
     }
 }
 
+/// How the transposed operand of [`check_transposed_dot`] is addressed.
+#[derive(Clone, Copy, Debug)]
+enum Transposed {
+    /// i32 offsets `kk + j·k`: every lane in, read by transposed blocks.
+    Plain,
+    /// Columns `j >= valid` masked off (`other` 0): full blocks when `valid == n`, lane by
+    /// lane otherwise.
+    Masked,
+    /// i8 offsets `120 + kk + j·k` that wrap inside a column (from `b + 128`): the
+    /// run-time check sends the copy lane by lane, which reads what they address.
+    WrappingI8,
+}
+
+/// `dot(a, bᵀ)` where `b` is stored `[n, k]` row-major and loaded as the `[k, n]` tile
+/// `bᵀ` (lanes contiguous down the columns, as attention's `kᵀ`), compiled against the
+/// interpreter, and whether the compiled code transposed blocks in registers.
+fn check_transposed_dot<T: Element + Copy + Default>(
+    (m, k, n): (usize, usize, usize),
+    how: Transposed,
+    valid: usize,
+    to_t: impl Fn(f64) -> T,
+    back: impl Fn(T) -> f64,
+) -> bool {
+    let f = trace("codegen_dot_transposed", || {
+        let a = ptr_param("a", T::DTYPE);
+        let b = ptr_param("b", T::DTYPE);
+        let out = ptr_param("out", T::DTYPE);
+        let nv = scalar_param("valid", DType::I32, 3, &Specialization::default());
+        let ta = load(a + offsets2(m, k, k), NoArg, NoArg);
+        let kk = expand_dims(arange(0, k), 1);
+        let j = expand_dims(arange(0, n), 0);
+        let offs = kk + j * k as i32;
+        let tb = match how {
+            Transposed::Plain => load(b + offs, NoArg, NoArg),
+            Transposed::Masked => load(b + offs, compare(j, CmpPred::Lt, nv), 0),
+            Transposed::WrappingI8 => load(b + 128 + cast(offs + 120, DType::I8), NoArg, NoArg),
+        };
+        store(
+            out + offsets2(m, n, n),
+            dot(ta, tb, zeros([m, n], T::DTYPE)),
+            NoArg,
+        );
+    });
+    let b_len = (n * k).max(512);
+    let make = || {
+        (
+            values(m * k, 1).into_iter().map(&to_t).collect::<Vec<T>>(),
+            values(b_len, 2).into_iter().map(&to_t).collect::<Vec<T>>(),
+            vec![T::default(); m * n],
+        )
+    };
+    let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
+        let mut args = KernelArgs::new();
+        args.ptr("a", &bufs.0[..]);
+        args.ptr("b", &bufs.1[..]);
+        args.ptr("out", &mut bufs.2[..]);
+        args.scalar("valid", valid as i32);
+        args
+    });
+    let what = format!(
+        "{} {:?} {how:?}, {valid} valid columns",
+        T::DTYPE,
+        (m, k, n)
+    );
+    let f64s = |v: &[T]| v.iter().map(|x| back(*x)).collect::<Vec<_>>();
+    assert_close(&f64s(&got.2), &f64s(&want.2), 1e-5, &what);
+    let dump = TempDir::new("codegen-dump");
+    let opts = CompileOptions {
+        dump_dir: Some(dump.path().to_path_buf()),
+        ..Default::default()
+    };
+    cpu::compile(f, &opts).unwrap();
+    let ll = std::fs::read_dir(dump.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .expect("an .ll dump");
+    ll.contains("%transposed")
+}
+
+/// A `dot` operand stored transposed is packed by blocks transposed in registers when
+/// every lane is in, and lane by lane (the same values) when a mask or a wrapping narrow
+/// offset says otherwise.
+#[test]
+fn dot_of_a_transposed_load_matches_interpreter() {
+    let f32s = |x| x as f32;
+    let back = |x: f32| x as f64;
+    for (shape, how, valid) in [
+        ((6, 32, 48), Transposed::Plain, 48),
+        ((16, 64, 64), Transposed::Plain, 64),
+        ((6, 32, 48), Transposed::Masked, 48),
+        ((6, 32, 48), Transposed::Masked, 40),
+        ((6, 16, 16), Transposed::WrappingI8, 16),
+    ] {
+        let blocks = check_transposed_dot(shape, how, valid, f32s, back);
+        assert!(blocks, "no transposed blocks for {shape:?} {how:?}");
+    }
+    let f64_blocks = check_transposed_dot((6, 32, 32), Transposed::Plain, 32, |x| x, |x| x);
+    let to_i32 = |x| (x * 1000.0) as i32;
+    let i32_blocks = check_transposed_dot((6, 32, 32), Transposed::Plain, 32, to_i32, |x| x as f64);
+    assert!(
+        f64_blocks && i32_blocks,
+        "no transposed blocks for f64 or i32"
+    );
+}
+
 /// `reduce(op, load(x), axis)` over `shape`; row `r` of the last axis has `n` valid
 /// lanes (the rest is masked with the op's identity as `other`).
 fn reduce_kernel(d: DType, shape: &[usize], axis: usize, is_max: bool) -> Function {

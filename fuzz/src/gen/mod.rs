@@ -31,6 +31,17 @@ use tritium_dsl::ir::{
 /// Elements of each program's region of an output buffer (tiles are at most this big).
 pub const REGION: usize = 512;
 
+/// The order in which `Gen::lane_offsets_ordered` lays a tile's lanes out.
+#[derive(Clone, Copy)]
+enum AxisOrder {
+    /// The last axis varies fastest.
+    RowMajor,
+    /// The first axis varies fastest.
+    ColumnMajor,
+    /// Any order, sometimes reversed.
+    Random,
+}
+
 /// The generated program's size and shape.
 #[derive(Debug, Clone, Copy)]
 pub struct GenConfig {
@@ -565,14 +576,21 @@ impl Gen {
     }
 
     /// Offsets into `0..len` of `shape` (i32), with a mask when some lanes are off.
-    fn input_offsets(&mut self, shape: &[usize], len: usize) -> (Value, Option<Value>) {
+    /// `run`: always one contiguous run of lanes (else sometimes).
+    fn input_offsets(&mut self, shape: &[usize], len: usize, run: bool) -> (Value, Option<Value>) {
         let lenv = self.int_const(DType::I32, shape, len as i128);
-        match self.rng.below(4) {
+        match if run { 3 } else { self.rng.below(4) } {
             3 => {
-                // One contiguous row-major run (a Simd call reads it in place when every
-                // lane is in), at a constant start or one that moves with the program.
+                // One contiguous run (a Simd call reads it in place when every lane is in),
+                // row-major or, for a 2-D tile, column-major (a `dot` packs such an operand
+                // by transposed blocks), at a constant start or one that moves with the
+                // program.
                 let numel: usize = shape.iter().product();
-                let run = self.lane_offsets_ordered(shape, true);
+                let order = match shape.len() == 2 && self.rng.chance(0.4) {
+                    true => AxisOrder::ColumnMajor,
+                    false => AxisOrder::RowMajor,
+                };
+                let run = self.lane_offsets_ordered(shape, order);
                 let fixed = numel <= len && self.rng.chance(0.5);
                 let start = if fixed {
                     let at = self.rng.below(len - numel + 1);
@@ -656,6 +674,11 @@ impl Gen {
     }
 
     fn load_input(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        self.load_input_from(d, shape, need, false)
+    }
+
+    /// [`load_input`](Self::load_input); `run`: of one contiguous run of lanes.
+    fn load_input_from(&mut self, d: DType, shape: &[usize], need: Need, run: bool) -> Value {
         let ok: Vec<usize> = (0..self.inputs.len())
             .filter(|i| {
                 let b = &self.inputs[*i];
@@ -670,7 +693,7 @@ impl Gen {
             return self.elementwise(d, shape, need);
         };
         let (ptr, len) = (self.inputs[i].ptr, self.inputs[i].len);
-        let (off, mask) = self.input_offsets(shape, len);
+        let (off, mask) = self.input_offsets(shape, len, run);
         let ptrs = self.pointers(ptr, off);
         let other = match mask {
             Some(_) if self.rng.chance(0.6) => Some(self.value(d, shape, need)),
@@ -723,19 +746,26 @@ impl Gen {
 
     /// A permutation of `0..numel` laid out over `shape` (i32).
     fn lane_offsets(&mut self, shape: &[usize]) -> Value {
-        self.lane_offsets_ordered(shape, false)
+        self.lane_offsets_ordered(shape, AxisOrder::Random)
     }
 
-    /// [`lane_offsets`](Self::lane_offsets), or the row-major index of each lane.
-    fn lane_offsets_ordered(&mut self, shape: &[usize], row_major: bool) -> Value {
+    /// [`lane_offsets`](Self::lane_offsets) with the axes in `order`.
+    fn lane_offsets_ordered(&mut self, shape: &[usize], order: AxisOrder) -> Value {
         let numel: usize = shape.iter().product();
         let mut off = self.int_const(DType::I32, shape, 0);
-        // A random order of the axes gives each lane a distinct position (the last axis
-        // first: row-major).
+        // Any order of the axes gives each lane a distinct position (the last axis first:
+        // row-major).
         let mut axes: Vec<usize> = (0..shape.len()).rev().collect();
-        for i in (1..axes.len()).rev().filter(|_| !row_major) {
-            axes.swap(i, self.rng.below(i + 1));
+        match order {
+            AxisOrder::RowMajor => {}
+            AxisOrder::ColumnMajor => axes.reverse(),
+            AxisOrder::Random => {
+                for i in (1..axes.len()).rev() {
+                    axes.swap(i, self.rng.below(i + 1));
+                }
+            }
         }
+        let row_major = !matches!(order, AxisOrder::Random);
         let mut stride = 1usize;
         for &k in &axes {
             if shape[k] == 1 {
@@ -1034,7 +1064,14 @@ impl Gen {
         if shape.len() != 2 || d.is_bool() {
             return self.elementwise(d, shape, need);
         }
-        let k = *self.rng.pick(&[1, 2, 4, 8, 16, 16, 32]);
+        // Operands loaded straight from an input reach the `dot`'s packing as loads (a
+        // column-major run is packed by transposed blocks on the CPU, given dims that are
+        // multiples of the vector width).
+        let direct = self.rng.chance(0.3);
+        let k = match direct {
+            true => *self.rng.pick(&[8, 16, 32]),
+            false => *self.rng.pick(&[1, 2, 4, 8, 16, 16, 32]),
+        };
         let (mm, nn) = (shape[0], shape[1]);
         if mm * k > REGION || k * nn > REGION {
             return self.elementwise(d, shape, need);
@@ -1065,16 +1102,20 @@ impl Gen {
         } else {
             (Need::EXACT, Need::EXACT)
         };
+        let operand = |g: &mut Self, shape: &[usize], need: Need| match direct {
+            true => g.load_input_from(from, shape, need, true),
+            false => g.value(from, shape, need),
+        };
         let (a, b, acc) = if d.is_float() && !need.exact && self.rng.chance(0.5) {
             // Non-negative floats of any size: compared within `info::sum_ulps`.
-            let a = self.value(from, &[mm, k], Need::EXACT);
-            let b = self.value(from, &[k, nn], Need::EXACT);
+            let a = operand(self, &[mm, k], Need::EXACT);
+            let b = operand(self, &[k, nn], Need::EXACT);
             let acc = self.value(d, shape, Need::EXACT);
             (self.abs(a), self.abs(b), self.abs(acc))
         } else {
             (
-                self.value(from, &[mm, k], in_need),
-                self.value(from, &[k, nn], in_need),
+                operand(self, &[mm, k], in_need),
+                operand(self, &[k, nn], in_need),
                 self.value(d, shape, acc_need),
             )
         };
@@ -1314,7 +1355,8 @@ impl Gen {
 
     /// A `device_assert` that holds by construction (programs never fail): `|x| <= B` of a
     /// float whose elements are integers of magnitude at most `B`, or `a == a` of an
-    /// integer, sometimes or-ed with any bool and masked. Programs with one run checked.
+    /// integer, sometimes or-ed with any bool and masked. Programs with one run checked when
+    /// their seed is odd (`exec::runs_checked`).
     fn device_assert(&mut self) {
         let shape = self.random_shape(3);
         let floats = [DType::F32, DType::F16, DType::BF16, DType::F64];
@@ -1463,7 +1505,7 @@ impl Gen {
         let Some(b) = &self.shared else { return };
         let (ptr, d, len) = (b.ptr, b.dtype, b.len);
         let shape = self.random_shape(2);
-        let (off, mask) = self.input_offsets(&shape, len);
+        let (off, mask) = self.input_offsets(&shape, len, false);
         let ptrs = self.pointers(ptr, off);
         let value = self.value(d, &shape, Need::EXACT);
         self.atomic(self.shared_op, ptrs, value, mask);

@@ -258,7 +258,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// An i1 that holds when the access `d` touches every lane at `first + row-major
     /// index`: its mask is all true and no widened offset wraps.
-    fn run_holds(&mut self, d: &Direct) -> IntValue<'ctx> {
+    pub(super) fn run_holds(&mut self, d: &Direct) -> IntValue<'ctx> {
         let mut ok = match d.mask.filter(|m| !self.true_masks.contains(m)) {
             Some(m) => {
                 let shape = self.ty(m).shape.clone();
@@ -449,9 +449,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
 /// A load or store whose lanes are provably one row-major run starting at lane 0's
 /// pointer, given the run-time checks of `Gen::run_holds`.
-struct Direct {
-    ptr: Value,
-    mask: Option<Value>,
+pub(super) struct Direct {
+    pub(super) ptr: Value,
+    pub(super) mask: Option<Value>,
     /// The widened offsets to check (all with a known span).
-    widened: Vec<Widened>,
+    pub(super) widened: Vec<Widened>,
 }

@@ -189,7 +189,11 @@ impl<'ctx> Gen<'ctx, '_> {
         let ty = Type::tile(Elem::Scalar(d), vt.shape.clone());
         let buf = self.alloc_buf(&ty);
         let mask = self.load_mask_in(v);
+        let lanes = vector_bytes() / d.size_bytes().max(1);
         self.versioned(mask, &mut |g| {
+            if g.pack_transposed(v, d, buf, &ty, lanes) {
+                return;
+            }
             g.loop_nest(&vt.shape.clone(), &mut |g, idx| {
                 let x = g.lane(v, idx);
                 let x = g.cast(x, from, d);
@@ -282,7 +286,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `&buf[row * stride + col]` for a buffer of `et` elements.
-    fn elem_ptr(
+    pub(super) fn elem_ptr(
         &self,
         buf: PointerValue<'ctx>,
         et: BasicTypeEnum<'ctx>,
@@ -300,7 +304,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// A vector load aligned to one element (scratch rows need not be vector-aligned).
-    fn load_vec(
+    pub(super) fn load_vec(
         &self,
         vt: VectorType<'ctx>,
         p: PointerValue<'ctx>,
@@ -433,7 +437,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 }
 
-fn vec_type(et: BasicTypeEnum<'_>, lanes: usize) -> VectorType<'_> {
+pub(super) fn vec_type(et: BasicTypeEnum<'_>, lanes: usize) -> VectorType<'_> {
     match et {
         BasicTypeEnum::FloatType(t) => t.vec_type(lanes as u32),
         BasicTypeEnum::IntType(t) => t.vec_type(lanes as u32),

@@ -22,6 +22,7 @@ mod prefetch;
 mod reduce;
 mod scan;
 mod scopes;
+mod transpose;
 mod types;
 
 use crate::launch::checked::PARAM_WORDS;

@@ -1,0 +1,183 @@
+//! Packing a `dot` operand that is stored transposed: a load whose lanes run down the
+//! columns (`kᵀ` in attention, `b.T` in a matmul) is copied into the row-major buffer the
+//! micro-kernel reads by square blocks, each read as one vector per column and transposed
+//! in registers, instead of one gathered element per lane.
+//!
+//! The lanes are `first + r + c·s` (`dsl::ir::affine`: unit stride along the rows, any
+//! stride along the columns), so column `c` of a block is the vector at lane `(r0, c)`'s
+//! address. Narrow offsets that are widened on the way are checked at run time not to wrap
+//! (as for Simd custom ops' in-place inputs); the mask is left to the caller's versioning
+//! (its all-true copy), checked mode always copies lane by lane.
+
+use super::custom::Direct;
+use super::{Gen, Lv};
+use inkwell::types::VectorType;
+use inkwell::values::{IntValue, PointerValue, VectorValue};
+use tritium_dsl::ir::{affine_lanes, DType, Op, Type, Value};
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Fills `buf` (row-major `ty`, of dtype `d`) with tile `v` by transposed blocks of up
+    /// to `lanes` (a vector of `d`) when `v` is such a load; returns false, emitting
+    /// nothing, when it is not.
+    pub(super) fn pack_transposed(
+        &mut self,
+        v: Value,
+        d: DType,
+        buf: PointerValue<'ctx>,
+        ty: &Type,
+        lanes: usize,
+    ) -> bool {
+        // Square blocks of the widest power of two up to a vector that divides both dims.
+        let mut w = lanes;
+        while w > 4 && ty.shape.iter().any(|n| n % w != 0) {
+            w /= 2;
+        }
+        let Some(direct) = self.transposed_load(v, d, w) else {
+            return false;
+        };
+        let lanes = w;
+        let ok = self.run_holds(&direct);
+        let (rows, cols) = (ty.shape[0], ty.shape[1]);
+        let mut copy = |g: &mut Self| {
+            g.counted_loop(cols / lanes, super::LoopUnroll::Never, &mut |g, cb| {
+                g.counted_loop(rows / lanes, super::LoopUnroll::Never, &mut |g, rb| {
+                    g.transpose_block(direct.ptr, d, buf, cols, [rb, cb], lanes);
+                });
+            });
+        };
+        if ok.get_zero_extended_constant() == Some(1) {
+            copy(self);
+        } else {
+            let shape = ty.shape.clone();
+            self.branches(ok, &mut copy, &mut |g| {
+                g.loop_nest(&shape, &mut |g, idx| {
+                    let x = g.lane(v, idx);
+                    let p = g.buf_elem(buf, ty, idx);
+                    g.b.build_store(p, x).unwrap();
+                });
+            });
+        }
+        true
+    }
+
+    /// `v` as a load whose lanes are `first + r + c·s` with `s ≠ 1` (the row-major case
+    /// needs no transposing), all of them accessed (no mask left), of dtype `d` in memory
+    /// (no conversion), with both dims multiples of `lanes` (at least 4), in unchecked
+    /// code.
+    fn transposed_load(&self, v: Value, d: DType, lanes: usize) -> Option<Direct> {
+        if self.opts.bounds_check || lanes < 4 || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+            return None;
+        }
+        let Op::Load {
+            ptr, mask, hints, ..
+        } = &self.defs.get(&v)?.op
+        else {
+            return None;
+        };
+        let t = self.ty(v);
+        let masked = mask.is_some_and(|m| !self.true_masks.contains(&m));
+        let shape_ok = t.rank() == 2 && t.shape.iter().all(|n| n % lanes == 0);
+        if masked || hints.volatile || t.dtype() != Some(d) || !shape_ok {
+            return None;
+        }
+        let a = affine_lanes(self.f, &self.defs, *ptr)?;
+        let transposed = a.strides[0] == Some(1) && a.strides[1] != Some(1);
+        (transposed && a.is_checkable()).then_some(Direct {
+            ptr: *ptr,
+            mask: None,
+            widened: a.widened,
+        })
+    }
+
+    /// Rows `rb·W..` and columns `cb·W..` (`W = lanes`) of the buffer from the `W` column
+    /// vectors at `ptr`'s lanes `(rb·W, cb·W + j)`.
+    fn transpose_block(
+        &mut self,
+        ptr: Value,
+        d: DType,
+        buf: PointerValue<'ctx>,
+        cols: usize,
+        [rb, cb]: [IntValue<'ctx>; 2],
+        lanes: usize,
+    ) {
+        let et = self.compute_ty(d);
+        let vt = super::dot::vec_type(et, lanes);
+        let size = d.size_bytes() as u32;
+        let w = self.i64c(lanes as u64);
+        let r0 = self.b.build_int_mul(rb, w, "").unwrap();
+        let c0 = self.b.build_int_mul(cb, w, "").unwrap();
+        let columns: Vec<VectorValue> = (0..lanes)
+            .map(|j| {
+                let c = self.b.build_int_add(c0, self.i64c(j as u64), "").unwrap();
+                let p = self.lane(ptr, &[r0, c]).into_pointer_value();
+                self.load_vec(vt, p, size)
+            })
+            .collect();
+        for (k, row) in self.transpose(columns).into_iter().enumerate() {
+            let r = self.b.build_int_add(r0, self.i64c(k as u64), "").unwrap();
+            let p = self.elem_ptr(buf, et, r, cols, c0);
+            let st = self.b.build_store(p, row).unwrap();
+            st.set_alignment(size).unwrap();
+        }
+    }
+
+    /// The transpose of the square matrix whose rows are `rows` (a power of two of them):
+    /// at each step `h = W/2, W/4, …, 1`, rows `i` and `i + h` (`i & h == 0`) exchange
+    /// lanes: row `i` takes row `i + h`'s lanes `k - h` where `k & h ≠ 0`, row `i + h` takes
+    /// row `i`'s lanes `k + h` where `k & h = 0`. That swaps the off-diagonal `h × h`
+    /// blocks of every `2h × 2h` block; after the step with `h = 1` every element `(j, k)`
+    /// is at `(k, j)`. `W·log2(W)` two-vector shuffles in all.
+    fn transpose(&self, mut rows: Vec<VectorValue<'ctx>>) -> Vec<VectorValue<'ctx>> {
+        let w = rows.len();
+        debug_assert!(w.is_power_of_two());
+        let i32t = self.ctx.i32_type();
+        let mask = |f: &dyn Fn(usize) -> usize| {
+            VectorType::const_vector(
+                &(0..w)
+                    .map(|k| i32t.const_int(f(k) as u64, false))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let mut h = w / 2;
+        while h >= 1 {
+            // Lane k of the new row i: row i's own lane k when k & h == 0, else row i+h's
+            // lane k - h (index w + k - h of the two-vector shuffle); the new row i+h the
+            // mirror image.
+            let low = mask(&|k| if k & h == 0 { k } else { w + k - h });
+            let high = mask(&|k| if k & h == 0 { k + h } else { w + k });
+            for i in (0..w).filter(|i| i & h == 0) {
+                let (a, b) = (rows[i], rows[i + h]);
+                rows[i] = self
+                    .b
+                    .build_shuffle_vector(a, b, low, "transposed")
+                    .unwrap();
+                rows[i + h] = self
+                    .b
+                    .build_shuffle_vector(a, b, high, "transposed")
+                    .unwrap();
+            }
+            h /= 2;
+        }
+        rows
+    }
+
+    /// Emits `yes` behind the `i1` `cond` and `no` behind its negation.
+    fn branches(
+        &mut self,
+        cond: IntValue<'ctx>,
+        yes: &mut dyn FnMut(&mut Self),
+        no: &mut dyn FnMut(&mut Self),
+    ) {
+        let then = self.ctx.append_basic_block(self.func, "then");
+        let other = self.ctx.append_basic_block(self.func, "else");
+        let done = self.ctx.append_basic_block(self.func, "endif");
+        self.b.build_conditional_branch(cond, then, other).unwrap();
+        self.b.position_at_end(then);
+        yes(self);
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(other);
+        no(self);
+        self.b.build_unconditional_branch(done).unwrap();
+        self.b.position_at_end(done);
+    }
+}
