@@ -132,7 +132,7 @@ impl Target for HostCpu {
         f: &Function,
         symbol: &str,
         customs: &CustomEntries,
-    ) -> std::result::Result<usize, String> {
+    ) -> std::result::Result<usize, crate::llvm::CodegenError> {
         let options = codegen::CodegenOptions {
             bounds_check: self.bounds_check,
             race_check: self.race_check,

@@ -319,7 +319,7 @@ impl Target for Emulator {
         f: &Function,
         symbol: &str,
         customs: &CustomEntries,
-    ) -> std::result::Result<usize, String> {
+    ) -> std::result::Result<usize, crate::llvm::CodegenError> {
         let options = codegen::CodegenOptions {
             num_warps: self.0.num_warps,
             emulate: true,

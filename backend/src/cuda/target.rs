@@ -103,12 +103,14 @@ impl Target for Nvptx {
         f: &Function,
         symbol: &str,
         customs: &CustomEntries,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, crate::llvm::CodegenError> {
         let options = codegen::CodegenOptions {
             num_warps: self.0.num_warps,
             emulate: false,
             bounds_check: self.0.bounds_check,
-            eviction_priorities: ptx_version(self.0.sm)? >= 74,
+            eviction_priorities: ptx_version(self.0.sm)
+                .map_err(crate::llvm::CodegenError::unsupported)?
+                >= 74,
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
     }

@@ -2,6 +2,7 @@
 //! `x % 0 == 0`, `MIN / -1` wraps, shift amounts modulo the width), and integer unary ops.
 
 use super::Emit;
+use crate::llvm::Result;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, FloatValue};
 use inkwell::{FloatPredicate, IntPredicate};
@@ -16,9 +17,9 @@ impl<'ctx> Emit<'_, 'ctx> {
         max: bool,
         a: BasicValueEnum<'ctx>,
         b: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let name = if max { "llvm.maxnum" } else { "llvm.minnum" };
-        let picked = self.intrinsic(name, &[a.get_type()], &[a, b]);
+        let picked = self.intrinsic(name, &[a.get_type()], &[a, b])?;
         self.order_signed_zeros(max, a, b, picked)
     }
 
@@ -40,7 +41,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         a: BasicValueEnum<'ctx>,
         b: BasicValueEnum<'ctx>,
         picked: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let bl = self.b;
         let bits_ty: BasicTypeEnum<'ctx> = match a.get_type() {
             BasicTypeEnum::FloatType(f) => self.float_bits_ty(f).into(),
@@ -52,18 +53,16 @@ impl<'ctx> Emit<'_, 'ctx> {
         };
         let (eq, ab, bb) = match (a, b) {
             (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) => (
-                bl.build_float_compare(FloatPredicate::OEQ, x, y, "")
-                    .unwrap()
+                bl.build_float_compare(FloatPredicate::OEQ, x, y, "")?
                     .into(),
-                bl.build_bit_cast(x, bits_ty, "").unwrap(),
-                bl.build_bit_cast(y, bits_ty, "").unwrap(),
+                bl.build_bit_cast(x, bits_ty, "")?,
+                bl.build_bit_cast(y, bits_ty, "")?,
             ),
             (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) => (
-                bl.build_float_compare(FloatPredicate::OEQ, x, y, "")
-                    .unwrap()
+                bl.build_float_compare(FloatPredicate::OEQ, x, y, "")?
                     .into(),
-                bl.build_bit_cast(x, bits_ty, "").unwrap(),
-                bl.build_bit_cast(y, bits_ty, "").unwrap(),
+                bl.build_bit_cast(x, bits_ty, "")?,
+                bl.build_bit_cast(y, bits_ty, "")?,
             ),
             _ => unreachable!("float max/min operands of one type"),
         };
@@ -72,23 +71,21 @@ impl<'ctx> Emit<'_, 'ctx> {
                 bl.build_and(x, y, "")
             } else {
                 bl.build_or(x, y, "")
-            }
-            .unwrap()
+            }?
             .into(),
             (BasicValueEnum::VectorValue(x), BasicValueEnum::VectorValue(y)) => if max {
                 bl.build_and(x, y, "")
             } else {
                 bl.build_or(x, y, "")
-            }
-            .unwrap()
+            }?
             .into(),
             _ => unreachable!("bits of one type"),
         };
-        let joined = bl.build_bit_cast(joined, a.get_type(), "").unwrap();
+        let joined = bl.build_bit_cast(joined, a.get_type(), "")?;
         let eq: BasicValueEnum<'ctx> = eq;
         match eq {
-            BasicValueEnum::IntValue(c) => bl.build_select(c, joined, picked, "").unwrap(),
-            BasicValueEnum::VectorValue(c) => bl.build_select(c, joined, picked, "").unwrap(),
+            BasicValueEnum::IntValue(c) => Ok(bl.build_select(c, joined, picked, "")?),
+            BasicValueEnum::VectorValue(c) => Ok(bl.build_select(c, joined, picked, "")?),
             _ => unreachable!("a comparison"),
         }
     }
@@ -100,18 +97,18 @@ impl<'ctx> Emit<'_, 'ctx> {
         d: DType,
         a: BasicValueEnum<'ctx>,
         b: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let bl = self.b;
         if d.is_float() {
             let (x, y) = (a.into_float_value(), b.into_float_value());
             let v: BasicValueEnum = match op {
-                BinOp::Add => bl.build_float_add(x, y, "").unwrap().into(),
-                BinOp::Sub => bl.build_float_sub(x, y, "").unwrap().into(),
-                BinOp::Mul => bl.build_float_mul(x, y, "").unwrap().into(),
-                BinOp::Div => bl.build_float_div(x, y, "").unwrap().into(),
-                BinOp::Rem => bl.build_float_rem(x, y, "").unwrap().into(),
-                BinOp::Max => self.float_max_min(true, a, b),
-                BinOp::Min => self.float_max_min(false, a, b),
+                BinOp::Add => bl.build_float_add(x, y, "")?.into(),
+                BinOp::Sub => bl.build_float_sub(x, y, "")?.into(),
+                BinOp::Mul => bl.build_float_mul(x, y, "")?.into(),
+                BinOp::Div => bl.build_float_div(x, y, "")?.into(),
+                BinOp::Rem => bl.build_float_rem(x, y, "")?.into(),
+                BinOp::Max => self.float_max_min(true, a, b)?,
+                BinOp::Min => self.float_max_min(false, a, b)?,
                 _ => unreachable!("verifier rejects bit ops on floats"),
             };
             return self.round_to(v, d);
@@ -120,27 +117,25 @@ impl<'ctx> Emit<'_, 'ctx> {
         let it = x.get_type();
         let signed = d.is_signed_int();
         match op {
-            BinOp::Add => bl.build_int_add(x, y, "").unwrap().into(),
-            BinOp::Sub => bl.build_int_sub(x, y, "").unwrap().into(),
-            BinOp::Mul => bl.build_int_mul(x, y, "").unwrap().into(),
-            BinOp::And => bl.build_and(x, y, "").unwrap().into(),
-            BinOp::Or => bl.build_or(x, y, "").unwrap().into(),
-            BinOp::Xor => bl.build_xor(x, y, "").unwrap().into(),
+            BinOp::Add => Ok(bl.build_int_add(x, y, "")?.into()),
+            BinOp::Sub => Ok(bl.build_int_sub(x, y, "")?.into()),
+            BinOp::Mul => Ok(bl.build_int_mul(x, y, "")?.into()),
+            BinOp::And => Ok(bl.build_and(x, y, "")?.into()),
+            BinOp::Or => Ok(bl.build_or(x, y, "")?.into()),
+            BinOp::Xor => Ok(bl.build_xor(x, y, "")?.into()),
             BinOp::Shl | BinOp::Shr => {
-                let amount = bl
-                    .build_and(y, it.const_int(d.bits() as u64 - 1, false), "")
-                    .unwrap();
+                let amount = bl.build_and(y, it.const_int(d.bits() as u64 - 1, false), "")?;
                 if op == BinOp::Shl {
-                    bl.build_left_shift(x, amount, "").unwrap().into()
+                    Ok(bl.build_left_shift(x, amount, "")?.into())
                 } else {
-                    bl.build_right_shift(x, amount, signed, "").unwrap().into()
+                    Ok(bl.build_right_shift(x, amount, signed, "")?.into())
                 }
             }
-            BinOp::Max => self.intrinsic(
+            BinOp::Max => Ok(self.intrinsic(
                 if signed { "llvm.smax" } else { "llvm.umax" },
                 &[it.into()],
                 &[a, b],
-            ),
+            )?),
             BinOp::Min => self.intrinsic(
                 if signed { "llvm.smin" } else { "llvm.umin" },
                 &[it.into()],
@@ -150,38 +145,33 @@ impl<'ctx> Emit<'_, 'ctx> {
                 // x / 0 == 0, x % 0 == 0, MIN / -1 == MIN (wrapping): never UB.
                 let zero = it.const_zero();
                 let one = it.const_int(1, false);
-                let is_zero = bl.build_int_compare(IntPredicate::EQ, y, zero, "").unwrap();
-                let mut safe = bl
-                    .build_select(is_zero, one, y, "")
-                    .unwrap()
-                    .into_int_value();
+                let is_zero = bl.build_int_compare(IntPredicate::EQ, y, zero, "")?;
+                let mut safe = bl.build_select(is_zero, one, y, "")?.into_int_value();
                 let mut is_neg_one = None;
                 if signed {
                     let m1 = it.const_all_ones();
-                    let n1 = bl
-                        .build_int_compare(IntPredicate::EQ, safe, m1, "")
-                        .unwrap();
-                    safe = bl.build_select(n1, one, safe, "").unwrap().into_int_value();
+                    let n1 = bl.build_int_compare(IntPredicate::EQ, safe, m1, "")?;
+                    safe = bl.build_select(n1, one, safe, "")?.into_int_value();
                     is_neg_one = Some(n1);
                 }
                 let q = match (op, signed) {
-                    (BinOp::Div, true) => bl.build_int_signed_div(x, safe, "").unwrap(),
-                    (BinOp::Div, false) => bl.build_int_unsigned_div(x, safe, "").unwrap(),
-                    (_, true) => bl.build_int_signed_rem(x, safe, "").unwrap(),
-                    (_, false) => bl.build_int_unsigned_rem(x, safe, "").unwrap(),
+                    (BinOp::Div, true) => bl.build_int_signed_div(x, safe, "")?,
+                    (BinOp::Div, false) => bl.build_int_unsigned_div(x, safe, "")?,
+                    (_, true) => bl.build_int_signed_rem(x, safe, "")?,
+                    (_, false) => bl.build_int_unsigned_rem(x, safe, "")?,
                 };
                 let q = match is_neg_one {
                     Some(n1) => {
                         let alt = if op == BinOp::Div {
-                            bl.build_int_sub(zero, x, "").unwrap()
+                            bl.build_int_sub(zero, x, "")?
                         } else {
                             zero
                         };
-                        bl.build_select(n1, alt, q, "").unwrap().into_int_value()
+                        bl.build_select(n1, alt, q, "")?.into_int_value()
                     }
                     None => q,
                 };
-                bl.build_select(is_zero, zero, q, "").unwrap()
+                Ok(bl.build_select(is_zero, zero, q, "")?)
             }
         }
     }
@@ -195,28 +185,28 @@ impl<'ctx> Emit<'_, 'ctx> {
         op: UnOp,
         d: DType,
         x: FloatValue<'ctx>,
-        transcendental: impl FnOnce(UnOp, FloatValue<'ctx>) -> BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+        transcendental: impl FnOnce(UnOp, FloatValue<'ctx>) -> Result<BasicValueEnum<'ctx>>,
+    ) -> Result<BasicValueEnum<'ctx>> {
         let bl = self.b;
         let t = self.compute_ty(d);
         let xv: BasicValueEnum = x.into();
         let v: BasicValueEnum = match op {
-            UnOp::Neg => bl.build_float_neg(x, "").unwrap().into(),
-            UnOp::Abs => self.intrinsic("llvm.fabs", &[t], &[xv]),
+            UnOp::Neg => bl.build_float_neg(x, "")?.into(),
+            UnOp::Abs => self.intrinsic("llvm.fabs", &[t], &[xv])?,
             UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2 | UnOp::Sin | UnOp::Cos => {
-                transcendental(op, x)
+                transcendental(op, x)?
             }
-            UnOp::Sqrt => self.intrinsic("llvm.sqrt", &[t], &[xv]),
+            UnOp::Sqrt => self.intrinsic("llvm.sqrt", &[t], &[xv])?,
             UnOp::Rsqrt => {
-                let s = self.intrinsic("llvm.sqrt", &[t], &[xv]).into_float_value();
+                let s = self.intrinsic("llvm.sqrt", &[t], &[xv])?.into_float_value();
                 let one = t.into_float_type().const_float(1.0);
-                bl.build_float_div(one, s, "").unwrap().into()
+                bl.build_float_div(one, s, "")?.into()
             }
-            UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[xv]),
-            UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[xv]),
-            UnOp::Trunc => self.intrinsic("llvm.trunc", &[t], &[xv]),
-            UnOp::Round => self.intrinsic("llvm.round", &[t], &[xv]),
-            UnOp::Rint => self.intrinsic("llvm.rint", &[t], &[xv]),
+            UnOp::Floor => self.intrinsic("llvm.floor", &[t], &[xv])?,
+            UnOp::Ceil => self.intrinsic("llvm.ceil", &[t], &[xv])?,
+            UnOp::Trunc => self.intrinsic("llvm.trunc", &[t], &[xv])?,
+            UnOp::Round => self.intrinsic("llvm.round", &[t], &[xv])?,
+            UnOp::Rint => self.intrinsic("llvm.rint", &[t], &[xv])?,
             UnOp::Not => unreachable!("verifier rejects `not` on floats"),
         };
         self.round_to(v, d)
@@ -229,22 +219,19 @@ impl<'ctx> Emit<'_, 'ctx> {
         op: UnOp,
         d: DType,
         x: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let bl = self.b;
         let t = self.compute_ty(d);
         let i = x.into_int_value();
         match op {
-            UnOp::Neg => bl
-                .build_int_sub(i.get_type().const_zero(), i, "")
-                .unwrap()
-                .into(),
-            UnOp::Not => bl.build_not(i, "").unwrap().into(),
-            UnOp::Abs if d.is_signed_int() => self.intrinsic(
+            UnOp::Neg => Ok(bl.build_int_sub(i.get_type().const_zero(), i, "")?.into()),
+            UnOp::Not => Ok(bl.build_not(i, "")?.into()),
+            UnOp::Abs if d.is_signed_int() => Ok(self.intrinsic(
                 "llvm.abs",
                 &[t],
                 &[x, self.ctx.bool_type().const_zero().into()],
-            ),
-            UnOp::Abs => x,
+            )?),
+            UnOp::Abs => Ok(x),
             _ => unreachable!("the tracer casts integers to f32 for float-only ops"),
         }
     }

@@ -2,6 +2,7 @@
 //! max/min (and the CPU's float add) as a compare-exchange loop on the bits.
 
 use super::Emit;
+use crate::llvm::{Positioned, Result};
 use inkwell::values::{BasicValueEnum, PointerValue};
 use inkwell::{AtomicOrdering, AtomicRMWBinOp};
 use tritium_dsl::ir::{AtomicOp, DType};
@@ -15,7 +16,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         d: DType,
         p: PointerValue<'ctx>,
         v: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let signed = d.is_signed_int();
         let rop = match op {
             AtomicOp::Add => AtomicRMWBinOp::Add,
@@ -28,15 +29,15 @@ impl<'ctx> Emit<'_, 'ctx> {
             AtomicOp::Or => AtomicRMWBinOp::Or,
             AtomicOp::Xor => AtomicRMWBinOp::Xor,
         };
-        self.b
+        Ok(self
+            .b
             .build_atomicrmw(
                 rop,
                 p,
                 v.into_int_value(),
                 AtomicOrdering::SequentiallyConsistent,
-            )
-            .unwrap()
-            .into()
+            )?
+            .into())
     }
 
     /// A float read-modify-write of `d` (f32 or f64) at `p` as a compare-exchange loop on
@@ -48,7 +49,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         d: DType,
         p: PointerValue<'ctx>,
         v: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let bl = self.b;
         let seq = AtomicOrdering::SequentiallyConsistent;
         let it = if d == DType::F64 {
@@ -58,42 +59,39 @@ impl<'ctx> Emit<'_, 'ctx> {
         };
         let ft = self.compute_ty(d);
         if op == AtomicOp::Xchg {
-            let vbits = bl.build_bit_cast(v, it, "").unwrap().into_int_value();
-            let old = bl
-                .build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq)
-                .unwrap();
-            return bl.build_bit_cast(old, ft, "").unwrap();
+            let vbits = bl.build_bit_cast(v, it, "")?.into_int_value();
+            let old = bl.build_atomicrmw(AtomicRMWBinOp::Xchg, p, vbits, seq)?;
+            return Ok(bl.build_bit_cast(old, ft, "")?);
         }
-        let pre = bl.get_insert_block().expect("positioned");
-        let func = pre.get_parent().expect("in a function");
-        let init = bl.build_load(it, p, "").unwrap().into_int_value();
+        let pre = bl.current_block()?;
+        let func = bl.current_function()?;
+        let init = bl.build_load(it, p, "")?.into_int_value();
         let header = self.ctx.append_basic_block(func, "cas");
         let exit = self.ctx.append_basic_block(func, "cas.done");
-        bl.build_unconditional_branch(header).unwrap();
+        bl.build_unconditional_branch(header)?;
         bl.position_at_end(header);
-        let phi = bl.build_phi(it, "seen").unwrap();
+        let phi = bl.build_phi(it, "seen")?;
         phi.add_incoming(&[(&init, pre)]);
         let seen = phi.as_basic_value().into_int_value();
-        let old_f = bl.build_bit_cast(seen, ft, "").unwrap();
+        let old_f = bl.build_bit_cast(seen, ft, "")?;
         let new_f = match op {
-            AtomicOp::Add => bl
-                .build_float_add(old_f.into_float_value(), v.into_float_value(), "")
-                .unwrap()
-                .into(),
+            AtomicOp::Add => Ok(bl
+                .build_float_add(old_f.into_float_value(), v.into_float_value(), "")?
+                .into()),
             AtomicOp::Max => self.float_max_min(true, old_f, v),
             AtomicOp::Min => self.float_max_min(false, old_f, v),
             AtomicOp::Xchg => unreachable!("handled above"),
             AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => {
                 unreachable!("the verifier rejects bitwise atomics on floats")
             }
-        };
-        let new_bits = bl.build_bit_cast(new_f, it, "").unwrap().into_int_value();
-        let r = bl.build_cmpxchg(p, seen, new_bits, seq, seq).unwrap();
-        let got = bl.build_extract_value(r, 0, "").unwrap().into_int_value();
-        let ok = bl.build_extract_value(r, 1, "").unwrap().into_int_value();
-        phi.add_incoming(&[(&got, bl.get_insert_block().unwrap())]);
-        bl.build_conditional_branch(ok, exit, header).unwrap();
+        }?;
+        let new_bits = bl.build_bit_cast(new_f, it, "")?.into_int_value();
+        let r = bl.build_cmpxchg(p, seen, new_bits, seq, seq)?;
+        let got = bl.build_extract_value(r, 0, "")?.into_int_value();
+        let ok = bl.build_extract_value(r, 1, "")?.into_int_value();
+        phi.add_incoming(&[(&got, bl.current_block()?)]);
+        bl.build_conditional_branch(ok, exit, header)?;
         bl.position_at_end(exit);
-        bl.build_bit_cast(seen, ft, "").unwrap()
+        Ok(bl.build_bit_cast(seen, ft, "")?)
     }
 }

@@ -3,6 +3,7 @@
 //! checks and calls that carry the callee's `zeroext`/`signext`.
 
 use super::Emit;
+use crate::llvm::{CodegenError, Result};
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, FloatType, StructType};
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FunctionValue, PointerValue};
 use inkwell::AddressSpace;
@@ -29,36 +30,42 @@ impl<'ctx> Emit<'_, 'ctx> {
     }
 
     /// A compute value as the C argument of element `e` (pointers unchanged).
-    pub(crate) fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    pub(crate) fn encode_c(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        e: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
         match e {
-            Elem::Scalar(DType::F16) => self
+            Elem::Scalar(DType::F16) => Ok(self
                 .b
-                .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")
-                .unwrap()
-                .into(),
+                .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")?
+                .into()),
             Elem::Scalar(DType::BF16) => {
-                let bits = self.to_storage(v, e);
-                self.b.build_bit_cast(bits, self.bf16_type(), "").unwrap()
+                let bits = self.to_storage(v, e)?;
+                Ok(self.b.build_bit_cast(bits, self.bf16_type(), "")?)
             }
             Elem::Scalar(d) if d.fp8_format().is_some() => self.to_storage(v, e),
-            _ => v,
+            _ => Ok(v),
         }
     }
 
     /// A C value of element `e` in compute form.
-    pub(crate) fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    pub(crate) fn decode_c(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        e: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
         match e {
-            Elem::Scalar(DType::F16) => self
+            Elem::Scalar(DType::F16) => Ok(self
                 .b
-                .build_float_ext(v.into_float_value(), self.ctx.f32_type(), "")
-                .unwrap()
-                .into(),
+                .build_float_ext(v.into_float_value(), self.ctx.f32_type(), "")?
+                .into()),
             Elem::Scalar(DType::BF16) => {
-                let bits = self.b.build_bit_cast(v, self.ctx.i16_type(), "").unwrap();
+                let bits = self.b.build_bit_cast(v, self.ctx.i16_type(), "")?;
                 self.decode_storage(bits, e)
             }
             Elem::Scalar(d) if d.fp8_format().is_some() => self.decode_storage(v, e),
-            _ => v,
+            _ => Ok(v),
         }
     }
 
@@ -69,7 +76,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         ret: Option<BasicTypeEnum<'ctx>>,
         params: &[BasicTypeEnum<'ctx>],
         what: &str,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         let md: Vec<BasicMetadataTypeEnum> = params.iter().map(|t| (*t).into()).collect();
         let want = match ret {
             Some(r) => r.fn_type(&md, false),
@@ -79,12 +86,12 @@ impl<'ctx> Emit<'_, 'ctx> {
         if have == want {
             return Ok(());
         }
-        Err(format!(
+        Err(CodegenError::unsupported(format!(
             "`{}` has type `{}` but the call needs `{}` ({what})",
             func.get_name().to_string_lossy(),
             have.print_to_string().to_string(),
             want.print_to_string().to_string()
-        ))
+        )))
     }
 
     /// Checks a Simt call against its callee: outs share one shape, every input is a scalar
@@ -96,17 +103,19 @@ impl<'ctx> Emit<'_, 'ctx> {
         c: &CustomCall,
         ty: impl Fn(Value) -> &'t Type,
         func: FunctionValue<'ctx>,
-    ) -> Result<(Vec<usize>, Vec<Elem>), String> {
+    ) -> Result<(Vec<usize>, Vec<Elem>)> {
         let shape = ty(c.outs[0]).shape.clone();
         if let Some(o) = c.outs.iter().find(|o| ty(**o).shape != shape) {
-            return Err(format!(
+            return Err(CodegenError::unsupported(format!(
                 "Simt outs must share one shape, got {} and {}",
                 ty(c.outs[0]),
                 ty(*o)
-            ));
+            )));
         }
         if !c.extra.is_empty() {
-            return Err("extra buffers are only passed to Simd implementations".into());
+            return Err(CodegenError::unsupported(
+                "extra buffers are only passed to Simd implementations",
+            ));
         }
         let mut types = Vec::new();
         for v in &c.ins {
@@ -116,9 +125,9 @@ impl<'ctx> Emit<'_, 'ctx> {
                     || tritium_dsl::ir::broadcast_shapes(&t.shape, &shape).as_deref()
                         != Some(&shape[..]))
             {
-                return Err(format!(
+                return Err(CodegenError::unsupported(format!(
                     "Simt input {v} ({t}) does not broadcast to the out shape {shape:?}"
-                ));
+                )));
             }
             types.push(self.c_ty(t.elem));
         }
@@ -145,9 +154,9 @@ impl<'ctx> Emit<'_, 'ctx> {
         &self,
         func: FunctionValue<'ctx>,
         args: &[BasicValueEnum<'ctx>],
-    ) -> Option<BasicValueEnum<'ctx>> {
+    ) -> Result<Option<BasicValueEnum<'ctx>>> {
         let args: Vec<BasicMetadataValueEnum> = args.iter().map(|a| (*a).into()).collect();
-        let call = self.b.build_call(func, &args, "").unwrap();
+        let call = self.b.build_call(func, &args, "")?;
         // Carry the callee's zeroext/signext so small integers are extended as C expects.
         for k in 0..func.count_params() {
             for a in func.attributes(inkwell::attributes::AttributeLoc::Param(k)) {
@@ -156,10 +165,10 @@ impl<'ctx> Emit<'_, 'ctx> {
                 }
             }
         }
-        match call.try_as_basic_value() {
+        Ok(match call.try_as_basic_value() {
             inkwell::values::ValueKind::Basic(v) => Some(v),
             inkwell::values::ValueKind::Instruction(_) => None,
-        }
+        })
     }
 
     /// The LLVM type of `memref_t<T, R>` for rank `rank`: `{ ptr, ptr, i64, [R x i64],
@@ -185,31 +194,28 @@ impl<'ctx> Emit<'_, 'ctx> {
         desc: PointerValue<'ctx>,
         buf: PointerValue<'ctx>,
         shape: &[usize],
-    ) {
+    ) -> Result<()> {
         let (st, i64t) = (self.memref_type(shape.len()), self.ctx.i64_type());
-        let field = |k: u32| self.b.build_struct_gep(st, desc, k, "").unwrap();
-        self.b.build_store(field(0), buf).unwrap();
-        self.b.build_store(field(1), buf).unwrap();
-        self.b.build_store(field(2), i64t.const_zero()).unwrap();
+        let field = |k: u32| self.b.build_struct_gep(st, desc, k, "");
+        self.b.build_store(field(0)?, buf)?;
+        self.b.build_store(field(1)?, buf)?;
+        self.b.build_store(field(2)?, i64t.const_zero())?;
         for (d, n) in shape.iter().enumerate() {
             let stride: usize = shape[d + 1..].iter().product();
             for (k, v) in [(3, *n), (4, stride)] {
                 let arr = i64t.array_type(shape.len() as u32);
                 // SAFETY (of the generated code): `d` < rank, the array's length.
                 let p = unsafe {
-                    self.b
-                        .build_gep(
-                            arr,
-                            field(k),
-                            &[i64t.const_zero(), i64t.const_int(d as u64, false)],
-                            "",
-                        )
-                        .unwrap()
+                    self.b.build_gep(
+                        arr,
+                        field(k)?,
+                        &[i64t.const_zero(), i64t.const_int(d as u64, false)],
+                        "",
+                    )?
                 };
-                self.b
-                    .build_store(p, i64t.const_int(v as u64, false))
-                    .unwrap();
+                self.b.build_store(p, i64t.const_int(v as u64, false))?;
             }
         }
+        Ok(())
     }
 }

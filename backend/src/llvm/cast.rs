@@ -2,6 +2,7 @@
 //! in f16/bf16 are rounded, anything → bool is `!= 0`.
 
 use super::Emit;
+use crate::llvm::Result;
 use inkwell::values::BasicValueEnum;
 use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{DType, Elem};
@@ -14,8 +15,8 @@ impl<'ctx> Emit<'_, 'ctx> {
         v: BasicValueEnum<'ctx>,
         from: DType,
         to: DType,
-    ) -> BasicValueEnum<'ctx> {
-        let stored = self.to_storage(v, Elem::Scalar(from));
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let stored = self.to_storage(v, Elem::Scalar(from))?;
         let bits = self
             .b
             .build_bit_cast(stored, self.storage_ty(to), "")
@@ -29,42 +30,40 @@ impl<'ctx> Emit<'_, 'ctx> {
         v: BasicValueEnum<'ctx>,
         from: DType,
         to: DType,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let bl = self.b;
         if from == to {
-            return v;
+            return Ok(v);
         }
         let tt = self.compute_ty(to);
         if to.is_bool() {
             return if from.is_float() {
                 let z = v.into_float_value().get_type().const_zero();
-                bl.build_float_compare(FloatPredicate::UNE, v.into_float_value(), z, "")
-                    .unwrap()
-                    .into()
+                Ok(bl
+                    .build_float_compare(FloatPredicate::UNE, v.into_float_value(), z, "")?
+                    .into())
             } else {
                 let z = v.into_int_value().get_type().const_zero();
-                bl.build_int_compare(IntPredicate::NE, v.into_int_value(), z, "")
-                    .unwrap()
-                    .into()
+                Ok(bl
+                    .build_int_compare(IntPredicate::NE, v.into_int_value(), z, "")?
+                    .into())
             };
         }
         match (from.is_float(), to.is_float()) {
             (false, false) => {
                 let signed = from.is_signed_int();
-                bl.build_int_cast_sign_flag(v.into_int_value(), tt.into_int_type(), signed, "")
-                    .unwrap()
-                    .into()
+                Ok(bl
+                    .build_int_cast_sign_flag(v.into_int_value(), tt.into_int_type(), signed, "")?
+                    .into())
             }
             (false, true) => {
                 let ft = tt.into_float_type();
                 let f = if from.is_signed_int() {
-                    bl.build_signed_int_to_float(v.into_int_value(), ft, "")
-                        .unwrap()
+                    bl.build_signed_int_to_float(v.into_int_value(), ft, "")?
                 } else {
-                    bl.build_unsigned_int_to_float(v.into_int_value(), ft, "")
-                        .unwrap()
+                    bl.build_unsigned_int_to_float(v.into_int_value(), ft, "")?
                 };
-                self.round_to(f.into(), to)
+                Ok(self.round_to(f.into(), to)?)
             }
             (true, false) => {
                 let name = if to.is_signed_int() {
@@ -72,7 +71,7 @@ impl<'ctx> Emit<'_, 'ctx> {
                 } else {
                     "llvm.fptoui.sat"
                 };
-                self.intrinsic(name, &[tt, v.get_type()], &[v])
+                Ok(self.intrinsic(name, &[tt, v.get_type()], &[v])?)
             }
             (true, true) => {
                 let f = v.into_float_value();
@@ -80,14 +79,14 @@ impl<'ctx> Emit<'_, 'ctx> {
                 let w = if f.get_type() == ft {
                     f
                 } else if to == DType::F64 {
-                    bl.build_float_ext(f, ft, "").unwrap()
+                    bl.build_float_ext(f, ft, "")?
                 } else if to.is_narrow_float() {
                     // One rounding from f64, not two (to f32, then to `to`).
-                    self.f64_to_f32_odd(f)
+                    self.f64_to_f32_odd(f)?
                 } else {
-                    bl.build_float_trunc(f, ft, "").unwrap()
+                    bl.build_float_trunc(f, ft, "")?
                 };
-                self.round_to(w.into(), to)
+                Ok(self.round_to(w.into(), to)?)
             }
         }
     }

@@ -3,6 +3,7 @@
 
 use super::Emit;
 use crate::launch::checked::LIST_WORDS;
+use crate::llvm::Result;
 use inkwell::values::{FunctionValue, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, IntPredicate};
 
@@ -16,20 +17,14 @@ impl<'ctx> Emit<'_, 'ctx> {
         size: IntValue<'ctx>,
         lo: IntValue<'ctx>,
         hi: IntValue<'ctx>,
-    ) -> IntValue<'ctx> {
+    ) -> Result<IntValue<'ctx>> {
         let b = self.b;
-        let above = b
-            .build_int_compare(IntPredicate::UGE, addr, lo, "")
-            .unwrap();
-        let below = b
-            .build_int_compare(IntPredicate::ULE, addr, hi, "")
-            .unwrap();
-        let room = b.build_int_sub(hi, addr, "").unwrap();
-        let fits = b
-            .build_int_compare(IntPredicate::UGE, room, size, "")
-            .unwrap();
-        let ok = b.build_and(above, below, "").unwrap();
-        b.build_and(ok, fits, "inbounds").unwrap()
+        let above = b.build_int_compare(IntPredicate::UGE, addr, lo, "")?;
+        let below = b.build_int_compare(IntPredicate::ULE, addr, hi, "")?;
+        let room = b.build_int_sub(hi, addr, "")?;
+        let fits = b.build_int_compare(IntPredicate::UGE, room, size, "")?;
+        let ok = b.build_and(above, below, "")?;
+        Ok(b.build_and(ok, fits, "inbounds")?)
     }
 
     /// i1: `[addr, addr + size)` lies inside `[lo, hi)` and, when `view` (an address in
@@ -41,7 +36,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         size: usize,
         [lo, hi, view]: [IntValue<'ctx>; 3],
         like: PointerValue<'ctx>,
-    ) -> IntValue<'ctx> {
+    ) -> Result<IntValue<'ctx>> {
         let size = self.ctx.i64_type().const_int(size as u64, false);
         self.in_buffer_of(addr, size, [lo, hi, view], like.get_type())
     }
@@ -53,10 +48,10 @@ impl<'ctx> Emit<'_, 'ctx> {
         size: IntValue<'ctx>,
         [lo, hi, view]: [IntValue<'ctx>; 3],
         space: inkwell::types::PointerType<'ctx>,
-    ) -> IntValue<'ctx> {
-        let inside = self.in_range(addr, size, lo, hi);
-        let on_element = self.in_view(view, addr, space);
-        self.b.build_and(inside, on_element, "").unwrap()
+    ) -> Result<IntValue<'ctx>> {
+        let inside = self.in_range(addr, size, lo, hi)?;
+        let on_element = self.in_view(view, addr, space)?;
+        Ok(self.b.build_and(inside, on_element, "")?)
     }
 
     /// Calls the module's function `name` (defined by `define` on its first use), which
@@ -64,16 +59,16 @@ impl<'ctx> Emit<'_, 'ctx> {
     fn call_check(
         &self,
         name: &str,
-        define: impl FnOnce(&str) -> FunctionValue<'ctx>,
+        define: impl FnOnce(&str) -> Result<FunctionValue<'ctx>>,
         args: &[inkwell::values::BasicMetadataValueEnum<'ctx>],
-    ) -> IntValue<'ctx> {
+    ) -> Result<IntValue<'ctx>> {
         let func = match self.module.get_function(name) {
             Some(f) => f,
-            None => define(name),
+            None => define(name)?,
         };
-        let call = self.b.build_call(func, args, "").unwrap();
+        let call = self.b.build_call(func, args, "")?;
         match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+            inkwell::values::ValueKind::Basic(v) => Ok(v.into_int_value()),
             inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i1"),
         }
     }
@@ -86,9 +81,9 @@ impl<'ctx> Emit<'_, 'ctx> {
         view: IntValue<'ctx>,
         addr: IntValue<'ctx>,
         ptr: inkwell::types::PointerType<'ctx>,
-    ) -> IntValue<'ctx> {
+    ) -> Result<IntValue<'ctx>> {
         let name = format!("tritium.in_view.{}", space_of(ptr));
-        let record = self.b.build_int_to_ptr(view, ptr, "view").unwrap();
+        let record = self.b.build_int_to_ptr(view, ptr, "view")?;
         let define = |name: &str| self.define_in_view(name, ptr);
         self.call_check(&name, define, &[record.into(), addr.into()])
     }
@@ -99,13 +94,19 @@ impl<'ctx> Emit<'_, 'ctx> {
         &self,
         name: &str,
         ptr: inkwell::types::PointerType<'ctx>,
-    ) -> FunctionValue<'ctx> {
+    ) -> Result<FunctionValue<'ctx>> {
         let (ctx, i64t, i1) = (self.ctx, self.ctx.i64_type(), self.ctx.bool_type());
         let ty = i1.fn_type(&[ptr.into(), i64t.into()], false);
         let func = (self.module).add_function(name, ty, Some(inkwell::module::Linkage::Internal));
         let b = ctx.create_builder();
-        let record = func.get_nth_param(0).unwrap().into_pointer_value();
-        let addr = func.get_nth_param(1).unwrap().into_int_value();
+        let record = func
+            .get_nth_param(0)
+            .expect("declared with two parameters")
+            .into_pointer_value();
+        let addr = func
+            .get_nth_param(1)
+            .expect("declared with two parameters")
+            .into_int_value();
         let block = |n: &str| ctx.append_basic_block(func, n);
         let (entry, start, head, body, next, done, yes, no) = (
             block("entry"),
@@ -117,57 +118,49 @@ impl<'ctx> Emit<'_, 'ctx> {
             block("yes"),
             block("no"),
         );
-        let word = |k: IntValue<'ctx>| {
+        let word = |k: IntValue<'ctx>| -> Result<_> {
             // SAFETY (of the generated code): the record holds `2 + 2 * rank` words.
-            let p = unsafe { b.build_gep(i64t, record, &[k], "") }.unwrap();
-            b.build_load(i64t, p, "").unwrap().into_int_value()
+            let p = unsafe { b.build_gep(i64t, record, &[k], "") }?;
+            Ok(b.build_load(i64t, p, "")?.into_int_value())
         };
         let c = |v: u64| i64t.const_int(v, false);
         b.position_at_end(entry);
-        let null = b.build_is_null(record, "").unwrap();
-        b.build_conditional_branch(null, yes, start).unwrap();
+        let null = b.build_is_null(record, "")?;
+        b.build_conditional_branch(null, yes, start)?;
         b.position_at_end(start);
-        let off0 = b.build_int_sub(addr, word(c(0)), "").unwrap();
-        let rank = word(c(1));
-        b.build_unconditional_branch(head).unwrap();
+        let off0 = b.build_int_sub(addr, word(c(0))?, "")?;
+        let rank = word(c(1))?;
+        b.build_unconditional_branch(head)?;
         b.position_at_end(head);
-        let k = b.build_phi(i64t, "k").unwrap();
-        let off = b.build_phi(i64t, "off").unwrap();
+        let k = b.build_phi(i64t, "k")?;
+        let off = b.build_phi(i64t, "off")?;
         let (kv, offv) = (
             k.as_basic_value().into_int_value(),
             off.as_basic_value().into_int_value(),
         );
-        let more = b
-            .build_int_compare(IntPredicate::ULT, kv, rank, "")
-            .unwrap();
-        b.build_conditional_branch(more, body, done).unwrap();
+        let more = b.build_int_compare(IntPredicate::ULT, kv, rank, "")?;
+        b.build_conditional_branch(more, body, done)?;
         b.position_at_end(body);
-        let at = b
-            .build_int_add(b.build_int_mul(kv, c(2), "").unwrap(), c(2), "")
-            .unwrap();
-        let dim = word(at);
-        let step = word(b.build_int_add(at, c(1), "").unwrap());
-        let q = b.build_int_unsigned_div(offv, step, "").unwrap();
-        let fits = b.build_int_compare(IntPredicate::ULT, q, dim, "").unwrap();
-        let rest = b
-            .build_int_sub(offv, b.build_int_mul(q, step, "").unwrap(), "")
-            .unwrap();
-        let k1 = b.build_int_add(kv, c(1), "").unwrap();
-        b.build_conditional_branch(fits, next, no).unwrap();
+        let at = b.build_int_add(b.build_int_mul(kv, c(2), "")?, c(2), "")?;
+        let dim = word(at)?;
+        let step = word(b.build_int_add(at, c(1), "")?)?;
+        let q = b.build_int_unsigned_div(offv, step, "")?;
+        let fits = b.build_int_compare(IntPredicate::ULT, q, dim, "")?;
+        let rest = b.build_int_sub(offv, b.build_int_mul(q, step, "")?, "")?;
+        let k1 = b.build_int_add(kv, c(1), "")?;
+        b.build_conditional_branch(fits, next, no)?;
         b.position_at_end(next);
-        b.build_unconditional_branch(head).unwrap();
+        b.build_unconditional_branch(head)?;
         k.add_incoming(&[(&c(0), start), (&k1, next)]);
         off.add_incoming(&[(&off0, start), (&rest, next)]);
         b.position_at_end(done);
-        let exact = b
-            .build_int_compare(IntPredicate::EQ, offv, c(0), "")
-            .unwrap();
-        b.build_return(Some(&exact)).unwrap();
+        let exact = b.build_int_compare(IntPredicate::EQ, offv, c(0), "")?;
+        b.build_return(Some(&exact))?;
         b.position_at_end(yes);
-        b.build_return(Some(&i1.const_int(1, false))).unwrap();
+        b.build_return(Some(&i1.const_int(1, false)))?;
         b.position_at_end(no);
-        b.build_return(Some(&i1.const_zero())).unwrap();
-        func
+        b.build_return(Some(&i1.const_zero()))?;
+        Ok(func)
     }
 
     /// i1: `[addr, addr + size)` lies inside a buffer of the launch's buffer list at `list`
@@ -180,7 +173,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         addr: IntValue<'ctx>,
         size: usize,
         write: bool,
-    ) -> IntValue<'ctx> {
+    ) -> Result<IntValue<'ctx>> {
         let (ctx, i64t) = (self.ctx, self.ctx.i64_type());
         let name = format!("tritium.in_buffers.{}", space_of(list.get_type()));
         let args = [
@@ -198,7 +191,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         &self,
         name: &str,
         list_ty: inkwell::types::PointerType<'ctx>,
-    ) -> FunctionValue<'ctx> {
+    ) -> Result<FunctionValue<'ctx>> {
         let (ctx, i64t, i1) = (self.ctx, self.ctx.i64_type(), self.ctx.bool_type());
         let ty = i1.fn_type(
             &[list_ty.into(), i64t.into(), i64t.into(), i1.into()],
@@ -211,7 +204,10 @@ impl<'ctx> Emit<'_, 'ctx> {
             b: &b,
             module: self.module,
         };
-        let [list, addr, size, write] = [0, 1, 2, 3].map(|k| func.get_nth_param(k).unwrap());
+        let [list, addr, size, write] = [0, 1, 2, 3].map(|k| {
+            func.get_nth_param(k)
+                .expect("declared with four parameters")
+        });
         let (list, addr, size, write) = (
             list.into_pointer_value(),
             addr.into_int_value(),
@@ -227,53 +223,45 @@ impl<'ctx> Emit<'_, 'ctx> {
             block("yes"),
             block("no"),
         );
-        let word = |k: IntValue<'ctx>| {
+        let word = |k: IntValue<'ctx>| -> Result<_> {
             // SAFETY (of the generated code): the launcher passes `1 + LIST_WORDS * count`
             // words.
-            let p = unsafe { b.build_gep(i64t, list, &[k], "") }.unwrap();
-            b.build_load(i64t, p, "").unwrap().into_int_value()
+            let p = unsafe { b.build_gep(i64t, list, &[k], "") }?;
+            Ok(b.build_load(i64t, p, "")?.into_int_value())
         };
         b.position_at_end(entry);
-        let count = word(i64t.const_zero());
-        b.build_unconditional_branch(head).unwrap();
+        let count = word(i64t.const_zero())?;
+        b.build_unconditional_branch(head)?;
         b.position_at_end(head);
-        let i = b.build_phi(i64t, "i").unwrap();
-        let more = b
-            .build_int_compare(
-                IntPredicate::ULT,
-                i.as_basic_value().into_int_value(),
-                count,
-                "",
-            )
-            .unwrap();
-        b.build_conditional_branch(more, body, no).unwrap();
+        let i = b.build_phi(i64t, "i")?;
+        let more = b.build_int_compare(
+            IntPredicate::ULT,
+            i.as_basic_value().into_int_value(),
+            count,
+            "",
+        )?;
+        b.build_conditional_branch(more, body, no)?;
         b.position_at_end(body);
         let iv = i.as_basic_value().into_int_value();
         let entry_words = i64t.const_int(LIST_WORDS as u64, false);
-        let first = b.build_int_mul(iv, entry_words, "").unwrap();
-        let at = b
-            .build_int_add(first, i64t.const_int(1, false), "")
-            .unwrap();
-        let field = |k: u64| word(b.build_int_add(at, i64t.const_int(k, false), "").unwrap());
-        let (lo, hi, writable, view) = (field(0), field(1), field(2), field(3));
-        let inside = here.in_buffer_of(addr, size, [lo, hi, view], list.get_type());
-        let may_write = b
-            .build_int_compare(IntPredicate::NE, writable, i64t.const_zero(), "")
-            .unwrap();
-        let allowed = b
-            .build_or(b.build_not(write, "").unwrap(), may_write, "")
-            .unwrap();
-        let ok = b.build_and(inside, allowed, "").unwrap();
-        b.build_conditional_branch(ok, yes, next).unwrap();
+        let first = b.build_int_mul(iv, entry_words, "")?;
+        let at = b.build_int_add(first, i64t.const_int(1, false), "")?;
+        let field = |k: u64| word(b.build_int_add(at, i64t.const_int(k, false), "")?);
+        let (lo, hi, writable, view) = (field(0)?, field(1)?, field(2)?, field(3)?);
+        let inside = here.in_buffer_of(addr, size, [lo, hi, view], list.get_type())?;
+        let may_write = b.build_int_compare(IntPredicate::NE, writable, i64t.const_zero(), "")?;
+        let allowed = b.build_or(b.build_not(write, "")?, may_write, "")?;
+        let ok = b.build_and(inside, allowed, "")?;
+        b.build_conditional_branch(ok, yes, next)?;
         b.position_at_end(next);
-        let i1v = b.build_int_add(iv, i64t.const_int(1, false), "").unwrap();
-        b.build_unconditional_branch(head).unwrap();
+        let i1v = b.build_int_add(iv, i64t.const_int(1, false), "")?;
+        b.build_unconditional_branch(head)?;
         i.add_incoming(&[(&i64t.const_zero(), entry), (&i1v, next)]);
         b.position_at_end(yes);
-        b.build_return(Some(&i1.const_int(1, false))).unwrap();
+        b.build_return(Some(&i1.const_int(1, false)))?;
         b.position_at_end(no);
-        b.build_return(Some(&i1.const_zero())).unwrap();
-        func
+        b.build_return(Some(&i1.const_zero()))?;
+        Ok(func)
     }
 
     /// Claims the fault record at `record` for memory op `site` (its index in
@@ -286,30 +274,30 @@ impl<'ctx> Emit<'_, 'ctx> {
         site: u32,
         addr: IntValue<'ctx>,
         pids: [IntValue<'ctx>; 3],
-    ) {
+    ) -> Result<()> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let seq = AtomicOrdering::SequentiallyConsistent;
         let id = i64t.const_int(site as u64 + 1, false);
-        let r = b
-            .build_cmpxchg(record, i64t.const_zero(), id, seq, seq)
-            .unwrap();
-        let won = b.build_extract_value(r, 1, "").unwrap().into_int_value();
+        let r = b.build_cmpxchg(record, i64t.const_zero(), id, seq, seq)?;
+        let won = b.build_extract_value(r, 1, "")?.into_int_value();
         let first = self.ctx.append_basic_block(func, "fault.first");
         let done = self.ctx.append_basic_block(func, "fault.done");
-        b.build_conditional_branch(won, first, done).unwrap();
+        b.build_conditional_branch(won, first, done)?;
         b.position_at_end(first);
-        let words = [addr]
-            .into_iter()
-            .chain(pids.map(|p| b.build_int_z_extend(p, i64t, "").unwrap()));
-        for (k, w) in words.enumerate() {
+        // The address, then the program ids (all widened first), one word each.
+        let mut words = vec![addr];
+        for p in pids {
+            words.push(b.build_int_z_extend(p, i64t, "")?);
+        }
+        for (k, w) in words.into_iter().enumerate() {
             // SAFETY (of the generated code): the record has `FAULT_WORDS` (5) u64 words.
             let slot =
-                unsafe { b.build_gep(i64t, record, &[i64t.const_int(k as u64 + 1, false)], "") }
-                    .unwrap();
-            b.build_store(slot, w).unwrap();
+                unsafe { b.build_gep(i64t, record, &[i64t.const_int(k as u64 + 1, false)], "") }?;
+            b.build_store(slot, w)?;
         }
-        b.build_unconditional_branch(done).unwrap();
+        b.build_unconditional_branch(done)?;
         b.position_at_end(done);
+        Ok(())
     }
 }
 

@@ -1,6 +1,7 @@
 //! Comparisons: ordered float predicates (`!=` unordered), signed or unsigned integers.
 
 use super::Emit;
+use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{CmpPred, DType};
@@ -13,7 +14,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         d: DType,
         a: BasicValueEnum<'ctx>,
         b: BasicValueEnum<'ctx>,
-    ) -> IntValue<'ctx> {
+    ) -> Result<IntValue<'ctx>> {
         if d.is_float() {
             let fp = match p {
                 CmpPred::Eq => FloatPredicate::OEQ,
@@ -23,10 +24,12 @@ impl<'ctx> Emit<'_, 'ctx> {
                 CmpPred::Gt => FloatPredicate::OGT,
                 CmpPred::Ge => FloatPredicate::OGE,
             };
-            return self
-                .b
-                .build_float_compare(fp, a.into_float_value(), b.into_float_value(), "")
-                .unwrap();
+            return Ok(self.b.build_float_compare(
+                fp,
+                a.into_float_value(),
+                b.into_float_value(),
+                "",
+            )?);
         }
         let s = d.is_signed_int();
         let ip = match p {
@@ -41,8 +44,8 @@ impl<'ctx> Emit<'_, 'ctx> {
             CmpPred::Ge if s => IntPredicate::SGE,
             CmpPred::Ge => IntPredicate::UGE,
         };
-        self.b
-            .build_int_compare(ip, a.into_int_value(), b.into_int_value(), "")
-            .unwrap()
+        Ok(self
+            .b
+            .build_int_compare(ip, a.into_int_value(), b.into_int_value(), "")?)
     }
 }

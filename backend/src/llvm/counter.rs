@@ -1,6 +1,7 @@
 //! `for` loop induction variables that never wrap.
 
 use super::Emit;
+use crate::llvm::Result;
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue};
 use inkwell::IntPredicate;
@@ -26,36 +27,40 @@ pub(crate) struct LoopCounter<'ctx> {
 
 impl<'ctx> LoopCounter<'ctx> {
     /// A counter over `[lo, hi, step]`, values of the integer dtype `dtype`.
-    pub(crate) fn new(e: &Emit<'_, 'ctx>, dtype: DType, bounds: [IntValue<'ctx>; 3]) -> Self {
+    pub(crate) fn new(
+        e: &Emit<'_, 'ctx>,
+        dtype: DType,
+        bounds: [IntValue<'ctx>; 3],
+    ) -> Result<Self> {
         let [lo, hi, step] = bounds;
         if dtype.bits() >= 64 {
-            return LoopCounter {
+            return Ok(LoopCounter {
                 lo,
                 hi,
                 step,
                 narrow: None,
                 unsigned: dtype.is_unsigned_int(),
-            };
+            });
         }
         let i64t = e.ctx.i64_type();
         let widen = |v: IntValue<'ctx>| {
             if dtype.is_unsigned_int() {
-                e.b.build_int_z_extend(v, i64t, "").unwrap()
+                e.b.build_int_z_extend(v, i64t, "")
             } else {
-                e.b.build_int_s_extend(v, i64t, "").unwrap()
+                e.b.build_int_s_extend(v, i64t, "")
             }
         };
-        LoopCounter {
-            lo: widen(lo),
-            hi: widen(hi),
-            step: widen(step),
+        Ok(LoopCounter {
+            lo: widen(lo)?,
+            hi: widen(hi)?,
+            step: widen(step)?,
             narrow: Some(dtype),
             unsigned: false,
-        }
+        })
     }
 
     /// True while the loop runs: `iv < hi` counting up, `iv > hi` counting down.
-    pub(crate) fn runs(&self, e: &Emit<'_, 'ctx>, iv: IntValue<'ctx>) -> IntValue<'ctx> {
+    pub(crate) fn runs(&self, e: &Emit<'_, 'ctx>, iv: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
         let b = e.b;
         let zero = self.step.get_type().const_zero();
         let (up, below, above) = if self.unsigned {
@@ -63,28 +68,14 @@ impl<'ctx> LoopCounter<'ctx> {
         } else {
             (IntPredicate::SGT, IntPredicate::SLT, IntPredicate::SGT)
         };
-        let go_up = b.build_int_compare(up, self.step, zero, "").unwrap();
-        let go_up = b
-            .build_and(
-                go_up,
-                b.build_int_compare(below, iv, self.hi, "").unwrap(),
-                "",
-            )
-            .unwrap();
+        let go_up = b.build_int_compare(up, self.step, zero, "")?;
+        let go_up = b.build_and(go_up, b.build_int_compare(below, iv, self.hi, "")?, "")?;
         if self.unsigned {
-            return go_up;
+            return Ok(go_up);
         }
-        let down = b
-            .build_int_compare(IntPredicate::SLT, self.step, zero, "")
-            .unwrap();
-        let go_down = b
-            .build_and(
-                down,
-                b.build_int_compare(above, iv, self.hi, "").unwrap(),
-                "",
-            )
-            .unwrap();
-        b.build_or(go_up, go_down, "").unwrap()
+        let down = b.build_int_compare(IntPredicate::SLT, self.step, zero, "")?;
+        let go_down = b.build_and(down, b.build_int_compare(above, iv, self.hi, "")?, "")?;
+        Ok(b.build_or(go_up, go_down, "")?)
     }
 
     /// The induction variable as the body sees it: a value of the bounds' dtype.
@@ -92,13 +83,13 @@ impl<'ctx> LoopCounter<'ctx> {
         &self,
         e: &Emit<'_, 'ctx>,
         iv: IntValue<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         match self.narrow {
             Some(d) => {
                 let t = e.ctx.custom_width_int_type(d.bits());
-                e.b.build_int_truncate(iv, t, "").unwrap().into()
+                Ok(e.b.build_int_truncate(iv, t, "")?.into())
             }
-            None => iv.into(),
+            None => Ok(iv.into()),
         }
     }
 
@@ -108,9 +99,9 @@ impl<'ctx> LoopCounter<'ctx> {
         &self,
         e: &Emit<'_, 'ctx>,
         iv: IntValue<'ctx>,
-    ) -> (IntValue<'ctx>, Option<IntValue<'ctx>>) {
+    ) -> Result<(IntValue<'ctx>, Option<IntValue<'ctx>>)> {
         if self.narrow.is_some() {
-            return (e.b.build_int_nsw_add(iv, self.step, "").unwrap(), None);
+            return Ok((e.b.build_int_nsw_add(iv, self.step, "")?, None));
         }
         let name = if self.unsigned {
             "llvm.uadd.with.overflow"
@@ -122,17 +113,11 @@ impl<'ctx> LoopCounter<'ctx> {
                 name,
                 &[iv.get_type().into()],
                 &[iv.into(), self.step.into()],
-            )
+            )?
             .into_struct_value();
-        let next =
-            e.b.build_extract_value(pair, 0, "")
-                .unwrap()
-                .into_int_value();
-        let overflow =
-            e.b.build_extract_value(pair, 1, "")
-                .unwrap()
-                .into_int_value();
-        (next, Some(overflow))
+        let next = e.b.build_extract_value(pair, 0, "")?.into_int_value();
+        let overflow = e.b.build_extract_value(pair, 1, "")?.into_int_value();
+        Ok((next, Some(overflow)))
     }
 
     /// `iv + step`; for 64-bit bounds an overflow branches to `exit`.
@@ -142,25 +127,25 @@ impl<'ctx> LoopCounter<'ctx> {
         func: FunctionValue<'ctx>,
         iv: IntValue<'ctx>,
         exit: BasicBlock<'ctx>,
-    ) -> IntValue<'ctx> {
-        let (next, overflow) = self.add_step(e, iv);
+    ) -> Result<IntValue<'ctx>> {
+        let (next, overflow) = self.add_step(e, iv)?;
         if let Some(overflow) = overflow {
             let go_on = e.ctx.append_basic_block(func, "for.next");
-            e.b.build_conditional_branch(overflow, exit, go_on).unwrap();
+            e.b.build_conditional_branch(overflow, exit, go_on)?;
             e.b.position_at_end(go_on);
         }
-        next
+        Ok(next)
     }
 
     /// True (an `i1`) when the iteration at `iv` is the loop's last: `iv + step` does not
     /// run (or overflows the 64-bit bounds' dtype). Branch-free, unlike
     /// [`advance`](Self::advance).
-    pub(crate) fn is_last(&self, e: &Emit<'_, 'ctx>, iv: IntValue<'ctx>) -> IntValue<'ctx> {
-        let (next, overflow) = self.add_step(e, iv);
-        let stop = e.b.build_not(self.runs(e, next), "").unwrap();
+    pub(crate) fn is_last(&self, e: &Emit<'_, 'ctx>, iv: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
+        let (next, overflow) = self.add_step(e, iv)?;
+        let stop = e.b.build_not(self.runs(e, next)?, "")?;
         match overflow {
-            Some(o) => e.b.build_or(o, stop, "").unwrap(),
-            None => stop,
+            Some(o) => Ok(e.b.build_or(o, stop, "")?),
+            None => Ok(stop),
         }
     }
 }

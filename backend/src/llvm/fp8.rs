@@ -5,169 +5,124 @@
 //! ops only, so every target (x86, NVPTX, the emulator) runs the same code.
 
 use super::Emit;
+use crate::llvm::Result;
 use inkwell::values::{FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::fp8::Fp8Format;
 
 impl<'ctx> Emit<'_, 'ctx> {
     /// The byte of the fp8 nearest to the f32 `v`.
-    pub(crate) fn fp8_encode(&self, v: FloatValue<'ctx>, f: Fp8Format) -> IntValue<'ctx> {
+    pub(crate) fn fp8_encode(&self, v: FloatValue<'ctx>, f: Fp8Format) -> Result<IntValue<'ctx>> {
         let (b, i32t, f32t) = (self.b, self.ctx.i32_type(), self.ctx.f32_type());
         let k = |x: u64| i32t.const_int(x, false);
-        let bits = b.build_bit_cast(v, i32t, "").unwrap().into_int_value();
-        let sign = b.build_right_shift(bits, k(24), false, "").unwrap();
-        let sign = b.build_and(sign, k(0x80), "").unwrap();
-        let abs_bits = b.build_and(bits, k(0x7fff_ffff), "").unwrap();
-        let a = b
-            .build_bit_cast(abs_bits, f32t, "")
-            .unwrap()
-            .into_float_value();
+        let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();
+        let sign = b.build_right_shift(bits, k(24), false, "")?;
+        let sign = b.build_and(sign, k(0x80), "")?;
+        let abs_bits = b.build_and(bits, k(0x7fff_ffff), "")?;
+        let a = b.build_bit_cast(abs_bits, f32t, "")?.into_float_value();
         let max = f32t.const_float(f.max());
         // Saturate first (NaN compares false and is replaced at the end).
-        let over = b
-            .build_float_compare(FloatPredicate::OGT, a, max, "")
-            .unwrap();
-        let a = b.build_select(over, max, a, "").unwrap().into_float_value();
+        let over = b.build_float_compare(FloatPredicate::OGT, a, max, "")?;
+        let a = b.build_select(over, max, a, "")?.into_float_value();
         // Normal: round the f32 mantissa to `man_bits` (nearest even; a carry moves into
         // the exponent), then rebias the exponent.
         let shift = 23 - u64::from(f.man_bits);
-        let ab = b.build_bit_cast(a, i32t, "").unwrap().into_int_value();
-        let lsb = b.build_right_shift(ab, k(shift), false, "").unwrap();
-        let lsb = b.build_and(lsb, k(1), "").unwrap();
-        let half = b.build_int_add(lsb, k((1 << (shift - 1)) - 1), "").unwrap();
-        let rounded = b.build_int_add(ab, half, "").unwrap();
-        let exp = b.build_right_shift(rounded, k(23), false, "").unwrap();
-        let exp = b.build_int_sub(exp, k((127 - f.bias) as u64), "").unwrap();
-        let exp = b
-            .build_left_shift(exp, k(u64::from(f.man_bits)), "")
-            .unwrap();
-        let man = b.build_right_shift(rounded, k(shift), false, "").unwrap();
-        let man = b.build_and(man, k((1 << f.man_bits) - 1), "").unwrap();
-        let normal = b.build_or(exp, man, "").unwrap();
+        let ab = b.build_bit_cast(a, i32t, "")?.into_int_value();
+        let lsb = b.build_right_shift(ab, k(shift), false, "")?;
+        let lsb = b.build_and(lsb, k(1), "")?;
+        let half = b.build_int_add(lsb, k((1 << (shift - 1)) - 1), "")?;
+        let rounded = b.build_int_add(ab, half, "")?;
+        let exp = b.build_right_shift(rounded, k(23), false, "")?;
+        let exp = b.build_int_sub(exp, k((127 - f.bias) as u64), "")?;
+        let exp = b.build_left_shift(exp, k(u64::from(f.man_bits)), "")?;
+        let man = b.build_right_shift(rounded, k(shift), false, "")?;
+        let man = b.build_and(man, k((1 << f.man_bits) - 1), "")?;
+        let normal = b.build_or(exp, man, "")?;
         // Subnormal: a multiple of the step, rounded to nearest even.
-        let steps = b
-            .build_float_mul(a, f32t.const_float(1.0 / f.subnormal_step()), "")
-            .unwrap();
+        let steps = b.build_float_mul(a, f32t.const_float(1.0 / f.subnormal_step()), "")?;
         let steps = self
-            .intrinsic("llvm.roundeven", &[f32t.into()], &[steps.into()])
+            .intrinsic("llvm.roundeven", &[f32t.into()], &[steps.into()])?
             .into_float_value();
-        let sub = b.build_float_to_unsigned_int(steps, i32t, "").unwrap();
+        let sub = b.build_float_to_unsigned_int(steps, i32t, "")?;
         let min_normal = f32t.const_float(2f64.powi(1 - f.bias));
-        let is_sub = b
-            .build_float_compare(FloatPredicate::OLT, a, min_normal, "")
-            .unwrap();
-        let mut mag = b
-            .build_select(is_sub, sub, normal, "")
-            .unwrap()
-            .into_int_value();
+        let is_sub = b.build_float_compare(FloatPredicate::OLT, a, min_normal, "")?;
+        let mut mag = b.build_select(is_sub, sub, normal, "")?.into_int_value();
         if let Some(inf) = f.inf_bits() {
-            let is_inf = b
-                .build_int_compare(IntPredicate::EQ, abs_bits, k(0x7f80_0000), "")
-                .unwrap();
+            let is_inf = b.build_int_compare(IntPredicate::EQ, abs_bits, k(0x7f80_0000), "")?;
             mag = b
-                .build_select(is_inf, k(u64::from(inf)), mag, "")
-                .unwrap()
+                .build_select(is_inf, k(u64::from(inf)), mag, "")?
                 .into_int_value();
         }
-        let is_nan = b
-            .build_float_compare(FloatPredicate::UNO, v, v, "")
-            .unwrap();
-        let byte = b.build_or(sign, mag, "").unwrap();
+        let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+        let byte = b.build_or(sign, mag, "")?;
         let byte = b
-            .build_select(is_nan, k(u64::from(f.nan_bits())), byte, "")
-            .unwrap()
+            .build_select(is_nan, k(u64::from(f.nan_bits())), byte, "")?
             .into_int_value();
-        b.build_int_truncate(byte, self.ctx.i8_type(), "").unwrap()
+        Ok(b.build_int_truncate(byte, self.ctx.i8_type(), "")?)
     }
 
     /// The f32 value of the fp8 byte `v` (exact).
-    pub(crate) fn fp8_decode(&self, v: IntValue<'ctx>, f: Fp8Format) -> FloatValue<'ctx> {
+    pub(crate) fn fp8_decode(&self, v: IntValue<'ctx>, f: Fp8Format) -> Result<FloatValue<'ctx>> {
         let (b, i32t, f32t) = (self.b, self.ctx.i32_type(), self.ctx.f32_type());
         let k = |x: u64| i32t.const_int(x, false);
-        let w = b.build_int_z_extend(v, i32t, "").unwrap();
-        let sign = b.build_and(w, k(0x80), "").unwrap();
-        let sign = b.build_left_shift(sign, k(24), "").unwrap();
-        let exp = b
-            .build_right_shift(w, k(u64::from(f.man_bits)), false, "")
-            .unwrap();
-        let exp = b.build_and(exp, k((1 << f.exp_bits) - 1), "").unwrap();
-        let man = b.build_and(w, k((1 << f.man_bits) - 1), "").unwrap();
+        let w = b.build_int_z_extend(v, i32t, "")?;
+        let sign = b.build_and(w, k(0x80), "")?;
+        let sign = b.build_left_shift(sign, k(24), "")?;
+        let exp = b.build_right_shift(w, k(u64::from(f.man_bits)), false, "")?;
+        let exp = b.build_and(exp, k((1 << f.exp_bits) - 1), "")?;
+        let man = b.build_and(w, k((1 << f.man_bits) - 1), "")?;
         // Normal: rebias the exponent, widen the mantissa.
-        let e32 = b.build_int_add(exp, k((127 - f.bias) as u64), "").unwrap();
-        let e32 = b.build_left_shift(e32, k(23), "").unwrap();
-        let m32 = b
-            .build_left_shift(man, k(23 - u64::from(f.man_bits)), "")
-            .unwrap();
-        let normal = b.build_or(e32, m32, "").unwrap();
+        let e32 = b.build_int_add(exp, k((127 - f.bias) as u64), "")?;
+        let e32 = b.build_left_shift(e32, k(23), "")?;
+        let m32 = b.build_left_shift(man, k(23 - u64::from(f.man_bits)), "")?;
+        let normal = b.build_or(e32, m32, "")?;
         // Subnormal: mantissa × step, exactly.
-        let sub = b.build_unsigned_int_to_float(man, f32t, "").unwrap();
-        let sub = b
-            .build_float_mul(sub, f32t.const_float(f.subnormal_step()), "")
-            .unwrap();
-        let sub = b.build_bit_cast(sub, i32t, "").unwrap().into_int_value();
-        let is_sub = b
-            .build_int_compare(IntPredicate::EQ, exp, k(0), "")
-            .unwrap();
-        let mag = b
-            .build_select(is_sub, sub, normal, "")
-            .unwrap()
-            .into_int_value();
+        let sub = b.build_unsigned_int_to_float(man, f32t, "")?;
+        let sub = b.build_float_mul(sub, f32t.const_float(f.subnormal_step()), "")?;
+        let sub = b.build_bit_cast(sub, i32t, "")?.into_int_value();
+        let is_sub = b.build_int_compare(IntPredicate::EQ, exp, k(0), "")?;
+        let mag = b.build_select(is_sub, sub, normal, "")?.into_int_value();
         let nan = k(0x7fc0_0000);
         let mag = if f.ieee {
-            let special = b
-                .build_int_compare(IntPredicate::EQ, exp, k((1 << f.exp_bits) - 1), "")
-                .unwrap();
-            let is_inf = b
-                .build_int_compare(IntPredicate::EQ, man, k(0), "")
-                .unwrap();
+            let special =
+                b.build_int_compare(IntPredicate::EQ, exp, k((1 << f.exp_bits) - 1), "")?;
+            let is_inf = b.build_int_compare(IntPredicate::EQ, man, k(0), "")?;
             let s = b
-                .build_select(is_inf, k(0x7f80_0000), nan, "")
-                .unwrap()
+                .build_select(is_inf, k(0x7f80_0000), nan, "")?
                 .into_int_value();
-            b.build_select(special, s, mag, "")
-                .unwrap()
-                .into_int_value()
+            b.build_select(special, s, mag, "")?.into_int_value()
         } else {
-            let low = b.build_and(w, k(0x7f), "").unwrap();
-            let is_nan = b
-                .build_int_compare(IntPredicate::EQ, low, k(0x7f), "")
-                .unwrap();
-            b.build_select(is_nan, nan, mag, "")
-                .unwrap()
-                .into_int_value()
+            let low = b.build_and(w, k(0x7f), "")?;
+            let is_nan = b.build_int_compare(IntPredicate::EQ, low, k(0x7f), "")?;
+            b.build_select(is_nan, nan, mag, "")?.into_int_value()
         };
-        let bits = b.build_or(sign, mag, "").unwrap();
-        b.build_bit_cast(bits, f32t, "").unwrap().into_float_value()
+        let bits = b.build_or(sign, mag, "")?;
+        Ok(b.build_bit_cast(bits, f32t, "")?.into_float_value())
     }
 
     /// `v` (f64) rounded to f32 with round-to-odd: when inexact, the neighbour whose last
     /// bit is odd, so that rounding it again to a narrower float (f16, bf16, fp8) gives
     /// the correctly rounded result of `v`.
-    pub(crate) fn f64_to_f32_odd(&self, v: FloatValue<'ctx>) -> FloatValue<'ctx> {
+    pub(crate) fn f64_to_f32_odd(&self, v: FloatValue<'ctx>) -> Result<FloatValue<'ctx>> {
         let (b, i32t, f32t) = (self.b, self.ctx.i32_type(), self.ctx.f32_type());
         let f64t = self.ctx.f64_type();
-        let r = b.build_float_trunc(v, f32t, "").unwrap();
-        let back = b.build_float_ext(r, f64t, "").unwrap();
-        let inexact = b
-            .build_float_compare(FloatPredicate::ONE, back, v, "")
-            .unwrap();
-        let rb = b.build_bit_cast(r, i32t, "").unwrap().into_int_value();
-        let last = b.build_and(rb, i32t.const_int(1, false), "").unwrap();
-        let even = b
-            .build_int_compare(IntPredicate::EQ, last, i32t.const_zero(), "")
-            .unwrap();
-        let adjust = b.build_and(inexact, even, "").unwrap();
-        let fabs = |x: FloatValue<'ctx>| {
-            self.intrinsic("llvm.fabs", &[f64t.into()], &[x.into()])
-                .into_float_value()
+        let r = b.build_float_trunc(v, f32t, "")?;
+        let back = b.build_float_ext(r, f64t, "")?;
+        let inexact = b.build_float_compare(FloatPredicate::ONE, back, v, "")?;
+        let rb = b.build_bit_cast(r, i32t, "")?.into_int_value();
+        let last = b.build_and(rb, i32t.const_int(1, false), "")?;
+        let even = b.build_int_compare(IntPredicate::EQ, last, i32t.const_zero(), "")?;
+        let adjust = b.build_and(inexact, even, "")?;
+        let fabs = |x: FloatValue<'ctx>| -> Result<_> {
+            Ok(self
+                .intrinsic("llvm.fabs", &[f64t.into()], &[x.into()])?
+                .into_float_value())
         };
-        let away = b
-            .build_float_compare(FloatPredicate::OLT, fabs(back), fabs(v), "")
-            .unwrap();
-        let up = b.build_int_add(rb, i32t.const_int(1, false), "").unwrap();
-        let down = b.build_int_sub(rb, i32t.const_int(1, false), "").unwrap();
-        let step = b.build_select(away, up, down, "").unwrap().into_int_value();
-        let bits = b.build_select(adjust, step, rb, "").unwrap();
-        b.build_bit_cast(bits, f32t, "").unwrap().into_float_value()
+        let away = b.build_float_compare(FloatPredicate::OLT, fabs(back)?, fabs(v)?, "")?;
+        let up = b.build_int_add(rb, i32t.const_int(1, false), "")?;
+        let down = b.build_int_sub(rb, i32t.const_int(1, false), "")?;
+        let step = b.build_select(away, up, down, "")?.into_int_value();
+        let bits = b.build_select(adjust, step, rb, "")?;
+        Ok(b.build_bit_cast(bits, f32t, "")?.into_float_value())
     }
 }

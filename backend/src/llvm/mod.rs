@@ -13,6 +13,7 @@
 //!   `cos` from basic arithmetic (the CUDA generator's, on the GPU and in the emulator);
 //! - `counter`: `for` loop counters that never wrap;
 //! - `print`: `device_print`'s per-lane record;
+//! - `error`: [`CodegenError`], the one error type of code generation;
 //! - `c_abi`: the C side of custom-op calls (argument types, `memref_t`, calls).
 //!
 //! Each generator keeps thin methods that forward to [`Emit`], built from its context,
@@ -27,6 +28,7 @@ mod checked;
 mod compare;
 mod constant;
 mod counter;
+mod error;
 mod exp;
 mod fp8;
 mod math;
@@ -42,6 +44,9 @@ use inkwell::types::BasicTypeEnum;
 use inkwell::values::BasicValueEnum;
 
 pub(crate) use counter::LoopCounter;
+#[cfg(test)]
+pub(crate) use error::inject;
+pub(crate) use error::{CodegenError, Positioned, Result};
 pub(crate) use print::PrintSite;
 
 /// Emits scalar semantics at the builder's position.
@@ -61,22 +66,18 @@ impl<'ctx> Emit<'_, 'ctx> {
         name: &str,
         overload: &[BasicTypeEnum<'ctx>],
         args: &[BasicValueEnum<'ctx>],
-    ) -> BasicValueEnum<'ctx> {
-        let i = Intrinsic::find(name).unwrap_or_else(|| panic!("LLVM 19 has intrinsic {name}"));
-        let decl = i
-            .get_declaration(self.module, overload)
-            .expect("intrinsic declaration");
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let i = Intrinsic::find(name)
+            .ok_or_else(|| CodegenError::internal(format!("LLVM 19 has no intrinsic {name}")))?;
+        let decl = i.get_declaration(self.module, overload).ok_or_else(|| {
+            CodegenError::internal(format!("no declaration of {name} over {overload:?}"))
+        })?;
         let args: Vec<_> = args.iter().map(|a| (*a).into()).collect();
-        match self
-            .b
-            .build_call(decl, &args, "")
-            .unwrap()
-            .try_as_basic_value()
-        {
-            inkwell::values::ValueKind::Basic(v) => v,
-            inkwell::values::ValueKind::Instruction(_) => {
-                panic!("intrinsic {name} returns a value")
-            }
+        match self.b.build_call(decl, &args, "")?.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => Ok(v),
+            inkwell::values::ValueKind::Instruction(_) => Err(CodegenError::internal(format!(
+                "intrinsic {name} returns no value"
+            ))),
         }
     }
 }

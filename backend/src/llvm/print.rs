@@ -6,6 +6,7 @@ use crate::launch::print::{
     dtype_code, PRINT_BITS, PRINT_DTYPE, PRINT_HEX, PRINT_IDX, PRINT_OPERAND, PRINT_OPERANDS,
     PRINT_PID, PRINT_PREFIX, PRINT_PREFIX_LEN, PRINT_RANK, PRINT_WORDS,
 };
+use crate::llvm::Result;
 use inkwell::module::Linkage;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::AddressSpace;
@@ -47,59 +48,55 @@ impl<'ctx> Emit<'_, 'ctx> {
         pids: [IntValue<'ctx>; 3],
         idx: &[IntValue<'ctx>],
         value: BasicValueEnum<'ctx>,
-    ) {
+    ) -> Result<()> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let c = |v: u64| i64t.const_int(v, false);
-        let put = |k: u64, v: IntValue<'ctx>| {
+        let put = |k: u64, v: IntValue<'ctx>| -> Result<_> {
             // SAFETY (of the generated code): `record` has PRINT_WORDS words, and `k` is
             // below that (the IR's rank is at most MAX_RANK).
-            let p = unsafe { b.build_gep(i64t, record, &[c(k)], "") }.unwrap();
-            b.build_store(p, v).unwrap();
+            let p = unsafe { b.build_gep(i64t, record, &[c(k)], "") }?;
+            b.build_store(p, v)?;
+            Ok(())
         };
         debug_assert!(PRINT_IDX as usize + idx.len() <= PRINT_WORDS);
-        put(
-            PRINT_PREFIX,
-            b.build_ptr_to_int(site.prefix.0, i64t, "").unwrap(),
-        );
-        put(PRINT_PREFIX_LEN, c(site.prefix.1 as u64));
-        put(PRINT_DTYPE, c(dtype_code(site.dtype)));
-        put(PRINT_HEX, c(u64::from(site.hex)));
-        put(PRINT_OPERAND, c(site.operand.0 as u64));
-        put(PRINT_OPERANDS, c(site.operand.1 as u64));
+        put(PRINT_PREFIX, b.build_ptr_to_int(site.prefix.0, i64t, "")?)?;
+        put(PRINT_PREFIX_LEN, c(site.prefix.1 as u64))?;
+        put(PRINT_DTYPE, c(dtype_code(site.dtype)))?;
+        put(PRINT_HEX, c(u64::from(site.hex)))?;
+        put(PRINT_OPERAND, c(site.operand.0 as u64))?;
+        put(PRINT_OPERANDS, c(site.operand.1 as u64))?;
         for (k, p) in pids.iter().enumerate() {
-            put(
-                PRINT_PID + k as u64,
-                b.build_int_z_extend(*p, i64t, "").unwrap(),
-            );
+            put(PRINT_PID + k as u64, b.build_int_z_extend(*p, i64t, "")?)?;
         }
-        put(PRINT_BITS, self.storage_bits(value));
-        put(PRINT_RANK, c(idx.len() as u64));
+        put(PRINT_BITS, self.storage_bits(value)?)?;
+        put(PRINT_RANK, c(idx.len() as u64))?;
         for (k, i) in idx.iter().enumerate() {
             let i = if i.get_type().get_bit_width() < 64 {
-                b.build_int_z_extend(*i, i64t, "").unwrap()
+                b.build_int_z_extend(*i, i64t, "")?
             } else {
                 *i
             };
-            put(PRINT_IDX + k as u64, i);
+            put(PRINT_IDX + k as u64, i)?;
         }
+        Ok(())
     }
 
     /// A storage-form value's bits, zero-extended to i64.
-    pub(crate) fn storage_bits(&self, v: BasicValueEnum<'ctx>) -> IntValue<'ctx> {
+    pub(crate) fn storage_bits(&self, v: BasicValueEnum<'ctx>) -> Result<IntValue<'ctx>> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let int = match v {
             BasicValueEnum::IntValue(i) => i,
             BasicValueEnum::FloatValue(f) => {
                 let width = f.get_type().get_bit_width();
                 let it = self.ctx.custom_width_int_type(width);
-                b.build_bit_cast(f, it, "").unwrap().into_int_value()
+                b.build_bit_cast(f, it, "")?.into_int_value()
             }
             other => panic!("print of a non-number {other:?}"),
         };
         if int.get_type().get_bit_width() < 64 {
-            b.build_int_z_extend(int, i64t, "").unwrap()
+            Ok(b.build_int_z_extend(int, i64t, "")?)
         } else {
-            int
+            Ok(int)
         }
     }
 }

@@ -3,6 +3,7 @@
 //! no half-precision runtime library is ever needed.
 
 use super::Emit;
+use crate::llvm::Result;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, FloatValue};
 use inkwell::{FloatPredicate, IntPredicate};
@@ -39,105 +40,96 @@ impl<'ctx> Emit<'_, 'ctx> {
     }
 
     /// Converts a compute value to its memory form.
-    pub(crate) fn to_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    pub(crate) fn to_storage(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        e: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
         let b = self.b;
         match e {
-            Elem::Scalar(DType::Bool) => b
-                .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")
-                .unwrap()
-                .into(),
+            Elem::Scalar(DType::Bool) => Ok(b
+                .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")?
+                .into()),
             Elem::Scalar(DType::F16) => {
-                let h = b
-                    .build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")
-                    .unwrap();
-                b.build_bit_cast(h, self.ctx.i16_type(), "").unwrap()
+                let h = b.build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")?;
+                Ok(b.build_bit_cast(h, self.ctx.i16_type(), "")?)
             }
-            Elem::Scalar(DType::BF16) => self.f32_to_bf16_bits(v.into_float_value()).into(),
+            Elem::Scalar(DType::BF16) => Ok(self.f32_to_bf16_bits(v.into_float_value())?.into()),
             Elem::Scalar(d) if d.fp8_format().is_some() => {
                 let f = d.fp8_format().expect("fp8");
-                self.fp8_encode(v.into_float_value(), f).into()
+                Ok(self.fp8_encode(v.into_float_value(), f)?.into())
             }
-            _ => v,
+            _ => Ok(v),
         }
     }
 
     /// Converts a memory value to its compute form.
-    pub(crate) fn decode_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    pub(crate) fn decode_storage(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        e: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
         let b = self.b;
         match e {
-            Elem::Scalar(DType::Bool) => b
+            Elem::Scalar(DType::Bool) => Ok(b
                 .build_int_compare(
                     IntPredicate::NE,
                     v.into_int_value(),
                     self.ctx.i8_type().const_zero(),
                     "",
-                )
-                .unwrap()
-                .into(),
+                )?
+                .into()),
             Elem::Scalar(DType::F16) => {
                 let h = b
-                    .build_bit_cast(v, self.ctx.f16_type(), "")
-                    .unwrap()
+                    .build_bit_cast(v, self.ctx.f16_type(), "")?
                     .into_float_value();
-                b.build_float_ext(h, self.ctx.f32_type(), "")
-                    .unwrap()
-                    .into()
+                Ok(b.build_float_ext(h, self.ctx.f32_type(), "")?.into())
             }
             Elem::Scalar(DType::BF16) => {
-                let w = b
-                    .build_int_z_extend(v.into_int_value(), self.ctx.i32_type(), "")
-                    .unwrap();
-                let w = b
-                    .build_left_shift(w, self.ctx.i32_type().const_int(16, false), "")
-                    .unwrap();
-                b.build_bit_cast(w, self.ctx.f32_type(), "").unwrap()
+                let w = b.build_int_z_extend(v.into_int_value(), self.ctx.i32_type(), "")?;
+                let w = b.build_left_shift(w, self.ctx.i32_type().const_int(16, false), "")?;
+                Ok(b.build_bit_cast(w, self.ctx.f32_type(), "")?)
             }
             Elem::Scalar(d) if d.fp8_format().is_some() => {
                 let f = d.fp8_format().expect("fp8");
-                self.fp8_decode(v.into_int_value(), f).into()
+                Ok(self.fp8_decode(v.into_int_value(), f)?.into())
             }
-            _ => v,
+            _ => Ok(v),
         }
     }
 
     /// Rounds an f32 compute value to the precision of `d` (identity unless f16, bf16 or
     /// an fp8).
-    pub(crate) fn round_to(&self, v: BasicValueEnum<'ctx>, d: DType) -> BasicValueEnum<'ctx> {
+    pub(crate) fn round_to(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        d: DType,
+    ) -> Result<BasicValueEnum<'ctx>> {
         match d {
             d if d.is_narrow_float() => {
-                let s = self.to_storage(v, Elem::Scalar(d));
-                self.decode_storage(s, Elem::Scalar(d))
+                let s = self.to_storage(v, Elem::Scalar(d))?;
+                Ok(self.decode_storage(s, Elem::Scalar(d))?)
             }
-            _ => v,
+            _ => Ok(v),
         }
     }
 
     /// f32 → bf16 bits with round-to-nearest-even; NaN stays a quiet NaN.
-    pub(crate) fn f32_to_bf16_bits(&self, v: FloatValue<'ctx>) -> inkwell::values::IntValue<'ctx> {
+    pub(crate) fn f32_to_bf16_bits(
+        &self,
+        v: FloatValue<'ctx>,
+    ) -> Result<inkwell::values::IntValue<'ctx>> {
         let (b, i32t) = (self.b, self.ctx.i32_type());
-        let bits = b.build_bit_cast(v, i32t, "").unwrap().into_int_value();
-        let lsb = b
-            .build_right_shift(bits, i32t.const_int(16, false), false, "")
-            .unwrap();
-        let lsb = b.build_and(lsb, i32t.const_int(1, false), "").unwrap();
-        let bias = b
-            .build_int_add(lsb, i32t.const_int(0x7fff, false), "")
-            .unwrap();
-        let rounded = b.build_int_add(bits, bias, "").unwrap();
-        let rounded = b
-            .build_right_shift(rounded, i32t.const_int(16, false), false, "")
-            .unwrap();
-        let is_nan = b
-            .build_float_compare(FloatPredicate::UNO, v, v, "")
-            .unwrap();
-        let nan = b
-            .build_right_shift(bits, i32t.const_int(16, false), false, "")
-            .unwrap();
-        let nan = b.build_or(nan, i32t.const_int(0x40, false), "").unwrap();
-        let r = b
-            .build_select(is_nan, nan, rounded, "")
-            .unwrap()
-            .into_int_value();
-        b.build_int_truncate(r, self.ctx.i16_type(), "").unwrap()
+        let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();
+        let lsb = b.build_right_shift(bits, i32t.const_int(16, false), false, "")?;
+        let lsb = b.build_and(lsb, i32t.const_int(1, false), "")?;
+        let bias = b.build_int_add(lsb, i32t.const_int(0x7fff, false), "")?;
+        let rounded = b.build_int_add(bits, bias, "")?;
+        let rounded = b.build_right_shift(rounded, i32t.const_int(16, false), false, "")?;
+        let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+        let nan = b.build_right_shift(bits, i32t.const_int(16, false), false, "")?;
+        let nan = b.build_or(nan, i32t.const_int(0x40, false), "")?;
+        let r = b.build_select(is_nan, nan, rounded, "")?.into_int_value();
+        Ok(b.build_int_truncate(r, self.ctx.i16_type(), "")?)
     }
 }

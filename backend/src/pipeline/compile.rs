@@ -133,9 +133,12 @@ pub(crate) fn generate<T: Target>(
             })?;
         Ok::<_, String>((machine, customs))
     })?;
+    // The code generator's error becomes `Error::Compile`'s message: it names the op
+    // that failed and where it was written.
     let meta = timed(Phase::Codegen, || {
         target.generate(&ctx, &module, f, symbol, &customs)
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     dumps.write_with("ll", || module.print_to_string().to_bytes().to_vec());
     timed(Phase::Verify, || module.verify())
         .map_err(|e| format!("generated {} LLVM IR is invalid: {e}", target.kind().name()))?;

@@ -61,7 +61,8 @@ pub(crate) trait Target {
     fn machine(&self) -> Result<TargetMachine, String>;
 
     /// Generates `f` into `module` as `symbol`; returns the number the launch needs
-    /// besides the code (the cache entry's `meta`: scratch or shared-memory bytes).
+    /// besides the code (the cache entry's `meta`: scratch or shared-memory bytes). An
+    /// error names the op that failed and its source location (see `llvm::CodegenError`).
     fn generate<'ctx>(
         &self,
         ctx: &'ctx Context,
@@ -69,7 +70,7 @@ pub(crate) trait Target {
         f: &Function,
         symbol: &str,
         customs: &CustomEntries,
-    ) -> Result<usize, String>;
+    ) -> Result<usize, crate::llvm::CodegenError>;
 
     /// The LLVM pass pipeline.
     fn passes(&self) -> &'static str {

@@ -5,6 +5,7 @@
 use super::reduce::{holder, FusedSum};
 use super::{Gen, Lv};
 use crate::llvm::LoopCounter;
+use crate::llvm::{Positioned, Result};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
 
@@ -26,30 +27,31 @@ enum Slot<'ctx> {
 }
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
-    fn slots_for(&mut self, types: &[Type]) -> Vec<Slot<'ctx>> {
+    fn slots_for(&mut self, types: &[Type]) -> Result<Vec<Slot<'ctx>>> {
         types
             .iter()
             .map(|t| {
-                if t.is_scalar() {
-                    Slot::Scalar(self.entry_alloca(self.elem_compute_ty(t.elem)))
+                Ok(if t.is_scalar() {
+                    Slot::Scalar(self.entry_alloca(self.elem_compute_ty(t.elem))?)
                 } else {
-                    Slot::Tile(self.alloc_buf(t))
-                }
+                    Slot::Tile(self.alloc_buf(t)?)
+                })
             })
             .collect()
     }
 
-    fn bind(&mut self, values: &[Value], slots: &[Slot<'ctx>]) {
+    fn bind(&mut self, values: &[Value], slots: &[Slot<'ctx>]) -> Result<()> {
         for (v, s) in values.iter().zip(slots) {
             let lv = match s {
                 Slot::Scalar(p) => {
                     let t = self.elem_compute_ty(self.ty(*v).elem);
-                    Lv::Scalar(self.b.build_load(t, *p, "").unwrap())
+                    Lv::Scalar(self.b.build_load(t, *p, "")?)
                 }
                 Slot::Tile(p) => Lv::Buf(*p),
             };
             self.lv.insert(*v, lv);
         }
+        Ok(())
     }
 
     /// Writes `values` into `slots` as one parallel assignment (swaps are safe).
@@ -70,7 +72,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         carried: &[CarriedSums<'ctx>],
         last: Option<IntValue<'ctx>>,
         spread: &[(Value, bool)],
-    ) {
+    ) -> Result<()> {
         let mut spread = spread.to_vec();
         let summed = |k: usize| carried.get(k).filter(|c| !c.sums.is_empty()).zip(last);
         let carried: Vec<PointerValue> = slots
@@ -105,15 +107,15 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (k, (v, s)) in values.iter().zip(slots).enumerate() {
             match *s {
                 Slot::Scalar(p) => {
-                    let x = self.lane(*v, &[]);
+                    let x = self.lane(*v, &[])?;
                     pending.push((p, Some(x), None));
                 }
                 Slot::Tile(dst) if in_place[k] => {
                     let ty = self.ty(*v).clone();
                     let spread = std::mem::take(&mut spread);
                     match summed(k) {
-                        Some((c, last)) => self.fill_buf_summed(dst, &ty, *v, c, last, &spread),
-                        None => self.fill_buf_spread(dst, &ty, *v, &spread),
+                        Some((c, last)) => self.fill_buf_summed(dst, &ty, *v, c, last, &spread)?,
+                        None => self.fill_buf_spread(dst, &ty, *v, &spread)?,
                     }
                 }
                 Slot::Tile(dst) => {
@@ -125,8 +127,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         Some(Lv::Buf(p)) if p == dst => continue,
                         Some(Lv::Buf(p)) if !carried.contains(&p) => p,
                         _ => {
-                            let tmp = self.alloc_buf(&ty);
-                            self.fill_buf(tmp, &ty, *v);
+                            let tmp = self.alloc_buf(&ty)?;
+                            self.fill_buf(tmp, &ty, *v)?;
                             tmp
                         }
                     };
@@ -137,23 +139,23 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
         for (dst, scalar, copy) in pending {
             if let Some(x) = scalar {
-                self.b.build_store(dst, x).unwrap();
+                self.b.build_store(dst, x)?;
             }
             if let Some((src, bytes)) = copy {
                 self.b
-                    .build_memcpy(dst, 64, src, 64, self.i64c(bytes as u64))
-                    .unwrap();
+                    .build_memcpy(dst, 64, src, 64, self.i64c(bytes as u64))?;
             }
         }
         for (dst, ty, c, last) in sum_after {
             self.when(last, &mut |g| {
-                g.fused_sums_reset(&c.sums);
+                g.fused_sums_reset(&c.sums)?;
                 g.loop_nest(&ty.shape.clone(), &mut |g, idx| {
-                    let x = g.lane_of_buf(dst, &ty, idx);
-                    g.fused_sums_step(&c.sums, x);
-                });
-            });
+                    let x = g.lane_of_buf(dst, &ty, idx)?;
+                    g.fused_sums_step(&c.sums, x)
+                })
+            })?;
         }
+        Ok(())
     }
 
     /// Lane `idx` (compute form) of the buffer `buf` holding a tile of `ty`.
@@ -162,28 +164,29 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         buf: PointerValue<'ctx>,
         ty: &Type,
         idx: &[IntValue<'ctx>],
-    ) -> BasicValueEnum<'ctx> {
-        let p = self.buf_elem(buf, ty, idx);
-        let raw = self
-            .b
-            .build_load(self.elem_storage_ty(ty.elem), p, "")
-            .unwrap();
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let p = self.buf_elem(buf, ty, idx)?;
+        let raw = self.b.build_load(self.elem_storage_ty(ty.elem), p, "")?;
         self.decode_storage(raw, ty.elem)
     }
 
     /// Emits `emit` behind the `i1` `cond` (unconditionally when it is the constant true).
-    fn when(&mut self, cond: IntValue<'ctx>, emit: &mut dyn FnMut(&mut Self)) {
+    fn when(
+        &mut self,
+        cond: IntValue<'ctx>,
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         if cond.get_zero_extended_constant() == Some(1) {
-            emit(self);
-            return;
+            return emit(self);
         }
         let yes = self.ctx.append_basic_block(self.func, "last");
         let done = self.ctx.append_basic_block(self.func, "last.done");
-        self.b.build_conditional_branch(cond, yes, done).unwrap();
+        self.b.build_conditional_branch(cond, yes, done)?;
         self.b.position_at_end(yes);
-        emit(self);
-        self.b.build_unconditional_branch(done).unwrap();
+        emit(self)?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
+        Ok(())
     }
 
     /// [`fill_buf`](Self::fill_buf) of a carried tile whose sums `c` are taken after the
@@ -197,7 +200,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         c: &CarriedSums<'ctx>,
         last: IntValue<'ctx>,
         spread: &[(Value, bool)],
-    ) {
+    ) -> Result<()> {
         let constant = last.get_zero_extended_constant() == Some(1);
         let (no, done) = if constant {
             (None, None)
@@ -205,41 +208,42 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let yes = self.ctx.append_basic_block(self.func, "last");
             let no = self.ctx.append_basic_block(self.func, "not.last");
             let done = self.ctx.append_basic_block(self.func, "last.done");
-            self.b.build_conditional_branch(last, yes, no).unwrap();
+            self.b.build_conditional_branch(last, yes, no)?;
             self.b.position_at_end(yes);
             (Some(no), Some(done))
         };
-        self.fused_sums_reset(&c.sums);
+        self.fused_sums_reset(&c.sums)?;
         let elem = ty.elem;
         let shape = ty.shape.clone();
         let mask = self.load_mask_in(v);
         let keep = c.keep_last;
         self.versioned(mask, &mut |g| {
             g.lane_loop(&shape, &c.sums, spread, &mut |g, idx| {
-                let x = g.lane(v, idx);
+                let x = g.lane(v, idx)?;
                 if keep {
-                    let s = g.to_storage(x, elem);
-                    let p = g.buf_elem(buf, ty, idx);
-                    g.b.build_store(p, s).unwrap();
+                    let s = g.to_storage(x, elem)?;
+                    let p = g.buf_elem(buf, ty, idx)?;
+                    g.b.build_store(p, s)?;
                 }
-                Some(x)
-            });
-        });
+                Ok(Some(x))
+            })
+        })?;
         if let (Some(no), Some(done)) = (no, done) {
-            self.b.build_unconditional_branch(done).unwrap();
+            self.b.build_unconditional_branch(done)?;
             self.b.position_at_end(no);
-            self.fill_buf_spread(buf, ty, v, spread);
-            self.b.build_unconditional_branch(done).unwrap();
+            self.fill_buf_spread(buf, ty, v, spread)?;
+            self.b.build_unconditional_branch(done)?;
             self.b.position_at_end(done);
         }
+        Ok(())
     }
 
     /// The sums of each of `inst`'s (a `for`) results that its block takes (empty for
     /// scalars and for results no sum is taken of).
-    fn carried_sums(&mut self, inst: &'f Inst) -> Vec<CarriedSums<'ctx>> {
+    fn carried_sums(&mut self, inst: &'f Inst) -> Result<Vec<CarriedSums<'ctx>>> {
         let f = self.f;
         let Some(block) = holder(&f.body, inst) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         inst.results
             .iter()
@@ -247,12 +251,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 let sums = if f.ty(*r).is_scalar() {
                     Vec::new()
                 } else {
-                    self.sums_in(block, *r)
+                    self.sums_in(block, *r)?
                 };
-                CarriedSums {
+                Ok(CarriedSums {
                     keep_last: f.uses(*r) > sums.len(),
                     sums,
-                }
+                })
             })
             .collect()
     }
@@ -312,7 +316,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// body has no loop inside, the first iteration is peeled: it reads the constant
     /// itself, so the carried buffer is never filled with it (and `acc + x` is written
     /// straight into the buffer).
-    pub(super) fn for_loop(&mut self, inst: &'f Inst) {
+    pub(super) fn for_loop(&mut self, inst: &'f Inst) -> Result<()> {
         let Op::For {
             lo,
             hi,
@@ -325,17 +329,21 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             unreachable!()
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
-        let slots = self.slots_for(&types);
+        let slots = self.slots_for(&types)?;
         let dtype = self.dtype_of(*lo);
-        let bounds = [*lo, *hi, *step].map(|v| self.lane(v, &[]).into_int_value());
-        let count = LoopCounter::new(&self.emit(), dtype, bounds);
+        let bounds = [
+            self.lane(*lo, &[])?.into_int_value(),
+            self.lane(*hi, &[])?.into_int_value(),
+            self.lane(*step, &[])?.into_int_value(),
+        ];
+        let count = LoopCounter::new(&self.emit(), dtype, bounds)?;
         let header = self.ctx.append_basic_block(self.func, "for");
         let body_bb = self.ctx.append_basic_block(self.func, "for.body");
         let exit = self.ctx.append_basic_block(self.func, "for.end");
         let runs = |g: &Self, iv| count.runs(&g.emit(), iv);
         let lo = count.lo;
         let peel = init.iter().any(|v| self.is_constant_tile(*v)) && !has_loop(body);
-        let carried = self.carried_sums(inst);
+        let carried = self.carried_sums(inst)?;
         let spread = body
             .insts
             .last()
@@ -344,36 +352,38 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let start = if peel {
             let first = self.ctx.append_basic_block(self.func, "for.first");
             let never = self.ctx.append_basic_block(self.func, "for.never");
-            let go = runs(self, lo);
-            self.b.build_conditional_branch(go, first, never).unwrap();
+            let go = runs(self, lo)?;
+            self.b.build_conditional_branch(go, first, never)?;
             self.b.position_at_end(never);
             let always = self.ctx.bool_type().const_all_ones();
-            self.assign(init, &slots, &carried, Some(always), &[]);
-            self.b.build_unconditional_branch(exit).unwrap();
+            self.assign(init, &slots, &carried, Some(always), &[])?;
+            self.b.build_unconditional_branch(exit)?;
             self.b.position_at_end(first);
-            self.lv
-                .insert(body.args[0], Lv::Scalar(count.body_value(&self.emit(), lo)));
+            self.lv.insert(
+                body.args[0],
+                Lv::Scalar(count.body_value(&self.emit(), lo)?),
+            );
             for (arg, v) in body.args[1..].iter().zip(init) {
                 self.alias(*arg, *v);
             }
-            self.loop_body(body, lo, &count, bounds[2]);
-            let last = count.is_last(&self.emit(), lo);
-            self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
+            self.loop_body(body, lo, &count, bounds[2])?;
+            let last = count.is_last(&self.emit(), lo)?;
+            self.assign(Self::yields(body), &slots, &carried, Some(last), &spread)?;
             count.advance(&self.emit(), self.func, lo, exit)
         } else {
-            let go = runs(self, lo);
-            let never = self.b.build_not(go, "").unwrap();
-            self.assign(init, &slots, &carried, Some(never), &[]);
-            lo
-        };
-        let pre = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(header).unwrap();
+            let go = runs(self, lo)?;
+            let never = self.b.build_not(go, "")?;
+            self.assign(init, &slots, &carried, Some(never), &[])?;
+            Ok(lo)
+        }?;
+        let pre = self.b.current_block()?;
+        self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(header);
-        let phi = self.b.build_phi(lo.get_type(), "iv").unwrap();
+        let phi = self.b.build_phi(lo.get_type(), "iv")?;
         phi.add_incoming(&[(&start, pre)]);
         let iv = phi.as_basic_value().into_int_value();
-        let go = runs(self, iv);
-        self.b.build_conditional_branch(go, body_bb, exit).unwrap();
+        let go = runs(self, iv)?;
+        self.b.build_conditional_branch(go, body_bb, exit)?;
         self.b.position_at_end(body_bb);
         if peel {
             // The peeled copy left its values (registers and buffers of the first
@@ -381,23 +391,26 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             // copy must compute its own, not reuse them.
             self.forget(body);
         }
-        self.lv
-            .insert(body.args[0], Lv::Scalar(count.body_value(&self.emit(), iv)));
-        self.bind(&body.args[1..], &slots);
-        self.loop_body(body, iv, &count, bounds[2]);
-        let last = count.is_last(&self.emit(), iv);
-        self.assign(Self::yields(body), &slots, &carried, Some(last), &spread);
-        let next = count.advance(&self.emit(), self.func, iv, exit);
-        phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
-        let back_edge = self.b.build_unconditional_branch(header).unwrap();
+        self.lv.insert(
+            body.args[0],
+            Lv::Scalar(count.body_value(&self.emit(), iv)?),
+        );
+        self.bind(&body.args[1..], &slots)?;
+        self.loop_body(body, iv, &count, bounds[2])?;
+        let last = count.is_last(&self.emit(), iv)?;
+        self.assign(Self::yields(body), &slots, &carried, Some(last), &spread)?;
+        let next = count.advance(&self.emit(), self.func, iv, exit)?;
+        phi.add_incoming(&[(&next, self.b.current_block()?)]);
+        let back_edge = self.b.build_unconditional_branch(header)?;
         if let Some(factor) = unroll {
             self.emit().unroll_hint(back_edge, *factor);
         }
         self.b.position_at_end(exit);
-        self.bind(&inst.results, &slots);
+        self.bind(&inst.results, &slots)?;
         for c in &carried {
-            self.fused_sums_finish(&c.sums);
+            self.fused_sums_finish(&c.sums)?;
         }
+        Ok(())
     }
 
     /// Generates a `for` body for the counter value `iv`, known as the innermost loop (see
@@ -408,17 +421,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         iv: IntValue<'ctx>,
         count: &LoopCounter<'ctx>,
         step: IntValue<'ctx>,
-    ) {
-        let now = count.body_value(&self.emit(), iv).into_int_value();
+    ) -> Result<()> {
+        let now = count.body_value(&self.emit(), iv)?.into_int_value();
         let step = self
             .b
-            .build_int_cast_sign_flag(step, now.get_type(), true, "")
-            .unwrap();
-        let next_iv = self.b.build_int_add(now, step, "").unwrap();
+            .build_int_cast_sign_flag(step, now.get_type(), true, "")?;
+        let next_iv = self.b.build_int_add(now, step, "")?;
         self.loops
             .push(super::next_iteration::LoopFrame { body, next_iv });
-        self.block(body);
+        self.block(body)?;
         self.loops.pop();
+        Ok(())
     }
 
     /// True for a tile computed lazily from a constant or a splatted scalar.
@@ -460,7 +473,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.lv.insert(arg, lv);
     }
 
-    pub(super) fn if_else(&mut self, inst: &'f Inst) {
+    pub(super) fn if_else(&mut self, inst: &'f Inst) -> Result<()> {
         let Op::If {
             cond,
             then_region,
@@ -470,50 +483,48 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             unreachable!()
         };
         let types: Vec<Type> = inst.results.iter().map(|v| self.ty(*v).clone()).collect();
-        let slots = self.slots_for(&types);
-        let c = self.lane(*cond, &[]).into_int_value();
+        let slots = self.slots_for(&types)?;
+        let c = self.lane(*cond, &[])?.into_int_value();
         let then_bb = self.ctx.append_basic_block(self.func, "then");
         let else_bb = self.ctx.append_basic_block(self.func, "else");
         let merge = self.ctx.append_basic_block(self.func, "endif");
-        self.b
-            .build_conditional_branch(c, then_bb, else_bb)
-            .unwrap();
+        self.b.build_conditional_branch(c, then_bb, else_bb)?;
         for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
             self.b.position_at_end(bb);
-            self.block(region);
-            self.assign(Self::yields(region), &slots, &[], None, &[]);
-            self.b.build_unconditional_branch(merge).unwrap();
+            self.block(region)?;
+            self.assign(Self::yields(region), &slots, &[], None, &[])?;
+            self.b.build_unconditional_branch(merge)?;
         }
         self.b.position_at_end(merge);
-        self.bind(&inst.results, &slots);
+        self.bind(&inst.results, &slots)
     }
 
-    pub(super) fn while_loop(&mut self, inst: &'f Inst) {
+    pub(super) fn while_loop(&mut self, inst: &'f Inst) -> Result<()> {
         let Op::While { init, cond, body } = &inst.op else {
             unreachable!()
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
-        let slots = self.slots_for(&types);
-        self.assign(init, &slots, &[], None, &[]);
+        let slots = self.slots_for(&types)?;
+        self.assign(init, &slots, &[], None, &[])?;
         let header = self.ctx.append_basic_block(self.func, "while");
         let body_bb = self.ctx.append_basic_block(self.func, "while.body");
         let exit = self.ctx.append_basic_block(self.func, "while.end");
-        self.b.build_unconditional_branch(header).unwrap();
+        self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(header);
-        self.bind(&cond.args, &slots);
-        self.block(cond);
+        self.bind(&cond.args, &slots)?;
+        self.block(cond)?;
         let Some(Op::Condition(c)) = cond.insts.last().map(|i| &i.op) else {
             unreachable!("verified")
         };
-        let c = self.lane(*c, &[]).into_int_value();
-        self.b.build_conditional_branch(c, body_bb, exit).unwrap();
+        let c = self.lane(*c, &[])?.into_int_value();
+        self.b.build_conditional_branch(c, body_bb, exit)?;
         self.b.position_at_end(body_bb);
-        self.bind(&body.args, &slots);
-        self.block(body);
-        self.assign(Self::yields(body), &slots, &[], None, &[]);
-        self.b.build_unconditional_branch(header).unwrap();
+        self.bind(&body.args, &slots)?;
+        self.block(body)?;
+        self.assign(Self::yields(body), &slots, &[], None, &[])?;
+        self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(exit);
-        self.bind(&inst.results, &slots);
+        self.bind(&inst.results, &slots)
     }
 }
 

@@ -4,17 +4,17 @@
 //! of the out shape (inputs broadcast), in a loop LLVM vectorizes after inlining it.
 
 use super::{Gen, Lv};
+use crate::llvm::{CodegenError, Positioned, Result};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
 use tritium_dsl::ir::{affine_lanes, CustomCall, Elem, Inst, Op, Type, Value, Widened};
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
-    pub(super) fn custom(&mut self, inst: &'f Inst) {
+    pub(super) fn custom(&mut self, inst: &'f Inst) -> Result<()> {
         let Op::Custom(c) = &inst.op else {
             unreachable!()
         };
-        let at = format!("custom op `{}` at {}", c.name, inst.loc);
         let entry = self.customs.get(&(inst as *const Inst)).cloned();
         let func = entry
             .as_ref()
@@ -22,16 +22,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let result = match (entry, func) {
             (Some(e), Some(func)) if e.per_element => self.custom_simt(inst, c, func),
             (Some(_), Some(func)) => self.custom_simd(inst, c, func),
-            _ => Err("internal: the call was not linked".to_string()),
+            _ => Err(CodegenError::internal("the call was not linked")),
         };
-        if let Err(m) = result {
-            self.error.get_or_insert(format!("{at}: {m}"));
-            // Keep generating so later ops find their operands; the error wins anyway.
-            for (r, o) in inst.results.iter().zip(&c.outs) {
-                let buf = self.as_buf(*o);
-                self.lv.insert(*r, Lv::Buf(buf));
-            }
-        }
+        result.map_err(|e| e.of_custom_call(&c.name))
     }
 
     /// One lane of a fused per-element call (one out; see `plan`): the function was
@@ -41,21 +34,25 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         inst: &Inst,
         c: &CustomCall,
         idx: &[IntValue<'ctx>],
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let entry = &self.customs[&(inst as *const Inst)];
         let func = self.module.get_function(&entry.function).expect("linked");
-        let args = self.simt_args(c, idx);
+        let args = self.simt_args(c, idx)?;
         let e = self.ty(inst.results[0]).elem;
-        let x = self.call(func, &args).expect("one out returns its value");
+        let x = self.call(func, &args)?.expect("one out returns its value");
         self.decode_c(x, e)
     }
 
     /// The C arguments of one element: input lanes broadcast to the out shape.
-    fn simt_args(&mut self, c: &CustomCall, idx: &[IntValue<'ctx>]) -> Vec<BasicValueEnum<'ctx>> {
+    fn simt_args(
+        &mut self,
+        c: &CustomCall,
+        idx: &[IntValue<'ctx>],
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         c.ins
             .iter()
             .map(|v| {
-                let x = self.broadcast_lane(*v, idx);
+                let x = self.broadcast_lane(*v, idx)?;
                 self.encode_c(x, self.ty(*v).elem)
             })
             .collect()
@@ -66,20 +63,20 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.emit().c_ty(e)
     }
 
-    fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> Result<BasicValueEnum<'ctx>> {
         self.emit().encode_c(v, e)
     }
 
-    fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> Result<BasicValueEnum<'ctx>> {
         self.emit().decode_c(v, e)
     }
 
     /// A `memref_t<T, R>` descriptor of a row-major buffer (offset 0, allocated == aligned).
-    fn memref(&self, buf: PointerValue<'ctx>, shape: &[usize]) -> PointerValue<'ctx> {
+    fn memref(&self, buf: PointerValue<'ctx>, shape: &[usize]) -> Result<PointerValue<'ctx>> {
         let st = self.emit().memref_type(shape.len());
-        let desc = self.entry_alloca(st.as_basic_type_enum());
-        self.emit().fill_memref(desc, buf, shape);
-        desc
+        let desc = self.entry_alloca(st.as_basic_type_enum())?;
+        self.emit().fill_memref(desc, buf, shape)?;
+        Ok(desc)
     }
 
     fn check_signature(
@@ -88,7 +85,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         ret: Option<BasicTypeEnum<'ctx>>,
         params: &[BasicTypeEnum<'ctx>],
         what: &str,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         self.emit().check_signature(func, ret, params, what)
     }
 
@@ -96,21 +93,20 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         &self,
         func: FunctionValue<'ctx>,
         args: &[BasicValueEnum<'ctx>],
-    ) -> Option<BasicValueEnum<'ctx>> {
+    ) -> Result<Option<BasicValueEnum<'ctx>>> {
         self.emit().call(func, args)
     }
 
-    fn bind_result(&mut self, r: Value, buf: PointerValue<'ctx>) {
+    fn bind_result(&mut self, r: Value, buf: PointerValue<'ctx>) -> Result<()> {
         let ty = self.ty(r);
         if ty.is_scalar() {
-            let raw = self
-                .b
-                .build_load(self.elem_storage_ty(ty.elem), buf, "")
-                .unwrap();
-            let v = self.decode_storage(raw, ty.elem);
+            let raw = self.b.build_load(self.elem_storage_ty(ty.elem), buf, "")?;
+            let v = self.decode_storage(raw, ty.elem)?;
             self.lv.insert(r, Lv::Scalar(v));
+            Ok(())
         } else {
             self.lv.insert(r, Lv::Buf(buf));
+            Ok(())
         }
     }
 
@@ -119,7 +115,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         inst: &'f Inst,
         c: &'f CustomCall,
         func: FunctionValue<'ctx>,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         let ptr_ty: BasicTypeEnum = self.ctx.ptr_type(AddressSpace::default()).into();
         let mut args = Vec::new();
         let mut types = Vec::new();
@@ -130,18 +126,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let t = self.ty(*v).clone();
             match (t.elem, t.is_scalar()) {
                 (Elem::Ptr(_), false) => {
-                    return Err(format!(
+                    return Err(CodegenError::unsupported(format!(
                     "input {v} is a tile of pointers ({t}); pass a pointer or a tile of numbers"
-                ))
+                )))
                 }
                 (e, true) => {
-                    let x = self.lane(*v, &[]);
-                    args.push(self.encode_c(x, e));
+                    let x = self.lane(*v, &[])?;
+                    args.push(self.encode_c(x, e)?);
                     types.push(self.c_ty(e));
                 }
                 (_, false) => {
-                    let buf = self.input_memory(c, *v);
-                    args.push(self.memref(buf, &t.shape).into());
+                    let buf = self.input_memory(c, *v)?;
+                    args.push(self.memref(buf, &t.shape)?.into());
                     types.push(ptr_ty);
                     read.push((buf, t.numel() * self.elem_size(t.elem)));
                 }
@@ -153,26 +149,25 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let t = self.ty(*o).clone();
             let buf = match &in_place {
                 Some((out, store, direct)) if *out == k => {
-                    self.output_memory(store, direct, *o, &read)
+                    self.output_memory(store, direct, *o, &read)?
                 }
                 _ => {
-                    let buf = self.alloc_buf(&t);
-                    self.fill_buf(buf, &t, *o);
+                    let buf = self.alloc_buf(&t)?;
+                    self.fill_buf(buf, &t, *o)?;
                     buf
                 }
             };
-            args.push(self.memref(buf, &t.shape).into());
+            args.push(self.memref(buf, &t.shape)?.into());
             types.push(ptr_ty);
             out_bufs.push(buf);
         }
         for e in &c.extra {
             let t = Type::tile(Elem::Scalar(e.dtype), vec![e.len.max(1)]);
-            let buf = self.alloc_buf(&t);
+            let buf = self.alloc_buf(&t)?;
             let bytes = self.i64c((e.len * e.dtype.size_bytes()) as u64);
             self.b
-                .build_memset(buf, 1, self.ctx.i8_type().const_zero(), bytes)
-                .unwrap();
-            args.push(self.memref(buf, &[e.len]).into());
+                .build_memset(buf, 1, self.ctx.i8_type().const_zero(), bytes)?;
+            args.push(self.memref(buf, &[e.len])?.into());
             types.push(ptr_ty);
         }
         self.check_signature(
@@ -181,9 +176,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             &types,
             "Simd: `void _mlir_ciface_<symbol>(ins…, outs…, extra…)` with memref_t* for tiles",
         )?;
-        self.call(func, &args);
+        self.call(func, &args)?;
         for (r, buf) in inst.results.iter().zip(out_bufs) {
-            self.bind_result(*r, buf);
+            self.bind_result(*r, buf)?;
         }
         Ok(())
     }
@@ -192,27 +187,27 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// of one contiguous row-major run whose lanes are all in (mask all true, checked at
     /// run time), else a copy in scratch. The C++ reads its inputs and writes only its outs
     /// and extra buffers, so the memory holds the loaded values for the whole call.
-    fn input_memory(&mut self, c: &CustomCall, v: Value) -> PointerValue<'ctx> {
+    fn input_memory(&mut self, c: &CustomCall, v: Value) -> Result<PointerValue<'ctx>> {
         let Some(direct) = self.direct_load(c, v) else {
             return self.as_buf(v);
         };
         let t = self.ty(v).clone();
-        let ok = self.run_holds(&direct);
+        let ok = self.run_holds(&direct)?;
         let first: Vec<IntValue> = t.shape.iter().map(|_| self.i64c(0)).collect();
-        let memory = self.lane(direct.ptr, &first).into_pointer_value();
-        let buf = self.alloc_buf(&t);
-        let from = self.b.get_insert_block().unwrap();
+        let memory = self.lane(direct.ptr, &first)?.into_pointer_value();
+        let buf = self.alloc_buf(&t)?;
+        let from = self.b.current_block()?;
         let copy = self.ctx.append_basic_block(self.func, "simd.copy");
         let join = self.ctx.append_basic_block(self.func, "simd.input");
-        self.b.build_conditional_branch(ok, join, copy).unwrap();
+        self.b.build_conditional_branch(ok, join, copy)?;
         self.b.position_at_end(copy);
-        self.fill_buf(buf, &t, v);
-        let copied = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(join).unwrap();
+        self.fill_buf(buf, &t, v)?;
+        let copied = self.b.current_block()?;
+        self.b.build_unconditional_branch(join)?;
         self.b.position_at_end(join);
-        let phi = self.b.build_phi(memory.get_type(), "input").unwrap();
+        let phi = self.b.build_phi(memory.get_type(), "input")?;
         phi.add_incoming(&[(&memory, from), (&buf, copied)]);
-        phi.as_basic_value().into_pointer_value()
+        Ok(phi.as_basic_value().into_pointer_value())
     }
 
     /// Input `v` as a [`Direct`] access when it may be read in place: a lazy,
@@ -258,11 +253,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// An i1 that holds when the access `d` touches every lane at `first + row-major
     /// index`: its mask is all true and no widened offset wraps.
-    pub(super) fn run_holds(&mut self, d: &Direct) -> IntValue<'ctx> {
+    pub(super) fn run_holds(&mut self, d: &Direct) -> Result<IntValue<'ctx>> {
         let mut ok = match d.mask.filter(|m| !self.true_masks.contains(m)) {
             Some(m) => {
                 let shape = self.ty(m).shape.clone();
-                self.all_lanes_true(m, &shape)
+                self.all_lanes_true(m, &shape)?
             }
             None => self.ctx.bool_type().const_all_ones(),
         };
@@ -272,21 +267,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let shape = self.ty(w.value).shape.clone();
             let first: Vec<IntValue> = shape.iter().map(|_| self.i64c(0)).collect();
             let last: Vec<IntValue> = shape.iter().map(|n| self.i64c(*n as u64 - 1)).collect();
-            let mut ext = |idx: &[IntValue<'ctx>]| {
-                let x = self.lane(w.value, idx).into_int_value();
-                self.b
-                    .build_int_cast_sign_flag(x, i64t, w.signed, "")
-                    .unwrap()
+            let mut ext = |idx: &[IntValue<'ctx>]| -> Result<IntValue<'ctx>> {
+                let x = self.lane(w.value, idx)?.into_int_value();
+                Ok(self.b.build_int_cast_sign_flag(x, i64t, w.signed, "")?)
             };
-            let (lo, hi) = (ext(&first), ext(&last));
-            let got = self.b.build_int_sub(hi, lo, "").unwrap();
-            let exact = self
-                .b
-                .build_int_compare(IntPredicate::EQ, got, self.i64c(span as u64), "")
-                .unwrap();
-            ok = self.b.build_and(ok, exact, "").unwrap();
+            let (lo, hi) = (ext(&first)?, ext(&last)?);
+            let got = self.b.build_int_sub(hi, lo, "")?;
+            let exact =
+                self.b
+                    .build_int_compare(IntPredicate::EQ, got, self.i64c(span as u64), "")?;
+            ok = self.b.build_and(ok, exact, "")?;
         }
-        ok
+        Ok(ok)
     }
 
     /// The out of Simd call `inst` that the C++ may write straight into the memory its
@@ -340,43 +332,37 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         direct: &Direct,
         o: Value,
         read: &[(PointerValue<'ctx>, usize)],
-    ) -> PointerValue<'ctx> {
+    ) -> Result<PointerValue<'ctx>> {
         let t = self.ty(o).clone();
-        let buf = self.alloc_buf(&t);
+        let buf = self.alloc_buf(&t)?;
         // The store's pointers and mask are pure, maybe defined after the call.
         let mut added = Vec::new();
-        let available = self.make_available(direct.ptr, &mut added)
-            && (direct.mask).is_none_or(|m| self.make_available(m, &mut added));
+        let available = self.make_available(direct.ptr, &mut added)?
+            && match direct.mask {
+                None => true,
+                Some(m) => self.make_available(m, &mut added)?,
+            };
         if !available {
             for v in added {
                 self.lv.remove(&v);
             }
-            self.fill_buf(buf, &t, o);
-            return buf;
+            self.fill_buf(buf, &t, o)?;
+            return Ok(buf);
         }
-        let mut ok = self.run_holds(direct);
+        let mut ok = self.run_holds(direct)?;
         let first: Vec<IntValue> = t.shape.iter().map(|_| self.i64c(0)).collect();
-        let memory = self.lane(direct.ptr, &first).into_pointer_value();
+        let memory = self.lane(direct.ptr, &first)?.into_pointer_value();
         let i64t = self.ctx.i64_type();
         let bytes = (t.numel() * self.elem_size(t.elem)) as u64;
-        let lo = self.b.build_ptr_to_int(memory, i64t, "").unwrap();
-        let hi = self.b.build_int_add(lo, self.i64c(bytes), "").unwrap();
+        let lo = self.b.build_ptr_to_int(memory, i64t, "")?;
+        let hi = self.b.build_int_add(lo, self.i64c(bytes), "")?;
         for (p, n) in read {
-            let p_lo = self.b.build_ptr_to_int(*p, i64t, "").unwrap();
-            let p_hi = self
-                .b
-                .build_int_add(p_lo, self.i64c(*n as u64), "")
-                .unwrap();
-            let before = self
-                .b
-                .build_int_compare(IntPredicate::ULE, hi, p_lo, "")
-                .unwrap();
-            let after = self
-                .b
-                .build_int_compare(IntPredicate::ULE, p_hi, lo, "")
-                .unwrap();
-            let apart = self.b.build_or(before, after, "").unwrap();
-            ok = self.b.build_and(ok, apart, "").unwrap();
+            let p_lo = self.b.build_ptr_to_int(*p, i64t, "")?;
+            let p_hi = self.b.build_int_add(p_lo, self.i64c(*n as u64), "")?;
+            let before = self.b.build_int_compare(IntPredicate::ULE, hi, p_lo, "")?;
+            let after = self.b.build_int_compare(IntPredicate::ULE, p_hi, lo, "")?;
+            let apart = self.b.build_or(before, after, "")?;
+            ok = self.b.build_and(ok, apart, "")?;
         }
         for v in added {
             self.lv.remove(&v);
@@ -384,12 +370,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         // One fill of whichever memory the C++ writes.
         let out = self
             .b
-            .build_select(ok, memory, buf, "out")
-            .unwrap()
+            .build_select(ok, memory, buf, "out")?
             .into_pointer_value();
-        self.fill_buf(out, &t, o);
+        self.fill_buf(out, &t, o)?;
         self.stored_in_place.insert(store as *const Inst, ok);
-        out
+        Ok(out)
     }
 
     fn custom_simt(
@@ -397,7 +382,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         inst: &'f Inst,
         c: &'f CustomCall,
         func: FunctionValue<'ctx>,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         let (shape, out_elems) = self.emit().check_simt_call(c, |v| self.ty(v), func)?;
         let single = out_elems.len() == 1;
         if single && self.lazy.contains(&inst.results[0]) {
@@ -412,36 +397,36 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 let t = self.ty(*o).clone();
                 self.alloc_buf(&t)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let slots: Vec<PointerValue> = if single {
             vec![]
         } else {
             out_elems
                 .iter()
                 .map(|e| self.entry_alloca(self.c_ty(*e)))
-                .collect()
+                .collect::<Result<_>>()?
         };
         self.loop_nest(&shape.clone(), &mut |g, idx: &[IntValue<'ctx>]| {
-            let mut args = g.simt_args(c, idx);
+            let mut args = g.simt_args(c, idx)?;
             for (k, o) in c.outs.iter().enumerate().filter(|_| !single) {
-                let x = g.lane(*o, idx);
-                g.b.build_store(slots[k], g.encode_c(x, out_elems[k]))
-                    .unwrap();
+                let x = g.lane(*o, idx)?;
+                g.b.build_store(slots[k], g.encode_c(x, out_elems[k])?)?;
                 args.push(slots[k].into());
             }
-            let ret = g.call(func, &args);
+            let ret = g.call(func, &args)?;
             for (k, e) in out_elems.iter().enumerate() {
                 let x = match ret {
                     Some(x) => x,
-                    None => g.b.build_load(g.c_ty(*e), slots[k], "").unwrap(),
+                    None => g.b.build_load(g.c_ty(*e), slots[k], "")?,
                 };
-                let x = g.decode_c(x, *e);
-                let p = g.buf_elem(bufs[k], &Type::tile(*e, shape.clone()), idx);
-                g.b.build_store(p, g.to_storage(x, *e)).unwrap();
+                let x = g.decode_c(x, *e)?;
+                let p = g.buf_elem(bufs[k], &Type::tile(*e, shape.clone()), idx)?;
+                g.b.build_store(p, g.to_storage(x, *e)?)?;
             }
-        });
+            Ok(())
+        })?;
         for (r, buf) in inst.results.iter().zip(bufs) {
-            self.bind_result(*r, buf);
+            self.bind_result(*r, buf)?;
         }
         Ok(())
     }

@@ -22,6 +22,7 @@
 
 use super::reduce::holder;
 use super::{Gen, LoopUnroll, Lv};
+use crate::llvm::{Positioned, Result};
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
@@ -69,7 +70,7 @@ struct Blocked<'ctx> {
 }
 
 impl<'ctx> Gen<'ctx, '_> {
-    pub(super) fn dot(&mut self, inst: &Inst) {
+    pub(super) fn dot(&mut self, inst: &Inst) -> Result<()> {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
         };
@@ -89,16 +90,16 @@ impl<'ctx> Gen<'ctx, '_> {
         if !blocked {
             return self.dot_loops(inst);
         }
-        let ap = self.packed(a, d);
-        let bp = self.packed(b, d);
+        let ap = self.packed(a, d)?;
+        let bp = self.packed(b, d)?;
         // A zero accumulator starts in registers, not in memory.
         let zero_c = self.is_zero_tile(acc);
         let c = match self.lv.get(&acc).copied() {
             Some(Lv::Buf(p)) if self.dies_at(acc, inst) => p,
             _ => {
-                let c = self.alloc_buf(&rt);
+                let c = self.alloc_buf(&rt)?;
                 if !zero_c {
-                    self.fill_buf(c, &rt, acc);
+                    self.fill_buf(c, &rt, acc)?;
                 }
                 c
             }
@@ -114,7 +115,7 @@ impl<'ctx> Gen<'ctx, '_> {
             zero_c,
         };
         // Inside a loop, the micro-kernels request the next iteration's operand tiles.
-        let next = self.next_tiles(&[a, b]);
+        let next = self.next_tiles(&[a, b])?;
         let nr = NV * vl;
         let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
         let (full_rows, rest_r) = (m / MR, m % MR);
@@ -131,34 +132,35 @@ impl<'ctx> Gen<'ctx, '_> {
         let mut kernels_before = 0;
         for (j0, count, nv) in col_blocks {
             self.counted_loop(count, LoopUnroll::Never, &mut |s, jb| {
-                let j = s.b.build_int_mul(jb, s.i64c((nv * vl) as u64), "").unwrap();
-                let j = s.b.build_int_add(j, s.i64c(j0 as u64), "").unwrap();
+                let j = s.b.build_int_mul(jb, s.i64c((nv * vl) as u64), "")?;
+                let j = s.b.build_int_add(j, s.i64c(j0 as u64), "")?;
                 // The index of this column block's first micro-kernel among all.
-                let t0 = s.b.build_int_mul(jb, s.i64c(per_col as u64), "").unwrap();
-                let t0 =
-                    s.b.build_int_add(t0, s.i64c(kernels_before as u64), "")
-                        .unwrap();
-                let share = |s: &mut Self, row_block: IntValue<'ctx>| {
+                let t0 = s.b.build_int_mul(jb, s.i64c(per_col as u64), "")?;
+                let t0 = s.b.build_int_add(t0, s.i64c(kernels_before as u64), "")?;
+                let share = |s: &mut Self, row_block: IntValue<'ctx>| -> Result<_> {
                     if let Some(next) = &next {
-                        let t = s.b.build_int_add(t0, row_block, "").unwrap();
-                        s.prefetch_next_share(next, t, kernels);
+                        let t = s.b.build_int_add(t0, row_block, "")?;
+                        s.prefetch_next_share(next, t, kernels)?;
                     }
+                    Ok(())
                 };
                 if full_rows > 0 {
                     s.counted_loop(full_rows, LoopUnroll::Never, &mut |s, ib| {
-                        share(s, ib);
-                        let i = s.b.build_int_mul(ib, s.i64c(MR as u64), "").unwrap();
-                        s.micro_kernel(&g, Micro { mr: MR, nv }, i, j);
-                    });
+                        share(s, ib)?;
+                        let i = s.b.build_int_mul(ib, s.i64c(MR as u64), "")?;
+                        s.micro_kernel(&g, Micro { mr: MR, nv }, i, j)
+                    })?;
                 }
                 if rest_r > 0 {
                     let i = s.i64c((full_rows * MR) as u64);
-                    s.micro_kernel(&g, Micro { mr: rest_r, nv }, i, j);
+                    s.micro_kernel(&g, Micro { mr: rest_r, nv }, i, j)?;
                 }
-            });
+                Ok(())
+            })?;
             kernels_before += count * per_col;
         }
         self.lv.insert(inst.results[0], Lv::Buf(c));
+        Ok(())
     }
 
     /// True for a lazily computed tile of +0 (`zeros(…)`).
@@ -178,41 +180,48 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `v` as a row-major buffer of dtype `d` (compute form, which is the storage form).
-    fn packed(&mut self, v: Value, d: DType) -> PointerValue<'ctx> {
+    fn packed(&mut self, v: Value, d: DType) -> Result<PointerValue<'ctx>> {
         let vt = self.ty(v).clone();
         if let Some(Lv::Buf(p)) = self.lv.get(&v) {
             if vt.dtype() == Some(d) {
-                return *p;
+                return Ok(*p);
             }
         }
         let from = vt.dtype().expect("numbers");
         let ty = Type::tile(Elem::Scalar(d), vt.shape.clone());
-        let buf = self.alloc_buf(&ty);
+        let buf = self.alloc_buf(&ty)?;
         let mask = self.load_mask_in(v);
         let lanes = vector_bytes() / d.size_bytes().max(1);
         self.versioned(mask, &mut |g| {
-            if g.pack_transposed(v, d, buf, &ty, lanes) {
-                return;
+            if g.pack_transposed(v, d, buf, &ty, lanes)? {
+                return Ok(());
             }
             g.loop_nest(&vt.shape.clone(), &mut |g, idx| {
-                let x = g.lane(v, idx);
-                let x = g.cast(x, from, d);
-                let p = g.buf_elem(buf, &ty, idx);
-                g.b.build_store(p, x).unwrap();
-            });
-        });
-        buf
+                let x = g.lane(v, idx)?;
+                let x = g.cast(x, from, d)?;
+                let p = g.buf_elem(buf, &ty, idx)?;
+                g.b.build_store(p, x)?;
+                Ok(())
+            })
+        })?;
+        Ok(buf)
     }
 
     /// `C[i..i+mr, j..j+nv·vl] += A[i..i+mr, :] @ B[:, j..j+nv·vl]` with the block of `C` in
     /// vector registers for the whole K loop.
-    fn micro_kernel(&mut self, g: &Blocked<'ctx>, mc: Micro, i: IntValue<'ctx>, j: IntValue<'ctx>) {
+    fn micro_kernel(
+        &mut self,
+        g: &Blocked<'ctx>,
+        mc: Micro,
+        i: IntValue<'ctx>,
+        j: IntValue<'ctx>,
+    ) -> Result<()> {
         let et = self.compute_ty(g.d);
         let vt = vec_type(et, g.vl);
         let size = g.d.size_bytes() as u32;
         let c_at = |s: &Self, r: usize, v: usize| {
-            let row = s.b.build_int_add(i, s.i64c(r as u64), "").unwrap();
-            let col = s.b.build_int_add(j, s.i64c((v * g.vl) as u64), "").unwrap();
+            let row = s.b.build_int_add(i, s.i64c(r as u64), "")?;
+            let col = s.b.build_int_add(j, s.i64c((v * g.vl) as u64), "")?;
             s.elem_ptr(g.c, et, row, g.n, col)
         };
         let mut init = Vec::with_capacity(mc.mr * mc.nv);
@@ -221,71 +230,68 @@ impl<'ctx> Gen<'ctx, '_> {
                 if g.zero_c {
                     init.push(vt.const_zero());
                 } else {
-                    let p = c_at(self, r, v);
-                    init.push(self.load_vec(vt, p, size));
+                    let p = c_at(self, r, v)?;
+                    init.push(self.load_vec(vt, p, size)?);
                 }
             }
         }
         // The K loop, accumulators as phis.
-        let pre = self.b.get_insert_block().unwrap();
+        let pre = self.b.current_block()?;
         let header = self.ctx.append_basic_block(self.func, "dot.k");
         let exit = self.ctx.append_basic_block(self.func, "dot.k.end");
-        self.b.build_unconditional_branch(header).unwrap();
+        self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(header);
-        let kphi = self.b.build_phi(self.ctx.i64_type(), "k").unwrap();
+        let kphi = self.b.build_phi(self.ctx.i64_type(), "k")?;
         kphi.add_incoming(&[(&self.i64c(0), pre)]);
         let kk = kphi.as_basic_value().into_int_value();
         let phis: Vec<_> = init
             .iter()
             .map(|v| {
-                let phi = self.b.build_phi(vt, "c").unwrap();
+                let phi = self.b.build_phi(vt, "c")?;
                 phi.add_incoming(&[(v, pre)]);
-                phi
+                Ok(phi)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let bvs: Vec<VectorValue> = (0..mc.nv)
             .map(|v| {
-                let col = self
-                    .b
-                    .build_int_add(j, self.i64c((v * g.vl) as u64), "")
-                    .unwrap();
-                let p = self.elem_ptr(g.b, et, kk, g.n, col);
+                let col = self.b.build_int_add(j, self.i64c((v * g.vl) as u64), "")?;
+                let p = self.elem_ptr(g.b, et, kk, g.n, col)?;
                 self.load_vec(vt, p, size)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut next = Vec::with_capacity(phis.len());
         for r in 0..mc.mr {
-            let row = self.b.build_int_add(i, self.i64c(r as u64), "").unwrap();
-            let p = self.elem_ptr(g.a, et, row, g.k, kk);
-            let x = self.b.build_load(et, p, "").unwrap();
-            let xs = self.splat(x, vt, g.vl);
+            let row = self.b.build_int_add(i, self.i64c(r as u64), "")?;
+            let p = self.elem_ptr(g.a, et, row, g.k, kk)?;
+            let x = self.b.build_load(et, p, "")?;
+            let xs = self.splat(x, vt, g.vl)?;
             for (v, bv) in bvs.iter().enumerate() {
                 let acc = phis[r * mc.nv + v].as_basic_value().into_vector_value();
-                next.push(self.mul_add(g.d, xs, *bv, acc));
+                next.push(self.mul_add(g.d, xs, *bv, acc)?);
             }
         }
-        let latch = self.b.get_insert_block().unwrap();
-        let k1 = self.b.build_int_add(kk, self.i64c(1), "").unwrap();
+        let latch = self.b.current_block()?;
+        let k1 = self.b.build_int_add(kk, self.i64c(1), "")?;
         kphi.add_incoming(&[(&k1, latch)]);
         for (phi, v) in phis.iter().zip(&next) {
             phi.add_incoming(&[(v, latch)]);
         }
         let more = self
             .b
-            .build_int_compare(IntPredicate::ULT, k1, self.i64c(g.k as u64), "")
-            .unwrap();
-        let back = self.b.build_conditional_branch(more, header, exit).unwrap();
+            .build_int_compare(IntPredicate::ULT, k1, self.i64c(g.k as u64), "")?;
+        let back = self.b.build_conditional_branch(more, header, exit)?;
         // Unrolled, the K loop compiles to twice the machine code and runs no faster: its
         // body is `mr · nv` independent FMAs already.
         self.emit().unroll_hint(back, 1);
         self.b.position_at_end(exit);
         for r in 0..mc.mr {
             for v in 0..mc.nv {
-                let p = c_at(self, r, v);
-                let st = self.b.build_store(p, next[r * mc.nv + v]).unwrap();
-                st.set_alignment(size).unwrap();
+                let p = c_at(self, r, v)?;
+                let st = self.b.build_store(p, next[r * mc.nv + v])?;
+                st.set_alignment(size)?;
             }
         }
+        Ok(())
     }
 
     /// `&buf[row * stride + col]` for a buffer of `et` elements.
@@ -296,14 +302,11 @@ impl<'ctx> Gen<'ctx, '_> {
         row: IntValue<'ctx>,
         stride: usize,
         col: IntValue<'ctx>,
-    ) -> PointerValue<'ctx> {
-        let lin = self
-            .b
-            .build_int_mul(row, self.i64c(stride as u64), "")
-            .unwrap();
-        let lin = self.b.build_int_add(lin, col, "").unwrap();
+    ) -> Result<PointerValue<'ctx>> {
+        let lin = self.b.build_int_mul(row, self.i64c(stride as u64), "")?;
+        let lin = self.b.build_int_add(lin, col, "")?;
         // SAFETY (of the generated code): row < rows and col < stride of the buffer.
-        unsafe { self.b.build_in_bounds_gep(et, buf, &[lin], "") }.unwrap()
+        Ok(unsafe { self.b.build_in_bounds_gep(et, buf, &[lin], "") }?)
     }
 
     /// A vector load aligned to one element (scratch rows need not be vector-aligned).
@@ -312,13 +315,12 @@ impl<'ctx> Gen<'ctx, '_> {
         vt: VectorType<'ctx>,
         p: PointerValue<'ctx>,
         align: u32,
-    ) -> VectorValue<'ctx> {
-        let v = self.b.build_load(vt, p, "").unwrap();
+    ) -> Result<VectorValue<'ctx>> {
+        let v = self.b.build_load(vt, p, "")?;
         v.as_instruction_value()
             .expect("a load instruction")
-            .set_alignment(align)
-            .unwrap();
-        v.into_vector_value()
+            .set_alignment(align)?;
+        Ok(v.into_vector_value())
     }
 
     fn splat(
@@ -326,16 +328,15 @@ impl<'ctx> Gen<'ctx, '_> {
         x: BasicValueEnum<'ctx>,
         vt: VectorType<'ctx>,
         lanes: usize,
-    ) -> VectorValue<'ctx> {
+    ) -> Result<VectorValue<'ctx>> {
         let i32t = self.ctx.i32_type();
         let one = self
             .b
-            .build_insert_element(vt.get_poison(), x, i32t.const_zero(), "")
-            .unwrap();
+            .build_insert_element(vt.get_poison(), x, i32t.const_zero(), "")?;
         let zeros = VectorType::const_vector(&vec![i32t.const_zero(); lanes]);
-        self.b
-            .build_shuffle_vector(one, vt.get_poison(), zeros, "")
-            .unwrap()
+        Ok(self
+            .b
+            .build_shuffle_vector(one, vt.get_poison(), zeros, "")?)
     }
 
     /// `a * b + c` elementwise: `llvm.fmuladd` for floats, wrapping for integers.
@@ -345,22 +346,22 @@ impl<'ctx> Gen<'ctx, '_> {
         a: VectorValue<'ctx>,
         b: VectorValue<'ctx>,
         c: VectorValue<'ctx>,
-    ) -> VectorValue<'ctx> {
+    ) -> Result<VectorValue<'ctx>> {
         if d.is_float() {
-            return self
+            return Ok(self
                 .intrinsic(
                     "llvm.fmuladd",
                     &[c.get_type().into()],
                     &[a.into(), b.into(), c.into()],
-                )
-                .into_vector_value();
+                )?
+                .into_vector_value());
         }
-        let p = self.b.build_int_mul(a, b, "").unwrap();
-        self.b.build_int_add(p, c, "").unwrap()
+        let p = self.b.build_int_mul(a, b, "")?;
+        Ok(self.b.build_int_add(p, c, "")?)
     }
 
     /// The plain i-k-j loop nest through scratch buffers (any dtypes and shapes).
-    fn dot_loops(&mut self, inst: &Inst) {
+    fn dot_loops(&mut self, inst: &Inst) -> Result<()> {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
         };
@@ -372,23 +373,24 @@ impl<'ctx> Gen<'ctx, '_> {
         let (m, k, n) = (at.shape[0], at.shape[1], bt.shape[1]);
         let da = at.dtype().expect("numbers");
         let dr = rt.dtype().expect("numbers");
-        let abuf = self.as_buf(a);
-        let bbuf = self.as_buf(b);
-        let c = self.alloc_buf(&rt);
-        self.fill_buf(c, &rt, acc);
+        let abuf = self.as_buf(a)?;
+        let bbuf = self.as_buf(b)?;
+        let c = self.alloc_buf(&rt)?;
+        self.fill_buf(c, &rt, acc)?;
         // f16/bf16 accumulate in f32 and round once at the end, as the interpreter and
         // CUDA do (rounding after every k step lost bits past 2^8 or 2^11: fuzzer seeds
         // 300272, 302420).
         let half = dr.is_narrow_float();
         let (c, work_t, work_d) = if half {
             let wt = Type::tile(Elem::Scalar(DType::F32), rt.shape.clone());
-            let w = self.alloc_buf(&wt);
+            let w = self.alloc_buf(&wt)?;
             let hs = self.storage_ty(dr);
             self.loop_nest(&[m, n], &mut |g, ij| {
-                let v = g.b.build_load(hs, g.buf_elem(c, &rt, ij), "").unwrap();
-                let v = g.decode_storage(v, Elem::Scalar(dr));
-                g.b.build_store(g.buf_elem(w, &wt, ij), v).unwrap();
-            });
+                let v = g.b.build_load(hs, g.buf_elem(c, &rt, ij)?, "")?;
+                let v = g.decode_storage(v, Elem::Scalar(dr))?;
+                g.b.build_store(g.buf_elem(w, &wt, ij)?, v)?;
+                Ok(())
+            })?;
             (w, wt, DType::F32)
         } else {
             (c, rt.clone(), dr)
@@ -397,46 +399,45 @@ impl<'ctx> Gen<'ctx, '_> {
         let is_float = dr.is_float();
         self.loop_nest(&[m, k], &mut |g, ik| {
             let (i, kk) = (ik[0], ik[1]);
-            let ap = g.buf_elem(abuf, &at, &[i, kk]);
-            let av = g.b.build_load(g.storage_ty(da), ap, "").unwrap();
-            let av = g.decode_storage(av, Elem::Scalar(da));
-            let av = g.cast(av, da, work_d);
+            let ap = g.buf_elem(abuf, &at, &[i, kk])?;
+            let av = g.b.build_load(g.storage_ty(da), ap, "")?;
+            let av = g.decode_storage(av, Elem::Scalar(da))?;
+            let av = g.cast(av, da, work_d)?;
             g.loop_nest(&[n], &mut |g, jv: &[IntValue<'ctx>]| {
                 let j = jv[0];
-                let bp = g.buf_elem(bbuf, &bt, &[kk, j]);
-                let bv = g.b.build_load(g.storage_ty(da), bp, "").unwrap();
-                let bv = g.decode_storage(bv, Elem::Scalar(da));
-                let bv = g.cast(bv, da, work_d);
-                let cp = g.buf_elem(c, &work_t, &[i, j]);
-                let cv = g.b.build_load(rs, cp, "").unwrap();
-                let cv = g.decode_storage(cv, Elem::Scalar(work_d));
+                let bp = g.buf_elem(bbuf, &bt, &[kk, j])?;
+                let bv = g.b.build_load(g.storage_ty(da), bp, "")?;
+                let bv = g.decode_storage(bv, Elem::Scalar(da))?;
+                let bv = g.cast(bv, da, work_d)?;
+                let cp = g.buf_elem(c, &work_t, &[i, j])?;
+                let cv = g.b.build_load(rs, cp, "")?;
+                let cv = g.decode_storage(cv, Elem::Scalar(work_d))?;
                 let nv = if is_float {
                     let t = g.compute_ty(work_d);
                     g.intrinsic("llvm.fmuladd", &[t], &[av, bv, cv])
                 } else {
                     let p =
-                        g.b.build_int_mul(av.into_int_value(), bv.into_int_value(), "")
-                            .unwrap();
-                    g.b.build_int_add(p, cv.into_int_value(), "")
-                        .unwrap()
-                        .into()
-                };
-                g.b.build_store(cp, g.to_storage(nv, Elem::Scalar(work_d)))
-                    .unwrap();
-            });
-        });
+                        g.b.build_int_mul(av.into_int_value(), bv.into_int_value(), "")?;
+                    Ok(g.b.build_int_add(p, cv.into_int_value(), "")?.into())
+                }?;
+                g.b.build_store(cp, g.to_storage(nv, Elem::Scalar(work_d))?)?;
+                Ok(())
+            })
+        })?;
         let c = if half {
-            let out = self.alloc_buf(&rt);
+            let out = self.alloc_buf(&rt)?;
             self.loop_nest(&[m, n], &mut |g, ij| {
-                let v = g.b.build_load(rs, g.buf_elem(c, &work_t, ij), "").unwrap();
-                let v = g.to_storage(g.cast(v, DType::F32, dr), Elem::Scalar(dr));
-                g.b.build_store(g.buf_elem(out, &rt, ij), v).unwrap();
-            });
+                let v = g.b.build_load(rs, g.buf_elem(c, &work_t, ij)?, "")?;
+                let v = g.to_storage(g.cast(v, DType::F32, dr)?, Elem::Scalar(dr))?;
+                g.b.build_store(g.buf_elem(out, &rt, ij)?, v)?;
+                Ok(())
+            })?;
             out
         } else {
             c
         };
         self.lv.insert(r, Lv::Buf(c));
+        Ok(())
     }
 }
 

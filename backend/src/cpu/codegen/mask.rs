@@ -9,6 +9,7 @@
 //! lies inside the computed range. Anything else falls back to a loop over the lanes.
 
 use super::{Gen, Lv};
+use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue};
 use inkwell::IntPredicate;
 use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Elem, Op, Value};
@@ -22,27 +23,24 @@ struct Range<'ctx> {
 
 impl<'ctx> Gen<'ctx, '_> {
     /// An i1 that is true when every lane of the bool tile `m` (of `shape`) is true.
-    pub(super) fn all_lanes_true(&mut self, m: Value, shape: &[usize]) -> IntValue<'ctx> {
-        if let Some(all) = self.all_true_closed_form(m) {
-            return all;
+    pub(super) fn all_lanes_true(&mut self, m: Value, shape: &[usize]) -> Result<IntValue<'ctx>> {
+        if let Some(all) = self.all_true_closed_form(m)? {
+            return Ok(all);
         }
-        let all = self.entry_alloca(self.ctx.bool_type().into());
+        let all = self.entry_alloca(self.ctx.bool_type().into())?;
         self.b
-            .build_store(all, self.ctx.bool_type().const_all_ones())
-            .unwrap();
+            .build_store(all, self.ctx.bool_type().const_all_ones())?;
         self.loop_nest(shape, &mut |g, idx| {
-            let x = g.lane(m, idx).into_int_value();
-            let acc =
-                g.b.build_load(g.ctx.bool_type(), all, "")
-                    .unwrap()
-                    .into_int_value();
-            let acc = g.b.build_and(acc, x, "").unwrap();
-            g.b.build_store(all, acc).unwrap();
-        });
-        self.b
-            .build_load(self.ctx.bool_type(), all, "all")
-            .unwrap()
-            .into_int_value()
+            let x = g.lane(m, idx)?.into_int_value();
+            let acc = g.b.build_load(g.ctx.bool_type(), all, "")?.into_int_value();
+            let acc = g.b.build_and(acc, x, "")?;
+            g.b.build_store(all, acc)?;
+            Ok(())
+        })?;
+        Ok(self
+            .b
+            .build_load(self.ctx.bool_type(), all, "all")?
+            .into_int_value())
     }
 
     /// The value of a lazily computed tile's defining op, `None` when `v` is materialized.
@@ -62,15 +60,17 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Emits the closed-form test, or `None` when the mask is not of a known form (what
     /// was emitted on the way is pure and dead).
-    fn all_true_closed_form(&mut self, m: Value) -> Option<IntValue<'ctx>> {
+    fn all_true_closed_form(&mut self, m: Value) -> Result<Option<IntValue<'ctx>>> {
         if self.true_masks.contains(&m) {
-            return Some(self.ctx.bool_type().const_all_ones());
+            return Ok(Some(self.ctx.bool_type().const_all_ones()));
         }
         if let Some(s) = self.scalar_of(m) {
-            return Some(s.into_int_value());
+            return Ok(Some(s.into_int_value()));
         }
-        let op = self.lazy_op(m)?.clone();
-        match op {
+        let Some(op) = self.lazy_op(m).cloned() else {
+            return Ok(None);
+        };
+        Ok(match op {
             Op::Const(Const::Int(c)) => {
                 Some(self.ctx.bool_type().const_int((c != 0) as u64, false))
             }
@@ -80,52 +80,64 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::Reshape(x)
             | Op::Permute { x, .. }
             | Op::Flip { x, .. }
-            | Op::Hint { x, .. } => self.all_true_closed_form(x),
+            | Op::Hint { x, .. } => self.all_true_closed_form(x)?,
             Op::Binary(BinOp::And, a, b) => {
-                let a = self.all_true_closed_form(a)?;
-                let b = self.all_true_closed_form(b)?;
-                Some(self.b.build_and(a, b, "").unwrap())
+                let Some(a) = self.all_true_closed_form(a)? else {
+                    return Ok(None);
+                };
+                let Some(b) = self.all_true_closed_form(b)? else {
+                    return Ok(None);
+                };
+                Some(self.b.build_and(a, b, "")?)
             }
             Op::Cmp(pred, a, b) => {
-                let d = self.ty(a).dtype().filter(|d| d.is_int())?;
-                let ra = self.range(a)?;
-                let rb = self.range(b)?;
+                let Some(d) = self.ty(a).dtype().filter(|d| d.is_int()) else {
+                    return Ok(None);
+                };
+                let Some(ra) = self.range(a)? else {
+                    return Ok(None);
+                };
+                let Some(rb) = self.range(b)? else {
+                    return Ok(None);
+                };
                 let signed = d.is_signed_int();
                 let (p, x, y) = match pred {
                     CmpPred::Lt => (IntPredicate::SLT, ra.hi, rb.lo),
                     CmpPred::Le => (IntPredicate::SLE, ra.hi, rb.lo),
                     CmpPred::Gt => (IntPredicate::SGT, ra.lo, rb.hi),
                     CmpPred::Ge => (IntPredicate::SGE, ra.lo, rb.hi),
-                    CmpPred::Eq | CmpPred::Ne => return None,
+                    CmpPred::Eq | CmpPred::Ne => return Ok(None),
                 };
                 let p = if signed { p } else { unsigned(p) };
                 let bl = self.b;
-                let holds = bl.build_int_compare(p, x, y, "").unwrap();
-                let ok = bl.build_and(ra.ok, rb.ok, "").unwrap();
-                Some(bl.build_and(holds, ok, "").unwrap())
+                let holds = bl.build_int_compare(p, x, y, "")?;
+                let ok = bl.build_and(ra.ok, rb.ok, "")?;
+                Some(bl.build_and(holds, ok, "")?)
             }
             _ => None,
-        }
+        })
     }
 
     /// The range of integer value `v` over all lanes.
-    fn range(&mut self, v: Value) -> Option<Range<'ctx>> {
+    fn range(&mut self, v: Value) -> Result<Option<Range<'ctx>>> {
         let d = match self.ty(v).elem {
             Elem::Scalar(d) if d.is_int() => d,
-            _ => return None,
+            _ => return Ok(None),
         };
         let yes = self.ctx.bool_type().const_all_ones();
         if let Some(s) = self.scalar_of(v) {
             let s = s.into_int_value();
-            return Some(Range {
+            return Ok(Some(Range {
                 lo: s,
                 hi: s,
                 ok: yes,
-            });
+            }));
         }
-        let op = self.lazy_op(v)?.clone();
+        let Some(op) = self.lazy_op(v).cloned() else {
+            return Ok(None);
+        };
         let it = self.compute_ty(d).into_int_type();
-        match op {
+        Ok(match op {
             Op::Const(Const::Int(c)) => {
                 let c = it.const_int(c as u64, false);
                 Some(Range {
@@ -145,50 +157,57 @@ impl<'ctx> Gen<'ctx, '_> {
             | Op::Reshape(x)
             | Op::Permute { x, .. }
             | Op::Flip { x, .. }
-            | Op::Hint { x, .. } => self.range(x),
+            | Op::Hint { x, .. } => self.range(x)?,
             Op::Cast(x) => {
-                let from = self.ty(x).dtype().filter(|f| f.is_int())?;
-                let r = self.range(x)?;
+                let Some(from) = self.ty(x).dtype().filter(|f| f.is_int()) else {
+                    return Ok(None);
+                };
+                let Some(r) = self.range(x)? else {
+                    return Ok(None);
+                };
                 let widening = from.bits() < d.bits() || (from.bits() == d.bits() && from == d);
                 let same_sign = from.is_signed_int() == d.is_signed_int();
                 // Signed → signed sign-extends, unsigned → anything wider zero-extends:
                 // both keep every value, so the range maps bound by bound.
                 if !(widening && (same_sign || (!from.is_signed_int() && from.bits() < d.bits()))) {
-                    return None;
+                    return Ok(None);
                 }
                 let ext = |x: IntValue<'ctx>| {
                     self.b
                         .build_int_cast_sign_flag(x, it, from.is_signed_int(), "")
-                        .unwrap()
                 };
                 Some(Range {
-                    lo: ext(r.lo),
-                    hi: ext(r.hi),
+                    lo: ext(r.lo)?,
+                    hi: ext(r.hi)?,
                     ok: r.ok,
                 })
             }
             Op::Binary(op @ (BinOp::Add | BinOp::Sub | BinOp::Mul), a, b) => {
-                let ra = self.range(a)?;
-                let rb = self.range(b)?;
-                let ok = self.b.build_and(ra.ok, rb.ok, "").unwrap();
+                let Some(ra) = self.range(a)? else {
+                    return Ok(None);
+                };
+                let Some(rb) = self.range(b)? else {
+                    return Ok(None);
+                };
+                let ok = self.b.build_and(ra.ok, rb.ok, "")?;
                 Some(match op {
                     BinOp::Add => {
-                        let (lo, o1) = self.checked("add", d, ra.lo, rb.lo);
-                        let (hi, o2) = self.checked("add", d, ra.hi, rb.hi);
-                        self.range_of(lo, hi, ok, &[o1, o2])
+                        let (lo, o1) = self.checked("add", d, ra.lo, rb.lo)?;
+                        let (hi, o2) = self.checked("add", d, ra.hi, rb.hi)?;
+                        self.range_of(lo, hi, ok, &[o1, o2])?
                     }
                     BinOp::Sub => {
-                        let (lo, o1) = self.checked("sub", d, ra.lo, rb.hi);
-                        let (hi, o2) = self.checked("sub", d, ra.hi, rb.lo);
+                        let (lo, o1) = self.checked("sub", d, ra.lo, rb.hi)?;
+                        let (hi, o2) = self.checked("sub", d, ra.hi, rb.lo)?;
                         // Unsigned: lo - hi may be "negative" for some lanes: overflow says no.
-                        self.range_of(lo, hi, ok, &[o1, o2])
+                        self.range_of(lo, hi, ok, &[o1, o2])?
                     }
                     _ => {
                         let corners = [
-                            self.checked("mul", d, ra.lo, rb.lo),
-                            self.checked("mul", d, ra.lo, rb.hi),
-                            self.checked("mul", d, ra.hi, rb.lo),
-                            self.checked("mul", d, ra.hi, rb.hi),
+                            self.checked("mul", d, ra.lo, rb.lo)?,
+                            self.checked("mul", d, ra.lo, rb.hi)?,
+                            self.checked("mul", d, ra.hi, rb.lo)?,
+                            self.checked("mul", d, ra.hi, rb.hi)?,
                         ];
                         let (smin, smax) = if d.is_signed_int() {
                             ("llvm.smin", "llvm.smax")
@@ -199,19 +218,19 @@ impl<'ctx> Gen<'ctx, '_> {
                         let mut hi = corners[0].0;
                         for (c, _) in &corners[1..] {
                             lo = self
-                                .intrinsic(smin, &[it.into()], &[lo.into(), (*c).into()])
+                                .intrinsic(smin, &[it.into()], &[lo.into(), (*c).into()])?
                                 .into_int_value();
                             hi = self
-                                .intrinsic(smax, &[it.into()], &[hi.into(), (*c).into()])
+                                .intrinsic(smax, &[it.into()], &[hi.into(), (*c).into()])?
                                 .into_int_value();
                         }
                         let flags: Vec<IntValue> = corners.iter().map(|c| c.1).collect();
-                        self.range_of(lo, hi, ok, &flags)
+                        self.range_of(lo, hi, ok, &flags)?
                     }
                 })
             }
             _ => None,
-        }
+        })
     }
 
     /// A range whose bounds came from checked ops with overflow flags `overflows`.
@@ -221,12 +240,12 @@ impl<'ctx> Gen<'ctx, '_> {
         hi: IntValue<'ctx>,
         mut ok: IntValue<'ctx>,
         overflows: &[IntValue<'ctx>],
-    ) -> Range<'ctx> {
+    ) -> Result<Range<'ctx>> {
         for o in overflows {
-            let fine = self.b.build_not(*o, "").unwrap();
-            ok = self.b.build_and(ok, fine, "").unwrap();
+            let fine = self.b.build_not(*o, "")?;
+            ok = self.b.build_and(ok, fine, "")?;
         }
-        Range { lo, hi, ok }
+        Ok(Range { lo, hi, ok })
     }
 
     /// `a op b` with LLVM's overflow-checking intrinsics: (result, overflowed).
@@ -236,23 +255,15 @@ impl<'ctx> Gen<'ctx, '_> {
         d: DType,
         a: IntValue<'ctx>,
         b: IntValue<'ctx>,
-    ) -> (IntValue<'ctx>, IntValue<'ctx>) {
+    ) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
         let sign = if d.is_signed_int() { "s" } else { "u" };
         let name = format!("llvm.{sign}{op}.with.overflow");
         let r = self
-            .intrinsic(&name, &[a.get_type().into()], &[a.into(), b.into()])
+            .intrinsic(&name, &[a.get_type().into()], &[a.into(), b.into()])?
             .into_struct_value();
-        let v = self
-            .b
-            .build_extract_value(r, 0, "")
-            .unwrap()
-            .into_int_value();
-        let o = self
-            .b
-            .build_extract_value(r, 1, "")
-            .unwrap()
-            .into_int_value();
-        (v, o)
+        let v = self.b.build_extract_value(r, 0, "")?.into_int_value();
+        let o = self.b.build_extract_value(r, 1, "")?.into_int_value();
+        Ok((v, o))
     }
 }
 

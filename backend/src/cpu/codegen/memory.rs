@@ -5,6 +5,7 @@
 use super::{Gen, Lv};
 use crate::launch::checked::PARAM_WORDS;
 use crate::launch::race::{AccessKind, RACE_SYMBOL};
+use crate::llvm::{Positioned, Result};
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValue, BasicValueEnum, InstructionValue, IntValue, PointerValue};
 use inkwell::AtomicOrdering;
@@ -19,16 +20,16 @@ impl<'ctx> Gen<'ctx, '_> {
         ptr_value: Value,
         p: PointerValue<'ctx>,
         size: usize,
-    ) -> Option<IntValue<'ctx>> {
+    ) -> Result<Option<IntValue<'ctx>>> {
         if !self.opts.bounds_check {
-            return None;
+            return Ok(None);
         }
         let (bl, i64t) = (self.b, self.ctx.i64_type());
-        let addr = bl.build_ptr_to_int(p, i64t, "addr").unwrap();
-        let word = |k: u64| {
+        let addr = bl.build_ptr_to_int(p, i64t, "addr")?;
+        let word = |k: u64| -> Result<_> {
             // SAFETY (of the generated code): `ranges` holds the launch's check words.
-            let p = unsafe { bl.build_gep(i64t, self.ranges, &[self.i64c(k)], "") }.unwrap();
-            bl.build_load(i64t, p, "").unwrap().into_int_value()
+            let p = unsafe { bl.build_gep(i64t, self.ranges, &[self.i64c(k)], "") }?;
+            Ok(bl.build_load(i64t, p, "")?.into_int_value())
         };
         let params = self.f.params.len() as u64;
         if self.foreign.contains(&ptr_value) {
@@ -36,9 +37,9 @@ impl<'ctx> Gen<'ctx, '_> {
             let at = self.i64c(PARAM_WORDS as u64 * params + 1);
             // SAFETY (of the generated code): the launcher appends the buffer list for
             // kernels with pointers made from integers.
-            let list = unsafe { bl.build_gep(i64t, self.ranges, &[at], "buffers") }.unwrap();
+            let list = unsafe { bl.build_gep(i64t, self.ranges, &[at], "buffers") }?;
             let write = !matches!(inst.op, Op::Load { .. });
-            return Some(self.emit().in_any_buffer(list, addr, size, write));
+            return Ok(Some(self.emit().in_any_buffer(list, addr, size, write)?));
         }
         let all: Vec<usize> = (0..self.f.params.len()).collect();
         let roots = self.roots.get(&ptr_value).unwrap_or(&all);
@@ -48,19 +49,19 @@ impl<'ctx> Gen<'ctx, '_> {
                 continue;
             }
             let first = PARAM_WORDS as u64 * r as u64;
-            let fields = [0, 1, 2].map(|k| word(first + k));
-            let inside = self.emit().in_buffer(addr, size, fields, self.ranges);
-            ok = bl.build_or(ok, inside, "").unwrap();
+            let fields = [word(first)?, word(first + 1)?, word(first + 2)?];
+            let inside = self.emit().in_buffer(addr, size, fields, self.ranges)?;
+            ok = bl.build_or(ok, inside, "")?;
         }
-        Some(ok)
+        Ok(Some(ok))
     }
 
     /// Records a fault of memory op `inst` at `p` unless one was recorded already.
-    fn record_fault(&self, inst: &Inst, p: PointerValue<'ctx>) {
+    fn record_fault(&self, inst: &Inst, p: PointerValue<'ctx>) -> Result<()> {
         let id = self.site_ids[&(inst as *const Inst)];
-        let addr = self.b.build_ptr_to_int(p, self.ctx.i64_type(), "").unwrap();
+        let addr = self.b.build_ptr_to_int(p, self.ctx.i64_type(), "")?;
         self.emit()
-            .record_fault(self.func, self.err, id, addr, self.pids);
+            .record_fault(self.func, self.err, id, addr, self.pids)
     }
 
     /// Branches to a new block when `cond` (and the bounds check) holds; returns the block
@@ -72,10 +73,10 @@ impl<'ctx> Gen<'ctx, '_> {
         p: PointerValue<'ctx>,
         size: usize,
         mask: Option<IntValue<'ctx>>,
-    ) -> Option<Guard<'ctx>> {
-        let check = self.check_access(inst, ptr_value, p, size);
+    ) -> Result<Option<Guard<'ctx>>> {
+        let check = self.check_access(inst, ptr_value, p, size)?;
         if mask.is_none() && check.is_none() {
-            return None;
+            return Ok(None);
         }
         let bl = self.b;
         let join = self.ctx.append_basic_block(self.func, "mem.join");
@@ -84,31 +85,30 @@ impl<'ctx> Gen<'ctx, '_> {
         if let Some(ok) = check {
             if let Some(m) = mask {
                 let test = self.ctx.append_basic_block(self.func, "mem.check");
-                skipped.push(bl.get_insert_block().unwrap());
-                bl.build_conditional_branch(m, test, join).unwrap();
+                skipped.push(bl.current_block()?);
+                bl.build_conditional_branch(m, test, join)?;
                 bl.position_at_end(test);
             }
             let fault = self.ctx.append_basic_block(self.func, "mem.fault");
-            bl.build_conditional_branch(ok, doit, fault).unwrap();
+            bl.build_conditional_branch(ok, doit, fault)?;
             bl.position_at_end(fault);
-            self.record_fault(inst, p);
-            skipped.push(bl.get_insert_block().unwrap());
-            bl.build_unconditional_branch(join).unwrap();
+            self.record_fault(inst, p)?;
+            skipped.push(bl.current_block()?);
+            bl.build_unconditional_branch(join)?;
         } else {
-            skipped.push(bl.get_insert_block().unwrap());
-            bl.build_conditional_branch(mask.expect("checked above"), doit, join)
-                .unwrap();
+            skipped.push(bl.current_block()?);
+            bl.build_conditional_branch(mask.expect("checked above"), doit, join)?;
         }
         bl.position_at_end(doit);
-        self.report_access(inst, p);
-        Some(Guard { join, skipped })
+        self.report_access(inst, p)?;
+        Ok(Some(Guard { join, skipped }))
     }
 
     /// Race checking: tells the launch's recorder that this program accesses `p` with
     /// memory op `inst` (after its bounds check passed).
-    fn report_access(&self, inst: &Inst, p: PointerValue<'ctx>) {
+    fn report_access(&self, inst: &Inst, p: PointerValue<'ctx>) -> Result<()> {
         let Some(recorder) = self.race else {
-            return;
+            return Ok(());
         };
         let (ctx, i64t) = (self.ctx, self.ctx.i64_type());
         let ptr = ctx.ptr_type(inkwell::AddressSpace::default());
@@ -125,7 +125,7 @@ impl<'ctx> Gen<'ctx, '_> {
             _ => AccessKind::Atomic,
         };
         let bl = self.b;
-        let addr = bl.build_ptr_to_int(p, i64t, "").unwrap();
+        let addr = bl.build_ptr_to_int(p, i64t, "")?;
         let site = self.site_ids[&(inst as *const Inst)];
         let mut args: Vec<inkwell::values::BasicMetadataValueEnum> = vec![
             recorder.into(),
@@ -134,9 +134,10 @@ impl<'ctx> Gen<'ctx, '_> {
             i64t.const_int(u64::from(site), false).into(),
         ];
         for pid in self.pids {
-            args.push(bl.build_int_z_extend(pid, i64t, "").unwrap().into());
+            args.push(bl.build_int_z_extend(pid, i64t, "")?.into());
         }
-        bl.build_call(hook, &args, "").unwrap();
+        bl.build_call(hook, &args, "")?;
+        Ok(())
     }
 
     /// The mask of a masked load computed lazily inside `v` (`v` itself or a lazy operand,
@@ -165,7 +166,7 @@ impl<'ctx> Gen<'ctx, '_> {
         &mut self,
         inst: &Inst,
         idx: &[IntValue<'ctx>],
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let Op::Load {
             ptr,
             mask,
@@ -179,25 +180,26 @@ impl<'ctx> Gen<'ctx, '_> {
         let rt = self.ty(inst.results[0]);
         let d = rt.dtype().expect("loads give numbers");
         let elem = Elem::Scalar(d);
-        let p = self.lane(*ptr, idx).into_pointer_value();
+        let p = self.lane(*ptr, idx)?.into_pointer_value();
         let m = mask
             .filter(|m| !self.true_masks.contains(m))
-            .map(|m| self.lane(m, idx).into_int_value());
+            .map(|m| -> Result<_> { Ok(self.lane(m, idx)?.into_int_value()) })
+            .transpose()?;
         let o = match other {
             Some(o) => self.lane(*o, idx),
-            None => self.const_value(Const::Int(0), d),
-        };
+            None => Ok(self.const_value(Const::Int(0), d)),
+        }?;
         let st = self.storage_ty(d);
-        match self.guard(inst, *ptr, p, d.size_bytes(), m) {
+        match self.guard(inst, *ptr, p, d.size_bytes(), m)? {
             None => {
-                let raw = self.b.build_load(st, p, "").unwrap();
+                let raw = self.b.build_load(st, p, "")?;
                 self.cache_hints(raw.as_instruction_value(), hints);
-                self.decode_storage(raw, elem)
+                Ok(self.decode_storage(raw, elem)?)
             }
             Some(guard) => {
-                let raw = self.b.build_load(st, p, "").unwrap();
+                let raw = self.b.build_load(st, p, "")?;
                 self.cache_hints(raw.as_instruction_value(), hints);
-                let v = self.decode_storage(raw, elem);
+                let v = self.decode_storage(raw, elem)?;
                 self.join(guard, v, o)
             }
         }
@@ -225,7 +227,7 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    pub(super) fn store(&mut self, inst: &Inst) {
+    pub(super) fn store(&mut self, inst: &Inst) -> Result<()> {
         let Op::Store {
             ptr,
             value,
@@ -238,14 +240,16 @@ impl<'ctx> Gen<'ctx, '_> {
         let hints = *hints;
         // A Simd call may have written the values in place (see `custom`).
         let written = self.stored_in_place.remove(&(inst as *const Inst));
-        let join = written.map(|done| {
-            let store = self.ctx.append_basic_block(self.func, "store");
-            let join = self.ctx.append_basic_block(self.func, "store.done");
-            self.b.build_conditional_branch(done, join, store).unwrap();
-            self.b.position_at_end(store);
-            join
-        });
-        self.prefetch_next(*ptr, true);
+        let join = written
+            .map(|done| -> Result<_> {
+                let store = self.ctx.append_basic_block(self.func, "store");
+                let join = self.ctx.append_basic_block(self.func, "store.done");
+                self.b.build_conditional_branch(done, join, store)?;
+                self.b.position_at_end(store);
+                Ok(join)
+            })
+            .transpose()?;
+        self.prefetch_next(*ptr, true)?;
         let pt = self.ty(*ptr).clone();
         let d = pt.elem.pointee().expect("verified pointer");
         let (ptr, value, mask) = (*ptr, *value, *mask);
@@ -253,55 +257,62 @@ impl<'ctx> Gen<'ctx, '_> {
         let spread = self.spread_here(inst);
         self.versioned(version_on, &mut |g| {
             g.lane_loop(&pt.shape, &[], &spread, &mut |g, idx| {
-                let p = g.lane(ptr, idx).into_pointer_value();
-                let v = g.lane(value, idx);
+                let p = g.lane(ptr, idx)?.into_pointer_value();
+                let v = g.lane(value, idx)?;
                 let m = mask
                     .filter(|m| !g.true_masks.contains(m))
-                    .map(|m| g.lane(m, idx).into_int_value());
-                let s = g.to_storage(v, Elem::Scalar(d));
-                match g.guard(inst, ptr, p, d.size_bytes(), m) {
+                    .map(|m| -> Result<_> { Ok(g.lane(m, idx)?.into_int_value()) })
+                    .transpose()?;
+                let s = g.to_storage(v, Elem::Scalar(d))?;
+                match g.guard(inst, ptr, p, d.size_bytes(), m)? {
                     None => {
-                        let st = g.b.build_store(p, s).unwrap();
+                        let st = g.b.build_store(p, s)?;
                         g.cache_hints(Some(st), hints);
                     }
                     Some(guard) => {
-                        let st = g.b.build_store(p, s).unwrap();
+                        let st = g.b.build_store(p, s)?;
                         g.cache_hints(Some(st), hints);
-                        g.b.build_unconditional_branch(guard.join).unwrap();
+                        g.b.build_unconditional_branch(guard.join)?;
                         g.b.position_at_end(guard.join);
                     }
                 }
-                None
-            });
-        });
+                Ok(None)
+            })
+        })?;
         if let Some(join) = join {
-            self.b.build_unconditional_branch(join).unwrap();
+            self.b.build_unconditional_branch(join)?;
             self.b.position_at_end(join);
         }
+        Ok(())
     }
 
-    pub(super) fn atomic(&mut self, inst: &'_ Inst) {
+    pub(super) fn atomic(&mut self, inst: &'_ Inst) -> Result<()> {
         let r = inst.results[0];
         let rt = self.ty(r).clone();
         let d = rt.dtype().expect("atomics give numbers");
-        let buf = (!rt.is_scalar()).then(|| self.alloc_buf(&rt));
+        let buf = (!rt.is_scalar()).then(|| self.alloc_buf(&rt)).transpose()?;
         let mut scalar = None;
         self.loop_nest(&rt.shape.clone(), &mut |g, idx| {
-            let old = g.atomic_lane(inst, d, idx);
+            let old = g.atomic_lane(inst, d, idx)?;
             match buf {
                 Some(buf) => {
-                    let s = g.to_storage(old, Elem::Scalar(d));
-                    let p = g.buf_elem(buf, &rt, idx);
-                    g.b.build_store(p, s).unwrap();
+                    let s = g.to_storage(old, Elem::Scalar(d))?;
+                    let p = g.buf_elem(buf, &rt, idx)?;
+                    g.b.build_store(p, s)?;
+                    Ok(())
                 }
-                None => scalar = Some(old),
+                None => {
+                    scalar = Some(old);
+                    Ok(())
+                }
             }
-        });
+        })?;
         let lv = match buf {
             Some(b) => Lv::Buf(b),
-            None => Lv::Scalar(scalar.expect("scalar atomic emitted")),
+            None => Lv::Scalar(scalar.expect("the loop nest of a scalar runs once")),
         };
         self.lv.insert(r, lv);
+        Ok(())
     }
 
     fn atomic_lane(
@@ -309,41 +320,40 @@ impl<'ctx> Gen<'ctx, '_> {
         inst: &Inst,
         d: DType,
         idx: &[IntValue<'ctx>],
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let (ptr, mask) = match &inst.op {
             Op::Atomic { ptr, mask, .. } => (*ptr, *mask),
             Op::AtomicCas { ptr, .. } => (*ptr, None),
             _ => unreachable!(),
         };
-        let p = self.lane(ptr, idx).into_pointer_value();
-        let m = mask.map(|m| self.lane(m, idx).into_int_value());
+        let p = self.lane(ptr, idx)?.into_pointer_value();
+        let m = mask
+            .map(|m| -> Result<_> { Ok(self.lane(m, idx)?.into_int_value()) })
+            .transpose()?;
         let (a, b) = match &inst.op {
-            Op::Atomic { value, .. } => (self.lane(*value, idx), None),
+            Op::Atomic { value, .. } => (self.lane(*value, idx)?, None),
             Op::AtomicCas { cmp, value, .. } => {
-                (self.lane(*cmp, idx), Some(self.lane(*value, idx)))
+                (self.lane(*cmp, idx)?, Some(self.lane(*value, idx)?))
             }
             _ => unreachable!(),
         };
         let zero = self.const_value(Const::Int(0), d);
-        let guarded = self.guard(inst, ptr, p, d.size_bytes(), m);
+        let guarded = self.guard(inst, ptr, p, d.size_bytes(), m)?;
         let old = match &inst.op {
             Op::Atomic { op, .. } => self.rmw(*op, d, p, a),
             _ => {
-                let r = self
-                    .b
-                    .build_cmpxchg(
-                        p,
-                        a.into_int_value(),
-                        b.expect("cas value").into_int_value(),
-                        AtomicOrdering::SequentiallyConsistent,
-                        AtomicOrdering::SequentiallyConsistent,
-                    )
-                    .unwrap();
-                self.b.build_extract_value(r, 0, "").unwrap()
+                let r = self.b.build_cmpxchg(
+                    p,
+                    a.into_int_value(),
+                    b.expect("cas value").into_int_value(),
+                    AtomicOrdering::SequentiallyConsistent,
+                    AtomicOrdering::SequentiallyConsistent,
+                )?;
+                Ok(self.b.build_extract_value(r, 0, "")?)
             }
-        };
+        }?;
         match guarded {
-            None => old,
+            None => Ok(old),
             Some(guard) => self.join(guard, old, zero),
         }
     }
@@ -355,11 +365,11 @@ impl<'ctx> Gen<'ctx, '_> {
         d: DType,
         p: PointerValue<'ctx>,
         v: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         if d.is_float() {
-            self.emit().float_atomic_cas(op, d, p, v)
+            Ok(self.emit().float_atomic_cas(op, d, p, v)?)
         } else {
-            self.emit().int_atomic_rmw(op, d, p, v)
+            Ok(self.emit().int_atomic_rmw(op, d, p, v)?)
         }
     }
 }
@@ -379,15 +389,15 @@ impl<'ctx> Gen<'ctx, '_> {
         guard: Guard<'ctx>,
         done: BasicValueEnum<'ctx>,
         skipped_value: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
-        let from = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(guard.join).unwrap();
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let from = self.b.current_block()?;
+        self.b.build_unconditional_branch(guard.join)?;
         self.b.position_at_end(guard.join);
-        let phi = self.b.build_phi(done.get_type(), "").unwrap();
+        let phi = self.b.build_phi(done.get_type(), "")?;
         phi.add_incoming(&[(&done, from)]);
         for pred in &guard.skipped {
             phi.add_incoming(&[(&skipped_value, *pred)]);
         }
-        phi.as_basic_value()
+        Ok(phi.as_basic_value())
     }
 }

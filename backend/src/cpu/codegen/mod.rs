@@ -26,6 +26,7 @@ mod transpose;
 mod types;
 
 use crate::launch::checked::PARAM_WORDS;
+use crate::llvm::{CodegenError, Positioned, Result};
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
@@ -99,8 +100,6 @@ pub(crate) struct Gen<'ctx, 'f> {
     opts: CodegenOptions,
     /// How each custom call is linked (see `pipeline::link`).
     customs: &'f crate::pipeline::link::CustomEntries,
-    /// The first error found while generating (an invalid custom call).
-    error: Option<String>,
     /// Where the next program's tiles are prefetched (see `prefetch`).
     spread: Vec<prefetch::SpreadPlan>,
     /// The `for` loops around the op being generated, innermost last.
@@ -118,7 +117,7 @@ pub(crate) fn generate<'ctx>(
     entry_name: &str,
     opts: CodegenOptions,
     customs: &crate::pipeline::link::CustomEntries,
-) -> Result<Generated, String> {
+) -> Result<Generated> {
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());
     let i32t = ctx.i32_type();
@@ -196,7 +195,6 @@ pub(crate) fn generate<'ctx>(
         nprogs: [3, 4, 5].map(|k| arg(n + k).into_int_value()),
         opts,
         customs,
-        error: None,
         spread,
         loops: Vec::new(),
         stored_in_place: HashMap::new(),
@@ -205,19 +203,16 @@ pub(crate) fn generate<'ctx>(
         // After the check words of every parameter.
         let at = i64t.const_int(PARAM_WORDS as u64 * u64::from(n), false);
         // SAFETY (of the generated code): the launcher passes the race word in race mode.
-        let p = unsafe { b.build_gep(i64t, g.ranges, &[at], "") }.unwrap();
-        let word = b.build_load(i64t, p, "recorder").unwrap().into_int_value();
-        g.race = Some(b.build_int_to_ptr(word, ptr, "").unwrap());
+        let p = unsafe { b.build_gep(i64t, g.ranges, &[at], "") }?;
+        let word = b.build_load(i64t, p, "recorder")?.into_int_value();
+        g.race = Some(b.build_int_to_ptr(word, ptr, "")?);
     }
     index_insts(&f.body, &mut g.defs, &mut g.site_ids);
     for (i, p) in f.params.iter().enumerate() {
         g.lv.insert(p.value, Lv::Scalar(arg(i as u32)));
     }
-    g.block(&f.body);
-    if let Some(e) = g.error.take() {
-        return Err(e);
-    }
-    b.build_return(None).map_err(|e| e.to_string())?;
+    g.block(&f.body)?;
+    b.build_return(None)?;
     scopes::annotate(ctx, body_fn, &g.buffers, entry_name);
     let scratch_bytes = g.scratch_bytes;
 
@@ -245,16 +240,13 @@ pub(crate) fn generate<'ctx>(
     for (k, p) in f.params.iter().enumerate() {
         // SAFETY (of the generated code): `args` holds one 8-byte slot per parameter.
         let slot =
-            unsafe { b.build_gep(i64t, args_ptr, &[i64t.const_int(k as u64, false)], "slot") }
-                .map_err(|e| e.to_string())?;
+            unsafe { b.build_gep(i64t, args_ptr, &[i64t.const_int(k as u64, false)], "slot") }?;
         let t = f.ty(p.value);
         let v = match t.elem {
-            Elem::Ptr(_) => b.build_load(ptr, slot, "p").map_err(|e| e.to_string())?,
+            Elem::Ptr(_) => b.build_load(ptr, slot, "p")?,
             Elem::Scalar(_) => {
-                let raw = b
-                    .build_load(g.elem_storage_ty(t.elem), slot, "s")
-                    .map_err(|e| e.to_string())?;
-                g.decode_storage(raw, t.elem)
+                let raw = b.build_load(g.elem_storage_ty(t.elem), slot, "s")?;
+                g.decode_storage(raw, t.elem)?
             }
         };
         call_args.push(v.into());
@@ -266,40 +258,34 @@ pub(crate) fn generate<'ctx>(
     let header = ctx.append_basic_block(entry, "program");
     let run = ctx.append_basic_block(entry, "run");
     let done = ctx.append_basic_block(entry, "done");
-    let has_work = b
-        .build_int_compare(inkwell::IntPredicate::ULT, start, end, "")
-        .unwrap();
-    b.build_conditional_branch(has_work, header, done).unwrap();
+    let has_work = b.build_int_compare(inkwell::IntPredicate::ULT, start, end, "")?;
+    b.build_conditional_branch(has_work, header, done)?;
     b.position_at_end(header);
-    let pid = b.build_phi(i64t, "pid").unwrap();
+    let pid = b.build_phi(i64t, "pid")?;
     pid.add_incoming(&[(&start, bb)]);
     let p = pid.as_basic_value().into_int_value();
-    let fault = b.build_load(i64t, err, "fault").unwrap().into_int_value();
-    let ok = b
-        .build_int_compare(inkwell::IntPredicate::EQ, fault, i64t.const_zero(), "")
-        .unwrap();
-    b.build_conditional_branch(ok, run, done).unwrap();
+    let fault = b.build_load(i64t, err, "fault")?.into_int_value();
+    let ok = b.build_int_compare(inkwell::IntPredicate::EQ, fault, i64t.const_zero(), "")?;
+    b.build_conditional_branch(ok, run, done)?;
     b.position_at_end(run);
-    let x = b.build_int_unsigned_rem(p, nx, "").unwrap();
-    let q = b.build_int_unsigned_div(p, nx, "").unwrap();
-    let y = b.build_int_unsigned_rem(q, ny, "").unwrap();
-    let z = b.build_int_unsigned_div(q, ny, "").unwrap();
+    let x = b.build_int_unsigned_rem(p, nx, "")?;
+    let q = b.build_int_unsigned_div(p, nx, "")?;
+    let y = b.build_int_unsigned_rem(q, ny, "")?;
+    let z = b.build_int_unsigned_div(q, ny, "")?;
     let mut all = call_args.clone();
     for v in [x, y, z, nx, ny, nz] {
-        all.push(b.build_int_truncate(v, i32t, "").unwrap().into());
+        all.push(b.build_int_truncate(v, i32t, "")?.into());
     }
     for k in [2, 1, 3] {
         all.push(ep(k).into());
     }
-    b.build_call(body_fn, &all, "").unwrap();
-    let next = b.build_int_add(p, i64t.const_int(1, false), "").unwrap();
+    b.build_call(body_fn, &all, "")?;
+    let next = b.build_int_add(p, i64t.const_int(1, false), "")?;
     pid.add_incoming(&[(&next, run)]);
-    let more = b
-        .build_int_compare(inkwell::IntPredicate::ULT, next, end, "")
-        .unwrap();
-    b.build_conditional_branch(more, header, done).unwrap();
+    let more = b.build_int_compare(inkwell::IntPredicate::ULT, next, end, "")?;
+    b.build_conditional_branch(more, header, done)?;
     b.position_at_end(done);
-    b.build_return(None).unwrap();
+    b.build_return(None)?;
     Ok(Generated { scratch_bytes })
 }
 
@@ -346,7 +332,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// Reserves a 64-byte-aligned scratch buffer for a tile of `ty`.
-    fn alloc_buf(&mut self, ty: &Type) -> PointerValue<'ctx> {
+    fn alloc_buf(&mut self, ty: &Type) -> Result<PointerValue<'ctx>> {
         let offset = self.scratch_bytes.div_ceil(64) * 64;
         self.scratch_bytes = offset + ty.numel() * self.elem_size(ty.elem);
         // SAFETY (of the generated code): the launcher allocates `scratch_bytes` per thread.
@@ -357,10 +343,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 &[self.i64c(offset as u64)],
                 "buf",
             )
-        }
-        .unwrap();
+        }?;
         self.buffers.push(buf);
-        buf
+        Ok(buf)
     }
 
     /// Address of element `idx` (row-major) of a buffer holding a tile of `ty`.
@@ -369,59 +354,60 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         buf: PointerValue<'ctx>,
         ty: &Type,
         idx: &[IntValue<'ctx>],
-    ) -> PointerValue<'ctx> {
-        let lin = self.ravel(&ty.shape, idx);
+    ) -> Result<PointerValue<'ctx>> {
+        let lin = self.ravel(&ty.shape, idx)?;
         // SAFETY (of the generated code): `idx` is within `ty.shape`.
-        unsafe {
+        Ok(unsafe {
             self.b
                 .build_gep(self.elem_storage_ty(ty.elem), buf, &[lin], "el")
-        }
-        .unwrap()
+        }?)
     }
 
     /// Row-major linear index of `idx` in `shape`.
-    fn ravel(&self, shape: &[usize], idx: &[IntValue<'ctx>]) -> IntValue<'ctx> {
+    fn ravel(&self, shape: &[usize], idx: &[IntValue<'ctx>]) -> Result<IntValue<'ctx>> {
         let mut lin = self.i64c(0);
         for (k, i) in idx.iter().enumerate() {
             let stride: usize = shape[k + 1..].iter().product();
             let term = if stride == 1 {
                 *i
             } else {
-                self.b
-                    .build_int_mul(*i, self.i64c(stride as u64), "")
-                    .unwrap()
+                self.b.build_int_mul(*i, self.i64c(stride as u64), "")?
             };
             lin = if k == 0 {
                 term
             } else {
-                self.b.build_int_add(lin, term, "").unwrap()
+                self.b.build_int_add(lin, term, "")?
             };
         }
-        lin
+        Ok(lin)
     }
 
     /// Emits a loop nest over `shape` (row-major, innermost last) around `body`.
-    fn loop_nest(&mut self, shape: &[usize], body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>])) {
+    fn loop_nest(
+        &mut self,
+        shape: &[usize],
+        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> Result<()>,
+    ) -> Result<()> {
         let mut idx = Vec::with_capacity(shape.len());
-        self.loop_level(shape, &mut idx, body);
+        self.loop_level(shape, &mut idx, body)
     }
 
     fn loop_level(
         &mut self,
         shape: &[usize],
         idx: &mut Vec<IntValue<'ctx>>,
-        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]),
-    ) {
+        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> Result<()>,
+    ) -> Result<()> {
         if idx.len() == shape.len() {
-            body(self, idx);
-            return;
+            return body(self, idx);
         }
         let n = shape[idx.len()];
         self.counted_loop(n, LoopUnroll::Free, &mut |g, i| {
             idx.push(i);
-            g.loop_level(shape, idx, body);
+            g.loop_level(shape, idx, body)?;
             idx.pop();
-        });
+            Ok(())
+        })
     }
 
     /// A loop `i = 0..count` around `body` (no loop for one iteration); `unroll` says
@@ -430,77 +416,76 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         &mut self,
         count: usize,
         unroll: LoopUnroll,
-        body: &mut dyn FnMut(&mut Self, IntValue<'ctx>),
-    ) {
+        body: &mut dyn FnMut(&mut Self, IntValue<'ctx>) -> Result<()>,
+    ) -> Result<()> {
         if count == 1 {
             return body(self, self.i64c(0));
         }
-        let pre = self.b.get_insert_block().unwrap();
+        let pre = self.b.current_block()?;
         let header = self.ctx.append_basic_block(self.func, "loop");
         let exit = self.ctx.append_basic_block(self.func, "loop.end");
-        self.b.build_unconditional_branch(header).unwrap();
+        self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(header);
-        let phi = self.b.build_phi(self.ctx.i64_type(), "i").unwrap();
+        let phi = self.b.build_phi(self.ctx.i64_type(), "i")?;
         phi.add_incoming(&[(&self.i64c(0), pre)]);
         let i = phi.as_basic_value().into_int_value();
-        body(self, i);
-        let latch = self.b.get_insert_block().unwrap();
-        let next = self.b.build_int_add(i, self.i64c(1), "").unwrap();
+        body(self, i)?;
+        let latch = self.b.current_block()?;
+        let next = self.b.build_int_add(i, self.i64c(1), "")?;
         phi.add_incoming(&[(&next, latch)]);
-        let more = self
-            .b
-            .build_int_compare(
-                inkwell::IntPredicate::ULT,
-                next,
-                self.i64c(count as u64),
-                "",
-            )
-            .unwrap();
-        let back = self.b.build_conditional_branch(more, header, exit).unwrap();
+        let more = self.b.build_int_compare(
+            inkwell::IntPredicate::ULT,
+            next,
+            self.i64c(count as u64),
+            "",
+        )?;
+        let back = self.b.build_conditional_branch(more, header, exit)?;
         if unroll == LoopUnroll::Never {
             self.emit().unroll_hint(back, 1);
         }
         self.b.position_at_end(exit);
+        Ok(())
     }
 
     /// The lane `idx` of value `v` (compute form).
-    fn lane(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+    fn lane(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> Result<BasicValueEnum<'ctx>> {
         if self.true_masks.contains(&v) {
-            return self.ctx.bool_type().const_all_ones().into();
+            return Ok(self.ctx.bool_type().const_all_ones().into());
         }
         match self.lv.get(&v).copied() {
-            Some(Lv::Scalar(s)) => s,
+            Some(Lv::Scalar(s)) => Ok(s),
             Some(Lv::Buf(buf)) => {
                 let ty = self.ty(v);
-                let p = self.buf_elem(buf, ty, idx);
-                let raw = self
-                    .b
-                    .build_load(self.elem_storage_ty(ty.elem), p, "")
-                    .unwrap();
-                self.decode_storage(raw, ty.elem)
+                let p = self.buf_elem(buf, ty, idx)?;
+                let raw = self.b.build_load(self.elem_storage_ty(ty.elem), p, "")?;
+                Ok(self.decode_storage(raw, ty.elem)?)
             }
             Some(Lv::Lazy) => {
+                // A fused op's code is emitted here, inside the op that uses it: an
+                // error names the fused op.
                 let inst = self.defs[&v];
-                self.op_lane(inst, idx)
+                self.op_lane(inst, idx).map_err(|e| e.at(inst))
             }
-            None => panic!("codegen: {v} used before it was generated (the verifier forbids this)"),
+            None => Err(CodegenError::internal(format!(
+                "{v} used before it was generated (the verifier forbids this)"
+            ))),
         }
     }
 
     /// Makes `v` available as a buffer (materializing a lazy tile).
-    fn as_buf(&mut self, v: Value) -> PointerValue<'ctx> {
+    fn as_buf(&mut self, v: Value) -> Result<PointerValue<'ctx>> {
         if let Some(Lv::Buf(p)) = self.lv.get(&v) {
-            return *p;
+            return Ok(*p);
         }
         let ty = self.ty(v).clone();
-        let buf = self.alloc_buf(&ty);
-        self.fill_buf(buf, &ty, v);
-        buf
+        let buf = self.alloc_buf(&ty)?;
+        self.fill_buf(buf, &ty, v)?;
+        Ok(buf)
     }
 
     /// Writes every lane of `v` into `buf` (a buffer of `ty`).
-    fn fill_buf(&mut self, buf: PointerValue<'ctx>, ty: &Type, v: Value) {
-        self.fill_buf_spread(buf, ty, v, &[]);
+    fn fill_buf(&mut self, buf: PointerValue<'ctx>, ty: &Type, v: Value) -> Result<()> {
+        self.fill_buf_spread(buf, ty, v, &[])
     }
 
     /// [`fill_buf`](Self::fill_buf) in a loop that also carries the `spread` prefetches.
@@ -510,61 +495,70 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         ty: &Type,
         v: Value,
         spread: &[(Value, bool)],
-    ) {
+    ) -> Result<()> {
         let elem = ty.elem;
         let mask = self.load_mask_in(v);
         self.versioned(mask, &mut |g| {
             g.lane_loop(&ty.shape.clone(), &[], spread, &mut |g, idx| {
-                let x = g.lane(v, idx);
-                let s = g.to_storage(x, elem);
-                let p = g.buf_elem(buf, ty, idx);
-                g.b.build_store(p, s).unwrap();
-                None
-            });
-        });
+                let x = g.lane(v, idx)?;
+                let s = g.to_storage(x, elem)?;
+                let p = g.buf_elem(buf, ty, idx)?;
+                g.b.build_store(p, s)?;
+                Ok(None)
+            })
+        })
     }
 
     /// Emits `emit` twice behind a test of whether every lane of `mask` is true: the fast
     /// copy treats the mask (and every memory op sharing it) as all-true, so full blocks
     /// get plain vector loads and stores; only partial blocks pay for masked accesses.
-    fn versioned(&mut self, mask: Option<Value>, emit: &mut dyn FnMut(&mut Self)) {
+    fn versioned(
+        &mut self,
+        mask: Option<Value>,
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         let Some(m) = mask.filter(|m| !self.true_masks.contains(m) && !self.ty(*m).is_scalar())
         else {
-            emit(self);
-            return;
+            return emit(self);
         };
         // The mask's own shape: a load found through a reshape has a mask of another
         // shape than the tile being filled (the fuzzer's seed 100106 indexed a [32] mask
         // with [16, 2] lanes).
         let mask_shape = self.ty(m).shape.clone();
-        let all = self.all_lanes_true(m, &mask_shape);
+        let all = self.all_lanes_true(m, &mask_shape)?;
         let fast = self.ctx.append_basic_block(self.func, "mask.full");
         let slow = self.ctx.append_basic_block(self.func, "mask.partial");
         let done = self.ctx.append_basic_block(self.func, "mask.done");
-        self.b.build_conditional_branch(all, fast, slow).unwrap();
+        self.b.build_conditional_branch(all, fast, slow)?;
         self.b.position_at_end(fast);
         // Every value computing the same lanes as `m` is all true here too.
         let same = plan::equivalents(self.f, m);
         self.true_masks.extend(same.iter().copied());
-        emit(self);
+        let fast_result = emit(self);
         for v in &same {
             self.true_masks.remove(v);
         }
-        self.b.build_unconditional_branch(done).unwrap();
+        fast_result?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(slow);
-        emit(self);
-        self.b.build_unconditional_branch(done).unwrap();
+        emit(self)?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
+        Ok(())
     }
 
     /// Generates the ops of a block (not its terminator).
-    fn block(&mut self, block: &'f Block) {
+    fn block(&mut self, block: &'f Block) -> Result<()> {
         for inst in &block.insts {
-            self.inst(inst);
+            #[cfg(test)]
+            crate::llvm::inject::before(self.b, inst);
+            self.inst(inst).map_err(|e| e.at(inst))?;
         }
+        Ok(())
     }
 
-    fn inst(&mut self, inst: &'f Inst) {
+    /// Generates one op; its errors are wrapped in the op's context by [`Self::block`].
+    fn inst(&mut self, inst: &'f Inst) -> Result<()> {
         match &inst.op {
             Op::Yield(_) | Op::Condition(_) => {}
             Op::ProgramId(a) => {
@@ -575,52 +569,101 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 self.lv
                     .insert(inst.results[0], Lv::Scalar(self.nprogs[*a as usize].into()));
             }
-            Op::Store { .. } => self.store(inst),
-            Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
-            Op::Assert { .. } => self.device_assert(inst),
-            Op::Print { .. } => self.device_print(inst),
-            Op::Reduce { .. } => self.reduce(inst),
-            Op::Scan { .. } => self.scan(inst),
-            Op::Dot { .. } => self.dot(inst),
-            Op::For { .. } => self.for_loop(inst),
-            Op::If { .. } => self.if_else(inst),
-            Op::While { .. } => self.while_loop(inst),
-            Op::Custom(_) => self.custom(inst),
+            Op::Store { .. } => self.store(inst)?,
+            Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst)?,
+            Op::Assert { .. } => self.device_assert(inst)?,
+            Op::Print { .. } => self.device_print(inst)?,
+            Op::Reduce { .. } => self.reduce(inst)?,
+            Op::Scan { .. } => self.scan(inst)?,
+            Op::Dot { .. } => self.dot(inst)?,
+            Op::For { .. } => self.for_loop(inst)?,
+            Op::If { .. } => self.if_else(inst)?,
+            Op::While { .. } => self.while_loop(inst)?,
+            Op::Custom(_) => self.custom(inst)?,
             op if op.is_elementwise() => {
                 if let Op::Load { ptr, .. } = op {
-                    self.prefetch_next_load(inst.results[0], *ptr);
+                    self.prefetch_next_load(inst.results[0], *ptr)?;
                 }
                 let r = inst.results[0];
                 let ty = self.ty(r);
                 if ty.is_scalar() {
-                    let s = self.op_lane(inst, &[]);
+                    let s = self.op_lane(inst, &[])?;
                     self.lv.insert(r, Lv::Scalar(s));
                 } else if self.lazy.contains(&r) {
                     self.lv.insert(r, Lv::Lazy);
                 } else {
                     let ty = ty.clone();
-                    let buf = self.alloc_buf(&ty);
+                    let buf = self.alloc_buf(&ty)?;
                     let elem = ty.elem;
                     let mask = match &inst.op {
                         Op::Load { mask, .. } => *mask,
                         op => op.operands().into_iter().find_map(|o| self.load_mask_in(o)),
                     };
-                    let sums = self.fused_sums(r);
+                    let sums = self.fused_sums(r)?;
                     let spread = self.spread_here(inst);
                     self.versioned(mask, &mut |g| {
                         g.lane_loop(&ty.shape.clone(), &sums, &spread, &mut |g, idx| {
-                            let x = g.op_lane(inst, idx);
-                            let s = g.to_storage(x, elem);
-                            let p = g.buf_elem(buf, &ty, idx);
-                            g.b.build_store(p, s).unwrap();
-                            Some(x)
-                        });
-                    });
-                    self.fused_sums_finish(&sums);
+                            let x = g.op_lane(inst, idx)?;
+                            let s = g.to_storage(x, elem)?;
+                            let p = g.buf_elem(buf, &ty, idx)?;
+                            g.b.build_store(p, s)?;
+                            Ok(Some(x))
+                        })
+                    })?;
+                    self.fused_sums_finish(&sums)?;
                     self.lv.insert(r, Lv::Buf(buf));
                 }
             }
-            op => unreachable!("codegen: unhandled op `{}`", op.mnemonic()),
+            op => {
+                return Err(CodegenError::internal(format!(
+                    "op `{}` has no CPU lowering",
+                    op.mnemonic()
+                )))
+            }
         }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{generate, CodegenOptions};
+    use crate::llvm::{inject, CodegenError};
+    use inkwell::context::Context;
+
+    /// `out[i] = 2 * x[i]` for `i < n`, 16 lanes per program.
+    const VADD: &str = include_str!("../../../../dsl/tests/pinned/vadd.tir");
+
+    /// A builder failure (here: the builder unpositioned before the scalar `mul` of the
+    /// program's offset) is an error naming the op and its source location, not a panic.
+    #[test]
+    fn a_builder_failure_names_the_op_and_its_location() {
+        let f = tritium_dsl::ir::parse_function(VADD).expect("the pinned IR parses");
+        let ctx = Context::create();
+        let module = ctx.create_module("inject");
+        let opts = CodegenOptions {
+            bounds_check: false,
+            race_check: false,
+        };
+        inject::unposition_before("mul");
+        let err = match generate(&ctx, &module, &f, "inject", opts, &Default::default()) {
+            Ok(_) => panic!("an unpositioned builder must fail"),
+            Err(e) => e,
+        };
+        let CodegenError::At { op, loc, source } = &err else {
+            panic!("the error names its op: {err:?}");
+        };
+        assert_eq!(*op, "mul");
+        assert_eq!(loc.to_string(), "dsl/tests/main.rs:14:16");
+        assert!(matches!(**source, CodegenError::Builder(_)), "{source:?}");
+        let message = err.to_string();
+        assert!(
+            message
+                .starts_with("op `mul` at dsl/tests/main.rs:14:16: internal error: LLVM builder:"),
+            "{message}"
+        );
+        // Without the injection the same function generates.
+        let module = ctx.create_module("plain");
+        assert!(generate(&ctx, &module, &f, "plain", opts, &Default::default()).is_ok());
     }
 }

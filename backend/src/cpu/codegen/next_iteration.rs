@@ -16,6 +16,7 @@
 //! contiguous memory: its rows, or its columns (`kᵀ`).
 
 use super::{Gen, Lv};
+use crate::llvm::{Positioned, Result};
 use inkwell::values::IntValue;
 use std::collections::HashSet;
 use tritium_dsl::ir::{affine_lanes, Block, Op, Value};
@@ -58,13 +59,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// Where the next iteration's copies of the dot operands `operands` lie (loads in the
     /// innermost loop whose rows or columns are contiguous). `None` when there is none, in
     /// checked mode, or outside a loop.
-    pub(super) fn next_tiles(&mut self, operands: &[Value]) -> Option<NextTiles<'ctx>> {
+    pub(super) fn next_tiles(&mut self, operands: &[Value]) -> Result<Option<NextTiles<'ctx>>> {
         if self.opts.bounds_check {
-            return None;
+            return Ok(None);
         }
-        let frame = self.loops.last()?;
+        let Some(frame) = self.loops.last() else {
+            return Ok(None);
+        };
         let (body, next_iv) = (frame.body, frame.next_iv);
-        let iv = *body.args.first()?;
+        let Some(&iv) = body.args.first() else {
+            return Ok(None);
+        };
         let yields: &[Value] = match body.insts.last().map(|i| &i.op) {
             Some(Op::Yield(v)) => v,
             _ => &[],
@@ -113,14 +118,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             }
         }
         if wanted.is_empty() {
-            return None;
+            return Ok(None);
         }
         // The carried integers' next values, computed from their current ones (what that
         // added to `lv` goes again: the body computes those values where they are).
         let mut next_values = vec![(iv, next_iv.into())];
         let mut computed = Vec::new();
         for (arg, y) in carried {
-            if self.make_available(y, &mut computed) {
+            if self.make_available(y, &mut computed)? {
                 if let Some(Lv::Scalar(x)) = self.lv.get(&y) {
                     next_values.push((arg, *x));
                 }
@@ -143,21 +148,21 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let mut tiles = Vec::new();
         let mut seen = HashSet::new();
         for (tile, count, bytes, rows) in wanted {
-            if !seen.insert(tile) || !self.make_available(tile, &mut added) {
+            if !seen.insert(tile) || !self.make_available(tile, &mut added)? {
                 continue;
             }
-            let address = |g: &mut Self, k: u64| {
+            let address = |g: &mut Self, k: u64| -> Result<_> {
                 let idx = if rows {
                     [g.i64c(k), g.i64c(0)]
                 } else {
                     [g.i64c(0), g.i64c(k)]
                 };
-                let p = g.lane(tile, &idx).into_pointer_value();
-                g.b.build_ptr_to_int(p, i64t, "").unwrap()
+                let p = g.lane(tile, &idx)?.into_pointer_value();
+                Ok(g.b.build_ptr_to_int(p, i64t, "")?)
             };
-            let first = address(self, 0);
-            let second = address(self, 1.min(count as u64 - 1));
-            let step = self.b.build_int_sub(second, first, "").unwrap();
+            let first = address(self, 0)?;
+            let second = address(self, 1.min(count as u64 - 1))?;
+            let step = self.b.build_int_sub(second, first, "")?;
             tiles.push(Runs {
                 first,
                 step,
@@ -175,7 +180,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 None => self.lv.remove(&v),
             };
         }
-        (!tiles.is_empty()).then_some(NextTiles { tiles })
+        Ok((!tiles.is_empty()).then_some(NextTiles { tiles }))
     }
 
     /// Prefetches share `t` of `total` of the runs of `next` (`t` counts from 0).
@@ -184,18 +189,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         next: &NextTiles<'ctx>,
         t: IntValue<'ctx>,
         total: usize,
-    ) {
+    ) -> Result<()> {
         let rows = next.runs() as u64;
         let bl = self.b;
         let i64t = self.ctx.i64_type();
-        let share = |s: &Self, k: IntValue<'ctx>| {
-            let x = bl.build_int_mul(k, s.i64c(rows), "").unwrap();
-            bl.build_int_unsigned_div(x, s.i64c(total as u64), "")
-                .unwrap()
+        let share = |s: &Self, k: IntValue<'ctx>| -> Result<_> {
+            let x = bl.build_int_mul(k, s.i64c(rows), "")?;
+            Ok(bl.build_int_unsigned_div(x, s.i64c(total as u64), "")?)
         };
-        let lo = share(self, t);
-        let t1 = bl.build_int_add(t, self.i64c(1), "").unwrap();
-        let hi = share(self, t1);
+        let lo = share(self, t)?;
+        let t1 = bl.build_int_add(t, self.i64c(1), "")?;
+        let hi = share(self, t1)?;
         let mut first = 0u64;
         for &Runs {
             first: run0,
@@ -209,42 +213,39 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let end = self.i64c(first + tile_rows as u64);
             let umax = |a, b| self.intrinsic("llvm.umax", &[i64t.into()], &[a, b]);
             let umin = |a, b| self.intrinsic("llvm.umin", &[i64t.into()], &[a, b]);
-            let from = umax(lo.into(), begin.into()).into_int_value();
-            let to = umin(hi.into(), end.into()).into_int_value();
-            let pre = bl.get_insert_block().unwrap();
+            let from = umax(lo.into(), begin.into())?.into_int_value();
+            let to = umin(hi.into(), end.into())?.into_int_value();
+            let pre = bl.current_block()?;
             let body = self.ctx.append_basic_block(self.func, "next.rows");
             let done = self.ctx.append_basic_block(self.func, "next.rows.end");
-            let any = bl
-                .build_int_compare(inkwell::IntPredicate::ULT, from, to, "")
-                .unwrap();
-            bl.build_conditional_branch(any, body, done).unwrap();
+            let any = bl.build_int_compare(inkwell::IntPredicate::ULT, from, to, "")?;
+            bl.build_conditional_branch(any, body, done)?;
             bl.position_at_end(body);
-            let r = bl.build_phi(i64t, "row").unwrap();
+            let r = bl.build_phi(i64t, "row")?;
             r.add_incoming(&[(&from, pre)]);
             let row = r.as_basic_value().into_int_value();
-            let local = bl.build_int_sub(row, begin, "").unwrap();
-            let a = bl.build_int_mul(local, step, "").unwrap();
-            let a = bl.build_int_add(run0, a, "").unwrap();
+            let local = bl.build_int_sub(row, begin, "")?;
+            let a = bl.build_int_mul(local, step, "")?;
+            let a = bl.build_int_add(run0, a, "")?;
             // Every line of the row's run, its last byte's included.
             let mut offsets: Vec<u64> = (0..bytes as u64).step_by(64).collect();
             offsets.push(bytes as u64 - 1);
             for off in offsets {
-                let at = bl.build_int_add(a, self.i64c(off), "").unwrap();
+                let at = bl.build_int_add(a, self.i64c(off), "")?;
                 // Into L2: the next tiles together outgrow L1, where this iteration's
                 // packed operands are being read.
-                self.prefetch_line_to(at, false, 2);
+                self.prefetch_line_to(at, false, 2)?;
             }
-            let row1 = bl.build_int_add(row, self.i64c(1), "").unwrap();
-            r.add_incoming(&[(&row1, bl.get_insert_block().unwrap())]);
-            let more = bl
-                .build_int_compare(inkwell::IntPredicate::ULT, row1, to, "")
-                .unwrap();
-            let back = bl.build_conditional_branch(more, body, done).unwrap();
+            let row1 = bl.build_int_add(row, self.i64c(1), "")?;
+            r.add_incoming(&[(&row1, bl.current_block()?)]);
+            let more = bl.build_int_compare(inkwell::IntPredicate::ULT, row1, to, "")?;
+            let back = bl.build_conditional_branch(more, body, done)?;
             // A few rows per share: unrolling it would only add code to compile.
             self.emit().unroll_hint(back, 1);
             bl.position_at_end(done);
             first += tile_rows as u64;
         }
+        Ok(())
     }
 }
 

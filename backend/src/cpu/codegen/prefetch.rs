@@ -18,10 +18,16 @@
 
 use super::reduce::FusedSum;
 use super::{Gen, Lv};
+use crate::llvm::{Positioned, Result};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 use std::collections::{HashMap, HashSet};
 use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, UnOp, Value};
+
+/// A lane loop's body: computes the lane at an index and returns the value the fused sums
+/// accumulate, if any.
+pub(super) type LaneBody<'a, 'ctx, G> =
+    dyn FnMut(&mut G, &[IntValue<'ctx>]) -> Result<Option<BasicValueEnum<'ctx>>> + 'a;
 
 /// Lanes per chunk of a strip-mined loop (two cache lines of f32).
 pub(super) const CHUNK: usize = 32;
@@ -285,234 +291,232 @@ impl<'ctx> Gen<'ctx, '_> {
         shape: &[usize],
         sums: &[FusedSum<'ctx>],
         spread: &[(Value, bool)],
-        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> Option<BasicValueEnum<'ctx>>,
-    ) {
+        body: &mut LaneBody<'_, 'ctx, Self>,
+    ) -> Result<()> {
         if spread.is_empty() || shape.len() != 1 || !shape[0].is_multiple_of(CHUNK) {
-            self.loop_nest(shape, &mut |g, idx| {
-                if let Some(x) = body(g, idx) {
-                    g.fused_sums_step(sums, x);
+            return self.loop_nest(shape, &mut |g, idx| {
+                if let Some(x) = body(g, idx)? {
+                    g.fused_sums_step(sums, x)?;
                 }
+                Ok(())
             });
-            return;
         }
         let chunks = shape[0] / CHUNK;
-        let spans: Vec<Span<'ctx>> = spread
-            .iter()
-            .filter_map(|(p, w)| self.next_span(*p, *w))
-            .collect();
-        let parts = self.fused_sums_partials(sums, CHUNK);
+        let mut spans: Vec<Span<'ctx>> = Vec::new();
+        for (p, w) in spread {
+            if let Some(s) = self.next_span(*p, *w)? {
+                spans.push(s);
+            }
+        }
+        let parts = self.fused_sums_partials(sums, CHUNK)?;
         let i64t = self.ctx.i64_type();
-        let pre = self.b.get_insert_block().unwrap();
+        let pre = self.b.current_block()?;
         let outer = self.ctx.append_basic_block(self.func, "chunk");
         let inner = self.ctx.append_basic_block(self.func, "chunk.lane");
-        self.b.build_unconditional_branch(outer).unwrap();
+        self.b.build_unconditional_branch(outer)?;
         self.b.position_at_end(outer);
-        let c = self.b.build_phi(i64t, "c").unwrap();
+        let c = self.b.build_phi(i64t, "c")?;
         c.add_incoming(&[(&self.i64c(0), pre)]);
         let cv = c.as_basic_value().into_int_value();
-        let base = self
-            .b
-            .build_int_mul(cv, self.i64c(CHUNK as u64), "")
-            .unwrap();
-        self.b.build_unconditional_branch(inner).unwrap();
+        let base = self.b.build_int_mul(cv, self.i64c(CHUNK as u64), "")?;
+        self.b.build_unconditional_branch(inner)?;
         self.b.position_at_end(inner);
-        let j = self.b.build_phi(i64t, "j").unwrap();
+        let j = self.b.build_phi(i64t, "j")?;
         j.add_incoming(&[(&self.i64c(0), outer)]);
         let jv = j.as_basic_value().into_int_value();
-        let i = self.b.build_int_add(base, jv, "").unwrap();
-        if let Some(x) = body(self, &[i]) {
-            self.fused_sums_step_partial(sums, &parts, jv, x);
+        let i = self.b.build_int_add(base, jv, "")?;
+        if let Some(x) = body(self, &[i])? {
+            self.fused_sums_step_partial(sums, &parts, jv, x)?;
         }
-        let j_next = self.b.build_int_add(jv, self.i64c(1), "").unwrap();
-        j.add_incoming(&[(&j_next, self.b.get_insert_block().unwrap())]);
-        let more = self
-            .b
-            .build_int_compare(IntPredicate::ULT, j_next, self.i64c(CHUNK as u64), "")
-            .unwrap();
+        let j_next = self.b.build_int_add(jv, self.i64c(1), "")?;
+        j.add_incoming(&[(&j_next, self.b.current_block()?)]);
+        let more =
+            self.b
+                .build_int_compare(IntPredicate::ULT, j_next, self.i64c(CHUNK as u64), "")?;
         let after = self.ctx.append_basic_block(self.func, "chunk.prefetch");
-        self.b.build_conditional_branch(more, inner, after).unwrap();
+        self.b.build_conditional_branch(more, inner, after)?;
         self.b.position_at_end(after);
         for s in &spans {
             let per = s.lines.div_ceil(chunks);
             for t in 0..per {
-                let line = self.b.build_int_mul(cv, self.i64c(per as u64), "").unwrap();
-                let line = self.b.build_int_add(line, self.i64c(t as u64), "").unwrap();
-                let off = self.b.build_int_mul(line, self.i64c(64), "").unwrap();
+                let line = self.b.build_int_mul(cv, self.i64c(per as u64), "")?;
+                let line = self.b.build_int_add(line, self.i64c(t as u64), "")?;
+                let off = self.b.build_int_mul(line, self.i64c(64), "")?;
                 let inside = self
                     .b
-                    .build_int_compare(IntPredicate::ULT, off, s.len, "")
-                    .unwrap();
+                    .build_int_compare(IntPredicate::ULT, off, s.len, "")?;
                 let off = self
                     .b
-                    .build_select(inside, off, self.i64c(0), "")
-                    .unwrap()
+                    .build_select(inside, off, self.i64c(0), "")?
                     .into_int_value();
-                let a = self.b.build_int_add(s.end, off, "").unwrap();
-                self.prefetch_line(a, s.write);
+                let a = self.b.build_int_add(s.end, off, "")?;
+                self.prefetch_line(a, s.write)?;
             }
         }
-        let c_next = self.b.build_int_add(cv, self.i64c(1), "").unwrap();
-        c.add_incoming(&[(&c_next, self.b.get_insert_block().unwrap())]);
-        let more = self
-            .b
-            .build_int_compare(IntPredicate::ULT, c_next, self.i64c(chunks as u64), "")
-            .unwrap();
+        let c_next = self.b.build_int_add(cv, self.i64c(1), "")?;
+        c.add_incoming(&[(&c_next, self.b.current_block()?)]);
+        let more =
+            self.b
+                .build_int_compare(IntPredicate::ULT, c_next, self.i64c(chunks as u64), "")?;
         let done = self.ctx.append_basic_block(self.func, "chunk.end");
-        self.b.build_conditional_branch(more, outer, done).unwrap();
+        self.b.build_conditional_branch(more, outer, done)?;
         self.b.position_at_end(done);
-        self.fused_sums_fold(sums, &parts, CHUNK);
+        self.fused_sums_fold(sums, &parts, CHUNK)
     }
 
     /// Where the next program's copy of the rank-1 pointer tile `ptr` starts and how many
     /// bytes it spans (0 when it is not one contiguous run of at most 16 KiB), computed
     /// here even when `ptr` is defined later in the block (it is a pure function of values
     /// known here, see [`plan_spread`]).
-    fn next_span(&mut self, ptr: Value, write: bool) -> Option<Span<'ctx>> {
+    fn next_span(&mut self, ptr: Value, write: bool) -> Result<Option<Span<'ctx>>> {
         let mut added = Vec::new();
-        let ok = self.make_available(ptr, &mut added);
-        let span = ok.then(|| {
-            let (end, len) = self.span_after(ptr);
-            let pt = self.ty(ptr);
-            let bytes = pt.numel() * pt.elem.pointee().map_or(0, |d| d.size_bytes());
-            Span {
-                end,
-                len,
-                write,
-                lines: bytes.div_ceil(64),
-            }
-        });
+        let ok = self.make_available(ptr, &mut added)?;
+        let span = ok
+            .then(|| -> Result<_> {
+                let (end, len) = self.span_after(ptr)?;
+                let pt = self.ty(ptr);
+                let bytes = pt.numel() * pt.elem.pointee().map_or(0, |d| d.size_bytes());
+                Ok(Span {
+                    end,
+                    len,
+                    write,
+                    lines: bytes.div_ceil(64),
+                })
+            })
+            .transpose()?;
         for v in added {
             self.lv.remove(&v);
         }
-        span
+        Ok(span)
     }
 
     /// Makes the pure value `v` computable here (see [`pure_from`]), recording
     /// every value it had to add to `lv`.
-    pub(super) fn make_available(&mut self, v: Value, added: &mut Vec<Value>) -> bool {
+    pub(super) fn make_available(&mut self, v: Value, added: &mut Vec<Value>) -> Result<bool> {
         if self.lv.contains_key(&v) {
-            return true;
+            return Ok(true);
         }
         let Some(inst) = self.defs.get(&v).copied() else {
-            return false;
+            return Ok(false);
         };
         if !is_pure(&inst.op) {
-            return false;
+            return Ok(false);
         }
         for o in inst.op.operands() {
-            if !self.make_available(o, added) {
-                return false;
+            if !self.make_available(o, added)? {
+                return Ok(false);
             }
         }
         let lv = if self.ty(v).is_scalar() {
-            Lv::Scalar(self.op_lane(inst, &[]))
+            Lv::Scalar(self.op_lane(inst, &[])?)
         } else {
             Lv::Lazy
         };
         self.lv.insert(v, lv);
         added.push(v);
-        true
+        Ok(true)
     }
 
     /// The address right after the last lane of the rank-1 pointer tile `ptr`, and the
     /// tile's span in bytes (0 unless it is at most 16 KiB with the last lane last).
-    fn span_after(&mut self, ptr: Value) -> (IntValue<'ctx>, IntValue<'ctx>) {
+    fn span_after(&mut self, ptr: Value) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
         let pt = self.ty(ptr).clone();
         let size = pt.elem.pointee().map_or(1, |d| d.size_bytes()) as u64;
         let i64t = self.ctx.i64_type();
-        let addr = |g: &mut Self, i: u64| {
-            let p = g.lane(ptr, &[g.i64c(i)]).into_pointer_value();
-            g.b.build_ptr_to_int(p, i64t, "").unwrap()
+        let addr = |g: &mut Self, i: u64| -> Result<_> {
+            let p = g.lane(ptr, &[g.i64c(i)])?.into_pointer_value();
+            Ok(g.b.build_ptr_to_int(p, i64t, "")?)
         };
-        let first = addr(self, 0);
-        let last = addr(self, pt.numel() as u64 - 1);
-        let end = self.b.build_int_add(last, self.i64c(size), "").unwrap();
-        let span = self.b.build_int_sub(end, first, "").unwrap();
+        let first = addr(self, 0)?;
+        let last = addr(self, pt.numel() as u64 - 1)?;
+        let end = self.b.build_int_add(last, self.i64c(size), "")?;
+        let span = self.b.build_int_sub(end, first, "")?;
         // An unsigned comparison also rejects tiles whose last lane comes first.
         let ok = self
             .b
-            .build_int_compare(IntPredicate::ULE, span, self.i64c(MAX_SPAN), "")
-            .unwrap();
+            .build_int_compare(IntPredicate::ULE, span, self.i64c(MAX_SPAN), "")?;
         let span = self
             .b
-            .build_select(ok, span, self.i64c(0), "")
-            .unwrap()
+            .build_select(ok, span, self.i64c(0), "")?
             .into_int_value();
-        (end, span)
+        Ok((end, span))
     }
 
     /// One prefetch hint for the cache line at address `a` (keep in all cache levels).
-    pub(super) fn prefetch_line(&mut self, a: IntValue<'ctx>, write: bool) {
-        self.prefetch_line_to(a, write, 3);
+    pub(super) fn prefetch_line(&mut self, a: IntValue<'ctx>, write: bool) -> Result<()> {
+        self.prefetch_line_to(a, write, 3)
     }
 
     /// One prefetch hint for the cache line at address `a`, kept down to `locality`
     /// (LLVM's: 3 keeps it in every level, 2 from L2 on, 1 from L3 on).
-    pub(super) fn prefetch_line_to(&mut self, a: IntValue<'ctx>, write: bool, locality: u64) {
-        let p: PointerValue = self
-            .b
-            .build_int_to_ptr(a, self.ctx.ptr_type(inkwell::AddressSpace::default()), "")
-            .unwrap();
+    pub(super) fn prefetch_line_to(
+        &mut self,
+        a: IntValue<'ctx>,
+        write: bool,
+        locality: u64,
+    ) -> Result<()> {
+        let p: PointerValue =
+            self.b
+                .build_int_to_ptr(a, self.ctx.ptr_type(inkwell::AddressSpace::default()), "")?;
         let i32t = self.ctx.i32_type();
         let prefetch = inkwell::intrinsics::Intrinsic::find("llvm.prefetch")
             .and_then(|i| i.get_declaration(self.module, &[p.get_type().into()]))
             .expect("LLVM 19 has llvm.prefetch");
-        self.b
-            .build_call(
-                prefetch,
-                &[
-                    p.into(),
-                    i32t.const_int(write as u64, false).into(),
-                    i32t.const_int(locality, false).into(),
-                    i32t.const_int(1, false).into(),
-                ],
-                "",
-            )
-            .unwrap();
+        self.b.build_call(
+            prefetch,
+            &[
+                p.into(),
+                i32t.const_int(write as u64, false).into(),
+                i32t.const_int(locality, false).into(),
+                i32t.const_int(1, false).into(),
+            ],
+            "",
+        )?;
+        Ok(())
     }
 
     /// Prefetches the next program's copy of the rank-1 pointer tile `ptr` in one burst,
     /// here, unless the spread loop covers it.
-    pub(super) fn prefetch_next(&mut self, ptr: Value, write: bool) {
+    pub(super) fn prefetch_next(&mut self, ptr: Value, write: bool) -> Result<()> {
         let pt = self.ty(ptr).clone();
-        let Some(d) = pt.elem.pointee() else { return };
+        let Some(d) = pt.elem.pointee() else {
+            return Ok(());
+        };
         if self.opts.bounds_check
             || pt.rank() != 1
             || pt.numel() * d.size_bytes() < MIN_SPAN
             || self.spread_covers(ptr)
         {
-            return;
+            return Ok(());
         }
         let (bl, i64t) = (self.b, self.ctx.i64_type());
-        let (end, span) = self.span_after(ptr);
-        let pre = bl.get_insert_block().unwrap();
+        let (end, span) = self.span_after(ptr)?;
+        let pre = bl.current_block()?;
         let body = self.ctx.append_basic_block(self.func, "prefetch");
         let done = self.ctx.append_basic_block(self.func, "prefetch.end");
-        let any = bl
-            .build_int_compare(IntPredicate::UGT, span, self.i64c(0), "")
-            .unwrap();
-        bl.build_conditional_branch(any, body, done).unwrap();
+        let any = bl.build_int_compare(IntPredicate::UGT, span, self.i64c(0), "")?;
+        bl.build_conditional_branch(any, body, done)?;
         bl.position_at_end(body);
-        let off = bl.build_phi(i64t, "off").unwrap();
+        let off = bl.build_phi(i64t, "off")?;
         off.add_incoming(&[(&self.i64c(0), pre)]);
         let o = off.as_basic_value().into_int_value();
-        let a = bl.build_int_add(end, o, "").unwrap();
-        self.prefetch_line(a, write);
-        let next = bl.build_int_add(o, self.i64c(64), "").unwrap();
+        let a = bl.build_int_add(end, o, "")?;
+        self.prefetch_line(a, write)?;
+        let next = bl.build_int_add(o, self.i64c(64), "")?;
         off.add_incoming(&[(&next, body)]);
-        let more = bl
-            .build_int_compare(IntPredicate::ULT, next, span, "")
-            .unwrap();
-        bl.build_conditional_branch(more, body, done).unwrap();
+        let more = bl.build_int_compare(IntPredicate::ULT, next, span, "")?;
+        bl.build_conditional_branch(more, body, done)?;
         bl.position_at_end(done);
+        Ok(())
     }
 
     /// [`prefetch_next`](Self::prefetch_next) for a load whose tile is read more than once
     /// in the program (a single streaming pass is left to the hardware prefetcher, which
     /// software prefetches would only slow down).
-    pub(super) fn prefetch_next_load(&mut self, loaded: Value, ptr: Value) {
+    pub(super) fn prefetch_next_load(&mut self, loaded: Value, ptr: Value) -> Result<()> {
         if self.f.uses(loaded) > 1 {
-            self.prefetch_next(ptr, false);
+            self.prefetch_next(ptr, false)?;
         }
+        Ok(())
     }
 }

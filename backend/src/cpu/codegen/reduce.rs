@@ -8,6 +8,7 @@
 //! that of a loop-carried tile in the loop's last write of it (see `control`).
 
 use super::{Gen, Lv};
+use crate::llvm::{Positioned, Result};
 use inkwell::types::BasicType;
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
 use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
@@ -20,7 +21,7 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn entry_alloca(
         &self,
         ty: inkwell::types::BasicTypeEnum<'ctx>,
-    ) -> PointerValue<'ctx> {
+    ) -> Result<PointerValue<'ctx>> {
         let entry = self
             .func
             .get_first_basic_block()
@@ -30,7 +31,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Some(i) => tmp.position_before(&i),
             None => tmp.position_at_end(entry),
         }
-        tmp.build_alloca(ty, "slot").unwrap()
+        Ok(tmp.build_alloca(ty, "slot")?)
     }
 
     fn identity(&self, op: ReduceOp, d: DType) -> BasicValueEnum<'ctx> {
@@ -81,34 +82,33 @@ impl<'ctx> Gen<'ctx, '_> {
         d: DType,
         acc: BasicValueEnum<'ctx>,
         x: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         match op {
             ReduceOp::Sum if d.is_float() => {
                 let v = self
                     .b
-                    .build_float_add(acc.into_float_value(), x.into_float_value(), "")
-                    .unwrap();
+                    .build_float_add(acc.into_float_value(), x.into_float_value(), "")?;
                 if let Some(i) = v.as_instruction() {
                     set_fmf(i, REASSOC_NSZ);
                 }
-                v.into()
+                Ok(v.into())
             }
             // `d` is the accumulator dtype (f32 for f16/bf16 inputs), so nothing rounds here.
-            ReduceOp::Sum => self.binary(BinOp::Add, d, acc, x),
-            ReduceOp::Max => self.binary(BinOp::Max, d, acc, x),
+            ReduceOp::Sum => Ok(self.binary(BinOp::Add, d, acc, x)?),
+            ReduceOp::Max => Ok(self.binary(BinOp::Max, d, acc, x)?),
             ReduceOp::Min => self.binary(BinOp::Min, d, acc, x),
             ReduceOp::Xor => self.binary(BinOp::Xor, d, acc, x),
             ReduceOp::ArgMax | ReduceOp::ArgMin => unreachable!("handled with an index"),
         }
     }
 
-    pub(super) fn reduce(&mut self, inst: &Inst) {
+    pub(super) fn reduce(&mut self, inst: &Inst) -> Result<()> {
         let Op::Reduce { op, x, axis } = &inst.op else {
             unreachable!()
         };
         if self.lv.contains_key(&inst.results[0]) {
             // Computed while `x` was materialized (see `fused_sums`).
-            return;
+            return Ok(());
         }
         let (op, x, axis) = (*op, *x, *axis as usize);
         let xt = self.ty(x).clone();
@@ -122,37 +122,39 @@ impl<'ctx> Gen<'ctx, '_> {
         let (acc_buf, idx_buf) = if rt.is_scalar() {
             (None, None)
         } else {
-            let a = self.alloc_buf(&acc_ty);
-            let i = is_arg.then(|| self.alloc_buf(&rt));
+            let a = self.alloc_buf(&acc_ty)?;
+            let i = is_arg.then(|| self.alloc_buf(&rt)).transpose()?;
             (Some(a), i)
         };
         let acc_slot = rt
             .is_scalar()
-            .then(|| self.entry_alloca(self.compute_ty(acc_d)));
+            .then(|| self.entry_alloca(self.compute_ty(acc_d)))
+            .transpose()?;
         let idx_slot =
             (rt.is_scalar() && is_arg).then(|| self.entry_alloca(self.ctx.i32_type().into()));
+        let idx_slot = idx_slot.transpose()?;
         let init = self.start(op, acc_d);
         let i32z = self.ctx.i32_type().const_zero();
         // Initialize.
         match (acc_slot, acc_buf) {
             (Some(s), _) => {
-                self.b.build_store(s, init).unwrap();
+                self.b.build_store(s, init)?;
                 if let Some(is) = idx_slot {
-                    self.b.build_store(is, i32z).unwrap();
+                    self.b.build_store(is, i32z)?;
                 }
             }
             (None, Some(ab)) => {
                 let acc_ty2 = acc_ty.clone();
                 let rt2 = rt.clone();
                 self.loop_nest(&rt.shape, &mut |g, idx| {
-                    let p = g.buf_elem(ab, &acc_ty2, idx);
-                    g.b.build_store(p, g.to_storage(init, Elem::Scalar(acc_d)))
-                        .unwrap();
+                    let p = g.buf_elem(ab, &acc_ty2, idx)?;
+                    g.b.build_store(p, g.to_storage(init, Elem::Scalar(acc_d))?)?;
                     if let Some(ib) = idx_buf {
-                        let p = g.buf_elem(ib, &rt2, idx);
-                        g.b.build_store(p, i32z).unwrap();
+                        let p = g.buf_elem(ib, &rt2, idx)?;
+                        g.b.build_store(p, i32z)?;
                     }
-                });
+                    Ok(())
+                })?;
             }
             (None, None) => unreachable!(),
         }
@@ -170,7 +172,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 acc_slot,
                 acc_buf.map(|ab| (ab, acc_ty.clone())),
             ),
-            None => g.reduce_in_order(
+            None => Ok(g.reduce_in_order(
                 op,
                 x,
                 d,
@@ -180,38 +182,41 @@ impl<'ctx> Gen<'ctx, '_> {
                 (acc_slot, idx_slot),
                 (acc_buf, idx_buf),
                 (&acc_ty, &rt),
-            ),
-        });
+            )?),
+        })?;
         // Results.
         match (acc_slot, acc_buf) {
             (Some(s), _) => {
                 let v = if is_arg {
                     self.b
-                        .build_load(self.ctx.i32_type(), idx_slot.expect("index slot"), "")
-                        .unwrap()
+                        .build_load(self.ctx.i32_type(), idx_slot.expect("index slot"), "")?
                 } else {
-                    let v = self.b.build_load(self.compute_ty(acc_d), s, "").unwrap();
-                    self.cast(v, acc_d, d)
+                    let v = self.b.build_load(self.compute_ty(acc_d), s, "")?;
+                    self.cast(v, acc_d, d)?
                 };
                 self.lv.insert(r, Lv::Scalar(v));
+                Ok(())
             }
             (None, Some(ab)) => {
                 if is_arg {
                     self.lv.insert(r, Lv::Buf(idx_buf.expect("index buffer")));
+                    Ok(())
                 } else if acc_d == d {
                     self.lv.insert(r, Lv::Buf(ab));
+                    Ok(())
                 } else {
-                    let out = self.alloc_buf(&rt);
+                    let out = self.alloc_buf(&rt)?;
                     let rt3 = rt.clone();
                     self.loop_nest(&rt.shape, &mut |g, idx| {
-                        let p = g.buf_elem(ab, &acc_ty, idx);
-                        let v = g.b.build_load(g.storage_ty(acc_d), p, "").unwrap();
-                        let v = g.cast(v, acc_d, d);
-                        let q = g.buf_elem(out, &rt3, idx);
-                        g.b.build_store(q, g.to_storage(v, Elem::Scalar(d)))
-                            .unwrap();
-                    });
+                        let p = g.buf_elem(ab, &acc_ty, idx)?;
+                        let v = g.b.build_load(g.storage_ty(acc_d), p, "")?;
+                        let v = g.cast(v, acc_d, d)?;
+                        let q = g.buf_elem(out, &rt3, idx)?;
+                        g.b.build_store(q, g.to_storage(v, Elem::Scalar(d))?)?;
+                        Ok(())
+                    })?;
                     self.lv.insert(r, Lv::Buf(out));
+                    Ok(())
                 }
             }
             (None, None) => unreachable!(),
@@ -231,39 +236,37 @@ impl<'ctx> Gen<'ctx, '_> {
         (acc_slot, idx_slot): (Option<PointerValue<'ctx>>, Option<PointerValue<'ctx>>),
         (acc_buf, idx_buf): (Option<PointerValue<'ctx>>, Option<PointerValue<'ctx>>),
         (acc_ty, rt): (&Type, &Type),
-    ) {
+    ) -> Result<()> {
         let is_arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
         let rt2 = rt.clone();
         let acc_ty = acc_ty.clone();
         self.loop_nest(shape, &mut |g, idx| {
             let mut ridx: Vec<IntValue> = idx.to_vec();
             let k = ridx.remove(axis);
-            let xv = g.lane(x, idx);
-            let xv = g.cast(xv, d, acc_d);
+            let xv = g.lane(x, idx)?;
+            let xv = g.cast(xv, d, acc_d)?;
             let (acc_p, idx_p) = match (acc_slot, acc_buf) {
                 (Some(s), _) => (s, idx_slot),
                 (None, Some(ab)) => (
-                    g.buf_elem(ab, &acc_ty, &ridx),
-                    idx_buf.map(|ib| g.buf_elem(ib, &rt2, &ridx)),
+                    g.buf_elem(ab, &acc_ty, &ridx)?,
+                    idx_buf.map(|ib| g.buf_elem(ib, &rt2, &ridx)).transpose()?,
                 ),
                 (None, None) => unreachable!(),
             };
             let acc_storage = g.storage_ty(acc_d);
-            let acc =
-                g.b.build_load(
-                    if acc_slot.is_some() {
-                        g.compute_ty(acc_d)
-                    } else {
-                        acc_storage
-                    },
-                    acc_p,
-                    "",
-                )
-                .unwrap();
+            let acc = g.b.build_load(
+                if acc_slot.is_some() {
+                    g.compute_ty(acc_d)
+                } else {
+                    acc_storage
+                },
+                acc_p,
+                "",
+            )?;
             let acc = if acc_slot.is_some() {
                 acc
             } else {
-                g.decode_storage(acc, Elem::Scalar(acc_d))
+                g.decode_storage(acc, Elem::Scalar(acc_d))?
             };
             if is_arg {
                 let pred = if op == ReduceOp::ArgMax {
@@ -271,32 +274,31 @@ impl<'ctx> Gen<'ctx, '_> {
                 } else {
                     CmpPred::Lt
                 };
-                let better = g.compare(pred, acc_d, xv, acc);
-                let nv = g.b.build_select(better, xv, acc, "").unwrap();
-                let k32 = g.b.build_int_truncate(k, g.ctx.i32_type(), "").unwrap();
+                let better = g.compare(pred, acc_d, xv, acc)?;
+                let nv = g.b.build_select(better, xv, acc, "")?;
+                let k32 = g.b.build_int_truncate(k, g.ctx.i32_type(), "")?;
                 let ip = idx_p.expect("argmax keeps an index");
-                let old =
-                    g.b.build_load(g.ctx.i32_type(), ip, "")
-                        .unwrap()
-                        .into_int_value();
-                let ni = g.b.build_select(better, k32, old, "").unwrap();
-                g.b.build_store(ip, ni).unwrap();
+                let old = g.b.build_load(g.ctx.i32_type(), ip, "")?.into_int_value();
+                let ni = g.b.build_select(better, k32, old, "")?;
+                g.b.build_store(ip, ni)?;
                 let nv = if acc_slot.is_some() {
                     nv
                 } else {
-                    g.to_storage(nv, Elem::Scalar(acc_d))
+                    g.to_storage(nv, Elem::Scalar(acc_d))?
                 };
-                g.b.build_store(acc_p, nv).unwrap();
+                g.b.build_store(acc_p, nv)?;
+                Ok(())
             } else {
-                let nv = g.combine(op, acc_d, acc, xv);
+                let nv = g.combine(op, acc_d, acc, xv)?;
                 let nv = if acc_slot.is_some() {
                     nv
                 } else {
-                    g.to_storage(nv, Elem::Scalar(acc_d))
+                    g.to_storage(nv, Elem::Scalar(acc_d))?
                 };
-                g.b.build_store(acc_p, nv).unwrap();
+                g.b.build_store(acc_p, nv)?;
+                Ok(())
             }
-        });
+        })
     }
 
     /// How many partial accumulators a reduction along the last axis gets, when it gets
@@ -331,7 +333,7 @@ impl<'ctx> Gen<'ctx, '_> {
         shape: &[usize],
         acc_slot: Option<PointerValue<'ctx>>,
         acc_buf: Option<(PointerValue<'ctx>, Type)>,
-    ) {
+    ) -> Result<()> {
         let outer = &shape[..shape.len() - 1];
         let k = shape[shape.len() - 1];
         let ft = self.compute_ty(acc_d).into_float_type();
@@ -346,88 +348,86 @@ impl<'ctx> Gen<'ctx, '_> {
         let splat = {
             let zeros = vec![self.ctx.i32_type().const_zero(); w];
             let undef = vt.get_poison();
-            let v = self
-                .b
-                .build_insert_element(undef, init, self.ctx.i32_type().const_zero(), "")
-                .unwrap();
-            self.b
-                .build_shuffle_vector(
-                    v,
-                    undef,
-                    inkwell::types::VectorType::const_vector(&zeros),
-                    "",
-                )
-                .unwrap()
+            let v =
+                self.b
+                    .build_insert_element(undef, init, self.ctx.i32_type().const_zero(), "")?;
+            self.b.build_shuffle_vector(
+                v,
+                undef,
+                inkwell::types::VectorType::const_vector(&zeros),
+                "",
+            )?
         };
         self.loop_nest(outer, &mut |g, ridx| {
             let i64t = g.ctx.i64_type();
-            let pre = g.b.get_insert_block().unwrap();
+            let pre = g.b.current_block()?;
             let header = g.ctx.append_basic_block(g.func, "red.vec");
             let exit = g.ctx.append_basic_block(g.func, "red.vec.end");
-            g.b.build_unconditional_branch(header).unwrap();
+            g.b.build_unconditional_branch(header)?;
             g.b.position_at_end(header);
-            let kk = g.b.build_phi(i64t, "kk").unwrap();
+            let kk = g.b.build_phi(i64t, "kk")?;
             kk.add_incoming(&[(&g.i64c(0), pre)]);
-            let acc = g.b.build_phi(vt, "acc").unwrap();
+            let acc = g.b.build_phi(vt, "acc")?;
             acc.add_incoming(&[(&splat, pre)]);
             let base =
-                g.b.build_int_mul(kk.as_basic_value().into_int_value(), g.i64c(w as u64), "")
-                    .unwrap();
+                g.b.build_int_mul(kk.as_basic_value().into_int_value(), g.i64c(w as u64), "")?;
             let mut v = vt.get_poison();
             for j in 0..w {
                 let mut idx = ridx.to_vec();
-                idx.push(g.b.build_int_add(base, g.i64c(j as u64), "").unwrap());
-                let xv = g.lane(x, &idx);
-                let xv = g.cast(xv, d, acc_d).into_float_value();
-                v = g
-                    .b
-                    .build_insert_element(v, xv, g.ctx.i32_type().const_int(j as u64, false), "")
-                    .unwrap();
+                idx.push(g.b.build_int_add(base, g.i64c(j as u64), "")?);
+                let xv = g.lane(x, &idx)?;
+                let xv = g.cast(xv, d, acc_d)?.into_float_value();
+                v = g.b.build_insert_element(
+                    v,
+                    xv,
+                    g.ctx.i32_type().const_int(j as u64, false),
+                    "",
+                )?;
             }
             // `x > acc ? x : acc` is maxnum here: acc starts at -inf and never becomes NaN,
             // and a NaN x loses the comparison. It is one `maxps` (minnum alike). A lane of
             // NaN only thus ends at -inf, which `nan_unless_some_number` fixes afterwards.
             // Equal zeros take the sign `float_max_min` gives (+0 wins a max).
             let accv = acc.as_basic_value().into_vector_value();
-            let better = g.b.build_float_compare(pred, v, accv, "").unwrap();
-            let picked = g.b.build_select(better, v, accv, "").unwrap();
+            let better = g.b.build_float_compare(pred, v, accv, "")?;
+            let picked = g.b.build_select(better, v, accv, "")?;
             let next_acc = g
                 .emit()
-                .order_signed_zeros(is_max, v.into(), accv.into(), picked)
+                .order_signed_zeros(is_max, v.into(), accv.into(), picked)?
                 .into_vector_value();
-            let latch = g.b.get_insert_block().unwrap();
+            let latch = g.b.current_block()?;
             let next =
-                g.b.build_int_add(kk.as_basic_value().into_int_value(), g.i64c(1), "")
-                    .unwrap();
+                g.b.build_int_add(kk.as_basic_value().into_int_value(), g.i64c(1), "")?;
             kk.add_incoming(&[(&next, latch)]);
             acc.add_incoming(&[(&next_acc, latch)]);
-            let more =
-                g.b.build_int_compare(inkwell::IntPredicate::ULT, next, g.i64c((k / w) as u64), "")
-                    .unwrap();
-            g.b.build_conditional_branch(more, header, exit).unwrap();
+            let more = g.b.build_int_compare(
+                inkwell::IntPredicate::ULT,
+                next,
+                g.i64c((k / w) as u64),
+                "",
+            )?;
+            g.b.build_conditional_branch(more, header, exit)?;
             g.b.position_at_end(exit);
             // Fold the partial results into the accumulator.
             let (p, ty) = match (&acc_slot, &acc_buf) {
                 (Some(s), _) => (*s, None),
-                (None, Some((ab, t))) => (g.buf_elem(*ab, t, ridx), Some(t)),
+                (None, Some((ab, t))) => (g.buf_elem(*ab, t, ridx)?, Some(t)),
                 (None, None) => unreachable!(),
             };
-            let raw =
-                g.b.build_load(
-                    if ty.is_some() {
-                        g.storage_ty(acc_d)
-                    } else {
-                        g.compute_ty(acc_d)
-                    },
-                    p,
-                    "",
-                )
-                .unwrap();
+            let raw = g.b.build_load(
+                if ty.is_some() {
+                    g.storage_ty(acc_d)
+                } else {
+                    g.compute_ty(acc_d)
+                },
+                p,
+                "",
+            )?;
             let mut r = if ty.is_some() {
                 g.decode_storage(raw, Elem::Scalar(acc_d))
             } else {
-                raw
-            };
+                Ok(raw)
+            }?;
             // Halve the vector until one lane is left (the partials are never NaN, so the
             // comparison form is exact), then fold that lane in.
             let mut part = next_acc;
@@ -441,29 +441,29 @@ impl<'ctx> Gen<'ctx, '_> {
                         .collect();
                     inkwell::types::VectorType::const_vector(&idx)
                 };
-                let lo = g.b.build_shuffle_vector(part, part, pick(0), "").unwrap();
-                let hi = g.b.build_shuffle_vector(part, part, pick(n), "").unwrap();
-                let better = g.b.build_float_compare(pred, hi, lo, "").unwrap();
-                let picked = g.b.build_select(better, hi, lo, "").unwrap();
+                let lo = g.b.build_shuffle_vector(part, part, pick(0), "")?;
+                let hi = g.b.build_shuffle_vector(part, part, pick(n), "")?;
+                let better = g.b.build_float_compare(pred, hi, lo, "")?;
+                let picked = g.b.build_select(better, hi, lo, "")?;
                 part = g
                     .emit()
-                    .order_signed_zeros(is_max, hi.into(), lo.into(), picked)
+                    .order_signed_zeros(is_max, hi.into(), lo.into(), picked)?
                     .into_vector_value();
             }
             let lane =
-                g.b.build_extract_element(part, g.ctx.i32_type().const_zero(), "")
-                    .unwrap();
-            r = g.combine(op, acc_d, r, lane);
+                g.b.build_extract_element(part, g.ctx.i32_type().const_zero(), "")?;
+            r = g.combine(op, acc_d, r, lane)?;
             // The partials start at the identity (±inf), so a lane holding only NaN (which
             // must give NaN) ends there too: in that rare case, look at the lane again.
-            let r = g.nan_unless_some_number(r, init, x, d, acc_d, ridx, k);
+            let r = g.nan_unless_some_number(r, init, x, d, acc_d, ridx, k)?;
             let r = if ty.is_some() {
                 g.to_storage(r, Elem::Scalar(acc_d))
             } else {
-                r
-            };
-            g.b.build_store(p, r).unwrap();
-        });
+                Ok(r)
+            }?;
+            g.b.build_store(p, r)?;
+            Ok(())
+        })
     }
 
     /// `r`, the max/min of the lane `ridx` of `x` (`k` elements along its last axis), as
@@ -480,13 +480,12 @@ impl<'ctx> Gen<'ctx, '_> {
         acc_d: DType,
         ridx: &[IntValue<'ctx>],
         k: usize,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let rf = r.into_float_value();
         let ft = rf.get_type();
         let hit = self
             .b
-            .build_float_compare(inkwell::FloatPredicate::OEQ, rf, identity, "")
-            .unwrap();
+            .build_float_compare(inkwell::FloatPredicate::OEQ, rf, identity, "")?;
         // Rare: keep the second look out of the hot path's layout.
         let bool_t = self.ctx.bool_type();
         let hit = self
@@ -494,64 +493,63 @@ impl<'ctx> Gen<'ctx, '_> {
                 "llvm.expect",
                 &[bool_t.into()],
                 &[hit.into(), bool_t.const_zero().into()],
-            )
+            )?
             .into_int_value();
-        let pre = self.b.get_insert_block().unwrap();
+        let pre = self.b.current_block()?;
         let rescan = self.ctx.append_basic_block(self.func, "red.allnan");
         let join = self.ctx.append_basic_block(self.func, "red.allnan.end");
-        self.b.build_conditional_branch(hit, rescan, join).unwrap();
+        self.b.build_conditional_branch(hit, rescan, join)?;
         self.b.position_at_end(rescan);
-        let any = self.entry_alloca(bool_t.into());
-        self.b.build_store(any, bool_t.const_zero()).unwrap();
+        let any = self.entry_alloca(bool_t.into())?;
+        self.b.build_store(any, bool_t.const_zero())?;
         let ridx = ridx.to_vec();
         self.loop_nest(&[k], &mut |g, i| {
             let mut idx = ridx.clone();
             idx.push(i[0]);
-            let xv = g.lane(x, &idx);
-            let xv = g.cast(xv, d, acc_d).into_float_value();
+            let xv = g.lane(x, &idx)?;
+            let xv = g.cast(xv, d, acc_d)?.into_float_value();
             let num =
-                g.b.build_float_compare(inkwell::FloatPredicate::ORD, xv, xv, "")
-                    .unwrap();
-            let old = g.b.build_load(bool_t, any, "").unwrap().into_int_value();
-            let new = g.b.build_or(old, num, "").unwrap();
-            g.b.build_store(any, new).unwrap();
-        });
-        let some = self.b.build_load(bool_t, any, "").unwrap().into_int_value();
+                g.b.build_float_compare(inkwell::FloatPredicate::ORD, xv, xv, "")?;
+            let old = g.b.build_load(bool_t, any, "")?.into_int_value();
+            let new = g.b.build_or(old, num, "")?;
+            g.b.build_store(any, new)?;
+            Ok(())
+        })?;
+        let some = self.b.build_load(bool_t, any, "")?.into_int_value();
         let fixed = self
             .b
-            .build_select(some, rf, ft.const_float(f64::NAN), "")
-            .unwrap();
-        let end = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(join).unwrap();
+            .build_select(some, rf, ft.const_float(f64::NAN), "")?;
+        let end = self.b.current_block()?;
+        self.b.build_unconditional_branch(join)?;
         self.b.position_at_end(join);
-        let phi = self.b.build_phi(ft, "").unwrap();
+        let phi = self.b.build_phi(ft, "")?;
         phi.add_incoming(&[(&r, pre), (&fixed, end)]);
-        phi.as_basic_value()
+        Ok(phi.as_basic_value())
     }
 
     /// The full sums of the 1-D tile `v` taken later in `v`'s block: they are accumulated
     /// in the loop that materializes `v` instead of in a second pass over its buffer
     /// (same lanes, same order). Each comes with its accumulator slot and dtypes.
-    pub(super) fn fused_sums(&mut self, v: Value) -> Vec<FusedSum<'ctx>> {
+    pub(super) fn fused_sums(&mut self, v: Value) -> Result<Vec<FusedSum<'ctx>>> {
         let f = self.f;
         let Some(def) = self.defs.get(&v).copied() else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let Some(block) = holder(&f.body, def) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         self.sums_in(block, v)
     }
 
     /// The full sums (`reduce sum, axis 0`) of the 1-D numeric tile `v` that `block` takes,
     /// each with a fresh accumulator slot set to the identity here.
-    pub(super) fn sums_in(&mut self, block: &Block, v: Value) -> Vec<FusedSum<'ctx>> {
+    pub(super) fn sums_in(&mut self, block: &Block, v: Value) -> Result<Vec<FusedSum<'ctx>>> {
         let vt = self.f.ty(v);
         let Some(d) = vt.dtype().filter(|d| !d.is_bool()) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         if vt.rank() != 1 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let acc_d = d.accumulator();
         let mut out = Vec::new();
@@ -563,9 +561,9 @@ impl<'ctx> Gen<'ctx, '_> {
             } = inst.op
             {
                 if x == v {
-                    let slot = self.entry_alloca(self.compute_ty(acc_d));
+                    let slot = self.entry_alloca(self.compute_ty(acc_d))?;
                     let init = self.identity(ReduceOp::Sum, acc_d);
-                    self.b.build_store(slot, init).unwrap();
+                    self.b.build_store(slot, init)?;
                     out.push(FusedSum {
                         result: inst.results[0],
                         slot,
@@ -575,28 +573,31 @@ impl<'ctx> Gen<'ctx, '_> {
                 }
             }
         }
-        out
+        Ok(out)
     }
 
     /// Sets each fused sum's accumulator back to the identity.
-    pub(super) fn fused_sums_reset(&mut self, sums: &[FusedSum<'ctx>]) {
+    pub(super) fn fused_sums_reset(&mut self, sums: &[FusedSum<'ctx>]) -> Result<()> {
         for s in sums {
             let init = self.identity(ReduceOp::Sum, s.acc_d);
-            self.b.build_store(s.slot, init).unwrap();
+            self.b.build_store(s.slot, init)?;
         }
+        Ok(())
     }
 
     /// Adds lane `x` (compute form) of the materialized tile to each fused sum.
-    pub(super) fn fused_sums_step(&mut self, sums: &[FusedSum<'ctx>], x: BasicValueEnum<'ctx>) {
+    pub(super) fn fused_sums_step(
+        &mut self,
+        sums: &[FusedSum<'ctx>],
+        x: BasicValueEnum<'ctx>,
+    ) -> Result<()> {
         for s in sums {
-            let xv = self.cast(x, s.d, s.acc_d);
-            let acc = self
-                .b
-                .build_load(self.compute_ty(s.acc_d), s.slot, "")
-                .unwrap();
-            let nv = self.combine(ReduceOp::Sum, s.acc_d, acc, xv);
-            self.b.build_store(s.slot, nv).unwrap();
+            let xv = self.cast(x, s.d, s.acc_d)?;
+            let acc = self.b.build_load(self.compute_ty(s.acc_d), s.slot, "")?;
+            let nv = self.combine(ReduceOp::Sum, s.acc_d, acc, xv)?;
+            self.b.build_store(s.slot, nv)?;
         }
+        Ok(())
     }
 
     /// `w` partial accumulators per fused sum (entry-block arrays set to the identity), for
@@ -607,19 +608,18 @@ impl<'ctx> Gen<'ctx, '_> {
         &mut self,
         sums: &[FusedSum<'ctx>],
         w: usize,
-    ) -> Vec<PointerValue<'ctx>> {
+    ) -> Result<Vec<PointerValue<'ctx>>> {
         sums.iter()
             .map(|s| {
                 let t = self.compute_ty(s.acc_d);
-                let arr = self.entry_alloca(t.array_type(w as u32).into());
+                let arr = self.entry_alloca(t.array_type(w as u32).into())?;
                 let init = self.identity(ReduceOp::Sum, s.acc_d);
                 for j in 0..w {
                     // SAFETY (of the generated code): `j < w`, inside the array.
-                    let p =
-                        unsafe { self.b.build_gep(t, arr, &[self.i64c(j as u64)], "") }.unwrap();
-                    self.b.build_store(p, init).unwrap();
+                    let p = unsafe { self.b.build_gep(t, arr, &[self.i64c(j as u64)], "") }?;
+                    self.b.build_store(p, init)?;
                 }
-                arr
+                Ok(arr)
             })
             .collect()
     }
@@ -631,16 +631,17 @@ impl<'ctx> Gen<'ctx, '_> {
         parts: &[PointerValue<'ctx>],
         j: IntValue<'ctx>,
         x: BasicValueEnum<'ctx>,
-    ) {
+    ) -> Result<()> {
         for (s, arr) in sums.iter().zip(parts) {
             let t = self.compute_ty(s.acc_d);
-            let xv = self.cast(x, s.d, s.acc_d);
+            let xv = self.cast(x, s.d, s.acc_d)?;
             // SAFETY (of the generated code): `j` is below the chunk width.
-            let p = unsafe { self.b.build_gep(t, *arr, &[j], "") }.unwrap();
-            let acc = self.b.build_load(t, p, "").unwrap();
-            let nv = self.combine(ReduceOp::Sum, s.acc_d, acc, xv);
-            self.b.build_store(p, nv).unwrap();
+            let p = unsafe { self.b.build_gep(t, *arr, &[j], "") }?;
+            let acc = self.b.build_load(t, p, "")?;
+            let nv = self.combine(ReduceOp::Sum, s.acc_d, acc, xv)?;
+            self.b.build_store(p, nv)?;
         }
+        Ok(())
     }
 
     /// Adds the `w` partials of each sum into its accumulator: halves added pairwise until
@@ -650,17 +651,16 @@ impl<'ctx> Gen<'ctx, '_> {
         sums: &[FusedSum<'ctx>],
         parts: &[PointerValue<'ctx>],
         w: usize,
-    ) {
+    ) -> Result<()> {
         for (s, arr) in sums.iter().zip(parts) {
             let t = self.compute_ty(s.acc_d);
             let mut vals: Vec<BasicValueEnum<'ctx>> = (0..w)
                 .map(|j| {
                     // SAFETY (of the generated code): `j < w`, inside the array.
-                    let p =
-                        unsafe { self.b.build_gep(t, *arr, &[self.i64c(j as u64)], "") }.unwrap();
-                    self.b.build_load(t, p, "").unwrap()
+                    let p = unsafe { self.b.build_gep(t, *arr, &[self.i64c(j as u64)], "") }?;
+                    Ok(self.b.build_load(t, p, "")?)
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             while vals.len() > 1 {
                 let half = vals.len().div_ceil(2);
                 let (lo, hi) = vals.split_at(half);
@@ -668,28 +668,27 @@ impl<'ctx> Gen<'ctx, '_> {
                     .iter()
                     .zip(hi)
                     .map(|(a, b)| self.combine(ReduceOp::Sum, s.acc_d, *a, *b))
-                    .collect();
+                    .collect::<Result<_>>()?;
                 if lo.len() > hi.len() {
                     next.push(lo[lo.len() - 1]);
                 }
                 vals = next;
             }
-            let acc = self.b.build_load(t, s.slot, "").unwrap();
-            let acc = self.combine(ReduceOp::Sum, s.acc_d, acc, vals[0]);
-            self.b.build_store(s.slot, acc).unwrap();
+            let acc = self.b.build_load(t, s.slot, "")?;
+            let acc = self.combine(ReduceOp::Sum, s.acc_d, acc, vals[0])?;
+            self.b.build_store(s.slot, acc)?;
         }
+        Ok(())
     }
 
     /// Makes the fused sums' results available (their `reduce` ops then emit nothing).
-    pub(super) fn fused_sums_finish(&mut self, sums: &[FusedSum<'ctx>]) {
+    pub(super) fn fused_sums_finish(&mut self, sums: &[FusedSum<'ctx>]) -> Result<()> {
         for s in sums {
-            let v = self
-                .b
-                .build_load(self.compute_ty(s.acc_d), s.slot, "")
-                .unwrap();
-            let v = self.cast(v, s.acc_d, s.d);
+            let v = self.b.build_load(self.compute_ty(s.acc_d), s.slot, "")?;
+            let v = self.cast(v, s.acc_d, s.d)?;
             self.lv.insert(s.result, Lv::Scalar(v));
         }
+        Ok(())
     }
 }
 

@@ -11,6 +11,7 @@
 
 use super::custom::Direct;
 use super::{Gen, Lv};
+use crate::llvm::Result;
 use inkwell::types::VectorType;
 use inkwell::values::{IntValue, PointerValue, VectorValue};
 use tritium_dsl::ir::{affine_lanes, DType, Op, Type, Value};
@@ -26,38 +27,39 @@ impl<'ctx> Gen<'ctx, '_> {
         buf: PointerValue<'ctx>,
         ty: &Type,
         lanes: usize,
-    ) -> bool {
+    ) -> Result<bool> {
         // Square blocks of the widest power of two up to a vector that divides both dims.
         let mut w = lanes;
         while w > 4 && ty.shape.iter().any(|n| n % w != 0) {
             w /= 2;
         }
         let Some(direct) = self.transposed_load(v, d, w) else {
-            return false;
+            return Ok(false);
         };
         let lanes = w;
-        let ok = self.run_holds(&direct);
+        let ok = self.run_holds(&direct)?;
         let (rows, cols) = (ty.shape[0], ty.shape[1]);
         let mut copy = |g: &mut Self| {
             g.counted_loop(cols / lanes, super::LoopUnroll::Never, &mut |g, cb| {
                 g.counted_loop(rows / lanes, super::LoopUnroll::Never, &mut |g, rb| {
-                    g.transpose_block(direct.ptr, d, buf, cols, [rb, cb], lanes);
-                });
-            });
+                    g.transpose_block(direct.ptr, d, buf, cols, [rb, cb], lanes)
+                })
+            })
         };
         if ok.get_zero_extended_constant() == Some(1) {
-            copy(self);
+            copy(self)?;
         } else {
             let shape = ty.shape.clone();
             self.branches(ok, &mut copy, &mut |g| {
                 g.loop_nest(&shape, &mut |g, idx| {
-                    let x = g.lane(v, idx);
-                    let p = g.buf_elem(buf, ty, idx);
-                    g.b.build_store(p, x).unwrap();
-                });
-            });
+                    let x = g.lane(v, idx)?;
+                    let p = g.buf_elem(buf, ty, idx)?;
+                    g.b.build_store(p, x)?;
+                    Ok(())
+                })
+            })?;
         }
-        true
+        Ok(true)
     }
 
     /// `v` as a load whose lanes are `first + r + c·s` with `s ≠ 1` (the row-major case
@@ -99,26 +101,26 @@ impl<'ctx> Gen<'ctx, '_> {
         cols: usize,
         [rb, cb]: [IntValue<'ctx>; 2],
         lanes: usize,
-    ) {
+    ) -> Result<()> {
         let et = self.compute_ty(d);
         let vt = super::dot::vec_type(et, lanes);
         let size = d.size_bytes() as u32;
         let w = self.i64c(lanes as u64);
-        let r0 = self.b.build_int_mul(rb, w, "").unwrap();
-        let c0 = self.b.build_int_mul(cb, w, "").unwrap();
-        let columns: Vec<VectorValue> = (0..lanes)
-            .map(|j| {
-                let c = self.b.build_int_add(c0, self.i64c(j as u64), "").unwrap();
-                let p = self.lane(ptr, &[r0, c]).into_pointer_value();
-                self.load_vec(vt, p, size)
-            })
-            .collect();
-        for (k, row) in self.transpose(columns).into_iter().enumerate() {
-            let r = self.b.build_int_add(r0, self.i64c(k as u64), "").unwrap();
-            let p = self.elem_ptr(buf, et, r, cols, c0);
-            let st = self.b.build_store(p, row).unwrap();
-            st.set_alignment(size).unwrap();
+        let r0 = self.b.build_int_mul(rb, w, "")?;
+        let c0 = self.b.build_int_mul(cb, w, "")?;
+        let mut columns: Vec<VectorValue> = Vec::with_capacity(lanes);
+        for j in 0..lanes {
+            let c = self.b.build_int_add(c0, self.i64c(j as u64), "")?;
+            let p = self.lane(ptr, &[r0, c])?.into_pointer_value();
+            columns.push(self.load_vec(vt, p, size)?);
         }
+        for (k, row) in self.transpose(columns)?.into_iter().enumerate() {
+            let r = self.b.build_int_add(r0, self.i64c(k as u64), "")?;
+            let p = self.elem_ptr(buf, et, r, cols, c0)?;
+            let st = self.b.build_store(p, row)?;
+            st.set_alignment(size)?;
+        }
+        Ok(())
     }
 
     /// The transpose of the square matrix whose rows are `rows` (a power of two of them):
@@ -127,7 +129,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// row `i`'s lanes `k + h` where `k & h = 0`. That swaps the off-diagonal `h × h`
     /// blocks of every `2h × 2h` block; after the step with `h = 1` every element `(j, k)`
     /// is at `(k, j)`. `W·log2(W)` two-vector shuffles in all.
-    fn transpose(&self, mut rows: Vec<VectorValue<'ctx>>) -> Vec<VectorValue<'ctx>> {
+    fn transpose(&self, mut rows: Vec<VectorValue<'ctx>>) -> Result<Vec<VectorValue<'ctx>>> {
         let w = rows.len();
         debug_assert!(w.is_power_of_two());
         let i32t = self.ctx.i32_type();
@@ -147,37 +149,32 @@ impl<'ctx> Gen<'ctx, '_> {
             let high = mask(&|k| if k & h == 0 { k + h } else { w + k });
             for i in (0..w).filter(|i| i & h == 0) {
                 let (a, b) = (rows[i], rows[i + h]);
-                rows[i] = self
-                    .b
-                    .build_shuffle_vector(a, b, low, "transposed")
-                    .unwrap();
-                rows[i + h] = self
-                    .b
-                    .build_shuffle_vector(a, b, high, "transposed")
-                    .unwrap();
+                rows[i] = self.b.build_shuffle_vector(a, b, low, "transposed")?;
+                rows[i + h] = self.b.build_shuffle_vector(a, b, high, "transposed")?;
             }
             h /= 2;
         }
-        rows
+        Ok(rows)
     }
 
     /// Emits `yes` behind the `i1` `cond` and `no` behind its negation.
     fn branches(
         &mut self,
         cond: IntValue<'ctx>,
-        yes: &mut dyn FnMut(&mut Self),
-        no: &mut dyn FnMut(&mut Self),
-    ) {
+        yes: &mut dyn FnMut(&mut Self) -> Result<()>,
+        no: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         let then = self.ctx.append_basic_block(self.func, "then");
         let other = self.ctx.append_basic_block(self.func, "else");
         let done = self.ctx.append_basic_block(self.func, "endif");
-        self.b.build_conditional_branch(cond, then, other).unwrap();
+        self.b.build_conditional_branch(cond, then, other)?;
         self.b.position_at_end(then);
-        yes(self);
-        self.b.build_unconditional_branch(done).unwrap();
+        yes(self)?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(other);
-        no(self);
-        self.b.build_unconditional_branch(done).unwrap();
+        no(self)?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
+        Ok(())
     }
 }

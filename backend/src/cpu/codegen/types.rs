@@ -3,6 +3,7 @@
 //! no half-precision runtime library is ever needed.
 
 use super::Gen;
+use crate::llvm::Result;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::BasicValueEnum;
 use inkwell::AddressSpace;
@@ -48,17 +49,29 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Converts a compute value to its memory form.
-    pub(super) fn to_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    pub(super) fn to_storage(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        e: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
         self.emit().to_storage(v, e)
     }
 
     /// Converts a memory value to its compute form.
-    pub(super) fn decode_storage(&self, v: BasicValueEnum<'ctx>, e: Elem) -> BasicValueEnum<'ctx> {
+    pub(super) fn decode_storage(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        e: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
         self.emit().decode_storage(v, e)
     }
 
     /// Rounds an f32 compute value to the precision of `d` (identity unless f16/bf16).
-    pub(super) fn round_to(&self, v: BasicValueEnum<'ctx>, d: DType) -> BasicValueEnum<'ctx> {
+    pub(super) fn round_to(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        d: DType,
+    ) -> Result<BasicValueEnum<'ctx>> {
         self.emit().round_to(v, d)
     }
 }

@@ -6,6 +6,7 @@
 //! operator wins). The emulator ignores the hints, which change no result.
 
 use super::Gen;
+use crate::llvm::Result;
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
 use inkwell::values::{BasicMetadataValueEnum, BasicValue, BasicValueEnum, PointerValue};
 use tritium_dsl::ir::{CacheHints, CacheModifier, Eviction};
@@ -17,18 +18,18 @@ impl<'ctx> Gen<'ctx, '_> {
         ty: BasicTypeEnum<'ctx>,
         p: PointerValue<'ctx>,
         hints: CacheHints,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let qualifier = self.ptx_qualifier(hints, true);
         let Some((q, reg)) = qualifier.zip(register(ty)) else {
-            let v = self.b.build_load(ty, p, "").unwrap();
+            let v = self.b.build_load(ty, p, "")?;
             if hints.volatile {
                 if let Some(i) = v.as_instruction_value() {
                     let _ = i.set_volatile(true);
                 }
             }
-            return v;
+            return Ok(v);
         };
-        let addr = self.address(p);
+        let addr = self.address(p)?;
         let (words, suffix) = (reg.count, reg.suffix);
         let outs: Vec<String> = (0..words).map(|k| format!("${k}")).collect();
         let dest = match words {
@@ -51,8 +52,7 @@ impl<'ctx> Gen<'ctx, '_> {
             .create_inline_asm(fn_ty, asm, constraints, true, false, None, false);
         let call = self
             .b
-            .build_indirect_call(fn_ty, f, &[addr.into()], "cached")
-            .unwrap();
+            .build_indirect_call(fn_ty, f, &[addr.into()], "cached")?;
         let got = match call.try_as_basic_value() {
             inkwell::values::ValueKind::Basic(v) => v,
             inkwell::values::ValueKind::Instruction(_) => unreachable!("returns a value"),
@@ -60,12 +60,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let words_v: Vec<BasicValueEnum<'ctx>> = match words {
             1 => vec![got],
             _ => (0..words)
-                .map(|k| {
-                    (self.b)
-                        .build_extract_value(got.into_struct_value(), k as u32, "")
-                        .unwrap()
-                })
-                .collect(),
+                .map(|k| (self.b).build_extract_value(got.into_struct_value(), k as u32, ""))
+                .collect::<Result<_, _>>()?,
         };
         self.value_from_registers(ty, &words_v, reg)
     }
@@ -77,18 +73,18 @@ impl<'ctx> Gen<'ctx, '_> {
         v: BasicValueEnum<'ctx>,
         hints: CacheHints,
         align: Option<u32>,
-    ) {
+    ) -> Result<()> {
         let ty = v.get_type();
         let qualifier = self.ptx_qualifier(hints, false);
         let Some((q, reg)) = qualifier.zip(register(ty)) else {
-            let st = self.b.build_store(p, v).unwrap();
+            let st = self.b.build_store(p, v)?;
             if let Some(a) = align {
-                st.set_alignment(a).unwrap();
+                st.set_alignment(a)?;
             }
-            return;
+            return Ok(());
         };
-        let addr = self.address(p);
-        let words = self.registers_of(v, reg);
+        let addr = self.address(p)?;
+        let words = self.registers_of(v, reg)?;
         let n = words.len();
         let srcs: Vec<String> = (1..=n).map(|k| format!("${k}")).collect();
         let src = match n {
@@ -109,7 +105,8 @@ impl<'ctx> Gen<'ctx, '_> {
             .create_inline_asm(fn_ty, asm, constraints, true, false, None, false);
         let mut args = vec![addr.into()];
         args.extend(words.into_iter().map(BasicMetadataValueEnum::from));
-        self.b.build_indirect_call(fn_ty, f, &args, "").unwrap();
+        self.b.build_indirect_call(fn_ty, f, &args, "")?;
+        Ok(())
     }
 
     /// The PTX qualifier of `hints` (`.cg`, `.L1::evict_first`, …), or `None` when the
@@ -134,10 +131,8 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    fn address(&self, p: PointerValue<'ctx>) -> inkwell::values::IntValue<'ctx> {
-        (self.b)
-            .build_ptr_to_int(p, self.ctx.i64_type(), "")
-            .unwrap()
+    fn address(&self, p: PointerValue<'ctx>) -> Result<inkwell::values::IntValue<'ctx>> {
+        Ok((self.b).build_ptr_to_int(p, self.ctx.i64_type(), "")?)
     }
 
     /// `ty`'s value from the registers an access gave.
@@ -146,18 +141,15 @@ impl<'ctx> Gen<'ctx, '_> {
         ty: BasicTypeEnum<'ctx>,
         words: &[BasicValueEnum<'ctx>],
         reg: Register,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let b = self.b;
         if words.len() == 1 && !reg.widened {
-            return b.build_bit_cast(words[0], ty, "").unwrap();
+            return Ok(b.build_bit_cast(words[0], ty, "")?);
         }
         if reg.widened {
             // An 8-bit value travels in a 16-bit register.
             let w = words[0].into_int_value();
-            return b
-                .build_int_truncate(w, ty.into_int_type(), "")
-                .unwrap()
-                .into();
+            return Ok(b.build_int_truncate(w, ty.into_int_type(), "")?.into());
         }
         let word_ty = reg.word_ty(self.ctx);
         let mut v = word_ty
@@ -166,34 +158,34 @@ impl<'ctx> Gen<'ctx, '_> {
             .get_undef();
         for (k, w) in words.iter().enumerate() {
             let at = self.ctx.i32_type().const_int(k as u64, false);
-            v = b
-                .build_insert_element(v, w.into_int_value(), at, "")
-                .unwrap();
+            v = b.build_insert_element(v, w.into_int_value(), at, "")?;
         }
-        b.build_bit_cast(v, ty, "").unwrap()
+        Ok(b.build_bit_cast(v, ty, "")?)
     }
 
     /// The registers a store of `v` passes.
-    fn registers_of(&self, v: BasicValueEnum<'ctx>, reg: Register) -> Vec<BasicValueEnum<'ctx>> {
+    fn registers_of(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        reg: Register,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let b = self.b;
         let word_ty = reg.word_ty(self.ctx);
         if reg.widened {
-            let w = b
-                .build_int_z_extend(v.into_int_value(), word_ty.into_int_type(), "")
-                .unwrap();
-            return vec![w.into()];
+            let w = b.build_int_z_extend(v.into_int_value(), word_ty.into_int_type(), "")?;
+            return Ok(vec![w.into()]);
         }
         if reg.count == 1 {
-            return vec![b.build_bit_cast(v, word_ty, "").unwrap()];
+            return Ok(vec![b.build_bit_cast(v, word_ty, "")?]);
         }
         let vt = word_ty.into_int_type().vec_type(reg.count as u32);
-        let words = b.build_bit_cast(v, vt, "").unwrap().into_vector_value();
-        (0..reg.count)
+        let words = b.build_bit_cast(v, vt, "")?.into_vector_value();
+        Ok((0..reg.count)
             .map(|k| {
                 let at = self.ctx.i32_type().const_int(k as u64, false);
-                b.build_extract_element(words, at, "").unwrap()
+                b.build_extract_element(words, at, "")
             })
-            .collect()
+            .collect::<Result<_, _>>()?)
     }
 }
 

@@ -6,6 +6,7 @@
 
 use super::{Gen, V};
 use crate::llvm::LoopCounter;
+use crate::llvm::{CodegenError, Positioned, Result};
 use inkwell::values::PointerValue;
 use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
 
@@ -20,7 +21,11 @@ enum Carry {
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// One alloca per slot (or fragment register) of each carried value.
-    fn carried_slots(&mut self, types: &[Type], carry: &[Carry]) -> Vec<Vec<PointerValue<'ctx>>> {
+    fn carried_slots(
+        &mut self,
+        types: &[Type],
+        carry: &[Carry],
+    ) -> Result<Vec<Vec<PointerValue<'ctx>>>> {
         types
             .iter()
             .zip(carry)
@@ -37,7 +42,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// Stores `values` into `slots` (all read first, so swaps are safe).
-    fn assign(&mut self, values: &[Value], slots: &[Vec<PointerValue<'ctx>>], carry: &[Carry]) {
+    fn assign(
+        &mut self,
+        values: &[Value],
+        slots: &[Vec<PointerValue<'ctx>>],
+        carry: &[Carry],
+    ) -> Result<()> {
         let vals: Vec<Vec<_>> = values
             .iter()
             .zip(carry)
@@ -48,22 +58,28 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     self.tile_slots(*v, numel)
                 }
             })
-            .collect();
+            .collect::<Result<_>>()?;
         for (vs, ps) in vals.iter().zip(slots) {
             for (v, p) in vs.iter().zip(ps) {
-                self.b.build_store(*p, *v).unwrap();
+                self.b.build_store(*p, *v)?;
             }
         }
+        Ok(())
     }
 
     /// Binds `values` to what `slots` hold now.
-    fn bind(&mut self, values: &[Value], slots: &[Vec<PointerValue<'ctx>>], carry: &[Carry]) {
+    fn bind(
+        &mut self,
+        values: &[Value],
+        slots: &[Vec<PointerValue<'ctx>>],
+        carry: &[Carry],
+    ) -> Result<()> {
         for ((v, ps), c) in values.iter().zip(slots).zip(carry) {
             let ty = self.elem_compute_ty(self.ty(*v).elem);
             let loaded: Vec<_> = ps
                 .iter()
-                .map(|p| self.b.build_load(ty, *p, "").unwrap())
-                .collect();
+                .map(|p| self.b.build_load(ty, *p, ""))
+                .collect::<Result<_, _>>()?;
             let val = match c {
                 Carry::Frags { .. } => V::Frag(loaded),
                 Carry::Slots if self.ty(*v).is_scalar() => V::Scalar(loaded[0]),
@@ -71,6 +87,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             };
             self.vals.insert(*v, val);
         }
+        Ok(())
     }
 
     /// How a `for` loop carries each value: a tensor-core `dot`'s accumulator stays in
@@ -98,7 +115,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
     }
 
-    pub(super) fn for_loop(&mut self, inst: &'f Inst) {
+    pub(super) fn for_loop(&mut self, inst: &'f Inst) -> Result<()> {
         let Op::For {
             lo,
             hi,
@@ -112,42 +129,46 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let carry = self.loop_carry(body, types.len());
-        let slots = self.carried_slots(&types, &carry);
+        let slots = self.carried_slots(&types, &carry)?;
         let dtype = match self.ty(*lo).elem {
             tritium_dsl::ir::Elem::Scalar(d) | tritium_dsl::ir::Elem::Ptr(d) => d,
         };
-        let bounds = [*lo, *hi, *step].map(|v| self.scalar(v).into_int_value());
-        let count = LoopCounter::new(&self.emit(), dtype, bounds);
-        self.assign(init, &slots, &carry);
-        let pre = self.b.get_insert_block().unwrap();
+        let bounds = [
+            self.scalar(*lo)?.into_int_value(),
+            self.scalar(*hi)?.into_int_value(),
+            self.scalar(*step)?.into_int_value(),
+        ];
+        let count = LoopCounter::new(&self.emit(), dtype, bounds)?;
+        self.assign(init, &slots, &carry)?;
+        let pre = self.b.current_block()?;
         let header = self.ctx.append_basic_block(self.func, "for");
         let body_bb = self.ctx.append_basic_block(self.func, "for.body");
         let exit = self.ctx.append_basic_block(self.func, "for.end");
-        self.b.build_unconditional_branch(header).unwrap();
+        self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(header);
-        let phi = self.b.build_phi(count.lo.get_type(), "iv").unwrap();
+        let phi = self.b.build_phi(count.lo.get_type(), "iv")?;
         phi.add_incoming(&[(&count.lo, pre)]);
         let iv = phi.as_basic_value().into_int_value();
         // iv < hi counting up, iv > hi counting down, never wrapping (as the CPU backend).
-        let go = count.runs(&self.emit(), iv);
-        self.b.build_conditional_branch(go, body_bb, exit).unwrap();
+        let go = count.runs(&self.emit(), iv)?;
+        self.b.build_conditional_branch(go, body_bb, exit)?;
         self.b.position_at_end(body_bb);
         self.vals
-            .insert(body.args[0], V::Scalar(count.body_value(&self.emit(), iv)));
-        self.bind(&body.args[1..], &slots, &carry);
-        self.block(body);
-        self.assign(Self::yields(body), &slots, &carry);
-        let next = count.advance(&self.emit(), self.func, iv, exit);
-        phi.add_incoming(&[(&next, self.b.get_insert_block().unwrap())]);
-        let back_edge = self.b.build_unconditional_branch(header).unwrap();
+            .insert(body.args[0], V::Scalar(count.body_value(&self.emit(), iv)?));
+        self.bind(&body.args[1..], &slots, &carry)?;
+        self.block(body)?;
+        self.assign(Self::yields(body), &slots, &carry)?;
+        let next = count.advance(&self.emit(), self.func, iv, exit)?;
+        phi.add_incoming(&[(&next, self.b.current_block()?)]);
+        let back_edge = self.b.build_unconditional_branch(header)?;
         if let Some(factor) = unroll {
             self.emit().unroll_hint(back_edge, *factor);
         }
         self.b.position_at_end(exit);
-        self.bind(&inst.results, &slots, &carry);
+        self.bind(&inst.results, &slots, &carry)
     }
 
-    pub(super) fn if_else(&mut self, inst: &'f Inst) {
+    pub(super) fn if_else(&mut self, inst: &'f Inst) -> Result<()> {
         let Op::If {
             cond,
             then_region,
@@ -158,53 +179,52 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         };
         let types: Vec<Type> = inst.results.iter().map(|v| self.ty(*v).clone()).collect();
         let carry = vec![Carry::Slots; types.len()];
-        let slots = self.carried_slots(&types, &carry);
-        let c = self.scalar(*cond).into_int_value();
+        let slots = self.carried_slots(&types, &carry)?;
+        let c = self.scalar(*cond)?.into_int_value();
         let then_bb = self.ctx.append_basic_block(self.func, "then");
         let else_bb = self.ctx.append_basic_block(self.func, "else");
         let merge = self.ctx.append_basic_block(self.func, "endif");
-        self.b
-            .build_conditional_branch(c, then_bb, else_bb)
-            .unwrap();
+        self.b.build_conditional_branch(c, then_bb, else_bb)?;
         for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
             self.b.position_at_end(bb);
-            self.block(region);
-            self.assign(Self::yields(region), &slots, &carry);
-            self.b.build_unconditional_branch(merge).unwrap();
+            self.block(region)?;
+            self.assign(Self::yields(region), &slots, &carry)?;
+            self.b.build_unconditional_branch(merge)?;
         }
         self.b.position_at_end(merge);
-        self.bind(&inst.results, &slots, &carry);
+        self.bind(&inst.results, &slots, &carry)
     }
 
-    pub(super) fn while_loop(&mut self, inst: &'f Inst) {
+    pub(super) fn while_loop(&mut self, inst: &'f Inst) -> Result<()> {
         let Op::While { init, cond, body } = &inst.op else {
             unreachable!()
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let carry = vec![Carry::Slots; types.len()];
-        let slots = self.carried_slots(&types, &carry);
-        self.assign(init, &slots, &carry);
+        let slots = self.carried_slots(&types, &carry)?;
+        self.assign(init, &slots, &carry)?;
         let header = self.ctx.append_basic_block(self.func, "while");
         let body_bb = self.ctx.append_basic_block(self.func, "while.body");
         let exit = self.ctx.append_basic_block(self.func, "while.end");
-        self.b.build_unconditional_branch(header).unwrap();
+        self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(header);
-        self.bind(&cond.args, &slots, &carry);
-        self.block(cond);
+        self.bind(&cond.args, &slots, &carry)?;
+        self.block(cond)?;
         let c = match cond.insts.last().map(|i| &i.op) {
-            Some(Op::Condition(c)) => self.scalar(*c).into_int_value(),
+            Some(Op::Condition(c)) => self.scalar(*c)?.into_int_value(),
             _ => {
-                self.fail("internal: a while condition region ends without `condition`".into());
-                self.ctx.bool_type().const_zero()
+                return Err(CodegenError::internal(
+                    "a while condition region ends without `condition`",
+                ))
             }
         };
-        self.b.build_conditional_branch(c, body_bb, exit).unwrap();
+        self.b.build_conditional_branch(c, body_bb, exit)?;
         self.b.position_at_end(body_bb);
-        self.bind(&body.args, &slots, &carry);
-        self.block(body);
-        self.assign(Self::yields(body), &slots, &carry);
-        self.b.build_unconditional_branch(header).unwrap();
+        self.bind(&body.args, &slots, &carry)?;
+        self.block(body)?;
+        self.assign(Self::yields(body), &slots, &carry)?;
+        self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(exit);
-        self.bind(&inst.results, &slots, &carry);
+        self.bind(&inst.results, &slots, &carry)
     }
 }

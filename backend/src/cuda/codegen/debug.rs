@@ -12,6 +12,7 @@ use super::sync::EMU_PRINT;
 use super::Gen;
 use crate::launch::print::PRINT_WORDS;
 use crate::llvm::PrintSite;
+use crate::llvm::{CodegenError, Result};
 use inkwell::module::Linkage;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue};
@@ -19,56 +20,56 @@ use inkwell::AddressSpace;
 use tritium_dsl::ir::{DType, Elem, Inst, Op};
 
 impl<'ctx> Gen<'ctx, '_> {
-    pub(super) fn device_assert(&mut self, inst: &Inst) {
+    pub(super) fn device_assert(&mut self, inst: &Inst) -> Result<()> {
         let Op::Assert { cond, mask, .. } = &inst.op else {
             unreachable!()
         };
         let Some(check) = &self.check else {
-            return;
+            return Ok(());
         };
         let record = check.record;
         let Some(site) = check.sites.get(&(inst as *const Inst)).copied() else {
-            self.fail(format!("internal: assert at {} has no site", inst.loc));
-            return;
+            return Err(CodegenError::internal(
+                "the assert has no checked-mode site",
+            ));
         };
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let ct = self.ty(*cond).clone();
         let numel = ct.numel();
-        let conds = self.tile_slots(*cond, numel);
-        let masks = mask.map(|m| self.tile_slots(m, numel));
+        let conds = self.tile_slots(*cond, numel)?;
+        let masks = mask.map(|m| self.tile_slots(m, numel)).transpose()?;
         // Per slot: whether it holds an element this thread checks (a scalar: thread 0).
         let checked: Vec<Option<IntValue<'ctx>>> = if ct.is_scalar() {
-            vec![Some(self.is_thread_zero())]
+            vec![Some(self.is_thread_zero()?)]
         } else {
-            (0..conds.len()).map(|j| self.valid(numel, j)).collect()
+            (0..conds.len())
+                .map(|j| self.valid(numel, j))
+                .collect::<Result<_>>()?
         };
         let mut any = self.ctx.bool_type().const_zero();
         let mut first = i64t.const_zero();
         for j in (0..conds.len()).rev() {
-            let mut bad = b.build_not(conds[j].into_int_value(), "").unwrap();
+            let mut bad = b.build_not(conds[j].into_int_value(), "")?;
             if let Some(m) = &masks {
-                bad = b.build_and(bad, m[j].into_int_value(), "").unwrap();
+                bad = b.build_and(bad, m[j].into_int_value(), "")?;
             }
             if let Some(c) = checked[j] {
-                bad = b.build_and(bad, c, "").unwrap();
+                bad = b.build_and(bad, c, "")?;
             }
             let lane = if ct.is_scalar() {
                 i64t.const_zero()
             } else {
-                b.build_int_z_extend(self.lin(numel, j), i64t, "").unwrap()
+                b.build_int_z_extend(self.lin(numel, j)?, i64t, "")?
             };
-            first = b
-                .build_select(bad, lane, first, "")
-                .unwrap()
-                .into_int_value();
-            any = b.build_or(any, bad, "").unwrap();
+            first = b.build_select(bad, lane, first, "")?.into_int_value();
+            any = b.build_or(any, bad, "")?;
         }
         self.when(Some(any), &mut |g| {
-            g.emit().record_fault(g.func, record, site, first, g.pids);
-        });
+            g.emit().record_fault(g.func, record, site, first, g.pids)
+        })
     }
 
-    pub(super) fn device_print(&mut self, inst: &Inst) {
+    pub(super) fn device_print(&mut self, inst: &Inst) -> Result<()> {
         let Op::Print { prefix, args, hex } = &inst.op else {
             unreachable!()
         };
@@ -76,12 +77,13 @@ impl<'ctx> Gen<'ctx, '_> {
         let record = self
             .emu
             .is_some()
-            .then(|| self.entry_alloca(self.ctx.i64_type().array_type(PRINT_WORDS as u32).into()));
+            .then(|| self.entry_alloca(self.ctx.i64_type().array_type(PRINT_WORDS as u32).into()))
+            .transpose()?;
         for (k, a) in args.iter().enumerate() {
             let t = self.ty(*a).clone();
             let d = t.dtype().expect("verified: numbers");
             let numel = t.numel();
-            let slots = self.tile_slots(*a, numel);
+            let slots = self.tile_slots(*a, numel)?;
             let site = PrintSite {
                 prefix: site_prefix,
                 dtype: d,
@@ -90,48 +92,45 @@ impl<'ctx> Gen<'ctx, '_> {
             };
             for (j, v) in slots.into_iter().enumerate() {
                 let cond = if t.is_scalar() {
-                    Some(self.is_thread_zero())
+                    Some(self.is_thread_zero()?)
                 } else {
-                    self.valid(numel, j)
+                    self.valid(numel, j)?
                 };
                 let idx = if t.is_scalar() {
                     Vec::new()
                 } else {
-                    self.multi_index(self.lin(numel, j), &t.shape)
+                    self.multi_index(self.lin(numel, j)?, &t.shape)?
                 };
                 self.when(cond, &mut |g| {
-                    let s = g.to_storage(v, Elem::Scalar(d));
+                    let s = g.to_storage(v, Elem::Scalar(d))?;
                     match record {
                         Some(record) => {
-                            g.emit().print_record(record, &site, g.pids, &idx, s);
+                            g.emit().print_record(record, &site, g.pids, &idx, s)?;
                             let ptr = g.ctx.ptr_type(AddressSpace::default());
-                            let f = g.emu_word(EMU_PRINT, ptr.into()).into_pointer_value();
+                            let f = g.emu_word(EMU_PRINT, ptr.into())?.into_pointer_value();
                             let ty = g.ctx.void_type().fn_type(&[ptr.into()], false);
-                            g.b.build_indirect_call(ty, f, &[record.into()], "")
-                                .unwrap();
+                            g.b.build_indirect_call(ty, f, &[record.into()], "")?;
+                            Ok(())
                         }
                         None => g.vprintf(prefix, &site, &idx, v, s),
                     }
-                });
+                })?;
             }
         }
+        Ok(())
     }
 
     /// The row-major multi-index (i32 each) of linear index `lin` in `shape`.
-    fn multi_index(&self, lin: IntValue<'ctx>, shape: &[usize]) -> Vec<IntValue<'ctx>> {
+    fn multi_index(&self, lin: IntValue<'ctx>, shape: &[usize]) -> Result<Vec<IntValue<'ctx>>> {
         let b = self.b;
         let mut stride = 1u64;
         let mut idx = vec![lin; shape.len()];
         for (i, &n) in shape.iter().enumerate().rev() {
-            let q = b
-                .build_int_unsigned_div(lin, self.i32c(stride), "")
-                .unwrap();
-            idx[i] = b
-                .build_int_unsigned_rem(q, self.i32c(n as u64), "")
-                .unwrap();
+            let q = b.build_int_unsigned_div(lin, self.i32c(stride), "")?;
+            idx[i] = b.build_int_unsigned_rem(q, self.i32c(n as u64), "")?;
             stride *= n as u64;
         }
-        idx
+        Ok(idx)
     }
 
     /// One line through CUDA's `vprintf(format, args)`: `value` in compute form, `storage`
@@ -143,7 +142,7 @@ impl<'ctx> Gen<'ctx, '_> {
         idx: &[IntValue<'ctx>],
         value: BasicValueEnum<'ctx>,
         storage: BasicValueEnum<'ctx>,
-    ) {
+    ) -> Result<()> {
         let (b, ctx) = (self.b, self.ctx);
         let (i32t, i64t) = (ctx.i32_type(), ctx.i64_type());
         let d = site.dtype;
@@ -160,7 +159,7 @@ impl<'ctx> Gen<'ctx, '_> {
         if site.operand.1 > 1 {
             fmt += &format!(" (operand {})", site.operand.0);
         }
-        let bits = self.emit().storage_bits(storage);
+        let bits = self.emit().storage_bits(storage)?;
         let (conv, shown): (&str, BasicValueEnum<'ctx>) = if site.hex {
             ("0x%llx", bits.into())
         } else if d.is_float() {
@@ -169,7 +168,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let wide = if d == DType::F64 {
                 f
             } else {
-                b.build_float_ext(f, ctx.f64_type(), "").unwrap()
+                b.build_float_ext(f, ctx.f64_type(), "")?
             };
             let conv = if d == DType::F64 { "%.17g" } else { "%.9g" };
             (conv, wide.into())
@@ -177,9 +176,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let v = value.into_int_value();
             (
                 "%lld",
-                b.build_int_s_extend_or_bit_cast(v, i64t, "")
-                    .unwrap()
-                    .into(),
+                b.build_int_s_extend_or_bit_cast(v, i64t, "")?.into(),
             )
         } else {
             ("%llu", bits.into())
@@ -192,10 +189,10 @@ impl<'ctx> Gen<'ctx, '_> {
         vals.push(shown);
         let types: Vec<BasicTypeEnum<'ctx>> = vals.iter().map(|v| v.get_type()).collect();
         let st = ctx.struct_type(&types, false);
-        let buf = self.entry_alloca(st.into());
+        let buf = self.entry_alloca(st.into())?;
         for (k, v) in vals.iter().enumerate() {
-            let p = b.build_struct_gep(st, buf, k as u32, "").unwrap();
-            b.build_store(p, *v).unwrap();
+            let p = b.build_struct_gep(st, buf, k as u32, "")?;
+            b.build_store(p, *v)?;
         }
         let text = ctx.const_string(fmt.as_bytes(), true);
         let g = self
@@ -211,6 +208,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 .add_function("vprintf", ty, Some(Linkage::External))
         });
         let args: [BasicMetadataValueEnum<'ctx>; 2] = [g.as_pointer_value().into(), buf.into()];
-        b.build_call(vprintf, &args, "").unwrap();
+        b.build_call(vprintf, &args, "")?;
+        Ok(())
     }
 }

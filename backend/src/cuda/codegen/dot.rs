@@ -20,6 +20,7 @@
 
 use super::reduce::Acc;
 use super::{Gen, V};
+use crate::llvm::{CodegenError, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::AddressSpace;
@@ -54,7 +55,7 @@ struct FragSite<'ctx> {
 }
 
 impl<'ctx> Gen<'ctx, '_> {
-    pub(super) fn dot(&mut self, inst: &Inst) {
+    pub(super) fn dot(&mut self, inst: &Inst) -> Result<()> {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
         };
@@ -62,11 +63,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let r = inst.results[0];
         let d = self.ty(r).dtype().expect("dot gives numbers");
         if d.is_bool() {
-            self.fail(format!(
-                "at {}: dot with a bool accumulator is not supported on CUDA",
-                inst.loc
+            return Err(CodegenError::unsupported(
+                "dot with a bool accumulator is not supported on CUDA",
             ));
-            return;
         }
         if let Some((from, mnk)) = self.mma_shape(inst) {
             return self.mma_dot(inst, from, mnk);
@@ -78,49 +77,50 @@ impl<'ctx> Gen<'ctx, '_> {
         let b_offset = (m * k * size).div_ceil(16) * 16;
         self.reserve_shared(b_offset + k * n * size);
         for (x, offset, numel) in [(*a, 0, m * k), (*b, b_offset, k * n)] {
-            let slots = self.tile_slots(x, numel);
+            let slots = self.tile_slots(x, numel)?;
             for (j, s) in slots.into_iter().enumerate() {
-                let ok = self.valid(numel, j);
-                let v = self.cast(s, from, d);
+                let ok = self.valid(numel, j)?;
+                let v = self.cast(s, from, d)?;
                 self.when(ok, &mut |g| {
-                    let lin = g.lin(numel, j);
-                    let p = g.shared_elem(offset, elem, lin);
-                    g.shared_store(p, v, elem);
-                });
+                    let lin = g.lin(numel, j)?;
+                    let p = g.shared_elem(offset, elem, lin)?;
+                    g.shared_store(p, v, elem)
+                })?;
             }
         }
-        self.barrier();
+        self.barrier()?;
         let numel = m * n;
-        let init = self.tile_slots(*acc, numel);
+        let init = self.tile_slots(*acc, numel)?;
         let rows_cols: Vec<(IntValue<'ctx>, IntValue<'ctx>)> = (0..init.len())
             .map(|j| {
-                let lin = self.clamped_lin(numel, j);
-                let idx = self.unravel(&[m, n], lin);
-                let row = self
-                    .b
-                    .build_int_mul(idx[0], self.i32c(k as u64), "")
-                    .unwrap();
-                (row, idx[1])
+                let lin = self.clamped_lin(numel, j)?;
+                let idx = self.unravel(&[m, n], lin)?;
+                let row = self.b.build_int_mul(idx[0], self.i32c(k as u64), "")?;
+                Ok((row, idx[1]))
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let init = init.into_iter().map(|v| (v, None)).collect();
         let accs = self.counted_loop(k, init, &mut |g, kk, accs| {
-            let b_row = g.b.build_int_mul(kk, g.i32c(n as u64), "").unwrap();
+            let b_row = g.b.build_int_mul(kk, g.i32c(n as u64), "")?;
             accs.iter()
                 .zip(&rows_cols)
                 .map(|((acc, _), (row, col))| {
-                    let ai = g.b.build_int_add(*row, kk, "").unwrap();
-                    let bi = g.b.build_int_add(b_row, *col, "").unwrap();
-                    let pa = g.shared_elem(0, elem, ai);
-                    let pb = g.shared_elem(b_offset, elem, bi);
-                    let (x, y) = (g.shared_load(pa, elem), g.shared_load(pb, elem));
-                    (g.multiply_add(d, x, y, *acc), None)
+                    let ai = g.b.build_int_add(*row, kk, "")?;
+                    let bi = g.b.build_int_add(b_row, *col, "")?;
+                    let pa = g.shared_elem(0, elem, ai)?;
+                    let pb = g.shared_elem(b_offset, elem, bi)?;
+                    let (x, y) = (g.shared_load(pa, elem)?, g.shared_load(pb, elem)?);
+                    Ok((g.multiply_add(d, x, y, *acc)?, None))
                 })
                 .collect()
-        });
-        self.barrier();
-        let out = accs.into_iter().map(|(v, _)| self.round_to(v, d)).collect();
+        })?;
+        self.barrier()?;
+        let out = accs
+            .into_iter()
+            .map(|(v, _)| self.round_to(v, d))
+            .collect::<Result<_>>()?;
         self.define(r, out);
+        Ok(())
     }
 
     /// `x * y + acc` without intermediate rounding of halves.
@@ -130,12 +130,12 @@ impl<'ctx> Gen<'ctx, '_> {
         x: BasicValueEnum<'ctx>,
         y: BasicValueEnum<'ctx>,
         acc: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         if d.is_float() {
             let t = self.compute_ty(d);
             return self.intrinsic("llvm.fmuladd", &[t], &[x, y, acc]);
         }
-        let p = self.binary(BinOp::Mul, d, x, y);
+        let p = self.binary(BinOp::Mul, d, x, y)?;
         self.binary(BinOp::Add, d, p, acc)
     }
 
@@ -194,50 +194,47 @@ impl<'ctx> Gen<'ctx, '_> {
     /// warp has a tile this round (else it works on tile 0 and discards it), the tile's
     /// first row and column of this lane, and the row-major indices of its 4 registers
     /// (register i: row group + 8 (i / 2), column 2 quad + i % 2).
-    fn frag_site(&self, m: usize, n: usize, round: usize) -> FragSite<'ctx> {
-        let (lane, warp) = self.lane_and_warp();
+    fn frag_site(&self, m: usize, n: usize, round: usize) -> Result<FragSite<'ctx>> {
+        let (lane, warp) = self.lane_and_warp()?;
         let b = self.b;
         let c = |v: u64| self.i32c(v);
-        let add = |x: IntValue<'ctx>, y: IntValue<'ctx>| b.build_int_add(x, y, "").unwrap();
-        let mul = |x: IntValue<'ctx>, y: u64| b.build_int_mul(x, c(y), "").unwrap();
-        let group = b.build_right_shift(lane, c(2), false, "group").unwrap();
-        let quad = b.build_and(lane, c(3), "quad").unwrap();
+        let add = |x: IntValue<'ctx>, y: IntValue<'ctx>| b.build_int_add(x, y, "");
+        let mul = |x: IntValue<'ctx>, y: u64| b.build_int_mul(x, c(y), "");
+        let group = b.build_right_shift(lane, c(2), false, "group")?;
+        let quad = b.build_and(lane, c(3), "quad")?;
         let (tiles_n, tiles) = (n / 8, (m / 16) * (n / 8));
         let (valid, tm, tn) = match self.mma_tiling(m, n) {
             MmaTiling::Grid { wn, mi, ni } => {
                 // Warp (wy, wx) of the grid owns tile rows wy·mi.. and columns wx·ni..;
                 // round r is its tile (r / ni, r % ni).
-                let wy = b.build_int_unsigned_div(warp, c(wn as u64), "").unwrap();
-                let wx = b.build_int_unsigned_rem(warp, c(wn as u64), "").unwrap();
-                let tm = add(mul(wy, mi as u64), c((round / ni) as u64));
-                let tn = add(mul(wx, ni as u64), c((round % ni) as u64));
+                let wy = b.build_int_unsigned_div(warp, c(wn as u64), "")?;
+                let wx = b.build_int_unsigned_rem(warp, c(wn as u64), "")?;
+                let tm = add(mul(wy, mi as u64)?, c((round / ni) as u64))?;
+                let tn = add(mul(wx, ni as u64)?, c((round % ni) as u64))?;
                 (self.ctx.bool_type().const_all_ones(), tm, tn)
             }
             MmaTiling::Spread { .. } => {
-                let tile = add(warp, c((round * (self.threads / 32)) as u64));
-                let (valid, tile) = self.below_or_zero(tile, tiles);
-                let tm = b
-                    .build_int_unsigned_div(tile, c(tiles_n as u64), "")
-                    .unwrap();
-                let tn = b
-                    .build_int_unsigned_rem(tile, c(tiles_n as u64), "")
-                    .unwrap();
+                let tile = add(warp, c((round * (self.threads / 32)) as u64))?;
+                let (valid, tile) = self.below_or_zero(tile, tiles)?;
+                let tm = b.build_int_unsigned_div(tile, c(tiles_n as u64), "")?;
+                let tn = b.build_int_unsigned_rem(tile, c(tiles_n as u64), "")?;
                 (valid, tm, tn)
             }
         };
-        let row0 = add(mul(tm, 16), group);
-        let col0 = add(mul(tn, 8), mul(quad, 2));
-        let index = [0u64, 1, 2, 3].map(|i| {
-            let row = add(row0, c(8 * (i / 2)));
-            add(mul(row, n as u64), add(col0, c(i % 2)))
-        });
-        FragSite {
+        let row0 = add(mul(tm, 16)?, group)?;
+        let col0 = add(mul(tn, 8)?, mul(quad, 2)?)?;
+        let mut index = [row0; 4];
+        for (i, at) in (0u64..).zip(index.iter_mut()) {
+            let row = add(row0, c(8 * (i / 2)))?;
+            *at = add(mul(row, n as u64)?, add(col0, c(i % 2))?)?;
+        }
+        Ok(FragSite {
             valid,
             row0,
-            b_col: add(mul(tn, 8), group),
-            quad2: mul(quad, 2),
+            b_col: add(mul(tn, 8)?, group)?,
+            quad2: mul(quad, 2)?,
             index,
-        }
+        })
     }
 
     /// Accumulator fragments to this thread's slots of the `m × n` tile, through shared
@@ -247,72 +244,79 @@ impl<'ctx> Gen<'ctx, '_> {
         regs: &[BasicValueEnum<'ctx>],
         m: usize,
         n: usize,
-    ) -> Vec<BasicValueEnum<'ctx>> {
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let f32t = self.ctx.f32_type();
         self.reserve_shared(m * n * 4);
         for (round, four) in regs.chunks(4).enumerate() {
-            let site = self.frag_site(m, n, round);
+            let site = self.frag_site(m, n, round)?;
             self.when(Some(site.valid), &mut |g| {
                 for (ix, v) in site.index.iter().zip(four) {
-                    let p = g.shared_typed(0, f32t.into(), *ix);
-                    g.b.build_store(p, *v).unwrap();
+                    let p = g.shared_typed(0, f32t.into(), *ix)?;
+                    g.b.build_store(p, *v)?;
                 }
-            });
+                Ok(())
+            })?;
         }
-        self.barrier();
+        self.barrier()?;
         let slots = (0..self.slots(m * n))
             .map(|j| {
-                let lin = self.clamped_lin(m * n, j);
-                let p = self.shared_typed(0, f32t.into(), lin);
-                self.b.build_load(f32t, p, "").unwrap()
+                let lin = self.clamped_lin(m * n, j)?;
+                let p = self.shared_typed(0, f32t.into(), lin)?;
+                Ok(self.b.build_load(f32t, p, "")?)
             })
-            .collect();
-        self.barrier();
-        slots
+            .collect::<Result<_>>()?;
+        self.barrier()?;
+        Ok(slots)
     }
 
     /// `v` (an f32 `m × n` tile) as accumulator fragments: as held, splat from a scalar,
     /// or from slots through shared memory (from byte 0).
-    pub(super) fn frag_regs(&mut self, v: Value, m: usize, n: usize) -> Vec<BasicValueEnum<'ctx>> {
+    pub(super) fn frag_regs(
+        &mut self,
+        v: Value,
+        m: usize,
+        n: usize,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let rounds = self.mma_rounds(m, n);
-        let slots = match self.raw_val(v) {
-            V::Frag(regs) => return regs,
-            V::Scalar(s) => return vec![s; rounds * 4],
+        let slots = match self.raw_val(v)? {
+            V::Frag(regs) => return Ok(regs),
+            V::Scalar(s) => return Ok(vec![s; rounds * 4]),
             // A splat (`zeros`, a constant): no exchange needed.
-            V::Tile(t) if t.iter().all(|x| *x == t[0]) => return vec![t[0]; rounds * 4],
-            V::Tile(_) => self.tile_slots(v, m * n),
+            V::Tile(t) if t.iter().all(|x| *x == t[0]) => return Ok(vec![t[0]; rounds * 4]),
+            V::Tile(_) => self.tile_slots(v, m * n)?,
         };
         let f32t = self.ctx.f32_type();
         self.reserve_shared(m * n * 4);
         for (j, s) in slots.into_iter().enumerate() {
-            let ok = self.valid(m * n, j);
+            let ok = self.valid(m * n, j)?;
             self.when(ok, &mut |g| {
-                let lin = g.lin(m * n, j);
-                let p = g.shared_typed(0, f32t.into(), lin);
-                g.b.build_store(p, s).unwrap();
-            });
+                let lin = g.lin(m * n, j)?;
+                let p = g.shared_typed(0, f32t.into(), lin)?;
+                g.b.build_store(p, s)?;
+                Ok(())
+            })?;
         }
-        self.barrier();
+        self.barrier()?;
         let mut regs = Vec::with_capacity(rounds * 4);
         for round in 0..rounds {
-            let site = self.frag_site(m, n, round);
+            let site = self.frag_site(m, n, round)?;
             for ix in site.index {
-                let p = self.shared_typed(0, f32t.into(), ix);
-                regs.push(self.b.build_load(f32t, p, "").unwrap());
+                let p = self.shared_typed(0, f32t.into(), ix)?;
+                regs.push(self.b.build_load(f32t, p, "")?);
             }
         }
-        self.barrier();
-        regs
+        self.barrier()?;
+        Ok(regs)
     }
 
     /// The tensor-core path (see the module docs).
-    fn mma_dot(&mut self, inst: &Inst, from: DType, [m, n, k]: [usize; 3]) {
+    fn mma_dot(&mut self, inst: &Inst, from: DType, [m, n, k]: [usize; 3]) -> Result<()> {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
         };
         let r = inst.results[0];
         let (i16t, i32t) = (self.ctx.i16_type(), self.ctx.i32_type());
-        let init = self.frag_regs(*acc, m, n);
+        let init = self.frag_regs(*acc, m, n)?;
         // `a` row-major and `b` transposed (column-major), both with rows of `k + 8`
         // halves: a fragment register is one 32-bit load for both operands, and the 8
         // rows a warp's lanes read start in different banks (the padding shifts each row
@@ -324,22 +328,21 @@ impl<'ctx> Gen<'ctx, '_> {
         for (x, offset, numel, cols, transposed) in
             [(*a, 0, m * k, k, false), (*b, b_off, k * n, n, true)]
         {
-            let slots = self.tile_slots(x, numel);
-            let bits: Vec<_> = slots.iter().map(|v| self.to_storage(*v, half)).collect();
+            let slots = self.tile_slots(x, numel)?;
+            let bits: Vec<_> = slots
+                .iter()
+                .map(|v| self.to_storage(*v, half))
+                .collect::<Result<_>>()?;
             // Where element `lin` goes: row-major, or transposed, rows `pitch` apart.
-            let place = |g: &Self, lin: IntValue<'ctx>| {
-                let row =
-                    g.b.build_int_unsigned_div(lin, g.i32c(cols as u64), "")
-                        .unwrap();
-                let col =
-                    g.b.build_int_unsigned_rem(lin, g.i32c(cols as u64), "")
-                        .unwrap();
+            let place = |g: &Self, lin: IntValue<'ctx>| -> Result<_> {
+                let row = g.b.build_int_unsigned_div(lin, g.i32c(cols as u64), "")?;
+                let col = g.b.build_int_unsigned_rem(lin, g.i32c(cols as u64), "")?;
                 let (major, minor) = if transposed { (col, row) } else { (row, col) };
-                let at = g.b.build_int_mul(major, g.i32c(pitch as u64), "").unwrap();
-                g.b.build_int_add(at, minor, "").unwrap()
+                let at = g.b.build_int_mul(major, g.i32c(pitch as u64), "")?;
+                Ok(g.b.build_int_add(at, minor, "")?)
             };
             let chunk = self.chunk(numel);
-            if !transposed && chunk > 1 && self.valid(numel, 0).is_none() {
+            if !transposed && chunk > 1 && self.valid(numel, 0)?.is_none() {
                 // A thread's chunk is `chunk` consecutive elements of one row (`k` is a
                 // multiple of 16): one vector store, aligned as rows are 16-byte multiples.
                 let vt = i16t.vec_type(chunk as u32);
@@ -348,31 +351,29 @@ impl<'ctx> Gen<'ctx, '_> {
                     for (e, x) in run.iter().enumerate() {
                         v = self
                             .b
-                            .build_insert_element(v, *x, self.i32c(e as u64), "")
-                            .unwrap();
+                            .build_insert_element(v, *x, self.i32c(e as u64), "")?;
                     }
-                    let at = place(self, self.lin(numel, j0 * chunk));
-                    let p = self.shared_typed(offset, i16t.into(), at);
-                    let st = self.b.build_store(p, v).unwrap();
-                    st.set_alignment((chunk * 2) as u32).unwrap();
+                    let at = place(self, self.lin(numel, j0 * chunk)?)?;
+                    let p = self.shared_typed(offset, i16t.into(), at)?;
+                    let st = self.b.build_store(p, v)?;
+                    st.set_alignment((chunk * 2) as u32)?;
                 }
                 continue;
             }
             for (j, x) in bits.into_iter().enumerate() {
-                let ok = self.valid(numel, j);
+                let ok = self.valid(numel, j)?;
                 self.when(ok, &mut |g| {
-                    let at = place(g, g.lin(numel, j));
-                    let p = g.shared_typed(offset, i16t.into(), at);
-                    g.b.build_store(p, x).unwrap();
-                });
+                    let at = place(g, g.lin(numel, j)?)?;
+                    let p = g.shared_typed(offset, i16t.into(), at)?;
+                    g.b.build_store(p, x)?;
+                    Ok(())
+                })?;
             }
         }
-        self.barrier();
+        self.barrier()?;
         let c = |g: &Self, v: u64| g.i32c(v);
-        let add =
-            |g: &Self, x: IntValue<'ctx>, y: IntValue<'ctx>| g.b.build_int_add(x, y, "").unwrap();
-        let mul =
-            |g: &Self, x: IntValue<'ctx>, y: u64| g.b.build_int_mul(x, g.i32c(y), "").unwrap();
+        let add = |g: &Self, x: IntValue<'ctx>, y: IntValue<'ctx>| g.b.build_int_add(x, y, "");
+        let mul = |g: &Self, x: IntValue<'ctx>, y: u64| g.b.build_int_mul(x, g.i32c(y), "");
         // Which A fragment (a row of tiles) and B fragment (a column) each round uses:
         // on a warp grid, rounds share them and each is loaded once per k step.
         let rounds = init.len() / 4;
@@ -380,19 +381,25 @@ impl<'ctx> Gen<'ctx, '_> {
             MmaTiling::Grid { ni, .. } => (0..rounds).map(|r| (r / ni, r % ni)).unzip(),
             MmaTiling::Spread { .. } => (0..rounds).map(|r| (r, r)).unzip(),
         };
-        let sites: Vec<FragSite<'ctx>> = (0..rounds).map(|r| self.frag_site(m, n, r)).collect();
-        let first_round = |keys: &[usize], key: usize| keys.iter().position(|k| *k == key).unwrap();
+        let sites: Vec<FragSite<'ctx>> = (0..rounds)
+            .map(|r| self.frag_site(m, n, r))
+            .collect::<Result<_>>()?;
+        let first_round = |keys: &[usize], key: usize| {
+            keys.iter()
+                .position(|k| *k == key)
+                .expect("every key has a first round")
+        };
         let a_rows: Vec<IntValue<'ctx>> = (0..=a_of.iter().copied().max().unwrap_or(0))
             .map(|i| mul(self, sites[first_round(&a_of, i)].row0, pitch as u64))
-            .collect();
+            .collect::<Result<_, _>>()?;
         let b_rows: Vec<IntValue<'ctx>> = (0..=b_of.iter().copied().max().unwrap_or(0))
             .map(|j| mul(self, sites[first_round(&b_of, j)].b_col, pitch as u64))
-            .collect();
+            .collect::<Result<_, _>>()?;
         let quad2 = sites[0].quad2;
         let accs: Vec<Acc<'ctx>> = init.iter().map(|v| (*v, None)).collect();
         let d = self.counted_loop(k / 16, accs, &mut |g, step, accs| {
-            let kk = mul(g, step, 16);
-            let kq = add(g, kk, quad2);
+            let kk = mul(g, step, 16)?;
+            let kq = add(g, kk, quad2)?;
             // A fragment register q: row group + 8 (q % 2), columns kk + 2 quad + 8 (q / 2)
             // and the next one (adjacent 16-bit elements: one 32-bit load).
             let a_frags: Vec<Vec<IntValue<'ctx>>> = a_rows
@@ -400,14 +407,14 @@ impl<'ctx> Gen<'ctx, '_> {
                 .map(|a_row| {
                     (0..4u64)
                         .map(|q| {
-                            let row = add(g, *a_row, c(g, 8 * (q % 2) * pitch as u64));
-                            let col = add(g, kq, c(g, 8 * (q / 2)));
-                            let p = g.shared_typed(0, i16t.into(), add(g, row, col));
-                            g.b.build_load(i32t, p, "").unwrap().into_int_value()
+                            let row = add(g, *a_row, c(g, 8 * (q % 2) * pitch as u64))?;
+                            let col = add(g, kq, c(g, 8 * (q / 2)))?;
+                            let p = g.shared_typed(0, i16t.into(), add(g, row, col)?)?;
+                            Ok(g.b.build_load(i32t, p, "")?.into_int_value())
                         })
-                        .collect()
+                        .collect::<Result<_>>()
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             // B fragment register q: rows kk + 2 quad + 8 q and the next one of column
             // tn * 8 + group (adjacent in the transposed copy: one 32-bit load).
             let b_frags: Vec<Vec<IntValue<'ctx>>> = b_rows
@@ -415,25 +422,26 @@ impl<'ctx> Gen<'ctx, '_> {
                 .map(|b_row| {
                     (0..2u64)
                         .map(|q| {
-                            let k0 = add(g, kq, c(g, 8 * q));
-                            let p = g.shared_typed(b_off, i16t.into(), add(g, *b_row, k0));
-                            g.b.build_load(i32t, p, "").unwrap().into_int_value()
+                            let k0 = add(g, kq, c(g, 8 * q))?;
+                            let p = g.shared_typed(b_off, i16t.into(), add(g, *b_row, k0)?)?;
+                            Ok(g.b.build_load(i32t, p, "")?.into_int_value())
                         })
-                        .collect()
+                        .collect::<Result<_>>()
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             let mut next = Vec::with_capacity(accs.len());
             for (r, four) in accs.chunks(4).enumerate() {
                 let cs: Vec<BasicValueEnum<'ctx>> = four.iter().map(|(v, _)| *v).collect();
-                let out = g.mma(from, &a_frags[a_of[r]], &b_frags[b_of[r]], &cs);
+                let out = g.mma(from, &a_frags[a_of[r]], &b_frags[b_of[r]], &cs)?;
                 next.extend(out.into_iter().map(|v| (v, None)));
             }
-            next
-        });
+            Ok(next)
+        })?;
         let out: Vec<BasicValueEnum<'ctx>> = d.into_iter().map(|(v, _)| v).collect();
         // Every warp is done reading `a` and `b` before shared memory is reused.
-        self.barrier();
+        self.barrier()?;
         self.vals.insert(r, V::Frag(out));
+        Ok(())
     }
 
     /// Element `index` of an array of `ty` at byte `offset` of shared memory.
@@ -442,19 +450,16 @@ impl<'ctx> Gen<'ctx, '_> {
         offset: usize,
         ty: BasicTypeEnum<'ctx>,
         index: IntValue<'ctx>,
-    ) -> PointerValue<'ctx> {
+    ) -> Result<PointerValue<'ctx>> {
         // SAFETY (of the generated code): `reserve_shared` covers every array we index.
         unsafe {
-            let base = self
-                .b
-                .build_gep(
-                    self.ctx.i8_type(),
-                    self.smem,
-                    &[self.i32c(offset as u64)],
-                    "",
-                )
-                .unwrap();
-            self.b.build_gep(ty, base, &[index], "sm").unwrap()
+            let base = self.b.build_gep(
+                self.ctx.i8_type(),
+                self.smem,
+                &[self.i32c(offset as u64)],
+                "",
+            )?;
+            Ok(self.b.build_gep(ty, base, &[index], "sm")?)
         }
     }
 
@@ -466,18 +471,20 @@ impl<'ctx> Gen<'ctx, '_> {
         a: &[IntValue<'ctx>],
         b: &[IntValue<'ctx>],
         c: &[BasicValueEnum<'ctx>],
-    ) -> Vec<BasicValueEnum<'ctx>> {
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         if self.emu.is_some() {
             return self.emulator_mma(from, a, b, c);
         }
-        let words = |w: &[IntValue<'ctx>]| -> Vec<BasicValueEnum<'ctx>> {
+        let words = |w: &[IntValue<'ctx>]| -> Result<Vec<BasicValueEnum<'ctx>>> {
             w.iter()
-                .map(|x| match from {
-                    DType::F16 => self
-                        .b
-                        .build_bit_cast(*x, self.ctx.f16_type().vec_type(2), "")
-                        .unwrap(),
-                    _ => (*x).into(),
+                .map(|x| {
+                    Ok(match from {
+                        DType::F16 => {
+                            self.b
+                                .build_bit_cast(*x, self.ctx.f16_type().vec_type(2), "")?
+                        }
+                        _ => (*x).into(),
+                    })
                 })
                 .collect()
         };
@@ -485,20 +492,20 @@ impl<'ctx> Gen<'ctx, '_> {
             DType::F16 => "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
             _ => "llvm.nvvm.mma.m16n8k16.row.col.bf16",
         };
-        let mut args = words(a);
-        args.extend(words(b));
+        let mut args = words(a)?;
+        args.extend(words(b)?);
         args.extend_from_slice(c);
         let i = inkwell::intrinsics::Intrinsic::find(name).expect("LLVM 19 has the m16n8k16 mma");
         let decl = i.get_declaration(self.module, &[]).expect("declaration");
         let args: Vec<_> = args.iter().map(|v| (*v).into()).collect();
-        let call = self.b.build_call(decl, &args, "mma").unwrap();
+        let call = self.b.build_call(decl, &args, "mma")?;
         let st = match call.try_as_basic_value() {
             inkwell::values::ValueKind::Basic(v) => v.into_struct_value(),
             inkwell::values::ValueKind::Instruction(_) => unreachable!("mma returns 4 floats"),
         };
-        (0..4)
-            .map(|i| self.b.build_extract_value(st, i, "").unwrap())
-            .collect()
+        Ok((0..4)
+            .map(|i| self.b.build_extract_value(st, i, ""))
+            .collect::<Result<_, _>>()?)
     }
 
     /// The emulator's `mma` (see `cuda/emulate.rs`): fragments through memory.
@@ -508,54 +515,44 @@ impl<'ctx> Gen<'ctx, '_> {
         a: &[IntValue<'ctx>],
         b: &[IntValue<'ctx>],
         c: &[BasicValueEnum<'ctx>],
-    ) -> Vec<BasicValueEnum<'ctx>> {
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let (i32t, f32t) = (self.ctx.i32_type(), self.ctx.f32_type());
         let ptr = self.ctx.ptr_type(AddressSpace::default());
-        let frags = self.entry_alloca(i32t.array_type(6).into());
-        let acc = self.entry_alloca(f32t.array_type(4).into());
-        let at = |base: PointerValue<'ctx>, ty: BasicTypeEnum<'ctx>, i: u64| {
+        let frags = self.entry_alloca(i32t.array_type(6).into())?;
+        let acc = self.entry_alloca(f32t.array_type(4).into())?;
+        let at = |base: PointerValue<'ctx>, ty: BasicTypeEnum<'ctx>, i: u64| -> Result<_> {
             // SAFETY (of the generated code): within the arrays allocated above.
-            unsafe { self.b.build_gep(ty, base, &[self.i32c(i)], "") }.unwrap()
+            Ok(unsafe { self.b.build_gep(ty, base, &[self.i32c(i)], "") }?)
         };
         for (i, w) in a.iter().chain(b).enumerate() {
-            self.b
-                .build_store(at(frags, i32t.into(), i as u64), *w)
-                .unwrap();
+            self.b.build_store(at(frags, i32t.into(), i as u64)?, *w)?;
         }
         for (i, v) in c.iter().enumerate() {
-            self.b
-                .build_store(at(acc, f32t.into(), i as u64), *v)
-                .unwrap();
+            self.b.build_store(at(acc, f32t.into(), i as u64)?, *v)?;
         }
         let f = self
-            .emu_word(super::sync::EMU_MMA, ptr.into())
+            .emu_word(super::sync::EMU_MMA, ptr.into())?
             .into_pointer_value();
-        let state = self.emu_word(super::sync::EMU_STATE, ptr.into());
+        let state = self.emu_word(super::sync::EMU_STATE, ptr.into())?;
         let ty = self.ctx.void_type().fn_type(
             &[ptr.into(), i32t.into(), i32t.into(), ptr.into(), ptr.into()],
             false,
         );
         let kind = self.i32c(u64::from(from == DType::BF16));
-        self.b
-            .build_indirect_call(
-                ty,
-                f,
-                &[
-                    state.into(),
-                    self.tid.into(),
-                    kind.into(),
-                    frags.into(),
-                    acc.into(),
-                ],
-                "",
-            )
-            .unwrap();
+        self.b.build_indirect_call(
+            ty,
+            f,
+            &[
+                state.into(),
+                self.tid.into(),
+                kind.into(),
+                frags.into(),
+                acc.into(),
+            ],
+            "",
+        )?;
         (0..4)
-            .map(|i| {
-                self.b
-                    .build_load(f32t, at(acc, f32t.into(), i), "")
-                    .unwrap()
-            })
+            .map(|i| Ok(self.b.build_load(f32t, at(acc, f32t.into(), i)?, "")?))
             .collect()
     }
 }

@@ -19,6 +19,7 @@
 
 use super::Gen;
 use crate::launch::checked::{FAULT_WORDS, PARAM_WORDS};
+use crate::llvm::{CodegenError, Positioned, Result};
 use inkwell::values::{
     AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,
 };
@@ -45,7 +46,7 @@ pub(super) struct Checked<'ctx> {
 }
 
 impl<'ctx> Gen<'ctx, '_> {
-    pub(super) fn load(&mut self, inst: &Inst) {
+    pub(super) fn load(&mut self, inst: &Inst) -> Result<()> {
         let Op::Load {
             ptr,
             mask,
@@ -60,77 +61,74 @@ impl<'ctx> Gen<'ctx, '_> {
         let rt = self.ty(r).clone();
         let d = rt.dtype().expect("loads give numbers");
         let numel = rt.numel();
-        let ptrs = self.tile_slots(*ptr, numel);
-        let masks = mask.map(|m| self.tile_slots(m, numel));
+        let ptrs = self.tile_slots(*ptr, numel)?;
+        let masks = mask.map(|m| self.tile_slots(m, numel)).transpose()?;
         let zero = self.const_value(Const::Int(0), d);
         let others = match other {
-            Some(o) => self.tile_slots(*o, numel),
+            Some(o) => self.tile_slots(*o, numel)?,
             None => vec![zero; ptrs.len()],
         };
         let elem = Elem::Scalar(d);
         let st = self.storage_ty(d);
-        let load_one = |g: &mut Self, p: BasicValueEnum<'ctx>| {
-            let raw = g.global_load(st, p.into_pointer_value(), hints);
+        let load_one = |g: &mut Self, p: BasicValueEnum<'ctx>| -> Result<_> {
+            let raw = g.global_load(st, p.into_pointer_value(), hints)?;
             g.decode_storage(raw, elem)
         };
         if rt.is_scalar() {
             let m = masks.map(|m| m[0].into_int_value());
-            let m = self.checked_conds(inst, *ptr, &ptrs, vec![m], d.size_bytes())[0];
-            let v = self.when_value(m, others[0], &mut |g| load_one(g, ptrs[0]));
+            let m = self.checked_conds(inst, *ptr, &ptrs, vec![m], d.size_bytes())?[0];
+            let v = self.when_value(m, others[0], &mut |g| load_one(g, ptrs[0]))?;
             self.define(r, vec![v]);
-            return;
+            return Ok(());
         }
-        let conds = self.access_conds(numel, masks.as_deref());
-        let conds = self.checked_conds(inst, *ptr, &ptrs, conds, d.size_bytes());
+        let conds = self.access_conds(numel, masks.as_deref())?;
+        let conds = self.checked_conds(inst, *ptr, &ptrs, conds, d.size_bytes())?;
         let c = self.vector_chunk(numel, d);
         let consecutive = self.promised_consecutive(*ptr, c);
         let mut out = Vec::with_capacity(ptrs.len());
         for j0 in (0..ptrs.len()).step_by(c) {
             if c == 1 {
-                let v = self.when_value(conds[j0], others[j0], &mut |g| load_one(g, ptrs[j0]));
+                let v = self.when_value(conds[j0], others[j0], &mut |g| load_one(g, ptrs[j0]))?;
                 out.push(v);
                 continue;
             }
             // Both paths give the chunk as one vector in storage form: a vector load whose
             // only user is a phi stays one `ld.global.v*` (it is not split into scalars).
-            let fast = self.chunk_is_whole(&ptrs[j0..j0 + c], &conds[j0..j0 + c], d, consecutive);
+            let fast =
+                self.chunk_is_whole(&ptrs[j0..j0 + c], &conds[j0..j0 + c], d, consecutive)?;
             let vt = st.vector_of(c);
             let chunk = self.two_paths(
                 fast,
                 &mut |g| {
                     let p = ptrs[j0].into_pointer_value();
-                    let v = g.global_load(vt.into(), p, hints);
+                    let v = g.global_load(vt.into(), p, hints)?;
                     set_align(v, (c * d.size_bytes()) as u32);
-                    vec![v]
+                    Ok(vec![v])
                 },
                 &mut |g| {
                     let mut v = vt.get_undef();
                     for k in 0..c {
                         let j = j0 + k;
-                        let other = g.to_storage(others[j], elem);
+                        let other = g.to_storage(others[j], elem)?;
                         let e = g.when_value(conds[j], other, &mut |g| {
                             g.global_load(st, ptrs[j].into_pointer_value(), hints)
-                        });
-                        v =
-                            g.b.build_insert_element(v, e, g.i32c(k as u64), "")
-                                .unwrap();
+                        })?;
+                        v = g.b.build_insert_element(v, e, g.i32c(k as u64), "")?;
                     }
-                    vec![v.into()]
+                    Ok(vec![v.into()])
                 },
-            );
+            )?;
             let v: VectorValue = chunk[0].into_vector_value();
             for k in 0..c {
-                let e = self
-                    .b
-                    .build_extract_element(v, self.i32c(k as u64), "")
-                    .unwrap();
-                out.push(self.decode_storage(e, elem));
+                let e = self.b.build_extract_element(v, self.i32c(k as u64), "")?;
+                out.push(self.decode_storage(e, elem)?);
             }
         }
         self.define(r, out);
+        Ok(())
     }
 
-    pub(super) fn store(&mut self, inst: &Inst) {
+    pub(super) fn store(&mut self, inst: &Inst) -> Result<()> {
         let Op::Store {
             ptr,
             value,
@@ -146,12 +144,13 @@ impl<'ctx> Gen<'ctx, '_> {
         let d = pt.elem.pointee().expect("stores need pointers");
         let elem = Elem::Scalar(d);
         let numel = pt.numel();
-        let ptrs = self.tile_slots(*ptr, numel);
-        let values = self.tile_slots(*value, numel);
-        let masks = mask.map(|m| self.tile_slots(m, numel));
-        let store_one = |g: &mut Self, j: usize| {
-            let s = g.to_storage(values[j], elem);
-            g.global_store(ptrs[j].into_pointer_value(), s, hints, None);
+        let ptrs = self.tile_slots(*ptr, numel)?;
+        let values = self.tile_slots(*value, numel)?;
+        let masks = mask.map(|m| self.tile_slots(m, numel)).transpose()?;
+        let store_one = |g: &mut Self, j: usize| -> Result<_> {
+            let s = g.to_storage(values[j], elem)?;
+            g.global_store(ptrs[j].into_pointer_value(), s, hints, None)?;
+            Ok(())
         };
         // A store no other memory op can see needs no barrier (see `lone_stores`).
         let ordered = !self.lone_stores.contains(&(inst as *const Inst as usize));
@@ -159,66 +158,65 @@ impl<'ctx> Gen<'ctx, '_> {
         // overwrites, are done (a scalar load runs in every thread; the fuzzer found a
         // thread reading the value thread 0 had just stored).
         if ordered {
-            self.barrier();
+            self.barrier()?;
         }
         if pt.is_scalar() {
-            let first = self.is_thread_zero();
+            let first = self.is_thread_zero()?;
             let cond = match &masks {
-                Some(m) => self.b.build_and(first, m[0].into_int_value(), "").unwrap(),
+                Some(m) => self.b.build_and(first, m[0].into_int_value(), "")?,
                 None => first,
             };
             let cond =
-                self.checked_conds(inst, ptr_value, &ptrs, vec![Some(cond)], d.size_bytes())[0];
-            self.when(cond, &mut |g| store_one(g, 0));
+                self.checked_conds(inst, ptr_value, &ptrs, vec![Some(cond)], d.size_bytes())?[0];
+            self.when(cond, &mut |g| store_one(g, 0))?;
             // Later loads by other threads of the program see the store.
             if ordered {
-                self.barrier();
+                self.barrier()?;
             }
-            return;
+            return Ok(());
         }
-        let conds = self.access_conds(numel, masks.as_deref());
-        let conds = self.checked_conds(inst, ptr_value, &ptrs, conds, d.size_bytes());
+        let conds = self.access_conds(numel, masks.as_deref())?;
+        let conds = self.checked_conds(inst, ptr_value, &ptrs, conds, d.size_bytes())?;
         let c = self.vector_chunk(numel, d);
         let consecutive = self.promised_consecutive(ptr_value, c);
         for j0 in (0..ptrs.len()).step_by(c) {
             let range = j0..j0 + c;
-            let scalar_path = &mut |g: &mut Self| -> Vec<BasicValueEnum<'ctx>> {
+            let scalar_path = &mut |g: &mut Self| -> Result<Vec<BasicValueEnum<'ctx>>> {
                 for j in range.clone() {
-                    g.when(conds[j], &mut |g| store_one(g, j));
+                    g.when(conds[j], &mut |g| store_one(g, j))?;
                 }
-                vec![]
+                Ok(vec![])
             };
             if c == 1 {
-                scalar_path(self);
+                scalar_path(self)?;
                 continue;
             }
             let fast =
-                self.chunk_is_whole(&ptrs[range.clone()], &conds[range.clone()], d, consecutive);
+                self.chunk_is_whole(&ptrs[range.clone()], &conds[range.clone()], d, consecutive)?;
             let vt = self.storage_ty(d).vector_of(c);
             self.two_paths(
                 fast,
                 &mut |g| {
                     let mut v = vt.get_undef();
                     for k in 0..c {
-                        let s = g.to_storage(values[j0 + k], elem);
-                        v =
-                            g.b.build_insert_element(v, s, g.i32c(k as u64), "")
-                                .unwrap();
+                        let s = g.to_storage(values[j0 + k], elem)?;
+                        v = g.b.build_insert_element(v, s, g.i32c(k as u64), "")?;
                     }
                     let align = (c * d.size_bytes()) as u32;
-                    g.global_store(ptrs[j0].into_pointer_value(), v.into(), hints, Some(align));
-                    vec![]
+                    g.global_store(ptrs[j0].into_pointer_value(), v.into(), hints, Some(align))?;
+                    Ok(vec![])
                 },
                 scalar_path,
-            );
+            )?;
         }
         // Later loads by other threads of the program see these stores.
         if ordered {
-            self.barrier();
+            self.barrier()?;
         }
+        Ok(())
     }
 
-    pub(super) fn atomic(&mut self, inst: &Inst) {
+    pub(super) fn atomic(&mut self, inst: &Inst) -> Result<()> {
         let r = inst.results[0];
         let rt = self.ty(r).clone();
         let d = rt.dtype().expect("atomics give numbers");
@@ -228,69 +226,66 @@ impl<'ctx> Gen<'ctx, '_> {
             _ => unreachable!(),
         };
         if d.is_narrow_float() || d == DType::Bool {
-            self.fail(format!(
-                "at {}: atomics on {d} are not supported on CUDA",
-                inst.loc
-            ));
-            return;
+            return Err(CodegenError::unsupported(format!(
+                "atomics on {d} are not supported on CUDA"
+            )));
         }
         let numel = rt.numel();
-        let ptrs = self.tile_slots(ptr, numel);
-        let masks = mask.map(|m| self.tile_slots(m, numel));
+        let ptrs = self.tile_slots(ptr, numel)?;
+        let masks = mask.map(|m| self.tile_slots(m, numel)).transpose()?;
         let (a, b) = match &inst.op {
-            Op::Atomic { value, .. } => (self.tile_slots(*value, numel), None),
+            Op::Atomic { value, .. } => (self.tile_slots(*value, numel)?, None),
             Op::AtomicCas { cmp, value, .. } => (
-                self.tile_slots(*cmp, numel),
-                Some(self.tile_slots(*value, numel)),
+                self.tile_slots(*cmp, numel)?,
+                Some(self.tile_slots(*value, numel)?),
             ),
             _ => unreachable!(),
         };
         let zero = self.const_value(Const::Int(0), d);
-        let one = |g: &mut Self, j: usize| -> BasicValueEnum<'ctx> {
+        let one = |g: &mut Self, j: usize| -> Result<BasicValueEnum<'ctx>> {
             let p = ptrs[j].into_pointer_value();
-            match &inst.op {
-                Op::Atomic { op, .. } => g.rmw(*op, d, p, a[j]),
+            Ok(match &inst.op {
+                Op::Atomic { op, .. } => g.rmw(*op, d, p, a[j])?,
                 _ => {
                     let seq = AtomicOrdering::SequentiallyConsistent;
                     let new = b.as_ref().expect("cas value")[j].into_int_value();
-                    let r =
-                        g.b.build_cmpxchg(p, a[j].into_int_value(), new, seq, seq)
-                            .unwrap();
-                    g.b.build_extract_value(r, 0, "").unwrap()
+                    let r = g.b.build_cmpxchg(p, a[j].into_int_value(), new, seq, seq)?;
+                    g.b.build_extract_value(r, 0, "")?
                 }
-            }
+            })
         };
         // Memory ops of every thread before the atomic happen before it.
-        self.barrier();
+        self.barrier()?;
         if rt.is_scalar() {
             // Thread 0 does it; the old value reaches every thread through shared memory.
-            let first = self.is_thread_zero();
+            let first = self.is_thread_zero()?;
             let cond = match &masks {
-                Some(m) => self.b.build_and(first, m[0].into_int_value(), "").unwrap(),
+                Some(m) => self.b.build_and(first, m[0].into_int_value(), "")?,
                 None => first,
             };
-            let cond = self.checked_conds(inst, ptr, &ptrs, vec![Some(cond)], d.size_bytes())[0];
+            let cond = self.checked_conds(inst, ptr, &ptrs, vec![Some(cond)], d.size_bytes())?[0];
             let elem = Elem::Scalar(d);
             self.reserve_shared(8);
             self.when(Some(first), &mut |g| {
-                let old = g.when_value(cond, zero, &mut |g| one(g, 0));
-                let p = g.shared_elem(0, elem, g.i32c(0));
-                g.shared_store(p, old, elem);
-            });
-            self.barrier();
-            let p = self.shared_elem(0, elem, self.i32c(0));
-            let old = self.shared_load(p, elem);
-            self.barrier();
+                let old = g.when_value(cond, zero, &mut |g| one(g, 0))?;
+                let p = g.shared_elem(0, elem, g.i32c(0))?;
+                g.shared_store(p, old, elem)
+            })?;
+            self.barrier()?;
+            let p = self.shared_elem(0, elem, self.i32c(0))?;
+            let old = self.shared_load(p, elem)?;
+            self.barrier()?;
             self.define(r, vec![old]);
-            return;
+            return Ok(());
         }
-        let conds = self.access_conds(numel, masks.as_deref());
-        let conds = self.checked_conds(inst, ptr, &ptrs, conds, d.size_bytes());
+        let conds = self.access_conds(numel, masks.as_deref())?;
+        let conds = self.checked_conds(inst, ptr, &ptrs, conds, d.size_bytes())?;
         let olds = (0..ptrs.len())
             .map(|j| self.when_value(conds[j], zero, &mut |g| one(g, j)))
-            .collect();
-        self.barrier();
+            .collect::<Result<_>>()?;
+        self.barrier()?;
         self.define(r, olds);
+        Ok(())
     }
 
     /// `atomicrmw`: integer ops, and for floats `fadd` and `xchg`; float max/min are a
@@ -301,7 +296,7 @@ impl<'ctx> Gen<'ctx, '_> {
         d: DType,
         p: PointerValue<'ctx>,
         v: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         let bl = self.b;
         if !d.is_float() {
             return self.emit().int_atomic_rmw(op, d, p, v);
@@ -329,41 +324,44 @@ impl<'ctx> Gen<'ctx, '_> {
                 llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingSequentiallyConsistent,
                 0,
             );
-            BasicValueEnum::new(r)
+            Ok(BasicValueEnum::new(r))
         }
     }
 
     /// Checked mode's state for the check buffer `buf`: loads every pointer parameter's
     /// range (here, in the entry block, so that it is read once per thread).
-    pub(super) fn checked_state(&self, buf: PointerValue<'ctx>) -> Checked<'ctx> {
+    pub(super) fn checked_state(&self, buf: PointerValue<'ctx>) -> Result<Checked<'ctx>> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
-        let word = |k: usize| {
+        let word = |k: usize| -> Result<_> {
             // SAFETY (of the generated code): the check buffer holds the fault record and
             // the check words (`launch::checked::CheckWords`).
-            let p =
-                unsafe { b.build_gep(i64t, buf, &[i64t.const_int(k as u64, false)], "") }.unwrap();
-            b.build_load(i64t, p, "range").unwrap().into_int_value()
+            let p = unsafe { b.build_gep(i64t, buf, &[i64t.const_int(k as u64, false)], "") }?;
+            Ok(b.build_load(i64t, p, "range")?.into_int_value())
         };
         let ranges = (self.f.params.iter().enumerate())
             .map(|(i, p)| {
                 let is_ptr = self.f.ty(p.value).elem.pointee().is_some();
                 let at = FAULT_WORDS + PARAM_WORDS * i;
-                is_ptr.then(|| [0, 1, 2].map(|k| word(at + k)))
+                Ok(if is_ptr {
+                    Some([word(at)?, word(at + 1)?, word(at + 2)?])
+                } else {
+                    None
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let words = FAULT_WORDS + PARAM_WORDS * self.f.params.len();
         let at = i64t.const_int(words as u64, false);
         // SAFETY (of the generated code): read only by kernels with pointers made from
         // integers, whose launcher appends the list.
-        let buffer_list = unsafe { b.build_gep(i64t, buf, &[at], "buffers") }.unwrap();
-        Checked {
+        let buffer_list = unsafe { b.build_gep(i64t, buf, &[at], "buffers") }?;
+        Ok(Checked {
             record: buf,
             ranges,
             roots: self.f.pointer_roots(),
             foreign: self.f.foreign_pointers(),
             buffer_list,
             sites: self.f.fault_site_ids(),
-        }
+        })
     }
 
     /// Checked mode: `conds` (per slot, whether it is accessed; `None`: always) narrowed
@@ -377,9 +375,9 @@ impl<'ctx> Gen<'ctx, '_> {
         ptrs: &[BasicValueEnum<'ctx>],
         conds: Vec<Option<IntValue<'ctx>>>,
         size: usize,
-    ) -> Vec<Option<IntValue<'ctx>>> {
+    ) -> Result<Vec<Option<IntValue<'ctx>>>> {
         let Some(check) = &self.check else {
-            return conds;
+            return Ok(conds);
         };
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let all: Vec<usize> = (0..self.f.params.len()).collect();
@@ -388,15 +386,13 @@ impl<'ctx> Gen<'ctx, '_> {
             .collect();
         let record = check.record;
         let Some(site) = check.sites.get(&(inst as *const Inst)).copied() else {
-            self.fail(format!("internal: memory op at {} has no site", inst.loc));
-            return conds;
+            return Err(CodegenError::internal(
+                "the memory op has no checked-mode site",
+            ));
         };
         let addrs: Vec<IntValue<'ctx>> = (ptrs.iter())
-            .map(|p| {
-                b.build_ptr_to_int(p.into_pointer_value(), i64t, "addr")
-                    .unwrap()
-            })
-            .collect();
+            .map(|p| b.build_ptr_to_int(p.into_pointer_value(), i64t, "addr"))
+            .collect::<Result<_, _>>()?;
         let (foreign, list) = (check.foreign.contains(&ptr), check.buffer_list);
         let write = !matches!(inst.op, Op::Load { .. });
         let oks: Vec<IntValue<'ctx>> = (addrs.iter())
@@ -406,36 +402,41 @@ impl<'ctx> Gen<'ctx, '_> {
                 }
                 let mut ok = self.ctx.bool_type().const_zero();
                 for fields in &ranges {
-                    let inside = self.emit().in_buffer(*a, size, *fields, record);
-                    ok = b.build_or(ok, inside, "").unwrap();
+                    let inside = self.emit().in_buffer(*a, size, *fields, record)?;
+                    ok = b.build_or(ok, inside, "")?;
                 }
-                ok
+                Ok(ok)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut any = self.ctx.bool_type().const_zero();
         let mut first = i64t.const_zero();
         for j in (0..ptrs.len()).rev() {
-            let out = b.build_not(oks[j], "").unwrap();
+            let out = b.build_not(oks[j], "")?;
             let bad = match conds[j] {
-                Some(c) => b.build_and(c, out, "").unwrap(),
+                Some(c) => b.build_and(c, out, "")?,
                 None => out,
             };
-            first = (b.build_select(bad, addrs[j], first, "").unwrap()).into_int_value();
-            any = b.build_or(any, bad, "").unwrap();
+            first = (b.build_select(bad, addrs[j], first, "")?).into_int_value();
+            any = b.build_or(any, bad, "")?;
         }
         self.when(Some(any), &mut |g| {
-            g.emit().record_fault(g.func, record, site, first, g.pids);
-        });
+            g.emit().record_fault(g.func, record, site, first, g.pids)
+        })?;
         (conds.into_iter().zip(oks))
-            .map(|(c, ok)| Some(c.map_or(ok, |c| b.build_and(c, ok, "").unwrap())))
+            .map(|(c, ok)| {
+                Ok(Some(match c {
+                    Some(c) => b.build_and(c, ok, "")?,
+                    None => ok,
+                }))
+            })
             .collect()
     }
 
     /// `tid == 0`.
-    pub(super) fn is_thread_zero(&self) -> IntValue<'ctx> {
-        self.b
-            .build_int_compare(IntPredicate::EQ, self.tid, self.i32c(0), "first")
-            .unwrap()
+    pub(super) fn is_thread_zero(&self) -> Result<IntValue<'ctx>> {
+        Ok(self
+            .b
+            .build_int_compare(IntPredicate::EQ, self.tid, self.i32c(0), "first")?)
     }
 
     /// Per slot: valid and unmasked (`None`: always).
@@ -443,15 +444,15 @@ impl<'ctx> Gen<'ctx, '_> {
         &self,
         numel: usize,
         masks: Option<&[BasicValueEnum<'ctx>]>,
-    ) -> Vec<Option<IntValue<'ctx>>> {
+    ) -> Result<Vec<Option<IntValue<'ctx>>>> {
         (0..self.slots(numel))
             .map(|j| {
-                let valid = self.valid(numel, j);
+                let valid = self.valid(numel, j)?;
                 let m = masks.map(|m| m[j].into_int_value());
-                match (valid, m) {
-                    (Some(a), Some(b)) => Some(self.b.build_and(a, b, "").unwrap()),
+                Ok(match (valid, m) {
+                    (Some(a), Some(b)) => Some(self.b.build_and(a, b, "")?),
                     (a, b) => a.or(b),
-                }
+                })
             })
             .collect()
     }
@@ -499,64 +500,53 @@ impl<'ctx> Gen<'ctx, '_> {
         conds: &[Option<IntValue<'ctx>>],
         d: DType,
         consecutive: bool,
-    ) -> IntValue<'ctx> {
+    ) -> Result<IntValue<'ctx>> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let size = d.size_bytes() as u64;
-        let addr = |p: BasicValueEnum<'ctx>| {
-            b.build_ptr_to_int(p.into_pointer_value(), i64t, "")
-                .unwrap()
+        let addr = |p: BasicValueEnum<'ctx>| -> Result<_> {
+            Ok(b.build_ptr_to_int(p.into_pointer_value(), i64t, "")?)
         };
-        let first = addr(ptrs[0]);
+        let first = addr(ptrs[0])?;
         let bytes = size * ptrs.len() as u64;
-        let low = b
-            .build_and(first, i64t.const_int(bytes - 1, false), "")
-            .unwrap();
-        let mut ok = b
-            .build_int_compare(IntPredicate::EQ, low, i64t.const_zero(), "aligned")
-            .unwrap();
+        let low = b.build_and(first, i64t.const_int(bytes - 1, false), "")?;
+        let mut ok = b.build_int_compare(IntPredicate::EQ, low, i64t.const_zero(), "aligned")?;
         for (k, p) in ptrs.iter().enumerate().skip(1).filter(|_| !consecutive) {
-            let want = b
-                .build_int_add(first, i64t.const_int(k as u64 * size, false), "")
-                .unwrap();
-            let same = b
-                .build_int_compare(IntPredicate::EQ, addr(*p), want, "")
-                .unwrap();
-            ok = b.build_and(ok, same, "").unwrap();
+            let want = b.build_int_add(first, i64t.const_int(k as u64 * size, false), "")?;
+            let same = b.build_int_compare(IntPredicate::EQ, addr(*p)?, want, "")?;
+            ok = b.build_and(ok, same, "")?;
         }
         for c in conds.iter().flatten() {
-            ok = b.build_and(ok, *c, "").unwrap();
+            ok = b.build_and(ok, *c, "")?;
         }
-        ok
+        Ok(ok)
     }
 
     /// Emits `fast` where `cond` holds and `slow` elsewhere; joins their values with phis.
     fn two_paths(
         &mut self,
         cond: IntValue<'ctx>,
-        fast: &mut dyn FnMut(&mut Self) -> Vec<BasicValueEnum<'ctx>>,
-        slow: &mut dyn FnMut(&mut Self) -> Vec<BasicValueEnum<'ctx>>,
-    ) -> Vec<BasicValueEnum<'ctx>> {
+        fast: &mut dyn FnMut(&mut Self) -> Result<Vec<BasicValueEnum<'ctx>>>,
+        slow: &mut dyn FnMut(&mut Self) -> Result<Vec<BasicValueEnum<'ctx>>>,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let fast_bb = self.ctx.append_basic_block(self.func, "vec");
         let slow_bb = self.ctx.append_basic_block(self.func, "scalar");
         let done = self.ctx.append_basic_block(self.func, "vec.end");
-        self.b
-            .build_conditional_branch(cond, fast_bb, slow_bb)
-            .unwrap();
+        self.b.build_conditional_branch(cond, fast_bb, slow_bb)?;
         self.b.position_at_end(fast_bb);
-        let a = fast(self);
-        let a_end = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(done).unwrap();
+        let a = fast(self)?;
+        let a_end = self.b.current_block()?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(slow_bb);
-        let s = slow(self);
-        let s_end = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(done).unwrap();
+        let s = slow(self)?;
+        let s_end = self.b.current_block()?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
         a.iter()
             .zip(&s)
             .map(|(x, y)| {
-                let phi = self.b.build_phi(x.get_type(), "").unwrap();
+                let phi = self.b.build_phi(x.get_type(), "")?;
                 phi.add_incoming(&[(x, a_end), (y, s_end)]);
-                phi.as_basic_value()
+                Ok(phi.as_basic_value())
             })
             .collect()
     }

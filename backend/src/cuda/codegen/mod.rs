@@ -31,6 +31,7 @@ mod scan;
 mod sync;
 mod types;
 
+use crate::llvm::{CodegenError, Positioned, Result};
 pub(crate) use sync::{
     EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE,
     EMU_TID, EMU_WORDS,
@@ -107,9 +108,6 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// The dynamic shared memory (`addrspace(3)`).
     smem: PointerValue<'ctx>,
     shared_bytes: usize,
-    /// The first error found (an unsupported op or type); generation goes on with
-    /// placeholders so that it never panics, and the error is returned at the end.
-    error: Option<String>,
     /// The emulator's per-thread state (`EmuThread`) when generating for the emulator.
     emu: Option<PointerValue<'ctx>>,
     /// The address space of kernel pointers: global (1) on NVPTX, 0 in the emulator.
@@ -134,12 +132,12 @@ pub(crate) fn generate<'ctx>(
     name: &str,
     opts: CodegenOptions,
     customs: &CustomEntries,
-) -> Result<Generated, String> {
+) -> Result<Generated> {
     if opts.num_warps == 0 || opts.num_warps > 32 {
-        return Err(format!(
+        return Err(CodegenError::unsupported(format!(
             "num_warps is {}; a CTA has 1..=32 warps",
             opts.num_warps
-        ));
+        )));
     }
     let threads = opts.num_warps as usize * 32;
     let b = ctx.create_builder();
@@ -198,7 +196,6 @@ pub(crate) fn generate<'ctx>(
         nprogs: [undef; 3],
         smem: ptr.get_undef(),
         shared_bytes: 0,
-        error: None,
         emu: opts.emulate.then(|| {
             func.get_nth_param(1)
                 .expect("declared above")
@@ -212,13 +209,21 @@ pub(crate) fn generate<'ctx>(
     };
     g.smem = match smem {
         Some(p) => p,
-        None => g.emulator_shared_memory(),
+        None => g.emulator_shared_memory()?,
     };
-    g.tid = g.special_register("tid.x");
-    g.pids = ["ctaid.x", "ctaid.y", "ctaid.z"].map(|r| g.special_register(r));
-    g.nprogs = ["nctaid.x", "nctaid.y", "nctaid.z"].map(|r| g.special_register(r));
+    g.tid = g.special_register("tid.x")?;
+    g.pids = [
+        g.special_register("ctaid.x")?,
+        g.special_register("ctaid.y")?,
+        g.special_register("ctaid.z")?,
+    ];
+    g.nprogs = [
+        g.special_register("nctaid.x")?,
+        g.special_register("nctaid.y")?,
+        g.special_register("nctaid.z")?,
+    ];
     // Parameter `i` (the check buffer is number `params.len()`).
-    let param = |i: usize, ty: BasicTypeEnum<'ctx>| {
+    let param = |i: usize, ty: BasicTypeEnum<'ctx>| -> Result<_> {
         if opts.emulate {
             let slots = func
                 .get_nth_param(0)
@@ -227,31 +232,27 @@ pub(crate) fn generate<'ctx>(
             let i64t = ctx.i64_type();
             // SAFETY (of the generated code): the emulator passes one slot per parameter
             // (and one for the check buffer in checked mode).
-            let slot = unsafe { b.build_gep(i64t, slots, &[i64t.const_int(i as u64, false)], "") }
-                .unwrap();
-            b.build_load(ty, slot, "").unwrap()
+            let slot = unsafe { b.build_gep(i64t, slots, &[i64t.const_int(i as u64, false)], "") }?;
+            Ok(b.build_load(ty, slot, "")?)
         } else {
-            func.get_nth_param(i as u32).expect("declared above")
+            Ok(func.get_nth_param(i as u32).expect("declared above"))
         }
     };
     for (i, p) in f.params.iter().enumerate() {
         let elem = f.ty(p.value).elem;
-        let raw = param(i, param_ty(ctx, elem, global));
+        let raw = param(i, param_ty(ctx, elem, global))?;
         let v = match elem {
             Elem::Ptr(_) => raw,
-            Elem::Scalar(_) => g.decode_storage(raw, elem),
+            Elem::Scalar(_) => g.decode_storage(raw, elem)?,
         };
         g.vals.insert(p.value, V::Scalar(v));
     }
     if opts.bounds_check {
-        let buf = param(f.params.len(), ctx.ptr_type(global).into());
-        g.check = Some(g.checked_state(buf.into_pointer_value()));
+        let buf = param(f.params.len(), ctx.ptr_type(global).into())?;
+        g.check = Some(g.checked_state(buf.into_pointer_value())?);
     }
-    g.block(&f.body);
-    if let Some(e) = g.error.take() {
-        return Err(e);
-    }
-    b.build_return(None).map_err(|e| e.to_string())?;
+    g.block(&f.body)?;
+    b.build_return(None)?;
     Ok(Generated {
         shared_bytes: g.shared_bytes,
     })
@@ -324,13 +325,6 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.ctx.i32_type().const_int(n, false)
     }
 
-    /// Records the first error; generation continues with placeholders.
-    fn fail(&mut self, message: String) {
-        if self.error.is_none() {
-            self.error = Some(message);
-        }
-    }
-
     /// Slots per thread of a tile of `numel` elements.
     fn slots(&self, numel: usize) -> usize {
         numel.div_ceil(self.threads).max(1)
@@ -346,59 +340,58 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// The row-major index (i32) of this thread's slot `j` of a tile of `numel` elements.
-    fn lin(&self, numel: usize, j: usize) -> IntValue<'ctx> {
+    fn lin(&self, numel: usize, j: usize) -> Result<IntValue<'ctx>> {
         let c = self.chunk(numel);
-        let base = self
-            .b
-            .build_int_mul(self.tid, self.i32c(c as u64), "")
-            .unwrap();
+        let base = self.b.build_int_mul(self.tid, self.i32c(c as u64), "")?;
         let off = ((j / c) * self.threads * c + j % c) as u64;
-        self.b.build_int_add(base, self.i32c(off), "lin").unwrap()
+        Ok(self.b.build_int_add(base, self.i32c(off), "lin")?)
     }
 
     /// Whether slot `j` holds an element; `None` when every slot of every thread does.
-    fn valid(&self, numel: usize, j: usize) -> Option<IntValue<'ctx>> {
+    fn valid(&self, numel: usize, j: usize) -> Result<Option<IntValue<'ctx>>> {
         if self.slots(numel) * self.threads == numel {
-            return None;
+            return Ok(None);
         }
-        let lin = self.lin(numel, j);
-        Some(
-            self.b
-                .build_int_compare(IntPredicate::ULT, lin, self.i32c(numel as u64), "valid")
-                .unwrap(),
-        )
+        let lin = self.lin(numel, j)?;
+        Ok(Some(self.b.build_int_compare(
+            IntPredicate::ULT,
+            lin,
+            self.i32c(numel as u64),
+            "valid",
+        )?))
     }
 
     /// `lin` if the slot is valid, else 0: an index that is always in range.
-    fn clamped_lin(&self, numel: usize, j: usize) -> IntValue<'ctx> {
-        let lin = self.lin(numel, j);
-        match self.valid(numel, j) {
+    fn clamped_lin(&self, numel: usize, j: usize) -> Result<IntValue<'ctx>> {
+        let lin = self.lin(numel, j)?;
+        Ok(match self.valid(numel, j)? {
             None => lin,
             Some(ok) => self
                 .b
-                .build_select(ok, lin, self.i32c(0), "")
-                .unwrap()
+                .build_select(ok, lin, self.i32c(0), "")?
                 .into_int_value(),
-        }
+        })
     }
 
     /// Whether `i < bound` (unsigned), and `i` where it is, else 0: an index that is
     /// always in range, for work that every lane does and only some keep.
-    fn below_or_zero(&self, i: IntValue<'ctx>, bound: usize) -> (IntValue<'ctx>, IntValue<'ctx>) {
+    fn below_or_zero(
+        &self,
+        i: IntValue<'ctx>,
+        bound: usize,
+    ) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
         let ok = self
             .b
-            .build_int_compare(IntPredicate::ULT, i, self.i32c(bound as u64), "")
-            .unwrap();
+            .build_int_compare(IntPredicate::ULT, i, self.i32c(bound as u64), "")?;
         let clamped = self
             .b
-            .build_select(ok, i, self.i32c(0), "")
-            .unwrap()
+            .build_select(ok, i, self.i32c(0), "")?
             .into_int_value();
-        (ok, clamped)
+        Ok((ok, clamped))
     }
 
     /// The multi-index of row-major index `lin` in `shape`.
-    fn unravel(&self, shape: &[usize], lin: IntValue<'ctx>) -> Vec<IntValue<'ctx>> {
+    fn unravel(&self, shape: &[usize], lin: IntValue<'ctx>) -> Result<Vec<IntValue<'ctx>>> {
         let mut idx = vec![self.i32c(0); shape.len()];
         let mut rest = lin;
         for k in (0..shape.len()).rev() {
@@ -406,27 +399,24 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 continue;
             }
             let d = self.i32c(shape[k] as u64);
-            idx[k] = self.b.build_int_unsigned_rem(rest, d, "").unwrap();
-            rest = self.b.build_int_unsigned_div(rest, d, "").unwrap();
+            idx[k] = self.b.build_int_unsigned_rem(rest, d, "")?;
+            rest = self.b.build_int_unsigned_div(rest, d, "")?;
         }
-        idx
+        Ok(idx)
     }
 
     /// The row-major index of `idx` in `shape`.
-    fn ravel(&self, shape: &[usize], idx: &[IntValue<'ctx>]) -> IntValue<'ctx> {
+    fn ravel(&self, shape: &[usize], idx: &[IntValue<'ctx>]) -> Result<IntValue<'ctx>> {
         let mut lin = self.i32c(0);
         for (k, i) in idx.iter().enumerate() {
             let stride: usize = shape[k + 1..].iter().product();
-            let term = self
-                .b
-                .build_int_mul(*i, self.i32c(stride as u64), "")
-                .unwrap();
-            lin = self.b.build_int_add(lin, term, "").unwrap();
+            let term = self.b.build_int_mul(*i, self.i32c(stride as u64), "")?;
+            lin = self.b.build_int_add(lin, term, "")?;
         }
-        lin
+        Ok(lin)
     }
 
-    /// A placeholder for a value whose generation failed (an error is already recorded).
+    /// A placeholder for a result its op left undefined.
     fn placeholder(&self, ty: &Type) -> V<'ctx> {
         let t = self.elem_compute_ty(ty.elem);
         let u = match t {
@@ -443,51 +433,46 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// The generated form of `v`, accumulator fragments converted to slots.
-    fn val(&mut self, v: Value) -> V<'ctx> {
-        match self.raw_val(v) {
+    fn val(&mut self, v: Value) -> Result<V<'ctx>> {
+        match self.raw_val(v)? {
             V::Frag(regs) => {
                 let shape = self.ty(v).shape.clone();
-                V::Tile(self.frags_to_slots(&regs, shape[0], shape[1]))
+                Ok(V::Tile(self.frags_to_slots(&regs, shape[0], shape[1])?))
             }
-            x => x,
+            x => Ok(x),
         }
     }
 
     /// The generated form of `v` as it is held (fragments included).
-    fn raw_val(&mut self, v: Value) -> V<'ctx> {
-        if let Some(x) = self.vals.get(&v) {
-            return x.clone();
+    fn raw_val(&mut self, v: Value) -> Result<V<'ctx>> {
+        match self.vals.get(&v) {
+            Some(x) => Ok(x.clone()),
+            None => Err(CodegenError::internal(format!(
+                "{v} used before it was generated"
+            ))),
         }
-        if self.error.is_none() {
-            self.fail(format!("internal: {v} used before it was generated"));
-        }
-        self.placeholder(self.ty(v))
     }
 
     /// The scalar `v` (every thread holds it).
-    fn scalar(&mut self, v: Value) -> BasicValueEnum<'ctx> {
-        match self.val(v) {
-            V::Scalar(s) => s,
-            V::Tile(t) | V::Frag(t) => {
-                self.fail(format!("internal: {v} is a tile where a scalar is needed"));
-                t[0]
-            }
+    fn scalar(&mut self, v: Value) -> Result<BasicValueEnum<'ctx>> {
+        match self.val(v)? {
+            V::Scalar(s) => Ok(s),
+            V::Tile(_) | V::Frag(_) => Err(CodegenError::internal(format!(
+                "{v} is a tile where a scalar is needed"
+            ))),
         }
     }
 
     /// This thread's slots of `v` viewed as a tile of `numel` elements (scalars splat).
-    fn tile_slots(&mut self, v: Value, numel: usize) -> Vec<BasicValueEnum<'ctx>> {
+    fn tile_slots(&mut self, v: Value, numel: usize) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let n = self.slots(numel);
-        match self.val(v) {
-            V::Scalar(s) => vec![s; n],
-            V::Tile(t) if t.len() == n && self.ty(v).numel() == numel => t,
-            V::Tile(t) | V::Frag(t) => {
-                self.fail(format!(
-                    "internal: {v} has {} elements where {numel} are needed",
-                    self.ty(v).numel()
-                ));
-                vec![t[0]; n]
-            }
+        match self.val(v)? {
+            V::Scalar(s) => Ok(vec![s; n]),
+            V::Tile(t) if t.len() == n && self.ty(v).numel() == numel => Ok(t),
+            V::Tile(_) | V::Frag(_) => Err(CodegenError::internal(format!(
+                "{v} has {} elements where {numel} are needed",
+                self.ty(v).numel()
+            ))),
         }
     }
 
@@ -502,18 +487,22 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// Emits `then` only where `cond` holds (always when `cond` is `None`).
-    fn when(&mut self, cond: Option<IntValue<'ctx>>, then: &mut dyn FnMut(&mut Self)) {
+    fn when(
+        &mut self,
+        cond: Option<IntValue<'ctx>>,
+        then: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         let Some(c) = cond else {
-            then(self);
-            return;
+            return then(self);
         };
         let yes = self.ctx.append_basic_block(self.func, "when");
         let done = self.ctx.append_basic_block(self.func, "when.end");
-        self.b.build_conditional_branch(c, yes, done).unwrap();
+        self.b.build_conditional_branch(c, yes, done)?;
         self.b.position_at_end(yes);
-        then(self);
-        self.b.build_unconditional_branch(done).unwrap();
+        then(self)?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
+        Ok(())
     }
 
     /// The value `then` computes where `cond` holds, `otherwise` elsewhere.
@@ -521,45 +510,49 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         &mut self,
         cond: Option<IntValue<'ctx>>,
         otherwise: BasicValueEnum<'ctx>,
-        then: &mut dyn FnMut(&mut Self) -> BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+        then: &mut dyn FnMut(&mut Self) -> Result<BasicValueEnum<'ctx>>,
+    ) -> Result<BasicValueEnum<'ctx>> {
         let Some(c) = cond else {
             return then(self);
         };
-        let pre = self.b.get_insert_block().unwrap();
+        let pre = self.b.current_block()?;
         let yes = self.ctx.append_basic_block(self.func, "when");
         let done = self.ctx.append_basic_block(self.func, "when.end");
-        self.b.build_conditional_branch(c, yes, done).unwrap();
+        self.b.build_conditional_branch(c, yes, done)?;
         self.b.position_at_end(yes);
-        let v = then(self);
-        let from = self.b.get_insert_block().unwrap();
-        self.b.build_unconditional_branch(done).unwrap();
+        let v = then(self)?;
+        let from = self.b.current_block()?;
+        self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
-        let phi = self.b.build_phi(v.get_type(), "").unwrap();
+        let phi = self.b.build_phi(v.get_type(), "")?;
         phi.add_incoming(&[(&v, from), (&otherwise, pre)]);
-        phi.as_basic_value()
+        Ok(phi.as_basic_value())
     }
 
     /// An `alloca` in the entry block (promoted to a register by the optimizer).
-    fn entry_alloca(&self, ty: BasicTypeEnum<'ctx>) -> PointerValue<'ctx> {
+    fn entry_alloca(&self, ty: BasicTypeEnum<'ctx>) -> Result<PointerValue<'ctx>> {
         let tmp = self.ctx.create_builder();
         match self.entry_bb.get_first_instruction() {
             Some(i) => tmp.position_before(&i),
             None => tmp.position_at_end(self.entry_bb),
         }
-        tmp.build_alloca(ty, "carried").unwrap()
+        Ok(tmp.build_alloca(ty, "carried")?)
     }
 
     /// Generates the ops of a block (not its terminator).
-    fn block(&mut self, block: &'f Block) {
+    fn block(&mut self, block: &'f Block) -> Result<()> {
         for inst in &block.insts {
-            self.inst(inst);
+            #[cfg(test)]
+            crate::llvm::inject::before(self.b, inst);
+            self.inst(inst).map_err(|e| e.at(inst))?;
         }
+        Ok(())
     }
 
-    fn inst(&mut self, inst: &'f Inst) {
+    /// Generates one op; its errors are wrapped in the op's context by [`Self::block`].
+    fn inst(&mut self, inst: &'f Inst) -> Result<()> {
         let r = inst.results.first().copied();
-        let fragments = self.operands_to_slots(inst);
+        let fragments = self.operands_to_slots(inst)?;
         match &inst.op {
             Op::Yield(_) | Op::Condition(_) => {}
             Op::ProgramId(a) => {
@@ -582,54 +575,54 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 let numel = self.ty(r).numel();
                 let slots = (0..self.slots(numel))
                     .map(|j| {
-                        let lin = self.lin(numel, j);
-                        self.b
-                            .build_int_add(lin, self.i32c(*start as u64), "")
-                            .unwrap()
-                            .into()
+                        let lin = self.lin(numel, j)?;
+                        Ok(self
+                            .b
+                            .build_int_add(lin, self.i32c(*start as u64), "")?
+                            .into())
                     })
-                    .collect();
+                    .collect::<Result<_>>()?;
                 self.define(r, slots);
             }
             Op::Splat(x) => {
                 let r = inst.results[0];
-                let s = self.scalar(*x);
+                let s = self.scalar(*x)?;
                 let n = self.slots(self.ty(r).numel());
                 self.define(r, vec![s; n]);
             }
-            Op::Broadcast(x) => self.broadcast(inst.results[0], *x),
-            Op::ExpandDims { x, .. } | Op::Reshape(x) => self.relabel(inst.results[0], *x),
-            Op::Permute { x, dims } => self.permute(inst.results[0], *x, dims),
+            Op::Broadcast(x) => self.broadcast(inst.results[0], *x)?,
+            Op::ExpandDims { x, .. } | Op::Reshape(x) => self.relabel(inst.results[0], *x)?,
+            Op::Permute { x, dims } => self.permute(inst.results[0], *x, dims)?,
             Op::Gather { src, index, axis } => {
-                self.gather(inst.results[0], *src, *index, *axis as usize)
+                self.gather(inst.results[0], *src, *index, *axis as usize)?
             }
             Op::Flip { x, axis } => {
                 let (a, len) = (*axis as usize, self.ty(*x).shape[*axis as usize]);
                 self.exchange(inst.results[0], *x, &mut |g, idx| {
                     let mut src = idx.to_vec();
-                    src[a] =
-                        g.b.build_int_sub(g.i32c(len as u64 - 1), idx[a], "")
-                            .unwrap();
-                    src
-                });
+                    src[a] = g.b.build_int_sub(g.i32c(len as u64 - 1), idx[a], "")?;
+                    Ok(src)
+                })?;
             }
-            Op::Load { .. } => self.load(inst),
-            Op::Store { .. } => self.store(inst),
-            Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst),
-            Op::Assert { .. } => self.device_assert(inst),
-            Op::Print { .. } => self.device_print(inst),
-            Op::Reduce { .. } => self.reduce(inst),
-            Op::Scan { .. } => self.scan(inst),
-            Op::Dot { .. } => self.dot(inst),
-            Op::For { .. } => self.for_loop(inst),
-            Op::If { .. } => self.if_else(inst),
-            Op::While { .. } => self.while_loop(inst),
-            Op::Custom(_) => self.custom(inst),
-            op if op.is_elementwise() => self.elementwise(inst),
-            op => self.fail(format!(
-                "internal: op `{}` has no CUDA lowering",
-                op.mnemonic()
-            )),
+            Op::Load { .. } => self.load(inst)?,
+            Op::Store { .. } => self.store(inst)?,
+            Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst)?,
+            Op::Assert { .. } => self.device_assert(inst)?,
+            Op::Print { .. } => self.device_print(inst)?,
+            Op::Reduce { .. } => self.reduce(inst)?,
+            Op::Scan { .. } => self.scan(inst)?,
+            Op::Dot { .. } => self.dot(inst)?,
+            Op::For { .. } => self.for_loop(inst)?,
+            Op::If { .. } => self.if_else(inst)?,
+            Op::While { .. } => self.while_loop(inst)?,
+            Op::Custom(_) => self.custom(inst)?,
+            op if op.is_elementwise() => self.elementwise(inst)?,
+            op => {
+                return Err(CodegenError::internal(format!(
+                    "op `{}` has no CUDA lowering",
+                    op.mnemonic()
+                )))
+            }
         }
         // The slots were converted for this op only: a later use may not be dominated by
         // the conversion (it may sit in a loop body that never ran).
@@ -639,28 +632,28 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if let Some(r) = r {
             let numel = self.ty(r).numel();
             if self.slots(numel) > MAX_SLOTS {
-                self.fail(format!(
-                    "at {}: a tile of {numel} elements needs {} registers per thread with {} threads per program (at most {MAX_SLOTS}); raise num_warps or use smaller blocks",
-                    inst.loc,
+                return Err(CodegenError::unsupported(format!(
+                    "a tile of {numel} elements needs {} registers per thread with {} threads per program (at most {MAX_SLOTS}); raise num_warps or use smaller blocks",
                     self.slots(numel),
                     self.threads
-                ));
+                )));
             }
             if !self.vals.contains_key(&r) {
                 let p = self.placeholder(self.ty(r));
                 self.vals.insert(r, p);
             }
         }
+        Ok(())
     }
 
     /// Converts `inst`'s accumulator-fragment operands to slots before it runs (an op
     /// may write shared memory before it reads an operand, and a conversion uses shared
     /// memory too); returns the fragments to restore afterwards. Loops and branches carry
     /// fragments themselves, and a tensor-core `dot` takes its accumulator as fragments.
-    fn operands_to_slots(&mut self, inst: &Inst) -> Vec<(Value, V<'ctx>)> {
+    fn operands_to_slots(&mut self, inst: &Inst) -> Result<Vec<(Value, V<'ctx>)>> {
         let operands = match &inst.op {
             Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield(_) | Op::Condition(_) => {
-                return Vec::new()
+                return Ok(Vec::new())
             }
             Op::Dot { a, b, .. } if self.mma_shape(inst).is_some() => vec![*a, *b],
             op => op.operands(),
@@ -668,64 +661,62 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let mut saved = Vec::new();
         for v in operands {
             if let Some(frag @ V::Frag(_)) = self.vals.get(&v).cloned() {
-                let slots = self.val(v);
+                let slots = self.val(v)?;
                 self.vals.insert(v, slots);
                 saved.push((v, frag));
             }
         }
-        saved
+        Ok(saved)
     }
 
     /// Binary, unary, compare, select, fma, cast and addptr: slot by slot.
-    fn elementwise(&mut self, inst: &Inst) {
+    fn elementwise(&mut self, inst: &Inst) -> Result<()> {
         let r = inst.results[0];
         let numel = self.ty(r).numel();
         let operands = inst.op.operands();
         let cols: Vec<Vec<BasicValueEnum<'ctx>>> = operands
             .iter()
             .map(|o| self.tile_slots(*o, numel))
-            .collect();
+            .collect::<Result<_>>()?;
         let slots = (0..self.slots(numel))
             .map(|j| {
                 let args: Vec<_> = cols.iter().map(|c| c[j]).collect();
                 self.element(inst, &args)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         self.define(r, slots);
+        Ok(())
     }
 
     /// One element of an elementwise op from one element of each operand.
-    fn element(&mut self, inst: &Inst, a: &[BasicValueEnum<'ctx>]) -> BasicValueEnum<'ctx> {
+    fn element(&mut self, inst: &Inst, a: &[BasicValueEnum<'ctx>]) -> Result<BasicValueEnum<'ctx>> {
         let dtype_of = |g: &Self, v: Value| match g.ty(v).elem {
             Elem::Scalar(d) | Elem::Ptr(d) => d,
         };
         match &inst.op {
             Op::Binary(op, x, _) => {
                 let d = dtype_of(self, *x);
-                self.binary(*op, d, a[0], a[1])
+                Ok(self.binary(*op, d, a[0], a[1])?)
             }
             Op::Unary(op, x) => {
                 let d = dtype_of(self, *x);
-                self.unary(*op, d, a[0])
+                Ok(self.unary(*op, d, a[0])?)
             }
             Op::Cmp(p, x, _) => {
                 let d = dtype_of(self, *x);
-                self.compare(*p, d, a[0], a[1]).into()
+                Ok(self.compare(*p, d, a[0], a[1])?.into())
             }
-            Op::Select(..) => self
-                .b
-                .build_select(a[0].into_int_value(), a[1], a[2], "")
-                .unwrap(),
+            Op::Select(..) => Ok(self.b.build_select(a[0].into_int_value(), a[1], a[2], "")?),
             Op::Fma(x, ..) => {
                 let d = dtype_of(self, *x);
                 let t = self.compute_ty(d);
-                let v = self.intrinsic("llvm.fma", &[t], a);
-                self.round_to(v, d)
+                let v = self.intrinsic("llvm.fma", &[t], a)?;
+                Ok(self.round_to(v, d)?)
             }
             Op::Cast(x) => {
                 let from = dtype_of(self, *x);
                 let to = self.ty(inst.results[0]).dtype().expect("cast to a number");
-                self.cast(a[0], from, to)
+                Ok(self.cast(a[0], from, to)?)
             }
             Op::Bitcast(x) => {
                 let from = dtype_of(self, *x);
@@ -733,40 +724,31 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     .ty(inst.results[0])
                     .dtype()
                     .expect("bitcast to a number");
-                self.emit().bitcast(a[0], from, to)
+                Ok(self.emit().bitcast(a[0], from, to)?)
             }
             // A promise the memory accesses read (see `memory.rs`): the value itself.
-            Op::Hint { .. } => a[0],
+            Op::Hint { .. } => Ok(a[0]),
             Op::IntToPtr(_) => {
                 let ptr = self.ctx.ptr_type(self.global);
-                (self.b.build_int_to_ptr(a[0].into_int_value(), ptr, ""))
-                    .unwrap()
-                    .into()
+                Ok((self.b.build_int_to_ptr(a[0].into_int_value(), ptr, ""))?.into())
             }
             Op::PtrToInt(_) => {
                 let i64t = self.ctx.i64_type();
-                (self.b.build_ptr_to_int(a[0].into_pointer_value(), i64t, ""))
-                    .unwrap()
-                    .into()
+                Ok((self.b.build_ptr_to_int(a[0].into_pointer_value(), i64t, ""))?.into())
             }
             Op::AddPtr(p, o) => {
                 let pointee = dtype_of(self, *p);
                 let od = dtype_of(self, *o);
-                let off = self
-                    .b
-                    .build_int_cast_sign_flag(
-                        a[1].into_int_value(),
-                        self.ctx.i64_type(),
-                        od.is_signed_int(),
-                        "",
-                    )
-                    .unwrap();
+                let off = self.b.build_int_cast_sign_flag(
+                    a[1].into_int_value(),
+                    self.ctx.i64_type(),
+                    od.is_signed_int(),
+                    "",
+                )?;
                 let st = self.storage_ty(pointee);
                 // SAFETY (of the generated code): pointer arithmetic; accesses are trusted
                 // as in Triton.
-                unsafe { self.b.build_gep(st, a[0].into_pointer_value(), &[off], "") }
-                    .unwrap()
-                    .into()
+                Ok(unsafe { self.b.build_gep(st, a[0].into_pointer_value(), &[off], "") }?.into())
             }
             op => unreachable!("element() on `{}`", op.mnemonic()),
         }
@@ -774,80 +756,123 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// Expand-dims and reshape keep the row-major order and the element count, hence the
     /// layout: the slots are reused as they are.
-    fn relabel(&mut self, r: Value, x: Value) {
+    fn relabel(&mut self, r: Value, x: Value) -> Result<()> {
         let numel = self.ty(r).numel();
         if self.ty(x).is_scalar() || self.ty(r).is_scalar() {
             // A scalar to a one-element tile or back: go through the owner of element 0.
-            self.exchange(r, x, &mut |_, _| vec![]);
-            return;
+            self.exchange(r, x, &mut |_, _| Ok(vec![]))?;
+            return Ok(());
         }
-        let slots = self.tile_slots(x, numel);
+        let slots = self.tile_slots(x, numel)?;
         self.define(r, slots);
+        Ok(())
     }
 
-    fn broadcast(&mut self, r: Value, x: Value) {
+    fn broadcast(&mut self, r: Value, x: Value) -> Result<()> {
         let (rs, xs) = (self.ty(r).shape.clone(), self.ty(x).shape.clone());
         if xs.is_empty() {
-            let s = self.scalar(x);
+            let s = self.scalar(x)?;
             let n = self.slots(self.ty(r).numel());
             self.define(r, vec![s; n]);
-            return;
+            return Ok(());
         }
         if rs == xs {
             return self.relabel(r, x);
         }
-        if self.broadcast_in_place(r, x) {
-            return;
+        if self.broadcast_in_place(r, x)? {
+            return Ok(());
         }
-        self.exchange(r, x, &mut |g, idx| g.broadcast_source(&xs, idx));
+        self.exchange(r, x, &mut |g, idx| Ok(g.broadcast_source(&xs, idx)))
     }
 
     /// Result slot `j` is `src`'s element at the slot's index with its `axis` coordinate
     /// read from `index`'s slot `j` (0 outside the axis), through shared memory.
-    fn gather(&mut self, r: Value, src: Value, index: Value, axis: usize) {
+    fn gather(&mut self, r: Value, src: Value, index: Value, axis: usize) -> Result<()> {
         let (rt, st) = (self.ty(r).clone(), self.ty(src).clone());
         let numel = rt.numel();
-        let positions = self.tile_slots(index, numel);
+        let positions = self.tile_slots(index, numel)?;
         let signed = self.ty(index).dtype().is_some_and(DType::is_signed_int);
         let d = st.dtype().expect("gather of numbers");
         let zero = self.const_value(tritium_dsl::ir::Const::Int(0), d);
         let i64t = self.ctx.i64_type();
         let len = i64t.const_int(st.shape[axis] as u64, false);
-        self.spill_to_shared(src, 0);
-        self.barrier();
+        self.spill_to_shared(src, 0)?;
+        self.barrier()?;
         let slots = positions
             .iter()
             .enumerate()
             .map(|(j, p)| {
-                let lin = self.clamped_lin(numel, j);
-                let mut idx = self.unravel(&rt.shape, lin);
+                let lin = self.clamped_lin(numel, j)?;
+                let mut idx = self.unravel(&rt.shape, lin)?;
                 let b = &self.b;
-                let p = b
-                    .build_int_cast_sign_flag(p.into_int_value(), i64t, signed, "")
-                    .unwrap();
+                let p = b.build_int_cast_sign_flag(p.into_int_value(), i64t, signed, "")?;
                 // Unsigned: a negative index is past the end too.
-                let inside = b.build_int_compare(IntPredicate::ULT, p, len, "").unwrap();
-                let p = b.build_select(inside, p, i64t.const_zero(), "").unwrap();
-                idx[axis] = b
-                    .build_int_truncate(p.into_int_value(), self.ctx.i32_type(), "")
-                    .unwrap();
-                let src_lin = self.ravel(&st.shape, &idx);
-                let v = self.shared_load(self.shared_elem(0, st.elem, src_lin), st.elem);
-                self.b.build_select(inside, v, zero, "").unwrap()
+                let inside = b.build_int_compare(IntPredicate::ULT, p, len, "")?;
+                let p = b.build_select(inside, p, i64t.const_zero(), "")?;
+                idx[axis] = b.build_int_truncate(p.into_int_value(), self.ctx.i32_type(), "")?;
+                let src_lin = self.ravel(&st.shape, &idx)?;
+                let v = self.shared_load(self.shared_elem(0, st.elem, src_lin)?, st.elem)?;
+                Ok(self.b.build_select(inside, v, zero, "")?)
             })
-            .collect();
-        self.barrier();
+            .collect::<Result<_>>()?;
+        self.barrier()?;
         self.define(r, slots);
+        Ok(())
     }
 
     /// Result element `idx` is `x`'s element with `idx[i]` at dim `dims[i]`.
-    fn permute(&mut self, r: Value, x: Value, dims: &[u32]) {
+    fn permute(&mut self, r: Value, x: Value, dims: &[u32]) -> Result<()> {
         self.exchange(r, x, &mut |_, idx| {
             let mut mapped = idx.to_vec();
             for (i, &d) in dims.iter().enumerate() {
                 mapped[d as usize] = idx[i];
             }
-            mapped
-        });
+            Ok(mapped)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{generate, CodegenOptions};
+    use crate::llvm::{inject, CodegenError};
+    use inkwell::context::Context;
+
+    /// `out[i] = 2 * x[i]` for `i < n`, 16 lanes per program.
+    const VADD: &str = include_str!("../../../../dsl/tests/pinned/vadd.tir");
+
+    /// On CUDA too, a builder failure (the builder unpositioned before the scalar `mul` of
+    /// the program's offset) is an error naming the op and its location, not a panic.
+    #[test]
+    fn a_builder_failure_names_the_op_and_its_location() {
+        let f = tritium_dsl::ir::parse_function(VADD).expect("the pinned IR parses");
+        let ctx = Context::create();
+        let module = ctx.create_module("inject");
+        let opts = CodegenOptions {
+            num_warps: 4,
+            emulate: false,
+            bounds_check: false,
+            eviction_priorities: false,
+        };
+        inject::unposition_before("mul");
+        let err = match generate(&ctx, &module, &f, "inject", opts, &Default::default()) {
+            Ok(_) => panic!("an unpositioned builder must fail"),
+            Err(e) => e,
+        };
+        let CodegenError::At { op, loc, source } = &err else {
+            panic!("the error names its op: {err:?}");
+        };
+        assert_eq!(*op, "mul");
+        assert_eq!(loc.to_string(), "dsl/tests/main.rs:14:16");
+        assert!(matches!(**source, CodegenError::Builder(_)), "{source:?}");
+        let message = err.to_string();
+        assert!(
+            message
+                .starts_with("op `mul` at dsl/tests/main.rs:14:16: internal error: LLVM builder:"),
+            "{message}"
+        );
+        // Without the injection the same function generates.
+        let module = ctx.create_module("plain");
+        assert!(generate(&ctx, &module, &f, "plain", opts, &Default::default()).is_ok());
     }
 }

@@ -7,6 +7,7 @@
 //! barrier. This is what Triton's slice layouts give an `arange`.
 
 use super::Gen;
+use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue};
 use tritium_dsl::ir::{Op, Value};
 
@@ -16,23 +17,23 @@ const MAX_OPS: usize = 24;
 impl<'ctx> Gen<'ctx, '_> {
     /// Defines `r`, the broadcast of `x`, by evaluating `x` at every slot's index when `x`
     /// is an index expression; false (nothing emitted) otherwise.
-    pub(super) fn broadcast_in_place(&mut self, r: Value, x: Value) -> bool {
+    pub(super) fn broadcast_in_place(&mut self, r: Value, x: Value) -> Result<bool> {
         let mut budget = MAX_OPS;
         if self.ty(x).is_scalar() || !self.is_index_expression(x, &mut budget) {
-            return false;
+            return Ok(false);
         }
         let (rs, xs) = (self.ty(r).shape.clone(), self.ty(x).shape.clone());
         let numel = self.ty(r).numel();
         let slots = (0..self.slots(numel))
             .map(|j| {
-                let lin = self.clamped_lin(numel, j);
-                let idx = self.unravel(&rs, lin);
+                let lin = self.clamped_lin(numel, j)?;
+                let idx = self.unravel(&rs, lin)?;
                 let at = self.broadcast_source(&xs, &idx);
                 self.eval_at(x, &at)
             })
-            .collect();
+            .collect::<Result<_>>()?;
         self.define(r, slots);
-        true
+        Ok(true)
     }
 
     /// The index into a broadcast's input of shape `xs` that element `idx` of the result
@@ -86,22 +87,21 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The element of index expression `v` at multi-index `idx` (of `v`'s shape).
-    fn eval_at(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> BasicValueEnum<'ctx> {
+    fn eval_at(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> Result<BasicValueEnum<'ctx>> {
         if self.ty(v).is_scalar() {
             return self.scalar(v);
         }
         let inst = self.defs[&v];
         match &inst.op {
-            Op::Arange { start, .. } => self
+            Op::Arange { start, .. } => Ok(self
                 .b
-                .build_int_add(idx[0], self.i32c(*start as u64), "")
-                .unwrap()
-                .into(),
+                .build_int_add(idx[0], self.i32c(*start as u64), "")?
+                .into()),
             Op::Const(c) => {
                 let d = self.ty(v).dtype().expect("numeric constant");
-                self.const_value(*c, d)
+                Ok(self.const_value(*c, d))
             }
-            Op::Splat(x) => self.scalar(*x),
+            Op::Splat(x) => Ok(self.scalar(*x)?),
             Op::ExpandDims { x, axis } => {
                 let mut at = idx.to_vec();
                 at.remove(*axis as usize);
@@ -117,7 +117,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     .operands()
                     .iter()
                     .map(|o| self.eval_at(*o, idx))
-                    .collect();
+                    .collect::<Result<_>>()?;
                 self.element(inst, &args)
             }
         }

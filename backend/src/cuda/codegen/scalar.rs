@@ -9,6 +9,7 @@
 //! the host's `exp2` in the emulator).
 
 use super::Gen;
+use crate::llvm::Result;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue};
 use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, UnOp};
@@ -20,7 +21,7 @@ impl<'ctx> Gen<'ctx, '_> {
         name: &str,
         overload: &[BasicTypeEnum<'ctx>],
         args: &[BasicValueEnum<'ctx>],
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         self.emit().intrinsic(name, overload, args)
     }
 
@@ -36,13 +37,13 @@ impl<'ctx> Gen<'ctx, '_> {
         d: DType,
         a: BasicValueEnum<'ctx>,
         b: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         self.emit().binary(op, d, a, b)
     }
 
     /// PTX `ex2.approx.f32` (within 2 ulp over the whole range, as libdevice's `exp2f`); the
     /// host's `llvm.exp2` in the emulator.
-    fn ex2_approx(&self, x: BasicValueEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    fn ex2_approx(&self, x: BasicValueEnum<'ctx>) -> Result<BasicValueEnum<'ctx>> {
         if self.emu.is_some() {
             return self.intrinsic("llvm.exp2", &[self.ctx.f32_type().into()], &[x]);
         }
@@ -55,7 +56,7 @@ impl<'ctx> Gen<'ctx, '_> {
         op: UnOp,
         d: DType,
         x: BasicValueEnum<'ctx>,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         if !d.is_float() {
             return self.emit().int_unary(op, d, x);
         }
@@ -64,20 +65,20 @@ impl<'ctx> Gen<'ctx, '_> {
         let e = self.emit();
         e.float_unary(op, d, x.into_float_value(), |op, f| {
             let v = match (op, d == DType::F64) {
-                (UnOp::Exp, true) => e.exp_f64(f),
-                (UnOp::Exp2, true) => e.exp2_f64(f),
-                (UnOp::Log, true) => e.log_f64(f),
-                (UnOp::Log2, true) => e.log2_f64(f),
-                (UnOp::Sin, true) => e.sin_f64(f),
-                (_, true) => e.cos_f64(f),
-                (UnOp::Exp, false) => e.exp_f32(f),
+                (UnOp::Exp, true) => e.exp_f64(f)?,
+                (UnOp::Exp2, true) => e.exp2_f64(f)?,
+                (UnOp::Log, true) => e.log_f64(f)?,
+                (UnOp::Log2, true) => e.log2_f64(f)?,
+                (UnOp::Sin, true) => e.sin_f64(f)?,
+                (_, true) => e.cos_f64(f)?,
+                (UnOp::Exp, false) => e.exp_f32(f)?,
                 (UnOp::Exp2, false) => return self.ex2_approx(f.into()),
-                (UnOp::Log, false) => e.log_f32(f),
-                (UnOp::Log2, false) => e.log2_f32(f),
-                (UnOp::Sin, false) => e.sin_f32(f),
-                (_, false) => e.cos_f32(f),
+                (UnOp::Log, false) => e.log_f32(f)?,
+                (UnOp::Log2, false) => e.log2_f32(f)?,
+                (UnOp::Sin, false) => e.sin_f32(f)?,
+                (_, false) => e.cos_f32(f)?,
             };
-            v.into()
+            Ok(v.into())
         })
     }
 
@@ -87,7 +88,7 @@ impl<'ctx> Gen<'ctx, '_> {
         d: DType,
         a: BasicValueEnum<'ctx>,
         b: BasicValueEnum<'ctx>,
-    ) -> IntValue<'ctx> {
+    ) -> Result<IntValue<'ctx>> {
         self.emit().compare(p, d, a, b)
     }
 
@@ -97,7 +98,7 @@ impl<'ctx> Gen<'ctx, '_> {
         v: BasicValueEnum<'ctx>,
         from: DType,
         to: DType,
-    ) -> BasicValueEnum<'ctx> {
+    ) -> Result<BasicValueEnum<'ctx>> {
         self.emit().cast(v, from, to)
     }
 }

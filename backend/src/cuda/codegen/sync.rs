@@ -4,10 +4,15 @@
 //! words or calls back into the emulator instead.
 
 use super::{Gen, V};
+use crate::llvm::Result;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
 use tritium_dsl::ir::{DType, Elem, Type, Value};
+
+/// Where an exchange reads: the source index of a result index (empty: element 0).
+pub(super) type IndexMap<'a, 'ctx, G> =
+    dyn FnMut(&G, &[IntValue<'ctx>]) -> Result<Vec<IntValue<'ctx>>> + 'a;
 
 /// Words of the emulator's per-thread state (`EmuThread` in `cuda/emulate.rs`).
 pub(crate) const EMU_TID: u64 = 0;
@@ -25,7 +30,7 @@ pub(crate) const EMU_WORDS: usize = 13;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.
-    pub(super) fn special_register(&self, name: &str) -> IntValue<'ctx> {
+    pub(super) fn special_register(&self, name: &str) -> Result<IntValue<'ctx>> {
         if self.emu.is_some() {
             let word = match name {
                 "tid.x" => EMU_TID,
@@ -37,57 +42,54 @@ impl<'ctx> Gen<'ctx, '_> {
                 _ => EMU_NCTAID + 2,
             };
             let w = self
-                .emu_word(word, self.ctx.i64_type().into())
+                .emu_word(word, self.ctx.i64_type().into())?
                 .into_int_value();
-            return self
-                .b
-                .build_int_truncate(w, self.ctx.i32_type(), name)
-                .unwrap();
+            return Ok(self.b.build_int_truncate(w, self.ctx.i32_type(), name)?);
         }
-        self.intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{name}"), &[], &[])
-            .into_int_value()
+        Ok(self
+            .intrinsic(&format!("llvm.nvvm.read.ptx.sreg.{name}"), &[], &[])?
+            .into_int_value())
     }
 
     /// `bar.sync 0`: every thread of the CTA waits here.
-    pub(super) fn barrier(&self) {
+    pub(super) fn barrier(&self) -> Result<()> {
         if self.emu.is_some() {
             let ptr = self.ctx.ptr_type(AddressSpace::default());
-            let f = self.emu_word(EMU_BARRIER, ptr.into()).into_pointer_value();
-            let state = self.emu_word(EMU_STATE, ptr.into());
+            let f = self.emu_word(EMU_BARRIER, ptr.into())?.into_pointer_value();
+            let state = self.emu_word(EMU_STATE, ptr.into())?;
             let ty = self.ctx.void_type().fn_type(&[ptr.into()], false);
-            self.b
-                .build_indirect_call(ty, f, &[state.into()], "")
-                .unwrap();
-            return;
+            self.b.build_indirect_call(ty, f, &[state.into()], "")?;
+            return Ok(());
         }
         let i = inkwell::intrinsics::Intrinsic::find("llvm.nvvm.barrier0")
             .expect("LLVM 19 has llvm.nvvm.barrier0");
         let decl = i.get_declaration(self.module, &[]).expect("declaration");
-        self.b.build_call(decl, &[], "").unwrap();
+        self.b.build_call(decl, &[], "")?;
+        Ok(())
     }
 
     /// The emulator's shared memory for this CTA.
-    pub(super) fn emulator_shared_memory(&self) -> PointerValue<'ctx> {
+    pub(super) fn emulator_shared_memory(&self) -> Result<PointerValue<'ctx>> {
         let ptr = self.ctx.ptr_type(AddressSpace::default());
-        self.emu_word(EMU_SHARED, ptr.into()).into_pointer_value()
+        Ok(self.emu_word(EMU_SHARED, ptr.into())?.into_pointer_value())
     }
 
     /// Word `k` of this thread's `EmuThread`.
-    pub(super) fn emu_word(&self, k: u64, ty: BasicTypeEnum<'ctx>) -> BasicValueEnum<'ctx> {
+    pub(super) fn emu_word(&self, k: u64, ty: BasicTypeEnum<'ctx>) -> Result<BasicValueEnum<'ctx>> {
         let emu = self.emu.expect("emulator state");
         let i64t = self.ctx.i64_type();
         // SAFETY (of the generated code): `EmuThread` has `EMU_WORDS` words.
-        let p = unsafe { self.b.build_gep(i64t, emu, &[i64t.const_int(k, false)], "") }.unwrap();
-        self.b.build_load(ty, p, "").unwrap()
+        let p = unsafe { self.b.build_gep(i64t, emu, &[i64t.const_int(k, false)], "") }?;
+        Ok(self.b.build_load(ty, p, "")?)
     }
 
     /// `shfl.sync.bfly.b32`, or the emulator's shuffle.
-    fn shuffle_word(&self, w: IntValue<'ctx>, mask: u32) -> IntValue<'ctx> {
+    fn shuffle_word(&self, w: IntValue<'ctx>, mask: u32) -> Result<IntValue<'ctx>> {
         let i32t = self.ctx.i32_type();
         if self.emu.is_some() {
             let ptr = self.ctx.ptr_type(AddressSpace::default());
-            let f = self.emu_word(EMU_SHUFFLE, ptr.into()).into_pointer_value();
-            let state = self.emu_word(EMU_STATE, ptr.into());
+            let f = self.emu_word(EMU_SHUFFLE, ptr.into())?.into_pointer_value();
+            let state = self.emu_word(EMU_STATE, ptr.into())?;
             let ty = i32t.fn_type(&[ptr.into(), i32t.into(), i32t.into(), i32t.into()], false);
             let args = [
                 state.into(),
@@ -95,37 +97,41 @@ impl<'ctx> Gen<'ctx, '_> {
                 w.into(),
                 self.i32c(mask as u64).into(),
             ];
-            let call = self.b.build_indirect_call(ty, f, &args, "").unwrap();
+            let call = self.b.build_indirect_call(ty, f, &args, "")?;
             return match call.try_as_basic_value() {
-                inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+                inkwell::values::ValueKind::Basic(v) => Ok(v.into_int_value()),
                 inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i32"),
             };
         }
-        self.intrinsic(
-            "llvm.nvvm.shfl.sync.bfly.i32",
-            &[],
-            &[
-                i32t.const_all_ones().into(),
-                w.into(),
-                self.i32c(mask as u64).into(),
-                self.i32c(31).into(),
-            ],
-        )
-        .into_int_value()
+        Ok(self
+            .intrinsic(
+                "llvm.nvvm.shfl.sync.bfly.i32",
+                &[],
+                &[
+                    i32t.const_all_ones().into(),
+                    w.into(),
+                    self.i32c(mask as u64).into(),
+                    self.i32c(31).into(),
+                ],
+            )?
+            .into_int_value())
     }
 
     /// This thread's lane in its warp and its warp in the CTA.
-    pub(super) fn lane_and_warp(&self) -> (IntValue<'ctx>, IntValue<'ctx>) {
-        let lane = self.b.build_and(self.tid, self.i32c(31), "lane").unwrap();
+    pub(super) fn lane_and_warp(&self) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
+        let lane = self.b.build_and(self.tid, self.i32c(31), "lane")?;
         let warp = self
             .b
-            .build_right_shift(self.tid, self.i32c(5), false, "warp")
-            .unwrap();
-        (lane, warp)
+            .build_right_shift(self.tid, self.i32c(5), false, "warp")?;
+        Ok((lane, warp))
     }
 
     /// `shfl.sync.bfly` of any compute value: the value of lane `lane ^ mask`.
-    pub(super) fn shuffle_xor(&self, v: BasicValueEnum<'ctx>, mask: u32) -> BasicValueEnum<'ctx> {
+    pub(super) fn shuffle_xor(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        mask: u32,
+    ) -> Result<BasicValueEnum<'ctx>> {
         let (b, i32t) = (self.b, self.ctx.i32_type());
         let shfl = |w: IntValue<'ctx>| self.shuffle_word(w, mask);
         let ty = v.get_type();
@@ -135,40 +141,33 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         let int_ty = self.ctx.custom_width_int_type(bits);
         let as_int = if ty.is_float_type() {
-            b.build_bit_cast(v, int_ty, "").unwrap().into_int_value()
+            b.build_bit_cast(v, int_ty, "")?.into_int_value()
         } else if ty.is_pointer_type() {
-            b.build_ptr_to_int(v.into_pointer_value(), int_ty, "")
-                .unwrap()
+            b.build_ptr_to_int(v.into_pointer_value(), int_ty, "")?
         } else {
             v.into_int_value()
         };
         let result = if bits <= 32 {
-            let w = b.build_int_z_extend_or_bit_cast(as_int, i32t, "").unwrap();
-            b.build_int_truncate_or_bit_cast(shfl(w), int_ty, "")
-                .unwrap()
+            let w = b.build_int_z_extend_or_bit_cast(as_int, i32t, "")?;
+            b.build_int_truncate_or_bit_cast(shfl(w)?, int_ty, "")?
         } else {
             let i64t = self.ctx.i64_type();
-            let lo = b.build_int_truncate(as_int, i32t, "").unwrap();
-            let hi = b
-                .build_right_shift(as_int, i64t.const_int(32, false), false, "")
-                .unwrap();
-            let hi = b.build_int_truncate(hi, i32t, "").unwrap();
-            let (lo, hi) = (shfl(lo), shfl(hi));
-            let lo = b.build_int_z_extend(lo, i64t, "").unwrap();
-            let hi = b.build_int_z_extend(hi, i64t, "").unwrap();
-            let hi = b
-                .build_left_shift(hi, i64t.const_int(32, false), "")
-                .unwrap();
-            b.build_or(lo, hi, "").unwrap()
+            let lo = b.build_int_truncate(as_int, i32t, "")?;
+            let hi = b.build_right_shift(as_int, i64t.const_int(32, false), false, "")?;
+            let hi = b.build_int_truncate(hi, i32t, "")?;
+            let (lo, hi) = (shfl(lo)?, shfl(hi)?);
+            let lo = b.build_int_z_extend(lo, i64t, "")?;
+            let hi = b.build_int_z_extend(hi, i64t, "")?;
+            let hi = b.build_left_shift(hi, i64t.const_int(32, false), "")?;
+            b.build_or(lo, hi, "")?
         };
         if ty.is_float_type() {
-            b.build_bit_cast(result, ty, "").unwrap()
+            Ok(b.build_bit_cast(result, ty, "")?)
         } else if ty.is_pointer_type() {
-            b.build_int_to_ptr(result, ty.into_pointer_type(), "")
-                .unwrap()
-                .into()
+            Ok(b.build_int_to_ptr(result, ty.into_pointer_type(), "")?
+                .into())
         } else {
-            result.into()
+            Ok(result.into())
         }
     }
 
@@ -209,65 +208,73 @@ impl<'ctx> Gen<'ctx, '_> {
         offset: usize,
         elem: Elem,
         index: IntValue<'ctx>,
-    ) -> PointerValue<'ctx> {
+    ) -> Result<PointerValue<'ctx>> {
         let i8t = self.ctx.i8_type();
         // SAFETY (of the generated code): `reserve_shared` covers every array we index.
         unsafe {
             let base = self
                 .b
-                .build_gep(i8t, self.smem, &[self.i32c(offset as u64)], "")
-                .unwrap();
-            self.b
-                .build_gep(self.shared_ty(elem), base, &[index], "sm")
-                .unwrap()
+                .build_gep(i8t, self.smem, &[self.i32c(offset as u64)], "")?;
+            Ok(self
+                .b
+                .build_gep(self.shared_ty(elem), base, &[index], "sm")?)
         }
     }
 
     /// Stores a compute value into shared memory.
-    pub(super) fn shared_store(&self, p: PointerValue<'ctx>, v: BasicValueEnum<'ctx>, elem: Elem) {
+    pub(super) fn shared_store(
+        &self,
+        p: PointerValue<'ctx>,
+        v: BasicValueEnum<'ctx>,
+        elem: Elem,
+    ) -> Result<()> {
         let v = match elem {
             Elem::Scalar(DType::Bool) => self
                 .b
-                .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")
-                .unwrap()
+                .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")?
                 .into(),
             _ => v,
         };
-        self.b.build_store(p, v).unwrap();
+        self.b.build_store(p, v)?;
+        Ok(())
     }
 
     /// Loads a compute value from shared memory.
-    pub(super) fn shared_load(&self, p: PointerValue<'ctx>, elem: Elem) -> BasicValueEnum<'ctx> {
-        let raw = self.b.build_load(self.shared_ty(elem), p, "").unwrap();
+    pub(super) fn shared_load(
+        &self,
+        p: PointerValue<'ctx>,
+        elem: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let raw = self.b.build_load(self.shared_ty(elem), p, "")?;
         match elem {
-            Elem::Scalar(DType::Bool) => self
+            Elem::Scalar(DType::Bool) => Ok(self
                 .b
                 .build_int_compare(
                     IntPredicate::NE,
                     raw.into_int_value(),
                     self.ctx.i8_type().const_zero(),
                     "",
-                )
-                .unwrap()
-                .into(),
-            _ => raw,
+                )?
+                .into()),
+            _ => Ok(raw),
         }
     }
 
     /// Writes every valid slot of tile `x` to shared memory at byte `offset`, row-major.
-    pub(super) fn spill_to_shared(&mut self, x: Value, offset: usize) {
+    pub(super) fn spill_to_shared(&mut self, x: Value, offset: usize) -> Result<()> {
         let ty: Type = self.ty(x).clone();
         let numel = ty.numel();
         self.reserve_shared(offset + numel * self.shared_size(ty.elem));
-        let slots = self.tile_slots(x, numel);
+        let slots = self.tile_slots(x, numel)?;
         for (j, s) in slots.into_iter().enumerate() {
-            let ok = self.valid(numel, j);
+            let ok = self.valid(numel, j)?;
             self.when(ok, &mut |g| {
-                let lin = g.lin(numel, j);
-                let p = g.shared_elem(offset, ty.elem, lin);
-                g.shared_store(p, s, ty.elem);
-            });
+                let lin = g.lin(numel, j)?;
+                let p = g.shared_elem(offset, ty.elem, lin)?;
+                g.shared_store(p, s, ty.elem)
+            })?;
         }
+        Ok(())
     }
 
     /// Defines `r` from `x` through shared memory: element `idx` of `r` is element
@@ -276,11 +283,12 @@ impl<'ctx> Gen<'ctx, '_> {
         &mut self,
         r: Value,
         x: Value,
-        map: &mut dyn FnMut(&Self, &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>>,
-    ) {
+        map: &mut IndexMap<'_, 'ctx, Self>,
+    ) -> Result<()> {
         let rt = self.ty(r).clone();
-        let slots = self.exchange_slots(&rt, x, map);
+        let slots = self.exchange_slots(&rt, x, map)?;
         self.define(r, slots);
+        Ok(())
     }
 
     /// This thread's slots of a tile of type `rt` whose element `idx` is element
@@ -289,30 +297,30 @@ impl<'ctx> Gen<'ctx, '_> {
         &mut self,
         rt: &Type,
         x: Value,
-        map: &mut dyn FnMut(&Self, &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>>,
-    ) -> Vec<BasicValueEnum<'ctx>> {
+        map: &mut IndexMap<'_, 'ctx, Self>,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let xt = self.ty(x).clone();
         let numel = rt.numel();
-        if let V::Scalar(s) = self.val(x) {
-            return vec![s; self.slots(numel)];
+        if let V::Scalar(s) = self.val(x)? {
+            return Ok(vec![s; self.slots(numel)]);
         }
-        self.spill_to_shared(x, 0);
-        self.barrier();
+        self.spill_to_shared(x, 0)?;
+        self.barrier()?;
         let slots = (0..self.slots(numel))
             .map(|j| {
-                let lin = self.clamped_lin(numel, j);
-                let idx = self.unravel(&rt.shape, lin);
-                let src = map(self, &idx);
+                let lin = self.clamped_lin(numel, j)?;
+                let idx = self.unravel(&rt.shape, lin)?;
+                let src = map(self, &idx)?;
                 let src_lin = if src.is_empty() {
                     self.i32c(0)
                 } else {
-                    self.ravel(&xt.shape, &src)
+                    self.ravel(&xt.shape, &src)?
                 };
-                let p = self.shared_elem(0, xt.elem, src_lin);
-                self.shared_load(p, xt.elem)
+                let p = self.shared_elem(0, xt.elem, src_lin)?;
+                Ok(self.shared_load(p, xt.elem))
             })
-            .collect();
-        self.barrier();
+            .collect::<Result<_>>()?;
+        self.barrier()?;
         slots
     }
 }

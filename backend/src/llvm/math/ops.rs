@@ -6,6 +6,7 @@
 //! (`fma.rn` in PTX; one instruction on hosts with FMA).
 
 use crate::llvm::Emit;
+use crate::llvm::Result;
 use inkwell::types::{FloatType, IntType};
 use inkwell::values::{FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
@@ -161,187 +162,172 @@ impl<'e, 'a, 'ctx> Ops<'e, 'a, 'ctx> {
     }
 
     /// `a + b`, rounded.
-    pub fn add(&self, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
-        self.e.b.build_float_add(a, b, "").unwrap()
+    pub fn add(&self, a: F<'ctx>, b: F<'ctx>) -> Result<F<'ctx>> {
+        Ok(self.e.b.build_float_add(a, b, "")?)
     }
 
     /// `a - b`, rounded.
-    pub fn sub(&self, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
-        self.e.b.build_float_sub(a, b, "").unwrap()
+    pub fn sub(&self, a: F<'ctx>, b: F<'ctx>) -> Result<F<'ctx>> {
+        Ok(self.e.b.build_float_sub(a, b, "")?)
     }
 
     /// `a * b`, rounded.
-    pub fn mul(&self, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
-        self.e.b.build_float_mul(a, b, "").unwrap()
+    pub fn mul(&self, a: F<'ctx>, b: F<'ctx>) -> Result<F<'ctx>> {
+        Ok(self.e.b.build_float_mul(a, b, "")?)
     }
 
     /// `a / b`, correctly rounded (`div.rn.f64` in PTX).
-    pub fn div(&self, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
-        self.e.b.build_float_div(a, b, "").unwrap()
+    pub fn div(&self, a: F<'ctx>, b: F<'ctx>) -> Result<F<'ctx>> {
+        Ok(self.e.b.build_float_div(a, b, "")?)
     }
 
     /// `-a`.
-    pub fn neg(&self, a: F<'ctx>) -> F<'ctx> {
-        self.e.b.build_float_neg(a, "").unwrap()
+    pub fn neg(&self, a: F<'ctx>) -> Result<F<'ctx>> {
+        Ok(self.e.b.build_float_neg(a, "")?)
     }
 
     /// `a * b + c` with one rounding.
-    pub fn fma(&self, a: F<'ctx>, b: F<'ctx>, c: F<'ctx>) -> F<'ctx> {
+    pub fn fma(&self, a: F<'ctx>, b: F<'ctx>, c: F<'ctx>) -> Result<F<'ctx>> {
         let t = self.ty();
-        self.e
-            .intrinsic("llvm.fma", &[t.into()], &[a.into(), b.into(), c.into()])
-            .into_float_value()
+        Ok(self
+            .e
+            .intrinsic("llvm.fma", &[t.into()], &[a.into(), b.into(), c.into()])?
+            .into_float_value())
     }
 
     /// `|a|`.
-    pub fn abs(&self, a: F<'ctx>) -> F<'ctx> {
+    pub fn abs(&self, a: F<'ctx>) -> Result<F<'ctx>> {
         let t = self.ty();
-        self.e
-            .intrinsic("llvm.fabs", &[t.into()], &[a.into()])
-            .into_float_value()
+        Ok(self
+            .e
+            .intrinsic("llvm.fabs", &[t.into()], &[a.into()])?
+            .into_float_value())
     }
 
     /// TwoSum (Knuth): `(s, err)` with `s = a + b` rounded and `s + err == a + b` exactly,
     /// whatever the magnitudes.
-    pub fn two_sum(&self, a: F<'ctx>, b: F<'ctx>) -> (F<'ctx>, F<'ctx>) {
-        let s = self.add(a, b);
-        let bb = self.sub(s, a);
-        let err = self.add(self.sub(a, self.sub(s, bb)), self.sub(b, bb));
-        (s, err)
+    pub fn two_sum(&self, a: F<'ctx>, b: F<'ctx>) -> Result<(F<'ctx>, F<'ctx>)> {
+        let s = self.add(a, b)?;
+        let bb = self.sub(s, a)?;
+        let err = self.add(self.sub(a, self.sub(s, bb)?)?, self.sub(b, bb)?)?;
+        Ok((s, err))
     }
 
     /// `(s, err)` with `s = a + b` rounded and `s + err == a + b` exactly, for |a| ≥ |b|
     /// (Dekker's Fast2Sum).
-    pub fn fast_two_sum(&self, a: F<'ctx>, b: F<'ctx>) -> (F<'ctx>, F<'ctx>) {
-        let s = self.add(a, b);
-        (s, self.sub(b, self.sub(s, a)))
+    pub fn fast_two_sum(&self, a: F<'ctx>, b: F<'ctx>) -> Result<(F<'ctx>, F<'ctx>)> {
+        let s = self.add(a, b)?;
+        Ok((s, self.sub(b, self.sub(s, a)?)?))
     }
 
     /// `p(x)` for `coeffs` from the highest degree down, by Horner's rule with FMA.
-    pub fn horner(&self, x: F<'ctx>, coeffs: &[f64]) -> F<'ctx> {
+    pub fn horner(&self, x: F<'ctx>, coeffs: &[f64]) -> Result<F<'ctx>> {
         let mut p = self.c(coeffs[0]);
         for k in &coeffs[1..] {
-            p = self.fma(p, x, self.c(*k));
+            p = self.fma(p, x, self.c(*k))?;
         }
-        p
+        Ok(p)
     }
 
     /// An ordered float comparison.
-    pub fn fcmp(&self, p: FloatPredicate, a: F<'ctx>, b: F<'ctx>) -> I<'ctx> {
-        self.e.b.build_float_compare(p, a, b, "").unwrap()
+    pub fn fcmp(&self, p: FloatPredicate, a: F<'ctx>, b: F<'ctx>) -> Result<I<'ctx>> {
+        Ok(self.e.b.build_float_compare(p, a, b, "")?)
     }
 
     /// An integer comparison.
-    pub fn icmp(&self, p: IntPredicate, a: I<'ctx>, b: I<'ctx>) -> I<'ctx> {
-        self.e.b.build_int_compare(p, a, b, "").unwrap()
+    pub fn icmp(&self, p: IntPredicate, a: I<'ctx>, b: I<'ctx>) -> Result<I<'ctx>> {
+        Ok(self.e.b.build_int_compare(p, a, b, "")?)
     }
 
     /// `cond ? a : b` for floats.
-    pub fn select(&self, cond: I<'ctx>, a: F<'ctx>, b: F<'ctx>) -> F<'ctx> {
-        self.e
-            .b
-            .build_select(cond, a, b, "")
-            .unwrap()
-            .into_float_value()
+    pub fn select(&self, cond: I<'ctx>, a: F<'ctx>, b: F<'ctx>) -> Result<F<'ctx>> {
+        Ok(self.e.b.build_select(cond, a, b, "")?.into_float_value())
     }
 
     /// `cond ? a : b` for integers.
-    pub fn iselect(&self, cond: I<'ctx>, a: I<'ctx>, b: I<'ctx>) -> I<'ctx> {
-        self.e
-            .b
-            .build_select(cond, a, b, "")
-            .unwrap()
-            .into_int_value()
+    pub fn iselect(&self, cond: I<'ctx>, a: I<'ctx>, b: I<'ctx>) -> Result<I<'ctx>> {
+        Ok(self.e.b.build_select(cond, a, b, "")?.into_int_value())
     }
 
     /// The bits of `a`.
-    pub fn bits(&self, a: F<'ctx>) -> I<'ctx> {
+    pub fn bits(&self, a: F<'ctx>) -> Result<I<'ctx>> {
         let t = self.ity();
-        self.e.b.build_bit_cast(a, t, "").unwrap().into_int_value()
+        Ok(self.e.b.build_bit_cast(a, t, "")?.into_int_value())
     }
 
     /// The float with bits `a`.
-    pub fn float_of(&self, a: I<'ctx>) -> F<'ctx> {
+    pub fn float_of(&self, a: I<'ctx>) -> Result<F<'ctx>> {
         let t = self.ty();
-        self.e
-            .b
-            .build_bit_cast(a, t, "")
-            .unwrap()
-            .into_float_value()
+        Ok(self.e.b.build_bit_cast(a, t, "")?.into_float_value())
     }
 
     /// `2^k` for a normal power of two, built in the exponent field.
-    pub fn pow2(&self, k: I<'ctx>) -> F<'ctx> {
-        let biased = self.iadd(k, self.i(self.f.bias));
-        self.float_of(self.shl(biased, self.f.mant))
+    pub fn pow2(&self, k: I<'ctx>) -> Result<F<'ctx>> {
+        let biased = self.iadd(k, self.i(self.f.bias))?;
+        self.float_of(self.shl(biased, self.f.mant)?)
     }
 
     /// `a + b` (wrapping).
-    pub fn iadd(&self, a: I<'ctx>, b: I<'ctx>) -> I<'ctx> {
-        self.e.b.build_int_add(a, b, "").unwrap()
+    pub fn iadd(&self, a: I<'ctx>, b: I<'ctx>) -> Result<I<'ctx>> {
+        Ok(self.e.b.build_int_add(a, b, "")?)
     }
 
     /// `a - b` (wrapping).
-    pub fn isub(&self, a: I<'ctx>, b: I<'ctx>) -> I<'ctx> {
-        self.e.b.build_int_sub(a, b, "").unwrap()
+    pub fn isub(&self, a: I<'ctx>, b: I<'ctx>) -> Result<I<'ctx>> {
+        Ok(self.e.b.build_int_sub(a, b, "")?)
     }
 
     /// `a * b` (wrapping).
-    pub fn imul(&self, a: I<'ctx>, b: I<'ctx>) -> I<'ctx> {
-        self.e.b.build_int_mul(a, b, "").unwrap()
+    pub fn imul(&self, a: I<'ctx>, b: I<'ctx>) -> Result<I<'ctx>> {
+        Ok(self.e.b.build_int_mul(a, b, "")?)
     }
 
     /// `a & b`.
-    pub fn and(&self, a: I<'ctx>, b: I<'ctx>) -> I<'ctx> {
-        self.e.b.build_and(a, b, "").unwrap()
+    pub fn and(&self, a: I<'ctx>, b: I<'ctx>) -> Result<I<'ctx>> {
+        Ok(self.e.b.build_and(a, b, "")?)
     }
 
     /// `a ^ b`.
-    pub fn xor(&self, a: I<'ctx>, b: I<'ctx>) -> I<'ctx> {
-        self.e.b.build_xor(a, b, "").unwrap()
+    pub fn xor(&self, a: I<'ctx>, b: I<'ctx>) -> Result<I<'ctx>> {
+        Ok(self.e.b.build_xor(a, b, "")?)
     }
 
     /// `a << n` for a constant `n` below the width.
-    pub fn shl(&self, a: I<'ctx>, n: u64) -> I<'ctx> {
+    pub fn shl(&self, a: I<'ctx>, n: u64) -> Result<I<'ctx>> {
         let n = a.get_type().const_int(n, false);
-        self.e.b.build_left_shift(a, n, "").unwrap()
+        Ok(self.e.b.build_left_shift(a, n, "")?)
     }
 
     /// `a >> n`, logical, for a constant `n` below the width.
-    pub fn lshr(&self, a: I<'ctx>, n: u64) -> I<'ctx> {
+    pub fn lshr(&self, a: I<'ctx>, n: u64) -> Result<I<'ctx>> {
         let n = a.get_type().const_int(n, false);
-        self.e.b.build_right_shift(a, n, false, "").unwrap()
+        Ok(self.e.b.build_right_shift(a, n, false, "")?)
     }
 
     /// `a >> n`, arithmetic, for a constant `n` below the width.
-    pub fn ashr(&self, a: I<'ctx>, n: u64) -> I<'ctx> {
+    pub fn ashr(&self, a: I<'ctx>, n: u64) -> Result<I<'ctx>> {
         let n = a.get_type().const_int(n, false);
-        self.e.b.build_right_shift(a, n, true, "").unwrap()
+        Ok(self.e.b.build_right_shift(a, n, true, "")?)
     }
 
     /// `(hi << s) | (lo >> (w - s))` for w-bit `hi`, `lo` and `s` taken modulo w: the w bits
     /// starting `s` bits into the 2w-bit `hi:lo` (`llvm.fshl`; `s == 0` gives `hi`).
-    pub fn fshl(&self, hi: I<'ctx>, lo: I<'ctx>, s: I<'ctx>) -> I<'ctx> {
+    pub fn fshl(&self, hi: I<'ctx>, lo: I<'ctx>, s: I<'ctx>) -> Result<I<'ctx>> {
         let t = hi.get_type();
-        self.e
-            .intrinsic("llvm.fshl", &[t.into()], &[hi.into(), lo.into(), s.into()])
-            .into_int_value()
+        Ok(self
+            .e
+            .intrinsic("llvm.fshl", &[t.into()], &[hi.into(), lo.into(), s.into()])?
+            .into_int_value())
     }
 
     /// An unsigned integer converted to the float type (exact below 2^(mant+1)).
-    pub fn u_to_f(&self, a: I<'ctx>) -> F<'ctx> {
-        self.e
-            .b
-            .build_unsigned_int_to_float(a, self.ty(), "")
-            .unwrap()
+    pub fn u_to_f(&self, a: I<'ctx>) -> Result<F<'ctx>> {
+        Ok(self.e.b.build_unsigned_int_to_float(a, self.ty(), "")?)
     }
 
     /// A signed integer converted to the float type.
-    pub fn s_to_f(&self, a: I<'ctx>) -> F<'ctx> {
-        self.e
-            .b
-            .build_signed_int_to_float(a, self.ty(), "")
-            .unwrap()
+    pub fn s_to_f(&self, a: I<'ctx>) -> Result<F<'ctx>> {
+        Ok(self.e.b.build_signed_int_to_float(a, self.ty(), "")?)
     }
 
     /// The same emitter in f64 (for f32 functions' f64 steps).
