@@ -259,13 +259,11 @@ fn fused_attention_backward_matches_the_gradients() {
     }
 }
 
-/// The K loop requests the next key and value blocks while its dots run: their pointers
-/// come from block pointers (offsets carried by the loop), and `kᵀ` is read by columns.
-/// The prefetches go to L2 (`llvm.prefetch` locality 2).
-#[test]
-fn the_key_loop_prefetches_the_next_blocks() {
+/// The dumps of tutorial 06's forward pass compiled for `n` positions and head dim `d`
+/// (64 × 32 blocks).
+fn forward_dumps(what: &str, n: usize, d: usize) -> crate::common::Dumps {
     use tritium_kernels::attention::attention_forward;
-    let (h, n, d) = (1, 256, 64);
+    let h = 1;
     let (q, k, v) = (
         random4((1, h, n, d), 1),
         random4((1, h, n, d), 2),
@@ -273,7 +271,7 @@ fn the_key_loop_prefetches_the_next_blocks() {
     );
     let mut out = Array4::<f32>::zeros((1, h, n, d));
     let mut lse = Array3::<f32>::zeros((1, h, n));
-    let dumps = crate::common::dumps_of("attention-prefetch", |options| {
+    crate::common::dumps_of(what, |options| {
         attention_forward::launch_with(
             &tritium::Device::cpu(),
             [n / 64, h],
@@ -291,7 +289,15 @@ fn the_key_loop_prefetches_the_next_blocks() {
             false,
         )
         .unwrap()
-    });
+    })
+}
+
+/// The K loop requests the next key and value blocks while its dots run: their pointers
+/// come from block pointers (offsets carried by the loop), and `kᵀ` is read by columns.
+/// The prefetches go to L2 (`llvm.prefetch` locality 2).
+#[test]
+fn the_key_loop_prefetches_the_next_blocks() {
+    let dumps = forward_dumps("attention-prefetch", 256, 64);
     let to_l2 = dumps.get("opt.ll").matches("i32 0, i32 2, i32 1)").count();
     assert!(to_l2 > 0, "no prefetch of the next key and value blocks");
 }
@@ -303,34 +309,7 @@ fn the_key_loop_prefetches_the_next_blocks() {
 /// loop scalar).
 #[test]
 fn the_softmax_step_is_vectorized() {
-    use tritium_kernels::attention::attention_forward;
-    let (h, n, d) = (1, 128, 64);
-    let (q, k, v) = (
-        random4((1, h, n, d), 1),
-        random4((1, h, n, d), 2),
-        random4((1, h, n, d), 3),
-    );
-    let mut out = Array4::<f32>::zeros((1, h, n, d));
-    let mut lse = Array3::<f32>::zeros((1, h, n));
-    let dumps = crate::common::dumps_of("attention-vector-exp2", |options| {
-        attention_forward::launch_with(
-            &tritium::Device::cpu(),
-            [n / 64, h],
-            options,
-            &mut out,
-            &mut lse,
-            q.view(),
-            k.view(),
-            v.view(),
-            0.125,
-            n as i32,
-            64,
-            32,
-            d,
-            false,
-        )
-        .unwrap()
-    });
+    let dumps = forward_dumps("attention-vector-exp2", 128, 64);
     let ir = dumps.get("opt.ll");
     assert!(!ir.contains("@exp2f"), "exp2 calls libm");
     // Hosts without FMA would call `fmaf` per lane, which the vectorizer may refuse.

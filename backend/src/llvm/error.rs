@@ -126,4 +126,24 @@ pub(crate) mod inject {
             b.clear_insertion_position();
         }
     }
+
+    /// Checks what a generator returned for `dsl/tests/pinned/vadd.tir` with the builder
+    /// unpositioned before its `mul`: an error naming the op and its location.
+    pub(crate) fn assert_names_the_mul<T>(result: super::Result<T>) {
+        let Err(err) = result else {
+            panic!("an unpositioned builder must fail");
+        };
+        let super::CodegenError::At { op, loc, source } = &err else {
+            panic!("the error names its op: {err:?}");
+        };
+        assert_eq!(*op, "mul");
+        assert_eq!(loc.to_string(), "dsl/tests/main.rs:14:16");
+        assert!(
+            matches!(**source, super::CodegenError::Builder(_)),
+            "{source:?}"
+        );
+        let message = err.to_string();
+        let want = "op `mul` at dsl/tests/main.rs:14:16: internal error: LLVM builder:";
+        assert!(message.starts_with(want), "{message}");
+    }
 }
