@@ -230,3 +230,38 @@ fn integer_ops_casts_and_halves(#[values(1, 4)] num_warps: u32) {
     assert_eq!(got.3, want.3, "saturating cast");
     assert_eq!(got.4, want.4, "bf16 rounding");
 }
+
+/// A tensor-core `dot` whose accumulator differs per column but holds one value in each
+/// thread's slots (a broadcast `arange` along the columns, a scan along them): it must
+/// go through the exchange into fragment registers, not be taken for a splat (fuzzer
+/// seed 3631150 got column 0's accumulator in column 1).
+#[rstest]
+fn mma_accumulator_that_varies_by_column(#[values(1, 4)] num_warps: u32) {
+    for scanned in [false, true] {
+        let f = trace("mma_acc_columns", || {
+            let out = ptr_param("out", DType::F32);
+            let a = full([16, 16], 1.0, DType::F16);
+            let b = full([16, 8], 0.5, DType::F16);
+            let acc = match scanned {
+                false => expand_dims(arange(0, 8), 0).to(DType::F32) + zeros([16, 8], DType::F32),
+                true => cumsum(full([16, 8], -13.0, DType::F32), 1, false),
+            };
+            let offs = expand_dims(arange(0, 16), 1) * 8 + expand_dims(arange(0, 8), 0);
+            store(out + offs, dot(a, b, acc), NoArg);
+        });
+        let (got, want) = emulated_and_interpreted(
+            &f,
+            num_warps,
+            || vec![0f32; 128],
+            |o| {
+                let mut args = KernelArgs::new();
+                args.ptr("out", &mut o[..]);
+                args
+            },
+        );
+        assert_eq!(
+            got, want,
+            "{num_warps} warps, scanned accumulator: {scanned}"
+        );
+    }
+}

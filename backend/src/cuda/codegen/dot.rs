@@ -281,8 +281,13 @@ impl<'ctx> Gen<'ctx, '_> {
         let slots = match self.raw_val(v)? {
             V::Frag(regs) => return Ok(regs),
             V::Scalar(s) => return Ok(vec![s; rounds * 4]),
-            // A splat (`zeros`, a constant): no exchange needed.
-            V::Tile(t) if t.iter().all(|x| *x == t[0]) => return Ok(vec![t[0]; rounds * 4]),
+            // A splat (`zeros`, a constant): no exchange needed. Slots of one thread that
+            // hold one value are not enough: a column broadcast (`arange` along the
+            // columns) may give each thread a single value of its own, and a register of
+            // the fragment lies in another column than the slot (seed 3631150).
+            V::Tile(t) if self.is_uniform_tile(v) && t.iter().all(|x| *x == t[0]) => {
+                return Ok(vec![t[0]; rounds * 4])
+            }
             V::Tile(_) => self.tile_slots(v, m * n)?,
         };
         let f32t = self.ctx.f32_type();
@@ -307,6 +312,15 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         self.barrier()?;
         Ok(regs)
+    }
+
+    /// Whether every lane of `v` holds one value by its definition (a constant or a splat
+    /// of a scalar), the same in every thread.
+    fn is_uniform_tile(&self, v: Value) -> bool {
+        matches!(
+            self.defs.get(&v).map(|i| &i.op),
+            Some(Op::Const(_) | Op::Splat(_))
+        )
     }
 
     /// The tensor-core path (see the module docs).
