@@ -189,6 +189,31 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         Ok(())
     }
 
+    /// Emits `yes` behind the `i1` `cond` and `no` behind its negation (only `yes` when
+    /// `cond` is the constant true).
+    pub(super) fn when_else(
+        &mut self,
+        cond: IntValue<'ctx>,
+        yes: &mut dyn FnMut(&mut Self) -> Result<()>,
+        no: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        if cond.get_zero_extended_constant() == Some(1) {
+            return yes(self);
+        }
+        let then = self.ctx.append_basic_block(self.func, "then");
+        let other = self.ctx.append_basic_block(self.func, "else");
+        let done = self.ctx.append_basic_block(self.func, "endif");
+        self.b.build_conditional_branch(cond, then, other)?;
+        self.b.position_at_end(then);
+        yes(self)?;
+        self.b.build_unconditional_branch(done)?;
+        self.b.position_at_end(other);
+        no(self)?;
+        self.b.build_unconditional_branch(done)?;
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
     /// [`fill_buf`](Self::fill_buf) of a carried tile whose sums `c` are taken after the
     /// loop: when `last`, the loop that writes it also accumulates the sums (and writes
     /// nothing when only the sums read the result); otherwise it is a plain `fill_buf`.

@@ -192,17 +192,20 @@ impl<'ctx> Gen<'ctx, '_> {
         let buf = self.alloc_buf(&ty)?;
         let mask = self.load_mask_in(v);
         let lanes = vector_bytes() / d.size_bytes().max(1);
-        self.versioned(mask, &mut |g| {
-            if g.pack_transposed(v, d, buf, &ty, lanes)? {
-                return Ok(());
-            }
-            g.loop_nest(&vt.shape.clone(), &mut |g, idx| {
+        let mut lane_copy = |g: &mut Self| {
+            g.loop_nest(&vt.shape, &mut |g, idx| {
                 let x = g.lane(v, idx)?;
                 let x = g.cast(x, from, d)?;
                 let p = g.buf_elem(buf, &ty, idx)?;
                 g.b.build_store(p, x)?;
                 Ok(())
             })
+        };
+        self.versioned(mask, &mut |g| {
+            if g.pack_transposed(v, d, buf, &ty, lanes, &mut lane_copy)? {
+                return Ok(());
+            }
+            lane_copy(g)
         })?;
         Ok(buf)
     }

@@ -18,8 +18,8 @@ use tritium_dsl::ir::{affine_lanes, DType, Op, Type, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Fills `buf` (row-major `ty`, of dtype `d`) with tile `v` by transposed blocks of up
-    /// to `lanes` (a vector of `d`) when `v` is such a load; returns false, emitting
-    /// nothing, when it is not.
+    /// to `lanes` (a vector of `d`) when `v` is such a load, behind the run-time checks,
+    /// with `lane_copy` where they fail; returns false, emitting nothing, when it is not.
     pub(super) fn pack_transposed(
         &mut self,
         v: Value,
@@ -27,6 +27,7 @@ impl<'ctx> Gen<'ctx, '_> {
         buf: PointerValue<'ctx>,
         ty: &Type,
         lanes: usize,
+        lane_copy: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<bool> {
         // Square blocks of the widest power of two up to a vector that divides both dims.
         let mut w = lanes;
@@ -36,29 +37,16 @@ impl<'ctx> Gen<'ctx, '_> {
         let Some(direct) = self.transposed_load(v, d, w) else {
             return Ok(false);
         };
-        let lanes = w;
         let ok = self.run_holds(&direct)?;
         let (rows, cols) = (ty.shape[0], ty.shape[1]);
         let mut copy = |g: &mut Self| {
-            g.counted_loop(cols / lanes, super::LoopUnroll::Never, &mut |g, cb| {
-                g.counted_loop(rows / lanes, super::LoopUnroll::Never, &mut |g, rb| {
-                    g.transpose_block(direct.ptr, d, buf, cols, [rb, cb], lanes)
+            g.counted_loop(cols / w, super::LoopUnroll::Never, &mut |g, cb| {
+                g.counted_loop(rows / w, super::LoopUnroll::Never, &mut |g, rb| {
+                    g.transpose_block(direct.ptr, d, buf, cols, [rb, cb], w)
                 })
             })
         };
-        if ok.get_zero_extended_constant() == Some(1) {
-            copy(self)?;
-        } else {
-            let shape = ty.shape.clone();
-            self.branches(ok, &mut copy, &mut |g| {
-                g.loop_nest(&shape, &mut |g, idx| {
-                    let x = g.lane(v, idx)?;
-                    let p = g.buf_elem(buf, ty, idx)?;
-                    g.b.build_store(p, x)?;
-                    Ok(())
-                })
-            })?;
-        }
+        self.when_else(ok, &mut copy, lane_copy)?;
         Ok(true)
     }
 
@@ -155,26 +143,5 @@ impl<'ctx> Gen<'ctx, '_> {
             h /= 2;
         }
         Ok(rows)
-    }
-
-    /// Emits `yes` behind the `i1` `cond` and `no` behind its negation.
-    fn branches(
-        &mut self,
-        cond: IntValue<'ctx>,
-        yes: &mut dyn FnMut(&mut Self) -> Result<()>,
-        no: &mut dyn FnMut(&mut Self) -> Result<()>,
-    ) -> Result<()> {
-        let then = self.ctx.append_basic_block(self.func, "then");
-        let other = self.ctx.append_basic_block(self.func, "else");
-        let done = self.ctx.append_basic_block(self.func, "endif");
-        self.b.build_conditional_branch(cond, then, other)?;
-        self.b.position_at_end(then);
-        yes(self)?;
-        self.b.build_unconditional_branch(done)?;
-        self.b.position_at_end(other);
-        no(self)?;
-        self.b.build_unconditional_branch(done)?;
-        self.b.position_at_end(done);
-        Ok(())
     }
 }
