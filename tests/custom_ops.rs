@@ -456,6 +456,42 @@ fn ir_without_bitcode_contents_is_a_compile_error() {
     assert!(err.contains("bitcode `add.bc` has no contents"), "{err}");
 }
 
+/// The interpreter runs a user op through the host compiler its caller passes in; without
+/// one the op is an error naming it, not a panic.
+#[rstest]
+#[case::without_a_host_compiler(false)]
+#[case::with_the_cpu(true)]
+fn interpreter_runs_user_ops_with_the_host_compiler_it_is_given(#[case] with_cpu: bool) {
+    use tritium::backend::interp::{interpret_with, InterpretOptions};
+    use tritium::backend::KernelArgs;
+    let f = custom_add::trace::<i32>(&Specialization::default(), 32, AddOp::Simd).unwrap();
+    let (a, b): (Array1<i32>, Array1<i32>) = ((0..32).collect(), (100..132).collect());
+    let mut out = Array1::<i32>::zeros(32);
+    let mut args = KernelArgs::new();
+    args.ptr("output", &mut out);
+    args.ptr("a", &a);
+    args.ptr("b", &b);
+    let options = InterpretOptions {
+        user_ops: with_cpu.then_some(&tritium::backend::dispatch::CPU_USER_OPS as _),
+        ..Default::default()
+    };
+    let run = interpret_with(&f, Grid([1, 1, 1]), &args.args, &options);
+    drop(args);
+    match with_cpu {
+        true => {
+            run.unwrap();
+            assert_eq!(out, &a + &b);
+        }
+        false => {
+            let err = run.expect_err("no host compiler").to_string();
+            assert!(
+                err.contains("custom op `add`") && err.contains("host compiler"),
+                "{err}"
+            );
+        }
+    }
+}
+
 // ---- builtins: compiled (embedded C++ library) vs interpreter (reference) vs ndarray ----
 
 #[kernel]

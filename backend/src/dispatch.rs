@@ -141,6 +141,7 @@ pub fn launch(
         check_args(&f, &args)?;
         let interp = crate::interp::InterpretOptions {
             race_check: options.race_check(),
+            user_ops: Some(&CPU_USER_OPS),
         };
         return crate::interp::interpret_launch(&f, grid, &args.args, &args.pointees, &interp);
     }
@@ -163,4 +164,25 @@ fn check_host_memory(kernel: &str, args: &KernelArgs<'_>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The CPU backend as the interpreter's compiler of user custom ops' calls
+/// ([`crate::interp::HostCompiler`]).
+pub static CPU_USER_OPS: CpuUserOps = CpuUserOps;
+
+/// See [`CPU_USER_OPS`].
+#[derive(Debug)]
+pub struct CpuUserOps;
+
+impl crate::interp::HostCompiler for CpuUserOps {
+    fn compile(&self, f: tritium_dsl::ir::Function) -> Result<Box<dyn crate::interp::HostKernel>> {
+        let options = LaunchOptions::default().compile_options();
+        Ok(Box::new(crate::cpu::compile(f, &options)?))
+    }
+}
+
+impl crate::interp::HostKernel for crate::cpu::Compiled {
+    fn run(&self, args: &[crate::launch::RawArg]) -> Result<()> {
+        self.run_launch(Grid([1, 1, 1]), args, &[])
+    }
 }

@@ -114,7 +114,10 @@ pub fn run(case: &Case, target: Target) -> Outcome {
     let launch = || match target {
         // Programs are race-free by construction: the interpreter checks that too.
         Target::Interpreter => {
-            let options = interp::InterpretOptions { race_check: true };
+            let options = interp::InterpretOptions {
+                race_check: true,
+                user_ops: Some(&tritium_backend::dispatch::CPU_USER_OPS),
+            };
             interp::interpret_with(f, grid, &raw, &options)
         }
         Target::Cpu => {

@@ -1,13 +1,13 @@
 //! Custom calls in the interpreter. User ops run their bitcode alone: the call becomes a
 //! one-op kernel (load the operands from staging buffers, call, store the outs) compiled
-//! by the CPU backend, so the interpreter and compiled kernels share the implementation
-//! but not the surrounding code. Builtins run the plain-Rust reference semantics of
-//! [`crate::builtins`].
+//! by the caller's [`HostCompiler`] (the CPU backend), so the interpreter and compiled
+//! kernels share the implementation but not the surrounding code. Builtins run the
+//! plain-Rust reference semantics of [`crate::builtins`].
 
 use super::memory::Memory;
 use super::value::Data;
-use crate::cpu::Compiled;
-use crate::launch::{Grid, RawArg, RawBuffer};
+use super::{HostCompiler, HostKernel};
+use crate::launch::{RawArg, RawBuffer};
 use crate::pipeline::once::OnceMap;
 use ndarray::{ArrayD, Dimension, IxDyn};
 use std::sync::Arc;
@@ -24,7 +24,15 @@ pub(crate) fn run_user_op(
     outs: &[&Data],
     memory: &Memory,
     loc: &Loc,
+    user_ops: Option<&dyn HostCompiler>,
 ) -> Result<Vec<Data>, String> {
+    let Some(user_ops) = user_ops else {
+        return Err(
+            "a user op needs a host compiler, and this interpreter run has none \
+             (`InterpretOptions::user_ops`; launches on `Device::Interpreter` set it)"
+                .into(),
+        );
+    };
     let staged: Vec<(Type, &Data)> = c
         .ins
         .iter()
@@ -71,10 +79,8 @@ pub(crate) fn run_user_op(
             }
         }
     }
-    let compiled = compiled_for(f, c)?;
-    compiled
-        .run(Grid([1, 1, 1]), &args, false)
-        .map_err(|e| e.to_string())?;
+    let compiled = compiled_for(f, c, user_ops)?;
+    compiled.run(&args).map_err(|e| e.to_string())?;
     let n_in = c.ins.len();
     staged[n_in..]
         .iter()
@@ -101,8 +107,14 @@ fn addresses(base: usize, t: &Type) -> ArrayD<usize> {
     })
 }
 
-fn compiled_for(f: Function, c: &CustomCall) -> Result<Arc<Compiled>, String> {
-    static COMPILED: OnceMap<(String, String), Compiled> = OnceMap::new();
+/// The one-op kernel `f` of call `c`, compiled once per process. Every host compiler
+/// gives the function one meaning, so the key does not name the compiler.
+fn compiled_for(
+    f: Function,
+    c: &CustomCall,
+    user_ops: &dyn HostCompiler,
+) -> Result<Arc<Box<dyn HostKernel>>, String> {
+    static COMPILED: OnceMap<(String, String), Box<dyn HostKernel>> = OnceMap::new();
     // The text names the bitcode only by label: key by its contents too.
     let contents = c
         .attrs
@@ -111,9 +123,7 @@ fn compiled_for(f: Function, c: &CustomCall) -> Result<Arc<Compiled>, String> {
         .map(crate::pipeline::cache::hash_bytes);
     let key = (print_function(&f), contents.unwrap_or_default());
     COMPILED
-        .get_or_make(key, || {
-            crate::cpu::compile(f, &crate::LaunchOptions::default().compile_options())
-        })
+        .get_or_make(key, || user_ops.compile(f))
         .map_err(|e| e.to_string())
 }
 

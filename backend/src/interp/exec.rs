@@ -9,6 +9,7 @@ use super::numeric::wrap_signed;
 use super::reduce::reduce;
 use super::scan::scan;
 use super::value::Data;
+use super::HostCompiler;
 use crate::launch::race::{AccessKind, RaceRecorder, Who};
 use crate::{Error, Result};
 use ndarray::{ArrayD, IxDyn};
@@ -34,16 +35,19 @@ pub(crate) struct Program<'a> {
     grid: [i32; 3],
     /// Race checking: the launch's recorder and each memory op's fault-site index.
     race: Option<(&'a RaceRecorder, HashMap<*const Inst, u32>)>,
+    /// Compiles user custom ops' calls (the interpreter has no code generator).
+    user_ops: Option<&'a dyn HostCompiler>,
 }
 
 impl<'a> Program<'a> {
     /// A program of `f` over `grid` that accesses `memory`, reporting its accesses to
-    /// `race` when given.
+    /// `race` when given and running user custom ops with `user_ops`.
     pub(crate) fn new(
         f: &'a Function,
         memory: &'a Memory,
         grid: [i32; 3],
         race: Option<&'a RaceRecorder>,
+        user_ops: Option<&'a dyn HostCompiler>,
     ) -> Self {
         Program {
             f,
@@ -52,6 +56,7 @@ impl<'a> Program<'a> {
             pid: [0; 3],
             grid,
             race: race.map(|r| (r, f.fault_site_ids())),
+            user_ops,
         }
     }
 
@@ -379,6 +384,7 @@ impl<'a> Program<'a> {
                         &outs,
                         self.memory,
                         &inst.loc,
+                        self.user_ops,
                     )
                 };
                 run.map_err(|m| self.fault(inst, format!("custom op `{}`: {m}", c.name)))

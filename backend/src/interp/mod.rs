@@ -64,12 +64,32 @@ pub fn interpret(f: &Function, grid: Grid, args: &[RawArg]) -> Result<()> {
     interpret_with(f, grid, args, &InterpretOptions::default())
 }
 
-/// What [`interpret_with`] checks besides what the interpreter always checks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What [`interpret_with`] checks besides what the interpreter always checks, and what it
+/// runs user custom ops with.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct InterpretOptions {
     /// Race detection (`LaunchOptions::race_check`): two programs touching one element,
     /// one of them writing, not both atomically, make the launch an error naming both.
     pub race_check: bool,
+    /// Compiles user custom ops' calls ([`crate::dispatch::CPU_USER_OPS`] for the host
+    /// CPU). `None`: a user custom op is a runtime error; builtins always run.
+    pub user_ops: Option<&'static dyn HostCompiler>,
+}
+
+/// Compiles a user custom op's call for the interpreter. The interpreter has no code
+/// generator: the call becomes a one-op kernel (`kernel(p0, …)`, every operand behind a
+/// pointer) that a target compiles for the host, so the op's C++ runs as compiled code
+/// does. Dispatch passes the CPU backend; the interpreter does not depend on it.
+pub trait HostCompiler: Sync + std::fmt::Debug {
+    /// Compiles the one-op kernel `f`.
+    fn compile(&self, f: Function) -> Result<Box<dyn HostKernel>>;
+}
+
+/// A one-op kernel from a [`HostCompiler`].
+pub trait HostKernel: Send + Sync {
+    /// Runs one program (grid `[1, 1, 1]`) over `args`, which match the kernel's
+    /// parameters.
+    fn run(&self, args: &[RawArg]) -> Result<()>;
 }
 
 /// [`interpret`] with options.
@@ -99,7 +119,7 @@ pub fn interpret_launch(
     let recorder = options.race_check.then(|| RaceRecorder::new(grid.0));
     // `validate` bounds every axis by i32::MAX.
     let dims = grid.0.map(|n| n as i32);
-    let mut program = exec::Program::new(f, &memory, dims, recorder.as_ref());
+    let mut program = exec::Program::new(f, &memory, dims, recorder.as_ref(), options.user_ops);
     for z in 0..dims[2] {
         for y in 0..dims[1] {
             for x in 0..dims[0] {
