@@ -440,6 +440,71 @@ fn device_tensors_round_trip_and_launch() {
     assert!(e.to_string().contains("CUDA device"), "{e}");
 }
 
+/// One device tensor for kernels and AOT operators: a kernel's output feeds a `.cu`
+/// operator and the operator's output feeds a kernel, with no host copies between.
+#[test]
+fn kernels_and_aot_operators_share_device_tensors() {
+    let Some(gpu) = cuda_device("kernels_and_aot_operators_share_device_tensors") else {
+        return;
+    };
+    if !tritium::aot::nvcc_available() {
+        eprintln!("skipped kernels_and_aot_operators_share_device_tensors: needs nvcc");
+        return;
+    }
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("aot/tests/data/add_mul_div.cu")
+        .display()
+        .to_string();
+    let op = tritium::aot::AotOp::builder(format!("{source}:CustomAddMulDiv"))
+        .infer_shapes(|s| vec![s[0].clone(); 3])
+        .out_dtypes([DType::F32; 3])
+        .checked(true)
+        .build()
+        .unwrap();
+    let n = 3000;
+    let (x, y) = (
+        Array1::from(random_f32(n, 5)),
+        Array1::from(random_f32(n, 6)),
+    );
+    let (dx, dy) = (
+        CudaTensor::from_ndarray(&gpu, &x).unwrap(),
+        CudaTensor::from_ndarray(&gpu, &y).unwrap(),
+    );
+    let mut sum = CudaTensor::<f32>::zeros(&gpu, &[n]).unwrap();
+    vector_add::add::launch(&gpu, n.div_ceil(1024), &mut sum, &dx, &dy, n as i32, 1024).unwrap();
+    // (x + y) + y, (x + y) · y, (x + y) / y, queued after the launch that wrote `sum`.
+    let outs = op.call_device(&[sum.untyped(), dy.untyped()]).unwrap();
+    let product = outs
+        .into_iter()
+        .nth(1)
+        .unwrap()
+        .into_typed::<f32>()
+        .unwrap();
+    let mut again = CudaTensor::<f32>::zeros(&gpu, &[n]).unwrap();
+    vector_add::add::launch(
+        &gpu,
+        n.div_ceil(1024),
+        &mut again,
+        &product,
+        &dx,
+        n as i32,
+        1024,
+    )
+    .unwrap();
+    let want = (&x + &y) * &y + &x;
+    let got = again.to_ndarray().unwrap().into_dimensionality().unwrap();
+    assert_close(&got, &want, 1e-5, 1e-6, "kernel, AOT operator, kernel");
+    let e = CudaTensor::from_ndarray(&gpu, &x)
+        .unwrap()
+        .into_untyped()
+        .into_typed::<i32>()
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("f32 device tensor taken as i32"),
+        "{e}"
+    );
+}
+
 #[test]
 fn checked_mode_on_device_tensors() {
     let Some(gpu) = cuda_device("checked_mode_on_device_tensors") else {

@@ -10,11 +10,11 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+use tritium_backend::pipeline::cache::{self, temp_path};
 
 use super::abi::{CUSTOM_AOT_EXTRA_H, CUSTOM_AOT_TYPEID_H};
 use super::error::{AotError, AotResult};
@@ -83,45 +83,21 @@ impl CompileOptions {
     }
 }
 
-/// The AOT cache: `$TRITIUM_CACHE_DIR/aot`, default `~/.cache/tritium/aot`.
+/// The AOT cache: `$TRITIUM_CACHE_DIR/aot`, default `~/.cache/tritium/aot` (the kernel
+/// cache's root; the system's temporary directory where there is no home).
 pub fn cache_dir() -> PathBuf {
-    let root = match std::env::var_os("TRITIUM_CACHE_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => match std::env::var_os("HOME") {
-            Some(h) if !h.is_empty() => PathBuf::from(h).join(".cache").join("tritium"),
-            _ => std::env::temp_dir().join("tritium-cache"),
-        },
-    };
-    root.join("aot")
+    cache::default_root()
+        .unwrap_or_else(|| std::env::temp_dir().join("tritium-cache"))
+        .join("aot")
 }
 
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A temporary sibling of `dest`, unique to this process and call.
-pub(crate) fn temp_path(dest: &Path) -> PathBuf {
-    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = dest
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    dest.with_file_name(format!(".{name}.tmp.{}.{n}", std::process::id()))
-}
-
-/// Writes `bytes` to `dest` atomically (temporary file + rename); leaves an existing `dest`
-/// with the same content alone.
+/// Writes `bytes` to `dest` atomically (the kernel cache's [`cache::write_atomic`]);
+/// leaves an existing `dest` with the same content alone.
 pub(crate) fn write_atomic(dest: &Path, bytes: &[u8]) -> AotResult<()> {
     if std::fs::read(dest).map(|b| b == bytes).unwrap_or(false) {
         return Ok(());
     }
-    if let Some(dir) = dest.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| AotError::io(dir, e))?;
-    }
-    let tmp = temp_path(dest);
-    std::fs::write(&tmp, bytes).map_err(|e| AotError::io(&tmp, e))?;
-    std::fs::rename(&tmp, dest).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        AotError::io(dest, e)
-    })
+    cache::write_atomic(dest, bytes).map_err(|e| AotError::io(dest, e))
 }
 
 /// The directory holding the shipped `custom_aot_extra.h` (and `custom_aot_typeid.h`) inside
@@ -142,9 +118,7 @@ pub fn header_dir(cache: &Path) -> AotResult<PathBuf> {
     Ok(dir)
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use cache::hex;
 
 /// Output of a finished process.
 struct Finished {

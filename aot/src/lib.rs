@@ -29,8 +29,8 @@
 //! Codemap: [`operator`] (definition and call protocol, one concern per file), [`tensor`] (host tensors and
 //! inputs), [`dtype`], [`attrs`], [`compile`] (auto-compilation cache), [`whitelist`],
 //! [`package`] (portable packages), [`grad`](mod@grad) (reverse mode); `abi`, `extra`, `library`,
-//! `buffer`, `isolate` (operators in a worker process) and `cuda` (driver API for `.cu` operators)
-//! are internal. The C++ side lives in `aot/shim/`.
+//! `buffer`, `isolate` (operators in a worker process) and `cuda` (`.cu` operators on the backend's CUDA
+//! runtime; [`DeviceTensor`] is the backend's device tensor) are internal. The C++ side lives in `aot/shim/`.
 //!
 //! Invariants: no C++ exception unwinds into Rust and no Rust panic unwinds into C++ (every
 //! crossing is a catching trampoline); no kernel data outlives its operator instance, and no
@@ -60,7 +60,7 @@ pub use buffer::GUARD_BYTES;
 pub use compile::{
     cache_dir, compile_source, header_dir, nvcc_available, CompileOptions, SourceKind,
 };
-pub use cuda::{cuda_available, DeviceTensor};
+pub use cuda::{cuda_available, cuda_device, DeviceTensor};
 pub use dtype::{DType, Element, MindSporeDType};
 pub use error::{AotError, AotResult};
 pub use grad::{grad, Differentiable, Function, Tape, Var};

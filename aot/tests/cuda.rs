@@ -1,5 +1,7 @@
 //! CUDA variants: run only where nvcc and a GPU are present, skipped with a reason otherwise.
-use tritium_aot::{cuda_available, nvcc_available, AotError, DType, DeviceTensor};
+use tritium_aot::{
+    cuda_available, cuda_device, nvcc_available, AotError, DType, DeviceTensor, Tensor,
+};
 
 use super::common::op;
 
@@ -86,13 +88,15 @@ fn device_tensors_chain_cuda_operators() {
         .checked(true)
         .build()
         .unwrap();
-    let x = DeviceTensor::from_array(&ndarray::array![1.0f32, 4.0, 9.0]).unwrap();
-    let y = DeviceTensor::from_array(&ndarray::array![1.0f32, 2.0, 3.0]).unwrap();
+    let gpu = cuda_device().unwrap();
+    let upload = |a: ndarray::Array1<f32>| Tensor::from_array(&a).to_device(&gpu).unwrap();
+    let x = upload(ndarray::array![1.0f32, 4.0, 9.0]);
+    let y = upload(ndarray::array![1.0f32, 2.0, 3.0]);
     let first = op.call_device(&[&x, &y]).unwrap();
     assert_eq!(first[0].shape(), [3]);
     // The sum and the product go straight back in: (x + y) + x·y, (x + y) · x·y, (x + y) / x·y.
     let second = op.call_device(&[&first[0], &first[1]]).unwrap();
-    let host = |t: &DeviceTensor| t.download().unwrap().to_vec::<f32>().unwrap();
+    let host = |t: &DeviceTensor| Tensor::from_device(t).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(host(&first[2]), [1.0, 2.0, 3.0]);
     assert_eq!(host(&second[0]), [3.0, 14.0, 39.0]);
     assert_eq!(host(&second[1]), [2.0, 48.0, 324.0]);
@@ -108,9 +112,23 @@ fn device_tensors_without_a_device_are_an_error() {
         eprintln!("skipped device_tensors_without_a_device_are_an_error: a CUDA device is present");
         return;
     }
-    let err = DeviceTensor::from_array(&ndarray::array![1.0f32]).unwrap_err();
+    let err = cuda_device().unwrap_err();
     assert!(matches!(err, AotError::Cuda(_)), "{err}");
     assert!(err.to_string().contains("CUDA"), "{err}");
+}
+
+/// Device tensors are the backend's: asking for one on the host is an error naming the
+/// device, on any machine.
+#[test]
+fn device_tensors_live_on_cuda_devices() {
+    let t = Tensor::from_array(&ndarray::array![1.0f32, 2.0]);
+    let err = t.to_device(&tritium_backend::Device::cpu()).unwrap_err();
+    assert!(matches!(err, AotError::Cuda(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("lives on a CUDA device, not on cpu"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -10,10 +10,11 @@ use super::{AotOp, Target};
 use crate::abi;
 use crate::attrs::Attrs;
 use crate::buffer::GUARD_BYTES;
-use crate::cuda::{self, DeviceTensor};
+use crate::cuda::{self, DeviceBuffer, DeviceTensor};
 use crate::error::{AotError, AotResult};
 use crate::extra::Extra;
 use crate::tensor::{Tensor, TensorRef, TensorSpec};
+use tritium_backend::Device;
 
 impl AotOp {
     /// [`AotOp::call`] of a CUDA operator: inputs uploaded, outputs downloaded.
@@ -23,13 +24,12 @@ impl AotOp {
         inputs: &[TensorRef<'_>],
         specs: &[TensorSpec],
     ) -> AotResult<Vec<Tensor>> {
-        let dev = cuda::device()?;
-        dev.bind()?;
         let ins = inputs
             .iter()
-            .map(|t| dev.alloc(t.as_bytes().len(), 0, Some(t.as_bytes())))
+            .map(cuda::upload)
             .collect::<AotResult<Vec<_>>>()?;
-        let (outs, words) = self.run_cuda(inst, &ins.iter().collect::<Vec<_>>(), specs)?;
+        let device = cuda::device()?;
+        let (outs, words) = self.run_cuda(inst, device, &ins.iter().collect::<Vec<_>>(), specs)?;
         let data = outs
             .iter()
             .map(|b| b.download())
@@ -44,31 +44,30 @@ impl AotOp {
     fn run_cuda(
         &self,
         inst: &mut Instance,
-        ins: &[&cuda::DeviceBuffer<'static>],
+        device: &Device,
+        ins: &[&DeviceTensor],
         specs: &[TensorSpec],
-    ) -> AotResult<(Vec<cuda::DeviceBuffer<'static>>, Vec<Vec<u64>>)> {
+    ) -> AotResult<(Vec<DeviceBuffer>, Vec<Vec<u64>>)> {
         let i = &self.inner;
         let sym = &i.spec.symbol;
-        let dev = cuda::device()?;
-        dev.bind()?;
         let guard = if i.checked { GUARD_BYTES } else { 0 };
         let outs = inst
             .outputs
             .iter()
             .enumerate()
             .map(|(k, (s, d))| {
-                let n = checked_bytes(s, *d).ok_or_else(|| AotError::Alloc {
+                checked_bytes(s, *d).ok_or_else(|| AotError::Alloc {
                     function: sym.clone(),
                     what: format!("output {k}"),
                     bytes: usize::MAX,
                 })?;
-                dev.alloc(n, guard, None)
+                DeviceBuffer::new(device, *d, s, guard, None)
             })
             .collect::<AotResult<Vec<_>>>()?;
         let ws = inst
             .workspaces
             .iter()
-            .map(|&n| dev.alloc(n, guard, None))
+            .map(|&n| DeviceBuffer::bytes(device, n, guard, None))
             .collect::<AotResult<Vec<_>>>()?;
         let shape_bufs = if i.data_dependent {
             inst.outputs
@@ -76,27 +75,30 @@ impl AotOp {
                 .map(|(s, _)| {
                     let init = shape_buffer_init(s);
                     let bytes: Vec<u8> = init.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    dev.alloc(bytes.len(), guard, Some(&bytes))
+                    DeviceBuffer::bytes(device, bytes.len(), guard, Some(&bytes))
                 })
                 .collect::<AotResult<Vec<_>>>()?
         } else {
             Vec::new()
         };
-        let mut params: Vec<*mut c_void> = ins
+        let written: Vec<&DeviceTensor> = outs
             .iter()
-            .copied()
-            .chain(&outs)
             .chain(&ws)
             .chain(&shape_bufs)
-            .map(|b| b.ptr())
+            .map(DeviceBuffer::tensor)
+            .collect();
+        let mut params: Vec<*mut c_void> = ins
+            .iter()
+            .chain(&written)
+            .map(|t| t.device_ptr() as usize as *mut c_void)
             .collect();
         let mut args = Self::call_args(inst, specs);
         let extra = inst
             .extra
             .as_ref()
             .map_or(std::ptr::null_mut(), Extra::as_ptr);
-        let rc = dev.with_stream(|stream| {
-            abi::call_main(i.main, sym, &mut params, &mut args, stream, extra)
+        let rc = cuda::with_stream(device, ins, &written, |stream| {
+            abi::call_main(i.main, sym, &mut params, &mut args, stream.as_raw(), extra)
         })?;
         if rc != 0 {
             return Err(AotError::ReturnCode {
@@ -153,18 +155,35 @@ impl AotOp {
             ));
         }
         self.check_input_count(inputs.len())?;
-        let specs: Vec<TensorSpec> = inputs.iter().map(|t| t.spec()).collect();
+        let specs: Vec<TensorSpec> = inputs.iter().map(|t| cuda::spec(t)).collect();
         self.check_declared_inputs(&specs)?;
+        // Outputs go where the inputs are; without inputs, to the default device.
+        let device = match inputs.first() {
+            Some(t) => t.device(),
+            None => cuda::device()?.clone(),
+        };
+        if let Some((k, t)) = inputs
+            .iter()
+            .enumerate()
+            .find(|(_, t)| t.device() != device)
+        {
+            return Err(self.input_err(format!(
+                "input {k} is on {:?}; input 0 on {device:?}: every device tensor of a call \
+                 must be on one device",
+                t.device()
+            )));
+        }
         let instance = self.instance_for(&specs, call_attrs)?;
         let mut guard = instance.lock().unwrap_or_else(|p| p.into_inner());
-        let bufs: Vec<_> = inputs.iter().map(|t| t.buffer()).collect();
-        let (outs, words) = self.run_cuda(&mut guard, &bufs, &specs)?;
+        let (outs, words) = self.run_cuda(&mut guard, &device, inputs, &specs)?;
         let shapes = self.output_shapes(&guard, &words)?;
-        Ok(outs
-            .into_iter()
-            .zip(&guard.outputs)
+        outs.into_iter()
             .zip(shapes)
-            .map(|((buf, (_, dtype)), shape)| DeviceTensor::from_buffer(*dtype, shape, buf))
-            .collect())
+            .map(|(buf, shape)| {
+                let mut t = buf.into_tensor();
+                t.set_shape(&shape).map_err(cuda::cuda_err)?;
+                Ok(t)
+            })
+            .collect()
     }
 }

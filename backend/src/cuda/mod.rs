@@ -10,7 +10,7 @@ pub(crate) mod emulate;
 mod launch;
 mod target;
 
-pub use crate::runtime::{unavailable_reason, CudaDevice, CudaTensor, Ptx, Stream};
+pub use crate::runtime::{unavailable_reason, CudaDevice, CudaTensor, DeviceTensor, Ptx, Stream};
 pub(crate) use launch::launch;
 
 use crate::pipeline::dump::Dumps;

@@ -1,7 +1,9 @@
 //! The on-disk cache of compiled kernels under `TRITIUM_CACHE_DIR` (default
 //! `~/.cache/tritium`), or the directory a [`CompileOptions`](super::CompileOptions)
 //! names, shared by every target: each keeps its entries in its own [`Store`],
-//! `<root>/<store>/<sha256 of the key>.tobj`:
+//! `<root>/<store>/<sha256 of the key>.tobj`. AOT operators keep their libraries under
+//! `<root>/aot/` with the same root, digests and atomic writes ([`default_root`],
+//! [`hex`], [`write_atomic`]). An entry:
 //!
 //! | bytes | field |
 //! | --- | --- |
@@ -85,8 +87,37 @@ pub(crate) fn hash_bytes(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of `bytes` (digests in cache names).
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A temporary sibling of `dest`, unique to this process and call: what
+/// [`write_atomic`] (and a compiler writing its output) writes before renaming.
+pub fn temp_path(dest: &Path) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let name = dest
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dest.with_file_name(format!(".{name}.tmp.{}.{n}", std::process::id()))
+}
+
+/// Writes `bytes` to `dest` through a [`temp_path`] renamed into place (creating the
+/// directory), so that readers in any process see the old file or the whole new one,
+/// never a part. The temporary file is removed when a step fails.
+pub fn write_atomic(dest: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = temp_path(dest);
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, dest));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The file of the CPU entry for `key` (a key hash,
@@ -204,21 +235,9 @@ pub(crate) fn encode(key: &str, entry: &Entry) -> Vec<u8> {
 
 /// Writes an entry atomically. Failures are not errors: the cache is an optimization.
 pub(crate) fn write(root: Option<&Path>, store: Store, key: &str, entry: &Entry) {
-    let Some(root) = root else { return };
-    let path = entry_path_in(root, store, key);
-    let Some(parent) = path.parent() else { return };
-    if std::fs::create_dir_all(parent).is_err() {
-        return;
+    if let Some(root) = root {
+        let _ = write_atomic(&entry_path_in(root, store, key), &encode(key, entry));
     }
-    let tmp = parent.join(format!(
-        ".{key}.{}.{:?}.tmp",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    if std::fs::write(&tmp, encode(key, entry)).is_ok() && std::fs::rename(&tmp, &path).is_ok() {
-        return;
-    }
-    let _ = std::fs::remove_file(&tmp);
 }
 
 #[cfg(test)]

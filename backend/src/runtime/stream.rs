@@ -49,6 +49,12 @@ impl Stream {
         Device::Cuda(self.device.clone())
     }
 
+    /// The driver's handle of the stream (`CUstream`), for other CUDA code queued on it
+    /// (AOT operators' `stream` argument). It stays valid while this `Stream` lives.
+    pub fn as_raw(&self) -> *mut std::ffi::c_void {
+        self.inner.cu_stream().cast()
+    }
+
     pub(crate) fn gpu(&self) -> &Arc<CudaDevice> {
         &self.device
     }
