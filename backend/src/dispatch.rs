@@ -142,6 +142,7 @@ pub fn launch(
         let interp = crate::interp::InterpretOptions {
             race_check: options.race_check(),
             user_ops: Some(&CPU_USER_OPS),
+            lane_conflicts: false,
         };
         return crate::interp::interpret_launch(&f, grid, &args.args, &args.pointees, &interp);
     }

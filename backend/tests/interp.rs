@@ -781,3 +781,48 @@ fn row_softmax_matches_ndarray(
     }
     Ok(())
 }
+
+/// Lanes of one store that write different values to one element make a lane-conflict
+/// check an error naming the lane and address; equal values (a broadcast) are fine, and
+/// without the check the last lane in row-major order lands.
+#[rstest]
+#[case::different_values(true, true)]
+#[case::equal_values(false, true)]
+#[case::unchecked(true, false)]
+fn lane_conflicts_are_errors_when_checked(
+    #[case] differ: bool,
+    #[case] checked: bool,
+) -> Result<()> {
+    use tritium_backend::interp::{interpret_with, InterpretOptions};
+    let f = trace("one_address", || {
+        let out = ptr_param("out", DType::I32);
+        let value = match differ {
+            true => arange(0, 4),
+            false => full([4], 7, DType::I32),
+        };
+        store(out + zeros([4], DType::I32), value, NoArg);
+    })?;
+    let mut out = Array1::<i32>::zeros(1);
+    let mut args = KernelArgs::new();
+    args.ptr("out", &mut out);
+    let options = InterpretOptions {
+        lane_conflicts: checked,
+        ..Default::default()
+    };
+    let run = interpret_with(&f, Grid([1, 1, 1]), &args.args, &options);
+    drop(args);
+    match (differ, checked) {
+        (true, true) => {
+            let e = run.expect_err("conflicting lanes").to_string();
+            assert!(
+                e.contains("lane 0 of the store") && e.contains("unspecified"),
+                "{e}"
+            );
+        }
+        _ => {
+            run?;
+            assert_eq!(out[0], if differ { 3 } else { 7 });
+        }
+    }
+    Ok(())
+}

@@ -112,11 +112,13 @@ pub fn run(case: &Case, target: Target) -> Outcome {
     let raw = raw_args(f, case, &mut words);
     let grid = Grid(case.grid);
     let launch = || match target {
-        // Programs are race-free by construction: the interpreter checks that too.
         Target::Interpreter => {
+            // Programs are race-free by construction: the interpreter checks that too, and
+            // that no two lanes of a store write different values to one element.
             let options = interp::InterpretOptions {
                 race_check: true,
                 user_ops: Some(&tritium_backend::dispatch::CPU_USER_OPS),
+                lane_conflicts: true,
             };
             interp::interpret_with(f, grid, &raw, &options)
         }

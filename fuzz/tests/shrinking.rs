@@ -44,3 +44,32 @@ fn shrinking_keeps_the_failing_op_and_little_else() {
         text
     );
 }
+
+/// A case whose store has lanes writing different values to one element breaks a
+/// generator promise: `check` calls it invalid (so the shrinker never keeps such a
+/// candidate, whatever the targets do with it).
+#[test]
+fn a_store_with_conflicting_lanes_is_an_invalid_case() {
+    use tritium_dsl::ir::DType;
+    use tritium_dsl::trace::lang::*;
+    use tritium_dsl::trace::{ptr_param, Tracer};
+    use tritium_fuzz::case::Arg;
+    use tritium_fuzz::info::Memory;
+    let t = Tracer::begin("conflict").unwrap();
+    let out = ptr_param("out", DType::I32);
+    store(out + zeros([4], DType::I32), arange(0, 4), NoArg);
+    let case = tritium_fuzz::Case {
+        seed: 0,
+        function: t.finish().unwrap(),
+        grid: [1, 1, 1],
+        num_warps: 1,
+        args: vec![Arg::Buffer {
+            memory: Memory::Output,
+            bytes: vec![0; 4],
+        }],
+        expect: Vec::new(),
+    };
+    let report = tritium_fuzz::check::check(&case, &[tritium_fuzz::exec::Target::Cpu]);
+    let why = report.invalid.expect("an invalid case");
+    assert!(why.contains("unspecified"), "{why}");
+}

@@ -37,17 +37,19 @@ pub(crate) struct Program<'a> {
     race: Option<(&'a RaceRecorder, HashMap<*const Inst, u32>)>,
     /// Compiles user custom ops' calls (the interpreter has no code generator).
     user_ops: Option<&'a dyn HostCompiler>,
+    /// `InterpretOptions::lane_conflicts`.
+    lane_conflicts: bool,
 }
 
 impl<'a> Program<'a> {
     /// A program of `f` over `grid` that accesses `memory`, reporting its accesses to
-    /// `race` when given and running user custom ops with `user_ops`.
+    /// `race` when given, with `options`' user ops and checks.
     pub(crate) fn new(
         f: &'a Function,
         memory: &'a Memory,
         grid: [i32; 3],
         race: Option<&'a RaceRecorder>,
-        user_ops: Option<&'a dyn HostCompiler>,
+        options: &super::InterpretOptions,
     ) -> Self {
         Program {
             f,
@@ -56,7 +58,8 @@ impl<'a> Program<'a> {
             pid: [0; 3],
             grid,
             race: race.map(|r| (r, f.fault_site_ids())),
-            user_ops,
+            user_ops: options.user_ops,
+            lane_conflicts: options.lane_conflicts,
         }
     }
 
@@ -412,6 +415,24 @@ impl<'a> Program<'a> {
                     .store(d, p, v, m)
                     .map_err(|e| self.fault(inst, e))?;
                 self.note(inst, AccessKind::Write, p, m);
+                if self.lane_conflicts {
+                    // Each element now holds its last lane's value: a lane whose value
+                    // differs from its element's lost to another lane of this store.
+                    let back = self
+                        .memory
+                        .load(d, p, m, None)
+                        .map_err(|e| self.fault(inst, e))?;
+                    if let Some(lane) = v.first_difference(&back, m) {
+                        return Err(self.fault(
+                            inst,
+                            format!(
+                                "lane {lane} of the store and a later lane write different \
+                                 values to address {:#x}: which one lands is unspecified",
+                                p.iter().nth(lane).copied().unwrap_or(0)
+                            ),
+                        ));
+                    }
+                }
                 Ok(vec![])
             }
             Op::Atomic {

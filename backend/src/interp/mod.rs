@@ -74,6 +74,11 @@ pub struct InterpretOptions {
     /// Compiles user custom ops' calls ([`crate::dispatch::CPU_USER_OPS`] for the host
     /// CPU). `None`: a user custom op is a runtime error; builtins always run.
     pub user_ops: Option<&'static dyn HostCompiler>,
+    /// Two active lanes of one store that write different values to one element make
+    /// the launch an error. Which one lands is unspecified (the interpreter keeps the
+    /// last in row-major order; a GPU may keep any), so a program that does it has no
+    /// one right result. The fuzzer sets it: its programs promise none.
+    pub lane_conflicts: bool,
 }
 
 /// Compiles a user custom op's call for the interpreter. The interpreter has no code
@@ -119,7 +124,7 @@ pub fn interpret_launch(
     let recorder = options.race_check.then(|| RaceRecorder::new(grid.0));
     // `validate` bounds every axis by i32::MAX.
     let dims = grid.0.map(|n| n as i32);
-    let mut program = exec::Program::new(f, &memory, dims, recorder.as_ref(), options.user_ops);
+    let mut program = exec::Program::new(f, &memory, dims, recorder.as_ref(), options);
     for z in 0..dims[2] {
         for y in 0..dims[1] {
             for x in 0..dims[0] {

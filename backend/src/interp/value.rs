@@ -122,6 +122,37 @@ impl Data {
         }
     }
 
+    /// The first lane (row-major) active in `mask` where `self` and `other` differ in
+    /// bits (any NaN equals any NaN: payloads need not survive a narrowing store).
+    pub(crate) fn first_difference(
+        &self,
+        other: &Data,
+        mask: Option<&ArrayD<bool>>,
+    ) -> Option<usize> {
+        fn first<T>(
+            a: &ArrayD<T>,
+            b: &ArrayD<T>,
+            mask: Option<&ArrayD<bool>>,
+            same: impl Fn(&T, &T) -> bool,
+        ) -> Option<usize> {
+            let mut active = mask.map(|m| m.iter());
+            a.iter().zip(b.iter()).position(|(x, y)| {
+                let on = active.as_mut().is_none_or(|m| m.next() == Some(&true));
+                on && !same(x, y)
+            })
+        }
+        match (self, other) {
+            (Data::Float(a), Data::Float(b)) => first(a, b, mask, |x: &f64, y: &f64| {
+                x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+            }),
+            (Data::Int(a), Data::Int(b)) => first(a, b, mask, PartialEq::eq),
+            (Data::UInt(a), Data::UInt(b)) => first(a, b, mask, PartialEq::eq),
+            (Data::Bool(a), Data::Bool(b)) => first(a, b, mask, PartialEq::eq),
+            (Data::Ptr(a), Data::Ptr(b)) => first(a, b, mask, PartialEq::eq),
+            _ => Some(0),
+        }
+    }
+
     /// The first element of a bool value.
     pub(crate) fn first_bool(&self) -> Option<bool> {
         match self {
