@@ -60,7 +60,7 @@ fn softmax_reference(x: &Array2<f32>) -> Array2<f32> {
 }
 
 #[rstest]
-fn softmax_f32(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)) {
+fn softmax_f32(#[values((1, 1), (17, 33), (4096, 781), (16, 1024))] shape: (usize, usize)) {
     let x = Array2::from_shape_vec(shape, random_f32(shape.0 * shape.1, 5)).unwrap() * 4.0;
     let want = softmax_reference(&x);
     let compiled = softmax_rows(&tritium::Device::cpu(), x.view()).unwrap();
@@ -72,6 +72,40 @@ fn softmax_f32(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)) {
         1e-5,
         1e-7,
         "compiled vs interpreter",
+    );
+}
+
+/// Full rows (every lane of the block in the row) take the copy of the code whose mask is
+/// all true: there the max reads whole vectors of the row, and the sum's 32 partial sums
+/// fold as one vector (in the order the scalar fold uses).
+#[test]
+fn softmax_of_full_rows_reads_whole_vectors() {
+    let x = Array2::from_shape_vec((4, 1024), random_f32(4 * 1024, 6)).unwrap();
+    let mut out = Array2::<f32>::zeros((4, 1024));
+    let dumps = crate::common::dumps_of("softmax-full-rows", |options| {
+        tritium_kernels::softmax::softmax_rows_into_with(
+            &tritium::Device::cpu(),
+            options,
+            x.view(),
+            out.view_mut(),
+        )
+        .unwrap()
+    });
+    assert_close(
+        &out,
+        &softmax_reference(&x),
+        1e-5,
+        1e-7,
+        "compiled vs ndarray",
+    );
+    let ll = dumps.get("ll");
+    assert!(
+        ll.contains("load <32 x float>"),
+        "the max reads lane by lane"
+    );
+    assert!(
+        ll.contains("fadd reassoc nsz <16 x float>"),
+        "the partial sums fold lane by lane"
     );
 }
 

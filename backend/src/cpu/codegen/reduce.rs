@@ -9,7 +9,7 @@
 
 use super::{Gen, Lv};
 use crate::llvm::{Positioned, Result};
-use inkwell::types::BasicType;
+use inkwell::types::{BasicType, VectorType};
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
 use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
 
@@ -162,16 +162,33 @@ impl<'ctx> Gen<'ctx, '_> {
         let mask = self.load_mask_in(x);
         let lanes = self.partial_lanes(op, acc_d, &xt.shape, axis);
         self.versioned(mask, &mut |g| match lanes {
-            Some(w) => g.reduce_last_axis_in_vectors(
-                op,
-                x,
-                d,
-                acc_d,
-                w,
-                &xt.shape,
-                acc_slot,
-                acc_buf.map(|ab| (ab, acc_ty.clone())),
-            ),
+            Some(w) => {
+                let acc = acc_buf.map(|ab| (ab, acc_ty.clone()));
+                let in_vectors = |g: &mut Self, rows: Option<Value>| {
+                    g.reduce_last_axis_in_vectors(
+                        op,
+                        x,
+                        (d, acc_d),
+                        w,
+                        &xt.shape,
+                        (acc_slot, acc.clone()),
+                        rows,
+                    )
+                };
+                // A run of `w` lanes of a load along rows is one vector load (else the
+                // lanes are loaded one by one, which LLVM merges only in part and at a
+                // cost in compile time).
+                match g.rows_load(x, d).filter(|_| d == acc_d) {
+                    Some(rows) => {
+                        let ok = g.run_holds(&rows)?;
+                        let ptr = rows.ptr;
+                        g.when_else(ok, &mut |g| in_vectors(g, Some(ptr)), &mut |g| {
+                            in_vectors(g, None)
+                        })
+                    }
+                    None => in_vectors(g, None),
+                }
+            }
             None => Ok(g.reduce_in_order(
                 op,
                 x,
@@ -320,19 +337,23 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// A reduction along the last axis with `w` partial accumulators in one LLVM vector:
-    /// `w` consecutive lanes are combined with the vector at a time (SLP-vectorized), and
-    /// the vector is reduced once per output lane.
+    /// `w` consecutive lanes are combined with the vector at a time, and the vector is
+    /// reduced once per output lane. With `rows` (the pointer tile of a load of `x` whose
+    /// runs along the last axis are contiguous, `d == acc_d`) the `w` lanes are one vector
+    /// load; else they are computed one by one.
     #[allow(clippy::too_many_arguments)]
     fn reduce_last_axis_in_vectors(
         &mut self,
         op: ReduceOp,
         x: Value,
-        d: DType,
-        acc_d: DType,
+        (d, acc_d): (DType, DType),
         w: usize,
         shape: &[usize],
-        acc_slot: Option<PointerValue<'ctx>>,
-        acc_buf: Option<(PointerValue<'ctx>, Type)>,
+        (acc_slot, acc_buf): (
+            Option<PointerValue<'ctx>>,
+            Option<(PointerValue<'ctx>, Type)>,
+        ),
+        rows: Option<Value>,
     ) -> Result<()> {
         let outer = &shape[..shape.len() - 1];
         let k = shape[shape.len() - 1];
@@ -371,19 +392,30 @@ impl<'ctx> Gen<'ctx, '_> {
             acc.add_incoming(&[(&splat, pre)]);
             let base =
                 g.b.build_int_mul(kk.as_basic_value().into_int_value(), g.i64c(w as u64), "")?;
-            let mut v = vt.get_poison();
-            for j in 0..w {
-                let mut idx = ridx.to_vec();
-                idx.push(g.b.build_int_add(base, g.i64c(j as u64), "")?);
-                let xv = g.lane(x, &idx)?;
-                let xv = g.cast(xv, d, acc_d)?.into_float_value();
-                v = g.b.build_insert_element(
-                    v,
-                    xv,
-                    g.ctx.i32_type().const_int(j as u64, false),
-                    "",
-                )?;
-            }
+            let v = match rows {
+                Some(ptr) => {
+                    let mut idx = ridx.to_vec();
+                    idx.push(base);
+                    let p = g.lane(ptr, &idx)?.into_pointer_value();
+                    g.load_vec(vt, p, d.size_bytes() as u32)?
+                }
+                None => {
+                    let mut v = vt.get_poison();
+                    for j in 0..w {
+                        let mut idx = ridx.to_vec();
+                        idx.push(g.b.build_int_add(base, g.i64c(j as u64), "")?);
+                        let xv = g.lane(x, &idx)?;
+                        let xv = g.cast(xv, d, acc_d)?.into_float_value();
+                        v = g.b.build_insert_element(
+                            v,
+                            xv,
+                            g.ctx.i32_type().const_int(j as u64, false),
+                            "",
+                        )?;
+                    }
+                    v
+                }
+            };
             // `x > acc ? x : acc` is maxnum here: acc starts at -inf and never becomes NaN,
             // and a NaN x loses the comparison. It is one `maxps` (minnum alike). A lane of
             // NaN only thus ends at -inf, which `nan_unless_some_number` fixes afterwards.
@@ -654,31 +686,79 @@ impl<'ctx> Gen<'ctx, '_> {
     ) -> Result<()> {
         for (s, arr) in sums.iter().zip(parts) {
             let t = self.compute_ty(s.acc_d);
-            let mut vals: Vec<BasicValueEnum<'ctx>> = (0..w)
-                .map(|j| {
-                    // SAFETY (of the generated code): `j < w`, inside the array.
-                    let p = unsafe { self.b.build_gep(t, *arr, &[self.i64c(j as u64)], "") }?;
-                    Ok(self.b.build_load(t, p, "")?)
-                })
-                .collect::<Result<_>>()?;
-            while vals.len() > 1 {
-                let half = vals.len().div_ceil(2);
-                let (lo, hi) = vals.split_at(half);
-                let mut next: Vec<_> = lo
-                    .iter()
-                    .zip(hi)
-                    .map(|(a, b)| self.combine(ReduceOp::Sum, s.acc_d, *a, *b))
-                    .collect::<Result<_>>()?;
-                if lo.len() > hi.len() {
-                    next.push(lo[lo.len() - 1]);
-                }
-                vals = next;
-            }
+            let folded = match w.is_power_of_two() && s.acc_d.is_float() {
+                true => self.fold_partials_as_vector(s.acc_d, *arr, w)?,
+                false => self.fold_partials(s.acc_d, *arr, w)?,
+            };
             let acc = self.b.build_load(t, s.slot, "")?;
-            let acc = self.combine(ReduceOp::Sum, s.acc_d, acc, vals[0])?;
+            let acc = self.combine(ReduceOp::Sum, s.acc_d, acc, folded)?;
             self.b.build_store(s.slot, acc)?;
         }
         Ok(())
+    }
+
+    /// The sum of the `w` partial sums of dtype `d` at `arr`, halving the list: element
+    /// `j` of the first half plus element `j` of the second, until one is left.
+    fn fold_partials(
+        &mut self,
+        d: DType,
+        arr: PointerValue<'ctx>,
+        w: usize,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let t = self.compute_ty(d);
+        let mut vals: Vec<BasicValueEnum<'ctx>> = (0..w)
+            .map(|j| {
+                // SAFETY (of the generated code): `j < w`, inside the array.
+                let p = unsafe { self.b.build_gep(t, arr, &[self.i64c(j as u64)], "") }?;
+                Ok(self.b.build_load(t, p, "")?)
+            })
+            .collect::<Result<_>>()?;
+        while vals.len() > 1 {
+            let half = vals.len().div_ceil(2);
+            let (lo, hi) = vals.split_at(half);
+            let mut next: Vec<_> = lo
+                .iter()
+                .zip(hi)
+                .map(|(a, b)| self.combine(ReduceOp::Sum, d, *a, *b))
+                .collect::<Result<_>>()?;
+            if lo.len() > hi.len() {
+                next.push(lo[lo.len() - 1]);
+            }
+            vals = next;
+        }
+        Ok(vals[0])
+    }
+
+    /// [`fold_partials`](Self::fold_partials) of floats for a power-of-two `w`, in the same order,
+    /// on one vector: a load and `log2(w)` shuffles and adds instead of `w` loads and
+    /// `w - 1` scalar adds (less code to compile; the same sums bit for bit).
+    fn fold_partials_as_vector(
+        &mut self,
+        d: DType,
+        arr: PointerValue<'ctx>,
+        w: usize,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let t = self.compute_ty(d);
+        let vt = super::dot::vec_type(t, w);
+        let mut v = self.load_vec(vt, arr, d.size_bytes() as u32)?;
+        let i32t = self.ctx.i32_type();
+        let mut n = w;
+        while n > 1 {
+            n /= 2;
+            let pick = |from: usize| {
+                let idx: Vec<_> = (from..from + n)
+                    .map(|k| i32t.const_int(k as u64, false))
+                    .collect();
+                VectorType::const_vector(&idx)
+            };
+            let lo = self.b.build_shuffle_vector(v, v, pick(0), "")?;
+            let hi = self.b.build_shuffle_vector(v, v, pick(n), "")?;
+            v = self.b.build_float_add(lo, hi, "")?;
+            if let Some(i) = v.as_instruction() {
+                set_fmf(i, REASSOC_NSZ);
+            }
+        }
+        Ok(self.b.build_extract_element(v, i32t.const_zero(), "")?)
     }
 
     /// Makes the fused sums' results available (their `reduce` ops then emit nothing).

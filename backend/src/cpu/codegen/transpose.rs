@@ -14,7 +14,7 @@ use super::{Gen, Lv};
 use crate::llvm::Result;
 use inkwell::types::VectorType;
 use inkwell::values::{IntValue, PointerValue, VectorValue};
-use tritium_dsl::ir::{affine_lanes, DType, Op, Type, Value};
+use tritium_dsl::ir::{affine_lanes, Affine, DType, Op, Type, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Fills `buf` (row-major `ty`, of dtype `d`) with tile `v` by transposed blocks of up
@@ -55,7 +55,38 @@ impl<'ctx> Gen<'ctx, '_> {
     /// (no conversion), with both dims multiples of `lanes` (at least 4), in unchecked
     /// code.
     fn transposed_load(&self, v: Value, d: DType, lanes: usize) -> Option<Direct> {
-        if self.opts.bounds_check || lanes < 4 || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+        let t = self.ty(v);
+        let shape_ok = t.rank() == 2 && t.shape.iter().all(|n| n % lanes == 0);
+        if lanes < 4 || !shape_ok {
+            return None;
+        }
+        let (ptr, a) = self.unmasked_load(v, d)?;
+        let transposed = a.strides[0] == Some(1) && a.strides[1] != Some(1);
+        transposed.then_some(Direct {
+            ptr,
+            mask: None,
+            widened: a.widened,
+        })
+    }
+
+    /// `v` as a load whose lanes along its last axis are consecutive elements, all of them
+    /// accessed (no mask left), of dtype `d` in memory, in unchecked code: `w` lanes from
+    /// a multiple of `w` are one vector at the first one's pointer (given
+    /// [`run_holds`](Self::run_holds)).
+    pub(super) fn rows_load(&self, v: Value, d: DType) -> Option<Direct> {
+        let (ptr, a) = self.unmasked_load(v, d)?;
+        (a.strides.last() == Some(&Some(1))).then_some(Direct {
+            ptr,
+            mask: None,
+            widened: a.widened,
+        })
+    }
+
+    /// `v`'s pointer operand and lanes when `v` is a lazy, non-volatile load of dtype `d`
+    /// with no mask left (none, or one this copy of the code knows is all true), in
+    /// unchecked code, whose widened offsets can be checked at run time.
+    fn unmasked_load(&self, v: Value, d: DType) -> Option<(Value, Affine)> {
+        if self.opts.bounds_check || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
             return None;
         }
         let Op::Load {
@@ -64,19 +95,12 @@ impl<'ctx> Gen<'ctx, '_> {
         else {
             return None;
         };
-        let t = self.ty(v);
         let masked = mask.is_some_and(|m| !self.true_masks.contains(&m));
-        let shape_ok = t.rank() == 2 && t.shape.iter().all(|n| n % lanes == 0);
-        if masked || hints.volatile || t.dtype() != Some(d) || !shape_ok {
+        if masked || hints.volatile || self.ty(v).dtype() != Some(d) {
             return None;
         }
         let a = affine_lanes(self.f, &self.defs, *ptr)?;
-        let transposed = a.strides[0] == Some(1) && a.strides[1] != Some(1);
-        (transposed && a.is_checkable()).then_some(Direct {
-            ptr: *ptr,
-            mask: None,
-            widened: a.widened,
-        })
+        a.is_checkable().then_some((*ptr, a))
     }
 
     /// Rows `rb·W..` and columns `cb·W..` (`W = lanes`) of the buffer from the `W` column
