@@ -44,7 +44,7 @@ fn reference(x: &Array2<f32>, w: &Array1<f32>, b: &Array1<f32>, dy: &Array2<f32>
 }
 
 #[rstest]
-fn layer_norm_f32(#[values((1, 1), (17, 33), (4096, 781))] shape: (usize, usize)) {
+fn layer_norm_f32(#[values((1, 1), (17, 33), (4096, 781), (8, 2048))] shape: (usize, usize)) {
     let (rows, n) = shape;
     let x = Array2::from_shape_vec(shape, random_f32(rows * n, 13)).unwrap() * 3.0 + 0.5;
     let w = Array1::from(random_f32(n, 14));
@@ -115,4 +115,45 @@ fn layer_norm_f16(#[values((1, 1), (17, 33), (256, 781))] shape: (usize, usize))
     .unwrap();
     assert_close(&g.dx.mapv(f16::to_f32), &r.dx, 2e-2, 2e-2, "dx vs ndarray");
     assert_close(&g.db.mapv(f16::to_f32), &r.db, 1e-2, 5e-2, "db vs ndarray");
+}
+
+/// Rows longer than the block walk it in a loop (`off + arange(0, BLOCK)`): in the copy
+/// where the mask is all true the row's elements are read as runs of vectors, not gathered
+/// lane by lane (a gather per 8 lanes made full rows slower than partial ones).
+#[test]
+fn layer_norm_reads_full_blocks_as_vectors() {
+    use tritium_kernels::layer_norm::layer_norm_fwd;
+    let (rows, n) = (4, 2048);
+    let x = Array2::from_shape_vec((rows, n), random_f32(rows * n, 17)).unwrap();
+    let w = Array1::from(random_f32(n, 18));
+    let b = Array1::from(random_f32(n, 19));
+    let (mut y, mut mean, mut rstd) = (
+        Array2::<f32>::zeros((rows, n)),
+        Array1::<f32>::zeros(rows),
+        Array1::<f32>::zeros(rows),
+    );
+    let dumps = crate::common::dumps_of("layer-norm-runs", |options| {
+        layer_norm_fwd::launch_with(
+            &Device::cpu(),
+            rows,
+            options,
+            x.view(),
+            &mut y,
+            w.view(),
+            b.view(),
+            &mut mean,
+            &mut rstd,
+            n as i32,
+            n as i32,
+            EPS,
+            1024,
+        )
+        .unwrap()
+    });
+    let r = reference(&x, &w, &b, &Array2::zeros((rows, n)));
+    assert_close(&y, &r.y, 1e-4, 1e-4, "y");
+    assert!(
+        !dumps.get("opt.ll").contains("masked.gather"),
+        "a block of the row is gathered"
+    );
 }

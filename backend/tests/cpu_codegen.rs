@@ -1120,3 +1120,54 @@ fn sums_of_loop_carried_tiles_taken_in_the_last_write_match_interpreter() {
     check_carried_sum(f16::from_f64, |x: f16| x.to_f64());
     check_carried_sum(|x| (x * 1000.0) as i32, |x: i32| x as f64);
 }
+
+/// A masked load and store of `x + 128 + i8(off + j)`: in the copy where the mask is all
+/// true, the lanes are computed as one run from the first (plain vector accesses) when
+/// the run-time check proves the narrow offset does not wrap, and lane by lane (reading
+/// what they address) when it wraps inside the tile; a partial mask takes that copy too.
+#[test]
+fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
+    let f = trace("codegen_masked_run", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let off = scalar_param("off", DType::I32, 2, &Specialization::default());
+        let n = scalar_param("n", DType::I32, 3, &Specialization::default());
+        let j = arange(0, 32);
+        let mask = compare(j, CmpPred::Lt, n);
+        let cols = cast(off + j, DType::I8);
+        let v = load(x + 128 + cols, mask, 0);
+        store(out + j, v, mask);
+    });
+    // (off, n): no wrap, all lanes in; the i8 offsets wrap at lane 8; a partial mask.
+    for (off, n) in [(0, 32), (120, 32), (0, 20)] {
+        let make = || {
+            let x: Vec<f32> = (0..512).map(|i| i as f32).collect();
+            (x, vec![-1.0f32; 32])
+        };
+        let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
+            let mut args = KernelArgs::new();
+            args.ptr("x", &bufs.0[..]);
+            args.ptr("out", &mut bufs.1[..]);
+            args.scalar("off", off);
+            args.scalar("n", n);
+            args
+        });
+        assert_eq!(got.1, want.1, "off {off}, n {n}");
+    }
+    let dump = TempDir::new("codegen-run-dump");
+    let opts = CompileOptions {
+        dump_dir: Some(dump.path().to_path_buf()),
+        ..Default::default()
+    };
+    cpu::compile(f, &opts).unwrap();
+    let ll = std::fs::read_dir(dump.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .expect("an .ll dump");
+    assert!(
+        ll.contains("%lane.run"),
+        "the all-true copy computes no lane as a run"
+    );
+}

@@ -201,7 +201,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 Ok(())
             })
         };
-        self.versioned(mask, &mut |g| {
+        self.versioned(mask, (&[v], &[]), &mut |g| {
             if g.pack_transposed(v, d, buf, &ty, lanes, &mut lane_copy)? {
                 return Ok(());
             }

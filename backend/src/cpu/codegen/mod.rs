@@ -20,6 +20,7 @@ mod next_iteration;
 mod plan;
 mod prefetch;
 mod reduce;
+mod runs;
 mod scan;
 mod scopes;
 mod transpose;
@@ -82,6 +83,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     lazy: HashSet<Value>,
     /// Masks known to be all-true inside the current fast-path loop (see `versioned`).
     true_masks: HashSet<Value>,
+    /// Pointer tiles known there to be runs along their last axis (see `runs`).
+    runs: HashSet<Value>,
     roots: HashMap<Value, Vec<usize>>,
     /// Pointers made from integers (`Function::foreign_pointers`): checked against the
     /// launch's list of every buffer, which follows the race recorder's word in `ranges`.
@@ -182,6 +185,7 @@ pub(crate) fn generate<'ctx>(
         lv: HashMap::new(),
         lazy,
         true_masks: HashSet::new(),
+        runs: HashSet::new(),
         roots: f.pointer_roots(),
         foreign: f.foreign_pointers(),
         site_ids: HashMap::new(),
@@ -452,6 +456,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if self.true_masks.contains(&v) {
             return Ok(self.ctx.bool_type().const_all_ones().into());
         }
+        if self.runs.contains(&v) {
+            if let Some(p) = self.run_lane(v, idx)? {
+                return Ok(p);
+            }
+        }
         match self.lv.get(&v).copied() {
             Some(Lv::Scalar(s)) => Ok(s),
             Some(Lv::Buf(buf)) => {
@@ -498,7 +507,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     ) -> Result<()> {
         let elem = ty.elem;
         let mask = self.load_mask_in(v);
-        self.versioned(mask, &mut |g| {
+        self.versioned(mask, (&[v], &[]), &mut |g| {
             g.lane_loop(&ty.shape.clone(), &[], spread, &mut |g, idx| {
                 let x = g.lane(v, idx)?;
                 let s = g.to_storage(x, elem)?;
@@ -512,9 +521,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// Emits `emit` twice behind a test of whether every lane of `mask` is true: the fast
     /// copy treats the mask (and every memory op sharing it) as all-true, so full blocks
     /// get plain vector loads and stores; only partial blocks pay for masked accesses.
+    /// `roots` are the values `emit` evaluates and the pointer tiles it accesses itself:
+    /// the fast copy also requires their accessed pointer tiles that are runs along the
+    /// last axis not to wrap, and computes their lanes as runs (see `runs`).
     fn versioned(
         &mut self,
         mask: Option<Value>,
+        (roots, pointers): (&[Value], &[Value]),
         emit: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<()> {
         let Some(m) = mask.filter(|m| !self.true_masks.contains(m) && !self.ty(*m).is_scalar())
@@ -525,19 +538,24 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         // shape than the tile being filled (the fuzzer's seed 100106 indexed a [32] mask
         // with [16, 2] lanes).
         let mask_shape = self.ty(m).shape.clone();
-        let all = self.all_lanes_true(m, &mask_shape)?;
+        let mut all = self.all_lanes_true(m, &mask_shape)?;
+        // Every value computing the same lanes as `m` is all true in the fast copy.
+        let same = plan::equivalents(self.f, m);
+        let runs = self.runs_in(roots, pointers, &same);
+        for r in &runs {
+            let holds = self.run_holds(r)?;
+            all = self.b.build_and(all, holds, "")?;
+        }
         let fast = self.ctx.append_basic_block(self.func, "mask.full");
         let slow = self.ctx.append_basic_block(self.func, "mask.partial");
         let done = self.ctx.append_basic_block(self.func, "mask.done");
         self.b.build_conditional_branch(all, fast, slow)?;
         self.b.position_at_end(fast);
-        // Every value computing the same lanes as `m` is all true here too.
-        let same = plan::equivalents(self.f, m);
+        let (masks_before, runs_before) = (self.true_masks.clone(), self.runs.clone());
         self.true_masks.extend(same.iter().copied());
+        self.runs.extend(runs.iter().map(|r| r.ptr));
         let fast_result = emit(self);
-        for v in &same {
-            self.true_masks.remove(v);
-        }
+        (self.true_masks, self.runs) = (masks_before, runs_before);
         fast_result?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(slow);
@@ -601,7 +619,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     };
                     let sums = self.fused_sums(r)?;
                     let spread = self.spread_here(inst);
-                    self.versioned(mask, &mut |g| {
+                    let roots = match &inst.op {
+                        Op::Load { ptr, .. } => (vec![], vec![*ptr]),
+                        op => (op.operands(), vec![]),
+                    };
+                    self.versioned(mask, (&roots.0, &roots.1), &mut |g| {
                         g.lane_loop(&ty.shape.clone(), &sums, &spread, &mut |g, idx| {
                             let x = g.op_lane(inst, idx)?;
                             let s = g.to_storage(x, elem)?;

@@ -161,7 +161,7 @@ impl<'ctx> Gen<'ctx, '_> {
         // Accumulate. Full blocks of a masked load in `x` take the unmasked copy.
         let mask = self.load_mask_in(x);
         let lanes = self.partial_lanes(op, acc_d, &xt.shape, axis);
-        self.versioned(mask, &mut |g| match lanes {
+        self.versioned(mask, (&[x], &[]), &mut |g| match lanes {
             Some(w) => {
                 let acc = acc_buf.map(|ab| (ab, acc_ty.clone()));
                 let in_vectors = |g: &mut Self, rows: Option<Value>| {
