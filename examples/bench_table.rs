@@ -748,7 +748,7 @@ fn attention_rows(device: &Device, matmul_gflops: Option<f64>) {
             let scale = 1.0 / (d as f32).sqrt();
             let config = AttentionConfig {
                 causal,
-                ..AttentionConfig::default()
+                ..AttentionConfig::for_head_dim(d)
             };
             let rounds = if n >= 4096 { 3 } else { 8 };
             let [t_fused, t_unfused] = if half_inputs {

@@ -100,6 +100,37 @@ fn fused_attention_matches_softmax_attention() {
     }
 }
 
+/// The blocks the CPU benchmarks use per head dimension (128 query rows from `D = 128`),
+/// on the CPU against the f64 reference, causal and not, with a partial last block.
+#[test]
+fn attention_with_the_head_dim_blocks_matches_the_reference() {
+    for (n, d) in [(200, 128), (130, 64)] {
+        for causal in [false, true] {
+            let shape = (1, 1, n, d);
+            let (q, k, v) = (random4(shape, 4), random4(shape, 5), random4(shape, 6));
+            let scale = 1.0 / (d as f32).sqrt();
+            let f64s = |a: &Array4<f32>| a.mapv(f64::from);
+            let (want, _) = reference(&f64s(&q), &f64s(&k), &f64s(&v), scale as f64, causal);
+            let config = AttentionConfig {
+                causal,
+                ..AttentionConfig::for_head_dim(d)
+            };
+            assert_eq!(config.block_m, if d >= 128 { 128 } else { 64 });
+            let (out, _) = attention(
+                &tritium::Device::cpu(),
+                q.view(),
+                k.view(),
+                v.view(),
+                scale,
+                config,
+            )
+            .unwrap();
+            let what = format!("N={n} D={d} causal={causal}");
+            assert_close(&out, &want, 1e-4, 1e-5, &what);
+        }
+    }
+}
+
 #[test]
 fn attention_rejects_mismatched_shapes() {
     let q = random4((1, 1, 8, 16), 1);
