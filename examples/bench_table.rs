@@ -375,6 +375,38 @@ fn main() -> tritium::Result<()> {
         100.0 * gbps(sm_bytes, t_sm_nd) / bw_gbps
     );
 
+    // Softmax 4096 x 1000: every row is a partial block (the masked copy of the code),
+    // against ndarray and per element against the full rows above.
+    let c_odd = 1000;
+    let xo = Array2::from_shape_fn((r, c_odd), |(i, j)| ((i * 31 + j * 17) % 101) as f32 / 25.0);
+    let mut so = Array2::<f32>::zeros((r, c_odd));
+    let [t_odd, t_odd_nd, t_full] = interleaved(
+        rounds,
+        [
+            &mut || softmax_rows_into(&device, xo.view(), so.view_mut()).unwrap(),
+            &mut || {
+                let m = xo.map_axis(Axis(1), |row| row.fold(f32::NEG_INFINITY, |a, b| a.max(*b)));
+                let e = (&xo - &m.insert_axis(Axis(1))).mapv(f32::exp);
+                let s = e.sum_axis(Axis(1));
+                let _ = &e / &s.insert_axis(Axis(1));
+            },
+            &mut || softmax_rows_into(&device, xm.view(), sm_out.view_mut()).unwrap(),
+        ],
+    );
+    row(
+        "softmax 4096x1000 (ndarray)",
+        t_odd,
+        t_odd_nd,
+        gbps(2 * 4 * r * c_odd, t_odd),
+    );
+    let per_elem = |t: std::time::Duration, n: usize| t.as_secs_f64() * 1e9 / n as f64;
+    println!(
+        "{:<34} {:>11.3} ns per element; 4096x1024: {:.3} ns",
+        "  softmax 4096x1000",
+        per_elem(t_odd, r * c_odd),
+        per_elem(t_full, r * c)
+    );
+
     // Layer norm 4096 x 1024, into preallocated outputs (as the bandwidth loop's: a fresh
     // 16 MB output would cost page faults).
     let wv = Array1::from_shape_fn(c, |j| 1.0 + (j % 5) as f32 * 0.1);

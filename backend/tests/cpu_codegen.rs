@@ -1171,3 +1171,62 @@ fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
         "the all-true copy computes no lane as a run"
     );
 }
+
+/// The max of a masked row (`other` -1.5) reads the row as masked vector loads; a mask of
+/// aranges, splats and compares becomes one vector compare, any other mask (`j % 3`) is
+/// built lane by lane. Either way the result is the interpreter's, for an empty, a
+/// partial and a full mask.
+#[test]
+fn max_of_masked_rows_matches_interpreter() {
+    for every_third in [false, true] {
+        let f = trace("codegen_masked_row_max", || {
+            let x = ptr_param("x", DType::F32);
+            let out = ptr_param("out", DType::F32);
+            let n = scalar_param("n", DType::I32, 2, &Specialization::default());
+            let j = arange(0, 64);
+            let mut mask = compare(j, CmpPred::Lt, n);
+            if every_third {
+                mask &= compare(j % 3, CmpPred::Ne, 0);
+            }
+            let v = load(x + j, mask, -1.5f32);
+            store(out + arange(0, 1), reshape(v.max(0), [1]), NoArg);
+        });
+        for n in [0, 7, 40, 64] {
+            let make = || {
+                let x: Vec<f32> = (0..64).map(|i| ((i * 37) % 64) as f32 - 20.0).collect();
+                (x, vec![0.0f32; 1])
+            };
+            let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
+                let mut args = KernelArgs::new();
+                args.ptr("x", &bufs.0[..]);
+                args.ptr("out", &mut bufs.1[..]);
+                args.scalar("n", n);
+                args
+            });
+            assert_eq!(got.1, want.1, "n {n}, every third {every_third}");
+        }
+        let dump = TempDir::new("codegen-masked-max-dump");
+        let opts = CompileOptions {
+            dump_dir: Some(dump.path().to_path_buf()),
+            ..Default::default()
+        };
+        cpu::compile(f, &opts).unwrap();
+        let ll = std::fs::read_dir(dump.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll")
+            })
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .expect("an .ll dump");
+        assert!(
+            ll.contains("@llvm.masked.load.v32f32"),
+            "the partial rows are read lane by lane"
+        );
+        // The plain mask is one compare of an arange vector with a splat; the other is
+        // inserted lane by lane.
+        assert!(ll.contains("icmp slt <32 x i32>"), "no vector compare");
+        let by_lane = ll.contains("insertelement <32 x i1>");
+        assert_eq!(by_lane, every_third, "mask lanes inserted one by one");
+    }
+}

@@ -25,6 +25,7 @@ mod scan;
 mod scopes;
 mod transpose;
 mod types;
+mod vector_lanes;
 
 use crate::launch::checked::PARAM_WORDS;
 use crate::llvm::{CodegenError, Positioned, Result};

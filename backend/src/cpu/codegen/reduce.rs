@@ -164,7 +164,7 @@ impl<'ctx> Gen<'ctx, '_> {
         self.versioned(mask, (&[x], &[]), &mut |g| match lanes {
             Some(w) => {
                 let acc = acc_buf.map(|ab| (ab, acc_ty.clone()));
-                let in_vectors = |g: &mut Self, rows: Option<Value>| {
+                let in_vectors = |g: &mut Self, rows: RowSource| {
                     g.reduce_last_axis_in_vectors(
                         op,
                         x,
@@ -175,18 +175,24 @@ impl<'ctx> Gen<'ctx, '_> {
                         rows,
                     )
                 };
-                // A run of `w` lanes of a load along rows is one vector load (else the
-                // lanes are loaded one by one, which LLVM merges only in part and at a
-                // cost in compile time).
-                match g.rows_load(x, d).filter(|_| d == acc_d) {
-                    Some(rows) => {
+                // A run of `w` lanes of a load along rows is one vector load, masked when
+                // the mask is not known all true here (else the lanes are loaded one by
+                // one: LLVM merges unmasked ones only in part, masked ones not at all).
+                let source = match g.rows_load(x, d) {
+                    Some(rows) => Some((rows, RowSource::Vector(x))),
+                    None => g
+                        .masked_rows_load(x, d)
+                        .map(|(rows, mask, other)| (rows, RowSource::Masked { mask, other })),
+                };
+                match source.filter(|_| d == acc_d) {
+                    Some((rows, source)) => {
                         let ok = g.run_holds(&rows)?;
                         let ptr = rows.ptr;
-                        g.when_else(ok, &mut |g| in_vectors(g, Some(ptr)), &mut |g| {
-                            in_vectors(g, None)
+                        g.when_else(ok, &mut |g| in_vectors(g, source.at(ptr)), &mut |g| {
+                            in_vectors(g, RowSource::Lanes)
                         })
                     }
-                    None => in_vectors(g, None),
+                    None => in_vectors(g, RowSource::Lanes),
                 }
             }
             None => Ok(g.reduce_in_order(
@@ -338,9 +344,9 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// A reduction along the last axis with `w` partial accumulators in one LLVM vector:
     /// `w` consecutive lanes are combined with the vector at a time, and the vector is
-    /// reduced once per output lane. With `rows` (the pointer tile of a load of `x` whose
-    /// runs along the last axis are contiguous, `d == acc_d`) the `w` lanes are one vector
-    /// load; else they are computed one by one.
+    /// reduced once per output lane. `rows` says where the `w` lanes come from: one by
+    /// one, or (for a load of `x` whose runs along the last axis are contiguous, with
+    /// `d == acc_d`) one vector load, masked where the mask is not known all true.
     #[allow(clippy::too_many_arguments)]
     fn reduce_last_axis_in_vectors(
         &mut self,
@@ -353,7 +359,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Option<PointerValue<'ctx>>,
             Option<(PointerValue<'ctx>, Type)>,
         ),
-        rows: Option<Value>,
+        rows: RowSource,
     ) -> Result<()> {
         let outer = &shape[..shape.len() - 1];
         let k = shape[shape.len() - 1];
@@ -393,13 +399,24 @@ impl<'ctx> Gen<'ctx, '_> {
             let base =
                 g.b.build_int_mul(kk.as_basic_value().into_int_value(), g.i64c(w as u64), "")?;
             let v = match rows {
-                Some(ptr) => {
+                RowSource::Vector(ptr) => {
                     let mut idx = ridx.to_vec();
                     idx.push(base);
                     let p = g.lane(ptr, &idx)?.into_pointer_value();
                     g.load_vec(vt, p, d.size_bytes() as u32)?
                 }
-                None => {
+                RowSource::MaskedAt { ptr, mask, other } => {
+                    // Rank 1 (`masked_rows_load`): the lanes are `base..base + w`.
+                    let p = g.lane(ptr, &[base])?;
+                    let m = g.vector_lanes(mask, base, w)?;
+                    let o = g.vector_lanes(other, base, w)?;
+                    let align = g.ctx.i32_type().const_int(d.size_bytes() as u64, false);
+                    let args = [p, align.into(), m.into(), o.into()];
+                    let types = [vt.into(), p.get_type()];
+                    g.intrinsic("llvm.masked.load", &types, &args)?
+                        .into_vector_value()
+                }
+                RowSource::Lanes | RowSource::Masked { .. } => {
                     let mut v = vt.get_poison();
                     for j in 0..w {
                         let mut idx = ridx.to_vec();
@@ -769,6 +786,37 @@ impl<'ctx> Gen<'ctx, '_> {
             self.lv.insert(s.result, Lv::Scalar(v));
         }
         Ok(())
+    }
+}
+
+/// Where a reduction in vector partials takes its `w` lanes at a time.
+#[derive(Clone, Copy)]
+enum RowSource {
+    /// One by one.
+    Lanes,
+    /// One vector load at the run's lane (`rows_load`).
+    Vector(Value),
+    /// A masked load of a run whose mask and `other` lanes are known, before the run's
+    /// pointer is known to the caller.
+    Masked { mask: Value, other: Value },
+    /// The same at the run's pointer tile `ptr`.
+    MaskedAt {
+        ptr: Value,
+        mask: Value,
+        other: Value,
+    },
+}
+
+impl RowSource {
+    /// This source reading the run `ptr` (`Lanes` stays lane by lane).
+    fn at(self, ptr: Value) -> RowSource {
+        match self {
+            RowSource::Vector(_) => RowSource::Vector(ptr),
+            RowSource::Masked { mask, other } | RowSource::MaskedAt { mask, other, .. } => {
+                RowSource::MaskedAt { ptr, mask, other }
+            }
+            RowSource::Lanes => RowSource::Lanes,
+        }
     }
 }
 

@@ -82,6 +82,39 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
+    /// `v` as a rank-1 load whose lanes are consecutive elements and whose mask is not
+    /// known all true here, with its mask and `other` (the mask's lanes then select
+    /// between a masked vector load and `other`); in unchecked code.
+    pub(super) fn masked_rows_load(&self, v: Value, d: DType) -> Option<(Direct, Value, Value)> {
+        if self.opts.bounds_check || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+            return None;
+        }
+        let Op::Load {
+            ptr,
+            mask: Some(mask),
+            other: Some(other),
+            hints,
+        } = &self.defs.get(&v)?.op
+        else {
+            return None;
+        };
+        let t = self.ty(v);
+        if t.rank() != 1 || hints.volatile || t.dtype() != Some(d) {
+            return None;
+        }
+        let a = affine_lanes(self.f, &self.defs, *ptr)?;
+        let unit = a.strides.last() == Some(&Some(1));
+        (unit && a.is_checkable()).then_some((
+            Direct {
+                ptr: *ptr,
+                mask: None,
+                widened: a.widened,
+            },
+            *mask,
+            *other,
+        ))
+    }
+
     /// `v`'s pointer operand and lanes when `v` is a lazy, non-volatile load of dtype `d`
     /// with no mask left (none, or one this copy of the code knows is all true), in
     /// unchecked code, whose widened offsets can be checked at run time.
