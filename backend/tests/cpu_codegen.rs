@@ -1230,3 +1230,48 @@ fn max_of_masked_rows_matches_interpreter() {
         assert_eq!(by_lane, every_third, "mask lanes inserted one by one");
     }
 }
+
+/// The loops that pack a `dot`'s operands keep their rows rolled when they only copy (the
+/// rows are vectorized already; unrolling them doubled matmul's compile time), and may
+/// unroll when they convert (bf16 → f32, where unrolling pays).
+#[test]
+fn plain_operand_copies_keep_their_rows_rolled() {
+    let loop_hints = |dtype: DType| {
+        let f = trace("codegen_dot_packing", || {
+            let a = ptr_param("a", dtype);
+            let b = ptr_param("b", dtype);
+            let out = ptr_param("out", DType::F32);
+            let n = scalar_param("n", DType::I32, 3, &Specialization::default());
+            let rows = expand_dims(arange(0, 32), 1);
+            let mask = compare(rows, CmpPred::Lt, n);
+            let ta = load(a + offsets2(32, 32, 32), mask, 0);
+            let tb = load(b + offsets2(32, 32, 32), mask, 0);
+            store(
+                out + offsets2(32, 32, 32),
+                dot(ta, tb, zeros([32, 32], DType::F32)),
+                NoArg,
+            );
+        });
+        let dump = TempDir::new("codegen-packing-dump");
+        let opts = CompileOptions {
+            dump_dir: Some(dump.path().to_path_buf()),
+            ..Default::default()
+        };
+        cpu::compile(f, &opts).unwrap();
+        let ll = std::fs::read_dir(dump.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll")
+            })
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .expect("an .ll dump");
+        ll.matches("!llvm.loop").count()
+    };
+    let (plain, converted) = (loop_hints(DType::F32), loop_hints(DType::BF16));
+    // Two operands, each packed in a copy where the mask is all true and one where not.
+    assert!(
+        plain >= converted + 4,
+        "{plain} loop hints for f32 operands, {converted} for bf16"
+    );
+}

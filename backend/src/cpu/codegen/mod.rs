@@ -397,19 +397,46 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.loop_level(shape, &mut idx, body)
     }
 
+    /// [`loop_nest`](Self::loop_nest) whose outer loops LLVM may not unroll (the last
+    /// one it may): for copies whose rows are vectorized already, where unrolling the rows
+    /// only adds code to compile.
+    fn loop_nest_rows_rolled(
+        &mut self,
+        shape: &[usize],
+        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> Result<()>,
+    ) -> Result<()> {
+        let mut idx = Vec::with_capacity(shape.len());
+        self.loop_level_with(shape, &mut idx, LoopUnroll::Never, body)
+    }
+
     fn loop_level(
         &mut self,
         shape: &[usize],
         idx: &mut Vec<IntValue<'ctx>>,
         body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> Result<()>,
     ) -> Result<()> {
+        self.loop_level_with(shape, idx, LoopUnroll::Free, body)
+    }
+
+    /// One level of a loop nest: `outer` for every loop but the last, which is free.
+    fn loop_level_with(
+        &mut self,
+        shape: &[usize],
+        idx: &mut Vec<IntValue<'ctx>>,
+        outer: LoopUnroll,
+        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> Result<()>,
+    ) -> Result<()> {
         if idx.len() == shape.len() {
             return body(self, idx);
         }
         let n = shape[idx.len()];
-        self.counted_loop(n, LoopUnroll::Free, &mut |g, i| {
+        let unroll = match idx.len() + 1 == shape.len() {
+            true => LoopUnroll::Free,
+            false => outer,
+        };
+        self.counted_loop(n, unroll, &mut |g, i| {
             idx.push(i);
-            g.loop_level(shape, idx, body)?;
+            g.loop_level_with(shape, idx, outer, body)?;
             idx.pop();
             Ok(())
         })
