@@ -65,7 +65,7 @@ pub(crate) fn compiled(
 }
 
 /// Compiles (or loads from the disk cache) one traced function. Every call compiles: the
-/// in-memory cache is [`launch`](crate::launch)'s.
+/// in-memory cache (`cpu::compiled`, one slot per kernel) is the launch's.
 pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     let target = HostCpu {
         bounds_check: options.bounds_check || options.race_check,

@@ -2,7 +2,7 @@
 //!
 //! It defines what a kernel means; the compiled backends must agree with it (bit for bit
 //! on integers, within a tolerance on floats). `TRITIUM_INTERPRET=1` or
-//! [`Device::Interpreter`](crate::launch::Device::Interpreter) runs launches through it.
+//! [`Device::Interpreter`](crate::Device::Interpreter) runs launches through it.
 //!
 //! # Semantics
 //!
@@ -24,7 +24,7 @@
 //!   argmax/argmin give the first index and ignore NaN unless the lane is all NaN → 0).
 //! - Memory: every active lane is checked against the pointer arguments' byte ranges (and
 //!   writability for stores and atomics) before the op touches memory; a fault is
-//!   [`Error::Runtime`](crate::Error::Runtime) naming the op's `file:line:col`, the
+//!   [`Error::Runtime`] naming the op's `file:line:col`, the
 //!   address, the lane and the buffers. Masked-off lanes touch nothing; atomics run lane
 //!   by lane in row-major order and give 0 on masked-off lanes.
 //! - `for` with step 0 is a runtime error; loops otherwise run as written.

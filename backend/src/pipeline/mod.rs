@@ -1,5 +1,5 @@
-//! What every target's compile shares. One [`compile`](compile::compile) serves the host
-//! CPU, NVPTX and the CUDA emulator through the [`Target`](target::Target) trait:
+//! What every target's compile shares. One `compile::compile` serves the host
+//! CPU, NVPTX and the CUDA emulator through the `target::Target` trait:
 //!
 //! - `target`: what differs between targets (key, machine, generate, passes, emit, decode);
 //! - `compile`: the one compile (key → dumps → disk cache → LLVM → cache → decode → stats);

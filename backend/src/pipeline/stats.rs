@@ -31,7 +31,7 @@ impl CompileStats {
 
 /// Where compile time went, summed over every compile of every target: tracing (every
 /// launch that traces, the interpreter's included), then the phases of
-/// [`compile`](super::compile::compile) in order.
+/// `pipeline::compile::compile` in order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PhaseTimes {
     /// Running the kernel's Rust body to build and verify its IR.
