@@ -259,6 +259,14 @@ fn isolation_rows() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Row softmax the straightforward ndarray way (the baseline of the softmax rows).
+fn ndarray_softmax(x: &Array2<f32>) -> Array2<f32> {
+    let m = x.map_axis(Axis(1), |row| row.fold(f32::NEG_INFINITY, |a, b| a.max(*b)));
+    let e = (x - &m.insert_axis(Axis(1))).mapv(f32::exp);
+    let s = e.sum_axis(Axis(1));
+    &e / &s.insert_axis(Axis(1))
+}
+
 /// The argument that makes this example [`cold_compile_child`].
 const COLD_CHILD: &str = "--cold-compile-child";
 
@@ -351,10 +359,7 @@ fn main() -> tritium::Result<()> {
         [
             &mut || softmax_rows_into(&device, xm.view(), sm_out.view_mut()).unwrap(),
             &mut || {
-                let m = xm.map_axis(Axis(1), |row| row.fold(f32::NEG_INFINITY, |a, b| a.max(*b)));
-                let e = (&xm - &m.insert_axis(Axis(1))).mapv(f32::exp);
-                let s = e.sum_axis(Axis(1));
-                let _ = &e / &s.insert_axis(Axis(1));
+                ndarray_softmax(&xm);
             },
             &mut bw,
         ],
@@ -385,10 +390,7 @@ fn main() -> tritium::Result<()> {
         [
             &mut || softmax_rows_into(&device, xo.view(), so.view_mut()).unwrap(),
             &mut || {
-                let m = xo.map_axis(Axis(1), |row| row.fold(f32::NEG_INFINITY, |a, b| a.max(*b)));
-                let e = (&xo - &m.insert_axis(Axis(1))).mapv(f32::exp);
-                let s = e.sum_axis(Axis(1));
-                let _ = &e / &s.insert_axis(Axis(1));
+                ndarray_softmax(&xo);
             },
             &mut || softmax_rows_into(&device, xm.view(), sm_out.view_mut()).unwrap(),
         ],

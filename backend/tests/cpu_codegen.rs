@@ -50,6 +50,23 @@ fn both<B>(
     (got, want)
 }
 
+/// The `.ll` dump (before LLVM's passes) of `f` compiled for the CPU, in a fresh directory
+/// named after `what`.
+fn unoptimized_ll(f: Function, what: &str) -> String {
+    let dump = TempDir::new(what);
+    let opts = CompileOptions {
+        dump_dir: Some(dump.path().to_path_buf()),
+        ..Default::default()
+    };
+    cpu::compile(f, &opts).unwrap();
+    std::fs::read_dir(dump.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .expect("an .ll dump")
+}
+
 /// A `[rows, cols]` tile of row-major offsets with row stride `stride`.
 fn offsets2(rows: usize, cols: usize, stride: usize) -> Tile {
     expand_dims(arange(0, rows), 1) * stride as i32 + expand_dims(arange(0, cols), 0)
@@ -316,18 +333,7 @@ fn check_transposed_dot<T: Element + Copy + Default>(
     );
     let f64s = |v: &[T]| v.iter().map(|x| back(*x)).collect::<Vec<_>>();
     assert_close(&f64s(&got.2), &f64s(&want.2), 1e-5, &what);
-    let dump = TempDir::new("codegen-dump");
-    let opts = CompileOptions {
-        dump_dir: Some(dump.path().to_path_buf()),
-        ..Default::default()
-    };
-    cpu::compile(f, &opts).unwrap();
-    let ll = std::fs::read_dir(dump.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll"))
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .expect("an .ll dump");
+    let ll = unoptimized_ll(f, "codegen-dump");
     ll.contains("%transposed")
 }
 
@@ -1154,18 +1160,7 @@ fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
         });
         assert_eq!(got.1, want.1, "off {off}, n {n}");
     }
-    let dump = TempDir::new("codegen-run-dump");
-    let opts = CompileOptions {
-        dump_dir: Some(dump.path().to_path_buf()),
-        ..Default::default()
-    };
-    cpu::compile(f, &opts).unwrap();
-    let ll = std::fs::read_dir(dump.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll"))
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .expect("an .ll dump");
+    let ll = unoptimized_ll(f, "codegen-run-dump");
     assert!(
         ll.contains("%lane.run"),
         "the all-true copy computes no lane as a run"
@@ -1205,20 +1200,7 @@ fn max_of_masked_rows_matches_interpreter() {
             });
             assert_eq!(got.1, want.1, "n {n}, every third {every_third}");
         }
-        let dump = TempDir::new("codegen-masked-max-dump");
-        let opts = CompileOptions {
-            dump_dir: Some(dump.path().to_path_buf()),
-            ..Default::default()
-        };
-        cpu::compile(f, &opts).unwrap();
-        let ll = std::fs::read_dir(dump.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll")
-            })
-            .map(|p| std::fs::read_to_string(p).unwrap())
-            .expect("an .ll dump");
+        let ll = unoptimized_ll(f, "codegen-masked-max-dump");
         assert!(
             ll.contains("@llvm.masked.load.v32f32"),
             "the partial rows are read lane by lane"
@@ -1252,20 +1234,7 @@ fn plain_operand_copies_keep_their_rows_rolled() {
                 NoArg,
             );
         });
-        let dump = TempDir::new("codegen-packing-dump");
-        let opts = CompileOptions {
-            dump_dir: Some(dump.path().to_path_buf()),
-            ..Default::default()
-        };
-        cpu::compile(f, &opts).unwrap();
-        let ll = std::fs::read_dir(dump.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll")
-            })
-            .map(|p| std::fs::read_to_string(p).unwrap())
-            .expect("an .ll dump");
+        let ll = unoptimized_ll(f, "codegen-packing-dump");
         ll.matches("!llvm.loop").count()
     };
     let (plain, converted) = (loop_hints(DType::F32), loop_hints(DType::BF16));

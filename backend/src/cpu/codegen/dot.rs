@@ -332,7 +332,8 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(v.into_vector_value())
     }
 
-    fn splat(
+    /// `lanes` copies of the scalar `x` in a vector of type `vt`.
+    pub(super) fn splat(
         &self,
         x: BasicValueEnum<'ctx>,
         vt: VectorType<'ctx>,

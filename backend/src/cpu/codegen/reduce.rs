@@ -10,7 +10,7 @@
 use super::{Gen, Lv};
 use crate::llvm::{Positioned, Result};
 use inkwell::types::{BasicType, VectorType};
-use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue};
+use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue, VectorValue};
 use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
 
 /// LLVM fast-math flags: reassociation and no signed zeros.
@@ -372,19 +372,7 @@ impl<'ctx> Gen<'ctx, '_> {
         } else {
             inkwell::FloatPredicate::OLT
         };
-        let splat = {
-            let zeros = vec![self.ctx.i32_type().const_zero(); w];
-            let undef = vt.get_poison();
-            let v =
-                self.b
-                    .build_insert_element(undef, init, self.ctx.i32_type().const_zero(), "")?;
-            self.b.build_shuffle_vector(
-                v,
-                undef,
-                inkwell::types::VectorType::const_vector(&zeros),
-                "",
-            )?
-        };
+        let splat = self.splat(init.into(), vt, w)?;
         self.loop_nest(outer, &mut |g, ridx| {
             let i64t = g.ctx.i64_type();
             let pre = g.b.current_block()?;
@@ -479,28 +467,13 @@ impl<'ctx> Gen<'ctx, '_> {
             }?;
             // Halve the vector until one lane is left (the partials are never NaN, so the
             // comparison form is exact), then fold that lane in.
-            let mut part = next_acc;
-            let mut n = w;
-            while n > 1 {
-                n /= 2;
-                let i32t = g.ctx.i32_type();
-                let pick = |from: usize| {
-                    let idx: Vec<_> = (from..from + n)
-                        .map(|k| i32t.const_int(k as u64, false))
-                        .collect();
-                    inkwell::types::VectorType::const_vector(&idx)
-                };
-                let lo = g.b.build_shuffle_vector(part, part, pick(0), "")?;
-                let hi = g.b.build_shuffle_vector(part, part, pick(n), "")?;
+            let lane = g.fold_halves(next_acc, w, &mut |g, lo, hi| {
                 let better = g.b.build_float_compare(pred, hi, lo, "")?;
                 let picked = g.b.build_select(better, hi, lo, "")?;
-                part = g
-                    .emit()
+                Ok(g.emit()
                     .order_signed_zeros(is_max, hi.into(), lo.into(), picked)?
-                    .into_vector_value();
-            }
-            let lane =
-                g.b.build_extract_element(part, g.ctx.i32_type().const_zero(), "")?;
+                    .into_vector_value())
+            })?;
             r = g.combine(op, acc_d, r, lane)?;
             // The partials start at the identity (±inf), so a lane holding only NaN (which
             // must give NaN) ends there too: in that rare case, look at the lane again.
@@ -757,7 +730,29 @@ impl<'ctx> Gen<'ctx, '_> {
     ) -> Result<BasicValueEnum<'ctx>> {
         let t = self.compute_ty(d);
         let vt = super::dot::vec_type(t, w);
-        let mut v = self.load_vec(vt, arr, d.size_bytes() as u32)?;
+        let v = self.load_vec(vt, arr, d.size_bytes() as u32)?;
+        self.fold_halves(v, w, &mut |g, lo, hi| {
+            let sum = g.b.build_float_add(lo, hi, "")?;
+            if let Some(i) = sum.as_instruction() {
+                set_fmf(i, REASSOC_NSZ);
+            }
+            Ok(sum)
+        })
+    }
+
+    /// Lane 0 of the power-of-two-wide vector `v` (`w` lanes) halved until one lane is
+    /// left: at each step lanes `j` and `j + n` of the `2n` left are combined into lane
+    /// `j` by `combine(low half, high half)`.
+    fn fold_halves(
+        &mut self,
+        mut v: VectorValue<'ctx>,
+        w: usize,
+        combine: &mut dyn FnMut(
+            &mut Self,
+            VectorValue<'ctx>,
+            VectorValue<'ctx>,
+        ) -> Result<VectorValue<'ctx>>,
+    ) -> Result<BasicValueEnum<'ctx>> {
         let i32t = self.ctx.i32_type();
         let mut n = w;
         while n > 1 {
@@ -770,10 +765,7 @@ impl<'ctx> Gen<'ctx, '_> {
             };
             let lo = self.b.build_shuffle_vector(v, v, pick(0), "")?;
             let hi = self.b.build_shuffle_vector(v, v, pick(n), "")?;
-            v = self.b.build_float_add(lo, hi, "")?;
-            if let Some(i) = v.as_instruction() {
-                set_fmf(i, REASSOC_NSZ);
-            }
+            v = combine(self, lo, hi)?;
         }
         Ok(self.b.build_extract_element(v, i32t.const_zero(), "")?)
     }

@@ -53,13 +53,18 @@ impl<'ctx> Gen<'ctx, '_> {
             .collect()
     }
 
-    /// `ptr` as a lazy pointer tile whose last axis has unit stride, with checkable
-    /// widened offsets.
+    /// `ptr` as a lazy pointer tile that is a run along its last axis.
     fn run_along_rows(&self, ptr: Value) -> Option<Direct> {
         let lazy = matches!(self.lv.get(&ptr), Some(Lv::Lazy));
         if !lazy || self.ty(ptr).rank() == 0 {
             return None;
         }
+        self.row_run(ptr)
+    }
+
+    /// `ptr` as a pointer tile whose last axis has unit stride (`dsl::ir::affine`), with
+    /// widened offsets that [`run_holds`](Self::run_holds) can check.
+    pub(super) fn row_run(&self, ptr: Value) -> Option<Direct> {
         let a = affine_lanes(self.f, &self.defs, ptr)?;
         let unit = a.strides.last() == Some(&Some(1));
         (unit && a.is_checkable()).then_some(Direct {

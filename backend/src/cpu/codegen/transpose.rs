@@ -74,66 +74,56 @@ impl<'ctx> Gen<'ctx, '_> {
     /// a multiple of `w` are one vector at the first one's pointer (given
     /// [`run_holds`](Self::run_holds)).
     pub(super) fn rows_load(&self, v: Value, d: DType) -> Option<Direct> {
-        let (ptr, a) = self.unmasked_load(v, d)?;
-        (a.strides.last() == Some(&Some(1))).then_some(Direct {
-            ptr,
-            mask: None,
-            widened: a.widened,
-        })
+        let (ptr, mask, _) = self.plain_load(v, d)?;
+        self.all_true(mask).then(|| self.row_run(ptr)).flatten()
     }
 
     /// `v` as a rank-1 load whose lanes are consecutive elements and whose mask is not
     /// known all true here, with its mask and `other` (the mask's lanes then select
     /// between a masked vector load and `other`); in unchecked code.
     pub(super) fn masked_rows_load(&self, v: Value, d: DType) -> Option<(Direct, Value, Value)> {
-        if self.opts.bounds_check || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
-            return None;
-        }
-        let Op::Load {
-            ptr,
-            mask: Some(mask),
-            other: Some(other),
-            hints,
-        } = &self.defs.get(&v)?.op
-        else {
+        let (ptr, Some(mask), Some(other)) = self.plain_load(v, d)? else {
             return None;
         };
-        let t = self.ty(v);
-        if t.rank() != 1 || hints.volatile || t.dtype() != Some(d) {
-            return None;
-        }
-        let a = affine_lanes(self.f, &self.defs, *ptr)?;
-        let unit = a.strides.last() == Some(&Some(1));
-        (unit && a.is_checkable()).then_some((
-            Direct {
-                ptr: *ptr,
-                mask: None,
-                widened: a.widened,
-            },
-            *mask,
-            *other,
-        ))
+        (self.ty(v).rank() == 1)
+            .then(|| self.row_run(ptr))
+            .flatten()
+            .map(|run| (run, mask, other))
     }
 
     /// `v`'s pointer operand and lanes when `v` is a lazy, non-volatile load of dtype `d`
     /// with no mask left (none, or one this copy of the code knows is all true), in
     /// unchecked code, whose widened offsets can be checked at run time.
     fn unmasked_load(&self, v: Value, d: DType) -> Option<(Value, Affine)> {
+        let (ptr, mask, _) = self.plain_load(v, d)?;
+        if !self.all_true(mask) {
+            return None;
+        }
+        let a = affine_lanes(self.f, &self.defs, ptr)?;
+        a.is_checkable().then_some((ptr, a))
+    }
+
+    /// The pointer, mask and `other` of `v` when it is a lazy, non-volatile load of dtype
+    /// `d` in memory, in unchecked code.
+    fn plain_load(&self, v: Value, d: DType) -> Option<(Value, Option<Value>, Option<Value>)> {
         if self.opts.bounds_check || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
             return None;
         }
         let Op::Load {
-            ptr, mask, hints, ..
+            ptr,
+            mask,
+            other,
+            hints,
         } = &self.defs.get(&v)?.op
         else {
             return None;
         };
-        let masked = mask.is_some_and(|m| !self.true_masks.contains(&m));
-        if masked || hints.volatile || self.ty(v).dtype() != Some(d) {
-            return None;
-        }
-        let a = affine_lanes(self.f, &self.defs, *ptr)?;
-        a.is_checkable().then_some((*ptr, a))
+        (!hints.volatile && self.ty(v).dtype() == Some(d)).then_some((*ptr, *mask, *other))
+    }
+
+    /// No mask, or one this copy of the code knows is all true.
+    fn all_true(&self, mask: Option<Value>) -> bool {
+        mask.is_none_or(|m| self.true_masks.contains(&m))
     }
 
     /// Rows `rb·W..` and columns `cb·W..` (`W = lanes`) of the buffer from the `W` column

@@ -34,15 +34,7 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// `w` copies of the scalar `x`.
     fn splat_vector(&self, x: BasicValueEnum<'ctx>, w: usize) -> Result<VectorValue<'ctx>> {
-        let vt = super::dot::vec_type(x.get_type(), w);
-        let i32t = self.ctx.i32_type();
-        let one = self
-            .b
-            .build_insert_element(vt.get_poison(), x, i32t.const_zero(), "")?;
-        let zeros = VectorType::const_vector(&vec![i32t.const_zero(); w]);
-        Ok(self
-            .b
-            .build_shuffle_vector(one, vt.get_poison(), zeros, "")?)
+        self.splat(x, super::dot::vec_type(x.get_type(), w), w)
     }
 
     /// [`vector_lanes`](Self::vector_lanes) when `v` is made of the ops it knows.
