@@ -13,8 +13,10 @@ use inkwell::types::{BasicType, VectorType};
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue, VectorValue};
 use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
 
-/// LLVM fast-math flags: reassociation and no signed zeros.
-const REASSOC_NSZ: u32 = 1 | 8;
+/// LLVM fast-math flags: reassociation only. Not `nsz`: sums start from +0 on every
+/// target, so a sum of -0 lanes is +0, and `nsz` lets LLVM drop the +0 start and return -0
+/// (fuzzer seed 3711397, `fuzz/cases/cpu_sum_of_negative_zeros.tir`).
+const REASSOC: u32 = 1;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// An `alloca` in the function's entry block (promoted to a register by mem2reg).
@@ -89,7 +91,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     .b
                     .build_float_add(acc.into_float_value(), x.into_float_value(), "")?;
                 if let Some(i) = v.as_instruction() {
-                    set_fmf(i, REASSOC_NSZ);
+                    set_fmf(i, REASSOC);
                 }
                 Ok(v.into())
             }
@@ -734,7 +736,7 @@ impl<'ctx> Gen<'ctx, '_> {
         self.fold_halves(v, w, &mut |g, lo, hi| {
             let sum = g.b.build_float_add(lo, hi, "")?;
             if let Some(i) = sum.as_instruction() {
-                set_fmf(i, REASSOC_NSZ);
+                set_fmf(i, REASSOC);
             }
             Ok(sum)
         })
