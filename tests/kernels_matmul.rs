@@ -251,6 +251,45 @@ fn autotuned_matmul_matches_ndarray() {
     }
 }
 
+/// `matmul_into` writes `a @ b` into a strided view of a larger array, leaving the rest of
+/// it alone, and an output of the wrong shape is an error that names both shapes.
+#[test]
+fn matmul_into_writes_a_strided_view_and_checks_its_shape() {
+    use ndarray::s;
+    use tritium_kernels::matmul::matmul_into;
+    let (m, n, k) = (37, 21, 19);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 41)).unwrap();
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 42)).unwrap();
+    let mut big = Array2::<f32>::from_elem((m + 3, 2 * n), -7.0);
+    matmul_into(
+        &Device::cpu(),
+        a.view(),
+        b.view(),
+        big.slice_mut(s![1..m + 1, ..;2]),
+    )
+    .unwrap();
+    assert_close(
+        &big.slice(s![1..m + 1, ..;2]).to_owned(),
+        &a.dot(&b),
+        1e-4,
+        1e-4,
+        "into a strided view",
+    );
+    let untouched = big.iter().filter(|x| **x == -7.0).count();
+    assert_eq!(
+        untouched,
+        (m + 3) * 2 * n - m * n,
+        "elements outside the view"
+    );
+    let mut wrong = Array2::<f32>::zeros((m, n + 1));
+    let err = matmul_into(&Device::cpu(), a.view(), b.view(), wrong.view_mut()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("37×22") && msg.contains("37×21"),
+        "the error names both shapes: {msg}"
+    );
+}
+
 /// Tutorial 08's grouped GEMM: problems of different, ragged shapes (a transposed and a
 /// strided input among them) in one launch, every tile once, f32 and f16, on every device,
 /// unchecked and checked, against ndarray.

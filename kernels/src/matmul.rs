@@ -1,6 +1,6 @@
 //! Triton tutorial 03: blocked matrix multiplication with f32 accumulation.
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use tritium::prelude::*;
 
 /// `c = a @ b` for row-major strided matrices; one `BM × BN` block of `c` per program,
@@ -89,24 +89,45 @@ fn product<T: Float, O: Float + Default>(
     kernel: &str,
     a: ArrayView2<T>,
     b: ArrayView2<T>,
-    launch: impl FnOnce(&mut Array2<O>, [i32; 9]) -> tritium::Result<()>,
+    launch: impl FnOnce(ArrayViewMut2<O>, [i32; 9]) -> tritium::Result<()>,
 ) -> tritium::Result<Array2<O>> {
-    let ((m, k), (k2, n)) = (a.dim(), b.dim());
-    if k != k2 {
-        return Err(tritium::Error::Launch {
-            kernel: kernel.into(),
-            message: format!("inner dimensions differ: a is {m}×{k}, b is {k2}×{n}"),
-        });
-    }
+    let (m, n) = (a.nrows(), b.ncols());
     let mut c = Array2::from_elem((m, n), O::default());
+    product_into(kernel, a, b, c.view_mut(), launch)?;
+    Ok(c)
+}
+
+/// [`product`] into `c`, which must be `m × n` (any strides).
+fn product_into<T: Float, O: Float>(
+    kernel: &str,
+    a: ArrayView2<T>,
+    b: ArrayView2<T>,
+    c: ArrayViewMut2<O>,
+    launch: impl FnOnce(ArrayViewMut2<O>, [i32; 9]) -> tritium::Result<()>,
+) -> tritium::Result<()> {
+    let ((m, k), (k2, n)) = (a.dim(), b.dim());
+    let error = |message: String| tritium::Error::Launch {
+        kernel: kernel.into(),
+        message,
+    };
+    if k != k2 {
+        return Err(error(format!(
+            "inner dimensions differ: a is {m}×{k}, b is {k2}×{n}"
+        )));
+    }
+    if c.dim() != (m, n) {
+        let (cm, cn) = c.dim();
+        return Err(error(format!(
+            "the output is {cm}×{cn}, a @ b is {m}×{n} (a is {m}×{k}, b is {k}×{n})"
+        )));
+    }
     let (sa, sb, sc) = (a.strides(), b.strides(), c.strides());
     let sizes = [m, n, k].map(|d| d as i32);
     let strides = [sa[0], sa[1], sb[0], sb[1], sc[0], sc[1]].map(|s| s as i32);
     let mut all = [0i32; 9];
     all[..3].copy_from_slice(&sizes);
     all[3..].copy_from_slice(&strides);
-    launch(&mut c, all)?;
-    Ok(c)
+    launch(c, all)
 }
 
 /// `a @ b` through the [`matmul`] kernel, output dtype `O`.
@@ -220,10 +241,25 @@ pub fn matmul_autotuned<T: Float, O: Float + Default>(
     a: ArrayView2<T>,
     b: ArrayView2<T>,
 ) -> tritium::Result<Array2<O>> {
-    product(
+    let mut c = Array2::from_elem((a.nrows(), b.ncols()), O::default());
+    matmul_into(device, a, b, c.view_mut())?;
+    Ok(c)
+}
+
+/// [`matmul_autotuned`] into an existing `m × n` output `c` (any strides; it may not
+/// overlap `a` or `b`), as a Triton user passes a preallocated `c`: no allocation per
+/// product. An output of another shape is an error naming both.
+pub fn matmul_into<T: Float, O: Float>(
+    device: &Device,
+    a: ArrayView2<T>,
+    b: ArrayView2<T>,
+    c: ArrayViewMut2<O>,
+) -> tritium::Result<()> {
+    product_into(
         "matmul",
         a,
         b,
+        c,
         |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
             let grid = |meta: &matmul::Meta| {
                 [

@@ -35,6 +35,22 @@ pub struct OpenBlas {
 }
 
 impl OpenBlas {
+    /// Makes OpenBLAS's idle threads sleep at once after a call: by default they spin on
+    /// `sched_yield` for about 2^28 cycles, which on a small machine takes cores from
+    /// whatever runs next (`sched_yield` was 20% of a profile of matmul timed alternately
+    /// with `cblas_sgemm` on 2 cores). OpenBLAS reads `OPENBLAS_THREAD_TIMEOUT` when it
+    /// is loaded; a value the user set is kept.
+    ///
+    /// # Safety
+    ///
+    /// Sets an environment variable: call it while the process has one thread (first in
+    /// `main`), before [`load`](Self::load).
+    pub unsafe fn sleep_idle_threads() {
+        if std::env::var_os("OPENBLAS_THREAD_TIMEOUT").is_none() {
+            std::env::set_var("OPENBLAS_THREAD_TIMEOUT", "4");
+        }
+    }
+
     /// Loads `libopenblas.so.0` (or `libopenblas.so`); the error says what to install.
     pub fn load() -> Result<OpenBlas, String> {
         let mut why = String::new();
