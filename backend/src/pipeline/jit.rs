@@ -157,5 +157,8 @@ pub(crate) fn load(object: &[u8], symbol: &str) -> Result<usize, String> {
         return Err(format!("symbol {symbol} resolved to null"));
     }
     jit.loaded.insert(symbol.to_string(), addr);
+    if super::perf_map::enabled() {
+        super::perf_map::append(&super::perf_map::entries(object, symbol, addr));
+    }
     Ok(addr)
 }

@@ -8,6 +8,7 @@
 //! - `link`: linking user and builtin custom-op bitcode into a kernel module;
 //! - `signature`: custom calls checked against the C++ signature records of `tritium-build`;
 //! - `jit`: loading objects into the process (one ORC LLJIT);
+//! - `perf_map`: `/tmp/perf-<pid>.map` entries naming loaded kernels for `perf` (`TRITIUM_PERF_MAP`);
 //! - `host`: the host target machine (the CPU backend and the CUDA emulator);
 //! - `dump`: kernel symbols and dump files;
 //! - `version`: the versions of generated code in every cache key;
@@ -22,6 +23,7 @@ pub(crate) mod jit;
 pub(crate) mod link;
 pub(crate) mod once;
 pub(crate) mod options;
+pub(crate) mod perf_map;
 pub(crate) mod signature;
 pub(crate) mod stats;
 pub(crate) mod target;
