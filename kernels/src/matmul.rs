@@ -91,10 +91,14 @@ fn product<T: Float, O: Float + Default>(
     b: ArrayView2<T>,
     launch: impl FnOnce(ArrayViewMut2<O>, [i32; 9]) -> tritium::Result<()>,
 ) -> tritium::Result<Array2<O>> {
-    let (m, n) = (a.nrows(), b.ncols());
-    let mut c = Array2::from_elem((m, n), O::default());
+    let mut c = output(&a, &b);
     product_into(kernel, a, b, c.view_mut(), launch)?;
     Ok(c)
+}
+
+/// A new output for `a @ b` (`a`'s rows, `b`'s columns).
+fn output<T, O: Float + Default>(a: &ArrayView2<T>, b: &ArrayView2<T>) -> Array2<O> {
+    Array2::from_elem((a.nrows(), b.ncols()), O::default())
 }
 
 /// [`product`] into `c`, which must be `m × n` (any strides).
@@ -241,7 +245,7 @@ pub fn matmul_autotuned<T: Float, O: Float + Default>(
     a: ArrayView2<T>,
     b: ArrayView2<T>,
 ) -> tritium::Result<Array2<O>> {
-    let mut c = Array2::from_elem((a.nrows(), b.ncols()), O::default());
+    let mut c = output(&a, &b);
     matmul_into(device, a, b, c.view_mut())?;
     Ok(c)
 }

@@ -16,13 +16,16 @@ fn has_symbol(object: &[u8], symbol: &str) -> bool {
     let Ok(file) = buf.create_object_file() else {
         return false;
     };
-    let found = file.get_symbols().any(|s| {
-        s.get_name().is_some_and(|n| {
-            n.to_bytes().strip_prefix(b"_").unwrap_or(n.to_bytes()) == symbol.as_bytes()
-                || n.to_bytes() == symbol.as_bytes()
-        })
-    });
+    let found = file
+        .get_symbols()
+        .any(|s| s.get_name().is_some_and(|n| names(n.to_bytes(), symbol)));
     found
+}
+
+/// Whether an object's symbol `name` is `symbol`, with or without the platform's `_`
+/// prefix.
+pub(super) fn names(name: &[u8], symbol: &str) -> bool {
+    name == symbol.as_bytes() || name.strip_prefix(b"_") == Some(symbol.as_bytes())
 }
 
 struct Jit {

@@ -80,12 +80,8 @@ pub(crate) fn entries(object: &[u8], entry: &str, entry_addr: usize) -> Vec<Entr
         LLVMDisposeBinary(bin);
         LLVMDisposeMemoryBuffer(buf);
     }
-    let strip = |n: &str| n.strip_prefix('_').unwrap_or(n).to_string();
-    let Some((_, at, _, section)) = symbols
-        .iter()
-        .find(|(n, ..)| n == entry || strip(n) == entry)
-        .cloned()
-    else {
+    let is_entry = |n: &str| super::jit::names(n.as_bytes(), entry);
+    let Some((_, at, _, section)) = symbols.iter().find(|(n, ..)| is_entry(n)).cloned() else {
         return Vec::new();
     };
     let mut out: Vec<Entry> = symbols
@@ -96,7 +92,7 @@ pub(crate) fn entries(object: &[u8], entry: &str, entry_addr: usize) -> Vec<Entr
             Some(Entry { start, size, name })
         })
         .collect();
-    out.sort_by_key(|e| (e.name != entry, e.start));
+    out.sort_by_key(|e| (!is_entry(&e.name), e.start));
     out
 }
 
