@@ -7,6 +7,10 @@
 //!     cargo run --release --example bench_table -- launches  # a cached launch's overhead
 //!     cargo run --release --example bench_table -- matmul    # the matmul rows only
 //!     cargo run --release --example bench_table -- attention # the matmul and attention rows
+//!     cargo run --release --example bench_table -- matmul-blocks 4096 96 64 64 [ROUNDS]
+//!                                              # tutorial 03 with the given blocks vs OpenBLAS
+//!     cargo run --release --example bench_table -- dot-ceiling [BM BN BK]
+//!                                              # `dot` on hot tiles vs the FMA peak
 //!
 //! Each row's candidates are timed interleaved (round after round, best of each), so that
 //! a busy machine slows them alike; the bandwidth loop is timed again with every
@@ -16,10 +20,10 @@ use ndarray::{Array1, Array2, Axis, Zip};
 use std::time::Duration;
 use tritium::Device;
 use tritium_kernels::attention::{attention, attention_backward, AttentionConfig};
-use tritium_kernels::bench::{bandwidth_loop, gbps, interleaved, OpenBlas};
+use tritium_kernels::bench::{bandwidth_loop, fma_peak_gflops, gbps, interleaved, OpenBlas};
 use tritium_kernels::grouped_gemm::grouped_matmul_2d;
 use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
-use tritium_kernels::matmul::{matmul_2d, matmul_persistent_2d, MatmulBlocks};
+use tritium_kernels::matmul::{matmul_2d, matmul_2d_into, matmul_persistent_2d, MatmulBlocks};
 use tritium_kernels::softmax::softmax_rows_into;
 use tritium_kernels::vector_add::{add, ADD_BLOCK};
 
@@ -294,6 +298,14 @@ fn main() -> tritium::Result<()> {
         }
         Some("matmul") => {
             matmul_rows(&Device::cpu());
+            return Ok(());
+        }
+        Some("dot-ceiling") => {
+            dot_ceiling_rows(&Device::cpu());
+            return Ok(());
+        }
+        Some("matmul-blocks") => {
+            matmul_blocks_row(&Device::cpu());
             return Ok(());
         }
         Some("attention") => {
@@ -626,6 +638,168 @@ fn main() -> tritium::Result<()> {
     cold_compile_rows();
     println!("ratio column: baseline time / tritium time (> 1 means Tritium is faster)");
     Ok(())
+}
+
+mod hot {
+    use tritium::prelude::*;
+
+    /// `acc = dot(a, b, acc)` `reps` times on one `BM × BK` and one `BK × BN` tile per program,
+    /// loaded once: the `dot` lowering's speed with its operands in L1/L2, the ceiling of any
+    /// kernel built on it (tutorial 03 adds loading fresh tiles from memory every step).
+    #[kernel]
+    pub fn hot_dot(
+        c: Ptr<f32>,
+        a: Ptr<f32>,
+        b: Ptr<f32>,
+        reps: i32,
+        #[constexpr] BM: usize,
+        #[constexpr] BN: usize,
+        #[constexpr] BK: usize,
+    ) {
+        let pid = program_id(0);
+        let (rm, rn, rk) = (arange(0, BM), arange(0, BN), arange(0, BK));
+        let ta = load(a + pid * (BM * BK) as i32 + rm[(.., None)] * BK as i32 + rk[(None, ..)]);
+        let tb = load(b + pid * (BK * BN) as i32 + rk[(.., None)] * BN as i32 + rn[(None, ..)]);
+        let mut acc = zeros([BM, BN], DType::F32);
+        for _ in range(0, reps) {
+            acc = dot(ta, tb, acc);
+        }
+        store(
+            c + pid * (BM * BN) as i32 + rm[(.., None)] * BN as i32 + rn[(None, ..)],
+            acc,
+        );
+    }
+}
+
+/// `dot-ceiling [BM BN BK]`: [`hot::hot_dot`] with tutorial 03's default blocks (or those),
+/// interleaved with tutorial 03 at 1024³ and `cblas_sgemm`, as fractions of the FMA peak on
+/// as many threads (measured in every round too, the best kept).
+fn dot_ceiling_rows(device: &Device) {
+    let threads = tritium::backend::cpu::num_threads();
+    if fma_peak_gflops(threads).is_none() {
+        println!("dot ceiling skipped: no AVX2 and FMA");
+        return;
+    }
+    let mut peak = 0f64;
+    let blas = OpenBlas::load().ok();
+    if let Some(blas) = &blas {
+        blas.set_threads(threads);
+    }
+    let blocks = match std::env::args()
+        .skip(2)
+        .map(|a| a.parse().expect("dot-ceiling [BM BN BK]: numbers"))
+        .collect::<Vec<usize>>()[..]
+    {
+        [m, n, k] => MatmulBlocks { m, n, k },
+        _ => MatmulBlocks::default(),
+    };
+    let MatmulBlocks {
+        m: bm,
+        n: bn,
+        k: bk,
+    } = blocks;
+    let (programs, reps) = (64usize, 100i32);
+    let ta = Array2::<f32>::from_elem((programs * bm, bk), 1e-3);
+    let tb = Array2::<f32>::from_elem((programs * bk, bn), 2e-3);
+    let mut tc = Array2::<f32>::zeros((programs * bm, bn));
+    let size = 1024;
+    let input = |salt: usize| {
+        Array2::from_shape_fn((size, size), |(i, j)| {
+            ((i * 7 + j * 3 + salt) % 17) as f32 / 17.0 - 0.5
+        })
+    };
+    let (a, b) = (input(1), input(2));
+    let mut c = Array2::<f32>::zeros((size, size));
+    let mut ours = Array2::<f32>::zeros((size, size));
+    let [_, t_hot, t_mm, t_blas] = interleaved(
+        10,
+        [
+            &mut || peak = peak.max(fma_peak_gflops(threads).unwrap_or(0.0)),
+            &mut || {
+                hot::hot_dot::launch(device, programs, &mut tc, &ta, &tb, reps, bm, bn, bk).unwrap()
+            },
+            &mut || matmul_2d_into(device, a.view(), b.view(), ours.view_mut(), blocks).unwrap(),
+            &mut || {
+                if let Some(blas) = &blas {
+                    blas.sgemm(a.view(), b.view(), &mut c)
+                }
+            },
+        ],
+    );
+    let want = 2e-6 * (bk * reps as usize) as f32;
+    assert!(
+        tc.iter().all(|x| (x - want).abs() <= 1e-3 * want),
+        "hot_dot: wrong sums"
+    );
+    let hot = (programs * reps as usize * bm * bn * bk * 2) as f64 / t_hot.as_secs_f64() / 1e9;
+    let mm = 2.0 * (size * size * size) as f64 / 1e9;
+    println!("FMA peak on {threads} threads: {peak:.1} GFLOP/s");
+    let line =
+        |name: &str, g: f64| println!("{name:<44} {g:>7.1} GFLOP/s = {:.2} of peak", g / peak);
+    line(&format!("dot on hot {bm}x{bk} @ {bk}x{bn} tiles"), hot);
+    line(
+        &format!("tutorial 03 {size}^3, {bm}x{bn}x{bk} blocks"),
+        mm / t_mm.as_secs_f64(),
+    );
+    if blas.is_some() {
+        line(&format!("cblas_sgemm {size}^3"), mm / t_blas.as_secs_f64());
+    }
+}
+
+/// `matmul-blocks SIZE BM BN BK [ROUNDS]`: tutorial 03 at `SIZE³` f32 with the given
+/// blocks (no autotuning) alternated with `cblas_sgemm`, for trying one config.
+fn matmul_blocks_row(device: &Device) {
+    let args: Vec<usize> = std::env::args()
+        .skip(2)
+        .map(|a| {
+            a.parse()
+                .expect("matmul-blocks SIZE BM BN BK [ROUNDS]: numbers")
+        })
+        .collect();
+    let [size, bm, bn, bk] = args[..4] else {
+        panic!("matmul-blocks SIZE BM BN BK [ROUNDS]")
+    };
+    let rounds = args.get(4).copied().unwrap_or(5);
+    let blas = OpenBlas::load().expect("OpenBLAS");
+    blas.set_threads(tritium::backend::cpu::num_threads());
+    let input = |salt: usize| {
+        Array2::from_shape_fn((size, size), |(i, j)| {
+            ((i * 7 + j * 3 + salt) % 17) as f32 / 17.0 - 0.5
+        })
+    };
+    let (a, b) = (input(1), input(2));
+    let mut c = Array2::<f32>::zeros((size, size));
+    let mut ours = Array2::<f32>::zeros((size, size));
+    let blocks = MatmulBlocks {
+        m: bm,
+        n: bn,
+        k: bk,
+    };
+    let [t_mm, t_blas] = interleaved(
+        rounds,
+        [
+            &mut || matmul_2d_into(device, a.view(), b.view(), ours.view_mut(), blocks).unwrap(),
+            &mut || blas.sgemm(a.view(), b.view(), &mut c),
+        ],
+    );
+    let worst = (&ours - &c).iter().fold(0f32, |m, d| m.max(d.abs()));
+    assert!(
+        worst < 1e-2 * size as f32,
+        "differs from OpenBLAS by {worst}"
+    );
+    let flops = 2.0 * (size * size * size) as f64;
+    row(
+        &format!("matmul {size}^3 {bm}x{bn}x{bk}"),
+        t_mm,
+        t_blas,
+        0.0,
+    );
+    println!(
+        "{:<34} {:>11.1} GFLOP/s; OpenBLAS {:.1} GFLOP/s",
+        "  matmul throughput",
+        flops / t_mm.as_secs_f64() / 1e9,
+        flops / t_blas.as_secs_f64() / 1e9
+    );
 }
 
 /// Tutorial 03's matmul (autotuned blocks) against OpenBLAS's `cblas_sgemm` on as many

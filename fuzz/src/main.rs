@@ -7,9 +7,11 @@
 //! tritium-fuzz --mutants N [--seed S]                     mutate printed kernels N times
 //! tritium-fuzz --package-mutants N [--seed S]             mutate an AOT package N times
 //! tritium-fuzz --print S                                  print the case of seed S
+//! tritium-fuzz --coverage N                               count the op kinds of seeds 1..=N
 //! tritium-fuzz --shrink S                                 print the smallest failing case of seed S
 //! tritium-fuzz --replay FILE                              check a case file
 //! tritium-fuzz --pin FILE                                 pin the interpreter's results in it
+//! tritium-fuzz --help                                     print this; an unknown option is an error
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,14 +21,45 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tritium_fuzz::pool::{self, done_line, Event, PoolConfig};
 use tritium_fuzz::{check, generate, Case, GenConfig, Target};
 
+/// Options that take a value.
+const VALUED: [&str; 12] = [
+    "--programs",
+    "--minutes",
+    "--seed",
+    "--jobs",
+    "--mutants",
+    "--package-mutants",
+    "--print",
+    "--coverage",
+    "--shrink",
+    "--replay",
+    "--pin",
+    "--deadline-ms",
+];
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return;
+    }
+    if let Err(e) = check_options(&args) {
+        eprintln!("tritium-fuzz: {e}");
+        usage();
+    }
     let value = |name: &str| -> Option<String> {
         args.iter()
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1).cloned())
     };
-    let num = |name: &str| value(name).map(|v| v.parse::<u64>().unwrap_or_else(|_| usage()));
+    let num = |name: &str| {
+        value(name).map(|v| {
+            v.parse::<u64>().unwrap_or_else(|_| {
+                eprintln!("tritium-fuzz: {name} takes a whole number, not `{v}`");
+                usage()
+            })
+        })
+    };
     let config = GenConfig::default();
     // Caught panics are in the reports, with where they happened.
     tritium_fuzz::check::record_panic_locations(true);
@@ -314,9 +347,35 @@ fn is_header(line: &str) -> bool {
     .any(|h| line.starts_with(h))
 }
 
+/// The options, as the module docs list them.
+const USAGE: &str = "\
+usage: tritium-fuzz [--programs N | --minutes M] [--seed S] [--jobs J]
+                        fuzz seeds S, S+1, ... in J worker processes (default: one per core)
+       tritium-fuzz --mutants N [--seed S]          mutate printed kernels N times
+       tritium-fuzz --package-mutants N [--seed S]  mutate an AOT package N times
+       tritium-fuzz --print S                       print the case of seed S
+       tritium-fuzz --coverage N                    count the op kinds of seeds 1..=N
+       tritium-fuzz --shrink S                      print the smallest failing case of seed S
+       tritium-fuzz --replay FILE                   check a case file
+       tritium-fuzz --pin FILE                      pin the interpreter's results in it";
+
 fn usage() -> ! {
-    eprintln!(
-        "usage: tritium-fuzz [--programs N | --minutes M] [--seed S] [--jobs J] | --mutants N | --package-mutants N | --print S | --shrink S | --replay FILE | --pin FILE"
-    );
+    eprintln!("{USAGE}");
     std::process::exit(2)
+}
+
+/// Every argument is a known option, each valued one followed by its value: a typo must not
+/// start a campaign with the defaults.
+fn check_options(args: &[String]) -> Result<(), String> {
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        if VALUED.contains(&a.as_str()) {
+            if rest.next().is_none() {
+                return Err(format!("{a} needs a value"));
+            }
+        } else if a != "--worker" {
+            return Err(format!("unknown option `{a}`"));
+        }
+    }
+    Ok(())
 }

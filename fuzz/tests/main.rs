@@ -1,6 +1,7 @@
 //! The fuzzer's one integration-test binary (LLVM links once).
 
 mod cases;
+mod cli;
 mod differential;
 mod generator;
 mod mutate;

@@ -141,10 +141,24 @@ pub fn matmul_2d<T: Float, O: Float + Default>(
     b: ArrayView2<T>,
     blocks: MatmulBlocks,
 ) -> tritium::Result<Array2<O>> {
-    product(
+    let mut c = output(&a, &b);
+    matmul_2d_into(device, a, b, c.view_mut(), blocks)?;
+    Ok(c)
+}
+
+/// [`matmul_2d`] into `c`, which must be `m × n` (any strides): the given blocks, no tuning.
+pub fn matmul_2d_into<T: Float, O: Float>(
+    device: &Device,
+    a: ArrayView2<T>,
+    b: ArrayView2<T>,
+    c: ArrayViewMut2<O>,
+    blocks: MatmulBlocks,
+) -> tritium::Result<()> {
+    product_into(
         "matmul",
         a,
         b,
+        c,
         |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
             let grid = [
                 cdiv(m.max(1) as usize, blocks.m),

@@ -2,7 +2,9 @@
 //! baselines they time against.
 
 mod openblas;
+mod peak;
 pub use openblas::OpenBlas;
+pub use peak::fma_peak_gflops;
 
 use std::time::{Duration, Instant};
 
