@@ -23,6 +23,7 @@ mod launch_errors;
 mod libm;
 mod loop_options;
 mod math_functions;
+mod partial_blocks;
 mod pointer_tables;
 mod race_check;
 mod random;

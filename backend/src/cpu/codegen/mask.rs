@@ -44,7 +44,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The value of a lazily computed tile's defining op, `None` when `v` is materialized.
-    fn lazy_op(&self, v: Value) -> Option<&Op> {
+    pub(super) fn lazy_op(&self, v: Value) -> Option<&Op> {
         match self.lv.get(&v) {
             Some(Lv::Lazy) => Some(&self.defs.get(&v)?.op),
             _ => None,

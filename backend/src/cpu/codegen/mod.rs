@@ -19,6 +19,7 @@ mod memory;
 mod next_iteration;
 mod plan;
 mod prefetch;
+mod prefix;
 mod reduce;
 mod runs;
 mod scan;
@@ -86,6 +87,9 @@ pub(crate) struct Gen<'ctx, 'f> {
     true_masks: HashSet<Value>,
     /// Pointer tiles known there to be runs along their last axis (see `runs`).
     runs: HashSet<Value>,
+    /// The index mask of the masked copy being generated, true on a prefix of its lanes
+    /// (see `prefix`).
+    prefix: Option<prefix::PrefixSplit<'ctx>>,
     roots: HashMap<Value, Vec<usize>>,
     /// Pointers made from integers (`Function::foreign_pointers`): checked against the
     /// launch's list of every buffer, which follows the race recorder's word in `ranges`.
@@ -187,6 +191,7 @@ pub(crate) fn generate<'ctx>(
         lazy,
         true_masks: HashSet::new(),
         runs: HashSet::new(),
+        prefix: None,
         roots: f.pointer_roots(),
         foreign: f.foreign_pointers(),
         site_ids: HashMap::new(),
@@ -429,6 +434,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if idx.len() == shape.len() {
             return body(self, idx);
         }
+        if idx.is_empty() && shape.len() == 1 && self.split_lane_loop(shape[0], body)? {
+            return Ok(());
+        }
         let n = shape[idx.len()];
         let unroll = match idx.len() + 1 == shape.len() {
             true => LoopUnroll::Free,
@@ -481,7 +489,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// The lane `idx` of value `v` (compute form).
     fn lane(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> Result<BasicValueEnum<'ctx>> {
-        if self.true_masks.contains(&v) {
+        if self.true_masks.contains(&v) || self.in_true_prefix(v, idx) {
             return Ok(self.ctx.bool_type().const_all_ones().into());
         }
         if self.runs.contains(&v) {
@@ -587,7 +595,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         fast_result?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(slow);
-        emit(self)?;
+        let outer = self.prefix.clone();
+        if let Some(split) = self.prefix_split(m, &same)? {
+            self.prefix = Some(split);
+        }
+        let slow_result = emit(self);
+        self.prefix = outer;
+        slow_result?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
         Ok(())

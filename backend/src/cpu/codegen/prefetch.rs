@@ -312,29 +312,35 @@ impl<'ctx> Gen<'ctx, '_> {
         let i64t = self.ctx.i64_type();
         let pre = self.b.current_block()?;
         let outer = self.ctx.append_basic_block(self.func, "chunk");
-        let inner = self.ctx.append_basic_block(self.func, "chunk.lane");
         self.b.build_unconditional_branch(outer)?;
         self.b.position_at_end(outer);
         let c = self.b.build_phi(i64t, "c")?;
         c.add_incoming(&[(&self.i64c(0), pre)]);
         let cv = c.as_basic_value().into_int_value();
         let base = self.b.build_int_mul(cv, self.i64c(CHUNK as u64), "")?;
-        self.b.build_unconditional_branch(inner)?;
-        self.b.position_at_end(inner);
-        let j = self.b.build_phi(i64t, "j")?;
-        j.add_incoming(&[(&self.i64c(0), outer)]);
-        let jv = j.as_basic_value().into_int_value();
-        let i = self.b.build_int_add(base, jv, "")?;
-        if let Some(x) = body(self, &[i])? {
-            self.fused_sums_step_partial(sums, &parts, jv, x)?;
+        // A chunk inside an index mask's true prefix runs with the mask known true (see
+        // `prefix`); the partial sums are the same either way.
+        match self.split_for(shape[0]) {
+            None => self.chunk_lanes(base, sums, &parts, None, body)?,
+            Some(split) => {
+                let end = self.b.build_int_add(base, self.i64c(CHUNK as u64), "")?;
+                let full = self
+                    .b
+                    .build_int_compare(IntPredicate::SLE, end, split.p, "")?;
+                let yes = self.ctx.append_basic_block(self.func, "chunk.prefix");
+                let no = self.ctx.append_basic_block(self.func, "chunk.masked");
+                let join = self.ctx.append_basic_block(self.func, "chunk.join");
+                self.b.build_conditional_branch(full, yes, no)?;
+                for (at, split) in [(yes, Some(&split)), (no, None)] {
+                    self.b.position_at_end(at);
+                    self.chunk_lanes(base, sums, &parts, split, body)?;
+                    self.b.build_unconditional_branch(join)?;
+                }
+                self.b.position_at_end(join);
+            }
         }
-        let j_next = self.b.build_int_add(jv, self.i64c(1), "")?;
-        j.add_incoming(&[(&j_next, self.b.current_block()?)]);
-        let more =
-            self.b
-                .build_int_compare(IntPredicate::ULT, j_next, self.i64c(CHUNK as u64), "")?;
         let after = self.ctx.append_basic_block(self.func, "chunk.prefetch");
-        self.b.build_conditional_branch(more, inner, after)?;
+        self.b.build_unconditional_branch(after)?;
         self.b.position_at_end(after);
         for s in &spans {
             let per = s.lines.div_ceil(chunks);
@@ -362,6 +368,43 @@ impl<'ctx> Gen<'ctx, '_> {
         self.b.build_conditional_branch(more, outer, done)?;
         self.b.position_at_end(done);
         self.fused_sums_fold(sums, &parts, CHUNK)
+    }
+
+    /// The lanes `base..base + CHUNK` of a [`lane_loop`](Self::lane_loop) chunk, with the
+    /// masks of `split` known true at each lane when given.
+    fn chunk_lanes(
+        &mut self,
+        base: IntValue<'ctx>,
+        sums: &[FusedSum<'ctx>],
+        parts: &[PointerValue<'ctx>],
+        split: Option<&super::prefix::PrefixSplit<'ctx>>,
+        body: &mut LaneBody<'_, 'ctx, Self>,
+    ) -> Result<()> {
+        let i64t = self.ctx.i64_type();
+        let pre = self.b.current_block()?;
+        let inner = self.ctx.append_basic_block(self.func, "chunk.lane");
+        let exit = self.ctx.append_basic_block(self.func, "chunk.lanes.end");
+        self.b.build_unconditional_branch(inner)?;
+        self.b.position_at_end(inner);
+        let j = self.b.build_phi(i64t, "j")?;
+        j.add_incoming(&[(&self.i64c(0), pre)]);
+        let jv = j.as_basic_value().into_int_value();
+        let i = self.b.build_int_add(base, jv, "")?;
+        let x = match split {
+            Some(split) => self.in_prefix_at(split, i, |g| body(g, &[i]))?,
+            None => body(self, &[i])?,
+        };
+        if let Some(x) = x {
+            self.fused_sums_step_partial(sums, parts, jv, x)?;
+        }
+        let j_next = self.b.build_int_add(jv, self.i64c(1), "")?;
+        j.add_incoming(&[(&j_next, self.b.current_block()?)]);
+        let more =
+            self.b
+                .build_int_compare(IntPredicate::ULT, j_next, self.i64c(CHUNK as u64), "")?;
+        self.b.build_conditional_branch(more, inner, exit)?;
+        self.b.position_at_end(exit);
+        Ok(())
     }
 
     /// Where the next program's copy of the rank-1 pointer tile `ptr` starts and how many

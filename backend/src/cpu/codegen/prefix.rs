@@ -1,0 +1,237 @@
+//! Index masks in the masked copy of a versioned loop: true on a prefix of the lanes.
+//!
+//! A partial block's mask is usually `arange(0, B) + c < n` on a rank-1 tile: lanes
+//! `0..p` with `p = clamp(n - c, 0, B)` are in, the rest out. Computed lane by lane, the
+//! masked copy becomes masked vector loads and stores (microcoded and slow on AMD CPUs: a
+//! softmax over 1000 of 1024 lanes took 2.7× the time per element of full rows) with the
+//! mask built from 64-bit lane compares. So in the masked copy, a rank-1 lane loop of the
+//! mask's length is split in two: lanes `0..p` run with the mask known true at the loop's
+//! own index (plain loads and stores), lanes `p..B` as before. A lane of the mask read at
+//! any other index (through a flip, say) is still computed, so the split is exact.
+//!
+//! `p` is computed in i64 from the i32 lanes `i + c`: a lane below `p` has
+//! `i + c < n <= i32::MAX` exactly, so it does not wrap, and its i32 compare is true.
+
+use super::Gen;
+use crate::llvm::{Positioned, Result};
+use inkwell::values::IntValue;
+use inkwell::IntPredicate;
+use std::collections::HashSet;
+use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Op, Value};
+
+/// Lanes `0..p` of the masks `same` (rank 1, `len` lanes) are true.
+#[derive(Clone)]
+pub(super) struct PrefixSplit<'ctx> {
+    len: usize,
+    /// `p` (i64, in `0..=len`).
+    pub p: IntValue<'ctx>,
+    same: HashSet<Value>,
+    /// The index of the loop over lanes `0..p` being generated.
+    iv: Option<IntValue<'ctx>>,
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// The split for the masked copy of a loop versioned on `m`, when `m` is an index mask
+    /// (`same` computes the same lanes).
+    pub(super) fn prefix_split(
+        &mut self,
+        m: Value,
+        same: &[Value],
+    ) -> Result<Option<PrefixSplit<'ctx>>> {
+        let shape = self.ty(m).shape.clone();
+        let [len] = shape[..] else {
+            return Ok(None);
+        };
+        let Some(p) = self.true_prefix(m, len)? else {
+            return Ok(None);
+        };
+        Ok(Some(PrefixSplit {
+            len,
+            p,
+            same: same.iter().copied().collect(),
+            iv: None,
+        }))
+    }
+
+    /// True when lane `idx` of `v` is known true: `v` is a split mask read at the index of
+    /// the loop over its true prefix.
+    pub(super) fn in_true_prefix(&self, v: Value, idx: &[IntValue<'ctx>]) -> bool {
+        self.prefix
+            .as_ref()
+            .is_some_and(|s| s.iv.is_some_and(|iv| idx == [iv]) && s.same.contains(&v))
+    }
+
+    /// The split of the masked copy being generated, for a rank-1 loop of `len` lanes
+    /// (none inside the loop over its prefix).
+    pub(super) fn split_for(&self, len: usize) -> Option<PrefixSplit<'ctx>> {
+        self.prefix
+            .clone()
+            .filter(|s| s.len == len && s.iv.is_none())
+    }
+
+    /// `body` generated with the masks of `split` known true at lane index `i` (`i < p`).
+    pub(super) fn in_prefix_at<T>(
+        &mut self,
+        split: &PrefixSplit<'ctx>,
+        i: IntValue<'ctx>,
+        body: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        let outer = self.prefix.replace(PrefixSplit {
+            iv: Some(i),
+            ..split.clone()
+        });
+        let r = body(self);
+        self.prefix = outer;
+        r
+    }
+
+    /// A rank-1 loop of `len` lanes as two loops, over the true prefix and the rest, when
+    /// the masked copy being generated has a split of that length. `false` when there is
+    /// none: the caller emits the plain loop.
+    pub(super) fn split_lane_loop(
+        &mut self,
+        len: usize,
+        body: &mut dyn FnMut(&mut Self, &[IntValue<'ctx>]) -> Result<()>,
+    ) -> Result<bool> {
+        let Some(split) = self.split_for(len) else {
+            return Ok(false);
+        };
+        let zero = self.i64c(0);
+        self.range_loop(zero, split.p, &mut |g, i| {
+            g.in_prefix_at(&split, i, |g| body(g, &[i]))
+        })?;
+        let end = self.i64c(len as u64);
+        self.range_loop(split.p, end, &mut |g, i| body(g, &[i]))?;
+        Ok(true)
+    }
+
+    /// A loop `i = lo..hi` (i64, none when `lo >= hi`).
+    fn range_loop(
+        &mut self,
+        lo: IntValue<'ctx>,
+        hi: IntValue<'ctx>,
+        body: &mut dyn FnMut(&mut Self, IntValue<'ctx>) -> Result<()>,
+    ) -> Result<()> {
+        let pre = self.b.current_block()?;
+        let header = self.ctx.append_basic_block(self.func, "prefix.loop");
+        let exit = self.ctx.append_basic_block(self.func, "prefix.end");
+        let any = self.b.build_int_compare(IntPredicate::SLT, lo, hi, "")?;
+        self.b.build_conditional_branch(any, header, exit)?;
+        self.b.position_at_end(header);
+        let phi = self.b.build_phi(self.ctx.i64_type(), "lane")?;
+        phi.add_incoming(&[(&lo, pre)]);
+        let i = phi.as_basic_value().into_int_value();
+        body(self, i)?;
+        let latch = self.b.current_block()?;
+        let next = self.b.build_int_add(i, self.i64c(1), "")?;
+        phi.add_incoming(&[(&next, latch)]);
+        let more = self.b.build_int_compare(IntPredicate::SLT, next, hi, "")?;
+        self.b.build_conditional_branch(more, header, exit)?;
+        self.b.position_at_end(exit);
+        Ok(())
+    }
+
+    /// `p` (i64 in `0..=len`) such that lane `i` of the bool tile `m` is true for `i < p`
+    /// and false otherwise, when `m` compares `arange + c` with a uniform `n` in i32.
+    fn true_prefix(&mut self, m: Value, len: usize) -> Result<Option<IntValue<'ctx>>> {
+        let Some(Op::Cmp(pred, a, b)) = self.lazy_op(m).cloned() else {
+            return Ok(None);
+        };
+        if self.dtype_of(a) != DType::I32 || self.dtype_of(b) != DType::I32 {
+            return Ok(None);
+        }
+        // `i + c < n` or `<=` (also written `n > i + c`, `n >= i + c`).
+        let (index, bound, inclusive) = match pred {
+            CmpPred::Lt => (a, b, false),
+            CmpPred::Le => (a, b, true),
+            CmpPred::Gt => (b, a, false),
+            CmpPred::Ge => (b, a, true),
+            CmpPred::Eq | CmpPred::Ne => return Ok(None),
+        };
+        let Some(c) = self.index_offset(index)? else {
+            return Ok(None);
+        };
+        let Some(n) = self.uniform_i64(bound)? else {
+            return Ok(None);
+        };
+        let bl = self.b;
+        let mut p = bl.build_int_sub(n, c, "")?;
+        if inclusive {
+            p = bl.build_int_add(p, self.i64c(1), "")?;
+        }
+        let i64t = self.ctx.i64_type();
+        let p = self
+            .intrinsic(
+                "llvm.smax",
+                &[i64t.into()],
+                &[p.into(), self.i64c(0).into()],
+            )?
+            .into_int_value();
+        let p = self
+            .intrinsic(
+                "llvm.smin",
+                &[i64t.into()],
+                &[p.into(), self.i64c(len as u64).into()],
+            )?
+            .into_int_value();
+        Ok(Some(p))
+    }
+
+    /// `c` (i64) when lane `i` of the rank-1 i32 tile `v` is `i + c` computed without
+    /// wrapping in exact arithmetic (an arange plus uniform values).
+    fn index_offset(&mut self, v: Value) -> Result<Option<IntValue<'ctx>>> {
+        if self.ty(v).rank() != 1 || self.dtype_of(v) != DType::I32 {
+            return Ok(None);
+        }
+        Ok(match self.lazy_op(v).cloned() {
+            Some(Op::Arange { start, .. }) => Some(self.i64c(start as u64)),
+            Some(Op::Hint { x, .. }) => self.index_offset(x)?,
+            Some(Op::Binary(BinOp::Add, x, y)) => {
+                let (lane, uniform) = match self.index_offset(x)? {
+                    Some(c) => (c, y),
+                    None => match self.index_offset(y)? {
+                        Some(c) => (c, x),
+                        None => return Ok(None),
+                    },
+                };
+                match self.uniform_i64(uniform)? {
+                    Some(s) => Some(self.b.build_int_add(lane, s, "")?),
+                    None => None,
+                }
+            }
+            _ => None,
+        })
+    }
+
+    /// The value of every lane of the i32 tile or scalar `v`, sign-extended to i64, when
+    /// they are all one (a scalar, a splat of one, a constant).
+    fn uniform_i64(&mut self, v: Value) -> Result<Option<IntValue<'ctx>>> {
+        if self.dtype_of(v) != DType::I32 {
+            return Ok(None);
+        }
+        let i64t = self.ctx.i64_type();
+        let scalar = if self.ty(v).is_scalar() {
+            self.scalar_value(v)
+        } else {
+            match self.lazy_op(v).cloned() {
+                Some(Op::Splat(x)) if self.ty(x).is_scalar() => self.scalar_value(x),
+                Some(Op::Const(Const::Int(c))) => {
+                    return Ok(Some(i64t.const_int(c as i32 as i64 as u64, true)));
+                }
+                _ => None,
+            }
+        };
+        Ok(match scalar {
+            Some(s) => Some(self.b.build_int_s_extend(s, i64t, "")?),
+            None => None,
+        })
+    }
+
+    /// The register of scalar `v`, when it has one.
+    fn scalar_value(&self, v: Value) -> Option<IntValue<'ctx>> {
+        match self.lv.get(&v) {
+            Some(super::Lv::Scalar(s)) => Some(s.into_int_value()),
+            _ => None,
+        }
+    }
+}
