@@ -69,3 +69,41 @@ fn the_masked_copy_of_partial_rows_splits_off_their_prefix() {
     assert_eq!(copy[99], 99.0);
     assert_eq!(copy[100], 0.0);
 }
+
+/// `out[i] = i` where `i + a + b < n` in wrapping i32 (stored through `arange`, so in
+/// bounds whatever the mask says).
+#[kernel]
+fn wrapped_bound(out: Ptr<i32>, a: i32, b: i32, n: i32, #[constexpr] B: usize) {
+    let lanes = arange(0, B);
+    store(out + lanes, lanes, mask = lanes + a + b < n);
+}
+
+/// Offsets whose exact sum leaves i32 while each lane's wrapped sum does not: the prefix
+/// must not be computed from the exact sum alone.
+#[test]
+fn a_prefix_is_only_taken_where_the_exact_offset_fits_i32() {
+    const B: usize = 64;
+    let cases = [
+        (i32::MIN, i32::MIN, 5),
+        (i32::MAX, i32::MAX, -3),
+        (i32::MIN, -1, i32::MAX),
+        (1000, -990, 20),
+        (0, 0, 0),
+    ];
+    for (a, b, n) in cases {
+        let want: Vec<i32> = (0..B as i32)
+            .map(|i| {
+                if i.wrapping_add(a).wrapping_add(b) < n {
+                    i
+                } else {
+                    -1
+                }
+            })
+            .collect();
+        for device in all_devices() {
+            let mut out = Array1::from_elem(B, -1i32);
+            wrapped_bound::launch(&device, 1, &mut out, a, b, n, B).unwrap();
+            assert_eq!(out.to_vec(), want, "{device:?}, a = {a}, b = {b}, n = {n}");
+        }
+    }
+}

@@ -9,8 +9,10 @@
 //! own index (plain loads and stores), lanes `p..B` as before. A lane of the mask read at
 //! any other index (through a flip, say) is still computed, so the split is exact.
 //!
-//! `p` is computed in i64 from the i32 lanes `i + c`: a lane below `p` has
-//! `i + c < n <= i32::MAX` exactly, so it does not wrap, and its i32 compare is true.
+//! Each lane is `i + c` in wrapping i32 arithmetic, `c` the exact (i64) sum of the arange's
+//! start and the added scalars, so a lane equals its exact value whenever that fits i32.
+//! `p = clamp(n - c, 0, B)` in i64, and 0 when `c < i32::MIN`: a lane below `p` then has
+//! `i32::MIN <= c <= i + c < n <= i32::MAX` exactly, so its i32 compare is true.
 
 use super::Gen;
 use crate::llvm::{Positioned, Result};
@@ -174,11 +176,15 @@ impl<'ctx> Gen<'ctx, '_> {
                 &[p.into(), self.i64c(len as u64).into()],
             )?
             .into_int_value();
+        // Below i32::MIN the exact offset says nothing about the wrapped lanes: no prefix.
+        let min = i64t.const_int(i32::MIN as i64 as u64, true);
+        let fits = bl.build_int_compare(IntPredicate::SGE, c, min, "")?;
+        let p = bl.build_select(fits, p, self.i64c(0), "")?.into_int_value();
         Ok(Some(p))
     }
 
-    /// `c` (i64) when lane `i` of the rank-1 i32 tile `v` is `i + c` computed without
-    /// wrapping in exact arithmetic (an arange plus uniform values).
+    /// `c` (i64, exact) when lane `i` of the rank-1 i32 tile `v` is `i + c` modulo 2^32 (an
+    /// arange plus uniform values).
     fn index_offset(&mut self, v: Value) -> Result<Option<IntValue<'ctx>>> {
         if self.ty(v).rank() != 1 || self.dtype_of(v) != DType::I32 {
             return Ok(None);
