@@ -604,7 +604,18 @@ impl Gen {
                     self.binary(BinOp::Rem, moved, wrap)
                 };
                 let start = self.splat_to(start, shape);
-                let x = self.binary(BinOp::Add, run, start);
+                let mut x = self.binary(BinOp::Add, run, start);
+                if !fixed && self.rng.chance(0.15) {
+                    // Two extreme addends that cancel modulo 2^32: the same lanes, reached
+                    // by wrapping (the CPU's prefix split must not trust their exact sum).
+                    let (e1, e2) = *self
+                        .rng
+                        .pick(&[(i32::MIN, i32::MIN), (i32::MAX, -i32::MAX)]);
+                    for e in [e1, e2] {
+                        let e = self.int_const(DType::I32, shape, e as i128);
+                        x = self.binary(BinOp::Add, x, e);
+                    }
+                }
                 let mask = (!fixed).then(|| self.cmp(CmpPred::Lt, x, lenv));
                 (x, mask)
             }

@@ -184,7 +184,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `c` (i64, exact) when lane `i` of the rank-1 i32 tile `v` is `i + c` modulo 2^32 (an
-    /// arange plus uniform values).
+    /// arange plus uniform values, through reshapes, broadcasts and `* 1` of its shape).
     fn index_offset(&mut self, v: Value) -> Result<Option<IntValue<'ctx>>> {
         if self.ty(v).rank() != 1 || self.dtype_of(v) != DType::I32 {
             return Ok(None);
@@ -192,6 +192,12 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(match self.lazy_op(v).cloned() {
             Some(Op::Arange { start, .. }) => Some(self.i64c(start as u64)),
             Some(Op::Hint { x, .. }) => self.index_offset(x)?,
+            // The same lanes: a reshape or broadcast of a tile of the same shape, `x * 1`.
+            Some(Op::Reshape(x) | Op::Broadcast(x)) if self.ty(x).shape == self.ty(v).shape => {
+                self.index_offset(x)?
+            }
+            Some(Op::Binary(BinOp::Mul, x, y)) if self.is_one(y) => self.index_offset(x)?,
+            Some(Op::Binary(BinOp::Mul, x, y)) if self.is_one(x) => self.index_offset(y)?,
             Some(Op::Binary(BinOp::Add, x, y)) => {
                 let (lane, uniform) = match self.index_offset(x)? {
                     Some(c) => (c, y),
@@ -231,6 +237,15 @@ impl<'ctx> Gen<'ctx, '_> {
             Some(s) => Some(self.b.build_int_s_extend(s, i64t, "")?),
             None => None,
         })
+    }
+
+    /// True when every lane of `v` is the integer 1 (a constant, or a splat of one).
+    fn is_one(&self, v: Value) -> bool {
+        match self.defs.get(&v).map(|i| &i.op) {
+            Some(Op::Const(Const::Int(1))) => true,
+            Some(Op::Splat(x)) => self.is_one(*x),
+            _ => false,
+        }
     }
 
     /// The register of scalar `v`, when it has one.
