@@ -703,12 +703,7 @@ fn dot_ceiling_rows(device: &Device) {
     let tb = Array2::<f32>::from_elem((programs * bk, bn), 2e-3);
     let mut tc = Array2::<f32>::zeros((programs * bm, bn));
     let size = 1024;
-    let input = |salt: usize| {
-        Array2::from_shape_fn((size, size), |(i, j)| {
-            ((i * 7 + j * 3 + salt) % 17) as f32 / 17.0 - 0.5
-        })
-    };
-    let (a, b) = (input(1), input(2));
+    let (a, b) = (matmul_input(size, size, 1), matmul_input(size, size, 2));
     let mut c = Array2::<f32>::zeros((size, size));
     let mut ours = Array2::<f32>::zeros((size, size));
     let [_, t_hot, t_mm, t_blas] = interleaved(
@@ -762,44 +757,61 @@ fn matmul_blocks_row(device: &Device) {
     let rounds = args.get(4).copied().unwrap_or(5);
     let blas = OpenBlas::load().expect("OpenBLAS");
     blas.set_threads(tritium::backend::cpu::num_threads());
-    let input = |salt: usize| {
-        Array2::from_shape_fn((size, size), |(i, j)| {
-            ((i * 7 + j * 3 + salt) % 17) as f32 / 17.0 - 0.5
-        })
-    };
-    let (a, b) = (input(1), input(2));
-    let mut c = Array2::<f32>::zeros((size, size));
-    let mut ours = Array2::<f32>::zeros((size, size));
     let blocks = MatmulBlocks {
         m: bm,
         n: bn,
         k: bk,
     };
+    matmul_against_openblas(
+        &blas,
+        size,
+        rounds,
+        &format!("matmul {size}^3 {bm}x{bn}x{bk}"),
+        |a, b, c| matmul_2d_into(device, a.view(), b.view(), c.view_mut(), blocks).unwrap(),
+    );
+}
+
+/// The matmul rows' inputs: `r × c` values in [-0.5, 0.5), varied by `salt`.
+fn matmul_input(r: usize, c: usize, salt: usize) -> Array2<f32> {
+    Array2::from_shape_fn((r, c), |(i, j)| {
+        ((i * 7 + j * 3 + salt) % 17) as f32 / 17.0 - 0.5
+    })
+}
+
+/// `ours` (`c = a @ b` into an output allocated once, as `cblas_sgemm` writes its `c`)
+/// alternated with `cblas_sgemm` at `size³` over `rounds`; checks that they agree and
+/// prints the row `name` and both throughputs. Returns Tritium's GFLOP/s.
+fn matmul_against_openblas(
+    blas: &OpenBlas,
+    size: usize,
+    rounds: usize,
+    name: &str,
+    mut ours: impl FnMut(&Array2<f32>, &Array2<f32>, &mut Array2<f32>),
+) -> f64 {
+    let (a, b) = (matmul_input(size, size, 1), matmul_input(size, size, 2));
+    let mut c = Array2::<f32>::zeros((size, size));
+    let mut mine = Array2::<f32>::zeros((size, size));
     let [t_mm, t_blas] = interleaved(
         rounds,
-        [
-            &mut || matmul_2d_into(device, a.view(), b.view(), ours.view_mut(), blocks).unwrap(),
-            &mut || blas.sgemm(a.view(), b.view(), &mut c),
-        ],
+        [&mut || ours(&a, &b, &mut mine), &mut || {
+            blas.sgemm(a.view(), b.view(), &mut c)
+        }],
     );
-    let worst = (&ours - &c).iter().fold(0f32, |m, d| m.max(d.abs()));
+    let worst = (&mine - &c).iter().fold(0f32, |m, d| m.max(d.abs()));
     assert!(
         worst < 1e-2 * size as f32,
-        "differs from OpenBLAS by {worst}"
+        "{name}: differs from OpenBLAS by {worst}"
     );
     let flops = 2.0 * (size * size * size) as f64;
-    row(
-        &format!("matmul {size}^3 {bm}x{bn}x{bk}"),
-        t_mm,
-        t_blas,
-        0.0,
-    );
+    let gflops = flops / t_mm.as_secs_f64() / 1e9;
+    row(name, t_mm, t_blas, 0.0);
     println!(
         "{:<34} {:>11.1} GFLOP/s; OpenBLAS {:.1} GFLOP/s",
         "  matmul throughput",
-        flops / t_mm.as_secs_f64() / 1e9,
+        gflops,
         flops / t_blas.as_secs_f64() / 1e9
     );
+    gflops
 }
 
 /// Tutorial 03's matmul (autotuned blocks) against OpenBLAS's `cblas_sgemm` on as many
@@ -817,51 +829,23 @@ fn matmul_rows(device: &Device) -> Option<f64> {
         }
     };
     blas.set_threads(tritium::backend::cpu::num_threads());
-    let input = |r: usize, c: usize, salt: usize| {
-        Array2::from_shape_fn((r, c), |(i, j)| {
-            ((i * 7 + j * 3 + salt) % 17) as f32 / 17.0 - 0.5
-        })
-    };
     let mut f32_gflops = 0.0;
     for (size, rounds) in [(1024usize, 10), (1000, 10), (4096, 2)] {
-        let (a, b) = (input(size, size, 1), input(size, size, 2));
-        // Both write into an output allocated once, as `cblas_sgemm` and Triton users do.
-        let mut c = Array2::<f32>::zeros((size, size));
-        let mut ours = Array2::<f32>::zeros((size, size));
-        let [t_mm, t_blas] = interleaved(
+        let gflops = matmul_against_openblas(
+            &blas,
+            size,
             rounds,
-            [
-                &mut || matmul_into(device, a.view(), b.view(), ours.view_mut()).unwrap(),
-                &mut || blas.sgemm(a.view(), b.view(), &mut c),
-            ],
+            &format!("matmul {size}^3 f32 (OpenBLAS)"),
+            |a, b, c| matmul_into(device, a.view(), b.view(), c.view_mut()).unwrap(),
         );
-        let worst = (&ours - &c).iter().fold(0f32, |m, d| m.max(d.abs()));
-        assert!(
-            worst < 1e-2 * size as f32,
-            "matmul {size}: differs from OpenBLAS by {worst}"
-        );
-        let flops = 2.0 * (size * size * size) as f64;
-        let gflops = flops / t_mm.as_secs_f64() / 1e9;
         if size == 1024 {
             f32_gflops = gflops;
         }
-        row(
-            &format!("matmul {size}^3 f32 (OpenBLAS)"),
-            t_mm,
-            t_blas,
-            0.0,
-        );
-        println!(
-            "{:<34} {:>11.1} GFLOP/s; OpenBLAS {:.1} GFLOP/s",
-            "  matmul throughput",
-            gflops,
-            flops / t_blas.as_secs_f64() / 1e9
-        );
     }
     // Narrow inputs, f32 accumulation: their GFLOP/s over the f32 kernel's at 1024³.
     let size = 1024;
     let flops = 2.0 * (size * size * size) as f64;
-    let (a, b) = (input(size, size, 1), input(size, size, 2));
+    let (a, b) = (matmul_input(size, size, 1), matmul_input(size, size, 2));
     let (ah, bh) = (a.mapv(f16::from_f32), b.mapv(f16::from_f32));
     let (ab, bb) = (a.mapv(bf16::from_f32), b.mapv(bf16::from_f32));
     let (mut ch, mut cb) = (
