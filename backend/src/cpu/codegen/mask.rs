@@ -51,7 +51,7 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    fn scalar_of(&self, v: Value) -> Option<BasicValueEnum<'ctx>> {
+    pub(super) fn scalar_of(&self, v: Value) -> Option<BasicValueEnum<'ctx>> {
         match self.lv.get(&v) {
             Some(Lv::Scalar(s)) if self.ty(v).is_scalar() => Some(*s),
             _ => None,

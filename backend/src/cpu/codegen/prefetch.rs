@@ -17,7 +17,7 @@
 //! the same tile). Other tiles get a burst where they are accessed.
 
 use super::reduce::FusedSum;
-use super::{Gen, Lv};
+use super::{Gen, LoopUnroll, Lv};
 use crate::llvm::{Positioned, Result};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
@@ -380,31 +380,17 @@ impl<'ctx> Gen<'ctx, '_> {
         split: Option<&super::prefix::PrefixSplit<'ctx>>,
         body: &mut LaneBody<'_, 'ctx, Self>,
     ) -> Result<()> {
-        let i64t = self.ctx.i64_type();
-        let pre = self.b.current_block()?;
-        let inner = self.ctx.append_basic_block(self.func, "chunk.lane");
-        let exit = self.ctx.append_basic_block(self.func, "chunk.lanes.end");
-        self.b.build_unconditional_branch(inner)?;
-        self.b.position_at_end(inner);
-        let j = self.b.build_phi(i64t, "j")?;
-        j.add_incoming(&[(&self.i64c(0), pre)]);
-        let jv = j.as_basic_value().into_int_value();
-        let i = self.b.build_int_add(base, jv, "")?;
-        let x = match split {
-            Some(split) => self.in_prefix_at(split, i, |g| body(g, &[i]))?,
-            None => body(self, &[i])?,
-        };
-        if let Some(x) = x {
-            self.fused_sums_step_partial(sums, parts, jv, x)?;
-        }
-        let j_next = self.b.build_int_add(jv, self.i64c(1), "")?;
-        j.add_incoming(&[(&j_next, self.b.current_block()?)]);
-        let more =
-            self.b
-                .build_int_compare(IntPredicate::ULT, j_next, self.i64c(CHUNK as u64), "")?;
-        self.b.build_conditional_branch(more, inner, exit)?;
-        self.b.position_at_end(exit);
-        Ok(())
+        self.counted_loop(CHUNK, LoopUnroll::Free, &mut |g, j| {
+            let i = g.b.build_int_add(base, j, "")?;
+            let x = match split {
+                Some(split) => g.in_prefix_at(split, i, |g| body(g, &[i]))?,
+                None => body(g, &[i])?,
+            };
+            if let Some(x) = x {
+                g.fused_sums_step_partial(sums, parts, j, x)?;
+            }
+            Ok(())
+        })
     }
 
     /// Where the next program's copy of the rank-1 pointer tile `ptr` starts and how many

@@ -223,10 +223,12 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let i64t = self.ctx.i64_type();
         let scalar = if self.ty(v).is_scalar() {
-            self.scalar_value(v)
+            self.scalar_of(v).map(|s| s.into_int_value())
         } else {
             match self.lazy_op(v).cloned() {
-                Some(Op::Splat(x)) if self.ty(x).is_scalar() => self.scalar_value(x),
+                Some(Op::Splat(x)) if self.ty(x).is_scalar() => {
+                    self.scalar_of(x).map(|s| s.into_int_value())
+                }
                 Some(Op::Const(Const::Int(c))) => {
                     return Ok(Some(i64t.const_int(c as i32 as i64 as u64, true)));
                 }
@@ -245,14 +247,6 @@ impl<'ctx> Gen<'ctx, '_> {
             Some(Op::Const(Const::Int(1))) => true,
             Some(Op::Splat(x)) => self.is_one(*x),
             _ => false,
-        }
-    }
-
-    /// The register of scalar `v`, when it has one.
-    fn scalar_value(&self, v: Value) -> Option<IntValue<'ctx>> {
-        match self.lv.get(&v) {
-            Some(super::Lv::Scalar(s)) => Some(s.into_int_value()),
-            _ => None,
         }
     }
 }
