@@ -669,6 +669,39 @@ mod hot {
             acc,
         );
     }
+
+    /// [`hot_dot`] with the tiles loaded again at every step, from addresses that move by
+    /// `step` elements (0: the same tiles, which stay in L1/L2): tutorial 03's per-step
+    /// copies without its trips to memory. The row strides `lda`, `ldb` are run-time
+    /// values, as tutorial 03's are, so the copies are the same code.
+    #[kernel]
+    pub fn warm_dot(
+        c: Ptr<f32>,
+        a: Ptr<f32>,
+        b: Ptr<f32>,
+        reps: i32,
+        step: i32,
+        lda: i32,
+        ldb: i32,
+        #[constexpr] BM: usize,
+        #[constexpr] BN: usize,
+        #[constexpr] BK: usize,
+    ) {
+        let pid = program_id(0);
+        let (rm, rn, rk) = (arange(0, BM), arange(0, BN), arange(0, BK));
+        let a_ptrs = a + pid * BM as i32 * lda + rm[(.., None)] * lda + rk[(None, ..)];
+        let b_ptrs = b + pid * BK as i32 * ldb + rk[(.., None)] * ldb + rn[(None, ..)];
+        let mut acc = zeros([BM, BN], DType::F32);
+        for r in range(0, reps) {
+            let ta = load(a_ptrs + r * step);
+            let tb = load(b_ptrs + r * step);
+            acc = dot(ta, tb, acc);
+        }
+        store(
+            c + pid * (BM * BN) as i32 + rm[(.., None)] * BN as i32 + rn[(None, ..)],
+            acc,
+        );
+    }
 }
 
 /// `dot-ceiling [BM BN BK]`: [`hot::hot_dot`] with tutorial 03's default blocks (or those),
@@ -706,12 +739,20 @@ fn dot_ceiling_rows(device: &Device) {
     let (a, b) = (matmul_input(size, size, 1), matmul_input(size, size, 2));
     let mut c = Array2::<f32>::zeros((size, size));
     let mut ours = Array2::<f32>::zeros((size, size));
-    let [_, t_hot, t_mm, t_blas] = interleaved(
+    let mut tw = tc.clone();
+    let [_, t_hot, t_warm, t_mm, t_blas] = interleaved(
         10,
         [
             &mut || peak = peak.max(fma_peak_gflops(threads).unwrap_or(0.0)),
             &mut || {
                 hot::hot_dot::launch(device, programs, &mut tc, &ta, &tb, reps, bm, bn, bk).unwrap()
+            },
+            &mut || {
+                let (lda, ldb) = (bk as i32, bn as i32);
+                hot::warm_dot::launch(
+                    device, programs, &mut tw, &ta, &tb, reps, 0, lda, ldb, bm, bn, bk,
+                )
+                .unwrap()
             },
             &mut || matmul_2d_into(device, a.view(), b.view(), ours.view_mut(), blocks).unwrap(),
             &mut || {
@@ -723,8 +764,10 @@ fn dot_ceiling_rows(device: &Device) {
     );
     let want = 2e-6 * (bk * reps as usize) as f32;
     assert!(
-        tc.iter().all(|x| (x - want).abs() <= 1e-3 * want),
-        "hot_dot: wrong sums"
+        tc.iter()
+            .chain(&tw)
+            .all(|x| (x - want).abs() <= 1e-3 * want),
+        "hot_dot or warm_dot: wrong sums"
     );
     let hot = (programs * reps as usize * bm * bn * bk * 2) as f64 / t_hot.as_secs_f64() / 1e9;
     let mm = 2.0 * (size * size * size) as f64 / 1e9;
@@ -732,6 +775,10 @@ fn dot_ceiling_rows(device: &Device) {
     let line =
         |name: &str, g: f64| println!("{name:<44} {g:>7.1} GFLOP/s = {:.2} of peak", g / peak);
     line(&format!("dot on hot {bm}x{bk} @ {bk}x{bn} tiles"), hot);
+    line(
+        "the same, tiles loaded again every step",
+        hot * t_hot.as_secs_f64() / t_warm.as_secs_f64(),
+    );
     line(
         &format!("tutorial 03 {size}^3, {bm}x{bn}x{bk} blocks"),
         mm / t_mm.as_secs_f64(),

@@ -173,3 +173,54 @@ fn sums_are_exact_bounded_or_not_compared() {
         assert_eq!(tolerances(&case(&body))[0], want, "sum of {unary:?}");
     }
 }
+
+/// Triton's bounds mask, `offsets < n`, guards some rank-1 stores and loads of the
+/// program's own region, with the offsets on either side of each comparison (the CPU runs
+/// the prefix of lanes such a mask keeps without testing each: codegen `prefix`).
+#[test]
+fn bounds_masks_on_own_offsets_are_generated() {
+    use tritium_dsl::ir::{CmpPred, Value};
+    let config = GenConfig::default();
+    let mut preds = BTreeSet::new();
+    for seed in 0..SEEDS {
+        let f = generate(seed, &config).function;
+        let defs = f.defs();
+        let offsets_of = |ptr: Value| match defs.get(&ptr).map(|i| &i.op) {
+            Some(Op::AddPtr(_, off)) => Some(*off),
+            _ => None,
+        };
+        f.walk(&mut |inst| {
+            let (ptr, mask) = match &inst.op {
+                Op::Store { ptr, mask, .. } | Op::Load { ptr, mask, .. } => (*ptr, *mask),
+                _ => return,
+            };
+            let (Some(off), Some(m)) = (offsets_of(ptr), mask) else {
+                return;
+            };
+            if f.ty(ptr).rank() != 1 {
+                return;
+            }
+            if let Some(Op::Cmp(p, x, y)) = defs.get(&m).map(|i| &i.op) {
+                if *x == off || *y == off {
+                    preds.insert((format!("{p:?}"), *x == off));
+                }
+            }
+        });
+    }
+    let want = [
+        (CmpPred::Lt, true),
+        (CmpPred::Le, true),
+        (CmpPred::Gt, false),
+        (CmpPred::Ge, false),
+    ];
+    for (p, offsets_first) in want {
+        assert!(
+            preds.contains(&(format!("{p:?}"), offsets_first)),
+            "no rank-1 access masked by `{}` in {SEEDS} programs: {preds:?}",
+            match offsets_first {
+                true => format!("offsets {p:?} n"),
+                false => format!("n {p:?} offsets"),
+            }
+        );
+    }
+}

@@ -1420,7 +1420,7 @@ impl Gen {
         };
         let off = self.own_offsets(&shape);
         let ptrs = self.pointers(ptr, off);
-        let mask = self.maybe_mask(&shape);
+        let mask = self.own_mask(off, &shape);
         let hints = self.cache_hints(false);
         self.push(
             Op::Store {
@@ -1444,7 +1444,7 @@ impl Gen {
         let shape = self.random_shape(3);
         let off = self.own_offsets(&shape);
         let ptrs = self.pointers(ptr, off);
-        let mask = self.maybe_mask(&shape);
+        let mask = self.own_mask(off, &shape);
         let hints = self.cache_hints(true);
         self.push1(
             Op::Load {
@@ -1488,7 +1488,7 @@ impl Gen {
             .collect();
         let op = *self.rng.pick(&ops);
         let value = self.value(d, &shape, need);
-        let mask = self.maybe_mask(&shape);
+        let mask = self.own_mask(off, &shape);
         self.atomic(op, ptrs, value, mask);
     }
 
@@ -1503,6 +1503,33 @@ impl Gen {
             },
             t,
         );
+    }
+
+    /// A mask on the lanes of `own` (the program's own offsets, `own_offsets`): usually
+    /// Triton's bounds mask, `own < base + t`, a prefix of a 1-D tile (the CPU's prefix
+    /// split), with the bound on either side and of every strictness; else a random mask
+    /// some of the time.
+    fn own_mask(&mut self, own: Value, shape: &[usize]) -> Option<Value> {
+        if !self.rng.chance(0.25) {
+            return self.maybe_mask(shape);
+        }
+        let numel: usize = shape.iter().product();
+        let base = self.base.expect("set up first");
+        // Past both ends sometimes: no lane, or every lane.
+        let t = self.rng.below(numel + 3) as i128 - 1;
+        let t = self.int_const(DType::I32, &[], t);
+        let bound = self.binary(BinOp::Add, base, t);
+        let bound = self.splat_to(bound, shape);
+        let (p, lhs, rhs) = match self.rng.below(6) {
+            0 => (CmpPred::Lt, own, bound),
+            1 => (CmpPred::Le, own, bound),
+            2 => (CmpPred::Gt, bound, own),
+            3 => (CmpPred::Ge, bound, own),
+            // Suffixes.
+            4 => (CmpPred::Ge, own, bound),
+            _ => (CmpPred::Lt, bound, own),
+        };
+        Some(self.cmp(p, lhs, rhs))
     }
 
     /// A random bool mask of `shape`, some of the time.
