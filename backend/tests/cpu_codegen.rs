@@ -214,11 +214,14 @@ fn check_dot<A: Element + Copy, C: Element + Copy + Default>(
 }
 
 /// Shapes with full micro-kernel blocks, leftover rows, leftover vector columns, a single
-/// row, and column counts that are not a multiple of any vector width (the fallback).
-const DOT_SHAPES: [(usize, usize, usize); 7] = [
+/// row, and column counts that are not a multiple of any vector width (the fallback); `b`
+/// packed in panels of the micro-kernel's width where its rows would crowd L1 (64 rows of
+/// 128 columns: 8 of AVX2's f32 panels, 4 of AVX-512's), row-major elsewhere.
+const DOT_SHAPES: [(usize, usize, usize); 8] = [
     (6, 4, 16),
     (13, 7, 24),
     (64, 32, 64),
+    (12, 64, 128),
     (1, 1, 8),
     (5, 3, 4),
     (7, 5, 3),
@@ -347,6 +350,9 @@ fn dot_of_a_transposed_load_matches_interpreter() {
     for (shape, how, valid) in [
         ((6, 32, 48), Transposed::Plain, 48),
         ((16, 64, 64), Transposed::Plain, 64),
+        // Into panels (`b`'s rows would crowd L1).
+        ((6, 64, 128), Transposed::Plain, 128),
+        ((6, 64, 128), Transposed::Masked, 120),
         ((6, 32, 48), Transposed::Masked, 48),
         ((6, 32, 48), Transposed::Masked, 40),
         ((6, 16, 16), Transposed::WrappingI8, 16),

@@ -11,6 +11,7 @@ use tritium::prelude::*;
 #[autotune(
     configs = [
         config(BM = 96, BN = 64, BK = 64),
+        config(BM = 96, BN = 128, BK = 64),
         config(BM = 96, BN = 128, BK = 128),
         config(BM = 64, BN = 64, BK = 32),
         config(BM = 32, BN = 32, BK = 32),
@@ -70,14 +71,17 @@ pub struct MatmulBlocks {
     pub k: usize,
 }
 
-/// 96 × 64 blocks of `c` are 16 × 4 register blocks of the CPU `dot` (6 rows × 16 f32
-/// columns with AVX2); a depth of 64 keeps the packed `a` and `b` tiles (40 KiB) in L1/L2
-/// while halving the accumulator loads and stores of a depth of 32.
+/// 96 × 128 blocks of `c` are 16 × 8 register blocks of the CPU `dot` (6 rows × 16 f32
+/// columns with AVX2), with `b` packed in 16-column panels (24 KiB of `a`, 32 KiB of `b`
+/// in L1/L2); a depth of 64 halves the accumulator loads and stores of a depth of 32.
+/// Against 96 × 64 (the default before `b` was packed in panels) each program copies
+/// `a`'s rows for twice the flops: 0.84–0.88 of OpenBLAS at 1024³ where 96 × 64 ran at
+/// 0.76–0.81 (`bench_table -- matmul-blocks`, alternated).
 impl Default for MatmulBlocks {
     fn default() -> Self {
         MatmulBlocks {
             m: 96,
-            n: 64,
+            n: 128,
             k: 64,
         }
     }

@@ -2,9 +2,10 @@
 //!
 //! The fast path is a register-blocked micro-kernel, as in BLAS libraries:
 //!
-//! 1. `a` and `b` are packed, converted to the accumulator dtype, into row-major scratch
-//!    buffers (a masked load fills them with plain vector loads on full blocks); a tile
-//!    already in a buffer of that dtype is used as is.
+//! 1. `a` and `b` are packed, converted to the accumulator dtype, into scratch buffers
+//!    (a masked load fills them with plain vector loads on full blocks): `a` row-major,
+//!    `b` in panels of `NR` columns (`packing`); a tile already in a row-major buffer of
+//!    that dtype is used as is.
 //! 2. `C`, the accumulator, is updated in place when `acc` dies at the `dot` (the loop-carried
 //!    accumulator of a K loop does), else it starts as a copy of `acc`.
 //! 3. `C` is cut into `MR × NR` blocks (6 rows × 2 vector registers of columns). For each,
@@ -20,6 +21,7 @@
 //! bf16, bool — and column counts that are not a multiple of the vector width) is an i-k-j
 //! loop nest through scratch buffers whose innermost loop LLVM vectorizes.
 
+use super::packing::Packing;
 use super::reduce::holder;
 use super::{Gen, LoopUnroll, Lv};
 use crate::llvm::{Positioned, Result};
@@ -34,7 +36,7 @@ const MR: usize = 6;
 const NV: usize = 2;
 
 /// Bytes in one vector register of the host CPU.
-fn vector_bytes() -> usize {
+pub(super) fn vector_bytes() -> usize {
     let features = inkwell::targets::TargetMachine::get_host_cpu_features().to_string();
     let has = |f: &str| features.split(',').any(|x| x == f);
     if has("+avx512f") {
@@ -64,6 +66,8 @@ struct Blocked<'ctx> {
     d: DType,
     a: PointerValue<'ctx>,
     b: PointerValue<'ctx>,
+    /// How `b` lies in its buffer.
+    b_packing: Packing,
     c: PointerValue<'ctx>,
     /// `C` starts as zeros (and is not read).
     zero_c: bool,
@@ -90,8 +94,18 @@ impl<'ctx> Gen<'ctx, '_> {
         if !blocked {
             return self.dot_loops(inst);
         }
-        let ap = self.packed(a, d)?;
-        let bp = self.packed(b, d)?;
+        let nr = NV * vl;
+        let ap = self.packed(a, d, Packing::Rows { cols: k })?;
+        // `b` by panels of the micro-kernel's width when it is copied anyway and its rows
+        // would crowd L1's sets (`packing`).
+        let b_packing = match self.lv.get(&b) {
+            Some(Lv::Buf(_)) if self.ty(b).dtype() == Some(d) => Packing::Rows { cols: n },
+            _ if n % nr == 0 && Packing::rows_crowd_l1(k, n * d.size_bytes()) => {
+                Packing::Panels { rows: k, width: nr }
+            }
+            _ => Packing::Rows { cols: n },
+        };
+        let bp = self.packed(b, d, b_packing)?;
         // A zero accumulator starts in registers, not in memory.
         let zero_c = self.is_zero_tile(acc);
         let c = match self.lv.get(&acc).copied() {
@@ -111,12 +125,12 @@ impl<'ctx> Gen<'ctx, '_> {
             d,
             a: ap,
             b: bp,
+            b_packing,
             c,
             zero_c,
         };
         // Inside a loop, the micro-kernels request the next iteration's operand tiles.
         let next = self.next_tiles(&[a, b])?;
-        let nr = NV * vl;
         let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
         let (full_rows, rest_r) = (m / MR, m % MR);
         let col_blocks: Vec<(usize, usize, usize)> =
@@ -179,43 +193,6 @@ impl<'ctx> Gen<'ctx, '_> {
         self.f.uses(v) == 1 && holder(&self.f.body, user).is_some_and(|b| defines(b, v))
     }
 
-    /// `v` as a row-major buffer of dtype `d` (compute form, which is the storage form).
-    fn packed(&mut self, v: Value, d: DType) -> Result<PointerValue<'ctx>> {
-        let vt = self.ty(v).clone();
-        if let Some(Lv::Buf(p)) = self.lv.get(&v) {
-            if vt.dtype() == Some(d) {
-                return Ok(*p);
-            }
-        }
-        let from = vt.dtype().expect("numbers");
-        let ty = Type::tile(Elem::Scalar(d), vt.shape.clone());
-        let buf = self.alloc_buf(&ty)?;
-        let mask = self.load_mask_in(v);
-        let lanes = vector_bytes() / d.size_bytes().max(1);
-        // Plain copies' rows are vectorized already: unrolling them only adds code (matmul
-        // compiles 20% faster, runs no slower). Converting copies (f16, bf16) keep it.
-        let mut lane_copy = |g: &mut Self| {
-            let mut copy = |g: &mut Self, idx: &[IntValue<'ctx>]| {
-                let x = g.lane(v, idx)?;
-                let x = g.cast(x, from, d)?;
-                let p = g.buf_elem(buf, &ty, idx)?;
-                g.b.build_store(p, x)?;
-                Ok(())
-            };
-            match from == d {
-                true => g.loop_nest_rows_rolled(&vt.shape, &mut copy),
-                false => g.loop_nest(&vt.shape, &mut copy),
-            }
-        };
-        self.versioned(mask, (&[v], &[]), &mut |g| {
-            if g.pack_transposed(v, d, buf, &ty, lanes, &mut lane_copy)? {
-                return Ok(());
-            }
-            lane_copy(g)
-        })?;
-        Ok(buf)
-    }
-
     /// `C[i..i+mr, j..j+nv·vl] += A[i..i+mr, :] @ B[:, j..j+nv·vl]` with the block of `C` in
     /// vector registers for the whole K loop.
     fn micro_kernel(
@@ -264,7 +241,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let bvs: Vec<VectorValue> = (0..mc.nv)
             .map(|v| {
                 let col = self.b.build_int_add(j, self.i64c((v * g.vl) as u64), "")?;
-                let p = self.elem_ptr(g.b, et, kk, g.n, col)?;
+                let p = g.b_packing.elem(self, g.b, et, kk, col)?;
                 self.load_vec(vt, p, size)
             })
             .collect::<Result<_>>()?;

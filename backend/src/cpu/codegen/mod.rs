@@ -17,6 +17,7 @@ mod lanes;
 mod mask;
 mod memory;
 mod next_iteration;
+mod packing;
 mod plan;
 mod prefetch;
 mod prefix;

@@ -10,39 +10,42 @@
 //! (its all-true copy), checked mode always copies lane by lane.
 
 use super::custom::Direct;
+use super::packing::Packing;
 use super::{Gen, Lv};
 use crate::llvm::Result;
 use inkwell::types::VectorType;
 use inkwell::values::{IntValue, PointerValue, VectorValue};
-use tritium_dsl::ir::{affine_lanes, Affine, DType, Op, Type, Value};
+use tritium_dsl::ir::{affine_lanes, Affine, DType, Op, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
-    /// Fills `buf` (row-major `ty`, of dtype `d`) with tile `v` by transposed blocks of up
-    /// to `lanes` (a vector of `d`) when `v` is such a load, behind the run-time checks,
-    /// with `lane_copy` where they fail; returns false, emitting nothing, when it is not.
+    /// Fills `buf` (laid out as `packing` says, of dtype `d`) with tile `v` by transposed
+    /// blocks of up to `lanes` (a vector of `d`, which divides a panel's width) when `v` is
+    /// such a load, behind the run-time checks, with `lane_copy` where they fail; returns
+    /// false, emitting nothing, when it is not.
     pub(super) fn pack_transposed(
         &mut self,
         v: Value,
         d: DType,
         buf: PointerValue<'ctx>,
-        ty: &Type,
+        packing: Packing,
         lanes: usize,
         lane_copy: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<bool> {
+        let shape = self.ty(v).shape.clone();
         // Square blocks of the widest power of two up to a vector that divides both dims.
         let mut w = lanes;
-        while w > 4 && ty.shape.iter().any(|n| n % w != 0) {
+        while w > 4 && shape.iter().any(|n| n % w != 0) {
             w /= 2;
         }
         let Some(direct) = self.transposed_load(v, d, w) else {
             return Ok(false);
         };
         let ok = self.run_holds(&direct)?;
-        let (rows, cols) = (ty.shape[0], ty.shape[1]);
+        let (rows, cols) = (shape[0], shape[1]);
         let mut copy = |g: &mut Self| {
             g.counted_loop(cols / w, super::LoopUnroll::Never, &mut |g, cb| {
                 g.counted_loop(rows / w, super::LoopUnroll::Never, &mut |g, rb| {
-                    g.transpose_block(direct.ptr, d, buf, cols, [rb, cb], w)
+                    g.transpose_block(direct.ptr, d, buf, packing, [rb, cb], w)
                 })
             })
         };
@@ -127,13 +130,14 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Rows `rb·W..` and columns `cb·W..` (`W = lanes`) of the buffer from the `W` column
-    /// vectors at `ptr`'s lanes `(rb·W, cb·W + j)`.
+    /// vectors at `ptr`'s lanes `(rb·W, cb·W + j)`. A row of the block is `W` consecutive
+    /// elements of the buffer in either packing (a panel is a multiple of `W` wide).
     fn transpose_block(
         &mut self,
         ptr: Value,
         d: DType,
         buf: PointerValue<'ctx>,
-        cols: usize,
+        packing: Packing,
         [rb, cb]: [IntValue<'ctx>; 2],
         lanes: usize,
     ) -> Result<()> {
@@ -151,7 +155,7 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         for (k, row) in self.transpose(columns)?.into_iter().enumerate() {
             let r = self.b.build_int_add(r0, self.i64c(k as u64), "")?;
-            let p = self.elem_ptr(buf, et, r, cols, c0)?;
+            let p = packing.elem(self, buf, et, r, c0)?;
             let st = self.b.build_store(p, row)?;
             st.set_alignment(size)?;
         }
