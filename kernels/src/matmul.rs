@@ -75,8 +75,8 @@ pub struct MatmulBlocks {
 /// columns with AVX2), with `b` packed in 16-column panels (24 KiB of `a`, 32 KiB of `b`
 /// in L1/L2); a depth of 64 halves the accumulator loads and stores of a depth of 32.
 /// Against 96 × 64 (the default before `b` was packed in panels) each program copies
-/// `a`'s rows for twice the flops: 0.84–0.88 of OpenBLAS at 1024³ where 96 × 64 ran at
-/// 0.76–0.81 (`bench_table -- matmul-blocks`, alternated).
+/// `a`'s rows for twice the flops: 0.80–0.96 of OpenBLAS at 1024³ where 96 × 64 ran at
+/// 0.76–0.84 (`bench_table -- matmul-blocks`, alternated).
 impl Default for MatmulBlocks {
     fn default() -> Self {
         MatmulBlocks {

@@ -7,7 +7,8 @@
 //! rows fall on 8 of L1's 64 sets, 8 rows per set, a whole set's ways; at 256 columns 16
 //! rows per set, more than it holds. Panels put a panel's rows in consecutive lines, so
 //! wider tiles (fewer copies of `a` and `b` per flop) run at the narrow ones' speed:
-//! tutorial 03 with 96 × 128 blocks went from 0.76–0.81 to 0.84–0.88 of OpenBLAS at 1024³.
+//! tutorial 03 with 96 × 128 blocks runs at 0.80–0.96 of OpenBLAS at 1024³ (0.69–0.76
+//! with rows; 96 × 64 blocks 0.76–0.84).
 //! Narrow tiles keep rows: 64 f32 columns put 4 rows in a set, and attention with a head
 //! dimension of 64 ran 2–15% slower with panels.
 
