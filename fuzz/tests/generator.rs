@@ -224,3 +224,25 @@ fn bounds_masks_on_own_offsets_are_generated() {
         );
     }
 }
+
+/// Some `dot`s have a `b` of `WIDE_B_BYTES` in the accumulator's dtype, which the CPU
+/// packs in panels of the micro-kernel's width (tiles within `REGION` never are).
+#[test]
+fn wide_dots_are_generated() {
+    use tritium_fuzz::gen::WIDE_B_BYTES;
+    let config = GenConfig::default();
+    let mut wide = 0;
+    for seed in 0..SEEDS {
+        let f = generate(seed, &config).function;
+        f.walk(&mut |inst| {
+            if let Op::Dot { b, .. } = &inst.op {
+                let acc = f.ty(inst.results[0]).dtype().expect("numbers");
+                let numel: usize = f.ty(*b).shape.iter().product();
+                if numel * acc.size_bytes() == WIDE_B_BYTES {
+                    wide += 1;
+                }
+            }
+        });
+    }
+    assert!(wide >= 3, "{wide} wide dots in {SEEDS} programs");
+}

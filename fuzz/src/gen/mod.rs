@@ -31,6 +31,14 @@ use tritium_dsl::ir::{
 /// Elements of each program's region of an output buffer (tiles are at most this big).
 pub const REGION: usize = 512;
 
+/// Bytes of a wide `dot`'s `b` (in the accumulator's dtype): twice what the CPU packs in
+/// panels from (`cpu::codegen::packing`).
+pub const WIDE_B_BYTES: usize = 32 * 1024;
+
+/// At most this many bytes of a wide `dot`'s `a`, so both fit CUDA's 48 KiB of static
+/// shared memory.
+const WIDE_A_BYTES: usize = 8 * 1024;
+
 /// The order in which `Gen::lane_offsets_ordered` lays a tile's lanes out.
 #[derive(Clone, Copy)]
 enum AxisOrder {
@@ -1078,13 +1086,24 @@ impl Gen {
         // Operands loaded straight from an input reach the `dot`'s packing as loads (a
         // column-major run is packed by transposed blocks on the CPU, given dims that are
         // multiples of the vector width).
-        let direct = self.rng.chance(0.3);
+        let (mm, nn) = (shape[0], shape[1]);
+        // Now and then a `b` deep enough that the CPU packs it in panels (its rows would
+        // crowd L1: 32 KiB of them in the accumulator's dtype, codegen `packing`), with a
+        // small `a` (CUDA stages both in shared memory), loaded from an input (computed
+        // operands this big are mostly broadcasts, the same in every column).
+        let size = d.size_bytes();
+        let wide = matches!(nn, 16 | 32) && size >= 4 && self.rng.chance(0.35);
+        let direct = wide || self.rng.chance(0.3);
         let k = match direct {
+            _ if wide => WIDE_B_BYTES / (nn * size),
             true => *self.rng.pick(&[8, 16, 32]),
             false => *self.rng.pick(&[1, 2, 4, 8, 16, 16, 32]),
         };
-        let (mm, nn) = (shape[0], shape[1]);
-        if mm * k > REGION || k * nn > REGION {
+        let too_big = match wide {
+            true => mm * k * size > WIDE_A_BYTES,
+            false => mm * k > REGION || k * nn > REGION,
+        };
+        if too_big {
             return self.elementwise(d, shape, need);
         }
         let from = match d {
@@ -1113,24 +1132,43 @@ impl Gen {
         } else {
             (Need::EXACT, Need::EXACT)
         };
+        // A wide operand's lanes are a run (at most an input's length of them in) or any
+        // other offsets into the input.
         let operand = |g: &mut Self, shape: &[usize], need: Need| match direct {
-            true => g.load_input_from(from, shape, need, true),
+            true => g.load_input_from(from, shape, need, !wide),
             false => g.value(from, shape, need),
+        };
+        // A wide `b` differs from column to column half the time even when no input has
+        // its dtype (a computed one this big is mostly a broadcast).
+        let operand_b = |g: &mut Self, shape: &[usize], need: Need| match wide && g.rng.chance(0.5)
+        {
+            true => g.varied(from, shape, need),
+            false => operand(g, shape, need),
         };
         let (a, b, acc) = if d.is_float() && !need.exact && self.rng.chance(0.5) {
             // Non-negative floats of any size: compared within `info::sum_ulps`.
             let a = operand(self, &[mm, k], Need::EXACT);
-            let b = operand(self, &[k, nn], Need::EXACT);
+            let b = operand_b(self, &[k, nn], Need::EXACT);
             let acc = self.value(d, shape, Need::EXACT);
             (self.abs(a), self.abs(b), self.abs(acc))
         } else {
             (
                 operand(self, &[mm, k], in_need),
-                operand(self, &[k, nn], in_need),
+                operand_b(self, &[k, nn], in_need),
                 self.value(d, shape, acc_need),
             )
         };
         self.push1(Op::Dot { a, b, acc }, Self::tile(d, shape))
+    }
+
+    /// Small integers of dtype `d` over `shape` that differ from lane to lane (the lanes'
+    /// positions modulo what `need` allows, at most 100).
+    fn varied(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
+        let modulus = need.bound.map_or(100.0, |b| b.floor().clamp(0.0, 99.0)) as i128 + 1;
+        let off = self.lane_offsets(shape);
+        let m = self.int_const(DType::I32, shape, modulus);
+        let r = self.binary(BinOp::Rem, off, m);
+        self.cast(r, d)
     }
 
     fn abs(&mut self, x: Value) -> Value {
