@@ -1543,10 +1543,10 @@ impl Gen {
         );
     }
 
-    /// A mask on the lanes of `own` (the program's own offsets, `own_offsets`): usually
-    /// Triton's bounds mask, `own < base + t`, a prefix of a 1-D tile (the CPU's prefix
-    /// split), with the bound on either side and of every strictness; else a random mask
-    /// some of the time.
+    /// A mask on the lanes of `own` (the program's own offsets, `own_offsets`): a quarter
+    /// of the time Triton's bounds mask, `own < base + t`, a prefix of a 1-D tile (the
+    /// CPU's prefix split), with the bound on either side and of every strictness (or a
+    /// suffix); else a random mask some of the time.
     fn own_mask(&mut self, own: Value, shape: &[usize]) -> Option<Value> {
         if !self.rng.chance(0.25) {
             return self.maybe_mask(shape);

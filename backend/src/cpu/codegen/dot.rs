@@ -4,8 +4,8 @@
 //!
 //! 1. `a` and `b` are packed, converted to the accumulator dtype, into scratch buffers
 //!    (a masked load fills them with plain vector loads on full blocks): `a` row-major,
-//!    `b` in panels of `NR` columns (`packing`); a tile already in a row-major buffer of
-//!    that dtype is used as is.
+//!    `b` row-major or, where its rows would crowd L1, in panels of `NR` columns
+//!    (`packing`); a tile already in a row-major buffer of that dtype is used as is.
 //! 2. `C`, the accumulator, is updated in place when `acc` dies at the `dot` (the loop-carried
 //!    accumulator of a K loop does), else it starts as a copy of `acc`.
 //! 3. `C` is cut into `MR × NR` blocks (6 rows × 2 vector registers of columns). For each,
