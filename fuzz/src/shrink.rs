@@ -55,6 +55,9 @@ enum Edit {
     Delete(Path),
     /// Replace a region by one run of it (a loop's body once, one branch of an `if`).
     Inline(Path, usize),
+    /// Drop result `k` of an `if`, which nothing uses, and what its branches yield for it
+    /// (an `if` kept for its condition, or a store in it, carries no dead values).
+    DropResult(Path, usize),
     /// Replace an instruction's results by constants.
     Constant(Path, Const),
     /// Replace an instruction's result by its operand `k`, of the same type (drops the
@@ -79,6 +82,11 @@ fn edits(case: &Case) -> Vec<Edit> {
                 out.push(Edit::Inline(path.clone(), 0));
                 if matches!(inst.op, Op::If { .. }) {
                     out.push(Edit::Inline(path.clone(), 1));
+                    for (k, r) in inst.results.iter().enumerate() {
+                        if f.uses(*r) == 0 {
+                            out.push(Edit::DropResult(path.clone(), k));
+                        }
+                    }
                 }
             }
             Op::Store { .. }
@@ -203,6 +211,30 @@ fn apply(case: &Case, edit: &Edit) -> Option<Case> {
             for (from, to) in bind.into_iter().chain(inst.results.into_iter().zip(ys)) {
                 replace_uses(&mut c.function.body, from, to);
             }
+        }
+        Edit::DropResult(path, k) => {
+            let (b, i) = locate(&mut c.function.body, path)?;
+            let inst = &mut b.insts[i];
+            let Op::If {
+                then_region,
+                else_region,
+                ..
+            } = &mut inst.op
+            else {
+                return None;
+            };
+            for region in [then_region, else_region] {
+                match region.insts.last_mut().map(|y| &mut y.op) {
+                    Some(Op::Yield(ys)) if *k < ys.len() => {
+                        ys.remove(*k);
+                    }
+                    _ => return None,
+                }
+            }
+            if *k >= inst.results.len() {
+                return None;
+            }
+            inst.results.remove(*k);
         }
         Edit::Constant(path, k) => {
             let (b, i) = locate(&mut c.function.body, path)?;
