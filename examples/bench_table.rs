@@ -718,11 +718,7 @@ fn dot_ceiling_rows(device: &Device) {
     if let Some(blas) = &blas {
         blas.set_threads(threads);
     }
-    let blocks = match std::env::args()
-        .skip(2)
-        .map(|a| a.parse().expect("dot-ceiling [BM BN BK]: numbers"))
-        .collect::<Vec<usize>>()[..]
-    {
+    let blocks = match numeric_args("dot-ceiling [BM BN BK]", &[0, 3])[..] {
         [m, n, k] => MatmulBlocks { m, n, k },
         _ => MatmulBlocks::default(),
     };
@@ -788,21 +784,39 @@ fn dot_ceiling_rows(device: &Device) {
     }
 }
 
+/// The arguments after the section's name as positive numbers, as many as one of `counts`;
+/// else the usage on stderr and exit status 2.
+fn numeric_args(usage: &str, counts: &[usize]) -> Vec<usize> {
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    let numbers: Option<Vec<usize>> = args
+        .iter()
+        .map(|a| a.parse().ok().filter(|n| *n > 0))
+        .collect();
+    match numbers {
+        Some(n) if counts.contains(&n.len()) => n,
+        _ => {
+            eprintln!("usage: bench_table {usage} (positive whole numbers), not {args:?}");
+            std::process::exit(2)
+        }
+    }
+}
+
 /// `matmul-blocks SIZE BM BN BK [ROUNDS]`: tutorial 03 at `SIZE³` f32 with the given
 /// blocks (no autotuning) alternated with `cblas_sgemm`, for trying one config.
 fn matmul_blocks_row(device: &Device) {
-    let args: Vec<usize> = std::env::args()
-        .skip(2)
-        .map(|a| {
-            a.parse()
-                .expect("matmul-blocks SIZE BM BN BK [ROUNDS]: numbers")
-        })
-        .collect();
+    let usage = "matmul-blocks SIZE BM BN BK [ROUNDS]";
+    let args = numeric_args(usage, &[4, 5]);
     let [size, bm, bn, bk] = args[..4] else {
-        panic!("matmul-blocks SIZE BM BN BK [ROUNDS]")
+        unreachable!("numeric_args checked the count")
     };
     let rounds = args.get(4).copied().unwrap_or(5);
-    let blas = OpenBlas::load().expect("OpenBLAS");
+    let blas = match OpenBlas::load() {
+        Ok(blas) => blas,
+        Err(e) => {
+            eprintln!("bench_table {usage}: {e}");
+            std::process::exit(1)
+        }
+    };
     blas.set_threads(tritium::backend::cpu::num_threads());
     let blocks = MatmulBlocks {
         m: bm,
