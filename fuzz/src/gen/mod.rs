@@ -698,16 +698,7 @@ impl Gen {
 
     /// [`load_input`](Self::load_input); `run`: of one contiguous run of lanes.
     fn load_input_from(&mut self, d: DType, shape: &[usize], need: Need, run: bool) -> Value {
-        let ok: Vec<usize> = (0..self.inputs.len())
-            .filter(|i| {
-                let b = &self.inputs[*i];
-                b.dtype == d
-                    && need.accepts(&Info {
-                        int_bound: b.bound,
-                        ..Info::EXACT
-                    })
-            })
-            .collect();
+        let ok = self.inputs_for(d, need);
         let Some(&i) = (!ok.is_empty()).then(|| self.rng.pick(&ok)) else {
             return self.elementwise(d, shape, need);
         };
@@ -728,6 +719,25 @@ impl Gen {
             },
             Self::tile(d, shape),
         )
+    }
+
+    /// The inputs of dtype `d` whose values satisfy `need`.
+    fn inputs_for(&self, d: DType, need: Need) -> Vec<usize> {
+        (0..self.inputs.len())
+            .filter(|i| {
+                let b = &self.inputs[*i];
+                b.dtype == d
+                    && need.accepts(&Info {
+                        int_bound: b.bound,
+                        ..Info::EXACT
+                    })
+            })
+            .collect()
+    }
+
+    /// True when [`load_input_from`](Self::load_input_from) would load (not compute).
+    fn has_input(&self, d: DType, need: Need) -> bool {
+        !self.inputs_for(d, need).is_empty()
     }
 
     /// Random cache hints, mostly none: they change no result, so every device must agree
@@ -1138,12 +1148,15 @@ impl Gen {
             true => g.load_input_from(from, shape, need, !wide),
             false => g.value(from, shape, need),
         };
-        // A wide `b` differs from column to column half the time even when no input has
-        // its dtype (a computed one this big is mostly a broadcast).
-        let operand_b = |g: &mut Self, shape: &[usize], need: Need| match wide && g.rng.chance(0.5)
-        {
-            true => g.varied(from, shape, need),
-            false => operand(g, shape, need),
+        // A wide `b` is loaded from an input of its dtype half the time, else made to
+        // differ from column to column (computed ones this big are mostly broadcasts, the
+        // same in every column, which would hide a wrong column).
+        let operand_b = |g: &mut Self, shape: &[usize], need: Need| {
+            let load = g.has_input(from, need) && g.rng.chance(0.5);
+            match wide && !load {
+                true => g.varied(from, shape, need),
+                false => operand(g, shape, need),
+            }
         };
         let (a, b, acc) = if d.is_float() && !need.exact && self.rng.chance(0.5) {
             // Non-negative floats of any size: compared within `info::sum_ulps`.
