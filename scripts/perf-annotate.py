@@ -36,7 +36,8 @@ def samples(data):
 def disassembly(symbol):
     """{offset in the symbol: instruction} of the cached object defining `symbol`."""
     root = os.environ.get("TRITIUM_CACHE_DIR") or os.path.expanduser("~/.cache/tritium")
-    tag = symbol.rsplit("_", 1)[-1].encode()
+    # `tritium_<name>_<hash>` or its program body, `tritium_<name>_<hash>_body`.
+    tag = symbol.removesuffix("_body").rsplit("_", 1)[-1].encode()
     for path in glob.glob(os.path.join(root, "cpu", "*.tobj")):
         data = open(path, "rb").read()
         elf = data.find(b"\x7fELF")

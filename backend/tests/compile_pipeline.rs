@@ -159,6 +159,32 @@ fn dump_dir_gets_all_four_files_even_with_a_warm_disk_cache() {
     }
 }
 
+/// The CPU's program body is called from the entry's program loop, not inlined into it:
+/// inlined, O3 simplified the body twice (alone, then inside the entry), a third of the
+/// optimization time of larger kernels.
+#[test]
+fn the_cpu_program_body_stays_a_function_of_its_own() {
+    let (dump, cache) = (TempDir::new("dump-body"), TempDir::new("body-cache"));
+    let opts = LaunchOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+        dump_dir: Some(dump.path().to_path_buf()),
+        ..Default::default()
+    };
+    run_vadd("pipeline_body_call", "cold", &opts);
+    let symbol = &dumped(dump.path())[0].0;
+    let opt = std::fs::read_to_string(dump.path().join(format!("{symbol}.opt.ll"))).unwrap();
+    let body = format!("@{symbol}_body(");
+    assert!(
+        opt.lines()
+            .any(|l| l.starts_with("define internal") && l.contains(&body)),
+        "no body function in:\n{opt}"
+    );
+    assert!(
+        opt.lines().any(|l| l.contains("call") && l.contains(&body)),
+        "the entry does not call the body:\n{opt}"
+    );
+}
+
 /// The CPU, the emulator and NVPTX share one pipeline: each counts its compiles under
 /// its own target and writes the same dumps (NVPTX its `.ptx`, both host targets `.s`).
 #[test]

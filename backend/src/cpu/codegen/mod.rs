@@ -155,6 +155,16 @@ pub(crate) fn generate<'ctx>(
         body_ty,
         Some(Linkage::Internal),
     );
+    // Called, not inlined, from the entry's program loop. Inlined, the body went through
+    // O3's simplification pipeline twice (alone, then again inside the entry): a third of
+    // matmul's O3 phase and a quarter of softmax's. Inlined before the function passes
+    // instead (`alwaysinline`), its `noalias` parameters became alias-scope metadata and
+    // tutorial 03 ran at 0.7 of its speed. The call costs nanoseconds per program.
+    let noinline = inkwell::attributes::Attribute::get_named_enum_kind_id("noinline");
+    body_fn.add_attribute(
+        inkwell::attributes::AttributeLoc::Function,
+        ctx.create_enum_attribute(noinline, 0),
+    );
     let noalias = inkwell::attributes::Attribute::get_named_enum_kind_id("noalias");
     for (i, p) in f.params.iter().enumerate() {
         if f.ty(p.value).elem.pointee().is_some() {
