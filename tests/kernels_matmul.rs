@@ -400,6 +400,39 @@ fn k_loop(
     store(c + rows[(.., None)] * 16 + cols[(None, ..)], acc);
 }
 
+/// `acc = acc + x` over a `for` loop whose accumulator starts as zeros.
+#[tritium::kernel]
+fn summed_rows(out: tritium::Ptr<f32>, x: tritium::Ptr<f32>, k: i32) {
+    use tritium::prelude::*;
+    let cols = arange(0, 16);
+    let mut acc = zeros([16], DType::F32);
+    for kb in range(0, k) {
+        acc = acc + load(x + kb * 16 + cols);
+    }
+    store(out + cols, acc);
+}
+
+/// A `for` loop whose carried tile starts as a constant has its first iteration peeled
+/// (`for.first`), unless its body has a `dot`: the copy doubled the code of tutorial 03's
+/// K loop for LLVM to compile and saved only one fill of the accumulator.
+#[test]
+fn k_loops_with_a_dot_are_not_peeled() {
+    let (a, b) = (Array2::<f32>::ones((16, 64)), Array2::<f32>::ones((64, 16)));
+    let mut c = Array2::<f32>::zeros((16, 16));
+    let dot_loop = crate::common::dumps_of("peel-dot", |options| {
+        k_loop::launch_with(&Device::cpu(), 1, options, &mut c, &a, &b, 64, 0).unwrap()
+    });
+    assert!(c.iter().all(|x| *x == 64.0), "{c}");
+    let (x, mut out) = (vec![1f32; 4 * 16], vec![0f32; 16]);
+    let sum_loop = crate::common::dumps_of("peel-sum", |options| {
+        summed_rows::launch_with(&Device::cpu(), 1, options, &mut out, &x, 4).unwrap()
+    });
+    assert_eq!(out, vec![4f32; 16]);
+    let peeled = |d: &crate::common::Dumps| d.get("ll").contains("for.first");
+    assert!(!peeled(&dot_loop), "the dot's K loop was peeled");
+    assert!(peeled(&sum_loop), "the sum loop was not peeled");
+}
+
 /// Prefetches of the next iteration's rows go to L2 (`llvm.prefetch` locality 2): the
 /// moving tiles get them, an invariant tile and checked mode do not. Results are exact.
 #[test]
