@@ -2,7 +2,7 @@
 //! streams, host memory, arguments), then hands the kernel to CUDA, the emulator, the
 //! interpreter or the CPU. The only module that knows every target.
 
-use crate::launch::{buffers_named, Memory, TraceFn};
+use crate::launch::{buffers, Memory, TraceFn};
 use crate::launch::{check_args, check_args_written, Grid, KernelArgs, KernelKey, LaunchOptions};
 use crate::runtime::CudaDevice;
 use crate::{Error, Result};
@@ -154,7 +154,8 @@ pub fn launch(
 /// Checks that every buffer (pointer tables' entries too) is in host memory (the CPU and
 /// the interpreter read it).
 fn check_host_memory(kernel: &str, args: &KernelArgs<'_>) -> Result<()> {
-    for (name, b) in buffers_named(&args.names, &args.args, &args.pointees) {
+    let name = |i: usize| args.names.get(i).copied().unwrap_or("?");
+    for (name, b) in buffers(name, &args.args, &args.pointees) {
         if let Memory::Cuda(n) = b.memory {
             return Err(Error::Launch {
                 kernel: kernel.to_string(),

@@ -59,9 +59,12 @@ pub(crate) fn compiled(
 ) -> Result<Arc<Compiled>> {
     static COMPILED: OnceMap<MemKey, Compiled> = OnceMap::new();
     let options = options.compile_options();
-    COMPILED.get_or_make((key.clone(), spec.clone(), options.clone()), || {
-        compile(trace(spec)?, &options)
-    })
+    COMPILED.get_or_make_like(
+        &(key, spec, &options),
+        |k| k.0 == *key && k.1 == *spec && k.2 == options,
+        || (key.clone(), spec.clone(), options.clone()),
+        || compile(trace(spec)?, &options),
+    )
 }
 
 /// Compiles (or loads from the disk cache) one traced function. Every call compiles: the

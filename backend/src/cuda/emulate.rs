@@ -247,8 +247,12 @@ pub(crate) fn compiled(
     // `sm` does not change the host build.
     let options = CudaCompileOptions { sm: 0, ..*options };
     let compile_options = launch.compile_options();
-    let key = (key.clone(), spec.clone(), options, compile_options.clone());
-    COMPILED.get_or_make(key, || compile(trace(spec)?, &options, &compile_options))
+    COMPILED.get_or_make_like(
+        &(key, spec, &options, &compile_options),
+        |k| k.0 == *key && k.1 == *spec && k.2 == options && k.3 == compile_options,
+        || (key.clone(), spec.clone(), options, compile_options.clone()),
+        || compile(trace(spec)?, &options, &compile_options),
+    )
 }
 
 /// Generates `f` with the CUDA code generator for the host and loads it (`options.sm` is

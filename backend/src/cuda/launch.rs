@@ -4,7 +4,7 @@
 
 use super::checked::DeviceCheck;
 use super::{CudaCompileOptions, Ptx};
-use crate::launch::{buffers_named, Memory, RawArg, TraceFn};
+use crate::launch::{buffers, Memory, RawArg, TraceFn};
 use crate::launch::{check_args, named_buffers, Grid, KernelArgs, KernelKey, LaunchOptions};
 use crate::pipeline::once::OnceMap;
 use crate::runtime::{driver_error, CudaDevice};
@@ -56,7 +56,8 @@ pub(crate) fn launch(
             grid.0
         )));
     }
-    for (name, b) in buffers_named(&args.names, &args.args, &args.pointees) {
+    let name = |i: usize| args.names.get(i).copied().unwrap_or("?");
+    for (name, b) in buffers(name, &args.args, &args.pointees) {
         if let Memory::Cuda(n) = b.memory {
             if n != gpu.ordinal() {
                 return Err(launch_err(format!(
@@ -164,14 +165,21 @@ fn compiled(
     options: &LaunchOptions,
     trace: TraceFn<'_>,
 ) -> Result<Arc<CompiledPtx>> {
-    let mem_key = (
-        key.clone(),
-        spec.clone(),
-        *copts,
-        options.cache_dir.clone(),
-        options.dump_dir.clone(),
-    );
-    COMPILED.get_or_make(mem_key, || compile(trace(spec)?, copts, options))
+    let (cache, dump) = (&options.cache_dir, &options.dump_dir);
+    COMPILED.get_or_make_like(
+        &(key, spec, copts, cache, dump),
+        |k| k.0 == *key && k.1 == *spec && k.2 == *copts && k.3 == *cache && k.4 == *dump,
+        || {
+            (
+                key.clone(),
+                spec.clone(),
+                *copts,
+                cache.clone(),
+                dump.clone(),
+            )
+        },
+        || compile(trace(spec)?, copts, options),
+    )
 }
 
 /// PTX for `f` from the disk cache (verified) or LLVM; `TRITIUM_DUMP` always runs LLVM.

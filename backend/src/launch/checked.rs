@@ -43,7 +43,8 @@ impl CheckWords {
         list: bool,
         range: impl Fn(&RawBuffer) -> (u64, u64),
     ) -> CheckWords {
-        let mut words = Vec::new();
+        let listed = if list { 1 + 4 * buffers.len() } else { 0 };
+        let mut words = Vec::with_capacity(PARAM_WORDS * args.len() + extra.len() + listed);
         let mut records = Vec::new();
         let mut buffer = |words: &mut Vec<u64>, b: &RawBuffer, writable: Option<bool>| {
             let (lo, hi) = range(b);

@@ -96,32 +96,54 @@ pub(crate) fn mismatch(name: &str, expected: Elem, passed: &RawArg) -> String {
     format!("argument `{name}` is {passed} but the kernel expects {expected}")
 }
 
-/// Every buffer of a launch, named as messages name it: the pointer arguments by their
-/// parameter, then the entries of [`PtrTable`] arguments as `table[k]`.
+/// Every buffer of a launch (the pointer arguments, then the pointer tables' entries),
+/// named after `f`'s parameters (see [`buffers`]).
 pub(crate) fn named_buffers(
     f: &Function,
     args: &[RawArg],
     pointees: &[Pointee],
 ) -> Vec<(String, RawBuffer)> {
-    let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
-    buffers_named(&names, args, pointees)
+    let name = |i: usize| f.params.get(i).map_or("?", |p| p.name.as_str());
+    (buffers(name, args, pointees))
+        .map(|(name, b)| (name.to_string(), *b))
+        .collect()
 }
 
-/// [`named_buffers`] given the parameter names.
-pub(crate) fn buffers_named(
-    names: &[&str],
-    args: &[RawArg],
-    pointees: &[Pointee],
-) -> Vec<(String, RawBuffer)> {
-    let params = (names.iter().zip(args)).filter_map(|(name, a)| match a {
-        RawArg::Ptr(b) => Some((name.to_string(), *b)),
+/// The name of one of a launch's buffers, made into text only when shown: a parameter's
+/// name, or an entry of a pointer table (`table[3]`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum BufferName<'a> {
+    /// Pointer parameter number `.1`, named `.0`.
+    Param(&'a str, usize),
+    /// Entry `.1` of the pointer table parameter named `.0`.
+    Entry(&'a str, usize),
+}
+
+impl std::fmt::Display for BufferName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BufferName::Param(name, _) => f.write_str(name),
+            BufferName::Entry(table, entry) => write!(f, "{table}[{entry}]"),
+        }
+    }
+}
+
+/// Every buffer of a launch with its name (parameter `i` is called `name(i)`), in
+/// [`named_buffers`]' order, without allocating: the checks of a cached launch walk it
+/// (collected into strings, the buffers were a fifth of a cached launch's time).
+pub(crate) fn buffers<'a>(
+    name: impl Fn(usize) -> &'a str + Clone + 'a,
+    args: &'a [RawArg],
+    pointees: &'a [Pointee],
+) -> impl Iterator<Item = (BufferName<'a>, &'a RawBuffer)> + Clone + 'a {
+    let table = name.clone();
+    let params = args.iter().enumerate().filter_map(move |(i, a)| match a {
+        RawArg::Ptr(b) => Some((BufferName::Param(name(i), i), b)),
         RawArg::Scalar { .. } => None,
     });
-    let entries = pointees.iter().map(|e| {
-        let table = names.get(e.arg).copied().unwrap_or("?");
-        (format!("{table}[{}]", e.entry), e.buffer)
-    });
-    params.chain(entries).collect()
+    let entries =
+        (pointees.iter()).map(move |e| (BufferName::Entry(table(e.arg), e.entry), &e.buffer));
+    params.chain(entries)
 }
 
 /// A buffer the kernel writes must not share memory with any other argument: the kernel
@@ -130,19 +152,17 @@ pub(crate) fn buffers_named(
 /// would write each other's elements. A pointer table's writable entries count as written
 /// (the kernel may store through any of them).
 fn check_overlaps(f: &Function, written: &[usize], args: &KernelArgs<'_>) -> Result<(), String> {
-    let buffers = named_buffers(f, &args.args, &args.pointees);
-    let written: Vec<bool> = (args.args.iter().enumerate())
-        .filter_map(|(i, a)| match a {
-            RawArg::Ptr(_) => Some(written.contains(&i)),
-            RawArg::Scalar { .. } => None,
-        })
-        .chain(args.pointees.iter().map(|e| e.buffer.writable))
-        .collect();
-    for (i, (wname, a)) in buffers.iter().enumerate() {
-        if !written[i] || a.lo >= a.hi {
+    let name = |i: usize| f.params.get(i).map_or("?", |p| p.name.as_str());
+    let all = buffers(name, &args.args, &args.pointees);
+    for (i, (wname, a)) in all.clone().enumerate() {
+        let writes = match wname {
+            BufferName::Param(_, p) => written.contains(&p),
+            BufferName::Entry(..) => a.writable,
+        };
+        if !writes || a.lo >= a.hi {
             continue;
         }
-        for (j, (name, b)) in buffers.iter().enumerate() {
+        for (j, (name, b)) in all.clone().enumerate() {
             if i == j || b.lo >= b.hi {
                 continue;
             }

@@ -4,7 +4,9 @@ use crate::pipeline::CompileOptions;
 use crate::runtime::Stream;
 use std::path::PathBuf;
 
-/// Options of one launch. `None` fields take their value from the environment.
+/// Options of one launch. `None` fields take their value from the environment, read once
+/// per process (`TRITIUM_BOUNDS_CHECK` and the others set after the first launch are not
+/// seen; set the field instead).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LaunchOptions {
     /// Checked mode: out-of-bounds loads and stores and failed `device_assert`s become
@@ -47,6 +49,25 @@ impl Default for LaunchOptions {
     }
 }
 
+/// The `TRITIUM_*` switches of launches, read from the environment once per process (at
+/// the first launch that looks): four lookups per launch were a tenth of a cached launch.
+struct EnvFlags {
+    bounds_check: bool,
+    debug: bool,
+    race_check: bool,
+    interpret: bool,
+}
+
+fn env_flags() -> &'static EnvFlags {
+    static FLAGS: std::sync::OnceLock<EnvFlags> = std::sync::OnceLock::new();
+    FLAGS.get_or_init(|| EnvFlags {
+        bounds_check: env_flag("TRITIUM_BOUNDS_CHECK"),
+        debug: env_flag("TRITIUM_DEBUG"),
+        race_check: env_flag("TRITIUM_RACE_CHECK"),
+        interpret: env_flag("TRITIUM_INTERPRET"),
+    })
+}
+
 fn env_flag(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v.to_lowercase() != "false")
 }
@@ -57,13 +78,12 @@ impl LaunchOptions {
     /// `TRITON_DEBUG`).
     pub fn bounds_check(&self) -> bool {
         self.bounds_check
-            .unwrap_or_else(|| env_flag("TRITIUM_BOUNDS_CHECK") || env_flag("TRITIUM_DEBUG"))
+            .unwrap_or_else(|| env_flags().bounds_check || env_flags().debug)
     }
 
     /// Race detection for this launch (see [`LaunchOptions::race_check`]).
     pub fn race_check(&self) -> bool {
-        self.race_check
-            .unwrap_or_else(|| env_flag("TRITIUM_RACE_CHECK"))
+        self.race_check.unwrap_or_else(|| env_flags().race_check)
     }
 
     /// What the CPU backend compiles this launch's kernel with.
@@ -79,7 +99,6 @@ impl LaunchOptions {
 
     /// Interpreter mode for this launch.
     pub fn interpret(&self) -> bool {
-        self.interpret
-            .unwrap_or_else(|| env_flag("TRITIUM_INTERPRET"))
+        self.interpret.unwrap_or_else(|| env_flags().interpret)
     }
 }
