@@ -98,6 +98,11 @@ fn cold_compile_child() -> tritium::Result<()> {
     timed("matmul f32", &mut || {
         matmul_2d::<f32, f32>(&device, a.view(), a.view(), MatmulBlocks::default()).map(|_| ())
     })?;
+    // Tutorial 03's five configs compiled (side by side on the machine's cores), then timed.
+    timed("matmul autotuned, 5 cfgs", &mut || {
+        tritium_kernels::matmul::matmul_autotuned::<f32, f32>(&device, a.view(), a.view())
+            .map(|_| ())
+    })?;
     Ok(())
 }
 

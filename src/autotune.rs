@@ -213,6 +213,16 @@ impl Autotuner {
             // Nothing to compare: no timing, and nothing worth keeping on disk.
             return Ok(only.clone());
         }
+        if *device == Device::Cpu {
+            // Every candidate compiled first, side by side on the machine's cores: timed
+            // one after another, each compiled at its first launch.
+            let (_, kernels) = tritium_backend::cpu::defer_compiles(|| {
+                for c in &candidates {
+                    let _ = launch(c);
+                }
+            });
+            tritium_backend::cpu::compile_deferred(kernels);
+        }
         let mut timed = Vec::new();
         let mut first_error = None;
         for c in candidates {

@@ -50,10 +50,11 @@ pub struct BenchResult {
     pub runs: usize,
 }
 
-/// Times `f` as Triton's `do_bench` does: five runs estimate its time, which sizes the
-/// warm-up and the measured repetitions to `options.warmup` and `options.rep` (at least
-/// one each); before every run the cache is flushed (outside the timing) and `device` is
-/// synchronized before and after, so asynchronous CUDA launches are timed to completion.
+/// Times `f` as Triton's `do_bench` does: after one untimed run (a first launch compiles),
+/// five runs estimate the time of one repetition, flush included, which sizes the warm-up
+/// and the measured repetitions to `options.warmup` and `options.rep` (at least one each);
+/// before every run the cache is flushed (outside the timing) and `device` is synchronized
+/// before and after, so asynchronous CUDA launches are timed to completion.
 /// The first error of `f` is returned.
 pub fn do_bench(
     device: &Device,
@@ -78,11 +79,15 @@ pub fn do_bench(
         device.synchronize()?;
         Ok(start.elapsed())
     };
-    let mut estimate = Duration::ZERO;
+    // As Triton: one untimed run first (a first launch compiles), then five runs with
+    // their flushes estimate what one repetition costs, so that warm-up and repetitions
+    // take about their budgets even when the flush costs more than `f`.
+    f()?;
+    let start = Instant::now();
     for _ in 0..5 {
-        estimate += timed(&mut f)?;
+        timed(&mut f)?;
     }
-    let estimate = (estimate / 5).max(Duration::from_nanos(1));
+    let estimate = (start.elapsed() / 5).max(Duration::from_nanos(1));
     let count = |budget: Duration| {
         (budget.as_secs_f64() / estimate.as_secs_f64())
             .ceil()

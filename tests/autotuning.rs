@@ -63,6 +63,46 @@ fn autotune_times_each_config_once_per_key_and_keeps_the_choice_on_disk() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// On the CPU, every config is traced first and compiled side by side on the machine's
+/// cores (`cpu::defer_compiles`, `cpu::compile_deferred`), then timed.
+#[test]
+fn autotune_compiles_every_config_before_timing_any() {
+    let dir = std::env::temp_dir().join(format!("tritium-autotune-pre-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let device = Device::cpu();
+    let n = 3000;
+    let x = Array1::from_iter((0..n).map(|i| i as f32));
+    let mut out = Array1::<f32>::zeros(n);
+    let calls = std::cell::RefCell::new(Vec::new());
+    let mut launch = |c: &Config| {
+        let block = c.get("BLOCK") as usize;
+        let deferred = tritium::backend::cpu::deferring();
+        calls.borrow_mut().push((block, deferred));
+        add::launch(
+            &device,
+            n.div_ceil(block),
+            &mut out,
+            &x,
+            &x,
+            n as i32,
+            block,
+        )
+    };
+    tuner(&dir).run(&device, &[n as i64], &mut launch).unwrap();
+    let calls = calls.into_inner();
+    assert_eq!(
+        calls[..3],
+        [(64, true), (256, true), (1024, true)],
+        "{calls:?}"
+    );
+    assert!(
+        calls[3..].iter().all(|(_, deferred)| !deferred),
+        "{calls:?}"
+    );
+    assert_eq!(out, &x * 2.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn failing_configs_are_skipped_and_pruning_applies() {
     let dir = std::env::temp_dir().join(format!("tritium-autotune-skip-{}", std::process::id()));

@@ -36,9 +36,9 @@ fn do_bench_times_a_launch_with_quantiles() {
         &options,
     )
     .unwrap();
-    // Five estimate runs, at least one warm-up run, then the measured runs.
+    // One untimed run, five estimate runs, at least one warm-up run, the measured runs.
     assert!(
-        r.runs >= 1 && launches >= 5 + 1 + r.runs,
+        r.runs >= 1 && launches >= 1 + 5 + 1 + r.runs,
         "{r:?}, {launches} launches"
     );
     assert_eq!(r.quantiles.len(), 3);
@@ -53,6 +53,45 @@ fn do_bench_times_a_launch_with_quantiles() {
     assert_eq!(r.quantiles[1], r.median);
     assert!(r.min <= r.mean && r.mean <= r.max, "{r:?}");
     assert_eq!(out, &x * 2.0);
+}
+
+/// The repetitions are sized by what one costs with its flush (a run that takes no time
+/// after a 64 MiB flush was repeated 10^5 times and more, a minute for a 20 ms budget), and the first run, which may compile,
+/// is not part of the estimate (50 ms once made the estimate 10 ms: 2 repetitions of 20 ms).
+#[test]
+fn do_bench_sizes_repetitions_with_the_flush_and_without_the_first_run() {
+    let options = BenchOptions {
+        warmup: Duration::from_millis(1),
+        rep: Duration::from_millis(20),
+        quantiles: Vec::new(),
+        flush_bytes: 64 << 20,
+    };
+    // A 64 MiB flush takes far over 21 µs (3 TB/s): 1,000 repetitions do not fit in 21 ms.
+    let mut calls = 0;
+    let bounded = || {
+        calls += 1;
+        if calls > 1000 {
+            return Err(tritium::Error::Launch {
+                kernel: "no-op".into(),
+                message: "repeated more than 1000 times".into(),
+            });
+        }
+        Ok(())
+    };
+    do_bench(&Device::cpu(), bounded, &options).unwrap();
+    let mut first = true;
+    let slow_first = || {
+        if std::mem::take(&mut first) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    };
+    let options = BenchOptions {
+        flush_bytes: 1 << 20,
+        ..options
+    };
+    let r = do_bench(&Device::cpu(), slow_first, &options).unwrap();
+    assert!(r.runs >= 5, "{r:?}");
 }
 
 #[test]

@@ -126,6 +126,9 @@ pub fn launch(
         }
     }
     check_host_memory(key.name, &args)?;
+    if crate::cpu::deferred::deferred(device, &key, &spec, options, trace)? {
+        return Ok(());
+    }
     if *device == Device::CudaEmulator && !options.interpret() {
         let copts = crate::cuda::CudaCompileOptions {
             num_warps: options.num_warps,

@@ -471,3 +471,59 @@ fn forged_entries_and_fifos_are_recompiled_not_trusted() {
         cache::check_entry(dir.path(), &key).unwrap_or_else(|e| panic!("{what}: {e}"));
     }
 }
+
+/// Launches inside `cpu::defer_compiles` trace their kernel and run nothing;
+/// `cpu::compile_deferred` compiles what they traced (three variants, side by side), and the
+/// launches after it find every kernel compiled.
+#[test]
+fn deferred_compiles_are_compiled_before_their_launches() {
+    let name = "pipeline_deferred";
+    let cache = TempDir::new("deferred-cache");
+    let options = LaunchOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..Default::default()
+    };
+    let n = 1000;
+    let a = Array1::from_iter((0..n).map(|i| i as f32));
+    let mut out = Array1::<f32>::from_elem(n, -1.0);
+    let variants = ["d1", "d2", "d3"];
+    let (results, kernels) = cpu::defer_compiles(|| {
+        variants.map(|variant| {
+            let mut args = KernelArgs::new();
+            args.ptr("out", &mut out);
+            args.ptr("a", &a);
+            args.ptr("b", &a);
+            args.scalar("n", n as i32);
+            let key = KernelKey {
+                name,
+                constexprs: format!("BLOCK={BLOCK};variant={variant}"),
+            };
+            launch(
+                &Device::cpu(),
+                n.div_ceil(BLOCK),
+                &options,
+                key,
+                args,
+                &|s| vadd(name, s, BLOCK),
+            )
+        })
+    });
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    assert_eq!(kernels.len(), 3);
+    assert!(out.iter().all(|x| *x == -1.0), "a deferred launch ran");
+    assert_eq!(
+        cpu::stats().kernel(name).compiles,
+        0,
+        "a deferred launch compiled"
+    );
+    cpu::compile_deferred(kernels);
+    assert_eq!(cpu::stats().kernel(name).compiles, 3);
+    for variant in variants {
+        run_vadd(name, variant, &options);
+    }
+    assert_eq!(
+        cpu::stats().kernel(name).compiles,
+        3,
+        "a launch compiled again"
+    );
+}

@@ -2,8 +2,10 @@
 //! a grid of programs on the worker pool.
 
 mod codegen;
+pub(crate) mod deferred;
 mod pool;
 
+pub use deferred::{compile_deferred, defer_compiles, deferring, Deferred};
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
 use crate::launch::{checked, named_buffers, race, Grid, KernelKey, LaunchOptions};
@@ -57,13 +59,25 @@ pub(crate) fn compiled(
     options: &LaunchOptions,
     trace: TraceFn<'_>,
 ) -> Result<Arc<Compiled>> {
-    static COMPILED: OnceMap<MemKey, Compiled> = OnceMap::new();
     let options = options.compile_options();
+    compiled_with(key, spec, &options, || compile(trace(spec)?, &options))
+}
+
+/// The in-memory cache of compiled CPU kernels: launches and [`compile_deferred`] share it.
+static COMPILED: OnceMap<MemKey, Compiled> = OnceMap::new();
+
+/// The kernel cached for (`key`, `spec`, `options`), made by `make` when there is none.
+fn compiled_with(
+    key: &KernelKey,
+    spec: &Specialization,
+    options: &CompileOptions,
+    make: impl FnOnce() -> Result<Compiled>,
+) -> Result<Arc<Compiled>> {
     COMPILED.get_or_make_like(
-        &(key, spec, &options),
-        |k| k.0 == *key && k.1 == *spec && k.2 == options,
+        &(key, spec, options),
+        |k| k.0 == *key && k.1 == *spec && k.2 == *options,
         || (key.clone(), spec.clone(), options.clone()),
-        || compile(trace(spec)?, &options),
+        make,
     )
 }
 
