@@ -527,3 +527,26 @@ fn deferred_compiles_are_compiled_before_their_launches() {
         "a launch compiled again"
     );
 }
+
+/// `cpu::defer_compiles` puts the thread back as it found it, also when its closure
+/// panics: a thread left deferring would skip every later launch.
+#[test]
+fn a_panic_inside_defer_compiles_leaves_launches_running() {
+    let r = std::panic::catch_unwind(|| cpu::defer_compiles(|| panic!("in the closure")));
+    assert!(r.is_err());
+    assert!(!cpu::deferring());
+    let ((), traced) = cpu::defer_compiles(|| {
+        assert!(cpu::deferring());
+        let ((), inner) = cpu::defer_compiles(|| assert!(cpu::deferring()));
+        assert!(inner.is_empty());
+        assert!(cpu::deferring(), "the inner call ended the outer one");
+    });
+    assert!(traced.is_empty());
+    assert!(!cpu::deferring());
+    let cache = TempDir::new("after-defer-cache");
+    let options = LaunchOptions {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..Default::default()
+    };
+    run_vadd("pipeline_after_defer_panic", "a", &options);
+}

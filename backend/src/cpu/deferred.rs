@@ -31,9 +31,19 @@ thread_local! {
 /// every buffer untouched (launches on the interpreter and the emulator return without
 /// running too; CUDA launches run). Returns `f`'s result and the kernels traced.
 pub fn defer_compiles<R>(f: impl FnOnce() -> R) -> (R, Vec<Deferred>) {
-    let outer = DEFERRING.with(|d| d.borrow_mut().replace(Vec::new()));
+    /// Puts back the enclosing state (`None` outside any `defer_compiles`) when dropped,
+    /// also when `f` panics: a thread left deferring would skip every later launch.
+    struct Restore(Option<Vec<Deferred>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            DEFERRING.with(|d| *d.borrow_mut() = outer);
+        }
+    }
+    let restore = Restore(DEFERRING.with(|d| d.borrow_mut().replace(Vec::new())));
     let r = f();
-    let traced = DEFERRING.with(|d| std::mem::replace(&mut *d.borrow_mut(), outer));
+    let traced = DEFERRING.with(|d| d.borrow_mut().take());
+    drop(restore);
     (r, traced.unwrap_or_default())
 }
 
