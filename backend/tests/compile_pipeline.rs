@@ -31,10 +31,25 @@ fn run_vadd_on(device: &Device, name: &'static str, variant: &str, options: &Lau
     let a = Array1::from_iter((0..n).map(|i| i as f32));
     let b = Array1::from_iter((0..n).map(|i| 0.5 * i as f32));
     let mut out = Array1::<f32>::zeros(n);
+    launch_vadd(device, (name, variant), options, &mut out, &a, &b).unwrap();
+    let want = Array1::from_iter((0..n).map(|i| 1.5 * i as f32));
+    assert_eq!(out, want, "{name} ({variant})");
+}
+
+/// Launches `vadd(name)`, `out = a + b`, keyed by `variant` too (see [`run_vadd`]).
+fn launch_vadd(
+    device: &Device,
+    (name, variant): (&'static str, &str),
+    options: &LaunchOptions,
+    out: &mut Array1<f32>,
+    a: &Array1<f32>,
+    b: &Array1<f32>,
+) -> tritium_backend::Result<()> {
+    let n = out.len();
     let mut args = KernelArgs::new();
-    args.ptr("out", &mut out);
-    args.ptr("a", &a);
-    args.ptr("b", &b);
+    args.ptr("out", out);
+    args.ptr("a", a);
+    args.ptr("b", b);
     args.scalar("n", n as i32);
     let key = KernelKey {
         name,
@@ -43,9 +58,6 @@ fn run_vadd_on(device: &Device, name: &'static str, variant: &str, options: &Lau
     launch(device, n.div_ceil(BLOCK), options, key, args, &|s| {
         vadd(name, s, BLOCK)
     })
-    .unwrap();
-    let want = Array1::from_iter((0..n).map(|i| 1.5 * i as f32));
-    assert_eq!(out, want, "{name} ({variant})");
 }
 
 /// The single cache entry under `root`: its path and key.
@@ -488,25 +500,8 @@ fn deferred_compiles_are_compiled_before_their_launches() {
     let mut out = Array1::<f32>::from_elem(n, -1.0);
     let variants = ["d1", "d2", "d3"];
     let (results, kernels) = cpu::defer_compiles(|| {
-        variants.map(|variant| {
-            let mut args = KernelArgs::new();
-            args.ptr("out", &mut out);
-            args.ptr("a", &a);
-            args.ptr("b", &a);
-            args.scalar("n", n as i32);
-            let key = KernelKey {
-                name,
-                constexprs: format!("BLOCK={BLOCK};variant={variant}"),
-            };
-            launch(
-                &Device::cpu(),
-                n.div_ceil(BLOCK),
-                &options,
-                key,
-                args,
-                &|s| vadd(name, s, BLOCK),
-            )
-        })
+        variants
+            .map(|variant| launch_vadd(&Device::cpu(), (name, variant), &options, &mut out, &a, &a))
     });
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
     assert_eq!(kernels.len(), 3);

@@ -1,6 +1,6 @@
 //! Compiling several CPU kernels in parallel: launches made inside [`defer_compiles`] trace
 //! their kernel and return without compiling or running it; [`compile_deferred`] then
-//! compiles what they traced on as many threads as the machine has, into the cache the
+//! compiles what they traced on as many threads as launches use, into the cache the
 //! next launches find. The autotuner does this with its configs before timing them (a
 //! cold autotuned launch compiled one config after another).
 
@@ -52,11 +52,11 @@ pub fn deferring() -> bool {
     DEFERRING.with(|d| d.borrow().is_some())
 }
 
-/// Compiles `kernels` (from [`defer_compiles`]) on up to `available_parallelism` threads
-/// into the in-memory cache; the next launch of each finds it there. A kernel that fails
+/// Compiles `kernels` (from [`defer_compiles`]) on as many threads as launches use
+/// ([`super::num_threads`]: `TRITIUM_NUM_THREADS`, else every core) into the in-memory cache; the next launch of each finds it there. A kernel that fails
 /// to compile is left out: its launch compiles it again and reports the error.
 pub fn compile_deferred(kernels: Vec<Deferred>) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = super::num_threads();
     let next = AtomicUsize::new(0);
     let work = || loop {
         let Some(d) = kernels.get(next.fetch_add(1, Ordering::Relaxed)) else {
