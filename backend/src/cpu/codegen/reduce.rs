@@ -406,6 +406,11 @@ impl<'ctx> Gen<'ctx, '_> {
                     g.intrinsic("llvm.masked.load", &types, &args)?
                         .into_vector_value()
                 }
+                RowSource::Lanes | RowSource::Masked { .. } if d == acc_d => {
+                    let mut idx = ridx.to_vec();
+                    idx.push(base);
+                    g.row_lanes(x, &idx, w)?
+                }
                 RowSource::Lanes | RowSource::Masked { .. } => {
                     let mut v = vt.get_poison();
                     for j in 0..w {
