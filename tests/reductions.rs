@@ -405,25 +405,25 @@ fn float_max_min_order_negative_zero_below_positive_zero() {
     }
 }
 
-/// Attention's row maximum: `max(where(cols < n, a @ b * s, -1e6), 1)`, with the product
-/// in a scratch buffer and a mask that varies along the row.
+/// Attention's row maximum: `max(where(cols < n & qk >= lo, qk * s, -1e6), 1)` for
+/// `qk = a @ b`, in a scratch buffer, and a mask that varies along the row.
 #[kernel]
-fn masked_row_max_of_product(out: Ptr<f32>, a: Ptr<f32>, b: Ptr<f32>, n: i32, s: f32) {
+fn masked_row_max_of_product(out: Ptr<f32>, a: Ptr<f32>, b: Ptr<f32>, n: i32, lo: f32, s: f32) {
     let r = arange(0, 16);
     let c = arange(0, 64);
     let ta = load(a + r[(.., None)] * 16 + r[(None, ..)]);
     let tb = load(b + r[(.., None)] * 64 + c[(None, ..)]);
     let qk = dot(ta, tb, zeros([16, 64], DType::F32));
-    let valid = broadcast_to(c[(None, ..)] < n, [16, 64]);
+    let valid = broadcast_to(c[(None, ..)] < n, [16, 64]) & (qk >= lo);
     let m = max(where_(valid, qk * s, -1.0e6), 1);
     store(out + r, m);
 }
 
 /// On the CPU a row maximum is taken a vector of lanes at a time, and those lanes are
-/// computed as vectors where their ops allow (here the compare, the select, the scaling
-/// and the buffer read: `fmul <` in the LLVM IR); before, each lane was computed alone and
-/// inserted, and LLVM branched on every lane's mask. Every device agrees with the plain
-/// computation, masked-off columns included.
+/// computed as vectors where their ops allow (here the compares, the select, the scaling
+/// and the buffer read: `fmul <` and `fcmp oge <` in the LLVM IR); before, each lane was
+/// computed alone and inserted, and LLVM branched on every lane's mask. Every device
+/// agrees with the plain computation, masked-off columns included.
 #[rstest]
 #[case(64)]
 #[case(40)]
@@ -431,7 +431,7 @@ fn masked_row_max_of_product(out: Ptr<f32>, a: Ptr<f32>, b: Ptr<f32>, n: i32, s:
 fn a_masked_row_max_is_computed_on_vectors(#[case] n: i32) {
     let a = Array2::from_shape_fn((16, 16), |(i, j)| ((i * 5 + j * 3) % 11) as f32 - 5.0);
     let b = Array2::from_shape_fn((16, 64), |(i, j)| ((i * 7 + j * 13) % 17) as f32 - 8.0);
-    let s = 0.5f32;
+    let (lo, s) = (-20.0f32, 0.5f32);
     let qk = a.dot(&b);
     let want: Vec<f32> = (0..16)
         .map(|i| {
@@ -448,17 +448,17 @@ fn a_masked_row_max_is_computed_on_vectors(#[case] n: i32) {
         .collect();
     for d in all_devices() {
         let mut out = Array1::<f32>::zeros(16);
-        masked_row_max_of_product::launch(&d, 1, &mut out, &a, &b, n, s).unwrap();
+        masked_row_max_of_product::launch(&d, 1, &mut out, &a, &b, n, lo, s).unwrap();
         assert_eq!(out.to_vec(), want, "n = {n} on {d:?}");
     }
     let mut out = Array1::<f32>::zeros(16);
     let dumps = crate::common::dumps_of(&format!("row-max-{n}"), |options| {
-        masked_row_max_of_product::launch_with(&Device::cpu(), 1, options, &mut out, &a, &b, n, s)
+        let cpu = Device::cpu();
+        masked_row_max_of_product::launch_with(&cpu, 1, options, &mut out, &a, &b, n, lo, s)
             .unwrap()
     });
     assert_eq!(out.to_vec(), want);
-    assert!(
-        dumps.get("ll").contains("fmul <"),
-        "the scaling was not vectorized"
-    );
+    let ll = dumps.get("ll");
+    assert!(ll.contains("fmul <"), "the scaling was not vectorized");
+    assert!(ll.contains("fcmp oge <"), "the float compare was not vectorized");
 }

@@ -1,19 +1,18 @@
 //! `w` consecutive lanes along the last axis of a tile as one LLVM vector, for reductions
 //! that combine a vector of lanes at a time and for what masks and `other` values are made
 //! of. Known ops are computed on vectors: constants, splats, aranges, broadcasts and
-//! `expand_dims` (a size-1 last axis repeats one lane), `select`, `i32`/`i64` add, sub,
-//! mul and compares, and/or of bools, f32/f64 add, sub, mul and div (one IEEE operation per
-//! lane either way), and reads of scratch buffers (one vector load of the row). Any other
-//! op's lanes are computed one by one and inserted (the same values, more code): before,
-//! attention's `max(where(valid, qk, -1e6), 1)` built every vector that way, and LLVM
-//! turned each lane's select of a buffer read into a branch.
+//! `expand_dims` (a size-1 last axis repeats one lane), `select`, compares (as `compare`
+//! does one pair), `i32`/`i64` add, sub and mul, and/or of bools, f32/f64 add, sub, mul
+//! and div (one IEEE operation per lane either way), and reads of scratch buffers (one
+//! vector load of the row). Any other op's lanes are computed one by one and inserted (the
+//! same values, more code): before, attention's `max(where(valid, qk, -1e6), 1)` built
+//! every vector that way, and LLVM turned each lane's select of a buffer read into a branch.
 
 use super::{Gen, Lv};
 use crate::llvm::Result;
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValueEnum, IntValue, VectorValue};
-use inkwell::IntPredicate;
-use tritium_dsl::ir::{BinOp, CmpPred, DType, Elem, Op, Value};
+use tritium_dsl::ir::{BinOp, DType, Elem, Op, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Lanes `base..base + w` of the rank-1 tile `v`, in compute form.
@@ -153,18 +152,10 @@ impl<'ctx> Gen<'ctx, '_> {
                     _ => bl.build_or(x, y, "")?,
                 })
             }
-            Op::Cmp(p, a, b) if int(self.dtype_of(*a)) => {
+            Op::Cmp(p, a, b) if matches!(self.ty(*a).elem, Elem::Scalar(_)) => {
+                // Lanes in compute form, compared as `compare` compares one pair.
                 let (x, y) = (self.row_lanes(*a, idx, w)?, self.row_lanes(*b, idx, w)?);
-                use IntPredicate as I;
-                let pred = match p {
-                    CmpPred::Eq => I::EQ,
-                    CmpPred::Ne => I::NE,
-                    CmpPred::Lt => I::SLT,
-                    CmpPred::Le => I::SLE,
-                    CmpPred::Gt => I::SGT,
-                    CmpPred::Ge => I::SGE,
-                };
-                Some(self.b.build_int_compare(pred, x, y, "")?)
+                Some(self.emit().compare_vectors(*p, self.dtype_of(*a), x, y)?)
             }
             _ => None,
         })
