@@ -460,5 +460,8 @@ fn a_masked_row_max_is_computed_on_vectors(#[case] n: i32) {
     assert_eq!(out.to_vec(), want);
     let ll = dumps.get("ll");
     assert!(ll.contains("fmul <"), "the scaling was not vectorized");
-    assert!(ll.contains("fcmp oge <"), "the float compare was not vectorized");
+    assert!(
+        ll.contains("fcmp oge <"),
+        "the float compare was not vectorized"
+    );
 }

@@ -1174,9 +1174,10 @@ fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
 }
 
 /// The max of a masked row (`other` -1.5) reads the row as masked vector loads; a mask of
-/// aranges, splats and compares becomes one vector compare, any other mask (`j % 3`) is
-/// built lane by lane. Either way the result is the interpreter's, for an empty, a
-/// partial and a full mask.
+/// aranges, splats and compares becomes one vector compare, and in any other mask only the
+/// ops vector lanes do not know (`j % 3`) are built lane by lane, the compare and the `&`
+/// on them staying vector ops. Either way the result is the interpreter's, for an empty,
+/// a partial and a full mask.
 #[test]
 fn max_of_masked_rows_matches_interpreter() {
     for every_third in [false, true] {
@@ -1211,11 +1212,17 @@ fn max_of_masked_rows_matches_interpreter() {
             ll.contains("@llvm.masked.load.v32f32"),
             "the partial rows are read lane by lane"
         );
-        // The plain mask is one compare of an arange vector with a splat; the other is
-        // inserted lane by lane.
+        // The plain mask is one compare of an arange vector with a splat; in the other,
+        // `j % 3`'s lanes are inserted one by one and compared as a vector.
         assert!(ll.contains("icmp slt <32 x i32>"), "no vector compare");
-        let by_lane = ll.contains("insertelement <32 x i1>");
-        assert_eq!(by_lane, every_third, "mask lanes inserted one by one");
+        // (A splat inserts into `poison`; lane by lane inserts into the vector so far.)
+        assert!(
+            !ll.contains("insertelement <32 x i1> %"),
+            "mask lanes inserted"
+        );
+        let by_lane = ll.contains("insertelement <32 x i32> %");
+        assert_eq!(by_lane, every_third, "j % 3 computed as a vector?");
+        assert_eq!(ll.contains("icmp ne <32 x i32>"), every_third);
     }
 }
 
