@@ -406,26 +406,13 @@ impl<'ctx> Gen<'ctx, '_> {
                     g.intrinsic("llvm.masked.load", &types, &args)?
                         .into_vector_value()
                 }
-                RowSource::Lanes | RowSource::Masked { .. } if d == acc_d => {
+                RowSource::Lanes | RowSource::Masked { .. } => {
+                    // The float's accumulator (f32 for the narrow ones, else itself) has
+                    // its compute form, so the lanes need no conversion.
+                    debug_assert_eq!(g.compute_ty(d), g.compute_ty(acc_d));
                     let mut idx = ridx.to_vec();
                     idx.push(base);
                     g.row_lanes(x, &idx, w)?
-                }
-                RowSource::Lanes | RowSource::Masked { .. } => {
-                    let mut v = vt.get_poison();
-                    for j in 0..w {
-                        let mut idx = ridx.to_vec();
-                        idx.push(g.b.build_int_add(base, g.i64c(j as u64), "")?);
-                        let xv = g.lane(x, &idx)?;
-                        let xv = g.cast(xv, d, acc_d)?.into_float_value();
-                        v = g.b.build_insert_element(
-                            v,
-                            xv,
-                            g.ctx.i32_type().const_int(j as u64, false),
-                            "",
-                        )?;
-                    }
-                    v
                 }
             };
             // `x > acc ? x : acc` is maxnum here: acc starts at -inf and never becomes NaN,
