@@ -28,24 +28,28 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// Computes lane `idx` of an elementwise op.
-    /// Lane `idx` of a larger shape read from `x` broadcast to it (size-1 dims repeat,
-    /// missing leading dims are dropped).
+    /// Lane `idx` of a larger shape read from `x` broadcast to it.
     pub(super) fn broadcast_lane(
         &mut self,
         x: Value,
         idx: &[IntValue<'ctx>],
     ) -> Result<BasicValueEnum<'ctx>> {
-        let xs = self.ty(x).shape.clone();
-        let off = idx.len() - xs.len();
-        let mapped: Vec<_> = xs
-            .iter()
-            .enumerate()
-            .map(|(k, d)| if *d == 1 { self.i64c(0) } else { idx[off + k] })
-            .collect();
+        let mapped = self.broadcast_index(x, idx);
         self.lane(x, &mapped)
     }
 
+    /// The index into `x` of lane `idx` of a larger shape `x` is broadcast to: size-1 dims
+    /// repeat (index 0), missing leading dims are dropped.
+    pub(super) fn broadcast_index(&self, x: Value, idx: &[IntValue<'ctx>]) -> Vec<IntValue<'ctx>> {
+        let xs = &self.ty(x).shape;
+        let off = idx.len() - xs.len();
+        xs.iter()
+            .enumerate()
+            .map(|(k, d)| if *d == 1 { self.i64c(0) } else { idx[off + k] })
+            .collect()
+    }
+
+    /// Computes lane `idx` of an elementwise op.
     pub(super) fn op_lane(
         &mut self,
         inst: &Inst,

@@ -103,15 +103,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 Some(self.b.build_int_add(first, steps, "")?)
             }
             Op::Broadcast(x) => {
-                // As `broadcast_lane`: size-1 dims read index 0, missing leading dims drop.
-                let xs = self.ty(*x).shape.clone();
-                let off = idx.len() - xs.len();
-                let mapped: Vec<_> = xs
-                    .iter()
-                    .enumerate()
-                    .map(|(k, n)| if *n == 1 { self.i64c(0) } else { idx[off + k] })
-                    .collect();
-                if xs.last().is_none_or(|n| *n == 1) {
+                let mapped = self.broadcast_index(*x, idx);
+                if self.ty(*x).shape.last().is_none_or(|n| *n == 1) {
                     let x = self.lane(*x, &mapped)?;
                     Some(self.splat_vector(x, w)?)
                 } else {
