@@ -1176,8 +1176,10 @@ fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
 /// The max of a masked row (`other` -1.5) reads the row as masked vector loads; a mask of
 /// aranges, splats and compares becomes one vector compare, and in any other mask only the
 /// ops vector lanes do not know (`j % 3`) are built lane by lane, the compare and the `&`
-/// on them staying vector ops. Either way the result is the interpreter's, for an empty,
-/// a partial and a full mask.
+/// on them staying vector ops. The index mask `j < n` is true on a prefix of the lanes: the
+/// kernel has one copy of the row (no all-true copy), whose whole vectors below `n` are
+/// plain loads. Either way the result is the interpreter's, for an empty, a partial, a
+/// vector-aligned and a full mask.
 #[test]
 fn max_of_masked_rows_matches_interpreter() {
     for every_third in [false, true] {
@@ -1193,7 +1195,7 @@ fn max_of_masked_rows_matches_interpreter() {
             let v = load(x + j, mask, -1.5f32);
             store(out + arange(0, 1), reshape(v.max(0), [1]), NoArg);
         });
-        for n in [0, 7, 40, 64] {
+        for n in [0, 7, 32, 40, 64] {
             let make = || {
                 let x: Vec<f32> = (0..64).map(|i| ((i * 37) % 64) as f32 - 20.0).collect();
                 (x, vec![0.0f32; 1])
@@ -1223,6 +1225,13 @@ fn max_of_masked_rows_matches_interpreter() {
         let by_lane = ll.contains("insertelement <32 x i32> %");
         assert_eq!(by_lane, every_third, "j % 3 computed as a vector?");
         assert_eq!(ll.contains("icmp ne <32 x i32>"), every_third);
+        assert_eq!(ll.contains("mask.full"), every_third, "an all-true copy?");
+        if !every_third {
+            assert!(
+                ll.contains("load <32 x float>, ptr"),
+                "the prefix's whole vectors are masked loads"
+            );
+        }
     }
 }
 

@@ -32,6 +32,13 @@ pub(super) struct PrefixSplit<'ctx> {
     iv: Option<IntValue<'ctx>>,
 }
 
+impl PrefixSplit<'_> {
+    /// Whether `m` is one of the masks true on lanes `0..p`.
+    pub(super) fn covers(&self, m: Value) -> bool {
+        self.same.contains(&m)
+    }
+}
+
 impl<'ctx> Gen<'ctx, '_> {
     /// The split for the masked copy of a loop versioned on `m`, when `m` is an index mask
     /// (`same` computes the same lanes).

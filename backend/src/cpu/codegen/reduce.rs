@@ -326,6 +326,49 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
+    /// The vector partials `acc` carried through `step` over the vectors `lo..hi` (i64,
+    /// none when `lo >= hi`) of `w` lanes each; `step` gets a vector's first lane.
+    fn partials_loop(
+        &mut self,
+        (lo, hi): (IntValue<'ctx>, IntValue<'ctx>),
+        acc: VectorValue<'ctx>,
+        w: usize,
+        step: &mut dyn FnMut(
+            &mut Self,
+            IntValue<'ctx>,
+            VectorValue<'ctx>,
+        ) -> Result<VectorValue<'ctx>>,
+    ) -> Result<VectorValue<'ctx>> {
+        let i64t = self.ctx.i64_type();
+        let pre = self.b.current_block()?;
+        let header = self.ctx.append_basic_block(self.func, "red.vec");
+        let exit = self.ctx.append_basic_block(self.func, "red.vec.end");
+        let any = self
+            .b
+            .build_int_compare(inkwell::IntPredicate::SLT, lo, hi, "")?;
+        self.b.build_conditional_branch(any, header, exit)?;
+        self.b.position_at_end(header);
+        let kk = self.b.build_phi(i64t, "kk")?;
+        kk.add_incoming(&[(&lo, pre)]);
+        let phi = self.b.build_phi(acc.get_type(), "acc")?;
+        phi.add_incoming(&[(&acc, pre)]);
+        let kv = kk.as_basic_value().into_int_value();
+        let base = self.b.build_int_mul(kv, self.i64c(w as u64), "")?;
+        let next_acc = step(self, base, phi.as_basic_value().into_vector_value())?;
+        let latch = self.b.current_block()?;
+        let next = self.b.build_int_add(kv, self.i64c(1), "")?;
+        kk.add_incoming(&[(&next, latch)]);
+        phi.add_incoming(&[(&next_acc, latch)]);
+        let more = self
+            .b
+            .build_int_compare(inkwell::IntPredicate::SLT, next, hi, "")?;
+        self.b.build_conditional_branch(more, header, exit)?;
+        self.b.position_at_end(exit);
+        let out = self.b.build_phi(acc.get_type(), "partials")?;
+        out.add_incoming(&[(&acc, pre), (&next_acc, latch)]);
+        Ok(out.as_basic_value().into_vector_value())
+    }
+
     /// How many partial accumulators a reduction along the last axis gets, when it gets
     /// them: float max/min, whose sequential form LLVM does not vectorize (maxnum is exact
     /// in any order, so the partial results combine to the same value).
@@ -376,69 +419,67 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         let splat = self.splat(init.into(), vt, w)?;
         self.loop_nest(outer, &mut |g, ridx| {
-            let i64t = g.ctx.i64_type();
-            let pre = g.b.current_block()?;
-            let header = g.ctx.append_basic_block(g.func, "red.vec");
-            let exit = g.ctx.append_basic_block(g.func, "red.vec.end");
-            g.b.build_unconditional_branch(header)?;
-            g.b.position_at_end(header);
-            let kk = g.b.build_phi(i64t, "kk")?;
-            kk.add_incoming(&[(&g.i64c(0), pre)]);
-            let acc = g.b.build_phi(vt, "acc")?;
-            acc.add_incoming(&[(&splat, pre)]);
-            let base =
-                g.b.build_int_mul(kk.as_basic_value().into_int_value(), g.i64c(w as u64), "")?;
-            let v = match rows {
-                RowSource::Vector(ptr) => {
-                    let mut idx = ridx.to_vec();
-                    idx.push(base);
-                    let p = g.lane(ptr, &idx)?.into_pointer_value();
-                    g.load_vec(vt, p, d.size_bytes() as u32)?
-                }
-                RowSource::MaskedAt { ptr, mask, other } => {
-                    // Rank 1 (`masked_rows_load`): the lanes are `base..base + w`.
-                    let p = g.lane(ptr, &[base])?;
-                    let m = g.vector_lanes(mask, base, w)?;
-                    let o = g.vector_lanes(other, base, w)?;
-                    let align = g.ctx.i32_type().const_int(d.size_bytes() as u64, false);
-                    let args = [p, align.into(), m.into(), o.into()];
-                    let types = [vt.into(), p.get_type()];
-                    g.intrinsic("llvm.masked.load", &types, &args)?
-                        .into_vector_value()
-                }
-                RowSource::Lanes | RowSource::Masked { .. } => {
-                    // The float's accumulator (f32 for the narrow ones, else itself) has
-                    // its compute form, so the lanes need no conversion.
-                    debug_assert_eq!(g.compute_ty(d), g.compute_ty(acc_d));
-                    let mut idx = ridx.to_vec();
-                    idx.push(base);
-                    g.row_lanes(x, &idx, w)?
-                }
+            let step = |g: &mut Self, rows: RowSource, base: IntValue<'ctx>, accv| {
+                let v = match rows {
+                    RowSource::Vector(ptr) => {
+                        let mut idx = ridx.to_vec();
+                        idx.push(base);
+                        let p = g.lane(ptr, &idx)?.into_pointer_value();
+                        g.load_vec(vt, p, d.size_bytes() as u32)?
+                    }
+                    RowSource::MaskedAt { ptr, mask, other } => {
+                        // Rank 1 (`masked_rows_load`): the lanes are `base..base + w`.
+                        let p = g.lane(ptr, &[base])?;
+                        let m = g.vector_lanes(mask, base, w)?;
+                        let o = g.vector_lanes(other, base, w)?;
+                        let align = g.ctx.i32_type().const_int(d.size_bytes() as u64, false);
+                        let args = [p, align.into(), m.into(), o.into()];
+                        let types = [vt.into(), p.get_type()];
+                        g.intrinsic("llvm.masked.load", &types, &args)?
+                            .into_vector_value()
+                    }
+                    RowSource::Lanes | RowSource::Masked { .. } => {
+                        // The float's accumulator (f32 for the narrow ones, else itself)
+                        // has its compute form, so the lanes need no conversion.
+                        debug_assert_eq!(g.compute_ty(d), g.compute_ty(acc_d));
+                        let mut idx = ridx.to_vec();
+                        idx.push(base);
+                        g.row_lanes(x, &idx, w)?
+                    }
+                };
+                // `x > acc ? x : acc` is maxnum here: acc starts at -inf and never becomes
+                // NaN, and a NaN x loses the comparison. It is one `maxps` (minnum alike).
+                // A lane of NaN only thus ends at -inf, which `nan_unless_some_number`
+                // fixes afterwards. Equal zeros take the sign `float_max_min` gives (+0
+                // wins a max).
+                let better = g.b.build_float_compare(pred, v, accv, "")?;
+                let picked = g.b.build_select(better, v, accv, "")?;
+                Ok(g.emit()
+                    .order_signed_zeros(is_max, v.into(), accv.into(), picked)?
+                    .into_vector_value())
             };
-            // `x > acc ? x : acc` is maxnum here: acc starts at -inf and never becomes NaN,
-            // and a NaN x loses the comparison. It is one `maxps` (minnum alike). A lane of
-            // NaN only thus ends at -inf, which `nan_unless_some_number` fixes afterwards.
-            // Equal zeros take the sign `float_max_min` gives (+0 wins a max).
-            let accv = acc.as_basic_value().into_vector_value();
-            let better = g.b.build_float_compare(pred, v, accv, "")?;
-            let picked = g.b.build_select(better, v, accv, "")?;
-            let next_acc = g
-                .emit()
-                .order_signed_zeros(is_max, v.into(), accv.into(), picked)?
-                .into_vector_value();
-            let latch = g.b.current_block()?;
-            let next =
-                g.b.build_int_add(kk.as_basic_value().into_int_value(), g.i64c(1), "")?;
-            kk.add_incoming(&[(&next, latch)]);
-            acc.add_incoming(&[(&next_acc, latch)]);
-            let more = g.b.build_int_compare(
-                inkwell::IntPredicate::ULT,
-                next,
-                g.i64c((k / w) as u64),
-                "",
-            )?;
-            g.b.build_conditional_branch(more, header, exit)?;
-            g.b.position_at_end(exit);
+            let vectors = g.i64c((k / w) as u64);
+            // In the masked copy of an index mask true on lanes `0..p` (see `prefix`), the
+            // vectors below `p` are loaded plainly: a masked load is slow on AMD CPUs.
+            let split = match rows {
+                RowSource::MaskedAt { ptr, mask, .. } => g
+                    .split_for(k)
+                    .filter(|s| s.covers(mask))
+                    .map(|s| (s, RowSource::Vector(ptr))),
+                _ => None,
+            };
+            let next_acc = match split {
+                Some((s, plain)) => {
+                    let whole = g.b.build_int_unsigned_div(s.p, g.i64c(w as u64), "")?;
+                    let acc = g.partials_loop((g.i64c(0), whole), splat, w, &mut |g, b, a| {
+                        step(g, plain, b, a)
+                    })?;
+                    g.partials_loop((whole, vectors), acc, w, &mut |g, b, a| step(g, rows, b, a))?
+                }
+                None => g.partials_loop((g.i64c(0), vectors), splat, w, &mut |g, b, a| {
+                    step(g, rows, b, a)
+                })?,
+            };
             // Fold the partial results into the accumulator.
             let (p, ty) = match (&acc_slot, &acc_buf) {
                 (Some(s), _) => (*s, None),
