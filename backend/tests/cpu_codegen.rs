@@ -1173,6 +1173,56 @@ fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
     );
 }
 
+/// A masked load and store at `x - c + (c + j)` under the mask `c + j < n`, `c + j` in i32:
+/// the lanes below `n - c` are exact, so the kernel has one copy of the region, whose loop
+/// over them computes the pointers as a run without a run-time check, up to the i32 limits.
+#[test]
+fn prefix_lanes_are_runs_up_to_the_i32_limits() {
+    let f = trace("codegen_prefix_run", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let c = scalar_param("c", DType::I32, 2, &Specialization::default());
+        let neg_c = scalar_param("neg_c", DType::I64, 3, &Specialization::default());
+        let n = scalar_param("n", DType::I32, 4, &Specialization::default());
+        let offs = c + arange(0, 64);
+        let mask = compare(offs, CmpPred::Lt, n);
+        let v = load(x + neg_c + offs, mask, -2.0f32);
+        store(out + neg_c + offs, v + 1.0f32, mask);
+    });
+    // (c, n): all lanes in, a partial block, none, the top and the bottom of i32.
+    let cases = [
+        (0, 64),
+        (0, 40),
+        (5, 5),
+        (i32::MAX - 63, i32::MAX),
+        (i32::MIN, i32::MIN + 30),
+    ];
+    for (c, n) in cases {
+        let make = || {
+            let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+            (x, vec![-1.0f32; 64])
+        };
+        let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
+            let mut args = KernelArgs::new();
+            args.ptr("x", &bufs.0[..]);
+            args.ptr("out", &mut bufs.1[..]);
+            args.scalar("c", c);
+            args.scalar("neg_c", -(c as i64));
+            args.scalar("n", n);
+            args
+        });
+        assert_eq!(got.1, want.1, "c {c}, n {n}");
+        let written = (n as i64 - c as i64).clamp(0, 64) as usize;
+        assert!(got.1[..written]
+            .iter()
+            .enumerate()
+            .all(|(i, v)| *v == i as f32 + 1.0));
+    }
+    let ll = unoptimized_ll(f, "codegen-prefix-run-dump");
+    assert!(!ll.contains("mask.full"), "an all-true copy");
+    assert!(ll.contains("%lane.run"), "no lane computed as a run");
+}
+
 /// The max of a masked row (`other` -1.5) reads the row as masked vector loads; a mask of
 /// aranges, splats and compares becomes one vector compare, and in any other mask only the
 /// ops vector lanes do not know (`j % 3`) are built lane by lane, the compare and the `&`

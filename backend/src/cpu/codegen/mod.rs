@@ -503,7 +503,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if self.true_masks.contains(&v) || self.in_true_prefix(v, idx) {
             return Ok(self.ctx.bool_type().const_all_ones().into());
         }
-        if self.runs.contains(&v) {
+        if self.runs.contains(&v) || self.in_prefix_run(v, idx) {
             if let Some(p) = self.run_lane(v, idx)? {
                 return Ok(p);
             }
@@ -572,10 +572,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// the fast copy also requires their accessed pointer tiles that are runs along the
     /// last axis not to wrap, and computes their lanes as runs (see `runs`).
     ///
-    /// An index mask true on a prefix of its lanes (see `prefix`) whose runs need no
-    /// run-time check gets one copy instead, the masked one, whose loops take the prefix
-    /// with the mask known true: full blocks run as fast, and the kernel has half the code
-    /// to compile (softmax's cold compile took a quarter less time).
+    /// An index mask true on a prefix of its lanes (see `prefix`) gets one copy instead, the
+    /// masked one, whose loops take the prefix with the mask known true, when its runs
+    /// need no run-time check or are offset by the mask's own index (exact below the
+    /// prefix): full blocks run as fast, and the kernel has half the code to compile
+    /// (softmax's cold compile took a quarter less time).
     fn versioned(
         &mut self,
         mask: Option<Value>,
@@ -593,15 +594,24 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         // Every value computing the same lanes as `m` is all true in the fast copy.
         let same = plan::equivalents(self.f, m);
         let runs = self.runs_in(roots, pointers, &same);
+        // The runs whose check is not constant true, and the check.
+        let mut checked = Vec::new();
         let mut runs_hold = self.ctx.bool_type().const_all_ones();
         for r in &runs {
             let holds = self.run_holds(r)?;
-            runs_hold = self.b.build_and(runs_hold, holds, "")?;
+            if holds.get_zero_extended_constant() != Some(1) {
+                checked.push(r);
+                runs_hold = self.b.build_and(runs_hold, holds, "")?;
+            }
         }
-        if runs_hold.get_zero_extended_constant() == Some(1) {
-            if let Some(split) = self.prefix_split(m, &same)? {
+        let split = self.prefix_split(m, &same)?;
+        if let Some(s) = split.as_ref() {
+            if checked.iter().all(|r| s.exact_below_p(r)) {
+                let checked: Vec<Value> = checked.iter().map(|r| r.ptr).collect();
+                let split = s.with_runs(checked.clone());
                 let (prefix_before, runs_before) = (self.prefix.replace(split), self.runs.clone());
-                self.runs.extend(runs.iter().map(|r| r.ptr));
+                let fixed = runs.iter().map(|r| r.ptr).filter(|p| !checked.contains(p));
+                self.runs.extend(fixed);
                 let result = emit(self);
                 (self.prefix, self.runs) = (prefix_before, runs_before);
                 return result;
@@ -623,8 +633,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(slow);
         let outer = self.prefix.clone();
-        if let Some(split) = self.prefix_split(m, &same)? {
-            self.prefix = Some(split);
+        if split.is_some() {
+            self.prefix = split;
         }
         let slow_result = emit(self);
         self.prefix = outer;

@@ -14,6 +14,7 @@
 //! `p = clamp(n - c, 0, B)` in i64, and 0 when `c < i32::MIN`: a lane below `p` then has
 //! `i32::MIN <= c <= i + c < n <= i32::MAX` exactly, so its i32 compare is true.
 
+use super::custom::Direct;
 use super::Gen;
 use crate::llvm::{Positioned, Result};
 use inkwell::values::IntValue;
@@ -28,6 +29,11 @@ pub(super) struct PrefixSplit<'ctx> {
     /// `p` (i64, in `0..=len`).
     pub p: IntValue<'ctx>,
     same: HashSet<Value>,
+    /// The i32 tile `i + c` the masks compare: its lanes below `p` are exact.
+    index: Value,
+    /// Pointer tiles that are runs along their axis at every lane below `p` (see
+    /// [`exact_below_p`](Self::exact_below_p)).
+    runs: Vec<Value>,
     /// The index of the loop over lanes `0..p` being generated.
     iv: Option<IntValue<'ctx>>,
 }
@@ -36,6 +42,26 @@ impl PrefixSplit<'_> {
     /// Whether `m` is one of the masks true on lanes `0..p`.
     pub(super) fn covers(&self, m: Value) -> bool {
         self.same.contains(&m)
+    }
+
+    /// This split with lanes below `p` of `runs` taken as runs (each [`exact_below_p`]).
+    ///
+    /// [`exact_below_p`]: Self::exact_below_p
+    pub(super) fn with_runs(&self, runs: Vec<Value>) -> Self {
+        PrefixSplit {
+            runs,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the run `r`'s only narrow offsets are the split's index, sign-extended: its
+    /// lanes below `p` are exact (`i32::MIN <= c <= i + c < n`), so lane `i < p` of `r` is
+    /// lane 0 plus `i` elements without the run-time check `run_holds` makes for all lanes.
+    pub(super) fn exact_below_p(&self, r: &Direct) -> bool {
+        let span = Some(self.len as i64 - 1);
+        r.widened
+            .iter()
+            .all(|w| w.value == self.index && w.signed && w.span == span)
     }
 }
 
@@ -51,13 +77,15 @@ impl<'ctx> Gen<'ctx, '_> {
         let [len] = shape[..] else {
             return Ok(None);
         };
-        let Some(p) = self.true_prefix(m, len)? else {
+        let Some((p, index)) = self.true_prefix(m, len)? else {
             return Ok(None);
         };
         Ok(Some(PrefixSplit {
             len,
             p,
             same: same.iter().copied().collect(),
+            index,
+            runs: Vec::new(),
             iv: None,
         }))
     }
@@ -68,6 +96,14 @@ impl<'ctx> Gen<'ctx, '_> {
         self.prefix
             .as_ref()
             .is_some_and(|s| s.iv.is_some_and(|iv| idx == [iv]) && s.same.contains(&v))
+    }
+
+    /// True when lane `idx` of the pointer tile `v` is a lane of a run: `v` is one of the
+    /// split's `runs` read at the index of the loop over its true prefix.
+    pub(super) fn in_prefix_run(&self, v: Value, idx: &[IntValue<'ctx>]) -> bool {
+        self.prefix
+            .as_ref()
+            .is_some_and(|s| s.iv.is_some_and(|iv| idx == [iv]) && s.runs.contains(&v))
     }
 
     /// The split of the masked copy being generated, for a rank-1 loop of `len` lanes
@@ -141,8 +177,9 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `p` (i64 in `0..=len`) such that lane `i` of the bool tile `m` is true for `i < p`
-    /// and false otherwise, when `m` compares `arange + c` with a uniform `n` in i32.
-    fn true_prefix(&mut self, m: Value, len: usize) -> Result<Option<IntValue<'ctx>>> {
+    /// and false otherwise, when `m` compares `arange + c` with a uniform `n` in i32, and
+    /// that `arange + c`.
+    fn true_prefix(&mut self, m: Value, len: usize) -> Result<Option<(IntValue<'ctx>, Value)>> {
         let Some(Op::Cmp(pred, a, b)) = self.lazy_op(m).cloned() else {
             return Ok(None);
         };
@@ -187,7 +224,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let min = i64t.const_int(i32::MIN as i64 as u64, true);
         let fits = bl.build_int_compare(IntPredicate::SGE, c, min, "")?;
         let p = bl.build_select(fits, p, self.i64c(0), "")?.into_int_value();
-        Ok(Some(p))
+        Ok(Some((p, index)))
     }
 
     /// `c` (i64, exact) when lane `i` of the rank-1 i32 tile `v` is `i + c` modulo 2^32 (an
