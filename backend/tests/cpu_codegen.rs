@@ -710,6 +710,9 @@ fn spread_prefetch_softmax_matches_interpreter() {
             assert_close(&f64s(&got.1), &f64s(&want.1), 1e-5, &what);
         }
     }
+    // The chunks' loops stay one vector per iteration (no copies of the exp to compile).
+    let ll = unoptimized_ll(spread_softmax_kernel(block), "codegen-spread-dump");
+    assert!(ll.contains(r#"!{!"llvm.loop.interleave.count", i32 1}"#));
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! Triton's `loop_unroll_factor` as LLVM loop metadata on a loop's back edge, for both
-//! generators: `llvm.loop.unroll.count` for a factor of 2 or more, `llvm.loop.unroll.disable`
-//! for 1 (LLVM's unroller reads it; the loop's meaning does not change).
+//! LLVM loop metadata on a loop's back edge (LLVM's unroller and vectorizer read it; the
+//! loop's meaning does not change): Triton's `loop_unroll_factor` for both generators,
+//! `llvm.loop.unroll.count` for a factor of 2 or more, `llvm.loop.unroll.disable` for 1;
+//! and the CPU's loops that should stay one vector per iteration.
 
 use super::Emit;
 use inkwell::values::{AsValueRef, InstructionValue};
@@ -9,11 +10,32 @@ use llvm_sys::core::{
     LLVMMDStringInContext2, LLVMMetadataAsValue, LLVMSetMetadata, LLVMValueAsMetadata,
 };
 use llvm_sys::debuginfo::{LLVMMetadataReplaceAllUsesWith, LLVMTemporaryMDNode};
-use llvm_sys::prelude::LLVMMetadataRef;
 
 impl<'ctx> Emit<'_, 'ctx> {
     /// Marks `back_edge` (the branch to a loop's header) with `factor`.
     pub(crate) fn unroll_hint(&self, back_edge: InstructionValue<'ctx>, factor: u32) {
+        if factor >= 2 {
+            self.loop_options(back_edge, &[("llvm.loop.unroll.count", Some(factor))]);
+        } else {
+            self.loop_options(back_edge, &[("llvm.loop.unroll.disable", None)]);
+        }
+    }
+
+    /// Marks `back_edge` so that the loop vectorizer takes one vector per iteration
+    /// (`llvm.loop.interleave.count` 1) and nothing unrolls the loop.
+    pub(crate) fn single_copy_hint(&self, back_edge: InstructionValue<'ctx>) {
+        self.loop_options(
+            back_edge,
+            &[
+                ("llvm.loop.interleave.count", Some(1)),
+                ("llvm.loop.unroll.disable", None),
+            ],
+        );
+    }
+
+    /// Attaches a distinct `llvm.loop` node holding `options` (each a name and an optional
+    /// i32 operand) to `back_edge`.
+    fn loop_options(&self, back_edge: InstructionValue<'ctx>, options: &[(&str, Option<u32>)]) {
         let ctx = self.ctx.raw();
         let string = |s: &str| {
             // SAFETY: `ctx` is this module's live context; the bytes are copied.
@@ -22,17 +44,17 @@ impl<'ctx> Emit<'_, 'ctx> {
         // SAFETY: every call gets the live context and metadata made from it; the
         // temporary node is replaced (and freed) before the loop node is attached.
         unsafe {
-            let option: Vec<LLVMMetadataRef> = if factor >= 2 {
-                let count = LLVMConstInt(LLVMInt32TypeInContext(ctx), u64::from(factor), 0);
-                vec![string("llvm.loop.unroll.count"), LLVMValueAsMetadata(count)]
-            } else {
-                vec![string("llvm.loop.unroll.disable")]
-            };
-            let mut option = option;
-            let option = LLVMMDNodeInContext2(ctx, option.as_mut_ptr(), option.len());
             // A loop node refers to itself (distinct per loop).
             let temp = LLVMTemporaryMDNode(ctx, std::ptr::null_mut(), 0);
-            let mut ops = [temp, option];
+            let mut ops = vec![temp];
+            for (name, value) in options {
+                let mut option = vec![string(name)];
+                if let Some(v) = value {
+                    let c = LLVMConstInt(LLVMInt32TypeInContext(ctx), u64::from(*v), 0);
+                    option.push(LLVMValueAsMetadata(c));
+                }
+                ops.push(LLVMMDNodeInContext2(ctx, option.as_mut_ptr(), option.len()));
+            }
             let node = LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len());
             LLVMMetadataReplaceAllUsesWith(temp, node);
             let name = "llvm.loop";

@@ -57,6 +57,9 @@ enum LoopUnroll {
     Free,
     /// Never: a body that gains nothing from unrolling but code to compile.
     Never,
+    /// One vector per iteration and never unrolled: a loop over a few vectors' lanes, where
+    /// copies of the body would only add code to compile.
+    SingleCopy,
 }
 
 /// Options that change the generated code.
@@ -491,8 +494,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             "",
         )?;
         let back = self.b.build_conditional_branch(more, header, exit)?;
-        if unroll == LoopUnroll::Never {
-            self.emit().unroll_hint(back, 1);
+        match unroll {
+            LoopUnroll::Free => {}
+            LoopUnroll::Never => self.emit().unroll_hint(back, 1),
+            LoopUnroll::SingleCopy => self.emit().single_copy_hint(back),
         }
         self.b.position_at_end(exit);
         Ok(())

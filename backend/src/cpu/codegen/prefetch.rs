@@ -380,7 +380,9 @@ impl<'ctx> Gen<'ctx, '_> {
         split: Option<&super::prefix::PrefixSplit<'ctx>>,
         body: &mut LaneBody<'_, 'ctx, Self>,
     ) -> Result<()> {
-        self.counted_loop(CHUNK, LoopUnroll::Free, &mut |g, j| {
+        // A chunk is a few vectors: interleaved or unrolled, its loop would only copy its
+        // body (softmax's exp four times) for LLVM to compile.
+        self.counted_loop(CHUNK, LoopUnroll::SingleCopy, &mut |g, j| {
             let i = g.b.build_int_add(base, j, "")?;
             let x = match split {
                 Some(split) => g.in_prefix_at(split, i, |g| body(g, &[i]))?,
