@@ -1284,6 +1284,9 @@ fn max_of_masked_rows_matches_interpreter() {
                 ll.contains("load <32 x float>, ptr"),
                 "the prefix's whole vectors are masked loads"
             );
+            // The loops over the vectors before and after the prefix's end are not to be
+            // unrolled (their steps are vectors already).
+            assert!(ll.contains(r#"!{!"llvm.loop.unroll.disable"}"#));
         }
     }
 }

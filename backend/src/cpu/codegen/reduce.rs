@@ -362,7 +362,14 @@ impl<'ctx> Gen<'ctx, '_> {
         let more = self
             .b
             .build_int_compare(inkwell::IntPredicate::SLT, next, hi, "")?;
-        self.b.build_conditional_branch(more, header, exit)?;
+        let back = self.b.build_conditional_branch(more, header, exit)?;
+        // Each step is `w` lanes in one vector already: with a bound known only at run time
+        // LLVM unrolled the loop into a prologue, four copies and an epilogue, only more
+        // code to compile (softmax's cold compile took a sixth more time).
+        let constant = |v: IntValue| v.get_zero_extended_constant().is_some();
+        if !constant(lo) || !constant(hi) {
+            self.emit().unroll_hint(back, 1);
+        }
         self.b.position_at_end(exit);
         let out = self.b.build_phi(acc.get_type(), "partials")?;
         out.add_incoming(&[(&acc, pre), (&next_acc, latch)]);
