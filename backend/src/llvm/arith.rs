@@ -12,15 +12,47 @@ impl<'ctx> Emit<'_, 'ctx> {
     /// Float max/min of two floats or float vectors: IEEE 754-2019 maximumNumber and
     /// minimumNumber. A NaN operand is ignored (maxnum/minnum), and -0 < +0, which
     /// maxnum leaves open, so that every device and every order gives the same zero.
+    ///
+    /// `maxnum` gets no lone NaN: each operand that is NaN is replaced by the other first.
+    /// LLVM 19's analyses take `maxnum(x, y)` for never below zero when `x` is never below
+    /// zero, forgetting that a NaN `x` gives `y`: `maxnum(select(c, 1.0, NaN), -1.0) < 0`
+    /// was folded to false (`minnum` alike; the fuzzer's seed 4400067). With the NaNs
+    /// replaced, each operand may be what the other is, and the analyses stay sound.
     pub(crate) fn float_max_min(
         &self,
         max: bool,
         a: BasicValueEnum<'ctx>,
         b: BasicValueEnum<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
+        let a_or_b = self.unless_nan(a, b)?;
+        let b_or_a = self.unless_nan(b, a)?;
         let name = if max { "llvm.maxnum" } else { "llvm.minnum" };
-        let picked = self.intrinsic(name, &[a.get_type()], &[a, b])?;
+        let picked = self.intrinsic(name, &[a.get_type()], &[a_or_b, b_or_a])?;
         self.order_signed_zeros(max, a, b, picked)
+    }
+
+    /// `x`, or `y` where `x` is NaN (lane by lane for vectors).
+    fn unless_nan(
+        &self,
+        x: BasicValueEnum<'ctx>,
+        y: BasicValueEnum<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let bl = self.b;
+        let nan = match x {
+            BasicValueEnum::FloatValue(v) => {
+                bl.build_float_compare(FloatPredicate::UNO, v, v, "")?
+            }
+            BasicValueEnum::VectorValue(v) => {
+                return Ok(bl.build_select(
+                    bl.build_float_compare(FloatPredicate::UNO, v, v, "")?,
+                    y,
+                    x,
+                    "",
+                )?)
+            }
+            other => unreachable!("float max/min of {other:?}"),
+        };
+        Ok(bl.build_select(nan, y, x, "")?)
     }
 
     /// The integer type of a float type's width (compute types are f32 or f64).
