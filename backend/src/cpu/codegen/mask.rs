@@ -24,8 +24,18 @@ struct Range<'ctx> {
 impl<'ctx> Gen<'ctx, '_> {
     /// An i1 that is true when every lane of the bool tile `m` (of `shape`) is true.
     pub(super) fn all_lanes_true(&mut self, m: Value, shape: &[usize]) -> Result<IntValue<'ctx>> {
+        Ok(self.all_lanes_true_form(m, shape)?.0)
+    }
+
+    /// [`all_lanes_true`](Self::all_lanes_true), and whether the test has a closed form
+    /// (`m` is a bounds check on index tiles, true everywhere but in edge blocks).
+    pub(super) fn all_lanes_true_form(
+        &mut self,
+        m: Value,
+        shape: &[usize],
+    ) -> Result<(IntValue<'ctx>, bool)> {
         if let Some(all) = self.all_true_closed_form(m)? {
-            return Ok(all);
+            return Ok((all, true));
         }
         let all = self.entry_alloca(self.ctx.bool_type().into())?;
         self.b
@@ -37,10 +47,8 @@ impl<'ctx> Gen<'ctx, '_> {
             g.b.build_store(all, acc)?;
             Ok(())
         })?;
-        Ok(self
-            .b
-            .build_load(self.ctx.bool_type(), all, "all")?
-            .into_int_value())
+        let all = self.b.build_load(self.ctx.bool_type(), all, "all")?;
+        Ok((all.into_int_value(), false))
     }
 
     /// The value of a lazily computed tile's defining op, `None` when `v` is materialized.
