@@ -38,21 +38,17 @@ impl<'ctx> Emit<'_, 'ctx> {
         y: BasicValueEnum<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
         let bl = self.b;
-        let nan = match x {
+        Ok(match x {
             BasicValueEnum::FloatValue(v) => {
-                bl.build_float_compare(FloatPredicate::UNO, v, v, "")?
+                let nan = bl.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+                bl.build_select(nan, y, x, "")?
             }
             BasicValueEnum::VectorValue(v) => {
-                return Ok(bl.build_select(
-                    bl.build_float_compare(FloatPredicate::UNO, v, v, "")?,
-                    y,
-                    x,
-                    "",
-                )?)
+                let nan = bl.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+                bl.build_select(nan, y, x, "")?
             }
             other => unreachable!("float max/min of {other:?}"),
-        };
-        Ok(bl.build_select(nan, y, x, "")?)
+        })
     }
 
     /// The integer type of a float type's width (compute types are f32 or f64).
