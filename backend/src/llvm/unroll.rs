@@ -1,7 +1,7 @@
 //! LLVM loop metadata on a loop's back edge (LLVM's unroller and vectorizer read it; the
 //! loop's meaning does not change): Triton's `loop_unroll_factor` for both generators,
 //! `llvm.loop.unroll.count` for a factor of 2 or more, `llvm.loop.unroll.disable` for 1;
-//! and the CPU's loops that should stay one vector per iteration.
+//! and the CPU's loops that should stay one vector (or one lane) per iteration.
 
 use super::Emit;
 use inkwell::values::{AsValueRef, InstructionValue};
@@ -27,6 +27,19 @@ impl<'ctx> Emit<'_, 'ctx> {
         self.loop_options(
             back_edge,
             &[
+                ("llvm.loop.interleave.count", Some(1)),
+                ("llvm.loop.unroll.disable", None),
+            ],
+        );
+    }
+
+    /// Marks `back_edge` so that the loop stays one lane per iteration: neither vectorized
+    /// (width and interleave count 1 read as vectorized already) nor unrolled.
+    pub(crate) fn scalar_loop_hint(&self, back_edge: InstructionValue<'ctx>) {
+        self.loop_options(
+            back_edge,
+            &[
+                ("llvm.loop.vectorize.width", Some(1)),
                 ("llvm.loop.interleave.count", Some(1)),
                 ("llvm.loop.unroll.disable", None),
             ],

@@ -34,7 +34,7 @@ use crate::llvm::{CodegenError, Positioned, Result};
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
-use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
+use inkwell::values::{BasicValueEnum, FunctionValue, InstructionValue, IntValue, PointerValue};
 use inkwell::AddressSpace;
 use std::collections::{HashMap, HashSet};
 use tritium_dsl::ir::{Block, Elem, Function, Inst, Op, Type, Value};
@@ -60,6 +60,9 @@ enum LoopUnroll {
     /// One vector per iteration and never unrolled: a loop over a few vectors' lanes, where
     /// copies of the body would only add code to compile.
     SingleCopy,
+    /// One lane per iteration and never unrolled: code that rarely runs, where vector
+    /// copies of the body would only add code to compile.
+    Scalar,
 }
 
 /// Options that change the generated code.
@@ -94,9 +97,10 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// The index mask of the masked copy being generated, true on a prefix of its lanes
     /// (see `prefix`).
     prefix: Option<prefix::PrefixSplit<'ctx>>,
-    /// Generating the masked copy of a region whose mask is a bounds check of rank 2 or
-    /// more (see [`versioned`](Self::versioned)): its loops stay one vector per iteration.
-    edge_copy: bool,
+    /// The hint every loop of the region being generated gets instead of its own: one
+    /// vector per iteration in the masked copy of a region whose mask is a bounds check of
+    /// rank 2 or more (see [`versioned`](Self::versioned)), scalar in rarely run code.
+    region_loops: Option<LoopUnroll>,
     roots: HashMap<Value, Vec<usize>>,
     /// Pointers made from integers (`Function::foreign_pointers`): checked against the
     /// launch's list of every buffer, which follows the race recorder's word in `ranges`.
@@ -209,7 +213,7 @@ pub(crate) fn generate<'ctx>(
         true_masks: HashSet::new(),
         runs: HashSet::new(),
         prefix: None,
-        edge_copy: false,
+        region_loops: None,
         roots: f.pointer_roots(),
         foreign: f.foreign_pointers(),
         site_ids: HashMap::new(),
@@ -498,14 +502,27 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             "",
         )?;
         let back = self.b.build_conditional_branch(more, header, exit)?;
-        match unroll {
-            _ if self.edge_copy => self.emit().single_copy_hint(back),
+        self.loop_hint(back, unroll);
+        self.b.position_at_end(exit);
+        Ok(())
+    }
+
+    /// Marks the loop whose back edge is `back` with `unroll`, or with the region's hint.
+    fn loop_hint(&self, back: InstructionValue<'ctx>, unroll: LoopUnroll) {
+        match self.region_loops.unwrap_or(unroll) {
             LoopUnroll::Free => {}
             LoopUnroll::Never => self.emit().unroll_hint(back, 1),
             LoopUnroll::SingleCopy => self.emit().single_copy_hint(back),
+            LoopUnroll::Scalar => self.emit().scalar_loop_hint(back),
         }
-        self.b.position_at_end(exit);
-        Ok(())
+    }
+
+    /// `body` generated with every loop marked `unroll` (see `region_loops`).
+    fn with_region_loops<T>(&mut self, unroll: LoopUnroll, body: impl FnOnce(&mut Self) -> T) -> T {
+        let outer = self.region_loops.replace(unroll);
+        let r = body(self);
+        self.region_loops = outer;
+        r
     }
 
     /// The lane `idx` of value `v` (compute form).
@@ -647,14 +664,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         fast_result?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(slow);
-        let (outer, edge_before) = (self.prefix.clone(), self.edge_copy);
+        let (outer, loops_before) = (self.prefix.clone(), self.region_loops);
         if split.is_some() {
             self.prefix = split;
         } else if bounds_check && mask_shape.len() >= 2 {
-            self.edge_copy = true;
+            self.region_loops = Some(LoopUnroll::SingleCopy);
         }
         let slow_result = emit(self);
-        (self.prefix, self.edge_copy) = (outer, edge_before);
+        (self.prefix, self.region_loops) = (outer, loops_before);
         slow_result?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);

@@ -171,7 +171,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let next = self.b.build_int_add(i, self.i64c(1), "")?;
         phi.add_incoming(&[(&next, latch)]);
         let more = self.b.build_int_compare(IntPredicate::SLT, next, hi, "")?;
-        self.b.build_conditional_branch(more, header, exit)?;
+        let back = self.b.build_conditional_branch(more, header, exit)?;
+        self.loop_hint(back, super::LoopUnroll::Free);
         self.b.position_at_end(exit);
         Ok(())
     }

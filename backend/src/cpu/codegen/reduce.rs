@@ -567,17 +567,20 @@ impl<'ctx> Gen<'ctx, '_> {
         let any = self.entry_alloca(bool_t.into())?;
         self.b.build_store(any, bool_t.const_zero())?;
         let ridx = ridx.to_vec();
-        self.loop_nest(&[k], &mut |g, i| {
-            let mut idx = ridx.clone();
-            idx.push(i[0]);
-            let xv = g.lane(x, &idx)?;
-            let xv = g.cast(xv, d, acc_d)?.into_float_value();
-            let num =
-                g.b.build_float_compare(inkwell::FloatPredicate::ORD, xv, xv, "")?;
-            let old = g.b.build_load(bool_t, any, "")?.into_int_value();
-            let new = g.b.build_or(old, num, "")?;
-            g.b.build_store(any, new)?;
-            Ok(())
+        // Rarely run: a scalar loop is enough, and costs a vectorized one's compile time.
+        self.with_region_loops(super::LoopUnroll::Scalar, |g| {
+            g.loop_nest(&[k], &mut |g, i| {
+                let mut idx = ridx.clone();
+                idx.push(i[0]);
+                let xv = g.lane(x, &idx)?;
+                let xv = g.cast(xv, d, acc_d)?.into_float_value();
+                let num =
+                    g.b.build_float_compare(inkwell::FloatPredicate::ORD, xv, xv, "")?;
+                let old = g.b.build_load(bool_t, any, "")?.into_int_value();
+                let new = g.b.build_or(old, num, "")?;
+                g.b.build_store(any, new)?;
+                Ok(())
+            })
         })?;
         let some = self.b.build_load(bool_t, any, "")?.into_int_value();
         let fixed = self
