@@ -713,6 +713,17 @@ fn spread_prefetch_softmax_matches_interpreter() {
     // The chunks' loops stay one vector per iteration (no copies of the exp to compile).
     let ll = unoptimized_ll(spread_softmax_kernel(block), "codegen-spread-dump");
     assert!(ll.contains(r#"!{!"llvm.loop.interleave.count", i32 1}"#));
+    // So does the loop over the lanes past the mask's true prefix (the head's is free).
+    let hinted_lane_loops = ll
+        .lines()
+        .filter(|l| l.contains("label %prefix.loop") && l.contains("!llvm.loop"))
+        .count();
+    assert!(hinted_lane_loops >= 1, "no hint on a loop past the prefix");
+    // The partial sums' vectors never straddle two cache lines.
+    assert!(
+        ll.contains("alloca [32 x float], align 64"),
+        "partials not aligned"
+    );
 }
 
 #[test]
@@ -1068,6 +1079,11 @@ fn check_nan_reduce<T: Element + Copy + Default>(to: impl Fn(f64) -> T, back: im
 fn all_nan_max_min_lanes_give_nan_as_in_the_interpreter() {
     check_nan_reduce(|x| x as f32, |x: f32| x as f64);
     check_nan_reduce(f16::from_f64, |x: f16| x.to_f64());
+    // The rarely run second look is a scalar loop (no vector copies to compile).
+    let f = nan_reduce_kernel(DType::F32, NanLayout::Rows, 64, true);
+    let ll = unoptimized_ll(f, "codegen-nan-rescan-dump");
+    assert!(ll.contains("red.allnan"));
+    assert!(ll.contains(r#"!{!"llvm.loop.vectorize.width", i32 1}"#));
 }
 
 /// `acc` carried over `hi` column blocks of 64 (from zeros, so the first iteration is

@@ -15,7 +15,7 @@
 //! `i32::MIN <= c <= i + c < n <= i32::MAX` exactly, so its i32 compare is true.
 
 use super::custom::Direct;
-use super::Gen;
+use super::{Gen, LoopUnroll};
 use crate::llvm::{Positioned, Result};
 use inkwell::values::IntValue;
 use inkwell::IntPredicate;
@@ -142,19 +142,24 @@ impl<'ctx> Gen<'ctx, '_> {
             return Ok(false);
         };
         let zero = self.i64c(0);
-        self.range_loop(zero, split.p, &mut |g, i| {
+        self.range_loop(zero, split.p, LoopUnroll::Free, &mut |g, i| {
             g.in_prefix_at(&split, i, |g| body(g, &[i]))
         })?;
+        // The lanes past the prefix (masked off unless the index wraps) do no work worth
+        // more than one vector per iteration of code.
         let end = self.i64c(len as u64);
-        self.range_loop(split.p, end, &mut |g, i| body(g, &[i]))?;
+        self.range_loop(split.p, end, LoopUnroll::SingleCopy, &mut |g, i| {
+            body(g, &[i])
+        })?;
         Ok(true)
     }
 
-    /// A loop `i = lo..hi` (i64, none when `lo >= hi`).
+    /// A loop `i = lo..hi` (i64, none when `lo >= hi`) marked `unroll`.
     fn range_loop(
         &mut self,
         lo: IntValue<'ctx>,
         hi: IntValue<'ctx>,
+        unroll: LoopUnroll,
         body: &mut dyn FnMut(&mut Self, IntValue<'ctx>) -> Result<()>,
     ) -> Result<()> {
         let pre = self.b.current_block()?;
@@ -172,7 +177,7 @@ impl<'ctx> Gen<'ctx, '_> {
         phi.add_incoming(&[(&next, latch)]);
         let more = self.b.build_int_compare(IntPredicate::SLT, next, hi, "")?;
         let back = self.b.build_conditional_branch(more, header, exit)?;
-        self.loop_hint(back, super::LoopUnroll::Free);
+        self.loop_hint(back, unroll);
         self.b.position_at_end(exit);
         Ok(())
     }

@@ -680,6 +680,12 @@ impl<'ctx> Gen<'ctx, '_> {
             .map(|s| {
                 let t = self.compute_ty(s.acc_d);
                 let arr = self.entry_alloca(t.array_type(w as u32).into())?;
+                // The loop adds whole vectors into it: on a cache-line boundary none is
+                // split across two lines, wherever the frame puts it.
+                if let Some(i) = arr.as_instruction() {
+                    i.set_alignment(64)
+                        .map_err(|e| crate::llvm::CodegenError::internal(e.to_string()))?;
+                }
                 let init = self.identity(ReduceOp::Sum, s.acc_d);
                 for j in 0..w {
                     // SAFETY (of the generated code): `j < w`, inside the array.
