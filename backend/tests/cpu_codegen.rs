@@ -53,6 +53,15 @@ fn both<B>(
 /// The `.ll` dump (before LLVM's passes) of `f` compiled for the CPU, in a fresh directory
 /// named after `what`.
 fn unoptimized_ll(f: Function, what: &str) -> String {
+    dumped(f, what, |p| p.ends_with(".ll") && !p.ends_with(".opt.ll"))
+}
+
+fn optimized_ll(f: Function, what: &str) -> String {
+    dumped(f, what, |p| p.ends_with(".opt.ll"))
+}
+
+/// The dump of `f`'s compile whose path `pick` chooses.
+fn dumped(f: Function, what: &str, pick: impl Fn(&str) -> bool) -> String {
     let dump = TempDir::new(what);
     let opts = CompileOptions {
         dump_dir: Some(dump.path().to_path_buf()),
@@ -62,9 +71,9 @@ fn unoptimized_ll(f: Function, what: &str) -> String {
     std::fs::read_dir(dump.path())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().ends_with(".ll") && !p.to_string_lossy().ends_with(".opt.ll"))
+        .find(|p| pick(&p.to_string_lossy()))
         .map(|p| std::fs::read_to_string(p).unwrap())
-        .expect("an .ll dump")
+        .expect("the dump")
 }
 
 /// A `[rows, cols]` tile of row-major offsets with row stride `stride`.
@@ -1239,6 +1248,81 @@ fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
     assert!(
         ll.contains("%lane.run"),
         "the all-true copy computes no lane as a run"
+    );
+}
+
+/// Under the mask `j + c < n` with a constant `c`: a masked load (`other` 2) and store, an
+/// unmasked store of `where(mask, v, -1)` and the sum of the loaded lanes. Past the mask's
+/// true prefix its lanes are known false when no `j + c` wraps; they must still give
+/// `other` to the sum and `-1` to the `where`. Near `i32::MAX` the lanes wrap, are true
+/// again and must be read.
+fn past_prefix_kernel(c: i32, masked_store_only: bool) -> Function {
+    trace("codegen_past_prefix", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let n = scalar_param("n", DType::I32, 2, &Specialization::default());
+        let j = arange(0, 64);
+        let mask = compare(j + c, CmpPred::Lt, n);
+        let v = load(x + j, mask, 2.0f32);
+        store(out + j, v * 3.0f32, mask);
+        if !masked_store_only {
+            store(out + 64 + j, where_(mask, v, -1.0f32), NoArg);
+            store(out + 128, v.sum(0), NoArg);
+        }
+    })
+}
+
+#[test]
+fn lanes_past_a_constant_index_prefix_are_false_unless_they_wrap() {
+    let cases = [
+        (0, [64, 40, 1, 0, -5, 100]),
+        (7, [71, 40, 7, 0, 8, 1000]),
+        (
+            i32::MAX - 63,
+            [i32::MAX, i32::MAX - 1, i32::MAX - 40, 0, i32::MIN, 5],
+        ),
+        // Lanes 11.. wrap to i32::MIN.. and compare true again below `n`.
+        (
+            i32::MAX - 10,
+            [i32::MAX, i32::MAX - 5, 0, i32::MIN + 3, i32::MIN, -7],
+        ),
+        (
+            i32::MIN,
+            [i32::MIN + 64, i32::MIN + 3, i32::MIN, 0, i32::MAX, -100],
+        ),
+    ];
+    for (c, ns) in cases {
+        for masked_store_only in [false, true] {
+            let f = past_prefix_kernel(c, masked_store_only);
+            for n in ns {
+                let make = || {
+                    let x: Vec<f32> = (0..64).map(|i| i as f32 + 0.5).collect();
+                    (x, vec![-9.0f32; 129])
+                };
+                let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
+                    let mut args = KernelArgs::new();
+                    args.ptr("x", &bufs.0[..]);
+                    args.ptr("out", &mut bufs.1[..]);
+                    args.scalar("n", n);
+                    args
+                });
+                assert_eq!(
+                    got.1, want.1,
+                    "c {c}, n {n}, masked store only {masked_store_only}"
+                );
+            }
+        }
+    }
+    // Where no lane wraps, nothing is stored past the prefix: no masked store is left.
+    let ll = optimized_ll(past_prefix_kernel(0, true), "codegen-past-prefix-dump");
+    assert!(
+        !ll.contains("llvm.masked.store"),
+        "a masked store past the prefix"
+    );
+    let ll = optimized_ll(past_prefix_kernel(i32::MAX - 10, true), "codegen-wrap-dump");
+    assert!(
+        ll.contains("llvm.masked.store") || ll.contains("mem.do"),
+        "no store for the lanes that wrap"
     );
 }
 

@@ -530,6 +530,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if self.true_masks.contains(&v) || self.in_true_prefix(v, idx) {
             return Ok(self.ctx.bool_type().const_all_ones().into());
         }
+        if self.in_false_past_prefix(v, idx) {
+            return Ok(self.ctx.bool_type().const_zero().into());
+        }
         if self.runs.contains(&v) || self.in_prefix_run(v, idx) {
             if let Some(p) = self.run_lane(v, idx)? {
                 return Ok(p);

@@ -6,8 +6,10 @@
 //! softmax over 1000 of 1024 lanes took 2.7× the time per element of full rows) with the
 //! mask built from 64-bit lane compares. So in the masked copy, a rank-1 lane loop of the
 //! mask's length is split in two: lanes `0..p` run with the mask known true at the loop's
-//! own index (plain loads and stores), lanes `p..B` as before. A lane of the mask read at
-//! any other index (through a flip, say) is still computed, so the split is exact.
+//! own index (plain loads and stores), lanes `p..B` as before, or with the mask known
+//! false when `c` is a constant that keeps every lane from wrapping (`arange(0, B) < n`).
+//! A lane of the mask read at any other index (through a flip, say) is still computed, so
+//! the split is exact.
 //!
 //! Each lane is `i + c` in wrapping i32 arithmetic, `c` the exact (i64) sum of the arange's
 //! start and the added scalars, so a lane equals its exact value whenever that fits i32.
@@ -36,6 +38,12 @@ pub(super) struct PrefixSplit<'ctx> {
     runs: Vec<Value>,
     /// The index of the loop over lanes `0..p` being generated.
     iv: Option<IntValue<'ctx>>,
+    /// Whether lanes `p..len` of the masks are false: the index's offset `c` is a constant
+    /// with `i32::MIN <= c` and `c + len - 1 <= i32::MAX`, so no lane wraps and lane
+    /// `i >= p` has `i + c >= n` (or `> n` for `<=`) exactly.
+    false_past_p: bool,
+    /// The index of the loop over lanes `p..len` being generated, when they are false.
+    past_iv: Option<IntValue<'ctx>>,
 }
 
 impl PrefixSplit<'_> {
@@ -77,9 +85,12 @@ impl<'ctx> Gen<'ctx, '_> {
         let [len] = shape[..] else {
             return Ok(None);
         };
-        let Some((p, index)) = self.true_prefix(m, len)? else {
+        let Some((p, index, c)) = self.true_prefix(m, len)? else {
             return Ok(None);
         };
+        let false_past_p = c
+            .get_sign_extended_constant()
+            .is_some_and(|c| c >= i64::from(i32::MIN) && c + len as i64 - 1 <= i64::from(i32::MAX));
         Ok(Some(PrefixSplit {
             len,
             p,
@@ -87,6 +98,8 @@ impl<'ctx> Gen<'ctx, '_> {
             index,
             runs: Vec::new(),
             iv: None,
+            false_past_p,
+            past_iv: None,
         }))
     }
 
@@ -96,6 +109,14 @@ impl<'ctx> Gen<'ctx, '_> {
         self.prefix
             .as_ref()
             .is_some_and(|s| s.iv.is_some_and(|iv| idx == [iv]) && s.same.contains(&v))
+    }
+
+    /// True when lane `idx` of `v` is known false: `v` is a split mask read at the index of
+    /// the loop over the lanes past its true prefix, which are false (`false_past_p`).
+    pub(super) fn in_false_past_prefix(&self, v: Value, idx: &[IntValue<'ctx>]) -> bool {
+        self.prefix
+            .as_ref()
+            .is_some_and(|s| s.past_iv.is_some_and(|iv| idx == [iv]) && s.same.contains(&v))
     }
 
     /// True when lane `idx` of the pointer tile `v` is a lane of a run: `v` is one of the
@@ -130,6 +151,23 @@ impl<'ctx> Gen<'ctx, '_> {
         r
     }
 
+    /// `body` generated with the masks of `split` known false at lane index `i` (`i >= p`,
+    /// `split.false_past_p`).
+    fn past_prefix_at<T>(
+        &mut self,
+        split: &PrefixSplit<'ctx>,
+        i: IntValue<'ctx>,
+        body: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        let outer = self.prefix.replace(PrefixSplit {
+            past_iv: Some(i),
+            ..split.clone()
+        });
+        let r = body(self);
+        self.prefix = outer;
+        r
+    }
+
     /// A rank-1 loop of `len` lanes as two loops, over the true prefix and the rest, when
     /// the masked copy being generated has a split of that length. `false` when there is
     /// none: the caller emits the plain loop.
@@ -146,10 +184,15 @@ impl<'ctx> Gen<'ctx, '_> {
             g.in_prefix_at(&split, i, |g| body(g, &[i]))
         })?;
         // The lanes past the prefix (masked off unless the index wraps) do no work worth
-        // more than one vector per iteration of code.
+        // more than one vector per iteration of code; where they cannot wrap, the mask is
+        // known false there (a masked store vanishes, a masked load is its `other`).
         let end = self.i64c(len as u64);
         self.range_loop(split.p, end, LoopUnroll::SingleCopy, &mut |g, i| {
-            body(g, &[i])
+            if split.false_past_p {
+                g.past_prefix_at(&split, i, |g| body(g, &[i]))
+            } else {
+                body(g, &[i])
+            }
         })?;
         Ok(true)
     }
@@ -183,9 +226,14 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `p` (i64 in `0..=len`) such that lane `i` of the bool tile `m` is true for `i < p`
-    /// and false otherwise, when `m` compares `arange + c` with a uniform `n` in i32, and
-    /// that `arange + c`.
-    fn true_prefix(&mut self, m: Value, len: usize) -> Result<Option<(IntValue<'ctx>, Value)>> {
+    /// and false otherwise (unless `i + c` wraps), when `m` compares `arange + c` with a
+    /// uniform `n` in i32; with that `arange + c` and `c` (i64, exact).
+    #[allow(clippy::type_complexity)]
+    fn true_prefix(
+        &mut self,
+        m: Value,
+        len: usize,
+    ) -> Result<Option<(IntValue<'ctx>, Value, IntValue<'ctx>)>> {
         let Some(Op::Cmp(pred, a, b)) = self.lazy_op(m).cloned() else {
             return Ok(None);
         };
@@ -230,7 +278,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let min = i64t.const_int(i32::MIN as i64 as u64, true);
         let fits = bl.build_int_compare(IntPredicate::SGE, c, min, "")?;
         let p = bl.build_select(fits, p, self.i64c(0), "")?.into_int_value();
-        Ok(Some((p, index)))
+        Ok(Some((p, index, c)))
     }
 
     /// `c` (i64, exact) when lane `i` of the rank-1 i32 tile `v` is `i + c` modulo 2^32 (an
