@@ -1569,7 +1569,29 @@ impl Gen {
         // Past both ends sometimes: no lane, or every lane.
         let t = self.rng.below(numel + 3) as i128 - 1;
         let t = self.int_const(DType::I32, &[], t);
-        let bound = self.binary(BinOp::Add, base, t);
+        // Some of the time the index is the lane number plus a constant `k` (softmax's
+        // `arange(0, B) < n`), whose lanes past the prefix the CPU takes as false; near
+        // `i32::MAX`, where they wrap and compare true again, it must not.
+        let (own, origin) = if shape.len() == 1 && self.rng.chance(0.3) {
+            let k = if self.rng.chance(0.2) {
+                i128::from(i32::MAX) - self.rng.below(numel + 2) as i128
+            } else {
+                self.rng.range(-4, 4) as i128
+            };
+            let lanes = self.push1(
+                Op::Arange {
+                    start: 0,
+                    end: numel as i64,
+                },
+                Self::tile(DType::I32, shape),
+            );
+            let k = self.int_const(DType::I32, &[], k);
+            let ks = self.splat_to(k, shape);
+            (self.binary(BinOp::Add, lanes, ks), k)
+        } else {
+            (own, base)
+        };
+        let bound = self.binary(BinOp::Add, origin, t);
         let bound = self.splat_to(bound, shape);
         let (p, lhs, rhs) = match self.rng.below(6) {
             0 => (CmpPred::Lt, own, bound),
