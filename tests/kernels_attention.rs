@@ -100,8 +100,9 @@ fn fused_attention_matches_softmax_attention() {
     }
 }
 
-/// The blocks the CPU benchmarks use per head dimension (128 query rows from `D = 128`),
-/// on the CPU against the f64 reference, causal and not, with a partial last block.
+/// The blocks the CPU benchmarks use per head dimension (128 query rows and 128 keys per
+/// step from `D = 128`), on the CPU against the f64 reference, causal and not, with a
+/// partial last block.
 #[test]
 fn attention_with_the_head_dim_blocks_matches_the_reference() {
     for (n, d) in [(200, 128), (130, 64)] {
@@ -115,7 +116,8 @@ fn attention_with_the_head_dim_blocks_matches_the_reference() {
                 causal,
                 ..AttentionConfig::for_head_dim(d)
             };
-            assert_eq!(config.block_m, if d >= 128 { 128 } else { 64 });
+            let wide = if d >= 128 { 128 } else { 64 };
+            assert_eq!((config.block_m, config.block_n), (wide, wide));
             let (out, _) = attention(
                 &tritium::Device::cpu(),
                 q.view(),

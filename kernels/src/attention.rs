@@ -368,13 +368,17 @@ impl Default for AttentionConfig {
 }
 
 impl AttentionConfig {
-    /// The default blocks for head dimension `d`: 128 query rows per program from
-    /// `d = 128` on (each program then streams K and V from L3 half as often per query
-    /// row: 3–5% faster forward at N = 1024–8192 on the CPU, `bench_table -- attention`),
-    /// else [`AttentionConfig::default`].
+    /// The default blocks for head dimension `d`: from `d = 128` on, 128 query rows per
+    /// program (each program then streams K and V from L3 half as often per query row:
+    /// 3–5% faster forward at N = 1024–8192 on the CPU) and 128 keys per step (half the
+    /// steps, each `dot` twice as long: 7–12% faster forward at N = 1024 and 4096, causal
+    /// and not, the same at 8192, medians of five alternated runs of `bench_table
+    /// attention`); else [`AttentionConfig::default`].
     pub fn for_head_dim(d: usize) -> Self {
+        let wide = d >= 128;
         AttentionConfig {
-            block_m: if d >= 128 { 128 } else { 64 },
+            block_m: if wide { 128 } else { 64 },
+            block_n: if wide { 128 } else { 64 },
             ..AttentionConfig::default()
         }
     }
