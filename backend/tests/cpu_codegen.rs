@@ -56,6 +56,7 @@ fn unoptimized_ll(f: Function, what: &str) -> String {
     dumped(f, what, |p| p.ends_with(".ll") && !p.ends_with(".opt.ll"))
 }
 
+/// The `.opt.ll` dump (after LLVM's passes) of `f` compiled for the CPU.
 fn optimized_ll(f: Function, what: &str) -> String {
     dumped(f, what, |p| p.ends_with(".opt.ll"))
 }
