@@ -50,6 +50,21 @@ fn both<B>(
     (got, want)
 }
 
+/// The arguments `x` (read) and `out` (written) from a pair of buffers, then the i32
+/// scalars `scalars`, in order.
+fn x_out<'a, T: Element>(
+    b: &'a mut (Vec<T>, Vec<T>),
+    scalars: &[(&'static str, i32)],
+) -> KernelArgs<'a> {
+    let mut args = KernelArgs::new();
+    args.ptr("x", &b.0[..]);
+    args.ptr("out", &mut b.1[..]);
+    for (name, v) in scalars {
+        args.scalar(name, *v);
+    }
+    args
+}
+
 /// The `.ll` dump (before LLVM's passes) of `f` compiled for the CPU, in a fresh directory
 /// named after `what`.
 fn unoptimized_ll(f: Function, what: &str) -> String {
@@ -455,11 +470,7 @@ fn check_reduce<T: Element + Copy + Default>(to: impl Fn(f64) -> T, back: impl F
                     )
                 };
                 let (got, want) = both(&f, [1, 1, 1], make, |b: &mut (Vec<T>, Vec<T>)| {
-                    let mut args = KernelArgs::new();
-                    args.ptr("x", &b.0[..]);
-                    args.ptr("out", &mut b.1[..]);
-                    args.scalar("n", n as i32);
-                    args
+                    x_out(b, &[("n", n as i32)])
                 });
                 let what = format!(
                     "{} {} of {shape:?} along {axis}, {n} valid",
@@ -708,12 +719,7 @@ fn spread_prefetch_softmax_matches_interpreter() {
                 (x, vec![0.5; len])
             };
             let (got, want) = both(&f, [rows as u64, 1, 1], make, |b| {
-                let mut args = KernelArgs::new();
-                args.ptr("x", &b.0[..]);
-                args.ptr("out", &mut b.1[..]);
-                args.scalar("n", n);
-                args.scalar("stride", stride as i32);
-                args
+                x_out(b, &[("n", n), ("stride", stride as i32)])
             });
             let f64s = |v: &[f32]| v.iter().map(|x| *x as f64).collect::<Vec<_>>();
             let what = format!("softmax rows of {n} lanes, stride {stride}");
@@ -1061,10 +1067,7 @@ fn check_nan_reduce<T: Element + Copy + Default>(to: impl Fn(f64) -> T, back: im
                 let f = nan_reduce_kernel(T::DTYPE, layout, k, is_max);
                 let make = || (data.clone(), vec![T::default(); NAN_PATTERNS]);
                 let (got, want) = both(&f, [grid, 1, 1], make, |b: &mut (Vec<T>, Vec<T>)| {
-                    let mut args = KernelArgs::new();
-                    args.ptr("x", &b.0[..]);
-                    args.ptr("out", &mut b.1[..]);
-                    args
+                    x_out(b, &[])
                 });
                 let what = format!(
                     "{} {} of {k} elements, {layout:?}",
@@ -1192,14 +1195,7 @@ fn edge_blocks_of_a_2d_bounds_mask_match_interpreter() {
             let x: Vec<f32> = (0..len).map(|i| i as f32 - 7.0).collect();
             (x, vec![0.5f32; len])
         };
-        let (got, want) = both(&f, grid, make, |bufs| {
-            let mut args = KernelArgs::new();
-            args.ptr("x", &bufs.0[..]);
-            args.ptr("out", &mut bufs.1[..]);
-            args.scalar("m", m);
-            args.scalar("n", n);
-            args
-        });
+        let (got, want) = both(&f, grid, make, |bufs| x_out(bufs, &[("m", m), ("n", n)]));
         assert_eq!(got.1, want.1, "m {m}, n {n}");
         assert!(got
             .1
@@ -1236,12 +1232,7 @@ fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
             (x, vec![-1.0f32; 32])
         };
         let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
-            let mut args = KernelArgs::new();
-            args.ptr("x", &bufs.0[..]);
-            args.ptr("out", &mut bufs.1[..]);
-            args.scalar("off", off);
-            args.scalar("n", n);
-            args
+            x_out(bufs, &[("off", off), ("n", n)])
         });
         assert_eq!(got.1, want.1, "off {off}, n {n}");
     }
@@ -1300,13 +1291,7 @@ fn lanes_past_a_constant_index_prefix_are_false_unless_they_wrap() {
                     let x: Vec<f32> = (0..64).map(|i| i as f32 + 0.5).collect();
                     (x, vec![-9.0f32; 129])
                 };
-                let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
-                    let mut args = KernelArgs::new();
-                    args.ptr("x", &bufs.0[..]);
-                    args.ptr("out", &mut bufs.1[..]);
-                    args.scalar("n", n);
-                    args
-                });
+                let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[("n", n)]));
                 assert_eq!(
                     got.1, want.1,
                     "c {c}, n {n}, masked store only {masked_store_only}"
@@ -1404,13 +1389,7 @@ fn max_of_masked_rows_matches_interpreter() {
                 let x: Vec<f32> = (0..64).map(|i| ((i * 37) % 64) as f32 - 20.0).collect();
                 (x, vec![0.0f32; 1])
             };
-            let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
-                let mut args = KernelArgs::new();
-                args.ptr("x", &bufs.0[..]);
-                args.ptr("out", &mut bufs.1[..]);
-                args.scalar("n", n);
-                args
-            });
+            let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[("n", n)]));
             assert_eq!(got.1, want.1, "n {n}, every third {every_third}");
         }
         let ll = unoptimized_ll(f, "codegen-masked-max-dump");

@@ -142,13 +142,11 @@ impl<'ctx> Gen<'ctx, '_> {
         i: IntValue<'ctx>,
         body: impl FnOnce(&mut Self) -> T,
     ) -> T {
-        let outer = self.prefix.replace(PrefixSplit {
+        let at = PrefixSplit {
             iv: Some(i),
             ..split.clone()
-        });
-        let r = body(self);
-        self.prefix = outer;
-        r
+        };
+        self.with_split(at, body)
     }
 
     /// `body` generated with the masks of `split` known false at lane index `i` (`i >= p`,
@@ -159,10 +157,16 @@ impl<'ctx> Gen<'ctx, '_> {
         i: IntValue<'ctx>,
         body: impl FnOnce(&mut Self) -> T,
     ) -> T {
-        let outer = self.prefix.replace(PrefixSplit {
+        let at = PrefixSplit {
             past_iv: Some(i),
             ..split.clone()
-        });
+        };
+        self.with_split(at, body)
+    }
+
+    /// `body` generated with `split` as the current split, the outer one restored after.
+    fn with_split<T>(&mut self, split: PrefixSplit<'ctx>, body: impl FnOnce(&mut Self) -> T) -> T {
+        let outer = self.prefix.replace(split);
         let r = body(self);
         self.prefix = outer;
         r
