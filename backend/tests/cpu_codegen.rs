@@ -1243,6 +1243,42 @@ fn masked_runs_match_interpreter_and_fall_back_when_offsets_wrap() {
     );
 }
 
+/// An unmasked load and store of `x + 128 + r·ld + i8(off + j)` with a run-time row
+/// stride `ld`: each row is a run of the first lane when the narrow offset does not wrap,
+/// which the run-time check proves (the rows' `r·ld` is equal along the row and needs no
+/// check); when it wraps inside a row, the lane-by-lane copy runs. Without the runs, an
+/// unmasked row of `i32` offsets was read with gathers.
+#[test]
+fn unmasked_runs_with_a_run_time_row_stride_match_interpreter() {
+    let (rows, cols) = (4, 32);
+    let f = trace("codegen_unmasked_run", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let off = scalar_param("off", DType::I32, 2, &Specialization::default());
+        let ld = scalar_param("ld", DType::I32, 3, &Specialization::default());
+        let r = expand_dims(arange(0, rows), 1);
+        let j = expand_dims(cast(off + arange(0, cols), DType::I8), 0);
+        let v = load(x + 128 + r * ld + j, NoArg, NoArg);
+        store(out + offsets2(rows, cols, cols), v, NoArg);
+    });
+    // (off, ld): no wrap; the i8 offsets wrap at lane 8; rows that overlap.
+    for (off, ld) in [(0, 40), (120, 100), (-16, 7)] {
+        let make = || {
+            let x: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+            (x, vec![-1.0f32; rows * cols])
+        };
+        let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
+            x_out(bufs, &[("off", off), ("ld", ld)])
+        });
+        assert_eq!(got.1, want.1, "off {off}, ld {ld}");
+    }
+    let ll = unoptimized_ll(f.clone(), "codegen-unmasked-run-dump");
+    assert!(ll.contains("%lane.run"), "no lane computed as a run");
+    assert!(ll.contains("runs.wrap"), "no copy for offsets that wrap");
+    let ll = optimized_ll(f, "codegen-unmasked-run-opt-dump");
+    assert!(!ll.contains("llvm.masked.gather"), "a gather is left");
+}
+
 /// Under the mask `j + c < n` with a constant `c`: a masked load (`other` 2) and store, an
 /// unmasked store of `where(mask, v, -1)` and the sum of the loaded lanes. Past the mask's
 /// true prefix its lanes are known false when no `j + c` wraps; they must still give

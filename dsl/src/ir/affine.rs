@@ -36,6 +36,10 @@ pub struct Widened {
     /// Its last lane minus its first when nothing wraps (`None` when a stride is known
     /// only at run time: the check cannot be made).
     pub span: Option<i64>,
+    /// Its stride along its last axis (`None` when known only at run time). A tile equal
+    /// along its last axis widens each line's lanes alike, so runs along that axis hold
+    /// whether it wraps or not.
+    pub last_stride: Option<i64>,
 }
 
 impl Affine {
@@ -248,6 +252,7 @@ fn widen(mut xa: Affine, x: Value, signed: bool, shape: &[usize]) -> Option<Affi
         value: x,
         signed,
         span,
+        last_stride: *xa.strides.last()?,
     };
     if !xa.widened.contains(&w) {
         xa.widened.push(w);

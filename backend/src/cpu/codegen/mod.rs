@@ -620,7 +620,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     ) -> Result<()> {
         let Some(m) = mask.filter(|m| !self.true_masks.contains(m) && !self.ty(*m).is_scalar())
         else {
-            return emit(self);
+            return self.versioned_runs((roots, pointers), emit);
         };
         // The mask's own shape: a load found through a reshape has a mask of another
         // shape than the tile being filled (the fuzzer's seed 100106 indexed a [32] mask
@@ -676,6 +676,56 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let slow_result = emit(self);
         (self.prefix, self.region_loops) = (outer, loops_before);
         slow_result?;
+        self.b.build_unconditional_branch(done)?;
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
+    /// [`versioned`](Self::versioned) for a region under no mask (or one known all true):
+    /// its unmasked accesses of pointer tiles that are runs along the last axis would
+    /// compute each lane from a sign-extended narrow offset, which LLVM reads and writes
+    /// with gathers and scatters (an unmasked `64 × 128` `dot` operand was packed by
+    /// 512-bit gathers). Behind the test that the runs hold, the fast copy takes their lanes
+    /// as runs; the other copy, for offsets that wrap, runs one lane per iteration.
+    fn versioned_runs(
+        &mut self,
+        (roots, pointers): (&[Value], &[Value]),
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        let known: Vec<Value> = self.true_masks.iter().copied().collect();
+        let runs: Vec<_> = self
+            .runs_in(roots, pointers, &known)
+            .into_iter()
+            .filter(|r| !self.runs.contains(&r.ptr))
+            .collect();
+        if runs.is_empty() {
+            return emit(self);
+        }
+        let mut hold = self.ctx.bool_type().const_all_ones();
+        for r in &runs {
+            let h = self.run_holds(r)?;
+            if h.get_zero_extended_constant() != Some(1) {
+                hold = self.b.build_and(hold, h, "")?;
+            }
+        }
+        let runs_before = self.runs.clone();
+        self.runs.extend(runs.iter().map(|r| r.ptr));
+        if hold.get_zero_extended_constant() == Some(1) {
+            let result = emit(self);
+            self.runs = runs_before;
+            return result;
+        }
+        let fast = self.ctx.append_basic_block(self.func, "runs.hold");
+        let slow = self.ctx.append_basic_block(self.func, "runs.wrap");
+        let done = self.ctx.append_basic_block(self.func, "runs.done");
+        self.b.build_conditional_branch(hold, fast, slow)?;
+        self.b.position_at_end(fast);
+        let fast_result = emit(self);
+        self.runs = runs_before;
+        fast_result?;
+        self.b.build_unconditional_branch(done)?;
+        self.b.position_at_end(slow);
+        self.with_region_loops(LoopUnroll::Scalar, |g| emit(g))?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
         Ok(())

@@ -63,9 +63,12 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `ptr` as a pointer tile whose last axis has unit stride (`dsl::ir::affine`), with
-    /// widened offsets that [`run_holds`](Self::run_holds) can check.
+    /// widened offsets that [`run_holds`](Self::run_holds) can check. Offsets equal along
+    /// the last axis (`rk[:, None] * ldb` with a run-time `ldb`) need no check: each line's
+    /// lanes get the same one, wrapped or not.
     pub(super) fn row_run(&self, ptr: Value) -> Option<Direct> {
-        let a = affine_lanes(self.f, &self.defs, ptr)?;
+        let mut a = affine_lanes(self.f, &self.defs, ptr)?;
+        a.widened.retain(|w| w.last_stride != Some(0));
         let unit = a.strides.last() == Some(&Some(1));
         (unit && a.is_checkable()).then_some(Direct {
             ptr,
