@@ -807,8 +807,11 @@ fn dot_ceiling_rows(device: &Device) {
         &format!("tutorial 03 {size}^3, {bm}x{bn}x{bk} blocks"),
         mm / t_mm.as_secs_f64(),
     );
-    if blas.is_some() {
-        line(&format!("cblas_sgemm {size}^3"), mm / t_blas.as_secs_f64());
+    if let Some(blas) = &blas {
+        line(
+            &format!("cblas_sgemm {size}^3 ({})", blas.core()),
+            mm / t_blas.as_secs_f64(),
+        );
     }
 }
 
@@ -918,6 +921,7 @@ fn matmul_rows(device: &Device) -> Option<f64> {
         }
     };
     blas.set_threads(tritium::backend::cpu::num_threads());
+    println!("OpenBLAS core: {}", blas.core());
     let mut f32_gflops = 0.0;
     for (size, rounds) in [(1024usize, 10), (1000, 10), (4096, 2)] {
         let gflops = matmul_against_openblas(

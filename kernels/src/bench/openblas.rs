@@ -26,11 +26,13 @@ type Sgemm = unsafe extern "C" fn(
     c_int,
 );
 type SetThreads = unsafe extern "C" fn(c_int);
+type CoreName = unsafe extern "C" fn() -> *const std::os::raw::c_char;
 
 /// A loaded OpenBLAS.
 pub struct OpenBlas {
     sgemm: Sgemm,
     set_threads: SetThreads,
+    core: String,
     _lib: libloading::Library,
 }
 
@@ -69,9 +71,18 @@ impl OpenBlas {
                             .map_err(|e| e.to_string())?;
                         (*s, *t)
                     };
+                    // SAFETY: `openblas_get_corename` returns a static C string.
+                    let core = unsafe {
+                        lib.get::<CoreName>(b"openblas_get_corename\0")
+                            .ok()
+                            .map(|f| (*f)())
+                            .filter(|p| !p.is_null())
+                            .map(|p| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+                    };
                     return Ok(OpenBlas {
                         sgemm,
                         set_threads,
+                        core: core.unwrap_or_else(|| "unknown".into()),
                         _lib: lib,
                     });
                 }
@@ -81,6 +92,17 @@ impl OpenBlas {
         Err(format!(
             "OpenBLAS is not installed ({why}); `apt-get install libopenblas-dev` or `scripts/dev bench`"
         ))
+    }
+
+    /// The kernel family OpenBLAS picked for this CPU (`openblas_get_corename`, as
+    /// "Haswell" or "Cooperlake"), with the environment variable that forces one when it
+    /// is set: Debian's 0.3.21 runs its AVX-512 kernels at about twice the speed of its
+    /// AVX2 ones on a Zen 5 core, so the baseline is only fair with the host's own.
+    pub fn core(&self) -> String {
+        match std::env::var("OPENBLAS_CORETYPE") {
+            Ok(forced) => format!("{} (forced by OPENBLAS_CORETYPE={forced})", self.core),
+            Err(_) => self.core.clone(),
+        }
     }
 
     /// Runs OpenBLAS's calls on `threads` threads.
