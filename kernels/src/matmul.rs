@@ -6,13 +6,15 @@ use tritium::prelude::*;
 /// `c = a @ b` for row-major strided matrices; one `BM × BN` block of `c` per program,
 /// accumulated in f32 over `BK`-wide slices of `k` (f16 inputs too). As in Triton's
 /// tutorial 03, `matmul::launch` times the blocks once per shape (and dtypes) and keeps the
-/// fastest; `matmul::launch_explicit` takes them.
+/// fastest; `matmul::launch_explicit` takes them. 144-row blocks fit odd sizes: 1000 rows
+/// are 7 of them (1,008 computed) against 11 of 96 (1,056), about 5% faster at 1000³.
 #[kernel]
 #[autotune(
     configs = [
         config(BM = 96, BN = 64, BK = 64),
         config(BM = 96, BN = 128, BK = 64),
         config(BM = 96, BN = 128, BK = 128),
+        config(BM = 144, BN = 128, BK = 64),
         config(BM = 64, BN = 64, BK = 32),
         config(BM = 32, BN = 32, BK = 32),
     ],
