@@ -583,6 +583,51 @@ impl Gen {
         self.cast(x, d)
     }
 
+    /// Some of the time for a tile of 2 or more axes, lines that are runs a run-time stride
+    /// apart, added in two steps as `(x + r·ld) + j` (tutorial 03's `b_ptrs`): the row
+    /// offsets `r·ld` (`ld` = the line length times 1 or 2, with the program id) and the
+    /// lane offsets `j` along the last axis, with a mask when the tile may pass `len`.
+    /// The CPU reads each line as a run of its first lane behind a check of `j` alone.
+    fn strided_rows(
+        &mut self,
+        shape: &[usize],
+        len: usize,
+    ) -> Option<(Value, Value, Option<Value>)> {
+        let (&cols, lead) = shape.split_last()?;
+        if lead.is_empty() || cols < 2 || !self.rng.chance(0.15) {
+            return None;
+        }
+        let numel: usize = shape.iter().product();
+        let mut line_shape = shape.to_vec();
+        *line_shape.last_mut().expect("2 or more axes") = 1;
+        let line = self.lane_offsets_ordered(&line_shape, AxisOrder::RowMajor);
+        let line = self.splat_to(line, shape);
+        let mut lane_shape = vec![1; shape.len()];
+        lane_shape[shape.len() - 1] = cols;
+        let j = self.lane_offsets_ordered(&lane_shape, AxisOrder::RowMajor);
+        let j = self.splat_to(j, shape);
+        let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
+        let two = self.int_const(DType::I32, &[], 2);
+        let one = self.int_const(DType::I32, &[], 1);
+        let ld = self.binary(BinOp::Rem, pid, two);
+        let ld = self.binary(BinOp::Add, ld, one);
+        let c = self.int_const(DType::I32, &[], cols as i128);
+        let ld = self.binary(BinOp::Mul, ld, c);
+        let ld = self.splat_to(ld, shape);
+        let rows = self.binary(BinOp::Mul, line, ld);
+        // Lines up to twice the tile's span apart: in bounds without a mask when that fits.
+        let (rows, mask) = if 2 * numel <= len {
+            let at = self.rng.below(len - 2 * numel + 1);
+            let at = self.int_const(DType::I32, shape, at as i128);
+            (self.binary(BinOp::Add, rows, at), None)
+        } else {
+            let whole = self.binary(BinOp::Add, rows, j);
+            let lenv = self.int_const(DType::I32, shape, len as i128);
+            (rows, Some(self.cmp(CmpPred::Lt, whole, lenv)))
+        };
+        Some((rows, j, mask))
+    }
+
     /// Offsets into `0..len` of `shape` (i32), with a mask when some lanes are off.
     /// `run`: always one contiguous run of lanes (else sometimes).
     fn input_offsets(&mut self, shape: &[usize], len: usize, run: bool) -> (Value, Option<Value>) {
@@ -703,8 +748,22 @@ impl Gen {
             return self.elementwise(d, shape, need);
         };
         let (ptr, len) = (self.inputs[i].ptr, self.inputs[i].len);
-        let (off, mask) = self.input_offsets(shape, len, run);
-        let ptrs = self.pointers(ptr, off);
+        let strided = if run {
+            None
+        } else {
+            self.strided_rows(shape, len)
+        };
+        let (ptrs, mask) = match strided {
+            Some((rows, cols, mask)) => {
+                let p = self.pointers(ptr, rows);
+                let t = self.ty(p).clone();
+                (self.push1(Op::AddPtr(p, cols), t), mask)
+            }
+            None => {
+                let (off, mask) = self.input_offsets(shape, len, run);
+                (self.pointers(ptr, off), mask)
+            }
+        };
         let other = match mask {
             Some(_) if self.rng.chance(0.6) => Some(self.value(d, shape, need)),
             _ => None,
