@@ -246,3 +246,42 @@ fn an_out_is_not_written_over_an_input_read_in_place() {
         assert_eq!(x, want, "{device:?}");
     }
 }
+
+/// Where a Simd call wrote its out in place, the store's loop (which requests the next
+/// program's lines a few per chunk) does not run: that branch requests them at once, for
+/// writing, so the next program's zero fill of its out finds them in cache.
+#[test]
+fn a_store_written_in_place_requests_the_next_programs_lines() {
+    let (n, block) = (4096, 1024);
+    let x = Array1::<i64>::zeros(n);
+    let mut out = Array1::<i64>::zeros(n);
+    let dumps = crate::common::dumps_of("in-place-prefetch", |options| {
+        where_out::launch_with(
+            &Device::cpu(),
+            n / block,
+            options,
+            &mut out,
+            &x,
+            n as i32,
+            block,
+        )
+        .unwrap();
+    });
+    let ll = dumps.get("ll");
+    assert!(
+        ll.contains("\nstore.in_place:"),
+        "no branch for outs written in place"
+    );
+    // The prefetch loop the branch enters: a block it precedes, requesting lines to write.
+    let requested = ll.split("\n\n").any(|block| {
+        let head = block.lines().next().unwrap_or("");
+        head.contains("preds = ")
+            && head.contains("%store.in_place")
+            && block.contains("@llvm.prefetch.p0(")
+            && block.contains(", i32 1, i32 3, i32 1)")
+    });
+    assert!(
+        requested,
+        "no write prefetch where the out was written in place"
+    );
+}

@@ -509,15 +509,20 @@ impl<'ctx> Gen<'ctx, '_> {
     /// Prefetches the next program's copy of the rank-1 pointer tile `ptr` in one burst,
     /// here, unless the spread loop covers it.
     pub(super) fn prefetch_next(&mut self, ptr: Value, write: bool) -> Result<()> {
+        if self.spread_covers(ptr) {
+            return Ok(());
+        }
+        self.prefetch_next_burst(ptr, write)
+    }
+
+    /// [`prefetch_next`](Self::prefetch_next) even where the spread loop would cover `ptr`:
+    /// for code that skips that loop (a store a Simd call wrote in place).
+    pub(super) fn prefetch_next_burst(&mut self, ptr: Value, write: bool) -> Result<()> {
         let pt = self.ty(ptr).clone();
         let Some(d) = pt.elem.pointee() else {
             return Ok(());
         };
-        if self.opts.bounds_check
-            || pt.rank() != 1
-            || pt.numel() * d.size_bytes() < MIN_SPAN
-            || self.spread_covers(ptr)
-        {
+        if self.opts.bounds_check || pt.rank() != 1 || pt.numel() * d.size_bytes() < MIN_SPAN {
             return Ok(());
         }
         let (bl, i64t) = (self.b, self.ctx.i64_type());
