@@ -20,7 +20,9 @@ use ndarray::{Array1, Array2, Axis, Zip};
 use std::time::Duration;
 use tritium::Device;
 use tritium_kernels::attention::{attention, attention_backward, AttentionConfig};
-use tritium_kernels::bench::{bandwidth_loop, fma_peak_gflops, gbps, interleaved, OpenBlas};
+use tritium_kernels::bench::{
+    bandwidth_loop, fma_peak_gflops, fma_peak_lanes, gbps, interleaved, OpenBlas,
+};
 use tritium_kernels::grouped_gemm::grouped_matmul_2d;
 use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
 use tritium_kernels::matmul::{matmul_2d, matmul_2d_into, matmul_persistent_2d, MatmulBlocks};
@@ -795,7 +797,8 @@ fn dot_ceiling_rows(device: &Device) {
     );
     let hot = (programs * reps as usize * bm * bn * bk * 2) as f64 / t_hot.as_secs_f64() / 1e9;
     let mm = 2.0 * (size * size * size) as f64 / 1e9;
-    println!("FMA peak on {threads} threads: {peak:.1} GFLOP/s");
+    let lanes = fma_peak_lanes().unwrap_or(0);
+    println!("FMA peak on {threads} threads ({lanes}-lane vectors): {peak:.1} GFLOP/s");
     let line =
         |name: &str, g: f64| println!("{name:<44} {g:>7.1} GFLOP/s = {:.2} of peak", g / peak);
     line(&format!("dot on hot {bm}x{bk} @ {bk}x{bn} tiles"), hot);

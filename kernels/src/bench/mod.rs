@@ -4,7 +4,7 @@
 mod openblas;
 mod peak;
 pub use openblas::OpenBlas;
-pub use peak::fma_peak_gflops;
+pub use peak::{fma_peak_gflops, fma_peak_lanes};
 
 use std::time::{Duration, Instant};
 

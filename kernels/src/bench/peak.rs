@@ -10,14 +10,29 @@ pub fn fma_peak_gflops(threads: usize) -> Option<f64> {
     peak_over(threads, 50_000_000)
 }
 
-/// [`fma_peak_gflops`] over `iters` rounds per thread.
-fn peak_over(threads: usize, iters: u64) -> Option<f64> {
+/// The f32 lanes per fused multiply-add [`fma_peak_gflops`] counts: 16 with AVX-512, 8
+/// with AVX2 (`None` without AVX2 and FMA).
+pub fn fma_peak_lanes() -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
             return None;
         }
-        let wide = is_x86_feature_detected!("avx512f");
+        Some(if is_x86_feature_detected!("avx512f") {
+            16
+        } else {
+            8
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// [`fma_peak_gflops`] over `iters` rounds per thread.
+fn peak_over(threads: usize, iters: u64) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let wide = fma_peak_lanes()? == 16;
         let threads = threads.max(1);
         let start = std::sync::Barrier::new(threads + 1);
         let t = std::thread::scope(|s| {
