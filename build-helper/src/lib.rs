@@ -85,12 +85,12 @@ pub const HEADER_NAME: &str = "custom_op.h";
 ///
 /// `-ffp-contract=on` lets clang fuse `a * b + c` within one expression (as CUDA does);
 /// `-fno-math-errno` turns `sqrtf` and friends into LLVM intrinsics instead of libm calls.
-/// `-fno-vectorize -fno-slp-vectorize -fno-unroll-loops` leave the loops scalar and
-/// rolled: the kernel's own pipeline vectorizes them for the CPU it runs on, where loops
-/// vectorized here would stay at the baseline's 128-bit vectors (a Simd add over 1024
-/// floats ran 17% slower than the native add on an AVX-512 host), and loops unrolled
-/// here would not vectorize there (their copies' accesses overlap for LLVM's run-time
-/// alias checks, which then always fail).
+/// `-Xclang -disable-llvm-passes` leaves all optimization to the kernel's own pipeline,
+/// which sees the CPU it runs on: loops vectorized here stayed at the baseline's 128-bit
+/// vectors (a Simd add over 1024 floats ran 17% slower than the native add on an
+/// AVX-512 host), unrolled ones did not vectorize there (their copies' accesses overlap
+/// for LLVM's run-time alias checks, which then always fail), and `-fno-unroll-loops`
+/// marks every loop `llvm.loop.unroll.disable`, which keeps it from being interleaved.
 pub const BASE_FLAGS: &[&str] = &[
     "-emit-llvm",
     "-c",
@@ -101,9 +101,8 @@ pub const BASE_FLAGS: &[&str] = &[
     "-fno-rtti",
     "-ffp-contract=on",
     "-fno-math-errno",
-    "-fno-vectorize",
-    "-fno-slp-vectorize",
-    "-fno-unroll-loops",
+    "-Xclang",
+    "-disable-llvm-passes",
 ];
 
 /// The clang major version whose bitcode Tritium's LLVM reads.

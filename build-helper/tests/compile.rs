@@ -172,3 +172,23 @@ fn cc_passes_target_cxxflags_to_clang() {
     let bytes = fs::read(result.unwrap()).unwrap();
     assert!(has(&bytes, "from_cxxflags"));
 }
+
+/// The bitcode is left for the kernel's pipeline to optimize for the CPU it runs on: the
+/// add's loop is neither vectorized (for baseline x86-64's 4-lane vectors) nor marked
+/// never to unroll, and no function is `optnone` (as at `-O0`).
+#[test]
+fn bitcode_is_left_unoptimized_for_the_kernels_pipeline() {
+    let out = out_dir("unoptimized");
+    let path = build(&out)
+        .file(fixture("seed_add.cpp"))
+        .compile("seed")
+        .unwrap();
+    let bytes = fs::read(path).unwrap();
+    for made_here in [
+        "llvm.loop.isvectorized",
+        "llvm.loop.unroll.disable",
+        "optnone",
+    ] {
+        assert!(!has(&bytes, made_here), "the bitcode has `{made_here}`");
+    }
+}
