@@ -1279,6 +1279,31 @@ fn unmasked_runs_with_a_run_time_row_stride_match_interpreter() {
     assert!(!ll.contains("llvm.masked.gather"), "a gather is left");
 }
 
+/// An offset widened as a column (`[32, 1]`, equal along its own last axis) and then
+/// transposed into a row varies along the pointer tile's last axis: where its `i8` lanes
+/// wrap inside the row, the row is not a run, and the lane-by-lane copy must run.
+#[test]
+fn a_widened_column_transposed_into_a_row_is_checked() {
+    let f = trace("codegen_transposed_widening", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let off = scalar_param("off", DType::I32, 2, &Specialization::default());
+        let column = expand_dims(cast(off + arange(0, 32), DType::I8), 1);
+        let row = trans(cast(column, DType::I64));
+        let v = load(x + 128 + row, NoArg, NoArg);
+        store(out + expand_dims(arange(0, 32), 0), v, NoArg);
+    });
+    // No wrap; the i8 lanes wrap at lane 8.
+    for off in [0, 120] {
+        let make = || {
+            let x: Vec<f32> = (0..512).map(|i| i as f32).collect();
+            (x, vec![-1.0f32; 32])
+        };
+        let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[("off", off)]));
+        assert_eq!(got.1, want.1, "off {off}");
+    }
+}
+
 /// Under the mask `j + c < n` with a constant `c`: a masked load (`other` 2) and store, an
 /// unmasked store of `where(mask, v, -1)` and the sum of the loaded lanes. Past the mask's
 /// true prefix its lanes are known false when no `j + c` wraps; they must still give

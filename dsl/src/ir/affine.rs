@@ -27,7 +27,7 @@ pub struct Affine {
 }
 
 /// A narrow integer tile widened inside an [`Affine`] expression (see there).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Widened {
     /// The narrow tile.
     pub value: Value,
@@ -36,10 +36,11 @@ pub struct Widened {
     /// Its last lane minus its first when nothing wraps (`None` when a stride is known
     /// only at run time: the check cannot be made).
     pub span: Option<i64>,
-    /// Its stride along its last axis (`None` when known only at run time). A tile equal
-    /// along its last axis widens each line's lanes alike, so runs along that axis hold
-    /// whether it wraps or not.
-    pub last_stride: Option<i64>,
+    /// For each axis of the tile whose form this is (not the narrow tile's own axes: a
+    /// broadcast, permute or reshape moves them), whether the narrow lanes may differ
+    /// along it. One equal along the last axis widens each line's lanes alike, so runs
+    /// along that axis hold whether it wraps or not.
+    pub varies_along: Vec<bool>,
 }
 
 impl Affine {
@@ -91,21 +92,42 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
                     _ => Some(0),
                 })
                 .collect();
-            Affine {
-                strides,
-                widened: xa.widened,
-            }
+            let widened = xa
+                .widened
+                .into_iter()
+                .map(|w| Widened {
+                    varies_along: (0..t.rank())
+                        .map(|d| match d.checked_sub(lead) {
+                            Some(dx) if xt.shape[dx] == t.shape[d] => w.varies_along[dx],
+                            _ => false,
+                        })
+                        .collect(),
+                    ..w
+                })
+                .collect();
+            Affine { strides, widened }
         }
         Op::ExpandDims { x, axis } => {
             let mut xa = of(*x)?;
             xa.strides.insert(*axis as usize, Some(0));
+            for w in &mut xa.widened {
+                w.varies_along.insert(*axis as usize, false);
+            }
             xa
         }
         Op::Permute { x, dims } => {
             let xa = of(*x)?;
+            let widened = xa
+                .widened
+                .into_iter()
+                .map(|w| Widened {
+                    varies_along: dims.iter().map(|d| w.varies_along[*d as usize]).collect(),
+                    ..w
+                })
+                .collect();
             Affine {
                 strides: dims.iter().map(|d| xa.strides[*d as usize]).collect(),
-                widened: xa.widened,
+                widened,
             }
         }
         Op::Reshape(x) => {
@@ -113,9 +135,18 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
             if is_uniform(&xa) {
                 zeros()
             } else if xa.is_row_major(&f.ty(*x).shape) {
+                // Where a narrow tile's lanes vary after a reshape is not followed: anywhere.
+                let widened = xa
+                    .widened
+                    .into_iter()
+                    .map(|w| Widened {
+                        varies_along: vec![true; t.rank()],
+                        ..w
+                    })
+                    .collect();
                 Affine {
                     strides: row_major(&t.shape).into_iter().map(Some).collect(),
-                    widened: xa.widened,
+                    widened,
                 }
             } else {
                 return None;
@@ -252,7 +283,7 @@ fn widen(mut xa: Affine, x: Value, signed: bool, shape: &[usize]) -> Option<Affi
         value: x,
         signed,
         span,
-        last_stride: *xa.strides.last()?,
+        varies_along: xa.strides.iter().map(|s| *s != Some(0)).collect(),
     };
     if !xa.widened.contains(&w) {
         xa.widened.push(w);
@@ -277,6 +308,62 @@ mod tests {
         });
         let p = ptr.expect("a load");
         affine_lanes(&f, &d, p).map(|a| (a, f.ty(p).shape.clone()))
+    }
+
+    /// Which axes of the pointer tile each widened offset varies along, followed through
+    /// broadcasts, expand_dims, permutes and reshapes: a run along the last axis checks
+    /// only the offsets that vary along it.
+    #[test]
+    fn widened_offsets_know_the_axes_they_vary_along() {
+        // (body ending in the pointer tile, the widened tiles' axes, sorted)
+        let cases: &[(&str, &[&[bool]])] = &[
+            // Tutorial 03's `b_ptrs` in two steps, (x + rows[:, None] * ld) + cols[None, :]:
+            // the row offsets are equal along each line.
+            (
+                "%2 = arange {start = 0, end = 4} : tile<4xi32>
+                 %3 = expand_dims %2 {axis = 1} : tile<4x1xi32>
+                 %4 = splat %1 : tile<4x1xi32>
+                 %5 = mul %3, %4 : tile<4x1xi32>
+                 %6 = broadcast %5 : tile<4x8xi32>
+                 %7 = splat %0 : tile<4x8xptr<f32>>
+                 %8 = addptr %7, %6 : tile<4x8xptr<f32>>
+                 %9 = arange {start = 0, end = 8} : tile<8xi32>
+                 %10 = expand_dims %9 {axis = 0} : tile<1x8xi32>
+                 %11 = broadcast %10 : tile<4x8xi32>
+                 %12 = addptr %8, %11 : tile<4x8xptr<f32>>",
+                &[&[false, true], &[true, false]],
+            ),
+            // An offset widened as a column, then permuted into a row: it varies along
+            // the last axis of the pointer tile, not along its own.
+            (
+                "%2 = arange {start = 0, end = 8} : tile<8xi32>
+                 %3 = expand_dims %2 {axis = 1} : tile<8x1xi32>
+                 %4 = cast %3 : tile<8x1xi64>
+                 %5 = permute %4 {dims = 1x0} : tile<1x8xi64>
+                 %6 = broadcast %5 : tile<4x8xi64>
+                 %7 = splat %0 : tile<4x8xptr<f32>>
+                 %8 = addptr %7, %6 : tile<4x8xptr<f32>>",
+                &[&[false, true]],
+            ),
+            // The same column reshaped into a row: where it varies is not followed.
+            (
+                "%2 = arange {start = 0, end = 8} : tile<8xi32>
+                 %3 = expand_dims %2 {axis = 1} : tile<8x1xi32>
+                 %4 = cast %3 : tile<8x1xi64>
+                 %5 = reshape %4 : tile<1x8xi64>
+                 %6 = splat %0 : tile<1x8xptr<f32>>
+                 %7 = addptr %6, %5 : tile<1x8xptr<f32>>",
+                &[&[true, true]],
+            ),
+        ];
+        for (body, want) in cases {
+            let (a, _) = of_load(&load_text(body)).expect("affine");
+            let mut got: Vec<Vec<bool>> =
+                a.widened.iter().map(|w| w.varies_along.clone()).collect();
+            got.sort();
+            let want: Vec<Vec<bool>> = want.iter().map(|w| w.to_vec()).collect();
+            assert_eq!(got, want, "{body}");
+        }
     }
 
     #[test]
@@ -390,31 +477,7 @@ mod tests {
             ),
         ];
         for (body, want) in cases {
-            // The pointer is the last value the body defines.
-            let last = body
-                .lines()
-                .filter_map(|l| {
-                    l.trim()
-                        .strip_prefix('%')?
-                        .split(' ')
-                        .next()?
-                        .parse::<u32>()
-                        .ok()
-                })
-                .max()
-                .expect("a body");
-            let located: String = body
-                .lines()
-                .map(|l| format!("{l} loc(\"t.rs\":1:1)\n"))
-                .collect();
-            let text = format!(
-                "kernel @k(p0 %0: ptr<f32>, p1 %1: i32) {{\n{located} %{} = load %{} : {} loc(\"t.rs\":1:1)\n}}\n",
-                last + 1,
-                last,
-                // The pointer tile's type (the body's last), loading f32.
-                body.rsplit(": ").next().expect("a type").replace("ptr<f32>", "f32")
-            );
-            let got = of_load(&text);
+            let got = of_load(&load_text(body));
             match (got, want) {
                 (None, None) => {}
                 (Some((a, shape)), Some((row_major, strides, widened))) => {
@@ -426,5 +489,34 @@ mod tests {
                 (got, want) => panic!("{body}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    /// A kernel of `body` (from `%0: ptr<f32>` and `%1: i32`, ending in a pointer tile)
+    /// that loads through its last value.
+    fn load_text(body: &str) -> String {
+        // The pointer is the last value the body defines.
+        let last = body
+            .lines()
+            .filter_map(|l| {
+                l.trim()
+                    .strip_prefix('%')?
+                    .split(' ')
+                    .next()?
+                    .parse::<u32>()
+                    .ok()
+            })
+            .max()
+            .expect("a body");
+        let located: String = body
+            .lines()
+            .map(|l| format!("{l} loc(\"t.rs\":1:1)\n"))
+            .collect();
+        format!(
+            "kernel @k(p0 %0: ptr<f32>, p1 %1: i32) {{\n{located} %{} = load %{} : {} loc(\"t.rs\":1:1)\n}}\n",
+            last + 1,
+            last,
+            // The pointer tile's type (the body's last), loading f32.
+            body.rsplit(": ").next().expect("a type").replace("ptr<f32>", "f32")
+        )
     }
 }

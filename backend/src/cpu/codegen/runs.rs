@@ -68,7 +68,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// lanes get the same one, wrapped or not.
     pub(super) fn row_run(&self, ptr: Value) -> Option<Direct> {
         let mut a = affine_lanes(self.f, &self.defs, ptr)?;
-        a.widened.retain(|w| w.last_stride != Some(0));
+        a.widened.retain(|w| w.varies_along.last() != Some(&false));
         let unit = a.strides.last() == Some(&Some(1));
         (unit && a.is_checkable()).then_some(Direct {
             ptr,
