@@ -25,7 +25,9 @@ pub fn fma_peak_lanes() -> Option<usize> {
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
-    None
+    {
+        None
+    }
 }
 
 /// [`fma_peak_gflops`] over `iters` rounds per thread.
