@@ -594,7 +594,7 @@ impl Gen {
         len: usize,
     ) -> Option<(Value, Value, Option<Value>)> {
         let (&cols, lead) = shape.split_last()?;
-        if lead.is_empty() || cols < 2 || !self.rng.chance(0.15) {
+        if lead.is_empty() || cols < 2 || !self.rng.chance(0.2) {
             return None;
         }
         let numel: usize = shape.iter().product();
@@ -606,15 +606,31 @@ impl Gen {
         lane_shape[shape.len() - 1] = cols;
         let j = self.lane_offsets_ordered(&lane_shape, AxisOrder::RowMajor);
         let j = self.splat_to(j, shape);
+        // Sometimes the lane offsets wrap inside the line: `128 + i8(j + c)` with `j + c`
+        // crossing 127, widened while laid out as a column and transposed into the line (a
+        // widened tile equal along its own last axis that varies along the pointer tile's).
+        // The line is then no run, and the CPU must notice. Its 256 elements take a whole
+        // input: the lines are `pid % 1 = 0` apart.
+        let wrapped = len >= 256 && self.rng.chance(0.5);
         let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
-        let two = self.int_const(DType::I32, &[], 2);
-        let one = self.int_const(DType::I32, &[], 1);
-        let ld = self.binary(BinOp::Rem, pid, two);
-        let ld = self.binary(BinOp::Add, ld, one);
-        let c = self.int_const(DType::I32, &[], cols as i128);
-        let ld = self.binary(BinOp::Mul, ld, c);
+        let ld = if wrapped {
+            let one = self.int_const(DType::I32, &[], 1);
+            self.binary(BinOp::Rem, pid, one)
+        } else {
+            let two = self.int_const(DType::I32, &[], 2);
+            let one = self.int_const(DType::I32, &[], 1);
+            let ld = self.binary(BinOp::Rem, pid, two);
+            let ld = self.binary(BinOp::Add, ld, one);
+            let c = self.int_const(DType::I32, &[], cols as i128);
+            self.binary(BinOp::Mul, ld, c)
+        };
         let ld = self.splat_to(ld, shape);
         let rows = self.binary(BinOp::Mul, line, ld);
+        if wrapped {
+            let j = self.wrapped_lane_offsets(shape, cols);
+            let at = self.int_const(DType::I64, shape, 128);
+            return Some((rows, self.binary(BinOp::Add, j, at), None));
+        }
         // Lines up to twice the tile's span apart: in bounds without a mask when that fits.
         let (rows, mask) = if 2 * numel <= len {
             let at = self.rng.below(len - 2 * numel + 1);
@@ -626,6 +642,44 @@ impl Gen {
             (rows, Some(self.cmp(CmpPred::Lt, whole, lenv)))
         };
         Some((rows, j, mask))
+    }
+
+    /// `i8(j + c)` for the lane index `j` along the last axis of `shape` (`cols` lanes),
+    /// `c` such that some lanes pass 127 and wrap to -128 or below, widened to i64 as a
+    /// `[cols, 1]` column and transposed into a line: offsets in `-128..128`.
+    fn wrapped_lane_offsets(&mut self, shape: &[usize], cols: usize) -> Value {
+        let j = self.push1(
+            Op::Arange {
+                start: 0,
+                end: cols as i64,
+            },
+            Self::tile(DType::I32, &[cols]),
+        );
+        let c = 128 - 1 - self.rng.below(cols - 1) as i128;
+        let c = self.int_const(DType::I32, &[cols], c);
+        let j = self.binary(BinOp::Add, j, c);
+        let j = self.cast(j, DType::I8);
+        let column = self.push1(
+            Op::ExpandDims { x: j, axis: 1 },
+            Self::tile(DType::I8, &[cols, 1]),
+        );
+        let column = self.cast(column, DType::I64);
+        let mut line = self.push1(
+            Op::Permute {
+                x: column,
+                dims: vec![1, 0],
+            },
+            Self::tile(DType::I64, &[1, cols]),
+        );
+        let mut placed = vec![1, cols];
+        while placed.len() < shape.len() {
+            placed.insert(0, 1);
+            line = self.push1(
+                Op::ExpandDims { x: line, axis: 0 },
+                Self::tile(DType::I64, &placed),
+            );
+        }
+        self.splat_to(line, shape)
     }
 
     /// Offsets into `0..len` of `shape` (i32), with a mask when some lanes are off.
