@@ -86,49 +86,21 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
         Op::Broadcast(x) => {
             let (xa, xt) = (of(*x)?, f.ty(*x));
             let lead = t.rank() - xt.rank();
-            let strides = (0..t.rank())
-                .map(|d| match d.checked_sub(lead) {
-                    Some(dx) if xt.shape[dx] == t.shape[d] => xa.strides[dx],
-                    _ => Some(0),
-                })
+            let from: Vec<Option<usize>> = (0..t.rank())
+                .map(|d| d.checked_sub(lead).filter(|dx| xt.shape[*dx] == t.shape[d]))
                 .collect();
-            let widened = xa
-                .widened
-                .into_iter()
-                .map(|w| Widened {
-                    varies_along: (0..t.rank())
-                        .map(|d| match d.checked_sub(lead) {
-                            Some(dx) if xt.shape[dx] == t.shape[d] => w.varies_along[dx],
-                            _ => false,
-                        })
-                        .collect(),
-                    ..w
-                })
-                .collect();
-            Affine { strides, widened }
+            moved(xa, &from)
         }
         Op::ExpandDims { x, axis } => {
-            let mut xa = of(*x)?;
-            xa.strides.insert(*axis as usize, Some(0));
-            for w in &mut xa.widened {
-                w.varies_along.insert(*axis as usize, false);
-            }
-            xa
+            let xa = of(*x)?;
+            let mut from: Vec<Option<usize>> = (0..xa.strides.len()).map(Some).collect();
+            from.insert(*axis as usize, None);
+            moved(xa, &from)
         }
         Op::Permute { x, dims } => {
             let xa = of(*x)?;
-            let widened = xa
-                .widened
-                .into_iter()
-                .map(|w| Widened {
-                    varies_along: dims.iter().map(|d| w.varies_along[*d as usize]).collect(),
-                    ..w
-                })
-                .collect();
-            Affine {
-                strides: dims.iter().map(|d| xa.strides[*d as usize]).collect(),
-                widened,
-            }
+            let from: Vec<Option<usize>> = dims.iter().map(|d| Some(*d as usize)).collect();
+            moved(xa, &from)
         }
         Op::Reshape(x) => {
             let xa = of(*x)?;
@@ -214,6 +186,28 @@ pub fn affine_lanes(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Opt
         _ => return None,
     };
     Some(if is_uniform(&a) { zeros() } else { a })
+}
+
+/// `xa` with its axes moved by a shape op: result axis `d` is `xa`'s axis `from[d]`, or
+/// (`None`) a new or broadcast axis, along which the lanes are equal. The widened tiles'
+/// axes move with it.
+fn moved(xa: Affine, from: &[Option<usize>]) -> Affine {
+    let strides = from
+        .iter()
+        .map(|a| a.map_or(Some(0), |a| xa.strides[a]))
+        .collect();
+    let widened = xa
+        .widened
+        .into_iter()
+        .map(|w| Widened {
+            varies_along: from
+                .iter()
+                .map(|a| a.is_some_and(|a| w.varies_along[a]))
+                .collect(),
+            ..w
+        })
+        .collect();
+    Affine { strides, widened }
 }
 
 /// Row-major strides of `shape` (in elements).

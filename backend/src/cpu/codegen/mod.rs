@@ -629,16 +629,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         // Every value computing the same lanes as `m` is all true in the fast copy.
         let same = plan::equivalents(self.f, m);
         let runs = self.runs_in(roots, pointers, &same);
-        // The runs whose check is not constant true, and the check.
-        let mut checked = Vec::new();
-        let mut runs_hold = self.ctx.bool_type().const_all_ones();
-        for r in &runs {
-            let holds = self.run_holds(r)?;
-            if holds.get_zero_extended_constant() != Some(1) {
-                checked.push(r);
-                runs_hold = self.b.build_and(runs_hold, holds, "")?;
-            }
-        }
+        let (runs_hold, checked) = self.runs_hold(&runs)?;
         let split = self.prefix_split(m, &same)?;
         if let Some(s) = split.as_ref() {
             if checked.iter().all(|r| s.exact_below_p(r)) {
@@ -701,16 +692,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if runs.is_empty() {
             return emit(self);
         }
-        let mut hold = self.ctx.bool_type().const_all_ones();
-        for r in &runs {
-            let h = self.run_holds(r)?;
-            if h.get_zero_extended_constant() != Some(1) {
-                hold = self.b.build_and(hold, h, "")?;
-            }
-        }
+        let (hold, checked) = self.runs_hold(&runs)?;
+        let unchecked = checked.is_empty();
         let runs_before = self.runs.clone();
         self.runs.extend(runs.iter().map(|r| r.ptr));
-        if hold.get_zero_extended_constant() == Some(1) {
+        if unchecked {
             let result = emit(self);
             self.runs = runs_before;
             return result;
@@ -729,6 +715,24 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
         Ok(())
+    }
+
+    /// The i1 that every one of `runs` holds ([`run_holds`](Self::run_holds)), and the runs
+    /// whose check is not constant true.
+    fn runs_hold<'r>(
+        &mut self,
+        runs: &'r [custom::Direct],
+    ) -> Result<(IntValue<'ctx>, Vec<&'r custom::Direct>)> {
+        let mut checked = Vec::new();
+        let mut all = self.ctx.bool_type().const_all_ones();
+        for r in runs {
+            let holds = self.run_holds(r)?;
+            if holds.get_zero_extended_constant() != Some(1) {
+                checked.push(r);
+                all = self.b.build_and(all, holds, "")?;
+            }
+        }
+        Ok((all, checked))
     }
 
     /// Generates the ops of a block (not its terminator).
