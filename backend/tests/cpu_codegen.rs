@@ -1514,3 +1514,34 @@ fn plain_operand_copies_keep_their_rows_rolled() {
         "{plain} loop hints for f32 operands, {converted} for bf16"
     );
 }
+
+/// The same transposed column in tutorial 03's two-step form, `(x + r·ld) + (row + 128)`,
+/// on lines a run-time stride apart: each line's offsets wrap at the same lane, so every
+/// line must be checked (the fuzzer generates this shape; the broken rule misread it too).
+#[test]
+fn a_transposed_column_on_lines_a_stride_apart_is_checked() {
+    for (rows, cols) in [(2, 2), (2, 32), (3, 16)] {
+        let f = trace("codegen_transposed_widening_lines", || {
+            let x = ptr_param("x", DType::F32);
+            let out = ptr_param("out", DType::F32);
+            let off = scalar_param("off", DType::I32, 2, &Specialization::default());
+            let ld = scalar_param("ld", DType::I32, 3, &Specialization::default());
+            let column = expand_dims(cast(off + arange(0, cols), DType::I8), 1);
+            let row = broadcast_to(trans(cast(column, DType::I64)), [rows, cols]);
+            let r = broadcast_to(expand_dims(arange(0, rows), 1) * ld, [rows, cols]);
+            let v = load((x + r) + (row + 128), NoArg, NoArg);
+            store(out + offsets2(rows, cols, cols), v, NoArg);
+        });
+        // No wrap; the last lane wraps; the lanes wrap at lane 8.
+        for off in [0, 128 - cols as i32, 120] {
+            let make = || {
+                let x: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+                (x, vec![-1.0f32; rows * cols])
+            };
+            let (got, want) = both(&f, [1, 1, 1], make, |bufs| {
+                x_out(bufs, &[("off", off), ("ld", 300)])
+            });
+            assert_eq!(got.1, want.1, "{rows}×{cols}, off {off}");
+        }
+    }
+}

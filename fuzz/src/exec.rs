@@ -96,16 +96,12 @@ pub fn run(case: &Case, target: Target) -> Outcome {
             .map(|_| Vec::new())
             .map_err(|e| e.to_string());
     }
-    // Eight-byte words keep every buffer aligned for its dtype.
+    // Eight-byte words keep every buffer aligned for its dtype; guards surround each.
     let mut words: Vec<Vec<u64>> = case
         .args
         .iter()
         .map(|a| match a {
-            Arg::Buffer { bytes, .. } => {
-                let mut w = vec![0u64; bytes.len().div_ceil(8)];
-                as_bytes_mut(&mut w)[..bytes.len()].copy_from_slice(bytes);
-                w
-            }
+            Arg::Buffer { bytes, .. } => guarded(bytes),
             Arg::Scalar(_) => Vec::new(),
         })
         .collect();
@@ -151,6 +147,11 @@ pub fn run(case: &Case, target: Target) -> Outcome {
         (launch(), String::new())
     };
     result.map_err(|e| e.to_string())?;
+    for (i, (a, w)) in case.args.iter().zip(&words).enumerate() {
+        if let Arg::Buffer { bytes, .. } = a {
+            guards_intact(w, bytes.len()).map_err(|e| format!("parameter p{i}: {e}"))?;
+        }
+    }
     let mut lines: Vec<&str> = printed.lines().collect();
     lines.sort_unstable();
     let printed = prints.then(|| lines.join("\n").into_bytes());
@@ -159,7 +160,7 @@ pub fn run(case: &Case, target: Target) -> Outcome {
         .iter()
         .zip(&words)
         .map(|(a, w)| match a {
-            Arg::Buffer { bytes, .. } => as_bytes(w)[..bytes.len()].to_vec(),
+            Arg::Buffer { bytes, .. } => data(w, bytes.len()).to_vec(),
             Arg::Scalar(_) => Vec::new(),
         })
         .chain(printed)
@@ -175,7 +176,7 @@ fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {
             let t = f.ty(p.value);
             match a {
                 Arg::Buffer { bytes, .. } => {
-                    let ptr = w.as_mut_ptr() as usize;
+                    let ptr = w[GUARD_WORDS..].as_mut_ptr() as usize;
                     RawArg::Ptr(RawBuffer {
                         ptr,
                         lo: ptr,
@@ -195,6 +196,62 @@ fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {
         .collect()
 }
 
+/// Words of canaries on each side of every buffer. A compiled kernel that reads past a
+/// buffer's end (or before its start) gets values that no input holds, where plain heap
+/// memory next to it was often zeros or a copy of nearby data and hid the read (a run
+/// taken over offsets that wrap reads the line's end plus one, past a 256-element
+/// input); one that writes there is caught by [`guards_intact`].
+const GUARD_WORDS: usize = 512;
+
+/// The canary at word `i` of a guard: differs from word to word, so that a read shifted by
+/// some elements does not find the value it would have found at another shift.
+fn canary(i: usize) -> u64 {
+    let x = (i as u64 ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    (x ^ (x >> 31)) | 1
+}
+
+/// `bytes` in a buffer of words between two guards of canaries.
+fn guarded(bytes: &[u8]) -> Vec<u64> {
+    let len = bytes.len().div_ceil(8);
+    let mut w: Vec<u64> = (0..2 * GUARD_WORDS + len).map(canary).collect();
+    w[GUARD_WORDS..GUARD_WORDS + len].fill(0);
+    data_mut(&mut w, bytes.len()).copy_from_slice(bytes);
+    w
+}
+
+/// The `len` bytes of a [`guarded`] buffer.
+fn data(w: &[u64], len: usize) -> &[u8] {
+    &as_bytes(&w[GUARD_WORDS..])[..len]
+}
+
+fn data_mut(w: &mut [u64], len: usize) -> &mut [u8] {
+    &mut as_bytes_mut(&mut w[GUARD_WORDS..])[..len]
+}
+
+/// An error naming the first guard word of a [`guarded`] buffer of `len` bytes that a
+/// launch overwrote (the padding after the last byte, up to a word, counts as guard too).
+fn guards_intact(w: &[u64], len: usize) -> Result<(), String> {
+    let words = len.div_ceil(8);
+    let after = GUARD_WORDS + words;
+    if let Some(i) = (0..GUARD_WORDS).rev().find(|&i| w[i] != canary(i)) {
+        let before = (GUARD_WORDS - i) * 8;
+        return Err(format!(
+            "memory {before} bytes before the buffer was written"
+        ));
+    }
+    if let Some(i) = (after..w.len()).find(|&i| w[i] != canary(i)) {
+        let past = (i - GUARD_WORDS) * 8 - len;
+        return Err(format!(
+            "memory {past} bytes past the buffer's end was written"
+        ));
+    }
+    let tail = &as_bytes(&w[GUARD_WORDS..after])[len..];
+    if tail.iter().any(|&b| b != 0) {
+        return Err("the bytes after the buffer's last element were written".into());
+    }
+    Ok(())
+}
+
 fn as_bytes(w: &[u64]) -> &[u8] {
     // SAFETY: u64 has no padding and any byte is a valid u8; the length is in bytes.
     unsafe { std::slice::from_raw_parts(w.as_ptr() as *const u8, w.len() * 8) }
@@ -210,4 +267,35 @@ fn has_op(b: &tritium_dsl::ir::Block, is: &dyn Fn(&Op) -> bool) -> bool {
     b.insts
         .iter()
         .any(|i| is(&i.op) || i.op.regions().into_iter().any(|r| has_op(r, is)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A guarded buffer holds its bytes between canaries; a write to either guard, or to
+    /// the padding after the last byte, is reported with where it was.
+    #[test]
+    fn writes_around_a_buffer_are_caught() {
+        let bytes: Vec<u8> = (1..=13).collect();
+        let fresh = guarded(&bytes);
+        assert_eq!(data(&fresh, bytes.len()), &bytes[..]);
+        assert_eq!(guards_intact(&fresh, bytes.len()), Ok(()));
+        let cases: [(usize, &str); 5] = [
+            (GUARD_WORDS - 1, "8 bytes before"),
+            (0, "4096 bytes before"),
+            // 13 bytes take 2 words: bytes 13..16 are padding, then the guard.
+            (GUARD_WORDS + 1, "after the buffer's last element"),
+            (GUARD_WORDS + 2, "3 bytes past the buffer's end"),
+            (GUARD_WORDS + 12, "83 bytes past the buffer's end"),
+        ];
+        for (word, want) in cases {
+            let mut w = fresh.clone();
+            w[word] ^= 1 << 60;
+            let e = guards_intact(&w, bytes.len()).expect_err(want);
+            assert!(e.contains(want), "word {word}: {e}");
+        }
+        // Neighbouring guard words differ: a read shifted by a word finds another value.
+        assert!((1..GUARD_WORDS).all(|i| canary(i) != canary(i - 1)));
+    }
 }

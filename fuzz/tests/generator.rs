@@ -246,3 +246,54 @@ fn wide_dots_are_generated() {
     }
     assert!(wide >= 3, "{wide} wide dots in {SEEDS} programs");
 }
+
+/// Loads of lines whose lane offsets wrap (`(x + r·ld) + (128 + i64(i8(j + c)))`, which
+/// the CPU must not read as runs) are stored where the comparison sees them: each is
+/// followed by a store of it, cast to an observation buffer's dtype. Before, most such
+/// loads fed values no output kept, and a build that read them as runs passed.
+#[test]
+fn loads_of_wrapping_lines_are_observed() {
+    use tritium_dsl::ir::{Const, DType, Value};
+    let config = GenConfig::default();
+    let mut wrapped = 0;
+    for seed in 0..SEEDS {
+        let f = generate(seed, &config).function;
+        let defs = f.defs();
+        let op = |v: Value| defs.get(&v).map(|i| &i.op);
+        // `cols` of a two-step pointer tile is `128 + …` in i64.
+        let wraps = |ptr: Value| {
+            let Some(Op::AddPtr(rows, cols)) = op(ptr) else {
+                return false;
+            };
+            let two_step = matches!(op(*rows), Some(Op::AddPtr(..)));
+            let Some(Op::Binary(_, _, c)) = op(*cols) else {
+                return false;
+            };
+            two_step
+                && f.ty(*cols).dtype() == Some(DType::I64)
+                && matches!(op(*c), Some(Op::Const(Const::Int(128))))
+        };
+        let mut stored = BTreeSet::new();
+        f.walk(&mut |inst| {
+            if let Op::Store { value, .. } = &inst.op {
+                stored.insert(match op(*value) {
+                    Some(Op::Cast(x)) => *x,
+                    _ => *value,
+                });
+            }
+        });
+        f.walk(&mut |inst| {
+            if let Op::Load { ptr, .. } = &inst.op {
+                if wraps(*ptr) {
+                    wrapped += 1;
+                    let v = inst.results[0];
+                    assert!(stored.contains(&v), "seed {seed}: {v:?} is not stored");
+                }
+            }
+        });
+    }
+    assert!(
+        wrapped >= 3,
+        "{wrapped} loads of wrapping lines in {SEEDS} programs"
+    );
+}

@@ -9,6 +9,9 @@
 //!   or `min` (so their final value is order-independent: an add and a max of different
 //!   programs do not commute), and their old values are never used.
 //! - Loops run at most [`MAX_TRIPS`](crate::info::MAX_TRIPS) times.
+//! - Some loads (of lines a run-time stride apart, always where the lane offsets wrap)
+//!   are also stored, cast to `i64` or `f64`, into observation buffers no other
+//!   statement writes, so that what they read reaches the comparison.
 //! - Values carry [`Info`]: approximate values (transcendental functions) flow only into
 //!   ops that keep differences small, and float sums and dots only see small integers, so
 //!   that the comparison can be exact everywhere else.
@@ -38,6 +41,18 @@ pub const WIDE_B_BYTES: usize = 32 * 1024;
 /// At most this many bytes of a wide `dot`'s `a`, so both fit CUDA's 48 KiB of static
 /// shared memory.
 const WIDE_A_BYTES: usize = 8 * 1024;
+
+/// The pointer tile of [`Gen::strided_rows`]: `(x + rows) + cols`.
+struct Strided {
+    /// Offsets of each line's start, a run-time stride apart.
+    rows: Value,
+    /// Offsets of the lanes within a line.
+    cols: Value,
+    /// The mask when the tile may pass the input's end.
+    mask: Option<Value>,
+    /// Whether the lane offsets wrap inside a line (the line is no run).
+    wrapped: bool,
+}
 
 /// The order in which `Gen::lane_offsets_ordered` lays a tile's lanes out.
 #[derive(Clone, Copy)]
@@ -109,6 +124,7 @@ impl Need {
     }
 }
 
+#[derive(Clone, Copy)]
 struct Buffer {
     ptr: Value,
     dtype: DType,
@@ -136,6 +152,9 @@ struct Gen {
     inputs: Vec<Buffer>,
     /// Outputs and private atomics: `(buffer, exact)`; loads read only exact ones.
     outputs: Vec<(Buffer, bool)>,
+    /// Where [`Gen::observe`] stores loaded tiles: an `i64` and an `f64` output that no
+    /// other statement writes, and how many elements of each program's region are used.
+    observations: Vec<(Buffer, usize)>,
     atomics: Vec<Buffer>,
     shared: Option<Buffer>,
     /// The one op of every atomic on the shared buffer: adds and maxes of different
@@ -172,6 +191,7 @@ impl Gen {
             roots: HashMap::new(),
             inputs: Vec::new(),
             outputs: Vec::new(),
+            observations: Vec::new(),
             atomics: Vec::new(),
             shared: None,
             shared_op: AtomicOp::Add,
@@ -588,11 +608,7 @@ impl Gen {
     /// offsets `r·ld` (`ld` = the line length times 1 or 2, with the program id) and the
     /// lane offsets `j` along the last axis, with a mask when the tile may pass `len`.
     /// The CPU reads each line as a run of its first lane behind a check of `j` alone.
-    fn strided_rows(
-        &mut self,
-        shape: &[usize],
-        len: usize,
-    ) -> Option<(Value, Value, Option<Value>)> {
+    fn strided_rows(&mut self, shape: &[usize], len: usize) -> Option<Strided> {
         let (&cols, lead) = shape.split_last()?;
         if lead.is_empty() || cols < 2 || !self.rng.chance(0.2) {
             return None;
@@ -629,7 +645,12 @@ impl Gen {
         if wrapped {
             let j = self.wrapped_lane_offsets(shape, cols);
             let at = self.int_const(DType::I64, shape, 128);
-            return Some((rows, self.binary(BinOp::Add, j, at), None));
+            return Some(Strided {
+                rows,
+                cols: self.binary(BinOp::Add, j, at),
+                mask: None,
+                wrapped: true,
+            });
         }
         // Lines up to twice the tile's span apart: in bounds without a mask when that fits.
         let (rows, mask) = if 2 * numel <= len {
@@ -641,7 +662,12 @@ impl Gen {
             let lenv = self.int_const(DType::I32, shape, len as i128);
             (rows, Some(self.cmp(CmpPred::Lt, whole, lenv)))
         };
-        Some((rows, j, mask))
+        Some(Strided {
+            rows,
+            cols: j,
+            mask,
+            wrapped: false,
+        })
     }
 
     /// `i8(j + c)` for the lane index `j` along the last axis of `shape` (`cols` lanes),
@@ -807,15 +833,21 @@ impl Gen {
         } else {
             self.strided_rows(shape, len)
         };
-        let (ptrs, mask) = match strided {
-            Some((rows, cols, mask)) => {
+        let (ptrs, mask, observed) = match strided {
+            Some(Strided {
+                rows,
+                cols,
+                mask,
+                wrapped,
+            }) => {
                 let p = self.pointers(ptr, rows);
                 let t = self.ty(p).clone();
-                (self.push1(Op::AddPtr(p, cols), t), mask)
+                let observed = wrapped || self.rng.chance(0.5);
+                (self.push1(Op::AddPtr(p, cols), t), mask, observed)
             }
             None => {
                 let (off, mask) = self.input_offsets(shape, len, run);
-                (self.pointers(ptr, off), mask)
+                (self.pointers(ptr, off), mask, false)
             }
         };
         let other = match mask {
@@ -823,7 +855,7 @@ impl Gen {
             _ => None,
         };
         let hints = self.cache_hints(true);
-        self.push1(
+        let loaded = self.push1(
             Op::Load {
                 ptr: ptrs,
                 mask,
@@ -831,7 +863,46 @@ impl Gen {
                 hints,
             },
             Self::tile(d, shape),
-        )
+        );
+        if observed {
+            self.observe(loaded);
+        }
+        loaded
+    }
+
+    /// Stores the loaded tile `v` where the comparison sees it and no other statement
+    /// overwrites it: the next elements of the program's region of an observation
+    /// buffer, as `i64` (integers, bools) or `f64` (floats), both exact casts. A random
+    /// program rarely routes a given load to an output that keeps it, and a load whose
+    /// addresses only one code path gets wrong (a line taken as a run where its offsets
+    /// wrap) went unnoticed. (A `device_print` would not do: printed lanes are read one
+    /// by one, not by the paths a store takes.)
+    fn observe(&mut self, v: Value) {
+        let t = self.ty(v).clone();
+        let k = usize::from(t.dtype().is_some_and(|d| d.is_float()));
+        let (buffer, used) = self.observations[k];
+        let numel: usize = t.shape.iter().product();
+        if numel > REGION {
+            return;
+        }
+        // When the region is full, from its start again: a later store wins.
+        let used = if used + numel > REGION { 0 } else { used };
+        self.observations[k].1 = used + numel;
+        let value = self.cast(v, buffer.dtype);
+        let off = self.lane_offsets_ordered(&t.shape, AxisOrder::RowMajor);
+        let base = self.base.expect("set up first");
+        let at = self.int_const(DType::I32, &[], used as i128);
+        let at = self.binary(BinOp::Add, base, at);
+        let at = self.splat_to(at, &t.shape);
+        let off = self.binary(BinOp::Add, off, at);
+        let ptrs = self.pointers(buffer.ptr, off);
+        let store = Op::Store {
+            ptr: ptrs,
+            value,
+            mask: None,
+            hints: CacheHints::default(),
+        };
+        self.push(store, vec![]);
     }
 
     /// The inputs of dtype `d` whose values satisfy `need`.
@@ -1363,6 +1434,24 @@ impl Gen {
                 },
                 exact,
             ));
+        }
+        // Made without a draw, so that the program of a seed is otherwise unchanged.
+        for d in [DType::I64, DType::F64] {
+            let len = self.programs * REGION;
+            let ptr = self.param(
+                Type::ptr(d),
+                Arg::Buffer {
+                    memory: Memory::Output,
+                    bytes: vec![0; len * d.size_bytes()],
+                },
+            );
+            let buffer = Buffer {
+                ptr,
+                dtype: d,
+                len,
+                bound: None,
+            };
+            self.observations.push((buffer, 0));
         }
         if self.rng.chance(0.4) {
             let d = *self.rng.pick(&[
