@@ -1545,3 +1545,130 @@ fn a_transposed_column_on_lines_a_stride_apart_is_checked() {
         }
     }
 }
+
+/// How [`kept_panels_kernel`]'s repeated K loop reads `b`.
+#[derive(Clone, Copy, Debug)]
+enum KeptPanels {
+    /// The same rows every repetition: later repetitions find the packed tiles kept.
+    SameRows,
+    /// Rows one further each repetition: every kept tile's rows differ, so it is copied
+    /// again.
+    ShiftedRows,
+    /// Memory is written before the loops (`out`, which may overlap `x` for all the code
+    /// generator knows): nothing may be kept.
+    WrittenFirst,
+}
+
+/// `acc += a_k @ b_k` over 2 K steps of 64, repeated 3 times, with `b` a 64 × 128 f32
+/// tile (copied in panels, the copy `panel_cache` keeps across iterations and programs).
+fn kept_panels_kernel(how: KeptPanels) -> Function {
+    trace("codegen_kept_panels", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let ld = scalar_param("ld", DType::I32, 3, &Specialization::default());
+        if let KeptPanels::WrittenFirst = how {
+            store(out + arange(0, 8), full([8], 0.5f32, DType::F32), NoArg);
+        }
+        let a_offs = offsets2(16, 64, 128);
+        let rk = expand_dims(arange(0, 64), 1);
+        let rn = expand_dims(arange(0, 128), 0);
+        let acc = full([16, 128], 0.0f32, DType::F32);
+        let acc = for_range(0, 3, 1, acc, |rep, acc| {
+            for_range(0, 2, 1, acc, |kb, acc| {
+                let ta = load(x + a_offs + kb * 64, NoArg, NoArg);
+                let rows = match how {
+                    KeptPanels::ShiftedRows => rk + kb * 64 + rep,
+                    _ => rk + kb * 64,
+                };
+                let tb = load(x + 2048 + rows * ld + rn, NoArg, NoArg);
+                dot(ta, tb, acc)
+            })
+        });
+        store(out + offsets2(16, 128, 128), acc, NoArg);
+    })
+}
+
+/// Packed `b` tiles kept across a loop's repetitions give the interpreter's results, and
+/// are kept only where nothing before may write memory.
+#[test]
+fn kept_dot_panels_match_interpreter() {
+    for how in [
+        KeptPanels::SameRows,
+        KeptPanels::ShiftedRows,
+        KeptPanels::WrittenFirst,
+    ] {
+        let f = kept_panels_kernel(how);
+        // Small integers: every sum is exact, in any order.
+        let make = || {
+            let x: Vec<f32> = (0..40_000).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+            (x, vec![0.0f32; 16 * 128])
+        };
+        let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[("ld", 131)]));
+        assert!(got.1 == want.1, "{how:?}: differs from the interpreter");
+        let ll = unoptimized_ll(f, "codegen-kept-panels-dump");
+        let kept = !matches!(how, KeptPanels::WrittenFirst);
+        assert_eq!(ll.contains("panel.cached"), kept, "{how:?}");
+    }
+}
+
+/// A launch starts with no kept `b` tiles: the next launch over the same memory, changed in
+/// between, reads the new values (the worker's scratch outlives launches).
+#[test]
+fn kept_dot_panels_do_not_outlive_a_launch() {
+    let f = kept_panels_kernel(KeptPanels::SameRows);
+    let cache = TempDir::new("codegen-kept-panels");
+    let compiled = compile(&f, &cache);
+    let x: Vec<f32> = (0..40_000).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+    // One buffer, at one address, for both launches.
+    let mut got = (x, vec![0.0f32; 16 * 128]);
+    for round in 0..2 {
+        let mut want = got.clone();
+        let args = x_out(&mut got, &[("ld", 131)]);
+        compiled.run(Grid([1, 1, 1]), &args.args, false).unwrap();
+        interpret(&f, Grid([1, 1, 1]), &x_out(&mut want, &[("ld", 131)]).args).unwrap();
+        assert!(
+            got.1 == want.1,
+            "launch {round}: differs from the interpreter"
+        );
+        got.0.iter_mut().for_each(|v| *v = -*v + 1.0);
+    }
+}
+
+/// Programs one after the other on a worker share kept `b` tiles when their rows are the
+/// same (each program its own rows of `a`), and copy them again when they are not (rows
+/// shifted by the program id). 128 programs make chunks of several programs per worker
+/// on a machine of up to 32 threads.
+#[test]
+fn kept_dot_panels_across_programs_match_interpreter() {
+    for shift_by_program in [false, true] {
+        let f = trace("codegen_kept_panels_programs", || {
+            let x = ptr_param("x", DType::F32);
+            let out = ptr_param("out", DType::F32);
+            let ld = scalar_param("ld", DType::I32, 3, &Specialization::default());
+            let pid = program_id(0);
+            let a_offs = offsets2(16, 64, 128) + (pid % 8) * 16 * 128;
+            let rk = expand_dims(arange(0, 64), 1);
+            let rn = expand_dims(arange(0, 128), 0);
+            let acc = full([16, 128], 0.0f32, DType::F32);
+            let acc = for_range(0, 2, 1, acc, |kb, acc| {
+                let ta = load(x + a_offs + kb * 64, NoArg, NoArg);
+                let rows = match shift_by_program {
+                    true => rk + kb * 64 + pid % 5,
+                    false => rk + kb * 64,
+                };
+                let tb = load(x + 20_000 + rows * ld + rn, NoArg, NoArg);
+                dot(ta, tb, acc)
+            });
+            store(out + offsets2(16, 128, 128) + pid * 16 * 128, acc, NoArg);
+        });
+        let make = || {
+            let x: Vec<f32> = (0..40_000).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+            (x, vec![0.0f32; 128 * 16 * 128])
+        };
+        let (got, want) = both(&f, [128, 1, 1], make, |bufs| x_out(bufs, &[("ld", 131)]));
+        assert!(
+            got.1 == want.1,
+            "shifted by program: {shift_by_program}: differs from the interpreter"
+        );
+    }
+}

@@ -394,7 +394,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             for (arg, v) in body.args[1..].iter().zip(init) {
                 self.alias(*arg, *v);
             }
-            self.loop_body(body, lo, &count, bounds[2])?;
+            self.loop_body(body, lo, &count, bounds[2], self.i64c(0))?;
             let last = count.is_last(&self.emit(), lo)?;
             self.assign(Self::yields(body), &slots, &carried, Some(last), &spread)?;
             count.advance(&self.emit(), self.func, lo, exit)
@@ -410,6 +410,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let phi = self.b.build_phi(lo.get_type(), "iv")?;
         phi.add_incoming(&[(&start, pre)]);
         let iv = phi.as_basic_value().into_int_value();
+        let trip_phi = self.b.build_phi(self.ctx.i64_type(), "trip")?;
+        trip_phi.add_incoming(&[(&self.i64c(u64::from(peel)), pre)]);
+        let trip = trip_phi.as_basic_value().into_int_value();
         let go = runs(self, iv)?;
         self.b.build_conditional_branch(go, body_bb, exit)?;
         self.b.position_at_end(body_bb);
@@ -424,11 +427,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Lv::Scalar(count.body_value(&self.emit(), iv)?),
         );
         self.bind(&body.args[1..], &slots)?;
-        self.loop_body(body, iv, &count, bounds[2])?;
+        self.loop_body(body, iv, &count, bounds[2], trip)?;
         let last = count.is_last(&self.emit(), iv)?;
         self.assign(Self::yields(body), &slots, &carried, Some(last), &spread)?;
+        let next_trip = self.b.build_int_add(trip, self.i64c(1), "")?;
         let next = count.advance(&self.emit(), self.func, iv, exit)?;
         phi.add_incoming(&[(&next, self.b.current_block()?)]);
+        trip_phi.add_incoming(&[(&next_trip, self.b.current_block()?)]);
         let back_edge = self.b.build_unconditional_branch(header)?;
         if let Some(factor) = unroll {
             self.emit().unroll_hint(back_edge, *factor);
@@ -449,14 +454,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         iv: IntValue<'ctx>,
         count: &LoopCounter<'ctx>,
         step: IntValue<'ctx>,
+        trip: IntValue<'ctx>,
     ) -> Result<()> {
         let now = count.body_value(&self.emit(), iv)?.into_int_value();
         let step = self
             .b
             .build_int_cast_sign_flag(step, now.get_type(), true, "")?;
         let next_iv = self.b.build_int_add(now, step, "")?;
-        self.loops
-            .push(super::next_iteration::LoopFrame { body, next_iv });
+        self.loops.push(super::next_iteration::LoopFrame {
+            body,
+            next_iv,
+            trip,
+        });
         self.block(body)?;
         self.loops.pop();
         Ok(())

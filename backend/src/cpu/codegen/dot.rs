@@ -5,7 +5,8 @@
 //! 1. `a` and `b` are packed, converted to the accumulator dtype, into scratch buffers
 //!    (a masked load fills them with plain vector loads on full blocks): `a` row-major,
 //!    `b` row-major or, where its rows would crowd L1, in panels of `NR` columns
-//!    (`packing`); a tile already in a row-major buffer of that dtype is used as is.
+//!    (`packing`); a tile already in a row-major buffer of that dtype is used as is. A
+//!    loop's `b` tiles in panels are kept across iterations and programs (`panel_cache`).
 //! 2. `C`, the accumulator, is updated in place when `acc` dies at the `dot` (the loop-carried
 //!    accumulator of a K loop does), else it starts as a copy of `acc`.
 //! 3. `C` is cut into `MR × NR` blocks (6 rows × 2 vector registers of columns). For each,
@@ -105,7 +106,11 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             _ => Packing::Rows { cols: n },
         };
-        let bp = self.packed(b, d, b_packing)?;
+        let cache = match b_packing {
+            Packing::Panels { .. } => self.panel_cache(inst, b, k, k * n * d.size_bytes())?,
+            Packing::Rows { .. } => None,
+        };
+        let bp = self.packed_cached(b, d, b_packing, cache.as_ref())?;
         // A zero accumulator starts in registers, not in memory.
         let zero_c = self.is_zero_tile(acc);
         let c = match self.lv.get(&acc).copied() {
@@ -130,7 +135,12 @@ impl<'ctx> Gen<'ctx, '_> {
             zero_c,
         };
         // Inside a loop, the micro-kernels request the next iteration's operand tiles.
-        let next = self.next_tiles(&[a, b])?;
+        let mut next = self.next_tiles(&[a, b])?;
+        // A kept copy of `b`'s next tile is read instead of its source: prefetch that.
+        if let (Some(next), Some(cache)) = (next.as_mut(), cache.as_ref()) {
+            let (holds, at) = self.next_slot(cache)?;
+            next.read_instead(self, b, holds, at)?;
+        }
         let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
         let (full_rows, rest_r) = (m / MR, m % MR);
         let col_blocks: Vec<(usize, usize, usize)> =

@@ -18,6 +18,7 @@ mod mask;
 mod memory;
 mod next_iteration;
 mod packing;
+mod panel_cache;
 mod plan;
 mod prefetch;
 mod prefix;
@@ -110,6 +111,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     scratch_bytes: usize,
     /// The base of every scratch buffer, in allocation order (see `scopes`).
     buffers: Vec<PointerValue<'ctx>>,
+    /// Scratch the entry zeroes before each range of programs: `(offset, bytes)`.
+    cleared: Vec<(usize, usize)>,
     ranges: PointerValue<'ctx>,
     /// The launch's race recorder (race checking only; see `launch::race`).
     race: Option<PointerValue<'ctx>>,
@@ -220,6 +223,7 @@ pub(crate) fn generate<'ctx>(
         scratch: arg(n + 6).into_pointer_value(),
         scratch_bytes: 0,
         buffers: Vec::new(),
+        cleared: Vec::new(),
         ranges: arg(n + 7).into_pointer_value(),
         race: None,
         err: arg(n + 8).into_pointer_value(),
@@ -290,6 +294,23 @@ pub(crate) fn generate<'ctx>(
     let header = ctx.append_basic_block(entry, "program");
     let run = ctx.append_basic_block(entry, "run");
     let done = ctx.append_basic_block(entry, "done");
+    for &(offset, bytes) in &g.cleared {
+        // SAFETY (of the generated code): the launcher allocates `scratch_bytes` per thread.
+        let at = unsafe {
+            b.build_gep(
+                ctx.i8_type(),
+                ep(2).into_pointer_value(),
+                &[i64t.const_int(offset as u64, false)],
+                "cleared",
+            )
+        }?;
+        b.build_memset(
+            at,
+            64,
+            ctx.i8_type().const_zero(),
+            i64t.const_int(bytes as u64, false),
+        )?;
+    }
     let has_work = b.build_int_compare(inkwell::IntPredicate::ULT, start, end, "")?;
     b.build_conditional_branch(has_work, header, done)?;
     b.position_at_end(header);
@@ -365,8 +386,21 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// Reserves a 64-byte-aligned scratch buffer for a tile of `ty`.
     fn alloc_buf(&mut self, ty: &Type) -> Result<PointerValue<'ctx>> {
+        self.alloc_bytes(ty.numel() * self.elem_size(ty.elem))
+    }
+
+    /// Reserves a 64-byte-aligned scratch buffer that the entry zeroes before each range
+    /// of programs (the body's calls in between keep what it holds).
+    fn alloc_cleared(&mut self, bytes: usize) -> Result<PointerValue<'ctx>> {
         let offset = self.scratch_bytes.div_ceil(64) * 64;
-        self.scratch_bytes = offset + ty.numel() * self.elem_size(ty.elem);
+        self.cleared.push((offset, bytes));
+        self.alloc_bytes(bytes)
+    }
+
+    /// Reserves a 64-byte-aligned scratch buffer of `bytes` bytes.
+    fn alloc_bytes(&mut self, bytes: usize) -> Result<PointerValue<'ctx>> {
+        let offset = self.scratch_bytes.div_ceil(64) * 64;
+        self.scratch_bytes = offset + bytes;
         // SAFETY (of the generated code): the launcher allocates `scratch_bytes` per thread.
         let buf = unsafe {
             self.b.build_gep(

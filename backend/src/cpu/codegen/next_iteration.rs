@@ -27,6 +27,8 @@ pub(super) struct LoopFrame<'ctx, 'f> {
     pub body: &'f Block,
     /// The induction variable's value in the next iteration.
     pub next_iv: IntValue<'ctx>,
+    /// The iteration's number, from 0 (i64).
+    pub trip: IntValue<'ctx>,
 }
 
 /// Where the next iteration's operand tiles of one `dot` lie.
@@ -46,12 +48,36 @@ struct Runs<'ctx> {
     count: usize,
     /// Bytes in each.
     bytes: usize,
+    /// The `dot` operand loaded from it.
+    operand: Value,
 }
 
-impl NextTiles<'_> {
+impl<'ctx> NextTiles<'ctx> {
     /// Runs of every tile together.
     pub fn runs(&self) -> usize {
         self.tiles.iter().map(|t| t.count).sum()
+    }
+
+    /// Where `operand`'s next tile is read from when `instead` holds: `count` runs of
+    /// `bytes` from `first` on, `bytes` apart (a packed copy kept from an earlier program,
+    /// see `panel_cache`), when it has that many runs of that size.
+    pub fn read_instead(
+        &mut self,
+        g: &Gen<'ctx, '_>,
+        operand: Value,
+        instead: IntValue<'ctx>,
+        first: IntValue<'ctx>,
+    ) -> Result<()> {
+        for t in self.tiles.iter_mut().filter(|t| t.operand == operand) {
+            let step = g.i64c(t.bytes as u64);
+            t.first =
+                g.b.build_select(instead, first, t.first, "")?
+                    .into_int_value();
+            t.step =
+                g.b.build_select(instead, step, t.step, "")?
+                    .into_int_value();
+        }
+        Ok(())
     }
 }
 
@@ -114,7 +140,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 None => moved.contains(ptr).then_some(*ptr),
             };
             if let Some(tile) = next {
-                wanted.push((tile, count, run * size, rows));
+                wanted.push((tile, count, run * size, rows, v));
             }
         }
         if wanted.is_empty() {
@@ -147,7 +173,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let i64t = self.ctx.i64_type();
         let mut tiles = Vec::new();
         let mut seen = HashSet::new();
-        for (tile, count, bytes, rows) in wanted {
+        for (tile, count, bytes, rows, operand) in wanted {
             if !seen.insert(tile) || !self.make_available(tile, &mut added)? {
                 continue;
             }
@@ -168,6 +194,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 step,
                 count,
                 bytes,
+                operand,
             });
         }
         // Back to this iteration's values.
@@ -206,6 +233,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             step,
             count: tile_rows,
             bytes,
+            ..
         } in &next.tiles
         {
             // Runs `lo..hi` of all tiles together, this tile's part of them.

@@ -92,6 +92,18 @@ impl<'ctx> Gen<'ctx, '_> {
         d: DType,
         packing: Packing,
     ) -> Result<PointerValue<'ctx>> {
+        self.packed_cached(v, d, packing, None)
+    }
+
+    /// [`packed`](Self::packed), the all-true copy kept in `cache` across programs (see
+    /// `panel_cache`).
+    pub(super) fn packed_cached(
+        &mut self,
+        v: Value,
+        d: DType,
+        packing: Packing,
+        cache: Option<&super::panel_cache::PanelCache<'ctx>>,
+    ) -> Result<PointerValue<'ctx>> {
         let vt = self.ty(v).clone();
         if let (Some(Lv::Buf(p)), Packing::Rows { .. }) = (self.lv.get(&v), packing) {
             if vt.dtype() == Some(d) {
@@ -112,7 +124,7 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         // Plain copies' rows are vectorized already: unrolling them only adds code (matmul
         // compiles 20% faster, runs no slower). Converting copies (f16, bf16) keep it.
-        let mut lane_copy = |g: &mut Self| {
+        let lane_copy = |g: &mut Self, buf: PointerValue<'ctx>| {
             let mut copy = |g: &mut Self, idx: &[IntValue<'ctx>]| {
                 let (p, at) = match (packing, idx) {
                     (Packing::Panels { width, .. }, &[r, panel, within]) => {
@@ -133,12 +145,31 @@ impl<'ctx> Gen<'ctx, '_> {
                 false => g.loop_nest(&nest, &mut copy),
             }
         };
-        self.versioned(mask, (&[v], &[]), &mut |g| {
-            if g.pack_transposed(v, d, buf, packing, lanes, &mut lane_copy)? {
+        let mut copy_into = |g: &mut Self, to: PointerValue<'ctx>| {
+            let mut into = |g: &mut Self| lane_copy(g, to);
+            if g.pack_transposed(v, d, to, packing, lanes, &mut into)? {
                 return Ok(());
             }
-            lane_copy(g)
+            lane_copy(g, to)
+        };
+        let Some(cache) = cache else {
+            self.versioned(mask, (&[v], &[]), &mut |g| copy_into(g, buf))?;
+            return Ok(buf);
+        };
+        // Where this program's copy went: the cache's slot or `buf`.
+        let at = self.entry_alloca(self.ctx.ptr_type(Default::default()).into())?;
+        self.versioned(mask, (&[v], &[]), &mut |g| {
+            let to = match g.may_use(cache) {
+                true => g.cached_copy(cache, buf, &mut copy_into)?,
+                false => {
+                    copy_into(g, buf)?;
+                    buf
+                }
+            };
+            g.b.build_store(at, to)?;
+            Ok(())
         })?;
-        Ok(buf)
+        let ptr_t = self.ctx.ptr_type(Default::default());
+        Ok(self.b.build_load(ptr_t, at, "packed")?.into_pointer_value())
     }
 }
