@@ -297,3 +297,58 @@ fn loads_of_wrapping_lines_are_observed() {
         "{wrapped} loads of wrapping lines in {SEEDS} programs"
     );
 }
+
+/// Some programs open with a repeated K loop (`acc = dot(a, load(b), acc)` in a loop in a
+/// loop, nothing written before it), whose packed `b` tiles the CPU keeps across
+/// iterations (codegen `panel_cache`).
+#[test]
+fn k_loops_open_some_programs() {
+    use tritium_dsl::ir::Inst;
+    fn writes(b: &Block) -> bool {
+        b.insts.iter().any(|i| {
+            matches!(
+                i.op,
+                Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. }
+            ) || i.op.regions().into_iter().any(writes)
+        })
+    }
+    fn loads_into_dot(b: &Block, load: &dyn Fn(&Inst) -> bool) -> bool {
+        b.insts.iter().any(|i| match &i.op {
+            Op::For { body, .. } => loads_into_dot(body, load),
+            Op::Dot { .. } => load(i),
+            _ => false,
+        })
+    }
+    let config = GenConfig::default();
+    let mut opened = 0;
+    for seed in 0..SEEDS {
+        let f = generate(seed, &config).function;
+        let defs = f.defs();
+        let b_is_load = |dot: &Inst| match &dot.op {
+            Op::Dot { b, .. } => matches!(
+                defs.get(b).map(|i| &i.op),
+                Some(Op::Load { mask: None, .. })
+            ),
+            _ => false,
+        };
+        let first_loop = f
+            .body
+            .insts
+            .iter()
+            .position(|i| matches!(i.op, Op::For { .. }));
+        let Some(at) = first_loop else { continue };
+        let before = &f.body.insts[..at];
+        if before.iter().any(|i| matches!(i.op, Op::Store { .. })) {
+            continue;
+        }
+        if let Op::For { body, .. } = &f.body.insts[at].op {
+            if loads_into_dot(body, &b_is_load) && !writes(body) {
+                opened += 1;
+            }
+        }
+    }
+    assert!(
+        opened >= 30,
+        "{opened} of {SEEDS} programs open with a K loop"
+    );
+}

@@ -152,6 +152,8 @@ struct Gen {
     inputs: Vec<Buffer>,
     /// Outputs and private atomics: `(buffer, exact)`; loads read only exact ones.
     outputs: Vec<(Buffer, bool)>,
+    /// The input of [`Gen::k_loop`], when the program has one.
+    k_input: Option<usize>,
     /// Where [`Gen::observe`] stores loaded tiles: an `i64` and an `f64` output that no
     /// other statement writes, and how many elements of each program's region are used.
     observations: Vec<(Buffer, usize)>,
@@ -192,6 +194,7 @@ impl Gen {
             inputs: Vec::new(),
             outputs: Vec::new(),
             observations: Vec::new(),
+            k_input: None,
             atomics: Vec::new(),
             shared: None,
             shared_op: AtomicOp::Add,
@@ -1358,6 +1361,138 @@ impl Gen {
         self.push1(Op::Dot { a, b, acc }, Self::tile(d, shape))
     }
 
+    /// Tutorial 03's K loop, repeated: `acc = dot(a, b, acc)` for `kb` in `0..trips`, twice
+    /// over (`rep` 0 and 1), with `b` a wide tile (packed in panels on the CPU) whose lines
+    /// are one run of an input, `(x + r·(pid % 1)) + (j + at + kb + rep·shift)`, and `acc`
+    /// observed. The CPU keeps each iteration's packed `b` (codegen `panel_cache`): with
+    /// `shift` 0 the second pass finds them, with 1 their rows differ and a wrong slot or
+    /// key would read another iteration's tile.
+    fn k_loop(&mut self, input: usize) {
+        let from = self.inputs[input].dtype;
+        let d = match from {
+            DType::I32 => DType::I32,
+            _ => DType::F32,
+        };
+        let trips = self.rng.range(1, 4) as i128;
+        let nn = 32;
+        let k = WIDE_B_BYTES / (nn * d.size_bytes());
+        let mm = *self.rng.pick(&[1, 2]);
+        // Products of integers up to 16, summed over at most 16 iterations (loops are
+        // assumed to run up to 4 times each): exact in f32.
+        let need = Need {
+            exact: true,
+            bound: d.is_float().then_some(16.0),
+        };
+        let (ptr, len) = (self.inputs[input].ptr, self.inputs[input].len);
+        // The second pass reads the same lines (kept tiles are found) or lines one further
+        // (every kept tile's rows differ).
+        let shift = self.rng.below(2) as i128;
+        let at = self.rng.below(len - nn - trips as usize) as i128;
+        let zero = self.int_const(d, &[mm, nn], 0);
+        let acc_info = Info {
+            int_bound: d.is_float().then_some(1e6),
+            ..Info::EXACT
+        };
+        let i32c = |g: &mut Self, v: i128| g.int_const(DType::I32, &[], v);
+        let (lo, hi) = (i32c(self, 0), i32c(self, 2));
+        let step = i32c(self, 1);
+        let outer = vec![(zero, acc_info)];
+        self.open();
+        let rep = self.new_value(Type::scalar(DType::I32), Info::EXACT);
+        let outer_args = self.args_for(&outer);
+        let inner = vec![(outer_args[0], acc_info)];
+        let (ilo, ihi) = (i32c(self, 0), i32c(self, trips));
+        let istep = i32c(self, 1);
+        self.open();
+        let kb = self.new_value(Type::scalar(DType::I32), Info::EXACT);
+        let inner_args = self.args_for(&inner);
+        // One run of lanes: no strided lines, whose observation would store before the dot.
+        let a = self.load_input_from(from, &[mm, k], need, true);
+        let shape = [k, nn];
+        let line = self.lane_offsets_ordered(&[k, 1], AxisOrder::RowMajor);
+        let line = self.splat_to(line, &shape);
+        let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
+        let one = i32c(self, 1);
+        let ld = self.binary(BinOp::Rem, pid, one);
+        let ld = self.splat_to(ld, &shape);
+        let rows = self.binary(BinOp::Mul, line, ld);
+        let j = self.lane_offsets_ordered(&[1, nn], AxisOrder::RowMajor);
+        let j = self.splat_to(j, &shape);
+        let at = i32c(self, at);
+        let at = self.binary(BinOp::Add, at, kb);
+        let shift = i32c(self, shift);
+        let moved = self.binary(BinOp::Mul, rep, shift);
+        let at = self.binary(BinOp::Add, at, moved);
+        let at = self.splat_to(at, &shape);
+        let cols = self.binary(BinOp::Add, j, at);
+        let p = self.pointers(ptr, rows);
+        let t = self.ty(p).clone();
+        let ptrs = self.push1(Op::AddPtr(p, cols), t);
+        let b = self.push1(
+            Op::Load {
+                ptr: ptrs,
+                mask: None,
+                other: None,
+                hints: CacheHints::default(),
+            },
+            Self::tile(from, &shape),
+        );
+        let acc = self.push1(
+            Op::Dot {
+                a,
+                b,
+                acc: inner_args[0],
+            },
+            Self::tile(d, &[mm, nn]),
+        );
+        self.push(Op::Yield(vec![acc]), vec![]);
+        let body = self.close(vec![kb, inner_args[0]]);
+        self.finish_region_op(
+            Op::For {
+                lo: ilo,
+                hi: ihi,
+                step: istep,
+                init: vec![outer_args[0]],
+                body,
+                unroll: None,
+            },
+            &inner,
+            &[acc],
+        );
+        let inner_result = *self
+            .visible
+            .last()
+            .and_then(|v| v.last())
+            .expect("the loop's result");
+        self.push(Op::Yield(vec![inner_result]), vec![]);
+        let body = self.close(vec![rep, outer_args[0]]);
+        self.finish_region_op(
+            Op::For {
+                lo,
+                hi,
+                step,
+                init: vec![zero],
+                body,
+                unroll: None,
+            },
+            &outer,
+            &[inner_result],
+        );
+        let result = *self
+            .visible
+            .last()
+            .and_then(|v| v.last())
+            .expect("the loop's result");
+        // Observed, and used by nothing else (nor what observing it made): the comparison's
+        // analysis bounds it less tightly than the info given here, and a value built on
+        // it could not be compared.
+        let scope = self.visible.last_mut().expect("a scope");
+        scope.retain(|v| *v != result);
+        let visible = scope.len();
+        self.observe(result);
+        self.visible.last_mut().expect("a scope").truncate(visible);
+    }
+
     /// Small integers of dtype `d` over `shape` that differ from lane to lane (the lanes'
     /// positions modulo what `need` allows, at most 100).
     fn varied(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
@@ -1406,6 +1541,29 @@ impl Gen {
                     bytes,
                 },
             );
+            self.inputs.push(Buffer {
+                ptr,
+                dtype: d,
+                len,
+                bound,
+            });
+        }
+        // The input of a K loop (see `k_loop`), now and then.
+        if self.rng.chance(0.3) {
+            let d = *self
+                .rng
+                .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]);
+            let len = 256;
+            let bound = d.is_float().then_some(16.0);
+            let bytes = data::buffer(d, len, bound, &mut self.rng);
+            let ptr = self.param(
+                Type::ptr(d),
+                Arg::Buffer {
+                    memory: Memory::Input(bound),
+                    bytes,
+                },
+            );
+            self.k_input = Some(self.inputs.len());
             self.inputs.push(Buffer {
                 ptr,
                 dtype: d,
@@ -1525,6 +1683,11 @@ impl Gen {
         let pid = self.binary(BinOp::Add, ids[0], t);
         let region = self.int_const(DType::I32, &[], REGION as i128);
         self.base = Some(self.binary(BinOp::Mul, pid, region));
+        // First, before anything writes memory: the CPU keeps the packed `b` tiles of such
+        // a loop across iterations and programs.
+        if let Some(input) = self.k_input {
+            self.k_loop(input);
+        }
         let n = self.config.statements;
         self.statements(n);
         for k in 0..self.outputs.len() {
