@@ -214,6 +214,7 @@ impl Compiled {
         let entry = self.entry;
         pool::run_grid(
             grid.programs(),
+            nx,
             self.scratch_bytes,
             &move |start, end, scratch| {
                 // SAFETY: the entry function reads `slots` (one per parameter), `ranges` (the
