@@ -28,9 +28,9 @@ use tritium_dsl::ir::{Block, Function, Inst, Op, Value};
 
 /// Slots (loop iterations) a cache holds at most; later iterations copy as before.
 const MAX_SLOTS: usize = 256;
-/// Bytes of scratch one cache may take, per thread: 126 slots of 64 × 128 f32 tiles
-/// (tutorial 03's K loop up to 8064 deep).
-const MAX_BYTES: usize = 4 << 20;
+/// Bytes of scratch one cache may take, per thread: 126 slots of 64 × 256 f32 tiles
+/// (tutorial 03's K loop up to 8064 deep), 252 of 64 × 128.
+const MAX_BYTES: usize = 8 << 20;
 /// Fewer slots than this are not worth the scratch.
 const MIN_SLOTS: usize = 8;
 
