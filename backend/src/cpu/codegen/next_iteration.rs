@@ -58,9 +58,10 @@ impl<'ctx> NextTiles<'ctx> {
         self.tiles.iter().map(|t| t.count).sum()
     }
 
-    /// Where `operand`'s next tile is read from when `instead` holds: `count` runs of
-    /// `bytes` from `first` on, `bytes` apart (a packed copy kept from an earlier program,
-    /// see `panel_cache`), when it has that many runs of that size.
+    /// Where `operand`'s next tile is read from when `instead` holds: its runs one after
+    /// the other from `first` on (a packed copy kept from an earlier program, see
+    /// `panel_cache`; the copy of a narrower source, f16 into f32, is twice the tile's
+    /// bytes, and its first half is requested).
     pub fn read_instead(
         &mut self,
         g: &Gen<'ctx, '_>,
