@@ -1394,95 +1394,41 @@ impl Gen {
             ..Info::EXACT
         };
         let i32c = |g: &mut Self, v: i128| g.int_const(DType::I32, &[], v);
-        let (lo, hi) = (i32c(self, 0), i32c(self, 2));
-        let step = i32c(self, 1);
-        let outer = vec![(zero, acc_info)];
-        self.open();
-        let rep = self.new_value(Type::scalar(DType::I32), Info::EXACT);
-        let outer_args = self.args_for(&outer);
-        let inner = vec![(outer_args[0], acc_info)];
-        let (ilo, ihi) = (i32c(self, 0), i32c(self, trips));
-        let istep = i32c(self, 1);
-        self.open();
-        let kb = self.new_value(Type::scalar(DType::I32), Info::EXACT);
-        let inner_args = self.args_for(&inner);
-        // One run of lanes: no strided lines, whose observation would store before the dot.
-        let a = self.load_input_from(from, &[mm, k], need, true);
-        let shape = [k, nn];
-        let line = self.lane_offsets_ordered(&[k, 1], AxisOrder::RowMajor);
-        let line = self.splat_to(line, &shape);
-        let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
-        let one = i32c(self, 1);
-        let ld = self.binary(BinOp::Rem, pid, one);
-        let ld = self.splat_to(ld, &shape);
-        let rows = self.binary(BinOp::Mul, line, ld);
-        let j = self.lane_offsets_ordered(&[1, nn], AxisOrder::RowMajor);
-        let j = self.splat_to(j, &shape);
-        let at = i32c(self, at);
-        let at = self.binary(BinOp::Add, at, kb);
-        let shift = i32c(self, shift);
-        let moved = self.binary(BinOp::Mul, rep, shift);
-        let at = self.binary(BinOp::Add, at, moved);
-        let at = self.splat_to(at, &shape);
-        let cols = self.binary(BinOp::Add, j, at);
-        let p = self.pointers(ptr, rows);
-        let t = self.ty(p).clone();
-        let ptrs = self.push1(Op::AddPtr(p, cols), t);
-        let b = self.push1(
-            Op::Load {
-                ptr: ptrs,
-                mask: None,
-                other: None,
-                hints: CacheHints::default(),
-            },
-            Self::tile(from, &shape),
-        );
-        let acc = self.push1(
-            Op::Dot {
-                a,
-                b,
-                acc: inner_args[0],
-            },
-            Self::tile(d, &[mm, nn]),
-        );
-        self.push(Op::Yield(vec![acc]), vec![]);
-        let body = self.close(vec![kb, inner_args[0]]);
-        self.finish_region_op(
-            Op::For {
-                lo: ilo,
-                hi: ihi,
-                step: istep,
-                init: vec![outer_args[0]],
-                body,
-                unroll: None,
-            },
-            &inner,
-            &[acc],
-        );
-        let inner_result = *self
-            .visible
-            .last()
-            .and_then(|v| v.last())
-            .expect("the loop's result");
-        self.push(Op::Yield(vec![inner_result]), vec![]);
-        let body = self.close(vec![rep, outer_args[0]]);
-        self.finish_region_op(
-            Op::For {
-                lo,
-                hi,
-                step,
-                init: vec![zero],
-                body,
-                unroll: None,
-            },
-            &outer,
-            &[inner_result],
-        );
-        let result = *self
-            .visible
-            .last()
-            .and_then(|v| v.last())
-            .expect("the loop's result");
+        let result = self.loop_carrying([0, 2, 1], (zero, acc_info), &mut |g, rep, acc| {
+            g.loop_carrying([0, trips, 1], (acc, acc_info), &mut |g, kb, acc| {
+                // One run of lanes: no strided lines, whose observation would store before
+                // the dot.
+                let a = g.load_input_from(from, &[mm, k], need, true);
+                let shape = [k, nn];
+                let line = g.lane_offsets_ordered(&[k, 1], AxisOrder::RowMajor);
+                let line = g.splat_to(line, &shape);
+                let pid = g.push1(Op::ProgramId(0), Type::scalar(DType::I32));
+                let one = i32c(g, 1);
+                let ld = g.binary(BinOp::Rem, pid, one);
+                let ld = g.splat_to(ld, &shape);
+                let rows = g.binary(BinOp::Mul, line, ld);
+                let j = g.lane_offsets_ordered(&[1, nn], AxisOrder::RowMajor);
+                let j = g.splat_to(j, &shape);
+                let at = i32c(g, at);
+                let at = g.binary(BinOp::Add, at, kb);
+                let shift = i32c(g, shift);
+                let moved = g.binary(BinOp::Mul, rep, shift);
+                let at = g.binary(BinOp::Add, at, moved);
+                let at = g.splat_to(at, &shape);
+                let cols = g.binary(BinOp::Add, j, at);
+                let p = g.pointers(ptr, rows);
+                let t = g.ty(p).clone();
+                let ptrs = g.push1(Op::AddPtr(p, cols), t);
+                let load = Op::Load {
+                    ptr: ptrs,
+                    mask: None,
+                    other: None,
+                    hints: CacheHints::default(),
+                };
+                let b = g.push1(load, Self::tile(from, &shape));
+                g.push1(Op::Dot { a, b, acc }, Self::tile(d, &[mm, nn]))
+            })
+        });
         // Observed, and used by nothing else (nor what observing it made): the comparison's
         // analysis bounds it less tightly than the info given here, and a value built on
         // it could not be compared.
@@ -1491,6 +1437,43 @@ impl Gen {
         let visible = scope.len();
         self.observe(result);
         self.visible.last_mut().expect("a scope").truncate(visible);
+    }
+
+    /// `for iv in lo..hi` by `step` (i32 constants) carrying `init` (assumed to keep its
+    /// info), the body's value built by `body` from the counter and the carried value;
+    /// the loop's result.
+    fn loop_carrying(
+        &mut self,
+        [lo, hi, step]: [i128; 3],
+        (init, info): (Value, Info),
+        body: &mut dyn FnMut(&mut Self, Value, Value) -> Value,
+    ) -> Value {
+        let (lo, hi) = (
+            self.int_const(DType::I32, &[], lo),
+            self.int_const(DType::I32, &[], hi),
+        );
+        let step = self.int_const(DType::I32, &[], step);
+        let carried = [(init, info)];
+        self.open();
+        let iv = self.new_value(Type::scalar(DType::I32), Info::EXACT);
+        let arg = self.args_for(&carried)[0];
+        let y = body(self, iv, arg);
+        self.push(Op::Yield(vec![y]), vec![]);
+        let body = self.close(vec![iv, arg]);
+        let op = Op::For {
+            lo,
+            hi,
+            step,
+            init: vec![init],
+            body,
+            unroll: None,
+        };
+        self.finish_region_op(op, &carried, &[y]);
+        *self
+            .visible
+            .last()
+            .and_then(|v| v.last())
+            .expect("the loop's result")
     }
 
     /// Small integers of dtype `d` over `shape` that differ from lane to lane (the lanes'
@@ -1533,43 +1516,15 @@ impl Gen {
             let d = self.random_dtype();
             let len = *self.rng.pick(&[16, 64, 256]);
             let bound = (d.is_float() && self.rng.chance(0.5)).then_some(16.0);
-            let bytes = data::buffer(d, len, bound, &mut self.rng);
-            let ptr = self.param(
-                Type::ptr(d),
-                Arg::Buffer {
-                    memory: Memory::Input(bound),
-                    bytes,
-                },
-            );
-            self.inputs.push(Buffer {
-                ptr,
-                dtype: d,
-                len,
-                bound,
-            });
+            self.add_input(d, len, bound);
         }
         // The input of a K loop (see `k_loop`), now and then.
         if self.rng.chance(0.3) {
             let d = *self
                 .rng
                 .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]);
-            let len = 256;
             let bound = d.is_float().then_some(16.0);
-            let bytes = data::buffer(d, len, bound, &mut self.rng);
-            let ptr = self.param(
-                Type::ptr(d),
-                Arg::Buffer {
-                    memory: Memory::Input(bound),
-                    bytes,
-                },
-            );
-            self.k_input = Some(self.inputs.len());
-            self.inputs.push(Buffer {
-                ptr,
-                dtype: d,
-                len,
-                bound,
-            });
+            self.k_input = Some(self.add_input(d, 256, bound));
         }
         for _ in 0..self.rng.range(1, 3) {
             let d = self.random_dtype();
@@ -1693,6 +1648,21 @@ impl Gen {
         for k in 0..self.outputs.len() {
             self.store_output(k);
         }
+    }
+
+    /// A new input parameter of `len` elements of `d` (floats: integers up to `bound`, when
+    /// given), and its index in `inputs`.
+    fn add_input(&mut self, d: DType, len: usize, bound: Option<f64>) -> usize {
+        let bytes = data::buffer(d, len, bound, &mut self.rng);
+        let memory = Memory::Input(bound);
+        let ptr = self.param(Type::ptr(d), Arg::Buffer { memory, bytes });
+        self.inputs.push(Buffer {
+            ptr,
+            dtype: d,
+            len,
+            bound,
+        });
+        self.inputs.len() - 1
     }
 
     fn param(&mut self, t: Type, arg: Arg) -> Value {
