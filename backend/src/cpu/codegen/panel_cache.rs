@@ -137,8 +137,8 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The packed tile of this iteration in `cache`, copied there by `copy` (into the
-    /// buffer it is given) unless the slot holds the tile of the same rows already; `None`
-    /// past the cache's slots, where the caller copies as before.
+    /// buffer it is given) unless the slot holds the tile of the same rows already; past
+    /// the cache's slots, copied into `fallback`. One copy of the copy's code serves both.
     pub(super) fn cached_copy(
         &mut self,
         cache: &PanelCache<'ctx>,
@@ -146,23 +146,19 @@ impl<'ctx> Gen<'ctx, '_> {
         copy: &mut dyn FnMut(&mut Self, PointerValue<'ctx>) -> Result<()>,
     ) -> Result<PointerValue<'ctx>> {
         let i64t = self.ctx.i64_type();
+        let ptr_t = self.ctx.ptr_type(Default::default());
         let in_cache = self.b.build_int_compare(
             IntPredicate::ULT,
             cache.trip,
             self.i64c(cache.slots as u64),
             "",
         )?;
+        let outside = self.b.current_block()?;
         let cached_bb = self.ctx.append_basic_block(self.func, "panel.cached");
-        let plain_bb = self.ctx.append_basic_block(self.func, "panel.plain");
-        let miss_bb = self.ctx.append_basic_block(self.func, "panel.miss");
+        let copy_bb = self.ctx.append_basic_block(self.func, "panel.copy");
         let done_bb = self.ctx.append_basic_block(self.func, "panel.done");
         self.b
-            .build_conditional_branch(in_cache, cached_bb, plain_bb)?;
-        // Past the slots: the plain copy.
-        self.b.position_at_end(plain_bb);
-        copy(self, fallback)?;
-        let plain_end = self.b.current_block()?;
-        self.b.build_unconditional_branch(done_bb)?;
+            .build_conditional_branch(in_cache, cached_bb, copy_bb)?;
         // The slot: compare and replace its keys, then copy unless they were the same.
         self.b.position_at_end(cached_bb);
         let slot_data = self.byte_offset(cache.data, cache.trip, cache.slot_bytes)?;
@@ -200,21 +196,19 @@ impl<'ctx> Gen<'ctx, '_> {
             .build_load(self.ctx.bool_type(), same, "")?
             .into_int_value();
         let hit = self.b.build_and(was, same, "")?;
-        let hit_end = self.b.current_block()?;
-        self.b.build_conditional_branch(hit, done_bb, miss_bb)?;
-        self.b.position_at_end(miss_bb);
-        copy(self, slot_data)?;
-        let miss_end = self.b.current_block()?;
+        let slot_end = self.b.current_block()?;
+        self.b.build_conditional_branch(hit, done_bb, copy_bb)?;
+        // A copy into the slot (a miss) or into `fallback` (past the slots).
+        self.b.position_at_end(copy_bb);
+        let to = self.b.build_phi(ptr_t, "panel.to")?;
+        to.add_incoming(&[(&fallback, outside), (&slot_data, slot_end)]);
+        let to = to.as_basic_value().into_pointer_value();
+        copy(self, to)?;
+        let copy_end = self.b.current_block()?;
         self.b.build_unconditional_branch(done_bb)?;
         self.b.position_at_end(done_bb);
-        let phi = self
-            .b
-            .build_phi(self.ctx.ptr_type(Default::default()), "panel")?;
-        phi.add_incoming(&[
-            (&fallback, plain_end),
-            (&slot_data, hit_end),
-            (&slot_data, miss_end),
-        ]);
+        let phi = self.b.build_phi(ptr_t, "panel")?;
+        phi.add_incoming(&[(&slot_data, slot_end), (&to, copy_end)]);
         Ok(phi.as_basic_value().into_pointer_value())
     }
 
