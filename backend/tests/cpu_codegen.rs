@@ -1554,13 +1554,17 @@ enum KeptPanels {
     /// Rows one further each repetition: every kept tile's rows differ, so it is copied
     /// again.
     ShiftedRows,
+    /// Rows shifted by the program id (`pid % 5`): a program after another on a worker
+    /// finds kept tiles of other rows and copies them again.
+    ShiftedByProgram,
     /// Memory is written before the loops (`out`, which may overlap `x` for all the code
     /// generator knows): nothing may be kept.
     WrittenFirst,
 }
 
-/// `acc += a_k @ b_k` over 2 K steps of 64, repeated 3 times, with `b` a 64 × 128 f32
-/// tile (copied in panels, the copy `panel_cache` keeps across iterations and programs).
+/// Per program, `acc += a_k @ b_k` over 2 K steps of 64, repeated 3 times, with `b` a
+/// 64 × 128 f32 tile (copied in panels, the copy `panel_cache` keeps across iterations and
+/// programs) and each program its own rows of `a` (`pid % 8`) and block of `out`.
 fn kept_panels_kernel(how: KeptPanels) -> Function {
     trace("codegen_kept_panels", || {
         let x = ptr_param("x", DType::F32);
@@ -1569,7 +1573,8 @@ fn kept_panels_kernel(how: KeptPanels) -> Function {
         if let KeptPanels::WrittenFirst = how {
             store(out + arange(0, 8), full([8], 0.5f32, DType::F32), NoArg);
         }
-        let a_offs = offsets2(16, 64, 128);
+        let pid = program_id(0);
+        let a_offs = offsets2(16, 64, 128) + (pid % 8) * 16 * 128;
         let rk = expand_dims(arange(0, 64), 1);
         let rn = expand_dims(arange(0, 128), 0);
         let acc = full([16, 128], 0.0f32, DType::F32);
@@ -1578,14 +1583,22 @@ fn kept_panels_kernel(how: KeptPanels) -> Function {
                 let ta = load(x + a_offs + kb * 64, NoArg, NoArg);
                 let rows = match how {
                     KeptPanels::ShiftedRows => rk + kb * 64 + rep,
+                    KeptPanels::ShiftedByProgram => rk + kb * 64 + pid % 5,
                     _ => rk + kb * 64,
                 };
-                let tb = load(x + 2048 + rows * ld + rn, NoArg, NoArg);
+                let tb = load(x + 20_000 + rows * ld + rn, NoArg, NoArg);
                 dot(ta, tb, acc)
             })
         });
-        store(out + offsets2(16, 128, 128), acc, NoArg);
+        store(out + offsets2(16, 128, 128) + pid * 16 * 128, acc, NoArg);
     })
+}
+
+/// [`kept_panels_kernel`]'s `x`, small integers (every sum is exact, in any order), and
+/// `out` for `programs` programs.
+fn kept_panels_buffers(programs: usize) -> (Vec<f32>, Vec<f32>) {
+    let x = (0..40_000).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+    (x, vec![0.0f32; programs * 16 * 128])
 }
 
 /// Packed `b` tiles kept across a loop's repetitions give the interpreter's results, and
@@ -1598,11 +1611,7 @@ fn kept_dot_panels_match_interpreter() {
         KeptPanels::WrittenFirst,
     ] {
         let f = kept_panels_kernel(how);
-        // Small integers: every sum is exact, in any order.
-        let make = || {
-            let x: Vec<f32> = (0..40_000).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
-            (x, vec![0.0f32; 16 * 128])
-        };
+        let make = || kept_panels_buffers(1);
         let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[("ld", 131)]));
         assert!(got.1 == want.1, "{how:?}: differs from the interpreter");
         let ll = unoptimized_ll(f, "codegen-kept-panels-dump");
@@ -1618,9 +1627,8 @@ fn kept_dot_panels_do_not_outlive_a_launch() {
     let f = kept_panels_kernel(KeptPanels::SameRows);
     let cache = TempDir::new("codegen-kept-panels");
     let compiled = compile(&f, &cache);
-    let x: Vec<f32> = (0..40_000).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
     // One buffer, at one address, for both launches.
-    let mut got = (x, vec![0.0f32; 16 * 128]);
+    let mut got = kept_panels_buffers(1);
     for round in 0..2 {
         let mut want = got.clone();
         let args = x_out(&mut got, &[("ld", 131)]);
@@ -1640,35 +1648,10 @@ fn kept_dot_panels_do_not_outlive_a_launch() {
 /// on a machine of up to 32 threads.
 #[test]
 fn kept_dot_panels_across_programs_match_interpreter() {
-    for shift_by_program in [false, true] {
-        let f = trace("codegen_kept_panels_programs", || {
-            let x = ptr_param("x", DType::F32);
-            let out = ptr_param("out", DType::F32);
-            let ld = scalar_param("ld", DType::I32, 3, &Specialization::default());
-            let pid = program_id(0);
-            let a_offs = offsets2(16, 64, 128) + (pid % 8) * 16 * 128;
-            let rk = expand_dims(arange(0, 64), 1);
-            let rn = expand_dims(arange(0, 128), 0);
-            let acc = full([16, 128], 0.0f32, DType::F32);
-            let acc = for_range(0, 2, 1, acc, |kb, acc| {
-                let ta = load(x + a_offs + kb * 64, NoArg, NoArg);
-                let rows = match shift_by_program {
-                    true => rk + kb * 64 + pid % 5,
-                    false => rk + kb * 64,
-                };
-                let tb = load(x + 20_000 + rows * ld + rn, NoArg, NoArg);
-                dot(ta, tb, acc)
-            });
-            store(out + offsets2(16, 128, 128) + pid * 16 * 128, acc, NoArg);
-        });
-        let make = || {
-            let x: Vec<f32> = (0..40_000).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
-            (x, vec![0.0f32; 128 * 16 * 128])
-        };
+    for how in [KeptPanels::SameRows, KeptPanels::ShiftedByProgram] {
+        let f = kept_panels_kernel(how);
+        let make = || kept_panels_buffers(128);
         let (got, want) = both(&f, [128, 1, 1], make, |bufs| x_out(bufs, &[("ld", 131)]));
-        assert!(
-            got.1 == want.1,
-            "shifted by program: {shift_by_program}: differs from the interpreter"
-        );
+        assert!(got.1 == want.1, "{how:?}: differs from the interpreter");
     }
 }
