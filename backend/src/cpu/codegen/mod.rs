@@ -392,9 +392,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// Reserves a 64-byte-aligned scratch buffer that the entry zeroes before each range
     /// of programs (the body's calls in between keep what it holds).
     fn alloc_cleared(&mut self, bytes: usize) -> Result<PointerValue<'ctx>> {
-        let offset = self.scratch_bytes.div_ceil(64) * 64;
-        self.cleared.push((offset, bytes));
-        self.alloc_bytes(bytes)
+        let buf = self.alloc_bytes(bytes)?;
+        self.cleared.push((self.scratch_bytes - bytes, bytes));
+        Ok(buf)
     }
 
     /// Reserves a 64-byte-aligned scratch buffer of `bytes` bytes.
