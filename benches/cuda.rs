@@ -1,8 +1,16 @@
-//! The GPU benchmark table of issue 5, each row side by side with its baseline in one run:
+//! The GPU benchmark table, each row side by side with its baselines in one run:
 //!
-//! - vector add (2^26 f32) against the device's copy bandwidth (`cuMemcpyDtoD`);
-//! - fused softmax (4096 rows) against `torch.softmax` when `python3` has PyTorch;
-//! - f16 matmul 4096³ (f32 accumulation) against cuBLAS `cublasGemmEx`, loaded by cudarc.
+//! - vector add (2^26 f32) against the device's copy bandwidth (`cuMemcpyDtoD`) and
+//!   Triton's tutorial 01;
+//! - fused softmax (4096 rows) against Triton's tutorial 02 and `torch.softmax`;
+//! - f16 matmul 4096³ (f32 accumulation) against cuBLAS `cublasGemmEx`, loaded by cudarc,
+//!   and Triton's tutorial 03;
+//! - fused attention forward (f16, 4 × 32 heads × 4096, head dims 64 and 128, causal and
+//!   not) against Triton's tutorial 06.
+//!
+//! The Triton and PyTorch peers run in `python3 benches/triton_peers.py` (the path is
+//! relative to the package's directory, or `TRITIUM_PEERS`), timed the same way, before
+//! Tritium's rows; without Triton or PyTorch those columns say why.
 //!
 //! ```text
 //! cargo bench --bench cuda                                    # on a machine with a GPU
@@ -16,10 +24,12 @@
 use cudarc::cublas::{result as cublas, sys as cublas_sys};
 use half::f16;
 use ndarray::{Array1, Array2};
+use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use tritium::backend::cuda::{CudaDevice, CudaTensor};
 use tritium::{Device, LaunchOptions};
+use tritium_kernels::attention::attention_forward;
 use tritium_kernels::matmul::matmul;
 use tritium_kernels::softmax::softmax;
 use tritium_kernels::vector_add::add;
@@ -66,7 +76,11 @@ fn gbps(bytes: usize, t: Duration) -> String {
     format!("{:.0} GB/s", bytes as f64 / t.as_secs_f64() / 1e9)
 }
 
-fn vector_add(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
+fn vector_add(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
     let n = 1usize << 26;
     let x = Array1::from_iter((0..n).map(|i| (i % 97) as f32));
     let dx = CudaTensor::from_ndarray(device, &x)?;
@@ -94,44 +108,57 @@ fn vector_add(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
             rate / copy_rate,
             gbps(12 * n, t)
         );
+        peer_row(
+            peers,
+            &format!("vector add B={block} w={warps} (Triton 01)"),
+            "add",
+            t,
+            gbps(12 * n, t),
+        );
     }
     let got = out.to_ndarray()?;
     assert_eq!(got.into_dimensionality().unwrap(), &x + &x);
     Ok(())
 }
 
-/// `torch.softmax` over `rows × cols` f32 on the GPU: µs per call, or why not.
-fn torch_softmax_us(rows: usize, cols: usize) -> Result<f64, String> {
-    let script = r#"
-import sys, torch
-r, c = int(sys.argv[1]), int(sys.argv[2])
-x = torch.randn(r, c, device="cuda")
-for _ in range(10): torch.softmax(x, dim=-1)
-torch.cuda.synchronize()
-best = float("inf")
-for _ in range(5):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(50): torch.softmax(x, dim=-1)
-    e.record(); torch.cuda.synchronize()
-    best = min(best, s.elapsed_time(e) * 1000 / 50)
-print(best)
-"#;
+/// The peers' times in µs by key (`benches/triton_peers.py`'s lines), or why there are none.
+fn peers() -> Result<HashMap<String, f64>, String> {
+    let script =
+        std::env::var("TRITIUM_PEERS").unwrap_or_else(|_| "benches/triton_peers.py".into());
     let out = Command::new("python3")
-        .args(["-c", script, &rows.to_string(), &cols.to_string()])
+        .arg(&script)
         .output()
-        .map_err(|e| format!("python3: {e}"))?;
+        .map_err(|e| format!("python3 {script}: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(err.lines().last().unwrap_or("failed").to_string());
     }
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .map_err(|e| format!("torch output: {e}"))
+    let mut times = HashMap::new();
+    for line in text.lines() {
+        match line.split_once(' ') {
+            Some((key, us)) if us.parse::<f64>().is_ok() => {
+                times.insert(key.to_string(), us.parse().unwrap());
+            }
+            _ => println!("peers: {line}"),
+        }
+    }
+    Ok(times)
 }
 
-fn fused_softmax(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
+/// A Tritium row against the peer `key`, or a line saying the peer is missing.
+fn peer_row(peers: &HashMap<String, f64>, name: &str, key: &str, t: Duration, rate: String) {
+    match peers.get(key) {
+        Some(&base) => row(name, t, Duration::from_secs_f64(base / 1e6), rate),
+        None => println!("{name:<40} {:>12.1}   no peer time ({key})", us(t)),
+    }
+}
+
+fn fused_softmax(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
     let rows = 4096;
     for cols in [256, 1024, 4096, 8192] {
         let x = Array2::from_shape_fn((rows, cols), |(i, j)| {
@@ -154,21 +181,24 @@ fn fused_softmax(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
         let t = best_per_call(gpu, 5, 20, || {
             softmax::launch_explicit(device, rows, &opts, &mut out, &dx, c, c, c, block).unwrap()
         });
-        let name = format!("softmax {rows}×{cols} f32 (torch.softmax)");
-        match torch_softmax_us(rows, cols) {
-            Ok(base) => row(
-                &name,
+        for (peer, key) in [("Triton 02", "triton"), ("torch.softmax", "torch")] {
+            peer_row(
+                peers,
+                &format!("softmax {rows}×{cols} f32 ({peer})"),
+                &format!("softmax.{cols}.{key}"),
                 t,
-                Duration::from_secs_f64(base / 1e6),
                 gbps(8 * rows * cols, t),
-            ),
-            Err(why) => println!("{name:<40} {:>12.1}   torch: {why}", us(t)),
+            );
         }
     }
     Ok(())
 }
 
-fn f16_matmul(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
+fn f16_matmul(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
     let (m, n, k) = (4096usize, 4096usize, 4096usize);
     let a = Array2::from_shape_fn((m, k), |(i, j)| {
         f16::from_f32(((i + 3 * j) % 17) as f32 / 17.0 - 0.5)
@@ -247,6 +277,13 @@ fn f16_matmul(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
         }
         let t = best_per_call(gpu, 3, 5, || launch().unwrap());
         row(&name, t, t_cublas, tflops(t));
+        peer_row(
+            peers,
+            &format!("matmul f16 4096³ {bm}×{bn}×{bk} w={warps} (Triton 03)"),
+            "matmul.triton",
+            t,
+            tflops(t),
+        );
         let got = dc.to_ndarray()?;
         let worst = got
             .iter()
@@ -273,6 +310,57 @@ fn f16_matmul(device: &Device, gpu: &CudaDevice) -> tritium::Result<()> {
     Ok(())
 }
 
+/// Tutorial 06's forward pass on f16 `[4, 32, 4096, D]` tensors against Triton's.
+fn fused_attention(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
+    let (z, h, n) = (4usize, 32usize, 4096usize);
+    for d in [64usize, 128] {
+        let shape = [z, h, n, d];
+        let input = |seed: usize| {
+            ndarray::Array4::from_shape_fn((z, h, n, d), |(a, b, i, j)| {
+                f16::from_f32(((a * 7 + b * 5 + i * 3 + j + seed) % 23) as f32 / 23.0 - 0.5)
+            })
+        };
+        let (q, k, v) = (
+            CudaTensor::from_ndarray(device, &input(1))?,
+            CudaTensor::from_ndarray(device, &input(2))?,
+            CudaTensor::from_ndarray(device, &input(3))?,
+        );
+        let mut out = CudaTensor::<f16>::zeros(device, &shape)?;
+        let mut lse = CudaTensor::<f32>::zeros(device, &[z, h, n])?;
+        let scale = (d as f32).powf(-0.5);
+        for causal in [false, true] {
+            let flops = 4.0 * (z * h * n * n * d) as f64 * if causal { 0.5 } else { 1.0 };
+            let tflops = |t: Duration| format!("{:.0} TF/s", flops / t.as_secs_f64() / 1e12);
+            for (bm, bn, warps) in [(64, 64, 4), (128, 64, 8), (128, 32, 4)] {
+                let opts = LaunchOptions {
+                    num_warps: warps,
+                    ..Default::default()
+                };
+                let grid = [n.div_ceil(bm), z * h];
+                let mut launch = || {
+                    attention_forward::launch_with(
+                        device, grid, &opts, &mut out, &mut lse, &q, &k, &v, scale, n as i32, bm,
+                        bn, d, causal,
+                    )
+                };
+                let kind = if causal { "causal" } else { "full" };
+                let name = format!("attention d={d} {kind} {bm}×{bn} w={warps} (Triton 06)");
+                if let Err(e) = launch() {
+                    println!("{name:<40} failed: {e}");
+                    continue;
+                }
+                let t = best_per_call(gpu, 3, 5, || launch().unwrap());
+                peer_row(peers, &name, &format!("attention.{d}.{kind}"), t, tflops(t));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() -> tritium::Result<()> {
     if !std::env::args().any(|a| a == "--bench") {
         println!("bench cuda: run with --bench (cargo bench --bench cuda) to time it");
@@ -291,9 +379,14 @@ fn main() -> tritium::Result<()> {
         ));
     };
     println!("{gpu:?}");
+    let peers = peers().unwrap_or_else(|why| {
+        println!("peers: {why}");
+        HashMap::new()
+    });
     header();
-    vector_add(&device, gpu)?;
-    fused_softmax(&device, gpu)?;
-    f16_matmul(&device, gpu)?;
+    vector_add(&device, gpu, &peers)?;
+    fused_softmax(&device, gpu, &peers)?;
+    f16_matmul(&device, gpu, &peers)?;
+    fused_attention(&device, gpu, &peers)?;
     Ok(())
 }

@@ -50,8 +50,9 @@ pub struct CompileOptions {
     pub nvcc: Option<String>,
     /// Extra flags appended after the defaults.
     pub flags: Vec<String>,
-    /// CUDA architecture for `-gencode` (e.g. `"80"`); default `$TRITIUM_CUDA_ARCH`, else 80
-    /// for CUDA ≥ 11 and 70 before.
+    /// CUDA architecture for `-gencode` (e.g. `"80"`); default `$TRITIUM_CUDA_ARCH`, else
+    /// CUDA device 0's, else 80 for CUDA ≥ 11 and 70 before. The library holds the machine
+    /// code for it and its PTX, which newer GPUs compile when they load it.
     pub cuda_arch: Option<String>,
     /// The compile time limit; default `$TRITIUM_AOT_COMPILE_TIMEOUT` seconds, else 300 s.
     pub timeout: Duration,
@@ -241,6 +242,29 @@ fn find_nvcc(opts: &CompileOptions) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
+/// nvcc's `-gencode` value for `arch`: machine code for `sm_<arch>` and the PTX beside it.
+/// Machine code runs only on GPUs of its major version (sm_80's not on an sm_90 H100, where
+/// the kernel would silently never launch); the driver compiles the PTX for any newer GPU.
+fn gencode(arch: &str) -> String {
+    format!("arch=compute_{arch},code=[sm_{arch},compute_{arch}]")
+}
+
+/// The architecture compiled for when none is named: CUDA device 0's when there is one
+/// (its own machine code, no JIT at load), else 80 (70 before CUDA 11).
+fn default_cuda_arch(nvcc_version: &str) -> String {
+    if tritium_backend::cuda::unavailable_reason().is_none() {
+        if let Ok(gpu) = tritium_backend::cuda::CudaDevice::open(0) {
+            let (major, minor) = gpu.compute_capability();
+            return format!("{major}{minor}");
+        }
+    }
+    if nvcc_version.contains("release 10.") || nvcc_version.contains("release 9.") {
+        "70".to_string()
+    } else {
+        "80".to_string()
+    }
+}
+
 /// True when nvcc can be found (for tests and examples that skip CUDA otherwise).
 pub fn nvcc_available() -> bool {
     find_nvcc(&CompileOptions::default()).is_some()
@@ -376,7 +400,7 @@ pub(crate) fn worker_executable(opts: &CompileOptions) -> AotResult<PathBuf> {
 /// returns the library's path; an up-to-date library already in the cache is reused.
 ///
 /// C++: `$CXX -std=c++17 --shared -fPIC -D_GLIBCXX_USE_CXX11_ABI=0 -I<srcdir> -I<headers>`.
-/// CUDA: `nvcc --shared -Xcompiler -fPIC -O3 -gencode arch=compute_XX,code=sm_XX
+/// CUDA: `nvcc --shared -Xcompiler -fPIC -O3 -gencode arch=compute_XX,code=[sm_XX,compute_XX]
 /// --use_fast_math --expt-relaxed-constexpr -D_GLIBCXX_USE_CXX11_ABI=0 -I<srcdir> -I<headers>`.
 pub fn compile_source(source: &Path, opts: &CompileOptions) -> AotResult<PathBuf> {
     compile_source_impl(source, opts, false)
@@ -420,20 +444,14 @@ fn compile_source_impl(source: &Path, opts: &CompileOptions, force: bool) -> Aot
                 .cuda_arch
                 .clone()
                 .or_else(|| std::env::var("TRITIUM_CUDA_ARCH").ok())
-                .unwrap_or_else(|| {
-                    if version.contains("release 10.") || version.contains("release 9.") {
-                        "70".to_string()
-                    } else {
-                        "80".to_string()
-                    }
-                });
+                .unwrap_or_else(|| default_cuda_arch(&version));
             let args = vec![
                 "--shared".to_string(),
                 "-Xcompiler".to_string(),
                 "-fPIC".to_string(),
                 "-O3".to_string(),
                 "-gencode".to_string(),
-                format!("arch=compute_{arch},code=sm_{arch}"),
+                gencode(&arch),
                 "--use_fast_math".to_string(),
                 "--expt-relaxed-constexpr".to_string(),
                 "-D_GLIBCXX_USE_CXX11_ABI=0".to_string(),
@@ -485,4 +503,22 @@ fn compile_source_impl(source: &Path, opts: &CompileOptions, force: bool) -> Aot
     full.push(source.display().to_string());
     run_compiler(&compiler, full, &source, &out, opts.timeout)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gencode;
+
+    /// An H100 (sm_90) runs no sm_80 machine code: a library built for sm_80 alone never
+    /// launched its kernels there and left its outputs as they were. The PTX beside it is
+    /// what a newer GPU compiles.
+    #[test]
+    fn cuda_libraries_carry_ptx_for_newer_gpus() {
+        for arch in ["80", "90"] {
+            assert_eq!(
+                gencode(arch),
+                format!("arch=compute_{arch},code=[sm_{arch},compute_{arch}]")
+            );
+        }
+    }
 }

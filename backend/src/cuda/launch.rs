@@ -311,12 +311,8 @@ impl Staging {
         if memory != Memory::Host {
             return ptr as u64;
         }
-        let r = self
-            .regions
-            .iter()
-            .find(|r| r.lo <= ptr && (ptr < r.hi || r.lo == r.hi))
-            .or_else(|| self.regions.iter().find(|r| r.lo <= ptr && ptr <= r.hi));
-        match r {
+        let spans: Vec<(usize, usize)> = self.regions.iter().map(|r| (r.lo, r.hi)).collect();
+        match region_of(&spans, ptr).map(|i| &self.regions[i]) {
             Some(r) => r.base.wrapping_add((ptr - r.lo) as u64),
             None => 0,
         }
@@ -335,5 +331,36 @@ impl Staging {
         stream
             .synchronize()
             .map_err(|e| driver_error("running on the GPU", e))
+    }
+}
+
+/// The index of the staged span `[lo, hi)` that a buffer starting at `ptr` lies in: the
+/// span holding its first byte, else one that ends (or is empty) at `ptr`, where a
+/// zero-length buffer may lie. An empty span holds no other pointer: taking it for every
+/// address above it sent the other arguments' device addresses gigabytes past their copies.
+fn region_of(spans: &[(usize, usize)], ptr: usize) -> Option<usize> {
+    (spans.iter().position(|&(lo, hi)| lo <= ptr && ptr < hi))
+        .or_else(|| spans.iter().position(|&(lo, hi)| lo <= ptr && ptr <= hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::region_of;
+
+    #[test]
+    fn each_buffer_finds_its_own_staged_span() {
+        // A zero-length array's dangling pointer (4) sorts before the real buffers.
+        let spans = [(4, 4), (0x1000, 0x1040), (0x2000, 0x2010)];
+        let cases = [
+            (4, Some(0)),
+            (0x1000, Some(1)),
+            (0x1020, Some(1)),
+            (0x1040, Some(1)), // a zero-length buffer just past the first one
+            (0x2000, Some(2)),
+            (0x3000, None),
+        ];
+        for (ptr, want) in cases {
+            assert_eq!(region_of(&spans, ptr), want, "pointer {ptr:#x}");
+        }
     }
 }

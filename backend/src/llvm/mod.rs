@@ -30,6 +30,7 @@ mod constant;
 mod counter;
 mod error;
 mod exp;
+mod fmod;
 mod fp8;
 mod math;
 mod print;

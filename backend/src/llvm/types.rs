@@ -114,6 +114,63 @@ impl<'ctx> Emit<'_, 'ctx> {
         }
     }
 
+    /// [`Emit::to_storage`] with an f16 NaN built from the f32's bits: its sign and top
+    /// payload bits, made quiet, as x86's `vcvtps2ph`, ARM's `fcvt` and the interpreter's
+    /// `half` give it. PTX's `cvt.rn.f16.f32` gives `0x7fff` for every NaN, which a load
+    /// and store of f16 NaNs (`join`, `where`, copies) must not change.
+    pub(crate) fn to_storage_keeping_nans(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        e: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let converted = self.to_storage(v, e)?;
+        if e != Elem::Scalar(DType::F16) {
+            return Ok(converted);
+        }
+        let (b, i32t) = (self.b, self.ctx.i32_type());
+        let v = v.into_float_value();
+        let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();
+        let sign = b.build_right_shift(bits, i32t.const_int(16, false), false, "")?;
+        let sign = b.build_and(sign, i32t.const_int(0x8000, false), "")?;
+        let payload = b.build_right_shift(bits, i32t.const_int(13, false), false, "")?;
+        let payload = b.build_and(payload, i32t.const_int(0x3ff, false), "")?;
+        let nan = b.build_or(sign, payload, "")?;
+        let nan = b.build_or(nan, i32t.const_int(0x7e00, false), "")?;
+        let nan = b.build_int_truncate(nan, self.ctx.i16_type(), "")?;
+        let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+        Ok(b.build_select(is_nan, nan, converted.into_int_value(), "")?)
+    }
+
+    /// [`Emit::decode_storage`] with an f16 NaN's sign and payload kept (shifted into the
+    /// f32's top payload bits, made quiet), as PTX's `cvt.f32.f16` does not promise.
+    pub(crate) fn decode_storage_keeping_nans(
+        &self,
+        v: BasicValueEnum<'ctx>,
+        e: Elem,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let converted = self.decode_storage(v, e)?;
+        if e != Elem::Scalar(DType::F16) {
+            return Ok(converted);
+        }
+        let (b, i32t) = (self.b, self.ctx.i32_type());
+        let h = b.build_int_z_extend(v.into_int_value(), i32t, "")?;
+        let magnitude = b.build_and(h, i32t.const_int(0x7fff, false), "")?;
+        let is_nan = b.build_int_compare(
+            IntPredicate::UGT,
+            magnitude,
+            i32t.const_int(0x7c00, false),
+            "",
+        )?;
+        let sign = b.build_and(h, i32t.const_int(0x8000, false), "")?;
+        let sign = b.build_left_shift(sign, i32t.const_int(16, false), "")?;
+        let payload = b.build_and(h, i32t.const_int(0x3ff, false), "")?;
+        let payload = b.build_left_shift(payload, i32t.const_int(13, false), "")?;
+        let nan = b.build_or(sign, payload, "")?;
+        let nan = b.build_or(nan, i32t.const_int(0x7fc0_0000, false), "")?;
+        let nan = b.build_bit_cast(nan, self.ctx.f32_type(), "")?;
+        Ok(b.build_select(is_nan, nan, converted, "")?)
+    }
+
     /// f32 → bf16 bits with round-to-nearest-even; NaN stays a quiet NaN.
     pub(crate) fn f32_to_bf16_bits(
         &self,

@@ -1,7 +1,7 @@
 //! Cache hints of loads and stores: Triton's `cache_modifier`, `eviction_policy` and
 //! `volatile`. They never change what a program computes; the targets honour what they
-//! have an equivalent for (PTX cache operators and eviction priorities, non-temporal
-//! accesses on the CPU, volatile accesses everywhere).
+//! have an equivalent for (PTX cache operators and eviction priorities on CUDA, volatile
+//! accesses everywhere).
 
 /// Triton's `cache_modifier`: PTX's cache operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -1236,7 +1236,7 @@ pub fn load(ptr: impl Into<PointerArg>, mask: impl OptOperand, other: impl OptOp
 /// `padding_option` (`"zero"`, `"nan"`; unset reads 0). `cache_modifier` (`.ca`, `.cg`,
 /// `.cv`), `eviction_policy` (`evict_first`, `evict_last`) and `volatile` are the load's
 /// cache hints ([`CacheHints`]: PTX cache operators and eviction priorities on CUDA,
-/// non-temporal loads on the CPU for streaming hints, volatile loads everywhere).
+/// volatile loads everywhere).
 #[allow(clippy::too_many_arguments)]
 #[track_caller]
 pub fn load_with(
@@ -1339,8 +1339,7 @@ pub fn store(ptr: impl Into<PointerArg>, value: impl IntoOperand, mask: impl Opt
 /// Triton's `store` with every keyword (what `#[kernel]` calls): through a block pointer,
 /// elements outside the `boundary_check` dims are not written. `cache_modifier` (`.wb`,
 /// `.cg`, `.cs`, `.wt`) and `eviction_policy` are the store's cache hints ([`CacheHints`]:
-/// PTX cache operators and eviction priorities on CUDA, non-temporal stores on the CPU for
-/// `.cs`, `.cg` and `evict_first`).
+/// PTX cache operators and eviction priorities on CUDA; plain vector stores on the CPU).
 #[track_caller]
 pub fn store_with(
     ptr: impl Into<PointerArg>,

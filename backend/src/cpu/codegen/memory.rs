@@ -206,24 +206,16 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Honours a load's or store's cache hints on the host: `volatile` makes the access
-    /// volatile; streaming hints on a store (`.cs`, `.cg`, `evict_first`) make it
-    /// non-temporal (`movnt` on x86, which bypasses the caches). A load gets no
-    /// non-temporal mark: x86 has no non-temporal load of ordinary memory (and LLVM 19's
-    /// x86 instruction selection crashed on folding such loads; `fuzz/cases`); `.ca`,
-    /// `.wb`, `.wt` and `evict_last` are what the CPU does anyway.
+    /// volatile. Streaming hints (`.cs`, `.cg`, `evict_first`) mark nothing: x86 has
+    /// non-temporal vector stores only at the vector's alignment (SSE4A's scalar `movntss`
+    /// aside), and LLVM's loop vectorizer leaves a loop of under-aligned non-temporal stores
+    /// scalar: such a mark made tutorial-style `.cs` store loops run one lane at a time
+    /// (`movntss` on AMD, a plain `vmovss` on the H100 machine's Xeon). Nor do loads: x86
+    /// has no non-temporal load of ordinary memory. `.ca`, `.wb`, `.wt` and `evict_last`
+    /// are what the CPU does anyway.
     fn cache_hints(&self, access: Option<InstructionValue<'ctx>>, hints: CacheHints) {
-        let Some(i) = access else {
-            return;
-        };
-        if hints.volatile {
+        if let (Some(i), true) = (access, hints.volatile) {
             let _ = i.set_volatile(true);
-        }
-        let store = i.get_opcode() == inkwell::values::InstructionOpcode::Store;
-        if store && hints.streaming() {
-            let one = self.ctx.i32_type().const_int(1, false);
-            let node = self.ctx.metadata_node(&[one.into()]);
-            let kind = self.ctx.get_kind_id("nontemporal");
-            let _ = i.set_metadata(node, kind);
         }
     }
 

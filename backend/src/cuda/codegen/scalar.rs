@@ -6,7 +6,7 @@
 //! `crate::llvm::math` (below 1 ulp over the whole range); in f32 (f16/bf16 compute in it),
 //! `log`, `log2`, `sin`, `cos` are `crate::llvm::math` too (below 1 ulp) and `exp` the CPU's
 //! polynomial, while `exp2` stays PTX `ex2.approx` (within 2 ulp, as libdevice's `exp2f`;
-//! the host's `exp2` in the emulator).
+//! the host's `exp2` in the emulator). A float `%` is `crate::llvm`'s exact `fmod`.
 
 use super::Gen;
 use crate::llvm::Result;
@@ -30,7 +30,8 @@ impl<'ctx> Gen<'ctx, '_> {
         self.emit().const_value(c, d)
     }
 
-    /// `a op b` for two lanes of dtype `d`.
+    /// `a op b` for two lanes of dtype `d`. A float `%` is `crate::llvm`'s exact `fmod`
+    /// (no libm here; NVPTX's own `frem` is `x - trunc(x / y) · y`), in the emulator too.
     pub(super) fn binary(
         &self,
         op: BinOp,
@@ -38,7 +39,14 @@ impl<'ctx> Gen<'ctx, '_> {
         a: BasicValueEnum<'ctx>,
         b: BasicValueEnum<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().binary(op, d, a, b)
+        let e = self.emit();
+        match (a, b) {
+            (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(y)) if op == BinOp::Rem => {
+                let r = e.exact_fmod(x, y)?;
+                e.round_to(r, d)
+            }
+            _ => e.binary(op, d, a, b),
+        }
     }
 
     /// PTX `ex2.approx.f32` (within 2 ulp over the whole range, as libdevice's `exp2f`); the

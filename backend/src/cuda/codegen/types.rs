@@ -34,22 +34,23 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// Converts a compute value to its memory form.
+    /// Converts a compute value to its memory form (an f16 NaN's bits kept: PTX's `cvt`
+    /// would make every one `0x7fff`).
     pub(super) fn to_storage(
         &self,
         v: BasicValueEnum<'ctx>,
         e: Elem,
     ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().to_storage(v, e)
+        self.emit().to_storage_keeping_nans(v, e)
     }
 
-    /// Converts a memory value to its compute form.
+    /// Converts a memory value to its compute form (an f16 NaN's bits kept).
     pub(super) fn decode_storage(
         &self,
         v: BasicValueEnum<'ctx>,
         e: Elem,
     ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().decode_storage(v, e)
+        self.emit().decode_storage_keeping_nans(v, e)
     }
 
     /// Rounds an f32 compute value to the precision of `d` (identity unless f16/bf16).
