@@ -207,8 +207,13 @@ fn zero_length_input_is_an_out_of_bounds_error_not_a_crash() {
     for device in checked_devices() {
         let e = add::launch_with(&device, 1, &options, &mut out, &x, &y, 8, 8).unwrap_err();
         let m = message(e);
+        // A GPU names its own copy of `x`, at a device address: an empty range either way.
+        let x_range = m
+            .split_once("`x` [")
+            .and_then(|(_, r)| r.split_once(')'))
+            .and_then(|(r, _)| r.split_once(", "));
         assert!(
-            m.contains("out-of-bounds load") && m.contains("`x` [0x4, 0x4)"),
+            m.contains("out-of-bounds load") && x_range.is_some_and(|(lo, hi)| lo == hi),
             "{device:?}: {m}"
         );
     }

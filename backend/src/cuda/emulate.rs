@@ -15,7 +15,8 @@
 //! Only the target hooks differ from the PTX build (see `codegen/sync.rs`): special
 //! registers are read from an `EmuThread` array, `bar.sync` and `shfl.sync` call back
 //! into this file, `mma` is computed here, and PTX `ex2.approx` (f32 `exp2`) is the host's
-//! `exp2`; every other math function is the same IR as on the GPU (`llvm::math`). Programs run one
+//! `exp2`; every other math function is the same IR as on the GPU (`llvm::math`), and f32 ↔
+//! f16 conversions give PTX's canonical NaN (`ptx_conversions`). Programs run one
 //! after another (one shared-memory buffer); it is slow and meant for tests.
 //!
 //! Cooperative Simd custom ops call `custom_op.h`'s thread helpers, which the host
@@ -330,7 +331,9 @@ impl Target for Emulator {
             bounds_check: self.0.bounds_check,
             eviction_priorities: false,
         };
-        Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
+        let shared = codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes;
+        super::ptx_conversions::model_ptx_conversions(ctx, module)?;
+        Ok(shared)
     }
 
     fn emit(

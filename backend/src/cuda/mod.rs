@@ -8,6 +8,7 @@ mod checked;
 mod codegen;
 pub(crate) mod emulate;
 mod launch;
+mod ptx_conversions;
 mod target;
 
 pub use crate::runtime::{unavailable_reason, CudaDevice, CudaTensor, DeviceTensor, Ptx, Stream};
