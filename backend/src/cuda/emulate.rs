@@ -331,9 +331,7 @@ impl Target for Emulator {
             bounds_check: self.0.bounds_check,
             eviction_priorities: false,
         };
-        let shared = codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes;
-        super::ptx_conversions::model_ptx_conversions(ctx, module)?;
-        Ok(shared)
+        Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
     }
 
     fn emit(
@@ -342,6 +340,9 @@ impl Target for Emulator {
         module: &Module<'_>,
         dumps: &Dumps<'_>,
     ) -> std::result::Result<Vec<u8>, String> {
+        // After the optimizations, which fold some conversion pairs away as they do for
+        // the GPU: what is left converts as PTX's `cvt` does.
+        super::ptx_conversions::model_ptx_conversions(module).map_err(|e| e.to_string())?;
         pipeline::compile::emit_object(machine, module, dumps)
     }
 

@@ -9,20 +9,19 @@ use tritium_dsl::ir::{DType, Elem};
 
 impl<'ctx> Emit<'_, 'ctx> {
     /// The bits of a compute value of dtype `from` read as dtype `to` of the same width:
-    /// through the storage forms (f16/bf16 compute in f32 but are stored as 16 bits), an
-    /// f16 NaN's bits kept whatever the target's conversions do with them.
+    /// through the storage forms (f16/bf16 compute in f32 but are stored as 16 bits).
     pub(crate) fn bitcast(
         &self,
         v: BasicValueEnum<'ctx>,
         from: DType,
         to: DType,
     ) -> Result<BasicValueEnum<'ctx>> {
-        let stored = self.to_storage_keeping_nans(v, Elem::Scalar(from))?;
+        let stored = self.to_storage(v, Elem::Scalar(from))?;
         let bits = self
             .b
             .build_bit_cast(stored, self.storage_ty(to), "")
             .expect("the verifier checked the widths");
-        self.decode_storage_keeping_nans(bits, Elem::Scalar(to))
+        self.decode_storage(bits, Elem::Scalar(to))
     }
 
     /// Converts a compute value of dtype `from` to dtype `to` (Rust `as` semantics).

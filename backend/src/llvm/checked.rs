@@ -203,6 +203,7 @@ impl<'ctx> Emit<'_, 'ctx> {
             ctx,
             b: &b,
             module: self.module,
+            half_nans: self.half_nans,
         };
         let [list, addr, size, write] = [0, 1, 2, 3].map(|k| {
             func.get_nth_param(k)

@@ -49,6 +49,7 @@ pub(crate) use counter::LoopCounter;
 pub(crate) use error::inject;
 pub(crate) use error::{CodegenError, Positioned, Result};
 pub(crate) use print::PrintSite;
+pub(crate) use types::HalfNans;
 
 /// Emits scalar semantics at the builder's position.
 pub(crate) struct Emit<'a, 'ctx> {
@@ -58,6 +59,8 @@ pub(crate) struct Emit<'a, 'ctx> {
     pub b: &'a Builder<'ctx>,
     /// The module intrinsics are declared in.
     pub module: &'a Module<'ctx>,
+    /// What the target's f32 ↔ f16 conversions do with NaNs.
+    pub half_nans: HalfNans,
 }
 
 impl<'ctx> Emit<'_, 'ctx> {

@@ -9,6 +9,17 @@ use inkwell::values::{BasicValueEnum, FloatValue};
 use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{DType, Elem};
 
+/// What a target's f32 ↔ f16 conversions (`fptrunc`, `fpext`) do with a NaN. The
+/// interpreter (the `half` crate) keeps its sign and top payload bits, made quiet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HalfNans {
+    /// As the interpreter: x86's `vcvtps2ph`/`vcvtph2ps`, ARM's `fcvt`.
+    Kept,
+    /// Replaced by a canonical NaN, as PTX's `cvt` does on an H100 (`0x7fffffff` from f16,
+    /// `0x7fff` with the sign from f32): the emitted code builds NaN bits itself.
+    Canonicalized,
+}
+
 impl<'ctx> Emit<'_, 'ctx> {
     /// The register form of `d`.
     pub(crate) fn compute_ty(&self, d: DType) -> BasicTypeEnum<'ctx> {
@@ -52,7 +63,11 @@ impl<'ctx> Emit<'_, 'ctx> {
                 .into()),
             Elem::Scalar(DType::F16) => {
                 let h = b.build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")?;
-                Ok(b.build_bit_cast(h, self.ctx.i16_type(), "")?)
+                let h = b.build_bit_cast(h, self.ctx.i16_type(), "")?;
+                match self.half_nans {
+                    HalfNans::Kept => Ok(h),
+                    HalfNans::Canonicalized => self.f16_nan_kept(v.into_float_value(), h),
+                }
             }
             Elem::Scalar(DType::BF16) => Ok(self.f32_to_bf16_bits(v.into_float_value())?.into()),
             Elem::Scalar(d) if d.fp8_format().is_some() => {
@@ -83,7 +98,11 @@ impl<'ctx> Emit<'_, 'ctx> {
                 let h = b
                     .build_bit_cast(v, self.ctx.f16_type(), "")?
                     .into_float_value();
-                Ok(b.build_float_ext(h, self.ctx.f32_type(), "")?.into())
+                let f = b.build_float_ext(h, self.ctx.f32_type(), "")?.into();
+                match self.half_nans {
+                    HalfNans::Kept => Ok(f),
+                    HalfNans::Canonicalized => self.f32_nan_kept(v.into_int_value(), f),
+                }
             }
             Elem::Scalar(DType::BF16) => {
                 let w = b.build_int_z_extend(v.into_int_value(), self.ctx.i32_type(), "")?;
@@ -114,21 +133,13 @@ impl<'ctx> Emit<'_, 'ctx> {
         }
     }
 
-    /// [`Emit::to_storage`] with an f16 NaN built from the f32's bits: its sign and top
-    /// payload bits, made quiet, as x86's `vcvtps2ph`, ARM's `fcvt` and the interpreter's
-    /// `half` give it. PTX's `cvt.rn.f16.f32` gives `0x7fff` for every NaN, which a load
-    /// and store of f16 NaNs (`join`, `where`, copies) must not change.
-    pub(crate) fn to_storage_keeping_nans(
+    /// `h`, the f16 bits of `v`, or for a NaN `v` its sign and top payload bits, quiet.
+    fn f16_nan_kept(
         &self,
-        v: BasicValueEnum<'ctx>,
-        e: Elem,
+        v: FloatValue<'ctx>,
+        h: BasicValueEnum<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
-        let converted = self.to_storage(v, e)?;
-        if e != Elem::Scalar(DType::F16) {
-            return Ok(converted);
-        }
         let (b, i32t) = (self.b, self.ctx.i32_type());
-        let v = v.into_float_value();
         let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();
         let sign = b.build_right_shift(bits, i32t.const_int(16, false), false, "")?;
         let sign = b.build_and(sign, i32t.const_int(0x8000, false), "")?;
@@ -138,22 +149,18 @@ impl<'ctx> Emit<'_, 'ctx> {
         let nan = b.build_or(nan, i32t.const_int(0x7e00, false), "")?;
         let nan = b.build_int_truncate(nan, self.ctx.i16_type(), "")?;
         let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
-        Ok(b.build_select(is_nan, nan, converted.into_int_value(), "")?)
+        Ok(b.build_select(is_nan, nan, h.into_int_value(), "")?)
     }
 
-    /// [`Emit::decode_storage`] with an f16 NaN's sign and payload kept (shifted into the
-    /// f32's top payload bits, made quiet), as PTX's `cvt.f32.f16` does not promise.
-    pub(crate) fn decode_storage_keeping_nans(
+    /// `f`, the f32 of the f16 bits `h`, or for a NaN `h` its sign and payload shifted into
+    /// the f32's top payload bits, quiet.
+    fn f32_nan_kept(
         &self,
-        v: BasicValueEnum<'ctx>,
-        e: Elem,
+        h: inkwell::values::IntValue<'ctx>,
+        f: BasicValueEnum<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
-        let converted = self.decode_storage(v, e)?;
-        if e != Elem::Scalar(DType::F16) {
-            return Ok(converted);
-        }
         let (b, i32t) = (self.b, self.ctx.i32_type());
-        let h = b.build_int_z_extend(v.into_int_value(), i32t, "")?;
+        let h = b.build_int_z_extend(h, i32t, "")?;
         let magnitude = b.build_and(h, i32t.const_int(0x7fff, false), "")?;
         let is_nan = b.build_int_compare(
             IntPredicate::UGT,
@@ -168,7 +175,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         let nan = b.build_or(sign, payload, "")?;
         let nan = b.build_or(nan, i32t.const_int(0x7fc0_0000, false), "")?;
         let nan = b.build_bit_cast(nan, self.ctx.f32_type(), "")?;
-        Ok(b.build_select(is_nan, nan, converted, "")?)
+        Ok(b.build_select(is_nan, nan, f, "")?)
     }
 
     /// f32 → bf16 bits with round-to-nearest-even; NaN stays a quiet NaN.

@@ -16,6 +16,7 @@ impl<'ctx> Gen<'ctx, '_> {
             ctx: self.ctx,
             b: self.b,
             module: self.module,
+            half_nans: crate::llvm::HalfNans::Kept,
         }
     }
 

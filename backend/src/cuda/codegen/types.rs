@@ -16,6 +16,7 @@ impl<'ctx> Gen<'ctx, '_> {
             ctx: self.ctx,
             b: self.b,
             module: self.module,
+            half_nans: crate::llvm::HalfNans::Canonicalized,
         }
     }
 
@@ -34,23 +35,22 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// Converts a compute value to its memory form (an f16 NaN's bits kept: PTX's `cvt`
-    /// would make every one `0x7fff`).
+    /// Converts a compute value to its memory form.
     pub(super) fn to_storage(
         &self,
         v: BasicValueEnum<'ctx>,
         e: Elem,
     ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().to_storage_keeping_nans(v, e)
+        self.emit().to_storage(v, e)
     }
 
-    /// Converts a memory value to its compute form (an f16 NaN's bits kept).
+    /// Converts a memory value to its compute form.
     pub(super) fn decode_storage(
         &self,
         v: BasicValueEnum<'ctx>,
         e: Elem,
     ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().decode_storage_keeping_nans(v, e)
+        self.emit().decode_storage(v, e)
     }
 
     /// Rounds an f32 compute value to the precision of `d` (identity unless f16/bf16).
