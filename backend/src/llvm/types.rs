@@ -62,6 +62,9 @@ impl<'ctx> Emit<'_, 'ctx> {
                 .build_int_z_extend(v.into_int_value(), self.ctx.i8_type(), "")?
                 .into()),
             Elem::Scalar(DType::F16) => {
+                if let Some(bits) = self.decoded_f16_bits(v) {
+                    return Ok(bits);
+                }
                 let h = b.build_float_trunc(v.into_float_value(), self.ctx.f16_type(), "")?;
                 let h = b.build_bit_cast(h, self.ctx.i16_type(), "")?;
                 match self.half_nans {
@@ -131,6 +134,31 @@ impl<'ctx> Emit<'_, 'ctx> {
             }
             _ => Ok(v),
         }
+    }
+
+    /// The f16 bits `v` was decoded from by [`Emit::f32_nan_kept`]'s select, so that
+    /// storing a loaded f16 (a copy, a `dot` operand staged in shared memory) moves its
+    /// bits instead of converting them twice: LLVM folds a bare `fptrunc (fpext h)` to `h`,
+    /// but not through the NaN selects, which cost a matmul tenfold `cvt`s and spills.
+    fn decoded_f16_bits(&self, v: BasicValueEnum<'ctx>) -> Option<BasicValueEnum<'ctx>> {
+        use inkwell::values::{BasicValue, InstructionOpcode as Op};
+        if self.half_nans != HalfNans::Canonicalized {
+            return None;
+        }
+        let operand = |i: inkwell::values::InstructionValue<'ctx>, k| {
+            i.get_operand(k).and_then(|o| o.value())
+        };
+        let select = v
+            .as_instruction_value()
+            .filter(|i| i.get_opcode() == Op::Select)?;
+        let ext = operand(select, 2)?
+            .as_instruction_value()
+            .filter(|i| i.get_opcode() == Op::FPExt)?;
+        let half = operand(ext, 0)?
+            .as_instruction_value()
+            .filter(|i| i.get_opcode() == Op::BitCast)?;
+        let bits = operand(half, 0)?;
+        (bits.get_type() == self.ctx.i16_type().into()).then_some(bits)
     }
 
     /// `h`, the f16 bits of `v`, or for a NaN `v` its sign and top payload bits, quiet.
