@@ -117,6 +117,24 @@ fn vector_add_loads_and_stores_four_floats_at_a_time() {
     assert!(text.contains("st.global.v4.f32"), "{text}");
 }
 
+/// Copies `x[..N]` reversed into `out`.
+#[tritium::kernel]
+fn reversed_copy<T: tritium::prelude::Element>(out: Ptr<T>, x: Ptr<T>, #[constexpr] N: usize) {
+    let i = arange(0, N);
+    store(out + i, load(x + (N as i32 - 1) - i));
+}
+
+/// A copied f16 moves as bits: the NaN-keeping conversions (PTX's `cvt` makes every NaN
+/// canonical) must not stand between a load and a store, as they did in matmul's staging
+/// of its operands (tenfold `cvt`s, more spills).
+#[rstest]
+fn copied_halves_are_not_converted(#[values(80, 90)] sm: u32) {
+    let f = reversed_copy::trace::<half::f16>(&Specialization::default(), 256).unwrap();
+    let text = ptx(&f, sm, 4);
+    assert!(!text.contains("cvt.f32.f16"), "{text}");
+    assert!(!text.contains("cvt.rn.f16.f32"), "{text}");
+}
+
 /// Checked mode: the check buffer is one more parameter, every access is compared with
 /// the buffers (unsigned 64-bit compares) and the first fault is claimed with a
 /// compare-exchange; chunks wholly in bounds are still one vector access.
