@@ -37,6 +37,35 @@ fn add_mul_div_cuda() {
     assert_eq!(out[2].to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
 }
 
+/// MindSpore's AOT GPU example, `add.cu`, as its tutorial calls it.
+#[test]
+fn the_gpu_example_adds() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipped the_gpu_example_adds: {reason}");
+        return;
+    }
+    let op = op("add.cu", "CustomAdd")
+        .infer_shape(|x| x[0].clone())
+        .infer_dtype(|x| x[0])
+        .checked(true)
+        .build()
+        .expect("nvcc compiles MindSpore's GPU example");
+    let x0 = ndarray::array![[0.0f32, 0.0], [1.0, 1.0]];
+    let x1 = ndarray::array![[2.0f32, 2.0], [3.0, 3.0]];
+    let out = op.call((&x0, &x1)).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), [2.0, 2.0, 4.0, 4.0]);
+}
+
+/// `add_mul_div.cu` in MindSpore's multi-output net, with its backward.
+#[test]
+fn add_mul_div_cuda_backward() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipped add_mul_div_cuda_backward: {reason}");
+        return;
+    }
+    super::grad::add_mul_div_net_and_its_gradients("add_mul_div.cu");
+}
+
 #[test]
 fn cuda_without_a_device_is_an_error() {
     if cuda_available() {

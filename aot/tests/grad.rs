@@ -47,7 +47,14 @@ fn square_of_square() {
 
 #[test]
 fn add_mul_div_combined() {
-    let amd = op("add_mul_div.cc", "CustomAddMulDiv")
+    add_mul_div_net_and_its_gradients("add_mul_div.cc");
+}
+
+/// MindSpore's `AOTMultiOutputNet` over `CustomAddMulDiv` from `source` (the host's `.cc` or
+/// the GPU's `.cu`): `(x + y + x·y) · x / y`, and its gradients through the operator's
+/// backward.
+pub(crate) fn add_mul_div_net_and_its_gradients(source: &str) {
+    let amd = op(source, "CustomAddMulDiv")
         .out_dtypes([DType::F32; 3])
         .backward(|x, _out, d| {
             // o0 = x + y, o1 = x * y, o2 = x / y
