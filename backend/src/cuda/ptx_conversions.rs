@@ -40,7 +40,8 @@ pub(crate) fn model_ptx_conversions(module: &Module<'_>) -> Result<(), CodegenEr
                     continue;
                 };
                 let narrowing = from_elem == f32 && to_elem == f16;
-                if !narrowing && !(from_elem == f16 && to_elem == f32) {
+                let widening = from_elem == f16 && to_elem == f32;
+                if !(narrowing || widening) {
                     continue;
                 }
                 b.position_before(&after);
