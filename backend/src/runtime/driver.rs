@@ -57,7 +57,28 @@ impl std::hash::Hash for CudaDevice {
 }
 
 pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
-    Error::Device(format!("{what}: {e}"))
+    Error::Device(format!("{what}: {e}{}", sticky_hint(e.0)))
+}
+
+/// What to add to an error the context keeps: after a kernel's illegal address (or another
+/// sticky fault) every later call of the process fails with it, however unrelated (a
+/// module load, an allocation), so the message says where to look instead.
+fn sticky_hint(code: sys::CUresult) -> &'static str {
+    use sys::CUresult::*;
+    match code {
+        CUDA_ERROR_ILLEGAL_ADDRESS
+        | CUDA_ERROR_MISALIGNED_ADDRESS
+        | CUDA_ERROR_HARDWARE_STACK_ERROR
+        | CUDA_ERROR_ILLEGAL_INSTRUCTION
+        | CUDA_ERROR_INVALID_ADDRESS_SPACE
+        | CUDA_ERROR_INVALID_PC
+        | CUDA_ERROR_LAUNCH_FAILED => {
+            " (a kernel faulted, maybe an earlier one: the CUDA context is now unusable in \
+             this process; rerun with TRITIUM_BOUNDS_CHECK=1 to name the access, or \
+             CUDA_LAUNCH_BLOCKING=1 to stop at the launch that faulted)"
+        }
+        _ => "",
+    }
 }
 
 /// Why no CUDA device can be used here, or `None` when the driver loads and has a device.
@@ -246,5 +267,21 @@ impl CudaDevice {
         });
         kernels.insert(key.to_string(), k.clone());
         Ok(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sticky_hint;
+    use cudarc::driver::sys::CUresult;
+
+    /// A faulted context fails every later call; the error says so and how to find the
+    /// kernel (on the H100, 120 tests failed at module loads and allocations after one).
+    /// (`DriverError`'s own text needs libcuda, so the hint is checked alone.)
+    #[test]
+    fn sticky_faults_say_where_to_look() {
+        let faulted = sticky_hint(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+        assert!(faulted.contains("TRITIUM_BOUNDS_CHECK=1"), "{faulted}");
+        assert_eq!(sticky_hint(CUresult::CUDA_ERROR_OUT_OF_MEMORY), "");
     }
 }
