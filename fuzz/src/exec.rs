@@ -1,9 +1,12 @@
-//! Running a case: the interpreter, the CPU, the CUDA emulator, and PTX generation.
+//! Running a case: the interpreter, the CPU, the CUDA emulator, PTX generation, and CUDA
+//! device 0 when the machine has a GPU.
 
 use crate::case::{Arg, Case};
 use std::path::PathBuf;
 use tritium_backend::cuda::{compile_ptx, run_emulated_with, CudaCompileOptions};
-use tritium_backend::{cpu, interp, Grid, KernelArgs, Memory, RawArg, RawBuffer};
+use tritium_backend::{
+    cpu, interp, Device, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, RawBuffer,
+};
 use tritium_dsl::ir::{Function, Op};
 
 /// Where a case runs.
@@ -17,6 +20,9 @@ pub enum Target {
     Emulator,
     /// PTX for this `sm_` (compiled, not run).
     Ptx(u32),
+    /// CUDA device 0: the PTX run on a GPU, buffers staged as a launch with host arrays
+    /// stages them (`device_print` lines go to the GPU's `printf`, not compared).
+    Gpu,
 }
 
 impl Target {
@@ -29,6 +35,15 @@ impl Target {
         Target::Ptx(90),
     ];
 
+    /// [`Target::ALL`], and [`Target::Gpu`] where CUDA device 0 opens.
+    pub fn available() -> Vec<Target> {
+        static GPU: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let gpu = *GPU.get_or_init(|| Device::cuda(0).is_ok());
+        let mut all = Target::ALL.to_vec();
+        all.extend(gpu.then_some(Target::Gpu));
+        all
+    }
+
     /// A short name for reports.
     pub fn name(self) -> String {
         match self {
@@ -36,6 +51,7 @@ impl Target {
             Target::Cpu => "cpu".into(),
             Target::Emulator => "emulator".into(),
             Target::Ptx(sm) => format!("ptx-sm{sm}"),
+            Target::Gpu => "gpu".into(),
         }
     }
 }
@@ -84,6 +100,16 @@ pub fn runs_checked(case: &Case) -> bool {
 
 /// Runs `case` on `target`; PTX targets give no buffers, only whether compilation worked.
 pub fn run(case: &Case, target: Target) -> Outcome {
+    run_on(case, target, None)
+}
+
+/// [`Target::Gpu`]'s launch path on `device` instead of CUDA device 0 (tests run it on the
+/// emulator, where no GPU is).
+pub fn run_gpu_path_on(case: &Case, device: &Device) -> Outcome {
+    run_on(case, Target::Gpu, Some(device))
+}
+
+fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
     let f = &case.function;
     let checked = runs_checked(case);
     if let Target::Ptx(sm) = target {
@@ -137,10 +163,33 @@ pub fn run(case: &Case, target: Target) -> Outcome {
             };
             run_emulated_with(f, grid, &args, &options)
         }
+        Target::Gpu => {
+            let mut args = KernelArgs::new();
+            args.args = raw.clone();
+            args.names = vec!["arg"; raw.len()];
+            // Each case is its own kernel: the launch caches compiled kernels by key.
+            let text = tritium_dsl::ir::print_function(f);
+            let key = KernelKey {
+                name: "fuzz",
+                constexprs: format!("case={:016x}", fingerprint(&text)),
+            };
+            let options = LaunchOptions {
+                num_warps: case.num_warps,
+                bounds_check: Some(checked),
+                cache_dir: Some(cache_dir()),
+                ..Default::default()
+            };
+            let trace = |_: &_| Ok(f.clone());
+            let device = match gpu {
+                Some(d) => d.clone(),
+                None => Device::cuda(0)?,
+            };
+            tritium_backend::launch(&device, grid, &options, key, args, &trace)
+        }
         Target::Ptx(_) => unreachable!("handled above"),
     };
     // Printed lines are compared too, sorted (the order between programs is not fixed).
-    let prints = has_op(&f.body, &|op| matches!(op, Op::Print { .. }));
+    let prints = target != Target::Gpu && has_op(&f.body, &|op| matches!(op, Op::Print { .. }));
     let (result, printed) = if prints {
         tritium_backend::capture_device_prints(launch)
     } else {
@@ -267,6 +316,13 @@ fn has_op(b: &tritium_dsl::ir::Block, is: &dyn Fn(&Op) -> bool) -> bool {
     b.insts
         .iter()
         .any(|i| is(&i.op) || i.op.regions().into_iter().any(|r| has_op(r, is)))
+}
+
+/// FNV-1a of `text`, a case's program: its kernel key on the GPU.
+fn fingerprint(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ fn main() {
     }
     if let Some(seed) = num("--shrink") {
         let case = generate(seed, &config);
-        let report = check(&case, &Target::ALL);
+        let report = check(&case, &Target::available());
         let Some(first) = report.mismatches.first().map(|m| m.target) else {
             println!("seed {seed} passes: {report:?}");
             return;
@@ -94,7 +94,7 @@ fn main() {
         };
         let small = tritium_fuzz::shrink::shrink(&case, &mut fails, 5_000);
         print!("{}", small.to_text());
-        eprintln!("{:?}", check(&small, &Target::ALL).mismatches);
+        eprintln!("{:?}", check(&small, &Target::available()).mismatches);
         return;
     }
     if let Some(path) = value("--pin") {
@@ -110,7 +110,7 @@ fn main() {
             eprintln!("{path}: {e}");
             std::process::exit(2)
         });
-        let report = check(&case, &Target::ALL);
+        let report = check(&case, &Target::available());
         println!("{report:#?}");
         std::process::exit(if report.ok() { 0 } else { 1 });
     }
@@ -173,7 +173,7 @@ fn worker(first: u64, programs: u64, deadline: Option<SystemTime>, config: &GenC
             .into_iter()
             .collect();
         let before = tritium_backend::pipeline::stats().phases;
-        let report = check(&case, &Target::ALL);
+        let report = check(&case, &Target::available());
         let phases = tritium_backend::pipeline::stats().phases.since(&before);
         if !report.ok() {
             for line in report.to_string().lines().filter(|l| !l.is_empty()) {
