@@ -167,28 +167,37 @@ fn fused_softmax(
         let dx = CudaTensor::from_ndarray(device, &x)?;
         let mut out = CudaTensor::<f32>::zeros(device, &[rows, cols])?;
         let block = cols.next_power_of_two();
-        // Triton's tutorial: more warps for longer rows.
-        let num_warps = match block {
+        // Triton's tutorial picks more warps for longer rows (4, 8 from 2048, 16 from
+        // 8192); each count from 1 up to one element per thread is timed, the tutorial's
+        // marked, so one run on a GPU shows which this code generator wants.
+        let tutorial = match block {
             b if b >= 8192 => 16,
             b if b >= 2048 => 8,
             _ => 4,
         };
-        let opts = LaunchOptions {
-            num_warps,
-            ..Default::default()
-        };
         let c = cols as i32;
-        let t = best_per_call(gpu, 5, 20, || {
-            softmax::launch_explicit(device, rows, &opts, &mut out, &dx, c, c, c, block).unwrap()
-        });
-        for (peer, key) in [("Triton 02", "triton"), ("torch.softmax", "torch")] {
-            peer_row(
-                peers,
-                &format!("softmax {rows}×{cols} f32 ({peer})"),
-                &format!("softmax.{cols}.{key}"),
-                t,
-                gbps(8 * rows * cols, t),
-            );
+        for num_warps in [1u32, 2, 4, 8, 16]
+            .into_iter()
+            .filter(|w| w * 32 <= block as u32)
+        {
+            let opts = LaunchOptions {
+                num_warps,
+                ..Default::default()
+            };
+            let t = best_per_call(gpu, 5, 20, || {
+                softmax::launch_explicit(device, rows, &opts, &mut out, &dx, c, c, c, block)
+                    .unwrap()
+            });
+            let mark = if num_warps == tutorial { "*" } else { "" };
+            for (peer, key) in [("Triton 02", "triton"), ("torch.softmax", "torch")] {
+                peer_row(
+                    peers,
+                    &format!("softmax {rows}×{cols} w={num_warps}{mark} ({peer})"),
+                    &format!("softmax.{cols}.{key}"),
+                    t,
+                    gbps(8 * rows * cols, t),
+                );
+            }
         }
     }
     Ok(())
