@@ -72,6 +72,10 @@ fn row(name: &str, t: Duration, base: Duration, rate: String) {
     );
 }
 
+fn tflops(flops: f64, t: Duration) -> String {
+    format!("{:.0} TF/s", flops / t.as_secs_f64() / 1e12)
+}
+
 fn gbps(bytes: usize, t: Duration) -> String {
     format!("{:.0} GB/s", bytes as f64 / t.as_secs_f64() / 1e9)
 }
@@ -220,7 +224,6 @@ fn f16_matmul(
     let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
     let dref = CudaTensor::<f16>::zeros(device, &[m, n])?;
     let flops = 2.0 * (m * n * k) as f64;
-    let tflops = |t: Duration| format!("{:.0} TF/s", flops / t.as_secs_f64() / 1e12);
 
     // SAFETY: only looks for the library.
     if !unsafe { cublas_sys::is_culib_present() } {
@@ -285,13 +288,13 @@ fn f16_matmul(
             continue;
         }
         let t = best_per_call(gpu, 3, 5, || launch().unwrap());
-        row(&name, t, t_cublas, tflops(t));
+        row(&name, t, t_cublas, tflops(flops, t));
         peer_row(
             peers,
             &format!("matmul f16 4096³ {bm}×{bn}×{bk} w={warps} (Triton 03)"),
             "matmul.triton",
             t,
-            tflops(t),
+            tflops(flops, t),
         );
         let got = dc.to_ndarray()?;
         let worst = got
@@ -312,7 +315,7 @@ fn f16_matmul(
         "",
         us(t_cublas),
         "",
-        tflops(t_cublas)
+        tflops(flops, t_cublas)
     );
     // SAFETY: the handle was created above and is no longer used.
     unsafe { cublas::destroy_handle(handle) }.ok();
@@ -343,7 +346,6 @@ fn fused_attention(
         let scale = (d as f32).powf(-0.5);
         for causal in [false, true] {
             let flops = 4.0 * (z * h * n * n * d) as f64 * if causal { 0.5 } else { 1.0 };
-            let tflops = |t: Duration| format!("{:.0} TF/s", flops / t.as_secs_f64() / 1e12);
             for (bm, bn, warps) in [(64, 64, 4), (128, 64, 8), (128, 32, 4)] {
                 let opts = LaunchOptions {
                     num_warps: warps,
@@ -363,7 +365,13 @@ fn fused_attention(
                     continue;
                 }
                 let t = best_per_call(gpu, 3, 5, || launch().unwrap());
-                peer_row(peers, &name, &format!("attention.{d}.{kind}"), t, tflops(t));
+                peer_row(
+                    peers,
+                    &name,
+                    &format!("attention.{d}.{kind}"),
+                    t,
+                    tflops(flops, t),
+                );
             }
         }
     }

@@ -311,8 +311,8 @@ impl Staging {
         if memory != Memory::Host {
             return ptr as u64;
         }
-        let spans: Vec<(usize, usize)> = self.regions.iter().map(|r| (r.lo, r.hi)).collect();
-        match region_of(&spans, ptr).map(|i| &self.regions[i]) {
+        let spans = self.regions.iter().map(|r| (r.lo, r.hi));
+        match region_of(spans, ptr).map(|i| &self.regions[i]) {
             Some(r) => r.base.wrapping_add((ptr - r.lo) as u64),
             None => 0,
         }
@@ -338,9 +338,9 @@ impl Staging {
 /// span holding its first byte, else one that ends (or is empty) at `ptr`, where a
 /// zero-length buffer may lie. An empty span holds no other pointer: taking it for every
 /// address above it sent the other arguments' device addresses gigabytes past their copies.
-fn region_of(spans: &[(usize, usize)], ptr: usize) -> Option<usize> {
-    (spans.iter().position(|&(lo, hi)| lo <= ptr && ptr < hi))
-        .or_else(|| spans.iter().position(|&(lo, hi)| lo <= ptr && ptr <= hi))
+fn region_of(spans: impl Iterator<Item = (usize, usize)> + Clone, ptr: usize) -> Option<usize> {
+    (spans.clone().position(|(lo, hi)| lo <= ptr && ptr < hi))
+        .or_else(|| spans.clone().position(|(lo, hi)| lo <= ptr && ptr <= hi))
 }
 
 #[cfg(test)]
@@ -360,7 +360,7 @@ mod tests {
             (0x3000, None),
         ];
         for (ptr, want) in cases {
-            assert_eq!(region_of(&spans, ptr), want, "pointer {ptr:#x}");
+            assert_eq!(region_of(spans.into_iter(), ptr), want, "pointer {ptr:#x}");
         }
     }
 }
