@@ -12,6 +12,7 @@ mod custom_in_place;
 mod custom_ops;
 mod device_assert;
 mod device_print;
+mod dot_edges;
 mod fp8;
 mod hints;
 mod kernels_attention;

@@ -154,6 +154,8 @@ struct Gen {
     outputs: Vec<(Buffer, bool)>,
     /// The input of [`Gen::k_loop`], when the program has one.
     k_input: Option<usize>,
+    /// The input of a `dot` at the edges of the matrices (see `edge_dot`), if any.
+    edge_input: Option<usize>,
     /// Where [`Gen::observe`] stores loaded tiles: an `i64` and an `f64` output that no
     /// other statement writes, and how many elements of each program's region are used.
     observations: Vec<(Buffer, usize)>,
@@ -195,6 +197,7 @@ impl Gen {
             outputs: Vec::new(),
             observations: Vec::new(),
             k_input: None,
+            edge_input: None,
             atomics: Vec::new(),
             shared: None,
             shared_op: AtomicOp::Add,
@@ -630,7 +633,8 @@ impl Gen {
         // widened tile equal along its own last axis that varies along the pointer tile's).
         // The line is then no run, and the CPU must notice. Its 256 elements take a whole
         // input: the lines are `pid % 1 = 0` apart.
-        let wrapped = len >= 256 && self.rng.chance(0.5);
+        // Only tiles `observe` can store (a wide `dot` operand cannot be).
+        let wrapped = len >= 256 && numel <= REGION && self.rng.chance(0.5);
         let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
         let ld = if wrapped {
             let one = self.int_const(DType::I32, &[], 1);
@@ -709,6 +713,87 @@ impl Gen {
             );
         }
         self.splat_to(line, shape)
+    }
+
+    /// A bound of a box along an axis of `len` lanes: mostly partial and not empty (edge
+    /// blocks), else anything in `0..=len`.
+    fn box_bound(&mut self, len: usize) -> usize {
+        match len > 1 && self.rng.chance(0.7) {
+            true => self.rng.range(1, len as i64 - 1) as usize,
+            false => self.rng.range(0, len as i64) as usize,
+        }
+    }
+
+    /// A load of a `rows × cols` matrix from an input, lines `cols` apart, under a box
+    /// mask `(i[:, None] < r) & (j[None, :] < c)` (tutorial 03's edge tiles; `[r, c]` is
+    /// `bounds`, narrowed to what the input holds) with `other` often +0. Sometimes the
+    /// mask's row index is `i + e1 + e2` with extreme constants that cancel modulo 2^32:
+    /// the same box, which the CPU must not take as one from the exact sum.
+    fn box_load(&mut self, d: DType, shape: &[usize], need: Need, bounds: [usize; 2]) -> Value {
+        let ok = self.inputs_for(d, need);
+        let Some(&input) = (!ok.is_empty()).then(|| self.rng.pick(&ok)) else {
+            return self.elementwise(d, shape, need);
+        };
+        let (ptr, len) = (self.inputs[input].ptr, self.inputs[input].len);
+        let [rows, cols] = shape[..] else {
+            unreachable!("a matrix")
+        };
+        let c = bounds[1].min(len);
+        let r = match c {
+            0 => bounds[0],
+            _ => bounds[0].min((len - c) / cols + 1),
+        };
+        // The last lane in the box is `(r - 1)·cols + c - 1` past the start.
+        let span = if r == 0 || c == 0 {
+            0
+        } else {
+            (r - 1) * cols + c
+        };
+        let at = self.rng.below(len - span + 1);
+        let i = self.lane_offsets_ordered(&[rows, 1], AxisOrder::RowMajor);
+        let mut i_mask = i;
+        if self.rng.chance(0.2) {
+            let (e1, e2) = *self
+                .rng
+                .pick(&[(i32::MIN, i32::MIN), (i32::MAX, -i32::MAX)]);
+            for e in [e1, e2] {
+                let e = self.int_const(DType::I32, &[rows, 1], e as i128);
+                i_mask = self.binary(BinOp::Add, i_mask, e);
+            }
+        }
+        let j = self.lane_offsets_ordered(&[1, cols], AxisOrder::RowMajor);
+        let ld = self.int_const(DType::I32, &[rows, 1], cols as i128);
+        let line = self.binary(BinOp::Mul, i, ld);
+        let start = self.int_const(DType::I32, &[rows, 1], at as i128);
+        let line = self.binary(BinOp::Add, line, start);
+        let line = self.splat_to(line, shape);
+        let lanes = self.splat_to(j, shape);
+        let off = self.binary(BinOp::Add, line, lanes);
+        let ptrs = self.pointers(ptr, off);
+        let rb = self.int_const(DType::I32, &[], r as i128);
+        let rb = self.splat_to(rb, &[rows, 1]);
+        let in_rows = self.cmp(CmpPred::Lt, i_mask, rb);
+        let cb = self.int_const(DType::I32, &[], c as i128);
+        let cb = self.splat_to(cb, &[1, cols]);
+        let in_cols = self.cmp(CmpPred::Lt, j, cb);
+        let in_rows = self.splat_to(in_rows, shape);
+        let in_cols = self.splat_to(in_cols, shape);
+        let mask = self.binary(BinOp::And, in_rows, in_cols);
+        let other = match self.rng.weighted(&[4, 4, 2]) {
+            0 => None,
+            1 => Some(self.int_const(d, shape, 0)),
+            _ => Some(self.value(d, shape, need)),
+        };
+        let hints = self.cache_hints(true);
+        self.push1(
+            Op::Load {
+                ptr: ptrs,
+                mask: Some(mask),
+                other,
+                hints,
+            },
+            Self::tile(d, shape),
+        )
     }
 
     /// Offsets into `0..len` of `shape` (i32), with a mask when some lanes are off.
@@ -1290,7 +1375,10 @@ impl Gen {
         // operands this big are mostly broadcasts, the same in every column).
         let size = d.size_bytes();
         let wide = matches!(nn, 16 | 32) && size >= 4 && self.rng.chance(0.35);
-        let direct = wide || self.rng.chance(0.3);
+        // Now and then both operands at the edges of tutorial 03's matrices (below), with
+        // columns the CPU's micro-kernel takes (a multiple of its vector width).
+        let boxed = !wide && nn % 8 == 0 && self.rng.chance(0.4);
+        let direct = wide || boxed || self.rng.chance(0.3);
         let k = match direct {
             _ if wide => WIDE_B_BYTES / (nn * size),
             true => *self.rng.pick(&[8, 16, 32]),
@@ -1345,6 +1433,25 @@ impl Gen {
                 false => operand(g, shape, need),
             }
         };
+        // Box masks whose K bounds often agree: the CPU copies the box's rows and runs the
+        // K loop only as far as either operand is not the masked-off +0.
+        if boxed {
+            let kk = self.box_bound(k);
+            let kb = match self.rng.chance(0.7) {
+                true => kk,
+                false => self.box_bound(k),
+            };
+            let rows = self.box_bound(mm);
+            let cols = self.box_bound(nn);
+            let a = self.box_load(from, &[mm, k], in_need, [rows, kk]);
+            let b = self.box_load(from, &[k, nn], in_need, [kb, cols]);
+            // From -0, which only the K steps a shortened loop skips turn into +0.
+            let acc = match d.is_float() && self.rng.chance(0.3) {
+                true => self.constant(d, shape, Const::Float(-0.0)),
+                false => self.value(d, shape, acc_need),
+            };
+            return self.push1(Op::Dot { a, b, acc }, Self::tile(d, shape));
+        }
         let (a, b, acc) = if d.is_float() && !need.exact && self.rng.chance(0.5) {
             // Non-negative floats of any size: compared within `info::sum_ulps`.
             let a = operand(self, &[mm, k], Need::EXACT);
@@ -1439,6 +1546,57 @@ impl Gen {
         self.visible.last_mut().expect("a scope").truncate(visible);
     }
 
+    /// Tutorial 03's edge tiles: `dot(a, b, acc)` of an `mm × k` and a `k × nn` tile loaded
+    /// from `input` under box masks (`box_load`) whose K bounds mostly agree, with `acc`
+    /// often -0 (the CPU copies the boxes' rows and runs only the K steps where either
+    /// operand is not the masked-off +0, which turn -0 into +0); the result observed.
+    fn edge_dot(&mut self, input: usize) {
+        let from = self.inputs[input].dtype;
+        let d = match from {
+            DType::I32 => DType::I32,
+            _ => DType::F32,
+        };
+        // Sometimes a `b` the CPU packs in panels (see `dot_into`), with a small `a`.
+        let (mm, k, nn) = match self.rng.chance(0.3) {
+            true => (*self.rng.pick(&[1, 2, 3]), WIDE_B_BYTES / (128 * 4), 128),
+            false => (
+                *self.rng.pick(&[1, 2, 3, 6, 8, 13]),
+                *self.rng.pick(&[1, 8, 16, 32]),
+                *self.rng.pick(&[16, 32, 48]),
+            ),
+        };
+        // Integers up to 16: products up to 256, sums of 32 of them exact in f32.
+        let need = Need {
+            exact: true,
+            bound: d.is_float().then_some(16.0),
+        };
+        // No K step at all now and then: the whole loop skipped.
+        let kk = match self.rng.chance(0.3) {
+            true => 0,
+            false => self.box_bound(k),
+        };
+        let kb = match self.rng.chance(0.7) {
+            true => kk,
+            false => self.box_bound(k),
+        };
+        let rows = self.box_bound(mm);
+        let cols = self.box_bound(nn);
+        let a = self.box_load(from, &[mm, k], need, [rows, kk]);
+        let b = self.box_load(from, &[k, nn], need, [kb, cols]);
+        let acc = match d.is_float() && self.rng.chance(0.5) {
+            true => self.constant(d, &[mm, nn], Const::Float(-0.0)),
+            false => self.value(d, &[mm, nn], need),
+        };
+        let result = self.push1(Op::Dot { a, b, acc }, Self::tile(d, &[mm, nn]));
+        self.observe(result);
+        // Its bits too: a float observation buffer that holds any approximate value is
+        // compared within ulps, where -0 equals +0.
+        if d == DType::F32 {
+            let bits = self.push1(Op::Bitcast(result), Self::tile(DType::I32, &[mm, nn]));
+            self.observe(bits);
+        }
+    }
+
     /// `for iv in lo..hi` by `step` (i32 constants) carrying `init` (assumed to keep its
     /// info), the body's value built by `body` from the counter and the carried value;
     /// the loop's result.
@@ -1525,6 +1683,14 @@ impl Gen {
                 .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]);
             let bound = d.is_float().then_some(16.0);
             self.k_input = Some(self.add_input(d, 256, bound));
+        }
+        // The input of a `dot` of box-masked tiles (see `edge_dot`), now and then.
+        if self.rng.chance(0.3) {
+            let d = *self
+                .rng
+                .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]);
+            let bound = d.is_float().then_some(16.0);
+            self.edge_input = Some(self.add_input(d, 2048, bound));
         }
         for _ in 0..self.rng.range(1, 3) {
             let d = self.random_dtype();
@@ -1644,7 +1810,11 @@ impl Gen {
             self.k_loop(input);
         }
         let n = self.config.statements;
-        self.statements(n);
+        self.statements(n / 2);
+        if let Some(input) = self.edge_input {
+            self.edge_dot(input);
+        }
+        self.statements(n - n / 2);
         for k in 0..self.outputs.len() {
             self.store_output(k);
         }

@@ -9,10 +9,12 @@
 //! - `entry(ptr args, ptr ranges, ptr scratch, ptr err, i64 start, i64 end, i64 nx, i64 ny, i64 nz)`
 //!   which unpacks 8-byte argument slots and runs programs `start..end` in order.
 
+mod box_mask;
 mod control;
 mod custom;
 mod debug;
 mod dot;
+mod edge_copy;
 mod lanes;
 mod mask;
 mod memory;

@@ -12,6 +12,7 @@
 //! Narrow tiles keep rows: 64 f32 columns put 4 rows in a set, and attention with a head
 //! dimension of 64 ran 2–15% slower with panels.
 
+use super::edge_copy::EdgeLoad;
 use super::{Gen, Lv};
 use crate::llvm::Result;
 use inkwell::types::BasicTypeEnum;
@@ -65,7 +66,7 @@ impl Packing {
 
     /// The address of element `(row, panel·width + within)` of a [`Packing::Panels`]
     /// operand.
-    fn panel_elem<'ctx>(
+    pub(super) fn panel_elem<'ctx>(
         self,
         g: &Gen<'ctx, '_>,
         buf: PointerValue<'ctx>,
@@ -85,24 +86,16 @@ impl Packing {
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `v` as a buffer of dtype `d` (compute form, which is the storage form) laid out as
-    /// `packing` says; a tile already in a row-major buffer of that dtype is used as is.
+    /// `packing`; a tile already in a row-major buffer of that dtype is used as is. The
+    /// all-true copy is kept in `cache` across programs (see `panel_cache`), a partial box
+    /// of the load `edge` is copied by rows (see `edge_copy`).
     pub(super) fn packed(
         &mut self,
         v: Value,
         d: DType,
         packing: Packing,
-    ) -> Result<PointerValue<'ctx>> {
-        self.packed_cached(v, d, packing, None)
-    }
-
-    /// [`packed`](Self::packed), the all-true copy kept in `cache` across programs (see
-    /// `panel_cache`).
-    pub(super) fn packed_cached(
-        &mut self,
-        v: Value,
-        d: DType,
-        packing: Packing,
         cache: Option<&super::panel_cache::PanelCache<'ctx>>,
+        edge: Option<&EdgeLoad<'ctx>>,
     ) -> Result<PointerValue<'ctx>> {
         let vt = self.ty(v).clone();
         if let (Some(Lv::Buf(p)), Packing::Rows { .. }) = (self.lv.get(&v), packing) {
@@ -152,24 +145,38 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             lane_copy(g, to)
         };
-        let Some(cache) = cache else {
+        if cache.is_none() && edge.is_none() {
             self.versioned(mask, (&[v], &[]), &mut |g| copy_into(g, buf))?;
             return Ok(buf);
-        };
+        }
         // Where this program's copy went: the cache's slot or `buf`.
-        let at = self.entry_alloca(self.ctx.ptr_type(Default::default()).into())?;
-        self.versioned(mask, (&[v], &[]), &mut |g| {
-            let to = match g.may_use(cache) {
-                true => g.cached_copy(cache, buf, &mut copy_into)?,
-                false => {
-                    copy_into(g, buf)?;
-                    buf
-                }
-            };
-            g.b.build_store(at, to)?;
-            Ok(())
-        })?;
         let ptr_t = self.ctx.ptr_type(Default::default());
+        let at = self.entry_alloca(ptr_t.into())?;
+        let mut general = |g: &mut Self| {
+            g.versioned(mask, (&[v], &[]), &mut |g| {
+                let to = match cache.filter(|c| g.may_use(c)) {
+                    Some(cache) => g.cached_copy(cache, buf, &mut copy_into)?,
+                    None => {
+                        copy_into(g, buf)?;
+                        buf
+                    }
+                };
+                g.b.build_store(at, to)?;
+                Ok(())
+            })
+        };
+        match edge {
+            Some(e) => {
+                let partial_box = self.edge_copy_applies(e)?;
+                let mut by_rows = |g: &mut Self| {
+                    g.edge_copy(e, d, packing, buf)?;
+                    g.b.build_store(at, buf)?;
+                    Ok(())
+                };
+                self.when_else(partial_box, &mut by_rows, &mut general)?;
+            }
+            None => general(self)?,
+        }
         Ok(self.b.build_load(ptr_t, at, "packed")?.into_pointer_value())
     }
 }

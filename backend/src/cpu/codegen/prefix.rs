@@ -16,6 +16,7 @@
 //! `p = clamp(n - c, 0, B)` in i64, and 0 when `c < i32::MIN`: a lane below `p` then has
 //! `i32::MIN <= c <= i + c < n <= i32::MAX` exactly, so its i32 compare is true.
 
+use super::box_mask::long_axis_len;
 use super::custom::Direct;
 use super::{Gen, LoopUnroll};
 use crate::llvm::{Positioned, Result};
@@ -184,34 +185,48 @@ impl<'ctx> Gen<'ctx, '_> {
             return Ok(false);
         };
         let zero = self.i64c(0);
-        self.range_loop(zero, split.p, LoopUnroll::Free, &mut |g, i| {
-            g.in_prefix_at(&split, i, |g| body(g, &[i]))
-        })?;
+        self.range_loop(
+            "prefix.loop",
+            zero,
+            split.p,
+            LoopUnroll::Free,
+            &mut |g, i| g.in_prefix_at(&split, i, |g| body(g, &[i])),
+        )?;
         // The lanes past the prefix (masked off unless the index wraps) do no work worth
         // more than one vector per iteration of code; where they cannot wrap, the mask is
         // known false there (a masked store vanishes, a masked load is its `other`).
         let end = self.i64c(len as u64);
-        self.range_loop(split.p, end, LoopUnroll::SingleCopy, &mut |g, i| {
-            if split.false_past_p {
-                g.past_prefix_at(&split, i, |g| body(g, &[i]))
-            } else {
-                body(g, &[i])
-            }
-        })?;
+        self.range_loop(
+            "prefix.past",
+            split.p,
+            end,
+            LoopUnroll::SingleCopy,
+            &mut |g, i| {
+                if split.false_past_p {
+                    g.past_prefix_at(&split, i, |g| body(g, &[i]))
+                } else {
+                    body(g, &[i])
+                }
+            },
+        )?;
         Ok(true)
     }
 
-    /// A loop `i = lo..hi` (i64, none when `lo >= hi`) marked `unroll`.
-    fn range_loop(
+    /// A loop `i = lo..hi` (i64, none when `lo >= hi`) marked `unroll`, its blocks named
+    /// `name` (dumps show which loop is which).
+    pub(super) fn range_loop(
         &mut self,
+        name: &str,
         lo: IntValue<'ctx>,
         hi: IntValue<'ctx>,
         unroll: LoopUnroll,
         body: &mut dyn FnMut(&mut Self, IntValue<'ctx>) -> Result<()>,
     ) -> Result<()> {
         let pre = self.b.current_block()?;
-        let header = self.ctx.append_basic_block(self.func, "prefix.loop");
-        let exit = self.ctx.append_basic_block(self.func, "prefix.end");
+        let header = self.ctx.append_basic_block(self.func, name);
+        let exit = self
+            .ctx
+            .append_basic_block(self.func, &format!("{name}.end"));
         let any = self.b.build_int_compare(IntPredicate::SLT, lo, hi, "")?;
         self.b.build_conditional_branch(any, header, exit)?;
         self.b.position_at_end(header);
@@ -233,7 +248,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// and false otherwise (unless `i + c` wraps), when `m` compares `arange + c` with a
     /// uniform `n` in i32; with that `arange + c` and `c` (i64, exact).
     #[allow(clippy::type_complexity)]
-    fn true_prefix(
+    pub(super) fn true_prefix(
         &mut self,
         m: Value,
         len: usize,
@@ -286,16 +301,29 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `c` (i64, exact) when lane `i` of the rank-1 i32 tile `v` is `i + c` modulo 2^32 (an
-    /// arange plus uniform values, through reshapes, broadcasts and `* 1` of its shape).
+    /// arange plus uniform values, through reshapes, broadcasts and `* 1` of its shape), or
+    /// lane `i` along the one long axis of a tile of higher rank (an arange's `expand_dims`).
     fn index_offset(&mut self, v: Value) -> Result<Option<IntValue<'ctx>>> {
-        if self.ty(v).rank() != 1 || self.dtype_of(v) != DType::I32 {
+        if long_axis_len(&self.ty(v).shape).is_none() || self.dtype_of(v) != DType::I32 {
             return Ok(None);
         }
         Ok(match self.lazy_op(v).cloned() {
             Some(Op::Arange { start, .. }) => Some(self.i64c(start as u64)),
             Some(Op::Hint { x, .. }) => self.index_offset(x)?,
-            // The same lanes: a reshape or broadcast of a tile of the same shape, `x * 1`.
+            // `x[:, None]`: lane `(i, 0)` is lane `i` of `x`.
+            Some(Op::ExpandDims { x, .. })
+                if long_axis_len(&self.ty(x).shape) == long_axis_len(&self.ty(v).shape) =>
+            {
+                self.index_offset(x)?
+            }
+            // The same lanes: a reshape or broadcast of a tile of the same shape, a reshape
+            // between tiles with one long axis of the same length, `x * 1`.
             Some(Op::Reshape(x) | Op::Broadcast(x)) if self.ty(x).shape == self.ty(v).shape => {
+                self.index_offset(x)?
+            }
+            Some(Op::Reshape(x))
+                if long_axis_len(&self.ty(x).shape) == long_axis_len(&self.ty(v).shape) =>
+            {
                 self.index_offset(x)?
             }
             Some(Op::Binary(BinOp::Mul, x, y)) if self.is_one(y) => self.index_offset(x)?,
