@@ -715,6 +715,37 @@ impl Gen {
         self.splat_to(line, shape)
     }
 
+    /// `dot(a, b, acc)` of an `mm × k` and a `k × nn` tile of `from` loaded under box masks
+    /// (`box_load`) whose K bounds mostly agree and are now and then empty (the whole K
+    /// loop skipped), with `acc` of `d` (`needs`: the operands' and `acc`'s) often -0: the
+    /// CPU copies the boxes' rows and runs only the K steps where either operand is not
+    /// the masked-off +0, and the steps it skips turn -0 into +0.
+    fn box_dot(
+        &mut self,
+        from: DType,
+        d: DType,
+        [mm, k, nn]: [usize; 3],
+        (in_need, acc_need): (Need, Need),
+    ) -> Value {
+        let kk = match self.rng.chance(0.3) {
+            true => 0,
+            false => self.box_bound(k),
+        };
+        let kb = match self.rng.chance(0.7) {
+            true => kk,
+            false => self.box_bound(k),
+        };
+        let rows = self.box_bound(mm);
+        let cols = self.box_bound(nn);
+        let a = self.box_load(from, &[mm, k], in_need, [rows, kk]);
+        let b = self.box_load(from, &[k, nn], in_need, [kb, cols]);
+        let acc = match d.is_float() && self.rng.chance(0.5) {
+            true => self.constant(d, &[mm, nn], Const::Float(-0.0)),
+            false => self.value(d, &[mm, nn], acc_need),
+        };
+        self.push1(Op::Dot { a, b, acc }, Self::tile(d, &[mm, nn]))
+    }
+
     /// A bound of a box along an axis of `len` lanes: mostly partial and not empty (edge
     /// blocks), else anything in `0..=len`.
     fn box_bound(&mut self, len: usize) -> usize {
@@ -1433,24 +1464,8 @@ impl Gen {
                 false => operand(g, shape, need),
             }
         };
-        // Box masks whose K bounds often agree: the CPU copies the box's rows and runs the
-        // K loop only as far as either operand is not the masked-off +0.
         if boxed {
-            let kk = self.box_bound(k);
-            let kb = match self.rng.chance(0.7) {
-                true => kk,
-                false => self.box_bound(k),
-            };
-            let rows = self.box_bound(mm);
-            let cols = self.box_bound(nn);
-            let a = self.box_load(from, &[mm, k], in_need, [rows, kk]);
-            let b = self.box_load(from, &[k, nn], in_need, [kb, cols]);
-            // From -0, which only the K steps a shortened loop skips turn into +0.
-            let acc = match d.is_float() && self.rng.chance(0.3) {
-                true => self.constant(d, shape, Const::Float(-0.0)),
-                false => self.value(d, shape, acc_need),
-            };
-            return self.push1(Op::Dot { a, b, acc }, Self::tile(d, shape));
+            return self.box_dot(from, d, [mm, k, nn], (in_need, acc_need));
         }
         let (a, b, acc) = if d.is_float() && !need.exact && self.rng.chance(0.5) {
             // Non-negative floats of any size: compared within `info::sum_ulps`.
@@ -1546,10 +1561,8 @@ impl Gen {
         self.visible.last_mut().expect("a scope").truncate(visible);
     }
 
-    /// Tutorial 03's edge tiles: `dot(a, b, acc)` of an `mm × k` and a `k × nn` tile loaded
-    /// from `input` under box masks (`box_load`) whose K bounds mostly agree, with `acc`
-    /// often -0 (the CPU copies the boxes' rows and runs only the K steps where either
-    /// operand is not the masked-off +0, which turn -0 into +0); the result observed.
+    /// Tutorial 03's edge tiles: a [`box_dot`](Self::box_dot) of tiles loaded from `input`,
+    /// whose result is observed, and its bits too.
     fn edge_dot(&mut self, input: usize) {
         let from = self.inputs[input].dtype;
         let d = match from {
@@ -1570,24 +1583,7 @@ impl Gen {
             exact: true,
             bound: d.is_float().then_some(16.0),
         };
-        // No K step at all now and then: the whole loop skipped.
-        let kk = match self.rng.chance(0.3) {
-            true => 0,
-            false => self.box_bound(k),
-        };
-        let kb = match self.rng.chance(0.7) {
-            true => kk,
-            false => self.box_bound(k),
-        };
-        let rows = self.box_bound(mm);
-        let cols = self.box_bound(nn);
-        let a = self.box_load(from, &[mm, k], need, [rows, kk]);
-        let b = self.box_load(from, &[k, nn], need, [kb, cols]);
-        let acc = match d.is_float() && self.rng.chance(0.5) {
-            true => self.constant(d, &[mm, nn], Const::Float(-0.0)),
-            false => self.value(d, &[mm, nn], need),
-        };
-        let result = self.push1(Op::Dot { a, b, acc }, Self::tile(d, &[mm, nn]));
+        let result = self.box_dot(from, d, [mm, k, nn], (need, need));
         self.observe(result);
         // Its bits too: a float observation buffer that holds any approximate value is
         // compared within ulps, where -0 equals +0.

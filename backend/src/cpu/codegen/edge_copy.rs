@@ -14,6 +14,7 @@ use super::packing::Packing;
 use super::{Gen, LoopUnroll};
 use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::IntPredicate;
 use tritium_dsl::ir::{Const, DType, Elem, Op, Value};
 
 /// A masked load of a matrix whose mask is a box and whose rows are runs.
@@ -90,21 +91,13 @@ impl<'ctx> Gen<'ctx, '_> {
     /// Whether [`edge_copy`](Self::edge_copy) may run: the box is exact, the rows are runs,
     /// and the box is not the whole tile (the all-true copy's case).
     pub(super) fn edge_copy_applies(&mut self, e: &EdgeLoad<'ctx>) -> Result<IntValue<'ctx>> {
-        let bl = self.b;
         let runs = self.run_holds(&e.run)?;
-        let whole_rows = bl.build_int_compare(
-            inkwell::IntPredicate::EQ,
-            e.bounds.p[0],
-            self.i64c(e.rows as u64),
-            "",
-        )?;
-        let whole_cols = bl.build_int_compare(
-            inkwell::IntPredicate::EQ,
-            e.bounds.p[1],
-            self.i64c(e.cols as u64),
-            "",
-        )?;
-        let whole = bl.build_and(whole_rows, whole_cols, "")?;
+        let bl = self.b;
+        let mut whole = self.ctx.bool_type().const_all_ones();
+        for (p, len) in e.bounds.p.iter().zip([e.rows, e.cols]) {
+            let all = bl.build_int_compare(IntPredicate::EQ, *p, self.i64c(len as u64), "")?;
+            whole = bl.build_and(whole, all, "")?;
+        }
         let partial = bl.build_not(whole, "")?;
         let ok = bl.build_and(e.bounds.exact, runs, "")?;
         Ok(bl.build_and(ok, partial, "")?)
@@ -144,8 +137,7 @@ impl<'ctx> Gen<'ctx, '_> {
             })
         };
         self.range_loop("edge.rows", zero, rows, LoopUnroll::Never, &mut |g, r| {
-            let inside =
-                g.b.build_int_compare(inkwell::IntPredicate::SLT, r, p0, "")?;
+            let inside = g.b.build_int_compare(IntPredicate::SLT, r, p0, "")?;
             let first = g.lane(e.ptr, &[r, zero])?.into_pointer_value();
             // Past the box's rows, the whole row is `other`.
             let valid = g.b.build_select(inside, p1, zero, "")?.into_int_value();
