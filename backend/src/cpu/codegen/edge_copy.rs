@@ -5,8 +5,8 @@
 //! lane under the mask (masked loads of gathered addresses), 4% of matmul's time at 1000³,
 //! and a build that skipped them ran 5–6% faster. Where the box is exact and the tile's
 //! rows are runs, the copy takes the box's rows as runs of `p1` consecutive elements and
-//! writes the load's `other` everywhere else: plain vector loads and stores, like the
-//! all-true copy's.
+//! writes the load's `other` everywhere else (LLVM makes most of its loops `memcpy` and
+//! `memset`): 1000³ ran 1.8% faster (`bench_table -- matmul`, alternated).
 
 use super::box_mask::BoxMask;
 use super::custom::Direct;
