@@ -761,8 +761,7 @@ impl Gen {
     /// mask's row index is `i + e1 + e2` with extreme constants that cancel modulo 2^32:
     /// the same box, which the CPU must not take as one from the exact sum.
     fn box_load(&mut self, d: DType, shape: &[usize], need: Need, bounds: [usize; 2]) -> Value {
-        let ok = self.inputs_for(d, need);
-        let Some(&input) = (!ok.is_empty()).then(|| self.rng.pick(&ok)) else {
+        let Some(input) = self.random_input(d, need) else {
             return self.elementwise(d, shape, need);
         };
         let (ptr, len) = (self.inputs[input].ptr, self.inputs[input].len);
@@ -942,8 +941,7 @@ impl Gen {
 
     /// [`load_input`](Self::load_input); `run`: of one contiguous run of lanes.
     fn load_input_from(&mut self, d: DType, shape: &[usize], need: Need, run: bool) -> Value {
-        let ok = self.inputs_for(d, need);
-        let Some(&i) = (!ok.is_empty()).then(|| self.rng.pick(&ok)) else {
+        let Some(i) = self.random_input(d, need) else {
             return self.elementwise(d, shape, need);
         };
         let (ptr, len) = (self.inputs[i].ptr, self.inputs[i].len);
@@ -1036,6 +1034,12 @@ impl Gen {
                     })
             })
             .collect()
+    }
+
+    /// One of the inputs of `d` that meet `need`, at random; `None` when there is none.
+    fn random_input(&mut self, d: DType, need: Need) -> Option<usize> {
+        let ok = self.inputs_for(d, need);
+        (!ok.is_empty()).then(|| *self.rng.pick(&ok))
     }
 
     /// True when [`load_input_from`](Self::load_input_from) would load (not compute).
@@ -1674,19 +1678,11 @@ impl Gen {
         }
         // The input of a K loop (see `k_loop`), now and then.
         if self.rng.chance(0.3) {
-            let d = *self
-                .rng
-                .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]);
-            let bound = d.is_float().then_some(16.0);
-            self.k_input = Some(self.add_input(d, 256, bound));
+            self.k_input = Some(self.dot_input(256));
         }
         // The input of a `dot` of box-masked tiles (see `edge_dot`), now and then.
         if self.rng.chance(0.3) {
-            let d = *self
-                .rng
-                .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]);
-            let bound = d.is_float().then_some(16.0);
-            self.edge_input = Some(self.add_input(d, 2048, bound));
+            self.edge_input = Some(self.dot_input(2048));
         }
         for _ in 0..self.rng.range(1, 3) {
             let d = self.random_dtype();
@@ -1814,6 +1810,16 @@ impl Gen {
         for k in 0..self.outputs.len() {
             self.store_output(k);
         }
+    }
+
+    /// A new input of `len` elements for a statement's `dot`s (`k_loop`, `edge_dot`): f32,
+    /// f16, bf16 (integers up to 16, exact in any order of their sums) or i32.
+    fn dot_input(&mut self, len: usize) -> usize {
+        let d = *self
+            .rng
+            .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]);
+        let bound = d.is_float().then_some(16.0);
+        self.add_input(d, len, bound)
     }
 
     /// A new input parameter of `len` elements of `d` (floats: integers up to `bound`, when

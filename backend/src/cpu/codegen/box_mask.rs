@@ -74,9 +74,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let fits = bl.build_and(low, high, "")?;
                 boxed.exact = bl.build_and(boxed.exact, fits, "")?;
                 let at = offset + axis;
-                boxed.p[at] = self
-                    .intrinsic("llvm.smin", &[i64t.into()], &[boxed.p[at].into(), p.into()])?
-                    .into_int_value();
+                boxed.p[at] = self.smin64(boxed.p[at], p)?;
                 Ok(true)
             }
             _ => Ok(false),

@@ -22,7 +22,7 @@
 //! bf16, bool — and column counts that are not a multiple of the vector width) is an i-k-j
 //! loop nest through scratch buffers whose innermost loop LLVM vectorizes.
 
-use super::edge_copy::EdgeLoad;
+use super::edge_copy::{is_positive_zero, EdgeLoad};
 use super::packing::Packing;
 use super::reduce::holder;
 use super::{Gen, LoopUnroll, Lv};
@@ -30,7 +30,7 @@ use crate::llvm::{Positioned, Result};
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
-use tritium_dsl::ir::{Block, Const, DType, Elem, Inst, Op, Type, Value};
+use tritium_dsl::ir::{Block, DType, Elem, Inst, Op, Type, Value};
 
 /// Rows of `C` per micro-kernel block.
 const MR: usize = 6;
@@ -199,8 +199,7 @@ impl<'ctx> Gen<'ctx, '_> {
     fn is_zero_tile(&self, v: Value) -> bool {
         matches!(self.lv.get(&v), Some(Lv::Lazy))
             && self.defs.get(&v).is_some_and(|i| match i.op {
-                Op::Const(Const::Int(0)) => true,
-                Op::Const(Const::Float(f)) => f == 0.0 && f.is_sign_positive(),
+                Op::Const(c) => is_positive_zero(c),
                 _ => false,
             })
     }
@@ -356,14 +355,7 @@ impl<'ctx> Gen<'ctx, '_> {
         if !a.other_is_zero || !b.other_is_zero {
             return Ok(None);
         }
-        let i64t = self.ctx.i64_type();
-        let steps = self
-            .intrinsic(
-                "llvm.smax",
-                &[i64t.into()],
-                &[a.bounds.p[1].into(), b.bounds.p[0].into()],
-            )?
-            .into_int_value();
+        let steps = self.smax64(a.bounds.p[1], b.bounds.p[0])?;
         let exact = self.b.build_and(a.bounds.exact, b.bounds.exact, "")?;
         Ok(Some(
             self.b

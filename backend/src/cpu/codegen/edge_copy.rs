@@ -153,13 +153,7 @@ impl<'ctx> Gen<'ctx, '_> {
                         let q0 = g.b.build_int_mul(q, w, "")?;
                         // Columns of this panel in the box: `clamp(valid - q0, 0, width)`.
                         let left = g.b.build_int_sub(valid, q0, "")?;
-                        let i64t = g.ctx.i64_type();
-                        let left = g
-                            .intrinsic("llvm.smax", &[i64t.into()], &[left.into(), zero.into()])?
-                            .into_int_value();
-                        let left = g
-                            .intrinsic("llvm.smin", &[i64t.into()], &[left.into(), w.into()])?
-                            .into_int_value();
+                        let left = g.clamp_lanes(left, w)?;
                         let st = g.storage_ty(e.from);
                         // SAFETY (of the generated code): the run's lanes, `q0` elements on.
                         let panel_first = unsafe { g.b.build_gep(st, first, &[q0], "")? };
@@ -200,7 +194,7 @@ impl<'ctx> Gen<'ctx, '_> {
 }
 
 /// +0.0, or an integer 0.
-fn is_positive_zero(c: Const) -> bool {
+pub(super) fn is_positive_zero(c: Const) -> bool {
     match c {
         Const::Int(i) => i == 0,
         Const::Float(f) => f == 0.0 && f.is_sign_positive(),

@@ -17,6 +17,32 @@ impl<'ctx> Gen<'ctx, '_> {
         self.emit().intrinsic(name, overload, args)
     }
 
+    /// The signed minimum of two i64s.
+    pub(super) fn smin64(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
+        let i64t = self.ctx.i64_type().into();
+        Ok(self
+            .intrinsic("llvm.smin", &[i64t], &[a.into(), b.into()])?
+            .into_int_value())
+    }
+
+    /// The signed maximum of two i64s.
+    pub(super) fn smax64(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
+        let i64t = self.ctx.i64_type().into();
+        Ok(self
+            .intrinsic("llvm.smax", &[i64t], &[a.into(), b.into()])?
+            .into_int_value())
+    }
+
+    /// The i64 `x` clamped to `0..=hi` (signed): a count of lanes.
+    pub(super) fn clamp_lanes(
+        &self,
+        x: IntValue<'ctx>,
+        hi: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let x = self.smax64(x, self.i64c(0))?;
+        self.smin64(x, hi)
+    }
+
     /// A constant of dtype `d` in compute form.
     pub(super) fn const_value(&self, c: Const, d: DType) -> BasicValueEnum<'ctx> {
         self.emit().const_value(c, d)

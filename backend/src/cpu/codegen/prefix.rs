@@ -278,21 +278,8 @@ impl<'ctx> Gen<'ctx, '_> {
         if inclusive {
             p = bl.build_int_add(p, self.i64c(1), "")?;
         }
+        let p = self.clamp_lanes(p, self.i64c(len as u64))?;
         let i64t = self.ctx.i64_type();
-        let p = self
-            .intrinsic(
-                "llvm.smax",
-                &[i64t.into()],
-                &[p.into(), self.i64c(0).into()],
-            )?
-            .into_int_value();
-        let p = self
-            .intrinsic(
-                "llvm.smin",
-                &[i64t.into()],
-                &[p.into(), self.i64c(len as u64).into()],
-            )?
-            .into_int_value();
         // Below i32::MIN the exact offset says nothing about the wrapped lanes: no prefix.
         let min = i64t.const_int(i32::MIN as i64 as u64, true);
         let fits = bl.build_int_compare(IntPredicate::SGE, c, min, "")?;
