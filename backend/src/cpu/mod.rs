@@ -44,6 +44,8 @@ pub struct Compiled {
     /// Checked code compares pointers made from integers with every buffer of the launch
     /// (`checked::buffer_list`, after the race recorder's word).
     buffer_list: bool,
+    /// What one program took in an earlier launch (see [`pool::run_grid`]).
+    per_program: pool::ProgramTime,
 }
 
 type MemKey = (KernelKey, Specialization, CompileOptions);
@@ -104,6 +106,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         written,
         race_check: options.race_check,
         buffer_list,
+        per_program: pool::ProgramTime::default(),
     })
 }
 
@@ -216,6 +219,7 @@ impl Compiled {
             grid.programs(),
             nx,
             self.scratch_bytes,
+            &self.per_program,
             &move |start, end, scratch| {
                 // SAFETY: the entry function reads `slots` (one per parameter), `ranges` (the
                 // check words) and writes `fault` (FAULT_WORDS u64), all alive for this call; the

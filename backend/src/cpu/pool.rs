@@ -135,12 +135,42 @@ impl Shared {
 /// waking a worker costs about as much.
 const WAKE_WORTH: Duration = Duration::from_micros(20);
 
+/// What one program of a kernel took, measured by a launch that timed its first program
+/// or chunk (zero: never measured). A later launch that finds the rest of its grid worth
+/// waking helpers for wakes them at once instead of timing again: a helper woken only
+/// after the first program starts one program late, and with tutorial 03's few lines of
+/// programs per thread the launch then ends a program late (at 1000³ and 1024³, 28 and 22
+/// programs per thread, that was 5% of the matmul's time).
+#[derive(Debug, Default)]
+pub(crate) struct ProgramTime(AtomicU64);
+
+impl ProgramTime {
+    fn get(&self) -> Duration {
+        Duration::from_nanos(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Records `took` for `programs` programs (at least 1 ns each, so it counts as measured).
+    fn set_average(&self, took: Duration, programs: u64) {
+        let ns = took.as_nanos() / u128::from(programs.max(1));
+        self.0.store(
+            u64::try_from(ns).unwrap_or(u64::MAX).max(1),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// True when `programs` programs of `per_program` each are worth waking helpers for.
+fn worth_waking(per_program: Duration, programs: u64) -> bool {
+    per_program.saturating_mul(programs.min(u64::from(u32::MAX)) as u32) > WAKE_WORTH
+}
+
 /// Runs programs `0..total` as `run(start, end, scratch)` calls: the launching thread runs
 /// chunks itself from the start, and wakes helpers from the pool when the grid has few
 /// chunks, or when the rest of the grid (estimated from its first chunk, or its first
-/// program) is worth more than waking them. Helpers claim chunks from a shared counter, so
-/// a helper that starts late finds nothing to do and the launch never waits for a thread
-/// to wake. A panic in a program range reaches the caller after every other range is done.
+/// program, or from `per_program` as an earlier launch measured it) is worth more than
+/// waking them. Helpers claim chunks from a shared counter, so a helper that starts late
+/// finds nothing to do and the launch never waits for a thread to wake. A panic in a
+/// program range reaches the caller after every other range is done.
 ///
 /// Programs come in lines of `line` (the grid's first axis). When there are two lines or
 /// more per thread, a chunk is whole lines: a line's programs run one after another on one
@@ -151,6 +181,7 @@ pub(crate) fn run_grid(
     total: u64,
     line: u64,
     scratch_bytes: usize,
+    per_program: &ProgramTime,
     run: &(dyn Fn(u64, u64, *mut u8) + Sync),
 ) {
     let threads = pool().current_num_threads() as u64;
@@ -164,6 +195,10 @@ pub(crate) fn run_grid(
     // Many chunks per thread balance uneven programs and threads slowed by other work on
     // the machine, without per-program overhead.
     let chunks = lines.min(threads * 16);
+    let known = per_program.get();
+    // Helpers from the start: an earlier launch's programs say this grid is worth them.
+    let wake_now = !known.is_zero() && worth_waking(known, total);
+    let first_alone = in_lines && !wake_now;
     // SAFETY: only the lifetime is erased; see `Shared::run` for why no use outlives it.
     let erased: *const Runner = unsafe {
         std::mem::transmute::<&(dyn Fn(u64, u64, *mut u8) + Sync + '_), *const Runner>(run)
@@ -174,7 +209,7 @@ pub(crate) fn run_grid(
         chunks,
         lines,
         line,
-        skip: u64::from(in_lines),
+        skip: u64::from(first_alone),
         scratch_bytes,
         run: erased,
         panic: Mutex::new(None),
@@ -187,13 +222,15 @@ pub(crate) fn run_grid(
             pool().spawn(move || s.work(u64::MAX));
         }
     };
-    if in_lines {
+    if wake_now {
+        wake(chunks);
+    } else if first_alone {
         // The first program alone, timed: a whole first line would run before any helper.
         let first = Instant::now();
         with_scratch(scratch_bytes, |s| run(0, 1, s));
-        let per_program = first.elapsed();
-        let rest = (total - 1).min(u64::from(u32::MAX)) as u32;
-        if per_program.saturating_mul(rest) > WAKE_WORTH {
+        let took = first.elapsed();
+        per_program.set_average(took, 1);
+        if worth_waking(took, total - 1) {
             wake(chunks);
         }
     } else if chunks <= 2 * threads {
@@ -204,10 +241,10 @@ pub(crate) fn run_grid(
         // The first chunk, timed, tells whether the rest is worth waking threads for.
         let first = Instant::now();
         shared.work(1);
-        let per_chunk = first.elapsed();
-        let rest = chunks - 1;
-        if per_chunk.saturating_mul(rest.min(u64::from(u32::MAX)) as u32) > WAKE_WORTH {
-            wake(rest);
+        let took = first.elapsed();
+        per_program.set_average(took, total / chunks);
+        if worth_waking(took, chunks - 1) {
+            wake(chunks - 1);
         }
     }
     shared.work(u64::MAX);
@@ -231,9 +268,10 @@ pub(crate) fn run_grid(
 
 #[cfg(test)]
 mod tests {
-    use super::run_grid;
+    use super::{run_grid, ProgramTime};
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Mutex;
+    use std::time::Duration;
 
     /// Every program runs exactly once, whether the grid runs inline (cheap programs) or
     /// with helpers (slow ones), for grid sizes around the chunking's edges, in lines of
@@ -254,33 +292,67 @@ mod tests {
             (64, 2),
             (4096, 1024),
         ];
-        for slow in [false, true] {
+        // Timed by this launch, or known from an earlier one (helpers woken at once).
+        let known = ProgramTime::default();
+        known.set_average(Duration::from_millis(1), 1);
+        for (slow, before) in [(false, None), (true, None), (false, Some(&known))] {
             for (total, line) in grids {
                 let seen = Mutex::new(vec![0u8; total as usize]);
                 let in_lines = total / line >= 2 * super::pool_threads() as u64 && line > 1;
-                run_grid(total, line, 64, &|start, end, scratch| {
-                    assert!(!scratch.is_null() && (scratch as usize).is_multiple_of(64));
-                    if in_lines && start > 0 {
-                        assert!(
-                            end.is_multiple_of(line),
-                            "{start}..{end} in lines of {line}"
-                        );
-                    }
-                    if slow {
-                        std::thread::sleep(std::time::Duration::from_micros(50));
-                    }
-                    let mut s = seen.lock().unwrap();
-                    for p in start..end {
-                        s[p as usize] += 1;
-                    }
-                });
+                let fresh = ProgramTime::default();
+                run_grid(
+                    total,
+                    line,
+                    64,
+                    before.unwrap_or(&fresh),
+                    &|start, end, scratch| {
+                        assert!(!scratch.is_null() && (scratch as usize).is_multiple_of(64));
+                        if in_lines && start > 0 {
+                            assert!(
+                                end.is_multiple_of(line),
+                                "{start}..{end} in lines of {line}"
+                            );
+                        }
+                        if slow {
+                            std::thread::sleep(std::time::Duration::from_micros(50));
+                        }
+                        let mut s = seen.lock().unwrap();
+                        for p in start..end {
+                            s[p as usize] += 1;
+                        }
+                    },
+                );
                 let s = seen.into_inner().unwrap();
                 assert!(
                     s.iter().all(|&n| n == 1),
-                    "total {total}, line {line}, slow {slow}"
+                    "total {total}, line {line}, slow {slow}, known {before:?}"
                 );
             }
         }
+    }
+
+    /// A launch in lines runs its first program alone to time it, and records the time; a
+    /// later launch that knows it hands out whole lines from the start.
+    #[test]
+    fn a_known_program_time_skips_the_timed_first_program() {
+        let threads = super::pool_threads() as u64;
+        if threads < 2 {
+            return; // one thread runs the whole grid as one range
+        }
+        let (line, lines) = (4, 2 * threads);
+        let per_program = ProgramTime::default();
+        let mut first_ranges = Vec::new();
+        for _ in 0..2 {
+            let ranges = Mutex::new(Vec::new());
+            run_grid(line * lines, line, 0, &per_program, &|start, end, _| {
+                std::thread::sleep(Duration::from_micros(100));
+                ranges.lock().unwrap().push((start, end));
+            });
+            let ranges = ranges.into_inner().unwrap();
+            first_ranges.push(ranges.iter().copied().find(|r| r.0 == 0));
+            assert!(per_program.get() >= Duration::from_micros(100));
+        }
+        assert_eq!(first_ranges, [Some((0, 1)), Some((0, line))]);
     }
 
     /// A panicking program range reaches the caller after the other ranges ran, and the
@@ -289,7 +361,7 @@ mod tests {
     fn a_panic_reaches_the_caller_and_the_pool_survives() {
         let ran = AtomicU64::new(0);
         let r = std::panic::catch_unwind(|| {
-            run_grid(1000, 1, 0, &|start, end, _| {
+            run_grid(1000, 1, 0, &ProgramTime::default(), &|start, end, _| {
                 std::thread::sleep(std::time::Duration::from_micros(20));
                 ran.fetch_add(end - start, Ordering::Relaxed);
                 if (start..end).contains(&537) {
@@ -301,7 +373,7 @@ mod tests {
         assert_eq!(p.downcast_ref::<&str>(), Some(&"program 537"));
         assert_eq!(ran.load(Ordering::Relaxed), 1000, "every range ran");
         let again = AtomicU64::new(0);
-        run_grid(5000, 1, 0, &|start, end, _| {
+        run_grid(5000, 1, 0, &ProgramTime::default(), &|start, end, _| {
             again.fetch_add(end - start, Ordering::Relaxed);
         });
         assert_eq!(again.load(Ordering::Relaxed), 5000);
