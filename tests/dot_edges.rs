@@ -1,6 +1,7 @@
 //! `dot` operands loaded under box masks, as at the edges of tutorial 03's matrices: the CPU
 //! copies the box's rows as runs (codegen `edge_copy`) and runs the K loop only over the
-//! steps whose operands are not both the masked-off +0 (`dot`'s `k_steps`).
+//! steps whose operands are not both the masked-off +0 (`dot`'s `k_steps`). A whole box, or
+//! no mask, lets the micro-kernels read `a` where it lies (codegen `in_place`).
 
 use crate::common::{all_devices, assert_close, dumps_of, random_f32};
 use ndarray::Array2;
@@ -167,4 +168,100 @@ fn box_masked_operands_are_copied_by_rows() {
         Array2::from_shape_vec((ROWS, 128), want).unwrap(),
     );
     assert_close(&got, &want, 1e-5, 1e-6, "the dumped launch");
+}
+
+/// `out = dot(a', b)` with `a`'s rows `lda` elements apart (a window of a wider matrix):
+/// `a'` is `a` under the mask `rows < m` (+0 elsewhere), or unmasked when `m` is negative.
+#[kernel]
+fn strided_dot(
+    out: Ptr<f32>,
+    a: Ptr<f32>,
+    b: Ptr<f32>,
+    lda: i32,
+    m: i32,
+    #[constexpr] M: usize,
+    #[constexpr] N: usize,
+    #[constexpr] K: usize,
+) {
+    let rm = arange(0, M);
+    let rn = arange(0, N);
+    let rk = arange(0, K);
+    let a_ptrs = a + rm[(.., None)] * lda + rk[(None, ..)];
+    let b_tile = load(b + rk[(.., None)] * N as i32 + rn[(None, ..)]);
+    let acc = zeros([M, N], DType::F32);
+    let c_ptrs = out + rm[(.., None)] * N as i32 + rn[(None, ..)];
+    if m < 0 {
+        store(c_ptrs, dot(load(a_ptrs), b_tile, acc));
+    } else {
+        let a_tile = load(a_ptrs, mask = rm[(.., None)] < m, other = 0.0);
+        store(c_ptrs, dot(a_tile, b_tile, acc));
+    }
+}
+
+/// What [`strided_dot`] computes, in plain Rust (`mul_add` in K order from +0).
+fn strided_reference(a: &[f32], b: &[f32], lda: usize, m: i32, n_cols: usize) -> Vec<f32> {
+    let mut out = vec![0f32; ROWS * n_cols];
+    for i in 0..ROWS {
+        for j in 0..n_cols {
+            let mut c = 0f32;
+            for k in 0..DEPTH {
+                let x = if m < 0 || (i as i32) < m {
+                    a[i * lda + k]
+                } else {
+                    0.0
+                };
+                c = x.mul_add(b[k * n_cols + j], c);
+            }
+            out[i * n_cols + j] = c;
+        }
+    }
+    out
+}
+
+/// `a` read in place (unmasked, or under a mask that is all true) and copied (a partial
+/// mask) from a window of a wider matrix, on every device, against plain Rust; the CPU's
+/// kernel has the in-place rows.
+#[test]
+fn a_is_read_in_place_from_a_wider_matrix() {
+    let n_cols = 64;
+    let b = random_f32(DEPTH * n_cols, 36);
+    for lda in [DEPTH, DEPTH + 3, 1000] {
+        let a = random_f32(ROWS * lda, 35);
+        for m in [-1, ROWS as i32, 17, 0] {
+            let want = strided_reference(&a, &b, lda, m, n_cols);
+            let want = Array2::from_shape_vec((ROWS, n_cols), want).unwrap();
+            for device in all_devices() {
+                let mut out = vec![f32::NAN; ROWS * n_cols];
+                strided_dot::launch(
+                    &device, 1, &mut out, &a, &b, lda as i32, m, ROWS, n_cols, DEPTH,
+                )
+                .unwrap();
+                let got = Array2::from_shape_vec((ROWS, n_cols), out).unwrap();
+                let what = format!("{device:?}, lda {lda}, m {m}");
+                assert_close(&got, &want, 1e-5, 1e-6, &what);
+            }
+        }
+    }
+    let a = random_f32(ROWS * 100, 37);
+    let mut out = vec![0f32; ROWS * n_cols];
+    let dumps = dumps_of("dot-in-place", |options| {
+        strided_dot::launch_with(
+            &Device::cpu(),
+            1,
+            options,
+            &mut out,
+            &a,
+            &b,
+            100,
+            ROWS as i32,
+            ROWS,
+            n_cols,
+            DEPTH,
+        )
+        .unwrap()
+    });
+    let ll = dumps.get("ll");
+    let in_place = ll.matches("a.row.in_place").count();
+    // Both dots' micro-kernels (each 6 rows).
+    assert!(in_place >= 12, "{in_place} in-place rows:\n{ll}");
 }

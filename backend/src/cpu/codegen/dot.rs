@@ -23,6 +23,7 @@
 //! loop nest through scratch buffers whose innermost loop LLVM vectorizes.
 
 use super::edge_copy::{is_positive_zero, EdgeLoad};
+use super::in_place::InPlaceRows;
 use super::packing::Packing;
 use super::reduce::holder;
 use super::{Gen, LoopUnroll, Lv};
@@ -66,7 +67,10 @@ struct Blocked<'ctx> {
     /// Lanes per vector register.
     vl: usize,
     d: DType,
+    /// `a` packed in rows of `k` (not written where `a_in_place` holds).
     a: PointerValue<'ctx>,
+    /// `a` read where it lies, when its flag holds at run time.
+    a_in_place: Option<InPlaceRows<'ctx>>,
     b: PointerValue<'ctx>,
     /// How `b` lies in its buffer.
     b_packing: Packing,
@@ -101,7 +105,30 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let nr = NV * vl;
         let a_edge = self.edge_load(a)?;
-        let ap = self.packed(a, d, Packing::Rows { cols: k }, None, a_edge.as_ref())?;
+        let a_in_place = self.in_place_rows(a, d, a_edge.as_ref())?;
+        let a_rows = Packing::Rows { cols: k };
+        let ap = match &a_in_place {
+            // Packed only where it is not read in place.
+            Some(rows) => {
+                let ptr_t = self.ctx.ptr_type(Default::default());
+                let at = self.entry_alloca(ptr_t.into())?;
+                self.b.build_store(at, ptr_t.const_null())?;
+                let copied = self.b.build_not(rows.flag, "")?;
+                self.when_else(
+                    copied,
+                    &mut |g| {
+                        let p = g.packed(a, d, a_rows, None, a_edge.as_ref())?;
+                        g.b.build_store(at, p)?;
+                        Ok(())
+                    },
+                    &mut |_| Ok(()),
+                )?;
+                self.b
+                    .build_load(ptr_t, at, "a.packed")?
+                    .into_pointer_value()
+            }
+            None => self.packed(a, d, a_rows, None, a_edge.as_ref())?,
+        };
         // `b` by panels of the micro-kernel's width when it is copied anyway and its rows
         // would crowd L1's sets (`packing`).
         let b_packing = match self.lv.get(&b) {
@@ -136,6 +163,7 @@ impl<'ctx> Gen<'ctx, '_> {
             vl,
             d,
             a: ap,
+            a_in_place,
             b: bp,
             b_packing,
             c,
@@ -238,6 +266,12 @@ impl<'ctx> Gen<'ctx, '_> {
                 }
             }
         }
+        let a_rows: Vec<PointerValue<'ctx>> = (0..mc.mr)
+            .map(|r| {
+                let row = self.b.build_int_add(i, self.i64c(r as u64), "")?;
+                self.a_row(g.a_in_place.as_ref(), g.a, et, g.k, row)
+            })
+            .collect::<Result<_>>()?;
         // The K loop, accumulators as phis.
         let pre = self.b.current_block()?;
         let header = self.ctx.append_basic_block(self.func, "dot.k");
@@ -272,9 +306,9 @@ impl<'ctx> Gen<'ctx, '_> {
             })
             .collect::<Result<_>>()?;
         let mut next = Vec::with_capacity(phis.len());
-        for r in 0..mc.mr {
-            let row = self.b.build_int_add(i, self.i64c(r as u64), "")?;
-            let p = self.elem_ptr(g.a, et, row, g.k, kk)?;
+        for (r, row) in a_rows.iter().enumerate() {
+            // SAFETY (of the generated code): element `kk < k` of a row of `a`.
+            let p = unsafe { self.b.build_in_bounds_gep(et, *row, &[kk], "")? };
             let x = self.b.build_load(et, p, "")?;
             let xs = self.splat(x, vt, g.vl)?;
             for (v, bv) in bvs.iter().enumerate() {

@@ -20,7 +20,7 @@ use tritium_dsl::ir::{Const, DType, Elem, Op, Value};
 /// A masked load of a matrix whose mask is a box and whose rows are runs.
 pub(super) struct EdgeLoad<'ctx> {
     /// The pointer tile.
-    ptr: Value,
+    pub ptr: Value,
     /// `ptr` as runs along its rows.
     run: Direct,
     /// The mask's box.
@@ -91,6 +91,20 @@ impl<'ctx> Gen<'ctx, '_> {
     /// Whether [`edge_copy`](Self::edge_copy) may run: the box is exact, the rows are runs,
     /// and the box is not the whole tile (the all-true copy's case).
     pub(super) fn edge_copy_applies(&mut self, e: &EdgeLoad<'ctx>) -> Result<IntValue<'ctx>> {
+        let (ok, whole) = self.box_state(e)?;
+        let partial = self.b.build_not(whole, "")?;
+        Ok(self.b.build_and(ok, partial, "")?)
+    }
+
+    /// Whether every lane of `e` is loaded from runs: the box is exact and the whole tile,
+    /// and the rows are runs.
+    pub(super) fn whole_box(&mut self, e: &EdgeLoad<'ctx>) -> Result<IntValue<'ctx>> {
+        let (ok, whole) = self.box_state(e)?;
+        Ok(self.b.build_and(ok, whole, "")?)
+    }
+
+    /// Whether the box is exact and the rows are runs, and whether it is the whole tile.
+    fn box_state(&mut self, e: &EdgeLoad<'ctx>) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
         let runs = self.run_holds(&e.run)?;
         let bl = self.b;
         let mut whole = self.ctx.bool_type().const_all_ones();
@@ -98,9 +112,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let all = bl.build_int_compare(IntPredicate::EQ, *p, self.i64c(len as u64), "")?;
             whole = bl.build_and(whole, all, "")?;
         }
-        let partial = bl.build_not(whole, "")?;
-        let ok = bl.build_and(e.bounds.exact, runs, "")?;
-        Ok(bl.build_and(ok, partial, "")?)
+        Ok((bl.build_and(e.bounds.exact, runs, "")?, whole))
     }
 
     /// Packs the load `e` into `buf` (elements of dtype `d`, laid out as `packing`): the

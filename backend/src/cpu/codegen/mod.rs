@@ -15,6 +15,7 @@ mod custom;
 mod debug;
 mod dot;
 mod edge_copy;
+mod in_place;
 mod lanes;
 mod mask;
 mod memory;
