@@ -7,13 +7,15 @@
 //!    `b` row-major or, where its rows would crowd L1, in panels of `NR` columns
 //!    (`packing`); a tile already in a row-major buffer of that dtype is used as is. A
 //!    loop's `b` tiles in panels are kept across iterations and programs (`panel_cache`).
+//!    A whole `a` tile whose rows are runs is read where it lies instead (`in_place`).
 //! 2. `C`, the accumulator, is updated in place when `acc` dies at the `dot` (the loop-carried
 //!    accumulator of a K loop does), else it starts as a copy of `acc`.
 //! 3. `C` is cut into `MR × NR` blocks (6 rows × 2 vector registers of columns). For each,
 //!    the `MR × NR` accumulators are loaded into LLVM vector registers, the whole K loop
 //!    runs on them (per k: 2 vector loads of `b`, `MR` broadcasts of `a`, `2·MR` fused
 //!    multiply-adds), and they are stored back once. Leftover rows and vector-columns get
-//!    smaller blocks.
+//!    smaller blocks. The blocks run row by row, so each row's `a` pointers are computed
+//!    once (with 144 × 128 × 64 tiles at 1000³ as fast as column by column, measured).
 //!
 //! Every element of `C` still sees `c += a[i][k] * b[k][j]` for k = 0, 1, … in order, with
 //! `llvm.fmuladd`, exactly as the plain loop nest below computes it.
@@ -24,6 +26,7 @@
 
 use super::edge_copy::{is_positive_zero, EdgeLoad};
 use super::in_place::InPlaceRows;
+use super::next_iteration::NextTiles;
 use super::packing::Packing;
 use super::reduce::holder;
 use super::{Gen, LoopUnroll, Lv};
@@ -58,6 +61,23 @@ struct Micro {
     mr: usize,
     /// Vector registers of columns.
     nv: usize,
+}
+
+/// `count` micro-kernel columns of `nv` vector registers each, from column `first`.
+struct ColBlocks {
+    first: usize,
+    count: usize,
+    nv: usize,
+}
+
+/// How a blocked `dot` walks its micro-kernels.
+struct KernelNest<'a, 'ctx> {
+    cols: Vec<ColBlocks>,
+    /// Micro-kernel columns in all.
+    col_count: usize,
+    /// Full-height micro-kernels in all.
+    kernels: usize,
+    next: Option<&'a NextTiles<'ctx>>,
 }
 
 /// Shapes and buffers of one blocked `dot`.
@@ -179,47 +199,69 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
         let (full_rows, rest_r) = (m / MR, m % MR);
-        let col_blocks: Vec<(usize, usize, usize)> =
-            [(0, full_cols, NV), (full_cols * nr, 1, rest_v)]
-                .into_iter()
-                .filter(|&(_, count, nv)| count > 0 && nv > 0)
-                .collect();
-        // Full-height micro-kernels per column block, and in all: each requests a share of
-        // the next tiles (the leftover rows' kernels request none: less code to compile).
-        let per_col = full_rows;
-        let kernels: usize = col_blocks.iter().map(|c| c.1).sum::<usize>() * per_col;
+        let cols: Vec<ColBlocks> = [(0, full_cols, NV), (full_cols * nr, 1, rest_v)]
+            .into_iter()
+            .filter(|&(_, count, nv)| count > 0 && nv > 0)
+            .map(|(first, count, nv)| ColBlocks { first, count, nv })
+            .collect();
+        let col_count: usize = cols.iter().map(|c| c.count).sum();
+        // Full-height micro-kernels, which each request a share of the next tiles (the
+        // leftover rows' kernels request none: less code to compile).
+        let kernels = full_rows * col_count;
         let next = next.filter(|_| kernels > 0);
-        let mut kernels_before = 0;
-        for (j0, count, nv) in col_blocks {
-            self.counted_loop(count, LoopUnroll::Never, &mut |s, jb| {
-                let j = s.b.build_int_mul(jb, s.i64c((nv * vl) as u64), "")?;
-                let j = s.b.build_int_add(j, s.i64c(j0 as u64), "")?;
-                // The index of this column block's first micro-kernel among all.
-                let t0 = s.b.build_int_mul(jb, s.i64c(per_col as u64), "")?;
-                let t0 = s.b.build_int_add(t0, s.i64c(kernels_before as u64), "")?;
-                let share = |s: &mut Self, row_block: IntValue<'ctx>| -> Result<_> {
-                    if let Some(next) = &next {
-                        let t = s.b.build_int_add(t0, row_block, "")?;
-                        s.prefetch_next_share(next, t, kernels)?;
-                    }
-                    Ok(())
-                };
-                if full_rows > 0 {
-                    s.counted_loop(full_rows, LoopUnroll::Never, &mut |s, ib| {
-                        share(s, ib)?;
-                        let i = s.b.build_int_mul(ib, s.i64c(MR as u64), "")?;
-                        s.micro_kernel(&g, Micro { mr: MR, nv }, i, j)
-                    })?;
-                }
-                if rest_r > 0 {
-                    let i = s.i64c((full_rows * MR) as u64);
-                    s.micro_kernel(&g, Micro { mr: rest_r, nv }, i, j)?;
-                }
-                Ok(())
+        let nest = KernelNest {
+            cols,
+            col_count,
+            kernels,
+            next: next.as_ref(),
+        };
+        if full_rows > 0 {
+            self.counted_loop(full_rows, LoopUnroll::Never, &mut |s, ib| {
+                let i = s.b.build_int_mul(ib, s.i64c(MR as u64), "")?;
+                s.row_of_kernels(&g, &nest, i, MR, Some(ib))
             })?;
-            kernels_before += count * per_col;
+        }
+        if rest_r > 0 {
+            let i = self.i64c((full_rows * MR) as u64);
+            self.row_of_kernels(&g, &nest, i, rest_r, None)?;
         }
         self.lv.insert(inst.results[0], Lv::Buf(c));
+        Ok(())
+    }
+
+    /// The micro-kernels of rows `i..i + mr` of `C`, left to right; `ib`, the row block's
+    /// index among the full-height ones, when it requests a share of the next tiles.
+    fn row_of_kernels(
+        &mut self,
+        g: &Blocked<'ctx>,
+        nest: &KernelNest<'_, 'ctx>,
+        i: IntValue<'ctx>,
+        mr: usize,
+        ib: Option<IntValue<'ctx>>,
+    ) -> Result<()> {
+        // The rows' first elements of `a`, for every micro-kernel of the row.
+        let et = self.compute_ty(g.d);
+        let a_rows: Vec<PointerValue<'ctx>> = (0..mr)
+            .map(|r| {
+                let row = self.b.build_int_add(i, self.i64c(r as u64), "")?;
+                self.a_row(g.a_in_place.as_ref(), g.a, et, g.k, row)
+            })
+            .collect::<Result<_>>()?;
+        let mut before = 0;
+        for c in &nest.cols {
+            self.counted_loop(c.count, LoopUnroll::Never, &mut |s, jb| {
+                let j = s.b.build_int_mul(jb, s.i64c((c.nv * g.vl) as u64), "")?;
+                let j = s.b.build_int_add(j, s.i64c(c.first as u64), "")?;
+                if let (Some(next), Some(ib)) = (nest.next, ib) {
+                    let t = s.b.build_int_mul(ib, s.i64c(nest.col_count as u64), "")?;
+                    let t = s.b.build_int_add(t, s.i64c(before as u64), "")?;
+                    let t = s.b.build_int_add(t, jb, "")?;
+                    s.prefetch_next_share(next, t, nest.kernels)?;
+                }
+                s.micro_kernel(g, Micro { mr, nv: c.nv }, (i, &a_rows), j)
+            })?;
+            before += c.count;
+        }
         Ok(())
     }
 
@@ -244,7 +286,7 @@ impl<'ctx> Gen<'ctx, '_> {
         &mut self,
         g: &Blocked<'ctx>,
         mc: Micro,
-        i: IntValue<'ctx>,
+        (i, a_rows): (IntValue<'ctx>, &[PointerValue<'ctx>]),
         j: IntValue<'ctx>,
     ) -> Result<()> {
         let et = self.compute_ty(g.d);
@@ -266,12 +308,6 @@ impl<'ctx> Gen<'ctx, '_> {
                 }
             }
         }
-        let a_rows: Vec<PointerValue<'ctx>> = (0..mc.mr)
-            .map(|r| {
-                let row = self.b.build_int_add(i, self.i64c(r as u64), "")?;
-                self.a_row(g.a_in_place.as_ref(), g.a, et, g.k, row)
-            })
-            .collect::<Result<_>>()?;
         // The K loop, accumulators as phis.
         let pre = self.b.current_block()?;
         let header = self.ctx.append_basic_block(self.func, "dot.k");
