@@ -170,8 +170,9 @@ fn box_masked_operands_are_copied_by_rows() {
     assert_close(&got, &want, 1e-5, 1e-6, "the dumped launch");
 }
 
-/// `out = dot(a', b)` with `a`'s rows `lda` elements apart (a window of a wider matrix):
-/// `a'` is `a` under the mask `rows < m` (+0 elsewhere), or unmasked when `m` is negative.
+/// `out = dot(a', b')` with `a`'s rows `lda` elements apart (a window of a wider matrix):
+/// `a'` is `a` under the box `rows < m`, `k < ka` (+0 elsewhere), or unmasked when `m` is
+/// negative; `b'` is `b` under the box `k < kb`.
 #[kernel]
 fn strided_dot(
     out: Ptr<f32>,
@@ -179,6 +180,8 @@ fn strided_dot(
     b: Ptr<f32>,
     lda: i32,
     m: i32,
+    ka: i32,
+    kb: i32,
     #[constexpr] M: usize,
     #[constexpr] N: usize,
     #[constexpr] K: usize,
@@ -187,30 +190,37 @@ fn strided_dot(
     let rn = arange(0, N);
     let rk = arange(0, K);
     let a_ptrs = a + rm[(.., None)] * lda + rk[(None, ..)];
-    let b_tile = load(b + rk[(.., None)] * N as i32 + rn[(None, ..)]);
+    let b_tile = load(
+        b + rk[(.., None)] * N as i32 + rn[(None, ..)],
+        mask = (rk[(.., None)] < kb) & (rn[(None, ..)] < N as i32),
+        other = 0.0,
+    );
     let acc = zeros([M, N], DType::F32);
     let c_ptrs = out + rm[(.., None)] * N as i32 + rn[(None, ..)];
     if m < 0 {
         store(c_ptrs, dot(load(a_ptrs), b_tile, acc));
     } else {
-        let a_tile = load(a_ptrs, mask = rm[(.., None)] < m, other = 0.0);
+        let a_tile = load(
+            a_ptrs,
+            mask = (rm[(.., None)] < m) & (rk[(None, ..)] < ka),
+            other = 0.0,
+        );
         store(c_ptrs, dot(a_tile, b_tile, acc));
     }
 }
 
 /// What [`strided_dot`] computes, in plain Rust (`mul_add` in K order from +0).
-fn strided_reference(a: &[f32], b: &[f32], lda: usize, m: i32, n_cols: usize) -> Vec<f32> {
+fn strided_reference(a: &[f32], b: &[f32], lda: usize, [m, ka, kb]: [i32; 3]) -> Vec<f32> {
+    let n_cols = b.len() / DEPTH;
     let mut out = vec![0f32; ROWS * n_cols];
     for i in 0..ROWS {
         for j in 0..n_cols {
             let mut c = 0f32;
             for k in 0..DEPTH {
-                let x = if m < 0 || (i as i32) < m {
-                    a[i * lda + k]
-                } else {
-                    0.0
-                };
-                c = x.mul_add(b[k * n_cols + j], c);
+                let in_a = m < 0 || ((i as i32) < m && (k as i32) < ka);
+                let x = if in_a { a[i * lda + k] } else { 0.0 };
+                let y = if (k as i32) < kb { b[k * n_cols + j] } else { 0.0 };
+                c = x.mul_add(y, c);
             }
             out[i * n_cols + j] = c;
         }
@@ -218,26 +228,40 @@ fn strided_reference(a: &[f32], b: &[f32], lda: usize, m: i32, n_cols: usize) ->
     out
 }
 
-/// `a` read in place (unmasked, or under a mask that is all true) and copied (a partial
-/// mask) from a window of a wider matrix, on every device, against plain Rust; the CPU's
-/// kernel has the in-place rows.
+/// `a` from a window of a wider matrix, read in place (unmasked, or under a box whose
+/// columns hold every step the K loop runs, its other rows read as +0) or copied (a K loop
+/// longer than `a`'s box, as `b`'s box is deeper), on every device, against plain Rust;
+/// the CPU's kernel has the in-place rows.
 #[test]
 fn a_is_read_in_place_from_a_wider_matrix() {
     let n_cols = 64;
     let b = random_f32(DEPTH * n_cols, 36);
+    let d = DEPTH as i32;
+    let masks = [
+        [-1, d, d],
+        [ROWS as i32, d, d],
+        [17, d, d],
+        [0, d, d],
+        [24, 40, 40],
+        [17, 50, 40],
+        [17, 40, 50],
+        [24, 0, 0],
+        [24, 0, 10],
+    ];
     for lda in [DEPTH, DEPTH + 3, 1000] {
         let a = random_f32(ROWS * lda, 35);
-        for m in [-1, ROWS as i32, 17, 0] {
-            let want = strided_reference(&a, &b, lda, m, n_cols);
+        for mask in masks {
+            let want = strided_reference(&a, &b, lda, mask);
             let want = Array2::from_shape_vec((ROWS, n_cols), want).unwrap();
             for device in all_devices() {
                 let mut out = vec![f32::NAN; ROWS * n_cols];
+                let [m, ka, kb] = mask;
                 strided_dot::launch(
-                    &device, 1, &mut out, &a, &b, lda as i32, m, ROWS, n_cols, DEPTH,
+                    &device, 1, &mut out, &a, &b, lda as i32, m, ka, kb, ROWS, n_cols, DEPTH,
                 )
                 .unwrap();
                 let got = Array2::from_shape_vec((ROWS, n_cols), out).unwrap();
-                let what = format!("{device:?}, lda {lda}, m {m}");
+                let what = format!("{device:?}, lda {lda}, mask {mask:?}");
                 assert_close(&got, &want, 1e-5, 1e-6, &what);
             }
         }
@@ -254,6 +278,8 @@ fn a_is_read_in_place_from_a_wider_matrix() {
             &b,
             100,
             ROWS as i32,
+            d,
+            d,
             ROWS,
             n_cols,
             DEPTH,

@@ -125,7 +125,9 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let nr = NV * vl;
         let a_edge = self.edge_load(a)?;
-        let a_in_place = self.in_place_rows(a, d, a_edge.as_ref())?;
+        let b_edge = self.edge_load(b)?;
+        let k_steps = self.k_steps(a_edge.as_ref(), b_edge.as_ref(), k)?;
+        let a_in_place = self.in_place_rows(a, d, a_edge.as_ref(), (k_steps, k))?;
         let a_rows = Packing::Rows { cols: k };
         let ap = match &a_in_place {
             // Packed only where it is not read in place.
@@ -162,9 +164,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Packing::Panels { .. } => self.panel_cache(inst, b, k, k * n * d.size_bytes())?,
             Packing::Rows { .. } => None,
         };
-        let b_edge = self.edge_load(b)?;
         let bp = self.packed(b, d, b_packing, cache.as_ref(), b_edge.as_ref())?;
-        let k_steps = self.k_steps(a_edge.as_ref(), b_edge.as_ref(), k)?;
         // A zero accumulator starts in registers, not in memory.
         let zero_c = self.is_zero_tile(acc);
         let c = match self.lv.get(&acc).copied() {

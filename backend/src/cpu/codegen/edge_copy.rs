@@ -26,7 +26,7 @@ pub(super) struct EdgeLoad<'ctx> {
     /// The mask's box.
     pub bounds: BoxMask<'ctx>,
     /// Every lane's `other` (compute form of `from`).
-    other: BasicValueEnum<'ctx>,
+    pub other: BasicValueEnum<'ctx>,
     /// `other` is +0 (or integer 0): a `dot` may skip a step whose operands are all it.
     pub other_is_zero: bool,
     /// The loaded dtype.
@@ -96,15 +96,8 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(self.b.build_and(ok, partial, "")?)
     }
 
-    /// Whether every lane of `e` is loaded from runs: the box is exact and the whole tile,
-    /// and the rows are runs.
-    pub(super) fn whole_box(&mut self, e: &EdgeLoad<'ctx>) -> Result<IntValue<'ctx>> {
-        let (ok, whole) = self.box_state(e)?;
-        Ok(self.b.build_and(ok, whole, "")?)
-    }
-
     /// Whether the box is exact and the rows are runs, and whether it is the whole tile.
-    fn box_state(&mut self, e: &EdgeLoad<'ctx>) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
+    pub(super) fn box_state(&mut self, e: &EdgeLoad<'ctx>) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
         let runs = self.run_holds(&e.run)?;
         let bl = self.b;
         let mut whole = self.ctx.bool_type().const_all_ones();
