@@ -219,7 +219,11 @@ fn strided_reference(a: &[f32], b: &[f32], lda: usize, [m, ka, kb]: [i32; 3]) ->
             for k in 0..DEPTH {
                 let in_a = m < 0 || ((i as i32) < m && (k as i32) < ka);
                 let x = if in_a { a[i * lda + k] } else { 0.0 };
-                let y = if (k as i32) < kb { b[k * n_cols + j] } else { 0.0 };
+                let y = if (k as i32) < kb {
+                    b[k * n_cols + j]
+                } else {
+                    0.0
+                };
                 c = x.mul_add(y, c);
             }
             out[i * n_cols + j] = c;

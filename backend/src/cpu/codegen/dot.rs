@@ -190,13 +190,16 @@ impl<'ctx> Gen<'ctx, '_> {
             zero_c,
             k_steps,
         };
-        // Inside a loop, the micro-kernels request the next iteration's operand tiles.
-        let mut next = self.next_tiles(&[a, b])?;
-        // A kept copy of `b`'s next tile is read instead of its source: prefetch that.
-        if let (Some(next), Some(cache)) = (next.as_mut(), cache.as_ref()) {
-            let (holds, at) = self.next_slot(cache)?;
-            next.read_instead(self, b, holds, at)?;
-        }
+        // Inside a loop, the micro-kernels request the next iteration's operand tiles; not
+        // `b`'s where its panels are kept (`panel_cache`): the programs after a line's first
+        // read a copy the one before left in L2, and requesting that copy (or the source)
+        // made tutorial 03 slower (4096³ 3%, 1000³ 2–5%; `bench_table -- matmul`,
+        // alternated).
+        let requested: &[Value] = match cache {
+            Some(_) => &[a],
+            None => &[a, b],
+        };
+        let next = self.next_tiles(requested)?;
         let (full_cols, rest_v) = (n / nr, (n % nr) / vl);
         let (full_rows, rest_r) = (m / MR, m % MR);
         let cols: Vec<ColBlocks> = [(0, full_cols, NV), (full_cols * nr, 1, rest_v)]

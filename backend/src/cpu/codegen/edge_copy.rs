@@ -97,7 +97,10 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Whether the box is exact and the rows are runs, and whether it is the whole tile.
-    pub(super) fn box_state(&mut self, e: &EdgeLoad<'ctx>) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
+    pub(super) fn box_state(
+        &mut self,
+        e: &EdgeLoad<'ctx>,
+    ) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
         let runs = self.run_holds(&e.run)?;
         let bl = self.b;
         let mut whole = self.ctx.bool_type().const_all_ones();

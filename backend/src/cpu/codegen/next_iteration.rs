@@ -48,37 +48,12 @@ struct Runs<'ctx> {
     count: usize,
     /// Bytes in each.
     bytes: usize,
-    /// The `dot` operand loaded from it.
-    operand: Value,
 }
 
 impl<'ctx> NextTiles<'ctx> {
     /// Runs of every tile together.
     pub fn runs(&self) -> usize {
         self.tiles.iter().map(|t| t.count).sum()
-    }
-
-    /// Where `operand`'s next tile is read from when `instead` holds: its runs one after
-    /// the other from `first` on (a packed copy kept from an earlier program, see
-    /// `panel_cache`; the copy of a narrower source, f16 into f32, is twice the tile's
-    /// bytes, and its first half is requested).
-    pub fn read_instead(
-        &mut self,
-        g: &Gen<'ctx, '_>,
-        operand: Value,
-        instead: IntValue<'ctx>,
-        first: IntValue<'ctx>,
-    ) -> Result<()> {
-        for t in self.tiles.iter_mut().filter(|t| t.operand == operand) {
-            let step = g.i64c(t.bytes as u64);
-            t.first =
-                g.b.build_select(instead, first, t.first, "")?
-                    .into_int_value();
-            t.step =
-                g.b.build_select(instead, step, t.step, "")?
-                    .into_int_value();
-        }
-        Ok(())
     }
 }
 
@@ -141,7 +116,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 None => moved.contains(ptr).then_some(*ptr),
             };
             if let Some(tile) = next {
-                wanted.push((tile, count, run * size, rows, v));
+                wanted.push((tile, count, run * size, rows));
             }
         }
         if wanted.is_empty() {
@@ -174,7 +149,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let i64t = self.ctx.i64_type();
         let mut tiles = Vec::new();
         let mut seen = HashSet::new();
-        for (tile, count, bytes, rows, operand) in wanted {
+        for (tile, count, bytes, rows) in wanted {
             if !seen.insert(tile) || !self.make_available(tile, &mut added)? {
                 continue;
             }
@@ -195,7 +170,6 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 step,
                 count,
                 bytes,
-                operand,
             });
         }
         // Back to this iteration's values.

@@ -7,9 +7,9 @@
 //! program copied every tile into the micro-kernel's panels again: 8% of the time at
 //! 4096³. Here the copy of iteration `k` goes to slot `k` of a per-thread cache, keyed by
 //! the addresses of the tile's rows, and the next program whose tile has the same rows
-//! finds it packed; the micro-kernels' requests for the next iteration's tile read that
-//! slot instead of the source when it holds a tile. Tutorial 03 at 4096³ went from 0.85–0.88
-//! of OpenBLAS to 0.90–0.91 (`bench_table attention`, alternated with the build before).
+//! finds it packed. Tutorial 03 at 4096³ went from 0.85–0.88 of OpenBLAS to 0.90–0.91
+//! (`bench_table attention`, alternated with the build before). The micro-kernels request
+//! the next iteration's tiles of `a` only (`dot`).
 //!
 //! The key is exact: the tile is taken as runs along its rows (`runs`), so the row
 //! addresses name every lane's address, and only the all-true copy fills or reads a
@@ -102,32 +102,6 @@ impl<'ctx> Gen<'ctx, '_> {
             ptr,
             mask,
         }))
-    }
-
-    /// The next iteration's slot when it holds a tile (of this program's rows or not):
-    /// `(holds, address)`, to prefetch instead of the source tile.
-    pub(super) fn next_slot(
-        &self,
-        cache: &PanelCache<'ctx>,
-    ) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
-        let i64t = self.ctx.i64_type();
-        let next = self.b.build_int_add(cache.trip, self.i64c(1), "")?;
-        let inside =
-            self.b
-                .build_int_compare(IntPredicate::ULT, next, self.i64c(cache.slots as u64), "")?;
-        let at = self
-            .b
-            .build_select(inside, next, self.i64c(0), "")?
-            .into_int_value();
-        // SAFETY (of the generated code): `at < slots`.
-        let flag = unsafe { self.b.build_in_bounds_gep(i64t, cache.valid, &[at], "")? };
-        let held = self.b.build_load(i64t, flag, "")?.into_int_value();
-        let held = self
-            .b
-            .build_int_compare(IntPredicate::NE, held, self.i64c(0), "")?;
-        let holds = self.b.build_and(inside, held, "")?;
-        let data = self.byte_offset(cache.data, at, cache.slot_bytes)?;
-        Ok((holds, self.b.build_ptr_to_int(data, i64t, "")?))
     }
 
     /// Whether the copy being generated may use `cache`: the all-true copy, with the
