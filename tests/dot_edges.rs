@@ -59,30 +59,39 @@ fn run(
     out
 }
 
-/// What [`boxed_dot`] computes, in plain Rust (`mul_add` in K order from -0).
-fn reference(n_cols: usize, (a, b): (&[f32], &[f32]), [m, n, kk, koff]: [i32; 4]) -> Vec<f32> {
+/// `out[i][j] = Σ_k x(i, k) · y(k, j)` over `ROWS × DEPTH @ DEPTH × n_cols`, in K order with
+/// `mul_add` from `start`: the plain Rust the kernels here are checked against.
+fn product(
+    n_cols: usize,
+    start: f32,
+    x: impl Fn(usize, usize) -> f32,
+    y: impl Fn(usize, usize) -> f32,
+) -> Vec<f32> {
     let mut out = vec![0f32; ROWS * n_cols];
     for i in 0..ROWS {
         for j in 0..n_cols {
-            let mut c = -0.0f32;
+            let mut c = start;
             for k in 0..DEPTH {
-                let in_k = (k as i32).wrapping_add(koff) < kk;
-                let x = if (i as i32) < m && in_k {
-                    a[i * DEPTH + k]
-                } else {
-                    0.0
-                };
-                let y = if in_k && (j as i32) < n {
-                    b[k * n_cols + j]
-                } else {
-                    0.0
-                };
-                c = x.mul_add(y, c);
+                c = x(i, k).mul_add(y(k, j), c);
             }
             out[i * n_cols + j] = c;
         }
     }
     out
+}
+
+/// What [`boxed_dot`] computes, in plain Rust (from -0).
+fn reference(n_cols: usize, (a, b): (&[f32], &[f32]), [m, n, kk, koff]: [i32; 4]) -> Vec<f32> {
+    let in_k = |k: usize| (k as i32).wrapping_add(koff) < kk;
+    let x = |i: usize, k: usize| match (i as i32) < m && in_k(k) {
+        true => a[i * DEPTH + k],
+        false => 0.0,
+    };
+    let y = |k: usize, j: usize| match in_k(k) && (j as i32) < n {
+        true => b[k * n_cols + j],
+        false => 0.0,
+    };
+    product(n_cols, -0.0, x, y)
 }
 
 /// Every kind of box: whole, partial on each axis, empty in DEPTH; 64 columns (`b` packed in
@@ -209,27 +218,18 @@ fn strided_dot(
     }
 }
 
-/// What [`strided_dot`] computes, in plain Rust (`mul_add` in K order from +0).
+/// What [`strided_dot`] computes, in plain Rust (from +0).
 fn strided_reference(a: &[f32], b: &[f32], lda: usize, [m, ka, kb]: [i32; 3]) -> Vec<f32> {
     let n_cols = b.len() / DEPTH;
-    let mut out = vec![0f32; ROWS * n_cols];
-    for i in 0..ROWS {
-        for j in 0..n_cols {
-            let mut c = 0f32;
-            for k in 0..DEPTH {
-                let in_a = m < 0 || ((i as i32) < m && (k as i32) < ka);
-                let x = if in_a { a[i * lda + k] } else { 0.0 };
-                let y = if (k as i32) < kb {
-                    b[k * n_cols + j]
-                } else {
-                    0.0
-                };
-                c = x.mul_add(y, c);
-            }
-            out[i * n_cols + j] = c;
-        }
-    }
-    out
+    let x = |i: usize, k: usize| match m < 0 || ((i as i32) < m && (k as i32) < ka) {
+        true => a[i * lda + k],
+        false => 0.0,
+    };
+    let y = |k: usize, j: usize| match (k as i32) < kb {
+        true => b[k * n_cols + j],
+        false => 0.0,
+    };
+    product(n_cols, 0.0, x, y)
 }
 
 /// `a` from a window of a wider matrix, read in place (unmasked, or under a box whose
