@@ -7,7 +7,8 @@
 //!    `b` row-major or, where its rows would crowd L1, in panels of `NR` columns
 //!    (`packing`); a tile already in a row-major buffer of that dtype is used as is. A
 //!    loop's `b` tiles in panels are kept across iterations and programs (`panel_cache`).
-//!    A whole `a` tile whose rows are runs is read where it lies instead (`in_place`).
+//!    An `a` tile whose rows are runs is read where it lies instead, where every element the
+//!    micro-kernels read is loaded (`in_place`).
 //! 2. `C`, the accumulator, is updated in place when `acc` dies at the `dot` (the loop-carried
 //!    accumulator of a K loop does), else it starts as a copy of `acc`.
 //! 3. `C` is cut into `MR × NR` blocks (6 rows × 2 vector registers of columns). For each,
