@@ -129,7 +129,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let b_edge = self.edge_load(b)?;
         let k_steps = self.k_steps(a_edge.as_ref(), b_edge.as_ref(), k)?;
         let a_in_place = self.in_place_rows(a, d, a_edge.as_ref(), (k_steps, k))?;
-        let a_rows = Packing::Rows { cols: k };
+        let a_packing = Packing::Rows { cols: k };
         let ap = match &a_in_place {
             // Packed only where it is not read in place.
             Some(rows) => {
@@ -140,7 +140,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 self.when_else(
                     copied,
                     &mut |g| {
-                        let p = g.packed(a, d, a_rows, None, a_edge.as_ref())?;
+                        let p = g.packed(a, d, a_packing, None, a_edge.as_ref())?;
                         g.b.build_store(at, p)?;
                         Ok(())
                     },
@@ -150,7 +150,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     .build_load(ptr_t, at, "a.packed")?
                     .into_pointer_value()
             }
-            None => self.packed(a, d, a_rows, None, a_edge.as_ref())?,
+            None => self.packed(a, d, a_packing, None, a_edge.as_ref())?,
         };
         // `b` by panels of the micro-kernel's width when it is copied anyway and its rows
         // would crowd L1's sets (`packing`).

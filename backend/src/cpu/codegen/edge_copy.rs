@@ -9,7 +9,6 @@
 //! `memset`): 1000³ ran 1.8% faster (`bench_table -- matmul`, alternated).
 
 use super::box_mask::BoxMask;
-use super::custom::Direct;
 use super::packing::Packing;
 use super::{Gen, LoopUnroll};
 use crate::llvm::Result;
@@ -21,10 +20,13 @@ use tritium_dsl::ir::{Const, DType, Elem, Op, Value};
 pub(super) struct EdgeLoad<'ctx> {
     /// The pointer tile.
     pub ptr: Value,
-    /// `ptr` as runs along its rows.
-    run: Direct,
     /// The mask's box.
     pub bounds: BoxMask<'ctx>,
+    /// The box is exact and `ptr`'s rows are runs (i1, computed once where the load is
+    /// taken as an edge load).
+    pub exact_runs: IntValue<'ctx>,
+    /// The box is the whole tile (i1).
+    whole: IntValue<'ctx>,
     /// Every lane's `other` (compute form of `from`).
     pub other: BasicValueEnum<'ctx>,
     /// `other` is +0 (or integer 0): a `dot` may skip a step whose operands are all it.
@@ -76,10 +78,20 @@ impl<'ctx> Gen<'ctx, '_> {
         let Some(bounds) = self.box_mask(m)? else {
             return Ok(None);
         };
+        let runs = self.run_holds(&run)?;
+        let exact_runs = self.b.build_and(bounds.exact, runs, "")?;
+        let mut whole = self.ctx.bool_type().const_all_ones();
+        for (p, len) in bounds.p.iter().zip([rows, cols]) {
+            let all = self
+                .b
+                .build_int_compare(IntPredicate::EQ, *p, self.i64c(len as u64), "")?;
+            whole = self.b.build_and(whole, all, "")?;
+        }
         Ok(Some(EdgeLoad {
             ptr,
-            run,
             bounds,
+            exact_runs,
+            whole,
             other,
             other_is_zero,
             from,
@@ -91,24 +103,8 @@ impl<'ctx> Gen<'ctx, '_> {
     /// Whether [`edge_copy`](Self::edge_copy) may run: the box is exact, the rows are runs,
     /// and the box is not the whole tile (the all-true copy's case).
     pub(super) fn edge_copy_applies(&mut self, e: &EdgeLoad<'ctx>) -> Result<IntValue<'ctx>> {
-        let (ok, whole) = self.box_state(e)?;
-        let partial = self.b.build_not(whole, "")?;
-        Ok(self.b.build_and(ok, partial, "")?)
-    }
-
-    /// Whether the box is exact and the rows are runs, and whether it is the whole tile.
-    pub(super) fn box_state(
-        &mut self,
-        e: &EdgeLoad<'ctx>,
-    ) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
-        let runs = self.run_holds(&e.run)?;
-        let bl = self.b;
-        let mut whole = self.ctx.bool_type().const_all_ones();
-        for (p, len) in e.bounds.p.iter().zip([e.rows, e.cols]) {
-            let all = bl.build_int_compare(IntPredicate::EQ, *p, self.i64c(len as u64), "")?;
-            whole = bl.build_and(whole, all, "")?;
-        }
-        Ok((bl.build_and(e.bounds.exact, runs, "")?, whole))
+        let partial = self.b.build_not(e.whole, "")?;
+        Ok(self.b.build_and(e.exact_runs, partial, "")?)
     }
 
     /// Packs the load `e` into `buf` (elements of dtype `d`, laid out as `packing`): the

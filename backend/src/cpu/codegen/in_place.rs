@@ -56,13 +56,12 @@ impl<'ctx> Gen<'ctx, '_> {
             return Ok(None);
         }
         if let Some(e) = edge {
-            let (exact_runs, _) = self.box_state(e)?;
             // The K loop reads no column past the box.
             let steps = k_steps.unwrap_or(self.i64c(k as u64));
             let inside = self
                 .b
                 .build_int_compare(IntPredicate::ULE, steps, e.bounds.p[1], "")?;
-            let flag = self.b.build_and(exact_runs, inside, "")?;
+            let flag = self.b.build_and(e.exact_runs, inside, "")?;
             let fill = self.alloc_buf(&Type::tile(Elem::Scalar(d), vec![k]))?;
             let et = self.compute_ty(d);
             self.counted_loop(k, LoopUnroll::Never, &mut |g, c| {
