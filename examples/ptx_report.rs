@@ -1,14 +1,18 @@
-//! What `ptxas` makes of the GPU benchmark's kernels, without a GPU: each kernel and config
-//! of `benches/cuda.rs` compiled to PTX for sm_90, then `ptxas -v` (from `$PTXAS`, `PATH`,
-//! or `/usr/local/cuda/bin`; the `nvidia-cuda-nvcc-cu12` wheel has one) for its registers,
-//! spills and stack, beside counts of the PTX instructions that matter to a matmul.
+//! The GPU benchmark's kernels compiled to PTX without a GPU, for `scripts/gpu_report.py`
+//! (`scripts/dev gpu-report`), which assembles them with `ptxas` and sets them beside
+//! Triton's own tutorial kernels compiled offline for the same target and config.
 //!
 //! ```text
-//! cargo run --release --example ptx_report [DIR]   # PTX files kept in DIR when given
+//! cargo run --release --example ptx_report DIR   # DIR/<key>.sm_<sm>.ptx and DIR/manifest.tsv
 //! ```
+//!
+//! Each manifest row is `key  sm  num_warps  num_stages  shared_bytes  ptx`: the key names
+//! the kernel and config as the report's Triton side parses it (`matmul/f16/128x256x64/w8/s3`,
+//! `attention/f16/d64/128x64/w4/s3/causal`), `shared_bytes` is the dynamic shared memory a
+//! launch provides (which `ptxas` does not see).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::fmt::Write as _;
+use std::path::PathBuf;
 use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
 use tritium::dsl::ir::Function;
 use tritium::dsl::trace::Specialization;
@@ -16,133 +20,101 @@ use tritium_kernels::{attention, matmul, softmax, vector_add};
 
 type F16 = half::f16;
 
-/// The benchmark's kernels and configs: (row name, traced kernel, warps).
-fn kernels() -> Vec<(String, Function, u32)> {
+/// One kernel and config of the report.
+struct Case {
+    key: String,
+    kernel: Function,
+    warps: u32,
+    stages: u32,
+}
+
+/// The GPU bench's kernels, and the configs of Triton's tutorials the issue compares.
+fn cases() -> Result<Vec<Case>, String> {
     let s = Specialization::default();
+    let e = |e: tritium::dsl::Error| e.to_string();
     let mut all = vec![
-        (
-            "vector add B=1024".to_string(),
-            vector_add::add::trace::<f32>(&s, 1024).unwrap(),
-            4,
-        ),
-        (
-            "softmax 1024 cols".to_string(),
-            softmax::softmax::trace::<f32>(&s, 1024).unwrap(),
-            4,
-        ),
+        Case {
+            key: "vector_add/f32/1024/w4/s1".into(),
+            kernel: vector_add::add::trace::<f32>(&s, 1024).map_err(e)?,
+            warps: 4,
+            stages: 1,
+        },
+        Case {
+            key: "softmax/f32/1024/w4/s1".into(),
+            kernel: softmax::softmax::trace::<f32>(&s, 1024).map_err(e)?,
+            warps: 4,
+            stages: 1,
+        },
     ];
-    for (bm, bn, bk, warps) in [
-        (128, 128, 32, 4),
-        (128, 128, 64, 8),
-        (128, 256, 32, 8),
-        (64, 128, 32, 4),
+    // Triton tutorial 03's two largest CUDA configs, then the bench's others.
+    for (bm, bn, bk, warps, stages) in [
+        (128, 256, 64, 8, 3),
+        (128, 128, 32, 4, 4),
+        (128, 128, 64, 8, 3),
+        (64, 128, 32, 4, 4),
     ] {
-        all.push((
-            format!("matmul f16 {bm}×{bn}×{bk} w={warps}"),
-            matmul::matmul::trace::<F16, F16>(&s, bm, bn, bk).unwrap(),
+        all.push(Case {
+            key: format!("matmul/f16/{bm}x{bn}x{bk}/w{warps}/s{stages}"),
+            kernel: matmul::matmul::trace::<F16, F16>(&s, bm, bn, bk).map_err(e)?,
             warps,
-        ));
+            stages,
+        });
     }
-    for d in [64, 128] {
-        for (bm, bn, warps) in [(64, 64, 4), (128, 64, 8), (128, 32, 4)] {
-            all.push((
-                format!("attention d={d} {bm}×{bn} w={warps}"),
-                attention::attention_forward::trace::<F16>(&s, bm, bn, d, false).unwrap(),
+    for (d, bm, bn, warps) in [(64, 128, 64, 4), (128, 128, 64, 8)] {
+        for causal in [false, true] {
+            let mode = if causal { "causal" } else { "full" };
+            all.push(Case {
+                key: format!("attention/f16/d{d}/{bm}x{bn}/w{warps}/s3/{mode}"),
+                kernel: attention::attention_forward::trace::<F16>(&s, bm, bn, d, causal)
+                    .map_err(e)?,
                 warps,
-            ));
+                stages: 3,
+            });
         }
     }
-    all
-}
-
-fn ptxas() -> Option<PathBuf> {
-    let named = std::env::var_os("PTXAS").map(PathBuf::from);
-    let on_path = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("ptxas"))
-            .find(|c| c.is_file())
-    });
-    let cuda = Some(PathBuf::from("/usr/local/cuda/bin/ptxas")).filter(|p| p.is_file());
-    named.or(on_path).or(cuda)
-}
-
-/// `ptxas -v`'s registers, spilled bytes (stores + loads) and stack bytes.
-fn resources(ptxas: &Path, ptx: &Path) -> Result<(u32, u32, u32), String> {
-    let out = Command::new(ptxas)
-        .args(["-arch=sm_90", "-v", "-o", "/dev/null"])
-        .arg(ptx)
-        .output()
-        .map_err(|e| format!("{}: {e}", ptxas.display()))?;
-    let text = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        return Err(text.lines().last().unwrap_or("failed").to_string());
-    }
-    // "Used 255 registers, used 1 barriers, 208 bytes cumulative stack size" and
-    // "208 bytes stack frame, 216 bytes spill stores, 204 bytes spill loads".
-    let number_of = |text: &str, what: &str| -> u32 {
-        (text.split([',', ':']))
-            .find_map(|part| part.trim().strip_suffix(what).map(str::trim))
-            .and_then(|n| n.rsplit(' ').next().and_then(|n| n.parse().ok()))
-            .unwrap_or(0)
-    };
-    let regs = number_of(&text, "registers");
-    let stack = number_of(&text, "bytes stack frame");
-    let spill = number_of(&text, "bytes spill stores") + number_of(&text, "bytes spill loads");
-    Ok((regs, spill, stack))
-}
-
-fn count(ptx: &str, op: &str) -> usize {
-    ptx.lines()
-        .filter(|l| l.trim_start().starts_with(op))
-        .count()
+    Ok(all)
 }
 
 fn main() {
-    let dir = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("tritium-ptx-{}", std::process::id()))
-        });
+    let Some(dir) = std::env::args().nth(1).map(PathBuf::from) else {
+        eprintln!("usage: ptx_report DIR");
+        std::process::exit(2);
+    };
+    let cases = cases().unwrap_or_else(|e| {
+        eprintln!("ptx_report: tracing failed: {e}");
+        std::process::exit(1);
+    });
     std::fs::create_dir_all(&dir).expect("a directory for the PTX");
-    let ptxas = ptxas();
-    if ptxas.is_none() {
-        println!("ptx_report: no ptxas (set PTXAS): PTX instruction counts only");
+    let mut manifest = String::from("key\tsm\tnum_warps\tnum_stages\tshared_bytes\tptx\n");
+    let mut failed = false;
+    for sm in [80, 90] {
+        for case in &cases {
+            let options = CudaCompileOptions {
+                sm,
+                num_warps: case.warps,
+                ..Default::default()
+            };
+            let ptx = match compile_ptx(&case.kernel, "k", &options) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("ptx_report: {} (sm_{sm}) failed: {e}", case.key);
+                    failed = true;
+                    continue;
+                }
+            };
+            let file = format!("{}.sm_{sm}.ptx", case.key.replace('/', "_"));
+            std::fs::write(dir.join(&file), &ptx.text).expect("the PTX written");
+            writeln!(
+                manifest,
+                "{}\t{sm}\t{}\t{}\t{}\t{file}",
+                case.key, case.warps, case.stages, ptx.shared_bytes
+            )
+            .expect("a String takes writes");
+        }
     }
-    println!(
-        "{:<32} {:>5} {:>7} {:>6} {:>6} {:>8} {:>8} {:>8} {:>6}",
-        "kernel (sm_90)", "regs", "spill B", "stack", "mma", "ld.sh", "st.sh", "ld.glob", "cvt"
-    );
-    for (name, f, warps) in kernels() {
-        let options = CudaCompileOptions {
-            sm: 90,
-            num_warps: warps,
-            ..Default::default()
-        };
-        let ptx = match compile_ptx(&f, "k", &options) {
-            Ok(p) => p.text,
-            Err(e) => {
-                println!("{name:<32} failed: {e}");
-                continue;
-            }
-        };
-        let file = dir.join(format!("{}.ptx", name.replace([' ', '×', '='], "_")));
-        std::fs::write(&file, &ptx).expect("the PTX written");
-        let (regs, spill, stack) = match &ptxas {
-            Some(p) => match resources(p, &file) {
-                Ok(r) => (r.0.to_string(), r.1.to_string(), r.2.to_string()),
-                Err(e) => (format!("ptxas: {e}"), String::new(), String::new()),
-            },
-            None => ("-".into(), "-".into(), "-".into()),
-        };
-        println!(
-            "{name:<32} {regs:>5} {spill:>7} {stack:>6} {:>6} {:>8} {:>8} {:>8} {:>6}",
-            count(&ptx, "mma.sync"),
-            count(&ptx, "ld.shared"),
-            count(&ptx, "st.shared"),
-            count(&ptx, "ld.global"),
-            count(&ptx, "cvt."),
-        );
+    std::fs::write(dir.join("manifest.tsv"), manifest).expect("the manifest written");
+    println!("ptx_report: PTX and manifest.tsv in {}", dir.display());
+    if failed {
+        std::process::exit(1);
     }
-    println!("PTX in {}", dir.display());
 }

@@ -203,12 +203,86 @@ fn loop_carried_mma_accumulator_stays_in_registers() {
         (1..=32).contains(&stores),
         "{stores} f32 shared stores in\n{text}"
     );
-    // Both operands' fragment registers are 32-bit shared loads (b is staged transposed),
-    // and `a` is staged 4 halves at a time.
-    for narrow in ["ld.shared.u16", "ld.shared.b16", "ld.shared.v2.u16"] {
+    // Both operands' fragments are read by `ldmatrix` (`b` transposed), never element
+    // by element, and both are staged 4 halves at a time.
+    for narrow in [
+        "ld.shared.u16",
+        "ld.shared.b16",
+        "ld.shared.v2.u16",
+        "ld.shared.u32",
+    ] {
         assert!(!text.contains(narrow), "`{narrow}` in\n{text}");
     }
-    assert!(text.contains("st.shared.v4.u16"), "{text}");
+    for wide in [
+        "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+        "st.shared.v4.u16",
+    ] {
+        assert!(text.contains(wide), "no `{wide}` in\n{text}");
+    }
+    assert!(!text.contains("st.shared.u16"), "{text}");
+}
+
+/// The swizzled operand layouts make every 8×8 matrix an `ldmatrix` reads one
+/// shared-memory wavefront (no bank conflicts), for rows of 16 to 128 halves, `a` read
+/// along its rows and `b` transposed, on warp grids and dealt round-robin; the products
+/// still match the interpreter.
+#[rstest]
+fn ldmatrix_reads_have_no_bank_conflicts_emulated(
+    #[values((32, 16, 16, 1), (64, 64, 32, 4), (32, 128, 64, 4), (16, 24, 128, 4))] config: (
+        usize,
+        usize,
+        usize,
+        u32,
+    ),
+) {
+    use half::f16;
+    let (bm, bn, bk, num_warps) = config;
+    let (m, n, k) = (bm, bn, 2 * bk);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 21))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 22))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = Array2::<f32>::zeros((m, n));
+        matmul::matmul::launch_explicit(
+            d,
+            [1, 1],
+            &opts,
+            &mut out,
+            &a,
+            &b,
+            m as i32,
+            n as i32,
+            k as i32,
+            k as i32,
+            1,
+            n as i32,
+            1,
+            n as i32,
+            1,
+            bm,
+            bn,
+            bk,
+        )
+        .unwrap();
+        out
+    };
+    tritium::backend::cuda::shared_memory_stats();
+    let got = run(&Device::cuda_emulator());
+    let stats = tritium::backend::cuda::shared_memory_stats();
+    assert!(stats.ldmatrix_matrices > 0, "{config:?}: no ldmatrix");
+    assert_eq!(
+        stats.ldmatrix_wavefronts, stats.ldmatrix_matrices,
+        "{config:?}: bank conflicts"
+    );
+    assert_close(&got, &run(&Device::interpreter()), 1e-4, 1e-4, "f16 mma");
 }
 
 /// Stores `2x` into `out[..N]`, then reads it back reversed (other threads' elements)

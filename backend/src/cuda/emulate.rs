@@ -25,8 +25,8 @@
 //! thread's [`EMU_THREAD`]: its GPU thread index, the CTA's size, and the CTA's barrier.
 
 use super::codegen::{
-    self, EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE,
-    EMU_STATE, EMU_TID, EMU_WORDS,
+    self, wavefronts, EMU_BARRIER, EMU_CTAID, EMU_LDMATRIX, EMU_MMA, EMU_NCTAID, EMU_PRINT,
+    EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_WORDS,
 };
 use super::CudaCompileOptions;
 use crate::launch::checked::{self, FAULT_WORDS};
@@ -76,6 +76,10 @@ struct EmuState {
     lanes: Vec<AtomicU32>,
     /// Six `mma` fragment words per thread (four of `a`, two of `b`).
     fragments: Vec<AtomicU32>,
+    /// Each thread's row address of an `ldmatrix`.
+    rows: Vec<AtomicU64>,
+    /// `ldmatrix` row addresses that were not 16-byte aligned (a code-generation bug).
+    misaligned: AtomicU32,
 }
 
 impl EmuState {
@@ -161,6 +165,76 @@ extern "C" fn emu_mma(
     for (i, c) in acc.iter_mut().enumerate() {
         let (row, col) = (group + 8 * (i / 2), 2 * quad + i % 2);
         *c += (0..16).map(|k| a[row][k] * b[k][col]).sum::<f32>();
+    }
+    s.barrier();
+}
+
+/// What the emulator saw of shared memory on this OS thread (see [`shared_memory_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SharedMemoryStats {
+    /// 8×8 matrices read by `ldmatrix`.
+    pub ldmatrix_matrices: u64,
+    /// Their shared-memory wavefronts: one per matrix without bank conflicts.
+    pub ldmatrix_wavefronts: u64,
+}
+
+thread_local! {
+    static SHARED_STATS: Cell<SharedMemoryStats> = const {
+        Cell::new(SharedMemoryStats { ldmatrix_matrices: 0, ldmatrix_wavefronts: 0 })
+    };
+}
+
+/// The shared-memory counters of the emulator's launches on this thread since the last
+/// call (they are reset): a test asserts on the bank conflicts of generated code.
+pub fn shared_memory_stats() -> SharedMemoryStats {
+    SHARED_STATS.with(|s| s.replace(SharedMemoryStats::default()))
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x{2,4}[.trans].shared.b16` for one warp (`code`: the
+/// matrix count, bit 8 `.trans`): each lane publishes its row address, then reads its
+/// words from the rows of the others (see `codegen/ldmatrix.rs`). Lane 0 counts the
+/// warp's wavefronts, one matrix (8 rows of 16 bytes) at a time.
+extern "C" fn emu_ldmatrix(
+    state: *const EmuState,
+    tid: u32,
+    row: *const u8,
+    code: u32,
+    out: *mut u32,
+) {
+    let (matrices, trans) = ((code & 0xff) as usize, code & 0x100 != 0);
+    // SAFETY: as `emu_barrier`; `out` holds 4 words (generated code).
+    let (s, out) = unsafe { (&*state, std::slice::from_raw_parts_mut(out, 4)) };
+    let tid = tid as usize;
+    if !(row as usize).is_multiple_of(16) {
+        s.misaligned.fetch_add(1, Ordering::Relaxed);
+    }
+    s.rows[tid].store(row as u64, Ordering::SeqCst);
+    s.barrier();
+    let (warp, lane) = (tid & !31, tid % 32);
+    let row_of = |m: usize, r: usize| s.rows[warp + 8 * m + r].load(Ordering::SeqCst) & !15;
+    // SAFETY: every row address is one of this CTA's shared-memory rows (16-byte aligned
+    // above), which the generated code reserved.
+    let half = |addr: u64, i: usize| unsafe { (addr as *const u16).add(i).read() };
+    for (m, word) in out.iter_mut().enumerate().take(matrices) {
+        let (lo, hi) = if trans {
+            let (r, col) = (2 * (lane % 4), lane / 4);
+            (half(row_of(m, r), col), half(row_of(m, r + 1), col))
+        } else {
+            let row = row_of(m, lane / 4);
+            (half(row, 2 * (lane % 4)), half(row, 2 * (lane % 4) + 1))
+        };
+        *word = u32::from(lo) | (u32::from(hi) << 16);
+    }
+    if lane == 0 {
+        let fronts: usize = (0..matrices)
+            .map(|m| wavefronts((0..8).map(|r| (row_of(m, r) as usize, 16))))
+            .sum();
+        SHARED_STATS.with(|st| {
+            let mut v = st.get();
+            v.ldmatrix_matrices += matrices as u64;
+            v.ldmatrix_wavefronts += fronts as u64;
+            st.set(v);
+        });
     }
     s.barrier();
 }
@@ -382,6 +456,8 @@ impl EmulatedKernel {
                 .collect(),
             lanes: (0..self.threads).map(|_| AtomicU32::new(0)).collect(),
             fragments: (0..self.threads * 6).map(|_| AtomicU32::new(0)).collect(),
+            rows: (0..self.threads).map(|_| AtomicU64::new(0)).collect(),
+            misaligned: AtomicU32::new(0),
         };
         let [nx, ny, nz] = grid.0;
         let (slots_addr, shared_addr, state_addr) = (
@@ -410,6 +486,7 @@ impl EmulatedKernel {
                     words[EMU_SHUFFLE as usize] = emu_shuffle as *const () as usize as u64;
                     words[EMU_STATE as usize] = state_addr as u64;
                     words[EMU_MMA as usize] = emu_mma as *const () as usize as u64;
+                    words[EMU_LDMATRIX as usize] = emu_ldmatrix as *const () as usize as u64;
                     words[EMU_PRINT as usize] =
                         crate::launch::print::print_hook as *const () as usize as u64;
                     for p in 0..nx * ny * nz {
@@ -437,6 +514,12 @@ impl EmulatedKernel {
         }
         outcome?;
         drop(shared);
+        if state.misaligned.load(Ordering::Relaxed) > 0 {
+            return Err(Error::Device(format!(
+                "emulator: {}: an `ldmatrix` row address is not 16-byte aligned (a bug of the CUDA code generator)",
+                self.function.name
+            )));
+        }
         let Some(sites) = &self.sites else {
             return Ok(());
         };

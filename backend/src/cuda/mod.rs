@@ -12,6 +12,7 @@ mod ptx_conversions;
 mod target;
 
 pub use crate::runtime::{unavailable_reason, CudaDevice, CudaTensor, DeviceTensor, Ptx, Stream};
+pub use emulate::{shared_memory_stats, SharedMemoryStats};
 pub(crate) use launch::launch;
 
 use crate::pipeline::dump::Dumps;

@@ -1,12 +1,13 @@
 //! `dot(a, b, acc)`.
 //!
 //! f16/bf16 inputs with an f32 accumulator, `M % 16 == 0`, `N % 8 == 0`, `K % 16 == 0`:
-//! tensor cores. `a` and `b` (16-bit) go to shared memory (`b` transposed, rows padded
-//! against bank conflicts). The `16 × 8` output tiles are dealt to a grid of warps, each
-//! owning a block of them, so that per `K / 16` step a warp loads each A fragment (a row
-//! of tiles) and B fragment (a column) once for all its `mma.sync.aligned.m16n8k16.row.col`
+//! tensor cores. `a` and `b` (16-bit) go to shared memory row-major in the swizzled
+//! layout (`swizzle.rs`), stored a thread's chunk at a time. The `16 × 8` output tiles are
+//! dealt to a grid of warps, each owning a block of them, so that per `K / 16` step a warp
+//! loads each A fragment (a row of tiles; one `ldmatrix.x4`) and B fragment (a column; an
+//! `ldmatrix.x4.trans` for two) once for all its `mma.sync.aligned.m16n8k16.row.col`
 //! (round-robin, one tile at a time, when no grid divides the tiles); fragments follow
-//! the PTX ISA's `m16n8k16` layouts.
+//! the PTX ISA's `m16n8k16` layouts, which are `ldmatrix`'s.
 //! The result stays in the accumulator-fragment layout (`V::Frag`): the next `dot` takes
 //! it as it is, and a `for` loop carries it in registers (see `control`); any other use
 //! converts it to the blocked layout through shared memory (as an accumulator in slots is
@@ -18,16 +19,15 @@
 //! in k order (integers: wrapping multiply-add). f16/bf16 accumulators add in f32 and
 //! round once at the end, as the interpreter does.
 
+use super::ldmatrix::Ldmatrix;
 use super::reduce::Acc;
+use super::swizzle::{Swizzled, CHUNK_BYTES};
 use super::{Gen, V};
 use crate::llvm::{CodegenError, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::AddressSpace;
 use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
-
-/// Halves of padding after each row of a staged `mma` operand (see `mma_dot`).
-const PAD_HALVES: usize = 8;
 
 /// How the `16 × 8` output tiles of a tensor-core `dot` are dealt to the warps.
 #[derive(Clone, Copy)]
@@ -44,14 +44,18 @@ enum MmaTiling {
 struct FragSite<'ctx> {
     /// Whether the warp has a tile this round.
     valid: IntValue<'ctx>,
-    /// The lane's first row of the tile (`16 tm + group`).
-    row0: IntValue<'ctx>,
-    /// The lane's column of `b` (`8 tn + group`).
-    b_col: IntValue<'ctx>,
-    /// `2 quad`.
-    quad2: IntValue<'ctx>,
+    /// The tile's row of `16 × 8` tiles (its first row is `16 tm`).
+    tm: IntValue<'ctx>,
+    /// The tile's column of tiles (its first column is `8 tn`).
+    tn: IntValue<'ctx>,
     /// Row-major indices of the lane's 4 accumulator registers.
     index: [IntValue<'ctx>; 4],
+}
+
+/// One `ldmatrix` of a k step's B fragments: n-tile `tn`, and `tn + 1` when `pair`.
+struct BLoad<'ctx> {
+    tn: IntValue<'ctx>,
+    pair: bool,
 }
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -230,9 +234,8 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         Ok(FragSite {
             valid,
-            row0,
-            b_col: add(mul(tn, 8)?, group)?,
-            quad2: mul(quad, 2)?,
+            tm,
+            tn,
             index,
         })
     }
@@ -329,60 +332,15 @@ impl<'ctx> Gen<'ctx, '_> {
             unreachable!()
         };
         let r = inst.results[0];
-        let (i16t, i32t) = (self.ctx.i16_type(), self.ctx.i32_type());
         let init = self.frag_regs(*acc, m, n)?;
-        // `a` row-major and `b` transposed (column-major), both with rows of `k + 8`
-        // halves: a fragment register is one 32-bit load for both operands, and the 8
-        // rows a warp's lanes read start in different banks (the padding shifts each row
-        // by 4 banks), so fragment loads are free of bank conflicts.
-        let pitch = k + PAD_HALVES;
-        let b_off = (m * pitch * 2).div_ceil(16) * 16;
-        self.reserve_shared(b_off + n * pitch * 2);
-        let half = Elem::Scalar(from);
-        for (x, offset, numel, cols, transposed) in
-            [(*a, 0, m * k, k, false), (*b, b_off, k * n, n, true)]
-        {
-            let slots = self.tile_slots(x, numel)?;
-            let bits: Vec<_> = slots
-                .iter()
-                .map(|v| self.to_storage(*v, half))
-                .collect::<Result<_>>()?;
-            // Where element `lin` goes: row-major, or transposed, rows `pitch` apart.
-            let place = |g: &Self, lin: IntValue<'ctx>| -> Result<_> {
-                let row = g.b.build_int_unsigned_div(lin, g.i32c(cols as u64), "")?;
-                let col = g.b.build_int_unsigned_rem(lin, g.i32c(cols as u64), "")?;
-                let (major, minor) = if transposed { (col, row) } else { (row, col) };
-                let at = g.b.build_int_mul(major, g.i32c(pitch as u64), "")?;
-                Ok(g.b.build_int_add(at, minor, "")?)
-            };
-            let chunk = self.chunk(numel);
-            if !transposed && chunk > 1 && self.valid(numel, 0)?.is_none() {
-                // A thread's chunk is `chunk` consecutive elements of one row (`k` is a
-                // multiple of 16): one vector store, aligned as rows are 16-byte multiples.
-                let vt = i16t.vec_type(chunk as u32);
-                for (j0, run) in bits.chunks(chunk).enumerate() {
-                    let mut v = vt.get_undef();
-                    for (e, x) in run.iter().enumerate() {
-                        v = self
-                            .b
-                            .build_insert_element(v, *x, self.i32c(e as u64), "")?;
-                    }
-                    let at = place(self, self.lin(numel, j0 * chunk)?)?;
-                    let p = self.shared_typed(offset, i16t.into(), at)?;
-                    let st = self.b.build_store(p, v)?;
-                    st.set_alignment((chunk * 2) as u32)?;
-                }
-                continue;
-            }
-            for (j, x) in bits.into_iter().enumerate() {
-                let ok = self.valid(numel, j)?;
-                self.when(ok, &mut |g| {
-                    let at = place(g, g.lin(numel, j)?)?;
-                    let p = g.shared_typed(offset, i16t.into(), at)?;
-                    g.b.build_store(p, x)?;
-                    Ok(())
-                })?;
-            }
+        // `a` (`m × k`) and `b` (`k × n`) row-major in the swizzled layout: the staging
+        // stores are whole chunks, and every 8×8 matrix an `ldmatrix` reads is one
+        // wavefront (`b` is read transposed by `ldmatrix.trans`).
+        let a_tile = Swizzled::new(0, m, k);
+        let b_tile = Swizzled::new(a_tile.bytes(), k, n);
+        self.reserve_shared(b_tile.offset + b_tile.bytes());
+        for (x, tile) in [(*a, a_tile), (*b, b_tile)] {
+            self.stage_operand(x, from, tile)?;
         }
         self.barrier()?;
         let c = |g: &Self, v: u64| g.i32c(v);
@@ -391,7 +349,8 @@ impl<'ctx> Gen<'ctx, '_> {
         // Which A fragment (a row of tiles) and B fragment (a column) each round uses:
         // on a warp grid, rounds share them and each is loaded once per k step.
         let rounds = init.len() / 4;
-        let (a_of, b_of): (Vec<usize>, Vec<usize>) = match self.mma_tiling(m, n) {
+        let tiling = self.mma_tiling(m, n);
+        let (a_of, b_of): (Vec<usize>, Vec<usize>) = match tiling {
             MmaTiling::Grid { ni, .. } => (0..rounds).map(|r| (r / ni, r % ni)).unzip(),
             MmaTiling::Spread { .. } => (0..rounds).map(|r| (r, r)).unzip(),
         };
@@ -403,46 +362,101 @@ impl<'ctx> Gen<'ctx, '_> {
                 .position(|k| *k == key)
                 .expect("every key has a first round")
         };
-        let a_rows: Vec<IntValue<'ctx>> = (0..=a_of.iter().copied().max().unwrap_or(0))
-            .map(|i| mul(self, sites[first_round(&a_of, i)].row0, pitch as u64))
+        // Lane `l` gives the address of row `l % 8` of matrix `j = l / 8`: of the A
+        // fragment's `16 × 16`, rows `8 (j % 2)..` and columns `8 (j / 2)..`; of a B
+        // pair's `16 × 16`, k rows `8 (j % 2)..` and n-tile `j / 2`.
+        let (lane, _) = self.lane_and_warp()?;
+        let j = self.b.build_right_shift(lane, c(self, 3), false, "")?;
+        let j_hi = self.b.build_right_shift(j, c(self, 1), false, "")?;
+        let j_lo = self.b.build_and(j, c(self, 1), "")?;
+        let in_block = add(
+            self,
+            self.b.build_and(lane, c(self, 7), "")?,
+            mul(self, j_lo, 8)?,
+        )?;
+        // A: chunk `2 step + j / 2` of row `16 tm + in_block`, whose phase does not
+        // depend on the step: `(2 step + j / 2) ^ phase = 2 step ^ (j / 2 ^ phase)`.
+        let a_frags = a_of.iter().copied().max().map_or(0, |x| x + 1);
+        let a_rows: Vec<(IntValue<'ctx>, IntValue<'ctx>)> = (0..a_frags)
+            .map(|i| {
+                let row = add(
+                    self,
+                    mul(self, sites[first_round(&a_of, i)].tm, 16)?,
+                    in_block,
+                )?;
+                let phase = self.swizzle_phase(&a_tile, row)?;
+                let base = add(
+                    self,
+                    c(self, a_tile.offset as u64),
+                    mul(self, row, a_tile.row_bytes() as u64)?,
+                )?;
+                Ok((base, self.b.build_xor(j_hi, phase, "")?))
+            })
+            .collect::<Result<_>>()?;
+        // B: k row `16 step + in_block` (the same phase at every step, as 16 is a whole
+        // number of phases), chunk `tn` (+ `j / 2` for a pair).
+        let b_frags = b_of.iter().copied().max().map_or(0, |x| x + 1);
+        let b_tn = |i: usize| sites[first_round(&b_of, i)].tn;
+        let b_loads: Vec<BLoad<'ctx>> = match tiling {
+            MmaTiling::Grid { .. } => (0..b_frags)
+                .step_by(2)
+                .map(|i| BLoad {
+                    tn: b_tn(i),
+                    pair: i + 1 < b_frags,
+                })
+                .collect(),
+            MmaTiling::Spread { .. } => (0..b_frags)
+                .map(|i| BLoad {
+                    tn: b_tn(i),
+                    pair: false,
+                })
+                .collect(),
+        };
+        let b_phase = self.swizzle_phase(&b_tile, in_block)?;
+        let b_row = add(
+            self,
+            c(self, b_tile.offset as u64),
+            mul(self, in_block, b_tile.row_bytes() as u64)?,
+        )?;
+        let b_bases: Vec<IntValue<'ctx>> = b_loads
+            .iter()
+            .map(|l| {
+                let chunk = if l.pair { add(self, l.tn, j_hi)? } else { l.tn };
+                let phys = self.b.build_xor(chunk, b_phase, "")?;
+                add(self, b_row, mul(self, phys, CHUNK_BYTES as u64)?)
+            })
             .collect::<Result<_, _>>()?;
-        let b_rows: Vec<IntValue<'ctx>> = (0..=b_of.iter().copied().max().unwrap_or(0))
-            .map(|j| mul(self, sites[first_round(&b_of, j)].b_col, pitch as u64))
-            .collect::<Result<_, _>>()?;
-        let quad2 = sites[0].quad2;
         let accs: Vec<Acc<'ctx>> = init.iter().map(|v| (*v, None)).collect();
         let d = self.counted_loop(k / 16, accs, &mut |g, step, accs| {
-            let kk = mul(g, step, 16)?;
-            let kq = add(g, kk, quad2)?;
-            // A fragment register q: row group + 8 (q % 2), columns kk + 2 quad + 8 (q / 2)
-            // and the next one (adjacent 16-bit elements: one 32-bit load).
+            let step2 = mul(g, step, 2)?;
             let a_frags: Vec<Vec<IntValue<'ctx>>> = a_rows
                 .iter()
-                .map(|a_row| {
-                    (0..4u64)
-                        .map(|q| {
-                            let row = add(g, *a_row, c(g, 8 * (q % 2) * pitch as u64))?;
-                            let col = add(g, kq, c(g, 8 * (q / 2)))?;
-                            let p = g.shared_typed(0, i16t.into(), add(g, row, col)?)?;
-                            Ok(g.b.build_load(i32t, p, "")?.into_int_value())
-                        })
-                        .collect::<Result<_>>()
+                .map(|(base, q)| {
+                    let phys = g.b.build_xor(step2, *q, "")?;
+                    let at = add(g, *base, mul(g, phys, CHUNK_BYTES as u64)?)?;
+                    g.ldmatrix(
+                        Ldmatrix {
+                            matrices: 4,
+                            trans: false,
+                        },
+                        at,
+                    )
                 })
                 .collect::<Result<_>>()?;
-            // B fragment register q: rows kk + 2 quad + 8 q and the next one of column
-            // tn * 8 + group (adjacent in the transposed copy: one 32-bit load).
-            let b_frags: Vec<Vec<IntValue<'ctx>>> = b_rows
-                .iter()
-                .map(|b_row| {
-                    (0..2u64)
-                        .map(|q| {
-                            let k0 = add(g, kq, c(g, 8 * q))?;
-                            let p = g.shared_typed(b_off, i16t.into(), add(g, *b_row, k0)?)?;
-                            Ok(g.b.build_load(i32t, p, "")?.into_int_value())
-                        })
-                        .collect::<Result<_>>()
-                })
-                .collect::<Result<_>>()?;
+            let b_step = mul(g, step, 16 * b_tile.row_bytes() as u64)?;
+            let mut b_frags: Vec<Vec<IntValue<'ctx>>> = Vec::with_capacity(b_frags);
+            for (load, base) in b_loads.iter().zip(&b_bases) {
+                let matrices = if load.pair { 4 } else { 2 };
+                let at = add(g, *base, b_step)?;
+                let words = g.ldmatrix(
+                    Ldmatrix {
+                        matrices,
+                        trans: true,
+                    },
+                    at,
+                )?;
+                b_frags.extend(words.chunks(2).map(<[_]>::to_vec));
+            }
             let mut next = Vec::with_capacity(accs.len());
             for (r, four) in accs.chunks(4).enumerate() {
                 let cs: Vec<BasicValueEnum<'ctx>> = four.iter().map(|(v, _)| *v).collect();
@@ -456,6 +470,87 @@ impl<'ctx> Gen<'ctx, '_> {
         self.barrier()?;
         self.vals.insert(r, V::Frag(out));
         Ok(())
+    }
+
+    /// Stores this thread's slots of the 16-bit `dot` operand `x` into `tile`: a chunk of
+    /// consecutive slots lies in one 16-byte chunk of a row (rows are whole chunks), so
+    /// it is one vector store.
+    fn stage_operand(&mut self, x: Value, from: DType, tile: Swizzled) -> Result<()> {
+        let i16t = self.ctx.i16_type();
+        let numel = tile.rows * tile.cols;
+        let slots = self.tile_slots(x, numel)?;
+        let half = Elem::Scalar(from);
+        let bits: Vec<_> = slots
+            .iter()
+            .map(|v| self.to_storage(*v, half))
+            .collect::<Result<_>>()?;
+        let address = |g: &Self, lin: IntValue<'ctx>| -> Result<PointerValue<'ctx>> {
+            let cols = g.i32c(tile.cols as u64);
+            let row = g.b.build_int_unsigned_div(lin, cols, "")?;
+            let col = g.b.build_int_unsigned_rem(lin, cols, "")?;
+            let byte = g.swizzled_element(&tile, row, col)?;
+            // SAFETY (of the generated code): the tile lies in reserved shared memory.
+            Ok(unsafe { g.b.build_gep(g.ctx.i8_type(), g.smem, &[byte], "sm") }?)
+        };
+        let chunk = self.chunk(numel);
+        if chunk > 1 && self.valid(numel, 0)?.is_none() {
+            let vt = i16t.vec_type(chunk as u32);
+            for (j0, run) in bits.chunks(chunk).enumerate() {
+                let mut v = vt.get_undef();
+                for (e, x) in run.iter().enumerate() {
+                    v = self
+                        .b
+                        .build_insert_element(v, *x, self.i32c(e as u64), "")?;
+                }
+                let p = address(self, self.lin(numel, j0 * chunk)?)?;
+                let st = self.b.build_store(p, v)?;
+                st.set_alignment((chunk * 2) as u32)?;
+            }
+            return Ok(());
+        }
+        for (j, x) in bits.into_iter().enumerate() {
+            let ok = self.valid(numel, j)?;
+            self.when(ok, &mut |g| {
+                let p = address(g, g.lin(numel, j)?)?;
+                g.b.build_store(p, x)?;
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The phase of `row` in `tile`: its chunks are XOR-ed with it (see `swizzle.rs`).
+    fn swizzle_phase(&self, tile: &Swizzled, row: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
+        let (per_phase, phases) = tile.phases();
+        let shifted = self.b.build_right_shift(
+            row,
+            self.i32c(u64::from(per_phase.trailing_zeros())),
+            false,
+            "",
+        )?;
+        Ok(self
+            .b
+            .build_and(shifted, self.i32c(phases as u64 - 1), "phase")?)
+    }
+
+    /// The byte offset in shared memory of element `(row, col)` of `tile`.
+    fn swizzled_element(
+        &self,
+        tile: &Swizzled,
+        row: IntValue<'ctx>,
+        col: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let b = self.b;
+        let c = |v: usize| self.i32c(v as u64);
+        let chunk = b.build_right_shift(col, c(3), false, "")?;
+        let phys = b.build_xor(chunk, self.swizzle_phase(tile, row)?, "")?;
+        let within = b.build_int_mul(b.build_and(col, c(7), "")?, c(2), "")?;
+        let at = b.build_int_add(
+            b.build_int_mul(row, c(tile.row_bytes()), "")?,
+            b.build_int_mul(phys, c(CHUNK_BYTES), "")?,
+            "",
+        )?;
+        Ok(b.build_int_add(b.build_int_add(at, within, "")?, c(tile.offset), "")?)
     }
 
     /// Element `index` of an array of `ty` at byte `offset` of shared memory.

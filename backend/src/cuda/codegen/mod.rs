@@ -23,18 +23,21 @@ mod control;
 mod custom;
 mod debug;
 mod dot;
+mod ldmatrix;
 mod memory;
 mod recompute;
 mod reduce;
 mod scalar;
 mod scan;
+mod swizzle;
 mod sync;
 mod types;
 
 use crate::llvm::{CodegenError, Positioned, Result};
+pub(crate) use swizzle::wavefronts;
 pub(crate) use sync::{
-    EMU_BARRIER, EMU_CTAID, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE,
-    EMU_TID, EMU_WORDS,
+    EMU_BARRIER, EMU_CTAID, EMU_LDMATRIX, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE,
+    EMU_STATE, EMU_TID, EMU_WORDS,
 };
 
 use crate::pipeline::link::CustomEntries;

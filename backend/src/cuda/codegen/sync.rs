@@ -1,6 +1,6 @@
 //! The target hooks: special registers, barriers, warp shuffles and shared memory. Every
 //! NVVM intrinsic the code generator uses is called from this file (and `ex2.approx` in
-//! `scalar.rs`, `mma` in `dot.rs`); for the host emulator each hook reads the thread's `EmuThread`
+//! `scalar.rs`, `mma` in `dot.rs`, `ldmatrix` in `ldmatrix.rs`); for the host emulator each hook reads the thread's `EmuThread`
 //! words or calls back into the emulator instead.
 
 use super::{Gen, V};
@@ -25,8 +25,10 @@ pub(crate) const EMU_STATE: u64 = 10;
 pub(crate) const EMU_MMA: u64 = 11;
 /// `device_print`'s hook (`launch::print::print_hook`).
 pub(crate) const EMU_PRINT: u64 = 12;
+/// `ldmatrix` (see `ldmatrix.rs`).
+pub(crate) const EMU_LDMATRIX: u64 = 13;
 /// The number of words.
-pub(crate) const EMU_WORDS: usize = 13;
+pub(crate) const EMU_WORDS: usize = 14;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.

@@ -1,0 +1,105 @@
+//! `ldmatrix`: a warp reads 8×8 matrices of 16-bit elements from shared memory straight
+//! into `mma` fragment registers, each lane giving the address of one matrix row (lanes
+//! `8j..8j+8` the rows of matrix `j`) and receiving one 32-bit word per matrix: row
+//! `lane / 4`, columns `2 (lane % 4)` and the next (or, `.trans`, column `lane / 4` of rows
+//! `2 (lane % 4)` and the next). In the emulator the same instruction is a collective of
+//! the CTA's threads in `cuda/emulate.rs`, which also counts its shared-memory wavefronts.
+//! Offsets into shared memory are the swizzled layout's (`swizzle.rs`).
+
+use super::sync::{EMU_LDMATRIX, EMU_STATE};
+use super::Gen;
+use crate::llvm::Result;
+use inkwell::values::{BasicValueEnum, IntValue};
+use inkwell::AddressSpace;
+
+/// One `ldmatrix` shape.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ldmatrix {
+    /// 8×8 matrices read: 2 or 4.
+    pub matrices: u32,
+    /// `.trans`: each lane receives a column pair instead of a row pair.
+    pub trans: bool,
+}
+
+impl Ldmatrix {
+    /// The word the emulator's hook takes: the matrix count, and bit 8 for `.trans`.
+    pub(crate) fn emulator_code(self) -> u32 {
+        self.matrices | (u32::from(self.trans) << 8)
+    }
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// `ldmatrix.sync.aligned.m8n8.x{2,4}[.trans].shared.b16` with this lane's row at byte
+    /// `byte` of shared memory (16-byte aligned): one word per matrix.
+    pub(super) fn ldmatrix(
+        &self,
+        shape: Ldmatrix,
+        byte: IntValue<'ctx>,
+    ) -> Result<Vec<IntValue<'ctx>>> {
+        let i8t = self.ctx.i8_type();
+        // SAFETY (of the generated code): the callers' layouts lie in reserved shared memory.
+        let row = unsafe { self.b.build_gep(i8t, self.smem, &[byte], "ldsm.row") }?;
+        if self.emu.is_some() {
+            return self.emulator_ldmatrix(shape, row.into());
+        }
+        let name = format!(
+            "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{}{}.b16",
+            shape.matrices,
+            if shape.trans { ".trans" } else { "" }
+        );
+        let intrinsic = inkwell::intrinsics::Intrinsic::find(&name)
+            .expect("LLVM 19 has the ldmatrix intrinsics");
+        let shared = self.ctx.ptr_type(AddressSpace::from(3u16));
+        let overload = if intrinsic.is_overloaded() {
+            vec![shared.into()]
+        } else {
+            Vec::new()
+        };
+        let decl = intrinsic
+            .get_declaration(self.module, &overload)
+            .expect("declaration");
+        let call = self.b.build_call(decl, &[row.into()], "ldsm")?;
+        let st = match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_struct_value(),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("ldmatrix returns words"),
+        };
+        (0..shape.matrices)
+            .map(|i| Ok(self.b.build_extract_value(st, i, "")?.into_int_value()))
+            .collect()
+    }
+
+    /// The emulator's `ldmatrix` (see `cuda/emulate.rs`): the words through memory.
+    fn emulator_ldmatrix(
+        &self,
+        shape: Ldmatrix,
+        row: BasicValueEnum<'ctx>,
+    ) -> Result<Vec<IntValue<'ctx>>> {
+        let i32t = self.ctx.i32_type();
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        let out = self.entry_alloca(i32t.array_type(4).into())?;
+        let f = self
+            .emu_word(EMU_LDMATRIX, ptr.into())?
+            .into_pointer_value();
+        let state = self.emu_word(EMU_STATE, ptr.into())?;
+        let ty = self.ctx.void_type().fn_type(
+            &[ptr.into(), i32t.into(), ptr.into(), i32t.into(), ptr.into()],
+            false,
+        );
+        let code = self.i32c(u64::from(shape.emulator_code()));
+        let args = [
+            state.into(),
+            self.tid.into(),
+            row.into(),
+            code.into(),
+            out.into(),
+        ];
+        self.b.build_indirect_call(ty, f, &args, "")?;
+        (0..shape.matrices)
+            .map(|i| {
+                // SAFETY (of the generated code): within the 4-word array above.
+                let p = unsafe { self.b.build_gep(i32t, out, &[self.i32c(u64::from(i))], "") }?;
+                Ok(self.b.build_load(i32t, p, "")?.into_int_value())
+            })
+            .collect()
+    }
+}
