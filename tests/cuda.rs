@@ -213,14 +213,88 @@ fn loop_carried_mma_accumulator_stays_in_registers() {
     ] {
         assert!(!text.contains(narrow), "`{narrow}` in\n{text}");
     }
+    // The operands are loads that only the `dot` uses: copied by `cp.async`, 16 bytes at
+    // a time, or where a chunk is not aligned or partly masked, stored 16 bytes at a time.
     for wide in [
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
-        "st.shared.v4.u16",
+        "cp.async.cg.shared.global",
+        "cp.async.commit_group",
+        "cp.async.wait_group 0",
+        "st.shared.v4.b32",
     ] {
         assert!(text.contains(wide), "no `{wide}` in\n{text}");
     }
     assert!(!text.contains("st.shared.u16"), "{text}");
+}
+
+/// A `dot` of tiles loaded under box masks with `other` (`FILL`: 1, else 0) from rows
+/// `ld` apart: an odd `ld` leaves most chunks misaligned, and the edges of the boxes
+/// mask chunks wholly or in part, so every path of the `cp.async` copy runs.
+#[tritium::kernel]
+fn masked_operands(
+    out: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    m: i32,
+    n: i32,
+    k: i32,
+    ld: i32,
+    #[constexpr] M: usize,
+    #[constexpr] N: usize,
+    #[constexpr] K: usize,
+    #[constexpr] FILL: bool,
+) {
+    let rm = arange(0, M);
+    let rn = arange(0, N);
+    let rk = arange(0, K);
+    let fill = if FILL { 1.0 } else { 0.0 };
+    let ta = load(
+        a + rm[(.., None)] * ld + rk[(None, ..)],
+        mask = (rm[(.., None)] < m) & (rk[(None, ..)] < k),
+        other = fill,
+    );
+    let tb = load(
+        b + rk[(.., None)] * ld + rn[(None, ..)],
+        mask = (rk[(.., None)] < k) & (rn[(None, ..)] < n),
+        other = fill,
+    );
+    let acc = dot(ta, tb, zeros([M, N], DType::F32));
+    store(out + rm[(.., None)] * N as i32 + rn[(None, ..)], acc);
+}
+
+#[rstest]
+fn cp_async_operands_match_the_interpreter_emulated(
+    #[values(false, true)] fill: bool,
+    #[values(40, 41)] ld: i32,
+    #[values((32, 24, 32, 20, 17, 27), (16, 32, 16, 16, 32, 16), (32, 16, 32, 0, 16, 9))] sizes: (
+        usize,
+        usize,
+        usize,
+        i32,
+        i32,
+        i32,
+    ),
+) {
+    use half::f16;
+    let (bm, bn, bk, m, n, k) = sizes;
+    let a = Array1::from(random_f32(64 * 41, 23)).mapv(f16::from_f32);
+    let b = Array1::from(random_f32(64 * 41, 24)).mapv(f16::from_f32);
+    let f = masked_operands::trace(&Specialization::default(), bm, bn, bk, fill).unwrap();
+    assert!(ptx(&f, 80, 4).contains("cp.async.cg.shared.global"));
+    let run = |d: &Device| {
+        let mut out = Array1::<f32>::zeros(bm * bn);
+        masked_operands::launch(d, 1, &mut out, &a, &b, m, n, k, ld, bm, bn, bk, fill).unwrap();
+        out
+    };
+    let want = run(&Device::interpreter());
+    assert_close(
+        &run(&Device::cuda_emulator()),
+        &want,
+        1e-4,
+        1e-4,
+        "cp.async operands",
+    );
 }
 
 /// The swizzled operand layouts make every 8×8 matrix an `ldmatrix` reads one

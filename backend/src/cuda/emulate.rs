@@ -25,8 +25,9 @@
 //! thread's [`EMU_THREAD`]: its GPU thread index, the CTA's size, and the CTA's barrier.
 
 use super::codegen::{
-    self, wavefronts, EMU_BARRIER, EMU_CTAID, EMU_LDMATRIX, EMU_MMA, EMU_NCTAID, EMU_PRINT,
-    EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_WORDS,
+    self, wavefronts, EMU_BARRIER, EMU_COMMIT, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID,
+    EMU_LDMATRIX, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
+    EMU_WORDS,
 };
 use super::CudaCompileOptions;
 use crate::launch::checked::{self, FAULT_WORDS};
@@ -80,7 +81,22 @@ struct EmuState {
     rows: Vec<AtomicU64>,
     /// `ldmatrix` row addresses that were not 16-byte aligned (a code-generation bug).
     misaligned: AtomicU32,
+    /// Each thread's `cp.async` copies in flight.
+    copies: Vec<std::cell::RefCell<AsyncCopies>>,
 }
+
+/// One thread's `cp.async` copies that have not landed yet.
+#[derive(Default)]
+struct AsyncCopies {
+    /// Groups committed so far.
+    committed: u64,
+    /// (group, destination, the 16 bytes read at issue).
+    pending: Vec<(u64, usize, [u8; 16])>,
+}
+
+/// The bytes a `cp.async` destination holds until its group is waited for: f16/bf16 NaNs
+/// (`0xFFFF`), so that a read without the wait gives NaN.
+const IN_FLIGHT: u8 = 0xff;
 
 impl EmuState {
     /// `bar.sync`: suspends the running thread until every thread of the CTA is here.
@@ -237,6 +253,54 @@ extern "C" fn emu_ldmatrix(
         });
     }
     s.barrier();
+}
+
+/// `cp.async.cg.shared.global [dst], [src], 16, bytes`: the source is read now (nothing
+/// writes it before the wait in generated code), the destination filled with NaNs until
+/// the thread waits for the copy's group (see `codegen/async_copy.rs`).
+extern "C" fn emu_cp_async(
+    state: *const EmuState,
+    tid: u32,
+    dst: *mut u8,
+    src: *const u8,
+    bytes: u32,
+) {
+    // SAFETY: as `emu_barrier`.
+    let s = unsafe { &*state };
+    let mut data = [0u8; 16];
+    let n = (bytes as usize).min(16);
+    // SAFETY: generated code passes 16 bytes of shared memory at `dst` and, where
+    // `bytes` is not 0, `bytes` readable bytes at `src`.
+    unsafe {
+        if n > 0 {
+            std::ptr::copy_nonoverlapping(src, data.as_mut_ptr(), n);
+        }
+        std::ptr::write_bytes(dst, IN_FLIGHT, 16);
+    }
+    let mut q = s.copies[tid as usize].borrow_mut();
+    let group = q.committed;
+    q.pending.push((group, dst as usize, data));
+}
+
+/// `cp.async.commit_group` (`code` [`EMU_COMMIT`]) or `cp.async.wait_group code`: every
+/// copy of a group older than the `code` newest committed ones lands.
+extern "C" fn emu_cp_async_group(state: *const EmuState, tid: u32, code: u32) {
+    // SAFETY: as `emu_barrier`.
+    let s = unsafe { &*state };
+    let mut q = s.copies[tid as usize].borrow_mut();
+    if code == EMU_COMMIT {
+        q.committed += 1;
+        return;
+    }
+    let done = q.committed.saturating_sub(u64::from(code));
+    q.pending.retain(|(group, dst, data)| {
+        if *group >= done {
+            return true;
+        }
+        // SAFETY: `dst` is the 16 bytes of shared memory the copy was issued to.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), *dst as *mut u8, 16) };
+        false
+    });
 }
 
 thread_local! {
@@ -458,6 +522,7 @@ impl EmulatedKernel {
             fragments: (0..self.threads * 6).map(|_| AtomicU32::new(0)).collect(),
             rows: (0..self.threads).map(|_| AtomicU64::new(0)).collect(),
             misaligned: AtomicU32::new(0),
+            copies: (0..self.threads).map(|_| Default::default()).collect(),
         };
         let [nx, ny, nz] = grid.0;
         let (slots_addr, shared_addr, state_addr) = (
@@ -487,6 +552,9 @@ impl EmulatedKernel {
                     words[EMU_STATE as usize] = state_addr as u64;
                     words[EMU_MMA as usize] = emu_mma as *const () as usize as u64;
                     words[EMU_LDMATRIX as usize] = emu_ldmatrix as *const () as usize as u64;
+                    words[EMU_CP_ASYNC as usize] = emu_cp_async as *const () as usize as u64;
+                    words[EMU_CP_ASYNC_GROUP as usize] =
+                        emu_cp_async_group as *const () as usize as u64;
                     words[EMU_PRINT as usize] =
                         crate::launch::print::print_hook as *const () as usize as u64;
                     for p in 0..nx * ny * nz {

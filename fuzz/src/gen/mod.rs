@@ -1573,8 +1573,16 @@ impl Gen {
             DType::I32 => DType::I32,
             _ => DType::F32,
         };
-        // Sometimes a `b` the CPU packs in panels (see `dot_into`), with a small `a`.
+        // Sometimes a `b` the CPU packs in panels (see `dot_into`), with a small `a`; for
+        // 16-bit operands, sometimes tiles for tensor cores, whose loads CUDA copies to
+        // shared memory with `cp.async` (16 bytes at a time where aligned and unmasked).
+        let tensor_cores = matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.4);
         let (mm, k, nn) = match self.rng.chance(0.3) {
+            _ if tensor_cores => (
+                *self.rng.pick(&[16, 32]),
+                *self.rng.pick(&[16, 32]),
+                *self.rng.pick(&[8, 16, 32, 48]),
+            ),
             true => (*self.rng.pick(&[1, 2, 3]), WIDE_B_BYTES / (128 * 4), 128),
             false => (
                 *self.rng.pick(&[1, 2, 3, 6, 8, 13]),

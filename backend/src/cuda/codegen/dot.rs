@@ -339,8 +339,17 @@ impl<'ctx> Gen<'ctx, '_> {
         let a_tile = Swizzled::new(0, m, k);
         let b_tile = Swizzled::new(a_tile.bytes(), k, n);
         self.reserve_shared(b_tile.offset + b_tile.bytes());
+        let mut copies = false;
         for (x, tile) in [(*a, a_tile), (*b, b_tile)] {
-            self.stage_operand(x, from, tile)?;
+            if self.deferred.contains(&x) {
+                self.copy_operand(x, tile)?;
+                copies = true;
+            } else {
+                self.stage_operand(x, from, tile)?;
+            }
+        }
+        if copies {
+            self.wait_async_copies()?;
         }
         self.barrier()?;
         let c = |g: &Self, v: u64| g.i32c(v);
@@ -534,7 +543,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The byte offset in shared memory of element `(row, col)` of `tile`.
-    fn swizzled_element(
+    pub(super) fn swizzled_element(
         &self,
         tile: &Swizzled,
         row: IntValue<'ctx>,

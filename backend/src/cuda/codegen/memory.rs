@@ -522,7 +522,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Emits `fast` where `cond` holds and `slow` elsewhere; joins their values with phis.
-    fn two_paths(
+    pub(super) fn two_paths(
         &mut self,
         cond: IntValue<'ctx>,
         fast: &mut dyn FnMut(&mut Self) -> Result<Vec<BasicValueEnum<'ctx>>>,

@@ -18,6 +18,7 @@
 //! `sync.rs`. Control flow is uniform: every branch condition is a scalar, which all
 //! threads hold equally, so barriers inside loops and `if`s are reached by every thread.
 
+mod async_copy;
 mod cache;
 mod control;
 mod custom;
@@ -34,10 +35,11 @@ mod sync;
 mod types;
 
 use crate::llvm::{CodegenError, Positioned, Result};
+pub(crate) use async_copy::EMU_COMMIT;
 pub(crate) use swizzle::wavefronts;
 pub(crate) use sync::{
-    EMU_BARRIER, EMU_CTAID, EMU_LDMATRIX, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE,
-    EMU_STATE, EMU_TID, EMU_WORDS,
+    EMU_BARRIER, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID, EMU_LDMATRIX, EMU_MMA, EMU_NCTAID,
+    EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_WORDS,
 };
 
 use crate::pipeline::link::CustomEntries;
@@ -125,6 +127,10 @@ pub(crate) struct Gen<'ctx, 'f> {
     defs: HashMap<Value, &'f Inst>,
     /// PTX has eviction priorities (see [`CodegenOptions::eviction_priorities`]).
     eviction_priorities: bool,
+    /// Loads that the `dot` using them may copy with `cp.async` (see `async_copy.rs`).
+    async_candidates: std::collections::HashSet<Value>,
+    /// Loads left for their `dot` to copy.
+    deferred: std::collections::HashSet<Value>,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -209,6 +215,8 @@ pub(crate) fn generate<'ctx>(
         check: None,
         lone_stores: memory::lone_stores(f),
         defs: definitions(f),
+        async_candidates: Default::default(),
+        deferred: Default::default(),
     };
     g.smem = match smem {
         Some(p) => p,
@@ -254,6 +262,7 @@ pub(crate) fn generate<'ctx>(
         let buf = param(f.params.len(), ctx.ptr_type(global).into())?;
         g.check = Some(g.checked_state(buf.into_pointer_value())?);
     }
+    g.async_candidates = g.find_async_candidates();
     g.block(&f.body)?;
     b.build_return(None)?;
     Ok(Generated {
@@ -607,6 +616,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     Ok(src)
                 })?;
             }
+            Op::Load { .. } if self.defer_load(inst) => {}
             Op::Load { .. } => self.load(inst)?,
             Op::Store { .. } => self.store(inst)?,
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst)?,

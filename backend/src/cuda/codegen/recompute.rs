@@ -51,6 +51,13 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Whether `v` is computed from indices, constants and scalars alone, in at most
+    /// `MAX_OPS` ops: [`Self::eval_at`] gives any of its elements.
+    pub(super) fn is_index_value(&self, v: Value) -> bool {
+        let mut budget = MAX_OPS;
+        self.is_index_expression(v, &mut budget)
+    }
+
+    /// Whether `v` is computed from indices, constants and scalars alone, in at most
     /// `budget` ops.
     fn is_index_expression(&self, v: Value, budget: &mut usize) -> bool {
         if self.ty(v).is_scalar() {
@@ -66,7 +73,9 @@ impl<'ctx> Gen<'ctx, '_> {
         *budget -= 1;
         match &inst.op {
             Op::Arange { .. } | Op::Const(_) | Op::Splat(_) => true,
-            Op::ExpandDims { x, .. } | Op::Broadcast(x) => self.is_index_expression(*x, budget),
+            Op::ExpandDims { x, .. } | Op::Broadcast(x) | Op::Reshape(x) => {
+                self.is_index_expression(*x, budget)
+            }
             Op::Binary(..)
             | Op::Unary(..)
             | Op::Cmp(..)
@@ -87,7 +96,11 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The element of index expression `v` at multi-index `idx` (of `v`'s shape).
-    fn eval_at(&mut self, v: Value, idx: &[IntValue<'ctx>]) -> Result<BasicValueEnum<'ctx>> {
+    pub(super) fn eval_at(
+        &mut self,
+        v: Value,
+        idx: &[IntValue<'ctx>],
+    ) -> Result<BasicValueEnum<'ctx>> {
         if self.ty(v).is_scalar() {
             return self.scalar(v);
         }
@@ -110,6 +123,13 @@ impl<'ctx> Gen<'ctx, '_> {
             Op::Broadcast(x) => {
                 let xs = self.ty(*x).shape.clone();
                 let at = self.broadcast_source(&xs, idx);
+                self.eval_at(*x, &at)
+            }
+            // The same row-major element in another shape.
+            Op::Reshape(x) => {
+                let (rs, xs) = (self.ty(v).shape.clone(), self.ty(*x).shape.clone());
+                let lin = self.ravel(&rs, idx)?;
+                let at = self.unravel(&xs, lin)?;
                 self.eval_at(*x, &at)
             }
             op => {

@@ -27,8 +27,11 @@ pub(crate) const EMU_MMA: u64 = 11;
 pub(crate) const EMU_PRINT: u64 = 12;
 /// `ldmatrix` (see `ldmatrix.rs`).
 pub(crate) const EMU_LDMATRIX: u64 = 13;
+/// `cp.async`, and its `commit_group` / `wait_group` (see `async_copy.rs`).
+pub(crate) const EMU_CP_ASYNC: u64 = 14;
+pub(crate) const EMU_CP_ASYNC_GROUP: u64 = 15;
 /// The number of words.
-pub(crate) const EMU_WORDS: usize = 14;
+pub(crate) const EMU_WORDS: usize = 16;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.

@@ -1,0 +1,303 @@
+//! `cp.async`: a 16-bit tile loaded only to be a tensor-core `dot` operand goes from
+//! global to shared memory without passing through registers.
+//!
+//! Such a `load` is *deferred*: nothing is emitted where it stands, and the `dot` copies
+//! its tile straight into the operand's swizzled layout (`swizzle.rs`), 16 bytes (8
+//! elements of a row) per `cp.async.cg.shared.global` of each thread, then waits for its
+//! group before the barrier that precedes the fragment reads. This is Triton's operand path
+//! on Ampere and later. A load is deferred when its pointers, mask and `other` are index
+//! expressions (`recompute.rs`: computable at any lane, so at the `dot`), its result has
+//! no other use, the `dot` follows in the same block with no op between them that writes
+//! memory or holds a region, and the kernel is not in checked mode.
+//!
+//! Each chunk takes `cp.async` when, at run time, its 8 pointers are consecutive and the
+//! first 16-byte aligned, and its mask is all true (16 bytes copied) or all false with
+//! `other` zero or absent (`src-size` 0: the chunk is zero-filled, nothing read). Any other
+//! chunk is loaded element by element, masked lanes giving `other`, and stored as one
+//! 16-byte vector. In the emulator the copy lands only at the thread's `wait_group`: until
+//! then its destination holds NaNs, so a read without the wait fails a test.
+
+use super::swizzle::{Swizzled, CHUNK_BYTES};
+use super::sync::{EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_STATE};
+use super::Gen;
+use crate::llvm::Result;
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::{AddressSpace, IntPredicate};
+use std::collections::HashSet;
+use tritium_dsl::ir::{Block, Const, Elem, Inst, Op, Value};
+
+/// The emulator's group hook code for `commit_group` (any other code: `wait_group n`).
+pub(crate) const EMU_COMMIT: u32 = u32::MAX;
+
+/// Elements of 16 bits in one copied chunk.
+const CHUNK_ELEMS: usize = CHUNK_BYTES / 2;
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// The results of the loads that the `dot` using them may copy with `cp.async`, by
+    /// their place in the IR alone (see the module docs; whether their operands are index
+    /// expressions is decided where they are generated).
+    pub(super) fn find_async_candidates(&self) -> HashSet<Value> {
+        let mut found = HashSet::new();
+        if self.check.is_none() {
+            self.candidates_in(&self.f.body, &mut found);
+        }
+        found
+    }
+
+    fn candidates_in(&self, block: &Block, found: &mut HashSet<Value>) {
+        for (i, inst) in block.insts.iter().enumerate() {
+            for region in inst.op.regions() {
+                self.candidates_in(region, found);
+            }
+            let Op::Dot { a, b, .. } = &inst.op else {
+                continue;
+            };
+            if self.mma_shape(inst).is_none() {
+                continue;
+            }
+            for x in [*a, *b] {
+                let Some(j) = block.insts[..i]
+                    .iter()
+                    .rposition(|l| matches!(l.op, Op::Load { .. }) && l.results[0] == x)
+                else {
+                    continue;
+                };
+                let quiet = block.insts[j + 1..i].iter().all(|between| {
+                    between.op.regions().is_empty()
+                        && !matches!(
+                            between.op,
+                            Op::Store { .. }
+                                | Op::Atomic { .. }
+                                | Op::AtomicCas { .. }
+                                | Op::Custom(_)
+                        )
+                });
+                if quiet && self.f.uses(x) == 1 && self.ty(x).shape[1] % CHUNK_ELEMS == 0 {
+                    found.insert(x);
+                }
+            }
+        }
+    }
+
+    /// Whether the `load` `inst` is left for its `dot` to copy (then nothing is emitted).
+    pub(super) fn defer_load(&mut self, inst: &'_ Inst) -> bool {
+        let Op::Load {
+            ptr, mask, other, ..
+        } = &inst.op
+        else {
+            return false;
+        };
+        let r = inst.results[0];
+        if !self.async_candidates.contains(&r) {
+            return false;
+        }
+        let index_expression = |g: &Self, v: Value| g.is_index_value(v);
+        if !(index_expression(self, *ptr)
+            && mask.is_none_or(|m| index_expression(self, m))
+            && other.is_none_or(|o| index_expression(self, o)))
+        {
+            return false;
+        }
+        self.deferred.insert(r);
+        true
+    }
+
+    /// Copies the deferred load defining `x` into `tile` (see the module docs); the
+    /// caller commits and waits ([`Self::wait_async_copies`]).
+    pub(super) fn copy_operand(&mut self, x: Value, tile: Swizzled) -> Result<()> {
+        let load = self.defs[&x];
+        let Op::Load {
+            ptr,
+            mask,
+            other,
+            hints,
+        } = &load.op
+        else {
+            unreachable!("deferred values are loads")
+        };
+        let d = self.ty(x).dtype().expect("loads give numbers");
+        let elem = Elem::Scalar(d);
+        let st = self.storage_ty(d);
+        let other_is_zero = other.is_none_or(
+            |o| matches!(self.defs.get(&o).map(|i| &i.op), Some(Op::Const(c)) if is_zero(c)),
+        );
+        let (b, i64t) = (self.b, self.ctx.i64_type());
+        let per_row = tile.cols / CHUNK_ELEMS;
+        let chunks = tile.rows * per_row;
+        for round in 0..chunks.div_ceil(self.threads) {
+            let q = b.build_int_add(self.tid, self.i32c((round * self.threads) as u64), "")?;
+            let (valid, q) = if (round + 1) * self.threads <= chunks {
+                (None, q)
+            } else {
+                let (ok, q) = self.below_or_zero(q, chunks)?;
+                (Some(ok), q)
+            };
+            let row = b.build_int_unsigned_div(q, self.i32c(per_row as u64), "")?;
+            let c8 = b.build_int_unsigned_rem(q, self.i32c(per_row as u64), "")?;
+            let col = b.build_int_mul(c8, self.i32c(CHUNK_ELEMS as u64), "")?;
+            let at = |g: &Self, e: usize| -> Result<Vec<IntValue<'ctx>>> {
+                Ok(vec![row, g.b.build_int_add(col, g.i32c(e as u64), "")?])
+            };
+            let dst = {
+                let byte = self.swizzled_element(&tile, row, col)?;
+                // SAFETY (of the generated code): the tile lies in reserved shared memory.
+                unsafe { b.build_gep(self.ctx.i8_type(), self.smem, &[byte], "cp.dst") }?
+            };
+            self.when(valid, &mut |g| {
+                let ptrs: Vec<PointerValue<'ctx>> = (0..CHUNK_ELEMS)
+                    .map(|e| Ok(g.eval_at(*ptr, &at(g, e)?)?.into_pointer_value()))
+                    .collect::<Result<_>>()?;
+                let lanes: Option<Vec<IntValue<'ctx>>> = mask
+                    .map(|m| {
+                        (0..CHUNK_ELEMS)
+                            .map(|e| Ok(g.eval_at(m, &at(g, e)?)?.into_int_value()))
+                            .collect::<Result<_>>()
+                    })
+                    .transpose()?;
+                let addr = |p: PointerValue<'ctx>| g.b.build_ptr_to_int(p, i64t, "");
+                let (first, last) = (addr(ptrs[0])?, addr(ptrs[CHUNK_ELEMS - 1])?);
+                let span = g.b.build_int_sub(last, first, "")?;
+                let whole = (CHUNK_ELEMS - 1) * 2;
+                let consecutive = g.b.build_int_compare(
+                    IntPredicate::EQ,
+                    span,
+                    i64t.const_int(whole as u64, false),
+                    "",
+                )?;
+                let low = g.b.build_and(first, i64t.const_int(15, false), "")?;
+                let aligned =
+                    g.b.build_int_compare(IntPredicate::EQ, low, i64t.const_zero(), "")?;
+                let mut fast = g.b.build_and(consecutive, aligned, "")?;
+                let mut all = g.ctx.bool_type().const_all_ones();
+                if let Some(lanes) = &lanes {
+                    let mut any = g.ctx.bool_type().const_zero();
+                    for l in lanes {
+                        all = g.b.build_and(all, *l, "")?;
+                        any = g.b.build_or(any, *l, "")?;
+                    }
+                    let none = g.b.build_not(any, "")?;
+                    let uniform = match other_is_zero {
+                        true => g.b.build_or(all, none, "")?,
+                        false => all,
+                    };
+                    fast = g.b.build_and(fast, uniform, "")?;
+                }
+                g.two_paths(
+                    fast,
+                    &mut |g| {
+                        let bytes =
+                            g.b.build_select(all, g.i32c(CHUNK_BYTES as u64), g.i32c(0), "")?;
+                        g.cp_async(dst, ptrs[0], bytes.into_int_value())?;
+                        Ok(Vec::new())
+                    },
+                    &mut |g| {
+                        let vt = st.into_int_type().vec_type(CHUNK_ELEMS as u32);
+                        let mut v = vt.get_undef();
+                        for (e, p) in ptrs.iter().enumerate() {
+                            let fallback = match other {
+                                Some(o) => {
+                                    let o = g.eval_at(*o, &at(g, e)?)?;
+                                    g.to_storage(o, elem)?
+                                }
+                                None => st.into_int_type().const_zero().into(),
+                            };
+                            let cond = lanes.as_ref().map(|l| l[e]);
+                            let x = g.when_value(cond, fallback, &mut |g| {
+                                g.global_load(st, *p, *hints)
+                            })?;
+                            v = g.b.build_insert_element(v, x, g.i32c(e as u64), "")?;
+                        }
+                        let store = g.b.build_store(dst, v)?;
+                        store.set_alignment(CHUNK_BYTES as u32)?;
+                        Ok(Vec::new())
+                    },
+                )?;
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Commits this thread's copies as a group and waits for every group.
+    pub(super) fn wait_async_copies(&self) -> Result<()> {
+        if self.emu.is_some() {
+            self.emulator_copy_group(EMU_COMMIT)?;
+            return self.emulator_copy_group(0);
+        }
+        self.nvvm_call("llvm.nvvm.cp.async.commit.group", &[])?;
+        self.nvvm_call("llvm.nvvm.cp.async.wait.group", &[self.i32c(0).into()])
+    }
+
+    /// `cp.async.cg.shared.global [dst], [src], 16, bytes`: `bytes` (16 or 0) read from
+    /// `src`, the rest of the 16 zero-filled.
+    fn cp_async(
+        &self,
+        dst: PointerValue<'ctx>,
+        src: PointerValue<'ctx>,
+        bytes: IntValue<'ctx>,
+    ) -> Result<()> {
+        if self.emu.is_some() {
+            let ptr = self.ctx.ptr_type(AddressSpace::default());
+            let i32t = self.ctx.i32_type();
+            let f = self
+                .emu_word(EMU_CP_ASYNC, ptr.into())?
+                .into_pointer_value();
+            let state = self.emu_word(EMU_STATE, ptr.into())?;
+            let ty = self.ctx.void_type().fn_type(
+                &[ptr.into(), i32t.into(), ptr.into(), ptr.into(), i32t.into()],
+                false,
+            );
+            let args = [
+                state.into(),
+                self.tid.into(),
+                dst.into(),
+                src.into(),
+                bytes.into(),
+            ];
+            self.b.build_indirect_call(ty, f, &args, "")?;
+            return Ok(());
+        }
+        self.nvvm_call(
+            "llvm.nvvm.cp.async.cg.shared.global.16.s",
+            &[dst.into(), src.into(), bytes.into()],
+        )
+    }
+
+    /// The emulator's `commit_group` ([`EMU_COMMIT`]) or `wait_group code`.
+    fn emulator_copy_group(&self, code: u32) -> Result<()> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        let i32t = self.ctx.i32_type();
+        let f = self
+            .emu_word(EMU_CP_ASYNC_GROUP, ptr.into())?
+            .into_pointer_value();
+        let state = self.emu_word(EMU_STATE, ptr.into())?;
+        let ty = self
+            .ctx
+            .void_type()
+            .fn_type(&[ptr.into(), i32t.into(), i32t.into()], false);
+        let args = [
+            state.into(),
+            self.tid.into(),
+            self.i32c(u64::from(code)).into(),
+        ];
+        self.b.build_indirect_call(ty, f, &args, "")?;
+        Ok(())
+    }
+
+    /// Calls the NVVM intrinsic `name` (not overloaded) for its effect.
+    fn nvvm_call(&self, name: &str, args: &[BasicValueEnum<'ctx>]) -> Result<()> {
+        let i = inkwell::intrinsics::Intrinsic::find(name).expect("LLVM 19 has cp.async");
+        let decl = i.get_declaration(self.module, &[]).expect("declaration");
+        let args: Vec<_> = args.iter().map(|v| (*v).into()).collect();
+        self.b.build_call(decl, &args, "")?;
+        Ok(())
+    }
+}
+
+/// +0 (a zero-filled chunk holds +0, not -0).
+fn is_zero(c: &Const) -> bool {
+    match c {
+        Const::Int(i) => *i == 0,
+        Const::Float(f) => f.to_bits() == 0,
+    }
+}
