@@ -9,7 +9,10 @@
 //! Each manifest row is `key  sm  num_warps  num_stages  shared_bytes  ptx`: the key names
 //! the kernel and config as the report's Triton side parses it (`matmul/f16/128x256x64/w8/s3`,
 //! `attention/f16/d64/128x64/w4/s3/causal`), `shared_bytes` is the dynamic shared memory a
-//! launch provides (which `ptxas` does not see).
+//! launch provides (which `ptxas` does not see). Each kernel is specialized as a launch at
+//! the bench's sizes specializes it (Triton's launcher does the same for its kernels): unit
+//! strides are constants, and the other integers (multiples of 16) and the pointers (16-byte
+//! aligned) are promised divisible by 16.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -28,10 +31,22 @@ struct Case {
     stages: u32,
 }
 
+/// What a launch of a kernel with `params` runtime parameters specializes at the bench's
+/// sizes: those in `ones` equal 1, the others but the floats in `floats` are multiples of 16
+/// (pointers: 16-byte aligned).
+fn launch_spec(params: usize, ones: &[usize], floats: &[usize]) -> Specialization {
+    Specialization {
+        ones: (0..params).map(|i| ones.contains(&i)).collect(),
+        sixteens: (0..params)
+            .map(|i| !ones.contains(&i) && !floats.contains(&i))
+            .collect(),
+    }
+}
+
 /// The GPU bench's kernels, and the configs of Triton's tutorials the issue compares.
 fn cases() -> Result<Vec<Case>, String> {
-    let s = Specialization::default();
     let e = |e: tritium::dsl::Error| e.to_string();
+    let s = launch_spec(5, &[], &[]);
     let mut all = vec![
         Case {
             key: "vector_add/f32/1024/w4/s1".into(),
@@ -55,7 +70,13 @@ fn cases() -> Result<Vec<Case>, String> {
     ] {
         all.push(Case {
             key: format!("matmul/f16/{bm}x{bn}x{bk}/w{warps}/s{stages}"),
-            kernel: matmul::matmul::trace::<F16, F16>(&s, bm, bn, bk).map_err(e)?,
+            kernel: matmul::matmul::trace::<F16, F16>(
+                &launch_spec(12, &[7, 9, 11], &[]),
+                bm,
+                bn,
+                bk,
+            )
+            .map_err(e)?,
             warps,
             stages,
         });
@@ -65,8 +86,14 @@ fn cases() -> Result<Vec<Case>, String> {
             let mode = if causal { "causal" } else { "full" };
             all.push(Case {
                 key: format!("attention/f16/d{d}/{bm}x{bn}/w{warps}/s3/{mode}"),
-                kernel: attention::attention_forward::trace::<F16>(&s, bm, bn, d, causal)
-                    .map_err(e)?,
+                kernel: attention::attention_forward::trace::<F16>(
+                    &launch_spec(7, &[], &[5]),
+                    bm,
+                    bn,
+                    d,
+                    causal,
+                )
+                .map_err(e)?,
                 warps,
                 stages: 3,
             });

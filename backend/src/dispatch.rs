@@ -79,7 +79,7 @@ pub fn launch(
 ) -> Result<()> {
     let grid = grid.into();
     grid.validate(key.name)?;
-    let spec = args.specialization();
+    let spec = args.specialization(matches!(device, Device::Cuda(_) | Device::CudaEmulator));
     // A panic in the kernel body's Rust code while tracing is an error at its line; every
     // trace error names the kernel.
     let guarded = |spec: &Specialization| {

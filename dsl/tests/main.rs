@@ -2,7 +2,7 @@
 
 use tritium_dsl::ir::{parse_function, print_function, verify, CmpPred, Function};
 use tritium_dsl::trace::lang::*;
-use tritium_dsl::trace::{flow, ptr_param, scalar_param, Specialization, Tracer};
+use tritium_dsl::trace::{flow, ptr_param, scalar_param, Specialization, Tile, Tracer};
 use tritium_dsl::{DType, Error};
 
 #[rustfmt::skip] // the pinned text records source columns
@@ -234,4 +234,144 @@ fn builtin_plans_reject_bad_operands() {
     assert_eq!(plan.attrs.symbol, "__builtin_gather_load_uint8_int64");
     assert_eq!(plan.arg_dtypes, vec![(2, DType::I64)]);
     assert!(plan.flatten_outs && plan.flatten_ins == vec![1]);
+}
+
+/// Tutorial 03's `a` tile at K step `kb`: `a + rm[:, None] * lda + (rk[None, :] + kb·BK)`
+/// under `(rm[:, None] < m) & (rk[None, :] < k - kb·BK)`, with runtime parameters `a`, `m`,
+/// `k`, `lda` and the unit stride `one` (numbered 0..5 as a launch numbers them).
+fn tutorial_03_a_tile(spec: &Specialization) -> Function {
+    let t = Tracer::begin("a_tile").unwrap();
+    let a = tritium_dsl::trace::ptr_param_at("a", DType::F16, 0, spec);
+    let m = scalar_param("m", DType::I32, 1, spec);
+    let k = scalar_param("k", DType::I32, 2, spec);
+    let lda = scalar_param("lda", DType::I32, 3, spec);
+    let one = scalar_param("one", DType::I32, 4, spec);
+    let rm = program_id(0) * 64 + arange(0, 64);
+    let rk = arange(0, 32);
+    let rows = rm.expand_dims(1).broadcast_to([64, 32]);
+    let cols = rk.expand_dims(0).broadcast_to([64, 32]);
+    let ptrs = a + (rows * lda + cols * one);
+    let sum = zeros([64, 32], DType::F32);
+    flow::for_range(0, cdiv(k, 32), 1, sum, |kb, sum| {
+        let k0 = kb * 32;
+        let mask = compare(rows, CmpPred::Lt, m) & compare(cols, CmpPred::Lt, k - k0);
+        sum + cast(load(ptrs + k0 * one, mask, 0.0), DType::F32)
+    });
+    t.finish().unwrap()
+}
+
+/// The loads of `f`: (pointer, mask).
+fn loads(f: &Function) -> Vec<(tritium_dsl::ir::Value, Option<tritium_dsl::ir::Value>)> {
+    let mut found = Vec::new();
+    f.walk(&mut |i| {
+        if let tritium_dsl::ir::Op::Load { ptr, mask, .. } = &i.op {
+            found.push((*ptr, *mask));
+        }
+    });
+    found
+}
+
+/// With the launch's specialization (16-aligned `a`, `m`, `k`, `lda` divisible by 16, a
+/// unit stride), each row of tutorial 03's tile is runs of 16 halves whose first is
+/// 16-byte aligned, under a mask equal over runs of 16 columns; without it, nothing
+/// proves either.
+#[test]
+fn axis_info_proves_16_byte_runs_of_tutorial_03() {
+    use tritium_dsl::ir::axis_info;
+    let spec = Specialization {
+        ones: vec![false, false, false, false, true],
+        sixteens: vec![true, true, true, true, false],
+    };
+    let f = tutorial_03_a_tile(&spec);
+    verify(&f).unwrap();
+    let info = axis_info(&f);
+    let (ptr, mask) = loads(&f)[0];
+    let (p, m) = (&info[&ptr], &info[&mask.unwrap()]);
+    assert!(p.contiguity[1] >= 16, "{p:?}");
+    assert!(p.divisibility[1] >= 16, "{p:?}");
+    assert!(m.constancy[1] >= 16, "{m:?}");
+    // `k` not divisible by 16: the mask's columns vary; an unaligned `a`: the runs'
+    // addresses are only 2-byte multiples.
+    let plain = Specialization {
+        ones: spec.ones.clone(),
+        sixteens: vec![false, true, false, true, false],
+    };
+    let f = tutorial_03_a_tile(&plain);
+    let info = axis_info(&f);
+    let (ptr, mask) = loads(&f)[0];
+    let (p, m) = (&info[&ptr], &info[&mask.unwrap()]);
+    assert_eq!((p.contiguity[1], p.divisibility[1]), (16, 2), "{p:?}");
+    assert_eq!(m.constancy[1], 1, "{m:?}");
+}
+
+/// Table of single rules: (what, traced value's info along its last dim as
+/// (contiguity, divisibility, constancy)).
+#[test]
+fn axis_info_rules() {
+    use tritium_dsl::ir::{axis_info, Op, MAX_DIVISIBILITY as MAX};
+    let spec = Specialization {
+        ones: vec![false, false],
+        sixteens: vec![true, false],
+    };
+    type Build = fn(Tile, Tile) -> Tile;
+    let cases: Vec<(&str, Build, (u64, u64, u64))> = vec![
+        ("arange", |_, _| arange(0, 64), (64, MAX, 1)),
+        ("arange from 8", |_, _| arange(8, 40), (32, 8, 1)),
+        (
+            "plus a multiple of 16",
+            |n, _| arange(0, 64) + n,
+            (64, 16, 1),
+        ),
+        ("plus anything", |_, x| arange(0, 64) + x, (64, 1, 1)),
+        ("times 4", |_, _| arange(0, 64) * 4, (1, 4, 1)),
+        (
+            "times a multiple of 16",
+            |n, _| (arange(0, 64) + 1) * n,
+            (1, 16, 1),
+        ),
+        ("a splat", |n, _| broadcast_to(n, [32]), (1, 16, 32)),
+        (
+            "below a multiple of 16",
+            |n, _| compare(arange(0, 64), CmpPred::Lt, n),
+            (1, 1, 16),
+        ),
+        (
+            "below anything",
+            |_, x| compare(arange(0, 64), CmpPred::Lt, x),
+            (1, 1, 1),
+        ),
+        (
+            "above: a < b as b > a",
+            |n, _| compare(n, CmpPred::Gt, arange(0, 64)),
+            (1, 1, 16),
+        ),
+        (
+            "not equal",
+            |n, _| compare(arange(0, 64), CmpPred::Ne, n),
+            (1, 1, 1),
+        ),
+        (
+            "widened from 8",
+            |_, _| cast(arange(8, 40), DType::I64),
+            (8, 8, 1),
+        ),
+    ];
+    for (what, build, want) in cases {
+        let t = Tracer::begin("rule").unwrap();
+        let n = scalar_param("n", DType::I32, 0, &spec);
+        let x = scalar_param("x", DType::I32, 1, &spec);
+        let v = build(n, x);
+        let out = ptr_param("out", v.ty().dtype().unwrap());
+        store(out + arange(0, v.ty().shape[0] as i64), v, NoArg);
+        let f = t.finish().unwrap();
+        let mut stored = None;
+        f.walk(&mut |i| {
+            if let Op::Store { value, .. } = &i.op {
+                stored = Some(*value);
+            }
+        });
+        let info = &axis_info(&f)[&stored.unwrap()];
+        let got = (info.contiguity[0], info.divisibility[0], info.constancy[0]);
+        assert_eq!(got, want, "{what}: {info:?}");
+    }
 }

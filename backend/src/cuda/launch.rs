@@ -72,7 +72,7 @@ pub(crate) fn launch(
         num_warps: options.num_warps,
         bounds_check: options.bounds_check(),
     };
-    let compiled = compiled(key, &args.specialization(), &copts, options, trace)?;
+    let compiled = compiled(key, &args.specialization(true), &copts, options, trace)?;
     check_args(&compiled.function, args)?;
     let kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
     let stream = match &options.stream {

@@ -393,24 +393,31 @@ impl<'a> KernelArgs<'a> {
         }
     }
 
-    /// Which integer scalars equal 1 (Triton's specialization).
-    pub fn specialization(&self) -> tritium_dsl::trace::Specialization {
-        let ones = self
-            .args
-            .iter()
-            .map(|a| match a {
-                RawArg::Scalar { dtype, bits } if dtype.is_int() => {
-                    let mask = if dtype.bits() >= 64 {
-                        u64::MAX
-                    } else {
-                        (1u64 << dtype.bits()) - 1
-                    };
-                    bits & mask == 1
-                }
-                _ => false,
-            })
-            .collect();
-        tritium_dsl::trace::Specialization { ones }
+    /// Which integer scalars equal 1 and, with `divisibility` (GPU targets), which are
+    /// divisible by 16 and which pointers are aligned to 16 bytes (Triton's specialization).
+    pub fn specialization(&self, divisibility: bool) -> tritium_dsl::trace::Specialization {
+        let int_bits = |a: &RawArg| match a {
+            RawArg::Scalar { dtype, bits } if dtype.is_int() => {
+                let mask = if dtype.bits() >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << dtype.bits()) - 1
+                };
+                Some(bits & mask)
+            }
+            _ => None,
+        };
+        let ones = self.args.iter().map(|a| int_bits(a) == Some(1)).collect();
+        let sixteens = match divisibility {
+            false => Vec::new(),
+            true => (self.args.iter())
+                .map(|a| match a {
+                    RawArg::Ptr(b) => (b.ptr as usize).is_multiple_of(16),
+                    a => int_bits(a).is_some_and(|v| v != 1 && v.is_multiple_of(16)),
+                })
+                .collect(),
+        };
+        tritium_dsl::trace::Specialization { ones, sixteens }
     }
 }
 

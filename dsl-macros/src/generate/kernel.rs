@@ -110,10 +110,12 @@ fn param_let(p: &KernelParam) -> Option<TokenStream> {
     let sp = p.ty.span();
     match &p.kind {
         ParamKind::Constexpr => None,
-        ParamKind::Ptr { elem } => {
+        ParamKind::Ptr { elem, index } => {
             let esp = elem.span();
             let dtype = quote_spanned!(esp=> <#elem as ::tritium::dsl::trace::Element>::DTYPE);
-            Some(quote_spanned!(sp=> let #m #id = ::tritium::dsl::trace::ptr_param(#name, #dtype);))
+            Some(
+                quote_spanned!(sp=> let #m #id = ::tritium::dsl::trace::ptr_param_at(#name, #dtype, #index, __spec);),
+            )
         }
         ParamKind::Scalar { index } => {
             let ty = &p.ty;
@@ -175,7 +177,7 @@ fn generate(k: &Kernel, tuning: &Tuning, source: u64) -> TokenStream {
         .map(|p| {
             let (attrs, id, ty) = (&p.attrs, &p.ident, &p.ty);
             let tokens = match &p.kind {
-                ParamKind::Ptr { elem } => {
+                ParamKind::Ptr { elem, .. } => {
                     quote!(#(#attrs)* #id: impl ::tritium::backend::PtrArg<'__a, #elem>)
                 }
                 _ => quote!(#(#attrs)* #id: #ty),
@@ -190,7 +192,7 @@ fn generate(k: &Kernel, tuning: &Tuning, source: u64) -> TokenStream {
             let id = &p.ident;
             let n = LitStr::new(&id.to_string(), id.span());
             match &p.kind {
-                ParamKind::Ptr { elem } => Some(quote!(__args.ptr::<#elem>(#n, #id);)),
+                ParamKind::Ptr { elem, .. } => Some(quote!(__args.ptr::<#elem>(#n, #id);)),
                 ParamKind::Scalar { .. } => {
                     let ty = &p.ty;
                     Some(quote!(__args.scalar::<#ty>(#n, #id);))
@@ -347,7 +349,7 @@ mod tests {
             "pubmodvadd{usesuper::*;",
             "pubconstNAME:&str=\"vadd\";",
             "pubfntrace<T:Float>(__spec:&::tritium::dsl::trace::Specialization,BLOCK:usize)",
-            "letout=::tritium::dsl::trace::ptr_param(\"out\",<TastritiumElement>::DTYPE);",
+            "letout=::tritium::dsl::trace::ptr_param_at(\"out\",<TastritiumElement>::DTYPE,0usize,__spec);",
             "letn=::tritium::dsl::trace::scalar_param(\"n\",<i32as::tritium::dsl::trace::Element>::DTYPE,2usize,__spec);",
             "pubfnlaunch<'__a,T:Float>(device:&::tritium::backend::Device,grid:impl::core::convert::Into<::tritium::backend::Grid>,out:impl::tritium::backend::PtrArg<'__a,T>,x:impl::tritium::backend::PtrArg<'__a,T>,n:i32,BLOCK:usize)",
             "self::launch_with::<T>(device,grid,&::tritium::backend::LaunchOptions::default(),out,x,n,BLOCK)",

@@ -15,6 +15,8 @@ pub enum ParamKind {
     Ptr {
         /// The element type `T`.
         elem: Box<Type>,
+        /// Position among runtime parameters.
+        index: usize,
     },
     /// `x: T`: a runtime scalar; `index` counts pointer and scalar parameters.
     Scalar {
@@ -181,6 +183,7 @@ pub fn parse_kernel(item: ItemFn) -> Result<Kernel, Error> {
             runtime += 1;
             ParamKind::Ptr {
                 elem: Box::new(elem),
+                index: runtime - 1,
             }
         } else {
             runtime += 1;

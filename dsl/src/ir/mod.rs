@@ -26,6 +26,7 @@ macro_rules! named_enum {
 }
 
 mod affine;
+mod axis_info;
 mod cache;
 mod custom;
 mod dtype;
@@ -40,6 +41,7 @@ mod value;
 mod verify;
 
 pub use affine::{affine_lanes, row_major, Affine, Widened};
+pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{
     allowed_pipes, is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, ExtraBuffer, Mode,

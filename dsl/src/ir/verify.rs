@@ -2,8 +2,8 @@
 
 use super::limits::{check_type, MAX_DEBUG_TEXT};
 use super::{
-    Block, CacheModifier, Const, CustomAttrs, DType, Elem, Function, Inst, Op, ReduceOp, Type,
-    UnOp, Value, MAX_NESTING, MAX_TILE_ELEMS, MAX_VALUES,
+    Block, CacheModifier, Const, CustomAttrs, DType, Elem, Function, HintKind, Inst, Op, ReduceOp,
+    Type, UnOp, Value, MAX_NESTING, MAX_TILE_ELEMS, MAX_VALUES,
 };
 use crate::{Error, Result};
 
@@ -289,11 +289,13 @@ impl<'a> Verifier<'a> {
             Op::Hint { x, kind, values } => {
                 want_results(1)?;
                 let xt = self.ty(*x);
-                let int = xt.dtype().is_some_and(|d| d.is_int());
+                // On pointers, `multiple_of` promises the address's alignment in bytes.
+                let int = xt.dtype().is_some_and(|d| d.is_int())
+                    || (*kind == HintKind::MultipleOf && matches!(xt.elem, Elem::Ptr(_)));
                 let fits = values.len() == 1 || values.len() == xt.rank().max(1);
                 if !int || !fits || values.contains(&0) {
                     return Err(e(format!(
-                        "{} needs an integer tile and one positive value per dim (or one), got {xt} and {values:?}",
+                        "{} needs an integer tile (multiple_of: or pointers) and one positive value per dim (or one), got {xt} and {values:?}",
                         kind.name()
                     )));
                 }

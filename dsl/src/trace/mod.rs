@@ -21,5 +21,5 @@ mod tile;
 pub use builder::Tracer;
 pub use element::{Element, Float, Int, Ptr, F8E4B15, F8E4M3, F8E5M2};
 pub use panic::catch_panic;
-pub use params::{ptr_param, scalar_param, Specialization};
+pub use params::{ptr_param, ptr_param_at, scalar_param, Specialization};
 pub use tile::{IntoOperand, Operand, Tile};

@@ -118,9 +118,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let d = self.ty(x).dtype().expect("loads give numbers");
         let elem = Elem::Scalar(d);
         let st = self.storage_ty(d);
-        let other_is_zero = other.is_none_or(
-            |o| matches!(self.defs.get(&o).map(|i| &i.op), Some(Op::Const(c)) if is_zero(c)),
-        );
+        let other_is_zero = other.is_none_or(|o| self.is_positive_zero(o));
+        let proven = self.chunks_proven(*ptr, *mask);
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let per_row = tile.cols / CHUNK_ELEMS;
         let chunks = tile.rows * per_row;
@@ -144,6 +143,33 @@ impl<'ctx> Gen<'ctx, '_> {
                 unsafe { b.build_gep(self.ctx.i8_type(), self.smem, &[byte], "cp.dst") }?
             };
             self.when(valid, &mut |g| {
+                if proven {
+                    // One lane stands for the chunk: its pointer starts the aligned run, its
+                    // mask is the chunk's.
+                    let p0 = g.eval_at(*ptr, &at(g, 0)?)?.into_pointer_value();
+                    let m0 = match mask {
+                        Some(m) => g.eval_at(*m, &at(g, 0)?)?.into_int_value(),
+                        None => g.ctx.bool_type().const_all_ones(),
+                    };
+                    let full = g.i32c(CHUNK_BYTES as u64);
+                    if other_is_zero {
+                        let bytes = g.b.build_select(m0, full, g.i32c(0), "")?;
+                        return g.cp_async(dst, p0, bytes.into_int_value());
+                    }
+                    g.two_paths(
+                        m0,
+                        &mut |g| {
+                            g.cp_async(dst, p0, full)?;
+                            Ok(Vec::new())
+                        },
+                        &mut |g| {
+                            let o = other.expect("a nonzero `other`");
+                            g.store_other(o, dst, elem, &at)?;
+                            Ok(Vec::new())
+                        },
+                    )?;
+                    return Ok(());
+                }
                 let ptrs: Vec<PointerValue<'ctx>> = (0..CHUNK_ELEMS)
                     .map(|e| Ok(g.eval_at(*ptr, &at(g, e)?)?.into_pointer_value()))
                     .collect::<Result<_>>()?;
@@ -216,6 +242,56 @@ impl<'ctx> Gen<'ctx, '_> {
             })?;
         }
         Ok(())
+    }
+
+    /// Whether every chunk is known, without a test, to be one aligned 16-byte run under a
+    /// mask equal for its 8 lanes (`dsl::ir::axis_info`, given the launch's
+    /// specialization).
+    fn chunks_proven(&self, ptr: Value, mask: Option<Value>) -> bool {
+        let Some(p) = self.axis.get(&ptr) else {
+            return false;
+        };
+        let last = p.contiguity.len() - 1;
+        let runs =
+            p.contiguity[last] >= CHUNK_ELEMS as u64 && p.divisibility[last] >= CHUNK_BYTES as u64;
+        let uniform = mask.is_none_or(|m| {
+            self.ty(m).is_scalar()
+                || self
+                    .axis
+                    .get(&m)
+                    .is_some_and(|i| i.constancy[last] >= CHUNK_ELEMS as u64)
+        });
+        runs && uniform
+    }
+
+    /// Stores `other`'s lanes of the chunk at `at(0..8)` to `dst` as one 16-byte vector.
+    fn store_other(
+        &mut self,
+        other: Value,
+        dst: PointerValue<'ctx>,
+        elem: Elem,
+        at: &dyn Fn(&Self, usize) -> Result<Vec<IntValue<'ctx>>>,
+    ) -> Result<()> {
+        let st = self.storage_ty(elem.dtype().expect("a number"));
+        let vt = st.into_int_type().vec_type(CHUNK_ELEMS as u32);
+        let mut v = vt.get_undef();
+        for e in 0..CHUNK_ELEMS {
+            let o = self.eval_at(other, &at(self, e)?)?;
+            let x = self.to_storage(o, elem)?;
+            v = self.b.build_insert_element(v, x, self.i32c(e as u64), "")?;
+        }
+        let store = self.b.build_store(dst, v)?;
+        store.set_alignment(CHUNK_BYTES as u32)?;
+        Ok(())
+    }
+
+    /// Whether `v` is the constant +0 (a constant, or a splat of one).
+    fn is_positive_zero(&self, v: Value) -> bool {
+        match self.defs.get(&v).map(|i| &i.op) {
+            Some(Op::Const(c)) => is_zero(c),
+            Some(Op::Splat(x)) => self.is_positive_zero(*x),
+            _ => false,
+        }
     }
 
     /// Commits this thread's copies as a group and waits for every group.

@@ -131,6 +131,9 @@ pub(crate) struct Gen<'ctx, 'f> {
     async_candidates: std::collections::HashSet<Value>,
     /// Loads left for their `dot` to copy.
     deferred: std::collections::HashSet<Value>,
+    /// What is known of integer and pointer lanes (`dsl::ir::axis_info`), computed where
+    /// a load may be copied.
+    axis: HashMap<Value, tritium_dsl::ir::AxisInfo>,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -217,6 +220,7 @@ pub(crate) fn generate<'ctx>(
         defs: definitions(f),
         async_candidates: Default::default(),
         deferred: Default::default(),
+        axis: HashMap::new(),
     };
     g.smem = match smem {
         Some(p) => p,
@@ -263,6 +267,9 @@ pub(crate) fn generate<'ctx>(
         g.check = Some(g.checked_state(buf.into_pointer_value())?);
     }
     g.async_candidates = g.find_async_candidates();
+    if !g.async_candidates.is_empty() {
+        g.axis = tritium_dsl::ir::axis_info(f);
+    }
     g.block(&f.body)?;
     b.build_return(None)?;
     Ok(Generated {
