@@ -285,6 +285,84 @@ fn masked_operands(
     store(out + rm[(.., None)] * N as i32 + rn[(None, ..)], acc);
 }
 
+/// `a @ bᵀ` for a `b` stored row-major (`N × K`, rows `ld` apart): the `K × N` operand's
+/// columns are contiguous, so its copy runs down them into a transposed layout (attention's
+/// `kᵀ`).
+#[tritium::kernel]
+fn column_major_b(
+    out: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    n: i32,
+    k: i32,
+    ld: i32,
+    #[constexpr] M: usize,
+    #[constexpr] N: usize,
+    #[constexpr] K: usize,
+) {
+    let rm = arange(0, M);
+    let rn = arange(0, N);
+    let rk = arange(0, K);
+    let ta = load(
+        a + rm[(.., None)] * ld + rk[(None, ..)],
+        mask = rk[(None, ..)] < k,
+        other = 0.0,
+    );
+    let tb = load(
+        b + rn[(None, ..)] * ld + rk[(.., None)],
+        mask = (rk[(.., None)] < k) & (rn[(None, ..)] < n),
+        other = 0.0,
+    );
+    let acc = dot(ta, tb, zeros([M, N], DType::F32));
+    store(out + rm[(.., None)] * N as i32 + rn[(None, ..)], acc);
+}
+
+#[rstest]
+fn column_major_operands_are_copied_down_their_columns_emulated(
+    #[values(40, 41, 48)] ld: i32,
+    #[values((32, 32, 32, 32, 32), (16, 24, 32, 17, 27), (32, 16, 16, 16, 16))] sizes: (
+        usize,
+        usize,
+        usize,
+        i32,
+        i32,
+    ),
+    #[values(1, 4)] num_warps: u32,
+) {
+    use half::f16;
+    let (bm, bn, bk, n, k) = sizes;
+    let a = Array1::from(random_f32(64 * 48, 25)).mapv(f16::from_f32);
+    let b = Array1::from(random_f32(64 * 48, 26)).mapv(f16::from_f32);
+    let f = column_major_b::trace(&Specialization::default(), bm, bn, bk).unwrap();
+    let text = ptx(&f, 80, num_warps);
+    // `b` read without `.trans`: only `a`'s and `b`'s plain `ldmatrix`.
+    assert!(text.contains("cp.async.cg.shared.global"), "{text}");
+    assert!(!text.contains(".trans"), "{text}");
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = Array1::<f32>::zeros(bm * bn);
+        column_major_b::launch_with(d, 1, &opts, &mut out, &a, &b, n, k, ld, bm, bn, bk).unwrap();
+        out
+    };
+    tritium::backend::cuda::shared_memory_stats();
+    let got = run(&Device::cuda_emulator());
+    let stats = tritium::backend::cuda::shared_memory_stats();
+    assert_eq!(
+        stats.ldmatrix_wavefronts, stats.ldmatrix_matrices,
+        "bank conflicts"
+    );
+    assert_close(
+        &got,
+        &run(&Device::interpreter()),
+        1e-4,
+        1e-4,
+        "column-major b",
+    );
+}
+
 #[rstest]
 fn cp_async_operands_match_the_interpreter_emulated(
     #[values(false, true)] fill: bool,

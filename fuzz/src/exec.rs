@@ -228,6 +228,14 @@ fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {
             match a {
                 Arg::Buffer { bytes, .. } => {
                     let ptr = w[GUARD_WORDS..].as_mut_ptr() as usize;
+                    // The generator promises 16-byte alignment of 16-bit matrices
+                    // (`multiple_of(16)` on their pointers): the system allocator gives
+                    // it to every buffer this large, and a promise broken here would
+                    // make a false mismatch.
+                    assert!(
+                        ptr.is_multiple_of(16),
+                        "fuzz: a buffer at {ptr:#x} is not 16-byte aligned"
+                    );
                     RawArg::Ptr(RawBuffer {
                         ptr,
                         lo: ptr,

@@ -412,7 +412,7 @@ impl<'a> KernelArgs<'a> {
             false => Vec::new(),
             true => (self.args.iter())
                 .map(|a| match a {
-                    RawArg::Ptr(b) => (b.ptr as usize).is_multiple_of(16),
+                    RawArg::Ptr(b) => b.ptr.is_multiple_of(16),
                     a => int_bits(a).is_some_and(|v| v != 1 && v.is_multiple_of(16)),
                 })
                 .collect(),

@@ -779,7 +779,23 @@ impl Gen {
         } else {
             (r - 1) * cols + c
         };
-        let at = self.rng.below(len - span + 1);
+        let mut at = self.rng.below(len - span + 1);
+        // Now and then a 16-bit matrix promised 16-byte aligned (the executor's buffers
+        // are) whose lines start at multiples of 8 elements: CUDA's copy of a tensor-core
+        // operand then needs no run-time test where the box's columns end at a multiple
+        // of 8 too (`axis_info`).
+        let mut base = ptr;
+        if d.size_bytes() == 2 && self.rng.chance(0.3) {
+            let hint = Op::Hint {
+                x: ptr,
+                kind: HintKind::MultipleOf,
+                values: vec![16],
+            };
+            base = self.push1(hint, self.ty(ptr).clone());
+            if self.rng.chance(0.7) {
+                at -= at % 8;
+            }
+        }
         let i = self.lane_offsets_ordered(&[rows, 1], AxisOrder::RowMajor);
         let mut i_mask = i;
         if self.rng.chance(0.2) {
@@ -799,7 +815,7 @@ impl Gen {
         let line = self.splat_to(line, shape);
         let lanes = self.splat_to(j, shape);
         let off = self.binary(BinOp::Add, line, lanes);
-        let ptrs = self.pointers(ptr, off);
+        let ptrs = self.pointers(base, off);
         let rb = self.int_const(DType::I32, &[], r as i128);
         let rb = self.splat_to(rb, &[rows, 1]);
         let in_rows = self.cmp(CmpPred::Lt, i_mask, rb);

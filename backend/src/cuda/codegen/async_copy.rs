@@ -72,7 +72,7 @@ impl<'ctx> Gen<'ctx, '_> {
                                 | Op::Custom(_)
                         )
                 });
-                if quiet && self.f.uses(x) == 1 && self.ty(x).shape[1] % CHUNK_ELEMS == 0 {
+                if quiet && self.f.uses(x) == 1 && self.ty(x).shape[1].is_multiple_of(CHUNK_ELEMS) {
                     found.insert(x);
                 }
             }
@@ -104,7 +104,11 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Copies the deferred load defining `x` into `tile` (see the module docs); the
     /// caller commits and waits ([`Self::wait_async_copies`]).
-    pub(super) fn copy_operand(&mut self, x: Value, tile: Swizzled) -> Result<()> {
+    ///
+    /// With `columns`, the tile is stored transposed (`tile` is `cols × rows` of the loaded
+    /// tile): each chunk is 8 consecutive rows of one column, for a `b` whose columns lie
+    /// contiguous in memory (`kᵀ` in attention; see [`Self::copies_columns`]).
+    pub(super) fn copy_operand(&mut self, x: Value, tile: Swizzled, columns: bool) -> Result<()> {
         let load = self.defs[&x];
         let Op::Load {
             ptr,
@@ -119,7 +123,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let elem = Elem::Scalar(d);
         let st = self.storage_ty(d);
         let other_is_zero = other.is_none_or(|o| self.is_positive_zero(o));
-        let proven = self.chunks_proven(*ptr, *mask);
+        let axis = if columns { 0 } else { self.ty(x).rank() - 1 };
+        let proven = self.chunks_proven(*ptr, *mask, axis);
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let per_row = tile.cols / CHUNK_ELEMS;
         let chunks = tile.rows * per_row;
@@ -134,8 +139,13 @@ impl<'ctx> Gen<'ctx, '_> {
             let row = b.build_int_unsigned_div(q, self.i32c(per_row as u64), "")?;
             let c8 = b.build_int_unsigned_rem(q, self.i32c(per_row as u64), "")?;
             let col = b.build_int_mul(c8, self.i32c(CHUNK_ELEMS as u64), "")?;
+            // The loaded tile's index of element `e` of the chunk.
             let at = |g: &Self, e: usize| -> Result<Vec<IntValue<'ctx>>> {
-                Ok(vec![row, g.b.build_int_add(col, g.i32c(e as u64), "")?])
+                let along = g.b.build_int_add(col, g.i32c(e as u64), "")?;
+                Ok(match columns {
+                    true => vec![along, row],
+                    false => vec![row, along],
+                })
             };
             let dst = {
                 let byte = self.swizzled_element(&tile, row, col)?;
@@ -244,14 +254,13 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// Whether every chunk is known, without a test, to be one aligned 16-byte run under a
-    /// mask equal for its 8 lanes (`dsl::ir::axis_info`, given the launch's
-    /// specialization).
-    fn chunks_proven(&self, ptr: Value, mask: Option<Value>) -> bool {
+    /// Whether every chunk (8 lanes along `last`) is known, without a test, to be one
+    /// aligned 16-byte run under a mask equal for its 8 lanes (`dsl::ir::axis_info`, given
+    /// the launch's specialization).
+    fn chunks_proven(&self, ptr: Value, mask: Option<Value>, last: usize) -> bool {
         let Some(p) = self.axis.get(&ptr) else {
             return false;
         };
-        let last = p.contiguity.len() - 1;
         let runs =
             p.contiguity[last] >= CHUNK_ELEMS as u64 && p.divisibility[last] >= CHUNK_BYTES as u64;
         let uniform = mask.is_none_or(|m| {
@@ -262,6 +271,20 @@ impl<'ctx> Gen<'ctx, '_> {
                     .is_some_and(|i| i.constancy[last] >= CHUNK_ELEMS as u64)
         });
         runs && uniform
+    }
+
+    /// Whether the deferred load `x` (a `dot`'s `b`) is copied by columns: its lanes are
+    /// runs down its columns and not along its rows.
+    pub(super) fn copies_columns(&self, x: Value) -> bool {
+        let Op::Load { ptr, .. } = &self.defs[&x].op else {
+            return false;
+        };
+        let runs = |d: usize| {
+            self.axis
+                .get(ptr)
+                .is_some_and(|i| i.contiguity[d] >= CHUNK_ELEMS as u64)
+        };
+        self.ty(x).shape[0].is_multiple_of(CHUNK_ELEMS) && runs(0) && !runs(1)
     }
 
     /// Stores `other`'s lanes of the chunk at `at(0..8)` to `dst` as one 16-byte vector.

@@ -29,6 +29,9 @@ use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::AddressSpace;
 use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
 
+/// The most k steps (of 16) of a tensor-core `dot` emitted unrolled.
+const UNROLLED_K_STEPS: usize = 8;
+
 /// How the `16 × 8` output tiles of a tensor-core `dot` are dealt to the warps.
 #[derive(Clone, Copy)]
 enum MmaTiling {
@@ -336,13 +339,19 @@ impl<'ctx> Gen<'ctx, '_> {
         // `a` (`m × k`) and `b` (`k × n`) row-major in the swizzled layout: the staging
         // stores are whole chunks, and every 8×8 matrix an `ldmatrix` reads is one
         // wavefront (`b` is read transposed by `ldmatrix.trans`).
+        // A `b` copied by columns is stored transposed (`n × k`) and read by `ldmatrix`
+        // without `.trans`.
+        let b_columns = self.deferred.contains(b) && self.copies_columns(*b);
         let a_tile = Swizzled::new(0, m, k);
-        let b_tile = Swizzled::new(a_tile.bytes(), k, n);
+        let b_tile = match b_columns {
+            true => Swizzled::new(a_tile.bytes(), n, k),
+            false => Swizzled::new(a_tile.bytes(), k, n),
+        };
         self.reserve_shared(b_tile.offset + b_tile.bytes());
         let mut copies = false;
         for (x, tile) in [(*a, a_tile), (*b, b_tile)] {
             if self.deferred.contains(&x) {
-                self.copy_operand(x, tile)?;
+                self.copy_operand(x, tile, x == *b && b_columns)?;
                 copies = true;
             } else {
                 self.stage_operand(x, from, tile)?;
@@ -427,16 +436,34 @@ impl<'ctx> Gen<'ctx, '_> {
             c(self, b_tile.offset as u64),
             mul(self, in_block, b_tile.row_bytes() as u64)?,
         )?;
-        let b_bases: Vec<IntValue<'ctx>> = b_loads
+        // Stored by columns (`n × k`), a pair's matrix `j` is n-tile `tn + j / 2`, chunk
+        // `2 step + j % 2`: lane rows `8 (tn + j / 2) + l % 8`, as `a`'s with the bits of `j`
+        // swapped.
+        let b_bases: Vec<(IntValue<'ctx>, IntValue<'ctx>)> = b_loads
             .iter()
             .map(|l| {
+                if b_columns {
+                    let tile = if l.pair { add(self, l.tn, j_hi)? } else { l.tn };
+                    let lane_row = self.b.build_and(lane, c(self, 7), "")?;
+                    let row = add(self, mul(self, tile, 8)?, lane_row)?;
+                    let phase = self.swizzle_phase(&b_tile, row)?;
+                    let base = add(
+                        self,
+                        c(self, b_tile.offset as u64),
+                        mul(self, row, b_tile.row_bytes() as u64)?,
+                    )?;
+                    return Ok((base, self.b.build_xor(j_lo, phase, "")?));
+                }
                 let chunk = if l.pair { add(self, l.tn, j_hi)? } else { l.tn };
                 let phys = self.b.build_xor(chunk, b_phase, "")?;
-                add(self, b_row, mul(self, phys, CHUNK_BYTES as u64)?)
+                Ok((
+                    add(self, b_row, mul(self, phys, CHUNK_BYTES as u64)?)?,
+                    c(self, 0),
+                ))
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_>>()?;
         let accs: Vec<Acc<'ctx>> = init.iter().map(|v| (*v, None)).collect();
-        let d = self.counted_loop(k / 16, accs, &mut |g, step, accs| {
+        let d = self.k_steps(k / 16, accs, &mut |g, step, accs| {
             let step2 = mul(g, step, 2)?;
             let a_frags: Vec<Vec<IntValue<'ctx>>> = a_rows
                 .iter()
@@ -454,16 +481,17 @@ impl<'ctx> Gen<'ctx, '_> {
                 .collect::<Result<_>>()?;
             let b_step = mul(g, step, 16 * b_tile.row_bytes() as u64)?;
             let mut b_frags: Vec<Vec<IntValue<'ctx>>> = Vec::with_capacity(b_frags);
-            for (load, base) in b_loads.iter().zip(&b_bases) {
+            for (load, (base, q)) in b_loads.iter().zip(&b_bases) {
                 let matrices = if load.pair { 4 } else { 2 };
-                let at = add(g, *base, b_step)?;
-                let words = g.ldmatrix(
-                    Ldmatrix {
-                        matrices,
-                        trans: true,
-                    },
-                    at,
-                )?;
+                let at = match b_columns {
+                    true => {
+                        let phys = g.b.build_xor(step2, *q, "")?;
+                        add(g, *base, mul(g, phys, CHUNK_BYTES as u64)?)?
+                    }
+                    false => add(g, *base, b_step)?,
+                };
+                let trans = !b_columns;
+                let words = g.ldmatrix(Ldmatrix { matrices, trans }, at)?;
                 b_frags.extend(words.chunks(2).map(<[_]>::to_vec));
             }
             let mut next = Vec::with_capacity(accs.len());
@@ -479,6 +507,25 @@ impl<'ctx> Gen<'ctx, '_> {
         self.barrier()?;
         self.vals.insert(r, V::Frag(out));
         Ok(())
+    }
+
+    /// The `steps` k steps of a tensor-core `dot`, unrolled up to [`UNROLLED_K_STEPS`]
+    /// (each step's fragment addresses are then constants, and the next step's fragment
+    /// reads may be scheduled under this step's `mma`s, as Triton's are), else a loop.
+    fn k_steps(
+        &mut self,
+        steps: usize,
+        init: Vec<Acc<'ctx>>,
+        body: &mut super::reduce::FoldStep<'_, 'ctx, Self>,
+    ) -> Result<Vec<Acc<'ctx>>> {
+        if steps > UNROLLED_K_STEPS {
+            return self.counted_loop(steps, init, body);
+        }
+        let mut accs = init;
+        for step in 0..steps {
+            accs = body(self, self.i32c(step as u64), &accs)?;
+        }
+        Ok(accs)
     }
 
     /// Stores this thread's slots of the 16-bit `dot` operand `x` into `tile`: a chunk of

@@ -121,8 +121,8 @@ mod tests {
                 }
             }
         }
-        // Without the swizzle, 64-byte rows would be two wavefronts and 128-byte rows 8.
+        // Without the swizzle, 64-byte rows would be four wavefronts and 128-byte rows 8.
         let plain = |w: usize| (0..8).map(move |r| (r * w, 16));
-        assert_eq!((wavefronts(plain(64)), wavefronts(plain(128))), (2, 8));
+        assert_eq!((wavefronts(plain(64)), wavefronts(plain(128))), (4, 8));
     }
 }
