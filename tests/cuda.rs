@@ -252,7 +252,9 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
 
 /// A `dot` of tiles loaded under box masks with `other` (`FILL`: 1, else 0) from rows
 /// `ld` apart: an odd `ld` leaves most chunks misaligned, and the edges of the boxes
-/// mask chunks wholly or in part, so every path of the `cp.async` copy runs.
+/// mask chunks wholly or in part, so every path of the `cp.async` copy runs. With
+/// `B_COLUMNS`, `b` is read as the transpose of an `N × K` matrix (attention's `kᵀ`): its
+/// columns are the runs, so its copy runs down them into a transposed layout.
 #[tritium::kernel]
 fn masked_operands(
     out: Ptr<f32>,
@@ -266,6 +268,7 @@ fn masked_operands(
     #[constexpr] N: usize,
     #[constexpr] K: usize,
     #[constexpr] FILL: bool,
+    #[constexpr] B_COLUMNS: bool,
 ) {
     let rm = arange(0, M);
     let rn = arange(0, N);
@@ -276,8 +279,13 @@ fn masked_operands(
         mask = (rm[(.., None)] < m) & (rk[(None, ..)] < k),
         other = fill,
     );
+    let b_at = if B_COLUMNS {
+        rn[(None, ..)] * ld + rk[(.., None)]
+    } else {
+        rk[(.., None)] * ld + rn[(None, ..)]
+    };
     let tb = load(
-        b + rk[(.., None)] * ld + rn[(None, ..)],
+        b + b_at,
         mask = (rk[(.., None)] < k) & (rn[(None, ..)] < n),
         other = fill,
     );
@@ -285,66 +293,29 @@ fn masked_operands(
     store(out + rm[(.., None)] * N as i32 + rn[(None, ..)], acc);
 }
 
-/// `a @ bᵀ` for a `b` stored row-major (`N × K`, rows `ld` apart): the `K × N` operand's
-/// columns are contiguous, so its copy runs down them into a transposed layout (attention's
-/// `kᵀ`).
-#[tritium::kernel]
-fn column_major_b(
-    out: Ptr<f32>,
-    a: Ptr<half::f16>,
-    b: Ptr<half::f16>,
-    n: i32,
-    k: i32,
-    ld: i32,
-    #[constexpr] M: usize,
-    #[constexpr] N: usize,
-    #[constexpr] K: usize,
-) {
-    let rm = arange(0, M);
-    let rn = arange(0, N);
-    let rk = arange(0, K);
-    let ta = load(
-        a + rm[(.., None)] * ld + rk[(None, ..)],
-        mask = rk[(None, ..)] < k,
-        other = 0.0,
-    );
-    let tb = load(
-        b + rn[(None, ..)] * ld + rk[(.., None)],
-        mask = (rk[(.., None)] < k) & (rn[(None, ..)] < n),
-        other = 0.0,
-    );
-    let acc = dot(ta, tb, zeros([M, N], DType::F32));
-    store(out + rm[(.., None)] * N as i32 + rn[(None, ..)], acc);
-}
-
-#[rstest]
-fn column_major_operands_are_copied_down_their_columns_emulated(
-    #[values(40, 41, 48)] ld: i32,
-    #[values((32, 32, 32, 32, 32), (16, 24, 32, 17, 27), (32, 16, 16, 16, 16))] sizes: (
-        usize,
-        usize,
-        usize,
-        i32,
-        i32,
-    ),
-    #[values(1, 4)] num_warps: u32,
+/// Runs `masked_operands` on the emulator and the interpreter: the same products, and no
+/// bank conflicts in the fragment reads.
+#[allow(clippy::too_many_arguments)]
+fn check_masked_operands(
+    [bm, bn, bk]: [usize; 3],
+    [m, n, k, ld]: [i32; 4],
+    fill: bool,
+    b_columns: bool,
+    num_warps: u32,
 ) {
     use half::f16;
-    let (bm, bn, bk, n, k) = sizes;
-    let a = Array1::from(random_f32(64 * 48, 25)).mapv(f16::from_f32);
-    let b = Array1::from(random_f32(64 * 48, 26)).mapv(f16::from_f32);
-    let f = column_major_b::trace(&Specialization::default(), bm, bn, bk).unwrap();
-    let text = ptx(&f, 80, num_warps);
-    // `b` read without `.trans`: only `a`'s and `b`'s plain `ldmatrix`.
-    assert!(text.contains("cp.async.cg.shared.global"), "{text}");
-    assert!(!text.contains(".trans"), "{text}");
+    let a = Array1::from(random_f32(64 * 48, 23)).mapv(f16::from_f32);
+    let b = Array1::from(random_f32(64 * 48, 24)).mapv(f16::from_f32);
     let opts = tritium::LaunchOptions {
         num_warps,
         ..Default::default()
     };
     let run = |d: &Device| {
         let mut out = Array1::<f32>::zeros(bm * bn);
-        column_major_b::launch_with(d, 1, &opts, &mut out, &a, &b, n, k, ld, bm, bn, bk).unwrap();
+        masked_operands::launch_with(
+            d, 1, &opts, &mut out, &a, &b, m, n, k, ld, bm, bn, bk, fill, b_columns,
+        )
+        .unwrap();
         out
     };
     tritium::backend::cuda::shared_memory_stats();
@@ -359,8 +330,29 @@ fn column_major_operands_are_copied_down_their_columns_emulated(
         &run(&Device::interpreter()),
         1e-4,
         1e-4,
-        "column-major b",
+        "cp.async operands",
     );
+}
+
+#[rstest]
+fn column_major_operands_are_copied_down_their_columns_emulated(
+    #[values(40, 41, 48)] ld: i32,
+    #[values((32, 32, 32, 32, 32), (16, 24, 32, 17, 27), (32, 16, 16, 16, 16))] sizes: (
+        usize,
+        usize,
+        usize,
+        i32,
+        i32,
+    ),
+    #[values(1, 4)] num_warps: u32,
+) {
+    let (bm, bn, bk, n, k) = sizes;
+    let f = masked_operands::trace(&Specialization::default(), bm, bn, bk, false, true).unwrap();
+    let text = ptx(&f, 80, num_warps);
+    // `b` read without `.trans`: only plain `ldmatrix`.
+    assert!(text.contains("cp.async.cg.shared.global"), "{text}");
+    assert!(!text.contains(".trans"), "{text}");
+    check_masked_operands([bm, bn, bk], [bm as i32, n, k, ld], false, true, num_warps);
 }
 
 #[rstest]
@@ -377,25 +369,10 @@ fn cp_async_operands_match_the_interpreter_emulated(
         i32,
     ),
 ) {
-    use half::f16;
     let (bm, bn, bk, m, n, k) = sizes;
-    let a = Array1::from(random_f32(64 * 41, 23)).mapv(f16::from_f32);
-    let b = Array1::from(random_f32(64 * 41, 24)).mapv(f16::from_f32);
-    let f = masked_operands::trace(&Specialization::default(), bm, bn, bk, fill).unwrap();
+    let f = masked_operands::trace(&Specialization::default(), bm, bn, bk, fill, false).unwrap();
     assert!(ptx(&f, 80, 4).contains("cp.async.cg.shared.global"));
-    let run = |d: &Device| {
-        let mut out = Array1::<f32>::zeros(bm * bn);
-        masked_operands::launch(d, 1, &mut out, &a, &b, m, n, k, ld, bm, bn, bk, fill).unwrap();
-        out
-    };
-    let want = run(&Device::interpreter());
-    assert_close(
-        &run(&Device::cuda_emulator()),
-        &want,
-        1e-4,
-        1e-4,
-        "cp.async operands",
-    );
+    check_masked_operands([bm, bn, bk], [m, n, k, ld], fill, false, 4);
 }
 
 /// The swizzled operand layouts make every 8×8 matrix an `ldmatrix` reads one

@@ -18,11 +18,11 @@
 //! then its destination holds NaNs, so a read without the wait fails a test.
 
 use super::swizzle::{Swizzled, CHUNK_BYTES};
-use super::sync::{EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_STATE};
+use super::sync::{EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP};
 use super::Gen;
 use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use inkwell::{AddressSpace, IntPredicate};
+use inkwell::IntPredicate;
 use std::collections::HashSet;
 use tritium_dsl::ir::{Block, Const, Elem, Inst, Op, Value};
 
@@ -273,18 +273,19 @@ impl<'ctx> Gen<'ctx, '_> {
         runs && uniform
     }
 
-    /// Whether the deferred load `x` (a `dot`'s `b`) is copied by columns: its lanes are
-    /// runs down its columns and not along its rows.
+    /// Whether the deferred load `x` (a `dot`'s `b`) is copied by columns: its pointers
+    /// step by one element down its columns and not along its rows. This chooses a layout,
+    /// not a proof: each chunk is still tested, or proven by [`Self::chunks_proven`].
     pub(super) fn copies_columns(&self, x: Value) -> bool {
         let Op::Load { ptr, .. } = &self.defs[&x].op else {
             return false;
         };
-        let runs = |d: usize| {
-            self.axis
-                .get(ptr)
-                .is_some_and(|i| i.contiguity[d] >= CHUNK_ELEMS as u64)
+        let Some(lanes) = tritium_dsl::ir::affine_lanes(self.f, &self.defs, *ptr) else {
+            return false;
         };
-        self.ty(x).shape[0].is_multiple_of(CHUNK_ELEMS) && runs(0) && !runs(1)
+        self.ty(x).shape[0].is_multiple_of(CHUNK_ELEMS)
+            && lanes.strides[0] == Some(1)
+            && lanes.strides[1] != Some(1)
     }
 
     /// Stores `other`'s lanes of the chunk at `at(0..8)` to `dst` as one 16-byte vector.
@@ -336,24 +337,7 @@ impl<'ctx> Gen<'ctx, '_> {
         bytes: IntValue<'ctx>,
     ) -> Result<()> {
         if self.emu.is_some() {
-            let ptr = self.ctx.ptr_type(AddressSpace::default());
-            let i32t = self.ctx.i32_type();
-            let f = self
-                .emu_word(EMU_CP_ASYNC, ptr.into())?
-                .into_pointer_value();
-            let state = self.emu_word(EMU_STATE, ptr.into())?;
-            let ty = self.ctx.void_type().fn_type(
-                &[ptr.into(), i32t.into(), ptr.into(), ptr.into(), i32t.into()],
-                false,
-            );
-            let args = [
-                state.into(),
-                self.tid.into(),
-                dst.into(),
-                src.into(),
-                bytes.into(),
-            ];
-            self.b.build_indirect_call(ty, f, &args, "")?;
+            self.emulator_hook(EMU_CP_ASYNC, &[dst.into(), src.into(), bytes.into()], None)?;
             return Ok(());
         }
         self.nvvm_call(
@@ -364,22 +348,8 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// The emulator's `commit_group` ([`EMU_COMMIT`]) or `wait_group code`.
     fn emulator_copy_group(&self, code: u32) -> Result<()> {
-        let ptr = self.ctx.ptr_type(AddressSpace::default());
-        let i32t = self.ctx.i32_type();
-        let f = self
-            .emu_word(EMU_CP_ASYNC_GROUP, ptr.into())?
-            .into_pointer_value();
-        let state = self.emu_word(EMU_STATE, ptr.into())?;
-        let ty = self
-            .ctx
-            .void_type()
-            .fn_type(&[ptr.into(), i32t.into(), i32t.into()], false);
-        let args = [
-            state.into(),
-            self.tid.into(),
-            self.i32c(u64::from(code)).into(),
-        ];
-        self.b.build_indirect_call(ty, f, &args, "")?;
+        let code = self.i32c(u64::from(code)).into();
+        self.emulator_hook(EMU_CP_ASYNC_GROUP, &[code], None)?;
         Ok(())
     }
 

@@ -26,7 +26,6 @@ use super::{Gen, V};
 use crate::llvm::{CodegenError, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use inkwell::AddressSpace;
 use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
 
 /// The most k steps (of 16) of a tensor-core `dot` emitted unrolled.
@@ -682,7 +681,6 @@ impl<'ctx> Gen<'ctx, '_> {
         c: &[BasicValueEnum<'ctx>],
     ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let (i32t, f32t) = (self.ctx.i32_type(), self.ctx.f32_type());
-        let ptr = self.ctx.ptr_type(AddressSpace::default());
         let frags = self.entry_alloca(i32t.array_type(6).into())?;
         let acc = self.entry_alloca(f32t.array_type(4).into())?;
         let at = |base: PointerValue<'ctx>, ty: BasicTypeEnum<'ctx>, i: u64| -> Result<_> {
@@ -695,27 +693,9 @@ impl<'ctx> Gen<'ctx, '_> {
         for (i, v) in c.iter().enumerate() {
             self.b.build_store(at(acc, f32t.into(), i as u64)?, *v)?;
         }
-        let f = self
-            .emu_word(super::sync::EMU_MMA, ptr.into())?
-            .into_pointer_value();
-        let state = self.emu_word(super::sync::EMU_STATE, ptr.into())?;
-        let ty = self.ctx.void_type().fn_type(
-            &[ptr.into(), i32t.into(), i32t.into(), ptr.into(), ptr.into()],
-            false,
-        );
         let kind = self.i32c(u64::from(from == DType::BF16));
-        self.b.build_indirect_call(
-            ty,
-            f,
-            &[
-                state.into(),
-                self.tid.into(),
-                kind.into(),
-                frags.into(),
-                acc.into(),
-            ],
-            "",
-        )?;
+        let args = [kind.into(), frags.into(), acc.into()];
+        self.emulator_hook(super::sync::EMU_MMA, &args, None)?;
         (0..4)
             .map(|i| Ok(self.b.build_load(f32t, at(acc, f32t.into(), i)?, "")?))
             .collect()

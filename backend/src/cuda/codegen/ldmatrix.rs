@@ -6,7 +6,7 @@
 //! the CTA's threads in `cuda/emulate.rs`, which also counts its shared-memory wavefronts.
 //! Offsets into shared memory are the swizzled layout's (`swizzle.rs`).
 
-use super::sync::{EMU_LDMATRIX, EMU_STATE};
+use super::sync::EMU_LDMATRIX;
 use super::Gen;
 use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue};
@@ -75,25 +75,9 @@ impl<'ctx> Gen<'ctx, '_> {
         row: BasicValueEnum<'ctx>,
     ) -> Result<Vec<IntValue<'ctx>>> {
         let i32t = self.ctx.i32_type();
-        let ptr = self.ctx.ptr_type(AddressSpace::default());
         let out = self.entry_alloca(i32t.array_type(4).into())?;
-        let f = self
-            .emu_word(EMU_LDMATRIX, ptr.into())?
-            .into_pointer_value();
-        let state = self.emu_word(EMU_STATE, ptr.into())?;
-        let ty = self.ctx.void_type().fn_type(
-            &[ptr.into(), i32t.into(), ptr.into(), i32t.into(), ptr.into()],
-            false,
-        );
         let code = self.i32c(u64::from(shape.emulator_code()));
-        let args = [
-            state.into(),
-            self.tid.into(),
-            row.into(),
-            code.into(),
-            out.into(),
-        ];
-        self.b.build_indirect_call(ty, f, &args, "")?;
+        self.emulator_hook(EMU_LDMATRIX, &[row, code.into(), out.into()], None)?;
         (0..shape.matrices)
             .map(|i| {
                 // SAFETY (of the generated code): within the 4-word array above.

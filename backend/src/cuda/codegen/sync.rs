@@ -5,8 +5,8 @@
 
 use super::{Gen, V};
 use crate::llvm::Result;
-use inkwell::types::BasicTypeEnum;
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
 use tritium_dsl::ir::{DType, Elem, Type, Value};
 
@@ -79,6 +79,34 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(self.emu_word(EMU_SHARED, ptr.into())?.into_pointer_value())
     }
 
+    /// Calls the emulator's hook at word `hook` of `EmuThread` as
+    /// `hook(state, tid, args…) -> ret`: every warp collective and asynchronous copy the
+    /// emulator executes takes the launch's state and the calling thread first.
+    pub(super) fn emulator_hook(
+        &self,
+        hook: u64,
+        args: &[BasicValueEnum<'ctx>],
+        ret: Option<BasicTypeEnum<'ctx>>,
+    ) -> Result<Option<BasicValueEnum<'ctx>>> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        let f = self.emu_word(hook, ptr.into())?.into_pointer_value();
+        let state = self.emu_word(EMU_STATE, ptr.into())?;
+        let mut all = vec![state, self.tid.into()];
+        all.extend_from_slice(args);
+        let params: Vec<BasicMetadataTypeEnum<'ctx>> =
+            all.iter().map(|a| a.get_type().into()).collect();
+        let ty = match ret {
+            Some(t) => t.fn_type(&params, false),
+            None => self.ctx.void_type().fn_type(&params, false),
+        };
+        let args: Vec<BasicMetadataValueEnum<'ctx>> = all.iter().map(|a| (*a).into()).collect();
+        let call = self.b.build_indirect_call(ty, f, &args, "")?;
+        Ok(match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => Some(v),
+            inkwell::values::ValueKind::Instruction(_) => None,
+        })
+    }
+
     /// Word `k` of this thread's `EmuThread`.
     pub(super) fn emu_word(&self, k: u64, ty: BasicTypeEnum<'ctx>) -> Result<BasicValueEnum<'ctx>> {
         let emu = self.emu.expect("emulator state");
@@ -92,21 +120,9 @@ impl<'ctx> Gen<'ctx, '_> {
     fn shuffle_word(&self, w: IntValue<'ctx>, mask: u32) -> Result<IntValue<'ctx>> {
         let i32t = self.ctx.i32_type();
         if self.emu.is_some() {
-            let ptr = self.ctx.ptr_type(AddressSpace::default());
-            let f = self.emu_word(EMU_SHUFFLE, ptr.into())?.into_pointer_value();
-            let state = self.emu_word(EMU_STATE, ptr.into())?;
-            let ty = i32t.fn_type(&[ptr.into(), i32t.into(), i32t.into(), i32t.into()], false);
-            let args = [
-                state.into(),
-                self.tid.into(),
-                w.into(),
-                self.i32c(mask as u64).into(),
-            ];
-            let call = self.b.build_indirect_call(ty, f, &args, "")?;
-            return match call.try_as_basic_value() {
-                inkwell::values::ValueKind::Basic(v) => Ok(v.into_int_value()),
-                inkwell::values::ValueKind::Instruction(_) => unreachable!("returns i32"),
-            };
+            let args = [w.into(), self.i32c(mask as u64).into()];
+            let v = self.emulator_hook(EMU_SHUFFLE, &args, Some(i32t.into()))?;
+            return Ok(v.expect("the shuffle hook returns i32").into_int_value());
         }
         Ok(self
             .intrinsic(
