@@ -375,3 +375,33 @@ fn axis_info_rules() {
         assert_eq!(got, want, "{what}: {info:?}");
     }
 }
+
+/// Loops nested deep: the analysis of carried values stays linear past the first levels
+/// (each round of a loop analyzes the loops inside it again; six rounds at each of twelve
+/// levels would be 6^12 passes). Two levels keep a carried tile's divisibility; deeper
+/// ones take carried values as unknown.
+#[test]
+fn axis_info_of_deeply_nested_loops_finishes() {
+    use tritium_dsl::ir::{axis_info, Op};
+    fn nest(depth: usize, x: Tile) -> Tile {
+        match depth {
+            0 => x + 16,
+            d => flow::for_range(0, 2, 1, x, |_, x| nest(d - 1, x)),
+        }
+    }
+    for (depth, want) in [(2, 16), (12, 1)] {
+        let t = Tracer::begin("deep").unwrap();
+        let out = ptr_param("out", DType::I32);
+        let x = nest(depth, arange(0, 16) * 16);
+        store(out + arange(0, 16), x, NoArg);
+        let f = t.finish().unwrap();
+        let mut stored = None;
+        f.walk(&mut |i| {
+            if let Op::Store { value, .. } = &i.op {
+                stored = Some(*value);
+            }
+        });
+        let info = &axis_info(&f)[&stored.unwrap()];
+        assert_eq!(info.divisibility[0], want, "depth {depth}: {info:?}");
+    }
+}

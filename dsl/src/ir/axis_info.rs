@@ -92,6 +92,7 @@ pub fn axis_info(f: &Function) -> HashMap<Value, AxisInfo> {
         f,
         defs: f.defs(),
         info: HashMap::new(),
+        loop_depth: 0,
     };
     // A pointer argument points at an element: aligned to its size.
     for p in &f.params {
@@ -108,10 +109,17 @@ struct Analysis<'f> {
     f: &'f Function,
     defs: HashMap<Value, &'f Inst>,
     info: HashMap<Value, AxisInfo>,
+    /// `for` loops around the op being analyzed.
+    loop_depth: usize,
 }
 
 /// Rounds of a loop's carried values before they are taken as unknown.
 const LOOP_ROUNDS: usize = 6;
+
+/// Loops nested deeper than this take their carried values as unknown in one pass: each
+/// round of a loop analyzes the loops inside it again, so rounds at every depth would
+/// cost `LOOP_ROUNDS^depth`.
+const FIXED_POINT_DEPTH: usize = 2;
 
 impl Analysis<'_> {
     fn get(&self, v: Value) -> AxisInfo {
@@ -206,11 +214,16 @@ impl Analysis<'_> {
     /// what the body yields; after [`LOOP_ROUNDS`] they are unknown. Returns the infos of
     /// the loop's results.
     fn carried(&mut self, init: &[Value], args: &[Value], body: &super::Block) -> Vec<AxisInfo> {
+        self.loop_depth += 1;
+        let first = match self.loop_depth > FIXED_POINT_DEPTH {
+            true => LOOP_ROUNDS,
+            false => 0,
+        };
         let mut state: Vec<AxisInfo> = init.iter().map(|v| self.get(*v)).collect();
-        for round in 0..=LOOP_ROUNDS {
+        let mut result = Vec::new();
+        for round in first..=LOOP_ROUNDS {
             if round == LOOP_ROUNDS {
-                state = init
-                    .iter()
+                state = (init.iter())
                     .map(|v| AxisInfo::unknown(self.f.ty(*v)))
                     .collect();
             }
@@ -223,11 +236,13 @@ impl Analysis<'_> {
                 .map(|(s, y)| s.meet(&self.get(*y)))
                 .collect();
             if next == state || round == LOOP_ROUNDS {
-                return next;
+                result = next;
+                break;
             }
             state = next;
         }
-        unreachable!("the last round returns")
+        self.loop_depth -= 1;
+        result
     }
 
     fn set(&mut self, v: Value, info: AxisInfo) {
@@ -279,7 +294,9 @@ impl Analysis<'_> {
                 match (from, to) {
                     (Some(a), Some(b)) if a.is_int() && b.is_int() => {
                         let info = self.get(*x);
-                        match b.bits() > a.bits() {
+                        // Widened, a narrow run could jump where it wrapped; narrowed, it
+                        // can wrap at the new width's sign.
+                        match b.bits() != a.bits() {
                             true => cap_runs(info),
                             false => info,
                         }
