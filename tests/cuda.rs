@@ -375,6 +375,70 @@ fn cp_async_operands_match_the_interpreter_emulated(
     check_masked_operands([bm, bn, bk], [m, n, k, ld], fill, false, 4);
 }
 
+/// Tutorial 03 at sizes that are multiples of 16 copies its operands with `cp.async` and
+/// no test, each warp instruction's 512 bytes four shared-memory wavefronts (the swizzle
+/// spreads each row's chunks over every bank), for rows of 16 to 64 halves.
+#[rstest]
+fn cp_async_stores_have_no_bank_conflicts_emulated(
+    #[values((32, 32, 16, 1), (64, 64, 32, 4), (32, 128, 64, 4))] config: (
+        usize,
+        usize,
+        usize,
+        u32,
+    ),
+) {
+    use half::f16;
+    let (bm, bn, bk, num_warps) = config;
+    let (m, n, k) = (2 * bm, 2 * bn, 2 * bk);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 27))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 28))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = Array2::<f32>::zeros((m, n));
+        matmul::matmul::launch_explicit(
+            d,
+            [2, 2],
+            &opts,
+            &mut out,
+            &a,
+            &b,
+            m as i32,
+            n as i32,
+            k as i32,
+            k as i32,
+            1,
+            n as i32,
+            1,
+            n as i32,
+            1,
+            bm,
+            bn,
+            bk,
+        )
+        .unwrap();
+        out
+    };
+    tritium::backend::cuda::shared_memory_stats();
+    let got = run(&Device::cuda_emulator());
+    let stats = tritium::backend::cuda::shared_memory_stats();
+    // Both operands of both K steps of the 4 programs.
+    let tiles = 4 * 2 * (bm * bk + bk * bn) * 2;
+    assert_eq!(stats.cp_async_bytes, tiles as u64, "{config:?}: {stats:?}");
+    assert_eq!(
+        stats.cp_async_wavefronts * 128,
+        stats.cp_async_bytes,
+        "{config:?}: {stats:?}"
+    );
+    assert_close(&got, &run(&Device::interpreter()), 1e-4, 1e-4, "f16 matmul");
+}
+
 /// The swizzled operand layouts make every 8×8 matrix an `ldmatrix` reads one
 /// shared-memory wavefront (no bank conflicts), for rows of 16 to 128 halves, `a` read
 /// along its rows and `b` transposed, on warp grids and dealt round-robin; the products

@@ -83,6 +83,11 @@ struct EmuState {
     misaligned: AtomicU32,
     /// Each thread's `cp.async` copies in flight.
     copies: Vec<std::cell::RefCell<AsyncCopies>>,
+    /// The `cp.async` destinations since the last barrier: (thread, the thread's how
+    /// manieth copy since then, address), for the bank-conflict count.
+    issued: std::cell::RefCell<Vec<(usize, u32, usize)>>,
+    /// Each thread's copies since the last barrier.
+    copy_counts: Vec<Cell<u32>>,
 }
 
 /// One thread's `cp.async` copies that have not landed yet.
@@ -99,6 +104,32 @@ struct AsyncCopies {
 const IN_FLIGHT: u8 = 0xff;
 
 impl EmuState {
+    /// Counts the shared-memory wavefronts of the `cp.async` stores issued since the last
+    /// barrier: the `k`-th copy of every lane of a warp is one warp instruction.
+    fn count_copies(&self) {
+        let mut issued = self.issued.borrow_mut();
+        if issued.is_empty() {
+            return;
+        }
+        let mut by_instruction: std::collections::BTreeMap<(usize, u32), Vec<usize>> =
+            Default::default();
+        for (tid, k, dst) in issued.drain(..) {
+            self.copy_counts[tid].set(0);
+            by_instruction.entry((tid / 32, k)).or_default().push(dst);
+        }
+        let (mut bytes, mut fronts) = (0, 0);
+        for dsts in by_instruction.values() {
+            bytes += 16 * dsts.len() as u64;
+            fronts += wavefronts(dsts.iter().map(|d| (*d, 16))) as u64;
+        }
+        SHARED_STATS.with(|st| {
+            let mut v = st.get();
+            v.cp_async_bytes += bytes;
+            v.cp_async_wavefronts += fronts;
+            st.set(v);
+        });
+    }
+
     /// `bar.sync`: suspends the running thread until every thread of the CTA is here.
     fn barrier(&self) {
         let tid = EMU_THREAD.with(|t| t.get().0) as usize;
@@ -192,11 +223,21 @@ pub struct SharedMemoryStats {
     pub ldmatrix_matrices: u64,
     /// Their shared-memory wavefronts: one per matrix without bank conflicts.
     pub ldmatrix_wavefronts: u64,
+    /// Bytes written to shared memory by `cp.async`.
+    pub cp_async_bytes: u64,
+    /// Their shared-memory wavefronts (one warp instruction at a time): one per 128 bytes
+    /// without bank conflicts.
+    pub cp_async_wavefronts: u64,
 }
 
 thread_local! {
     static SHARED_STATS: Cell<SharedMemoryStats> = const {
-        Cell::new(SharedMemoryStats { ldmatrix_matrices: 0, ldmatrix_wavefronts: 0 })
+        Cell::new(SharedMemoryStats {
+            ldmatrix_matrices: 0,
+            ldmatrix_wavefronts: 0,
+            cp_async_bytes: 0,
+            cp_async_wavefronts: 0,
+        })
     };
 }
 
@@ -280,6 +321,8 @@ extern "C" fn emu_cp_async(
     let mut q = s.copies[tid as usize].borrow_mut();
     let group = q.committed;
     q.pending.push((group, dst as usize, data));
+    let k = s.copy_counts[tid as usize].replace(s.copy_counts[tid as usize].get() + 1);
+    s.issued.borrow_mut().push((tid as usize, k, dst as usize));
 }
 
 /// `cp.async.commit_group` (`code` [`EMU_COMMIT`]) or `cp.async.wait_group code`: every
@@ -523,6 +566,8 @@ impl EmulatedKernel {
             rows: (0..self.threads).map(|_| AtomicU64::new(0)).collect(),
             misaligned: AtomicU32::new(0),
             copies: (0..self.threads).map(|_| Default::default()).collect(),
+            issued: Default::default(),
+            copy_counts: (0..self.threads).map(|_| Cell::new(0)).collect(),
         };
         let [nx, ny, nz] = grid.0;
         let (slots_addr, shared_addr, state_addr) = (
@@ -617,6 +662,11 @@ fn schedule(threads: &mut [Coroutine<(), (), ()>], state_addr: usize) -> Result<
                 if let CoroutineResult::Return(()) = threads[tid].resume(()) {
                     returned += 1;
                 }
+            }
+            if state_addr != 0 {
+                // SAFETY: a nonzero `state_addr` is the launch's `EmuState`, alive until
+                // every thread has finished; no thread runs now.
+                unsafe { (*(state_addr as *const EmuState)).count_copies() };
             }
             if returned == threads.len() {
                 return Ok(());
