@@ -250,6 +250,25 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
     assert!(ptx(&plain, sm, 4).contains("ld.global.u16"));
 }
 
+/// Tutorial 03's K loop is software-pipelined: the copies of later iterations are in
+/// flight while one computes (`wait_group 1`: one group may still be pending), and the
+/// loop drains them on exit (`wait_group 0`). Attention's loop, which reduces rows between
+/// its `dot`s, is not (every `dot` waits for all its copies).
+#[test]
+fn tutorial_03_k_loop_is_pipelined() {
+    let f =
+        matmul::matmul::trace::<half::f16, f32>(&Specialization::default(), 64, 64, 32).unwrap();
+    let text = ptx(&f, 80, 4);
+    for want in ["cp.async.wait_group 1", "cp.async.wait_group 0"] {
+        assert!(text.contains(want), "no `{want}` in\n{text}");
+    }
+    let s = Specialization::default();
+    let attention =
+        tritium_kernels::attention::attention_forward::trace::<half::f16>(&s, 64, 32, 64, false)
+            .unwrap();
+    assert!(!ptx(&attention, 80, 4).contains("cp.async.wait_group 1"));
+}
+
 /// A `dot` of tiles loaded under box masks with `other` (`FILL`: 1, else 0) from rows
 /// `ld` apart: an odd `ld` leaves most chunks misaligned, and the edges of the boxes
 /// mask chunks wholly or in part, so every path of the `cp.async` copy runs. With

@@ -59,6 +59,24 @@ impl<'ctx> LoopCounter<'ctx> {
         })
     }
 
+    /// Whether the counter is wider than the bounds (i64 for narrower dtypes): then
+    /// [`Self::ahead`] is exact.
+    pub(crate) fn is_narrow(&self) -> bool {
+        self.narrow.is_some()
+    }
+
+    /// `iv + d · step`, exact for a narrow counter (`d` small: no i64 overflow).
+    pub(crate) fn ahead(
+        &self,
+        e: &Emit<'_, 'ctx>,
+        iv: IntValue<'ctx>,
+        d: u64,
+    ) -> Result<IntValue<'ctx>> {
+        let t = self.step.get_type();
+        let steps = e.b.build_int_mul(self.step, t.const_int(d, false), "")?;
+        Ok(e.b.build_int_add(iv, steps, "ahead")?)
+    }
+
     /// True while the loop runs: `iv < hi` counting up, `iv > hi` counting down.
     pub(crate) fn runs(&self, e: &Emit<'_, 'ctx>, iv: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
         let b = e.b;

@@ -1518,7 +1518,12 @@ impl Gen {
         let trips = self.rng.range(1, 4) as i128;
         let nn = 32;
         let k = WIDE_B_BYTES / (nn * d.size_bytes());
-        let mm = *self.rng.pick(&[1, 2]);
+        // 16-bit operands sometimes fill tensor-core tiles: CUDA then copies them with
+        // `cp.async`, and pipelines the loop where it can (`cuda/codegen/pipeline.rs`).
+        let mm = match matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.3) {
+            true => 16,
+            false => *self.rng.pick(&[1, 2]),
+        };
         // Products of integers up to 16, summed over at most 16 iterations (loops are
         // assumed to run up to 4 times each): exact in f32.
         let need = Need {

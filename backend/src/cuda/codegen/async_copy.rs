@@ -108,7 +108,13 @@ impl<'ctx> Gen<'ctx, '_> {
     /// With `columns`, the tile is stored transposed (`tile` is `cols × rows` of the loaded
     /// tile): each chunk is 8 consecutive rows of one column, for a `b` whose columns lie
     /// contiguous in memory (`kᵀ` in attention; see [`Self::copies_columns`]).
-    pub(super) fn copy_operand(&mut self, x: Value, tile: Swizzled, columns: bool) -> Result<()> {
+    pub(super) fn copy_operand(
+        &mut self,
+        x: Value,
+        tile: Swizzled,
+        columns: bool,
+        stage_base: IntValue<'ctx>,
+    ) -> Result<()> {
         let load = self.defs[&x];
         let Op::Load {
             ptr,
@@ -149,6 +155,7 @@ impl<'ctx> Gen<'ctx, '_> {
             };
             let dst = {
                 let byte = self.swizzled_element(&tile, row, col)?;
+                let byte = b.build_int_add(byte, stage_base, "")?;
                 // SAFETY (of the generated code): the tile lies in reserved shared memory.
                 unsafe { b.build_gep(self.ctx.i8_type(), self.smem, &[byte], "cp.dst") }?
             };
@@ -320,12 +327,27 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Commits this thread's copies as a group and waits for every group.
     pub(super) fn wait_async_copies(&self) -> Result<()> {
-        if self.emu.is_some() {
-            self.emulator_copy_group(EMU_COMMIT)?;
-            return self.emulator_copy_group(0);
+        self.commit_copies()?;
+        self.wait_copies(0)
+    }
+
+    /// `cp.async.commit_group`: this thread's copies since the last one form a group.
+    pub(super) fn commit_copies(&self) -> Result<()> {
+        match self.emu.is_some() {
+            true => self.emulator_copy_group(EMU_COMMIT),
+            false => self.nvvm_call("llvm.nvvm.cp.async.commit.group", &[]),
         }
-        self.nvvm_call("llvm.nvvm.cp.async.commit.group", &[])?;
-        self.nvvm_call("llvm.nvvm.cp.async.wait.group", &[self.i32c(0).into()])
+    }
+
+    /// `cp.async.wait_group n`: every group but the `n` newest has landed.
+    pub(super) fn wait_copies(&self, n: u32) -> Result<()> {
+        match self.emu.is_some() {
+            true => self.emulator_copy_group(n),
+            false => self.nvvm_call(
+                "llvm.nvvm.cp.async.wait.group",
+                &[self.i32c(u64::from(n)).into()],
+            ),
+        }
     }
 
     /// `cp.async.cg.shared.global [dst], [src], 16, bytes`: `bytes` (16 or 0) read from

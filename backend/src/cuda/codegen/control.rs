@@ -4,6 +4,7 @@
 //! body yields a tensor-core `dot` carries that accumulator as `mma` fragments, so it
 //! never goes through shared memory between iterations.
 
+use super::pipeline::STAGES;
 use super::{Gen, V};
 use crate::llvm::LoopCounter;
 use crate::llvm::{CodegenError, Positioned, Result};
@@ -140,6 +141,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         ];
         let count = LoopCounter::new(&self.emit(), dtype, bounds)?;
         self.assign(init, &slots, &carry)?;
+        let plan = self.pipeline_plan(body, count.is_narrow());
+        let pipelined = plan.is_some();
+        if pipelined {
+            self.pipelined = plan;
+            self.pipeline_prologue(&count)?;
+        }
         let pre = self.b.current_block()?;
         let header = self.ctx.append_basic_block(self.func, "for");
         let body_bb = self.ctx.append_basic_block(self.func, "for.body");
@@ -149,10 +156,34 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let phi = self.b.build_phi(count.lo.get_type(), "iv")?;
         phi.add_incoming(&[(&count.lo, pre)]);
         let iv = phi.as_basic_value().into_int_value();
+        // A pipelined loop counts its iterations for the stage they use.
+        let trip = match pipelined {
+            true => {
+                let t = self.b.build_phi(self.ctx.i32_type(), "trip")?;
+                t.add_incoming(&[(&self.i32c(0), pre)]);
+                Some(t)
+            }
+            false => None,
+        };
         // iv < hi counting up, iv > hi counting down, never wrapping (as the CPU backend).
         let go = count.runs(&self.emit(), iv)?;
         self.b.build_conditional_branch(go, body_bb, exit)?;
         self.b.position_at_end(body_bb);
+        let next_trip = match trip {
+            Some(t) => {
+                let t = t.as_basic_value().into_int_value();
+                let stage = (self.b).build_int_unsigned_rem(t, self.i32c(STAGES as u64), "")?;
+                let later = count.ahead(&self.emit(), iv, STAGES as u64 - 1)?;
+                let runs = count.runs(&self.emit(), later)?;
+                let value = count.body_value(&self.emit(), later)?;
+                if let Some(p) = self.pipelined.as_mut() {
+                    p.stage = Some(stage);
+                    p.ahead = Some((value, runs));
+                }
+                Some(self.b.build_int_add(t, self.i32c(1), "")?)
+            }
+            None => None,
+        };
         self.vals
             .insert(body.args[0], V::Scalar(count.body_value(&self.emit(), iv)?));
         self.bind(&body.args[1..], &slots, &carry)?;
@@ -160,11 +191,21 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.assign(Self::yields(body), &slots, &carry)?;
         let next = count.advance(&self.emit(), self.func, iv, exit)?;
         phi.add_incoming(&[(&next, self.b.current_block()?)]);
+        if let (Some(t), Some(n)) = (trip, next_trip) {
+            t.add_incoming(&[(&n, self.b.current_block()?)]);
+        }
         let back_edge = self.b.build_unconditional_branch(header)?;
         if let Some(factor) = unroll {
             self.emit().unroll_hint(back_edge, *factor);
         }
         self.b.position_at_end(exit);
+        if pipelined {
+            // Later iterations' groups hold nothing past the end; drain them all the same
+            // before shared memory is reused.
+            self.pipelined = None;
+            self.wait_copies(0)?;
+            self.barrier()?;
+        }
         self.bind(&inst.results, &slots, &carry)
     }
 

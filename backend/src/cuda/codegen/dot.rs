@@ -20,6 +20,7 @@
 //! round once at the end, as the interpreter does.
 
 use super::ldmatrix::Ldmatrix;
+use super::pipeline::STAGES;
 use super::reduce::Acc;
 use super::swizzle::{Swizzled, CHUNK_BYTES};
 use super::{Gen, V};
@@ -335,31 +336,56 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         let r = inst.results[0];
         let init = self.frag_regs(*acc, m, n)?;
-        // `a` (`m × k`) and `b` (`k × n`) row-major in the swizzled layout: the staging
-        // stores are whole chunks, and every 8×8 matrix an `ldmatrix` reads is one
-        // wavefront (`b` is read transposed by `ldmatrix.trans`).
-        // A `b` copied by columns is stored transposed (`n × k`) and read by `ldmatrix`
-        // without `.trans`.
-        let b_columns = self.deferred.contains(b) && self.copies_columns(*b);
-        let a_tile = Swizzled::new(0, m, k);
-        let b_tile = match b_columns {
-            true => Swizzled::new(a_tile.bytes(), n, k),
-            false => Swizzled::new(a_tile.bytes(), k, n),
+        // In a pipelined loop (`pipeline.rs`) the tiles of this iteration are in flight
+        // already: wait for them, then issue a later iteration's into the buffer the last
+        // one read; elsewhere the operands are copied or staged now.
+        let pipelined = (self.pipelined.as_ref())
+            .filter(|p| std::ptr::eq(p.dot, inst))
+            .map(|p| {
+                let ahead = p.ahead.expect("the loop sets the iteration ahead");
+                (
+                    p.tiles,
+                    p.stage_bytes,
+                    p.stage.expect("and the stage"),
+                    ahead,
+                )
+            });
+        let (a_tile, b_tile, b_columns) = match pipelined {
+            Some((tiles, ..)) => tiles,
+            None => self.operand_tiles(inst, self.deferred.contains(b)),
         };
-        self.reserve_shared(b_tile.offset + b_tile.bytes());
-        let mut copies = false;
-        for (x, tile) in [(*a, a_tile), (*b, b_tile)] {
-            if self.deferred.contains(&x) {
-                self.copy_operand(x, tile, x == *b && b_columns)?;
-                copies = true;
-            } else {
-                self.stage_operand(x, from, tile)?;
+        let stage_base = match pipelined {
+            Some((_, stage_bytes, stage, (iv, runs))) => {
+                self.reserve_shared(STAGES * stage_bytes);
+                self.wait_copies(STAGES as u32 - 2)?;
+                self.barrier()?;
+                let later = self
+                    .b
+                    .build_int_add(stage, self.i32c(STAGES as u64 - 1), "")?;
+                let later = (self.b).build_int_unsigned_rem(later, self.i32c(STAGES as u64), "")?;
+                self.issue_stage(iv, runs, later)?;
+                self.b
+                    .build_int_mul(stage, self.i32c(stage_bytes as u64), "")?
             }
-        }
-        if copies {
-            self.wait_async_copies()?;
-        }
-        self.barrier()?;
+            None => {
+                self.reserve_shared(b_tile.offset + b_tile.bytes());
+                let mut copies = false;
+                for (x, tile) in [(*a, a_tile), (*b, b_tile)] {
+                    if self.deferred.contains(&x) {
+                        let columns = x == *b && b_columns;
+                        self.copy_operand(x, tile, columns, self.i32c(0))?;
+                        copies = true;
+                    } else {
+                        self.stage_operand(x, from, tile)?;
+                    }
+                }
+                if copies {
+                    self.wait_async_copies()?;
+                }
+                self.barrier()?;
+                self.i32c(0)
+            }
+        };
         let c = |g: &Self, v: u64| g.i32c(v);
         let add = |g: &Self, x: IntValue<'ctx>, y: IntValue<'ctx>| g.b.build_int_add(x, y, "");
         let mul = |g: &Self, x: IntValue<'ctx>, y: u64| g.b.build_int_mul(x, g.i32c(y), "");
@@ -404,7 +430,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let phase = self.swizzle_phase(&a_tile, row)?;
                 let base = add(
                     self,
-                    c(self, a_tile.offset as u64),
+                    add(self, c(self, a_tile.offset as u64), stage_base)?,
                     mul(self, row, a_tile.row_bytes() as u64)?,
                 )?;
                 Ok((base, self.b.build_xor(j_hi, phase, "")?))
@@ -430,9 +456,10 @@ impl<'ctx> Gen<'ctx, '_> {
                 .collect(),
         };
         let b_phase = self.swizzle_phase(&b_tile, in_block)?;
+        let b_base = add(self, c(self, b_tile.offset as u64), stage_base)?;
         let b_row = add(
             self,
-            c(self, b_tile.offset as u64),
+            b_base,
             mul(self, in_block, b_tile.row_bytes() as u64)?,
         )?;
         // Stored by columns (`n × k`), a pair's matrix `j` is n-tile `tn + j / 2`, chunk
@@ -446,11 +473,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     let lane_row = self.b.build_and(lane, c(self, 7), "")?;
                     let row = add(self, mul(self, tile, 8)?, lane_row)?;
                     let phase = self.swizzle_phase(&b_tile, row)?;
-                    let base = add(
-                        self,
-                        c(self, b_tile.offset as u64),
-                        mul(self, row, b_tile.row_bytes() as u64)?,
-                    )?;
+                    let base = add(self, b_base, mul(self, row, b_tile.row_bytes() as u64)?)?;
                     return Ok((base, self.b.build_xor(j_lo, phase, "")?));
                 }
                 let chunk = if l.pair { add(self, l.tn, j_hi)? } else { l.tn };
@@ -525,6 +548,29 @@ impl<'ctx> Gen<'ctx, '_> {
             accs = body(self, self.i32c(step as u64), &accs)?;
         }
         Ok(accs)
+    }
+
+    /// The shared-memory layouts of a tensor-core `dot`'s operands: `a` (`m × k`) and `b`
+    /// (`k × n`) row-major in the swizzled layout (the staging stores are whole chunks,
+    /// and every 8×8 matrix an `ldmatrix` reads is one wavefront; `b` is read transposed by
+    /// `ldmatrix.trans`), or, for a `b` copied (`b_copied`) by columns, `b` stored
+    /// transposed (`n × k`) and read without `.trans`; and whether it is.
+    pub(super) fn operand_tiles(&self, dot: &Inst, b_copied: bool) -> (Swizzled, Swizzled, bool) {
+        let Op::Dot { a, b, .. } = &dot.op else {
+            unreachable!("a dot")
+        };
+        let (m, k, n) = (
+            self.ty(*a).shape[0],
+            self.ty(*a).shape[1],
+            self.ty(*b).shape[1],
+        );
+        let b_columns = b_copied && self.copies_columns(*b);
+        let a_tile = Swizzled::new(0, m, k);
+        let b_tile = match b_columns {
+            true => Swizzled::new(a_tile.bytes(), n, k),
+            false => Swizzled::new(a_tile.bytes(), k, n),
+        };
+        (a_tile, b_tile, b_columns)
     }
 
     /// Stores this thread's slots of the 16-bit `dot` operand `x` into `tile`: a chunk of

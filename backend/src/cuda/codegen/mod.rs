@@ -26,6 +26,7 @@ mod debug;
 mod dot;
 mod ldmatrix;
 mod memory;
+mod pipeline;
 mod recompute;
 mod reduce;
 mod scalar;
@@ -134,6 +135,11 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// What is known of integer and pointer lanes (`dsl::ir::axis_info`), computed where
     /// a load may be copied.
     axis: HashMap<Value, tritium_dsl::ir::AxisInfo>,
+    /// The loop being pipelined, while its body is generated (see `pipeline.rs`).
+    pipelined: Option<pipeline::Pipelined<'ctx, 'f>>,
+    /// While a later iteration's copies are issued: the counter's value for it, and the
+    /// body's scalars computed again (see `Gen::scalar_at`).
+    iteration: HashMap<Value, BasicValueEnum<'ctx>>,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -221,6 +227,8 @@ pub(crate) fn generate<'ctx>(
         async_candidates: Default::default(),
         deferred: Default::default(),
         axis: HashMap::new(),
+        pipelined: None,
+        iteration: HashMap::new(),
     };
     g.smem = match smem {
         Some(p) => p,

@@ -102,7 +102,7 @@ impl<'ctx> Gen<'ctx, '_> {
         idx: &[IntValue<'ctx>],
     ) -> Result<BasicValueEnum<'ctx>> {
         if self.ty(v).is_scalar() {
-            return self.scalar(v);
+            return self.scalar_at(v);
         }
         let inst = self.defs[&v];
         match &inst.op {
@@ -114,7 +114,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let d = self.ty(v).dtype().expect("numeric constant");
                 Ok(self.const_value(*c, d))
             }
-            Op::Splat(x) => Ok(self.scalar(*x)?),
+            Op::Splat(x) => Ok(self.scalar_at(*x)?),
             Op::ExpandDims { x, axis } => {
                 let mut at = idx.to_vec();
                 at.remove(*axis as usize);
