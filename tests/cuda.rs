@@ -269,6 +269,54 @@ fn tutorial_03_k_loop_is_pipelined() {
     assert!(!ptx(&attention, 80, 4).contains("cp.async.wait_group 1"));
 }
 
+/// A K loop whose `dot` accumulates onto a tile loaded before the loop: that accumulator
+/// goes to fragments through shared memory at every iteration, where a pipelined loop's
+/// copies would be in flight, so this loop is not pipelined (and its results hold).
+#[tritium::kernel]
+fn dot_onto_a_loaded_tile(
+    out: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    bias: Ptr<f32>,
+    steps: i32,
+    #[constexpr] S: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let base = load(bias + at);
+    let mut acc = zeros([S, S], DType::F32);
+    for i in range(0, steps) {
+        let ta = load(a + at + i * (S * S) as i32);
+        let tb = load(b + at);
+        acc = dot(ta, tb, base);
+    }
+    store(out + at, acc);
+}
+
+#[test]
+fn a_dot_onto_a_loaded_tile_is_not_pipelined_emulated() {
+    use half::f16;
+    let s = 32;
+    let a = Array1::from(random_f32(3 * s * s, 29)).mapv(f16::from_f32);
+    let b = Array1::from(random_f32(s * s, 30)).mapv(f16::from_f32);
+    let bias = Array1::from(random_f32(s * s, 31));
+    let f = dot_onto_a_loaded_tile::trace(&Specialization::default(), s).unwrap();
+    assert!(!ptx(&f, 80, 4).contains("cp.async.wait_group 1"));
+    let run = |d: &Device| {
+        let mut out = Array1::<f32>::zeros(s * s);
+        dot_onto_a_loaded_tile::launch(d, 1, &mut out, &a, &b, &bias, 3, s).unwrap();
+        out
+    };
+    let want = run(&Device::interpreter());
+    assert_close(
+        &run(&Device::cuda_emulator()),
+        &want,
+        1e-4,
+        1e-4,
+        "dot onto a loaded tile",
+    );
+}
+
 /// A `dot` of tiles loaded under box masks with `other` (`FILL`: 1, else 0) from rows
 /// `ld` apart: an odd `ld` leaves most chunks misaligned, and the edges of the boxes
 /// mask chunks wholly or in part, so every path of the `cp.async` copy runs. With

@@ -57,10 +57,25 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let [dot] = dots[..] else {
             return None;
         };
-        let Op::Dot { a, b, .. } = &dot.op else {
+        let Op::Dot { a, b, acc } = &dot.op else {
             return None;
         };
         self.mma_shape(dot)?;
+        // The accumulator must reach the `dot` without shared memory: carried in fragments
+        // (the body yields the `dot` in its place) or one value in every lane.
+        let yields = match body.insts.last().map(|i| &i.op) {
+            Some(Op::Yield(ys)) => ys.as_slice(),
+            _ => &[],
+        };
+        let in_fragments =
+            (body.args[1..].iter().zip(yields)).any(|(arg, y)| arg == acc && *y == dot.results[0]);
+        let uniform = matches!(
+            self.defs.get(acc).map(|i| &i.op),
+            Some(Op::Const(_) | Op::Splat(_))
+        );
+        if !(in_fragments || uniform) {
+            return None;
+        }
         let carried: HashSet<Value> = body.args[1..].iter().copied().collect();
         let body_values: HashSet<Value> =
             body.insts.iter().flat_map(|i| i.results.clone()).collect();
