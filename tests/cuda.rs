@@ -251,8 +251,8 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
 }
 
 /// Tutorial 03's K loop is software-pipelined: the copies of later iterations are in
-/// flight while one computes (`wait_group 1`: one group may still be pending), and the
-/// loop drains them on exit (`wait_group 0`). Attention's loop, which reduces rows between
+/// flight while one computes (three stages: `wait_group 1`, one group may still be
+/// pending), and the loop drains them on exit (`wait_group 0`). Attention's loop, which reduces rows between
 /// its `dot`s, is not (every `dot` waits for all its copies).
 #[test]
 fn tutorial_03_k_loop_is_pipelined() {
@@ -262,6 +262,12 @@ fn tutorial_03_k_loop_is_pipelined() {
     for want in ["cp.async.wait_group 1", "cp.async.wait_group 0"] {
         assert!(text.contains(want), "no `{want}` in\n{text}");
     }
+    // Stages of 40 KiB: two fit the budget, so each iteration waits for all but none.
+    let wide =
+        matmul::matmul::trace::<half::f16, f32>(&Specialization::default(), 64, 256, 64).unwrap();
+    let text = ptx(&wide, 80, 8);
+    assert!(!text.contains("cp.async.wait_group 1"), "{text}");
+    assert!(text.contains("cp.async.wait_group 0"), "{text}");
     let s = Specialization::default();
     let attention =
         tritium_kernels::attention::attention_forward::trace::<half::f16>(&s, 64, 32, 64, false)
@@ -447,7 +453,8 @@ fn cp_async_operands_match_the_interpreter_emulated(
 /// spreads each row's chunks over every bank), for rows of 16 to 64 halves.
 #[rstest]
 fn cp_async_stores_have_no_bank_conflicts_emulated(
-    #[values((32, 32, 16, 1), (64, 64, 32, 4), (32, 128, 64, 4))] config: (
+    // 64 × 256 × 64: two stages of 40 KiB (three would pass the 96 KiB budget).
+    #[values((32, 32, 16, 1), (64, 64, 32, 4), (32, 128, 64, 4), (64, 256, 64, 8))] config: (
         usize,
         usize,
         usize,

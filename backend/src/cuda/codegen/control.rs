@@ -4,7 +4,6 @@
 //! body yields a tensor-core `dot` carries that accumulator as `mma` fragments, so it
 //! never goes through shared memory between iterations.
 
-use super::pipeline::STAGES;
 use super::{Gen, V};
 use crate::llvm::LoopCounter;
 use crate::llvm::{CodegenError, Positioned, Result};
@@ -172,8 +171,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let next_trip = match trip {
             Some(t) => {
                 let t = t.as_basic_value().into_int_value();
-                let stage = (self.b).build_int_unsigned_rem(t, self.i32c(STAGES as u64), "")?;
-                let later = count.ahead(&self.emit(), iv, STAGES as u64 - 1)?;
+                let stages = self.pipelined.as_ref().map_or(1, |p| p.stages) as u64;
+                let stage = (self.b).build_int_unsigned_rem(t, self.i32c(stages), "")?;
+                let later = count.ahead(&self.emit(), iv, stages - 1)?;
                 let runs = count.runs(&self.emit(), later)?;
                 let value = count.body_value(&self.emit(), later)?;
                 if let Some(p) = self.pipelined.as_mut() {

@@ -20,7 +20,6 @@
 //! round once at the end, as the interpreter does.
 
 use super::ldmatrix::Ldmatrix;
-use super::pipeline::STAGES;
 use super::reduce::Acc;
 use super::swizzle::{Swizzled, CHUNK_BYTES};
 use super::{Gen, V};
@@ -343,26 +342,22 @@ impl<'ctx> Gen<'ctx, '_> {
             .filter(|p| std::ptr::eq(p.dot, inst))
             .map(|p| {
                 let ahead = p.ahead.expect("the loop sets the iteration ahead");
-                (
-                    p.tiles,
-                    p.stage_bytes,
-                    p.stage.expect("and the stage"),
-                    ahead,
-                )
+                let stage = p.stage.expect("and the stage");
+                (p.tiles, p.stage_bytes, p.stages, stage, ahead)
             });
         let (a_tile, b_tile, b_columns) = match pipelined {
             Some((tiles, ..)) => tiles,
             None => self.operand_tiles(inst, self.deferred.contains(b)),
         };
         let stage_base = match pipelined {
-            Some((_, stage_bytes, stage, (iv, runs))) => {
-                self.reserve_shared(STAGES * stage_bytes);
-                self.wait_copies(STAGES as u32 - 2)?;
+            Some((_, stage_bytes, stages, stage, (iv, runs))) => {
+                self.reserve_shared(stages * stage_bytes);
+                self.wait_copies(stages as u32 - 2)?;
                 self.barrier()?;
                 let later = self
                     .b
-                    .build_int_add(stage, self.i32c(STAGES as u64 - 1), "")?;
-                let later = (self.b).build_int_unsigned_rem(later, self.i32c(STAGES as u64), "")?;
+                    .build_int_add(stage, self.i32c(stages as u64 - 1), "")?;
+                let later = (self.b).build_int_unsigned_rem(later, self.i32c(stages as u64), "")?;
                 self.issue_stage(iv, runs, later)?;
                 self.b
                     .build_int_mul(stage, self.i32c(stage_bytes as u64), "")?

@@ -2,12 +2,13 @@
 //!
 //! When a loop's body is its counter's arithmetic, index expressions, the two loads that
 //! feed a tensor-core `dot` (deferred, see `async_copy.rs`) and that `dot`, the operand
-//! tiles of [`STAGES`] iterations live in shared memory at once: before the loop, the
-//! copies of the first `STAGES - 1` iterations are issued, one `cp.async` group each; at
-//! each iteration the `dot` waits until its own group has landed (`wait_group
-//! STAGES - 2`), a barrier makes every warp done with the buffer the last iteration read,
-//! the copies of iteration `i + STAGES - 1` are issued into that buffer, and the `mma`s
-//! read buffer `i % STAGES` while those copies are in flight. A later iteration's loads
+//! tiles of `S` iterations live in shared memory at once (`S` = 3, Triton's default, or 2
+//! where three would pass [`SHARED_BUDGET`]): before the loop, the copies of the first
+//! `S - 1` iterations are issued, one `cp.async` group each; at each iteration the `dot`
+//! waits until its own group has landed (`wait_group S - 2`), a barrier makes every warp
+//! done with the buffer the last iteration read, the copies of iteration `i + S - 1` are
+//! issued into that buffer, and the `mma`s read buffer `i % S` while those copies are in
+//! flight. A later iteration's loads
 //! are the same index expressions evaluated with the counter advanced: scalars of the
 //! body are computed again from it (`Gen::scalar_at`). Iterations past the loop's end
 //! issue nothing but still commit a group, so that group counts stay in step.
@@ -19,8 +20,12 @@ use inkwell::values::{BasicValueEnum, IntValue};
 use std::collections::{HashMap, HashSet};
 use tritium_dsl::ir::{Block, Inst, Op, Value};
 
-/// Operand buffers in flight: the `dot`'s tiles of this many iterations.
-pub(super) const STAGES: usize = 3;
+/// The most operand buffers: the `dot`'s tiles of this many iterations.
+const MAX_STAGES: usize = 3;
+
+/// Shared memory the stages may take: what every GPU from sm_80 gives one CTA (sm_86 and
+/// sm_89 allow 99 KiB), so that a pipelined kernel launches on all of them.
+const SHARED_BUDGET: usize = 96 * 1024;
 
 /// A loop the generator pipelines: its `dot` and what evaluating a later iteration needs.
 pub(super) struct Pipelined<'ctx, 'f> {
@@ -30,13 +35,15 @@ pub(super) struct Pipelined<'ctx, 'f> {
     pub tiles: (Swizzled, Swizzled, bool),
     /// Bytes of one stage (both tiles).
     pub stage_bytes: usize,
+    /// The number of stages (2 or 3).
+    pub stages: usize,
     /// The loop's counter value (`body.args[0]`).
     pub iv: Value,
     /// Values the body defines: computed again for a later iteration.
     pub body_values: HashSet<Value>,
-    /// This iteration's stage (`i % STAGES`, i32).
+    /// This iteration's stage (`i % stages`, i32).
     pub stage: Option<IntValue<'ctx>>,
-    /// The counter `STAGES - 1` iterations ahead (in the loop's dtype), and whether that
+    /// The counter `stages - 1` iterations ahead (in the loop's dtype), and whether that
     /// iteration runs.
     pub ahead: Option<(BasicValueEnum<'ctx>, IntValue<'ctx>)>,
 }
@@ -115,10 +122,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
         let tiles = self.operand_tiles(dot, true);
         let stage_bytes = (tiles.0.bytes() + tiles.1.bytes()).next_multiple_of(128);
+        let stages = (2..=MAX_STAGES)
+            .rev()
+            .find(|s| s * stage_bytes <= SHARED_BUDGET)?;
         Some(Pipelined {
             dot,
             tiles,
             stage_bytes,
+            stages,
             iv: body.args[0],
             body_values,
             stage: None,
@@ -209,9 +220,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.commit_copies()
     }
 
-    /// The loop's prologue: the copies of its first `STAGES - 1` iterations.
+    /// The loop's prologue: the copies of its first `stages - 1` iterations.
     pub(super) fn pipeline_prologue(&mut self, count: &LoopCounter<'ctx>) -> Result<()> {
-        for d in 0..STAGES - 1 {
+        let stages = self.pipelined.as_ref().map_or(0, |p| p.stages);
+        for d in 0..stages - 1 {
             let iv = count.ahead(&self.emit(), count.lo, d as u64)?;
             let runs = count.runs(&self.emit(), iv)?;
             let value = count.body_value(&self.emit(), iv)?;
