@@ -448,6 +448,46 @@ fn cp_async_operands_match_the_interpreter_emulated(
     check_masked_operands([bm, bn, bk], [m, n, k, ld], fill, false, 4);
 }
 
+/// Tutorial 03's f16 matmul of random `m × k` and `k × n` matrices (`seed`, `seed + 1`) in
+/// `bm × bn × bk` blocks over `grid` on the emulator: its output, the interpreter's, and
+/// the emulator's shared-memory counters of the launch.
+fn emulated_f16_matmul(
+    [m, n, k]: [usize; 3],
+    [bm, bn, bk]: [usize; 3],
+    grid: [usize; 2],
+    num_warps: u32,
+    seed: u64,
+) -> (
+    Array2<f32>,
+    Array2<f32>,
+    tritium::backend::cuda::SharedMemoryStats,
+) {
+    use half::f16;
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, seed))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, seed + 1))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = Array2::<f32>::zeros((m, n));
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        matmul::matmul::launch_explicit(
+            d, grid, &opts, &mut out, &a, &b, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn, bk,
+        )
+        .unwrap();
+        out
+    };
+    tritium::backend::cuda::shared_memory_stats();
+    let got = run(&Device::cuda_emulator());
+    let stats = tritium::backend::cuda::shared_memory_stats();
+    (got, run(&Device::interpreter()), stats)
+}
+
 /// Tutorial 03 at sizes that are multiples of 16 copies its operands with `cp.async` and
 /// no test, each warp instruction's 512 bytes four shared-memory wavefronts (the swizzle
 /// spreads each row's chunks over every bank), for rows of 16 to 64 halves.
@@ -461,47 +501,9 @@ fn cp_async_stores_have_no_bank_conflicts_emulated(
         u32,
     ),
 ) {
-    use half::f16;
     let (bm, bn, bk, num_warps) = config;
     let (m, n, k) = (2 * bm, 2 * bn, 2 * bk);
-    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 27))
-        .unwrap()
-        .mapv(f16::from_f32);
-    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 28))
-        .unwrap()
-        .mapv(f16::from_f32);
-    let opts = tritium::LaunchOptions {
-        num_warps,
-        ..Default::default()
-    };
-    let run = |d: &Device| {
-        let mut out = Array2::<f32>::zeros((m, n));
-        matmul::matmul::launch_explicit(
-            d,
-            [2, 2],
-            &opts,
-            &mut out,
-            &a,
-            &b,
-            m as i32,
-            n as i32,
-            k as i32,
-            k as i32,
-            1,
-            n as i32,
-            1,
-            n as i32,
-            1,
-            bm,
-            bn,
-            bk,
-        )
-        .unwrap();
-        out
-    };
-    tritium::backend::cuda::shared_memory_stats();
-    let got = run(&Device::cuda_emulator());
-    let stats = tritium::backend::cuda::shared_memory_stats();
+    let (got, want, stats) = emulated_f16_matmul([m, n, k], [bm, bn, bk], [2, 2], num_warps, 27);
     // Both operands of both K steps of the 4 programs.
     let tiles = 4 * 2 * (bm * bk + bk * bn) * 2;
     assert_eq!(stats.cp_async_bytes, tiles as u64, "{config:?}: {stats:?}");
@@ -510,7 +512,7 @@ fn cp_async_stores_have_no_bank_conflicts_emulated(
         stats.cp_async_bytes,
         "{config:?}: {stats:?}"
     );
-    assert_close(&got, &run(&Device::interpreter()), 1e-4, 1e-4, "f16 matmul");
+    assert_close(&got, &want, 1e-4, 1e-4, "f16 matmul");
 }
 
 /// The swizzled operand layouts make every 8×8 matrix an `ldmatrix` reads one
@@ -526,53 +528,15 @@ fn ldmatrix_reads_have_no_bank_conflicts_emulated(
         u32,
     ),
 ) {
-    use half::f16;
     let (bm, bn, bk, num_warps) = config;
-    let (m, n, k) = (bm, bn, 2 * bk);
-    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 21))
-        .unwrap()
-        .mapv(f16::from_f32);
-    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 22))
-        .unwrap()
-        .mapv(f16::from_f32);
-    let opts = tritium::LaunchOptions {
-        num_warps,
-        ..Default::default()
-    };
-    let run = |d: &Device| {
-        let mut out = Array2::<f32>::zeros((m, n));
-        matmul::matmul::launch_explicit(
-            d,
-            [1, 1],
-            &opts,
-            &mut out,
-            &a,
-            &b,
-            m as i32,
-            n as i32,
-            k as i32,
-            k as i32,
-            1,
-            n as i32,
-            1,
-            n as i32,
-            1,
-            bm,
-            bn,
-            bk,
-        )
-        .unwrap();
-        out
-    };
-    tritium::backend::cuda::shared_memory_stats();
-    let got = run(&Device::cuda_emulator());
-    let stats = tritium::backend::cuda::shared_memory_stats();
+    let (got, want, stats) =
+        emulated_f16_matmul([bm, bn, 2 * bk], [bm, bn, bk], [1, 1], num_warps, 21);
     assert!(stats.ldmatrix_matrices > 0, "{config:?}: no ldmatrix");
     assert_eq!(
         stats.ldmatrix_wavefronts, stats.ldmatrix_matrices,
         "{config:?}: bank conflicts"
     );
-    assert_close(&got, &run(&Device::interpreter()), 1e-4, 1e-4, "f16 mma");
+    assert_close(&got, &want, 1e-4, 1e-4, "f16 mma");
 }
 
 /// Stores `2x` into `out[..N]`, then reads it back reversed (other threads' elements)

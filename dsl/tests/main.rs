@@ -260,6 +260,17 @@ fn tutorial_03_a_tile(spec: &Specialization) -> Function {
     t.finish().unwrap()
 }
 
+/// The value `f`'s (last) store writes.
+fn stored_value(f: &Function) -> tritium_dsl::ir::Value {
+    let mut stored = None;
+    f.walk(&mut |i| {
+        if let tritium_dsl::ir::Op::Store { value, .. } = &i.op {
+            stored = Some(*value);
+        }
+    });
+    stored.expect("a store")
+}
+
 /// The loads of `f`: (pointer, mask).
 fn loads(f: &Function) -> Vec<(tritium_dsl::ir::Value, Option<tritium_dsl::ir::Value>)> {
     let mut found = Vec::new();
@@ -308,7 +319,7 @@ fn axis_info_proves_16_byte_runs_of_tutorial_03() {
 /// (contiguity, divisibility, constancy)).
 #[test]
 fn axis_info_rules() {
-    use tritium_dsl::ir::{axis_info, Op, MAX_DIVISIBILITY as MAX};
+    use tritium_dsl::ir::{axis_info, MAX_DIVISIBILITY as MAX};
     let spec = Specialization {
         ones: vec![false, false],
         sixteens: vec![true, false],
@@ -364,13 +375,7 @@ fn axis_info_rules() {
         let out = ptr_param("out", v.ty().dtype().unwrap());
         store(out + arange(0, v.ty().shape[0] as i64), v, NoArg);
         let f = t.finish().unwrap();
-        let mut stored = None;
-        f.walk(&mut |i| {
-            if let Op::Store { value, .. } = &i.op {
-                stored = Some(*value);
-            }
-        });
-        let info = &axis_info(&f)[&stored.unwrap()];
+        let info = &axis_info(&f)[&stored_value(&f)];
         let got = (info.contiguity[0], info.divisibility[0], info.constancy[0]);
         assert_eq!(got, want, "{what}: {info:?}");
     }
@@ -382,7 +387,7 @@ fn axis_info_rules() {
 /// ones take carried values as unknown.
 #[test]
 fn axis_info_of_deeply_nested_loops_finishes() {
-    use tritium_dsl::ir::{axis_info, Op};
+    use tritium_dsl::ir::axis_info;
     fn nest(depth: usize, x: Tile) -> Tile {
         match depth {
             0 => x + 16,
@@ -395,13 +400,7 @@ fn axis_info_of_deeply_nested_loops_finishes() {
         let x = nest(depth, arange(0, 16) * 16);
         store(out + arange(0, 16), x, NoArg);
         let f = t.finish().unwrap();
-        let mut stored = None;
-        f.walk(&mut |i| {
-            if let Op::Store { value, .. } = &i.op {
-                stored = Some(*value);
-            }
-        });
-        let info = &axis_info(&f)[&stored.unwrap()];
+        let info = &axis_info(&f)[&stored_value(&f)];
         assert_eq!(info.divisibility[0], want, "depth {depth}: {info:?}");
     }
 }

@@ -108,7 +108,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .collect()
     }
 
-    fn yields(b: &Block) -> &[Value] {
+    /// What a region yields (nothing when it ends otherwise).
+    pub(super) fn yields(b: &Block) -> &[Value] {
         match b.insts.last().map(|i| &i.op) {
             Some(Op::Yield(v)) => v,
             _ => &[],

@@ -70,12 +70,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.mma_shape(dot)?;
         // The accumulator must reach the `dot` without shared memory: carried in fragments
         // (the body yields the `dot` in its place) or one value in every lane.
-        let yields = match body.insts.last().map(|i| &i.op) {
-            Some(Op::Yield(ys)) => ys.as_slice(),
-            _ => &[],
-        };
-        let in_fragments =
-            (body.args[1..].iter().zip(yields)).any(|(arg, y)| arg == acc && *y == dot.results[0]);
+        let in_fragments = (body.args[1..].iter().zip(Self::yields(body)))
+            .any(|(arg, y)| arg == acc && *y == dot.results[0]);
         let uniform = matches!(
             self.defs.get(acc).map(|i| &i.op),
             Some(Op::Const(_) | Op::Splat(_))
