@@ -131,6 +131,11 @@ fn main() {
             };
             let file = format!("{}.sm_{sm}.ptx", case.key.replace('/', "_"));
             std::fs::write(dir.join(&file), &ptx.text).expect("the PTX written");
+            if sm == 80 {
+                let tir = format!("{}.tir", case.key.replace('/', "_"));
+                let text = tritium::dsl::ir::print_function(&case.kernel);
+                std::fs::write(dir.join(tir), text).expect("the tile IR written");
+            }
             writeln!(
                 manifest,
                 "{}\t{sm}\t{}\t{}\t{}\t{file}",

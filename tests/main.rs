@@ -24,6 +24,7 @@ mod launch_errors;
 mod libm;
 mod loop_options;
 mod math_functions;
+mod mma_layouts;
 mod partial_blocks;
 mod pointer_tables;
 mod race_check;

@@ -4,37 +4,25 @@
 //! body yields a tensor-core `dot` carries that accumulator as `mma` fragments, so it
 //! never goes through shared memory between iterations.
 
+use super::held::Held;
 use super::{Gen, V};
 use crate::llvm::LoopCounter;
 use crate::llvm::{CodegenError, Positioned, Result};
 use inkwell::values::PointerValue;
 use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
 
-/// How a carried value is held across iterations.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Carry {
-    /// Like every value: this thread's slots (one for a scalar).
-    Slots,
-    /// Tensor-core accumulator fragments of an `m × n` f32 tile (see `dot`).
-    Frags { m: usize, n: usize },
-}
-
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// One alloca per slot (or fragment register) of each carried value.
     fn carried_slots(
         &mut self,
         types: &[Type],
-        carry: &[Carry],
+        carry: &[Held],
     ) -> Result<Vec<Vec<PointerValue<'ctx>>>> {
         types
             .iter()
             .zip(carry)
             .map(|(t, c)| {
-                let n = match *c {
-                    Carry::Frags { m, n } => self.mma_rounds(m, n) * 4,
-                    Carry::Slots if t.is_scalar() => 1,
-                    Carry::Slots => self.slots(t.numel()),
-                };
+                let n = self.held_count(*c, t);
                 let ty = self.elem_compute_ty(t.elem);
                 (0..n).map(|_| self.entry_alloca(ty)).collect()
             })
@@ -46,17 +34,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         &mut self,
         values: &[Value],
         slots: &[Vec<PointerValue<'ctx>>],
-        carry: &[Carry],
+        carry: &[Held],
     ) -> Result<()> {
         let vals: Vec<Vec<_>> = values
             .iter()
             .zip(carry)
             .map(|(v, c)| match *c {
-                Carry::Frags { m, n } => self.frag_regs(*v, m, n),
-                Carry::Slots => {
+                Held::Slots => {
                     let numel = self.ty(*v).numel();
                     self.tile_slots(*v, numel)
                 }
+                h => self.held_regs(*v, h),
             })
             .collect::<Result<_>>()?;
         for (vs, ps) in vals.iter().zip(slots) {
@@ -72,7 +60,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         &mut self,
         values: &[Value],
         slots: &[Vec<PointerValue<'ctx>>],
-        carry: &[Carry],
+        carry: &[Held],
     ) -> Result<()> {
         for ((v, ps), c) in values.iter().zip(slots).zip(carry) {
             let ty = self.elem_compute_ty(self.ty(*v).elem);
@@ -80,32 +68,20 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 .iter()
                 .map(|p| self.b.build_load(ty, *p, ""))
                 .collect::<Result<_, _>>()?;
-            let val = match c {
-                Carry::Frags { .. } => V::Frag(loaded),
-                Carry::Slots if self.ty(*v).is_scalar() => V::Scalar(loaded[0]),
-                Carry::Slots => V::Tile(loaded),
+            let val = match *c {
+                Held::Frag(l) => V::Frag(l, loaded),
+                Held::Rows { m } => V::Rows(m, loaded),
+                Held::Slots if self.ty(*v).is_scalar() => V::Scalar(loaded[0]),
+                Held::Slots => V::Tile(loaded),
             };
             self.vals.insert(*v, val);
         }
         Ok(())
     }
 
-    /// How a `for` loop carries each value: a tensor-core `dot`'s accumulator stays in
-    /// fragments when the body yields that `dot`'s result.
-    fn loop_carry(&self, body: &Block, count: usize) -> Vec<Carry> {
-        let yields = Self::yields(body);
-        (0..count)
-            .map(|i| {
-                let Some(y) = yields.get(i) else {
-                    return Carry::Slots;
-                };
-                body.insts
-                    .iter()
-                    .find(|inst| inst.results.first() == Some(y))
-                    .and_then(|inst| self.mma_shape(inst))
-                    .map_or(Carry::Slots, |(_, [m, n, _])| Carry::Frags { m, n })
-            })
-            .collect()
+    /// How a `for` loop carries each value: as `held.rs` decided for its body's arguments.
+    fn loop_carry(&self, body: &Block) -> Vec<Held> {
+        body.args[1..].iter().map(|a| self.held(*a)).collect()
     }
 
     /// What a region yields (nothing when it ends otherwise).
@@ -129,7 +105,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             unreachable!()
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
-        let carry = self.loop_carry(body, types.len());
+        let carry = self.loop_carry(body);
         let slots = self.carried_slots(&types, &carry)?;
         let dtype = match self.ty(*lo).elem {
             tritium_dsl::ir::Elem::Scalar(d) | tritium_dsl::ir::Elem::Ptr(d) => d,
@@ -220,7 +196,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             unreachable!()
         };
         let types: Vec<Type> = inst.results.iter().map(|v| self.ty(*v).clone()).collect();
-        let carry = vec![Carry::Slots; types.len()];
+        let carry = vec![Held::Slots; types.len()];
         let slots = self.carried_slots(&types, &carry)?;
         let c = self.scalar(*cond)?.into_int_value();
         let then_bb = self.ctx.append_basic_block(self.func, "then");
@@ -242,7 +218,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             unreachable!()
         };
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
-        let carry = vec![Carry::Slots; types.len()];
+        let carry = vec![Held::Slots; types.len()];
         let slots = self.carried_slots(&types, &carry)?;
         self.assign(init, &slots, &carry)?;
         let header = self.ctx.append_basic_block(self.func, "while");

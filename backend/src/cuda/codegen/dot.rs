@@ -19,6 +19,8 @@
 //! in k order (integers: wrapping multiply-add). f16/bf16 accumulators add in f32 and
 //! round once at the end, as the interpreter does.
 
+use super::fragments::{FragSite, MmaTiling};
+use super::held::{FragLayout, Held};
 use super::ldmatrix::Ldmatrix;
 use super::reduce::Acc;
 use super::swizzle::{Swizzled, CHUNK_BYTES};
@@ -30,29 +32,6 @@ use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
 
 /// The most k steps (of 16) of a tensor-core `dot` emitted unrolled.
 const UNROLLED_K_STEPS: usize = 8;
-
-/// How the `16 × 8` output tiles of a tensor-core `dot` are dealt to the warps.
-#[derive(Clone, Copy)]
-enum MmaTiling {
-    /// A `wm × wn` grid of warps, each owning a block of `mi × ni` tiles: per k step a
-    /// warp loads `mi` A and `ni` B fragments for its `mi · ni` `mma`s.
-    Grid { wn: usize, mi: usize, ni: usize },
-    /// Round-robin when no grid divides the tiles: tile `w + r · warps` in round `r`
-    /// (clamped and discarded past the last tile), its own fragments each.
-    Spread { rounds: usize },
-}
-
-/// Where one lane's accumulator fragment of one round lies (see [`Gen::frag_site`]).
-struct FragSite<'ctx> {
-    /// Whether the warp has a tile this round.
-    valid: IntValue<'ctx>,
-    /// The tile's row of `16 × 8` tiles (its first row is `16 tm`).
-    tm: IntValue<'ctx>,
-    /// The tile's column of tiles (its first column is `8 tn`).
-    tn: IntValue<'ctx>,
-    /// Row-major indices of the lane's 4 accumulator registers.
-    index: [IntValue<'ctx>; 4],
-}
 
 /// One `ldmatrix` of a k step's B fragments: n-tile `tn`, and `tn + 1` when `pair`.
 struct BLoad<'ctx> {
@@ -162,179 +141,22 @@ impl<'ctx> Gen<'ctx, '_> {
             .then_some((from, [m, n, k]))
     }
 
-    /// How the `16 × 8` tiles of an `m × n` accumulator are dealt to the warps (see
-    /// [`MmaTiling`]).
-    fn mma_tiling(&self, m: usize, n: usize) -> MmaTiling {
-        let warps = self.threads / 32;
-        let (tiles_m, tiles_n) = (m / 16, n / 8);
-        // Warp grids `wm × wn` whose blocks divide the tiles evenly; the fewest fragment
-        // loads per `mma` (4 per A fragment row, 2 per B fragment column) wins.
-        let grid = (0..=warps.ilog2())
-            .map(|e| (1usize << e, warps >> e))
-            .filter(|&(wm, wn)| tiles_m % wm == 0 && tiles_n % wn == 0)
-            .min_by_key(|&(wm, wn)| {
-                let (mi, ni) = (tiles_m / wm, tiles_n / wn);
-                (4 * mi + 2 * ni) * 1000 / (mi * ni)
-            });
-        match grid {
-            Some((wm, wn)) => MmaTiling::Grid {
-                wn,
-                mi: tiles_m / wm,
-                ni: tiles_n / wn,
-            },
-            None => MmaTiling::Spread {
-                rounds: (tiles_m * tiles_n).div_ceil(warps),
-            },
-        }
-    }
-
-    /// How many rounds of `16 × 8` tiles each warp holds of an `m × n` accumulator.
-    pub(super) fn mma_rounds(&self, m: usize, n: usize) -> usize {
-        match self.mma_tiling(m, n) {
-            MmaTiling::Grid { mi, ni, .. } => mi * ni,
-            MmaTiling::Spread { rounds } => rounds,
-        }
-    }
-
-    /// Where this lane's fragment of `round` lies in an `m × n` accumulator: whether the
-    /// warp has a tile this round (else it works on tile 0 and discards it), the tile's
-    /// first row and column of this lane, and the row-major indices of its 4 registers
-    /// (register i: row group + 8 (i / 2), column 2 quad + i % 2).
-    fn frag_site(&self, m: usize, n: usize, round: usize) -> Result<FragSite<'ctx>> {
-        let (lane, warp) = self.lane_and_warp()?;
-        let b = self.b;
-        let c = |v: u64| self.i32c(v);
-        let add = |x: IntValue<'ctx>, y: IntValue<'ctx>| b.build_int_add(x, y, "");
-        let mul = |x: IntValue<'ctx>, y: u64| b.build_int_mul(x, c(y), "");
-        let group = b.build_right_shift(lane, c(2), false, "group")?;
-        let quad = b.build_and(lane, c(3), "quad")?;
-        let (tiles_n, tiles) = (n / 8, (m / 16) * (n / 8));
-        let (valid, tm, tn) = match self.mma_tiling(m, n) {
-            MmaTiling::Grid { wn, mi, ni } => {
-                // Warp (wy, wx) of the grid owns tile rows wy·mi.. and columns wx·ni..;
-                // round r is its tile (r / ni, r % ni).
-                let wy = b.build_int_unsigned_div(warp, c(wn as u64), "")?;
-                let wx = b.build_int_unsigned_rem(warp, c(wn as u64), "")?;
-                let tm = add(mul(wy, mi as u64)?, c((round / ni) as u64))?;
-                let tn = add(mul(wx, ni as u64)?, c((round % ni) as u64))?;
-                (self.ctx.bool_type().const_all_ones(), tm, tn)
-            }
-            MmaTiling::Spread { .. } => {
-                let tile = add(warp, c((round * (self.threads / 32)) as u64))?;
-                let (valid, tile) = self.below_or_zero(tile, tiles)?;
-                let tm = b.build_int_unsigned_div(tile, c(tiles_n as u64), "")?;
-                let tn = b.build_int_unsigned_rem(tile, c(tiles_n as u64), "")?;
-                (valid, tm, tn)
-            }
-        };
-        let row0 = add(mul(tm, 16)?, group)?;
-        let col0 = add(mul(tn, 8)?, mul(quad, 2)?)?;
-        let mut index = [row0; 4];
-        for (i, at) in (0u64..).zip(index.iter_mut()) {
-            let row = add(row0, c(8 * (i / 2)))?;
-            *at = add(mul(row, n as u64)?, add(col0, c(i % 2))?)?;
-        }
-        Ok(FragSite {
-            valid,
-            tm,
-            tn,
-            index,
-        })
-    }
-
-    /// Accumulator fragments to this thread's slots of the `m × n` tile, through shared
-    /// memory (from byte 0).
-    pub(super) fn frags_to_slots(
-        &mut self,
-        regs: &[BasicValueEnum<'ctx>],
-        m: usize,
-        n: usize,
-    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
-        let f32t = self.ctx.f32_type();
-        self.reserve_shared(m * n * 4);
-        for (round, four) in regs.chunks(4).enumerate() {
-            let site = self.frag_site(m, n, round)?;
-            self.when(Some(site.valid), &mut |g| {
-                for (ix, v) in site.index.iter().zip(four) {
-                    let p = g.shared_typed(0, f32t.into(), *ix)?;
-                    g.b.build_store(p, *v)?;
-                }
-                Ok(())
-            })?;
-        }
-        self.barrier()?;
-        let slots = (0..self.slots(m * n))
-            .map(|j| {
-                let lin = self.clamped_lin(m * n, j)?;
-                let p = self.shared_typed(0, f32t.into(), lin)?;
-                Ok(self.b.build_load(f32t, p, "")?)
-            })
-            .collect::<Result<_>>()?;
-        self.barrier()?;
-        Ok(slots)
-    }
-
-    /// `v` (an f32 `m × n` tile) as accumulator fragments: as held, splat from a scalar,
-    /// or from slots through shared memory (from byte 0).
-    pub(super) fn frag_regs(
-        &mut self,
-        v: Value,
-        m: usize,
-        n: usize,
-    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
-        let rounds = self.mma_rounds(m, n);
-        let slots = match self.raw_val(v)? {
-            V::Frag(regs) => return Ok(regs),
-            V::Scalar(s) => return Ok(vec![s; rounds * 4]),
-            // A splat (`zeros`, a constant): no exchange needed. Slots of one thread that
-            // hold one value are not enough: a column broadcast (`arange` along the
-            // columns) may give each thread a single value of its own, and a register of
-            // the fragment lies in another column than the slot (seed 3631150).
-            V::Tile(t) if self.is_uniform_tile(v) && t.iter().all(|x| *x == t[0]) => {
-                return Ok(vec![t[0]; rounds * 4])
-            }
-            V::Tile(_) => self.tile_slots(v, m * n)?,
-        };
-        let f32t = self.ctx.f32_type();
-        self.reserve_shared(m * n * 4);
-        for (j, s) in slots.into_iter().enumerate() {
-            let ok = self.valid(m * n, j)?;
-            self.when(ok, &mut |g| {
-                let lin = g.lin(m * n, j)?;
-                let p = g.shared_typed(0, f32t.into(), lin)?;
-                g.b.build_store(p, s)?;
-                Ok(())
-            })?;
-        }
-        self.barrier()?;
-        let mut regs = Vec::with_capacity(rounds * 4);
-        for round in 0..rounds {
-            let site = self.frag_site(m, n, round)?;
-            for ix in site.index {
-                let p = self.shared_typed(0, f32t.into(), ix)?;
-                regs.push(self.b.build_load(f32t, p, "")?);
-            }
-        }
-        self.barrier()?;
-        Ok(regs)
-    }
-
-    /// Whether every lane of `v` holds one value by its definition (a constant or a splat
-    /// of a scalar), the same in every thread.
-    fn is_uniform_tile(&self, v: Value) -> bool {
-        matches!(
-            self.defs.get(&v).map(|i| &i.op),
-            Some(Op::Const(_) | Op::Splat(_))
-        )
-    }
-
     /// The tensor-core path (see the module docs).
     fn mma_dot(&mut self, inst: &Inst, from: DType, [m, n, k]: [usize; 3]) -> Result<()> {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
         };
         let r = inst.results[0];
-        let init = self.frag_regs(*acc, m, n)?;
+        let layout = match self.held(r) {
+            Held::Frag(l) => l,
+            _ => FragLayout {
+                m,
+                n,
+                by_rows: false,
+            },
+        };
+        let init = self.held_regs(*acc, Held::Frag(layout))?;
+        let a_held = self.a_fragments_held(inst, from)?;
         // In a pipelined loop (`pipeline.rs`) the tiles of this iteration are in flight
         // already: wait for them, then issue a later iteration's into the buffer the last
         // one read; elsewhere the operands are copied or staged now.
@@ -347,7 +169,7 @@ impl<'ctx> Gen<'ctx, '_> {
             });
         let (a_tile, b_tile, b_columns) = match pipelined {
             Some((tiles, ..)) => tiles,
-            None => self.operand_tiles(inst, self.deferred.contains(b)),
+            None => self.operand_tiles(inst, self.deferred.contains(b), a_held.is_some()),
         };
         let stage_base = match pipelined {
             Some((_, stage_bytes, stages, stage, (iv, runs))) => {
@@ -366,6 +188,9 @@ impl<'ctx> Gen<'ctx, '_> {
                 self.reserve_shared(b_tile.offset + b_tile.bytes());
                 let mut copies = false;
                 for (x, tile) in [(*a, a_tile), (*b, b_tile)] {
+                    if x == *a && a_held.is_some() {
+                        continue;
+                    }
                     if self.deferred.contains(&x) {
                         let columns = x == *b && b_columns;
                         self.copy_operand(x, tile, columns, self.i32c(0))?;
@@ -387,13 +212,13 @@ impl<'ctx> Gen<'ctx, '_> {
         // Which A fragment (a row of tiles) and B fragment (a column) each round uses:
         // on a warp grid, rounds share them and each is loaded once per k step.
         let rounds = init.len() / 4;
-        let tiling = self.mma_tiling(m, n);
+        let tiling = self.mma_tiling(layout);
         let (a_of, b_of): (Vec<usize>, Vec<usize>) = match tiling {
             MmaTiling::Grid { ni, .. } => (0..rounds).map(|r| (r / ni, r % ni)).unzip(),
             MmaTiling::Spread { .. } => (0..rounds).map(|r| (r, r)).unzip(),
         };
         let sites: Vec<FragSite<'ctx>> = (0..rounds)
-            .map(|r| self.frag_site(m, n, r))
+            .map(|r| self.frag_site(layout, r))
             .collect::<Result<_>>()?;
         let first_round = |keys: &[usize], key: usize| {
             keys.iter()
@@ -414,7 +239,10 @@ impl<'ctx> Gen<'ctx, '_> {
         )?;
         // A: chunk `2 step + j / 2` of row `16 tm + in_block`, whose phase does not
         // depend on the step: `(2 step + j / 2) ^ phase = 2 step ^ (j / 2 ^ phase)`.
-        let a_frags = a_of.iter().copied().max().map_or(0, |x| x + 1);
+        let a_frags = match a_held {
+            Some(_) => 0,
+            None => a_of.iter().copied().max().map_or(0, |x| x + 1),
+        };
         let a_rows: Vec<(IntValue<'ctx>, IntValue<'ctx>)> = (0..a_frags)
             .map(|i| {
                 let row = add(
@@ -480,22 +308,26 @@ impl<'ctx> Gen<'ctx, '_> {
             })
             .collect::<Result<_>>()?;
         let accs: Vec<Acc<'ctx>> = init.iter().map(|v| (*v, None)).collect();
-        let d = self.k_steps(k / 16, accs, &mut |g, step, accs| {
+        let unrolled = a_held.is_some();
+        let d = self.k_steps(k / 16, unrolled, accs, &mut |g, step, accs| {
             let step2 = mul(g, step, 2)?;
-            let a_frags: Vec<Vec<IntValue<'ctx>>> = a_rows
-                .iter()
-                .map(|(base, q)| {
-                    let phys = g.b.build_xor(step2, *q, "")?;
-                    let at = add(g, *base, mul(g, phys, CHUNK_BYTES as u64)?)?;
-                    g.ldmatrix(
-                        Ldmatrix {
+            let a_frags: Vec<Vec<IntValue<'ctx>>> = match &a_held {
+                Some(held) => {
+                    let s = step.get_zero_extended_constant().expect("unrolled steps") as usize;
+                    held.iter().map(|f| f[s].clone()).collect()
+                }
+                None => (a_rows.iter())
+                    .map(|(base, q)| {
+                        let phys = g.b.build_xor(step2, *q, "")?;
+                        let at = add(g, *base, mul(g, phys, CHUNK_BYTES as u64)?)?;
+                        let x4 = Ldmatrix {
                             matrices: 4,
                             trans: false,
-                        },
-                        at,
-                    )
-                })
-                .collect::<Result<_>>()?;
+                        };
+                        g.ldmatrix(x4, at)
+                    })
+                    .collect::<Result<_>>()?,
+            };
             let b_step = mul(g, step, 16 * b_tile.row_bytes() as u64)?;
             let mut b_frags: Vec<Vec<IntValue<'ctx>>> = Vec::with_capacity(b_frags);
             for (load, (base, q)) in b_loads.iter().zip(&b_bases) {
@@ -522,20 +354,22 @@ impl<'ctx> Gen<'ctx, '_> {
         let out: Vec<BasicValueEnum<'ctx>> = d.into_iter().map(|(v, _)| v).collect();
         // Every warp is done reading `a` and `b` before shared memory is reused.
         self.barrier()?;
-        self.vals.insert(r, V::Frag(out));
+        self.vals.insert(r, V::Frag(layout, out));
         Ok(())
     }
 
     /// The `steps` k steps of a tensor-core `dot`, unrolled up to [`UNROLLED_K_STEPS`]
+    /// (always when `unrolled`: A fragments in registers are indexed by the step)
     /// (each step's fragment addresses are then constants, and the next step's fragment
     /// reads may be scheduled under this step's `mma`s, as Triton's are), else a loop.
     fn k_steps(
         &mut self,
         steps: usize,
+        unrolled: bool,
         init: Vec<Acc<'ctx>>,
         body: &mut super::reduce::FoldStep<'_, 'ctx, Self>,
     ) -> Result<Vec<Acc<'ctx>>> {
-        if steps > UNROLLED_K_STEPS {
+        if steps > UNROLLED_K_STEPS && !unrolled {
             return self.counted_loop(steps, init, body);
         }
         let mut accs = init;
@@ -549,8 +383,14 @@ impl<'ctx> Gen<'ctx, '_> {
     /// (`k × n`) row-major in the swizzled layout (the staging stores are whole chunks,
     /// and every 8×8 matrix an `ldmatrix` reads is one wavefront; `b` is read transposed by
     /// `ldmatrix.trans`), or, for a `b` copied (`b_copied`) by columns, `b` stored
-    /// transposed (`n × k`) and read without `.trans`; and whether it is.
-    pub(super) fn operand_tiles(&self, dot: &Inst, b_copied: bool) -> (Swizzled, Swizzled, bool) {
+    /// transposed (`n × k`) and read without `.trans`; and whether it is. An `a` whose A
+    /// fragments are in registers (`a_held`) takes no shared memory: `b` starts at 0.
+    pub(super) fn operand_tiles(
+        &self,
+        dot: &Inst,
+        b_copied: bool,
+        a_held: bool,
+    ) -> (Swizzled, Swizzled, bool) {
         let Op::Dot { a, b, .. } = &dot.op else {
             unreachable!("a dot")
         };
@@ -561,9 +401,10 @@ impl<'ctx> Gen<'ctx, '_> {
         );
         let b_columns = b_copied && self.copies_columns(*b);
         let a_tile = Swizzled::new(0, m, k);
+        let b_at = if a_held { 0 } else { a_tile.bytes() };
         let b_tile = match b_columns {
-            true => Swizzled::new(a_tile.bytes(), n, k),
-            false => Swizzled::new(a_tile.bytes(), k, n),
+            true => Swizzled::new(b_at, n, k),
+            false => Swizzled::new(b_at, k, n),
         };
         (a_tile, b_tile, b_columns)
     }
@@ -647,25 +488,6 @@ impl<'ctx> Gen<'ctx, '_> {
             "",
         )?;
         Ok(b.build_int_add(b.build_int_add(at, within, "")?, c(tile.offset), "")?)
-    }
-
-    /// Element `index` of an array of `ty` at byte `offset` of shared memory.
-    fn shared_typed(
-        &self,
-        offset: usize,
-        ty: BasicTypeEnum<'ctx>,
-        index: IntValue<'ctx>,
-    ) -> Result<PointerValue<'ctx>> {
-        // SAFETY (of the generated code): `reserve_shared` covers every array we index.
-        unsafe {
-            let base = self.b.build_gep(
-                self.ctx.i8_type(),
-                self.smem,
-                &[self.i32c(offset as u64)],
-                "",
-            )?;
-            Ok(self.b.build_gep(ty, base, &[index], "sm")?)
-        }
     }
 
     /// One `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}` on this lane's fragments

@@ -24,6 +24,8 @@ mod control;
 mod custom;
 mod debug;
 mod dot;
+mod fragments;
+mod held;
 mod ldmatrix;
 mod memory;
 mod pipeline;
@@ -85,16 +87,17 @@ pub(crate) struct Generated {
     pub shared_bytes: usize,
 }
 
-/// A value during code generation: a scalar every thread holds, this thread's slots, or
-/// (for the f32 result of a tensor-core `dot`) this lane's `mma` accumulator fragments.
+/// A value during code generation: a scalar every thread holds, this thread's slots, or,
+/// where `held.rs` decides so, a tensor-core `dot`'s layout.
 #[derive(Clone)]
 enum V<'ctx> {
     Scalar(BasicValueEnum<'ctx>),
     Tile(Vec<BasicValueEnum<'ctx>>),
-    /// Four f32 registers per round of `16 × 8` output tiles (see `dot`): kept in this
-    /// layout from one `dot` to the next (a loop-carried accumulator never leaves the
-    /// registers); any other use converts it to slots through shared memory.
-    Frag(Vec<BasicValueEnum<'ctx>>),
+    /// This lane's `mma` accumulator fragments (see `fragments.rs`): four registers per
+    /// round of `16 × 8` tiles. A use that needs slots converts through shared memory.
+    Frag(held::FragLayout, Vec<BasicValueEnum<'ctx>>),
+    /// The values of the rows of an `m`-row by-rows fragment layout this lane holds.
+    Rows(usize, Vec<BasicValueEnum<'ctx>>),
 }
 
 pub(crate) struct Gen<'ctx, 'f> {
@@ -128,6 +131,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     defs: HashMap<Value, &'f Inst>,
     /// PTX has eviction priorities (see [`CodegenOptions::eviction_priorities`]).
     eviction_priorities: bool,
+    /// Values held in a tensor-core `dot`'s layouts (see `held.rs`).
+    held: HashMap<Value, held::Held>,
     /// Loads that the `dot` using them may copy with `cp.async` (see `async_copy.rs`).
     async_candidates: std::collections::HashSet<Value>,
     /// Loads left for their `dot` to copy.
@@ -224,6 +229,7 @@ pub(crate) fn generate<'ctx>(
         check: None,
         lone_stores: memory::lone_stores(f),
         defs: definitions(f),
+        held: HashMap::new(),
         async_candidates: Default::default(),
         deferred: Default::default(),
         axis: HashMap::new(),
@@ -274,6 +280,7 @@ pub(crate) fn generate<'ctx>(
         let buf = param(f.params.len(), ctx.ptr_type(global).into())?;
         g.check = Some(g.checked_state(buf.into_pointer_value())?);
     }
+    g.held = g.held_layouts();
     g.async_candidates = g.find_async_candidates();
     if !g.async_candidates.is_empty() {
         g.axis = tritium_dsl::ir::axis_info(f);
@@ -462,10 +469,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// The generated form of `v`, accumulator fragments converted to slots.
     fn val(&mut self, v: Value) -> Result<V<'ctx>> {
         match self.raw_val(v)? {
-            V::Frag(regs) => {
-                let shape = self.ty(v).shape.clone();
-                Ok(V::Tile(self.frags_to_slots(&regs, shape[0], shape[1])?))
-            }
+            V::Frag(l, regs) => Ok(V::Tile(self.held_to_slots(
+                v,
+                held::Held::Frag(l),
+                &regs,
+            )?)),
+            V::Rows(m, regs) => Ok(V::Tile(self.held_to_slots(
+                v,
+                held::Held::Rows { m },
+                &regs,
+            )?)),
             x => Ok(x),
         }
     }
@@ -484,7 +497,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     fn scalar(&mut self, v: Value) -> Result<BasicValueEnum<'ctx>> {
         match self.val(v)? {
             V::Scalar(s) => Ok(s),
-            V::Tile(_) | V::Frag(_) => Err(CodegenError::internal(format!(
+            V::Tile(_) | V::Frag(..) | V::Rows(..) => Err(CodegenError::internal(format!(
                 "{v} is a tile where a scalar is needed"
             ))),
         }
@@ -496,7 +509,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         match self.val(v)? {
             V::Scalar(s) => Ok(vec![s; n]),
             V::Tile(t) if t.len() == n && self.ty(v).numel() == numel => Ok(t),
-            V::Tile(_) | V::Frag(_) => Err(CodegenError::internal(format!(
+            V::Tile(_) | V::Frag(..) | V::Rows(..) => Err(CodegenError::internal(format!(
                 "{v} has {} elements where {numel} are needed",
                 self.ty(v).numel()
             ))),
@@ -579,6 +592,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// Generates one op; its errors are wrapped in the op's context by [`Self::block`].
     fn inst(&mut self, inst: &'f Inst) -> Result<()> {
         let r = inst.results.first().copied();
+        if let Some(h) = r.map(|r| self.held(r)) {
+            if h != held::Held::Slots && !matches!(inst.op, Op::Dot { .. } | Op::For { .. }) {
+                return self.held_op(inst, h);
+            }
+        }
         let fragments = self.operands_to_slots(inst)?;
         match &inst.op {
             Op::Yield(_) | Op::Condition(_) => {}
@@ -683,12 +701,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield(_) | Op::Condition(_) => {
                 return Ok(Vec::new())
             }
-            Op::Dot { a, b, .. } if self.mma_shape(inst).is_some() => vec![*a, *b],
+            // (An `a` whose registers are the `dot`'s A fragments stays as it is.)
+            Op::Dot { a, b, .. } if self.mma_shape(inst).is_some() => {
+                match self.a_fragments_in_registers(inst) {
+                    true => vec![*b],
+                    false => vec![*a, *b],
+                }
+            }
             op => op.operands(),
         };
         let mut saved = Vec::new();
         for v in operands {
-            if let Some(frag @ V::Frag(_)) = self.vals.get(&v).cloned() {
+            if let Some(frag @ (V::Frag(..) | V::Rows(..))) = self.vals.get(&v).cloned() {
                 let slots = self.val(v)?;
                 self.vals.insert(v, slots);
                 saved.push((v, frag));

@@ -116,7 +116,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if !plain {
             return None;
         }
-        let tiles = self.operand_tiles(dot, true);
+        let tiles = self.operand_tiles(dot, true, false);
         let stage_bytes = (tiles.0.bytes() + tiles.1.bytes()).next_multiple_of(128);
         let stages = (2..=MAX_STAGES)
             .rev()

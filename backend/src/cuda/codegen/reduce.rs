@@ -255,7 +255,7 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Combines `acc` across each aligned group of `lanes` lanes (a power of two up to 32)
     /// with `shfl.sync.bfly`: every lane of a group ends with the group's result.
-    fn butterfly(
+    pub(super) fn butterfly(
         &mut self,
         op: ReduceOp,
         d: DType,
@@ -280,7 +280,7 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// The fold's starting value: 0 for sums, NaN (maxnum's identity) or the dtype's
     /// extreme for max/min, with index `i32::MAX` for argmax/argmin.
-    fn identity(&self, op: ReduceOp, d: DType) -> Acc<'ctx> {
+    pub(super) fn identity(&self, op: ReduceOp, d: DType) -> Acc<'ctx> {
         let t = self.compute_ty(d);
         let max = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
         let v: BasicValueEnum = match op {
@@ -309,7 +309,13 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Combines two partial results (commutative and associative up to float rounding).
-    fn combine(&mut self, op: ReduceOp, d: DType, a: Acc<'ctx>, b: Acc<'ctx>) -> Result<Acc<'ctx>> {
+    pub(super) fn combine(
+        &mut self,
+        op: ReduceOp,
+        d: DType,
+        a: Acc<'ctx>,
+        b: Acc<'ctx>,
+    ) -> Result<Acc<'ctx>> {
         match op {
             ReduceOp::Sum if d.is_float() => {
                 // Halves add in f32 and round once, in `finish`.
@@ -406,7 +412,12 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The result of a fold: the rounded value, or the index (0 when nothing was found).
-    fn finish(&self, op: ReduceOp, d: DType, acc: Acc<'ctx>) -> Result<BasicValueEnum<'ctx>> {
+    pub(super) fn finish(
+        &self,
+        op: ReduceOp,
+        d: DType,
+        acc: Acc<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
         match acc.1 {
             Some(i) if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) => {
                 let none = self.b.build_int_compare(

@@ -1,0 +1,475 @@
+//! Values held in `mma` fragments (`held.rs` decides which): where each register lies,
+//! conversions to and from slots, and the ops that stay in the layout — elementwise ops,
+//! reductions along the rows (a fold of the lane's registers, then two shuffles across
+//! its quad) and broadcasts of rows back to fragments.
+//!
+//! Accumulator fragments follow the PTX ISA's `m16n8k16` layout: lane `l` holds, of each
+//! `16 × 8` tile, rows `l / 4` and `l / 4 + 8`, columns `2 (l % 4)` and `+ 1` (register `i`:
+//! row `+ 8 (i / 2)`, column `+ i % 2`).
+
+use super::held::{FragLayout, Held};
+use super::{Gen, V};
+use crate::llvm::{CodegenError, Result};
+use inkwell::values::{BasicValueEnum, IntValue};
+use tritium_dsl::ir::{Inst, Op, ReduceOp, Type, Value};
+
+/// How the `16 × 8` output tiles of a tensor-core `dot` are dealt to the warps.
+#[derive(Clone, Copy)]
+pub(super) enum MmaTiling {
+    /// A `wm × wn` grid of warps, each owning a block of `mi × ni` tiles: per k step a
+    /// warp loads `mi` A and `ni` B fragments for its `mi · ni` `mma`s.
+    Grid { wn: usize, mi: usize, ni: usize },
+    /// Round-robin when no grid divides the tiles: tile `w + r · warps` in round `r`
+    /// (clamped and discarded past the last tile), its own fragments each.
+    Spread { rounds: usize },
+}
+
+/// Where one lane's accumulator fragment of one round lies (see [`Gen::frag_site`]).
+pub(super) struct FragSite<'ctx> {
+    /// Whether the warp has a tile this round.
+    pub valid: IntValue<'ctx>,
+    /// The tile's row of `16 × 8` tiles (its first row is `16 tm`).
+    pub tm: IntValue<'ctx>,
+    /// The tile's column of tiles (its first column is `8 tn`).
+    pub tn: IntValue<'ctx>,
+    /// The row and column of the lane's registers 0 and 1 (2 and 3 are 8 rows below).
+    pub row0: IntValue<'ctx>,
+    pub col0: IntValue<'ctx>,
+    /// Row-major indices of the lane's 4 accumulator registers.
+    pub index: [IntValue<'ctx>; 4],
+}
+
+/// Where an elementwise op over held values finds each operand's register.
+enum Source<'ctx> {
+    /// A register per position.
+    Regs(Vec<BasicValueEnum<'ctx>>),
+    /// One value everywhere.
+    One(BasicValueEnum<'ctx>),
+    /// An index expression, evaluated at each position's coordinates.
+    Index(Value),
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// How the held layout of `v` was decided (`held.rs`); slots when it was not.
+    pub(super) fn held(&self, v: Value) -> Held {
+        self.held.get(&v).copied().unwrap_or(Held::Slots)
+    }
+
+    /// How the `16 × 8` tiles of an accumulator are dealt to the warps (see
+    /// [`MmaTiling`]).
+    pub(super) fn mma_tiling(&self, l: FragLayout) -> MmaTiling {
+        let warps = self.threads / 32;
+        let (tiles_m, tiles_n) = (l.m / 16, l.n / 8);
+        if l.by_rows {
+            return MmaTiling::Grid {
+                wn: 1,
+                mi: tiles_m / warps,
+                ni: tiles_n,
+            };
+        }
+        // Warp grids `wm × wn` whose blocks divide the tiles evenly; the fewest fragment
+        // loads per `mma` (4 per A fragment row, 2 per B fragment column) wins.
+        let grid = (0..=warps.ilog2())
+            .map(|e| (1usize << e, warps >> e))
+            .filter(|&(wm, wn)| tiles_m % wm == 0 && tiles_n % wn == 0)
+            .min_by_key(|&(wm, wn)| {
+                let (mi, ni) = (tiles_m / wm, tiles_n / wn);
+                (4 * mi + 2 * ni) * 1000 / (mi * ni)
+            });
+        match grid {
+            Some((wm, wn)) => MmaTiling::Grid {
+                wn,
+                mi: tiles_m / wm,
+                ni: tiles_n / wn,
+            },
+            None => MmaTiling::Spread {
+                rounds: (tiles_m * tiles_n).div_ceil(warps),
+            },
+        }
+    }
+
+    /// How many rounds of `16 × 8` tiles each warp holds.
+    pub(super) fn mma_rounds(&self, l: FragLayout) -> usize {
+        match self.mma_tiling(l) {
+            MmaTiling::Grid { mi, ni, .. } => mi * ni,
+            MmaTiling::Spread { rounds } => rounds,
+        }
+    }
+
+    /// Registers per thread of a value held as `h`.
+    pub(super) fn held_count(&self, h: Held, ty: &Type) -> usize {
+        match h {
+            Held::Slots if ty.is_scalar() => 1,
+            Held::Slots => self.slots(ty.numel()),
+            Held::Frag(l) => self.mma_rounds(l) * 4,
+            Held::Rows { m } => 2 * m / 16 / (self.threads / 32),
+        }
+    }
+
+    /// Where this lane's fragment of `round` lies: whether the warp has a tile this
+    /// round (else it works on tile 0 and discards it), the tile, the lane's first row
+    /// and column in it, and the row-major indices of its 4 registers.
+    pub(super) fn frag_site(&self, l: FragLayout, round: usize) -> Result<FragSite<'ctx>> {
+        let (lane, warp) = self.lane_and_warp()?;
+        let b = self.b;
+        let c = |v: u64| self.i32c(v);
+        let add = |x: IntValue<'ctx>, y: IntValue<'ctx>| b.build_int_add(x, y, "");
+        let mul = |x: IntValue<'ctx>, y: u64| b.build_int_mul(x, c(y), "");
+        let group = b.build_right_shift(lane, c(2), false, "group")?;
+        let quad = b.build_and(lane, c(3), "quad")?;
+        let (tiles_n, tiles) = (l.n / 8, (l.m / 16) * (l.n / 8));
+        let (valid, tm, tn) = match self.mma_tiling(l) {
+            MmaTiling::Grid { wn, mi, ni } => {
+                // Warp (wy, wx) of the grid owns tile rows wy·mi.. and columns wx·ni..;
+                // round r is its tile (r / ni, r % ni).
+                let wy = b.build_int_unsigned_div(warp, c(wn as u64), "")?;
+                let wx = b.build_int_unsigned_rem(warp, c(wn as u64), "")?;
+                let tm = add(mul(wy, mi as u64)?, c((round / ni) as u64))?;
+                let tn = add(mul(wx, ni as u64)?, c((round % ni) as u64))?;
+                (self.ctx.bool_type().const_all_ones(), tm, tn)
+            }
+            MmaTiling::Spread { .. } => {
+                let tile = add(warp, c((round * (self.threads / 32)) as u64))?;
+                let (valid, tile) = self.below_or_zero(tile, tiles)?;
+                let tm = b.build_int_unsigned_div(tile, c(tiles_n as u64), "")?;
+                let tn = b.build_int_unsigned_rem(tile, c(tiles_n as u64), "")?;
+                (valid, tm, tn)
+            }
+        };
+        let row0 = add(mul(tm, 16)?, group)?;
+        let col0 = add(mul(tn, 8)?, mul(quad, 2)?)?;
+        let mut index = [row0; 4];
+        for (i, at) in (0u64..).zip(index.iter_mut()) {
+            let row = add(row0, c(8 * (i / 2)))?;
+            *at = add(mul(row, l.n as u64)?, add(col0, c(i % 2))?)?;
+        }
+        Ok(FragSite {
+            valid,
+            tm,
+            tn,
+            row0,
+            col0,
+            index,
+        })
+    }
+
+    /// For each register of a value held as `h` (not slots): its row and column, whether
+    /// it holds an element this lane writes back (fragments of a warp without a tile this
+    /// round, and all lanes of a quad but the first for rows, do not), and its row-major
+    /// index in the tile.
+    fn held_sites(&self, h: Held) -> Result<Vec<HeldSite<'ctx>>> {
+        let b = self.b;
+        match h {
+            Held::Slots => Err(CodegenError::internal("slots have no fragment sites")),
+            Held::Frag(l) => {
+                let mut sites = Vec::new();
+                for round in 0..self.mma_rounds(l) {
+                    let s = self.frag_site(l, round)?;
+                    for i in 0..4u64 {
+                        sites.push(HeldSite {
+                            row: b.build_int_add(s.row0, self.i32c(8 * (i / 2)), "")?,
+                            col: b.build_int_add(s.col0, self.i32c(i % 2), "")?,
+                            writes: s.valid,
+                            index: s.index[i as usize],
+                        });
+                    }
+                }
+                Ok(sites)
+            }
+            Held::Rows { m } => {
+                let (lane, warp) = self.lane_and_warp()?;
+                let group = b.build_right_shift(lane, self.i32c(2), false, "")?;
+                let quad = b.build_and(lane, self.i32c(3), "")?;
+                let first =
+                    b.build_int_compare(inkwell::IntPredicate::EQ, quad, self.i32c(0), "")?;
+                let mi = m / 16 / (self.threads / 32);
+                let band = b.build_int_mul(warp, self.i32c(16 * mi as u64), "")?;
+                let base = b.build_int_add(band, group, "")?;
+                (0..2 * mi as u64)
+                    .map(|q| {
+                        let row =
+                            b.build_int_add(base, self.i32c(16 * (q / 2) + 8 * (q % 2)), "")?;
+                        Ok(HeldSite {
+                            row,
+                            col: self.i32c(0),
+                            writes: first,
+                            index: row,
+                        })
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The registers of `v` held as `h`: as held, one value repeated, an index
+    /// expression evaluated at each register's place, or from slots through shared memory
+    /// (from byte 0).
+    pub(super) fn held_regs(&mut self, v: Value, h: Held) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let ty = self.ty(v).clone();
+        let count = self.held_count(h, &ty);
+        match (self.raw_val(v)?, h) {
+            (V::Frag(l, regs), Held::Frag(want)) if l == want => return Ok(regs),
+            (V::Rows(m, regs), Held::Rows { m: want }) if m == want => return Ok(regs),
+            (V::Scalar(s), _) => return Ok(vec![s; count]),
+            _ => {}
+        }
+        if h == Held::Slots {
+            return self.tile_slots(v, ty.numel());
+        }
+        match self.source(v)? {
+            Source::One(x) => return Ok(vec![x; count]),
+            Source::Index(x) => {
+                let sites = self.held_sites(h)?;
+                return (sites.iter())
+                    .map(|s| self.index_at(x, s))
+                    .collect::<Result<_>>();
+            }
+            Source::Regs(_) => {}
+        }
+        self.spill_to_shared(v, 0)?;
+        self.barrier()?;
+        let sites = self.held_sites(h)?;
+        let regs = (sites.iter())
+            .map(|s| {
+                let p = self.shared_elem(0, ty.elem, s.index)?;
+                self.shared_load(p, ty.elem)
+            })
+            .collect::<Result<_>>()?;
+        self.barrier()?;
+        Ok(regs)
+    }
+
+    /// The slots of `v`, held as `h` in `regs`, through shared memory (from byte 0).
+    pub(super) fn held_to_slots(
+        &mut self,
+        v: Value,
+        h: Held,
+        regs: &[BasicValueEnum<'ctx>],
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let ty = self.ty(v).clone();
+        let numel = ty.numel();
+        self.reserve_shared(numel * self.shared_size(ty.elem));
+        let sites = self.held_sites(h)?;
+        for (s, x) in sites.iter().zip(regs) {
+            self.when(Some(s.writes), &mut |g| {
+                let p = g.shared_elem(0, ty.elem, s.index)?;
+                g.shared_store(p, *x, ty.elem)
+            })?;
+        }
+        self.barrier()?;
+        let slots = (0..self.slots(numel))
+            .map(|j| {
+                let lin = self.clamped_lin(numel, j)?;
+                let p = self.shared_elem(0, ty.elem, lin)?;
+                self.shared_load(p, ty.elem)
+            })
+            .collect::<Result<_>>()?;
+        self.barrier()?;
+        Ok(slots)
+    }
+
+    /// Whether every lane of `v` holds one value by its definition (a constant or a splat
+    /// of a scalar), the same in every thread.
+    pub(super) fn is_uniform_tile(&self, v: Value) -> bool {
+        matches!(
+            self.defs.get(&v).map(|i| &i.op),
+            Some(Op::Const(_) | Op::Splat(_))
+        )
+    }
+
+    /// Where an op over held values finds operand `v`'s elements, other than in its own
+    /// registers: a scalar or a splat (a constant), or an index expression. (Slots of one
+    /// thread that all hold one value are not enough: a column broadcast may give each
+    /// thread a single value of its own, and a fragment register lies in another column
+    /// than the slot; seed 3631150.)
+    fn source(&mut self, v: Value) -> Result<Source<'ctx>> {
+        Ok(match self.raw_val(v)? {
+            V::Scalar(s) => Source::One(s),
+            V::Tile(t) if self.is_uniform_tile(v) && t.iter().all(|x| *x == t[0]) => {
+                Source::One(t[0])
+            }
+            V::Tile(_) if self.is_index_value(v) => Source::Index(v),
+            V::Tile(t) | V::Frag(_, t) | V::Rows(_, t) => Source::Regs(t),
+        })
+    }
+
+    /// Index expression `x` at a held register's place (dims of size 1 at 0).
+    fn index_at(&mut self, x: Value, s: &HeldSite<'ctx>) -> Result<BasicValueEnum<'ctx>> {
+        let shape = self.ty(x).shape.clone();
+        let at: Vec<IntValue<'ctx>> = match shape.len() {
+            1 => vec![s.row],
+            _ => vec![s.row, if shape[1] == 1 { self.i32c(0) } else { s.col }],
+        };
+        self.eval_at(x, &at)
+    }
+
+    /// Generates `inst`, whose result `held.rs` holds as `h` (fragments or rows).
+    pub(super) fn held_op(&mut self, inst: &Inst, h: Held) -> Result<()> {
+        let r = inst.results[0];
+        let regs = match (&inst.op, h) {
+            (Op::Reduce { op, x, .. }, Held::Rows { .. }) => {
+                let Held::Frag(l) = self.held(*x) else {
+                    return Err(CodegenError::internal("a row reduction of slots"));
+                };
+                self.reduce_rows(*op, *x, l)?
+            }
+            (Op::ExpandDims { x, .. } | Op::Reshape(x), _) => self.held_regs(*x, h)?,
+            (Op::Broadcast(x), Held::Frag(l)) => {
+                let m = l.m;
+                let rows = self.held_regs(*x, Held::Rows { m })?;
+                let MmaTiling::Grid { ni, .. } = self.mma_tiling(l) else {
+                    return Err(CodegenError::internal("rows broadcast to a spread layout"));
+                };
+                (0..self.mma_rounds(l) * 4)
+                    .map(|p| rows[(p / 4 / ni) * 2 + (p % 4) / 2])
+                    .collect()
+            }
+            _ => self.held_elementwise(inst, h)?,
+        };
+        self.vals.insert(
+            r,
+            match h {
+                Held::Frag(l) => V::Frag(l, regs),
+                Held::Rows { m } => V::Rows(m, regs),
+                Held::Slots => unreachable!("held_op is for held results"),
+            },
+        );
+        Ok(())
+    }
+
+    /// An elementwise op register by register.
+    fn held_elementwise(&mut self, inst: &Inst, h: Held) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let count = self.held_count(h, self.ty(inst.results[0]));
+        let sources: Vec<Source<'ctx>> = (inst.op.operands().iter())
+            .map(|o| match self.raw_val(*o)? {
+                V::Frag(..) | V::Rows(..) => Ok(Source::Regs(self.held_regs(*o, h)?)),
+                _ => match self.source(*o)? {
+                    Source::Regs(_) => Ok(Source::Regs(self.held_regs(*o, h)?)),
+                    s => Ok(s),
+                },
+            })
+            .collect::<Result<_>>()?;
+        let sites = match sources.iter().any(|s| matches!(s, Source::Index(_))) {
+            true => self.held_sites(h)?,
+            false => Vec::new(),
+        };
+        (0..count)
+            .map(|p| {
+                let args: Vec<BasicValueEnum<'ctx>> = (sources.iter())
+                    .map(|s| match s {
+                        Source::Regs(r) => Ok(r[p]),
+                        Source::One(x) => Ok(*x),
+                        Source::Index(x) => self.index_at(*x, &sites[p]),
+                    })
+                    .collect::<Result<_>>()?;
+                self.element(inst, &args)
+            })
+            .collect()
+    }
+
+    /// A reduction along the rows of by-rows fragments: each lane folds its registers of a
+    /// row in column order, then its quad (the four lanes holding the row) combines by
+    /// `shfl.sync.bfly`, so every lane holds its rows' results.
+    fn reduce_rows(
+        &mut self,
+        op: ReduceOp,
+        x: Value,
+        l: FragLayout,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let d = self.ty(x).dtype().expect("reductions take numbers");
+        let regs = self.held_regs(x, Held::Frag(l))?;
+        let MmaTiling::Grid { mi, ni, .. } = self.mma_tiling(l) else {
+            return Err(CodegenError::internal("a row reduction of a spread layout"));
+        };
+        let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+        let sites = match arg {
+            true => self.held_sites(Held::Frag(l))?,
+            false => Vec::new(),
+        };
+        let mut out = Vec::with_capacity(2 * mi);
+        for q in 0..2 * mi {
+            let mut acc = self.identity(op, d);
+            for tn in 0..ni {
+                for e in 0..2 {
+                    let p = ((q / 2) * ni + tn) * 4 + (q % 2) * 2 + e;
+                    let idx = arg.then(|| sites[p].col);
+                    acc = self.combine(op, d, acc, (regs[p], idx))?;
+                }
+            }
+            acc = self.butterfly(op, d, acc, 4)?;
+            out.push(self.finish(op, d, acc)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Where one register of a held value lies (see [`Gen::held_sites`]).
+struct HeldSite<'ctx> {
+    row: IntValue<'ctx>,
+    col: IntValue<'ctx>,
+    writes: IntValue<'ctx>,
+    index: IntValue<'ctx>,
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Whether tensor-core `dot`'s `a` is held as by-rows fragments of the rows of the
+    /// `dot`'s own by-rows accumulator: then they are its A fragments.
+    pub(super) fn a_fragments_in_registers(&self, dot: &Inst) -> bool {
+        let Op::Dot { a, .. } = &dot.op else {
+            return false;
+        };
+        match (self.vals.get(a), self.held(dot.results[0])) {
+            (Some(V::Frag(la, _)), Held::Frag(l)) => la.by_rows && l.by_rows && la.m == l.m,
+            _ => false,
+        }
+    }
+
+    /// The A fragments of a tensor-core `dot` (accumulator layout `l`) straight from the
+    /// registers of `a`, where `a` is held as by-rows fragments of the same rows (`p` in
+    /// attention): an `m16n8k16` A fragment of k step `s` is the accumulator fragments of
+    /// columns `16 s..16 s + 16`, each pair of registers packed into one word
+    /// (FlashAttention's trick; no trip through shared memory). Indexed by the warp's tile
+    /// row, then the k step; `None` where `a` is held otherwise.
+    pub(super) fn a_fragments_held(
+        &self,
+        dot: &Inst,
+        from: tritium_dsl::ir::DType,
+    ) -> Result<Option<Vec<Vec<Vec<IntValue<'ctx>>>>>> {
+        let Op::Dot { a, .. } = &dot.op else {
+            return Ok(None);
+        };
+        let Some(V::Frag(la, regs)) = self.vals.get(a) else {
+            return Ok(None);
+        };
+        if !self.a_fragments_in_registers(dot) {
+            return Ok(None);
+        }
+        let MmaTiling::Grid { mi, ni, .. } = self.mma_tiling(*la) else {
+            return Ok(None);
+        };
+        let half = tritium_dsl::ir::Elem::Scalar(from);
+        let pack = |lo: BasicValueEnum<'ctx>, hi: BasicValueEnum<'ctx>| -> Result<IntValue<'ctx>> {
+            let i32t = self.ctx.i32_type();
+            let bits = |v| -> Result<IntValue<'ctx>> {
+                let h = self.to_storage(v, half)?.into_int_value();
+                Ok(self.b.build_int_z_extend(h, i32t, "")?)
+            };
+            let hi = self.b.build_left_shift(bits(hi)?, self.i32c(16), "")?;
+            Ok(self.b.build_or(bits(lo)?, hi, "")?)
+        };
+        (0..mi)
+            .map(|i| {
+                (0..la.n / 16)
+                    .map(|s| {
+                        let (r0, r1) = (4 * (i * ni + 2 * s), 4 * (i * ni + 2 * s + 1));
+                        [(r0, 0), (r0, 2), (r1, 0), (r1, 2)]
+                            .into_iter()
+                            .map(|(r, e)| pack(regs[r + e], regs[r + e + 1]))
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect::<Result<_>>()
+            .map(Some)
+    }
+}

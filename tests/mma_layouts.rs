@@ -1,0 +1,143 @@
+//! Values held in a tensor-core `dot`'s layout on CUDA (codegen `held`, `fragments`): the
+//! scores of attention-like kernels, their row reductions and what is broadcast back stay
+//! in `mma` fragments. Checked on the emulator against the interpreter, with the warps
+//! dealt by rows (`M` a multiple of 16 per warp) and not.
+
+use crate::common::{assert_close, random_f32};
+use ndarray::{Array1, Array4};
+use tritium::prelude::*;
+use tritium::Device;
+use tritium_kernels::attention::{attention_forward, AttentionConfig};
+
+/// Row statistics of `x = a @ b` (`M × K @ K × N`, f16) with the columns from `n` on
+/// masked to -1e6: each row's max, min, sum of `exp2(x - max)`, argmax and argmin, and
+/// `exp2(x - max) / sum`.
+#[kernel]
+fn row_stats(
+    stats: Ptr<f32>,
+    index: Ptr<i32>,
+    soft: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    n: i32,
+    #[constexpr] M: usize,
+    #[constexpr] N: usize,
+    #[constexpr] K: usize,
+) {
+    let rm = arange(0, M);
+    let rn = arange(0, N);
+    let rk = arange(0, K);
+    let ta = load(a + rm[(.., None)] * K as i32 + rk[(None, ..)]);
+    let tb = load(b + rk[(.., None)] * N as i32 + rn[(None, ..)]);
+    let x = where_(rn[(None, ..)] < n, dot(ta, tb), -1.0e6);
+    let mx = max(x, 1);
+    let p = exp2(x - mx[(.., None)]);
+    let l = sum(p, 1);
+    let m = M as i32;
+    store(stats + rm, mx);
+    store(stats + m + rm, min(x, 1));
+    store(stats + 2 * m + rm, l);
+    store(index + rm, argmax(x, 1));
+    store(index + m + rm, argmin(x, 1));
+    store(
+        soft + rm[(.., None)] * N as i32 + rn[(None, ..)],
+        p / l[(.., None)],
+    );
+}
+
+/// `row_stats` on the emulator and the interpreter agree, for `m × 32` scores dealt to
+/// the warps by rows (`m = 16 · warps · k`) or not (`m = 16`, 4 warps).
+#[rstest::rstest]
+#[case(64, 4)]
+#[case(64, 2)]
+#[case(32, 1)]
+#[case(16, 4)]
+fn row_reductions_of_dot_fragments_emulated(#[case] m: usize, #[case] num_warps: u32) {
+    use half::f16;
+    let (n, k) = (32, 32);
+    let a = Array1::from(random_f32(m * k, 41)).mapv(f16::from_f32);
+    let b = Array1::from(random_f32(k * n, 42)).mapv(f16::from_f32);
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    for valid in [n as i32, 19] {
+        let run = |d: &Device| {
+            let mut stats = Array1::<f32>::zeros(3 * m);
+            let mut index = Array1::<i32>::zeros(2 * m);
+            let mut soft = Array1::<f32>::zeros(m * n);
+            row_stats::launch_with(
+                d, 1, &opts, &mut stats, &mut index, &mut soft, &a, &b, valid, m, n, k,
+            )
+            .unwrap();
+            (stats, index, soft)
+        };
+        let (stats, index, soft) = run(&Device::cuda_emulator());
+        let (want_stats, want_index, want_soft) = run(&Device::interpreter());
+        let what = format!("m={m} warps={num_warps} n={valid}");
+        assert_close(&stats, &want_stats, 1e-5, 1e-5, &format!("{what}: stats"));
+        assert_eq!(index, want_index, "{what}: argmax, argmin");
+        assert_close(&soft, &want_soft, 1e-5, 1e-6, &format!("{what}: softmax"));
+    }
+}
+
+/// Tutorial 06's forward pass with blocks the warps own by rows (the scores, `p`, the
+/// running max and sum and the accumulator held in fragments across the key loop), on the
+/// emulator against the interpreter, causal and not, with a partial last block.
+#[rstest::rstest]
+#[case(64, 32, 32, 4)]
+#[case(32, 16, 16, 2)]
+fn attention_in_fragments_emulated(
+    #[case] block_m: usize,
+    #[case] block_n: usize,
+    #[case] d: usize,
+    #[case] num_warps: u32,
+    #[values(false, true)] causal: bool,
+) {
+    use half::f16;
+    let n = 75;
+    let shape = (1, 2, n, d);
+    let random = |seed| {
+        Array4::from_shape_vec(shape, random_f32(2 * n * d, seed))
+            .unwrap()
+            .mapv(f16::from_f32)
+    };
+    let (q, k, v) = (random(51), random(52), random(53));
+    let config = AttentionConfig {
+        block_m,
+        block_n,
+        causal,
+    };
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let run = |device: &Device| {
+        let mut out = Array4::from_elem(shape, f16::ZERO);
+        let mut lse = ndarray::Array3::<f32>::zeros((1, 2, n));
+        let grid = [n.div_ceil(config.block_m), 2];
+        attention_forward::launch_with(
+            device,
+            grid,
+            &opts,
+            &mut out,
+            &mut lse,
+            q.view(),
+            k.view(),
+            v.view(),
+            0.3,
+            n as i32,
+            config.block_m,
+            config.block_n,
+            d,
+            config.causal,
+        )
+        .unwrap();
+        (out.mapv(f32::from), lse)
+    };
+    let (out, lse) = run(&Device::cuda_emulator());
+    let (want, want_lse) = run(&Device::interpreter());
+    let what = format!("{block_m}×{block_n} D={d} warps={num_warps} causal={causal}");
+    assert_close(&out, &want, 2e-3, 2e-3, &format!("{what}: out"));
+    assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
+}
