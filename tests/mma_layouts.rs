@@ -141,3 +141,59 @@ fn attention_in_fragments_emulated(
     assert_close(&out, &want, 2e-3, 2e-3, &format!("{what}: out"));
     assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
 }
+
+/// The PTX lines of the outermost loop (a label and the last branch back to it) holding
+/// an `mma`.
+fn mma_loop(ptx: &str) -> Vec<&str> {
+    let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+    let mut best: Option<(usize, usize)> = None;
+    for (j, line) in lines.iter().enumerate() {
+        let Some(target) = line
+            .strip_prefix("bra.uni")
+            .or_else(|| line.split("bra ").nth(1))
+        else {
+            continue;
+        };
+        let label = format!("{}:", target.trim().trim_end_matches(';'));
+        let Some(i) = lines[..j].iter().position(|l| *l == label) else {
+            continue;
+        };
+        let holds_mma = lines[i..j].iter().any(|l| l.starts_with("mma.sync"));
+        if holds_mma && best.is_none_or(|(a, b)| j - i > b - a) {
+            best = Some((i, j));
+        }
+    }
+    let (i, j) = best.expect("a loop holding an mma");
+    lines[i..=j].to_vec()
+}
+
+/// Tutorial 06's key loop at Triton's config (128 × 64, D = 64, 4 warps), specialized as
+/// a launch at multiples of 16 is, keeps everything
+/// in registers: no shared-memory loads or stores but `ldmatrix` and the `cp.async`
+/// copies of `k` and `v` (`q` is read before the loop, `p` packed into A fragments), the
+/// row max and sum by 16 butterfly shuffles (4 rows per lane, two reductions, two steps),
+/// and 128 `mma`s per warp, as Triton's.
+#[test]
+fn attention_loop_stays_in_registers() {
+    // As a launch at multiples of 16 specializes it: aligned pointers, `n_ctx % 16 == 0`.
+    let s = tritium::dsl::trace::Specialization {
+        ones: vec![false; 7],
+        sixteens: (0..7).map(|i| i != 5).collect(),
+    };
+    let f = attention_forward::trace::<half::f16>(&s, 128, 64, 64, false).unwrap();
+    let options = tritium::backend::cuda::CudaCompileOptions {
+        sm: 80,
+        num_warps: 4,
+        ..Default::default()
+    };
+    let ptx = tritium::backend::cuda::compile_ptx(&f, "k", &options)
+        .unwrap()
+        .text;
+    let body = mma_loop(&ptx);
+    let count = |prefix: &str| body.iter().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(count("mma.sync"), 128);
+    assert_eq!(count("ld.shared") + count("st.shared"), 0, "{body:#?}");
+    assert_eq!(count("shfl.sync.bfly"), 16);
+    assert_eq!(count("cp.async.cg.shared.global"), 8);
+    assert!(!ptx.contains("ld.local") && !ptx.contains("st.local"));
+}

@@ -28,10 +28,13 @@ use super::{Gen, V};
 use crate::llvm::{CodegenError, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
-use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, Value};
+use tritium_dsl::ir::{BinOp, Block, DType, Elem, Inst, Op, Value};
 
 /// The most k steps (of 16) of a tensor-core `dot` emitted unrolled.
 const UNROLLED_K_STEPS: usize = 8;
+
+/// The most registers per thread that a loop-invariant `a`'s A fragments may take.
+const HOISTED_A_WORDS: usize = 64;
 
 /// One `ldmatrix` of a k step's B fragments: n-tile `tn`, and `tn + 1` when `pair`.
 struct BLoad<'ctx> {
@@ -39,7 +42,7 @@ struct BLoad<'ctx> {
     pair: bool,
 }
 
-impl<'ctx> Gen<'ctx, '_> {
+impl<'ctx, 'f> Gen<'ctx, 'f> {
     pub(super) fn dot(&mut self, inst: &Inst) -> Result<()> {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
@@ -156,7 +159,10 @@ impl<'ctx> Gen<'ctx, '_> {
             },
         };
         let init = self.held_regs(*acc, Held::Frag(layout))?;
-        let a_held = self.a_fragments_held(inst, from)?;
+        let a_held = match self.a_hoisted.get(&r) {
+            Some(words) => Some(words.clone()),
+            None => self.a_fragments_held(inst, from)?,
+        };
         // In a pipelined loop (`pipeline.rs`) the tiles of this iteration are in flight
         // already: wait for them, then issue a later iteration's into the buffer the last
         // one read; elsewhere the operands are copied or staged now.
@@ -209,17 +215,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let c = |g: &Self, v: u64| g.i32c(v);
         let add = |g: &Self, x: IntValue<'ctx>, y: IntValue<'ctx>| g.b.build_int_add(x, y, "");
         let mul = |g: &Self, x: IntValue<'ctx>, y: u64| g.b.build_int_mul(x, g.i32c(y), "");
-        // Which A fragment (a row of tiles) and B fragment (a column) each round uses:
-        // on a warp grid, rounds share them and each is loaded once per k step.
-        let rounds = init.len() / 4;
         let tiling = self.mma_tiling(layout);
-        let (a_of, b_of): (Vec<usize>, Vec<usize>) = match tiling {
-            MmaTiling::Grid { ni, .. } => (0..rounds).map(|r| (r / ni, r % ni)).unzip(),
-            MmaTiling::Spread { .. } => (0..rounds).map(|r| (r, r)).unzip(),
-        };
-        let sites: Vec<FragSite<'ctx>> = (0..rounds)
-            .map(|r| self.frag_site(layout, r))
-            .collect::<Result<_>>()?;
+        let (a_of, b_of, sites) = self.fragment_owners(layout)?;
         let first_round = |keys: &[usize], key: usize| {
             keys.iter()
                 .position(|k| *k == key)
@@ -237,28 +234,10 @@ impl<'ctx> Gen<'ctx, '_> {
             self.b.build_and(lane, c(self, 7), "")?,
             mul(self, j_lo, 8)?,
         )?;
-        // A: chunk `2 step + j / 2` of row `16 tm + in_block`, whose phase does not
-        // depend on the step: `(2 step + j / 2) ^ phase = 2 step ^ (j / 2 ^ phase)`.
-        let a_frags = match a_held {
-            Some(_) => 0,
-            None => a_of.iter().copied().max().map_or(0, |x| x + 1),
+        let a_rows = match a_held {
+            Some(_) => Vec::new(),
+            None => self.a_fragment_rows(&a_tile, stage_base, &a_of, &sites)?,
         };
-        let a_rows: Vec<(IntValue<'ctx>, IntValue<'ctx>)> = (0..a_frags)
-            .map(|i| {
-                let row = add(
-                    self,
-                    mul(self, sites[first_round(&a_of, i)].tm, 16)?,
-                    in_block,
-                )?;
-                let phase = self.swizzle_phase(&a_tile, row)?;
-                let base = add(
-                    self,
-                    add(self, c(self, a_tile.offset as u64), stage_base)?,
-                    mul(self, row, a_tile.row_bytes() as u64)?,
-                )?;
-                Ok((base, self.b.build_xor(j_hi, phase, "")?))
-            })
-            .collect::<Result<_>>()?;
         // B: k row `16 step + in_block` (the same phase at every step, as 16 is a whole
         // number of phases), chunk `tn` (+ `j / 2` for a pair).
         let b_frags = b_of.iter().copied().max().map_or(0, |x| x + 1);
@@ -317,15 +296,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     held.iter().map(|f| f[s].clone()).collect()
                 }
                 None => (a_rows.iter())
-                    .map(|(base, q)| {
-                        let phys = g.b.build_xor(step2, *q, "")?;
-                        let at = add(g, *base, mul(g, phys, CHUNK_BYTES as u64)?)?;
-                        let x4 = Ldmatrix {
-                            matrices: 4,
-                            trans: false,
-                        };
-                        g.ldmatrix(x4, at)
-                    })
+                    .map(|row| g.load_a_fragment(*row, step))
                     .collect::<Result<_>>()?,
             };
             let b_step = mul(g, step, 16 * b_tile.row_bytes() as u64)?;
@@ -356,6 +327,134 @@ impl<'ctx> Gen<'ctx, '_> {
         self.barrier()?;
         self.vals.insert(r, V::Frag(layout, out));
         Ok(())
+    }
+
+    /// Which A fragment (a row of tiles) and B fragment (a column) each round of `layout`
+    /// uses, and where the round's tile lies: on a warp grid, rounds share them and each
+    /// is loaded once per k step.
+    fn fragment_owners(
+        &self,
+        layout: FragLayout,
+    ) -> Result<(Vec<usize>, Vec<usize>, Vec<FragSite<'ctx>>)> {
+        let rounds = self.mma_rounds(layout);
+        let (a_of, b_of) = match self.mma_tiling(layout) {
+            MmaTiling::Grid { ni, .. } => (0..rounds).map(|r| (r / ni, r % ni)).unzip(),
+            MmaTiling::Spread { .. } => (0..rounds).map(|r| (r, r)).unzip(),
+        };
+        let sites = (0..rounds)
+            .map(|r| self.frag_site(layout, r))
+            .collect::<Result<_>>()?;
+        Ok((a_of, b_of, sites))
+    }
+
+    /// Before a loop: the A fragments of every tensor-core `dot` of its body whose `a` is
+    /// defined outside it (attention's `q`), read once into registers (at most
+    /// [`HOISTED_A_WORDS`] per thread) instead of staged again at every iteration, as
+    /// Triton keeps `q` in its dot-operand layout.
+    pub(super) fn hoist_a_fragments(&mut self, body: &'f Block) -> Result<()> {
+        let inner: std::collections::HashSet<Value> =
+            body.insts.iter().flat_map(|i| i.results.clone()).collect();
+        for dot in &body.insts {
+            let a: Value = match &dot.op {
+                Op::Dot { a, .. } => *a,
+                _ => continue,
+            };
+            let Some((from, [m, n, k])) = self.mma_shape(dot) else {
+                continue;
+            };
+            if inner.contains(&a)
+                || self.deferred.contains(&a)
+                || self.a_fragments_in_registers(dot)
+            {
+                continue;
+            }
+            let layout = match self.held(dot.results[0]) {
+                Held::Frag(l) => l,
+                _ => FragLayout {
+                    m,
+                    n,
+                    by_rows: false,
+                },
+            };
+            let (a_of, _, sites) = self.fragment_owners(layout)?;
+            let frags = a_of.iter().copied().max().map_or(0, |x| x + 1);
+            if frags * (k / 16) * 4 > HOISTED_A_WORDS {
+                continue;
+            }
+            let tile = Swizzled::new(0, m, k);
+            self.reserve_shared(tile.bytes());
+            self.stage_operand(a, from, tile)?;
+            self.barrier()?;
+            let rows = self.a_fragment_rows(&tile, self.i32c(0), &a_of, &sites)?;
+            let words = (rows.iter())
+                .map(|row| {
+                    (0..k / 16)
+                        .map(|s| self.load_a_fragment(*row, self.i32c(s as u64)))
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()?;
+            self.barrier()?;
+            self.a_hoisted.insert(dot.results[0], words);
+        }
+        Ok(())
+    }
+
+    /// Where each A fragment (a row of `16 × 8` tiles, `a_of` of each round) is read by
+    /// `ldmatrix` from `tile` (`stage_base` bytes on): this lane's row address and the
+    /// chunk XOR of its row. Lane `l` gives the address of row `l % 8` of matrix
+    /// `j = l / 8` of the fragment's `16 × 16`: rows `8 (j % 2)..`, columns `8 (j / 2)..`,
+    /// chunk `2 step + j / 2` of row `16 tm + l % 8 + 8 (j % 2)`, whose phase does not
+    /// depend on the step: `(2 step + j / 2) ^ phase = 2 step ^ (j / 2 ^ phase)`.
+    fn a_fragment_rows(
+        &self,
+        tile: &Swizzled,
+        stage_base: IntValue<'ctx>,
+        a_of: &[usize],
+        sites: &[FragSite<'ctx>],
+    ) -> Result<Vec<(IntValue<'ctx>, IntValue<'ctx>)>> {
+        let (b, c) = (self.b, |v: u64| self.i32c(v));
+        let (lane, _) = self.lane_and_warp()?;
+        let j = b.build_right_shift(lane, c(3), false, "")?;
+        let j_hi = b.build_right_shift(j, c(1), false, "")?;
+        let j_lo = b.build_and(j, c(1), "")?;
+        let in_block = b.build_int_add(
+            b.build_and(lane, c(7), "")?,
+            b.build_int_mul(j_lo, c(8), "")?,
+            "",
+        )?;
+        let frags = a_of.iter().copied().max().map_or(0, |x| x + 1);
+        (0..frags)
+            .map(|i| {
+                let first = a_of.iter().position(|k| *k == i).expect("a first round");
+                let tm = b.build_int_mul(sites[first].tm, c(16), "")?;
+                let row = b.build_int_add(tm, in_block, "")?;
+                let phase = self.swizzle_phase(tile, row)?;
+                let at = b.build_int_add(c(tile.offset as u64), stage_base, "")?;
+                let row_at = b.build_int_mul(row, c(tile.row_bytes() as u64), "")?;
+                let base = b.build_int_add(at, row_at, "")?;
+                Ok((base, b.build_xor(j_hi, phase, "")?))
+            })
+            .collect()
+    }
+
+    /// The A fragment of k `step` at a row found by [`Self::a_fragment_rows`]: one
+    /// `ldmatrix.x4`.
+    fn load_a_fragment(
+        &self,
+        (base, q): (IntValue<'ctx>, IntValue<'ctx>),
+        step: IntValue<'ctx>,
+    ) -> Result<Vec<IntValue<'ctx>>> {
+        let step2 = self.b.build_int_mul(step, self.i32c(2), "")?;
+        let phys = self.b.build_xor(step2, q, "")?;
+        let chunk = self
+            .b
+            .build_int_mul(phys, self.i32c(CHUNK_BYTES as u64), "")?;
+        let at = self.b.build_int_add(base, chunk, "")?;
+        let x4 = Ldmatrix {
+            matrices: 4,
+            trans: false,
+        };
+        self.ldmatrix(x4, at)
     }
 
     /// The `steps` k steps of a tensor-core `dot`, unrolled up to [`UNROLLED_K_STEPS`]

@@ -447,9 +447,35 @@ impl<'ctx> Gen<'ctx, '_> {
         let MmaTiling::Grid { mi, ni, .. } = self.mma_tiling(*la) else {
             return Ok(None);
         };
+        // `p.to(f16)`: the f32 registers before the cast, rounded once by the packing
+        // conversion (the cast's own rounding, with its NaN bits, is then dead code).
+        let regs = match self.defs.get(a).map(|i| &i.op) {
+            Some(Op::Cast(src)) if from == tritium_dsl::ir::DType::F16 => {
+                match (self.ty(*src).dtype(), self.vals.get(src)) {
+                    (Some(tritium_dsl::ir::DType::F32), Some(V::Frag(ls, r))) if ls == la => r,
+                    _ => regs,
+                }
+            }
+            _ => regs,
+        };
         let half = tritium_dsl::ir::Elem::Scalar(from);
+        let i32t = self.ctx.i32_type();
+        // f16 pairs are packed by one conversion (`cvt.rn.f16x2.f32`); a NaN's payload is
+        // not kept, as no `mma` result depends on it. bf16 goes through its storage form.
         let pack = |lo: BasicValueEnum<'ctx>, hi: BasicValueEnum<'ctx>| -> Result<IntValue<'ctx>> {
-            let i32t = self.ctx.i32_type();
+            if from == tritium_dsl::ir::DType::F16 {
+                let f32x2 = self.ctx.f32_type().vec_type(2);
+                let mut v = f32x2.get_undef();
+                for (i, x) in [lo, hi].into_iter().enumerate() {
+                    let at = self.i32c(i as u64);
+                    v = self
+                        .b
+                        .build_insert_element(v, x.into_float_value(), at, "")?;
+                }
+                let f16x2 = self.ctx.f16_type().vec_type(2);
+                let h = self.b.build_float_trunc(v, f16x2, "")?;
+                return Ok(self.b.build_bit_cast(h, i32t, "")?.into_int_value());
+            }
             let bits = |v| -> Result<IntValue<'ctx>> {
                 let h = self.to_storage(v, half)?.into_int_value();
                 Ok(self.b.build_int_z_extend(h, i32t, "")?)

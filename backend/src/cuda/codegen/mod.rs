@@ -133,6 +133,9 @@ pub(crate) struct Gen<'ctx, 'f> {
     eviction_priorities: bool,
     /// Values held in a tensor-core `dot`'s layouts (see `held.rs`).
     held: HashMap<Value, held::Held>,
+    /// A fragments of loop-invariant `dot` operands read before their loop, by the `dot`'s
+    /// result: per A fragment row, per k step, four words (see `dot::hoist_a_fragments`).
+    a_hoisted: HashMap<Value, Vec<Vec<Vec<IntValue<'ctx>>>>>,
     /// Loads that the `dot` using them may copy with `cp.async` (see `async_copy.rs`).
     async_candidates: std::collections::HashSet<Value>,
     /// Loads left for their `dot` to copy.
@@ -230,6 +233,7 @@ pub(crate) fn generate<'ctx>(
         lone_stores: memory::lone_stores(f),
         defs: definitions(f),
         held: HashMap::new(),
+        a_hoisted: HashMap::new(),
         async_candidates: Default::default(),
         deferred: Default::default(),
         axis: HashMap::new(),
