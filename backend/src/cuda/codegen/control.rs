@@ -118,7 +118,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let count = LoopCounter::new(&self.emit(), dtype, bounds)?;
         self.assign(init, &slots, &carry)?;
         self.hoist_a_fragments(body)?;
-        let plan = self.pipeline_plan(body, count.is_narrow());
+        let plan = self.pipeline_plan(body, init, count.is_narrow());
         let pipelined = plan.is_some();
         if pipelined {
             self.pipelined = plan;

@@ -166,27 +166,38 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         // In a pipelined loop (`pipeline.rs`) the tiles of this iteration are in flight
         // already: wait for them, then issue a later iteration's into the buffer the last
         // one read; elsewhere the operands are copied or staged now.
-        let pipelined = (self.pipelined.as_ref())
-            .filter(|p| std::ptr::eq(p.dot, inst))
-            .map(|p| {
-                let ahead = p.ahead.expect("the loop sets the iteration ahead");
-                let stage = p.stage.expect("and the stage");
-                (p.tiles, p.stage_bytes, p.stages, stage, ahead)
-            });
+        // The first `dot` of the body waits and issues; the others read the same stage.
+        let pipelined = (self.pipelined.as_ref()).and_then(|p| {
+            let at = p.dots.iter().position(|d| std::ptr::eq(d.dot, inst))?;
+            let ahead = p.ahead.expect("the loop sets the iteration ahead");
+            let stage = p.stage.expect("and the stage");
+            Some((
+                p.dots[at].tiles,
+                at == 0,
+                p.stage_bytes,
+                p.stages,
+                stage,
+                ahead,
+            ))
+        });
         let (a_tile, b_tile, b_columns) = match pipelined {
             Some((tiles, ..)) => tiles,
             None => self.operand_tiles(inst, self.deferred.contains(b), a_held.is_some()),
         };
         let stage_base = match pipelined {
-            Some((_, stage_bytes, stages, stage, (iv, runs))) => {
-                self.reserve_shared(stages * stage_bytes);
-                self.wait_copies(stages as u32 - 2)?;
-                self.barrier()?;
-                let later = self
-                    .b
-                    .build_int_add(stage, self.i32c(stages as u64 - 1), "")?;
-                let later = (self.b).build_int_unsigned_rem(later, self.i32c(stages as u64), "")?;
-                self.issue_stage(iv, runs, later)?;
+            Some((_, first, stage_bytes, stages, stage, (iv, runs))) => {
+                if first {
+                    self.reserve_shared(stages * stage_bytes);
+                    self.wait_copies(stages as u32 - 2)?;
+                    self.barrier()?;
+                    let later = self
+                        .b
+                        .build_int_add(stage, self.i32c(stages as u64 - 1), "")?;
+                    let stages_n = stages as u64;
+                    let stages = self.i32c(stages_n);
+                    let later = (self.b).build_int_unsigned_rem(later, stages, "")?;
+                    self.issue_stage(iv, runs, later, (stages_n - 1, false))?;
+                }
                 self.b
                     .build_int_mul(stage, self.i32c(stage_bytes as u64), "")?
             }

@@ -418,8 +418,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let Op::Dot { a, .. } = &dot.op else {
             return false;
         };
-        match (self.vals.get(a), self.held(dot.results[0])) {
-            (Some(V::Frag(la, _)), Held::Frag(l)) => la.by_rows && l.by_rows && la.m == l.m,
+        match (self.held(*a), self.held(dot.results[0])) {
+            (Held::Frag(la), Held::Frag(l)) => la.by_rows && l.by_rows && la.m == l.m,
             _ => false,
         }
     }

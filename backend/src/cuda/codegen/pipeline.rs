@@ -13,12 +13,13 @@
 //! body are computed again from it (`Gen::scalar_at`). Iterations past the loop's end
 //! issue nothing but still commit a group, so that group counts stay in step.
 
+use super::held::Held;
 use super::swizzle::Swizzled;
 use super::Gen;
 use crate::llvm::{LoopCounter, Result};
 use inkwell::values::{BasicValueEnum, IntValue};
 use std::collections::{HashMap, HashSet};
-use tritium_dsl::ir::{Block, Inst, Op, Value};
+use tritium_dsl::ir::{BinOp, Block, Inst, Op, Value};
 
 /// The most operand buffers: the `dot`'s tiles of this many iterations.
 const MAX_STAGES: usize = 3;
@@ -27,13 +28,11 @@ const MAX_STAGES: usize = 3;
 /// sm_89 allow 99 KiB), so that a pipelined kernel launches on all of them.
 const SHARED_BUDGET: usize = 96 * 1024;
 
-/// A loop the generator pipelines: its `dot` and what evaluating a later iteration needs.
+/// A loop the generator pipelines: its `dot`s and what evaluating a later iteration needs.
 pub(super) struct Pipelined<'ctx, 'f> {
-    /// The `dot`.
-    pub dot: &'f Inst,
-    /// Its `a` and `b` tiles' layouts in stage 0, `b` stored by columns or not.
-    pub tiles: (Swizzled, Swizzled, bool),
-    /// Bytes of one stage (both tiles).
+    /// The body's tensor-core `dot`s in order, with their tiles in a stage.
+    pub dots: Vec<StagedDot<'f>>,
+    /// Bytes of one stage (every `dot`'s copied tiles).
     pub stage_bytes: usize,
     /// The number of stages (2 or 3).
     pub stages: usize,
@@ -41,6 +40,9 @@ pub(super) struct Pipelined<'ctx, 'f> {
     pub iv: Value,
     /// Values the body defines: computed again for a later iteration.
     pub body_values: HashSet<Value>,
+    /// Carried scalars that advance by a loop-invariant step (a block pointer's offsets):
+    /// the body's argument, its initial value and the step.
+    pub inductions: Vec<Induction>,
     /// This iteration's stage (`i % stages`, i32).
     pub stage: Option<IntValue<'ctx>>,
     /// The counter `stages - 1` iterations ahead (in the loop's dtype), and whether that
@@ -48,89 +50,150 @@ pub(super) struct Pipelined<'ctx, 'f> {
     pub ahead: Option<(BasicValueEnum<'ctx>, IntValue<'ctx>)>,
 }
 
+/// A carried scalar `arg` that starts at `init` and grows by `step` per iteration: a later
+/// iteration's value is `arg + distance · step` (wrapping, as the adds would).
+#[derive(Clone, Copy)]
+pub(super) struct Induction {
+    pub arg: Value,
+    pub init: Value,
+    pub step: Value,
+}
+
+/// One `dot` of a pipelined loop: its `a` and `b` tiles' layouts in stage 0 (`b` stored by
+/// columns or not), and whether `a` is copied (else its A fragments are in registers).
+pub(super) struct StagedDot<'f> {
+    pub dot: &'f Inst,
+    pub tiles: (Swizzled, Swizzled, bool),
+    pub copies_a: bool,
+}
+
 impl<'ctx, 'f> Gen<'ctx, 'f> {
-    /// The `dot` of `body` if the loop can be pipelined (see the module docs).
+    /// The plan for pipelining a loop with `body`, if it can be (see the module docs).
     pub(super) fn pipeline_plan(
         &self,
         body: &'f Block,
+        init: &[Value],
         narrow: bool,
     ) -> Option<Pipelined<'ctx, 'f>> {
         if !narrow || self.check.is_some() {
             return None;
         }
+        let inductions = self.inductions(body, init);
         let dots: Vec<&Inst> = (body.insts.iter())
             .filter(|i| matches!(i.op, Op::Dot { .. }))
             .collect();
-        let [dot] = dots[..] else {
-            return None;
-        };
-        let Op::Dot { a, b, acc } = &dot.op else {
-            return None;
-        };
-        self.mma_shape(dot)?;
-        // The accumulator must reach the `dot` without shared memory: carried in fragments
-        // (the body yields the `dot` in its place) or one value in every lane.
-        let in_fragments = (body.args[1..].iter().zip(Self::yields(body)))
-            .any(|(arg, y)| arg == acc && *y == dot.results[0]);
-        let uniform = matches!(
-            self.defs.get(acc).map(|i| &i.op),
-            Some(Op::Const(_) | Op::Splat(_))
-        );
-        if !(in_fragments || uniform) {
+        if dots.is_empty() || dots.iter().any(|d| self.mma_shape(d).is_none()) {
             return None;
         }
-        let carried: HashSet<Value> = body.args[1..].iter().copied().collect();
+        let carried: HashSet<Value> = (body.args[1..].iter().copied())
+            .filter(|a| !inductions.iter().any(|i| i.arg == *a))
+            .collect();
         let body_values: HashSet<Value> =
             body.insts.iter().flat_map(|i| i.results.clone()).collect();
-        for x in [*a, *b] {
-            let load = body.insts.iter().find(|i| i.results.first() == Some(&x))?;
+        let copyable = |x: Value| -> bool {
+            let Some(load) = body.insts.iter().find(|i| i.results.first() == Some(&x)) else {
+                return false;
+            };
             let Op::Load {
                 ptr, mask, other, ..
             } = &load.op
             else {
-                return None;
+                return false;
             };
             let ok =
                 |v: Value| self.is_index_value(v) && self.recomputable(v, &body_values, &carried);
-            if !self.async_candidates.contains(&x)
-                || !ok(*ptr)
-                || !mask.is_none_or(ok)
-                || !other.is_none_or(ok)
-            {
+            self.async_candidates.contains(&x)
+                && ok(*ptr)
+                && mask.is_none_or(ok)
+                && other.is_none_or(ok)
+        };
+        let mut staged = Vec::new();
+        let mut offset = 0;
+        for dot in &dots {
+            let Op::Dot { a, b, acc } = &dot.op else {
+                return None;
+            };
+            // The accumulator must reach the `dot` without shared memory: held in its
+            // layout (carried, or computed in fragments) or one value in every lane.
+            let held_acc = self.held(*acc) == self.held(dot.results[0]);
+            if !(held_acc || self.is_uniform_tile(*acc)) {
                 return None;
             }
+            let a_in_registers =
+                self.a_hoisted.contains_key(&dot.results[0]) || self.a_fragments_in_registers(dot);
+            if !(a_in_registers || copyable(*a)) || !copyable(*b) {
+                return None;
+            }
+            let (a_tile, b_tile, columns) = self.operand_tiles(dot, true, a_in_registers);
+            let shift = |t: Swizzled| Swizzled::new(t.offset + offset, t.rows, t.cols);
+            let tiles = (shift(a_tile), shift(b_tile), columns);
+            offset = (tiles.1.offset + tiles.1.bytes()).next_multiple_of(128);
+            staged.push(StagedDot {
+                dot,
+                tiles,
+                copies_a: !a_in_registers,
+            });
         }
-        // Nothing else in the body may use shared memory while copies are in flight.
-        let plain = body.insts.iter().all(|i| {
-            std::ptr::eq(i, dot)
-                || matches!(
-                    i.op,
-                    Op::Yield(_) | Op::Load { .. } | Op::ProgramId(_) | Op::NumPrograms(_)
-                )
-                || (i.op.regions().is_empty()
-                    && i.op.is_elementwise()
-                    && i.results
-                        .iter()
-                        .all(|r| self.ty(*r).is_scalar() || self.is_index_value(*r)))
+        // Nothing else in the body may use shared memory while copies are in flight:
+        // loads, index and scalar ops, and ops on values held in fragments (whose
+        // operands are held alike: `held.rs`) use none.
+        let quiet = body.insts.iter().all(|i| {
+            matches!(
+                i.op,
+                Op::Dot { .. }
+                    | Op::Yield(_)
+                    | Op::Load { .. }
+                    | Op::ProgramId(_)
+                    | Op::NumPrograms(_)
+            ) || (i.op.regions().is_empty()
+                && (i.op.is_elementwise() || matches!(i.op, Op::Reduce { .. }))
+                && i.results.iter().all(|r| {
+                    self.ty(*r).is_scalar()
+                        || self.is_index_value(*r)
+                        || self.held(*r) != Held::Slots
+                }))
         });
-        if !plain {
+        // Nor may a carried value change layout at the end of an iteration.
+        let settled = (body.args[1..].iter().zip(Self::yields(body)))
+            .all(|(arg, y)| self.held(*arg) == self.held(*y) || self.ty(*y).is_scalar());
+        if !(quiet && settled) {
             return None;
         }
-        let tiles = self.operand_tiles(dot, true, false);
-        let stage_bytes = (tiles.0.bytes() + tiles.1.bytes()).next_multiple_of(128);
+        let stage_bytes = offset;
         let stages = (2..=MAX_STAGES)
             .rev()
             .find(|s| s * stage_bytes <= SHARED_BUDGET)?;
         Some(Pipelined {
-            dot,
-            tiles,
+            dots: staged,
             stage_bytes,
             stages,
             iv: body.args[0],
             body_values,
+            inductions,
             stage: None,
             ahead: None,
         })
+    }
+
+    /// The carried scalars of a loop that advance by a step the same at every iteration:
+    /// yielded as `arg + step` where `step` is a constant or defined before the loop.
+    fn inductions(&self, body: &Block, init: &[Value]) -> Vec<Induction> {
+        let inner: HashSet<Value> = body.insts.iter().flat_map(|i| i.results.clone()).collect();
+        (body.args[1..].iter().zip(Self::yields(body)).zip(init))
+            .filter_map(|((arg, y), init)| {
+                let def = self.defs.get(y)?;
+                let Op::Binary(BinOp::Add, x, step) = def.op else {
+                    return None;
+                };
+                let invariant = !inner.contains(&step)
+                    || matches!(self.defs.get(&step).map(|i| &i.op), Some(Op::Const(_)));
+                (x == *arg && self.ty(*arg).is_scalar() && invariant).then_some(Induction {
+                    arg: *arg,
+                    init: *init,
+                    step,
+                })
+            })
+            .collect()
     }
 
     /// Whether `v` can be computed for a later iteration: it depends on no carried value,
@@ -188,28 +251,53 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// Issues the copies of the iteration whose counter value is `iv` into `stage`'s
     /// buffers (a byte offset), then commits them as a group.
+    ///
+    /// The loop's inductions take their values `distance` iterations after `from`'s (the
+    /// body's arguments, or in the prologue the initial values).
     pub(super) fn issue_stage(
         &mut self,
         iv: BasicValueEnum<'ctx>,
         runs: IntValue<'ctx>,
         stage: IntValue<'ctx>,
+        (distance, from_init): (u64, bool),
     ) -> Result<()> {
-        let (dot, (a_tile, b_tile, columns), stage_bytes, iv_value) = {
+        let (copies, stage_bytes, iv_value) = {
             let p = self.pipelined.as_ref().expect("a pipelined loop");
-            (p.dot, p.tiles, p.stage_bytes, p.iv)
+            let mut copies = Vec::new();
+            for d in &p.dots {
+                let Op::Dot { a, b, .. } = &d.dot.op else {
+                    unreachable!("the plan's dots")
+                };
+                let (a_tile, b_tile, columns) = d.tiles;
+                if d.copies_a {
+                    copies.push((*a, a_tile, false));
+                }
+                copies.push((*b, b_tile, columns));
+            }
+            (copies, p.stage_bytes, p.iv)
         };
-        let Op::Dot { a, b, .. } = &dot.op else {
-            unreachable!("the plan's dot")
-        };
-        let (a, b) = (*a, *b);
+        let inductions = self
+            .pipelined
+            .as_ref()
+            .map_or(Vec::new(), |p| p.inductions.clone());
+        let mut later = HashMap::from([(iv_value, iv)]);
+        for ind in inductions {
+            let base = self.scalar(if from_init { ind.init } else { ind.arg })?;
+            self.iteration = HashMap::from([(iv_value, iv)]);
+            let step = self.scalar_at(ind.step);
+            self.iteration.clear();
+            let d = self.ty(ind.arg).dtype().expect("a numeric induction");
+            let times = self.const_value(tritium_dsl::ir::Const::Int(distance as i128), d);
+            let advance = self.binary(BinOp::Mul, d, step?, times)?;
+            later.insert(ind.arg, self.binary(BinOp::Add, d, base, advance)?);
+        }
         let base = self
             .b
             .build_int_mul(stage, self.i32c(stage_bytes as u64), "stage")?;
         self.when(Some(runs), &mut |g| {
-            g.iteration = HashMap::from([(iv_value, iv)]);
-            let out = g
-                .copy_operand(a, a_tile, false, base)
-                .and_then(|()| g.copy_operand(b, b_tile, columns, base));
+            g.iteration = later.clone();
+            let out = (copies.iter())
+                .try_for_each(|(x, tile, columns)| g.copy_operand(*x, *tile, *columns, base));
             g.iteration.clear();
             out
         })?;
@@ -223,7 +311,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let iv = count.ahead(&self.emit(), count.lo, d as u64)?;
             let runs = count.runs(&self.emit(), iv)?;
             let value = count.body_value(&self.emit(), iv)?;
-            self.issue_stage(value, runs, self.i32c(d as u64))?;
+            self.issue_stage(value, runs, self.i32c(d as u64), (d as u64, true))?;
         }
         Ok(())
     }
