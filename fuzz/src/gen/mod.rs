@@ -1626,6 +1626,50 @@ impl Gen {
         }
     }
 
+    /// Attention's scores: a tensor-core-sized [`box_dot`](Self::box_dot) of 16-bit tiles
+    /// whose rows are reduced (max, sum of `x - max`, argmax) and broadcast back, and
+    /// `p = x - max` converted to the input's dtype as the `a` of a second `dot`. CUDA holds
+    /// all of it in `mma` fragments where the warps own whole rows (codegen `held`). With
+    /// integers up to 16, every sum is an integer below 2^24: exact in any order (and
+    /// `p`'s rounding to 16 bits keeps integers).
+    fn row_dot(&mut self, input: usize) {
+        let from = self.inputs[input].dtype;
+        let mm = *self.rng.pick(&[16, 32, 64]);
+        let k = *self.rng.pick(&[16, 32]);
+        let nn = *self.rng.pick(&[16, 32]);
+        let need = Need {
+            exact: true,
+            bound: Some(16.0),
+        };
+        let x = self.box_dot(from, DType::F32, [mm, k, nn], (need, need));
+        let f32s = |shape: &[usize]| Self::tile(DType::F32, shape);
+        let rows = |g: &mut Self, op: ReduceOp, x: Value, d: DType| {
+            g.push1(Op::Reduce { op, x, axis: 1 }, Self::tile(d, &[mm]))
+        };
+        let widen = |g: &mut Self, r: Value| {
+            let col = g.push1(Op::ExpandDims { x: r, axis: 1 }, f32s(&[mm, 1]));
+            g.push1(Op::Broadcast(col), f32s(&[mm, nn]))
+        };
+        let max = rows(self, ReduceOp::Max, x, DType::F32);
+        let wide = widen(self, max);
+        let e = self.binary(BinOp::Sub, x, wide);
+        let sum = rows(self, ReduceOp::Sum, e, DType::F32);
+        let arg = rows(self, ReduceOp::ArgMax, x, DType::I32);
+        for v in [max, sum, arg] {
+            self.observe(v);
+        }
+        if mm * nn <= REGION {
+            let wide = widen(self, sum);
+            let shifted = self.binary(BinOp::Add, e, wide);
+            self.observe(shifted);
+        }
+        let p = self.cast(e, from);
+        let v = self.load_input_from(from, &[nn, 8], need, true);
+        let acc = self.constant(DType::F32, &[mm, 8], Const::Float(0.0));
+        let out = self.push1(Op::Dot { a: p, b: v, acc }, f32s(&[mm, 8]));
+        self.observe(out);
+    }
+
     /// `for iv in lo..hi` by `step` (i32 constants) carrying `init` (assumed to keep its
     /// info), the body's value built by `body` from the counter and the carried value;
     /// the loop's result.
@@ -1834,6 +1878,10 @@ impl Gen {
         self.statements(n / 2);
         if let Some(input) = self.edge_input {
             self.edge_dot(input);
+            let from = self.inputs[input].dtype;
+            if matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.5) {
+                self.row_dot(input);
+            }
         }
         self.statements(n - n / 2);
         for k in 0..self.outputs.len() {

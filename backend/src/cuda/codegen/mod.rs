@@ -31,6 +31,7 @@ mod memory;
 mod pipeline;
 mod recompute;
 mod reduce;
+mod remat;
 mod scalar;
 mod scan;
 mod swizzle;
@@ -585,10 +586,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// Generates the ops of a block (not its terminator).
     fn block(&mut self, block: &'f Block) -> Result<()> {
-        for inst in &block.insts {
+        for (i, inst) in block.insts.iter().enumerate() {
             #[cfg(test)]
             crate::llvm::inject::before(self.b, inst);
             self.inst(inst).map_err(|e| e.at(inst))?;
+            if self.is_mma_loop(inst) {
+                self.rematerialize_after(remat::after(block, i))
+                    .map_err(|e| e.at(inst))?;
+            }
         }
         Ok(())
     }
