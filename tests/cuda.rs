@@ -630,6 +630,78 @@ fn softmax_reduces_with_warp_shuffles() {
     assert!(text.contains("bar.sync"), "{text}");
 }
 
+/// `maximum`, `minimum` and a row max of f32 and f64 lanes.
+#[tritium::kernel]
+fn extremes(out: Ptr<f32>, wide: Ptr<f64>, x: Ptr<f32>, y: Ptr<f32>, #[constexpr] N: usize) {
+    let i = arange(0, N);
+    let (a, b) = (load(x + i), load(y + i));
+    store(out + i, maximum(a, b) + minimum(a, b));
+    store(out + N as i32, max(a, 0));
+    let (c, d) = (a.to(DType::F64), b.to(DType::F64));
+    store(wide + i, maximum(c, d) - minimum(c, d));
+}
+
+/// Float max/min are PTX's own `max`/`min` (IEEE maximumNumber and minimumNumber with
+/// -0 < +0, as the PTX ISA defines them, and as Tritium's semantics are): one instruction
+/// each, none of the NaN and zero fix-ups LLVM's `maxnum` needs (the emulator runs those).
+#[test]
+fn float_max_min_are_ptx_max_min() {
+    let f = extremes::trace(&Specialization::default(), 128).unwrap();
+    let text = ptx(&f, 80, 4);
+    for want in ["max.f32", "min.f32", "max.f64", "min.f64"] {
+        assert!(text.contains(want), "no `{want}` in\n{text}");
+    }
+    assert!(!text.contains("setp.nan"), "{text}");
+    let x = random_f32(128, 61);
+    let mut y = random_f32(128, 62);
+    y[..8].copy_from_slice(&[
+        f32::NAN,
+        -0.0,
+        0.0,
+        f32::NAN,
+        1.0,
+        -0.0,
+        f32::INFINITY,
+        -1.0,
+    ]);
+    let mut xs = x.clone();
+    xs[..8].copy_from_slice(&[
+        1.0,
+        0.0,
+        -0.0,
+        f32::NAN,
+        f32::NAN,
+        -0.0,
+        2.0,
+        f32::NEG_INFINITY,
+    ]);
+    let run = |d: &Device| {
+        let mut out = vec![0f32; 129];
+        let mut wide = vec![0f64; 128];
+        extremes::launch(d, 1, &mut out, &mut wide, &xs, &y, 128).unwrap();
+        (out, wide)
+    };
+    let (want, want_wide) = run(&Device::interpreter());
+    for device in [Device::cuda_emulator()]
+        .into_iter()
+        .chain(cuda_device("float max/min"))
+    {
+        let (got, wide) = run(&device);
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                "{g} vs {w} on {device:?}"
+            );
+        }
+        for (g, w) in wide.iter().zip(&want_wide) {
+            assert!(
+                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                "{g} vs {w} on {device:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn oversized_tiles_are_an_error_not_a_panic() {
     let f = vector_add::add::trace::<f32>(&Specialization::default(), 1 << 16).unwrap();

@@ -331,10 +331,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 None,
             )),
             ReduceOp::Sum => Ok((self.binary(BinOp::Add, d, a.0, b.0)?, None)),
-            ReduceOp::Max if d.is_float() => Ok((self.emit().float_max_min(true, a.0, b.0)?, None)),
-            ReduceOp::Min if d.is_float() => {
-                Ok((self.emit().float_max_min(false, a.0, b.0)?, None))
-            }
+            ReduceOp::Max if d.is_float() => Ok((self.float_max_min(true, a.0, b.0)?, None)),
+            ReduceOp::Min if d.is_float() => Ok((self.float_max_min(false, a.0, b.0)?, None)),
             ReduceOp::Max if d.is_bool() => Ok((
                 self.b
                     .build_or(a.0.into_int_value(), b.0.into_int_value(), "")?

@@ -45,7 +45,47 @@ impl<'ctx> Gen<'ctx, '_> {
                 let r = e.exact_fmod(x, y)?;
                 e.round_to(r, d)
             }
+            // The larger or smaller of two values of `d` is one of them: no rounding.
+            (BasicValueEnum::FloatValue(_), _) if matches!(op, BinOp::Max | BinOp::Min) => {
+                self.float_max_min(op == BinOp::Max, a, b)
+            }
             _ => e.binary(op, d, a, b),
+        }
+    }
+
+    /// Float max/min, IEEE 754-2019 maximumNumber/minimumNumber with -0 < +0: PTX's `max`
+    /// and `min` are exactly that (the PTX ISA: a NaN operand gives the other, "+0.0 >
+    /// -0.0"), one instruction where LLVM's `maxnum` needs `Emit::float_max_min`'s NaN and
+    /// zero fix-ups; inline, so that no LLVM analysis reasons about it (the reason for the
+    /// fix-ups). The emulator runs the LLVM formulation on the host.
+    pub(super) fn float_max_min(
+        &self,
+        max: bool,
+        a: BasicValueEnum<'ctx>,
+        b: BasicValueEnum<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let (BasicValueEnum::FloatValue(x), BasicValueEnum::FloatValue(_)) = (a, b) else {
+            return self.emit().float_max_min(max, a, b);
+        };
+        if self.emu.is_some() {
+            return self.emit().float_max_min(max, a, b);
+        }
+        let ty = x.get_type();
+        let (suffix, reg) = match ty == self.ctx.f64_type() {
+            true => ("f64", "d"),
+            false => ("f32", "f"),
+        };
+        let op = if max { "max" } else { "min" };
+        let fn_ty = ty.fn_type(&[ty.into(), ty.into()], false);
+        let asm = format!("{op}.{suffix} $0, $1, $2;");
+        let constraints = format!("={reg},{reg},{reg}");
+        let f = (self.ctx).create_inline_asm(fn_ty, asm, constraints, false, false, None, false);
+        let call = self
+            .b
+            .build_indirect_call(fn_ty, f, &[a.into(), b.into()], op)?;
+        match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => Ok(v),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("returns the value"),
         }
     }
 
