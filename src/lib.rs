@@ -23,7 +23,7 @@ pub mod prelude {
     pub use tritium_backend::{Device, Grid, LaunchOptions, PtrTable};
     pub use tritium_dsl::custom::{CustomArgs, CustomImpl};
     pub use tritium_dsl::ir::{Bitcode, CoreType, Mode, Pipe};
-    pub use tritium_dsl::trace::lang::{cdiv, next_power_of_2};
+    pub use tritium_dsl::trace::lang::{cdiv, next_power_of_2, BlockPtr, TensorDescriptor};
     pub use tritium_dsl::trace::{Element, Float, Int, Ptr, Tile, F8E4B15, F8E4M3, F8E5M2};
     pub use tritium_dsl::DType;
 }

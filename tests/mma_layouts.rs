@@ -84,9 +84,14 @@ fn row_reductions_of_dot_fragments_emulated(#[case] m: usize, #[case] num_warps:
 /// Tutorial 06's forward pass with blocks the warps own by rows (the scores, `p`, the
 /// running max and sum and the accumulator held in fragments across the key loop), on the
 /// emulator against the interpreter, causal and not, with a partial last block.
+/// `q`'s A fragments stay in registers (64 × 32 × 32, 32 × 16 × 16) or, 32 words a thread,
+/// in shared memory kept for the loop (128 × 32 × 64); 48 × 32 takes tutorial 06's causal
+/// stages without the diagonal band (48 is not a multiple of 32: every block masked).
 #[rstest::rstest]
 #[case(64, 32, 32, 4)]
 #[case(32, 16, 16, 2)]
+#[case(128, 32, 64, 4)]
+#[case(48, 32, 16, 1)]
 fn attention_in_fragments_emulated(
     #[case] block_m: usize,
     #[case] block_n: usize,

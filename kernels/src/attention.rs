@@ -40,8 +40,8 @@ pub fn attention_forward<T: Float>(
         (1, 0),
     );
     // Kᵀ: the keys read as a `D × N` matrix.
-    let mut k_block = make_block_ptr(k + head, (d, n_ctx), (1, d), (0, 0), (D, BN), (0, 1));
-    let mut v_block = make_block_ptr(v + head, (n_ctx, d), (d, 1), (0, 0), (BN, D), (1, 0));
+    let k_block = make_block_ptr(k + head, (d, n_ctx), (1, d), (0, 0), (D, BN), (0, 1));
+    let v_block = make_block_ptr(v + head, (n_ctx, d), (d, 1), (0, 0), (BN, D), (1, 0));
     let o_block = make_block_ptr(
         out + head,
         (n_ctx, d),
@@ -51,26 +51,88 @@ pub fn attention_forward<T: Float>(
         (1, 0),
     );
     let offs_m = start_m * BM as i32 + arange(0, BM);
-    let offs_n = arange(0, BN);
-    let mut m_i = full([BM], f32::NEG_INFINITY, DType::F32);
-    let mut l_i = full([BM], 1.0, DType::F32);
-    let mut acc = zeros([BM, D], DType::F32);
+    let m_i = full([BM], f32::NEG_INFINITY, DType::F32);
+    let l_i = full([BM], 1.0, DType::F32);
+    let acc = zeros([BM, D], DType::F32);
     let qk_scale = sm_scale * 1.44269504;
     let qt = load(q_block, boundary_check = (0,), padding_option = "zero");
+    // Tutorial 06's stages: the key blocks every query row sees whole run without masks
+    // (causal: those before the diagonal band; otherwise every block before the last partial
+    // one), then the band or the partial block with them.
+    let band = CAUSAL && BM % BN == 0;
+    let whole = if band {
+        start_m * BM as i32
+    } else if CAUSAL {
+        scalar(0, DType::I32)
+    } else {
+        n_ctx / BN as i32 * BN as i32
+    };
     let hi = if CAUSAL {
         minimum((start_m + 1) * BM as i32, n_ctx)
     } else {
         n_ctx
     };
-    for start_n in range(0, hi, BN as i32) {
+    let state = (acc, l_i, m_i, k_block, v_block);
+    let first = scalar(0, DType::I32);
+    let state = attend::<T>(
+        state,
+        qt,
+        qk_scale,
+        offs_m,
+        (first, whole),
+        n_ctx,
+        BN,
+        false,
+        CAUSAL,
+    );
+    let (acc, l_i, m_i, _, _) = attend::<T>(
+        state,
+        qt,
+        qk_scale,
+        offs_m,
+        (whole, hi),
+        n_ctx,
+        BN,
+        true,
+        CAUSAL,
+    );
+    let rows = off_hz * n_ctx + offs_m;
+    store(lse + rows, m_i + log2(l_i), mask = offs_m < n_ctx);
+    let o = acc / l_i[(.., None)];
+    store(o_block, o.to(T::DTYPE), boundary_check = (0,));
+}
+
+/// The key blocks `lo..hi` of [`attention_forward`] (FlashAttention's online softmax):
+/// `state` is the accumulator, the running sum and max, and the `k` and `v` block
+/// pointers at `lo`. `MASKED`: scores of keys past `n_ctx` (and, `CAUSAL`, past the query
+/// row) are masked; else every key of every block is seen.
+#[device]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn attend<T: Float>(
+    state: (Tile, Tile, Tile, BlockPtr, BlockPtr),
+    qt: Tile,
+    qk_scale: Tile,
+    offs_m: Tile,
+    (lo, hi): (Tile, Tile),
+    n_ctx: Tile,
+    #[constexpr] BN: usize,
+    #[constexpr] MASKED: bool,
+    #[constexpr] CAUSAL: bool,
+) -> (Tile, Tile, Tile, BlockPtr, BlockPtr) {
+    let (mut acc, mut l_i, mut m_i, mut k_block, mut v_block) = state;
+    let offs_n = arange(0, BN);
+    for start_n in range(lo, hi, BN as i32) {
         let kt = load(k_block, boundary_check = (1,), padding_option = "zero");
-        let cols = start_n + offs_n;
-        let mut valid = broadcast_to(cols[(None, ..)] < n_ctx, [BM, BN]);
-        if CAUSAL {
-            valid = valid & (offs_m[(.., None)] >= cols[(None, ..)]);
+        let mut qk = dot(qt, kt) * qk_scale;
+        if MASKED {
+            let cols = start_n + offs_n;
+            // Triton's -1e6 rather than -inf: a masked score gives exp2 = 0, never a NaN.
+            let mut valid = broadcast_to(cols[(None, ..)] < n_ctx, qk.shape());
+            if CAUSAL {
+                valid = valid & (offs_m[(.., None)] >= cols[(None, ..)]);
+            }
+            qk = where_(valid, qk, -1.0e6);
         }
-        // Triton's -1e6 rather than -inf: a masked score gives exp2 = 0, never a NaN.
-        let qk = where_(valid, dot(qt, kt) * qk_scale, -1.0e6);
         let m_ij = maximum(m_i, max(qk, 1));
         let p = exp2(qk - m_ij[(.., None)]);
         let alpha = exp2(m_i - m_ij);
@@ -81,10 +143,7 @@ pub fn attention_forward<T: Float>(
         k_block = advance(k_block, (0, BN as i32));
         v_block = advance(v_block, (BN as i32, 0));
     }
-    let rows = off_hz * n_ctx + offs_m;
-    store(lse + rows, m_i + log2(l_i), mask = offs_m < n_ctx);
-    let o = acc / l_i[(.., None)];
-    store(o_block, o.to(T::DTYPE), boundary_check = (0,));
+    (acc, l_i, m_i, k_block, v_block)
 }
 
 /// The backward pass's first step: `delta_i = Σ_d o_id · do_id` per row (`[Z·H·N]`).

@@ -117,6 +117,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         ];
         let count = LoopCounter::new(&self.emit(), dtype, bounds)?;
         self.assign(init, &slots, &carry)?;
+        let floor = self.shared_floor;
         self.hoist_a_fragments(body)?;
         let plan = self.pipeline_plan(body, init, count.is_narrow());
         let pipelined = plan.is_some();
@@ -177,6 +178,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.emit().unroll_hint(back_edge, *factor);
         }
         self.b.position_at_end(exit);
+        self.shared_floor = floor;
         if pipelined {
             // Later iterations' groups hold nothing past the end; drain them all the same
             // before shared memory is reused.

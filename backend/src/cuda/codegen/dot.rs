@@ -33,8 +33,19 @@ use tritium_dsl::ir::{BinOp, Block, DType, Elem, Inst, Op, Value};
 /// The most k steps (of 16) of a tensor-core `dot` emitted unrolled.
 const UNROLLED_K_STEPS: usize = 8;
 
-/// The most registers per thread that a loop-invariant `a`'s A fragments may take.
-const HOISTED_A_WORDS: usize = 64;
+/// The most registers per thread that a loop-invariant `a`'s A fragments take where the
+/// loop could keep `a` in shared memory instead (as Triton keeps attention's `q`: 32
+/// registers for it spill at 128 × 64, D = 64, 4 warps), and where it could not.
+const HOISTED_A_WORDS: usize = 16;
+const HOISTED_A_WORDS_AT_MOST: usize = 64;
+
+/// Where a loop-invariant `a` of a `dot` in a loop is kept (see [`Gen::hoist_a_fragments`]).
+pub(super) enum HoistedA<'ctx> {
+    /// Its A fragments in registers: per A fragment row, per k step, four words.
+    Registers(Vec<Vec<Vec<IntValue<'ctx>>>>),
+    /// Staged once into this tile, below the loop's other shared memory.
+    Shared(Swizzled),
+}
 
 /// One `ldmatrix` of a k step's B fragments: n-tile `tn`, and `tn + 1` when `pair`.
 struct BLoad<'ctx> {
@@ -159,10 +170,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             },
         };
         let init = self.held_regs(*acc, Held::Frag(layout))?;
-        let a_held = match self.a_hoisted.get(&r) {
-            Some(words) => Some(words.clone()),
-            None => self.a_fragments_held(inst, from)?,
+        let (a_held, a_kept) = match self.a_hoisted.get(&r) {
+            Some(HoistedA::Registers(words)) => (Some(words.clone()), None),
+            Some(HoistedA::Shared(tile)) => (None, Some(*tile)),
+            None => (self.a_fragments_held(inst, from)?, None),
         };
+        let a_elsewhere = a_held.is_some() || a_kept.is_some();
         // In a pipelined loop (`pipeline.rs`) the tiles of this iteration are in flight
         // already: wait for them, then issue a later iteration's into the buffer the last
         // one read; elsewhere the operands are copied or staged now.
@@ -182,12 +195,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         });
         let (a_tile, b_tile, b_columns) = match pipelined {
             Some((tiles, ..)) => tiles,
-            None => self.operand_tiles(inst, self.deferred.contains(b), a_held.is_some()),
+            None => self.operand_tiles(inst, self.deferred.contains(b), a_elsewhere),
         };
+        let a_tile = a_kept.unwrap_or(a_tile);
         let stage_base = match pipelined {
             Some((_, first, stage_bytes, stages, stage, (iv, runs))) => {
                 if first {
-                    self.reserve_shared(stages * stage_bytes);
+                    self.reserve_shared(self.shared_floor + stages * stage_bytes);
                     self.wait_copies(stages as u32 - 2)?;
                     self.barrier()?;
                     let later = self
@@ -205,7 +219,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 self.reserve_shared(b_tile.offset + b_tile.bytes());
                 let mut copies = false;
                 for (x, tile) in [(*a, a_tile), (*b, b_tile)] {
-                    if x == *a && a_held.is_some() {
+                    if x == *a && a_elsewhere {
                         continue;
                     }
                     if self.deferred.contains(&x) {
@@ -245,9 +259,15 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.b.build_and(lane, c(self, 7), "")?,
             mul(self, j_lo, 8)?,
         )?;
+        // A tile kept for the loop lies where it was put, in no stage.
+        let a_base = if a_kept.is_some() {
+            c(self, 0)
+        } else {
+            stage_base
+        };
         let a_rows = match a_held {
             Some(_) => Vec::new(),
-            None => self.a_fragment_rows(&a_tile, stage_base, &a_of, &sites)?,
+            None => self.a_fragment_rows(&a_tile, a_base, &a_of, &sites)?,
         };
         // B: k row `16 step + in_block` (the same phase at every step, as 16 is a whole
         // number of phases), chunk `tn` (+ `j / 2` for a pair).
@@ -358,13 +378,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         Ok((a_of, b_of, sites))
     }
 
-    /// Before a loop: the A fragments of every tensor-core `dot` of its body whose `a` is
-    /// defined outside it (attention's `q`), read once into registers (at most
-    /// [`HOISTED_A_WORDS`] per thread) instead of staged again at every iteration, as
-    /// Triton keeps `q` in its dot-operand layout.
+    /// Before a loop: every tensor-core `dot` of its body whose `a` is defined outside it
+    /// (attention's `q`) gets `a` staged once instead of at every iteration: its A
+    /// fragments read into registers where they are few ([`HOISTED_A_WORDS`]), else, where
+    /// nothing else in the body uses shared memory, the tile kept in shared memory below
+    /// the loop's other tiles (`shared_floor`), its fragments read by `ldmatrix` at each
+    /// iteration as Triton does, else registers up to [`HOISTED_A_WORDS_AT_MOST`].
     pub(super) fn hoist_a_fragments(&mut self, body: &'f Block) -> Result<()> {
         let inner: std::collections::HashSet<Value> =
             body.insts.iter().flat_map(|i| i.results.clone()).collect();
+        let quiet = self.uses_no_shared_memory(body);
         for dot in &body.insts {
             let a: Value = match &dot.op {
                 Op::Dot { a, .. } => *a,
@@ -389,13 +412,21 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             };
             let (a_of, _, sites) = self.fragment_owners(layout)?;
             let frags = a_of.iter().copied().max().map_or(0, |x| x + 1);
-            if frags * (k / 16) * 4 > HOISTED_A_WORDS {
+            let words = frags * (k / 16) * 4;
+            let kept = quiet && words > HOISTED_A_WORDS;
+            if !kept && words > HOISTED_A_WORDS_AT_MOST {
                 continue;
             }
-            let tile = Swizzled::new(0, m, k);
-            self.reserve_shared(tile.bytes());
+            let tile = Swizzled::new(self.shared_floor, m, k);
+            self.reserve_shared(tile.offset + tile.bytes());
             self.stage_operand(a, from, tile)?;
             self.barrier()?;
+            if kept {
+                self.shared_floor = (tile.offset + tile.bytes()).next_multiple_of(128);
+                self.a_hoisted
+                    .insert(dot.results[0], HoistedA::Shared(tile));
+                continue;
+            }
             let rows = self.a_fragment_rows(&tile, self.i32c(0), &a_of, &sites)?;
             let words = (rows.iter())
                 .map(|row| {
@@ -405,7 +436,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 })
                 .collect::<Result<Vec<_>>>()?;
             self.barrier()?;
-            self.a_hoisted.insert(dot.results[0], words);
+            self.a_hoisted
+                .insert(dot.results[0], HoistedA::Registers(words));
         }
         Ok(())
     }
@@ -494,7 +526,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// and every 8×8 matrix an `ldmatrix` reads is one wavefront; `b` is read transposed by
     /// `ldmatrix.trans`), or, for a `b` copied (`b_copied`) by columns, `b` stored
     /// transposed (`n × k`) and read without `.trans`; and whether it is. An `a` whose A
-    /// fragments are in registers (`a_held`) takes no shared memory: `b` starts at 0.
+    /// fragments are elsewhere (`a_held`: registers, or kept for the loop) takes none here.
+    /// Both lie above the tiles kept for the loop being generated (`shared_floor`).
     pub(super) fn operand_tiles(
         &self,
         dot: &Inst,
@@ -510,8 +543,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.ty(*b).shape[1],
         );
         let b_columns = b_copied && self.copies_columns(*b);
-        let a_tile = Swizzled::new(0, m, k);
-        let b_at = if a_held { 0 } else { a_tile.bytes() };
+        let floor = self.shared_floor;
+        let a_tile = Swizzled::new(floor, m, k);
+        let b_at = if a_held {
+            floor
+        } else {
+            floor + a_tile.bytes()
+        };
         let b_tile = match b_columns {
             true => Swizzled::new(b_at, n, k),
             false => Swizzled::new(b_at, k, n),

@@ -136,7 +136,10 @@ pub(crate) struct Gen<'ctx, 'f> {
     held: HashMap<Value, held::Held>,
     /// A fragments of loop-invariant `dot` operands read before their loop, by the `dot`'s
     /// result: per A fragment row, per k step, four words (see `dot::hoist_a_fragments`).
-    a_hoisted: HashMap<Value, Vec<Vec<Vec<IntValue<'ctx>>>>>,
+    a_hoisted: HashMap<Value, dot::HoistedA<'ctx>>,
+    /// Shared memory below this byte holds tiles kept for the loops being generated (see
+    /// `dot::hoist_a_fragments`); a `dot`'s tiles and a pipeline's stages lie above it.
+    shared_floor: usize,
     /// Loads that the `dot` using them may copy with `cp.async` (see `async_copy.rs`).
     async_candidates: std::collections::HashSet<Value>,
     /// Loads left for their `dot` to copy.
@@ -235,6 +238,7 @@ pub(crate) fn generate<'ctx>(
         defs: definitions(f),
         held: HashMap::new(),
         a_hoisted: HashMap::new(),
+        shared_floor: 0,
         async_candidates: Default::default(),
         deferred: Default::default(),
         axis: HashMap::new(),

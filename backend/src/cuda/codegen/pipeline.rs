@@ -107,8 +107,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 && mask.is_none_or(ok)
                 && other.is_none_or(ok)
         };
+        if !self.uses_no_shared_memory(body) {
+            return None;
+        }
         let mut staged = Vec::new();
-        let mut offset = 0;
+        let mut offset = self.shared_floor;
         for dot in &dots {
             let Op::Dot { a, b, acc } = &dot.op else {
                 return None;
@@ -125,7 +128,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 return None;
             }
             let (a_tile, b_tile, columns) = self.operand_tiles(dot, true, a_in_registers);
-            let shift = |t: Swizzled| Swizzled::new(t.offset + offset, t.rows, t.cols);
+            let shift =
+                |t: Swizzled| Swizzled::new(t.offset - self.shared_floor + offset, t.rows, t.cols);
             let tiles = (shift(a_tile), shift(b_tile), columns);
             offset = (tiles.1.offset + tiles.1.bytes()).next_multiple_of(128);
             staged.push(StagedDot {
@@ -134,9 +138,28 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 copies_a: !a_in_registers,
             });
         }
-        // Nothing else in the body may use shared memory while copies are in flight:
-        // loads, index and scalar ops, and ops on values held in fragments (whose
-        // operands are held alike: `held.rs`) use none.
+        let stage_bytes = offset - self.shared_floor;
+        let stages = (2..=MAX_STAGES)
+            .rev()
+            .find(|s| self.shared_floor + s * stage_bytes <= SHARED_BUDGET)?;
+        Some(Pipelined {
+            dots: staged,
+            stage_bytes,
+            stages,
+            iv: body.args[0],
+            body_values,
+            inductions,
+            stage: None,
+            ahead: None,
+        })
+    }
+
+    /// Whether a loop body uses no shared memory but for its tensor-core `dot`s' tiles
+    /// (which may then be in flight, or kept, across its other ops): loads, index and
+    /// scalar ops, and ops on values held in fragments (whose operands are held alike:
+    /// `held.rs`) use none, and no carried value changes layout at the end of an
+    /// iteration.
+    pub(super) fn uses_no_shared_memory(&self, body: &Block) -> bool {
         let quiet = body.insts.iter().all(|i| {
             matches!(
                 i.op,
@@ -153,26 +176,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         || self.held(*r) != Held::Slots
                 }))
         });
-        // Nor may a carried value change layout at the end of an iteration.
         let settled = (body.args[1..].iter().zip(Self::yields(body)))
             .all(|(arg, y)| self.held(*arg) == self.held(*y) || self.ty(*y).is_scalar());
-        if !(quiet && settled) {
-            return None;
-        }
-        let stage_bytes = offset;
-        let stages = (2..=MAX_STAGES)
-            .rev()
-            .find(|s| s * stage_bytes <= SHARED_BUDGET)?;
-        Some(Pipelined {
-            dots: staged,
-            stage_bytes,
-            stages,
-            iv: body.args[0],
-            body_values,
-            inductions,
-            stage: None,
-            ahead: None,
-        })
+        quiet && settled
     }
 
     /// The carried scalars of a loop that advance by a step the same at every iteration:
