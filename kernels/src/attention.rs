@@ -129,7 +129,7 @@ fn attend<T: Float>(
             // Triton's -1e6 rather than -inf: a masked score gives exp2 = 0, never a NaN.
             let mut valid = broadcast_to(cols[(None, ..)] < n_ctx, qk.shape());
             if CAUSAL {
-                valid = valid & (offs_m[(.., None)] >= cols[(None, ..)]);
+                valid &= offs_m[(.., None)] >= cols[(None, ..)];
             }
             qk = where_(valid, qk, -1.0e6);
         }
