@@ -265,14 +265,17 @@ fn f16_matmul(
     let ref_ptr = dref.device_ptr();
     let t_cublas = best_per_call(gpu, 3, 5, || cublas_gemm(ref_ptr));
     let want = dref.to_ndarray()?;
-    for (bm, bn, bk, warps) in [
-        (128, 128, 32, 4),
-        (128, 128, 64, 8),
-        (128, 256, 32, 8),
-        (64, 128, 32, 4),
+    // Tutorial 03's two largest CUDA configs and two more (`scripts/dev gpu-report` shows
+    // the same four offline).
+    for (bm, bn, bk, warps, stages) in [
+        (128, 256, 64, 8, 3),
+        (128, 128, 32, 4, 4),
+        (128, 128, 64, 8, 3),
+        (64, 128, 32, 4, 4),
     ] {
         let opts = LaunchOptions {
             num_warps: warps,
+            num_stages: stages,
             ..Default::default()
         };
         let grid = [m.div_ceil(bm), n.div_ceil(bn)];
@@ -282,7 +285,7 @@ fn f16_matmul(
                 device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn, bk,
             )
         };
-        let name = format!("matmul f16 4096³ {bm}×{bn}×{bk} w={warps} (cuBLAS)");
+        let name = format!("matmul f16 4096³ {bm}×{bn}×{bk} w={warps} s={stages} (cuBLAS)");
         if let Err(e) = launch() {
             println!("{name:<40} failed: {e}");
             continue;

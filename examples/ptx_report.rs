@@ -119,6 +119,7 @@ fn main() {
             let options = CudaCompileOptions {
                 sm,
                 num_warps: case.warps,
+                num_stages: case.stages,
                 ..Default::default()
             };
             let ptx = match compile_ptx(&case.kernel, "k", &options) {

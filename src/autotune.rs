@@ -27,7 +27,7 @@ pub struct Config {
     pub values: Vec<(String, i64)>,
     /// Warps per program on CUDA.
     pub num_warps: u32,
-    /// Software-pipelining stages (accepted as Triton's; no target uses it yet).
+    /// Software-pipelining stages on CUDA (see `LaunchOptions::num_stages`).
     pub num_stages: u32,
 }
 
@@ -67,10 +67,11 @@ impl Config {
         self.values.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
     }
 
-    /// Launch options with this config's warps.
+    /// Launch options with this config's warps and stages.
     pub fn launch_options(&self) -> crate::LaunchOptions {
         crate::LaunchOptions {
             num_warps: self.num_warps,
+            num_stages: self.num_stages,
             ..Default::default()
         }
     }

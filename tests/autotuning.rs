@@ -331,3 +331,13 @@ fn configs_differing_only_in_warps_are_timed_only_where_warps_exist() {
         );
     }
 }
+
+/// A config's warps and stages become its launch's options (CUDA pipelines a `dot` loop in
+/// `num_stages` stages: `loop_options::num_stages_sets_the_pipeline_depth`).
+#[test]
+fn a_config_sets_warps_and_stages() {
+    let config = Config::new(&[("BLOCK", 64)]).num_warps(8).num_stages(4);
+    let options = config.launch_options();
+    assert_eq!((options.num_warps, options.num_stages), (8, 4));
+    assert_eq!(Config::new(&[]).launch_options().num_stages, 3);
+}

@@ -146,6 +146,7 @@ fn checked_mode_compares_every_access_with_its_buffers(#[values(80, 90)] sm: u32
             sm,
             num_warps: 4,
             bounds_check,
+            ..Default::default()
         };
         compile_ptx(&f, "k", &copts).unwrap().text
     };
@@ -250,30 +251,38 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
     assert!(ptx(&plain, sm, 4).contains("ld.global.u16"));
 }
 
-/// Tutorial 03's K loop is software-pipelined: the copies of later iterations are in
-/// flight while one computes (three stages: `wait_group 1`, one group may still be
-/// pending), and the loop drains them on exit (`wait_group 0`). So is attention's key loop,
-/// its two `dot`s' `k` and `v` copied in one stage, its block pointers' offsets advanced
-/// for the later iterations.
+/// Tutorial 03's K loop is software-pipelined: at 4 stages (3 buffers) the copies of two
+/// later iterations are in flight while one computes (`wait_group 1`, one group may still
+/// be pending), and the loop drains them on exit (`wait_group 0`). So is attention's key
+/// loop, its two `dot`s' `k` and `v` copied in one stage, its block pointers' offsets
+/// advanced for the later iterations.
 #[test]
 fn tutorial_03_k_loop_is_pipelined() {
+    let staged = |f: &Function, num_warps| {
+        let options = CudaCompileOptions {
+            num_warps,
+            num_stages: 4,
+            ..Default::default()
+        };
+        compile_ptx(f, "k", &options).unwrap().text
+    };
     let f =
         matmul::matmul::trace::<half::f16, f32>(&Specialization::default(), 64, 64, 32).unwrap();
-    let text = ptx(&f, 80, 4);
+    let text = staged(&f, 4);
     for want in ["cp.async.wait_group 1", "cp.async.wait_group 0"] {
         assert!(text.contains(want), "no `{want}` in\n{text}");
     }
-    // Stages of 40 KiB: two fit the budget, so each iteration waits for all but none.
+    // Buffers of 40 KiB: two fit the budget, so each iteration waits for all but none.
     let wide =
         matmul::matmul::trace::<half::f16, f32>(&Specialization::default(), 64, 256, 64).unwrap();
-    let text = ptx(&wide, 80, 8);
+    let text = staged(&wide, 8);
     assert!(!text.contains("cp.async.wait_group 1"), "{text}");
     assert!(text.contains("cp.async.wait_group 0"), "{text}");
     let s = Specialization::default();
     let attention =
         tritium_kernels::attention::attention_forward::trace::<half::f16>(&s, 64, 32, 64, false)
             .unwrap();
-    assert!(ptx(&attention, 80, 4).contains("cp.async.wait_group 1"));
+    assert!(staged(&attention, 4).contains("cp.async.wait_group 1"));
 }
 
 /// A K loop whose `dot` accumulates onto a tile loaded before the loop: that accumulator
@@ -778,6 +787,7 @@ fn checked_mode_is_part_of_the_ptx_cache_key() {
         sm: 80,
         num_warps: 4,
         bounds_check,
+        ..Default::default()
     };
     let plain = compile_cached(f(), &copts(false), &launch).unwrap();
     let checked = compile_cached(f(), &copts(true), &launch).unwrap();

@@ -1,6 +1,7 @@
 //! Triton's `range(…, loop_unroll_factor = N)`: the loop is marked for LLVM's unroller on
 //! the CPU and CUDA (the count in the IR, `llvm.loop.unroll.count` in the LLVM IR, the body
-//! repeated in the optimized code), and results do not change on any device.
+//! repeated in the optimized code), and results do not change on any device. `num_stages`
+//! sets how deep CUDA pipelines a loop around a tensor-core `dot`.
 
 use crate::common::{all_devices, random_f32};
 use tritium::prelude::*;
@@ -131,4 +132,90 @@ fn ptx_loops_carry_the_factor() {
     let (plain, unrolled) = (ptx(0), ptx(4));
     assert!(unrolled.contains("ld.global"), "{unrolled}");
     assert_ne!(plain, unrolled, "the factor changed nothing in the PTX");
+}
+
+/// A K loop of `steps` f16 `S × S` products onto `acc`, pipelined in `STAGES` stages (0: the
+/// launch's `num_stages`).
+#[kernel]
+fn staged_products(
+    out: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    steps: i32,
+    #[constexpr] S: usize,
+    #[constexpr] STAGES: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let mut acc = zeros([S, S], DType::F32);
+    if STAGES == 0 {
+        for i in range(0, steps) {
+            acc = dot(load(a + at + i * (S * S) as i32), load(b + at), acc);
+        }
+    } else {
+        for i in range(0, steps, num_stages = STAGES) {
+            acc = dot(load(a + at + i * (S * S) as i32), load(b + at), acc);
+        }
+    }
+    store(out + at, acc);
+}
+
+/// Triton's `num_stages`, from `range(…, num_stages = s)` or the launch's options (an
+/// autotuner's config sets it): CUDA keeps `s - 1` buffers, the copies of `s - 2` later
+/// iterations in flight (`cp.async.wait_group s - 3`), none below 3 (each copy then waited
+/// for at once); the loop's option wins. Results do not change (the emulator
+/// against the interpreter).
+#[test]
+fn num_stages_sets_the_pipeline_depth() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::trace::Specialization;
+    let s = Specialization::default();
+    let ptx = |stages, launch_stages| {
+        let f = staged_products::trace(&s, 32, stages).unwrap();
+        let options = CudaCompileOptions {
+            num_stages: launch_stages,
+            ..Default::default()
+        };
+        compile_ptx(&f, "k", &options).unwrap().text
+    };
+    let waits = |t: &str| -> Vec<u32> {
+        let mut w: Vec<u32> = (t.lines())
+            .filter_map(|l| l.trim().strip_prefix("cp.async.wait_group "))
+            .map(|n| n.trim_end_matches(';').parse().unwrap())
+            .collect();
+        w.sort_unstable();
+        w.dedup();
+        w
+    };
+    assert_eq!(waits(&ptx(0, 3)), [0]);
+    assert_eq!(waits(&ptx(0, 4)), [0, 1]);
+    assert_eq!(waits(&ptx(0, 5)), [0, 2]);
+    assert_eq!(waits(&ptx(4, 3)), [0, 1]);
+    assert_eq!(waits(&ptx(2, 5)), [0]);
+    use half::f16;
+    let n = 32;
+    let a: Vec<f16> = random_f32(3 * n * n, 71)
+        .into_iter()
+        .map(f16::from_f32)
+        .collect();
+    let b: Vec<f16> = random_f32(n * n, 72)
+        .into_iter()
+        .map(f16::from_f32)
+        .collect();
+    let run = |d: &Device, stages: usize, launch_stages: u32| {
+        let mut out = vec![0f32; n * n];
+        let opts = LaunchOptions {
+            num_stages: launch_stages,
+            ..Default::default()
+        };
+        staged_products::launch_with(d, 1, &opts, &mut out, &a, &b, 3, n, stages).unwrap();
+        out
+    };
+    let want = run(&Device::interpreter(), 0, 3);
+    for (stages, launch_stages) in [(0, 1), (0, 3), (0, 5), (4, 1), (1, 4)] {
+        let got = run(&Device::cuda_emulator(), stages, launch_stages);
+        let (got, want) = (ndarray::arr1(&got), ndarray::arr1(&want));
+        let what = format!("stages {stages}, launch {launch_stages}");
+        crate::common::assert_close(&got, &want, 1e-4, 1e-4, &what);
+    }
 }

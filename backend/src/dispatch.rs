@@ -132,6 +132,7 @@ pub fn launch(
     if *device == Device::CudaEmulator && !options.interpret() {
         let copts = crate::cuda::CudaCompileOptions {
             num_warps: options.num_warps,
+            num_stages: options.num_stages,
             bounds_check: options.bounds_check(),
             ..Default::default()
         };

@@ -117,6 +117,7 @@ fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
             sm,
             num_warps: case.num_warps,
             bounds_check: checked,
+            ..Default::default()
         };
         return compile_ptx(f, "fuzz", &options)
             .map(|_| Vec::new())

@@ -476,7 +476,7 @@ impl Target for Emulator {
         Ok(vec![
             "cuda-emulator".to_string(),
             host::host_description(),
-            format!("warps={}", self.0.num_warps),
+            format!("warps={}|stages={}", self.0.num_warps, self.0.num_stages),
             // The JIT keeps one symbol per name: checked code needs its own.
             format!("bounds_check={}", self.0.bounds_check),
         ])
@@ -508,6 +508,7 @@ impl Target for Emulator {
     ) -> std::result::Result<usize, crate::llvm::CodegenError> {
         let options = codegen::CodegenOptions {
             num_warps: self.0.num_warps,
+            num_stages: self.0.num_stages,
             emulate: true,
             bounds_check: self.0.bounds_check,
             eviction_priorities: false,

@@ -70,6 +70,7 @@ pub(crate) fn launch(
     let copts = CudaCompileOptions {
         sm: gpu.sm()?,
         num_warps: options.num_warps,
+        num_stages: options.num_stages,
         bounds_check: options.bounds_check(),
     };
     let compiled = compiled(key, &args.specialization(true), &copts, options, trace)?;

@@ -27,6 +27,9 @@ pub struct CudaCompileOptions {
     pub sm: u32,
     /// Warps per program (CTA); Triton's `num_warps`.
     pub num_warps: u32,
+    /// Software-pipelining stages of a loop around a tensor-core `dot` that does not set
+    /// its own (`range(…, num_stages = s)`); Triton's `num_stages`, 1: none.
+    pub num_stages: u32,
     /// Checked mode (`TRITIUM_BOUNDS_CHECK`): the kernel takes one more parameter, a
     /// device buffer with a fault record and every buffer's range, and an out-of-bounds
     /// access is skipped and recorded instead of touching memory.
@@ -38,6 +41,7 @@ impl Default for CudaCompileOptions {
         CudaCompileOptions {
             sm: 80,
             num_warps: 4,
+            num_stages: 3,
             bounds_check: false,
         }
     }

@@ -78,8 +78,8 @@ impl Target for Nvptx {
         Ok(vec![
             version::NVPTX.to_string(),
             format!(
-                "{TRIPLE}|sm_{}|ptx{ptx}|warps={}|bounds_check={}",
-                o.sm, o.num_warps, o.bounds_check
+                "{TRIPLE}|sm_{}|ptx{ptx}|warps={}|stages={}|bounds_check={}",
+                o.sm, o.num_warps, o.num_stages, o.bounds_check
             ),
         ])
     }
@@ -106,6 +106,7 @@ impl Target for Nvptx {
     ) -> Result<usize, crate::llvm::CodegenError> {
         let options = codegen::CodegenOptions {
             num_warps: self.0.num_warps,
+            num_stages: self.0.num_stages,
             emulate: false,
             bounds_check: self.0.bounds_check,
             eviction_priorities: ptx_version(self.0.sm)

@@ -23,6 +23,12 @@ pub struct LaunchOptions {
     /// Warps per program on CUDA (Triton's `num_warps`, 1..=32, default 4): a program is
     /// a CTA of `num_warps × 32` threads. Ignored on the CPU and the interpreter.
     pub num_warps: u32,
+    /// Software-pipelining stages on CUDA (Triton's `num_stages`, default 3): a loop around
+    /// a tensor-core `dot` keeps the operand tiles of `num_stages - 1` iterations in shared
+    /// memory, as Triton counts them on Ampere (fewer where they would not fit; none below
+    /// 3), unless its `range(…, num_stages = s)` says otherwise. Changes no result.
+    /// Ignored on the CPU and the interpreter.
+    pub num_stages: u32,
     /// Root of the on-disk kernel cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).
     pub cache_dir: Option<PathBuf>,
     /// Where to dump the IR, LLVM IR and assembly of compiled kernels (`TRITIUM_DUMP`).
@@ -42,6 +48,7 @@ impl Default for LaunchOptions {
             interpret: None,
             race_check: None,
             num_warps: 4,
+            num_stages: 3,
             cache_dir: None,
             dump_dir: None,
             stream: None,

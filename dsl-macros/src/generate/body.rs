@@ -222,6 +222,7 @@ impl Rewriter {
             inclusive,
             step,
             unroll,
+            stages,
         }) = range
         else {
             self.visit_expr_mut(&mut f.expr);
@@ -250,15 +251,18 @@ impl Rewriter {
         };
         let step = step.unwrap_or_else(|| quote_spanned!(sp=> 1));
         let (pat, body) = (&f.pat, &f.body);
-        // With `loop_unroll_factor`, `for_range_with(lo, hi, step, options, …)`.
-        let (for_range, step) = match unroll {
-            None => (flow("for_range", sp), step),
-            Some(u) => {
+        // With `loop_unroll_factor` or `num_stages`, `for_range_with(lo, hi, step, options,
+        // …)`.
+        let (for_range, step) = match (unroll, stages) {
+            (None, None) => (flow("for_range", sp), step),
+            (unroll, stages) => {
                 let options = flow("LoopOptions", sp);
+                let unroll = unroll.map(|u| quote_spanned!(sp=> .unroll_factor((#u) as i64)));
+                let stages = stages.map(|s| quote_spanned!(sp=> .num_stages((#s) as i64)));
                 let f = flow("for_range_with", sp);
                 (
                     f,
-                    quote_spanned!(sp=> #step, #options::unroll_factor((#u) as i64)),
+                    quote_spanned!(sp=> #step, #options::default() #unroll #stages),
                 )
             }
         };

@@ -77,7 +77,10 @@ pub fn launches(
             });
             (
                 quote!(#(#lets)*),
-                quote!(__options.num_warps = __config.num_warps;),
+                quote!(
+                    __options.num_warps = __config.num_warps;
+                    __options.num_stages = __config.num_stages;
+                ),
             )
         }
         None => (quote!(), quote!()),
@@ -124,7 +127,7 @@ pub fn launches(
         }
 
         /// Launches the kernel with explicit [`LaunchOptions`](::tritium::backend::LaunchOptions)
-        /// (an autotuner's config sets `num_warps`).
+        /// (an autotuner's config sets `num_warps` and `num_stages`).
         pub fn launch_with #grid_g (
             #device: &::tritium::backend::Device,
             #grid: impl ::core::ops::Fn(&self::Meta) -> __G,

@@ -5,8 +5,9 @@
 use syn::spanned::Spanned;
 use syn::{Error, Expr, RangeLimits};
 
-/// Triton's `tl.range` options: `loop_unroll_factor` reaches the IR (the CPU and CUDA
-/// unroll by it); the others are accepted with nothing to do (software pipelining and warp
+/// Triton's `tl.range` options: `loop_unroll_factor` and `num_stages` reach the IR (the
+/// CPU and CUDA unroll by the first; CUDA pipelines a loop around a tensor-core `dot` in
+/// that many stages); the others are accepted with nothing to do (flattening and warp
 /// specialization are GPU schedules Tritium does not generate).
 pub const LOOP_OPTIONS: &[&str] = &[
     "num_stages",
@@ -28,6 +29,8 @@ pub struct RuntimeRange {
     pub step: Option<Expr>,
     /// `loop_unroll_factor = …`.
     pub unroll: Option<Expr>,
+    /// `num_stages = …`.
+    pub stages: Option<Expr>,
 }
 
 fn strip_parens(e: &Expr) -> &Expr {
@@ -54,6 +57,7 @@ fn range_expr(e: &Expr) -> Result<Option<RuntimeRange>, Error> {
         inclusive: matches!(r.limits, RangeLimits::Closed(_)),
         step: None,
         unroll: None,
+        stages: None,
     }))
 }
 
@@ -77,12 +81,14 @@ pub fn classify(iter: &Expr) -> Result<Option<RuntimeRange>, Error> {
             if p.qself.is_some() || !p.path.is_ident("range") {
                 return Ok(None);
             }
-            // Triton's loop options are accepted; `loop_unroll_factor` is kept.
+            // Triton's loop options are accepted; `loop_unroll_factor` and `num_stages` are
+            // kept.
             let mut args: Vec<Expr> = Vec::new();
-            let mut unroll = None;
+            let (mut unroll, mut stages) = (None, None);
             for a in &c.args {
                 match super::assigned::keyword_arg(a) {
                     Some((kw, v)) if kw == "loop_unroll_factor" => unroll = Some(v.clone()),
+                    Some((kw, v)) if kw == "num_stages" => stages = Some(v.clone()),
                     Some((kw, _)) if LOOP_OPTIONS.contains(&kw.to_string().as_str()) => {}
                     Some((kw, _)) => {
                         return Err(Error::new(
@@ -104,6 +110,7 @@ pub fn classify(iter: &Expr) -> Result<Option<RuntimeRange>, Error> {
                     inclusive: false,
                     step: None,
                     unroll,
+                    stages,
                 })),
                 2 | 3 => Ok(Some(RuntimeRange {
                     lo: args[0].clone(),
@@ -111,6 +118,7 @@ pub fn classify(iter: &Expr) -> Result<Option<RuntimeRange>, Error> {
                     inclusive: false,
                     step: args.get(2).cloned(),
                     unroll,
+                    stages,
                 })),
                 n => Err(Error::new(
                     c.span(),

@@ -364,6 +364,9 @@ pub enum Op {
         /// Triton's `loop_unroll_factor`: unroll this many times (`Some(1)` or less: do not
         /// unroll); `None` leaves it to the compiler. Changes no result.
         unroll: Option<u32>,
+        /// Triton's `num_stages`: software-pipelining stages of this loop on GPUs
+        /// (`Some(1)` or less: not pipelined); `None` takes the launch's. Changes no result.
+        stages: Option<u32>,
     },
     /// `if cond { then } else { else }`; both regions end with `Yield` of the results.
     If {

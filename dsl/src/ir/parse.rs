@@ -703,7 +703,7 @@ impl Parser {
             "store" => (&["cache", "eviction"], &["mask"]),
             "assert" => (&["msg"], &["mask"]),
             "print" => (&["prefix", "hex"], &[]),
-            "for" => (&["unroll"], &[]),
+            "for" => (&["unroll", "stages"], &[]),
             "hint" => (&["kind", "values"], &[]),
             _ => (&[], &[]),
         };
@@ -948,13 +948,16 @@ impl Parser {
                 if ops.len() < 3 {
                     return Err(self.err("`for` needs lo, hi, step"));
                 }
-                let unroll = match has("unroll") {
-                    true => Some(
-                        u32::try_from(int("unroll")?)
-                            .map_err(|_| self.err("`unroll` must fit u32".to_string()))?,
-                    ),
-                    false => None,
+                let count = |key: &str| -> Result<Option<u32>, Error> {
+                    match has(key) {
+                        true => Ok(Some(
+                            u32::try_from(int(key)?)
+                                .map_err(|_| self.err(format!("`{key}` must fit u32")))?,
+                        )),
+                        false => Ok(None),
+                    }
                 };
+                let (unroll, stages) = (count("unroll")?, count("stages")?);
                 let body = self.region()?;
                 Op::For {
                     lo: ops[0],
@@ -963,6 +966,7 @@ impl Parser {
                     init: ops[3..].to_vec(),
                     body,
                     unroll,
+                    stages,
                 }
             }
             "if" => {

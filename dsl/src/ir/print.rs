@@ -98,9 +98,14 @@ fn print_inst(f: &Function, inst: &Inst, depth: usize, out: &mut String) {
         Op::Print { prefix, hex, .. } => {
             attrs.push(format!("prefix = {}, hex = {hex}", quote(prefix)))
         }
-        Op::For {
-            unroll: Some(n), ..
-        } => attrs.push(format!("unroll = {n}")),
+        Op::For { unroll, stages, .. } => {
+            if let Some(n) = unroll {
+                attrs.push(format!("unroll = {n}"));
+            }
+            if let Some(n) = stages {
+                attrs.push(format!("stages = {n}"));
+            }
+        }
         Op::Load { hints, .. } | Op::Store { hints, .. } => {
             if hints.modifier != CacheModifier::Default {
                 attrs.push(format!("cache = {}", quote(hints.modifier.name())));

@@ -160,20 +160,31 @@ pub fn for_range<C: Carry>(
     for_range_with(lo, hi, step, LoopOptions::default(), carried, body)
 }
 
-/// Triton's `range` options that reach the IR (`num_stages`, `flatten`,
-/// `disallow_acc_multi_buffer` and `warp_specialize` are GPU schedules Tritium does not
-/// generate: accepted, with nothing to do).
+/// Triton's `range` options that reach the IR (`flatten`, `disallow_acc_multi_buffer` and
+/// `warp_specialize` are GPU schedules Tritium does not generate: accepted, with nothing to
+/// do).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoopOptions {
     /// `loop_unroll_factor`: unroll this many times (1 or less: do not unroll).
     pub unroll: Option<u32>,
+    /// `num_stages`: software-pipelining stages on GPUs (1 or less: none).
+    pub stages: Option<u32>,
 }
 
 impl LoopOptions {
     /// `loop_unroll_factor = factor` (a constexpr; below 1 means 1).
-    pub fn unroll_factor(factor: i64) -> LoopOptions {
+    pub fn unroll_factor(self, factor: i64) -> LoopOptions {
         LoopOptions {
             unroll: Some(factor.clamp(1, i64::from(u32::MAX)) as u32),
+            ..self
+        }
+    }
+
+    /// `num_stages = stages` (a constexpr; below 1 means 1).
+    pub fn num_stages(self, stages: i64) -> LoopOptions {
+        LoopOptions {
+            stages: Some(stages.clamp(1, i64::from(u32::MAX)) as u32),
+            ..self
         }
     }
 }
@@ -246,6 +257,7 @@ pub fn for_range_with<C: Carry>(
                 init: init.iter().map(|t| t.0).collect(),
                 body: body_block,
                 unroll: options.unroll,
+                stages: options.stages,
             },
             init_types,
             loc,

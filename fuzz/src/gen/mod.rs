@@ -1698,6 +1698,7 @@ impl Gen {
             init: vec![init],
             body,
             unroll: None,
+            stages: self.loop_stages(),
         };
         self.finish_region_op(op, &carried, &[y]);
         *self
@@ -1705,6 +1706,15 @@ impl Gen {
             .last()
             .and_then(|v| v.last())
             .expect("the loop's result")
+    }
+
+    /// A loop's `num_stages` now and then (CUDA pipelines a loop around a tensor-core `dot`
+    /// in that many stages; 1: not at all).
+    fn loop_stages(&mut self) -> Option<u32> {
+        match self.rng.chance(0.3) {
+            true => Some(*self.rng.pick(&[1u32, 2, 3, 4])),
+            false => None,
+        }
     }
 
     /// Small integers of dtype `d` over `shape` that differ from lane to lane (the lanes'
@@ -2341,11 +2351,13 @@ impl Gen {
         let mut block_args = vec![iv];
         block_args.extend(&args);
         let body = self.close(block_args);
-        // Triton's `loop_unroll_factor` now and then: it changes no result.
+        // Triton's `loop_unroll_factor` and `num_stages` now and then: they change no
+        // result.
         let unroll = match self.rng.chance(0.2) {
             true => Some(*self.rng.pick(&[1u32, 2, 3, 4, 8])),
             false => None,
         };
+        let stages = self.loop_stages();
         self.finish_region_op(
             Op::For {
                 lo,
@@ -2354,6 +2366,7 @@ impl Gen {
                 init: carried.iter().map(|c| c.0).collect(),
                 body,
                 unroll,
+                stages,
             },
             &carried,
             &ys,

@@ -352,6 +352,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             init,
             body,
             unroll,
+            ..
         } = &inst.op
         else {
             unreachable!()

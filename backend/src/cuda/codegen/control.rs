@@ -100,6 +100,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             init,
             body,
             unroll,
+            stages,
         } = &inst.op
         else {
             unreachable!()
@@ -119,7 +120,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.assign(init, &slots, &carry)?;
         let floor = self.shared_floor;
         self.hoist_a_fragments(body)?;
-        let plan = self.pipeline_plan(body, init, count.is_narrow());
+        let plan = self.pipeline_plan(body, init, count.is_narrow(), *stages);
         let pipelined = plan.is_some();
         if pipelined {
             self.pipelined = plan;

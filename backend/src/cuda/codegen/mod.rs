@@ -68,6 +68,9 @@ const PTX_KERNEL_CC: u32 = 71;
 pub(crate) struct CodegenOptions {
     /// Warps per CTA.
     pub num_warps: u32,
+    /// Software-pipelining stages of a loop around a tensor-core `dot` where the loop does
+    /// not say (Triton's `num_stages`; 1 or less: none; see `pipeline.rs`).
+    pub num_stages: u32,
     /// Generate for the host emulator (see `cuda/emulate.rs`) instead of NVPTX: the same
     /// code, except that the target hooks of `sync.rs` call into the emulator and the
     /// `ex2.approx` instruction becomes the host's `exp2`.
@@ -134,6 +137,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     eviction_priorities: bool,
     /// Values held in a tensor-core `dot`'s layouts (see `held.rs`).
     held: HashMap<Value, held::Held>,
+    /// See [`CodegenOptions::num_stages`].
+    num_stages: u32,
     /// A fragments of loop-invariant `dot` operands read before their loop, by the `dot`'s
     /// result: per A fragment row, per k step, four words (see `dot::hoist_a_fragments`).
     a_hoisted: HashMap<Value, dot::HoistedA<'ctx>>,
@@ -237,6 +242,7 @@ pub(crate) fn generate<'ctx>(
         lone_stores: memory::lone_stores(f),
         defs: definitions(f),
         held: HashMap::new(),
+        num_stages: opts.num_stages,
         a_hoisted: HashMap::new(),
         shared_floor: 0,
         async_candidates: Default::default(),
@@ -915,6 +921,7 @@ mod tests {
         let module = ctx.create_module("inject");
         let opts = CodegenOptions {
             num_warps: 4,
+            num_stages: 3,
             emulate: false,
             bounds_check: false,
             eviction_priorities: false,

@@ -1,10 +1,12 @@
 //! Software pipelining of a `for` loop around a tensor-core `dot` (Triton's `num_stages`).
 //!
-//! When a loop's body is its counter's arithmetic, index expressions, the two loads that
-//! feed a tensor-core `dot` (deferred, see `async_copy.rs`) and that `dot`, the operand
-//! tiles of `S` iterations live in shared memory at once (`S` = 3, Triton's default, or 2
-//! where three would pass [`SHARED_BUDGET`]): before the loop, the copies of the first
-//! `S - 1` iterations are issued, one `cp.async` group each; at each iteration the `dot`
+//! When a loop's body uses no shared memory but for its tensor-core `dot`s (index and
+//! scalar ops, ops on values held in fragments, the loads that feed the `dot`s, deferred:
+//! see `async_copy.rs`), the operand tiles of `S` iterations live in shared memory at once:
+//! `S = num_stages - 1` buffers, as Triton's `num_stages` counts them on Ampere (tutorial
+//! 03's 128×256×64 at 3 stages takes two 48 KiB buffers), fewer where they would pass
+//! [`SHARED_BUDGET`], none below 2. Before the loop, the copies of the first `S - 1`
+//! iterations are issued, one `cp.async` group each; at each iteration the first `dot`
 //! waits until its own group has landed (`wait_group S - 2`), a barrier makes every warp
 //! done with the buffer the last iteration read, the copies of iteration `i + S - 1` are
 //! issued into that buffer, and the `mma`s read buffer `i % S` while those copies are in
@@ -21,8 +23,8 @@ use inkwell::values::{BasicValueEnum, IntValue};
 use std::collections::{HashMap, HashSet};
 use tritium_dsl::ir::{BinOp, Block, Inst, Op, Value};
 
-/// The most operand buffers: the `dot`'s tiles of this many iterations.
-const MAX_STAGES: usize = 3;
+/// The most operand buffers (each the `dot`s' tiles of one iteration).
+const MAX_STAGES: usize = 8;
 
 /// Shared memory the stages may take: what every GPU from sm_80 gives one CTA (sm_86 and
 /// sm_89 allow 99 KiB), so that a pipelined kernel launches on all of them.
@@ -74,8 +76,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         body: &'f Block,
         init: &[Value],
         narrow: bool,
+        stages: Option<u32>,
     ) -> Option<Pipelined<'ctx, 'f>> {
-        if !narrow || self.check.is_some() {
+        let wanted = (stages.unwrap_or(self.num_stages).saturating_sub(1) as usize).min(MAX_STAGES);
+        if !narrow || self.check.is_some() || wanted < 2 {
             return None;
         }
         let inductions = self.inductions(body, init);
@@ -139,7 +143,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             });
         }
         let stage_bytes = offset - self.shared_floor;
-        let stages = (2..=MAX_STAGES)
+        let stages = (2..=wanted)
             .rev()
             .find(|s| self.shared_floor + s * stage_bytes <= SHARED_BUDGET)?;
         Some(Pipelined {
