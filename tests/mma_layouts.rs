@@ -208,3 +208,51 @@ fn attention_loop_stays_in_registers() {
         .expect("in the PTX");
     assert!(ptx[end..].contains("%tid.x"), "{}", &ptx[end..]);
 }
+
+/// A tensor-core loop inside a runtime `if`, an index tile (`at`) used after the loop in
+/// the branch and again after the branch: what is evaluated again after the loop (codegen
+/// `remat`) serves only the rest of the branch (the fuzzer's seed 22 used it past the
+/// branch: LLVM IR that did not verify).
+#[kernel]
+fn dot_loop_in_a_branch(
+    out: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    steps: i32,
+    flag: i32,
+    #[constexpr] S: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let mut acc = zeros([S, S], DType::F32);
+    if flag > 0 {
+        for i in range(0, steps) {
+            acc = dot(load(a + at + i * (S * S) as i32), load(b + at), acc);
+        }
+        store(out + at, acc);
+    }
+    store(out + (S * S) as i32 + at, acc + 1.0);
+}
+
+#[test]
+fn index_tiles_after_a_dot_loop_in_a_branch_emulated() {
+    use half::f16;
+    let s = 32;
+    let a = Array1::from(random_f32(2 * s * s, 81)).mapv(f16::from_f32);
+    let b = Array1::from(random_f32(s * s, 82)).mapv(f16::from_f32);
+    for flag in [0, 1] {
+        let run = |d: &Device| {
+            let mut out = Array1::<f32>::zeros(2 * s * s);
+            dot_loop_in_a_branch::launch(d, 1, &mut out, &a, &b, 2, flag, s).unwrap();
+            out
+        };
+        let what = format!("flag {flag}");
+        assert_close(
+            &run(&Device::cuda_emulator()),
+            &run(&Device::interpreter()),
+            1e-4,
+            1e-4,
+            &what,
+        );
+    }
+}

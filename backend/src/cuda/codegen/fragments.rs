@@ -499,3 +499,51 @@ impl<'ctx> Gen<'ctx, '_> {
             .map(Some)
     }
 }
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// A store of a value held in fragments whose pointers and mask are index
+    /// expressions: each register is stored where it lies, its address and mask evaluated
+    /// at its coordinates (the matmul and attention epilogues), instead of the value going
+    /// to slots through shared memory. Not in checked mode (its checks read slots). False
+    /// (nothing emitted) where it does not apply.
+    pub(super) fn store_held(&mut self, inst: &Inst) -> Result<bool> {
+        let Op::Store {
+            ptr,
+            value,
+            mask,
+            hints,
+        } = &inst.op
+        else {
+            return Ok(false);
+        };
+        let Some(V::Frag(l, regs)) = self.vals.get(value).cloned() else {
+            return Ok(false);
+        };
+        let indexed = |g: &Self, v: Value| !g.ty(v).is_scalar() && g.is_index_value(v);
+        if self.check.is_some() || !indexed(self, *ptr) || !mask.is_none_or(|m| indexed(self, m)) {
+            return Ok(false);
+        }
+        let d = self.ty(*ptr).elem.pointee().expect("stores need pointers");
+        let elem = tritium_dsl::ir::Elem::Scalar(d);
+        let ordered = !self.lone_stores.contains(&(inst as *const Inst as usize));
+        if ordered {
+            self.barrier()?;
+        }
+        let sites = self.held_sites(Held::Frag(l))?;
+        for (s, x) in sites.iter().zip(&regs) {
+            let p = self.index_at(*ptr, s)?.into_pointer_value();
+            let mut cond = s.writes;
+            if let Some(m) = mask {
+                let m = self.index_at(*m, s)?.into_int_value();
+                cond = self.b.build_and(cond, m, "")?;
+            }
+            let v = self.to_storage(*x, elem)?;
+            let hints = *hints;
+            self.when(Some(cond), &mut |g| g.global_store(p, v, hints, None))?;
+        }
+        if ordered {
+            self.barrier()?;
+        }
+        Ok(true)
+    }
+}

@@ -596,14 +596,23 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// Generates the ops of a block (not its terminator).
     fn block(&mut self, block: &'f Block) -> Result<()> {
+        // What `remat` replaces is defined here, and so dominates only the rest of this
+        // block: the enclosing block gets its own back at the end.
+        let tid = self.tid;
+        let mut replaced = Vec::new();
         for (i, inst) in block.insts.iter().enumerate() {
             #[cfg(test)]
             crate::llvm::inject::before(self.b, inst);
             self.inst(inst).map_err(|e| e.at(inst))?;
             if self.is_mma_loop(inst) {
-                self.rematerialize_after(remat::after(block, i))
-                    .map_err(|e| e.at(inst))?;
+                let old =
+                    (self.rematerialize_after(remat::after(block, i))).map_err(|e| e.at(inst))?;
+                replaced.extend(old);
             }
+        }
+        self.tid = tid;
+        for (v, old) in replaced.into_iter().rev() {
+            self.vals.insert(v, old);
         }
         Ok(())
     }
@@ -615,6 +624,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             if h != held::Held::Slots && !matches!(inst.op, Op::Dot { .. } | Op::For { .. }) {
                 return self.held_op(inst, h);
             }
+        }
+        if matches!(inst.op, Op::Store { .. }) && self.store_held(inst)? {
+            return Ok(());
         }
         let fragments = self.operands_to_slots(inst)?;
         match &inst.op {

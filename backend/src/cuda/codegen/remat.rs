@@ -24,8 +24,10 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// After an [`is_mma_loop`](Self::is_mma_loop): the thread index read again and the
-    /// index tiles that `later` (the rest of the block) uses evaluated again from it.
-    pub(super) fn rematerialize_after(&mut self, later: &[Inst]) -> Result<()> {
+    /// index tiles that `later` (the rest of the block) uses evaluated again from it. The
+    /// new values dominate only the rest of this block: returns the ones they replace, for
+    /// the block to restore at its end (as it restores the thread index).
+    pub(super) fn rematerialize_after(&mut self, later: &[Inst]) -> Result<Vec<(Value, V<'ctx>)>> {
         fn operands(insts: &[Inst], out: &mut HashSet<Value>) {
             for i in insts {
                 out.extend(i.op.operands());
@@ -44,10 +46,11 @@ impl<'ctx> Gen<'ctx, '_> {
             })
             .collect();
         if again.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         again.sort_by_key(|v| v.index());
         self.tid = self.fresh_tid()?;
+        let mut replaced = Vec::with_capacity(again.len());
         for v in again {
             let shape = self.ty(v).shape.clone();
             let numel = self.ty(v).numel();
@@ -58,9 +61,11 @@ impl<'ctx> Gen<'ctx, '_> {
                     self.eval_at(v, &idx)
                 })
                 .collect::<Result<_>>()?;
-            self.vals.insert(v, V::Tile(slots));
+            if let Some(old) = self.vals.insert(v, V::Tile(slots)) {
+                replaced.push((v, old));
+            }
         }
-        Ok(())
+        Ok(replaced)
     }
 
     /// `%tid.x` read by a volatile `mov` (the emulator's thread word).
