@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use tritium::backend::cuda::{CudaDevice, CudaTensor};
 use tritium::{Device, LaunchOptions};
 use tritium_kernels::attention::attention_forward;
-use tritium_kernels::matmul::matmul;
+use tritium_kernels::matmul::matmul_grouped;
 use tritium_kernels::softmax::softmax;
 use tritium_kernels::vector_add::add;
 
@@ -278,11 +278,13 @@ fn f16_matmul(
             num_stages: stages,
             ..Default::default()
         };
-        let grid = [m.div_ceil(bm), n.div_ceil(bn)];
+        // Tutorial 03 as Triton runs it: one grid axis, tiles in groups of 8 block rows.
+        let grid = m.div_ceil(bm) * n.div_ceil(bn);
         let (mi, ni, ki) = (m as i32, n as i32, k as i32);
         let mut launch = || {
-            matmul::launch_explicit(
-                device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn, bk,
+            matmul_grouped::launch_with(
+                device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn,
+                bk, 8,
             )
         };
         let name = format!("matmul f16 4096³ {bm}×{bn}×{bk} w={warps} s={stages} (cuBLAS)");

@@ -70,11 +70,12 @@ fn cases() -> Result<Vec<Case>, String> {
     ] {
         all.push(Case {
             key: format!("matmul/f16/{bm}x{bn}x{bk}/w{warps}/s{stages}"),
-            kernel: matmul::matmul::trace::<F16, F16>(
+            kernel: matmul::matmul_grouped::trace::<F16, F16>(
                 &launch_spec(12, &[7, 9, 11], &[]),
                 bm,
                 bn,
                 bk,
+                8,
             )
             .map_err(e)?,
             warps,

@@ -236,6 +236,35 @@ fn persistent_matmul_covers_every_tile_once() {
     }
 }
 
+/// Tutorial 03's grouped program order (`GROUP_SIZE_M`): every tile computed once whatever
+/// the group size (one block row, a last group shorter than the others, more rows than the
+/// matrix has), f32 and f16 inputs, on every device.
+#[test]
+fn grouped_matmul_covers_every_tile_once() {
+    use tritium_kernels::matmul::matmul_grouped_2d;
+    let blocks = MatmulBlocks {
+        m: 16,
+        n: 16,
+        k: 16,
+    };
+    for (m, n, k, group) in [(100, 72, 40, 3), (48, 33, 16, 1), (20, 100, 7, 8)] {
+        let a = Array2::from_shape_vec((m, k), random_f32(m * k, 23)).unwrap();
+        let b = Array2::from_shape_vec((k, n), random_f32(k * n, 24)).unwrap();
+        let want = a.dot(&b);
+        let (ah, bh) = (a.mapv(f16::from_f32), b.mapv(f16::from_f32));
+        let want_h = ah.mapv(f32::from).dot(&bh.mapv(f32::from));
+        for device in crate::common::all_devices() {
+            let what = format!("{m}x{n}x{k}, groups of {group} on {device:?}");
+            let c: Array2<f32> =
+                matmul_grouped_2d(&device, a.view(), b.view(), blocks, group).unwrap();
+            assert_close(&c, &want, 1e-4, 1e-4, &what);
+            let c: Array2<f32> =
+                matmul_grouped_2d(&device, ah.view(), bh.view(), blocks, group).unwrap();
+            assert_close(&c, &want_h, 1e-4, 1e-4, &format!("{what}, f16 inputs"));
+        }
+    }
+}
+
 /// The autotuned matmul is right whichever blocks it picks, and keeps its choice per shape.
 #[test]
 fn autotuned_matmul_matches_ndarray() {

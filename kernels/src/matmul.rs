@@ -66,6 +66,105 @@ pub fn matmul<T: Float, O: Float>(
     store(c_ptrs, acc, mask = c_mask);
 }
 
+/// Tutorial 03 as Triton writes it: [`matmul`] over a one-axis grid of
+/// `cdiv(m, BM) · cdiv(n, BN)` programs that visit the output tiles in groups of `GROUP_M`
+/// block rows (`GROUP_SIZE_M`), so that on a GPU the programs running at once share `a`
+/// rows and `b` columns in L2. (The CPU prefers [`matmul`]'s two-axis grid: its workers
+/// take whole lines of one `b` column, whose packed panels they keep.)
+#[kernel]
+pub fn matmul_grouped<T: Float, O: Float>(
+    c: Ptr<O>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    m: i32,
+    n: i32,
+    k: i32,
+    stride_am: i32,
+    stride_ak: i32,
+    stride_bk: i32,
+    stride_bn: i32,
+    stride_cm: i32,
+    stride_cn: i32,
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+    #[constexpr] GROUP_M: usize,
+) {
+    let pid = program_id(0);
+    let num_pid_m = cdiv(m, BM as i32);
+    let num_pid_n = cdiv(n, BN as i32);
+    let num_pid_in_group = GROUP_M as i32 * num_pid_n;
+    let group_id = pid / num_pid_in_group;
+    let first_pid_m = group_id * GROUP_M as i32;
+    let group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M as i32);
+    let pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+    let pid_n = (pid % num_pid_in_group) / group_size_m;
+    let offs_m = pid_m * BM as i32 + arange(0, BM);
+    let offs_n = pid_n * BN as i32 + arange(0, BN);
+    let offs_k = arange(0, BK);
+    let a_ptrs = a + offs_m[(.., None)] * stride_am + offs_k[(None, ..)] * stride_ak;
+    let b_ptrs = b + offs_k[(.., None)] * stride_bk + offs_n[(None, ..)] * stride_bn;
+    let mut acc = zeros([BM, BN], DType::F32);
+    for kb in range(0, cdiv(k, BK as i32)) {
+        let k0 = kb * BK as i32;
+        let ta = load(
+            a_ptrs + k0 * stride_ak,
+            mask = (offs_m[(.., None)] < m) & (offs_k[(None, ..)] < k - k0),
+            other = 0.0,
+        );
+        let tb = load(
+            b_ptrs + k0 * stride_bk,
+            mask = (offs_k[(.., None)] < k - k0) & (offs_n[(None, ..)] < n),
+            other = 0.0,
+        );
+        acc = dot(ta, tb, acc);
+    }
+    let c_ptrs = c + offs_m[(.., None)] * stride_cm + offs_n[(None, ..)] * stride_cn;
+    let c_mask = (offs_m[(.., None)] < m) & (offs_n[(None, ..)] < n);
+    store(c_ptrs, acc, mask = c_mask);
+}
+
+/// `a @ b` through [`matmul_grouped`] with the given blocks and `group_m` block rows per
+/// group (tutorial 03 uses 8), output dtype `O`.
+pub fn matmul_grouped_2d<T: Float, O: Float + Default>(
+    device: &Device,
+    a: ArrayView2<T>,
+    b: ArrayView2<T>,
+    blocks: MatmulBlocks,
+    group_m: usize,
+) -> tritium::Result<Array2<O>> {
+    product(
+        "matmul_grouped",
+        a,
+        b,
+        |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
+            let tiles_m = cdiv(m.max(1) as usize, blocks.m);
+            let tiles_n = cdiv(n.max(1) as usize, blocks.n);
+            matmul_grouped::launch_with(
+                device,
+                tiles_m * tiles_n,
+                &LaunchOptions::default(),
+                c,
+                a,
+                b,
+                m,
+                n,
+                k,
+                sam,
+                sak,
+                sbk,
+                sbn,
+                scm,
+                scn,
+                blocks.m,
+                blocks.n,
+                blocks.k,
+                group_m.max(1),
+            )
+        },
+    )
+}
+
 /// Block sizes of [`matmul_2d`].
 #[derive(Debug, Clone, Copy)]
 pub struct MatmulBlocks {
