@@ -41,8 +41,37 @@ pub fn matmul<T: Float, O: Float>(
     #[constexpr] BN: usize,
     #[constexpr] BK: usize,
 ) {
-    let offs_m = program_id(0) * BM as i32 + arange(0, BM);
-    let offs_n = program_id(1) * BN as i32 + arange(0, BN);
+    let sizes = (m, n, k);
+    let strides = (
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    );
+    let at = (program_id(0), program_id(1));
+    matmul_block((c, a, b), sizes, strides, at, BM, BN, BK);
+}
+
+/// Block `(pid_m, pid_n)` of `c = a @ b` (`BM × BN`): tutorial 03's K loop over `BK`-wide
+/// slices of `k`, accumulated in f32, and its masked store; [`matmul`] and
+/// [`matmul_grouped`] differ only in which block a program takes.
+#[device]
+#[allow(clippy::type_complexity)]
+fn matmul_block(
+    (c, a, b): (Tile, Tile, Tile),
+    (m, n, k): (Tile, Tile, Tile),
+    (stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn): (
+        Tile,
+        Tile,
+        Tile,
+        Tile,
+        Tile,
+        Tile,
+    ),
+    (pid_m, pid_n): (Tile, Tile),
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+) {
+    let offs_m = pid_m * BM as i32 + arange(0, BM);
+    let offs_n = pid_n * BN as i32 + arange(0, BN);
     let offs_k = arange(0, BK);
     let a_ptrs = a + offs_m[(.., None)] * stride_am + offs_k[(None, ..)] * stride_ak;
     let b_ptrs = b + offs_k[(.., None)] * stride_bk + offs_n[(None, ..)] * stride_bn;
@@ -99,29 +128,11 @@ pub fn matmul_grouped<T: Float, O: Float>(
     let group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M as i32);
     let pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
     let pid_n = (pid % num_pid_in_group) / group_size_m;
-    let offs_m = pid_m * BM as i32 + arange(0, BM);
-    let offs_n = pid_n * BN as i32 + arange(0, BN);
-    let offs_k = arange(0, BK);
-    let a_ptrs = a + offs_m[(.., None)] * stride_am + offs_k[(None, ..)] * stride_ak;
-    let b_ptrs = b + offs_k[(.., None)] * stride_bk + offs_n[(None, ..)] * stride_bn;
-    let mut acc = zeros([BM, BN], DType::F32);
-    for kb in range(0, cdiv(k, BK as i32)) {
-        let k0 = kb * BK as i32;
-        let ta = load(
-            a_ptrs + k0 * stride_ak,
-            mask = (offs_m[(.., None)] < m) & (offs_k[(None, ..)] < k - k0),
-            other = 0.0,
-        );
-        let tb = load(
-            b_ptrs + k0 * stride_bk,
-            mask = (offs_k[(.., None)] < k - k0) & (offs_n[(None, ..)] < n),
-            other = 0.0,
-        );
-        acc = dot(ta, tb, acc);
-    }
-    let c_ptrs = c + offs_m[(.., None)] * stride_cm + offs_n[(None, ..)] * stride_cn;
-    let c_mask = (offs_m[(.., None)] < m) & (offs_n[(None, ..)] < n);
-    store(c_ptrs, acc, mask = c_mask);
+    let sizes = (m, n, k);
+    let strides = (
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    );
+    matmul_block((c, a, b), sizes, strides, (pid_m, pid_n), BM, BN, BK);
 }
 
 /// `a @ b` through [`matmul_grouped`] with the given blocks and `group_m` block rows per

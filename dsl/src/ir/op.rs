@@ -642,6 +642,25 @@ impl Op {
         }
     }
 
+    /// True for ops whose every lane is computed from the same lane of each operand, all of
+    /// the result's shape or scalars (no layout op among them).
+    pub fn is_pointwise(&self) -> bool {
+        matches!(
+            self,
+            Op::Binary(..)
+                | Op::Unary(..)
+                | Op::Cmp(..)
+                | Op::Select(..)
+                | Op::Fma(..)
+                | Op::Cast(_)
+                | Op::Bitcast(_)
+                | Op::IntToPtr(_)
+                | Op::PtrToInt(_)
+                | Op::Hint { .. }
+                | Op::AddPtr(..)
+        )
+    }
+
     /// True for ops computed lane by lane from lanes of their operands.
     pub fn is_elementwise(&self) -> bool {
         matches!(

@@ -198,17 +198,7 @@ impl<'a, 'ctx, 'f> Analysis<'a, 'ctx, 'f> {
                     _ => slots,
                 }
             }
-            Op::Binary(..)
-            | Op::Unary(..)
-            | Op::Cmp(..)
-            | Op::Select(..)
-            | Op::Fma(..)
-            | Op::Cast(_)
-            | Op::Bitcast(_)
-                if !rt.is_scalar() =>
-            {
-                self.elementwise(&inst.op.operands())
-            }
+            op if op.is_pointwise() && !rt.is_scalar() => self.elementwise(&op.operands()),
             _ => slots,
         }
     }

@@ -76,17 +76,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Op::ExpandDims { x, .. } | Op::Broadcast(x) | Op::Reshape(x) => {
                 self.is_index_expression(*x, budget)
             }
-            Op::Binary(..)
-            | Op::Unary(..)
-            | Op::Cmp(..)
-            | Op::Select(..)
-            | Op::Fma(..)
-            | Op::Cast(_)
-            | Op::Bitcast(_)
-            | Op::IntToPtr(_)
-            | Op::PtrToInt(_)
-            | Op::Hint { .. }
-            | Op::AddPtr(..) => inst
+            op if op.is_pointwise() => inst
                 .op
                 .operands()
                 .iter()
