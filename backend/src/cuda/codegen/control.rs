@@ -1,8 +1,11 @@
 //! Structured control flow. Every condition is a scalar, held equally by every thread,
 //! so control flow is uniform across the CTA. Carried values (each slot of a tile) live
-//! in entry-block allocas that the optimizer promotes to registers; a `for` loop whose
-//! body yields a tensor-core `dot` carries that accumulator as `mma` fragments, so it
-//! never goes through shared memory between iterations.
+//! in entry-block allocas that the optimizer promotes to registers; a `for` loop carries
+//! each value in the layout `held.rs` settled for it (a tensor-core `dot`'s accumulator in
+//! `mma` fragments, attention's running max and sum one value per fragment row), so none
+//! goes through shared memory between iterations. Before a loop, the loop-invariant `a`
+//! of its `dot`s is staged once (`dot::hoist_a_fragments`); a loop around tensor-core
+//! `dot`s may be software-pipelined (`pipeline.rs`).
 
 use super::held::Held;
 use super::{Gen, V};

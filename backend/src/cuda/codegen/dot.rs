@@ -9,9 +9,11 @@
 //! (round-robin, one tile at a time, when no grid divides the tiles); fragments follow
 //! the PTX ISA's `m16n8k16` layouts, which are `ldmatrix`'s.
 //! The result stays in the accumulator-fragment layout (`V::Frag`): the next `dot` takes
-//! it as it is, and a `for` loop carries it in registers (see `control`); any other use
-//! converts it to the blocked layout through shared memory (as an accumulator in slots is
-//! converted to fragments). Every warp runs the same number of `mma`s (a warp without a
+//! it as it is, a `for` loop carries it in registers (see `control`), ops over it stay in
+//! fragments where `held.rs` says so (`fragments.rs`), and an `a` held as fragments of the
+//! `dot`'s own rows is packed into A fragments without `ldmatrix`; any other use converts
+//! it to the blocked layout through shared memory (as an accumulator in slots is converted
+//! to fragments). Every warp runs the same number of `mma`s (a warp without a
 //! tile left computes a clamped one and discards it), so control flow stays uniform.
 //!
 //! Otherwise (the fallback): `a` and `b`, converted to the accumulator's dtype as a cast
