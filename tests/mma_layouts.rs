@@ -256,3 +256,44 @@ fn index_tiles_after_a_dot_loop_in_a_branch_emulated() {
         );
     }
 }
+
+/// A loop whose `dot` takes a loop-invariant `a` (kept in shared memory for the loop when
+/// nothing else in the body uses shared memory) and an accumulator that goes to fragments
+/// through shared memory at every iteration (`base`, a loaded tile): `a` must then be
+/// staged at every iteration instead, or the conversion overwrites it.
+#[kernel]
+fn invariant_a_onto_a_loaded_tile(
+    out: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    bias: Ptr<f32>,
+    steps: i32,
+    #[constexpr] S: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let base = load(bias + at);
+    let ta = load(a + at);
+    let mut acc = zeros([S, S], DType::F32);
+    for i in range(0, steps) {
+        let tb = load(b + at + i * (S * S) as i32);
+        acc = acc + dot(ta, tb, base);
+    }
+    store(out + at, acc);
+}
+
+#[test]
+fn a_kept_for_the_loop_is_not_overwritten_emulated() {
+    use half::f16;
+    let s = 64;
+    let a = Array1::from(random_f32(s * s, 91)).mapv(f16::from_f32);
+    let b = Array1::from(random_f32(3 * s * s, 92)).mapv(f16::from_f32);
+    let bias = Array1::from(random_f32(s * s, 93));
+    let run = |d: &Device| {
+        let mut out = Array1::<f32>::zeros(s * s);
+        invariant_a_onto_a_loaded_tile::launch(d, 1, &mut out, &a, &b, &bias, 3, s).unwrap();
+        out
+    };
+    let want = run(&Device::interpreter());
+    assert_close(&run(&Device::cuda_emulator()), &want, 1e-4, 1e-4, "kept a");
+}

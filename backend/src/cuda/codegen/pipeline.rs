@@ -159,26 +159,34 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// Whether a loop body uses no shared memory but for its tensor-core `dot`s' tiles
-    /// (which may then be in flight, or kept, across its other ops): loads, index and
-    /// scalar ops, and ops on values held in fragments (whose operands are held alike:
-    /// `held.rs`) use none, and no carried value changes layout at the end of an
-    /// iteration.
+    /// (which may then be in flight, or kept, across its other ops): loads of slots, index
+    /// and scalar ops, ops on values held in fragments (whose operands are held alike:
+    /// `held.rs`) and tensor-core `dot`s whose accumulator and operands need no conversion
+    /// use none, and no carried value changes layout at the end of an iteration.
     pub(super) fn uses_no_shared_memory(&self, body: &Block) -> bool {
+        // Operands that would go to slots (or to fragments) through shared memory.
+        let in_slots = |v: &Value| self.held(*v) == Held::Slots;
         let quiet = body.insts.iter().all(|i| {
-            matches!(
-                i.op,
-                Op::Dot { .. }
-                    | Op::Yield(_)
-                    | Op::Load { .. }
-                    | Op::ProgramId(_)
-                    | Op::NumPrograms(_)
-            ) || (i.op.regions().is_empty()
-                && (i.op.is_elementwise() || matches!(i.op, Op::Reduce { .. }))
-                && i.results.iter().all(|r| {
-                    self.ty(*r).is_scalar()
-                        || self.is_index_value(*r)
-                        || self.held(*r) != Held::Slots
-                }))
+            let dot_in_place = match &i.op {
+                Op::Dot { a, b, acc } => {
+                    self.mma_shape(i).is_some()
+                        && (self.held(*acc) == self.held(i.results[0])
+                            || self.is_uniform_tile(*acc))
+                        && (in_slots(a) || self.a_fragments_in_registers(i))
+                        && in_slots(b)
+                }
+                Op::Load { .. } => i.op.operands().iter().all(in_slots),
+                _ => false,
+            };
+            dot_in_place
+                || matches!(i.op, Op::Yield(_) | Op::ProgramId(_) | Op::NumPrograms(_))
+                || (i.op.regions().is_empty()
+                    && (i.op.is_elementwise() || matches!(i.op, Op::Reduce { .. }))
+                    && i.results.iter().all(|r| {
+                        self.ty(*r).is_scalar()
+                            || self.is_index_value(*r)
+                            || self.held(*r) != Held::Slots
+                    }))
         });
         let settled = (body.args[1..].iter().zip(Self::yields(body)))
             .all(|(arg, y)| self.held(*arg) == self.held(*y) || self.ty(*y).is_scalar());
