@@ -119,20 +119,30 @@ pub fn matmul_grouped<T: Float, O: Float>(
     #[constexpr] BK: usize,
     #[constexpr] GROUP_M: usize,
 ) {
-    let pid = program_id(0);
-    let num_pid_m = cdiv(m, BM as i32);
-    let num_pid_n = cdiv(n, BN as i32);
-    let num_pid_in_group = GROUP_M as i32 * num_pid_n;
-    let group_id = pid / num_pid_in_group;
-    let first_pid_m = group_id * GROUP_M as i32;
-    let group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M as i32);
-    let pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
-    let pid_n = (pid % num_pid_in_group) / group_size_m;
+    let blocks = (cdiv(m, BM as i32), cdiv(n, BN as i32));
+    let (pid_m, pid_n) = grouped_block(program_id(0), blocks, GROUP_M);
     let sizes = (m, n, k);
     let strides = (
         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     );
     matmul_block((c, a, b), sizes, strides, (pid_m, pid_n), BM, BN, BK);
+}
+
+/// The block row and column of output tile `tile` in tutorial 03's grouped order: tiles
+/// run down `GROUP_M` block rows (fewer in the last group) of one block column, then the
+/// next column, over a `num_pid_m × num_pid_n` grid of blocks.
+#[device]
+fn grouped_block(
+    tile: Tile,
+    (num_pid_m, num_pid_n): (Tile, Tile),
+    #[constexpr] GROUP_M: usize,
+) -> (Tile, Tile) {
+    let num_pid_in_group = GROUP_M as i32 * num_pid_n;
+    let first_pid_m = tile / num_pid_in_group * GROUP_M as i32;
+    let group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M as i32);
+    let pid_m = first_pid_m + (tile % num_pid_in_group) % group_size_m;
+    let pid_n = (tile % num_pid_in_group) / group_size_m;
+    (pid_m, pid_n)
 }
 
 /// `a @ b` through [`matmul_grouped`] with the given blocks and `group_m` block rows per
@@ -320,13 +330,8 @@ pub fn matmul_persistent<T: Float, O: Float>(
     let num_pid_n = cdiv(n, BN as i32);
     let k_tiles = cdiv(k, BK as i32);
     let num_tiles = num_pid_m * num_pid_n;
-    let num_pid_in_group = GROUP_M as i32 * num_pid_n;
     for tile_id in range(program_id(0), num_tiles, NUM_PROGRAMS as i32) {
-        let group_id = tile_id / num_pid_in_group;
-        let first_pid_m = group_id * GROUP_M as i32;
-        let group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M as i32);
-        let pid_m = first_pid_m + tile_id % group_size_m;
-        let pid_n = (tile_id % num_pid_in_group) / group_size_m;
+        let (pid_m, pid_n) = grouped_block(tile_id, (num_pid_m, num_pid_n), GROUP_M);
         let offs_m = pid_m * BM as i32 + arange(0, BM);
         let offs_n = pid_n * BN as i32 + arange(0, BN);
         // Rows and columns past the end read row or column 0 (never stored).

@@ -663,29 +663,19 @@ impl Op {
 
     /// True for ops computed lane by lane from lanes of their operands.
     pub fn is_elementwise(&self) -> bool {
-        matches!(
-            self,
-            Op::Const(_)
-                | Op::Arange { .. }
-                | Op::Splat(_)
-                | Op::Broadcast(_)
-                | Op::ExpandDims { .. }
-                | Op::Reshape(_)
-                | Op::Permute { .. }
-                | Op::Flip { .. }
-                | Op::Hint { .. }
-                | Op::Gather { .. }
-                | Op::Binary(..)
-                | Op::Unary(..)
-                | Op::Cmp(..)
-                | Op::Select(..)
-                | Op::Fma(..)
-                | Op::Cast(_)
-                | Op::Bitcast(_)
-                | Op::IntToPtr(_)
-                | Op::PtrToInt(_)
-                | Op::AddPtr(..)
-                | Op::Load { .. }
-        )
+        self.is_pointwise()
+            || matches!(
+                self,
+                Op::Const(_)
+                    | Op::Arange { .. }
+                    | Op::Splat(_)
+                    | Op::Broadcast(_)
+                    | Op::ExpandDims { .. }
+                    | Op::Reshape(_)
+                    | Op::Permute { .. }
+                    | Op::Flip { .. }
+                    | Op::Gather { .. }
+                    | Op::Load { .. }
+            )
     }
 }

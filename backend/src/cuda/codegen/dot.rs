@@ -157,20 +157,26 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .then_some((from, [m, n, k]))
     }
 
-    /// The tensor-core path (see the module docs).
-    fn mma_dot(&mut self, inst: &Inst, from: DType, [m, n, k]: [usize; 3]) -> Result<()> {
-        let Op::Dot { a, b, acc } = &inst.op else {
-            unreachable!()
-        };
-        let r = inst.results[0];
-        let layout = match self.held(r) {
+    /// The accumulator layout of a tensor-core `dot` with an `m × n` result: as `held.rs`
+    /// decided (it decides one for every such `dot`).
+    fn mma_layout(&self, dot: &Inst, m: usize, n: usize) -> FragLayout {
+        match self.held(dot.results[0]) {
             Held::Frag(l) => l,
             _ => FragLayout {
                 m,
                 n,
                 by_rows: false,
             },
+        }
+    }
+
+    /// The tensor-core path (see the module docs).
+    fn mma_dot(&mut self, inst: &Inst, from: DType, [m, n, k]: [usize; 3]) -> Result<()> {
+        let Op::Dot { a, b, acc } = &inst.op else {
+            unreachable!()
         };
+        let r = inst.results[0];
+        let layout = self.mma_layout(inst, m, n);
         let init = self.held_regs(*acc, Held::Frag(layout))?;
         let (a_held, a_kept) = match self.a_hoisted.get(&r) {
             Some(HoistedA::Registers(words)) => (Some(words.clone()), None),
@@ -404,14 +410,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             {
                 continue;
             }
-            let layout = match self.held(dot.results[0]) {
-                Held::Frag(l) => l,
-                _ => FragLayout {
-                    m,
-                    n,
-                    by_rows: false,
-                },
-            };
+            let layout = self.mma_layout(dot, m, n);
             let (a_of, _, sites) = self.fragment_owners(layout)?;
             let frags = a_of.iter().copied().max().map_or(0, |x| x + 1);
             let words = frags * (k / 16) * 4;

@@ -606,7 +606,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.inst(inst).map_err(|e| e.at(inst))?;
             if self.is_mma_loop(inst) {
                 let old =
-                    (self.rematerialize_after(remat::after(block, i))).map_err(|e| e.at(inst))?;
+                    (self.rematerialize_after(&block.insts[i + 1..])).map_err(|e| e.at(inst))?;
                 replaced.extend(old);
             }
         }

@@ -117,15 +117,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let mut staged = Vec::new();
         let mut offset = self.shared_floor;
         for dot in &dots {
-            let Op::Dot { a, b, acc } = &dot.op else {
+            let Op::Dot { a, b, .. } = &dot.op else {
                 return None;
             };
-            // The accumulator must reach the `dot` without shared memory: held in its
-            // layout (carried, or computed in fragments) or one value in every lane.
-            let held_acc = self.held(*acc) == self.held(dot.results[0]);
-            if !(held_acc || self.is_uniform_tile(*acc)) {
-                return None;
-            }
             let a_in_registers =
                 self.a_hoisted.contains_key(&dot.results[0]) || self.a_fragments_in_registers(dot);
             if !(a_in_registers || copyable(*a)) || !copyable(*b) {

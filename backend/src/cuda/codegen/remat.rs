@@ -12,7 +12,7 @@ use super::{Gen, V};
 use crate::llvm::Result;
 use inkwell::values::IntValue;
 use std::collections::HashSet;
-use tritium_dsl::ir::{Block, Inst, Op, Value};
+use tritium_dsl::ir::{Inst, Op, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Whether `inst` is a loop whose body holds a tensor-core `dot`.
@@ -83,9 +83,4 @@ impl<'ctx> Gen<'ctx, '_> {
             inkwell::values::ValueKind::Instruction(_) => unreachable!("returns the index"),
         }
     }
-}
-
-/// The instructions of `block` after the one at `i`.
-pub(super) fn after(block: &Block, i: usize) -> &[Inst] {
-    &block.insts[i + 1..]
 }
