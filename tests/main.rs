@@ -27,6 +27,7 @@ mod math_functions;
 mod mma_layouts;
 mod partial_blocks;
 mod pointer_tables;
+mod porting;
 mod race_check;
 mod random;
 mod reductions;

@@ -6,6 +6,7 @@
 //! Every generated call carries the span of the user's code it replaces, so the
 //! `#[track_caller]` tracing API records the user's `file:line:col`.
 
+use super::early_return::{lower_returns, take_tail_marker};
 use crate::parse::assigned::{
     assigned_in_block, assigned_in_expr, assigned_in_loop, keyword_arg, merge, pattern_bindings,
 };
@@ -39,6 +40,7 @@ enum Ctx {
 
 /// Rewrites `block` in place; returns every error found.
 pub fn rewrite_block(block: &mut Block, kind: FnKind) -> Result<(), Error> {
+    lower_returns(block)?;
     let mut r = Rewriter {
         kind,
         errors: Vec::new(),
@@ -140,13 +142,11 @@ impl Rewriter {
                     "`loop` is not supported in kernel code; use `while cond { … }` or `for i in range(a, b)`".into(),
                 )
             }
-            Expr::Return(r) => {
-                let hint = match self.kind {
-                    FnKind::Kernel => "guard the rest of the kernel with an `if` or a mask instead",
-                    FnKind::Device => "end the function with a tail expression instead",
-                };
-                (r.return_token.span, format!("`return` is not supported in a {kernel}; {hint}"))
-            }
+            // Every other `return` was lowered by `early_return`.
+            Expr::Return(r) => (
+                r.return_token.span,
+                format!("`return` is not supported in a closure of a {kernel}"),
+            ),
             Expr::Closure(c) => {
                 (
                     c.or1_token.span,
@@ -279,6 +279,9 @@ impl Rewriter {
 
     fn rewrite_if(&mut self, i: &mut ExprIf) -> Expr {
         let sp = i.if_token.span;
+        // An `if` that ends its block after `return`s were lowered: nothing after it reads
+        // what it assigns, so it carries values in but none out.
+        let tail = take_tail_marker(&mut i.attrs);
         let carried = merge([
             assigned_in_block(&i.then_branch),
             i.else_branch
@@ -313,17 +316,22 @@ impl Rewriter {
         let if_else = flow("if_else", sp);
         let (t, p) = (tuple(&carried, sp), tuple_pat(&carried, true, sp));
         let f = tuple(&fresh, sp);
+        let (t_out, f_out) = if tail {
+            (quote_spanned!(sp=> ()), quote_spanned!(sp=> ()))
+        } else {
+            (t.clone(), f.clone())
+        };
         let branch = |body: &dyn ToTokens| {
             quote_spanned!(sp=> |#p| {
                 #(let #fresh;)*
                 #[allow(clippy::let_unit_value)]
                 let __r = #body;
-                (__r, #t, #f)
+                (__r, #t_out, #f_out)
             })
         };
         let (then_c, else_c) = (branch(then), branch(&otherwise));
         let call = quote_spanned!(sp=> #if_else(#cond, #t, #then_c, #else_c));
-        let tokens = if carried.is_empty() && fresh.is_empty() {
+        let tokens = if tail || (carried.is_empty() && fresh.is_empty()) {
             quote_spanned!(sp=> { #call.0 })
         } else {
             quote_spanned!(sp=> {
@@ -586,6 +594,70 @@ fn is_weak_literal(e: &Expr) -> bool {
     }
 }
 
+/// An unsuffixed number on the left of an arithmetic or bitwise operator, with a right
+/// operand that is not plain literal arithmetic: `1 / n`, `-0.5 * x`.
+struct WeakLhs {
+    /// `WeakInt` or `WeakFloat`.
+    ty: &'static str,
+    /// The literal, as `i128` or `f64` tokens.
+    literal: TokenStream,
+}
+
+fn weak_lhs(b: &syn::ExprBinary) -> Option<WeakLhs> {
+    let bits = match b.op {
+        BinOp::Add(_) | BinOp::Sub(_) | BinOp::Mul(_) | BinOp::Div(_) | BinOp::Rem(_) => false,
+        BinOp::BitAnd(_) | BinOp::BitOr(_) | BinOp::BitXor(_) => true,
+        _ => return None,
+    };
+    if literal_arithmetic(&b.right) {
+        return None;
+    }
+    let (mut e, mut negative) = (&*b.left, false);
+    loop {
+        match e {
+            Expr::Paren(p) => e = &p.expr,
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => {
+                negative = !negative;
+                e = &u.expr;
+            }
+            _ => break,
+        }
+    }
+    let Expr::Lit(l) = e else { return None };
+    let sp = l.span();
+    let sign = if negative {
+        quote_spanned!(sp=> -)
+    } else {
+        TokenStream::new()
+    };
+    let (ty, literal) = match &l.lit {
+        syn::Lit::Int(i) if i.suffix().is_empty() => {
+            let digits = syn::LitInt::new(&format!("{}i128", i.base10_digits()), sp);
+            ("WeakInt", quote_spanned!(sp=> #sign #digits))
+        }
+        syn::Lit::Float(f) if f.suffix().is_empty() => {
+            let digits = syn::LitFloat::new(&format!("{}f64", f.base10_digits()), sp);
+            ("WeakFloat", quote_spanned!(sp=> #sign #digits))
+        }
+        _ => return None,
+    };
+    if ty == "WeakFloat" && bits {
+        return None;
+    }
+    Some(WeakLhs { ty, literal })
+}
+
+/// Literals combined by operators only (`2 * (3 + 4)`): plain Rust arithmetic.
+fn literal_arithmetic(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(_) => true,
+        Expr::Paren(p) => literal_arithmetic(&p.expr),
+        Expr::Unary(u) => literal_arithmetic(&u.expr),
+        Expr::Binary(b) => literal_arithmetic(&b.left) && literal_arithmetic(&b.right),
+        _ => false,
+    }
+}
+
 /// True when `stmt` contains a runtime `for`/`while` that carries `name`.
 fn runtime_loop_carries(stmt: &Stmt, name: &Ident) -> bool {
     struct Find<'n> {
@@ -694,6 +766,13 @@ impl VisitMut for Rewriter {
                     let f = lang("logic", sp);
                     let is_and = matches!(b.op, BinOp::And(_));
                     Some(verbatim(quote_spanned!(sp=> #f(#l, #is_and, #r))))
+                } else if let Some(weak) = weak_lhs(b) {
+                    self.visit_expr_mut(&mut b.right);
+                    let (op, r) = (&b.op, &b.right);
+                    let (ty, lit) = (Ident::new(weak.ty, sp), weak.literal);
+                    Some(verbatim(quote_spanned!(sp=>
+                        (::tritium::dsl::trace::weak::#ty(#lit) #op #r)
+                    )))
                 } else {
                     visit_mut::visit_expr_binary_mut(self, b);
                     None
@@ -854,6 +933,27 @@ mod tests {
     }
 
     #[test]
+    fn literals_on_the_left_take_the_right_operand_type() {
+        let table: &[(&str, &str)] = &[
+            ("1 / n", "(::tritium::dsl::trace::weak::WeakInt(1i128) / n)"),
+            (
+                "-(0.5) * x",
+                "(::tritium::dsl::trace::weak::WeakFloat(-0.5f64) * x)",
+            ),
+            ("3 & m", "(::tritium::dsl::trace::weak::WeakInt(3i128) & m)"),
+            ("2 * (3 + 4)", "2*(3+4)"),
+            ("2i32 * n", "2i32*n"),
+            ("x * 2", "x*2"),
+            ("1 << n", "1<<n"),
+            ("1.5 & n", "1.5&n"),
+        ];
+        for (src, want) in table {
+            let out = rewrite(&format!("{{ let y = {src}; }}")).unwrap();
+            assert!(squash(&out).contains(&squash(want)), "{src}: {out}");
+        }
+    }
+
+    #[test]
     fn if_and_while() {
         let out = rewrite("{ if x > 0 { a = 1; } else if y { b = 2; } }").unwrap();
         assert!(
@@ -883,7 +983,7 @@ mod tests {
     fn errors() {
         let table: &[(&str, &str)] = &[
             ("{ loop {} }", "`loop` is not supported"),
-            ("{ return; }", "`return` is not supported in a kernel"),
+            ("{ for i in 0..n { return; } }", "`return` inside a loop is not supported"),
             ("{ let f = |x| x; }", "closures are not supported"),
             ("{ for i in 0..n { break; } }", "`break` is not supported in a kernel loop; use a mask or a `while` with a condition"),
             ("{ for i in static_range(0, 2) { continue; } }", ""),

@@ -4,5 +4,6 @@
 pub mod body;
 pub mod custom_op;
 pub mod device;
+mod early_return;
 pub mod kernel;
 mod tuned;

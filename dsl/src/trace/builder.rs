@@ -11,6 +11,10 @@ pub(crate) struct Builder {
     /// Open blocks, innermost last; the first is the function body.
     blocks: Vec<Block>,
     error: Option<Error>,
+    /// Integer values that are (or derive by integer arithmetic from) a truncating `/`,
+    /// with the division's location: Triton's `/` divides such operands as floats, so
+    /// promoting one to a float is refused ([`Builder::refuse_int_quotient`]).
+    pub(crate) int_quotients: std::collections::HashMap<Value, Loc>,
 }
 
 thread_local! {
@@ -118,6 +122,7 @@ impl Tracer {
                 params: Vec::new(),
                 blocks: vec![Block::default()],
                 error: None,
+                int_quotients: Default::default(),
             });
             Ok(Tracer { _private: () })
         })

@@ -17,6 +17,7 @@ mod scaled;
 mod shape;
 mod sort;
 mod tile;
+pub mod weak;
 
 pub use builder::Tracer;
 pub use element::{Element, Float, Int, Ptr, F8E4B15, F8E4M3, F8E5M2};

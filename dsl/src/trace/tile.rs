@@ -236,6 +236,10 @@ impl Builder {
         let (va, vb) = match (ta.elem, tb.elem) {
             (Elem::Scalar(x), Elem::Scalar(y)) => {
                 let d = DType::promote(x, y);
+                if d.is_float() {
+                    self.refuse_int_quotient(va, loc);
+                    self.refuse_int_quotient(vb, loc);
+                }
                 (self.cast(va, d, loc), self.cast(vb, d, loc))
             }
             _ => (va, vb),
@@ -277,7 +281,9 @@ impl Builder {
                 if bad {
                     self.fail(loc, format!("`{}` is not defined on {d}", op.name()));
                 }
-                self.push1(Op::Binary(op, va, vb), t, loc.clone())
+                let r = self.push1(Op::Binary(op, va, vb), t, loc.clone());
+                self.track_int_quotient(op, &[va, vb], r, loc);
+                r
             }
         }
     }
@@ -312,12 +318,59 @@ impl Builder {
         };
         if op.float_only() && !d.is_float() {
             // Triton computes exp/log/sqrt/... of integers in f32.
+            self.refuse_int_quotient(v, loc);
             v = self.cast(v, DType::F32, loc);
         } else if (op == UnOp::Not && d.is_float()) || (op == UnOp::Neg && d.is_bool()) {
             self.fail(loc, format!("`{}` is not defined on {d}", op.name()));
         }
         let t = self.ty(v).clone();
-        self.push1(Op::Unary(op, v), t, loc.clone())
+        let r = self.push1(Op::Unary(op, v), t, loc.clone());
+        if op == UnOp::Neg {
+            if let Some(at) = self.int_quotients.get(&v).cloned() {
+                self.int_quotients.insert(r, at);
+            }
+        }
+        r
+    }
+
+    /// Records `r` as an integer quotient when `op` is an integer `/`, or integer `+ - *`
+    /// of one (`-(1 / n)`, `2 * (i / 2)`).
+    fn track_int_quotient(&mut self, op: BinOp, args: &[Value], r: Value, loc: &Loc) {
+        if !self.ty(r).dtype().is_some_and(DType::is_int) {
+            return;
+        }
+        let at = match op {
+            BinOp::Div => Some(loc.clone()),
+            BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                args.iter().find_map(|a| self.int_quotients.get(a).cloned())
+            }
+            _ => None,
+        };
+        if let Some(at) = at {
+            self.int_quotients.insert(r, at);
+        }
+    }
+
+    /// Fails when `v`, about to be promoted to a float, is an integer quotient: Triton's
+    /// `/` would have divided as floats, Rust's truncated, so a literal port would compute
+    /// something else without a word.
+    pub(crate) fn refuse_int_quotient(&mut self, v: Value, loc: &Loc) {
+        let Some(at) = self.int_quotients.get(&v).cloned() else {
+            return;
+        };
+        if !self.ty(v).dtype().is_some_and(DType::is_int) {
+            return;
+        }
+        self.fail(
+            loc,
+            format!(
+                "the integer division at {at} truncates (Triton's `//`), and its result is \
+                 used in float arithmetic here, where Triton's `/` would have divided as \
+                 floats (1 / 4 is 0.25 in Triton, 0 here); write `fdiv(a, b)` or \
+                 `a.to(DType::F32) / b` for Triton's meaning, or `(a / b).to(DType::F32)` where the \
+                 truncation is meant"
+            ),
+        );
     }
 }
 

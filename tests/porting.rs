@@ -1,0 +1,203 @@
+//! Porting from Triton: the idioms production kernels use work as written, and where
+//! Rust's meaning differs from Triton's (integer `/`) the difference is an error, never a
+//! silently different number.
+
+use crate::common::all_devices;
+use ndarray::Array1;
+use tritium::prelude::*;
+use tritium::Error;
+
+/// The trace error's location and message, on every device.
+fn trace_errors(launch: impl Fn(&Device) -> tritium::Result<()>) -> Vec<(String, String)> {
+    all_devices()
+        .iter()
+        .map(|d| match launch(d) {
+            Err(Error::Dsl(tritium::dsl::Error::Trace { location, message })) => {
+                (location, message)
+            }
+            other => panic!("expected a trace error on {d:?}, got {other:?}"),
+        })
+        .collect()
+}
+
+/// The line of this file that contains `text`.
+fn line_of(text: &str) -> usize {
+    include_str!("porting.rs")
+        .lines()
+        .position(|l| l.contains(text) && !l.contains("line_of"))
+        .expect("the text is in this file")
+        + 1
+}
+
+/// Liger-Kernel's RMSNorm backward, ported literally: `-(1 / n_cols)` is a float in
+/// Triton and 0 in Rust's integer arithmetic.
+#[kernel]
+fn rms_scale_literal(out: Ptr<f32>, x: Ptr<f32>, n_cols: i32, #[constexpr] BLOCK: usize) {
+    let offs = arange(0, BLOCK);
+    let mask = offs < n_cols;
+    let xv = load(x + offs, mask = mask, other = 0.0);
+    let term = -(1 / n_cols) * xv;
+    store(out + offs, term, mask = mask);
+}
+
+/// The three spellings that say which division is meant.
+#[kernel]
+fn rms_scale_spelled(out: Ptr<f32>, x: Ptr<f32>, n_cols: i32, #[constexpr] WHICH: u32) {
+    let offs = arange(0, 8);
+    let xv = load(x + offs);
+    let scale = match WHICH {
+        0 => -fdiv(1, n_cols),
+        1 => -(1.0 / n_cols.to(DType::F32)),
+        _ => -(1 / n_cols).to(DType::F32),
+    };
+    store(out + offs, scale * xv);
+}
+
+#[test]
+fn integer_division_promoted_to_float_is_a_trace_error() {
+    let x = Array1::<f32>::ones(8);
+    let errors = trace_errors(|d| {
+        let mut out = Array1::<f32>::zeros(8);
+        rms_scale_literal::launch(d, 1, &mut out, &x, 4, 8)
+    });
+    let div_line = line_of("let term = -(1 / n_cols)");
+    for (location, message) in errors {
+        assert!(
+            location.contains(&format!("porting.rs:{div_line}")),
+            "{location}"
+        );
+        assert!(
+            message.contains(&format!("integer division at tests/porting.rs:{div_line}"))
+                && message.contains("fdiv(a, b)")
+                && message.contains("(a / b).to(DType::F32)"),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn spelled_divisions_give_what_they_say() {
+    let x = Array1::<f32>::ones(8);
+    for d in all_devices() {
+        for (which, want) in [(0, -0.25f32), (1, -0.25), (2, 0.0)] {
+            let mut out = Array1::<f32>::zeros(8);
+            rms_scale_spelled::launch(&d, 1, &mut out, &x, 4, which).unwrap();
+            assert!(out.iter().all(|&v| v == want), "{d:?} {which}: {out}");
+        }
+    }
+}
+
+/// Unsuffixed literals on the left of an operator take the other operand's type, as in
+/// Triton: a tile's dtype (f16 here), or the plain Rust type of a constexpr.
+#[kernel]
+fn weak_literals(out: Ptr<f32>, x: Ptr<half::f16>, n: i32, #[constexpr] BLOCK: usize) {
+    let offs = arange(0, 2 * BLOCK / 2);
+    let xv = load(x + offs);
+    let half_sq = 0.5 * xv * xv;
+    let y = half_sq.to(DType::F32) - (1.0 / n) + (1 - n);
+    store(out + offs, y + (3 & n) + 0 * half_sq.to(DType::F32));
+}
+
+#[test]
+fn literals_take_the_type_of_the_other_operand() {
+    let s = tritium::dsl::trace::Specialization::default();
+    let f = weak_literals::trace(&s, 8).unwrap();
+    let text = tritium::dsl::ir::print_function(&f);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("= mul") && l.contains(": tile<8xf16>")),
+        "0.5 * x multiplies in f16: {text}"
+    );
+    let x: Array1<half::f16> = (0..8).map(|i| half::f16::from_f32(i as f32)).collect();
+    for d in all_devices() {
+        let mut out = Array1::<f32>::zeros(8);
+        weak_literals::launch(&d, 1, &mut out, &x, 4, 8).unwrap();
+        let want: Vec<f32> = (0..8)
+            .map(|i| 0.5 * (i * i) as f32 - 0.25 - 3.0 + 0.0)
+            .collect();
+        assert_eq!(out.to_vec(), want, "{d:?}");
+    }
+}
+
+/// Liger-Kernel's cross-entropy shape: rows whose label is `ignore_index` write zeros
+/// and `return`; the others go on (a runtime `return`), and `SKIP_ALL` returns at once (a
+/// constexpr one).
+#[kernel]
+fn ignore_rows(
+    out: Ptr<f32>,
+    x: Ptr<f32>,
+    labels: Ptr<i32>,
+    ignore_index: i32,
+    n_cols: i32,
+    #[constexpr] BLOCK: usize,
+    #[constexpr] SKIP_ALL: bool,
+) {
+    if SKIP_ALL {
+        return;
+    }
+    let row = program_id(0);
+    let label = load(labels + row);
+    let offs = arange(0, BLOCK);
+    let mask = offs < n_cols;
+    if label == ignore_index {
+        for start in range(0, n_cols, BLOCK) {
+            store(out + row * n_cols + start + offs, 0.0, mask = mask);
+        }
+        return;
+    } else if label < 0 {
+        store(out + row * n_cols + offs, -1.0, mask = mask);
+        return;
+    }
+    let v = load(x + row * n_cols + offs, mask = mask, other = 0.0);
+    store(
+        out + row * n_cols + offs,
+        v * 2.0 + clamp_low(v, label),
+        mask = mask,
+    );
+}
+
+/// A `#[device]` function that returns early with a value.
+#[device]
+fn clamp_low(v: Tile, label: Tile) -> Tile {
+    if label > 2 {
+        return v;
+    }
+    maximum(v, 0.0)
+}
+
+#[test]
+fn early_return_guards_what_follows() {
+    let (rows, cols) = (5usize, 8usize);
+    let x = Array1::from_iter((0..rows * cols).map(|i| i as f32 - 20.0));
+    let labels = ndarray::arr1(&[1, 7, -3, 3, 7]);
+    for d in all_devices() {
+        for skip in [false, true] {
+            let mut out = Array1::<f32>::from_elem(rows * cols, 9.0);
+            ignore_rows::launch(
+                &d,
+                rows as u32,
+                &mut out,
+                &x,
+                &labels,
+                7,
+                cols as i32,
+                8,
+                skip,
+            )
+            .unwrap();
+            for r in 0..rows {
+                for c in 0..cols {
+                    let v = x[r * cols + c];
+                    let want = match (skip, labels[r]) {
+                        (true, _) => 9.0,
+                        (_, 7) => 0.0,
+                        (_, l) if l < 0 => -1.0,
+                        (_, l) if l > 2 => 3.0 * v,
+                        _ => 2.0 * v + v.max(0.0),
+                    };
+                    assert_eq!(out[r * cols + c], want, "{d:?} skip {skip} row {r} col {c}");
+                }
+            }
+        }
+    }
+}
