@@ -120,6 +120,11 @@ impl Autotuner {
         }
     }
 
+    /// The candidate configs, in order.
+    pub fn configs(&self) -> &[Config] {
+        &self.configs
+    }
+
     /// How each config is timed (default: 5 ms warm-up, 20 ms of runs).
     pub fn bench_options(mut self, bench: BenchOptions) -> Autotuner {
         self.bench = bench;

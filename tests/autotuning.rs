@@ -341,3 +341,72 @@ fn a_config_sets_warps_and_stages() {
     assert_eq!((options.num_warps, options.num_stages), (8, 4));
     assert_eq!(Config::new(&[]).launch_options().num_stages, 3);
 }
+
+/// Liger-Kernel builds its configs with a comprehension; so can `#[autotune]`.
+#[kernel]
+#[autotune(
+    configs = [config(BLOCK = b, num_warps = w) for b in [32, 64, 128] for w in [1, 2] if b * w <= 128],
+    key = [n],
+)]
+fn scale_comprehension(out: Ptr<f32>, x: Ptr<f32>, n: i32, #[constexpr] BLOCK: usize) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    store(
+        out + offs,
+        load(x + offs, mask = offs < n) * 3.0,
+        mask = offs < n,
+    );
+}
+
+/// Configs from any expression: the kernel's constexprs that no heuristic sets are tuned.
+#[kernel]
+#[autotune(configs = block_configs(&[16, 32]), key = [n])]
+#[heuristics(SHIFT = 1.0)]
+fn scale_expression(
+    out: Ptr<f32>,
+    x: Ptr<f32>,
+    n: i32,
+    #[constexpr] BLOCK: usize,
+    #[constexpr] SHIFT: f32,
+) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    store(
+        out + offs,
+        load(x + offs, mask = offs < n) + SHIFT,
+        mask = offs < n,
+    );
+}
+
+fn block_configs(blocks: &[i64]) -> Vec<Config> {
+    blocks
+        .iter()
+        .map(|&b| Config::new(&[("BLOCK", b)]))
+        .collect()
+}
+
+#[test]
+fn configs_from_a_comprehension_or_an_expression() {
+    let listed = |tuner: &Autotuner| -> Vec<String> {
+        tuner.configs().iter().map(|c| c.to_string()).collect()
+    };
+    assert_eq!(
+        listed(scale_comprehension::autotuner()),
+        [
+            "BLOCK=32, num_warps=1, num_stages=3",
+            "BLOCK=32, num_warps=2, num_stages=3",
+            "BLOCK=64, num_warps=1, num_stages=3",
+            "BLOCK=64, num_warps=2, num_stages=3",
+            "BLOCK=128, num_warps=1, num_stages=3",
+        ]
+    );
+    assert_eq!(listed(scale_expression::autotuner()).len(), 2);
+    let device = Device::cpu();
+    let n = 200usize;
+    let x = Array1::from_iter((0..n).map(|i| i as f32));
+    let mut out = Array1::<f32>::zeros(n);
+    let grid = |m: &scale_comprehension::Meta| n.div_ceil(m.BLOCK);
+    scale_comprehension::launch(&device, grid, &mut out, &x, n as i32).unwrap();
+    assert_eq!(out, &x * 3.0);
+    let grid = |m: &scale_expression::Meta| n.div_ceil(m.BLOCK);
+    scale_expression::launch(&device, grid, &mut out, &x, n as i32).unwrap();
+    assert_eq!(out, &x + 1.0);
+}

@@ -201,3 +201,23 @@ fn early_return_guards_what_follows() {
         }
     }
 }
+
+/// Triton's attribute spellings: `x.dtype`, `p.dtype.element_ty`, `.cast(dtype)`.
+#[kernel]
+fn triton_spellings(out: Ptr<half::f16>, x: Ptr<f32>) {
+    let offs = arange(0, 8);
+    let v = load(x + offs);
+    let acc = zeros([8], v.dtype) + v.cast(DType::F16).to(v.dtype);
+    store(out + offs, acc.to(out.dtype.element_ty));
+}
+
+#[test]
+fn triton_attribute_spellings_work() {
+    let x = Array1::from_iter((0..8).map(|i| i as f32 * 0.5));
+    for d in all_devices() {
+        let mut out = Array1::from_elem(8, half::f16::ZERO);
+        triton_spellings::launch(&d, 1, &mut out, &x).unwrap();
+        let got: Vec<f32> = out.iter().map(|v| v.to_f32()).collect();
+        assert_eq!(got, x.to_vec(), "{d:?}");
+    }
+}

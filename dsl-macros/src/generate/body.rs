@@ -816,6 +816,13 @@ impl VisitMut for Rewriter {
                     }
                 }
             }
+            // Triton's attributes `x.dtype` and `p.dtype.element_ty` are methods here.
+            Expr::Field(f) if matches!(&f.member, syn::Member::Named(m) if m == "dtype" || m == "element_ty") =>
+            {
+                self.visit_expr_mut(&mut f.base);
+                let (base, member) = (&f.base, &f.member);
+                Some(verbatim(quote_spanned!(member.span()=> #base.#member())))
+            }
             Expr::Index(ix) => match self.rewrite_index(ix) {
                 Some(r) => Some(r),
                 None => {
@@ -951,6 +958,17 @@ mod tests {
             let out = rewrite(&format!("{{ let y = {src}; }}")).unwrap();
             assert!(squash(&out).contains(&squash(want)), "{src}: {out}");
         }
+    }
+
+    #[test]
+    fn triton_attributes_are_method_calls() {
+        let out = rewrite("{ let d = p.dtype.element_ty; let e = x.dtype; let f = t.0; }").unwrap();
+        let s = squash(&out);
+        assert!(s.contains("letd=p.dtype().element_ty();"), "{out}");
+        assert!(
+            s.contains("lete=x.dtype();") && s.contains("letf=t.0;"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::kernel::{generic_idents, LaunchParts};
 use crate::parse::signature::Kernel;
-use crate::parse::tuning::{Autotune, Tuning};
+use crate::parse::tuning::{Autotune, ConfigSpec, Configs, Tuning};
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 use syn::{parse_quote, GenericParam, LitStr};
@@ -155,7 +155,7 @@ pub fn launches(
 
 /// `autotuner()`: the kernel's tuner, named by its module path and source hash.
 fn autotuner(k: &Kernel, a: &Autotune, source: u64) -> TokenStream {
-    let configs = a.configs.iter().map(|c| {
+    let spec = |c: &ConfigSpec| {
         let values = c.values.iter().map(|(n, v)| {
             let n = LitStr::new(&n.to_string(), n.span());
             quote!((#n, (#v) as i64))
@@ -169,7 +169,33 @@ fn autotuner(k: &Kernel, a: &Autotune, source: u64) -> TokenStream {
             .as_ref()
             .map(|s| quote!(.num_stages((#s) as u32)));
         quote!(::tritium::autotune::Config::new(&[#(#values),*]) #warps #stages)
-    });
+    };
+    let configs = match &a.configs {
+        Configs::List(list) => {
+            let list = list.iter().map(spec);
+            quote!(::std::vec![#(#list),*])
+        }
+        Configs::Comprehension {
+            template,
+            loops,
+            filter,
+        } => {
+            let one = spec(template);
+            let mut body = match filter {
+                Some(f) => quote!(if #f { __configs.push(#one); }),
+                None => quote!(__configs.push(#one);),
+            };
+            for (pat, over) in loops.iter().rev() {
+                body = quote!(for #pat in #over { #body });
+            }
+            quote!({
+                let mut __configs = ::std::vec::Vec::new();
+                #body
+                __configs
+            })
+        }
+        Configs::Expr(e) => quote!(::std::iter::IntoIterator::into_iter(#e).collect()),
+    };
     let prune = a
         .prune
         .as_ref()
@@ -182,7 +208,7 @@ fn autotuner(k: &Kernel, a: &Autotune, source: u64) -> TokenStream {
             static TUNER: ::std::sync::OnceLock<::tritium::autotune::Autotuner> = ::std::sync::OnceLock::new();
             TUNER.get_or_init(|| {
                 let name = ::std::format!("{}::{}#{}", ::core::module_path!(), self::NAME, #source);
-                ::tritium::autotune::Autotuner::new(&name, ::std::vec![#(#configs),*]) #prune
+                ::tritium::autotune::Autotuner::new(&name, #configs) #prune
             })
         }
     }

@@ -16,7 +16,7 @@
 //! ```
 
 use super::signature::{KernelParam, ParamKind};
-use proc_macro2::{Ident, Span, TokenStream, TokenTree};
+use proc_macro2::{Ident, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -30,12 +30,33 @@ pub struct ConfigSpec {
     pub num_warps: Option<Expr>,
     /// `num_stages = …`.
     pub num_stages: Option<Expr>,
+    /// Where it is written.
+    pub span: proc_macro2::Span,
+}
+
+/// How `configs = …` gives the candidate configs.
+pub enum Configs {
+    /// `[config(…), config(…)]`.
+    List(Vec<ConfigSpec>),
+    /// Python's comprehension, `[config(BLOCK = b, num_warps = w) for b in [64, 128] for w
+    /// in [4, 8] if b * w <= 1024]`: one config per combination the filter keeps.
+    Comprehension {
+        /// The config each combination gives.
+        template: Box<ConfigSpec>,
+        /// `for PAT in EXPR`, outermost first.
+        loops: Vec<(syn::Pat, Expr)>,
+        /// `if EXPR`.
+        filter: Option<Expr>,
+    },
+    /// Any other expression giving the configs (`Vec<Config>` or another iterable of
+    /// `tritium::autotune::Config`); it tunes every constexpr no heuristic sets.
+    Expr(Expr),
 }
 
 /// A parsed `#[autotune(...)]`.
 pub struct Autotune {
     /// The candidate configs.
-    pub configs: Vec<ConfigSpec>,
+    pub configs: Configs,
     /// The constexprs every config sets, in the first config's order.
     pub tuned: Vec<Ident>,
     /// Scalar and constexpr arguments the best config depends on.
@@ -108,6 +129,23 @@ pub fn take_tuning(attrs: &mut Vec<Attribute>, params: &[KernelParam]) -> Result
             }
         }
     }
+    if let Some(a) = &mut tuning.autotune {
+        if matches!(a.configs, Configs::Expr(_)) {
+            // An expression's configs are known only when it runs: it tunes every constexpr
+            // that no heuristic sets.
+            let set: Vec<String> = tuning
+                .heuristics
+                .iter()
+                .map(|h| h.ident.to_string())
+                .collect();
+            a.tuned = params
+                .iter()
+                .filter(|p| matches!(p.kind, ParamKind::Constexpr))
+                .map(|p| p.ident.clone())
+                .filter(|id| !set.contains(&id.to_string()))
+                .collect();
+        }
+    }
     check(&tuning, params)?;
     Ok(tuning)
 }
@@ -153,10 +191,77 @@ fn names(e: &Expr, what: &str) -> Result<Vec<Ident>, Error> {
         .collect()
 }
 
+/// One `NAME = value` of `#[autotune(...)]`; `configs`' value may be a comprehension.
+enum AutotuneArg {
+    Configs(Ident, Box<Configs>),
+    Other(Ident, Expr),
+}
+
+impl syn::parse::Parse for AutotuneArg {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        if name != "configs" {
+            return Ok(AutotuneArg::Other(name, input.parse()?));
+        }
+        if !input.peek(syn::token::Bracket) {
+            return Ok(AutotuneArg::Configs(
+                name,
+                Box::new(Configs::Expr(input.parse()?)),
+            ));
+        }
+        let content;
+        let brackets = syn::bracketed!(content in input);
+        if content.is_empty() {
+            return Err(Error::new(brackets.span.join(), "`configs` is empty"));
+        }
+        let first: Expr = content.parse()?;
+        if !content.peek(Token![for]) {
+            let mut list = vec![first];
+            while !content.is_empty() {
+                content.parse::<Token![,]>()?;
+                if content.is_empty() {
+                    break;
+                }
+                list.push(content.parse()?);
+            }
+            let specs = list.iter().map(config_spec).collect::<Result<_, _>>()?;
+            return Ok(AutotuneArg::Configs(name, Box::new(Configs::List(specs))));
+        }
+        let mut loops = Vec::new();
+        while content.peek(Token![for]) {
+            content.parse::<Token![for]>()?;
+            let pat = syn::Pat::parse_multi(&content)?;
+            content.parse::<Token![in]>()?;
+            loops.push((pat, content.parse()?));
+        }
+        let filter = if content.peek(Token![if]) {
+            content.parse::<Token![if]>()?;
+            Some(content.parse()?)
+        } else {
+            None
+        };
+        if !content.is_empty() {
+            return Err(
+                content.error("expected `for NAME in …` or `if …` in a comprehension of configs")
+            );
+        }
+        let template = Box::new(config_spec(&first)?);
+        Ok(AutotuneArg::Configs(
+            name,
+            Box::new(Configs::Comprehension {
+                template,
+                loops,
+                filter,
+            }),
+        ))
+    }
+}
+
 fn parse_autotune(a: &Attribute, params: &[KernelParam]) -> Result<Autotune, Error> {
     let mut configs = None;
     let mut tune = Autotune {
-        configs: Vec::new(),
+        configs: Configs::List(Vec::new()),
         tuned: Vec::new(),
         key: Vec::new(),
         prune: None,
@@ -164,9 +269,19 @@ fn parse_autotune(a: &Attribute, params: &[KernelParam]) -> Result<Autotune, Err
         restore_value: Vec::new(),
     };
     let mut key = None;
-    for (name, value) in assignments(a)? {
+    let args = a.parse_args_with(Punctuated::<AutotuneArg, Token![,]>::parse_terminated)?;
+    for arg in args {
+        let (name, value) = match arg {
+            AutotuneArg::Configs(name, c) => {
+                if configs.is_some() {
+                    return Err(Error::new(name.span(), "`configs` is given twice"));
+                }
+                configs = Some(*c);
+                continue;
+            }
+            AutotuneArg::Other(name, value) => (name, value),
+        };
         match name.to_string().as_str() {
-            "configs" => configs = Some(parse_configs(&value)?),
             "key" => key = Some(names(&value, "key")?),
             "prune_configs_by" => tune.prune = Some(value),
             "reset_to_zero" => tune.reset_to_zero = names(&value, "reset_to_zero")?,
@@ -182,7 +297,7 @@ fn parse_autotune(a: &Attribute, params: &[KernelParam]) -> Result<Autotune, Err
             }
         }
     }
-    let Some((configs, span)) = configs else {
+    let Some(configs) = configs else {
         return Err(Error::new(
             a.path().span(),
             "`#[autotune]` needs `configs = [config(BLOCK = 128), …]`",
@@ -194,11 +309,16 @@ fn parse_autotune(a: &Attribute, params: &[KernelParam]) -> Result<Autotune, Err
             "`#[autotune]` needs `key = [...]`: the arguments the best config depends on",
         )
     })?;
-    let Some(first) = configs.first() else {
-        return Err(Error::new(span, "`configs` is empty"));
+    let specs: &[ConfigSpec] = match &configs {
+        Configs::List(list) => list,
+        Configs::Comprehension { template, .. } => std::slice::from_ref(&**template),
+        // Known once the heuristics are: `take_tuning` fills them in.
+        Configs::Expr(_) => &[],
     };
-    tune.tuned = first.values.iter().map(|(n, _)| n.clone()).collect();
-    for (c, spec) in configs.iter().enumerate() {
+    if let Some(first) = specs.first() {
+        tune.tuned = first.values.iter().map(|(n, _)| n.clone()).collect();
+    }
+    for (c, spec) in specs.iter().enumerate() {
         for (n, _) in &spec.values {
             if !tune.tuned.contains(n) {
                 return Err(Error::new(
@@ -212,7 +332,7 @@ fn parse_autotune(a: &Attribute, params: &[KernelParam]) -> Result<Autotune, Err
         for t in &tune.tuned {
             if !spec.values.iter().any(|(n, _)| n == t) {
                 return Err(Error::new(
-                    span,
+                    spec.span,
                     format!("config {c} sets no `{t}`: every config sets the same constexprs"),
                 ));
             }
@@ -231,46 +351,37 @@ fn parse_autotune(a: &Attribute, params: &[KernelParam]) -> Result<Autotune, Err
     Ok(tune)
 }
 
-fn parse_configs(e: &Expr) -> Result<(Vec<ConfigSpec>, Span), Error> {
-    let Expr::Array(list) = e else {
-        return Err(Error::new(
-            e.span(),
-            "`configs` takes a list: `configs = [config(BLOCK = 128), …]`",
-        ));
+/// `config(NAME = value, …, num_warps = w, num_stages = s)`.
+fn config_spec(c: &Expr) -> Result<ConfigSpec, Error> {
+    let call = match c {
+        Expr::Call(call) if matches!(&*call.func, Expr::Path(p) if p.path.is_ident("config")) => {
+            call
+        }
+        other => {
+            return Err(Error::new(
+                other.span(),
+                "expected `config(NAME = value, …, num_warps = 4, num_stages = 3)`",
+            ))
+        }
     };
-    let configs = list
-        .elems
-        .iter()
-        .map(|c| {
-            let call = match c {
-                Expr::Call(call) if matches!(&*call.func, Expr::Path(p) if p.path.is_ident("config")) => call,
-                other => {
-                    return Err(Error::new(
-                        other.span(),
-                        "expected `config(NAME = value, …, num_warps = 4, num_stages = 3)`",
-                    ))
-                }
-            };
-            let mut spec = ConfigSpec {
-                values: Vec::new(),
-                num_warps: None,
-                num_stages: None,
-            };
-            for arg in call.args.iter().cloned() {
-                let (n, v) = assignment(arg)?;
-                match n.to_string().as_str() {
-                    "num_warps" => spec.num_warps = Some(v),
-                    "num_stages" => spec.num_stages = Some(v),
-                    _ if spec.values.iter().any(|(m, _)| *m == n) => {
-                        return Err(Error::new(n.span(), format!("`{n}` is set twice")))
-                    }
-                    _ => spec.values.push((n, v)),
-                }
+    let mut spec = ConfigSpec {
+        values: Vec::new(),
+        num_warps: None,
+        num_stages: None,
+        span: c.span(),
+    };
+    for arg in call.args.iter().cloned() {
+        let (n, v) = assignment(arg)?;
+        match n.to_string().as_str() {
+            "num_warps" => spec.num_warps = Some(v),
+            "num_stages" => spec.num_stages = Some(v),
+            _ if spec.values.iter().any(|(m, _)| *m == n) => {
+                return Err(Error::new(n.span(), format!("`{n}` is set twice")))
             }
-            Ok(spec)
-        })
-        .collect::<Result<Vec<_>, Error>>()?;
-    Ok((configs, e.span()))
+            _ => spec.values.push((n, v)),
+        }
+    }
+    Ok(spec)
 }
 
 fn param<'p>(params: &'p [KernelParam], name: &Ident) -> Result<&'p KernelParam, Error> {

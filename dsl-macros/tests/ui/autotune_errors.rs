@@ -32,6 +32,14 @@ fn heuristic_reads_a_pointer(x: Ptr<f32>, #[constexpr] EVEN: bool) {}
 #[autotune(configs = [config(BLOCK = 64)])]
 fn no_key(x: Ptr<f32>, #[constexpr] BLOCK: usize) {}
 
+#[kernel]
+#[autotune(configs = [config(BLOCK = b) for b in [64, 128] while b < 100], key = [])]
+fn comprehension_with_while(x: Ptr<f32>, #[constexpr] BLOCK: usize) {}
+
+#[kernel]
+#[autotune(configs = [config(BLOCK = 64)], configs = [config(BLOCK = 32)], key = [])]
+fn configs_twice(x: Ptr<f32>, #[constexpr] BLOCK: usize) {}
+
 #[autotune(configs = [config(BLOCK = 64)], key = [])]
 fn not_a_kernel() {}
 

@@ -6,4 +6,9 @@ fn helper(x: i32) -> i32 {
     return y;
 }
 
+#[device]
+fn rand(seed: i32, offset: i32) -> i32 {
+    seed + offset
+}
+
 fn main() {}

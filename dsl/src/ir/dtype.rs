@@ -42,6 +42,12 @@ pub enum DType {
 }
 
 impl DType {
+    /// Triton's `ptr.dtype.element_ty`: a pointer tile's `dtype()` is already its
+    /// pointee's, so this is `self` (kept so the Triton spelling ports unchanged).
+    pub fn element_ty(self) -> DType {
+        self
+    }
+
     /// Every dtype, in declaration order.
     pub const ALL: [DType; 16] = [
         DType::Bool,

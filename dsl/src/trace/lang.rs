@@ -867,6 +867,11 @@ fn reduce_op(op: ReduceOp, x: Tile, axis: i64, loc: Loc) -> Tile {
 
 /// The optional `axis` of a reduction: [`NoArg`] (every axis, as Triton's `axis=None`) or a
 /// compile-time integer (negative counts from the end).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an axis",
+    label = "an axis is a compile-time integer (or `None`)",
+    note = "`max`/`min` reduce one tile along an axis (Triton's `tl.max`); for the elementwise maximum or minimum of two tiles (Python's `max(a, b)`), write `maximum(a, b)` or `minimum(a, b)`"
+)]
 pub trait OptAxis {
     /// The axis, if one was given.
     fn axis(self) -> Option<i64>;
@@ -1707,6 +1712,11 @@ impl Tile {
         let loc = loc!();
         let to = dtype.into();
         emit(|b| b.cast_to(self.0, to, &loc))
+    }
+    /// `cast(self, dtype)`, as [`to`](Tile::to).
+    #[track_caller]
+    pub fn cast(self, dtype: impl Into<CastTarget>) -> Tile {
+        self.to(dtype)
     }
     /// `bitcast(self, dtype)`: the same bits read as `dtype`.
     #[track_caller]
