@@ -221,3 +221,85 @@ fn triton_attribute_spellings_work() {
         assert_eq!(got, x.to_vec(), "{d:?}");
     }
 }
+
+/// A deferred `let` given its value by an `if / else if / else` chain on runtime values.
+#[kernel]
+fn deferred_chain(out: Ptr<f32>, x: Ptr<f32>) {
+    let offs = arange(0, 4);
+    let v = load(x + offs);
+    let first = load(x);
+    let m;
+    if first > 1.0 {
+        m = v * 2.0;
+    } else if first > 0.0 {
+        m = v + 1.0;
+    } else {
+        m = v - 1.0;
+    }
+    store(out + offs, m);
+}
+
+#[test]
+fn deferred_variables_take_values_through_else_if_chains() {
+    for d in all_devices() {
+        for (first, want) in [
+            (2.0f32, [4.0, 2.0, 2.0, 2.0]),
+            (0.5, [1.5, 2.0, 2.0, 2.0]),
+            (-1.0, [-2.0, 0.0, 0.0, 0.0]),
+        ] {
+            let x = ndarray::arr1(&[first, 1.0, 1.0, 1.0]);
+            let mut out = Array1::<f32>::zeros(4);
+            deferred_chain::launch(&d, 1, &mut out, &x).unwrap();
+            assert_eq!(out.to_vec(), want, "{d:?} first {first}");
+        }
+    }
+}
+
+/// Liger-Kernel's cross-entropy: the online max and normalizer start as Rust numbers and
+/// a runtime loop assigns them tiles; a runtime `if` assigns a plain number or a tile.
+#[kernel]
+fn online_logsumexp(out: Ptr<f32>, x: Ptr<f32>, n_cols: i32, #[constexpr] BLOCK: usize) {
+    let row = program_id(0);
+    let offs = arange(0, BLOCK);
+    let mut m = f32::NEG_INFINITY;
+    let mut d = 0.0;
+    for start in range(0, n_cols, BLOCK) {
+        let mask = start + offs < n_cols;
+        let xb = load(
+            x + row * n_cols + start + offs,
+            mask = mask,
+            other = f32::NEG_INFINITY,
+        );
+        let m_new = maximum(m, max(xb, 0));
+        d = d * exp(m - m_new) + sum(exp(xb - m_new), 0);
+        m = m_new;
+    }
+    let mut bias = 0.0;
+    if row > 0 {
+        bias = load(x);
+    } else {
+        bias = 1.0;
+    }
+    store(out + row, m + log(d) + bias);
+}
+
+#[test]
+fn plain_start_values_become_tiles_under_runtime_flow() {
+    let (rows, cols) = (3usize, 40usize);
+    let x = Array1::from_iter((0..rows * cols).map(|i| ((i * 7) % 11) as f32 * 0.25));
+    for d in all_devices() {
+        let mut out = Array1::<f32>::zeros(rows);
+        online_logsumexp::launch(&d, rows as u32, &mut out, &x, cols as i32, 16).unwrap();
+        for r in 0..rows {
+            let row = &x.as_slice().unwrap()[r * cols..(r + 1) * cols];
+            let m = row.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            let lse = m + row.iter().map(|v| (v - m).exp()).sum::<f32>().ln();
+            let want = lse + if r > 0 { x[0] } else { 1.0 };
+            assert!(
+                (out[r] - want).abs() < 1e-5,
+                "{d:?} row {r}: {} vs {want}",
+                out[r]
+            );
+        }
+    }
+}

@@ -7,8 +7,9 @@
 //! `#[track_caller]` tracing API records the user's `file:line:col`.
 
 use super::early_return::{lower_returns, take_tail_marker};
+use super::promote::{promote_to_tiles, PlainNames};
 use crate::parse::assigned::{
-    assigned_in_block, assigned_in_expr, assigned_in_loop, keyword_arg, merge, pattern_bindings,
+    assigned_in_block, assigned_in_expr, assigned_in_loop, keyword_arg, merge,
 };
 use crate::parse::builtins;
 use crate::parse::range::{classify, RuntimeRange};
@@ -39,10 +40,11 @@ enum Ctx {
 }
 
 /// Rewrites `block` in place; returns every error found.
-pub fn rewrite_block(block: &mut Block, kind: FnKind) -> Result<(), Error> {
+pub fn rewrite_block(block: &mut Block, kind: FnKind, plain: &PlainNames) -> Result<(), Error> {
     lower_returns(block)?;
     let mut r = Rewriter {
         kind,
+        plain: plain.clone(),
         errors: Vec::new(),
         ctx: Vec::new(),
         deferred: Vec::new(),
@@ -60,6 +62,8 @@ pub fn rewrite_block(block: &mut Block, kind: FnKind) -> Result<(), Error> {
 
 struct Rewriter {
     kind: FnKind,
+    /// The parameters known to hold plain Rust values.
+    plain: PlainNames,
     errors: Vec<Error>,
     ctx: Vec<Ctx>,
     /// Variables declared without a value (`let x;`) and not yet assigned by a kernel
@@ -72,7 +76,7 @@ fn lang(name: &str, span: Span) -> TokenStream {
     quote_spanned!(span=> ::tritium::dsl::trace::lang::#id)
 }
 
-fn flow(name: &str, span: Span) -> TokenStream {
+pub(super) fn flow(name: &str, span: Span) -> TokenStream {
     let id = Ident::new(name, span);
     quote_spanned!(span=> ::tritium::dsl::trace::flow::#id)
 }
@@ -202,6 +206,15 @@ impl Rewriter {
         self.error(span, msg);
     }
 
+    /// Marks `vars` as declared without a value from here on.
+    fn defer(&mut self, vars: &[Ident]) {
+        for v in vars {
+            if !self.deferred.contains(v) {
+                self.deferred.push(v.clone());
+            }
+        }
+    }
+
     fn in_ctx(&mut self, ctx: Ctx, f: impl FnOnce(&mut Self)) {
         self.ctx.push(ctx);
         f(self);
@@ -297,22 +310,25 @@ impl Rewriter {
         } else {
             self.visit_expr_mut(&mut i.cond);
         }
+        // A deferred `let x;` is not carried in: each branch declares and assigns it, and
+        // the `if` gives it its first value. Inside each branch it is deferred again, so an
+        // `if` nested there (an `else if` chain) gives it its value the same way.
+        let (fresh, carried): (Vec<Ident>, Vec<Ident>) =
+            carried.into_iter().partition(|v| self.deferred.contains(v));
         self.in_ctx(Ctx::Branch, |r| {
+            r.defer(&fresh);
             r.visit_block_mut(&mut i.then_branch);
             if let Some((_, e)) = &mut i.else_branch {
+                r.defer(&fresh);
                 r.visit_expr_mut(e);
             }
         });
+        self.deferred.retain(|v| !fresh.contains(v));
         let (cond, then) = (&i.cond, &i.then_branch);
         let otherwise = match &i.else_branch {
             Some((_, e)) => e.to_token_stream(),
             None => quote_spanned!(sp=> {}),
         };
-        // A deferred `let x;` is not carried in: each branch declares and assigns it, and
-        // the `if` gives it its first value.
-        let (fresh, carried): (Vec<Ident>, Vec<Ident>) =
-            carried.into_iter().partition(|v| self.deferred.contains(v));
-        self.deferred.retain(|v| !fresh.contains(v));
         let if_else = flow("if_else", sp);
         let (t, p) = (tuple(&carried, sp), tuple_pat(&carried, true, sp));
         let f = tuple(&fresh, sp);
@@ -579,21 +595,6 @@ impl Rewriter {
     }
 }
 
-/// A literal `0`, `-1.5`, `true` (unsuffixed, or suffixed `i32`/`f32`).
-fn is_weak_literal(e: &Expr) -> bool {
-    match e {
-        Expr::Lit(l) => match &l.lit {
-            syn::Lit::Int(i) => matches!(i.suffix(), "" | "i32"),
-            syn::Lit::Float(f) => matches!(f.suffix(), "" | "f32"),
-            syn::Lit::Bool(_) => true,
-            _ => false,
-        },
-        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => is_weak_literal(&u.expr),
-        Expr::Paren(p) => is_weak_literal(&p.expr),
-        _ => false,
-    }
-}
-
 /// An unsuffixed number on the left of an arithmetic or bitwise operator, with a right
 /// operand that is not plain literal arithmetic: `1 / n`, `-0.5 * x`.
 struct WeakLhs {
@@ -658,74 +659,9 @@ fn literal_arithmetic(e: &Expr) -> bool {
     }
 }
 
-/// True when `stmt` contains a runtime `for`/`while` that carries `name`.
-fn runtime_loop_carries(stmt: &Stmt, name: &Ident) -> bool {
-    struct Find<'n> {
-        name: &'n Ident,
-        found: bool,
-    }
-    impl<'a> syn::visit::Visit<'a> for Find<'_> {
-        fn visit_expr_for_loop(&mut self, f: &'a ExprForLoop) {
-            if matches!(classify(&f.expr), Ok(Some(_)))
-                && assigned_in_loop(&f.pat, &f.body).contains(self.name)
-            {
-                self.found = true;
-            }
-            syn::visit::visit_expr_for_loop(self, f);
-        }
-        fn visit_expr_while(&mut self, w: &'a ExprWhile) {
-            if merge([assigned_in_expr(&w.cond), assigned_in_block(&w.body)]).contains(self.name) {
-                self.found = true;
-            }
-            syn::visit::visit_expr_while(self, w);
-        }
-        fn visit_item(&mut self, _: &'a Item) {}
-        fn visit_macro(&mut self, _: &'a syn::Macro) {}
-    }
-    let mut f = Find { name, found: false };
-    syn::visit::Visit::visit_stmt(&mut f, stmt);
-    f.found
-}
-
-/// `let mut x = 0;` followed by a runtime loop that assigns `x` → `let mut x = tile_of(0);`,
-/// so that the loop can carry a tile (Triton turns such a variable into a tensor too).
-fn promote_loop_literals(block: &mut Block) {
-    for i in 0..block.stmts.len() {
-        let (rest_start, rest) = block.stmts.split_at_mut(i + 1);
-        let Stmt::Local(local) = &mut rest_start[i] else {
-            continue;
-        };
-        let Pat::Ident(pi) = &local.pat else { continue };
-        if pi.mutability.is_none() || pi.by_ref.is_some() || pi.subpat.is_some() {
-            continue;
-        }
-        let Some(init) = &mut local.init else {
-            continue;
-        };
-        if init.diverge.is_some() || !is_weak_literal(&init.expr) {
-            continue;
-        }
-        let name = pi.ident.clone();
-        for later in rest.iter() {
-            if runtime_loop_carries(later, &name) {
-                let lit = &init.expr;
-                let sp = lit.span();
-                let tile_of = flow("tile_of", sp);
-                *init.expr = verbatim(quote_spanned!(sp=> #tile_of(#lit)));
-                break;
-            }
-            if let Stmt::Local(l) = later {
-                if pattern_bindings(&l.pat).contains(&name) {
-                    break;
-                }
-            }
-        }
-    }
-}
-
 impl VisitMut for Rewriter {
     fn visit_block_mut(&mut self, b: &mut Block) {
-        promote_loop_literals(b);
+        promote_to_tiles(b, &self.plain);
         visit_mut::visit_block_mut(self, b);
     }
 
@@ -871,7 +807,7 @@ mod tests {
 
     fn rewrite(src: &str) -> Result<String, String> {
         let mut b: Block = syn::parse_str(src).unwrap();
-        rewrite_block(&mut b, FnKind::Kernel).map_err(|e| e.to_string())?;
+        rewrite_block(&mut b, FnKind::Kernel, &PlainNames::default()).map_err(|e| e.to_string())?;
         Ok(b.to_token_stream().to_string())
     }
 

@@ -1,6 +1,7 @@
 //! `#[kernel]`: the module with `NAME`, `trace`, `launch` and `launch_with`.
 
 use super::body::{rewrite_block, FnKind};
+use super::promote::PlainNames;
 use super::tuned;
 use crate::parse::signature::{parse_kernel, Kernel, KernelParam, ParamKind};
 use crate::parse::tuning::{last_segment, take_tuning, Tuning};
@@ -14,7 +15,18 @@ pub fn expand(item: ItemFn) -> Result<TokenStream, Error> {
     let source = fnv1a(quote!(#item).to_string().as_bytes());
     let mut k = parse_kernel(item)?;
     let tuning = take_tuning(&mut k.attrs, &k.params)?;
-    rewrite_block(&mut k.body, FnKind::Kernel)?;
+    let const_generics = k.generics.params.iter().filter_map(|g| match g {
+        syn::GenericParam::Const(c) => Some(&c.ident),
+        _ => None,
+    });
+    let plain = PlainNames::new(
+        k.params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Constexpr))
+            .map(|p| &p.ident)
+            .chain(const_generics),
+    );
+    rewrite_block(&mut k.body, FnKind::Kernel, &plain)?;
     Ok(generate(&k, &tuning, source))
 }
 

@@ -6,4 +6,5 @@ pub mod custom_op;
 pub mod device;
 mod early_return;
 pub mod kernel;
+mod promote;
 mod tuned;
