@@ -303,3 +303,36 @@ fn plain_start_values_become_tiles_under_runtime_flow() {
         }
     }
 }
+
+/// A runtime `if` whose branches give plain numbers is Triton's `where`; so is one giving a
+/// deferred variable plain numbers.
+#[kernel]
+fn runtime_if_of_numbers(out: Ptr<f32>, x: Ptr<f32>) {
+    let offs = arange(0, 4);
+    let first = load(x);
+    let scale = if first > 0.0 { 2.0 } else { -1.0 };
+    let shift;
+    if first > 1.0 {
+        shift = 10;
+    } else {
+        shift = 20;
+    }
+    store(out + offs, load(x + offs) * scale + shift);
+}
+
+#[test]
+fn runtime_if_of_plain_numbers_gives_a_tile() {
+    for d in all_devices() {
+        for (first, scale, shift) in [
+            (2.0f32, 2.0f32, 10.0f32),
+            (0.5, 2.0, 20.0),
+            (-1.0, -1.0, 20.0),
+        ] {
+            let x = ndarray::arr1(&[first, 1.0, 2.0, 3.0]);
+            let mut out = Array1::<f32>::zeros(4);
+            runtime_if_of_numbers::launch(&d, 1, &mut out, &x).unwrap();
+            let want: Vec<f32> = x.iter().map(|v| v * scale + shift).collect();
+            assert_eq!(out.to_vec(), want, "{d:?} first {first}");
+        }
+    }
+}

@@ -570,7 +570,7 @@ fn if_and_while_carry_tiles() -> Result<()> {
         let offs = pid * BLOCK as i32 + arange(0, BLOCK);
         let v = load(x + offs, NoArg, NoArg);
         let even = compare(pid % 2, CmpPred::Eq, 0);
-        let (v, ()) = if_else(even, (), |()| (v * 10, ()), |()| (v - 1, ()));
+        let (v, (), ()) = if_else(even, (), |()| (v * 10, (), ()), |()| (v - 1, (), ()));
         // Doubles v n times; k counts.
         let k = scalar(0, DType::I32);
         let (v, _k) = while_loop(

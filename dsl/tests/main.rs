@@ -24,11 +24,11 @@ fn loop_sum() -> Function {
     let n = scalar_param("n", DType::I32, 1, &Specialization::default());
     let acc = zeros([4], DType::F32);
     let acc = flow::for_range(0, n, 1, acc, |i, acc| acc + cast(i, DType::F32));
-    let (_, acc) = flow::if_else(
+    let (_, acc, ()) = flow::if_else(
         compare(n, CmpPred::Gt, 2),
         acc,
-        |a| ((), a * 2.0),
-        |a| ((), a),
+        |a| ((), a * 2.0, ()),
+        |a| ((), a, ()),
     );
     store(out + arange(0, 4), acc, NoArg);
     t.finish().unwrap()

@@ -95,19 +95,116 @@ tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
+/// What a value becomes when a runtime `if` gives it: plain numbers and bools become tiles
+/// (`let y = if c { 1.0 } else { 0.0 }` is Triton's `where`), everything else stays.
+pub trait Lift: Carry {
+    /// The lifted type.
+    type Lifted: Carry;
+    /// Lifts `self`, emitting constants into the block being traced.
+    fn lift(self) -> Self::Lifted;
+}
+
+impl Lift for Tile {
+    type Lifted = Tile;
+    fn lift(self) -> Tile {
+        self
+    }
+}
+
+impl Lift for () {
+    type Lifted = ();
+    fn lift(self) {}
+}
+
+macro_rules! lift_to_tile {
+    ($($t:ty),*) => {$(
+        impl Lift for $t {
+            type Lifted = Tile;
+            #[track_caller]
+            fn lift(self) -> Tile {
+                tile_of(self)
+            }
+        }
+    )*};
+}
+lift_to_tile!(bool, i8, i16, i32, i64, u8, u16, u32, u64, usize, isize, f32, f64);
+
+macro_rules! lift_unchanged {
+    ($($t:ty),*) => {$(
+        impl Lift for $t {
+            type Lifted = $t;
+            fn lift(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+lift_unchanged!(
+    DType,
+    &'static str,
+    super::lang::BlockPtr,
+    super::lang::TensorDescriptor
+);
+
+macro_rules! tuple_lift {
+    ($($name:ident $idx:tt),+) => {
+        impl<$($name: Lift),+> Lift for ($($name,)+) {
+            type Lifted = ($($name::Lifted,)+);
+            #[track_caller]
+            fn lift(self) -> Self::Lifted {
+                ($(self.$idx.lift(),)+)
+            }
+        }
+    };
+}
+tuple_lift!(A 0);
+tuple_lift!(A 0, B 1);
+tuple_lift!(A 0, B 1, C 2);
+tuple_lift!(A 0, B 1, C 2, D 3);
+tuple_lift!(A 0, B 1, C 2, D 3, E 4);
+tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+
 /// A branch or loop condition: a Rust `bool` (resolved while tracing) or a bool tile.
 pub trait Cond {
+    /// What an `if` on this condition gives for a branch value `R`: `R` itself when the
+    /// condition is a Rust bool, `R` lifted (plain numbers as tiles) when it is a tile.
+    type Out<R: Lift>;
     /// `Ok(b)` for a Rust bool, `Err(tile)` for a runtime condition.
     fn resolve(self) -> Result<bool, Tile>;
+    /// The value of an `if` resolved while tracing.
+    fn resolved<R: Lift>(r: R) -> Self::Out<R>;
+    /// The value of a runtime `if` (already lifted).
+    fn runtime<R: Lift>(r: R::Lifted) -> Self::Out<R>;
 }
 impl Cond for bool {
+    type Out<R: Lift> = R;
     fn resolve(self) -> Result<bool, Tile> {
         Ok(self)
     }
+    fn resolved<R: Lift>(r: R) -> R {
+        r
+    }
+    fn runtime<R: Lift>(_: R::Lifted) -> R {
+        unreachable!("a Rust bool is resolved while tracing")
+    }
 }
 impl Cond for Tile {
+    type Out<R: Lift> = R::Lifted;
     fn resolve(self) -> Result<bool, Tile> {
         Err(self)
+    }
+    #[track_caller]
+    fn resolved<R: Lift>(r: R) -> R::Lifted {
+        r.lift()
+    }
+    fn runtime<R: Lift>(r: R::Lifted) -> R::Lifted {
+        r
     }
 }
 
@@ -268,19 +365,27 @@ pub fn for_range_with<C: Carry>(
 }
 
 /// `if cond { then } else { otherwise }` with `carried` the variables the branches assign;
-/// each branch gives `O`: the `if`'s value, the carried variables and the variables it gives
-/// their first value (a deferred `let x;`).
+/// each branch gives the `if`'s value `R`, the carried variables and the variables it gives
+/// their first value `F` (a deferred `let x;`). Under a runtime condition `R` and `F` are
+/// lifted ([`Lift`]): plain numbers the branches give become tiles, so the branches may
+/// give different ones; carried plain values must agree.
 #[track_caller]
-pub fn if_else<C: Carry, O: Carry>(
-    cond: impl Cond,
+pub fn if_else<K: Cond, C: Carry, R: Lift, F: Lift>(
+    cond: K,
     carried: C,
-    then_branch: impl FnOnce(C) -> O,
-    else_branch: impl FnOnce(C) -> O,
-) -> O {
+    then_branch: impl FnOnce(C) -> (R, C, F),
+    else_branch: impl FnOnce(C) -> (R, C, F),
+) -> (K::Out<R>, C, K::Out<F>) {
     let loc = caller_loc(std::panic::Location::caller());
     let cond = match cond.resolve() {
-        Ok(true) => return then_branch(carried),
-        Ok(false) => return else_branch(carried),
+        Ok(b) => {
+            let (r, c, f) = if b {
+                then_branch(carried)
+            } else {
+                else_branch(carried)
+            };
+            return (K::resolved(r), c, K::resolved(f));
+        }
         Err(t) => t,
     };
     let cond_v = with(|b| {
@@ -294,8 +399,10 @@ pub fn if_else<C: Carry, O: Carry>(
         cond.0
     });
     let template = carried.rebuild(&mut flat(&carried).iter());
+    // Each branch's value and first values are lifted inside its own region.
+    let lifted = |(r, c, f): (R, C, F)| (r.lift(), c, f.lift());
     with(|b| b.open_block(vec![]));
-    let then_out = then_branch(carried);
+    let then_out = lifted(then_branch(carried));
     let then_tiles = flat(&then_out);
     let then_types = types(&then_tiles);
     with(|b| {
@@ -307,14 +414,15 @@ pub fn if_else<C: Carry, O: Carry>(
     });
     let then_block = with(|b| b.close_block());
     with(|b| b.open_block(vec![]));
-    let else_out = else_branch(template);
+    let else_out = lifted(else_branch(template));
     let else_tiles = flat(&else_out);
     let ok = check_types(&then_types, &else_tiles, "the branches of an `if`", &loc);
     if !then_out.same_native(&else_out) {
         with(|b| {
             b.fail(
                 &loc,
-                "the branches of a runtime `if` give different plain Rust values",
+                "the branches of a runtime `if` give a plain Rust variable different values; \
+                 make it a tile before the `if` (`tile_of(x)`)",
             )
         });
     }
@@ -337,7 +445,8 @@ pub fn if_else<C: Carry, O: Carry>(
         )
     });
     let results: Vec<Tile> = results.into_iter().map(Tile).collect();
-    then_out.rebuild(&mut results.iter())
+    let (r, c, f) = then_out.rebuild(&mut results.iter());
+    (K::runtime::<R>(r), c, K::runtime::<F>(f))
 }
 
 /// `while cond { body }` with `carried` the variables the body assigns.
