@@ -336,3 +336,62 @@ fn runtime_if_of_plain_numbers_gives_a_tile() {
         }
     }
 }
+
+/// Liger-Kernel's RMSNorm: the weight is loaded only under a constexpr `if`, and read only
+/// under the same condition.
+#[kernel]
+fn maybe_weighted(out: Ptr<f32>, x: Ptr<f32>, w: Ptr<f32>, #[constexpr] HAS_WEIGHT: bool) {
+    let offs = arange(0, 4);
+    let mut v = load(x + offs);
+    let weight;
+    if HAS_WEIGHT {
+        weight = load(w + offs);
+    }
+    if HAS_WEIGHT {
+        v = v * weight;
+    }
+    store(out + offs, v);
+}
+
+/// Reads a variable the path taken left unassigned.
+#[kernel]
+fn reads_unassigned(out: Ptr<f32>, x: Ptr<f32>, #[constexpr] RUNTIME: bool) {
+    let offs = arange(0, 4);
+    let v = load(x + offs);
+    let scale;
+    if RUNTIME {
+        if load(x) > 0.0 {
+            scale = v * 2.0;
+        }
+    } else if false {
+        scale = v;
+    }
+    store(out + offs, v * scale);
+}
+
+#[test]
+fn variables_assigned_on_some_paths() {
+    let x = ndarray::arr1(&[1.0f32, 2.0, 3.0, 4.0]);
+    let w = ndarray::arr1(&[2.0f32, 2.0, 2.0, 2.0]);
+    for d in all_devices() {
+        for has in [false, true] {
+            let mut out = Array1::<f32>::zeros(4);
+            maybe_weighted::launch(&d, 1, &mut out, &x, &w, has).unwrap();
+            let want = if has { &x * 2.0 } else { x.clone() };
+            assert_eq!(out, want, "{d:?} {has}");
+        }
+    }
+    let read_line = line_of("store(out + offs, v * scale);");
+    for runtime in [false, true] {
+        for (location, message) in trace_errors(|d| {
+            let mut out = Array1::<f32>::zeros(4);
+            reads_unassigned::launch(d, 1, &mut out, &x, runtime)
+        }) {
+            assert!(location.contains(&format!("porting.rs:{read_line}")), "{location}");
+            assert!(
+                message.contains("`scale` is read here") && message.contains("unassigned"),
+                "{message}"
+            );
+        }
+    }
+}

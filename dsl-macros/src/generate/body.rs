@@ -9,7 +9,8 @@
 use super::early_return::{lower_returns, take_tail_marker};
 use super::promote::{promote_to_tiles, PlainNames};
 use crate::parse::assigned::{
-    assigned_in_block, assigned_in_expr, assigned_in_loop, keyword_arg, merge,
+    assigned_in_block, assigned_in_expr, assigned_in_loop, definitely_assigns, expr_assigns,
+    keyword_arg, merge,
 };
 use crate::parse::builtins;
 use crate::parse::range::{classify, RuntimeRange};
@@ -315,6 +316,30 @@ impl Rewriter {
         // `if` nested there (an `else if` chain) gives it its value the same way.
         let (fresh, carried): (Vec<Ident>, Vec<Ident>) =
             carried.into_iter().partition(|v| self.deferred.contains(v));
+        // A branch that may leave a first value unassigned declares it with a stand-in
+        // that is an error only if read (a constexpr `if` without `else`).
+        let declare = |assigns: &dyn Fn(&Ident) -> bool| -> Vec<TokenStream> {
+            fresh
+                .iter()
+                .map(|v| {
+                    if assigns(v) {
+                        quote_spanned!(sp=> let #v;)
+                    } else {
+                        let (name, f) = (v.to_string(), flow("unassigned", sp));
+                        quote_spanned!(sp=>
+                            #[allow(unused_mut, unused_assignments)]
+                            let mut #v = #f(#name);
+                        )
+                    }
+                })
+                .collect()
+        };
+        let then_decls = declare(&|v| definitely_assigns(&i.then_branch, v));
+        let else_decls = declare(&|v| {
+            i.else_branch
+                .as_ref()
+                .is_some_and(|(_, e)| expr_assigns(e, v))
+        });
         self.in_ctx(Ctx::Branch, |r| {
             r.defer(&fresh);
             r.visit_block_mut(&mut i.then_branch);
@@ -337,15 +362,15 @@ impl Rewriter {
         } else {
             (t.clone(), f.clone())
         };
-        let branch = |body: &dyn ToTokens| {
+        let branch = |decls: &[TokenStream], body: &dyn ToTokens| {
             quote_spanned!(sp=> |#p| {
-                #(let #fresh;)*
+                #(#decls)*
                 #[allow(clippy::let_unit_value)]
                 let __r = #body;
                 (__r, #t_out, #f_out)
             })
         };
-        let (then_c, else_c) = (branch(then), branch(&otherwise));
+        let (then_c, else_c) = (branch(&then_decls, then), branch(&else_decls, &otherwise));
         let call = quote_spanned!(sp=> #if_else(#cond, #t, #then_c, #else_c));
         let tokens = if tail || (carried.is_empty() && fresh.is_empty()) {
             quote_spanned!(sp=> { #call.0 })

@@ -71,6 +71,60 @@ pub fn pattern_bindings(pat: &Pat) -> Vec<Ident> {
     b.0
 }
 
+/// True when every path through `block` assigns `name` (as Rust's definite-initialization
+/// check sees it, for the statements kernel code uses: assignments, `if`/`else` with both
+/// branches assigning, `match` with every arm assigning, blocks; loops may not run).
+pub fn definitely_assigns(block: &Block, name: &Ident) -> bool {
+    for s in &block.stmts {
+        match s {
+            syn::Stmt::Local(l) => {
+                if l.init.as_ref().is_some_and(|i| expr_assigns(&i.expr, name)) {
+                    return true;
+                }
+                if pattern_bindings(&l.pat).contains(name) {
+                    return false;
+                }
+            }
+            syn::Stmt::Expr(e, _) if expr_assigns(e, name) => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// True when every path through `e` assigns `name`.
+pub fn expr_assigns(e: &Expr, name: &Ident) -> bool {
+    match e {
+        Expr::Assign(a) => place_is(&a.left, name) || expr_assigns(&a.right, name),
+        Expr::If(i) => {
+            expr_assigns(&i.cond, name)
+                || (definitely_assigns(&i.then_branch, name)
+                    && i.else_branch
+                        .as_ref()
+                        .is_some_and(|(_, e)| expr_assigns(e, name)))
+        }
+        Expr::Match(m) => {
+            expr_assigns(&m.expr, name)
+                || (!m.arms.is_empty() && m.arms.iter().all(|a| expr_assigns(&a.body, name)))
+        }
+        Expr::Block(b) => definitely_assigns(&b.block, name),
+        Expr::Paren(p) => expr_assigns(&p.expr, name),
+        // A `return`, `break` or `continue` never reaches what follows.
+        Expr::Return(_) | Expr::Break(_) | Expr::Continue(_) => true,
+        _ => false,
+    }
+}
+
+/// True when assigning to `place` assigns `name` (`name`, or a tuple holding it).
+fn place_is(place: &Expr, name: &Ident) -> bool {
+    match place {
+        Expr::Path(p) => p.path.is_ident(name),
+        Expr::Tuple(t) => t.elems.iter().any(|e| place_is(e, name)),
+        Expr::Paren(p) => place_is(&p.expr, name),
+        _ => false,
+    }
+}
+
 #[derive(Default)]
 struct Analysis {
     /// Names declared inside the analysed statement, innermost scope last.

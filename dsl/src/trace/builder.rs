@@ -15,6 +15,10 @@ pub(crate) struct Builder {
     /// with the division's location: Triton's `/` divides such operands as floats, so
     /// promoting one to a float is refused ([`Builder::refuse_int_quotient`]).
     pub(crate) int_quotients: std::collections::HashMap<Value, Loc>,
+    /// Values standing for a variable no path assigned (a deferred `let` an `if` branch
+    /// leaves unassigned): the variable's name and the `if`. No op defines them; an op that
+    /// reads one is the trace's error ([`Tracer::finish`]).
+    unassigned: std::collections::HashMap<Value, (String, Loc)>,
 }
 
 thread_local! {
@@ -89,6 +93,47 @@ impl Builder {
         self.blocks.pop().expect("checked above")
     }
 
+    /// A value standing for variable `name`, left unassigned by the `if` at `loc`.
+    pub(crate) fn unassigned(&mut self, name: &str, loc: &Loc) -> Value {
+        let v = self.new_value(Type::scalar(crate::ir::DType::I32));
+        self.unassigned.insert(v, (name.to_string(), loc.clone()));
+        v
+    }
+
+    /// The variable and `if` of an unassigned value.
+    pub(crate) fn unassigned_var(&self, v: Value) -> Option<&(String, Loc)> {
+        self.unassigned.get(&v)
+    }
+
+    /// The first op (in order) that reads an unassigned value, as the error to report.
+    fn read_of_unassigned(&self, body: &Block) -> Option<Error> {
+        if self.unassigned.is_empty() {
+            return None;
+        }
+        for inst in &body.insts {
+            if let Some((name, at)) = inst
+                .op
+                .operands()
+                .iter()
+                .find_map(|v| self.unassigned.get(v))
+            {
+                return Some(Error::Trace {
+                    location: inst.loc.to_string(),
+                    message: format!(
+                        "`{name}` is read here, but the `if` at {at} leaves it unassigned on the \
+                         path taken; assign it on every path before reading it"
+                    ),
+                });
+            }
+            for r in inst.op.regions() {
+                if let Some(e) = self.read_of_unassigned(r) {
+                    return Some(e);
+                }
+            }
+        }
+        None
+    }
+
     pub(crate) fn add_param(&mut self, name: &str, ty: Type) -> Value {
         let value = self.new_value(ty);
         self.params.push(Param {
@@ -123,6 +168,7 @@ impl Tracer {
                 blocks: vec![Block::default()],
                 error: None,
                 int_quotients: Default::default(),
+                unassigned: Default::default(),
             });
             Ok(Tracer { _private: () })
         })
@@ -134,6 +180,11 @@ impl Tracer {
             .with(|b| b.borrow_mut().take())
             .expect("tracer owns the builder");
         std::mem::forget(self);
+        // Reading an unassigned variable comes first: its stand-in's type is made up, so
+        // any other error may follow from it.
+        if let Some(e) = b.read_of_unassigned(&b.blocks[0]) {
+            return Err(e);
+        }
         if let Some(e) = b.error {
             return Err(e);
         }

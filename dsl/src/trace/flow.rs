@@ -404,19 +404,11 @@ pub fn if_else<K: Cond, C: Carry, R: Lift, F: Lift>(
     with(|b| b.open_block(vec![]));
     let then_out = lifted(then_branch(carried));
     let then_tiles = flat(&then_out);
-    let then_types = types(&then_tiles);
-    with(|b| {
-        b.push(
-            Op::Yield(then_tiles.iter().map(|t| t.0).collect()),
-            vec![],
-            loc.clone(),
-        )
-    });
-    let then_block = with(|b| b.close_block());
+    let then_region = with(|b| b.close_block());
     with(|b| b.open_block(vec![]));
     let else_out = lifted(else_branch(template));
     let else_tiles = flat(&else_out);
-    let ok = check_types(&then_types, &else_tiles, "the branches of an `if`", &loc);
+    let else_region = with(|b| b.close_block());
     if !then_out.same_native(&else_out) {
         with(|b| {
             b.fail(
@@ -426,13 +418,49 @@ pub fn if_else<K: Cond, C: Carry, R: Lift, F: Lift>(
             )
         });
     }
-    let ys = if ok {
-        else_tiles.iter().map(|t| t.0).collect()
-    } else {
-        then_tiles.iter().map(|t| t.0).collect()
+    // A variable one branch leaves unassigned is unassigned after the `if`: it yields
+    // nothing, and reading it later is the error.
+    let unassigned: Vec<Option<String>> = with(|b| {
+        then_tiles
+            .iter()
+            .zip(&else_tiles)
+            .map(|(t, e)| {
+                [t, e]
+                    .iter()
+                    .find_map(|x| b.unassigned_var(x.0).map(|(n, _)| n.clone()))
+            })
+            .collect()
+    });
+    let kept = |ts: &[Tile]| -> Vec<Tile> {
+        ts.iter()
+            .zip(&unassigned)
+            .filter(|(_, u)| u.is_none())
+            .map(|(t, _)| *t)
+            .collect()
     };
-    with(|b| b.push(Op::Yield(ys), vec![], loc.clone()));
-    let else_block = with(|b| b.close_block());
+    let (then_kept, else_kept) = (kept(&then_tiles), kept(&else_tiles));
+    let then_types = types(&then_kept);
+    let ok = if then_tiles.len() == else_tiles.len() {
+        check_types(&then_types, &else_kept, "the branches of an `if`", &loc)
+    } else {
+        check_types(
+            &types(&then_tiles),
+            &else_tiles,
+            "the branches of an `if`",
+            &loc,
+        )
+    };
+    let ys = if ok { &else_kept } else { &then_kept };
+    let close = |mut region: crate::ir::Block, ys: &[Tile]| {
+        region.insts.push(crate::ir::Inst {
+            results: vec![],
+            op: Op::Yield(ys.iter().map(|t| t.0).collect()),
+            loc: loc.clone(),
+        });
+        region
+    };
+    let then_block = close(then_region, &then_kept);
+    let else_block = close(else_region, ys);
     let results = with(|b| {
         b.push(
             Op::If {
@@ -441,12 +469,45 @@ pub fn if_else<K: Cond, C: Carry, R: Lift, F: Lift>(
                 else_region: else_block,
             },
             then_types,
-            loc,
+            loc.clone(),
         )
     });
-    let results: Vec<Tile> = results.into_iter().map(Tile).collect();
-    let (r, c, f) = then_out.rebuild(&mut results.iter());
+    let mut results = results.into_iter().map(Tile);
+    let all: Vec<Tile> = unassigned
+        .iter()
+        .map(|u| match u {
+            Some(name) => Tile(with(|b| b.unassigned(name, &loc))),
+            None => results.next().expect("one result per kept value"),
+        })
+        .collect();
+    let (r, c, f) = then_out.rebuild(&mut all.iter());
     (K::runtime::<R>(r), c, K::runtime::<F>(f))
+}
+
+/// What an `if` branch gives a deferred variable it leaves unassigned (the kernel macro
+/// declares it with this): a stand-in that is an error only if read.
+#[diagnostic::on_unimplemented(
+    message = "a `{Self}` variable must be given a value on every path of the `if`",
+    label = "only a tile may be left unassigned on a path and given its value later"
+)]
+pub trait Unassigned {
+    /// The stand-in for variable `name`.
+    #[track_caller]
+    fn unassigned(name: &str) -> Self;
+}
+
+impl Unassigned for Tile {
+    #[track_caller]
+    fn unassigned(name: &str) -> Tile {
+        let loc = caller_loc(std::panic::Location::caller());
+        Tile(with(|b| b.unassigned(name, &loc)))
+    }
+}
+
+/// `T::unassigned(name)`, as the macro spells it.
+#[track_caller]
+pub fn unassigned<T: Unassigned>(name: &str) -> T {
+    T::unassigned(name)
 }
 
 /// `while cond { body }` with `carried` the variables the body assigns.
