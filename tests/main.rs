@@ -34,3 +34,4 @@ mod reductions;
 mod scans;
 mod shape_functions;
 mod testing_helpers;
+mod triton_core;

@@ -973,7 +973,7 @@ mod tests {
             ("{ unsafe {} }", "`unsafe` is not supported"),
             ("{ fn g() {} }", "nested functions are not supported"),
             ("{ 'a: { 1 } }", "labeled blocks are not supported"),
-            ("{ maximum(a, b, c); }", "`maximum` takes 2 arguments (a, b), got 3"),
+            ("{ maximum(a, b, c, d); }", "`maximum` takes 2 to 3 arguments (a, b, propagate_nan), got 4"),
             ("{ x[(0, None)]; }", "tile indexing takes only"),
             ("{ helper(a, mask = m); }", "keyword argument `mask` in a call that is not a kernel builtin"),
         ];

@@ -80,8 +80,9 @@ pub const BUILTINS: &[Builtin] = builtins! {
     round(x);
     rint(x);
     nearbyint(x);
-    maximum(a, b);
-    minimum(a, b);
+    maximum => maximum_with(a, b, propagate_nan) ? 2;
+    minimum => minimum_with(a, b, propagate_nan) ? 2;
+    floordiv(a, b);
     fma(a, b, c);
     sum(x, axis, keep_dims) ? 1;
     max(x, axis, keep_dims) ? 1;
@@ -325,7 +326,7 @@ mod tests {
         );
         assert_eq!(
             bind("maximum", "a").unwrap_err(),
-            "`maximum` takes 2 arguments (a, b), got 1"
+            "`maximum` takes 2 to 3 arguments (a, b, propagate_nan), got 1"
         );
         assert_eq!(
             bind("load", "p, maks = m").unwrap_err(),

@@ -254,27 +254,23 @@ impl DType {
         }
     }
 
-    /// The dtype two operands of a binary op are converted to (Triton's promotion rules):
-    /// float beats int; the wider float wins, f16 with bf16 gives f32 and two different fp8s
-    /// give f16; among integers the
-    /// wider wins and, at equal width, unsigned wins; bool is the weakest.
+    /// The dtype two operands are converted to (Triton's `computation_type_impl`, for
+    /// operators other than `/` and `%`): f64, then f32, then f16 win; two bf16s stay bf16,
+    /// bf16 with anything else (an integer, an fp8) gives f32; two different fp8s give f16;
+    /// a float beats an integer; among integers the wider wins and, at equal width, unsigned
+    /// wins; bool is the weakest.
     pub fn promote(a: DType, b: DType) -> DType {
         use DType::*;
         if a == b {
             return a;
         }
+        let either = |d: DType| a == d || b == d;
         match (a.is_float(), b.is_float()) {
-            (true, true) => {
-                if matches!((a, b), (F16, BF16) | (BF16, F16)) {
-                    F32
-                } else if a.bits() == 8 && b.bits() == 8 {
-                    F16
-                } else if a.bits() >= b.bits() {
-                    a
-                } else {
-                    b
-                }
-            }
+            _ if either(F64) => F64,
+            _ if either(F32) => F32,
+            _ if either(F16) => F16,
+            _ if either(BF16) => F32,
+            (true, true) => F16,
             (true, false) => a,
             (false, true) => b,
             (false, false) => {
@@ -296,6 +292,33 @@ impl DType {
                     }
                 }
             }
+        }
+    }
+
+    /// The dtype `/` and `%` compute in: [`promote`](DType::promote)'s, but 16-bit floats
+    /// divide in f32 (as Triton: PTX has no f16 division or remainder).
+    pub fn promote_for_division(a: DType, b: DType) -> DType {
+        match DType::promote(a, b) {
+            DType::F16 | DType::BF16 => DType::F32,
+            d => d,
+        }
+    }
+
+    /// The dtype of `a << b` and `a >> b`: the wider width, with `a`'s signedness (an
+    /// arithmetic right shift for a signed `a`, as in Triton and Rust).
+    pub fn promote_for_shift(a: DType, b: DType) -> DType {
+        use DType::*;
+        let bits = a.bits().max(b.bits());
+        let signed = !a.is_unsigned_int();
+        match (bits, signed) {
+            (64, true) => I64,
+            (64, false) => U64,
+            (32, true) => I32,
+            (32, false) => U32,
+            (16, true) => I16,
+            (16, false) => U16,
+            (_, true) => I8,
+            (_, false) => U8,
         }
     }
 }

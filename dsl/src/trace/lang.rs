@@ -15,7 +15,8 @@ pub use super::libm::{
     fmod, frexp, hypot, ldexp, lgamma, log10, log1p, nextafter, pow, remainder, sinh, tanh, tgamma,
 };
 pub use super::math::{
-    clamp, div_rn, erf, fdiv, histogram, isfinite, isinf, isnan, sigmoid, signbit, softmax, sqrt_rn,
+    clamp, div_rn, erf, fdiv, floordiv, histogram, isfinite, isinf, isnan, maximum_with,
+    minimum_with, sigmoid, signbit, softmax, sqrt_rn,
 };
 pub use super::random::{
     pair_uniform_to_normal, philox, rand, rand4x, randint, randint4x, randn, randn4x,

@@ -30,6 +30,53 @@ pub fn clamp(
     }
 }
 
+/// Triton's `maximum(a, b, propagate_nan)`: without `propagate_nan` (Triton's
+/// `PropagateNan.NONE`, the default) a NaN operand gives the other one; with it
+/// (`PropagateNan.ALL`) a NaN in either gives NaN.
+#[track_caller]
+pub fn maximum_with(a: impl IntoOperand, b: impl IntoOperand, propagate_nan: impl OptFlag) -> Tile {
+    let (a, b) = (a.into_operand(), b.into_operand());
+    with_nan(maximum(a, b), a, b, propagate_nan)
+}
+
+/// Triton's `minimum(a, b, propagate_nan)`, as [`maximum_with`].
+#[track_caller]
+pub fn minimum_with(a: impl IntoOperand, b: impl IntoOperand, propagate_nan: impl OptFlag) -> Tile {
+    let (a, b) = (a.into_operand(), b.into_operand());
+    with_nan(minimum(a, b), a, b, propagate_nan)
+}
+
+/// `r`, or NaN where `a` or `b` is one when `propagate_nan`.
+#[track_caller]
+fn with_nan(r: Tile, a: Operand, b: Operand, propagate_nan: impl OptFlag) -> Tile {
+    if !propagate_nan.flag() || !r.dtype().is_float() {
+        return r;
+    }
+    let (a, b) = (cast(a, r.dtype()), cast(b, r.dtype()));
+    where_(isnan(a), a, where_(isnan(b), b, r))
+}
+
+/// Triton's `a // b` on integers: the quotient truncated toward zero (C's, and Rust's `/`);
+/// floats are refused, as Triton refuses them.
+#[track_caller]
+pub fn floordiv(a: impl IntoOperand, b: impl IntoOperand) -> Tile {
+    let loc = super::tile::caller_loc(std::panic::Location::caller());
+    let (a, b) = (a.into_operand(), b.into_operand());
+    let q = Tile(super::builder::with(|bl| {
+        bl.binary(crate::ir::BinOp::Div, a, b, &loc)
+    }));
+    if !q.dtype().is_int() {
+        return fail_with(
+            q,
+            format!(
+                "`floordiv` (Triton's `//`) needs integers, got {}",
+                q.dtype()
+            ),
+        );
+    }
+    q
+}
+
 /// `1 / (1 + exp(-x))` (Triton's `sigmoid`); integers compute in f32.
 #[track_caller]
 pub fn sigmoid(x: impl IntoOperand) -> Tile {

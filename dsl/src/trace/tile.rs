@@ -225,6 +225,17 @@ impl Builder {
     }
 
     pub(crate) fn unify_values(&mut self, va: Value, vb: Value, loc: &Loc) -> (Value, Value) {
+        self.unify_values_by(va, vb, DType::promote, loc)
+    }
+
+    /// [`unify_values`](Builder::unify_values) with `rule` choosing the common dtype.
+    fn unify_values_by(
+        &mut self,
+        va: Value,
+        vb: Value,
+        rule: fn(DType, DType) -> DType,
+        loc: &Loc,
+    ) -> (Value, Value) {
         let (ta, tb) = (self.ty(va).clone(), self.ty(vb).clone());
         let shape = match broadcast_shapes(&ta.shape, &tb.shape) {
             Some(s) => s,
@@ -235,7 +246,7 @@ impl Builder {
         };
         let (va, vb) = match (ta.elem, tb.elem) {
             (Elem::Scalar(x), Elem::Scalar(y)) => {
-                let d = DType::promote(x, y);
+                let d = rule(x, y);
                 if d.is_float() {
                     self.refuse_int_quotient(va, loc);
                     self.refuse_int_quotient(vb, loc);
@@ -262,7 +273,7 @@ impl Builder {
                 return self.add_ptr(t.0, a, false, loc);
             }
         }
-        let (va, vb) = self.unify(a, b, loc);
+        let (va, vb) = self.unify_for(op, a, b, loc);
         let t = self.ty(va).clone();
         match t.elem {
             Elem::Ptr(_) => {
@@ -286,6 +297,45 @@ impl Builder {
                 r
             }
         }
+    }
+
+    /// The operands of `op` in the dtype Triton computes it in: `/` and `%` of 16-bit
+    /// floats in f32 (and no mix of signed and unsigned integers), shifts in the left
+    /// operand's signedness, the rest by [`DType::promote`].
+    fn unify_for(&mut self, op: BinOp, a: Operand, b: Operand, loc: &Loc) -> (Value, Value) {
+        let rule: fn(DType, DType) -> DType = match op {
+            BinOp::Div | BinOp::Rem => DType::promote_for_division,
+            BinOp::Shl | BinOp::Shr => DType::promote_for_shift,
+            _ => return self.unify(a, b, loc),
+        };
+        let dtype = |o: Operand, b: &Self| match o {
+            Operand::Tile(t) => b.ty(t.0).elem.dtype(),
+            _ => None,
+        };
+        let (da, db) = (dtype(a, self), dtype(b, self));
+        let va = self.operand(a, db.or(da), loc);
+        let vb = self.operand(b, da.or(db), loc);
+        let (x, y) = (self.ty(va).dtype(), self.ty(vb).dtype());
+        if let (Some(x), Some(y)) = (x, y) {
+            let mixed = (x.is_signed_int() && y.is_unsigned_int())
+                || (x.is_unsigned_int() && y.is_signed_int());
+            if mixed && matches!(op, BinOp::Div | BinOp::Rem) {
+                self.fail(
+                    loc,
+                    format!(
+                        "cannot use `{}` with {x} and {y}: they have different signedness, \
+                         which is unlikely to give a useful answer (Triton refuses it too); \
+                         cast them to the same signedness",
+                        if op == BinOp::Div { "/" } else { "%" }
+                    ),
+                );
+            }
+            if matches!(op, BinOp::Shl | BinOp::Shr) && !(x.is_int() && y.is_int()) {
+                // Refused by `binary` in the common dtype.
+                return self.unify_values(va, vb, loc);
+            }
+        }
+        self.unify_values_by(va, vb, rule, loc)
     }
 
     fn add_ptr(&mut self, p: Value, off: Operand, negate: bool, loc: &Loc) -> Value {
