@@ -28,7 +28,7 @@ pub fn grouped_matmul<T: Float>(
     #[constexpr] BK: usize,
 ) {
     let mut tile_idx = program_id(0);
-    let mut last_problem_end = scalar(0, DType::I32);
+    let mut last_problem_end = 0;
     for g in range(0, group_size) {
         let gm = load(group_gemm_sizes + g * 3);
         let gn = load(group_gemm_sizes + g * 3 + 1);

@@ -45,7 +45,7 @@ pub fn collatz(steps: Ptr<i32>, start: Ptr<i64>, n: i32, #[constexpr] BLOCK: usi
     let mut counts = zeros([BLOCK], DType::I32);
     for i in static_range(0, BLOCK as i64) {
         let mut v = sum(where_(arange(0, BLOCK) == i as i32, values, 0), 0);
-        let mut c = scalar(0, DType::I32);
+        let mut c = 0;
         while v > 1 {
             if v % 2 == 0 {
                 v = v / 2;
