@@ -395,7 +395,7 @@ fn num_threads_env_is_honoured() {
 
 /// An entry as the cache writes it (`pipeline/cache.rs`), digest included: what a forger
 /// with the format at hand can produce.
-fn forged_entry(key: &str, meta: u64, object: &[u8]) -> Vec<u8> {
+pub(crate) fn forged_entry(key: &str, meta: u64, object: &[u8]) -> Vec<u8> {
     use sha2::{Digest, Sha256};
     let mut header = b"TRITOBJ2".to_vec();
     header.extend_from_slice(key.as_bytes());
@@ -411,7 +411,7 @@ fn forged_entry(key: &str, meta: u64, object: &[u8]) -> Vec<u8> {
 }
 
 /// The object bytes of a valid entry.
-fn object_of(entry: &[u8]) -> &[u8] {
+pub(crate) fn object_of(entry: &[u8]) -> &[u8] {
     &entry[8 + 64 + 8 + 8 + 32..]
 }
 

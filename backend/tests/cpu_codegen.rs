@@ -1620,6 +1620,40 @@ fn kept_dot_panels_match_interpreter() {
     }
 }
 
+/// A cache entry re-digested with a smaller scratch size in its header (what a forger with
+/// the format at hand writes) cannot shrink the kernel's scratch: the size comes from the
+/// object, and the entry is used as it is.
+#[test]
+fn scratch_size_comes_from_the_object_not_the_cache_header() {
+    use crate::compile_pipeline::{forged_entry, object_of};
+    let f = kept_panels_kernel(KeptPanels::SameRows);
+    let cache = TempDir::new("codegen-scratch-forged");
+    let fresh = compile(&f, &cache);
+    assert!(
+        fresh.scratch_bytes() > 0,
+        "the kernel keeps panels in scratch"
+    );
+    let path = tritium_backend::pipeline::cache::entry_path(cache.path(), &fresh.key_hash);
+    let good = std::fs::read(&path).unwrap();
+    let forged = forged_entry(&fresh.key_hash, 0, object_of(&good));
+    std::fs::write(&path, &forged).unwrap();
+    let loaded = compile(&f, &cache);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        forged,
+        "the entry was used, not replaced"
+    );
+    assert_eq!(loaded.scratch_bytes(), fresh.scratch_bytes());
+    let mut got = kept_panels_buffers(1);
+    let mut want = got.clone();
+    let grid = Grid([1, 1, 1]);
+    loaded
+        .run(grid, &x_out(&mut got, &[("ld", 131)]).args, false)
+        .unwrap();
+    interpret(&f, grid, &x_out(&mut want, &[("ld", 131)]).args).unwrap();
+    assert!(got.1 == want.1, "differs from the interpreter");
+}
+
 /// A launch starts with no kept `b` tiles: the next launch over the same memory, changed in
 /// between, reads the new values (the worker's scratch outlives launches).
 #[test]

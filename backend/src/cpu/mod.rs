@@ -91,9 +91,9 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         race_check: options.race_check,
     };
     let c = pipeline::compile::compile(&target, f, options)?;
-    // SAFETY: `c.code` is the address of the generated entry function, whose signature is
-    // exactly `EntryFn` (see codegen::generate).
-    let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
+    // SAFETY: `c.code.entry` is the address of the generated entry function, whose
+    // signature is exactly `EntryFn` (see codegen::generate).
+    let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code.entry) };
     let sites = c.function.fault_sites();
     let written = c.function.written_params();
     let buffer_list = target.bounds_check && !c.function.foreign_pointers().is_empty();
@@ -101,7 +101,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         function: c.function,
         key_hash: c.key_hash,
         entry,
-        scratch_bytes: c.meta,
+        scratch_bytes: c.code.scratch_bytes,
         sites,
         written,
         race_check: options.race_check,
@@ -117,8 +117,14 @@ struct HostCpu {
     race_check: bool,
 }
 
+/// A loaded CPU kernel: its entry and the scratch bytes per thread its object declares.
+struct HostCode {
+    entry: usize,
+    scratch_bytes: usize,
+}
+
 impl Target for HostCpu {
-    type Code = usize;
+    type Code = HostCode;
 
     fn kind(&self) -> TargetKind {
         TargetKind::Cpu
@@ -170,12 +176,27 @@ impl Target for HostCpu {
         pipeline::compile::emit_object(machine, module, dumps)
     }
 
-    fn decode(&self, bytes: &[u8], symbol: &str) -> std::result::Result<usize, String> {
-        jit::load(bytes, symbol)
+    fn decode(&self, bytes: &[u8], symbol: &str) -> std::result::Result<HostCode, String> {
+        let entry = jit::load(bytes, symbol)?;
+        // The object's own number, not the cache entry's `meta`.
+        let scratch = jit::loaded_u64(bytes, &codegen::scratch_symbol(symbol))?;
+        let scratch_bytes = usize::try_from(scratch)
+            .ok()
+            .filter(|b| *b <= cache::MAX_META)
+            .ok_or_else(|| format!("the object declares {scratch} scratch bytes"))?;
+        Ok(HostCode {
+            entry,
+            scratch_bytes,
+        })
     }
 }
 
 impl Compiled {
+    /// Scratch bytes each worker thread gives the kernel, as its object declares them.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch_bytes
+    }
+
     /// The parameters the kernel may write through (`function.written_params()`).
     pub fn written_params(&self) -> &[usize] {
         &self.written

@@ -9,13 +9,14 @@
 //! | --- | --- |
 //! | 8 | magic `TRITOBJ2` |
 //! | 64 | the key hash, hex (an entry copied under another name is rejected) |
-//! | 8 | `meta`, u64 LE (the CPU's scratch bytes per thread, PTX's shared-memory bytes) |
+//! | 8 | `meta`, u64 LE (PTX's shared-memory bytes; the CPU's scratch bytes, which its loader takes from the object instead) |
 //! | 8 | length of `bytes`, u64 LE (trailing bytes are rejected) |
 //! | 32 | SHA-256 of everything above and `bytes` |
 //! | n | `bytes`: the object file, or the PTX text |
 //!
-//! The digest covers the header too: a flipped bit in `meta` would otherwise give a kernel
-//! a too-small scratch area. Writes go to a temporary file that is renamed into
+//! The digest covers the header too. It is not a secret, so a forger can re-digest an
+//! entry: what memory the code needs therefore comes from the code (a CPU object declares
+//! its scratch bytes as a constant the loader reads), never from `meta` alone. Writes go to a temporary file that is renamed into
 //! place, so readers never see half an entry; an entry that fails any check is ignored and
 //! recompiled (and then overwritten).
 

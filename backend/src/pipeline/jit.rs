@@ -125,6 +125,25 @@ unsafe fn define_hooks(raw: LLVMOrcLLJITRef) -> Result<(), String> {
     }
 }
 
+/// The u64 constant `name` of `object`, which [`load`] has added: a number the code
+/// declares about itself (the CPU's scratch bytes).
+pub(crate) fn loaded_u64(object: &[u8], name: &str) -> Result<u64, String> {
+    if !has_symbol(object, name) {
+        return Err(format!("the object does not define `{name}`"));
+    }
+    let jit = super::once::lock(jit()?);
+    let sym = CString::new(name).map_err(|e| e.to_string())?;
+    let mut addr: LLVMOrcExecutorAddress = 0;
+    // SAFETY: a lookup in the JIT we own, behind its mutex.
+    take_error(unsafe { LLVMOrcLLJITLookup(jit.raw, &mut addr, sym.as_ptr()) })?;
+    if addr == 0 {
+        return Err(format!("symbol {name} resolved to null"));
+    }
+    // SAFETY: `name` is an 8-byte constant of an object loaded into this process; the JIT
+    // keeps its memory for the process's lifetime.
+    Ok(unsafe { std::ptr::read_unaligned(addr as *const u64) })
+}
+
 /// Adds `object` (unless `symbol` is already loaded) and returns the address of `symbol`.
 /// An object that is not an object file or lacks `symbol` (another kernel's, under this
 /// kernel's cache key) is refused before the JIT sees it: adding it would define another

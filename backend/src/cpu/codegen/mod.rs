@@ -134,6 +134,11 @@ pub(crate) struct Gen<'ctx, 'f> {
     stored_in_place: HashMap<*const Inst, IntValue<'ctx>>,
 }
 
+/// The object's constant holding the entry's scratch bytes per thread.
+pub(crate) fn scratch_symbol(entry_name: &str) -> String {
+    format!("{entry_name}.scratch_bytes")
+}
+
 /// Emits `body` and `entry` for `f` into `module`; the entry is named `entry_name`.
 pub(crate) fn generate<'ctx>(
     ctx: &'ctx Context,
@@ -254,6 +259,12 @@ pub(crate) fn generate<'ctx>(
     b.build_return(None)?;
     scopes::annotate(ctx, body_fn, &g.buffers, entry_name);
     let scratch_bytes = g.scratch_bytes;
+    // The scratch size travels inside the object, where the loader reads it: a disk-cache
+    // entry's header cannot make this code run with less scratch than it uses.
+    let size = module.add_global(i64t, None, &scratch_symbol(entry_name));
+    size.set_initializer(&i64t.const_int(scratch_bytes as u64, false));
+    size.set_constant(true);
+    size.set_linkage(Linkage::External);
 
     // The entry function: unpack argument slots, loop over programs.
     let entry_ty = ctx.void_type().fn_type(
