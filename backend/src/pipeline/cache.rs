@@ -16,8 +16,9 @@
 //!
 //! The digest covers the header too. It is not a secret, so a forger can re-digest an
 //! entry: what memory the code needs therefore comes from the code (a CPU object declares
-//! its scratch bytes as a constant the loader reads), never from `meta` alone. Writes go to a temporary file that is renamed into
-//! place, so readers never see half an entry; an entry that fails any check is ignored and
+//! its scratch bytes as a constant the loader reads), never from `meta` alone. Writes go
+//! to a temporary file that is renamed into place, so readers never see half an entry; an
+//! entry that fails any check is ignored and
 //! recompiled (and then overwritten).
 
 use sha2::{Digest, Sha256};
