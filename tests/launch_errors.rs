@@ -394,3 +394,45 @@ fn checked_mode_rejects_accesses_between_a_strided_views_elements() {
         }
     }
 }
+
+/// `out[0] = x[off]`, `off` a runtime scalar.
+#[tritium::kernel]
+fn read_at(out: tritium::prelude::Ptr<f32>, x: tritium::prelude::Ptr<f32>, off: i64) {
+    store(out, load(x + off));
+}
+
+/// `x + 2^62` f32 elements is `x` again modulo 2^64: checked mode must not take the
+/// wrapped address for an element of `x` (nor one just below 2^63 for a valid address).
+#[test]
+fn checked_mode_catches_offsets_that_wrap_around_the_address_space() {
+    let x = Array1::from_vec(vec![7.0f32; 4]);
+    let opts = LaunchOptions {
+        bounds_check: Some(true),
+        ..Default::default()
+    };
+    for d in checked_devices().into_iter().chain([Device::interpreter()]) {
+        for off in [
+            1i64 << 62,
+            (1i64 << 62) + 1,
+            -(1i64 << 62),
+            i64::MAX,
+            i64::MIN,
+        ] {
+            let mut out = Array1::<f32>::from_elem(1, -1.0);
+            let e = read_at::launch_with(&d, 1, &opts, &mut out, &x, off).unwrap_err();
+            let m = message(e);
+            let out_of_bounds =
+                m.contains("out-of-bounds load") || m.contains("outside every buffer");
+            assert!(out_of_bounds, "{d:?} off {off}: {m}");
+            assert!(
+                out[0] == 0.0 || out[0] == -1.0,
+                "{d:?} off {off}: read {}",
+                out[0]
+            );
+        }
+        // In-range offsets still read.
+        let mut out = Array1::<f32>::zeros(1);
+        read_at::launch_with(&d, 1, &opts, &mut out, &x, 3).unwrap();
+        assert_eq!(out[0], 7.0, "{d:?}");
+    }
+}

@@ -284,10 +284,25 @@ pub(crate) fn add_ptr(p: &Data, off: &Data, size: usize) -> OpResult {
         return Err("addptr operands have different shapes".into());
     }
     Ok(Data::Ptr(match off {
-        Data::Int(o) => zip2(p, o, |p, o| {
-            p.wrapping_add((o as isize).wrapping_mul(size as isize) as usize)
-        }),
-        Data::UInt(o) => zip2(p, o, |p, o| p.wrapping_add((o as usize).wrapping_mul(size))),
+        Data::Int(o) => zip2(p, o, |p, o| offset_address(p, o, size)),
+        // The offset's 64 bits as the compiled code reads them.
+        Data::UInt(o) => zip2(p, o, |p, o| offset_address(p, o as i64, size)),
         _ => return Err("addptr offsets must be integers".into()),
     }))
+}
+
+/// An address no buffer holds: where an `addptr` that would wrap around the address space
+/// goes, and stays (as `llvm::Emit::checked_offset` computes in checked mode).
+pub(crate) const WRAPPED_ADDRESS: usize = 1 << 63;
+
+/// `p + off` elements of `size` bytes, or [`WRAPPED_ADDRESS`] when the byte offset or the
+/// sum leaves i64, or `p` is already past 2^63.
+fn offset_address(p: usize, off: i64, size: usize) -> usize {
+    let sum = off
+        .checked_mul(size as i64)
+        .and_then(|bytes| (p as i64).checked_add(bytes));
+    match sum {
+        Some(a) if a >= 0 && (p as i64) >= 0 => a as usize,
+        _ => WRAPPED_ADDRESS,
+    }
 }

@@ -8,6 +8,51 @@ use inkwell::values::{FunctionValue, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, IntPredicate};
 
 impl<'ctx> Emit<'_, 'ctx> {
+    /// Checked mode's `p + off` elements of `elem_bytes` bytes: the address when the byte
+    /// offset and the sum fit in i64, else the invalid address 2^63, which no buffer holds
+    /// and which every later `addptr` keeps (an address past 2^63 stays there). So an
+    /// offset that would wrap around the address space back onto a buffer (`x + 2^62`
+    /// f32 elements is `x` again modulo 2^64) faults at its access instead.
+    pub(crate) fn checked_offset(
+        &self,
+        p: PointerValue<'ctx>,
+        off: IntValue<'ctx>,
+        elem_bytes: usize,
+    ) -> Result<PointerValue<'ctx>> {
+        let (b, i64t) = (self.b, self.ctx.i64_type());
+        let addr = b.build_ptr_to_int(p, i64t, "")?;
+        let size = i64t.const_int(elem_bytes as u64, false);
+        let field =
+            |pair: inkwell::values::BasicValueEnum<'ctx>, k: u32| -> Result<IntValue<'ctx>> {
+                Ok(b.build_extract_value(pair.into_struct_value(), k, "")?
+                    .into_int_value())
+            };
+        let bytes = self.intrinsic(
+            "llvm.smul.with.overflow",
+            &[i64t.into()],
+            &[off.into(), size.into()],
+        )?;
+        let sum = self.intrinsic(
+            "llvm.sadd.with.overflow",
+            &[i64t.into()],
+            &[addr.into(), field(bytes, 0)?.into()],
+        )?;
+        let zero = i64t.const_zero();
+        let invalid_in = b.build_int_compare(IntPredicate::SLT, addr, zero, "")?;
+        let invalid_out = b.build_int_compare(IntPredicate::SLT, field(sum, 0)?, zero, "")?;
+        let overflow = b.build_or(field(bytes, 1)?, field(sum, 1)?, "")?;
+        let bad = b.build_or(
+            overflow,
+            b.build_or(invalid_in, invalid_out, "")?,
+            "wrapped",
+        )?;
+        let invalid = i64t.const_int(1 << 63, false);
+        let out = b
+            .build_select(bad, invalid, field(sum, 0)?, "")?
+            .into_int_value();
+        Ok(b.build_int_to_ptr(out, p.get_type(), "checked.ptr")?)
+    }
+
     /// i1: `[addr, addr + size)` lies inside `[lo, hi)` (i64 byte addresses). Compared as
     /// `lo <= addr <= hi && hi - addr >= size` so that an address within `size` bytes of
     /// 2^64 does not wrap its end around to a small, "inside" value.

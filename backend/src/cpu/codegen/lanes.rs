@@ -193,8 +193,16 @@ impl<'ctx> Gen<'ctx, '_> {
                     od.is_signed_int(),
                     "",
                 )?;
+                if self.opts.bounds_check {
+                    let p = pv.into_pointer_value();
+                    return Ok(self
+                        .emit()
+                        .checked_offset(p, off, pointee.size_bytes())?
+                        .into());
+                }
                 let st = self.storage_ty(pointee);
-                // SAFETY (of the generated code): pointer arithmetic; accesses are checked or trusted as in Triton.
+                // SAFETY (of the generated code): pointer arithmetic; accesses are trusted as
+                // in Triton.
                 Ok(unsafe { self.b.build_gep(st, pv.into_pointer_value(), &[off], "") }?.into())
             }
             Op::Load { .. } => self.load_lane(inst, idx),

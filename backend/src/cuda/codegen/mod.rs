@@ -828,6 +828,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     od.is_signed_int(),
                     "",
                 )?;
+                if self.check.is_some() {
+                    let p = a[0].into_pointer_value();
+                    return Ok(self
+                        .emit()
+                        .checked_offset(p, off, pointee.size_bytes())?
+                        .into());
+                }
                 let st = self.storage_ty(pointee);
                 // SAFETY (of the generated code): pointer arithmetic; accesses are trusted
                 // as in Triton.
