@@ -401,6 +401,13 @@ fn read_at(out: tritium::prelude::Ptr<f32>, x: tritium::prelude::Ptr<f32>, off: 
     store(out, load(x + off));
 }
 
+/// `out[i] = x[off + i]` for a tile of 4.
+#[tritium::kernel]
+fn read_tile_at(out: tritium::prelude::Ptr<f32>, x: tritium::prelude::Ptr<f32>, off: i64) {
+    let i = arange(0, 4);
+    store(out + i, load(x + off + i));
+}
+
 /// `x + 2^62` f32 elements is `x` again modulo 2^64: checked mode must not take the
 /// wrapped address for an element of `x` (nor one just below 2^63 for a valid address).
 #[test]
@@ -430,6 +437,12 @@ fn checked_mode_catches_offsets_that_wrap_around_the_address_space() {
                 out[0]
             );
         }
+        let mut out = Array1::<f32>::from_elem(4, -1.0);
+        let e = read_tile_at::launch_with(&d, 1, &opts, &mut out, &x, 1 << 62).unwrap_err();
+        let m = message(e);
+        let out_of_bounds = m.contains("out-of-bounds load") || m.contains("outside every buffer");
+        assert!(out_of_bounds, "{d:?} tile: {m}");
+        assert!(out.iter().all(|v| *v != 7.0), "{d:?} tile read x: {out}");
         // In-range offsets still read.
         let mut out = Array1::<f32>::zeros(1);
         read_at::launch_with(&d, 1, &opts, &mut out, &x, 3).unwrap();
