@@ -2,6 +2,7 @@
 //! backend, against the reference interpreter and a plain ndarray computation.
 //! One test binary (LLVM links once); one module per topic.
 
+mod atomics_triton;
 mod autotuning;
 mod block_pointers;
 mod cache_hints;

@@ -1,6 +1,6 @@
 //! Operations. Structured control flow carries its regions inline.
 
-use super::{Block, CacheHints, CustomCall, Value};
+use super::{Block, CacheHints, CustomCall, DType, Value};
 
 named_enum! {
     /// Which promise an [`Op::Hint`] makes.
@@ -96,6 +96,22 @@ impl AtomicOp {
     /// True for the bitwise ops, defined on integers only.
     pub fn bitwise(self) -> bool {
         matches!(self, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor)
+    }
+
+    /// Why this atomic cannot act on elements of `d` (`None` when it can), as Triton
+    /// decides: 32- and 64-bit integers and floats, f16 and bf16; no 8- or 16-bit integers,
+    /// bools or fp8s; the bitwise ops on integers only.
+    pub fn refusal(self, d: DType) -> Option<String> {
+        let wide = d.size_bytes() >= 4 && !d.is_bool();
+        if !wide && !matches!(d, DType::F16 | DType::BF16) {
+            Some(format!(
+                "atomics need 32- or 64-bit elements, f16 or bf16, got {d}"
+            ))
+        } else if self.bitwise() && d.is_float() {
+            Some(format!("atomic_{} needs integers, got {d}", self.name()))
+        } else {
+            None
+        }
     }
 }
 

@@ -540,11 +540,8 @@ impl<'a> Verifier<'a> {
                 }
                 if let Op::Atomic { op, .. } = &inst.op {
                     same(res[0], self.ty(*value), "atomic result")?;
-                    if d.is_bool() || d.size_bytes() < 4 {
-                        return Err(e(format!("atomics need 32- or 64-bit elements, got {d}")));
-                    }
-                    if op.bitwise() && d.is_float() {
-                        return Err(e(format!("atomic {} needs integers, got {d}", op.name())));
+                    if let Some(why) = op.refusal(d) {
+                        return Err(e(why));
                     }
                 }
             }

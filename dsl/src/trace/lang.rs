@@ -1427,16 +1427,8 @@ fn atomic(op: AtomicOp, ptr: Tile, value: Operand, mask: Option<Operand>, loc: L
         let Some((pt, d, mask)) = memory_operands(b, ptr, mask, "atomic", &loc) else {
             return ptr.0;
         };
-        if d.size_bytes() < 4 || d.is_bool() {
-            b.fail(
-                &loc,
-                format!("atomics need 32- or 64-bit elements, got {d}"),
-            );
-        } else if op.bitwise() && d.is_float() {
-            b.fail(
-                &loc,
-                format!("atomic_{} needs integers, got {d}", op.name()),
-            );
+        if let Some(why) = op.refusal(d) {
+            b.fail(&loc, why);
         }
         let v = b.operand(value, Some(d), &loc);
         let v = b.cast(v, d, &loc);

@@ -127,12 +127,15 @@ impl Gen {
     /// A custom call statement: an indirect atomic on the program's own atomics region or
     /// on the shared integer buffer.
     pub(super) fn indirect_atomic(&mut self) {
-        // The builtin has no bitwise atomics.
+        // The builtin has no bitwise atomics, and none on 16-bit elements.
         let shared_ok = self.shared.is_some() && !self.shared_op.bitwise();
-        if !shared_ok && self.atomics.is_empty() {
+        let own: Vec<usize> = (0..self.atomics.len())
+            .filter(|&k| self.atomics[k].dtype.size_bytes() >= 4)
+            .collect();
+        if !shared_ok && own.is_empty() {
             return;
         }
-        let shared = shared_ok && (self.atomics.is_empty() || self.rng.chance(0.4));
+        let shared = shared_ok && (own.is_empty() || self.rng.chance(0.4));
         let shape = self.tile_shape(2);
         let numel: usize = shape.iter().product();
         let (dst, d, index, bound, kind) = if shared {
@@ -146,7 +149,7 @@ impl Gen {
                 .code() as i128;
             (ptr, d, index, bound, kind)
         } else {
-            let k = self.rng.below(self.atomics.len());
+            let k = *self.rng.pick(&own);
             let (ptr, d) = (self.atomics[k].ptr, self.atomics[k].dtype);
             let base = self.base.expect("set up first");
             let dst = self.push1(Op::AddPtr(ptr, base), self.ty(ptr).clone());

@@ -1813,6 +1813,8 @@ impl Gen {
                 DType::U32,
                 DType::I64,
                 DType::U64,
+                DType::F16,
+                DType::BF16,
                 DType::F32,
                 DType::F64,
             ]);

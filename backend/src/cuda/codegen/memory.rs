@@ -225,7 +225,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Op::AtomicCas { ptr, .. } => (ptr.to_owned(), None),
             _ => unreachable!(),
         };
-        if d.is_narrow_float() || d == DType::Bool {
+        if d.fp8_format().is_some() || d == DType::Bool {
             return Err(CodegenError::unsupported(format!(
                 "atomics on {d} are not supported on CUDA"
             )));
@@ -288,8 +288,9 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// `atomicrmw`: integer ops, and for floats `fadd` and `xchg`; float max/min are a
-    /// compare-exchange loop shared with the CPU.
+    /// `atomicrmw`: integer ops, and for f16, f32 and f64 `fadd`, for f32 and f64 `xchg`;
+    /// float max/min, bf16 add and 16-bit exchanges are a compare-exchange loop shared with
+    /// the CPU.
     fn rmw(
         &mut self,
         op: AtomicOp,
@@ -301,31 +302,51 @@ impl<'ctx> Gen<'ctx, '_> {
         if !d.is_float() {
             return self.emit().int_atomic_rmw(op, d, p, v);
         }
-        if matches!(op, AtomicOp::Max | AtomicOp::Min) {
-            // `atomicrmw fmax` is maxnum, which leaves max(+0, -0) open.
+        // `atomicrmw fmax` is maxnum, which leaves max(+0, -0) open. bf16 add is native
+        // on sm_90 only (`atom.add.noftz.bf16`), and PTX has no 16-bit `atom.exch`, so
+        // those are loops on the 16 bits (NVPTX widens a 16-bit compare-exchange itself).
+        let looped = match op {
+            AtomicOp::Max | AtomicOp::Min => true,
+            AtomicOp::Add => d == DType::BF16,
+            _ => d == DType::F16 || d == DType::BF16,
+        };
+        if looped {
             return self.emit().float_atomic_cas(op, d, p, v);
         }
         // Float add and exchange: `atomicrmw fadd/xchg` (inkwell's builder takes integers
-        // only). NVPTX selects `atom.global.add.f32`/`.f64` (or `red.` when the old value
-        // is unused); the host expands them for the emulator.
+        // only). NVPTX selects `atom.global.add.f32`/`.f64`, `atom.global.add.noftz.f16`
+        // (or `red.` when the old value is unused); the host expands them for the emulator.
+        // An f16 operand goes as `half`, rounded as a store rounds it.
         use llvm_sys::LLVMAtomicRMWBinOp as R;
         let rop = match op {
             AtomicOp::Add => R::LLVMAtomicRMWBinOpFAdd,
             _ => R::LLVMAtomicRMWBinOpXchg,
         };
+        let half = d == DType::F16;
+        let operand = if half {
+            let bits = self.to_storage(v, Elem::Scalar(d))?;
+            bl.build_bit_cast(bits, self.ctx.f16_type(), "")?
+        } else {
+            v
+        };
         // SAFETY: the builder is positioned in a function; `p` points to a float of
-        // `v`'s type in global memory, and LLVM 19 accepts these ops on float operands.
-        unsafe {
+        // `operand`'s type in global memory, and LLVM 19 accepts these ops on float operands.
+        let old = unsafe {
             let r = llvm_sys::core::LLVMBuildAtomicRMW(
                 bl.as_mut_ptr(),
                 rop,
                 p.as_value_ref(),
-                v.as_value_ref(),
+                operand.as_value_ref(),
                 llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingSequentiallyConsistent,
                 0,
             );
-            Ok(BasicValueEnum::new(r))
+            BasicValueEnum::new(r)
+        };
+        if half {
+            let bits = bl.build_bit_cast(old, self.ctx.i16_type(), "")?;
+            return self.decode_storage(bits, Elem::Scalar(d));
         }
+        Ok(old)
     }
 
     /// Checked mode's state for the check buffer `buf`: loads every pointer parameter's
