@@ -34,23 +34,16 @@ const OPS: [&str; 11] = ["+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "//
 
 /// Triton's `integer_promote_impl`: C's usual arithmetic conversions.
 fn integer_promote(a: DType, b: DType) -> DType {
-    let (sa, sb) = (a.is_signed_int(), b.is_signed_int());
-    if sa == sb {
-        if a.bits() >= b.bits() {
-            a
-        } else {
-            b
-        }
-    } else if !sa {
-        if a.bits() >= b.bits() {
-            a
-        } else {
-            b
-        }
-    } else if b.bits() >= a.bits() {
-        b
+    // The same signedness: the wider. Different: the unsigned one, unless it is narrower.
+    let a_wins = if a.is_signed_int() && b.is_unsigned_int() {
+        a.bits() > b.bits()
     } else {
+        a.bits() >= b.bits()
+    };
+    if a_wins {
         a
+    } else {
+        b
     }
 }
 
