@@ -9,8 +9,8 @@
 use super::early_return::{lower_returns, take_tail_marker};
 use super::promote::{promote_to_tiles, PlainNames};
 use crate::parse::assigned::{
-    assigned_in_block, assigned_in_expr, assigned_in_loop, definitely_assigns, expr_assigns,
-    keyword_arg, merge,
+    assigned_in_block, assigned_in_expr, assigned_in_if, assigned_in_loop, definitely_assigns,
+    expr_assigns, keyword_arg, merge,
 };
 use crate::parse::builtins;
 use crate::parse::range::{classify, RuntimeRange};
@@ -296,13 +296,7 @@ impl Rewriter {
         // An `if` that ends its block after `return`s were lowered: nothing after it reads
         // what it assigns, so it carries values in but none out.
         let tail = take_tail_marker(&mut i.attrs);
-        let carried = merge([
-            assigned_in_block(&i.then_branch),
-            i.else_branch
-                .as_ref()
-                .map(|(_, e)| assigned_in_expr(e))
-                .unwrap_or_default(),
-        ]);
+        let carried = assigned_in_if(i);
         if let Expr::Let(l) = &*i.cond {
             self.error(
                 l.let_token.span,

@@ -16,7 +16,7 @@
 
 use super::body::flow as flow_path;
 use crate::parse::assigned::{
-    assigned_in_block, assigned_in_expr, assigned_in_loop, merge, pattern_bindings,
+    assigned_in_block, assigned_in_expr, assigned_in_if, assigned_in_loop, merge, pattern_bindings,
 };
 use crate::parse::builtins;
 use crate::parse::range::classify;
@@ -141,14 +141,7 @@ fn assigned_under_runtime_flow(stmt: &Stmt, name: &Ident, names: &PlainNames) ->
             syn::visit::visit_expr_while(self, w);
         }
         fn visit_expr_if(&mut self, i: &'a ExprIf) {
-            let assigned = merge([
-                assigned_in_block(&i.then_branch),
-                i.else_branch
-                    .as_ref()
-                    .map(|(_, e)| assigned_in_expr(e))
-                    .unwrap_or_default(),
-            ]);
-            if assigned.contains(self.name) && !plain(&i.cond, self.names) {
+            if assigned_in_if(i).contains(self.name) && !plain(&i.cond, self.names) {
                 self.found = true;
             }
             syn::visit::visit_expr_if(self, i);

@@ -31,6 +31,17 @@ pub fn assigned_in_expr(expr: &Expr) -> Vec<Ident> {
     a.out
 }
 
+/// The outer variables either branch of `i` assigns (its condition aside).
+pub fn assigned_in_if(i: &syn::ExprIf) -> Vec<Ident> {
+    merge([
+        assigned_in_block(&i.then_branch),
+        i.else_branch
+            .as_ref()
+            .map(|(_, e)| assigned_in_expr(e))
+            .unwrap_or_default(),
+    ])
+}
+
 /// Variables assigned by a `for` loop with pattern `pat` and `body`: the loop pattern
 /// binds fresh names for the body.
 pub fn assigned_in_loop(pat: &Pat, body: &Block) -> Vec<Ident> {

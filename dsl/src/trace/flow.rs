@@ -71,7 +71,8 @@ native_carry!(
     &'static str
 );
 
-macro_rules! tuple_carry {
+/// `Carry` (and, below, `Lift`) for tuples of up to twelve.
+macro_rules! tuple_impls {
     ($($name:ident $idx:tt),+) => {
         impl<$($name: Carry),+> Carry for ($($name,)+) {
             fn tiles(&self, out: &mut Vec<Tile>) { $(self.$idx.tiles(out);)+ }
@@ -80,20 +81,27 @@ macro_rules! tuple_carry {
             }
             fn same_native(&self, other: &Self) -> bool { true $(&& self.$idx.same_native(&other.$idx))+ }
         }
+        impl<$($name: Lift),+> Lift for ($($name,)+) {
+            type Lifted = ($($name::Lifted,)+);
+            #[track_caller]
+            fn lift(self) -> Self::Lifted {
+                ($(self.$idx.lift(),)+)
+            }
+        }
     };
 }
-tuple_carry!(A 0);
-tuple_carry!(A 0, B 1);
-tuple_carry!(A 0, B 1, C 2);
-tuple_carry!(A 0, B 1, C 2, D 3);
-tuple_carry!(A 0, B 1, C 2, D 3, E 4);
-tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5);
-tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
-tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
-tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
-tuple_carry!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuple_impls!(A 0);
+tuple_impls!(A 0, B 1);
+tuple_impls!(A 0, B 1, C 2);
+tuple_impls!(A 0, B 1, C 2, D 3);
+tuple_impls!(A 0, B 1, C 2, D 3, E 4);
+tuple_impls!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_impls!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_impls!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_impls!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_impls!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_impls!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_impls!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
 /// What a value becomes when a runtime `if` gives it: plain numbers and bools become tiles
 /// (`let y = if c { 1.0 } else { 0.0 }` is Triton's `where`), everything else stays.
@@ -145,30 +153,6 @@ lift_unchanged!(
     super::lang::BlockPtr,
     super::lang::TensorDescriptor
 );
-
-macro_rules! tuple_lift {
-    ($($name:ident $idx:tt),+) => {
-        impl<$($name: Lift),+> Lift for ($($name,)+) {
-            type Lifted = ($($name::Lifted,)+);
-            #[track_caller]
-            fn lift(self) -> Self::Lifted {
-                ($(self.$idx.lift(),)+)
-            }
-        }
-    };
-}
-tuple_lift!(A 0);
-tuple_lift!(A 0, B 1);
-tuple_lift!(A 0, B 1, C 2);
-tuple_lift!(A 0, B 1, C 2, D 3);
-tuple_lift!(A 0, B 1, C 2, D 3, E 4);
-tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5);
-tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
-tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
-tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
-tuple_lift!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
 /// A branch or loop condition: a Rust `bool` (resolved while tracing) or a bool tile.
 pub trait Cond {
