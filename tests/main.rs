@@ -16,6 +16,7 @@ mod device_print;
 mod dot_edges;
 mod fp8;
 mod hints;
+mod inline_asm;
 mod kernels_attention;
 mod kernels_elementwise;
 mod kernels_matmul;

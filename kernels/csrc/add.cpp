@@ -16,6 +16,8 @@
 //   Simt  custom_widen_mul_int32(a, b) -> a * b                    int8 inputs widened by overrides
 //   Simd  _mlir_ciface_custom_add_reversed_<dtype>(src0, src1, dst) dst[i] = src0[n-1-i] + src1[n-1-i]
 //         cooperative: the CTA's threads split it, with a barrier between two phases
+//   Simt  custom_funnel_shift_uint32(lo, hi, n)                   PTX's shf.l.wrap.b32: the
+//         high word of (hi:lo) << (n & 31), the fallback of tests/inline_asm.rs
 #include "custom_op.h"
 
 // Integer arithmetic wraps (as Tritium's own integer ops): computed on the unsigned type.
@@ -216,3 +218,14 @@ static inline void add_reversed(memref_t<T, 1> *src0, memref_t<T, 1> *src1, memr
 
 DEFINE_ADD_REVERSED(int32, int32_t)
 DEFINE_ADD_REVERSED(float32, float)
+
+// ---------------------------------------------------------------------------
+// funnel_shift: the host fallback of an inline_asm_elementwise call of
+// `shf.l.wrap.b32 $0, $1, $2, $3;` (tests/inline_asm.rs): the high 32 bits of the
+// 64-bit value hi:lo shifted left by n mod 32.
+// ---------------------------------------------------------------------------
+
+extern "C" uint32_t custom_funnel_shift_uint32(uint32_t lo, uint32_t hi, uint32_t n) {
+  const uint64_t v = ((uint64_t)hi << 32) | (uint64_t)lo;
+  return (uint32_t)((v << (n & 31u)) >> 32);
+}

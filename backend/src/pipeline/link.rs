@@ -107,6 +107,11 @@ pub(crate) fn bitcodes_for(
                 go(r, target, out)?;
             }
             let Op::Custom(c) = &inst.op else { continue };
+            // CUDA hardware runs an `inline_asm_elementwise` call's asm, not its fallback
+            // (which may be host bitcode only).
+            if target == BitcodeTarget::Nvptx && c.inline_asm.is_some() {
+                continue;
+            }
             let b: &Bitcode = &c.attrs.bitcode;
             let bytes: Option<&'f [u8]> = match (target, b.is_builtin()) {
                 (BitcodeTarget::Host, true) => Some(crate::builtins::BUILTINS_BC),

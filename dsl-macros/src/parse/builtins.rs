@@ -172,6 +172,7 @@ pub const BUILTINS: &[Builtin] = builtins! {
     max_constancy(x, values);
     assume(cond);
     debug_barrier();
+    inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack, fallback);
 };
 
 /// The builtin called `name`, if any.
@@ -238,7 +239,12 @@ impl Builtin {
             }
         }
         if let Some(missing) = slots[..self.required].iter().position(Option::is_none) {
-            let msg = if seen_keyword.is_none() {
+            let msg = if self.params[missing] == "fallback" {
+                format!(
+                    "{} needs `fallback = \"op\"`: the CPU, the interpreter and the emulator run it",
+                    self.name
+                )
+            } else if seen_keyword.is_none() {
                 format!("{}, got {total}", self.describe_arity())
             } else {
                 format!(
@@ -347,6 +353,18 @@ mod tests {
         assert_eq!(
             bind("load", "p, ptr = q").unwrap_err(),
             "argument `ptr` of `load` is given twice"
+        );
+    }
+
+    #[test]
+    fn inline_asm_needs_a_fallback() {
+        let msg = "inline_asm_elementwise needs `fallback = \"op\"`: the CPU, the interpreter and the emulator run it";
+        let call = r#""add.u32 $0, $1, $2;", "=r,r,r", (x, y), DType::U32, true, 1"#;
+        assert_eq!(bind("inline_asm_elementwise", call).unwrap_err(), msg);
+        let with = format!("{call}, fallback = \"add_u32\"");
+        assert_eq!(
+            bind("inline_asm_elementwise", &with).unwrap()[6],
+            Some("\"add_u32\"".to_string())
         );
     }
 }

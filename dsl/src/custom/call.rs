@@ -3,8 +3,8 @@
 use super::builtins;
 use super::registry::{lookup, CustomArgs, CustomImpl};
 use crate::ir::{
-    is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, DType, ExtraBuffer, Loc, Mode, Op,
-    Pipe, Value,
+    broadcast_shapes, is_builtin_name, Bitcode, Const, CoreType, CustomAttrs, CustomCall, DType,
+    Elem, ExtraBuffer, InlineAsm, Loc, Mode, Op, Pipe, Type, Value,
 };
 use crate::trace::builder::{with, Builder};
 use crate::trace::{IntoOperand, Operand, Tile};
@@ -35,6 +35,11 @@ macro_rules! ins_tuple {
             }
         }
     };
+}
+impl<T: IntoOperand, const N: usize> CustomIns for [T; N] {
+    fn operands(self) -> Vec<Operand> {
+        self.into_iter().map(IntoOperand::into_operand).collect()
+    }
 }
 ins_tuple!(A);
 ins_tuple!(A, B);
@@ -265,13 +270,31 @@ fn trace_call(
     outs: &[Value],
     loc: &Loc,
 ) -> Result<Vec<Value>, String> {
-    let mut in_values: Vec<Value> = ins.into_iter().map(|o| b.operand(o, None, loc)).collect();
+    let in_values: Vec<Value> = ins.into_iter().map(|o| b.operand(o, None, loc)).collect();
+    trace_values(b, name, options, in_values, outs, None, loc)
+}
+
+fn trace_values(
+    b: &mut Builder,
+    name: &str,
+    options: CustomOptions,
+    mut in_values: Vec<Value>,
+    outs: &[Value],
+    inline_asm: Option<InlineAsm>,
+    loc: &Loc,
+) -> Result<Vec<Value>, String> {
     let args = CustomArgs {
         name: name.to_string(),
         ins: in_values.iter().map(|v| b.ty(*v).clone()).collect(),
         outs: outs.iter().map(|v| b.ty(*v).clone()).collect(),
     };
     let plan = plan_call(&args, options)?;
+    if inline_asm.is_some() && plan.attrs.mode != Some(Mode::Simt) {
+        return Err(format!(
+            "the fallback of `inline_asm_elementwise` must be a Simt op (`#[register_custom_op(mode = Simt)]`), not {}",
+            plan.attrs.mode.map_or("a cube op", |m| m.name())
+        ));
+    }
     for &(i, d) in &plan.arg_dtypes {
         in_values[i] = b.cast(in_values[i], d, loc);
     }
@@ -290,6 +313,7 @@ fn trace_call(
         ins: in_values,
         outs: call_outs,
         extra: plan.extra,
+        inline_asm,
     };
     let results = b.push(Op::Custom(Box::new(call)), result_types, loc.clone());
     Ok(results
@@ -304,4 +328,83 @@ fn trace_call(
             }
         })
         .collect())
+}
+
+/// Triton's `inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack)`, with
+/// the required `fallback`: a registered Simt custom op computing the same per element.
+/// The inputs `args` broadcast together; the result is a tile of `dtype` in their shape.
+/// CUDA hardware runs the inline PTX (`$0` the result, `$1…` the inputs, `pack` elements
+/// per asm call); the CPU, the interpreter and the emulator call `fallback`. In
+/// `#[kernel]` code: `inline_asm_elementwise(asm, constraints, (x, y), DType::U32, true, 1,
+/// fallback = "op")`.
+#[track_caller]
+#[allow(clippy::too_many_arguments)]
+pub fn inline_asm_elementwise<I: CustomIns>(
+    asm: &str,
+    constraints: &str,
+    args: I,
+    dtype: DType,
+    is_pure: bool,
+    pack: u32,
+    fallback: &str,
+) -> Tile {
+    let loc = Loc::from_caller(std::panic::Location::caller());
+    let ins = args.operands();
+    let x = InlineAsm {
+        asm: asm.to_string(),
+        constraints: constraints.to_string(),
+        pack,
+        pure: is_pure,
+    };
+    Tile(with(|b| {
+        let values: Vec<Value> = ins.into_iter().map(|o| b.operand(o, None, &loc)).collect();
+        let mut shape: Option<Vec<usize>> = Some(vec![]);
+        for v in &values {
+            shape = shape.and_then(|s| broadcast_shapes(&s, &b.ty(*v).shape));
+        }
+        let out_ty = Type::tile(Elem::Scalar(dtype), shape.clone().unwrap_or_default());
+        let out = b.constant(Const::Int(0), out_ty, &loc);
+        let result = (|| {
+            let Some(shape) = shape else {
+                return Err("the inputs do not broadcast together".to_string());
+            };
+            if is_builtin_name(fallback) {
+                return Err("the fallback is a registered Simt op, not a builtin".to_string());
+            }
+            if values.iter().any(|v| b.ty(*v).dtype().is_none()) {
+                return Err("inputs are tiles of numbers, not pointers".to_string());
+            }
+            let numel: usize = shape.iter().product();
+            x.check(values.len(), 1, numel)?;
+            let values = values
+                .into_iter()
+                .map(|v| {
+                    if b.ty(v).shape == shape {
+                        v
+                    } else {
+                        b.broadcast_to(v, &shape, &loc)
+                    }
+                })
+                .collect();
+            trace_values(
+                b,
+                fallback,
+                CustomOptions::default(),
+                values,
+                &[out],
+                Some(x),
+                &loc,
+            )
+        })();
+        match result {
+            Ok(r) => r[0],
+            Err(message) => {
+                b.fail(
+                    &loc,
+                    format!("inline_asm_elementwise (fallback `{fallback}`): {message}"),
+                );
+                out
+            }
+        }
+    }))
 }

@@ -10,7 +10,10 @@ mod call;
 mod registry;
 
 pub use builtins::BUILTIN_NAMES;
-pub use call::{custom, custom_with, plan_call, CallPlan, CustomIns, CustomOptions, CustomOuts};
+pub use call::{
+    custom, custom_with, inline_asm_elementwise, plan_call, CallPlan, CustomIns, CustomOptions,
+    CustomOuts,
+};
 pub use registry::{lookup, registered_names, CustomArgs, CustomImpl, CustomOpDef};
 
 #[doc(hidden)]

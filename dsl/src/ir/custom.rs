@@ -241,6 +241,67 @@ pub struct CustomCall {
     pub outs: Vec<Value>,
     /// Per-program temp buffers passed after the outputs.
     pub extra: Vec<ExtraBuffer>,
+    /// Triton's `inline_asm_elementwise`: the inline PTX the CUDA generator emits on
+    /// hardware instead of calling the (Simt) op, which every other device runs.
+    pub inline_asm: Option<InlineAsm>,
+}
+
+/// The inline PTX of an `inline_asm_elementwise` call (Triton's semantics): `$0` is the
+/// result, `$1…` the inputs; each asm call takes `pack` consecutive elements.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineAsm {
+    /// The PTX text.
+    pub asm: String,
+    /// LLVM constraints: one output (`=r`), then one per input, then clobbers (`~{…}`).
+    pub constraints: String,
+    /// Elements per asm call: 1, 2 or 4.
+    pub pack: u32,
+    /// Whether the asm has no side effects (Triton's `is_pure`).
+    pub pure: bool,
+}
+
+impl InlineAsm {
+    /// The operand constraints (output first), without clobbers.
+    pub fn operands(&self) -> Vec<&str> {
+        self.constraints
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.starts_with('~'))
+            .collect()
+    }
+
+    /// Checks the attribute against a call with `ins` inputs, `outs` outputs and `numel`
+    /// elements per output; the error says what is wrong.
+    pub fn check(&self, ins: usize, outs: usize, numel: usize) -> Result<(), String> {
+        if ![1, 2, 4].contains(&self.pack) {
+            return Err(format!("pack must be 1, 2 or 4, not {}", self.pack));
+        }
+        if outs != 1 {
+            return Err(format!("inline asm has one result, not {outs}"));
+        }
+        if !numel.is_multiple_of(self.pack as usize) {
+            return Err(format!(
+                "{numel} elements are not a multiple of pack = {}",
+                self.pack
+            ));
+        }
+        let ops = self.operands();
+        if ops.len() != 1 + ins {
+            return Err(format!(
+                "constraints `{}` name {} operands; one output and {ins} inputs need {}",
+                self.constraints,
+                ops.len(),
+                1 + ins
+            ));
+        }
+        if !ops[0].starts_with('=') || ops[1..].iter().any(|c| c.starts_with('=')) {
+            return Err(format!(
+                "constraints `{}` must start with the one output (`=r`), then the inputs",
+                self.constraints
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl CustomCall {

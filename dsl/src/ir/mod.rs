@@ -44,8 +44,8 @@ pub use affine::{affine_lanes, row_major, Affine, Widened};
 pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{
-    allowed_pipes, is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, ExtraBuffer, Mode,
-    Pipe,
+    allowed_pipes, is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, ExtraBuffer,
+    InlineAsm, Mode, Pipe,
 };
 pub use dtype::DType;
 pub use function::{Block, Function, Inst, Param};

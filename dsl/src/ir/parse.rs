@@ -6,8 +6,8 @@
 
 use super::{
     AtomicOp, BinOp, Bitcode, Block, CacheHints, CacheModifier, CmpPred, Const, CoreType,
-    CustomAttrs, CustomCall, DType, Elem, Eviction, ExtraBuffer, Function, HintKind, Inst, Loc,
-    Mode, Op, Param, Pipe, ReduceOp, ScanOp, Type, UnOp, Value, MAX_NESTING, MAX_VALUES,
+    CustomAttrs, CustomCall, DType, Elem, Eviction, ExtraBuffer, Function, HintKind, InlineAsm,
+    Inst, Loc, Mode, Op, Param, Pipe, ReduceOp, ScanOp, Type, UnOp, Value, MAX_NESTING, MAX_VALUES,
 };
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -510,7 +510,20 @@ impl Parser {
                 self.punct(',')?;
             }
             let k = self.word()?;
-            if !["core", "pipe", "mode", "symbol", "bitcode", "extra"].contains(&k.as_str()) {
+            if ![
+                "core",
+                "pipe",
+                "mode",
+                "symbol",
+                "bitcode",
+                "extra",
+                "asm",
+                "constraints",
+                "pack",
+                "pure",
+            ]
+            .contains(&k.as_str())
+            {
                 return Err(at_start(self.err(format!("unknown attribute `{k}`"))));
             }
             if keys.contains(&k) {
@@ -565,6 +578,27 @@ impl Parser {
             string("symbol").ok_or_else(|| at_start(self.err("needs `symbol = \"…\"`")))?;
         let bitcode =
             string("bitcode").ok_or_else(|| at_start(self.err("needs `bitcode = \"…\"`")))?;
+        let inline_asm = match string("asm") {
+            None => None,
+            Some(asm) => {
+                let constraints = string("constraints")
+                    .ok_or_else(|| at_start(self.err("`asm` needs `constraints = \"…\"`")))?;
+                let pack = word("pack")
+                    .and_then(|w| w.parse().ok())
+                    .ok_or_else(|| at_start(self.err("`asm` needs `pack = <1, 2 or 4>`")))?;
+                let pure = match word("pure").as_deref() {
+                    Some("true") => true,
+                    Some("false") => false,
+                    _ => return Err(at_start(self.err("`asm` needs `pure = true|false`"))),
+                };
+                Some(InlineAsm {
+                    asm,
+                    constraints,
+                    pack,
+                    pure,
+                })
+            }
+        };
         let ins = self.custom_group("ins")?;
         let outs = self.custom_group("outs")?;
         // The lexer reads `-` as the start of a (number) word.
@@ -604,6 +638,7 @@ impl Parser {
             ins,
             outs,
             extra,
+            inline_asm,
         };
         Ok(Inst {
             results,

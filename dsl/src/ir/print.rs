@@ -192,6 +192,12 @@ fn print_custom(f: &Function, c: &CustomCall, out: &mut String) {
         let bufs = c.extra.iter().map(|e| format!("{}x{}", e.len, e.dtype));
         attrs.push(format!("extra = [{}]", join(bufs)));
     }
+    if let Some(x) = &c.inline_asm {
+        attrs.push(format!("asm = {}", quote(&x.asm)));
+        attrs.push(format!("constraints = {}", quote(&x.constraints)));
+        attrs.push(format!("pack = {}", x.pack));
+        attrs.push(format!("pure = {}", x.pure));
+    }
     let group = |vs: &[super::Value]| {
         if vs.is_empty() {
             String::new()

@@ -632,6 +632,16 @@ impl<'a> Verifier<'a> {
                         "custom op `{name}`: only `__builtin_*` ops use the builtin library"
                     )));
                 }
+                if let Some(x) = &c.inline_asm {
+                    if a.mode != Some(crate::ir::Mode::Simt) || c.is_builtin() {
+                        return Err(e(format!(
+                            "custom op `{name}`: inline asm needs a registered Simt fallback op"
+                        )));
+                    }
+                    let numel = c.outs.first().map_or(0, |o| self.ty(*o).numel());
+                    x.check(c.ins.len(), c.outs.len(), numel)
+                        .map_err(|m| e(format!("custom op `{name}`: {m}")))?;
+                }
             }
             Op::For {
                 lo,

@@ -27,6 +27,7 @@ pub use super::shape::{
     broadcast, cat, flip, full_like, interleave, join, ravel, split, swizzle2d, view, zeros_like,
 };
 pub use super::sort::{sort, topk};
+pub use crate::custom::inline_asm_elementwise;
 
 use super::block_ptr;
 

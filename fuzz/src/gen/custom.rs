@@ -9,7 +9,7 @@
 
 use super::{Gen, Need, REGION};
 use tritium_dsl::custom::{plan_call, CustomArgs, CustomOptions};
-use tritium_dsl::ir::{BinOp, CmpPred, CustomCall, DType, Op, Type, UnOp, Value};
+use tritium_dsl::ir::{BinOp, CmpPred, CustomCall, DType, InlineAsm, Op, Type, UnOp, Value};
 
 /// The registered ops of `tritium-kernels` the generator calls (each with the dtypes and
 /// ranks its C++ implements).
@@ -72,7 +72,14 @@ impl Gen {
                 let a = self.call_input(name, d, shape, half);
                 let b = self.call_input(name, d, shape, half);
                 let out = self.out_tile(d, shape);
-                self.call(name, &[a, b], &[out])[0]
+                // `add_simt` is also the fallback of an `inline_asm_elementwise` add, whose
+                // PTX CUDA hardware runs: a GPU run compares the asm with the C++.
+                let asm = if name == "add_simt" && self.rng.chance(0.3) {
+                    Some(add_asm(d, shape.iter().product()))
+                } else {
+                    None
+                };
+                self.call_with(name, &[a, b], &[out], asm)[0]
             }
             "divmod" | "divmod_simd" => {
                 let a = self.call_input(name, d, shape, Need::EXACT);
@@ -284,6 +291,17 @@ impl Gen {
     /// Emits the call `name(ins, outs)` the way the tracer does (dtype overrides, 1-D
     /// flattening and the reshape back); returns one result per out.
     fn call(&mut self, name: &str, ins: &[Value], outs: &[Value]) -> Vec<Value> {
+        self.call_with(name, ins, outs, None)
+    }
+
+    /// [`call`](Self::call) carrying `inline_asm_elementwise`'s asm.
+    fn call_with(
+        &mut self,
+        name: &str,
+        ins: &[Value],
+        outs: &[Value],
+        inline_asm: Option<InlineAsm>,
+    ) -> Vec<Value> {
         let args = CustomArgs {
             name: name.into(),
             ins: ins.iter().map(|v| self.ty(*v).clone()).collect(),
@@ -310,6 +328,7 @@ impl Gen {
             ins,
             outs: call_outs,
             extra: plan.extra,
+            inline_asm,
         };
         let results = self.push(Op::Custom(Box::new(call)), types);
         results
@@ -332,5 +351,22 @@ impl Gen {
             return v;
         }
         self.push1(Op::Reshape(v), t.with_shape(vec![t.numel()]))
+    }
+}
+
+/// The PTX of `add_simt` on `d` (i32, f32, f16) over `numel` elements: f16 pairs in one
+/// register (`pack = 2`) where `numel` is even.
+fn add_asm(d: DType, numel: usize) -> InlineAsm {
+    let (asm, constraints, pack) = match d {
+        DType::I32 => ("add.s32 $0, $1, $2;", "=r,r,r", 1),
+        DType::F32 => ("add.rn.f32 $0, $1, $2;", "=f,f,f", 1),
+        _ if numel.is_multiple_of(2) => ("add.rn.f16x2 $0, $1, $2;", "=r,r,r", 2),
+        _ => ("add.rn.f16 $0, $1, $2;", "=h,h,h", 1),
+    };
+    InlineAsm {
+        asm: asm.into(),
+        constraints: constraints.into(),
+        pack,
+        pure: true,
     }
 }

@@ -2,6 +2,8 @@
 //!
 //! - Simt: every thread calls `<symbol>` once per element it holds of the out shape
 //!   (inputs broadcast to it through shared memory when their shape differs).
+//! - `inline_asm_elementwise` (a Simt call with `inline_asm`): on hardware, the inline
+//!   PTX instead, `pack` elements per asm call; the emulator calls the fallback.
 //! - Simd (and the builtins): the call's tiles are laid out row-major in shared memory,
 //!   `_mlir_ciface_<symbol>` is called with memref descriptors of them, and every
 //!   thread reads the outs back. Barriers fence the call on both sides. A cooperative
@@ -10,10 +12,12 @@
 
 use super::Gen;
 use crate::llvm::{CodegenError, Result};
-use inkwell::types::{BasicType, BasicTypeEnum};
-use inkwell::values::{BasicValueEnum, FunctionValue, PointerValue};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
+use inkwell::values::{
+    BasicMetadataValueEnum, BasicValueEnum, FunctionValue, IntValue, PointerValue,
+};
 use inkwell::AddressSpace;
-use tritium_dsl::ir::{CustomCall, Elem, Inst, Op, Type, Value};
+use tritium_dsl::ir::{CustomCall, Elem, InlineAsm, Inst, Op, Type, Value};
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     pub(super) fn custom(&mut self, inst: &'f Inst) -> Result<()> {
@@ -25,6 +29,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .as_ref()
             .and_then(|e| self.module.get_function(&e.function));
         let result = match (entry, func) {
+            // Hardware runs the inline PTX; the emulator calls the fallback.
+            _ if c.inline_asm.is_some() && self.emu.is_none() => {
+                let x = c.inline_asm.as_ref().expect("checked");
+                self.custom_inline_asm(inst, c, x)
+            }
             (Some(e), Some(func)) if e.per_element => self.custom_simt(inst, c, func),
             (Some(e), Some(func)) => self.custom_simd(inst, c, func, e.cooperative),
             _ => Err(CodegenError::internal("the call was not linked")),
@@ -87,6 +96,212 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.define(*r, slots);
         }
         Ok(())
+    }
+
+    /// `inline_asm_elementwise` on hardware: one asm call per `pack` of this thread's
+    /// slots (elementwise, so which slots share a call does not matter; a last partial
+    /// group repeats its last slot), `$0` the result, `$1…` the inputs. With `pack > 1`
+    /// each operand is one 32-bit register of `pack` narrow elements, as Triton packs them.
+    fn custom_inline_asm(&mut self, inst: &Inst, c: &CustomCall, x: &InlineAsm) -> Result<()> {
+        let out_ty = self.ty(c.outs[0]).clone();
+        let numel = out_ty.numel();
+        let n = self.slots(numel);
+        let pack = x.pack as usize;
+        let ops = x.operands();
+        if ops.len() != c.ins.len() + 1 || c.outs.len() != 1 {
+            return Err(CodegenError::internal(
+                "inline asm constraints do not match the call",
+            ));
+        }
+        let cols: Vec<Vec<BasicValueEnum<'ctx>>> = c
+            .ins
+            .clone()
+            .into_iter()
+            .map(|v| self.broadcast_slots(v, &out_ty))
+            .collect::<Result<_>>()?;
+        let in_elems: Vec<Elem> = c.ins.iter().map(|v| self.ty(*v).elem).collect();
+        let ret_ty = self.asm_reg_ty(ops[0], out_ty.elem, pack)?;
+        let param_tys: Vec<BasicTypeEnum<'ctx>> = ops[1..]
+            .iter()
+            .zip(&in_elems)
+            .map(|(k, e)| self.asm_reg_ty(k, *e, pack))
+            .collect::<Result<_>>()?;
+        let meta: Vec<BasicMetadataTypeEnum<'ctx>> =
+            param_tys.iter().map(|t| (*t).into()).collect();
+        let fn_ty = ret_ty.fn_type(&meta, false);
+        let asm = self.ctx.create_inline_asm(
+            fn_ty,
+            x.asm.clone(),
+            x.constraints.clone(),
+            !x.pure,
+            false,
+            None,
+            false,
+        );
+        let mut results = Vec::with_capacity(n);
+        for g in (0..n).step_by(pack) {
+            let group: Vec<usize> = (g..g + pack).map(|j| j.min(n - 1)).collect();
+            let mut args: Vec<BasicMetadataValueEnum<'ctx>> = Vec::new();
+            for ((col, e), t) in cols.iter().zip(&in_elems).zip(&param_tys) {
+                let vals: Vec<_> = group.iter().map(|&j| col[j]).collect();
+                args.push(self.asm_pack(&vals, *e, *t)?.into());
+            }
+            let call = self.b.build_indirect_call(fn_ty, asm, &args, "asm")?;
+            let inkwell::values::ValueKind::Basic(r) = call.try_as_basic_value() else {
+                return Err(CodegenError::internal("inline asm without a result"));
+            };
+            let vals = self.asm_unpack(r, out_ty.elem, pack)?;
+            results.extend(vals.into_iter().take(n - g));
+        }
+        self.define(inst.results[0], results);
+        Ok(())
+    }
+
+    /// The register type of operand constraint `k` (`=r`, `h`, `l`, `f`, `d`, `c`) for
+    /// `pack` elements `e`: one element of the register's width (or a narrower integer,
+    /// zero-extended), or with `pack > 1` a 32-bit register of `pack` elements.
+    fn asm_reg_ty(&self, k: &str, e: Elem, pack: usize) -> Result<BasicTypeEnum<'ctx>> {
+        let letter = k.trim_start_matches(['=', '&', '+']);
+        let ty: BasicTypeEnum<'ctx> = match letter {
+            "c" => self.ctx.i8_type().into(),
+            "h" => self.ctx.i16_type().into(),
+            "r" => self.ctx.i32_type().into(),
+            "l" => self.ctx.i64_type().into(),
+            "f" => self.ctx.f32_type().into(),
+            "d" => self.ctx.f64_type().into(),
+            _ => {
+                return Err(CodegenError::unsupported(format!(
+                    "inline asm constraint `{k}` (supported: c, h, r, l, f, d)"
+                )))
+            }
+        };
+        let Elem::Scalar(d) = e else {
+            return Err(CodegenError::unsupported(
+                "inline asm operands are numbers, not pointers",
+            ));
+        };
+        let reg = Self::bits_of(ty);
+        let elem = Self::bits_of(self.storage_ty(d));
+        let fits = if pack == 1 {
+            elem == reg || (elem < reg && ty.is_int_type())
+        } else {
+            elem * pack as u32 == reg && reg == 32
+        };
+        if !fits {
+            return Err(CodegenError::unsupported(format!(
+                "inline asm operand `{k}` ({reg} bits) cannot hold {pack} {d} element(s); \
+                 pack > 1 needs {pack} elements of {} bits in one 32-bit register",
+                32 / pack
+            )));
+        }
+        Ok(ty)
+    }
+
+    fn bits_of(t: BasicTypeEnum<'ctx>) -> u32 {
+        match t {
+            BasicTypeEnum::IntType(i) => i.get_bit_width(),
+            BasicTypeEnum::FloatType(f) => {
+                // Storage types hold halves as i16: the floats here are f32 and f64.
+                let c = f.get_context();
+                if f == c.f16_type() {
+                    16
+                } else if f == c.f32_type() {
+                    32
+                } else {
+                    64
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    /// The storage bits of `v` (an element `e`) as an integer.
+    fn asm_bits(&self, v: BasicValueEnum<'ctx>, e: Elem) -> Result<IntValue<'ctx>> {
+        let s = self.to_storage(v, e)?;
+        Ok(match s {
+            BasicValueEnum::IntValue(i) => i,
+            other => {
+                let w = Self::bits_of(other.get_type());
+                let t = self.ctx.custom_width_int_type(w);
+                self.b.build_bit_cast(other, t, "")?.into_int_value()
+            }
+        })
+    }
+
+    /// The asm operand of register type `reg` holding `vals`.
+    fn asm_pack(
+        &self,
+        vals: &[BasicValueEnum<'ctx>],
+        e: Elem,
+        reg: BasicTypeEnum<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let bits: Vec<IntValue<'ctx>> = vals
+            .iter()
+            .map(|v| self.asm_bits(*v, e))
+            .collect::<Result<_>>()?;
+        if bits.len() == 1 {
+            let b = bits[0];
+            if b.get_type().get_bit_width() == Self::bits_of(reg) {
+                return Ok(self.b.build_bit_cast(b, reg, "")?);
+            }
+            let wide = reg.into_int_type();
+            return Ok(self.b.build_int_z_extend(b, wide, "")?.into());
+        }
+        let vt = bits[0].get_type().vec_type(bits.len() as u32);
+        let mut v = vt.get_undef();
+        for (i, b) in bits.iter().enumerate() {
+            v = self
+                .b
+                .build_insert_element(v, *b, self.i32c(i as u64), "")?;
+        }
+        Ok(self.b.build_bit_cast(v, reg, "")?)
+    }
+
+    /// The `pack` elements `e` in the asm result `r`.
+    fn asm_unpack(
+        &self,
+        r: BasicValueEnum<'ctx>,
+        e: Elem,
+        pack: usize,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let Elem::Scalar(d) = e else {
+            return Err(CodegenError::unsupported("inline asm results are numbers"));
+        };
+        let st = self.storage_ty(d);
+        let w = Self::bits_of(st);
+        let it = self.ctx.custom_width_int_type(w);
+        let reg_bits = Self::bits_of(r.get_type());
+        let raw = self
+            .b
+            .build_bit_cast(r, self.ctx.custom_width_int_type(reg_bits), "")?
+            .into_int_value();
+        let elems: Vec<IntValue<'ctx>> = if pack == 1 {
+            vec![if reg_bits == w {
+                raw
+            } else {
+                self.b.build_int_truncate(raw, it, "")?
+            }]
+        } else {
+            let v = self
+                .b
+                .build_bit_cast(raw, it.vec_type(pack as u32), "")?
+                .into_vector_value();
+            (0..pack)
+                .map(|i| {
+                    Ok(self
+                        .b
+                        .build_extract_element(v, self.i32c(i as u64), "")?
+                        .into_int_value())
+                })
+                .collect::<Result<_>>()?
+        };
+        elems
+            .into_iter()
+            .map(|b| {
+                let s = self.b.build_bit_cast(b, st, "")?;
+                self.decode_storage(s, e)
+            })
+            .collect()
     }
 
     /// This thread's slots of `x` broadcast to `out` (scalars splat).
