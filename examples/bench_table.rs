@@ -11,6 +11,8 @@
 //!                                              # tutorial 03 with the given blocks vs OpenBLAS
 //!     cargo run --release --example bench_table -- dot-ceiling [BM BN BK]
 //!                                              # `dot` on hot tiles vs the FMA peak
+//!     cargo run --release --example bench_table -- libm [NAME…]
+//!                                              # f32 libdevice functions vs `exp`
 //!
 //! Each row's candidates are timed interleaved (round after round, best of each), so that
 //! a busy machine slows them alike; the bandwidth loop is timed again with every
@@ -333,6 +335,10 @@ fn main() -> tritium::Result<()> {
         }
         Some("matmul-blocks") => {
             matmul_blocks_row(&Device::cpu());
+            return Ok(());
+        }
+        Some("libm") => {
+            libm_rows(&Device::cpu());
             return Ok(());
         }
         Some("attention") => {
@@ -665,9 +671,203 @@ fn main() -> tritium::Result<()> {
         ],
     );
     row("attention bwd 8x1024x64 (ndarray)", t_bwd, t_bwd_nd, 0.0);
+    libm_rows(&device);
     cold_compile_rows();
     println!("ratio column: baseline time / tritium time (> 1 means Tritium is faster)");
     Ok(())
+}
+
+/// Elementwise kernels over f32 for the libm rows: [`libm::FUNCTIONS`]`[F]` of `x` (and
+/// `y`), and GeGLU's and SwiGLU's forward passes.
+mod libm {
+    use tritium::dsl::trace::{lang, Tile};
+    use tritium::prelude::*;
+
+    /// A function of one or two f32 tiles, with the name its row shows.
+    pub type Function = (&'static str, fn(Tile, Tile) -> Tile);
+
+    /// `exp` (every row's baseline) first, then the f32 algorithms of `trace/libm.rs`,
+    /// then `tanh` computed in f64 and rounded (the path every f32 function took before),
+    /// last.
+    pub const FUNCTIONS: &[Function] = &[
+        ("exp", |x, _| lang::exp(x)),
+        ("tanh", |x, _| lang::tanh(x)),
+        ("sinh", |x, _| lang::sinh(x)),
+        ("cosh", |x, _| lang::cosh(x)),
+        ("asinh", |x, _| lang::asinh(x)),
+        ("acosh", |x, _| lang::acosh(x + 2.0)),
+        ("atanh", |x, _| lang::atanh(x)),
+        ("atan", |x, _| lang::atan(x)),
+        ("asin", |x, _| lang::asin(x)),
+        ("acos", |x, _| lang::acos(x)),
+        ("exp10", |x, _| lang::exp10(x)),
+        ("expm1", |x, _| lang::expm1(x)),
+        ("log1p", |x, _| lang::log1p(x)),
+        ("log10", |x, _| lang::log10(x + 2.0)),
+        ("cbrt", |x, _| lang::cbrt(x)),
+        ("erf", |x, _| lang::erf(x)),
+        ("erfc", |x, _| lang::erfc(x)),
+        ("erfinv", |x, _| lang::erfinv(x)),
+        ("tgamma", |x, _| lang::tgamma(x + 2.0)),
+        ("lgamma", |x, _| lang::lgamma(x + 2.0)),
+        ("atan2", |x, y| lang::atan2(x, y)),
+        ("pow", |x, y| lang::pow(x + 2.0, y)),
+        ("hypot", |x, y| lang::hypot(x, y)),
+        ("tanh (f64 path)", |x, _| {
+            lang::cast(lang::tanh(lang::cast(x, DType::F64)), DType::F32)
+        }),
+    ];
+
+    /// Whether [`FUNCTIONS`]`[f]` reads `y`.
+    pub fn binary(f: usize) -> bool {
+        matches!(FUNCTIONS[f].0, "atan2" | "pow" | "hypot")
+    }
+
+    /// `out = FUNCTIONS[F](x)` for one argument.
+    #[kernel]
+    pub fn map1(
+        out: Ptr<f32>,
+        x: Ptr<f32>,
+        n: i32,
+        #[constexpr] F: usize,
+        #[constexpr] BLOCK: usize,
+    ) {
+        let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+        let mask = offs < n;
+        let a = load(x + offs, mask = mask);
+        store(out + offs, (FUNCTIONS[F].1)(a, a), mask = mask);
+    }
+
+    /// `out = FUNCTIONS[F](x, y)` for two.
+    #[kernel]
+    pub fn map2(
+        out: Ptr<f32>,
+        x: Ptr<f32>,
+        y: Ptr<f32>,
+        n: i32,
+        #[constexpr] F: usize,
+        #[constexpr] BLOCK: usize,
+    ) {
+        let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+        let mask = offs < n;
+        let a = load(x + offs, mask = mask);
+        let b = load(y + offs, mask = mask);
+        store(out + offs, (FUNCTIONS[F].1)(a, b), mask = mask);
+    }
+
+    /// Liger-Kernel's GeGLU forward, `gelu_tanh(a) · b` with `gelu_tanh(a) = a/2 · (1 +
+    /// tanh(√(2/π) (a + 0.044715 a³)))`, its `tanh` in f32 or (`WIDE`) in f64 and rounded;
+    /// or (`SWIGLU`) SwiGLU's `a · sigmoid(a) · b`.
+    #[kernel]
+    pub fn glu(
+        out: Ptr<f32>,
+        x: Ptr<f32>,
+        y: Ptr<f32>,
+        n: i32,
+        #[constexpr] WIDE: bool,
+        #[constexpr] SWIGLU: bool,
+        #[constexpr] BLOCK: usize,
+    ) {
+        let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+        let mask = offs < n;
+        let a = load(x + offs, mask = mask);
+        let b = load(y + offs, mask = mask);
+        let inner = 0.797_884_6 * (a + 0.044_715 * a * a * a);
+        let t = if WIDE {
+            cast(tanh(cast(inner, DType::F64)), DType::F32)
+        } else {
+            tanh(inner)
+        };
+        let gated = if SWIGLU {
+            a * sigmoid(a)
+        } else {
+            0.5 * a * (1.0 + t)
+        };
+        store(out + offs, gated * b, mask = mask);
+    }
+}
+
+/// `libm [NAME…]`: each f32 libdevice function (or those named) against `exp`, over 2^24
+/// f32 elements on the CPU, timed interleaved; the ratio is the function's time over
+/// `exp`'s (the binary functions read a second array). Then (`tanh-f64`) `tanh` computed
+/// in f64 and rounded (the old path) against the f32 one, and (`geglu`) GeGLU's forward
+/// pass with either `tanh` against SwiGLU's.
+fn libm_rows(device: &Device) {
+    use libm::{binary, glu, map1, map2, FUNCTIONS};
+    let n = 1usize << 24;
+    let block = 1024;
+    let grid = n.div_ceil(block);
+    let rounds = 10;
+    // In (−1, 1), so that every function is in its domain (acosh, log10, tgamma, lgamma
+    // and pow shift it by 2); the algorithms are branch-free, so the time depends little
+    // on the values.
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919) % 1999) as f32 / 1000.0 - 0.999)
+        .collect();
+    let y: Vec<f32> = (0..n)
+        .map(|i| ((i * 104_729) % 3989) as f32 / 500.0 - 3.99)
+        .collect();
+    let (mut out, mut base) = (vec![0f32; n], vec![0f32; n]);
+    let names: Vec<String> = std::env::args().skip(2).collect();
+    let wanted = |name: &str| names.is_empty() || names.iter().any(|m| m == name);
+    let print = |name: &str, t: Duration, base: Duration| {
+        let ratio = t.as_secs_f64() / base.as_secs_f64();
+        println!("{name:<34} {:>11.3} {:>11.3} {ratio:>8.2}", ms(t), ms(base));
+    };
+    println!(
+        "{:<34} {:>11} {:>11} {:>8}",
+        "f32 function, 2^24 elements", "fn ms", "base ms", "fn/base"
+    );
+    let launch = |f: usize, out: &mut [f32]| {
+        if binary(f) {
+            map2::launch(device, grid, out, &x[..], &y[..], n as i32, f, block).unwrap();
+        } else {
+            map1::launch(device, grid, out, &x[..], n as i32, f, block).unwrap();
+        }
+    };
+    let exp = 0;
+    let tanh_f64 = FUNCTIONS.len() - 1;
+    for (f, (name, _)) in FUNCTIONS.iter().enumerate().take(tanh_f64).skip(1) {
+        if wanted(name) {
+            let [t, t_exp] = interleaved(
+                rounds,
+                [&mut || launch(f, &mut out), &mut || launch(exp, &mut base)],
+            );
+            print(&format!("libm f32 {name} / exp"), t, t_exp);
+        }
+    }
+    if wanted("tanh-f64") {
+        let tanh = FUNCTIONS
+            .iter()
+            .position(|(name, _)| *name == "tanh")
+            .unwrap();
+        let [t64, t32] = interleaved(
+            rounds,
+            [&mut || launch(tanh_f64, &mut out), &mut || {
+                launch(tanh, &mut base)
+            }],
+        );
+        print("libm tanh f64 path / f32 path", t64, t32);
+    }
+    if !wanted("geglu") {
+        return;
+    }
+    let glu = |wide: bool, swiglu: bool, out: &mut [f32]| {
+        let (x, y) = (&x[..], &y[..]);
+        glu::launch(device, grid, out, x, y, n as i32, wide, swiglu, block).unwrap()
+    };
+    let (mut geglu, mut geglu64, mut swiglu) = (vec![0f32; n], vec![0f32; n], vec![0f32; n]);
+    let [t32, t64, tsw] = interleaved(
+        rounds,
+        [
+            &mut || glu(false, false, &mut geglu),
+            &mut || glu(true, false, &mut geglu64),
+            &mut || glu(false, true, &mut swiglu),
+        ],
+    );
+    print("GeGLU fwd 2^24 f64 tanh / f32 tanh", t64, t32);
+    print("GeGLU fwd 2^24 f32 tanh / SwiGLU", t32, tsw);
+    print("GeGLU fwd 2^24 f64 tanh / SwiGLU", t64, tsw);
 }
 
 mod hot {

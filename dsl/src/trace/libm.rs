@@ -2,12 +2,15 @@
 //! compositions of IR ops (like `math.rs`): one implementation for the interpreter, the
 //! CPU, the emulator and CUDA, which the fuzzer covers through the ops it traces to.
 //!
-//! Precision first: f32, f16 and bf16 arguments are computed in f64 and rounded once, so
-//! they are correctly rounded in all but rare cases; f64 arguments use the same f64
-//! algorithms (a few ulps; `pow` loses more near overflow). Exact functions (`copysign`,
-//! `nextafter`, `ldexp`, `frexp`, `fmod`, `remainder`) work on the bits or with exact
-//! operations in the argument's own dtype. `tests/libm.rs` measures every function in ulps
-//! on every device; the README's table lists the bounds.
+//! f32, f16 and bf16 arguments are computed with f32 algorithms (`libm_f32.rs`: f32
+//! arithmetic only, so GPUs run them at f32 speed and the CPU vectorizes them), within 2
+//! ulps of the exact value; f16 and bf16 are converted to f32 and the result rounded
+//! once more. `lgamma` alone computes them in f64 and rounds once: near its zeros on the
+//! negative axis an f32 result needs more than the two f32 parts `libm_f32.rs` carries.
+//! f64 arguments use f64 algorithms (a few ulps; `pow` loses more near overflow).
+//! Exact functions (`copysign`, `nextafter`, `ldexp`, `frexp`, `fmod`, `remainder`) work
+//! on the bits or with exact operations in the argument's own dtype. `tests/libm.rs`
+//! measures every function in ulps on every device; the README's table lists the bounds.
 //!
 //! Special values follow C99 Annex F (`atan2(±0, -0) = ±π`, `pow(x, ±0) = 1` even for a
 //! NaN `x`, `hypot(±inf, NaN) = +inf`, …).
@@ -15,6 +18,7 @@
 use super::lang::{
     abs, bitcast, cast, compare, exp, floor, fma, log, maximum, minimum, sqrt, where_,
 };
+use super::libm_f32 as f32m;
 use super::math::{isinf, isnan, signbit};
 use super::shape::full_like;
 use super::tile::{IntoOperand, Operand, Tile};
@@ -32,7 +36,23 @@ fn float(x: impl IntoOperand) -> Tile {
     }
 }
 
-/// `f` of `x` computed in f64, rounded back to `x`'s dtype.
+/// `wide(x)` for f64 `x`; `narrow` of `x` converted to f32 (`libm_f32.rs`) for f32, f16
+/// and bf16, rounded back to `x`'s dtype.
+#[track_caller]
+fn by_width(
+    x: impl IntoOperand,
+    wide: impl FnOnce(Tile) -> Tile,
+    narrow: impl FnOnce(Tile) -> Tile,
+) -> Tile {
+    let x = float(x);
+    let d = x.dtype();
+    if d == DType::F64 {
+        return wide(x);
+    }
+    cast(narrow(cast(x, DType::F32)), d)
+}
+
+/// `f` of `x` computed in f64, rounded back to `x`'s dtype (`lgamma`'s narrow floats).
 #[track_caller]
 fn in_f64(x: impl IntoOperand, f: impl FnOnce(Tile) -> Tile) -> Tile {
     let x = float(x);
@@ -40,13 +60,21 @@ fn in_f64(x: impl IntoOperand, f: impl FnOnce(Tile) -> Tile) -> Tile {
     cast(f(cast(x, DType::F64)), d)
 }
 
-/// `f` of `x` and `y` (`y` converted to `x`'s dtype first) computed in f64, rounded back.
+/// [`by_width`] for two arguments (`y` converted to `x`'s dtype first).
 #[track_caller]
-fn in_f64_2(x: impl IntoOperand, y: impl IntoOperand, f: impl FnOnce(Tile, Tile) -> Tile) -> Tile {
+fn by_width_2(
+    x: impl IntoOperand,
+    y: impl IntoOperand,
+    wide: impl FnOnce(Tile, Tile) -> Tile,
+    narrow: impl FnOnce(Tile, Tile) -> Tile,
+) -> Tile {
     let x = float(x);
     let d = x.dtype();
     let y = cast(y, d);
-    cast(f(cast(x, DType::F64), cast(y, DType::F64)), d)
+    if d == DType::F64 {
+        return wide(x, y);
+    }
+    cast(narrow(cast(x, DType::F32), cast(y, DType::F32)), d)
 }
 
 /// `c[0]·xⁿ + … + c[n]` by Horner's rule with fused multiply-adds (`c` highest degree
@@ -62,10 +90,10 @@ pub(super) fn horner(x: Tile, c: &[f64]) -> Tile {
 pub(super) fn lt(a: Tile, b: impl IntoOperand) -> Tile {
     compare(a, CmpPred::Lt, b)
 }
-fn gt(a: Tile, b: impl IntoOperand) -> Tile {
+pub(super) fn gt(a: Tile, b: impl IntoOperand) -> Tile {
     compare(a, CmpPred::Gt, b)
 }
-fn eq(a: Tile, b: impl IntoOperand) -> Tile {
+pub(super) fn eq(a: Tile, b: impl IntoOperand) -> Tile {
     compare(a, CmpPred::Eq, b)
 }
 
@@ -247,67 +275,84 @@ fn mul_hi_lo(x: Tile, c: (f64, f64)) -> (Tile, Tile) {
 /// `10^x` (libdevice's `exp10`): `e^(x·ln 10)` with the product's error corrected.
 #[track_caller]
 pub fn exp10(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let (p, e) = mul_hi_lo(x, LN10);
-        let r = exp(p);
-        where_(isinf(r) | eq(r, 0.0), r, fma(r, e, r))
-    })
+    by_width(
+        x,
+        |x| {
+            let (p, e) = mul_hi_lo(x, LN10);
+            let r = exp(p);
+            where_(isinf(r) | eq(r, 0.0), r, fma(r, e, r))
+        },
+        f32m::exp10,
+    )
 }
 
 /// `e^x − 1`, accurate near 0 (libdevice's `expm1`).
 #[track_caller]
 pub fn expm1(x: impl IntoOperand) -> Tile {
-    in_f64(x, expm1_f64)
+    by_width(x, expm1_f64, f32m::expm1)
 }
 
 /// `log(1 + x)`, accurate near 0 (libdevice's `log1p`).
 #[track_caller]
 pub fn log1p(x: impl IntoOperand) -> Tile {
-    in_f64(x, log1p_f64)
+    by_width(x, log1p_f64, f32m::log1p)
 }
 
 /// Base-10 logarithm (libdevice's `log10`).
 #[track_caller]
 pub fn log10(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let l = log(x);
-        let (p, e) = mul_hi_lo(l, LOG10_E);
-        where_(isinf(l) | isnan(l), l, p + e)
-    })
+    by_width(
+        x,
+        |x| {
+            let l = log(x);
+            let (p, e) = mul_hi_lo(l, LOG10_E);
+            where_(isinf(l) | isnan(l), l, p + e)
+        },
+        f32m::log10,
+    )
 }
 
 /// Cube root (libdevice's `cbrt`): `e^(log|x| / 3)` refined by a Newton step.
 #[track_caller]
 pub fn cbrt(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let a = abs(x);
-        // Tiny arguments are scaled by 2^300 (the root by 2^100), so that the Newton
-        // step's residual is not computed among subnormals.
-        let tiny = lt(a, 2f64.powi(-900));
-        let s = where_(tiny, a * 2f64.powi(300), a);
-        let y = exp(log(s) * (1.0 / 3.0));
-        let y2 = y * y;
-        let y = y - fma(y2, y, -s) / (y2 * 3.0);
-        let y = where_(tiny, y * 2f64.powi(-100), y);
-        let y = where_(eq(a, 0.0) | isinf(a) | isnan(a), a, y);
-        copysign(y, x)
-    })
+    by_width(
+        x,
+        |x| {
+            let a = abs(x);
+            // Tiny arguments are scaled by 2^300 (the root by 2^100), so that the Newton
+            // step's residual is not computed among subnormals.
+            let tiny = lt(a, 2f64.powi(-900));
+            let s = where_(tiny, a * 2f64.powi(300), a);
+            let y = exp(log(s) * (1.0 / 3.0));
+            let y2 = y * y;
+            let y = y - fma(y2, y, -s) / (y2 * 3.0);
+            let y = where_(tiny, y * 2f64.powi(-100), y);
+            let y = where_(eq(a, 0.0) | isinf(a) | isnan(a), a, y);
+            copysign(y, x)
+        },
+        f32m::cbrt,
+    )
 }
 
 /// `sqrt(x² + y²)` without undue overflow (libdevice's `hypot`); an infinite argument
 /// gives +inf even when the other is NaN.
 #[track_caller]
 pub fn hypot(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
-    in_f64_2(x, y, |x, y| {
-        let (ax, ay) = (abs(x), abs(y));
-        let m = maximum(ax, ay);
-        let n = minimum(ax, ay);
-        let r = n / m;
-        let h = m * sqrt(fma(r, r, 1.0));
-        let h = where_(eq(m, 0.0), m, h);
-        let h = where_(isnan(x) | isnan(y), x + y, h);
-        where_(isinf(x) | isinf(y), f64::INFINITY, h)
-    })
+    by_width_2(
+        x,
+        y,
+        |x, y| {
+            let (ax, ay) = (abs(x), abs(y));
+            let m = maximum(ax, ay);
+            let n = minimum(ax, ay);
+            let r = n / m;
+            let h = m * sqrt(fma(r, r, 1.0));
+            let h = where_(eq(m, 0.0), m, h);
+            let h = where_(isnan(x) | isnan(y), x + y, h);
+            where_(isinf(x) | isinf(y), f64::INFINITY, h)
+        },
+        f32m::hypot,
+    )
 }
 
 /// `log a` of f64 `a ≥ 0` as `hi + lo`, to about 2^-58 relative: `a = m · 2^k` with `m`
@@ -346,22 +391,33 @@ fn is_integer(y: Tile) -> Tile {
 /// negative finite `x` and a finite non-integer `y`, odd integer powers keep `x`'s sign.
 #[track_caller]
 pub fn pow(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
-    in_f64_2(x, y, |x, y| {
-        let ax = abs(x);
-        let (l, l_lo) = log_hi_lo(ax);
-        let t = y * l;
-        let e = fma(y, l, -t) + y * l_lo;
-        let r = exp(t);
-        let r = where_(isinf(r) | eq(r, 0.0) | isnan(e), r, fma(r, e, r));
-        // Odd integers: y is an integer whose half is not (every |y| ≥ 2^53 is even).
-        let odd = is_integer(y) & !is_integer(y * 0.5) & lt(abs(y), 2f64.powi(53));
-        let neg = signbit(x);
-        let r = where_(neg & odd, -r, r);
-        let bad = neg & !isinf(x) & !is_integer(y) & !isinf(y) & !eq(x, 0.0);
-        let r = where_(bad, f64::NAN, r);
-        let one = eq(ax, 1.0) & isinf(y);
-        where_(eq(y, 0.0) | eq(x, 1.0) | one, 1.0, r)
-    })
+    by_width_2(
+        x,
+        y,
+        |x, y| {
+            let ax = abs(x);
+            let (l, l_lo) = log_hi_lo(ax);
+            let t = y * l;
+            let e = fma(y, l, -t) + y * l_lo;
+            let r = exp(t);
+            let r = where_(isinf(r) | eq(r, 0.0) | isnan(e), r, fma(r, e, r));
+            pow_special_cases(x, y, r, 2f64.powi(53))
+        },
+        f32m::pow,
+    )
+}
+
+/// `|x|^y` given as `r` with `pow`'s sign and special cases applied; every float from
+/// `even_from` on (2^53 for f64, 2^24 for f32) is an even integer.
+pub(super) fn pow_special_cases(x: Tile, y: Tile, r: Tile, even_from: f64) -> Tile {
+    // Odd integers: y is an integer whose half is not.
+    let odd = is_integer(y) & !is_integer(y * 0.5) & lt(abs(y), even_from);
+    let neg = signbit(x);
+    let r = where_(neg & odd, -r, r);
+    let bad = neg & !isinf(x) & !is_integer(y) & !isinf(y) & !eq(x, 0.0);
+    let r = where_(bad, f64::NAN, r);
+    let one = eq(abs(x), 1.0) & isinf(y);
+    where_(eq(y, 0.0) | eq(x, 1.0) | one, 1.0, r)
 }
 
 // ---- hyperbolic functions ----------------------------------------------------------------
@@ -369,70 +425,94 @@ pub fn pow(x: impl IntoOperand, y: impl IntoOperand) -> Tile {
 /// Hyperbolic tangent (libdevice's `tanh`): `t / (t + 2)` with `t = expm1(2|x|)`.
 #[track_caller]
 pub fn tanh(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let t = expm1_f64(abs(x) * 2.0);
-        let r = t / (t + 2.0);
-        let r = where_(gt(abs(x), 22.0), 1.0, r);
-        copysign(r, x)
-    })
+    by_width(
+        x,
+        |x| {
+            let t = expm1_f64(abs(x) * 2.0);
+            let r = t / (t + 2.0);
+            let r = where_(gt(abs(x), 22.0), 1.0, r);
+            copysign(r, x)
+        },
+        f32m::tanh,
+    )
 }
 
 /// Hyperbolic sine (libdevice's `sinh`).
 #[track_caller]
 pub fn sinh(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let a = abs(x);
-        let t = expm1_f64(a);
-        let r = (t + t / (t + 1.0)) * 0.5;
-        // e^a overflows before sinh does: e^(a − ln 2) is sinh there.
-        let r = where_(gt(a, 709.0), exp(a - LN_2), r);
-        copysign(r, x)
-    })
+    by_width(
+        x,
+        |x| {
+            let a = abs(x);
+            let t = expm1_f64(a);
+            let r = (t + t / (t + 1.0)) * 0.5;
+            // e^a overflows before sinh does: e^(a − ln 2) is sinh there.
+            let r = where_(gt(a, 709.0), exp(a - LN_2), r);
+            copysign(r, x)
+        },
+        f32m::sinh,
+    )
 }
 
 /// Hyperbolic cosine (libdevice's `cosh`).
 #[track_caller]
 pub fn cosh(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let a = abs(x);
-        let e = exp(a);
-        let r = (e + 1.0 / e) * 0.5;
-        where_(gt(a, 709.0), exp(a - LN_2), r)
-    })
+    by_width(
+        x,
+        |x| {
+            let a = abs(x);
+            let e = exp(a);
+            let r = (e + 1.0 / e) * 0.5;
+            where_(gt(a, 709.0), exp(a - LN_2), r)
+        },
+        f32m::cosh,
+    )
 }
 
 /// Inverse hyperbolic sine (libdevice's `asinh`).
 #[track_caller]
 pub fn asinh(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let a = abs(x);
-        let a2 = a * a;
-        let r = log1p_f64(a + a2 / (sqrt(a2 + 1.0) + 1.0));
-        let r = where_(gt(a, 2f64.powi(28)), log(a) + LN_2, r);
-        copysign(r, x)
-    })
+    by_width(
+        x,
+        |x| {
+            let a = abs(x);
+            let a2 = a * a;
+            let r = log1p_f64(a + a2 / (sqrt(a2 + 1.0) + 1.0));
+            let r = where_(gt(a, 2f64.powi(28)), log(a) + LN_2, r);
+            copysign(r, x)
+        },
+        f32m::asinh,
+    )
 }
 
 /// Inverse hyperbolic cosine (libdevice's `acosh`); NaN below 1.
 #[track_caller]
 pub fn acosh(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let t = x - 1.0;
-        let near = log1p_f64(t + sqrt(fma(t, t, t * 2.0)));
-        let far = log(x * 2.0 - 1.0 / (x + sqrt(fma(x, x, -1.0))));
-        let r = where_(lt(x, 2.0), near, far);
-        where_(gt(x, 2f64.powi(28)), log(x) + LN_2, r)
-    })
+    by_width(
+        x,
+        |x| {
+            let t = x - 1.0;
+            let near = log1p_f64(t + sqrt(fma(t, t, t * 2.0)));
+            let far = log(x * 2.0 - 1.0 / (x + sqrt(fma(x, x, -1.0))));
+            let r = where_(lt(x, 2.0), near, far);
+            where_(gt(x, 2f64.powi(28)), log(x) + LN_2, r)
+        },
+        f32m::acosh,
+    )
 }
 
 /// Inverse hyperbolic tangent (libdevice's `atanh`); ±inf at ±1, NaN beyond.
 #[track_caller]
 pub fn atanh(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let a = abs(x);
-        let r = log1p_f64(a * 2.0 / (1.0 - a)) * 0.5;
-        copysign(r, x)
-    })
+    by_width(
+        x,
+        |x| {
+            let a = abs(x);
+            let r = log1p_f64(a * 2.0 / (1.0 - a)) * 0.5;
+            copysign(r, x)
+        },
+        f32m::atanh,
+    )
 }
 
 // ---- inverse trigonometric functions -----------------------------------------------------
@@ -462,7 +542,7 @@ fn atan_nonneg(a: Tile) -> Tile {
 /// Arc tangent (libdevice's `atan`).
 #[track_caller]
 pub fn atan(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| copysign(atan_nonneg(abs(x)), x))
+    by_width(x, |x| copysign(atan_nonneg(abs(x)), x), f32m::atan)
 }
 
 /// atan2 of f64 tiles (C99's special cases; see [`atan2`]).
@@ -484,19 +564,19 @@ fn atan2_f64(y: Tile, x: Tile) -> Tile {
 /// cases (`atan2(±0, −0) = ±π`, `atan2(±inf, ±inf) = ±π/4` or `±3π/4`).
 #[track_caller]
 pub fn atan2(y: impl IntoOperand, x: impl IntoOperand) -> Tile {
-    in_f64_2(y, x, atan2_f64)
+    by_width_2(y, x, atan2_f64, f32m::atan2)
 }
 
 /// Arc sine (libdevice's `asin`): `atan2(x, sqrt((1 − x)(1 + x)))`; NaN beyond ±1.
 #[track_caller]
 pub fn asin(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| atan2_f64(x, sqrt((1.0 - x) * (x + 1.0))))
+    by_width(x, |x| atan2_f64(x, sqrt((1.0 - x) * (x + 1.0))), f32m::asin)
 }
 
 /// Arc cosine (libdevice's `acos`): `atan2(sqrt((1 − x)(1 + x)), x)`; NaN beyond ±1.
 #[track_caller]
 pub fn acos(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| atan2_f64(sqrt((1.0 - x) * (x + 1.0)), x))
+    by_width(x, |x| atan2_f64(sqrt((1.0 - x) * (x + 1.0)), x), f32m::acos)
 }
 
 /// The complementary error function `1 − erf(x)` (libdevice's `erfc`), accurate in the
@@ -504,7 +584,7 @@ pub fn acos(x: impl IntoOperand) -> Tile {
 /// once (`erf.rs`).
 #[track_caller]
 pub fn erfc(x: impl IntoOperand) -> Tile {
-    in_f64(x, super::erf::erfc_f64)
+    by_width(x, super::erf::erfc_f64, f32m::erfc)
 }
 
 // ---- gamma functions and erfinv ------------------------------------------------------------
@@ -627,22 +707,26 @@ const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 /// `π / (sin(πx) Γ(1 − x))` below; ±inf at ±0, NaN at negative integers and −inf.
 #[track_caller]
 pub fn tgamma(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let refl = lt(x, 0.5);
-        let (y, dy) = reflected(x, refl);
-        let (hi, lo, series, prod) = stirling(y);
-        // Γ(y + dy) = Γ(y) · e^(ψ(y) dy), and ψ(y) ≈ log y − 1/(2y) is close enough here.
-        let lo = lo + (log(y) - 0.5 / y) * dy;
-        let e = exp(hi);
-        let e = where_(isinf(e), e, fma(e, lo, e));
-        let g = e * exp(series) * ((2.0 * PI).sqrt() / prod);
-        let r = where_(refl, PI / (sin_pi(x) * g), g);
-        let inf = where_(signbit(x), full_like(x, f64::NEG_INFINITY), f64::INFINITY);
-        let r = where_(eq(x, 0.0), inf, r);
-        let r = where_(lt(x, 0.0) & eq(floor(x), x), f64::NAN, r);
-        let r = where_(gt(x, 171.7), f64::INFINITY, r);
-        where_(isnan(x), x, r)
-    })
+    by_width(
+        x,
+        |x| {
+            let refl = lt(x, 0.5);
+            let (y, dy) = reflected(x, refl);
+            let (hi, lo, series, prod) = stirling(y);
+            // Γ(y + dy) = Γ(y) · e^(ψ(y) dy), and ψ(y) ≈ log y − 1/(2y) is close enough here.
+            let lo = lo + (log(y) - 0.5 / y) * dy;
+            let e = exp(hi);
+            let e = where_(isinf(e), e, fma(e, lo, e));
+            let g = e * exp(series) * ((2.0 * PI).sqrt() / prod);
+            let r = where_(refl, PI / (sin_pi(x) * g), g);
+            let inf = where_(signbit(x), full_like(x, f64::NEG_INFINITY), f64::INFINITY);
+            let r = where_(eq(x, 0.0), inf, r);
+            let r = where_(lt(x, 0.0) & eq(floor(x), x), f64::NAN, r);
+            let r = where_(gt(x, 171.7), f64::INFINITY, r);
+            where_(isnan(x), x, r)
+        },
+        f32m::tgamma,
+    )
 }
 
 /// `log |Γ(x)|` (libdevice's `lgamma`): Stirling's series in log form above ½, the reflection below;
@@ -669,61 +753,50 @@ pub fn lgamma(x: impl IntoOperand) -> Tile {
 }
 
 /// The inverse error function (libdevice's `erfinv`): M. Giles' single-precision
-/// approximation evaluated in f64, then Newton steps on `erf` (one on its f32 fit for f32,
-/// f16 and bf16; two on the f64 `erf` and `erfc` for f64); ±inf at ±1, NaN beyond.
+/// approximation evaluated in f64, then two Newton steps on the f64 `erf` and `erfc`; f32,
+/// f16 and bf16 in f32 (refitted Giles' polynomials, `libm_f32.rs`); ±inf at ±1, NaN
+/// beyond.
 #[track_caller]
 pub fn erfinv(x: impl IntoOperand) -> Tile {
-    let x = float(x);
-    let wide = x.dtype() == DType::F64;
-    in_f64(x, |x| {
-        let w = -log((1.0 - x) * (x + 1.0));
-        let central = {
-            let w = w - 2.5;
-            let c = [
-                2.810_226_36e-8,
-                3.432_739_39e-7,
-                -3.523_387_7e-6,
-                -4.391_506_54e-6,
-                2.185_808_7e-4,
-                -1.253_725_03e-3,
-                -4.177_681_64e-3,
-                2.466_407_27e-1,
-                1.501_409_41,
-            ];
-            horner(w, &c)
-        };
-        let tail = {
-            let w = sqrt(w) - 3.0;
-            let c = [
-                -2.002_142_57e-4,
-                1.009_505_58e-4,
-                1.349_343_22e-3,
-                -3.673_428_44e-3,
-                5.739_507_73e-3,
-                -7.622_461_3e-3,
-                9.438_870_47e-3,
-                1.001_674_06,
-                2.832_976_82,
-            ];
-            horner(w, &c)
-        };
-        let y = where_(lt(w, 5.0), central, tail) * x;
-        let y = if wide {
-            super::erf::erfinv_f64(x, w, y)
-        } else {
-            // One Newton step: erf(y) − x over erf'(y) = 2/√π · e^(−y²).
-            let (small, erfc_abs) = super::math::erf_parts(y);
-            let erf_abs: Tile = 1.0 - erfc_abs;
-            let e = where_(
-                lt(abs(y), 0.5),
-                small,
-                where_(lt(y, 0.0), -erf_abs, erf_abs),
-            );
-            let d = exp(-(y * y)) * std::f64::consts::FRAC_2_SQRT_PI;
-            y - (e - x) / d
-        };
-        let inf = where_(lt(x, 0.0), full_like(x, f64::NEG_INFINITY), f64::INFINITY);
-        let y = where_(eq(abs(x), 1.0), inf, y);
-        where_(gt(abs(x), 1.0) | isnan(x), f64::NAN, y)
-    })
+    by_width(x, erfinv_f64, f32m::erfinv)
+}
+
+/// `erfinv` of an f64 tile.
+fn erfinv_f64(x: Tile) -> Tile {
+    let w = -log((1.0 - x) * (x + 1.0));
+    let central = {
+        let w = w - 2.5;
+        let c = [
+            2.810_226_36e-8,
+            3.432_739_39e-7,
+            -3.523_387_7e-6,
+            -4.391_506_54e-6,
+            2.185_808_7e-4,
+            -1.253_725_03e-3,
+            -4.177_681_64e-3,
+            2.466_407_27e-1,
+            1.501_409_41,
+        ];
+        horner(w, &c)
+    };
+    let tail = {
+        let w = sqrt(w) - 3.0;
+        let c = [
+            -2.002_142_57e-4,
+            1.009_505_58e-4,
+            1.349_343_22e-3,
+            -3.673_428_44e-3,
+            5.739_507_73e-3,
+            -7.622_461_3e-3,
+            9.438_870_47e-3,
+            1.001_674_06,
+            2.832_976_82,
+        ];
+        horner(w, &c)
+    };
+    let y = where_(lt(w, 5.0), central, tail) * x;
+    let y = super::erf::erfinv_f64(x, w, y);
+    let inf = where_(lt(x, 0.0), full_like(x, f64::NEG_INFINITY), f64::INFINITY);
+    let y = where_(eq(abs(x), 1.0), inf, y);
+    where_(gt(abs(x), 1.0) | isnan(x), f64::NAN, y)
 }

@@ -9,6 +9,7 @@ pub mod flow;
 mod hints;
 pub mod lang;
 mod libm;
+mod libm_f32;
 mod math;
 mod panic;
 mod params;

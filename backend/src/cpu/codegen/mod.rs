@@ -35,6 +35,7 @@ mod vector_lanes;
 
 use crate::launch::checked::PARAM_WORDS;
 use crate::llvm::{CodegenError, Positioned, Result};
+use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
@@ -132,6 +133,15 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// Stores whose values a Simd call may have written in place already: an i1 that
     /// holds when it did (see `custom`).
     stored_in_place: HashMap<*const Inst, IntValue<'ctx>>,
+    /// The lanes of lazy pure ops already computed in the body of the lane loop being
+    /// generated (see `lane_loop`), by value and index, with the block that computed them:
+    /// a value several ops of one loop use is computed once there (and a DAG of them is
+    /// emitted in linear, not exponential, size).
+    lane_memo: HashMap<(Value, Vec<IntValue<'ctx>>), (BasicBlock<'ctx>, BasicValueEnum<'ctx>)>,
+    /// Whether `lane_memo` is in use: inside a lane loop's body only, where no value is
+    /// bound to anything else meanwhile (the next iteration's or program's addresses are
+    /// computed outside).
+    lane_memo_on: bool,
 }
 
 /// The object's constant holding the entry's scratch bytes per thread.
@@ -242,6 +252,8 @@ pub(crate) fn generate<'ctx>(
         spread,
         loops: Vec::new(),
         stored_in_place: HashMap::new(),
+        lane_memo: HashMap::new(),
+        lane_memo_on: false,
     };
     if opts.race_check {
         // After the check words of every parameter.
@@ -598,7 +610,22 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 // A fused op's code is emitted here, inside the op that uses it: an
                 // error names the fused op.
                 let inst = self.defs[&v];
-                self.op_lane(inst, idx).map_err(|e| e.at(inst))
+                if !self.lane_memo_on || !inst.op.is_pointwise() {
+                    return self.op_lane(inst, idx).map_err(|e| e.at(inst));
+                }
+                // A pure lane computed earlier in this block is reused (a value defined
+                // earlier in the same block dominates this use).
+                let key = (v, idx.to_vec());
+                let here = self.b.current_block()?;
+                if let Some((bb, x)) = self.lane_memo.get(&key) {
+                    if *bb == here {
+                        return Ok(*x);
+                    }
+                }
+                let x = self.op_lane(inst, idx).map_err(|e| e.at(inst))?;
+                let bb = self.b.current_block()?;
+                self.lane_memo.insert(key, (bb, x));
+                Ok(x)
             }
             None => Err(CodegenError::internal(format!(
                 "{v} used before it was generated (the verifier forbids this)"

@@ -118,6 +118,33 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
             tree.insert(inst.results[0], size);
         }
     }
+    // Values of this block whose lanes may be emitted across new basic blocks were every
+    // op lazy: through a float `%` (an exact fmod loop) or a call. A lane memoized in one
+    // block is computed again in the next (see `Gen::lane`), so sharing one across such
+    // ops could grow the code exponentially.
+    let defs: HashMap<Value, &Inst> = block
+        .insts
+        .iter()
+        .filter(|i| i.results.len() == 1)
+        .map(|i| (i.results[0], i))
+        .collect();
+    let mut branches: HashSet<Value> = HashSet::new();
+    for inst in &block.insts {
+        if inst.results.len() != 1 || !inst.op.is_elementwise() {
+            continue;
+        }
+        let own = match &inst.op {
+            Op::Binary(BinOp::Rem, a, _) => f.ty(*a).dtype().is_some_and(|d| d.is_float()),
+            _ => p.lane_calls.contains(&(inst as *const Inst)),
+        };
+        if own || inst.op.operands().iter().any(|o| branches.contains(o)) {
+            branches.insert(inst.results[0]);
+        }
+    }
+    // Loads below a shared value (see `shared_root`): materialized, so that a masked or
+    // checked load's branches are not emitted between the value's uses either.
+    let mut buffered_loads: HashSet<Value> = HashSet::new();
+    let mut scanned: HashSet<Value> = HashSet::new();
     // Reverse order: every same-block user is decided before the value it uses.
     let mut emit_count: HashMap<Value, u32> = HashMap::new();
     // First and last instruction (of this block) where a lazy value's lanes are emitted.
@@ -127,6 +154,9 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
         .iter()
         .map(|i| writes_memory(f, &i.op))
         .collect();
+    // For lazy values: the one materialized op or store whose loop emits every lane of
+    // theirs, each at its own index (see `shared_root`).
+    let mut root: HashMap<Value, usize> = HashMap::new();
     for (i, inst) in block.insts.iter().enumerate().rev() {
         let lane_op = inst.op.is_elementwise() || p.lane_calls.contains(&(inst as *const Inst));
         if inst.results.len() != 1 || !lane_op {
@@ -136,9 +166,11 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
         if f.ty(v).is_scalar() {
             continue;
         }
+        let uses = users.get(&v).map(Vec::as_slice).unwrap_or(&[]);
+        let shared = shared_root(block, uses, &emit_count, &root);
         let mut count = 0u32;
         let (mut first, mut last) = (usize::MAX, 0usize);
-        for &(u, nested) in users.get(&v).map(Vec::as_slice).unwrap_or(&[]) {
+        for &(u, nested) in uses {
             let user = &block.insts[u];
             let c = if nested || replicates(f, user, v) {
                 MANY
@@ -156,13 +188,23 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
         }
         let repeated_tree = count > 1 && tree.get(&v).is_some_and(|&t| t > MAX_REPEATED_TREE);
         let cheap = is_cheap(f, inst) && !repeated_tree;
+        // A pure op whose uses all land in one loop, at its own index: computed there once
+        // (the lanes are memoized, see `Gen::lane`) instead of into a buffer of its own.
+        let shared_once =
+            count > 1 && inst.op.is_pointwise() && shared.is_some() && !branches.contains(&v);
+        if shared_once {
+            count = 1;
+            collect_loads(&defs, v, &mut scanned, &mut buffered_loads);
+        }
         let make_lazy = cheap
+            || shared_once
             || count == 0
             || match &inst.op {
                 // A load is as cheap to repeat as a copy of it is to read: it stays lazy for a
                 // few consumers when it can move to each of them.
                 // A volatile load reads each lane once, where it is written.
                 Op::Load { hints, .. } if hints.volatile => false,
+                Op::Load { .. } if buffered_loads.contains(&v) => false,
                 Op::Load { ptr, .. } => {
                     count <= MAX_LOAD_REPEATS
                         && load_can_move(p, block, i, first, last, *ptr, &side_effect)
@@ -171,6 +213,9 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
             };
         if make_lazy {
             lazy.insert(v);
+            if let Some(r) = shared {
+                root.insert(v, r);
+            }
             emit_count.insert(v, count.max(1));
             let span = if first == usize::MAX {
                 (i, i)
@@ -180,6 +225,64 @@ fn plan_block(p: &Plan<'_>, block: &Block, lazy: &mut HashSet<Value>) {
             emit_span.insert(v, span);
         }
     }
+}
+
+/// Adds the loads `v`'s lanes are computed from (through elementwise ops of this block) to
+/// `loads`; `scanned` holds the values already visited.
+fn collect_loads(
+    defs: &HashMap<Value, &Inst>,
+    v: Value,
+    scanned: &mut HashSet<Value>,
+    loads: &mut HashSet<Value>,
+) {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        if !scanned.insert(v) {
+            continue;
+        }
+        let Some(inst) = defs.get(&v) else { continue };
+        match &inst.op {
+            Op::Load { .. } => {
+                loads.insert(v);
+            }
+            op if op.is_elementwise() => stack.extend(op.operands()),
+            _ => {}
+        }
+    }
+}
+
+/// The instruction whose single loop emits every lane of a value with these `uses`, each
+/// at the value's own index, if there is one: every use is outside nested regions, and is
+/// a store or a materialized pointwise op (whose loop computes its lanes from its operands'
+/// at the same index), or a lazy pointwise op with such a root itself; all the same one.
+fn shared_root(
+    block: &Block,
+    uses: &[(usize, bool)],
+    emit_count: &HashMap<Value, u32>,
+    root: &HashMap<Value, usize>,
+) -> Option<usize> {
+    let mut shared = None;
+    for &(u, nested) in uses {
+        let user = &block.insts[u];
+        if nested {
+            return None;
+        }
+        let r = match user.results.first() {
+            Some(r) if emit_count.contains_key(r) => {
+                if !user.op.is_pointwise() {
+                    return None;
+                }
+                *root.get(r)?
+            }
+            _ if user.op.is_pointwise() || matches!(user.op, Op::Store { .. }) => u,
+            _ => return None,
+        };
+        if shared.is_some_and(|s| s != r) {
+            return None;
+        }
+        shared = Some(r);
+    }
+    shared
 }
 
 /// How many times a load's lanes may be emitted before it is materialized instead.

@@ -233,27 +233,38 @@ fn op_cost(f: &Function, op: &Op) -> u32 {
     }
 }
 
-/// The cost of computing one lane of `v` where it is used.
+/// The cost of computing one lane of `v` where it is used: every lazy op it is computed
+/// from, once (a lane several of them share is computed once, see `Gen::lane`).
 fn lane_cost(v: Value, lazy: &HashSet<Value>, defs: &HashMap<Value, &Inst>) -> u32 {
-    if !lazy.contains(&v) {
-        return 0;
-    }
-    let Some(inst) = defs.get(&v) else { return 0 };
-    // Index arithmetic costs nothing that matters here.
-    let own = match &inst.op {
-        Op::Unary(UnOp::Sqrt | UnOp::Rsqrt, _) | Op::Binary(BinOp::Div | BinOp::Rem, ..) => 4,
-        Op::Unary(UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2 | UnOp::Sin | UnOp::Cos, _) => 16,
-        Op::Load { .. } | Op::Binary(..) | Op::Fma(..) | Op::Unary(..) => 1,
-        _ => 0,
-    };
-    own + operand_costs(&inst.op, lazy, defs)
+    dag_cost(vec![v], lazy, defs)
 }
 
 fn operand_costs(op: &Op, lazy: &HashSet<Value>, defs: &HashMap<Value, &Inst>) -> u32 {
-    op.operands()
-        .into_iter()
-        .map(|o| lane_cost(o, lazy, defs))
-        .sum()
+    dag_cost(op.operands(), lazy, defs)
+}
+
+/// The summed cost of the distinct lazy ops `roots` are computed from.
+fn dag_cost(mut stack: Vec<Value>, lazy: &HashSet<Value>, defs: &HashMap<Value, &Inst>) -> u32 {
+    let mut seen = HashSet::new();
+    let mut cost = 0u32;
+    while let Some(v) = stack.pop() {
+        if !lazy.contains(&v) || !seen.insert(v) {
+            continue;
+        }
+        let Some(inst) = defs.get(&v) else { continue };
+        // Index arithmetic costs nothing that matters here.
+        cost = cost.saturating_add(match &inst.op {
+            Op::Unary(UnOp::Sqrt | UnOp::Rsqrt, _) | Op::Binary(BinOp::Div | BinOp::Rem, ..) => 4,
+            Op::Unary(
+                UnOp::Exp | UnOp::Exp2 | UnOp::Log | UnOp::Log2 | UnOp::Sin | UnOp::Cos,
+                _,
+            ) => 16,
+            Op::Load { .. } | Op::Binary(..) | Op::Fma(..) | Op::Unary(..) => 1,
+            _ => 0,
+        });
+        stack.extend(inst.op.operands());
+    }
+    cost
 }
 
 /// The next-program span of one target: where it starts, its length (0: none) and whether
@@ -293,6 +304,17 @@ impl<'ctx> Gen<'ctx, '_> {
         spread: &[(Value, bool)],
         body: &mut LaneBody<'_, 'ctx, Self>,
     ) -> Result<()> {
+        // Each emitted copy of the body memoizes the lanes of lazy pure ops (see
+        // `Gen::lane`): one copy computes one lane index, with one binding of every value.
+        let mut memoized = |g: &mut Self, idx: &[IntValue<'ctx>]| {
+            g.lane_memo.clear();
+            let outer = std::mem::replace(&mut g.lane_memo_on, true);
+            let r = body(g, idx);
+            g.lane_memo_on = outer;
+            g.lane_memo.clear();
+            r
+        };
+        let body: &mut LaneBody<'_, 'ctx, Self> = &mut memoized;
         if spread.is_empty() || shape.len() != 1 || !shape[0].is_multiple_of(CHUNK) {
             return self.loop_nest(shape, &mut |g, idx| {
                 if let Some(x) = body(g, idx)? {
