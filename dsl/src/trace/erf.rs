@@ -1,6 +1,6 @@
-//! `erf`, `erfc` and `erfinv` in f64 (and `erfc` of narrower floats, computed in f64 and
-//! rounded once): Chebyshev fits made with mpmath at 50 digits by `scripts/fit_erf.py`,
-//! each within about one ulp of its function on its interval.
+//! `erf`, `erfc` and `erfinv` in f64 (narrower floats have f32 algorithms: `libm_f32.rs`,
+//! and `erf` in `math.rs`): Chebyshev fits made with mpmath at 50 digits by
+//! `scripts/fit_erf.py`, each within about one ulp of its function on its interval.
 //!
 //! - `erf(x) = x·P(x²)` for `|x| < 1`, else `±(1 − erfc(|x|))`.
 //! - `erfc(x) = e^(−x²)·g(x)/x` for `x ≥ 0.5`, where `g(x) = x·e^(x²)·erfc(x)` is smooth

@@ -580,8 +580,8 @@ pub fn acos(x: impl IntoOperand) -> Tile {
 }
 
 /// The complementary error function `1 − erf(x)` (libdevice's `erfc`), accurate in the
-/// tail where `1 − erf` would cancel: f64, and narrower floats computed in f64 and rounded
-/// once (`erf.rs`).
+/// tail where `1 − erf` would cancel: f64 from `erf.rs`'s fits, narrower floats from
+/// `libm_f32.rs`'s.
 #[track_caller]
 pub fn erfc(x: impl IntoOperand) -> Tile {
     by_width(x, super::erf::erfc_f64, f32m::erfc)

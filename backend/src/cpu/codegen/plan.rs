@@ -7,9 +7,13 @@
 //! emitted more than once (integer hashes such as Philox reuse every value several times:
 //! re-emitting the tree at each use grew the LLVM IR exponentially, 229 MB for 7 rounds of
 //! Philox-4x64).
-//! Expensive values are lazy only when their lanes would be computed exactly once. A load is
-//! lazy for up to a few consumers (reading memory again costs what reading a copy costs)
-//! when no write can come between it and the places its lanes are consumed.
+//! Expensive values are lazy only when their lanes would be computed exactly once: used
+//! once, or used by several ops that all end in one store's or materialization's loop, at
+//! the value's own index, where the lane memo of `Gen::lane` computes it once (a DAG of
+//! shared pure ops, as the f32 libm functions are, then runs in one loop instead of one
+//! loop and buffer per shared value). A load is lazy for up to a few consumers (reading
+//! memory again costs what reading a copy costs) when no write can come between it and the
+//! places its lanes are consumed.
 
 use std::collections::{HashMap, HashSet};
 use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, Type, UnOp, Value};
