@@ -113,50 +113,24 @@ fn add_one(out: Ptr<f16>, a: Ptr<f16>, b: Ptr<f16>, #[constexpr] block: usize) {
     store(out + idx, h + cast(f, DType::F16));
 }
 
+/// A bad call: `CASE` 0 a pack of 3, 1 too few constraints, 2 a Simd fallback.
 #[kernel]
-fn bad_pack(out: Ptr<u32>, a: Ptr<u32>) {
+fn bad_call(out: Ptr<u32>, a: Ptr<u32>, #[constexpr] CASE: u8) {
     let idx = arange(0, 16);
     let x = load(a + idx);
+    let (constraints, pack, fallback) = match CASE {
+        0 => ("=r,r,r,r", 3, "funnel_shift"),
+        1 => ("=r,r,r", 1, "funnel_shift"),
+        _ => ("=r,r,r,r", 1, "funnel_shift_simd"),
+    };
     let r = inline_asm_elementwise(
         SHF,
-        "=r,r,r,r",
+        constraints,
         (x, x, x),
         DType::U32,
         true,
-        3,
-        fallback = "funnel_shift",
-    );
-    store(out + idx, r);
-}
-
-#[kernel]
-fn bad_constraints(out: Ptr<u32>, a: Ptr<u32>) {
-    let idx = arange(0, 16);
-    let x = load(a + idx);
-    let r = inline_asm_elementwise(
-        SHF,
-        "=r,r,r",
-        (x, x, x),
-        DType::U32,
-        true,
-        1,
-        fallback = "funnel_shift",
-    );
-    store(out + idx, r);
-}
-
-#[kernel]
-fn simd_fallback(out: Ptr<u32>, a: Ptr<u32>) {
-    let idx = arange(0, 16);
-    let x = load(a + idx);
-    let r = inline_asm_elementwise(
-        SHF,
-        "=r,r,r,r",
-        (x, x, x),
-        DType::U32,
-        true,
-        1,
-        fallback = "funnel_shift_simd",
+        pack,
+        fallback = fallback,
     );
     store(out + idx, r);
 }
@@ -267,24 +241,22 @@ fn the_ir_text_keeps_the_asm() {
     assert!(e.contains("pack must be 1, 2 or 4, not 3"), "{e}");
 }
 
-/// A launch of one of the `bad_*` kernels.
-type Launch = fn(&Device, &mut Array1<u32>, &Array1<u32>) -> Result<(), tritium::Error>;
-
 #[test]
 fn bad_calls_are_trace_errors() {
     let a = Array1::<u32>::zeros(16);
-    let run = |f: Launch| {
+    let run = |case: u8| {
         let mut out = Array1::<u32>::zeros(16);
-        f(&Device::cpu(), &mut out, &a).unwrap_err().to_string()
+        let r = bad_call::launch(&Device::cpu(), [1], &mut out, &a, case);
+        r.unwrap_err().to_string()
     };
-    let e = run(|d, o, a| bad_pack::launch(d, [1], o, a));
+    let e = run(0);
     assert!(e.contains("pack must be 1, 2 or 4, not 3"), "{e}");
-    let e = run(|d, o, a| bad_constraints::launch(d, [1], o, a));
+    let e = run(1);
     assert!(
         e.contains("constraints `=r,r,r` name 3 operands; one output and 3 inputs need 4"),
         "{e}"
     );
-    let e = run(|d, o, a| simd_fallback::launch(d, [1], o, a));
+    let e = run(2);
     assert!(
         e.contains("the fallback of `inline_asm_elementwise` must be a Simt op"),
         "{e}"

@@ -51,12 +51,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let (_, out_elems) = self.emit().check_simt_call(c, |v| self.ty(v), func)?;
         let single = out_elems.len() == 1;
         let numel = out_ty.numel();
-        let cols: Vec<Vec<BasicValueEnum<'ctx>>> = c
-            .ins
-            .clone()
-            .into_iter()
-            .map(|v| self.broadcast_slots(v, &out_ty))
-            .collect::<Result<_>>()?;
+        let cols = self.input_columns(c, &out_ty)?;
         let outs: Vec<Vec<BasicValueEnum<'ctx>>> = c
             .outs
             .iter()
@@ -98,6 +93,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         Ok(())
     }
 
+    /// Each input of `c`, broadcast to the output's type, as this thread's slots.
+    fn input_columns(
+        &mut self,
+        c: &CustomCall,
+        out_ty: &Type,
+    ) -> Result<Vec<Vec<BasicValueEnum<'ctx>>>> {
+        c.ins
+            .iter()
+            .map(|v| self.broadcast_slots(*v, out_ty))
+            .collect()
+    }
+
     /// `inline_asm_elementwise` on hardware: one asm call per `pack` of this thread's
     /// slots (elementwise, so which slots share a call does not matter; a last partial
     /// group repeats its last slot), `$0` the result, `$1…` the inputs. With `pack > 1`
@@ -113,12 +120,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 "inline asm constraints do not match the call",
             ));
         }
-        let cols: Vec<Vec<BasicValueEnum<'ctx>>> = c
-            .ins
-            .clone()
-            .into_iter()
-            .map(|v| self.broadcast_slots(v, &out_ty))
-            .collect::<Result<_>>()?;
+        let cols = self.input_columns(c, &out_ty)?;
         let in_elems: Vec<Elem> = c.ins.iter().map(|v| self.ty(*v).elem).collect();
         let ret_ty = self.asm_reg_ty(ops[0], out_ty.elem, pack)?;
         let param_tys: Vec<BasicTypeEnum<'ctx>> = ops[1..]
