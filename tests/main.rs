@@ -5,6 +5,7 @@
 mod atomics_triton;
 mod autotuning;
 mod block_pointers;
+mod bounds_proofs;
 mod cache_hints;
 mod checked;
 mod common;

@@ -27,6 +27,7 @@ macro_rules! named_enum {
 
 mod affine;
 mod axis_info;
+mod bounds;
 mod cache;
 mod custom;
 mod dtype;
@@ -42,6 +43,7 @@ mod verify;
 
 pub use affine::{affine_lanes, row_major, Affine, Widened};
 pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
+pub use bounds::{bounds_proof, Access, BoundsProof, LaunchValues, SiteProof};
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{
     allowed_pipes, is_builtin_name, Bitcode, CoreType, CustomAttrs, CustomCall, ExtraBuffer,

@@ -1,0 +1,966 @@
+//! From the IR to a [`BoundsProof`]: one walk in program order giving every integer and
+//! pointer value an abstract value ([`Abs`]), and every fault site its proof.
+
+use super::form::{Form, Var};
+use super::scalar::{Scalar, ScalarId, Scalars};
+use super::{
+    Access, AtomDef, BoundsProof, Check, CheckId, Constraint, LoopBounds, RangeOp, SiteProof,
+};
+use crate::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Op, UnOp, Value};
+use std::collections::HashMap;
+
+/// What the proof knows of a value.
+#[derive(Debug, Clone)]
+enum Abs {
+    /// An integer whose every lane is `form` modulo its dtype's width, where `checks` hold.
+    Int {
+        form: Form,
+        dtype: DType,
+        checks: Vec<CheckId>,
+    },
+    /// A pointer into parameter `root`'s buffer, `offset` bytes (exactly) from its
+    /// pointer, where `checks` hold.
+    Ptr {
+        root: usize,
+        offset: Form,
+        checks: Vec<CheckId>,
+    },
+    Unknown,
+}
+
+struct Deriver<'f> {
+    f: &'f Function,
+    defs: HashMap<Value, &'f Inst>,
+    s: Scalars,
+    atoms: Vec<AtomDef>,
+    checks: Vec<Check>,
+    check_ids: HashMap<Check, CheckId>,
+    env: HashMap<Value, Abs>,
+    /// Constraints of the loops and `if`s around the op being walked.
+    context: Vec<Constraint>,
+    sites: Vec<SiteProof>,
+    /// False while a loop body is walked only to find its carried values' steps.
+    recording: bool,
+    pids: [Option<u32>; 3],
+}
+
+pub(super) fn derive(f: &Function) -> BoundsProof {
+    let mut d = Deriver {
+        f,
+        defs: f.defs(),
+        s: Scalars::default(),
+        atoms: Vec::new(),
+        checks: Vec::new(),
+        check_ids: HashMap::new(),
+        env: HashMap::new(),
+        context: Vec::new(),
+        sites: Vec::new(),
+        recording: true,
+        pids: [None; 3],
+    };
+    for (i, p) in f.params.iter().enumerate() {
+        let abs = match f.ty(p.value).elem {
+            Elem::Ptr(_) => Abs::Ptr {
+                root: i,
+                offset: Form::constant(d.s.constant(0)),
+                checks: vec![],
+            },
+            Elem::Scalar(dt) if dt.is_int() => Abs::Int {
+                form: Form::constant(d.s.get(Scalar::Param(i as u32))),
+                dtype: dt,
+                checks: vec![],
+            },
+            Elem::Scalar(_) => Abs::Unknown,
+        };
+        d.env.insert(p.value, abs);
+    }
+    d.block(&f.body);
+    BoundsProof {
+        scalars: d.s,
+        atoms: d.atoms,
+        checks: d.checks,
+        sites: d.sites,
+    }
+}
+
+fn union(a: &[CheckId], b: &[CheckId]) -> Vec<CheckId> {
+    let mut v: Vec<CheckId> = a.iter().chain(b).copied().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+impl<'f> Deriver<'f> {
+    fn abs(&self, v: Value) -> Abs {
+        self.env.get(&v).cloned().unwrap_or(Abs::Unknown)
+    }
+
+    fn shape(&self, v: Value) -> &'f [usize] {
+        &self.f.ty(v).shape
+    }
+
+    fn atom(&mut self, def: AtomDef) -> u32 {
+        self.atoms.push(def);
+        self.atoms.len() as u32 - 1
+    }
+
+    /// The variable of atom `id` for a value of `shape`: it varies along every axis of
+    /// more than one lane.
+    fn atom_var(&mut self, id: u32, shape: &[usize]) -> Form {
+        let place = (0..shape.len() as u32)
+            .filter(|a| shape[*a as usize] > 1)
+            .collect();
+        Form::var(&mut self.s, Var::Atom { id, place })
+    }
+
+    fn check(&mut self, form: &Form, dtype: DType) -> Vec<CheckId> {
+        if form.is_uniform() {
+            return vec![];
+        }
+        let c = Check {
+            form: form.clone(),
+            dtype,
+        };
+        let next = self.checks.len() as CheckId;
+        let id = *self.check_ids.entry(c.clone()).or_insert(next);
+        if id == next {
+            self.checks.push(c);
+        }
+        vec![id]
+    }
+
+    /// The form that equals `v`'s value exactly where the returned checks hold.
+    fn exact(&mut self, form: &Form, dtype: DType, checks: &[CheckId]) -> (Form, Vec<CheckId>) {
+        if form.is_uniform() {
+            // The constant may come from the proof's exact arithmetic: wrap it as the
+            // machine does.
+            let c = self.s.get(Scalar::Cast(form.constant, dtype));
+            return (Form::constant(c), checks.to_vec());
+        }
+        let own = self.check(form, dtype);
+        (form.clone(), union(checks, &own))
+    }
+
+    fn exact_int(&mut self, v: Value) -> Option<(Form, DType, Vec<CheckId>)> {
+        match self.abs(v) {
+            Abs::Int {
+                form,
+                dtype,
+                checks,
+            } => {
+                let (f, c) = self.exact(&form, dtype, &checks);
+                Some((f, dtype, c))
+            }
+            _ => None,
+        }
+    }
+
+    /// A value known by its range: a new atom.
+    fn range(&mut self, v: Value, op: RangeOp, dtype: DType, checks: Vec<CheckId>) -> Abs {
+        let id = self.atom(AtomDef::Range { op, dtype, checks });
+        Abs::Int {
+            form: self.atom_var(id, self.shape(v)),
+            dtype,
+            checks: vec![],
+        }
+    }
+
+    fn block(&mut self, b: &'f Block) {
+        for inst in &b.insts {
+            self.inst(inst);
+        }
+    }
+
+    fn set(&mut self, v: Value, a: Abs) {
+        self.env.insert(v, a);
+    }
+
+    fn inst(&mut self, inst: &'f Inst) {
+        let r = inst.results.first().copied();
+        match &inst.op {
+            Op::For {
+                lo,
+                hi,
+                step,
+                init,
+                body,
+                ..
+            } => return self.for_loop(inst, *lo, *hi, *step, init, body),
+            Op::While { init, cond, body } => return self.while_loop(inst, init, cond, body),
+            Op::If {
+                cond,
+                then_region,
+                else_region,
+            } => return self.if_else(inst, *cond, then_region, else_region),
+            Op::Load { ptr, mask, .. } => self.site(*ptr, *mask),
+            Op::Store { ptr, mask, .. } | Op::Atomic { ptr, mask, .. } => self.site(*ptr, *mask),
+            Op::AtomicCas { ptr, .. } => self.site(*ptr, None),
+            Op::Assert { .. } if self.recording => self.sites.push(SiteProof::NotAccess),
+            _ => {}
+        }
+        let Some(r) = r else { return };
+        let a = self.value(inst, r);
+        self.set(r, a);
+    }
+
+    /// The abstract value of `r`, the first result of `inst` (not a loop or `if`).
+    fn value(&mut self, inst: &Inst, r: Value) -> Abs {
+        let t = self.f.ty(r);
+        let dtype = match t.elem {
+            Elem::Scalar(d) if d.is_int() => Some(d),
+            _ => None,
+        };
+        match (&inst.op, dtype) {
+            (Op::Const(Const::Int(c)), Some(d)) => Abs::Int {
+                form: Form::constant(self.s.constant(*c)),
+                dtype: d,
+                checks: vec![],
+            },
+            (Op::ProgramId(axis), Some(d)) => {
+                let id = match self.pids[*axis as usize] {
+                    Some(id) => id,
+                    None => {
+                        let id = self.atom(AtomDef::ProgramId(*axis));
+                        self.pids[*axis as usize] = Some(id);
+                        id
+                    }
+                };
+                Abs::Int {
+                    form: Form::var(&mut self.s, Var::Atom { id, place: vec![] }),
+                    dtype: d,
+                    checks: vec![],
+                }
+            }
+            (Op::NumPrograms(axis), Some(d)) => Abs::Int {
+                form: Form::constant(self.s.get(Scalar::NumPrograms(*axis))),
+                dtype: d,
+                checks: vec![],
+            },
+            (Op::Arange { start, end }, Some(d)) => {
+                let base = Form::constant(self.s.constant(i128::from(*start)));
+                let extent = (end - start) as u64;
+                let form = if extent > 1 {
+                    {
+                        let lane = Form::var(&mut self.s, Var::Lane { axis: 0, extent });
+                        base.add(&mut self.s, &lane)
+                    }
+                } else {
+                    base
+                };
+                Abs::Int {
+                    form,
+                    dtype: d,
+                    checks: vec![],
+                }
+            }
+            (Op::Splat(x) | Op::Hint { x, .. }, _) => self.abs(*x),
+            (Op::Broadcast(x), _) => {
+                let (xs, ts) = (self.shape(*x), self.shape(r));
+                let lead = (ts.len() - xs.len()) as u32;
+                self.moved(*x, |a| {
+                    let to = a + lead;
+                    (xs[a as usize] == ts[to as usize]).then_some(to)
+                })
+            }
+            (Op::ExpandDims { x, axis }, _) => {
+                let axis = *axis;
+                self.moved(*x, |a| Some(if a < axis { a } else { a + 1 }))
+            }
+            (Op::Permute { x, dims }, _) => {
+                let dims = dims.clone();
+                self.moved(*x, |a| dims.iter().position(|d| *d == a).map(|p| p as u32))
+            }
+            (Op::Reshape(x), _) => self.reshaped(*x, r),
+            (Op::Binary(op, x, y), Some(d)) => self.binary(r, *op, *x, *y, d),
+            (Op::Unary(UnOp::Neg, x), Some(d)) => match self.abs(*x) {
+                Abs::Int { form, checks, .. } => {
+                    let form = if form.is_uniform() {
+                        let zero = self.s.constant(0);
+                        Form::constant(self.s.get(Scalar::Machine(
+                            BinOp::Sub,
+                            zero,
+                            form.constant,
+                            d,
+                        )))
+                    } else {
+                        let m = self.s.constant(-1);
+                        form.scaled(&mut self.s, m)
+                    };
+                    Abs::Int {
+                        form,
+                        dtype: d,
+                        checks,
+                    }
+                }
+                _ => Abs::Unknown,
+            },
+            (Op::Cast(x), Some(d)) => self.cast(r, *x, d),
+            (Op::Select(c, a, b), _) => {
+                let yes = self.constraints_of(*c, false, 0);
+                let no = self.constraints_of(*c, true, 0);
+                self.hull(r, &[(*a, yes), (*b, no)])
+            }
+            (Op::AddPtr(p, o), _) => match (self.abs(*p), self.abs(*o)) {
+                (
+                    Abs::Ptr {
+                        root,
+                        offset,
+                        checks,
+                    },
+                    Abs::Int {
+                        form,
+                        dtype: od,
+                        checks: oc,
+                    },
+                ) => {
+                    let size = t.elem.pointee().map_or(1, DType::size_bytes);
+                    // A narrow offset is widened to 64 bits: it must be exact. A 64-bit one
+                    // is added modulo 2^64, as the address is.
+                    let (form, oc) = if od.bits() < 64 {
+                        self.exact(&form, od, &oc)
+                    } else {
+                        (form, oc)
+                    };
+                    let k = self.s.constant(size as i128);
+                    Abs::Ptr {
+                        root,
+                        offset: offset.add_scaled(&mut self.s, &form, k),
+                        checks: union(&checks, &oc),
+                    }
+                }
+                _ => Abs::Unknown,
+            },
+            _ => Abs::Unknown,
+        }
+    }
+
+    fn moved(&mut self, x: Value, to: impl Fn(u32) -> Option<u32>) -> Abs {
+        match self.abs(x) {
+            Abs::Int {
+                form,
+                dtype,
+                checks,
+            } => match form.moved(&to) {
+                Some(form) => Abs::Int {
+                    form,
+                    dtype,
+                    checks,
+                },
+                None => Abs::Unknown,
+            },
+            Abs::Ptr {
+                root,
+                offset,
+                checks,
+            } => match offset.moved(&to) {
+                Some(offset) => Abs::Ptr {
+                    root,
+                    offset,
+                    checks,
+                },
+                None => Abs::Unknown,
+            },
+            Abs::Unknown => Abs::Unknown,
+        }
+    }
+
+    /// A reshape keeps a form whose lanes are all alike; else the lanes are known by
+    /// their range.
+    fn reshaped(&mut self, x: Value, r: Value) -> Abs {
+        match self.abs(x) {
+            a @ (Abs::Int { .. } | Abs::Ptr { .. }) if !varies(&a) => a,
+            Abs::Int {
+                form,
+                dtype,
+                checks,
+            } => {
+                let (f, c) = self.exact(&form, dtype, &checks);
+                self.range(r, RangeOp::Hull(vec![(f, vec![])]), dtype, c)
+            }
+            Abs::Ptr {
+                root,
+                offset,
+                checks,
+            } => {
+                let id = self.atom(AtomDef::Range {
+                    op: RangeOp::Hull(vec![(offset, vec![])]),
+                    dtype: DType::I64,
+                    checks,
+                });
+                Abs::Ptr {
+                    root,
+                    offset: self.atom_var(id, self.shape(r)),
+                    checks: vec![],
+                }
+            }
+            Abs::Unknown => Abs::Unknown,
+        }
+    }
+
+    /// One of `values` (a `select`'s, an `if`'s branches'), each where its constraints
+    /// hold: their common form, or their hull.
+    fn hull(&mut self, r: Value, values: &[(Value, Vec<Constraint>)]) -> Abs {
+        let abs: Vec<Abs> = values.iter().map(|(v, _)| self.abs(*v)).collect();
+        let guards: Vec<Vec<Constraint>> = values.iter().map(|(_, c)| c.clone()).collect();
+        self.hull_of(r, &abs, guards)
+    }
+
+    fn hull_of(&mut self, r: Value, abs: &[Abs], guards: Vec<Vec<Constraint>>) -> Abs {
+        let first = abs[0].clone();
+        match first {
+            Abs::Int { dtype, .. } => {
+                let mut forms = Vec::new();
+                let mut checks = Vec::new();
+                for a in abs {
+                    let Abs::Int {
+                        form,
+                        dtype: d,
+                        checks: c,
+                    } = a
+                    else {
+                        return Abs::Unknown;
+                    };
+                    if *d != dtype {
+                        return Abs::Unknown;
+                    }
+                    let (f, c) = self.exact(form, dtype, c);
+                    checks = union(&checks, &c);
+                    forms.push(f);
+                }
+                if forms.iter().all(|f| *f == forms[0]) {
+                    let form = forms.swap_remove(0);
+                    return Abs::Int {
+                        form,
+                        dtype,
+                        checks,
+                    };
+                }
+                self.range(
+                    r,
+                    RangeOp::Hull(forms.into_iter().zip(guards).collect()),
+                    dtype,
+                    checks,
+                )
+            }
+            Abs::Ptr { root, .. } => {
+                let mut forms = Vec::new();
+                let mut checks = Vec::new();
+                for a in abs {
+                    let Abs::Ptr {
+                        root: r2,
+                        offset,
+                        checks: c,
+                    } = a
+                    else {
+                        return Abs::Unknown;
+                    };
+                    if *r2 != root {
+                        return Abs::Unknown;
+                    }
+                    checks = union(&checks, c);
+                    forms.push(offset.clone());
+                }
+                if forms.iter().all(|f| *f == forms[0]) {
+                    let offset = forms.swap_remove(0);
+                    return Abs::Ptr {
+                        root,
+                        offset,
+                        checks,
+                    };
+                }
+                let id = self.atom(AtomDef::Range {
+                    op: RangeOp::Hull(forms.into_iter().zip(guards).collect()),
+                    dtype: DType::I64,
+                    checks,
+                });
+                Abs::Ptr {
+                    root,
+                    offset: self.atom_var(id, self.shape(r)),
+                    checks: vec![],
+                }
+            }
+            Abs::Unknown => Abs::Unknown,
+        }
+    }
+
+    fn binary(&mut self, r: Value, op: BinOp, x: Value, y: Value, d: DType) -> Abs {
+        let (
+            Abs::Int {
+                form: fx,
+                checks: cx,
+                ..
+            },
+            Abs::Int {
+                form: fy,
+                checks: cy,
+                ..
+            },
+        ) = (self.abs(x), self.abs(y))
+        else {
+            return Abs::Unknown;
+        };
+        let checks = union(&cx, &cy);
+        if fx.is_uniform() && fy.is_uniform() {
+            let c = self.s.get(Scalar::Machine(op, fx.constant, fy.constant, d));
+            return Abs::Int {
+                form: Form::constant(c),
+                dtype: d,
+                checks,
+            };
+        }
+        // Uniform operands as the machine values they are.
+        let machine = |s: &mut Scalars, f: &Form| s.get(Scalar::Cast(f.constant, d));
+        let form = match op {
+            BinOp::Add => fx.add(&mut self.s, &fy),
+            BinOp::Sub => fx.sub(&mut self.s, &fy),
+            BinOp::Mul if fy.is_uniform() => {
+                let k = machine(&mut self.s, &fy);
+                fx.scaled(&mut self.s, k)
+            }
+            BinOp::Mul if fx.is_uniform() => {
+                let k = machine(&mut self.s, &fx);
+                fy.scaled(&mut self.s, k)
+            }
+            BinOp::Shl => match self.s.as_const(fy.constant).filter(|_| fy.is_uniform()) {
+                Some(c) => {
+                    let k = self.s.constant(1i128 << c.rem_euclid(i128::from(d.bits())));
+                    fx.scaled(&mut self.s, k)
+                }
+                None => return Abs::Unknown,
+            },
+            BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Min | BinOp::Max => {
+                let (ex, c1) = self.exact(&fx, d, &cx);
+                let (ey, c2) = self.exact(&fy, d, &cy);
+                let checks = union(&c1, &c2);
+                let op = match op {
+                    BinOp::Div => RangeOp::Div(ex, ey),
+                    BinOp::Rem => RangeOp::Rem(ex, ey),
+                    BinOp::Min => RangeOp::Min(ex, ey),
+                    BinOp::Max => RangeOp::Max(ex, ey),
+                    _ => RangeOp::Mul(ex, ey),
+                };
+                return self.range(r, op, d, checks);
+            }
+            _ => return Abs::Unknown,
+        };
+        Abs::Int {
+            form,
+            dtype: d,
+            checks,
+        }
+    }
+
+    fn cast(&mut self, r: Value, x: Value, d: DType) -> Abs {
+        let from = match self.f.ty(x).elem {
+            Elem::Scalar(s) => s,
+            Elem::Ptr(_) => return Abs::Unknown,
+        };
+        if from.is_bool() {
+            return self.range(r, RangeOp::Bool, d, vec![]);
+        }
+        let Abs::Int { form, checks, .. } = self.abs(x) else {
+            return Abs::Unknown;
+        };
+        if form.is_uniform() {
+            let c = self.s.get(Scalar::Cast(form.constant, from));
+            return Abs::Int {
+                form: Form::constant(self.s.get(Scalar::Cast(c, d))),
+                dtype: d,
+                checks,
+            };
+        }
+        // Narrowing and sign changes keep the low bits, a ring homomorphism; widening
+        // extends the exact value.
+        let (form, checks) = if d.bits() > from.bits() {
+            self.exact(&form, from, &checks)
+        } else {
+            (form, checks)
+        };
+        Abs::Int {
+            form,
+            dtype: d,
+            checks,
+        }
+    }
+
+    /// Constraints that hold on every lane of bool `m` that is true (`negate`: false), in
+    /// `m`'s shape.
+    fn constraints_of(&mut self, m: Value, negate: bool, depth: u32) -> Vec<Constraint> {
+        let Some(inst) = self.defs.get(&m).copied() else {
+            return vec![];
+        };
+        if depth > 32 {
+            return vec![];
+        }
+        match &inst.op {
+            Op::Binary(BinOp::And, a, b) if !negate => {
+                let mut c = self.constraints_of(*a, false, depth + 1);
+                c.extend(self.constraints_of(*b, false, depth + 1));
+                c
+            }
+            Op::Binary(BinOp::Or, a, b) if negate => {
+                let mut c = self.constraints_of(*a, true, depth + 1);
+                c.extend(self.constraints_of(*b, true, depth + 1));
+                c
+            }
+            Op::Unary(UnOp::Not, x) => self.constraints_of(*x, !negate, depth + 1),
+            Op::Splat(x) | Op::Hint { x, .. } => self.constraints_of(*x, negate, depth + 1),
+            Op::Broadcast(x) => {
+                let (xs, ts) = (self.shape(*x), self.shape(m));
+                let lead = (ts.len() - xs.len()) as u32;
+                let inner = self.constraints_of(*x, negate, depth + 1);
+                move_constraints(inner, |a| {
+                    let to = a + lead;
+                    (xs[a as usize] == ts[to as usize]).then_some(to)
+                })
+            }
+            Op::ExpandDims { x, axis } => {
+                let axis = *axis;
+                let inner = self.constraints_of(*x, negate, depth + 1);
+                move_constraints(inner, |a| Some(if a < axis { a } else { a + 1 }))
+            }
+            Op::Permute { x, dims } => {
+                let inner = self.constraints_of(*x, negate, depth + 1);
+                move_constraints(inner, |a| {
+                    dims.iter().position(|d| *d == a).map(|p| p as u32)
+                })
+            }
+            Op::Cmp(pred, a, b) => {
+                let pred = if negate { negated(*pred) } else { *pred };
+                self.compare(pred, *a, *b)
+            }
+            _ => vec![],
+        }
+    }
+
+    /// `a pred b` as constraints `form ≤ 0`.
+    fn compare(&mut self, pred: CmpPred, a: Value, b: Value) -> Vec<Constraint> {
+        let (Some((fa, _, ca)), Some((fb, _, cb))) = (self.exact_int(a), self.exact_int(b)) else {
+            return vec![];
+        };
+        let checks = union(&ca, &cb);
+        let s = &mut self.s;
+        let forms = match pred {
+            CmpPred::Lt => vec![fa.sub(s, &fb).plus_constant(s, 1)],
+            CmpPred::Le => vec![fa.sub(s, &fb)],
+            CmpPred::Gt => vec![fb.sub(s, &fa).plus_constant(s, 1)],
+            CmpPred::Ge => vec![fb.sub(s, &fa)],
+            CmpPred::Eq => vec![fa.sub(s, &fb), fb.sub(s, &fa)],
+            CmpPred::Ne => vec![],
+        };
+        (forms.into_iter())
+            .map(|form| Constraint {
+                form,
+                checks: checks.clone(),
+                when: None,
+            })
+            .collect()
+    }
+
+    fn site(&mut self, ptr: Value, mask: Option<Value>) {
+        if !self.recording {
+            return;
+        }
+        let proof = match self.abs(ptr) {
+            Abs::Ptr {
+                root,
+                offset,
+                checks,
+            } => {
+                let bytes = self.f.ty(ptr).elem.pointee().map_or(1, DType::size_bytes) as u64;
+                let mut constraints = match mask {
+                    Some(m) => self.constraints_of(m, false, 0),
+                    None => vec![],
+                };
+                constraints.extend(self.context.iter().cloned());
+                SiteProof::Proof(Access {
+                    root,
+                    bytes,
+                    offset,
+                    checks,
+                    constraints,
+                })
+            }
+            _ if self.f.foreign_pointers().contains(&ptr) => {
+                SiteProof::Unproven("a pointer made from an integer")
+            }
+            _ => SiteProof::Unproven("an address the proof cannot follow"),
+        };
+        self.sites.push(proof);
+    }
+
+    /// Walks `body` without recording sites, its carried values stand-ins, and returns
+    /// each carried value's change per iteration: `Δ` where the body yields `arg + Δ` for
+    /// a uniform `Δ` (in bytes for pointers), else `None`.
+    fn steps(&mut self, args: &[Value], init: &[Value], body: &'f Block) -> Vec<Option<ScalarId>> {
+        let mut holders = Vec::new();
+        for (arg, v) in args.iter().zip(init) {
+            let id = self.atom(AtomDef::Placeholder);
+            let var = Form::var(&mut self.s, Var::Atom { id, place: vec![] });
+            let a = match self.abs(*v) {
+                Abs::Int { dtype, .. } => Abs::Int {
+                    form: var,
+                    dtype,
+                    checks: vec![],
+                },
+                Abs::Ptr { root, .. } => Abs::Ptr {
+                    root,
+                    offset: var,
+                    checks: vec![],
+                },
+                Abs::Unknown => Abs::Unknown,
+            };
+            holders.push(id);
+            self.set(*arg, a);
+        }
+        let recording = std::mem::replace(&mut self.recording, false);
+        self.block(body);
+        self.recording = recording;
+        let yields = match body.insts.last().map(|i| &i.op) {
+            Some(Op::Yield(ys)) => ys.clone(),
+            _ => return vec![None; args.len()],
+        };
+        (yields.iter().zip(&holders))
+            .map(|(y, id)| {
+                let form = match self.abs(*y) {
+                    Abs::Int { form, .. } | Abs::Ptr { offset: form, .. } => form,
+                    Abs::Unknown => return None,
+                };
+                let holder = Var::Atom {
+                    id: *id,
+                    place: vec![],
+                };
+                match form.terms.as_slice() {
+                    [(v, c)] if *v == holder && self.s.as_const(*c) == Some(1) => {
+                        Some(form.constant)
+                    }
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    fn for_loop(
+        &mut self,
+        inst: &Inst,
+        lo: Value,
+        hi: Value,
+        step: Value,
+        init: &[Value],
+        body: &'f Block,
+    ) {
+        let bounds = match (self.exact_int(lo), self.exact_int(hi), self.abs(step)) {
+            (
+                Some((flo, dt, clo)),
+                Some((fhi, _, chi)),
+                Abs::Int {
+                    form: fs,
+                    dtype: sd,
+                    ..
+                },
+            ) if fs.is_uniform() => {
+                let step = self.s.get(Scalar::Cast(fs.constant, sd));
+                Some((
+                    LoopBounds {
+                        lo: flo,
+                        hi: fhi,
+                        step,
+                        checks: union(&clo, &chi),
+                    },
+                    dt,
+                ))
+            }
+            _ => None,
+        };
+        let iv = body.args[0];
+        let (iter, trips) = match &bounds {
+            Some((b, dt)) => {
+                let iter = self.atom(AtomDef::Iter(b.clone()));
+                let trips = self.atom(AtomDef::Trips(b.clone()));
+                let k = Form::var(
+                    &mut self.s,
+                    Var::Atom {
+                        id: iter,
+                        place: vec![],
+                    },
+                );
+                let form = b.lo.add_scaled(&mut self.s, &k, b.step);
+                self.set(
+                    iv,
+                    Abs::Int {
+                        form,
+                        dtype: *dt,
+                        checks: b.checks.clone(),
+                    },
+                );
+                (Some(iter), Some(trips))
+            }
+            None => {
+                self.set(iv, Abs::Unknown);
+                (None, None)
+            }
+        };
+        let args = &body.args[1..];
+        let steps = self.steps(args, init, body);
+        let mut results = Vec::new();
+        for (k, arg) in args.iter().enumerate() {
+            let start = self.abs(init[k]);
+            let (a, out) = match (steps[k], iter, trips) {
+                (Some(d), _, _) if self.s.as_const(d) == Some(0) => (start.clone(), start),
+                (Some(d), Some(it), Some(tr)) => {
+                    (self.advanced(&start, d, it), self.advanced(&start, d, tr))
+                }
+                _ => (Abs::Unknown, Abs::Unknown),
+            };
+            self.set(*arg, a);
+            results.push(out);
+        }
+        let pushed = match (&bounds, iter) {
+            (Some((b, _)), Some(it)) => self.loop_constraints(b, it),
+            _ => vec![],
+        };
+        let n = pushed.len();
+        self.context.extend(pushed);
+        self.block(body);
+        self.context.truncate(self.context.len() - n);
+        for (r, a) in inst.results.iter().zip(results) {
+            self.set(*r, a);
+        }
+    }
+
+    /// `start + Δ·atom`.
+    fn advanced(&mut self, start: &Abs, d: ScalarId, atom: u32) -> Abs {
+        let var = Form::var(
+            &mut self.s,
+            Var::Atom {
+                id: atom,
+                place: vec![],
+            },
+        );
+        match start {
+            Abs::Int {
+                form,
+                dtype,
+                checks,
+            } => Abs::Int {
+                form: form.add_scaled(&mut self.s, &var, d),
+                dtype: *dtype,
+                checks: checks.clone(),
+            },
+            Abs::Ptr {
+                root,
+                offset,
+                checks,
+            } => Abs::Ptr {
+                root: *root,
+                offset: offset.add_scaled(&mut self.s, &var, d),
+                checks: checks.clone(),
+            },
+            Abs::Unknown => Abs::Unknown,
+        }
+    }
+
+    /// `lo + step·k < hi` counting up, `> hi` counting down, as constraints `≤ 0`.
+    fn loop_constraints(&mut self, b: &LoopBounds, iter: u32) -> Vec<Constraint> {
+        let s = &mut self.s;
+        let k = Form::var(
+            s,
+            Var::Atom {
+                id: iter,
+                place: vec![],
+            },
+        );
+        let iv = b.lo.add_scaled(s, &k, b.step);
+        let up = iv.sub(s, &b.hi).plus_constant(s, 1);
+        let down = b.hi.sub(s, &iv).plus_constant(s, 1);
+        let sign = s.as_const(b.step).map(|c| c > 0);
+        let make = |form, when| Constraint {
+            form,
+            checks: b.checks.clone(),
+            when,
+        };
+        match sign {
+            Some(true) => vec![make(up, None)],
+            Some(false) => vec![make(down, None)],
+            None => vec![
+                make(up, Some((b.step, true))),
+                make(down, Some((b.step, false))),
+            ],
+        }
+    }
+
+    fn while_loop(&mut self, inst: &Inst, init: &[Value], cond: &'f Block, body: &'f Block) {
+        // Only carried values the loop never changes are followed.
+        let steps = self.steps(&body.args, init, body);
+        let mut results = Vec::new();
+        for (k, arg) in body.args.iter().enumerate() {
+            let start = self.abs(init[k]);
+            let a = match steps[k] {
+                Some(d) if self.s.as_const(d) == Some(0) => start,
+                _ => Abs::Unknown,
+            };
+            self.set(*arg, a.clone());
+            self.set(cond.args[k], a.clone());
+            results.push(a);
+        }
+        self.block(cond);
+        self.block(body);
+        for (r, a) in inst.results.iter().zip(results) {
+            self.set(*r, a);
+        }
+    }
+
+    fn if_else(&mut self, inst: &Inst, cond: Value, then: &'f Block, els: &'f Block) {
+        let yes = self.constraints_of(cond, false, 0);
+        let no = self.constraints_of(cond, true, 0);
+        let mut yields = Vec::new();
+        for (region, extra) in [(then, yes.clone()), (els, no.clone())] {
+            let n = extra.len();
+            self.context.extend(extra);
+            self.block(region);
+            self.context.truncate(self.context.len() - n);
+            if let Some(Op::Yield(ys)) = region.insts.last().map(|i| &i.op) {
+                yields.push(ys.clone());
+            }
+        }
+        if yields.len() != 2 {
+            return;
+        }
+        for (k, r) in inst.results.iter().enumerate() {
+            let a = self.hull(
+                *r,
+                &[(yields[0][k], yes.clone()), (yields[1][k], no.clone())],
+            );
+            self.set(*r, a);
+        }
+    }
+}
+
+fn varies(a: &Abs) -> bool {
+    match a {
+        Abs::Int { form, .. } | Abs::Ptr { offset: form, .. } => form.varies_by_lane(),
+        Abs::Unknown => true,
+    }
+}
+
+fn negated(p: CmpPred) -> CmpPred {
+    match p {
+        CmpPred::Lt => CmpPred::Ge,
+        CmpPred::Le => CmpPred::Gt,
+        CmpPred::Gt => CmpPred::Le,
+        CmpPred::Ge => CmpPred::Lt,
+        CmpPred::Eq => CmpPred::Ne,
+        CmpPred::Ne => CmpPred::Eq,
+    }
+}
+
+fn move_constraints(cs: Vec<Constraint>, to: impl Fn(u32) -> Option<u32>) -> Vec<Constraint> {
+    (cs.into_iter())
+        .filter_map(|c| {
+            Some(Constraint {
+                form: c.form.moved(&to)?,
+                ..c
+            })
+        })
+        .collect()
+}

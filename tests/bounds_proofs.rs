@@ -1,0 +1,309 @@
+//! Launch-time bounds proofs (`dsl::ir::bounds_proof`): which access sites of the kernels
+//! of `tritium-kernels` the proof covers, and what it concludes for right and wrong launches.
+
+use half::f16;
+use tritium::dsl::ir::{bounds_proof, Function, LaunchValues, SiteProof};
+use tritium::dsl::trace::Specialization;
+use tritium_kernels::*;
+
+/// A launch argument, by parameter name.
+#[derive(Clone, Copy)]
+enum Arg {
+    /// An integer scalar.
+    Int(i64),
+    /// A buffer of this many elements.
+    Buf(usize),
+}
+
+/// The sites a launch of `f` with these arguments leaves unproven, as `line: kind`.
+fn unproven(f: &Function, grid: [u32; 3], args: &[(&str, Arg)]) -> Vec<String> {
+    let mut scalars = vec![None; f.params.len()];
+    let mut spans = vec![None; f.params.len()];
+    for (i, p) in f.params.iter().enumerate() {
+        let Some((_, a)) = args.iter().find(|(n, _)| *n == p.name) else {
+            continue;
+        };
+        match *a {
+            Arg::Int(v) => scalars[i] = Some(i128::from(v)),
+            Arg::Buf(n) => {
+                let size = f
+                    .ty(p.value)
+                    .elem
+                    .pointee()
+                    .expect("a pointer")
+                    .size_bytes();
+                spans[i] = Some((0, (n * size) as i128));
+            }
+        }
+    }
+    let proof = bounds_proof(f);
+    let launch = LaunchValues {
+        grid,
+        scalars: &scalars,
+        spans: &spans,
+    };
+    let sites = f.fault_sites();
+    (proof.check(&launch).into_iter())
+        .map(|s| {
+            let (loc, kind) = &sites[s as usize];
+            format!(
+                "{}:{} {kind}",
+                loc.file.rsplit('/').next().unwrap_or(""),
+                loc.line
+            )
+        })
+        .collect()
+}
+
+/// The sites no launch can prove.
+fn unprovable(f: &Function) -> Vec<String> {
+    let sites = f.fault_sites();
+    (bounds_proof(f).sites().iter().enumerate())
+        .filter_map(|(i, s)| match s {
+            SiteProof::Unproven(why) => Some(format!("{} {}: {why}", sites[i].0.line, sites[i].1)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn spec() -> Specialization {
+    Specialization::default()
+}
+
+#[test]
+fn vector_add_is_proven_for_right_launches_only() {
+    use Arg::*;
+    let f = vector_add::add::trace::<f32>(&spec(), 1024).unwrap();
+    assert_eq!(unprovable(&f), Vec::<String>::new());
+    let n: usize = 5000;
+    let grid = [n.div_ceil(1024) as u32, 1, 1];
+    let ok = [
+        ("out", Buf(n)),
+        ("x", Buf(n)),
+        ("y", Buf(n)),
+        ("n", Int(n as i64)),
+    ];
+    assert_eq!(unproven(&f, grid, &ok), Vec::<String>::new());
+    let short_out = [
+        ("out", Buf(n - 1)),
+        ("x", Buf(n)),
+        ("y", Buf(n)),
+        ("n", Int(n as i64)),
+    ];
+    assert_eq!(
+        unproven(&f, grid, &short_out).len(),
+        1,
+        "{:?}",
+        unproven(&f, grid, &short_out)
+    );
+    let n_past = [
+        ("out", Buf(n)),
+        ("x", Buf(n)),
+        ("y", Buf(n)),
+        ("n", Int(n as i64 + 1)),
+    ];
+    assert_eq!(unproven(&f, grid, &n_past).len(), 3);
+    let empty = [("out", Buf(n)), ("x", Buf(0)), ("y", Buf(n)), ("n", Int(8))];
+    assert_eq!(unproven(&f, grid, &empty).len(), 1);
+}
+
+#[test]
+fn tutorial_kernels_have_every_site_proven() {
+    let s = spec();
+    let kernels: Vec<(&str, Function)> = vec![
+        (
+            "vector_add",
+            vector_add::add::trace::<f32>(&s, 1024).unwrap(),
+        ),
+        ("softmax", softmax::softmax::trace::<f32>(&s, 1024).unwrap()),
+        (
+            "matmul",
+            matmul::matmul::trace::<f32, f32>(&s, 64, 64, 32).unwrap(),
+        ),
+        (
+            "matmul_grouped",
+            matmul::matmul_grouped::trace::<f16, f32>(&s, 64, 64, 32, 8).unwrap(),
+        ),
+        (
+            "matmul_persistent",
+            matmul::matmul_persistent::trace::<f16, f32>(&s, 64, 64, 32, 8, 4).unwrap(),
+        ),
+        (
+            "layer_norm_fwd",
+            layer_norm::layer_norm_fwd::trace::<f32>(&s, 1024).unwrap(),
+        ),
+        (
+            "layer_norm_bwd_dx",
+            layer_norm::layer_norm_bwd_dx::trace::<f32>(&s, 1024).unwrap(),
+        ),
+        (
+            "layer_norm_bwd_dwdb",
+            layer_norm::layer_norm_bwd_dwdb::trace::<f32>(&s, 32, 64).unwrap(),
+        ),
+        (
+            "attention_forward",
+            attention::attention_forward::trace::<f16>(&s, 64, 32, 64, false).unwrap(),
+        ),
+        (
+            "attention_forward causal",
+            attention::attention_forward::trace::<f16>(&s, 64, 32, 64, true).unwrap(),
+        ),
+        (
+            "attention_backward_delta",
+            attention::attention_backward_delta::trace::<f16>(&s, 64, 64).unwrap(),
+        ),
+        (
+            "attention_backward_dkdv",
+            attention::attention_backward_dkdv::trace::<f16>(&s, 32, 64, 64, true).unwrap(),
+        ),
+        (
+            "attention_backward_dq",
+            attention::attention_backward_dq::trace::<f16>(&s, 64, 32, 64, true).unwrap(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, f) in &kernels {
+        let u = unprovable(f);
+        if !u.is_empty() {
+            failures.push(format!("{name}: {u:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Every site of a right launch is proven, and one element short of what it touches is not.
+#[test]
+fn right_launches_of_the_tutorial_kernels_are_proven_exactly() {
+    use Arg::*;
+    let s = spec();
+    let cdiv = |a: usize, b: usize| a.div_ceil(b) as u32;
+    // (kernel, function, grid, arguments, the buffer that is shortened by one element)
+    type Case = (
+        &'static str,
+        Function,
+        [u32; 3],
+        Vec<(&'static str, Arg)>,
+        &'static str,
+    );
+    let (m, n, k) = (100usize, 70usize, 45usize);
+    let mm = |c| -> Vec<(&'static str, Arg)> {
+        vec![
+            ("c", Buf(m * n)),
+            ("a", Buf(m * k)),
+            ("b", Buf(k * n)),
+            ("m", Int(m as i64)),
+            ("n", Int(n as i64)),
+            ("k", Int(k as i64)),
+            ("stride_am", Int(k as i64)),
+            ("stride_ak", Int(1)),
+            ("stride_bk", Int(n as i64)),
+            ("stride_bn", Int(1)),
+            ("stride_cm", Int(n as i64)),
+            ("stride_cn", Int(c)),
+        ]
+    };
+    let (rows, cols) = (37usize, 300usize);
+    let (z, h, ctx, d) = (2usize, 3usize, 100usize, 64usize);
+    let qkv = z * h * ctx * d;
+    let attn: Vec<(&str, Arg)> = vec![
+        ("out", Buf(qkv)),
+        ("lse", Buf(z * h * ctx)),
+        ("q", Buf(qkv)),
+        ("k", Buf(qkv)),
+        ("v", Buf(qkv)),
+        ("n_ctx", Int(ctx as i64)),
+    ];
+    let cases: Vec<Case> = vec![
+        (
+            "matmul",
+            matmul::matmul::trace::<f32, f32>(&s, 32, 16, 16).unwrap(),
+            [cdiv(m, 32), cdiv(n, 16), 1],
+            mm(1),
+            "c",
+        ),
+        (
+            "matmul_grouped",
+            matmul::matmul_grouped::trace::<f16, f32>(&s, 32, 16, 16, 4).unwrap(),
+            [cdiv(m, 32) * cdiv(n, 16), 1, 1],
+            mm(1),
+            "a",
+        ),
+        (
+            "matmul_persistent",
+            matmul::matmul_persistent::trace::<f16, f32>(&s, 32, 16, 16, 4, 3).unwrap(),
+            [3, 1, 1],
+            mm(1),
+            "b",
+        ),
+        (
+            "softmax",
+            softmax::softmax::trace::<f32>(&s, 512).unwrap(),
+            [rows as u32, 1, 1],
+            vec![
+                ("out", Buf(rows * cols)),
+                ("input", Buf(rows * cols)),
+                ("in_stride", Int(cols as i64)),
+                ("out_stride", Int(cols as i64)),
+                ("n_cols", Int(cols as i64)),
+            ],
+            "input",
+        ),
+        (
+            "layer_norm_fwd",
+            layer_norm::layer_norm_fwd::trace::<f32>(&s, 128).unwrap(),
+            [rows as u32, 1, 1],
+            vec![
+                ("x", Buf(rows * cols)),
+                ("y", Buf(rows * cols)),
+                ("w", Buf(cols)),
+                ("b", Buf(cols)),
+                ("mean", Buf(rows)),
+                ("rstd", Buf(rows)),
+                ("stride", Int(cols as i64)),
+                ("n", Int(cols as i64)),
+            ],
+            "mean",
+        ),
+        (
+            "layer_norm_bwd_dwdb",
+            layer_norm::layer_norm_bwd_dwdb::trace::<f32>(&s, 32, 64).unwrap(),
+            [cdiv(cols, 64), 1, 1],
+            vec![
+                ("dw", Buf(cols)),
+                ("db", Buf(cols)),
+                ("dw_rows", Buf(rows * cols)),
+                ("db_rows", Buf(rows * cols)),
+                ("rows", Int(rows as i64)),
+                ("n", Int(cols as i64)),
+            ],
+            "db_rows",
+        ),
+        (
+            "attention_forward",
+            attention::attention_forward::trace::<f16>(&s, 64, 32, 64, false).unwrap(),
+            [cdiv(ctx, 64), (z * h) as u32, 1],
+            attn.clone(),
+            "v",
+        ),
+        (
+            "attention_forward causal",
+            attention::attention_forward::trace::<f16>(&s, 64, 32, 64, true).unwrap(),
+            [cdiv(ctx, 64), (z * h) as u32, 1],
+            attn.clone(),
+            "lse",
+        ),
+    ];
+    for (name, f, grid, args, shortened) in cases {
+        assert_eq!(unproven(&f, grid, &args), Vec::<String>::new(), "{name}");
+        let short: Vec<(&str, Arg)> = (args.iter())
+            .map(|(p, a)| match a {
+                Buf(len) if *p == shortened => (*p, Buf(len - 1)),
+                a => (*p, *a),
+            })
+            .collect();
+        assert!(
+            !unproven(&f, grid, &short).is_empty(),
+            "{name} with `{shortened}` short"
+        );
+    }
+}
