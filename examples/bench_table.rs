@@ -5,6 +5,7 @@
 //!     cargo run --release --example bench_table -- compile   # the cold-compile rows only
 //!     cargo run --release --example bench_table -- checks    # checked mode's and race checking's costs
 //!     cargo run --release --example bench_table -- launches  # a cached launch's overhead
+//!     cargo run --release --example bench_table -- safety    # default (proven) launches vs `launch_unchecked`
 //!     cargo run --release --example bench_table -- matmul    # the matmul rows only
 //!     cargo run --release --example bench_table -- attention # the matmul and attention rows
 //!     cargo run --release --example bench_table -- matmul-blocks 4096 96 64 64 [ROUNDS]
@@ -201,6 +202,149 @@ fn checking_rows() {
     }
 }
 
+/// What sound launches cost (issue 43): each kernel's default launch, whose bounds proof
+/// runs at every launch and whose unproven accesses would be checked, against the same
+/// launch made with `LaunchOptions::unchecked` (`launch_unchecked`), interleaved. A ratio
+/// is unchecked time / default time: 1.0 is free.
+fn safety_rows(device: &Device) {
+    use tritium_kernels::attention::attention_forward;
+    use tritium_kernels::layer_norm::layer_norm_fwd;
+    use tritium_kernels::matmul::matmul;
+    use tritium_kernels::softmax::softmax_rows_into_with;
+    let safe = tritium::LaunchOptions::default();
+    // SAFETY: every launch below passes buffers of the sizes its kernel indexes (the same
+    // launches succeed by default, where the bounds proof checks exactly that).
+    let unchecked = unsafe { tritium::LaunchOptions::default().unchecked() };
+    let rounds = 10;
+    println!(
+        "{:<40} {:>11} {:>13} {:>8}",
+        "sound launches (CPU)", "default ms", "unchecked ms", "ratio"
+    );
+    let row = |name: &str, [t, u]: [Duration; 2]| {
+        println!(
+            "{name:<40} {:>11.3} {:>13.3} {:>8.3}",
+            ms(t),
+            ms(u),
+            u.as_secs_f64() / t.as_secs_f64()
+        )
+    };
+    // Vector add, 2^24 f32.
+    let n = 1 << 24;
+    let x = Array1::from_iter((0..n).map(|i| (i % 97) as f32));
+    let mut out = Array1::<f32>::zeros(n);
+    let out = std::cell::RefCell::new(&mut out);
+    let grid = n.div_ceil(ADD_BLOCK);
+    let add = |o: &tritium::LaunchOptions| {
+        let mut out = out.borrow_mut();
+        add::launch_with(device, grid, o, &mut **out, &x, &x, n as i32, ADD_BLOCK).unwrap()
+    };
+    row(
+        "vector add 2^24",
+        interleaved(rounds, [&mut || add(&safe), &mut || add(&unchecked)]),
+    );
+    // Softmax 4096 x 1024.
+    let (r, c) = (4096, 1024);
+    let xm = Array2::from_shape_fn((r, c), |(i, j)| ((i * 31 + j * 17) % 101) as f32 / 25.0);
+    let sm_out = std::cell::RefCell::new(Array2::<f32>::zeros((r, c)));
+    let sm = |o: &tritium::LaunchOptions| {
+        softmax_rows_into_with(device, o, xm.view(), sm_out.borrow_mut().view_mut()).unwrap()
+    };
+    row(
+        "softmax 4096x1024",
+        interleaved(rounds, [&mut || sm(&safe), &mut || sm(&unchecked)]),
+    );
+    // Layer norm forward 4096 x 1024.
+    let w = Array1::from_elem(c, 1.5f32);
+    let b = Array1::from_elem(c, 0.25f32);
+    let ln = std::cell::RefCell::new((
+        Array2::<f32>::zeros((r, c)),
+        Array1::<f32>::zeros(r),
+        Array1::<f32>::zeros(r),
+    ));
+    let norm = |o: &tritium::LaunchOptions| {
+        let mut ln = ln.borrow_mut();
+        let (y, mean, rstd) = &mut *ln;
+        layer_norm_fwd::launch_with(
+            device, r, o, &xm, y, &w, &b, mean, rstd, c as i32, c as i32, 1e-5, 1024,
+        )
+        .unwrap()
+    };
+    row(
+        "layer norm 4096x1024",
+        interleaved(rounds, [&mut || norm(&safe), &mut || norm(&unchecked)]),
+    );
+    // Matmul 1024^3 f32, tutorial 03's blocks for the CPU.
+    let m = 1024;
+    let (a, bm) = (matmul_input(m, m, 1), matmul_input(m, m, 2));
+    let cm = std::cell::RefCell::new(Array2::<f32>::zeros((m, m)));
+    let blocks = MatmulBlocks::default();
+    let mm = |o: &tritium::LaunchOptions| {
+        let grid = [m.div_ceil(blocks.m), m.div_ceil(blocks.n)];
+        let (s, one) = (m as i32, 1);
+        matmul::launch_explicit(
+            device,
+            grid,
+            o,
+            cm.borrow_mut().view_mut(),
+            a.view(),
+            bm.view(),
+            s,
+            s,
+            s,
+            s,
+            one,
+            s,
+            one,
+            s,
+            one,
+            blocks.m,
+            blocks.n,
+            blocks.k,
+        )
+        .unwrap()
+    };
+    row(
+        "matmul 1024^3 f32",
+        interleaved(rounds, [&mut || mm(&safe), &mut || mm(&unchecked)]),
+    );
+    // Attention forward, Z·H = 8, N = 1024, D = 64, f32.
+    let (zh, ctx, d) = (8, 1024, 64);
+    let q = ndarray::Array4::from_shape_fn((1, zh, ctx, d), |(_, h, i, j)| {
+        ((h * 7 + i * 3 + j) % 17) as f32 / 17.0
+    });
+    let att = std::cell::RefCell::new((
+        ndarray::Array4::<f32>::zeros((1, zh, ctx, d)),
+        ndarray::Array3::<f32>::zeros((1, zh, ctx)),
+    ));
+    let cfg = AttentionConfig::default();
+    let attend = |o: &tritium::LaunchOptions| {
+        let mut att = att.borrow_mut();
+        let (out, lse) = &mut *att;
+        let grid = [ctx.div_ceil(cfg.block_m), zh];
+        attention_forward::launch_with(
+            device,
+            grid,
+            o,
+            out,
+            lse,
+            q.view(),
+            q.view(),
+            q.view(),
+            0.125,
+            ctx as i32,
+            cfg.block_m,
+            cfg.block_n,
+            d,
+            false,
+        )
+        .unwrap()
+    };
+    row(
+        "attention fwd 8x1024x64 f32",
+        interleaved(3, [&mut || attend(&safe), &mut || attend(&unchecked)]),
+    );
+}
+
 /// The cost of a cached launch: vector add over grids of 1 and 64 programs of 16 elements
 /// (the kernel's own work is a few nanoseconds per program), median of many launches,
 /// against rayon's `install` of an empty parallel loop over 64 items (the pool's floor).
@@ -236,6 +380,22 @@ fn launch_rows() {
             .unwrap()
         });
         println!("  vector add, {programs:>2} programs of 16 {t:>10.2}");
+        // SAFETY: the buffers hold the `len` elements the launch indexes.
+        let unchecked = unsafe { tritium::LaunchOptions::default().unchecked() };
+        let u = median(&mut || {
+            add::launch_with(
+                &device,
+                programs,
+                &unchecked,
+                &mut out[..len],
+                &x[..len],
+                &x[..len],
+                len as i32,
+                16,
+            )
+            .unwrap()
+        });
+        println!("    the same, launch_unchecked  {u:>10.2}");
     }
     use rayon::prelude::*;
     let t = median(&mut || {
@@ -319,6 +479,10 @@ fn main() -> tritium::Result<()> {
         }
         Some("launches") => {
             launch_rows();
+            return Ok(());
+        }
+        Some("safety") => {
+            safety_rows(&Device::cpu());
             return Ok(());
         }
         Some("isolation") => {
@@ -528,6 +692,7 @@ fn main() -> tritium::Result<()> {
 
     let matmul_gflops = matmul_rows(&device);
     attention_rows(&device, matmul_gflops);
+    safety_rows(&device);
 
     // Tutorial 09's persistent matmul (one program per worker thread) against the
     // one-program-per-tile matmul above, same blocks.

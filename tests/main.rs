@@ -36,5 +36,6 @@ mod random;
 mod reductions;
 mod scans;
 mod shape_functions;
+mod sound_launches;
 mod testing_helpers;
 mod triton_core;

@@ -2,7 +2,7 @@
 //! streams, host memory, arguments), then hands the kernel to CUDA, the emulator, the
 //! interpreter or the CPU. The only module that knows every target.
 
-use crate::launch::{buffers, Memory, TraceFn};
+use crate::launch::{bounds, buffers, Memory, TraceFn};
 use crate::launch::{check_args, check_args_written, Grid, KernelArgs, KernelKey, LaunchOptions};
 use crate::runtime::CudaDevice;
 use crate::{Error, Result};
@@ -130,14 +130,19 @@ pub fn launch(
         return Ok(());
     }
     if *device == Device::CudaEmulator && !options.interpret() {
-        let copts = crate::cuda::CudaCompileOptions {
+        let mut copts = crate::cuda::CudaCompileOptions {
             num_warps: options.num_warps,
             num_stages: options.num_stages,
             bounds_check: options.bounds_check(),
             ..Default::default()
         };
-        let k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
+        let mut k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         check_args(&k.function, &args)?;
+        // An access the launch's bounds proof leaves makes it run checked.
+        if bounds::needs_checks(options, &k.proof, grid, &args.args) {
+            copts.bounds_check = true;
+            k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
+        }
         return k.run(grid, &args.args, &args.pointees);
     }
     if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
@@ -152,6 +157,8 @@ pub fn launch(
     }
     let compiled = crate::cpu::compiled(&key, &spec, options, trace)?;
     check_args_written(&compiled.function, compiled.written_params(), &args)?;
+    // The accesses the launch's bounds proof leaves are checked.
+    let compiled = crate::cpu::proven(compiled, &key, &spec, options, grid, &args.args)?;
     compiled.run_launch(grid, &args.args, &args.pointees)
 }
 

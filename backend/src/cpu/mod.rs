@@ -8,7 +8,8 @@ mod pool;
 pub use deferred::{compile_deferred, defer_compiles, deferring, Deferred};
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
-use crate::launch::{checked, named_buffers, race, Grid, KernelKey, LaunchOptions};
+use crate::launch::SiteChecks;
+use crate::launch::{bounds, checked, named_buffers, race, Grid, KernelKey, LaunchOptions};
 use crate::launch::{Pointee, RawArg, RawBuffer, TraceFn};
 use crate::pipeline::dump::Dumps;
 use crate::pipeline::link::{BitcodeTarget, CustomEntries};
@@ -44,6 +45,11 @@ pub struct Compiled {
     /// Checked code compares pointers made from integers with every buffer of the launch
     /// (`checked::buffer_list`, after the race recorder's word).
     buffer_list: bool,
+    /// The kernel's bounds proof, for default launches (`None` in checked mode and for
+    /// unchecked launches).
+    proof: Option<bounds::LaunchProof>,
+    /// The fault sites checked outside checked mode.
+    checked_sites: Arc<[u32]>,
     /// What one program took in an earlier launch (see [`pool::run_grid`]).
     per_program: pool::ProgramTime,
 }
@@ -86,9 +92,18 @@ fn compiled_with(
 /// Compiles (or loads from the disk cache) one traced function. Every call compiles: the
 /// in-memory cache (`cpu::compiled`, one slot per kernel) is the launch's.
 pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
+    let bounds_check = options.bounds_check || options.race_check;
+    let proof = bounds::LaunchProof::new(&f);
+    let checked_sites: Arc<[u32]> = match &options.sites {
+        _ if bounds_check => Arc::new([]),
+        SiteChecks::None => Arc::new([]),
+        SiteChecks::Unprovable => proof.unprovable().into(),
+        SiteChecks::Listed(sites) => sites.clone(),
+    };
     let target = HostCpu {
-        bounds_check: options.bounds_check || options.race_check,
+        bounds_check,
         race_check: options.race_check,
+        checked_sites: checked_sites.clone(),
     };
     let c = pipeline::compile::compile(&target, f, options)?;
     // SAFETY: `c.code.entry` is the address of the generated entry function, whose
@@ -96,7 +111,8 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code.entry) };
     let sites = c.function.fault_sites();
     let written = c.function.written_params();
-    let buffer_list = target.bounds_check && !c.function.foreign_pointers().is_empty();
+    let buffer_list = (target.bounds_check || !checked_sites.is_empty())
+        && !c.function.foreign_pointers().is_empty();
     Ok(Compiled {
         function: c.function,
         key_hash: c.key_hash,
@@ -106,7 +122,35 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         written,
         race_check: options.race_check,
         buffer_list,
+        proof: (!bounds_check && options.sites != SiteChecks::None).then_some(proof),
+        checked_sites,
         per_program: pool::ProgramTime::default(),
+    })
+}
+
+/// The kernel a launch of `compiled` (a default launch's) runs: itself when its bounds
+/// proof covers every access it does not check for this launch's grid and arguments,
+/// else the kernel that also checks the accesses the proof left (compiled once per such
+/// set of sites).
+pub(crate) fn proven(
+    compiled: Arc<Compiled>,
+    key: &KernelKey,
+    spec: &Specialization,
+    options: &LaunchOptions,
+    grid: Grid,
+    args: &[RawArg],
+) -> Result<Arc<Compiled>> {
+    let Some(proof) = &compiled.proof else {
+        return Ok(compiled);
+    };
+    let needed = proof.unproven(grid, args);
+    if bounds::covered(&needed, &compiled.checked_sites) {
+        return Ok(compiled);
+    }
+    let mut options = options.compile_options();
+    options.sites = SiteChecks::Listed(needed.into());
+    compiled_with(key, spec, &options, || {
+        compile(compiled.function.clone(), &options)
     })
 }
 
@@ -115,6 +159,8 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
 struct HostCpu {
     bounds_check: bool,
     race_check: bool,
+    /// Outside checked mode, the fault sites checked (ascending).
+    checked_sites: Arc<[u32]>,
 }
 
 /// A loaded CPU kernel: its entry and the scratch bytes per thread its object declares.
@@ -136,6 +182,7 @@ impl Target for HostCpu {
             host::host_description(),
             format!("bounds_check={}", self.bounds_check),
             format!("race_check={}", self.race_check),
+            format!("checked_sites={:?}", self.checked_sites),
         ])
     }
 
@@ -163,7 +210,15 @@ impl Target for HostCpu {
             bounds_check: self.bounds_check,
             race_check: self.race_check,
         };
-        let g = codegen::generate(ctx, module, f, symbol, options, customs)?;
+        let g = codegen::generate(
+            ctx,
+            module,
+            f,
+            symbol,
+            options,
+            &self.checked_sites,
+            customs,
+        )?;
         Ok(g.scratch_bytes)
     }
 

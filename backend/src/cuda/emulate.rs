@@ -65,6 +65,8 @@ pub(crate) struct EmulatedKernel {
     sites: Option<Vec<(tritium_dsl::ir::Loc, &'static str)>>,
     /// Checked code reads the list of every buffer (it has pointers made from integers).
     buffer_list: bool,
+    /// The kernel's bounds proof.
+    pub proof: crate::launch::bounds::LaunchProof,
 }
 
 /// Stack bytes of one emulated GPU thread (what `std::thread` gives a thread).
@@ -452,6 +454,7 @@ pub(crate) fn compile(
     let buffer_list = bounds_check && !c.function.foreign_pointers().is_empty();
     Ok(EmulatedKernel {
         buffer_list,
+        proof: crate::launch::bounds::LaunchProof::new(&c.function),
         function: c.function,
         entry,
         shared_bytes: c.meta,

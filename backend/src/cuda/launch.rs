@@ -4,7 +4,7 @@
 
 use super::checked::DeviceCheck;
 use super::{CudaCompileOptions, Ptx};
-use crate::launch::{buffers, Memory, RawArg, TraceFn};
+use crate::launch::{bounds, buffers, Memory, RawArg, TraceFn};
 use crate::launch::{check_args, named_buffers, Grid, KernelArgs, KernelKey, LaunchOptions};
 use crate::pipeline::once::OnceMap;
 use crate::runtime::{driver_error, CudaDevice};
@@ -22,6 +22,8 @@ pub(crate) struct CompiledPtx {
     pub ptx: Ptx,
     /// Checked code reads the list of every buffer (it has pointers made from integers).
     pub buffer_list: bool,
+    /// The kernel's bounds proof.
+    pub proof: crate::launch::bounds::LaunchProof,
 }
 
 type MemKey = (
@@ -67,14 +69,20 @@ pub(crate) fn launch(
             }
         }
     }
-    let copts = CudaCompileOptions {
+    let mut copts = CudaCompileOptions {
         sm: gpu.sm()?,
         num_warps: options.num_warps,
         num_stages: options.num_stages,
         bounds_check: options.bounds_check(),
     };
-    let compiled = compiled(key, &args.specialization(true), &copts, options, trace)?;
+    let spec = args.specialization(true);
+    let mut compiled = compiled(key, &spec, &copts, options, trace)?;
     check_args(&compiled.function, args)?;
+    // An access the launch's bounds proof leaves makes it run checked.
+    if bounds::needs_checks(options, &compiled.proof, grid, &args.args) {
+        copts.bounds_check = true;
+        compiled = self::compiled(key, &spec, &copts, options, trace)?;
+    }
     let kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
     let stream = match &options.stream {
         Some(s) if !Arc::ptr_eq(s.gpu(), gpu) => {
@@ -197,6 +205,7 @@ pub(crate) fn compile(
     let buffer_list = copts.bounds_check && !c.function.foreign_pointers().is_empty();
     Ok(CompiledPtx {
         buffer_list,
+        proof: crate::launch::bounds::LaunchProof::new(&c.function),
         function: c.function,
         key_hash: c.key_hash,
         ptx: Ptx {

@@ -176,3 +176,20 @@ fn unflatten(mut flat: u64, shape: &[usize]) -> Vec<usize> {
     }
     idx
 }
+
+/// Which memory accesses generated code compares with the launch's buffers outside
+/// checked mode (which compares every one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum SiteChecks {
+    /// None: a launch whose caller promised every access in bounds (`launch_unchecked`),
+    /// or a kernel compiled directly.
+    #[default]
+    None,
+    /// The fault sites no launch's bounds proof covers ([`BoundsProof::unprovable`]): what
+    /// a default launch runs when its proof covers the others.
+    ///
+    /// [`BoundsProof::unprovable`]: tritium_dsl::ir::BoundsProof::unprovable
+    Unprovable,
+    /// These fault sites (ascending): those a launch's proof did not cover.
+    Listed(std::sync::Arc<[u32]>),
+}

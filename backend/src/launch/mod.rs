@@ -3,6 +3,7 @@
 //! launch is [`crate::dispatch`]'s.
 
 mod args;
+pub(crate) mod bounds;
 pub(crate) mod checked;
 pub mod contents;
 mod grid;
@@ -15,7 +16,8 @@ pub use args::{
     scalar_bits, KernelArgs, Memory, PackedPtr, Pointee, PtrArg, PtrTable, RawArg, RawBuffer,
 };
 pub use grid::{Grid, MAX_PROGRAMS};
-pub use options::LaunchOptions;
+pub use checked::SiteChecks;
+pub use options::{LaunchOptions, Unchecked};
 pub use view::{ViewLayout, MAX_VIEW_RANK};
 
 use crate::{Error, Result};

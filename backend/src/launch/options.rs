@@ -1,5 +1,6 @@
 //! Options of one launch, with the environment's defaults.
 
+use super::checked::SiteChecks;
 use crate::pipeline::CompileOptions;
 use crate::runtime::Stream;
 use std::path::PathBuf;
@@ -9,8 +10,11 @@ use std::path::PathBuf;
 /// seen; set the field instead).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LaunchOptions {
-    /// Checked mode: out-of-bounds loads and stores and failed `device_assert`s become
-    /// errors (`TRITIUM_BOUNDS_CHECK`, `TRITIUM_DEBUG`).
+    /// Checked mode: every load, store and atomic is compared with the buffers at run
+    /// time, and failed `device_assert`s become errors (`TRITIUM_BOUNDS_CHECK`,
+    /// `TRITIUM_DEBUG`). Off, a launch is still sound: the kernel's bounds proof covers
+    /// what it can from the launch's grid, integer arguments and buffer sizes, and the
+    /// accesses it leaves are checked one by one (see [`LaunchOptions::unchecked`]).
     pub bounds_check: Option<bool>,
     /// Run through the reference interpreter (`TRITIUM_INTERPRET`).
     pub interpret: Option<bool>,
@@ -35,6 +39,8 @@ pub struct LaunchOptions {
     /// Dumps are written when a kernel is compiled, which happens once per process and
     /// set of compile options; a dump always compiles (it does not load from the disk cache).
     pub dump_dir: Option<PathBuf>,
+    /// Set only by `unsafe` code ([`LaunchOptions::unchecked`]): no access is checked.
+    pub unchecked: Unchecked,
     /// The CUDA stream to queue the launch on (a launch on another device is an error);
     /// `None` is the device's default stream. A launch whose buffers are all device
     /// tensors returns once queued; one with host arrays waits for the kernel.
@@ -51,8 +57,21 @@ impl Default for LaunchOptions {
             num_stages: 3,
             cache_dir: None,
             dump_dir: None,
+            unchecked: Unchecked::default(),
             stream: None,
         }
+    }
+}
+
+/// The promise of [`LaunchOptions::unchecked`]: every launch made with options carrying a
+/// set one touches only bytes of its buffers. Only `unsafe` code sets it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Unchecked(bool);
+
+impl Unchecked {
+    /// Whether the promise was made.
+    pub fn is_set(self) -> bool {
+        self.0
     }
 }
 
@@ -80,6 +99,23 @@ fn env_flag(name: &str) -> bool {
 }
 
 impl LaunchOptions {
+    /// These options with no access checked at run time, even those the kernel's bounds
+    /// proof does not cover: what `my_kernel::launch_unchecked` uses, today's Triton
+    /// behaviour. Checked mode (`bounds_check`, `TRITIUM_BOUNDS_CHECK`) still checks
+    /// every access.
+    ///
+    /// # Safety
+    ///
+    /// Every launch made with the result (and its clones) must touch, with every load,
+    /// store and atomic whose mask is true, only bytes of the buffer its pointer derives
+    /// from (for a pointer read from a [`PtrTable`](super::PtrTable), one of the table's
+    /// buffers), and write only buffers passed as `&mut`. Otherwise the kernel reads or
+    /// writes memory it does not own: undefined behaviour.
+    pub unsafe fn unchecked(mut self) -> Self {
+        self.unchecked = Unchecked(true);
+        self
+    }
+
     /// Checked mode for this launch: out-of-bounds accesses and failed `device_assert`s
     /// are errors. Unset, it follows `TRITIUM_BOUNDS_CHECK` or `TRITIUM_DEBUG` (Triton's
     /// `TRITON_DEBUG`).
@@ -96,9 +132,15 @@ impl LaunchOptions {
     /// What the CPU backend compiles this launch's kernel with.
     pub fn compile_options(&self) -> CompileOptions {
         let race_check = self.race_check();
+        let bounds_check = self.bounds_check() || race_check;
         CompileOptions {
-            bounds_check: self.bounds_check() || race_check,
+            bounds_check,
             race_check,
+            sites: if bounds_check || self.unchecked.is_set() {
+                SiteChecks::None
+            } else {
+                SiteChecks::Unprovable
+            },
             cache_dir: self.cache_dir.clone(),
             dump_dir: self.dump_dir.clone(),
         }

@@ -40,6 +40,9 @@ use std::path::PathBuf;
 pub struct CompileOptions {
     /// Checked mode: every memory access is compared with the argument buffers.
     pub bounds_check: bool,
+    /// Outside checked mode, the accesses that are (a launch's default: those its bounds
+    /// proof does not cover).
+    pub sites: crate::launch::SiteChecks,
     /// Race detection: every access that passed its bounds check is reported to the
     /// launch's recorder (`launch::race`); needs `bounds_check`.
     pub race_check: bool,

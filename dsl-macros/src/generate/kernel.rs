@@ -242,7 +242,7 @@ fn generate(k: &Kernel, tuning: &Tuning, source: u64) -> TokenStream {
     quote! {
         #(#attrs)*
         #default_doc
-        #[allow(non_snake_case, unused_mut, unused_variables, unused_parens, unused_braces, unused_assignments, clippy::all)]
+        #[allow(non_snake_case, unused_mut, unused_variables, unused_parens, unused_braces, unused_assignments, unused_unsafe, clippy::all)]
         #vis mod #name {
             use super::*;
 
@@ -300,7 +300,9 @@ fn plain_launches(
     } = parts;
     let params = launch_params.iter().map(|(_, t)| t);
     let params2 = params.clone();
+    let params3 = params.clone();
     let arg_names = launch_params.iter().map(|(id, _)| id);
+    let arg_names2 = arg_names.clone();
     let launch_doc = LitStr::new(
         &format!(
             "Launches `{name}` on `{device}` over `{grid}` with default options: \
@@ -316,6 +318,24 @@ fn plain_launches(
             #(#params),*
         ) -> ::tritium::backend::Result<()> #where_clause {
             self::launch_with #tf (#device, #grid, &::tritium::backend::LaunchOptions::default(), #(#arg_names),*)
+        }
+
+        /// [`launch`](self::launch) with no access checked at run time, not even those the
+        /// kernel's bounds proof does not cover for this launch (Triton's behaviour).
+        ///
+        /// # Safety
+        ///
+        /// Every load, store and atomic of the launch whose mask is true must touch only
+        /// bytes of the buffer its pointer derives from, and write only buffers passed as
+        /// `&mut` (see [`LaunchOptions::unchecked`](::tritium::backend::LaunchOptions::unchecked)).
+        pub unsafe fn launch_unchecked #launch_g (
+            #device: &::tritium::backend::Device,
+            #grid: impl ::core::convert::Into<::tritium::backend::Grid>,
+            #(#params3),*
+        ) -> ::tritium::backend::Result<()> #where_clause {
+            // SAFETY: this function's caller promises what `unchecked` asks.
+            let __options = unsafe { ::tritium::backend::LaunchOptions::default().unchecked() };
+            self::launch_with #tf (#device, #grid, &__options, #(#arg_names2),*)
         }
 
         /// Launches the kernel with explicit [`LaunchOptions`](::tritium::backend::LaunchOptions).

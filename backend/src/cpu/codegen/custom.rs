@@ -237,7 +237,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// maybe into that memory).
     fn may_pass_memory(&self, c: &CustomCall) -> bool {
         let given_pointer = c.ins.iter().any(|i| self.ty(*i).elem.pointee().is_some());
-        !self.opts.bounds_check && !given_pointer
+        !self.opts.bounds_check && !self.site_checked.any() && !given_pointer
     }
 
     /// `ptr` under `mask` as a [`Direct`] access when its lanes are provably one row-major

@@ -42,7 +42,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// box, whose `other` is one value, and whose pointer tile is a run along its rows.
     /// None in checked code, which checks every lane.
     pub(super) fn edge_load(&mut self, v: Value) -> Result<Option<EdgeLoad<'ctx>>> {
-        if self.opts.bounds_check || self.opts.race_check {
+        if self.reads_checked(v) || self.opts.race_check {
             return Ok(None);
         }
         let Some(Op::Load {

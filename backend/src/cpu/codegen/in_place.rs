@@ -52,7 +52,7 @@ impl<'ctx> Gen<'ctx, '_> {
         edge: Option<&EdgeLoad<'ctx>>,
         (k_steps, k): (Option<IntValue<'ctx>>, usize),
     ) -> Result<Option<InPlaceRows<'ctx>>> {
-        if self.opts.bounds_check || self.opts.race_check || self.dtype_of(v) != d {
+        if self.reads_checked(v) || self.opts.race_check || self.dtype_of(v) != d {
             return Ok(None);
         }
         if let Some(e) = edge {

@@ -193,7 +193,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     od.is_signed_int(),
                     "",
                 )?;
-                if self.opts.bounds_check {
+                if self.feeds_checked(inst.results[0]) {
                     let p = pv.into_pointer_value();
                     return Ok(self
                         .emit()

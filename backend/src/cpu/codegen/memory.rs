@@ -21,7 +21,7 @@ impl<'ctx> Gen<'ctx, '_> {
         p: PointerValue<'ctx>,
         size: usize,
     ) -> Result<Option<IntValue<'ctx>>> {
-        if !self.opts.bounds_check {
+        if !self.checks(inst) {
             return Ok(None);
         }
         let (bl, i64t) = (self.b, self.ctx.i64_type());

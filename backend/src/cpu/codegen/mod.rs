@@ -29,6 +29,7 @@ mod reduce;
 mod runs;
 mod scan;
 mod scopes;
+mod site_checks;
 mod transpose;
 mod types;
 mod vector_lanes;
@@ -111,6 +112,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// launch's list of every buffer, which follows the race recorder's word in `ranges`.
     foreign: HashSet<Value>,
     site_ids: HashMap<*const Inst, u32>,
+    /// Outside checked mode, the accesses that are checked (see `site_checks`).
+    site_checked: site_checks::SiteChecked,
     scratch: PointerValue<'ctx>,
     scratch_bytes: usize,
     /// The base of every scratch buffer, in allocation order (see `scopes`).
@@ -156,6 +159,7 @@ pub(crate) fn generate<'ctx>(
     f: &Function,
     entry_name: &str,
     opts: CodegenOptions,
+    checked_sites: &[u32],
     customs: &crate::pipeline::link::CustomEntries,
 ) -> Result<Generated> {
     let b = ctx.create_builder();
@@ -238,6 +242,7 @@ pub(crate) fn generate<'ctx>(
         roots: f.pointer_roots(),
         foreign: f.foreign_pointers(),
         site_ids: HashMap::new(),
+        site_checked: Default::default(),
         scratch: arg(n + 6).into_pointer_value(),
         scratch_bytes: 0,
         buffers: Vec::new(),
@@ -264,6 +269,7 @@ pub(crate) fn generate<'ctx>(
         g.race = Some(b.build_int_to_ptr(word, ptr, "")?);
     }
     index_insts(&f.body, &mut g.defs, &mut g.site_ids);
+    g.site_checked = site_checks::SiteChecked::new(f, &g.site_ids, checked_sites);
     for (i, p) in f.params.iter().enumerate() {
         g.lv.insert(p.value, Lv::Scalar(arg(i as u32)));
     }
@@ -919,10 +925,11 @@ mod tests {
             &f,
             "inject",
             opts,
+            &[],
             &Default::default(),
         ));
         // Without the injection the same function generates.
         let module = ctx.create_module("plain");
-        assert!(generate(&ctx, &module, &f, "plain", opts, &Default::default()).is_ok());
+        assert!(generate(&ctx, &module, &f, "plain", opts, &[], &Default::default()).is_ok());
     }
 }

@@ -63,7 +63,7 @@ impl<'ctx> Gen<'ctx, '_> {
         rows: usize,
         bytes: usize,
     ) -> Result<Option<PanelCache<'ctx>>> {
-        if self.opts.bounds_check || self.opts.race_check || may_write_before(self.f, dot) {
+        if self.reads_checked(b) || self.opts.race_check || may_write_before(self.f, dot) {
             return Ok(None);
         }
         let Some(trip) = self.loops.last().map(|l| l.trip) else {

@@ -47,6 +47,8 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         found.sort_by_key(|v| v.0);
         found.dedup();
+        // A checked access goes lane by lane through its check.
+        found.retain(|p| !self.checked_pointer(*p));
         found
             .into_iter()
             .filter_map(|ptr| self.run_along_rows(ptr))

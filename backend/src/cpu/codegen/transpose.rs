@@ -109,7 +109,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// The pointer, mask and `other` of `v` when it is a lazy, non-volatile load of dtype
     /// `d` in memory, in unchecked code.
     fn plain_load(&self, v: Value, d: DType) -> Option<(Value, Option<Value>, Option<Value>)> {
-        if self.opts.bounds_check || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+        if self.reads_checked(v) || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
             return None;
         }
         let Op::Load {

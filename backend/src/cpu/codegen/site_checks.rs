@@ -1,0 +1,167 @@
+//! Which accesses generated code checks: every one in checked mode; outside it, the fault
+//! sites a launch's bounds proof left (`launch::bounds`). Code that reads or writes a
+//! tile's memory other than lane by lane through `memory` (runs as vectors, a `dot`
+//! operand read in place, packed, transposed or kept across iterations) never does so
+//! for a checked access.
+
+use super::Gen;
+use std::collections::{HashMap, HashSet};
+use tritium_dsl::ir::{Function, Inst, Op, Value};
+
+/// The checked fault sites of a kernel outside checked mode, and what they access.
+#[derive(Debug, Default)]
+pub(super) struct SiteChecked {
+    sites: HashSet<u32>,
+    /// The pointer tiles of the checked accesses.
+    pointers: HashSet<Value>,
+    /// The results of the checked loads.
+    loads: HashSet<Value>,
+    /// Every pointer value a checked access's pointer may derive from: their `addptr`s
+    /// give the address 2^63 where an offset leaves i64, as in checked mode, so that no
+    /// address wraps back onto a buffer.
+    feeding: HashSet<Value>,
+}
+
+impl SiteChecked {
+    pub fn new(f: &Function, site_ids: &HashMap<*const Inst, u32>, sites: &[u32]) -> Self {
+        let mut c = SiteChecked {
+            sites: sites.iter().copied().collect(),
+            ..Default::default()
+        };
+        if c.sites.is_empty() {
+            return c;
+        }
+        f.walk(&mut |inst| {
+            let Some(id) = site_ids.get(&(inst as *const Inst)) else {
+                return;
+            };
+            if !c.sites.contains(id) {
+                return;
+            }
+            match &inst.op {
+                Op::Load { ptr, .. } => {
+                    c.pointers.insert(*ptr);
+                    c.loads.extend(inst.results.iter().copied());
+                }
+                Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => {
+                    c.pointers.insert(*ptr);
+                }
+                _ => {}
+            }
+        });
+        c.feeding = feeding(f, &c.pointers);
+        c
+    }
+
+    /// Whether any access is checked outside checked mode.
+    pub fn any(&self) -> bool {
+        !self.sites.is_empty()
+    }
+}
+
+impl Gen<'_, '_> {
+    /// Whether memory op `inst` is compared with the launch's buffers.
+    pub(super) fn checks(&self, inst: &Inst) -> bool {
+        self.opts.bounds_check
+            || (self.site_checked.any())
+                && (self.site_ids.get(&(inst as *const Inst)))
+                    .is_some_and(|id| self.site_checked.sites.contains(id))
+    }
+
+    /// Whether pointer `v` may be what a checked access's pointer derives from.
+    pub(super) fn feeds_checked(&self, v: Value) -> bool {
+        self.opts.bounds_check || self.site_checked.feeding.contains(&v)
+    }
+
+    /// Whether pointer tile `ptr` is accessed by a checked access.
+    pub(super) fn checked_pointer(&self, ptr: Value) -> bool {
+        self.opts.bounds_check || self.site_checked.pointers.contains(&ptr)
+    }
+
+    /// Whether lazy value `v` reads memory through a checked load (so it must be
+    /// evaluated lane by lane, each lane's load checked).
+    pub(super) fn reads_checked(&self, v: Value) -> bool {
+        if self.opts.bounds_check {
+            return true;
+        }
+        if !self.site_checked.any() {
+            return false;
+        }
+        let mut seen = HashSet::new();
+        let mut todo = vec![v];
+        while let Some(v) = todo.pop() {
+            if self.site_checked.loads.contains(&v) {
+                return true;
+            }
+            if !seen.insert(v) || !self.lazy.contains(&v) {
+                continue;
+            }
+            if let Some(inst) = self.defs.get(&v) {
+                todo.extend(inst.op.operands());
+            }
+        }
+        false
+    }
+}
+
+/// The pointer values `pointers` may derive from, through ops, loop-carried values and
+/// `if` results.
+fn feeding(f: &Function, pointers: &HashSet<Value>) -> HashSet<Value> {
+    // Where each value without a defining op's operands comes from.
+    let mut from: HashMap<Value, Vec<Value>> = HashMap::new();
+    f.walk(&mut |inst| {
+        let yields = |b: &tritium_dsl::ir::Block| match b.insts.last().map(|i| &i.op) {
+            Some(Op::Yield(ys)) => ys.clone(),
+            _ => Vec::new(),
+        };
+        match &inst.op {
+            Op::For { init, body, .. } => {
+                let ys = yields(body);
+                for (k, arg) in body.args.iter().skip(1).enumerate() {
+                    let e = from.entry(*arg).or_default();
+                    e.extend(init.get(k));
+                    e.extend(ys.get(k));
+                    from.entry(inst.results[k]).or_default().extend(ys.get(k));
+                }
+            }
+            Op::While { init, cond, body } => {
+                let ys = yields(body);
+                for (k, arg) in body.args.iter().chain(&cond.args).enumerate() {
+                    let k = k % body.args.len().max(1);
+                    let e = from.entry(*arg).or_default();
+                    e.extend(init.get(k));
+                    e.extend(ys.get(k));
+                }
+                for (k, r) in inst.results.iter().enumerate() {
+                    from.entry(*r).or_default().extend(ys.get(k));
+                }
+            }
+            Op::If {
+                then_region,
+                else_region,
+                ..
+            } => {
+                for region in [then_region, else_region] {
+                    for (r, y) in inst.results.iter().zip(yields(region)) {
+                        from.entry(*r).or_default().push(y);
+                    }
+                }
+            }
+            _ => {
+                for r in &inst.results {
+                    from.entry(*r).or_default().extend(inst.op.operands());
+                }
+            }
+        }
+    });
+    let is_ptr = |v: &Value| f.ty(*v).elem.pointee().is_some();
+    let mut seen: HashSet<Value> = HashSet::new();
+    let mut todo: Vec<Value> = pointers.iter().copied().collect();
+    while let Some(v) = todo.pop() {
+        if !is_ptr(&v) || !seen.insert(v) {
+            continue;
+        }
+        todo.extend(from.get(&v).into_iter().flatten().copied());
+    }
+    seen
+}

@@ -1,0 +1,102 @@
+//! What a launch gives a kernel's bounds proof (`dsl::ir::bounds_proof`): the grid, the
+//! integer arguments and each buffer's span as offsets from the pointer the kernel gets.
+//! A launch runs with run-time checks at exactly the sites its proof leaves.
+
+use super::{Grid, LaunchOptions, RawArg};
+use std::sync::Mutex;
+use tritium_dsl::ir::{BoundsProof, Function, LaunchValues};
+
+/// A compiled kernel's bounds proof, with the verdict of its last launch: launches that
+/// repeat their grid, integer arguments and buffer sizes (wherever the buffers lie) reuse
+/// it for the cost of a comparison.
+#[derive(Debug)]
+pub(crate) struct LaunchProof {
+    proof: BoundsProof,
+    last: Mutex<Option<(Vec<i128>, Vec<u32>)>>,
+}
+
+impl LaunchProof {
+    pub fn new(f: &Function) -> Self {
+        LaunchProof {
+            proof: tritium_dsl::ir::bounds_proof(f),
+            last: Mutex::new(None),
+        }
+    }
+
+    /// The fault sites this launch does not prove in bounds, ascending (those no launch
+    /// proves included).
+    pub fn unproven(&self, grid: Grid, args: &[RawArg]) -> Vec<u32> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((key, verdict)) = &*last {
+            if key.len() == 3 + 2 * args.len() && key.iter().copied().eq(key_words(grid, args)) {
+                return verdict.clone();
+            }
+        }
+        let verdict = unproven_sites(&self.proof, grid, args);
+        *last = Some((key_words(grid, args).collect(), verdict.clone()));
+        verdict
+    }
+
+    /// The sites no launch proves.
+    pub fn unprovable(&self) -> Vec<u32> {
+        self.proof.unprovable()
+    }
+}
+
+/// What a launch's verdict depends on: the grid, then two words per argument.
+fn key_words(grid: Grid, args: &[RawArg]) -> impl Iterator<Item = i128> + '_ {
+    let grid = grid.0.map(i128::from);
+    grid.into_iter().chain(args.iter().flat_map(|a| match *a {
+        RawArg::Scalar { bits, .. } => [0, i128::from(bits)],
+        RawArg::Ptr(b) if b.view.is_some() => [1, 0],
+        RawArg::Ptr(b) => {
+            let at = b.ptr as i128;
+            [2 + ((b.lo as i128 - at) << 64), b.hi as i128 - at]
+        }
+    }))
+}
+
+/// The fault sites of `proof` that this launch does not prove in bounds, ascending.
+fn unproven_sites(proof: &BoundsProof, grid: Grid, args: &[RawArg]) -> Vec<u32> {
+    let mut scalars = Vec::with_capacity(args.len());
+    let mut spans = Vec::with_capacity(args.len());
+    for a in args {
+        let (scalar, span) = match *a {
+            RawArg::Scalar { dtype, bits } if dtype.is_int() => {
+                (Some(dtype.wrap_int(i128::from(bits))), None)
+            }
+            RawArg::Scalar { .. } => (None, None),
+            // A strided view's gaps are not its bytes: its accesses are checked one by one.
+            RawArg::Ptr(b) if b.view.is_some() => (None, None),
+            RawArg::Ptr(b) => {
+                let at = b.ptr as i128;
+                (None, Some((b.lo as i128 - at, b.hi as i128 - at)))
+            }
+        };
+        scalars.push(scalar);
+        spans.push(span);
+    }
+    let grid = grid.0.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    proof.check(&LaunchValues {
+        grid,
+        scalars: &scalars,
+        spans: &spans,
+    })
+}
+
+/// Whether a launch of a kernel compiled without checks must check some access instead:
+/// a default launch (not checked mode, not unchecked) whose proof leaves a site. The
+/// CUDA targets then run in checked mode.
+pub(crate) fn needs_checks(
+    options: &LaunchOptions,
+    proof: &LaunchProof,
+    grid: Grid,
+    args: &[RawArg],
+) -> bool {
+    !options.bounds_check() && !options.unchecked.is_set() && !proof.unproven(grid, args).is_empty()
+}
+
+/// Whether `needed` (ascending) lies within `checked` (ascending).
+pub(crate) fn covered(needed: &[u32], checked: &[u32]) -> bool {
+    needed.iter().all(|s| checked.binary_search(s).is_ok())
+}

@@ -1,0 +1,143 @@
+//! Launches are sound by default (issue 43): a launch whose kernel would touch bytes
+//! outside its buffers is an error on every device, nothing written outside them, while a
+//! right launch runs the unchecked code its bounds proof allows.
+
+use crate::common::cuda_device;
+use ndarray::{s, Array1};
+use tritium::backend::pipeline::{stats, TargetKind};
+use tritium::prelude::*;
+
+#[kernel]
+fn sound_add(out: Ptr<f32>, x: Ptr<f32>, y: Ptr<f32>, n: i32, #[constexpr] BLOCK: usize) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    let mask = offs < n;
+    store(
+        out + offs,
+        load(x + offs, mask = mask) + load(y + offs, mask = mask),
+        mask = mask,
+    );
+}
+
+/// `out[i] = x[i + skip]`: with `skip = 2^62` the byte offset wraps around the address
+/// space back onto `x` itself.
+#[kernel]
+fn sound_skip(out: Ptr<f32>, x: Ptr<f32>, skip: i64, n: i32, #[constexpr] BLOCK: usize) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    let mask = offs < n;
+    store(
+        out + offs,
+        load(x + (offs.to(DType::I64) + skip), mask = mask),
+        mask = mask,
+    );
+}
+
+fn devices() -> Vec<Device> {
+    let mut d = vec![
+        Device::cpu(),
+        Device::cuda_emulator(),
+        Device::interpreter(),
+    ];
+    d.extend(cuda_device("sound launches"));
+    d
+}
+
+/// Buffers of 16 elements within arrays of 32 whose other elements are canaries.
+struct Guarded {
+    out: Array1<f32>,
+    x: Array1<f32>,
+    y: Array1<f32>,
+}
+
+const CANARY: f32 = -7.0;
+
+impl Guarded {
+    fn new() -> Self {
+        let fill = |v: f32| {
+            let mut a = Array1::from_elem(32, CANARY);
+            a.slice_mut(s![8..24]).fill(v);
+            a
+        };
+        Guarded {
+            out: fill(0.0),
+            x: fill(1.0),
+            y: fill(2.0),
+        }
+    }
+
+    /// Whether every canary survived.
+    fn intact(&self) -> bool {
+        let edges =
+            |a: &Array1<f32>| (a.iter().take(8).chain(a.iter().skip(24))).all(|v| *v == CANARY);
+        edges(&self.out) && edges(&self.x) && edges(&self.y)
+    }
+}
+
+#[test]
+fn bad_launches_are_errors_on_every_device_with_nothing_written_outside() {
+    // (case, out length, x length, n, grid)
+    let cases: [(&str, usize, usize, i32, u64); 4] = [
+        ("short output", 15, 16, 16, 1),
+        ("short input", 16, 4, 16, 1),
+        ("zero-length input", 16, 0, 8, 1),
+        ("n past the end", 16, 16, 17, 2),
+    ];
+    for d in devices() {
+        for (case, out_len, x_len, n, grid) in cases {
+            let mut g = Guarded::new();
+            let (x, y) = (g.x.slice(s![8..8 + x_len]), g.y.slice(s![8..24]));
+            let mut out = g.out.slice_mut(s![8..8 + out_len]);
+            let r = sound_add::launch(&d, grid, &mut out, x, y, n, 16);
+            let e = r.expect_err(&format!("{d:?}, {case}: the launch succeeded"));
+            let m = e.to_string();
+            let oob = m.contains("out-of-bounds") || m.contains("outside every buffer");
+            assert!(
+                oob && m.contains("tests/sound_launches.rs:"),
+                "{d:?}, {case}: {m}"
+            );
+            assert!(g.intact(), "{d:?}, {case}: a canary changed");
+        }
+    }
+}
+
+#[test]
+fn an_address_wrapping_around_onto_the_buffer_is_an_error() {
+    for d in devices() {
+        let x = Array1::from_iter((0..16).map(|i| i as f32));
+        let mut out = Array1::<f32>::zeros(16);
+        let e = sound_skip::launch(&d, 1, &mut out, &x, 1 << 62, 16, 16).unwrap_err();
+        let m = e.to_string();
+        let oob = m.contains("out-of-bounds load")
+            || m.contains("load of f32 (4 bytes) at address 0x8000000000000000");
+        assert!(oob, "{d:?}: {m}");
+        assert!(out.iter().all(|v| *v == 0.0), "{d:?}: wrote {out}");
+        // A right skip is proven and reads what it should.
+        sound_skip::launch(&d, 1, &mut out, x.slice(s![..]), 0, 16, 16).unwrap();
+        assert_eq!(out, x, "{d:?}");
+    }
+}
+
+#[test]
+fn a_right_launch_runs_the_unchecked_kernel_and_a_wrong_one_a_checked_variant() {
+    let compiles = || stats().kernel_on(TargetKind::Cpu, "sound_add").compiles;
+    let before = compiles();
+    let (x, y) = (Array1::from_elem(40, 1.0f32), Array1::from_elem(40, 2.0f32));
+    let mut out = Array1::<f32>::zeros(40);
+    for n in [40, 33, 17] {
+        sound_add::launch(&Device::cpu(), 3, &mut out, &x, &y, n, 16).unwrap();
+    }
+    assert!(out.iter().all(|v| *v == 3.0));
+    let right = compiles() - before;
+    // Some other test may compile the kernel's default too: at most once here.
+    assert!(right <= 1, "right launches compiled {right} kernels");
+    let mut short = Array1::<f32>::zeros(39);
+    assert!(sound_add::launch(&Device::cpu(), 3, &mut short, &x, &y, 40, 16).is_err());
+    assert!(
+        compiles() > before + right - 1,
+        "the wrong launch compiled its checked variant"
+    );
+    // The promise of `launch_unchecked` holds here, so it runs the same kernel.
+    let mut out = Array1::<f32>::zeros(40);
+    // SAFETY: every access of this launch lies inside its buffers (n = 40 of 40).
+    unsafe { sound_add::launch_unchecked(&Device::cpu(), 3, &mut out, &x, &y, 40, 16) }.unwrap();
+    assert!(out.iter().all(|v| *v == 3.0));
+}
