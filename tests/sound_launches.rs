@@ -141,3 +141,87 @@ fn a_right_launch_runs_the_unchecked_kernel_and_a_wrong_one_a_checked_variant() 
     unsafe { sound_add::launch_unchecked(&Device::cpu(), 3, &mut out, &x, &y, 40, 16) }.unwrap();
     assert!(out.iter().all(|v| *v == 3.0));
 }
+
+/// `out[i] = x[idx[i]]`: the load through `idx` is a gather no launch proves.
+#[kernel]
+fn sound_gather(out: Ptr<f32>, x: Ptr<f32>, idx: Ptr<i32>, n: i32, #[constexpr] BLOCK: usize) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    let mask = offs < n;
+    let i = load(idx + offs, mask = mask, other = 0);
+    store(out + offs, load(x + i, mask = mask), mask = mask);
+}
+
+#[test]
+fn only_the_gather_is_checked_and_a_bad_index_is_an_error_on_every_device() {
+    use tritium::dsl::ir::SiteProof;
+    let f = sound_gather::trace(&Default::default(), 16).unwrap();
+    let proof = tritium::dsl::ir::bounds_proof(&f);
+    let kinds: Vec<bool> = proof
+        .sites()
+        .iter()
+        .map(|s| matches!(s, SiteProof::Proof(_)))
+        .collect();
+    // The `idx` load and the store are proven; the gather is not.
+    assert_eq!(kinds, [true, false, true]);
+    assert_eq!(proof.unprovable(), [1]);
+    let x = Array1::from_iter((0..16).map(|i| i as f32 * 10.0));
+    for d in devices() {
+        let idx = Array1::from_iter((0..16).map(|i| 15 - i));
+        let mut out = Array1::<f32>::zeros(16);
+        sound_gather::launch(&d, 1, &mut out, &x, &idx, 16, 16).unwrap();
+        assert_eq!(
+            out,
+            Array1::from_iter((0..16).map(|i| (15 - i) as f32 * 10.0)),
+            "{d:?}"
+        );
+        let mut bad = idx.clone();
+        bad[3] = 16;
+        let e = sound_gather::launch(&d, 1, &mut out, &x, &bad, 16, 16).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("out-of-bounds load") || m.contains("outside every buffer"),
+            "{d:?}: {m}"
+        );
+    }
+}
+
+/// On CUDA a default launch whose proof covers every site runs the PTX an unchecked one
+/// does: not an instruction added; a kernel with an unprovable site checks that one only.
+#[test]
+fn proven_kernels_get_the_unchecked_ptx() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::backend::SiteChecks;
+    let s = tritium::dsl::trace::Specialization::default();
+    let ptx = |f: &tritium::dsl::ir::Function, sites| {
+        let copts = CudaCompileOptions {
+            sm: 80,
+            sites,
+            ..Default::default()
+        };
+        compile_ptx(f, "k", &copts).unwrap().text
+    };
+    for f in [
+        tritium_kernels::vector_add::add::trace::<f32>(&s, 1024).unwrap(),
+        tritium_kernels::matmul::matmul_grouped::trace::<half::f16, f32>(&s, 64, 64, 32, 8)
+            .unwrap(),
+        tritium_kernels::attention::attention_forward::trace::<half::f16>(&s, 64, 32, 64, true)
+            .unwrap(),
+    ] {
+        assert_eq!(
+            ptx(&f, SiteChecks::Unprovable),
+            ptx(&f, SiteChecks::None),
+            "{}",
+            f.name
+        );
+    }
+    let f = sound_gather::trace(&s, 16).unwrap();
+    let (default, unchecked) = (ptx(&f, SiteChecks::Unprovable), ptx(&f, SiteChecks::None));
+    let extra = format!("k_param_{}", f.params.len());
+    assert!(default.contains(&extra) && !unchecked.contains(&extra));
+    // One checked access: one fault record claimed by compare-exchange.
+    assert_eq!(
+        default.matches("atom.global.cas.b64").count(),
+        1,
+        "{default}"
+    );
+}

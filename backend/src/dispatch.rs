@@ -134,14 +134,17 @@ pub fn launch(
             num_warps: options.num_warps,
             num_stages: options.num_stages,
             bounds_check: options.bounds_check(),
+            sites: options.compile_options().sites,
             ..Default::default()
         };
         let mut k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         check_args(&k.function, &args)?;
-        // An access the launch's bounds proof leaves makes it run checked.
-        if bounds::needs_checks(options, &k.proof, grid, &args.args) {
-            copts.bounds_check = true;
-            k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
+        // The accesses the launch's bounds proof leaves are checked.
+        if copts.sites == crate::launch::SiteChecks::Unprovable {
+            if let Some(more) = bounds::more_checks(&k.proof, &k.checked_sites, grid, &args.args) {
+                more.apply(&mut copts.bounds_check, &mut copts.sites);
+                k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
+            }
         }
         return k.run(grid, &args.args, &args.pointees);
     }

@@ -20,5 +20,5 @@ pub use error::{Error, Result};
 pub use launch::print::capture_device_prints;
 pub use launch::{
     check_args, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, PackedPtr, Pointee, PtrArg,
-    PtrTable, RawArg, RawBuffer, SiteChecks, Unchecked,
+    PtrTable, RawArg, RawBuffer, SiteBits, SiteChecks, Unchecked,
 };

@@ -8,7 +8,6 @@ mod pool;
 pub use deferred::{compile_deferred, defer_compiles, deferring, Deferred};
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 
-use crate::launch::SiteChecks;
 use crate::launch::{bounds, checked, named_buffers, race, Grid, KernelKey, LaunchOptions};
 use crate::launch::{Pointee, RawArg, RawBuffer, TraceFn};
 use crate::pipeline::dump::Dumps;
@@ -94,12 +93,11 @@ fn compiled_with(
 pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     let bounds_check = options.bounds_check || options.race_check;
     let proof = bounds::LaunchProof::new(&f);
-    let checked_sites: Arc<[u32]> = match &options.sites {
-        _ if bounds_check => Arc::new([]),
-        SiteChecks::None => Arc::new([]),
-        SiteChecks::Unprovable => proof.unprovable().into(),
-        SiteChecks::Listed(sites) => sites.clone(),
+    let checked_sites: Arc<[u32]> = match bounds_check {
+        true => Arc::new([]),
+        false => options.sites.resolve(|| proof.unprovable()).into(),
     };
+    let none = crate::launch::SiteChecks::None;
     let target = HostCpu {
         bounds_check,
         race_check: options.race_check,
@@ -122,7 +120,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         written,
         race_check: options.race_check,
         buffer_list,
-        proof: (!bounds_check && options.sites != SiteChecks::None).then_some(proof),
+        proof: (!bounds_check && options.sites != none).then_some(proof),
         checked_sites,
         per_program: pool::ProgramTime::default(),
     })
@@ -143,12 +141,11 @@ pub(crate) fn proven(
     let Some(proof) = &compiled.proof else {
         return Ok(compiled);
     };
-    let needed = proof.unproven(grid, args);
-    if bounds::covered(&needed, &compiled.checked_sites) {
+    let Some(more) = bounds::more_checks(proof, &compiled.checked_sites, grid, args) else {
         return Ok(compiled);
-    }
+    };
     let mut options = options.compile_options();
-    options.sites = SiteChecks::Listed(needed.into());
+    more.apply(&mut options.bounds_check, &mut options.sites);
     compiled_with(key, spec, &options, || {
         compile(compiled.function.clone(), &options)
     })

@@ -61,12 +61,14 @@ pub(crate) struct EmulatedKernel {
     entry: EntryFn,
     shared_bytes: usize,
     threads: usize,
-    /// Checked mode: the memory ops a fault may name (`None` when unchecked).
+    /// The memory ops a fault may name (`None` when nothing is checked).
     sites: Option<Vec<(tritium_dsl::ir::Loc, &'static str)>>,
     /// Checked code reads the list of every buffer (it has pointers made from integers).
     buffer_list: bool,
     /// The kernel's bounds proof.
     pub proof: crate::launch::bounds::LaunchProof,
+    /// Outside checked mode, the checked sites (ascending).
+    pub checked_sites: Vec<u32>,
 }
 
 /// Stack bytes of one emulated GPU thread (what `std::thread` gives a thread).
@@ -450,11 +452,18 @@ pub(crate) fn compile(
     let c = pipeline::compile::compile(&Emulator(*options), f, compile_options)?;
     // SAFETY: the generated function has exactly `EntryFn`'s signature (`emulate: true`).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
-    let sites = bounds_check.then(|| c.function.fault_sites());
-    let buffer_list = bounds_check && !c.function.foreign_pointers().is_empty();
+    let proof = crate::launch::bounds::LaunchProof::new(&c.function);
+    let checked_sites = match bounds_check {
+        true => Vec::new(),
+        false => options.sites.resolve(|| proof.unprovable()),
+    };
+    let checked = bounds_check || !checked_sites.is_empty();
+    let sites = checked.then(|| c.function.fault_sites());
+    let buffer_list = checked && !c.function.foreign_pointers().is_empty();
     Ok(EmulatedKernel {
         buffer_list,
-        proof: crate::launch::bounds::LaunchProof::new(&c.function),
+        proof,
+        checked_sites,
         function: c.function,
         entry,
         shared_bytes: c.meta,
@@ -481,7 +490,10 @@ impl Target for Emulator {
             host::host_description(),
             format!("warps={}|stages={}", self.0.num_warps, self.0.num_stages),
             // The JIT keeps one symbol per name: checked code needs its own.
-            format!("bounds_check={}", self.0.bounds_check),
+            format!(
+                "bounds_check={}|sites={:?}",
+                self.0.bounds_check, self.0.sites
+            ),
         ])
     }
 
@@ -514,6 +526,7 @@ impl Target for Emulator {
             num_stages: self.0.num_stages,
             emulate: true,
             bounds_check: self.0.bounds_check,
+            sites: self.0.sites,
             eviction_priorities: false,
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)

@@ -4,7 +4,7 @@
 
 use super::checked::DeviceCheck;
 use super::{CudaCompileOptions, Ptx};
-use crate::launch::{bounds, buffers, Memory, RawArg, TraceFn};
+use crate::launch::{bounds, buffers, Memory, RawArg, SiteChecks, TraceFn};
 use crate::launch::{check_args, named_buffers, Grid, KernelArgs, KernelKey, LaunchOptions};
 use crate::pipeline::once::OnceMap;
 use crate::runtime::{driver_error, CudaDevice};
@@ -24,6 +24,10 @@ pub(crate) struct CompiledPtx {
     pub buffer_list: bool,
     /// The kernel's bounds proof.
     pub proof: crate::launch::bounds::LaunchProof,
+    /// Outside checked mode, the checked sites (ascending).
+    pub checked_sites: Vec<u32>,
+    /// The kernel takes the check buffer (checked mode, or some site checked).
+    pub checked: bool,
 }
 
 type MemKey = (
@@ -74,14 +78,19 @@ pub(crate) fn launch(
         num_warps: options.num_warps,
         num_stages: options.num_stages,
         bounds_check: options.bounds_check(),
+        sites: options.compile_options().sites,
     };
     let spec = args.specialization(true);
     let mut compiled = compiled(key, &spec, &copts, options, trace)?;
     check_args(&compiled.function, args)?;
-    // An access the launch's bounds proof leaves makes it run checked.
-    if bounds::needs_checks(options, &compiled.proof, grid, &args.args) {
-        copts.bounds_check = true;
-        compiled = self::compiled(key, &spec, &copts, options, trace)?;
+    // The accesses the launch's bounds proof leaves are checked.
+    if copts.sites == SiteChecks::Unprovable {
+        if let Some(more) =
+            bounds::more_checks(&compiled.proof, &compiled.checked_sites, grid, &args.args)
+        {
+            more.apply(&mut copts.bounds_check, &mut copts.sites);
+            compiled = self::compiled(key, &spec, &copts, options, trace)?;
+        }
     }
     let kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
     let stream = match &options.stream {
@@ -105,7 +114,7 @@ pub(crate) fn launch(
         })
         .collect();
     // Checked mode: the check buffer is one more parameter (ranges in device addresses).
-    let check = match copts.bounds_check {
+    let check = match compiled.checked {
         true => {
             let buffers = named_buffers(&compiled.function, &args.args, &args.pointees);
             Some(DeviceCheck::copy_in(
@@ -202,10 +211,18 @@ pub(crate) fn compile(
         f,
         &options.compile_options(),
     )?;
-    let buffer_list = copts.bounds_check && !c.function.foreign_pointers().is_empty();
+    let proof = crate::launch::bounds::LaunchProof::new(&c.function);
+    let checked_sites = match copts.bounds_check {
+        true => Vec::new(),
+        false => copts.sites.resolve(|| proof.unprovable()),
+    };
+    let checked = copts.bounds_check || !checked_sites.is_empty();
+    let buffer_list = checked && !c.function.foreign_pointers().is_empty();
     Ok(CompiledPtx {
         buffer_list,
-        proof: crate::launch::bounds::LaunchProof::new(&c.function),
+        proof,
+        checked_sites,
+        checked,
         function: c.function,
         key_hash: c.key_hash,
         ptx: Ptx {

@@ -34,6 +34,9 @@ pub struct CudaCompileOptions {
     /// device buffer with a fault record and every buffer's range, and an out-of-bounds
     /// access is skipped and recorded instead of touching memory.
     pub bounds_check: bool,
+    /// Outside checked mode, the accesses that are checked (a default launch: those its
+    /// bounds proof leaves); any makes the kernel take the check buffer.
+    pub sites: crate::launch::SiteChecks,
 }
 
 impl Default for CudaCompileOptions {
@@ -43,6 +46,7 @@ impl Default for CudaCompileOptions {
             num_warps: 4,
             num_stages: 3,
             bounds_check: false,
+            sites: crate::launch::SiteChecks::None,
         }
     }
 }

@@ -78,8 +78,8 @@ impl Target for Nvptx {
         Ok(vec![
             version::NVPTX.to_string(),
             format!(
-                "{TRIPLE}|sm_{}|ptx{ptx}|warps={}|stages={}|bounds_check={}",
-                o.sm, o.num_warps, o.num_stages, o.bounds_check
+                "{TRIPLE}|sm_{}|ptx{ptx}|warps={}|stages={}|bounds_check={}|sites={:?}",
+                o.sm, o.num_warps, o.num_stages, o.bounds_check, o.sites
             ),
         ])
     }
@@ -109,6 +109,7 @@ impl Target for Nvptx {
             num_stages: self.0.num_stages,
             emulate: false,
             bounds_check: self.0.bounds_check,
+            sites: self.0.sites,
             eviction_priorities: ptx_version(self.0.sm)
                 .map_err(crate::llvm::CodegenError::unsupported)?
                 >= 74,

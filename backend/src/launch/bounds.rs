@@ -2,7 +2,8 @@
 //! integer arguments and each buffer's span as offsets from the pointer the kernel gets.
 //! A launch runs with run-time checks at exactly the sites its proof leaves.
 
-use super::{Grid, LaunchOptions, RawArg};
+use super::checked::{SiteBits, SiteChecks};
+use super::{Grid, RawArg};
 use std::sync::Mutex;
 use tritium_dsl::ir::{BoundsProof, Function, LaunchValues};
 
@@ -84,19 +85,38 @@ fn unproven_sites(proof: &BoundsProof, grid: Grid, args: &[RawArg]) -> Vec<u32> 
     })
 }
 
-/// Whether a launch of a kernel compiled without checks must check some access instead:
-/// a default launch (not checked mode, not unchecked) whose proof leaves a site. The
-/// CUDA targets then run in checked mode.
-pub(crate) fn needs_checks(
-    options: &LaunchOptions,
+/// What a default launch must check beyond the `checked` sites (ascending) of the kernel
+/// it found compiled: `None` when the proof covers every other site for this launch.
+pub(crate) fn more_checks(
     proof: &LaunchProof,
+    checked: &[u32],
     grid: Grid,
     args: &[RawArg],
-) -> bool {
-    !options.bounds_check() && !options.unchecked.is_set() && !proof.unproven(grid, args).is_empty()
+) -> Option<MoreChecks> {
+    let needed = proof.unproven(grid, args);
+    if needed.iter().all(|s| checked.binary_search(s).is_ok()) {
+        return None;
+    }
+    Some(match SiteBits::of(&needed) {
+        Some(bits) => MoreChecks::Sites(SiteChecks::Listed(bits)),
+        None => MoreChecks::Everything,
+    })
 }
 
-/// Whether `needed` (ascending) lies within `checked` (ascending).
-pub(crate) fn covered(needed: &[u32], checked: &[u32]) -> bool {
-    needed.iter().all(|s| checked.binary_search(s).is_ok())
+/// See [`more_checks`].
+pub(crate) enum MoreChecks {
+    /// Compile with these site checks.
+    Sites(SiteChecks),
+    /// Compile in checked mode (a site past [`SiteBits::CAPACITY`]).
+    Everything,
+}
+
+impl MoreChecks {
+    /// Sets a kernel's compile options (checked mode, site checks) to this.
+    pub fn apply(self, bounds_check: &mut bool, sites: &mut SiteChecks) {
+        match self {
+            MoreChecks::Sites(s) => *sites = s,
+            MoreChecks::Everything => *bounds_check = true,
+        }
+    }
 }

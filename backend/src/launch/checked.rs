@@ -179,7 +179,7 @@ fn unflatten(mut flat: u64, shape: &[usize]) -> Vec<usize> {
 
 /// Which memory accesses generated code compares with the launch's buffers outside
 /// checked mode (which compares every one).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum SiteChecks {
     /// None: a launch whose caller promised every access in bounds (`launch_unchecked`),
     /// or a kernel compiled directly.
@@ -190,6 +190,44 @@ pub enum SiteChecks {
     ///
     /// [`BoundsProof::unprovable`]: tritium_dsl::ir::BoundsProof::unprovable
     Unprovable,
-    /// These fault sites (ascending): those a launch's proof did not cover.
-    Listed(std::sync::Arc<[u32]>),
+    /// These fault sites: those a launch's proof did not cover.
+    Listed(SiteBits),
+}
+
+impl SiteChecks {
+    /// The checked sites, ascending, given the kernel's unprovable ones.
+    pub fn resolve(self, unprovable: impl FnOnce() -> Vec<u32>) -> Vec<u32> {
+        match self {
+            SiteChecks::None => Vec::new(),
+            SiteChecks::Unprovable => unprovable(),
+            SiteChecks::Listed(bits) => bits.iter().collect(),
+        }
+    }
+}
+
+/// A set of fault sites below [`SiteBits::CAPACITY`] (a launch that must check a site
+/// past it runs in checked mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SiteBits([u64; 4]);
+
+impl SiteBits {
+    /// One more than the largest site a set holds.
+    pub const CAPACITY: u32 = 256;
+
+    /// The set of `sites`, or `None` if one is past [`SiteBits::CAPACITY`].
+    pub fn of(sites: &[u32]) -> Option<SiteBits> {
+        let mut bits = [0u64; 4];
+        for &s in sites {
+            if s >= Self::CAPACITY {
+                return None;
+            }
+            bits[s as usize / 64] |= 1 << (s % 64);
+        }
+        Some(SiteBits(bits))
+    }
+
+    /// The sites, ascending.
+    pub fn iter(self) -> impl Iterator<Item = u32> {
+        (0..Self::CAPACITY).filter(move |s| self.0[*s as usize / 64] >> (s % 64) & 1 == 1)
+    }
 }

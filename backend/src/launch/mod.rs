@@ -15,8 +15,8 @@ mod view;
 pub use args::{
     scalar_bits, KernelArgs, Memory, PackedPtr, Pointee, PtrArg, PtrTable, RawArg, RawBuffer,
 };
+pub use checked::{SiteBits, SiteChecks};
 pub use grid::{Grid, MAX_PROGRAMS};
-pub use checked::SiteChecks;
 pub use options::{LaunchOptions, Unchecked};
 pub use view::{ViewLayout, MAX_VIEW_RANK};
 

@@ -168,6 +168,73 @@ impl Function {
             .collect()
     }
 
+    /// The pointer values `pointers` may derive from (themselves included), through ops,
+    /// loop-carried values and `if` results.
+    pub fn pointer_sources(
+        &self,
+        pointers: &std::collections::HashSet<Value>,
+    ) -> std::collections::HashSet<Value> {
+        use std::collections::{HashMap, HashSet};
+        let f = self;
+        // Where each value without a defining op's operands comes from.
+        let mut from: HashMap<Value, Vec<Value>> = HashMap::new();
+        f.walk(&mut |inst| {
+            let yields = |b: &Block| match b.insts.last().map(|i| &i.op) {
+                Some(Op::Yield(ys)) => ys.clone(),
+                _ => Vec::new(),
+            };
+            match &inst.op {
+                Op::For { init, body, .. } => {
+                    let ys = yields(body);
+                    for (k, arg) in body.args.iter().skip(1).enumerate() {
+                        let e = from.entry(*arg).or_default();
+                        e.extend(init.get(k));
+                        e.extend(ys.get(k));
+                        from.entry(inst.results[k]).or_default().extend(ys.get(k));
+                    }
+                }
+                Op::While { init, cond, body } => {
+                    let ys = yields(body);
+                    for (k, arg) in body.args.iter().chain(&cond.args).enumerate() {
+                        let k = k % body.args.len().max(1);
+                        let e = from.entry(*arg).or_default();
+                        e.extend(init.get(k));
+                        e.extend(ys.get(k));
+                    }
+                    for (k, r) in inst.results.iter().enumerate() {
+                        from.entry(*r).or_default().extend(ys.get(k));
+                    }
+                }
+                Op::If {
+                    then_region,
+                    else_region,
+                    ..
+                } => {
+                    for region in [then_region, else_region] {
+                        for (r, y) in inst.results.iter().zip(yields(region)) {
+                            from.entry(*r).or_default().push(y);
+                        }
+                    }
+                }
+                _ => {
+                    for r in &inst.results {
+                        from.entry(*r).or_default().extend(inst.op.operands());
+                    }
+                }
+            }
+        });
+        let is_ptr = |v: &Value| f.ty(*v).elem.pointee().is_some();
+        let mut seen: HashSet<Value> = HashSet::new();
+        let mut todo: Vec<Value> = pointers.iter().copied().collect();
+        while let Some(v) = todo.pop() {
+            if !is_ptr(&v) || !seen.insert(v) {
+                continue;
+            }
+            todo.extend(from.get(&v).into_iter().flatten().copied());
+        }
+        seen
+    }
+
     /// [`Function::pointer_roots`] with `params.len()` standing for "made from an integer".
     fn raw_pointer_roots(&self) -> std::collections::HashMap<Value, Vec<usize>> {
         use std::collections::HashMap;

@@ -49,7 +49,7 @@ impl SiteChecked {
                 _ => {}
             }
         });
-        c.feeding = feeding(f, &c.pointers);
+        c.feeding = f.pointer_sources(&c.pointers);
         c
     }
 
@@ -102,66 +102,4 @@ impl Gen<'_, '_> {
         }
         false
     }
-}
-
-/// The pointer values `pointers` may derive from, through ops, loop-carried values and
-/// `if` results.
-fn feeding(f: &Function, pointers: &HashSet<Value>) -> HashSet<Value> {
-    // Where each value without a defining op's operands comes from.
-    let mut from: HashMap<Value, Vec<Value>> = HashMap::new();
-    f.walk(&mut |inst| {
-        let yields = |b: &tritium_dsl::ir::Block| match b.insts.last().map(|i| &i.op) {
-            Some(Op::Yield(ys)) => ys.clone(),
-            _ => Vec::new(),
-        };
-        match &inst.op {
-            Op::For { init, body, .. } => {
-                let ys = yields(body);
-                for (k, arg) in body.args.iter().skip(1).enumerate() {
-                    let e = from.entry(*arg).or_default();
-                    e.extend(init.get(k));
-                    e.extend(ys.get(k));
-                    from.entry(inst.results[k]).or_default().extend(ys.get(k));
-                }
-            }
-            Op::While { init, cond, body } => {
-                let ys = yields(body);
-                for (k, arg) in body.args.iter().chain(&cond.args).enumerate() {
-                    let k = k % body.args.len().max(1);
-                    let e = from.entry(*arg).or_default();
-                    e.extend(init.get(k));
-                    e.extend(ys.get(k));
-                }
-                for (k, r) in inst.results.iter().enumerate() {
-                    from.entry(*r).or_default().extend(ys.get(k));
-                }
-            }
-            Op::If {
-                then_region,
-                else_region,
-                ..
-            } => {
-                for region in [then_region, else_region] {
-                    for (r, y) in inst.results.iter().zip(yields(region)) {
-                        from.entry(*r).or_default().push(y);
-                    }
-                }
-            }
-            _ => {
-                for r in &inst.results {
-                    from.entry(*r).or_default().extend(inst.op.operands());
-                }
-            }
-        }
-    });
-    let is_ptr = |v: &Value| f.ty(*v).elem.pointee().is_some();
-    let mut seen: HashSet<Value> = HashSet::new();
-    let mut todo: Vec<Value> = pointers.iter().copied().collect();
-    while let Some(v) = todo.pop() {
-        if !is_ptr(&v) || !seen.insert(v) {
-            continue;
-        }
-        todo.extend(from.get(&v).into_iter().flatten().copied());
-    }
-    seen
 }

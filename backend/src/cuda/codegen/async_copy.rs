@@ -38,9 +38,11 @@ impl<'ctx> Gen<'ctx, '_> {
     /// expressions is decided where they are generated).
     pub(super) fn find_async_candidates(&self) -> HashSet<Value> {
         let mut found = HashSet::new();
-        if self.check.is_none() {
+        if !self.checked_mode() {
             self.candidates_in(&self.f.body, &mut found);
         }
+        // A checked load goes slot by slot through its check.
+        found.retain(|v| !self.checked_load(*v));
         found
     }
 

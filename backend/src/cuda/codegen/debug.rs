@@ -24,7 +24,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let Op::Assert { cond, mask, .. } = &inst.op else {
             unreachable!()
         };
-        let Some(check) = &self.check else {
+        let Some(check) = self.check.as_ref().filter(|_| self.checked_mode()) else {
             return Ok(());
         };
         let record = check.record;

@@ -520,7 +520,7 @@ impl<'ctx> Gen<'ctx, '_> {
             return Ok(false);
         };
         let indexed = |g: &Self, v: Value| !g.ty(v).is_scalar() && g.is_index_value(v);
-        if self.check.is_some() || !indexed(self, *ptr) || !mask.is_none_or(|m| indexed(self, m)) {
+        if self.checks(inst) || !indexed(self, *ptr) || !mask.is_none_or(|m| indexed(self, m)) {
             return Ok(false);
         }
         let d = self.ty(*ptr).elem.pointee().expect("stores need pointers");

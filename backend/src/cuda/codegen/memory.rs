@@ -43,6 +43,15 @@ pub(super) struct Checked<'ctx> {
     buffer_list: PointerValue<'ctx>,
     /// Each memory op and assert's index in `fault_sites`, which the fault reports.
     pub(super) sites: HashMap<*const Inst, u32>,
+    /// Checked mode: every access and `device_assert` is checked.
+    full: bool,
+    /// Else the checked sites (those the launch's bounds proof leaves).
+    listed: std::collections::HashSet<u32>,
+    /// The results of the checked loads: never copied by `cp.async` or pipelined.
+    loads: std::collections::HashSet<Value>,
+    /// The pointers the checked accesses' pointers may derive from: their `addptr`s give
+    /// 2^63 where an offset leaves i64, so that no address wraps back onto a buffer.
+    feeding: std::collections::HashSet<Value>,
 }
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -351,7 +360,12 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Checked mode's state for the check buffer `buf`: loads every pointer parameter's
     /// range (here, in the entry block, so that it is read once per thread).
-    pub(super) fn checked_state(&self, buf: PointerValue<'ctx>) -> Result<Checked<'ctx>> {
+    pub(super) fn checked_state(
+        &self,
+        buf: PointerValue<'ctx>,
+        full: bool,
+        listed: &[u32],
+    ) -> Result<Checked<'ctx>> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let word = |k: usize| -> Result<_> {
             // SAFETY (of the generated code): the check buffer holds the fault record and
@@ -375,14 +389,71 @@ impl<'ctx> Gen<'ctx, '_> {
         // SAFETY (of the generated code): read only by kernels with pointers made from
         // integers, whose launcher appends the list.
         let buffer_list = unsafe { b.build_gep(i64t, buf, &[at], "buffers") }?;
+        let sites = self.f.fault_site_ids();
+        let listed: std::collections::HashSet<u32> = listed.iter().copied().collect();
+        let (mut pointers, mut loads) = (HashSet::new(), HashSet::new());
+        self.f.walk(&mut |inst| {
+            if !sites
+                .get(&(inst as *const Inst))
+                .is_some_and(|s| listed.contains(s))
+            {
+                return;
+            }
+            match &inst.op {
+                Op::Load { ptr, .. } => {
+                    pointers.insert(*ptr);
+                    loads.extend(inst.results.iter().copied());
+                }
+                Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => {
+                    pointers.insert(*ptr);
+                }
+                _ => {}
+            }
+        });
         Ok(Checked {
             record: buf,
             ranges,
             roots: self.f.pointer_roots(),
             foreign: self.f.foreign_pointers(),
             buffer_list,
-            sites: self.f.fault_site_ids(),
+            sites,
+            full,
+            listed,
+            loads,
+            feeding: self.f.pointer_sources(&pointers),
         })
+    }
+
+    /// Whether memory op or assert `inst` is checked.
+    pub(super) fn checks(&self, inst: &Inst) -> bool {
+        self.check.as_ref().is_some_and(|c| {
+            c.full || (c.sites.get(&(inst as *const Inst))).is_some_and(|s| c.listed.contains(s))
+        })
+    }
+
+    /// Whether `v` is the result of a checked load.
+    pub(super) fn checked_load(&self, v: Value) -> bool {
+        self.check
+            .as_ref()
+            .is_some_and(|c| c.full || c.loads.contains(&v))
+    }
+
+    /// Whether pointer `v` may be what a checked access's pointer derives from.
+    pub(super) fn feeds_checked(&self, v: Value) -> bool {
+        self.check
+            .as_ref()
+            .is_some_and(|c| c.full || c.feeding.contains(&v))
+    }
+
+    /// Whether some access in `body` is checked.
+    pub(super) fn checks_in(&self, body: &tritium_dsl::ir::Block) -> bool {
+        (body.insts.iter())
+            .any(|i| self.checks(i) || i.op.regions().iter().any(|r| self.checks_in(r)))
+    }
+
+    /// Checked mode (every access and `device_assert` checked).
+    pub(super) fn checked_mode(&self) -> bool {
+        self.check.as_ref().is_some_and(|c| c.full)
     }
 
     /// Checked mode: `conds` (per slot, whether it is accessed; `None`: always) narrowed
@@ -397,7 +468,7 @@ impl<'ctx> Gen<'ctx, '_> {
         conds: Vec<Option<IntValue<'ctx>>>,
         size: usize,
     ) -> Result<Vec<Option<IntValue<'ctx>>>> {
-        let Some(check) = &self.check else {
+        let Some(check) = self.check.as_ref().filter(|_| self.checks(inst)) else {
             return Ok(conds);
         };
         let (b, i64t) = (self.b, self.ctx.i64_type());

@@ -79,6 +79,8 @@ pub(crate) struct CodegenOptions {
     /// slot), the check buffer, and compares every access with the buffers' ranges (see
     /// `memory.rs`).
     pub bounds_check: bool,
+    /// Outside checked mode, the accesses that are checked (see `memory::Checked`).
+    pub sites: crate::launch::SiteChecks,
     /// The PTX ISA has eviction priorities (`.L1::evict_first`: PTX 7.4); without them an
     /// `eviction_policy` hint is dropped (see `cache.rs`).
     pub eviction_priorities: bool,
@@ -127,7 +129,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     global: AddressSpace,
     /// How each custom call is linked (see `pipeline::link`).
     customs: &'f CustomEntries,
-    /// Checked mode's fault record and ranges (`None` outside checked mode).
+    /// The fault record and ranges of checked mode or of the checked sites (`None` when
+    /// nothing is checked).
     check: Option<memory::Checked<'ctx>>,
     /// Stores that need no barriers (see `memory::lone_stores`), by address.
     lone_stores: std::collections::HashSet<usize>,
@@ -175,6 +178,14 @@ pub(crate) fn generate<'ctx>(
         )));
     }
     let threads = opts.num_warps as usize * 32;
+    let listed = match opts.bounds_check {
+        true => Vec::new(),
+        false => opts
+            .sites
+            .resolve(|| tritium_dsl::ir::bounds_proof(f).unprovable()),
+    };
+    // The kernel takes the check buffer.
+    let checked = opts.bounds_check || !listed.is_empty();
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());
     let global = if opts.emulate {
@@ -186,7 +197,7 @@ pub(crate) fn generate<'ctx>(
         // `k(ptr slots, ptr emu)`: one 8-byte slot per parameter, as the CPU entry.
         vec![ptr.into(), ptr.into()]
     } else {
-        let check = opts.bounds_check.then(|| ctx.ptr_type(global).into());
+        let check = checked.then(|| ctx.ptr_type(global).into());
         f.params
             .iter()
             .map(|p| param_ty(ctx, f.ty(p.value).elem, global).into())
@@ -291,9 +302,9 @@ pub(crate) fn generate<'ctx>(
         };
         g.vals.insert(p.value, V::Scalar(v));
     }
-    if opts.bounds_check {
+    if checked {
         let buf = param(f.params.len(), ctx.ptr_type(global).into())?;
-        g.check = Some(g.checked_state(buf.into_pointer_value())?);
+        g.check = Some(g.checked_state(buf.into_pointer_value(), opts.bounds_check, &listed)?);
     }
     g.held = g.held_layouts();
     g.async_candidates = g.find_async_candidates();
@@ -828,7 +839,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     od.is_signed_int(),
                     "",
                 )?;
-                if self.check.is_some() {
+                if self.feeds_checked(inst.results[0]) {
                     let p = a[0].into_pointer_value();
                     return Ok(self
                         .emit()
@@ -943,6 +954,7 @@ mod tests {
             num_stages: 3,
             emulate: false,
             bounds_check: false,
+            sites: Default::default(),
             eviction_priorities: false,
         };
         inject::unposition_before("mul");

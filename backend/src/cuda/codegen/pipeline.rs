@@ -79,7 +79,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         stages: Option<u32>,
     ) -> Option<Pipelined<'ctx, 'f>> {
         let wanted = (stages.unwrap_or(self.num_stages).saturating_sub(1) as usize).min(MAX_STAGES);
-        if !narrow || self.check.is_some() || wanted < 2 {
+        if !narrow || self.checks_in(body) || wanted < 2 {
             return None;
         }
         let inductions = self.inductions(body, init);
