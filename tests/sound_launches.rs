@@ -225,3 +225,26 @@ fn proven_kernels_get_the_unchecked_ptx() {
         "{default}"
     );
 }
+
+#[kernel]
+#[autotune(configs = [config(BLOCK = 16), config(BLOCK = 32)], key = [n])]
+fn sound_tuned_add(out: Ptr<f32>, x: Ptr<f32>, n: i32, #[constexpr] BLOCK: usize) {
+    let offs = program_id(0) * BLOCK as i32 + arange(0, BLOCK);
+    let mask = offs < n;
+    store(out + offs, load(x + offs, mask = mask) * 2.0, mask = mask);
+}
+
+#[test]
+fn an_autotuned_kernel_is_sound_by_default_and_has_launch_unchecked() {
+    let x = Array1::from_iter((0..40).map(|i| i as f32));
+    let grid = |m: &sound_tuned_add::Meta| 40usize.div_ceil(m.BLOCK);
+    let mut out = Array1::<f32>::zeros(40);
+    sound_tuned_add::launch(&Device::cpu(), grid, &mut out, &x, 40).unwrap();
+    assert_eq!(out, &x * 2.0);
+    let mut short = Array1::<f32>::zeros(39);
+    assert!(sound_tuned_add::launch(&Device::cpu(), grid, &mut short, &x, 40).is_err());
+    let mut out = Array1::<f32>::zeros(40);
+    // SAFETY: 40 elements of 40 in every buffer, whatever BLOCK the tuner picks.
+    unsafe { sound_tuned_add::launch_unchecked(&Device::cpu(), grid, &mut out, &x, 40) }.unwrap();
+    assert_eq!(out, &x * 2.0);
+}

@@ -49,7 +49,9 @@ pub fn launches(
         .collect();
     let own_params = own.iter().map(|(_, t)| t);
     let own_params2 = own_params.clone();
+    let own_params3 = own_params.clone();
     let own_names = own.iter().map(|(id, _)| id);
+    let own_names2 = own_names.clone();
     let all_params = launch_params.iter().map(|(_, t)| t);
 
     // `<'__a, generics…, __G: Into<Grid>>` and the turbofish `launch` calls `launch_with` by.
@@ -124,6 +126,25 @@ pub fn launches(
             #(#own_params),*
         ) -> ::tritium::backend::Result<()> #where_clause {
             self::launch_with::<#(#generic_args),*>(#device, #grid, &::tritium::backend::LaunchOptions::default(), #(#own_names),*)
+        }
+
+        /// [`launch`](self::launch) with no access checked at run time, not even those the
+        /// kernel's bounds proof does not cover for this launch (Triton's behaviour).
+        ///
+        /// # Safety
+        ///
+        /// Every load, store and atomic of the launch (of every config the autotuner
+        /// times) whose mask is true must touch only bytes of the buffer its pointer
+        /// derives from, and write only buffers passed as `&mut` (see
+        /// [`LaunchOptions::unchecked`](::tritium::backend::LaunchOptions::unchecked)).
+        pub unsafe fn launch_unchecked #grid_g (
+            #device: &::tritium::backend::Device,
+            #grid: impl ::core::ops::Fn(&self::Meta) -> __G,
+            #(#own_params3),*
+        ) -> ::tritium::backend::Result<()> #where_clause {
+            // SAFETY: this function's caller promises what `unchecked` asks.
+            let __options = unsafe { ::tritium::backend::LaunchOptions::default().unchecked() };
+            self::launch_with::<#(#generic_args),*>(#device, #grid, &__options, #(#own_names2),*)
         }
 
         /// Launches the kernel with explicit [`LaunchOptions`](::tritium::backend::LaunchOptions)
