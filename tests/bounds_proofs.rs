@@ -193,6 +193,16 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             none,
         ),
         (
+            "rms norm",
+            rms_norm::rms_norm_fwd::trace::<f32>(&s, 1024).unwrap(),
+            none,
+        ),
+        (
+            "rms norm backward",
+            rms_norm::rms_norm_bwd::trace::<f32>(&s, 1024).unwrap(),
+            none,
+        ),
+        (
             "sigmoid gated",
             activation::sigmoid_gated::trace::<f32>(&s, 256).unwrap(),
             none,

@@ -79,6 +79,12 @@ pub fn launch(
 ) -> Result<()> {
     let grid = grid.into();
     grid.validate(key.name)?;
+    if let Some(problem) = args.problems.first() {
+        return Err(Error::Launch {
+            kernel: key.name.to_string(),
+            message: problem.clone(),
+        });
+    }
     let spec = args.specialization(matches!(device, Device::Cuda(_) | Device::CudaEmulator));
     // A panic in the kernel body's Rust code while tracing is an error at its line; every
     // trace error names the kernel.

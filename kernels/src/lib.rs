@@ -14,5 +14,6 @@ pub mod grouped_gemm;
 pub mod layer_norm;
 pub mod matmul;
 pub mod misc;
+pub mod rms_norm;
 pub mod softmax;
 pub mod vector_add;

@@ -88,29 +88,75 @@ pub trait PtrArg<'a, T: Element> {
     where
         Self: Sized,
     {
-        PackedPtr {
-            raw: self.raw_buffer(),
-            uses: None,
-            pointees: Vec::new(),
-        }
+        PackedPtr::plain(self.raw_buffer())
     }
 }
 
+/// What an argument keeps alive for its launch (a candle tensor's storage lock).
+pub trait Held {}
+
+impl<T> Held for T {}
+
 /// A pointer argument as [`KernelArgs`] stores it (see [`PtrArg::pack`]).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PackedPtr<'a> {
     raw: RawBuffer,
     uses: Option<&'a UseTracker>,
     /// A [`PtrTable`]'s entries.
     pointees: Vec<PackedPtr<'a>>,
+    /// Kept until the launch returns (a lock that keeps the buffer from being written).
+    hold: Option<std::sync::Arc<dyn Held>>,
+    /// Why this argument cannot be passed (the launch is then an error naming it).
+    problem: Option<String>,
+}
+
+impl std::fmt::Debug for PackedPtr<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (f.debug_struct("PackedPtr"))
+            .field("raw", &self.raw)
+            .field("pointees", &self.pointees)
+            .field("problem", &self.problem)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> PackedPtr<'a> {
-    pub(crate) fn tracked(raw: RawBuffer, uses: &'a UseTracker) -> Self {
+    /// The buffer.
+    pub fn raw(&self) -> RawBuffer {
+        self.raw
+    }
+
+    /// A buffer that needs nothing kept alive.
+    pub fn plain(raw: RawBuffer) -> Self {
         PackedPtr {
             raw,
-            uses: Some(uses),
+            uses: None,
             pointees: Vec::new(),
+            hold: None,
+            problem: None,
+        }
+    }
+
+    /// `raw`, valid while `hold` lives: it is kept until the launch returns.
+    pub fn holding(raw: RawBuffer, hold: impl Held + 'static) -> Self {
+        PackedPtr {
+            hold: Some(std::sync::Arc::new(hold)),
+            ..PackedPtr::plain(raw)
+        }
+    }
+
+    /// An argument that cannot be passed, and why: its launch is an error.
+    pub fn refused(raw: RawBuffer, why: String) -> Self {
+        PackedPtr {
+            problem: Some(why),
+            ..PackedPtr::plain(raw)
+        }
+    }
+
+    pub(crate) fn tracked(raw: RawBuffer, uses: &'a UseTracker) -> Self {
+        PackedPtr {
+            uses: Some(uses),
+            ..PackedPtr::plain(raw)
         }
     }
 }
@@ -180,9 +226,8 @@ impl<'t> PtrTable<'t> {
             view: None,
         };
         PackedPtr {
-            raw,
-            uses: None,
             pointees: self.entries.clone(),
+            ..PackedPtr::plain(raw)
         }
     }
 }
@@ -326,7 +371,6 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut Vec<T> {
 
 /// The packed arguments of one launch. The lifetime keeps the borrowed buffers alive and
 /// borrowed for as long as the launch runs.
-#[derive(Debug)]
 pub struct KernelArgs<'a> {
     /// Parameter names, in kernel order.
     pub names: Vec<&'static str>,
@@ -337,6 +381,10 @@ pub struct KernelArgs<'a> {
     /// Device tensors among the buffers (arguments and pointees): whether the launch may
     /// write them, and their use trackers.
     pub(crate) device_uses: Vec<(bool, &'a UseTracker)>,
+    /// What the arguments keep alive until the launch returns.
+    holds: Vec<std::sync::Arc<dyn Held>>,
+    /// Arguments that cannot be passed: `argument `name`: why`.
+    pub(crate) problems: Vec<String>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -348,6 +396,8 @@ impl<'a> KernelArgs<'a> {
             args: Vec::new(),
             pointees: Vec::new(),
             device_uses: Vec::new(),
+            holds: Vec::new(),
+            problems: Vec::new(),
             _borrows: PhantomData,
         }
     }
@@ -357,6 +407,10 @@ impl<'a> KernelArgs<'a> {
         let packed = arg.pack();
         if let Some(uses) = packed.uses {
             self.device_uses.push((packed.raw.writable, uses));
+        }
+        self.holds.extend(packed.hold);
+        if let Some(why) = packed.problem {
+            self.problems.push(format!("argument `{name}`: {why}"));
         }
         for (entry, p) in packed.pointees.into_iter().enumerate() {
             if let Some(uses) = p.uses {
@@ -389,6 +443,8 @@ impl<'a> KernelArgs<'a> {
             args: self.args.clone(),
             pointees: self.pointees.clone(),
             device_uses: self.device_uses.clone(),
+            holds: Vec::new(),
+            problems: self.problems.clone(),
             _borrows: PhantomData,
         }
     }
@@ -418,6 +474,17 @@ impl<'a> KernelArgs<'a> {
                 .collect(),
         };
         tritium_dsl::trace::Specialization { ones, sixteens }
+    }
+}
+
+impl std::fmt::Debug for KernelArgs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (f.debug_struct("KernelArgs"))
+            .field("names", &self.names)
+            .field("args", &self.args)
+            .field("pointees", &self.pointees)
+            .field("problems", &self.problems)
+            .finish_non_exhaustive()
     }
 }
 

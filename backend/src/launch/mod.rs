@@ -3,6 +3,8 @@
 //! launch is [`crate::dispatch`]'s.
 
 mod args;
+#[cfg(feature = "candle")]
+pub mod candle;
 pub(crate) mod bounds;
 pub(crate) mod checked;
 pub mod contents;
@@ -13,7 +15,7 @@ pub(crate) mod race;
 mod view;
 
 pub use args::{
-    scalar_bits, KernelArgs, Memory, PackedPtr, Pointee, PtrArg, PtrTable, RawArg, RawBuffer,
+    scalar_bits, Held, KernelArgs, Memory, PackedPtr, Pointee, PtrArg, PtrTable, RawArg, RawBuffer,
 };
 pub use checked::{SiteBits, SiteChecks};
 pub use grid::{Grid, MAX_PROGRAMS};

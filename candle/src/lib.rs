@@ -1,0 +1,30 @@
+//! Tritium kernels where Rust users hold their tensors: [candle](https://github.com/huggingface/candle).
+//!
+//! - A kernel's `Ptr<T>` parameters take `&candle_core::Tensor` directly (the backend's
+//!   `candle` feature, which this crate enables): a CPU tensor is passed where it lies, from
+//!   its layout's offset with its strides, read-locked until the launch returns. Outputs are
+//!   arrays or vectors made into tensors after the launch ([`tensor_from`]).
+//! - [`op`] turns kernels into candle custom ops: [`op::cpu_array`] reads a custom op's
+//!   storage as an ndarray array, [`op::dispatch`] picks the element type, and
+//!   [`rms_norm`] is the worked example, `x.apply_op2(&w, RmsNorm { eps })` with its
+//!   backward under candle's autograd.
+//!
+//! Errors come back as candle errors naming what was wrong.
+
+pub mod op;
+pub mod rms_norm;
+
+pub use rms_norm::{rms_norm, RmsNorm};
+
+/// A Tritium error as a candle error (its message kept whole).
+pub fn candle_error(e: tritium::Error) -> candle_core::Error {
+    candle_core::Error::Msg(format!("tritium: {e}"))
+}
+
+/// A candle tensor of `shape` on the CPU holding `data`.
+pub fn tensor_from<T: candle_core::WithDType>(
+    data: Vec<T>,
+    shape: impl Into<candle_core::Shape>,
+) -> candle_core::Result<candle_core::Tensor> {
+    candle_core::Tensor::from_vec(data, shape, &candle_core::Device::Cpu)
+}
