@@ -119,14 +119,6 @@ def log_tail(s):
     return (2 * mp.atanh(f) - 2 * f) / (f * s)
 
 
-def log_tail5(s):
-    # (2 atanh(f) - 2f - 2f^3/3) / f^5
-    if s == 0:
-        return mp.mpf(2) / 5
-    f = mp.sqrt(s)
-    return (2 * mp.atanh(f) - 2 * f - 2 * f ** 3 / 3) / (f * s * s)
-
-
 def atan_tail(s):
     # (atan(t) - t) / (t s) in s = t^2
     if s == 0:
@@ -186,12 +178,24 @@ def binet(t):
     return (mp.loggamma(x) - (x - mp.mpf(1) / 2) * mp.log(x) + x - mp.log(2 * mp.pi) / 2) / t
 
 
-def sinpi_tail(z):
-    # (sin(pi r) - pi r) / r^3 in z = r^2
+STIRLING_C = mp.sqrt(2 * mp.pi / mp.e)
+
+
+def sinpi_c_tail(z):
+    # (sin(pi r) - pi r) / r^3 * C/pi in z = r^2, C = sqrt(2 pi / e): tgamma's divisor
     if z == 0:
-        return -mp.pi ** 3 / 6
+        return -mp.pi ** 2 / 6 * STIRLING_C
     r = mp.sqrt(z)
-    return (mp.sin(mp.pi * r) - mp.pi * r) / (r * z)
+    return (mp.sin(mp.pi * r) - mp.pi * r) / (r * z) * STIRLING_C / mp.pi
+
+
+def lgamma_at(c):
+    # lgamma(c + e) / e, for lgamma's zeros at 1 and 2
+    def g(e):
+        if e == 0:
+            return mp.digamma(c)
+        return mp.loggamma(c + e) / e
+    return g
 
 
 ONE = lambda v: mp.mpf(1)
@@ -204,15 +208,18 @@ FITS = {
     "SINH": (sinh_tail, "x²", 0, 1, 3, lambda s: s),
     "EXP": (exp_tail, "r", -0.35, 0.35, 4, lambda r: r * r),
     "LOG": (log_tail, "f²", 0, mp.mpf("0.02944"), 2, lambda s: s / 2),
-    "LOG5": (log_tail5, "f²", 0, mp.mpf("0.02944"), 2, lambda s: s * s / 2),
+    "LOG3": (log_tail, "f²", 0, mp.mpf("0.02944"), 3, lambda s: s / 2),
     "ATAN": (atan_tail, "t²", 0, mp.tan(mp.pi / 8) ** 2, 4, lambda s: s),
     "ASIN": (asin_tail, "x²", 0, mp.mpf("0.25"), 5, lambda z: z),
     "ERFC": (erfc_exponent_centered, "t − ½", mp.mpf(1) / 6 - mp.mpf(1) / 2, mp.mpf("0.3"), 9, ONE),
     "ERF": (erf_tail, "x²", 0, mp.mpf("0.25"), 4, lambda s: s),
     "ERFINV_CENTRAL": (erfinv_central, "w − 2.5", mp.mpf(-5) / 2, mp.mpf(5) / 2, 9, ONE, True),
     "ERFINV_TAIL": (erfinv_tail, "√w − 3", mp.sqrt(5) - 3, mp.mpf("0.9933"), 11, ONE, True),
-    "BINET": (binet, "1/x", 0, 1, 8, lambda t: t),
-    "SINPI": (sinpi_tail, "r²", 0, mp.mpf(1) / 4, 4, lambda z: z / mp.pi),
+    "BINET": (binet, "1/x", 0, 1, 6, lambda t: t),
+    "BINET_FINE": (binet, "1/x", 0, 1, 7, lambda t: t),
+    "SINPI_C": (sinpi_c_tail, "r²", 0, mp.mpf(1) / 4, 4, lambda z: z / STIRLING_C),
+    "LGAMMA1": (lgamma_at(1), "x − 1", mp.mpf("-0.2"), mp.mpf("0.2"), 7, lambda e: 1 / abs(lgamma_at(1)(e)), True),
+    "LGAMMA2": (lgamma_at(2), "x − 2", mp.mpf("-0.25"), mp.mpf("0.25"), 6, lambda e: 1 / abs(lgamma_at(2)(e)), True),
 }
 
 if __name__ == "__main__":

@@ -3,6 +3,12 @@
 //! function rounded once (so, nearly the exact value), f64 against the f64 function. Special
 //! values (NaN, infinities, signed zeros) must match exactly. The measured maxima are
 //! printed (`cargo test libm -- --nocapture`); the README's table lists them.
+//!
+//! One exception: f32 `lgamma` below 0, where its zeros (−2.457…, −2.747…, and a pair
+//! next to every negative integer from −3 on) make `ln |Γ(x)|` a difference of two values
+//! near 1 that its f32 algorithm keeps to an absolute 2^-26 or so only: there its error
+//! is measured in ulps of `max(|want|, 1)` (as an absolute error in units of 2^-23 where
+//! the result is below 1); everywhere else in ulps of the result.
 
 use crate::common::all_devices;
 use half::f16;
@@ -75,8 +81,8 @@ fn unaries() -> Vec<Unary> {
         ("log10", |a| lang::log10(a), f64::log10, 2, 3),
         ("cbrt", |a| lang::cbrt(a), f64::cbrt, 2, 2),
         ("tgamma", |a| lang::tgamma(a), tgamma, 2, 32),
-        ("lgamma", |a| lang::lgamma(a), lgamma, 1, 32),
-        ("erf", |a| lang::erf(a), erf, 3, 2),
+        ("lgamma", |a| lang::lgamma(a), lgamma, 2, 32),
+        ("erf", |a| lang::erf(a), erf, 2, 2),
         ("erfc", |a| lang::erfc(a), erfc, 2, 4),
     ]
 }
@@ -214,6 +220,16 @@ fn ulps(got: f64, want: f64, f32s: bool) -> u64 {
     ordered(got).abs_diff(ordered(want))
 }
 
+/// [`ulps`] for f32 values, in ulps of `max(|want|, 1)` (f32 `lgamma` below 0, see the
+/// module's doc).
+fn ulps_of_at_least_one(got: f64, want: f64) -> u64 {
+    if !got.is_finite() || !want.is_finite() || want.abs() >= 1.0 {
+        return ulps(got, want, true);
+    }
+    // 2^-23: an ulp of 1 (and of every f32 in [1, 2)).
+    ((got - want).abs() / f64::from(f32::EPSILON)).round() as u64
+}
+
 /// The references of every row, for inputs `x`, `y`, `n` (already rounded to the dtype).
 fn references(x: &[f64], y: &[f64], n: &[i32], f32s: bool) -> Vec<(String, Vec<f64>, u64)> {
     let round = |v: f64| if f32s { v as f32 as f64 } else { v };
@@ -314,7 +330,11 @@ fn check_at<T: Float + Copy + Default>(
         let mut worst = 0;
         for i in 0..len {
             let got = from(out[k * len + i]);
-            let d = ulps(got, row[i], f32s);
+            let d = if f32s && name == "lgamma" && xr[i] < 0.0 {
+                ulps_of_at_least_one(got, row[i])
+            } else {
+                ulps(got, row[i], f32s)
+            };
             assert!(
                 d <= *bound,
                 "{device:?} {name}({}, {}): got {got:e}, want {:e} ({d} ulps, bound {bound})",
@@ -366,6 +386,16 @@ fn edge_inputs() -> Vec<f64> {
         f32::MIN_POSITIVE,
         1e-7,
         60.0,
+        // tgamma and lgamma: the clamp of 1 + |x|, the near-zero fits' bands, tiny x.
+        45.0,
+        0.8,
+        1.2,
+        1.75,
+        2.25,
+        2f32.powi(-100),
+        // erf's clamp, erfinv's w = 5.
+        4.0,
+        0.996_63,
     ];
     let mut v = Vec::new();
     for c in switches {

@@ -4,10 +4,10 @@
 //!
 //! f32, f16 and bf16 arguments are computed with f32 algorithms (`libm_f32.rs`: f32
 //! arithmetic only, so GPUs run them at f32 speed and the CPU vectorizes them), within 2
-//! ulps of the exact value; f16 and bf16 are converted to f32 and the result rounded
-//! once more. `lgamma` alone computes them in f64 and rounds once: near its zeros on the
-//! negative axis an f32 result needs more than the two f32 parts `libm_f32.rs` carries.
-//! f64 arguments use f64 algorithms (a few ulps; `pow` loses more near overflow).
+//! ulps of the exact value (`lgamma` near its zeros on the negative axis: within 2^-22
+//! absolute, as a difference of two values near 1 kept in two f32 parts); f16 and bf16
+//! are converted to f32 and the result rounded once more. f64 arguments use f64
+//! algorithms (a few ulps; `pow` loses more near overflow).
 //! Exact functions (`copysign`, `nextafter`, `ldexp`, `frexp`, `fmod`, `remainder`) work
 //! on the bits or with exact operations in the argument's own dtype. `tests/libm.rs`
 //! measures every function in ulps on every device; the README's table lists the bounds.
@@ -50,14 +50,6 @@ fn by_width(
         return wide(x);
     }
     cast(narrow(cast(x, DType::F32)), d)
-}
-
-/// `f` of `x` computed in f64, rounded back to `x`'s dtype (`lgamma`'s narrow floats).
-#[track_caller]
-fn in_f64(x: impl IntoOperand, f: impl FnOnce(Tile) -> Tile) -> Tile {
-    let x = float(x);
-    let d = x.dtype();
-    cast(f(cast(x, DType::F64)), d)
 }
 
 /// [`by_width`] for two arguments (`y` converted to `x`'s dtype first).
@@ -146,9 +138,9 @@ pub fn ldexp(x: impl IntoOperand, n: impl IntoOperand) -> Tile {
     let d = x.dtype();
     let n = cast(n, DType::I32);
     if d != DType::F64 {
-        // Exact in f64 for every f32 value and |n| ≤ 400; one rounding back.
-        let n = minimum(maximum(n, -400), 400);
-        return cast(cast(x, DType::F64) * pow2(n), d);
+        // Exact in f32 for f16 and bf16 values down to far below their own subnormals;
+        // one rounding back.
+        return cast(f32m::ldexp(cast(x, DType::F32), n), d);
     }
     // As C libraries do: scale in steps that keep every intermediate normal, so that only
     // the last multiplication rounds.
@@ -729,27 +721,31 @@ pub fn tgamma(x: impl IntoOperand) -> Tile {
     )
 }
 
-/// `log |Γ(x)|` (libdevice's `lgamma`): Stirling's series in log form above ½, the reflection below;
-/// exactly 0 at 1 and 2, +inf at 0, at negative integers and at ±inf.
+/// `log |Γ(x)|` (libdevice's `lgamma`): f64 by Stirling's series in log form above ½, the
+/// reflection below; f32, f16 and bf16 in f32 (`libm_f32.rs`); exactly 0 at 1 and 2, +inf
+/// at 0, at negative integers and at ±inf.
 #[track_caller]
 pub fn lgamma(x: impl IntoOperand) -> Tile {
-    in_f64(x, |x| {
-        let refl = lt(x, 0.5);
-        let (y, dy) = reflected(x, refl);
-        let (hi, lo, series, prod) = stirling(y);
-        let lo = lo + (log(y) - 0.5 / y) * dy;
-        let lg = hi + (lo + (series + LN_SQRT_2PI - log(prod)));
-        // Past about 2^1014 the product overflows (and its error terms are NaN).
-        let lg = where_(isinf(hi), hi, lg);
-        let (e1, e2) = (y - 1.0, y - 2.0);
-        let lg = where_(lt(abs(e1), 0.2), lgamma_near_zero(e1, false), lg);
-        let lg = where_(lt(abs(e2), 0.2), lgamma_near_zero(e2, true), lg);
-        let r = where_(refl, log(abs(sin_pi(x) * (1.0 / PI))) * -1.0 - lg, lg);
-        let r = where_(eq(x, 1.0) | eq(x, 2.0), 0.0, r);
-        let pole = compare(x, CmpPred::Le, 0.0) & eq(floor(x), x);
-        let r = where_(pole | isinf(x), f64::INFINITY, r);
-        where_(isnan(x), x, r)
-    })
+    by_width(x, lgamma_f64, f32m::lgamma)
+}
+
+/// `lgamma` of an f64 tile.
+fn lgamma_f64(x: Tile) -> Tile {
+    let refl = lt(x, 0.5);
+    let (y, dy) = reflected(x, refl);
+    let (hi, lo, series, prod) = stirling(y);
+    let lo = lo + (log(y) - 0.5 / y) * dy;
+    let lg = hi + (lo + (series + LN_SQRT_2PI - log(prod)));
+    // Past about 2^1014 the product overflows (and its error terms are NaN).
+    let lg = where_(isinf(hi), hi, lg);
+    let (e1, e2) = (y - 1.0, y - 2.0);
+    let lg = where_(lt(abs(e1), 0.2), lgamma_near_zero(e1, false), lg);
+    let lg = where_(lt(abs(e2), 0.2), lgamma_near_zero(e2, true), lg);
+    let r = where_(refl, log(abs(sin_pi(x) * (1.0 / PI))) * -1.0 - lg, lg);
+    let r = where_(eq(x, 1.0) | eq(x, 2.0), 0.0, r);
+    let pole = compare(x, CmpPred::Le, 0.0) & eq(floor(x), x);
+    let r = where_(pole | isinf(x), f64::INFINITY, r);
+    where_(isnan(x), x, r)
 }
 
 /// The inverse error function (libdevice's `erfinv`): M. Giles' single-precision

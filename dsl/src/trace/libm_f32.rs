@@ -1,10 +1,13 @@
-//! The f32 algorithms of `libm.rs`'s functions, for f32 tiles (f16 and bf16 arguments are
-//! converted to f32, computed here and rounded once more). Every one is f32 arithmetic
-//! only: no f64, so GPUs run them at f32 speed, and the CPU vectorizes them.
+//! The f32 algorithms of `libm.rs`'s functions (and of `math.rs`'s `erf`), for f32 tiles
+//! (f16 and bf16 arguments are converted to f32, computed here and rounded once more).
+//! Every one is f32 arithmetic only: no f64, so GPUs run them at f32 speed, and the CPU
+//! vectorizes them. They are branch-free, so that every lane computes every case: each
+//! keeps to one reduction and one polynomial per case where it can, and special values
+//! are selected at the end.
 //!
 //! The building blocks are exact transformations with `fma` (a sum or a product as a
 //! rounded value plus its exact error) and two cores that keep such an error:
-//! [`exp_parts`] gives `e^(hi + lo)` as `2^k · (e_hi + e_lo)`, [`log_parts`] gives `ln x`
+//! [`exp_parts`] gives `e^(hi + lo)` as `2^k · (e_hi + e_lo)`, [`log_core`] gives `ln x`
 //! as `hi + lo`, both from reductions that are exact and near-minimax polynomials
 //! (`scripts/fit_libm_f32.py` prints every coefficient table here). With them each
 //! function rounds once at the end after a few errors well below half an ulp, so that it
@@ -37,7 +40,7 @@ const PI3_4: (f32, f32) = (2.356_194_5, -5.962_440_3e-9);
 /// tan(π/8) and tan(3π/8): where `atan`'s reductions change.
 const TAN_PI_8: f32 = 0.414_213_57;
 const TAN_3PI_8: f32 = 2.414_213_7;
-const TWO_THIRDS: (f32, f32) = (0.666_666_7, -1.986_821_6e-8);
+const TWO_THIRDS: f32 = 0.666_666_7;
 /// 1.5 · 2^23: adding it rounds an f32 below 2^22 to an integer, held in the low bits.
 const ROUNDER: f32 = 12_582_912.0;
 const ROUNDER_BITS: i32 = 0x4b40_0000;
@@ -59,8 +62,8 @@ const SINH: [f32; 4] = [2.7839255e-06, 0.00019842635, 0.008333311, 0.16666667];
 const EXP: [f32; 5] = [0.0013939296, 0.008369525, 0.04166642, 0.16666514, 0.5];
 /// `(2 atanh f − 2f) / f³` in `f²` on [0, 0.1716²]: error 8.1e-10 relative to `ln m`.
 const LOG: [f32; 3] = [0.29870808, 0.39977583, 0.66666776];
-/// `(2 atanh f − 2f − 2f³/3) / f⁵` in `f²` on [0, 0.1716²]: 8.5e-12 relative to `ln m`.
-const LOG5: [f32; 3] = [0.2341939, 0.28547096, 0.40000153];
+/// The same a degree higher (`LOG:3`): 2.5e-11 relative to `ln m`.
+const LOG3: [f32; 4] = [0.24279246, 0.28498787, 0.40000972, 0.6666666];
 /// `(atan t − t) / t³` in `t²` on [0, tan²(π/8)]: relative error 6.7e-10.
 const ATAN: [f32; 5] = [
     -0.06092794,
@@ -135,6 +138,21 @@ fn scale(y: Tile, k: Tile) -> Tile {
     y * pow2(k1) * pow2(k - k1)
 }
 
+/// `x · 2^n` for i32 `n`, rounded once (exact unless the result is subnormal or overflows):
+/// `x = m · 2^e` with `|m|` in [1, 2) from its bits (subnormals scaled first), then
+/// `m · 2^(e + n)` by [`scale`] with the exponent clamped to [−252, 254] (0 or inf
+/// beyond); ±0, ±inf and NaN stay as they are.
+pub(super) fn ldexp(x: Tile, n: Tile) -> Tile {
+    let sub = lt(abs(x), f32::MIN_POSITIVE);
+    let xs = where_(sub, x * 16_777_216.0f32, x);
+    let bits = bitcast(xs, DType::I32);
+    let e = ((bits >> 23) & 0xff) - where_(sub, 151, 127);
+    let m = bitcast((bits & !0x7f80_0000) | 0x3f80_0000, DType::F32);
+    let k = minimum(maximum(e + minimum(maximum(n, -400), 400), -252), 254);
+    let r = scale(m, k);
+    where_(eq(x, 0.0) | !isfinite(x), x, r)
+}
+
 // ---- the exponential core ------------------------------------------------------------------
 
 /// `e^(hi + lo)` (`lo` a small correction, or none) as `2^k · (e_hi + e_lo)`, `k` an i32
@@ -149,6 +167,11 @@ fn exp_parts(hi: Tile, lo: Option<Tile>) -> (Tile, Tile, Tile) {
     // result is 0 even times 2^70, as `tgamma`'s reflection may multiply it.
     let hi = where_(gt(hi, 89.5), 89.5f32, hi);
     let hi = where_(lt(hi, -170.0), -170.0f32, hi);
+    exp_core(hi, lo)
+}
+
+/// [`exp_parts`] for `hi` in [−170, 170] (no clamps).
+fn exp_core(hi: Tile, lo: Option<Tile>) -> (Tile, Tile, Tile) {
     let shifted = fma(hi, LOG2_E, ROUNDER);
     let kf = shifted - ROUNDER;
     let k = bitcast(shifted, DType::I32) - ROUNDER_BITS;
@@ -174,21 +197,86 @@ fn exp_hi_lo(hi: Tile, lo: Tile) -> Tile {
 
 // ---- the logarithm core --------------------------------------------------------------------
 
-/// How precisely [`log_parts`] computes `ln m`.
+/// How precisely [`log_core`] computes `ln m`.
 #[derive(Clone, Copy, PartialEq)]
 enum LogPrecision {
-    /// To about 2^-29 relative: for a result rounded to f32.
+    /// To about 2^-30 absolute: for a result rounded to f32, or a product with the
+    /// logarithm below 50 (`tgamma`'s `(y − ½)(ln y − 1)`).
     Single,
-    /// To about 2^-35 relative (the `f³` term in two parts too): `pow`'s `y · ln x`
-    /// carries the error times `y`.
-    Extended,
+    /// `f³` from its exact parts and `f_lo`'s share of it kept: the error is the two
+    /// roundings of `f³·P(f²)`, below 2^-32 absolute (2^-31.5 relative to `ln x`), so
+    /// that `pow`'s `y · ln x` keeps an error below 2^-24 up to the overflow.
+    Fine,
 }
 
-/// `ln(x + x_lo)` (`x_lo` a small correction of `x`, or none) as `hi + lo`, for f32 `x`:
-/// `x = 2^k · m` with `m` in [√½, √2) (subnormals scaled first), `ln m = 2 atanh f` with
-/// `f = (m − 1)/(m + 1)` in two parts (`m − 1` is exact, the quotient's error is
-/// recovered with `fma`), `2f + f³·P(f²)`, and `k · ln 2` with `k · LN2_16.0` exact.
-/// `x = 0` gives −inf, +inf gives +inf, negative and NaN give NaN (with `lo = 0`).
+/// `ln(x + x_lo) − c` for positive normal f32 `x` only (no special values, no
+/// subnormals; `x_lo` a small correction of `x`, or none) as `hi + lo`, with `c` 1 or 0
+/// (`minus_one`) and `j` (an f32 tile of small integers) added to `x`'s exponent: `x =
+/// 2^k · m` with `m` in [√½, √2), `ln m = 2 atanh f` with `f = (m − 1)/(m + 1)` in two
+/// parts (`m − 1` is exact, the quotient's error is recovered with `fma`, and `x_lo`
+/// enters it as `x_lo · 2^−k · (1 − f)`, without a second division), `2f + f³·P(f²)`,
+/// and `k · ln 2 − c` with `k · LN2_16.0 − c` exact.
+fn log_core(
+    x: Tile,
+    x_lo: Option<Tile>,
+    j: Option<Tile>,
+    precision: LogPrecision,
+    minus_one: bool,
+) -> (Tile, Tile) {
+    let bits = bitcast(x, DType::I32);
+    // The exponent of `x / √½`: m = x / 2^k lands in [√½, √2).
+    let k = (bits - 0x3f35_04f3) >> 23;
+    let k_bits = k << 23;
+    let m = bitcast(bits - k_bits, DType::F32);
+    let mut k = cast(k, DType::F32);
+    if let Some(j) = j {
+        k += j;
+    }
+    let u = m - 1.0;
+    let v = m + 1.0;
+    let v_lo = m - (v - 1.0);
+    let inv = 1.0 / v;
+    let f = u * inv;
+    // The residual of the quotient: u + δ − f·(v + v_lo + δ) for m's correction δ.
+    let mut res = fma(-f, v, u) - f * v_lo;
+    if let Some(x_lo) = x_lo {
+        // 2^−k from its bits (0 from k = 127 on, where the correction no longer counts).
+        let inv_2k = bitcast(maximum(0x3f80_0000 - k_bits, 0), DType::F32);
+        let delta = x_lo * inv_2k;
+        res = fma(delta, 1.0 - f, res);
+    }
+    let f_lo = res * inv;
+    let s = f * f;
+    let two_f = f * 2.0;
+    let (ln_m, ln_m_lo) = match precision {
+        LogPrecision::Single => {
+            // f_lo counts 2/(1 − f²) ≈ 2 + 2f² times.
+            let f_lo2 = f_lo * 2.0;
+            (two_f, fma(f * s, poly(s, &LOG), fma(f_lo2, s, f_lo2)))
+        }
+        LogPrecision::Fine => {
+            // f³ = c + c_lo to second order (f_lo's share 3f²·f_lo included).
+            let s_err = fma(f, f, -s);
+            let (c, c_err) = two_prod(f, s);
+            let c_lo = fma(s * 3.0, f_lo, fma(f, s_err, c_err));
+            // 2f_lo/(1 − f²) ≈ 2f_lo (the f² part of it is in ⅔·3f²·f_lo).
+            let rest = fma(c_lo, TWO_THIRDS, f_lo * 2.0);
+            (two_f, fma(c, poly(s, &LOG3), rest))
+        }
+    };
+    let (hi, e) = if minus_one {
+        // k·LN2_16.0 − 1 is exact (a multiple of 2^-16 below 128), but may be the smaller.
+        two_sum(fma(k, LN2_16.0, splat(k, -1.0)), ln_m)
+    } else {
+        fast_two_sum(k * LN2_16.0, ln_m)
+    };
+    let lo = e + fma(k, LN2_16.1, ln_m_lo);
+    fast_two_sum(hi, lo)
+}
+
+/// `ln(x + x_lo)` (`x_lo` a small correction of `x`, or none; 0 where `x` is subnormal)
+/// as `hi + lo`, for any f32 `x`: [`log_core`] with subnormals scaled first. `x = 0` gives
+/// −inf, +inf gives +inf, negative and NaN give NaN (with `lo = 0`).
 fn log_parts(x: Tile, x_lo: Option<Tile>, precision: LogPrecision) -> (Tile, Tile) {
     log_parts_times_2k(x, x_lo, None, precision)
 }
@@ -202,42 +290,11 @@ fn log_parts_times_2k(
 ) -> (Tile, Tile) {
     let sub = lt(x, f32::MIN_POSITIVE);
     let xs = where_(sub, x * 8_388_608.0f32, x);
-    let bits = bitcast(xs, DType::I32);
-    // The exponent of `x / √½`: m = x / 2^k lands in [√½, √2).
-    let k = (bits - 0x3f35_04f3) >> 23;
-    let m = bitcast(bits - (k << 23), DType::F32);
-    let mut k = cast(k - where_(sub, 23, 0), DType::F32);
+    let mut k = where_(sub, splat(x, -23.0), splat(x, 0.0));
     if let Some(j) = j {
         k += j;
     }
-    let u = m - 1.0;
-    let v = m + 1.0;
-    let v_lo = m - (v - 1.0);
-    let inv = 1.0 / v;
-    let f = u * inv;
-    let f_lo = (fma(-f, v, u) - f * v_lo) * inv;
-    let s = f * f;
-    let two_f = f * 2.0;
-    let (ln_m, ln_m_lo) = match precision {
-        LogPrecision::Single => (two_f, fma(f * s, poly(s, &LOG), f_lo * 2.0)),
-        LogPrecision::Extended => {
-            // f³ exactly (but for f_lo's square), then 2/3 of it in two parts.
-            let s_err = fma(f, f, -s);
-            let (c, c_err) = two_prod(f, s);
-            let c_lo = c_err + fma(f, s_err, s * f_lo * 3.0);
-            let (t, t_err) = two_prod(c, splat(c, TWO_THIRDS.0));
-            let t_lo = t_err + fma(c, TWO_THIRDS.1, c_lo * TWO_THIRDS.0);
-            let (h, e) = fast_two_sum(two_f, t);
-            let rest = c * s * poly(s, &LOG5);
-            (h, e + (f_lo * 2.0 + t_lo + rest))
-        }
-    };
-    let (hi, e) = fast_two_sum(k * LN2_16.0, ln_m);
-    let mut lo = e + fma(k, LN2_16.1, ln_m_lo);
-    if let Some(x_lo) = x_lo {
-        lo += x_lo / x;
-    }
-    let (hi, lo) = fast_two_sum(hi, lo);
+    let (hi, lo) = log_core(xs, x_lo, Some(k), precision, false);
     // ln 0 = −inf, ln inf = inf, NaN below 0 and for NaN.
     let special = !(gt(x, 0.0) & lt(x, f32::INFINITY));
     let nan_or_inf = where_(eq(x, f32::INFINITY), x, splat(x, f32::NAN));
@@ -293,16 +350,37 @@ pub(super) fn log10(x: Tile) -> Tile {
     where_(isfinite(hi), r, hi)
 }
 
-/// `x^y = e^(y · ln x)`: `ln |x|` to about 2^-35 and the product in two parts, so that the
-/// exponent's error stays below 2^-26 up to the overflow; C99's special cases as the f64
-/// version.
+/// `x^y = e^(y · ln x)`: `ln |x|` with [`LogPrecision::Fine`] and the product in two parts,
+/// so that the exponent's error stays within about 2^-24 up to the overflow; C99's special
+/// cases as the f64 version.
 pub(super) fn pow(x: Tile, y: Tile) -> Tile {
     let ax = abs(x);
-    let (l, l_lo) = log_parts(ax, None, LogPrecision::Extended);
-    let (t, t_err) = two_prod(y, l);
-    let t_lo = fma(y, l_lo, t_err);
+    let sub = lt(ax, f32::MIN_POSITIVE);
+    let xs = where_(sub, ax * 8_388_608.0f32, ax);
+    let j = where_(sub, splat(ax, -23.0), splat(ax, 0.0));
+    let (l, l_lo) = log_core(xs, None, Some(j), LogPrecision::Fine, false);
+    // ln 0 = −inf, ln inf = inf, NaN stays NaN (their low parts are dropped in exp_hi_lo);
+    // x^±0 = 1 for every x, and (±1)^y = 1 for every y (the sign and NaN for x = −1 come
+    // from the special cases): an exponent 0.
+    let inf = splat(ax, f32::INFINITY);
+    let l = where_(eq(ax, 0.0), -inf, where_(lt(ax, f32::INFINITY), l, ax));
+    let l = where_(eq(y, 0.0), 0.0f32, l);
+    let yl = where_(eq(ax, 1.0), 0.0f32, y);
+    let (t, t_err) = two_prod(yl, l);
+    let t_lo = fma(yl, l_lo, t_err);
     let r = exp_hi_lo(t, t_lo);
-    super::libm::pow_special_cases(x, y, r, 2f64.powi(24))
+    pow_special_cases(x, y, r)
+}
+
+/// `|x|^y` given as `r` with `pow`'s sign and NaN for a negative finite `x` to a
+/// non-integer power (every f32 from 2^24 on, and inf, is an even integer).
+fn pow_special_cases(x: Tile, y: Tile, r: Tile) -> Tile {
+    let y_int = eq(super::lang::floor(y), y);
+    let half = y * 0.5;
+    let odd = y_int & !eq(super::lang::floor(half), half);
+    let r = where_(signbit(x) & odd, -r, r);
+    let bad = lt(x, 0.0) & gt(x, f32::NEG_INFINITY) & !y_int;
+    where_(bad, splat(r, f32::NAN), r)
 }
 
 // ---- hyperbolic functions ------------------------------------------------------------------
@@ -677,6 +755,27 @@ pub(super) fn erfc(x: Tile) -> Tile {
     where_(lt(a, 0.5), near, far)
 }
 
+/// `erf x`: `x · 2/√π + x³·P(x²)` below ½ (the leading product rounded with the rest),
+/// `1 − erfc |x|` above, with `erfc z = t · e^(−z² + P(t))` as in [`erfc_tail`] but its
+/// exponent in one f32 (`erf` needs `erfc` to an absolute 2^-26 only, which the exponent's
+/// roundings keep: `|exponent| < 1` where `erfc` is largest) and `z` clamped to 4, past
+/// which `1 − erfc` rounds to 1.
+pub(super) fn erf(x: Tile) -> Tile {
+    let a = abs(x);
+    let near = fma(a, FRAC_2_SQRT_PI.0, erf_small_rest(a));
+    let z = where_(gt(a, 4.0), 4.0f32, a);
+    // t's rounding η (and 1 + z/2's, exact to z = 2) counts 1 + t·P'(t) times.
+    let (d, d_err) = fast_two_sum(splat(z, 1.0), z * 0.5);
+    let t: Tile = 1.0 / d;
+    let eta = fma(-t, d, 1.0) - t * d_err;
+    let p = poly(t - 0.5, &ERFC) - ERFC_OFFSET;
+    let (k, e_hi, e_lo) = exp_core(fma(-z, z, p), Some(fma(t * eta, 1.3, eta)));
+    // t · 2^k is exact (k from −24 to 0).
+    let c = t * pow2(k);
+    let far = 1.0 - fma(c, e_hi, c * e_lo);
+    copysign(where_(lt(a, 0.5), near, far), x)
+}
+
 /// `erfinv(x)/x` in `w − 2.5`, `w = −ln(1 − x²)` on [0, 5] (Giles' central fit, refitted
 /// a degree higher): relative error 9.1e-9. The constant term is in two parts (the last
 /// two), so that its rounding does not cost half an ulp of the result.
@@ -720,114 +819,216 @@ fn split_constant(u: Tile, u_lo: Tile, c: &[f32]) -> (Tile, Tile) {
     (splat(u, c[n - 2]), rest)
 }
 
+/// `1/(2√w)` in `√w − 3` on [√5 − 3, 1.08], a line within 6%: `erfinv`'s tail takes
+/// `√w`'s low part (below half an ulp of it) from it.
+const HALF_RECIP_SQRT: (f32, f32) = (-0.0548, 0.1742);
+
 /// `erfinv x = x · P(w)`, Giles' form with `w = −ln(1 − x²)` (`1 − x²` and the logarithm
 /// in two parts): `P` in `w − 2.5` below 5, in `√w − 3` above (the square root in two
 /// parts); the product with `x` rounds once. ±inf at ±1, NaN beyond.
 pub(super) fn erfinv(x: Tile) -> Tile {
     let a = abs(x);
-    // 1 − x² in two parts (1 − a² rounded is exact from a² ≥ ½ on).
+    // 1 − x² in two parts (1 − a² rounded is exact from a² ≥ ½ on); from 2^-23 to 1 for
+    // |x| < 1 (the other lanes are replaced at the end).
     let (sq, sq_err) = two_prod(a, a);
     let (d, d_err) = fast_two_sum(splat(a, 1.0), -sq);
-    let (l, l_lo) = log_parts(d, Some(d_err - sq_err), LogPrecision::Single);
-    let w = -l;
+    let (l, l_lo) = log_core(d, Some(d_err - sq_err), None, LogPrecision::Single, false);
+    let (w, w_lo) = (-l, -l_lo);
     // w − 2.5 is exact from 1.25 on; below, Fast2Sum keeps what w's low bits lose.
     let (u, u_lo) = fast_two_sum(splat(w, -2.5), w);
-    let (c_hi, c_rest) = split_constant(u, u_lo - l_lo, &ERFINV_CENTRAL);
-    let (s, s_lo) = sqrt_parts(w, Some(-l_lo));
-    let (t_hi, t_rest) = split_constant(s - 3.0, s_lo, &ERFINV_TAIL);
+    let (c_hi, c_rest) = split_constant(u, u_lo + w_lo, &ERFINV_CENTRAL);
+    // √w in two parts (√w − 3 is exact in the tail).
+    let s = sqrt(w);
+    let v = s - 3.0;
+    let s_lo = (fma(-s, s, w) + w_lo) * fma(v, HALF_RECIP_SQRT.0, HALF_RECIP_SQRT.1);
+    let (t_hi, t_rest) = split_constant(v, s_lo, &ERFINV_TAIL);
     let central = lt(w, 5.0);
     // P = p + p_lo exactly, so that only the product with a rounds.
     let (p, p_lo) = fast_two_sum(where_(central, c_hi, t_hi), where_(central, c_rest, t_rest));
     let y = fma(a, p, a * p_lo);
     let y = where_(eq(a, 1.0), splat(x, f32::INFINITY), y);
-    let y = where_(gt(a, 1.0) | isnan(x), splat(x, f32::NAN), y);
+    let y = where_(
+        super::lang::compare(a, CmpPred::Le, 1.0),
+        y,
+        splat(x, f32::NAN),
+    );
     copysign(y, x)
 }
 
 // ---- the gamma function --------------------------------------------------------------------
 
-/// `ln √(2π)` in two parts.
-const LN_SQRT_2PI: (f32, f32) = (0.918_938_5, 1.563_417_7e-8);
+/// `C = √(2π/e)` and `1/C` in two parts: `Γ(y) = C · e^((y − ½)(ln y − 1) + μ(y))`.
+const STIRLING_C: (f32, f32) = (1.520_346_9, 2.110_717_5e-8);
+const STIRLING_C_INV: (f32, f32) = (0.657_744_65, -2.259_293e-8);
 /// Binet's function `μ(x) = lgamma(x) − (x − ½) ln x + x − ln √(2π)`, as `μ(x)·x` in `1/x`
-/// on [0, 1] (x ≥ 1): absolute error of `μ` 1.3e-10.
-const BINET: [f32; 9] = [
-    -2.8404587e-05,
-    8.8821995e-05,
-    4.3977165e-05,
-    -0.00060828065,
-    0.0010723409,
-    -7.2195195e-05,
-    -0.0027674197,
-    -7.2378134e-07,
-    0.08333335,
+/// on [0, 1] (x ≥ 1): absolute error of `μ` 1.3e-9.
+const BINET: [f32; 7] = [
+    0.00012737564,
+    -0.0005963546,
+    0.0009999672,
+    -2.1006585e-05,
+    -0.0027831923,
+    1.4249244e-06,
+    0.083333254,
 ];
-/// `(sin πr − πr) / r³` in `r²` on [0, ¼]: error 2.3e-10 relative to `sin πr`.
-const SINPI: [f32; 5] = [
-    -0.0067108744,
-    0.08185971,
-    -0.59921294,
-    2.5501602,
-    -5.1677127,
+/// [`BINET`] a degree higher: 3.1e-10.
+const BINET_FINE: [f32; 8] = [
+    -3.499853e-05,
+    0.00026746202,
+    -0.00082397443,
+    0.0011922392,
+    -0.0001106547,
+    -0.002760693,
+    -1.2791377e-06,
+    0.083333366,
 ];
+/// `(sin πr − πr)/r³ · C/π` in `r²` on [0, ¼]: error 3.1e-10 relative to `C·r`.
+const SINPI_C: [f32; 5] = [-0.0036056766, 0.03983417, -0.29003015, 1.234132, -2.5008705];
 
-/// `lgamma(y + y_lo)` for `y ≥ 1` as `hi + lo`: Stirling's form `(y − ½) ln y − y + ln √(2π)
-/// + μ(y)` with the logarithm to about 2^-35 and the products and sums in two parts, so
-/// that the absolute error stays below 2^-27 up to `y = 60` (where `Γ` is far past f32).
-fn lgamma_parts(y: Tile, y_lo: Tile) -> (Tile, Tile) {
-    let (l, l_lo) = log_parts(y, Some(y_lo), LogPrecision::Extended);
-    let (w, w_err) = fast_two_sum(y, splat(y, -0.5));
-    let (p, p_err) = two_prod(w, l);
-    let p_lo = p_err + fma(w, l_lo, (w_err + y_lo) * l);
-    let (d, d_err) = two_sum(p, -y);
+/// `(y − ½)(ln y − 1) + μ(y)` for `y + y_lo` from 1 (to about 4e36, past which it
+/// overflows) as `hi + lo`, not renormalized: the logarithm to about 2^-30 absolute and
+/// the product in two parts; `y_lo` counts the derivative `ln y − 1/(2y) − 1/(12y²)` times.
+/// With `fine`, `μ` a degree higher and `1/y`'s rounding kept too (`lgamma`, whose
+/// error near its zeros is absolute).
+fn stirling(y: Tile, y_lo: Tile, fine: bool) -> (Tile, Tile) {
     let t: Tile = 1.0 / y;
-    let mu = t * poly(t, &BINET);
-    let lo = d_err + p_lo - y_lo + (mu + LN_SQRT_2PI.1);
-    let (e, e_err) = two_sum(d, splat(d, LN_SQRT_2PI.0));
-    (e, e_err + lo)
+    let (l, l_lo) = log_core(y, None, None, LogPrecision::Single, true);
+    // Exact from 1 on.
+    let w = y - 0.5;
+    let (p, p_err) = two_prod(w, l);
+    let mu = if fine {
+        // 1/y's rounding too, for lgamma's absolute error.
+        let pt = poly(t, &BINET_FINE);
+        fma(t, pt, fma(-t, y, 1.0) * t * pt)
+    } else {
+        t * poly(t, &BINET)
+    };
+    // y_lo counts ln y − 1/(2y) − 1/(12y²) times.
+    let dy = fma(t, fma(t, -1.0 / 12.0, -0.5), l + 1.0);
+    (p, fma(w, l_lo, fma(y_lo, dy, mu)) + p_err)
 }
 
-/// `sin πx` for `|x| < 2^23` in two parts: `x = n + r` exactly (`|r| ≤ ½`), `(−1)^n sin
-/// πr` with `sin πr = πr + r³·P(r²)` (π in two parts, `r·π_hi` split exactly).
-fn sin_pi(x: Tile) -> (Tile, Tile) {
+/// `C · sin(πx)/π` for `|x| < 2^23` up to its sign `(−1)^n`, as `(s, s_lo, n odd)`: `x = n
+/// + r` exactly (`|r| ≤ ½`), `C·r + r³·P(r²)` with `C·r` split exactly.
+fn sin_pi_c(x: Tile) -> (Tile, Tile, Tile) {
     let n = super::lang::rint(x);
     let r = x - n;
     let z = r * r;
-    let (s, s_err) = two_prod(r, splat(r, PI.0));
-    let (s, s_lo) = fast_two_sum(s, fma(r, fma(z, poly(z, &SINPI), PI.1), s_err));
+    let (s, s_err) = two_prod(r, splat(r, STIRLING_C.0));
+    let (s, s_lo) = fast_two_sum(s, fma(r, fma(z, poly(z, &SINPI_C), STIRLING_C.1), s_err));
     let half = n * 0.5;
-    let even = eq(super::lang::floor(half), half);
-    (where_(even, s, -s), where_(even, s_lo, -s_lo))
+    (s, s_lo, !eq(super::lang::floor(half), half))
 }
 
-/// `Γ(x)`: `e^lgamma(y)` with `y = x` from 1 on, `Γ(1 + x)/x` on (0, 1) and the reflection
-/// `π / (sin πx · Γ(1 − x))` below 0 (`1 ± x` in two parts), the exponential and the last
-/// quotient rounding once; ±inf at ±0, NaN at the negative integers and −inf.
+/// `Γ(x) = g / d` with `g = e^(±E(y))` ([`stirling`]'s exponent through [`exp_core`],
+/// `Γ(y) = C·e^E(y)`) for `y = 1 + |x|` (in two parts): `d = x/C` from 0 on (`Γ(x) =
+/// Γ(1 + x)/x`) and, by the reflection, `g = e^(−E(y))` and `d = C·sin(πx)/π` below 0;
+/// the quotient in two parts, rounded once with the power of two. ±inf at ±0, +inf at
+/// +inf, NaN at the negative integers, −inf and NaN.
 pub(super) fn tgamma(x: Tile) -> Tile {
     let neg = lt(x, 0.0);
-    let small = lt(x, 1.0);
-    let (y1, y1_lo) = two_sum(splat(x, 1.0), where_(neg, -x, x));
-    // Beyond 60 the result is far past f32 either way (inf, or 0 by the reflection).
-    let far = gt(abs(x), 59.0);
-    let y = where_(far, splat(x, 60.0), where_(small, y1, x));
-    let y_lo = where_(small & !far, y1_lo, splat(x, 0.0));
-    let (e, e_lo) = lgamma_parts(y, y_lo);
-    let (k, g, g_lo) = exp_parts(where_(neg, -e, e), Some(where_(neg, -e_lo, e_lo)));
-    // Times π over sin πx below 0, over x on (0, 1).
-    let (p, p_err) = two_prod(g, splat(g, PI.0));
-    let num = (
-        where_(neg, p, g),
-        where_(neg, p_err + fma(g_lo, PI.0, g * PI.1), g_lo),
-    );
-    let (sp, sp_lo) = sin_pi(x);
+    let (y, y_lo) = two_sum(splat(x, 1.0), abs(x));
+    // From 45 on the result is far past f32 either way (inf, or 0 by the reflection), and
+    // the exponent stays within ±130.
+    let y = where_(gt(y, 45.0), 45.0f32, y);
+    let (e, e_lo) = stirling(y, y_lo, false);
+    let (k, g, g_lo) = exp_core(where_(neg, -e, e), Some(where_(neg, -e_lo, e_lo)));
+    let (xc, xc_err) = two_prod(x, splat(x, STIRLING_C_INV.0));
+    let (sp, sp_lo, odd) = sin_pi_c(x);
     let den = (
-        where_(neg, sp, where_(small, x, splat(x, 1.0))),
-        where_(neg, sp_lo, splat(x, 0.0)),
+        where_(neg, sp, xc),
+        where_(neg, sp_lo, fma(x, STIRLING_C_INV.1, xc_err)),
     );
-    let (q, q_lo) = quotient(num, den);
-    // (1/x overflows for subnormal x, and the residual is NaN.)
+    let (q, q_lo) = quotient((g, g_lo), den);
+    // (1/x overflows for ±0 and subnormal x, and the residual is NaN.)
     let r = scale(q + where_(isfinite(q), q_lo, 0.0f32), k);
-    let pole = (neg & eq(super::lang::floor(x), x)) | isnan(x);
+    let r = where_(neg & odd, -r, r);
+    // NaN at the negative integers, −inf and NaN: neither above its floor nor ≥ 0.
+    let floor = super::lang::floor(x);
+    let pole = !(gt(x, floor) | super::lang::compare(x, CmpPred::Ge, 0.0));
     let r = where_(pole, splat(x, f32::NAN), r);
-    let r = where_(eq(x, 0.0), copysign(splat(x, f32::INFINITY), x), r);
+    // (+inf's x/C has a NaN residual.)
     where_(eq(x, f32::INFINITY), x, r)
+}
+
+/// `lgamma(1 + e)/e` in `e` on [−0.2, 0.2]: relative error 4.4e-9, the constant in two
+/// parts.
+const LGAMMA1: [f32; 9] = [
+    0.13299079,
+    -0.15328349,
+    0.16939747,
+    -0.20715469,
+    0.27058187,
+    -0.40068746,
+    0.822467,
+    -0.5772157,
+    9.01648e-09, // the constant's low part
+];
+/// `lgamma(2 + e)/e` in `e` on [−¼, ¼]: relative error 2.4e-9, the constant in two parts.
+const LGAMMA2: [f32; 8] = [
+    -0.0012198953,
+    0.0029597636,
+    -0.007384223,
+    0.020578148,
+    -0.06735233,
+    0.32246706,
+    0.42278433,
+    6.791096e-09, // the constant's low part
+];
+
+/// `ln |Γ(x)|`: `E(y) − ln d` with [`tgamma`]'s `y = 1 + |x|`, exponent `E(y)` ([`stirling`])
+/// and divisor `d` (`x/C` from 0 on; `C·sin(πx)/π` below, where `E` is negated), `ln d`
+/// in two parts and the difference rounded once; near 1 and 2, where that difference
+/// cancels, `(x − c) · P(x − c)` ([`LGAMMA1`], [`LGAMMA2`]). Near the zeros of the negative
+/// axis the difference keeps an absolute error below 2^-22 only. +inf at 0, at the
+/// negative integers and at ±inf.
+pub(super) fn lgamma(x: Tile) -> Tile {
+    let neg = lt(x, 0.0);
+    let a = abs(x);
+    let (y, y_lo) = two_sum(splat(x, 1.0), a);
+    let (e, e_lo) = stirling(y, y_lo, true);
+    let (xc, xc_err) = two_prod(a, splat(x, STIRLING_C_INV.0));
+    let (sp, sp_lo, _) = sin_pi_c(x);
+    let sp_neg = lt(sp, 0.0);
+    let d = where_(neg, abs(sp), xc);
+    let d_lo = where_(
+        neg,
+        where_(sp_neg, -sp_lo, sp_lo),
+        fma(a, STIRLING_C_INV.1, xc_err),
+    );
+    // Tiny d (x below 2^-100) scaled into the normal range first.
+    let tiny = lt(d, 2f32.powi(-100));
+    let scaled = where_(tiny, splat(d, 2f32.powi(24)), splat(d, 1.0));
+    let (l, l_lo) = log_core(
+        d * scaled,
+        Some(d_lo * scaled),
+        Some(where_(tiny, splat(d, -24.0), splat(d, 0.0))),
+        LogPrecision::Single,
+        false,
+    );
+    let (h, h_err) = two_sum(where_(neg, -e, e), -l);
+    let r = h + (h_err + (where_(neg, -e_lo, e_lo) - l_lo));
+    // Past about 4e36, (y − ½)(ln y − 1) overflows (and its error is NaN).
+    let r = where_(isinf(e), e, r);
+    // One polynomial with its coefficients chosen per lane: 1's within 0.2 of 1, 2's within
+    // ¼ of 2 (LGAMMA2 padded with a leading 0).
+    let e1 = x - 1.0;
+    let e2 = x - 2.0;
+    let near1 = lt(abs(e1), 0.2);
+    let e = where_(near1, e1, e2);
+    let c = |k: usize| {
+        let c2 = if k == 0 { 0.0 } else { LGAMMA2[k - 1] };
+        where_(near1, splat(e, LGAMMA1[k]), splat(e, c2))
+    };
+    let n = LGAMMA1.len();
+    let mut p = fma(e, c(0), c(1));
+    for k in 2..n - 2 {
+        p = fma(p, e, c(k));
+    }
+    let rest = fma(e, p, c(n - 1));
+    let near = fma(e, c(n - 2), e * rest);
+    let r = where_(near1 | lt(abs(e2), 0.25), near, r);
+    // +inf at 0, the negative integers and ±inf; NaN stays NaN.
+    let pole = eq(x, 0.0) | (neg & eq(super::lang::floor(x), x)) | isinf(x);
+    where_(pole, splat(x, f32::INFINITY), r)
 }

@@ -219,10 +219,10 @@ pub fn histogram(
 }
 
 /// The error function (Triton's `erf`). f64 through `erf.rs`'s fits (within a few ulps);
-/// f16, bf16 and f32 in f32: an odd Taylor polynomial below 0.5, else `1 − erfc` with the
-/// Chebyshev-fitted `erfc(z) = t·exp(−z² + P(t))`, `t = 1/(1 + z/2)` (relative error
-/// below 1.2e-7). Measured within 2.5 ulps of the exact value on every device
-/// (`tests/math_functions.rs`).
+/// f16, bf16 and f32 in f32 (`libm_f32.rs`): an odd polynomial below 0.5, else `1 − erfc`
+/// with the f32 `erfc`'s fit `erfc(z) = t·e^(−z² + P(t))`, `t = 1/(1 + z/2)`. Measured
+/// within 2 ulps of the exact value on every device (`tests/math_functions.rs`,
+/// `tests/libm.rs`).
 #[track_caller]
 pub fn erf(x: impl IntoOperand) -> Tile {
     let x = float(x);
@@ -230,52 +230,5 @@ pub fn erf(x: impl IntoOperand) -> Tile {
     if d == DType::F64 {
         return super::erf::erf_f64(x);
     }
-    let xf = cast(x, DType::F32);
-    let ax = abs(xf);
-    let (small, erfc) = erf_parts(xf);
-    let one_minus: Tile = 1.0 - erfc;
-    let large = where_(compare(xf, CmpPred::Lt, 0.0), -one_minus, one_minus);
-    cast(where_(compare(ax, CmpPred::Lt, 0.5), small, large), d)
-}
-
-/// The two fits f32 `erf` (and f32 `erfinv`'s Newton step) are made of, for `xf`: the Taylor series `erf(x)`
-/// (for `|x| < 0.5`) and `erfc(|x|)` (for `|x| ≥ 0.5`).
-pub(super) fn erf_parts(xf: Tile) -> (Tile, Tile) {
-    let ax = abs(xf);
-    let z = ax * ax;
-    // 2/√π · Σ (−1)^n x^(2n+1) / (n! (2n+1)), n ≤ 7: below 0.5 the next term is under 1e-9.
-    let c = std::f64::consts::FRAC_2_SQRT_PI;
-    let series = [
-        1.0,
-        -1.0 / 3.0,
-        1.0 / 10.0,
-        -1.0 / 42.0,
-        1.0 / 216.0,
-        -1.0 / 1320.0,
-        1.0 / 9360.0,
-        -1.0 / 75600.0,
-    ];
-    let mut p = z * 0.0 + c * series[7];
-    for k in series[..7].iter().rev() {
-        p = p * z + c * k;
-    }
-    let small = xf * p;
-    let t = 1.0 / (1.0 + 0.5 * ax);
-    let coeffs = [
-        -1.265_512_2,
-        1.000_023_7,
-        0.374_091_96,
-        0.096_784_18,
-        -0.186_288_06,
-        0.278_868_07,
-        -1.135_204,
-        1.488_515_9,
-        -0.822_152_2,
-        0.170_872_77,
-    ];
-    let mut q = t * 0.0 + coeffs[9];
-    for k in coeffs[..9].iter().rev() {
-        q = q * t + *k;
-    }
-    (small, t * exp(q - z))
+    cast(super::libm_f32::erf(cast(x, DType::F32)), d)
 }
