@@ -286,6 +286,14 @@ fn run_with(
         num_warps,
         ..Default::default()
     };
+    // Unchecked runs are `launch_unchecked`'s: the default launch would check the
+    // accesses its bounds proof leaves.
+    // SAFETY: `x` and `out` are windows of vectors with GUARD elements on each side, which
+    // every case's accesses stay inside.
+    let options = match bounds_check {
+        true => options,
+        false => unsafe { options.unchecked() },
+    };
     let key = KernelKey {
         name: "checked",
         constexprs: case.name.to_string(),
@@ -387,9 +395,9 @@ fn out_of_bounds_accesses_fault_alike_on_every_compiled_backend() {
     }
 }
 
-/// The in-memory caches keep checked and unchecked builds of one kernel apart: unchecked,
-/// the same launch writes past `out` (into the guard, inside the vector); checked, it
-/// faults; unchecked again, it writes past `out` again.
+/// The in-memory caches keep checked and unchecked builds of one kernel apart: unchecked
+/// (`launch_unchecked`), the same launch writes past `out` (into the guard, inside the
+/// vector); checked, it faults; unchecked again, it writes past `out` again.
 #[test]
 fn checked_and_unchecked_builds_are_cached_apart() {
     let case = Case {
