@@ -6,6 +6,7 @@
 //! // seed 42
 //! // grid 2 1 1
 //! // num_warps 4
+//! // out_of_bounds                 (an out-of-bounds variant: see `check::check`)
 //! // arg input 16 <hex bytes>        (read-only; elements are integers of magnitude <= 16)
 //! // arg input - <hex bytes>         (read-only, arbitrary values)
 //! // arg output <hex bytes>          (each program writes its own region)
@@ -47,6 +48,10 @@ pub struct Case {
     pub args: Vec<Arg>,
     /// Pinned results: parameter index and its bytes after the launch.
     pub expect: Vec<(usize, Vec<u8>)>,
+    /// An out-of-bounds variant ([`crate::oob`]): the interpreter may reject it, and then
+    /// every compiled target's default launch must reject it too, with nothing written
+    /// outside the buffers; compiled targets launch it the default way.
+    pub out_of_bounds: bool,
 }
 
 impl Case {
@@ -68,6 +73,9 @@ impl Case {
         let [x, y, z] = self.grid;
         out += &format!("// grid {x} {y} {z}\n");
         out += &format!("// num_warps {}\n", self.num_warps);
+        if self.out_of_bounds {
+            out += "// out_of_bounds\n";
+        }
         for a in &self.args {
             match a {
                 Arg::Buffer { memory, bytes } => {
@@ -99,6 +107,7 @@ impl Case {
             num_warps: 4,
             args: Vec::new(),
             expect: Vec::new(),
+            out_of_bounds: false,
         };
         for (n, line) in text.lines().enumerate() {
             let Some(rest) = line.strip_prefix("// ") else {
@@ -116,6 +125,7 @@ impl Case {
                 Some("seed") => case.seed = num(1)?,
                 Some("grid") => case.grid = [num(1)?, num(2)?, num(3)?],
                 Some("num_warps") => case.num_warps = num(1)? as u32,
+                Some("out_of_bounds") if words.len() == 1 => case.out_of_bounds = true,
                 Some("arg") => {
                     let arg = match (words.get(1).copied(), words.len()) {
                         (Some("scalar"), 3) => Arg::Scalar(

@@ -2,7 +2,7 @@
 
 use crate::case::Case;
 use crate::compare::{compare, tolerances};
-use crate::exec::{run, Target};
+use crate::exec::{execute, mode, run, Executed, Mode, Target};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// How a target disagreed with the interpreter.
@@ -23,6 +23,39 @@ pub struct Report {
     pub invalid: Option<String>,
     /// Time spent on each target.
     pub times: Vec<(Target, std::time::Duration)>,
+    /// For an out-of-bounds case ([`Case::out_of_bounds`]), what the interpreter made
+    /// of it.
+    pub verdict: Option<Verdict>,
+}
+
+/// What the interpreter made of an out-of-bounds case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// It touches bytes outside every buffer (the interpreter's error): every compiled
+    /// target had to reject it, guards intact.
+    Refused(String),
+    /// Every access was in bounds after all: the results were compared as usual.
+    Accepted,
+    /// Only loads whose values nothing uses go outside (the interpreter refuses the case,
+    /// and accepts it without its dead code): a target may skip such a load, as the CPU
+    /// does, or refuse the launch, but writes nothing outside the buffers, and a launch
+    /// that succeeds gives the results of the case without its dead code.
+    DeadLoads(String),
+    /// The interpreter stopped it for another reason (an assert on the program id, say):
+    /// nothing to compare.
+    Skipped(String),
+}
+
+impl Verdict {
+    /// A short name for reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Refused(_) => "refused",
+            Verdict::Accepted => "accepted",
+            Verdict::DeadLoads(_) => "dead",
+            Verdict::Skipped(_) => "skipped",
+        }
+    }
 }
 
 impl Report {
@@ -55,8 +88,21 @@ impl std::fmt::Display for Report {
 
 /// Runs `target`, turning a panic into an error that says where it happened.
 pub fn run_caught(case: &Case, target: Target) -> crate::exec::Outcome {
+    caught(|| run(case, target))
+}
+
+/// [`execute`] of `target` the `mode` way, a panic the launch's error.
+pub fn execute_caught(case: &Case, target: Target, mode: Mode) -> Executed {
+    caught(|| Ok(execute(case, target, mode))).unwrap_or_else(|e| Executed {
+        launch: Err(e),
+        guards: Ok(()),
+        contents: Vec::new(),
+    })
+}
+
+fn caught<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     record_panic_locations(false);
-    match catch_unwind(AssertUnwindSafe(|| run(case, target))) {
+    match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(p) => Err(format!(
             "panicked at {}: {}",
@@ -107,7 +153,22 @@ pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
 
 /// Checks `case` on `targets` (the interpreter is always the reference; pinned results,
 /// when the case has them, are checked against the interpreter too).
+///
+/// An out-of-bounds case ([`Case::out_of_bounds`]) is launched the default way on every
+/// compiled target (PTX, which compiles the same kernel as its case's, is left out). When
+/// the interpreter rejects it for an access outside every buffer, every target must
+/// return an error too, with every guard around every buffer intact
+/// ([`Verdict::Refused`]; where only loads whose values nothing uses go outside, a target
+/// may skip them instead: [`Verdict::DeadLoads`]); when the interpreter accepts it, the
+/// results are compared as usual; when it stops it for another reason, nothing is
+/// compared ([`Verdict::Skipped`]).
 pub fn check(case: &Case, targets: &[Target]) -> Report {
+    check_as(case, targets, mode(case))
+}
+
+/// [`check`] with the compiled targets launched the `mode` way (tests show with
+/// [`Mode::Unchecked`] that an out-of-bounds launch without checks is caught).
+pub fn check_as(case: &Case, targets: &[Target], mode: Mode) -> Report {
     let mut report = Report::default();
     if let Err(e) = tritium_dsl::ir::verify(&case.function) {
         report.invalid = Some(format!("the verifier rejects it: {e}"));
@@ -116,13 +177,46 @@ pub fn check(case: &Case, targets: &[Target]) -> Report {
     let clock = std::time::Instant::now();
     let want = run_caught(case, Target::Interpreter);
     report.times.push((Target::Interpreter, clock.elapsed()));
+    let targets: Vec<Target> = targets
+        .iter()
+        .copied()
+        .filter(|t| *t != Target::Interpreter)
+        .filter(|t| !(case.out_of_bounds && matches!(t, Target::Ptx(_))))
+        .collect();
     let want = match want {
         Ok(w) => w,
+        Err(e) if case.out_of_bounds && e.contains("outside every buffer") => {
+            // Without its dead code (a load whose value nothing uses), is it still refused?
+            let mut live = case.clone();
+            crate::shrink::dead_code(&mut live.function);
+            let live_want = match live.function == case.function {
+                true => Err(e.clone()),
+                false => run_caught(&live, Target::Interpreter),
+            };
+            match live_want {
+                Err(_) => {
+                    refused(case, &targets, mode, &e, &mut report);
+                    report.verdict = Some(Verdict::Refused(e));
+                }
+                Ok(w) => {
+                    dead_loads(case, &targets, mode, &w, &mut report);
+                    report.verdict = Some(Verdict::DeadLoads(e));
+                }
+            }
+            return report;
+        }
+        Err(e) if case.out_of_bounds => {
+            report.verdict = Some(Verdict::Skipped(e));
+            return report;
+        }
         Err(e) => {
             report.invalid = Some(format!("the interpreter rejects it: {e}"));
             return report;
         }
     };
+    if case.out_of_bounds {
+        report.verdict = Some(Verdict::Accepted);
+    }
     let tols = tolerances(case);
     for (p, bytes) in &case.expect {
         if want.get(*p) != Some(bytes) {
@@ -132,12 +226,9 @@ pub fn check(case: &Case, targets: &[Target]) -> Report {
             });
         }
     }
-    for &t in targets {
-        if t == Target::Interpreter {
-            continue;
-        }
+    for t in targets {
         let clock = std::time::Instant::now();
-        let got = run_caught(case, t);
+        let got = execute_caught(case, t, mode).outcome();
         report.times.push((t, clock.elapsed()));
         let message = match got {
             Err(e) => Some(format!("error: {e}")),
@@ -151,6 +242,85 @@ pub fn check(case: &Case, targets: &[Target]) -> Report {
         }
     }
     report
+}
+
+/// Whether `e`, a compiled target's error, is one for an access outside the buffers
+/// (checked code's, a default launch's per-site checks', or the interpreter's).
+pub fn is_bounds_error(e: &str) -> bool {
+    e.contains("out-of-bounds") || e.contains("outside every buffer")
+}
+
+/// An out-of-bounds case the interpreter rejected with `why`: every target's launch must
+/// fail too, for an access outside the buffers, and write nothing outside them.
+fn refused(case: &Case, targets: &[Target], mode: Mode, why: &str, report: &mut Report) {
+    // Custom code sees raw pointers: no bounds proof covers its accesses, no launch
+    // checks them (the open failure `fuzz/open/custom_call_outside_buffer.tir`).
+    let note = match calls_custom_code_with_pointers(&case.function) {
+        true => "(the program gives custom code a pointer) ",
+        false => "",
+    };
+    for &t in targets {
+        let clock = std::time::Instant::now();
+        let got = execute_caught(case, t, mode);
+        report.times.push((t, clock.elapsed()));
+        let launch = match &got.launch {
+            Ok(()) => Some(format!(
+                "the launch succeeded where the interpreter reports: {why}"
+            )),
+            Err(e) if !is_bounds_error(e) => Some(format!(
+                "the launch failed for another reason than an access out of bounds: {e}"
+            )),
+            Err(_) => None,
+        };
+        let guards = got.guards.err().map(|e| {
+            let returned = match &got.launch {
+                Ok(()) => "succeeded",
+                Err(_) => "failed",
+            };
+            format!("out-of-bounds launch ({returned}) wrote outside its buffers: {e}")
+        });
+        for message in guards.into_iter().chain(launch) {
+            let message = format!("{note}{message}");
+            report.mismatches.push(Mismatch { target: t, message });
+        }
+    }
+}
+
+/// An out-of-bounds case whose only accesses outside are loads whose values nothing uses
+/// (`want`: the interpreter's results for the case without them): a target may refuse it
+/// (for an access out of bounds) or succeed with `want`, and writes nothing outside.
+fn dead_loads(case: &Case, targets: &[Target], mode: Mode, want: &[Vec<u8>], report: &mut Report) {
+    let tols = tolerances(case);
+    for &t in targets {
+        let clock = std::time::Instant::now();
+        let got = execute_caught(case, t, mode);
+        report.times.push((t, clock.elapsed()));
+        let launch = match &got.launch {
+            Ok(()) => compare(case, &tols, &got.contents, want)
+                .err()
+                .or_else(|| compare_prints(case, &got.contents, want)),
+            Err(e) if !is_bounds_error(e) => Some(format!(
+                "the launch failed for another reason than an access out of bounds: {e}"
+            )),
+            Err(_) => None,
+        };
+        let guards =
+            (got.guards.err()).map(|e| format!("the launch wrote outside its buffers: {e}"));
+        for message in guards.into_iter().chain(launch) {
+            report.mismatches.push(Mismatch { target: t, message });
+        }
+    }
+}
+
+/// Whether `f` calls custom code (a builtin or a user op) with a pointer among its inputs.
+pub fn calls_custom_code_with_pointers(f: &tritium_dsl::ir::Function) -> bool {
+    let mut found = false;
+    f.walk(&mut |inst| {
+        if let tritium_dsl::ir::Op::Custom(c) = &inst.op {
+            found |= c.ins.iter().any(|v| f.ty(*v).elem.pointee().is_some());
+        }
+    });
+    found
 }
 
 /// The first line where `got`'s printed text (the buffer after the parameters', when the

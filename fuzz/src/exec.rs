@@ -98,20 +98,90 @@ pub fn runs_checked(case: &Case) -> bool {
     asserts && (case.seed == 0 || case.seed % 2 == 1)
 }
 
-/// Runs `case` on `target`; PTX targets give no buffers, only whether compilation worked.
+/// How the compiled targets (the CPU, the emulator, PTX and the GPU) launch a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Checked mode: every access compared with the buffers, `device_assert`s on.
+    Checked,
+    /// A default launch (`tritium_backend::launch`, neither checked nor unchecked): the
+    /// kernel's bounds proof is evaluated for the launch, and the accesses it leaves are
+    /// checked one by one on the CPU (the emulator and CUDA then run in checked mode).
+    Default,
+    /// Unchecked code: the CPU kernel compiled and run directly, the emulator's code
+    /// run directly, `LaunchOptions::unchecked` on the GPU. Only for cases whose accesses
+    /// are in bounds (the generator's, by construction), or to show what the guards
+    /// catch when they are not.
+    Unchecked,
+}
+
+impl Mode {
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Checked => "checked",
+            Mode::Default => "default",
+            Mode::Unchecked => "unchecked",
+        }
+    }
+}
+
+/// How `case` is launched: [`runs_checked`] cases in checked mode; out-of-bounds variants
+/// the default way; the others the default way when bit 1 of their seed is clear, else
+/// unchecked (so that each way gets half the programs, those with asserts too).
+pub fn mode(case: &Case) -> Mode {
+    if case.out_of_bounds {
+        Mode::Default
+    } else if runs_checked(case) {
+        Mode::Checked
+    } else if case.seed & 2 == 0 {
+        Mode::Default
+    } else {
+        Mode::Unchecked
+    }
+}
+
+/// Runs `case` on `target` ([`mode`]'s way); PTX targets give no buffers, only whether
+/// compilation worked.
 pub fn run(case: &Case, target: Target) -> Outcome {
-    run_on(case, target, None)
+    execute(case, target, mode(case)).outcome()
 }
 
 /// [`Target::Gpu`]'s launch path on `device` instead of CUDA device 0 (tests run it on the
 /// emulator, where no GPU is).
 pub fn run_gpu_path_on(case: &Case, device: &Device) -> Outcome {
-    run_on(case, Target::Gpu, Some(device))
+    execute_on(case, Target::Gpu, mode(case), Some(device)).outcome()
 }
 
-fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
+/// What a launch did: its result, whether the guards around every buffer survived it
+/// (looked at whatever the launch returned), and the buffers' contents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Executed {
+    /// The launch's result (a PTX target's: whether compilation worked).
+    pub launch: Result<(), String>,
+    /// The first guard word a launch overwrote, named with its parameter (`Ok` when none).
+    pub guards: Result<(), String>,
+    /// Every parameter's contents after the launch (empty for scalars), then the sorted
+    /// `device_print` lines when the program prints; empty for PTX targets.
+    pub contents: Vec<Vec<u8>>,
+}
+
+impl Executed {
+    /// The launch's error, else the guards' error, else the contents.
+    pub fn outcome(self) -> Outcome {
+        self.launch?;
+        self.guards?;
+        Ok(self.contents)
+    }
+}
+
+/// Runs `case` on `target`, compiled targets launched the `mode` way.
+pub fn execute(case: &Case, target: Target, mode: Mode) -> Executed {
+    execute_on(case, target, mode, None)
+}
+
+fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> Executed {
     let f = &case.function;
-    let checked = runs_checked(case);
+    let checked = mode == Mode::Checked;
     if let Target::Ptx(sm) = target {
         let options = CudaCompileOptions {
             sm,
@@ -119,9 +189,13 @@ fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
             bounds_check: checked,
             ..Default::default()
         };
-        return compile_ptx(f, "fuzz", &options)
-            .map(|_| Vec::new())
-            .map_err(|e| e.to_string());
+        return Executed {
+            launch: compile_ptx(f, "fuzz", &options)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            guards: Ok(()),
+            contents: Vec::new(),
+        };
     }
     // Eight-byte words keep every buffer aligned for its dtype; guards surround each.
     let mut words: Vec<Vec<u64>> = case
@@ -134,6 +208,37 @@ fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
         .collect();
     let raw = raw_args(f, case, &mut words);
     let grid = Grid(case.grid);
+    // A launch through `tritium_backend::launch` on `device` (the GPU target's path, and
+    // the CPU's and the emulator's default launches).
+    let launched = |device: &Device| {
+        let mut args = KernelArgs::new();
+        args.args = raw.clone();
+        args.names = vec!["arg"; raw.len()];
+        // Each case is its own kernel: the launch caches compiled kernels by key.
+        let text = tritium_dsl::ir::print_function(f);
+        let key = KernelKey {
+            name: "fuzz",
+            constexprs: format!("case={:016x}", fingerprint(&text)),
+        };
+        let options = LaunchOptions {
+            num_warps: case.num_warps,
+            // `Some(false)`, not `None`: `TRITIUM_BOUNDS_CHECK` in the environment must
+            // not turn default launches into checked ones.
+            bounds_check: Some(checked),
+            cache_dir: Some(cache_dir()),
+            ..Default::default()
+        };
+        let options = match mode {
+            // SAFETY: unchecked launches are made of cases in bounds by construction (the
+            // generator's; the interpreter checks each one), or by tests that show what
+            // the guards catch: their accesses stay within the guards' 4 KiB around each
+            // buffer, memory this process owns.
+            Mode::Unchecked => unsafe { options.unchecked() },
+            Mode::Checked | Mode::Default => options,
+        };
+        let trace = |_: &_| Ok(f.clone());
+        tritium_backend::launch(device, grid, &options, key, args, &trace)
+    };
     let launch = || match target {
         Target::Interpreter => {
             // Programs are race-free by construction: the interpreter checks that too, and
@@ -145,6 +250,7 @@ fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
             };
             interp::interpret_with(f, grid, &raw, &options)
         }
+        Target::Cpu if mode == Mode::Default => launched(&Device::cpu()),
         Target::Cpu => {
             let options = cpu::CompileOptions {
                 cache_dir: Some(cache_dir()),
@@ -153,6 +259,7 @@ fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
             };
             cpu::compile(f.clone(), &options).and_then(|k| k.run(grid, &raw, checked))
         }
+        Target::Emulator if mode == Mode::Default => launched(&Device::cuda_emulator()),
         Target::Emulator => {
             let mut args = KernelArgs::new();
             args.args = raw.clone();
@@ -164,29 +271,10 @@ fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
             };
             run_emulated_with(f, grid, &args, &options)
         }
-        Target::Gpu => {
-            let mut args = KernelArgs::new();
-            args.args = raw.clone();
-            args.names = vec!["arg"; raw.len()];
-            // Each case is its own kernel: the launch caches compiled kernels by key.
-            let text = tritium_dsl::ir::print_function(f);
-            let key = KernelKey {
-                name: "fuzz",
-                constexprs: format!("case={:016x}", fingerprint(&text)),
-            };
-            let options = LaunchOptions {
-                num_warps: case.num_warps,
-                bounds_check: Some(checked),
-                cache_dir: Some(cache_dir()),
-                ..Default::default()
-            };
-            let trace = |_: &_| Ok(f.clone());
-            let device = match gpu {
-                Some(d) => d.clone(),
-                None => Device::cuda(0)?,
-            };
-            tritium_backend::launch(&device, grid, &options, key, args, &trace)
-        }
+        Target::Gpu => match gpu {
+            Some(d) => launched(d),
+            None => launched(&Device::cuda(0)?),
+        },
         Target::Ptx(_) => unreachable!("handled above"),
     };
     // Printed lines are compared too, sorted (the order between programs is not fixed).
@@ -198,16 +286,23 @@ fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
     } else {
         (launch(), String::new())
     };
-    result.map_err(|e| e.to_string())?;
-    for (i, (a, w)) in case.args.iter().zip(&words).enumerate() {
-        if let Arg::Buffer { bytes, .. } = a {
-            guards_intact(w, bytes.len()).map_err(|e| format!("parameter p{i}: {e}"))?;
-        }
-    }
+    // The guards are looked at whatever the launch returned: one that fails must not
+    // have written outside its buffers either.
+    let guards = case
+        .args
+        .iter()
+        .zip(&words)
+        .enumerate()
+        .try_for_each(|(i, (a, w))| match a {
+            Arg::Buffer { bytes, .. } => {
+                guards_intact(w, bytes.len()).map_err(|e| format!("parameter p{i}: {e}"))
+            }
+            Arg::Scalar(_) => Ok(()),
+        });
     let mut lines: Vec<&str> = printed.lines().collect();
     lines.sort_unstable();
     let printed = prints.then(|| lines.join("\n").into_bytes());
-    Ok(case
+    let contents = case
         .args
         .iter()
         .zip(&words)
@@ -216,7 +311,12 @@ fn run_on(case: &Case, target: Target, gpu: Option<&Device>) -> Outcome {
             Arg::Scalar(_) => Vec::new(),
         })
         .chain(printed)
-        .collect())
+        .collect();
+    Executed {
+        launch: result.map_err(|e| e.to_string()),
+        guards,
+        contents,
+    }
 }
 
 fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {

@@ -5,7 +5,10 @@
 //!   behaviour by construction).
 //! - [`info`]: what the comparison may assume of each value (exact, within ulps, or not
 //!   comparable), recomputed from the IR alone.
-//! - [`exec`], [`compare`], [`check`]: running a case on every target and comparing.
+//! - [`exec`], [`compare`], [`check`]: running a case on every target and comparing
+//!   (compiled targets launched the default, sound way, unchecked, or in checked mode).
+//! - [`oob`]: out-of-bounds variants of cases, which every default launch must reject
+//!   where the interpreter does, writing nothing outside the buffers.
 //! - [`coverage`]: which op kinds programs use (every kind must be generated).
 //! - [`shrink`]: the smallest program that still fails.
 //! - [`case`]: the text form failing programs are printed in and the suite replays.
@@ -22,6 +25,7 @@ pub mod exec;
 pub mod gen;
 pub mod info;
 pub mod mutate;
+pub mod oob;
 pub mod package;
 pub mod pool;
 pub mod rng;

@@ -7,8 +7,10 @@
 //! tritium-fuzz --mutants N [--seed S]                     mutate printed kernels N times
 //! tritium-fuzz --package-mutants N [--seed S]             mutate an AOT package N times
 //! tritium-fuzz --print S                                  print the case of seed S
+//! tritium-fuzz --print-oob S                              print seed S's out-of-bounds variant
 //! tritium-fuzz --coverage N                               count the op kinds of seeds 1..=N
 //! tritium-fuzz --shrink S                                 print the smallest failing case of seed S
+//!                                                         (its out-of-bounds variant, if that fails)
 //! tritium-fuzz --replay FILE                              check a case file
 //! tritium-fuzz --pin FILE                                 pin the interpreter's results in it
 //! tritium-fuzz --help                                     print this; an unknown option is an error
@@ -19,10 +21,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tritium_fuzz::pool::{self, done_line, Event, PoolConfig};
-use tritium_fuzz::{check, generate, Case, GenConfig, Target};
+use tritium_fuzz::{check, generate, oob, Case, GenConfig, Target};
 
 /// Options that take a value.
-const VALUED: [&str; 12] = [
+const VALUED: [&str; 13] = [
     "--programs",
     "--minutes",
     "--seed",
@@ -30,6 +32,7 @@ const VALUED: [&str; 12] = [
     "--mutants",
     "--package-mutants",
     "--print",
+    "--print-oob",
     "--coverage",
     "--shrink",
     "--replay",
@@ -67,6 +70,16 @@ fn main() {
         print!("{}", generate(seed, &config).to_text());
         return;
     }
+    if let Some(seed) = num("--print-oob") {
+        match oob::draw(&generate(seed, &config)) {
+            Some(v) => print!("// {}\n{}", v.change, v.case.to_text()),
+            None => {
+                eprintln!("tritium-fuzz: seed {seed} runs no out-of-bounds variant");
+                std::process::exit(1)
+            }
+        }
+        return;
+    }
     if let Some(n) = num("--coverage") {
         let mut kinds = std::collections::BTreeMap::<String, usize>::new();
         for seed in 1..=n {
@@ -80,8 +93,18 @@ fn main() {
         return;
     }
     if let Some(seed) = num("--shrink") {
-        let case = generate(seed, &config);
-        let report = check(&case, &Target::available());
+        let mut case = generate(seed, &config);
+        let mut report = check(&case, &Target::available());
+        if report.mismatches.is_empty() {
+            // The case passes: its out-of-bounds variant may not.
+            if let Some(v) = oob::draw(&case) {
+                let r = check(&v.case, &Target::available());
+                if !r.mismatches.is_empty() {
+                    eprintln!("seed {seed}'s out-of-bounds variant ({}) fails", v.change);
+                    (case, report) = (v.case, r);
+                }
+            }
+        }
         let Some(first) = report.mismatches.first().map(|m| m.target) else {
             println!("seed {seed} passes: {report:?}");
             return;
@@ -174,19 +197,41 @@ fn worker(first: u64, programs: u64, deadline: Option<SystemTime>, config: &GenC
             .collect();
         let before = tritium_backend::pipeline::stats().phases;
         let report = check(&case, &Target::available());
-        let phases = tritium_backend::pipeline::stats().phases.since(&before);
-        if !report.ok() {
-            for line in report.to_string().lines().filter(|l| !l.is_empty()) {
-                let _ = writeln!(out, "| {line}");
-            }
-        }
-        let times: Vec<(String, Duration)> = report
+        let mut tags = vec![format!("launch.{}", tritium_fuzz::exec::mode(&case).name())];
+        let mut times: Vec<(String, Duration)> = report
             .times
             .iter()
             .map(|(t, d)| (t.name().to_string(), *d))
-            .chain(phase_times(&phases))
             .collect();
-        let _ = writeln!(out, "{}", done_line(seed, report.ok(), &kinds, &times));
+        let mut lines: Vec<String> = report.to_string().lines().map(str::to_string).collect();
+        let mut ok = report.ok();
+        // One case in four also runs an out-of-bounds variant.
+        if let Some(v) = oob::draw(&case) {
+            let r = check(&v.case, &Target::available());
+            let verdict = r.verdict.as_ref().map_or("invalid", |v| v.name());
+            tags.push(format!("oob.{verdict}"));
+            times.extend(
+                r.times
+                    .iter()
+                    .map(|(t, d)| (format!("oob.{}", t.name()), *d)),
+            );
+            if !r.ok() {
+                ok = false;
+                lines.push(format!(
+                    "out-of-bounds variant ({}; `--print-oob {seed}`, `--shrink {seed}`):",
+                    v.change
+                ));
+                lines.extend(r.to_string().lines().map(|l| format!("  {l}")));
+            }
+        }
+        let phases = tritium_backend::pipeline::stats().phases.since(&before);
+        if !ok {
+            for line in lines.iter().filter(|l| !l.trim().is_empty()) {
+                let _ = writeln!(out, "| {line}");
+            }
+        }
+        times.extend(phase_times(&phases));
+        let _ = writeln!(out, "{}", done_line(seed, ok, &kinds, &times, &tags));
         let _ = out.flush();
     }
     0
@@ -240,6 +285,7 @@ fn parent(first: u64, programs: u64, deadline: Option<SystemTime>, jobs: usize) 
     let (mut n, mut failing, mut crashed) = (0u64, Vec::new(), Vec::new());
     let mut times: BTreeMap<String, Duration> = BTreeMap::new();
     let mut kinds = BTreeSet::new();
+    let mut tags: BTreeMap<String, u64> = BTreeMap::new();
     pool::run(Arc::new(command), first, programs, config, &mut |e| {
         n += 1;
         match e {
@@ -249,8 +295,12 @@ fn parent(first: u64, programs: u64, deadline: Option<SystemTime>, jobs: usize) 
                 kinds: k,
                 times: t,
                 report,
+                tags: g,
             } => {
                 kinds.extend(k);
+                for tag in g {
+                    *tags.entry(tag).or_default() += 1;
+                }
                 for (target, d) in t {
                     *times.entry(target).or_default() += d;
                 }
@@ -283,6 +333,25 @@ fn parent(first: u64, programs: u64, deadline: Option<SystemTime>, jobs: usize) 
         start.elapsed().as_secs_f64(),
         failing.len(),
         crashed.len()
+    );
+    let tag = |t: &str| tags.get(t).copied().unwrap_or(0);
+    println!(
+        "launches: {} default, {} unchecked, {} checked",
+        tag("launch.default"),
+        tag("launch.unchecked"),
+        tag("launch.checked")
+    );
+    println!(
+        "out-of-bounds variants: {} ({} refused by the interpreter and so by every target, {} refused for dead loads only, {} in bounds after all, {} stopped by the interpreter for another reason, {} invalid)",
+        ["refused", "dead", "accepted", "skipped", "invalid"]
+            .iter()
+            .map(|v| tag(&format!("oob.{v}")))
+            .sum::<u64>(),
+        tag("oob.refused"),
+        tag("oob.dead"),
+        tag("oob.accepted"),
+        tag("oob.skipped"),
+        tag("oob.invalid")
     );
     let all = tritium_fuzz::coverage::all_kinds();
     let missing: Vec<&String> = all.difference(&kinds).collect();
@@ -340,6 +409,7 @@ fn is_header(line: &str) -> bool {
         "// seed ",
         "// grid ",
         "// num_warps ",
+        "// out_of_bounds",
         "// arg ",
         "// expect ",
     ]
@@ -354,8 +424,10 @@ usage: tritium-fuzz [--programs N | --minutes M] [--seed S] [--jobs J]
        tritium-fuzz --mutants N [--seed S]          mutate printed kernels N times
        tritium-fuzz --package-mutants N [--seed S]  mutate an AOT package N times
        tritium-fuzz --print S                       print the case of seed S
+       tritium-fuzz --print-oob S                   print seed S's out-of-bounds variant
        tritium-fuzz --coverage N                    count the op kinds of seeds 1..=N
        tritium-fuzz --shrink S                      print the smallest failing case of seed S
+                                                    (its out-of-bounds variant, if that fails)
        tritium-fuzz --replay FILE                   check a case file
        tritium-fuzz --pin FILE                      pin the interpreter's results in it";
 

@@ -7,7 +7,10 @@
 //! ```text
 //! start SEED                       about to run SEED
 //! | TEXT                           a line of SEED's failure report
-//! done SEED ok|fail KINDS TIMES    KINDS: op kinds, comma-separated; TIMES: target=µs,…
+//! done SEED ok|fail KINDS TIMES [TAGS]
+//!                                  KINDS: op kinds, comma-separated; TIMES: target=µs,…;
+//!                                  TAGS: what else the seed ran (`launch.default`,
+//!                                  `oob.refused`, …), comma-separated
 //! ```
 //!
 //! A worker that exits unsuccessfully, or says nothing for [`PoolConfig::hang`], is blamed
@@ -47,6 +50,8 @@ pub enum Event {
         times: Vec<(String, Duration)>,
         /// The failure report's lines (empty when `ok`).
         report: Vec<String>,
+        /// What else the seed ran (how it was launched, its out-of-bounds variant).
+        tags: Vec<String>,
     },
     /// The worker died or hung on a seed.
     Crashed {
@@ -220,26 +225,35 @@ fn parse_done(line: &str, report: &mut Vec<String>) -> Option<Event> {
             Some((name.to_string(), Duration::from_micros(us.parse().ok()?)))
         })
         .collect();
+    let tags = list(w.next());
     Some(Event::Done {
         seed,
         ok,
         kinds,
         times,
         report: std::mem::take(report),
+        tags,
     })
 }
 
 /// The `done` line a worker prints for a seed.
-pub fn done_line(seed: u64, ok: bool, kinds: &[String], times: &[(String, Duration)]) -> String {
-    let kinds = kinds.join(",");
+pub fn done_line(
+    seed: u64,
+    ok: bool,
+    kinds: &[String],
+    times: &[(String, Duration)],
+    tags: &[String],
+) -> String {
+    let dash = |s: String| if s.is_empty() { "-".to_string() } else { s };
     let times: Vec<String> = times
         .iter()
         .map(|(t, d)| format!("{t}={}", d.as_micros()))
         .collect();
     format!(
-        "done {seed} {} {} {}",
+        "done {seed} {} {} {} {}",
         if ok { "ok" } else { "fail" },
-        if kinds.is_empty() { "-" } else { &kinds },
-        times.join(",")
+        dash(kinds.join(",")),
+        dash(times.join(",")),
+        dash(tags.join(","))
     )
 }

@@ -273,8 +273,9 @@ fn replace_uses(b: &mut Block, from: Value, to: Value) {
     }
 }
 
-/// Removes instructions without side effects whose results nothing uses.
-fn dead_code(f: &mut Function) {
+/// Removes instructions without side effects whose results nothing uses (loads among
+/// them).
+pub fn dead_code(f: &mut Function) {
     loop {
         let mut used = std::collections::HashSet::new();
         f.walk(&mut |i: &Inst| used.extend(i.op.operands()));

@@ -5,5 +5,6 @@ mod cli;
 mod differential;
 mod generator;
 mod mutate;
+mod out_of_bounds;
 mod pool;
 mod shrinking;

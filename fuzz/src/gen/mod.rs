@@ -2505,6 +2505,7 @@ impl Gen {
             num_warps,
             args: self.args,
             expect: Vec::new(),
+            out_of_bounds: false,
         }
     }
 }

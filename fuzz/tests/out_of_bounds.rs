@@ -1,0 +1,202 @@
+//! Out-of-bounds variants (issue 43): where the interpreter rejects a launch for an access
+//! outside every buffer, every compiled target's default launch rejects it too and writes
+//! nothing outside the buffers; and the guards around the buffers do catch a launch that
+//! writes there (an unchecked one).
+
+use tritium_fuzz::check::{calls_custom_code_with_pointers, check, check_as, Verdict};
+use tritium_fuzz::exec::{execute, Mode, Target};
+use tritium_fuzz::info::Memory;
+use tritium_fuzz::oob::{apply, draw, Change};
+use tritium_fuzz::{generate, Arg, Case, GenConfig};
+
+/// The compiled targets that run (PTX only compiles).
+fn launched() -> Vec<Target> {
+    Target::available()
+        .into_iter()
+        .filter(|t| !matches!(t, Target::Ptx(_)))
+        .collect()
+}
+
+/// The first generated case from seed 0 on that gives no custom code a pointer (custom
+/// code's accesses are outside every check: `fuzz/open/`) and that one of the variants
+/// `changes` gives makes the interpreter refuse, with that variant.
+fn refused_variant(changes: impl Fn(&Case) -> Vec<Change>) -> (u64, Case) {
+    let config = GenConfig::default();
+    for seed in 0..100 {
+        let case = generate(seed, &config);
+        if calls_custom_code_with_pointers(&case.function) {
+            continue;
+        }
+        for v in changes(&case).into_iter().filter_map(|c| apply(&case, c)) {
+            let interp = execute(&v, Target::Interpreter, Mode::Default).outcome();
+            if interp.is_err_and(|e| e.contains("outside every buffer")) {
+                return (seed, v);
+            }
+        }
+    }
+    panic!("no seed below 100 gives a refused variant");
+}
+
+fn assert_refused_everywhere(seed: u64, v: &Case) {
+    let report = check(v, &launched());
+    assert!(
+        matches!(report.verdict, Some(Verdict::Refused(_))),
+        "seed {seed}: {:?}",
+        report.verdict
+    );
+    assert!(report.ok(), "seed {seed}:{report}");
+    // Each target ran its default launch: an error, every guard intact.
+    for t in launched().into_iter().filter(|t| *t != Target::Interpreter) {
+        let got = execute(v, t, Mode::Default);
+        let e = got.launch.expect_err("an error");
+        assert!(
+            tritium_fuzz::check::is_bounds_error(&e),
+            "seed {seed}, {}: {e}",
+            t.name()
+        );
+        assert_eq!(got.guards, Ok(()), "seed {seed}, {}", t.name());
+    }
+}
+
+/// An input half its length, and one program more than the outputs have regions for:
+/// errors on every target (CPU per-site checks, the emulator's checked mode).
+#[test]
+fn out_of_bounds_variants_are_errors_on_every_target() {
+    // An input loses the second half of its elements.
+    let (seed, v) = refused_variant(|c| {
+        (c.args.iter().enumerate())
+            .filter_map(|(param, a)| match a {
+                Arg::Buffer {
+                    memory: Memory::Input(_),
+                    bytes,
+                } => {
+                    let size = c.function.ty(c.function.params[param].value).elem;
+                    let size = size.pointee().unwrap().size_bytes();
+                    let elements = bytes.len() / size / 2;
+                    Some(Change::Shorten { param, elements })
+                }
+                _ => None,
+            })
+            .collect()
+    });
+    assert_refused_everywhere(seed, &v);
+    let (seed, v) = refused_variant(|_| vec![Change::Grid { axis: 0 }]);
+    assert_refused_everywhere(seed, &v);
+}
+
+/// `out[i] = i` for 16 lanes into a buffer of 12 `i32`s: the interpreter and every default
+/// launch refuse it; launched unchecked, the store passes the buffer's end, and the check
+/// reports the guard it overwrote (what makes a broken default launch a failure).
+#[test]
+fn the_guards_catch_an_unchecked_launch_past_a_buffer() {
+    use tritium_dsl::ir::DType;
+    use tritium_dsl::trace::lang::*;
+    use tritium_dsl::trace::{ptr_param, Tracer};
+    let t = Tracer::begin("past_the_end").unwrap();
+    let out = ptr_param("out", DType::I32);
+    store(out + arange(0, 16), arange(0, 16) + 1, NoArg);
+    let case = Case {
+        seed: 0,
+        function: t.finish().unwrap(),
+        grid: [1, 1, 1],
+        num_warps: 1,
+        args: vec![Arg::Buffer {
+            memory: Memory::Output,
+            bytes: vec![0; 12 * 4],
+        }],
+        expect: Vec::new(),
+        out_of_bounds: true,
+    };
+    let targets = [Target::Interpreter, Target::Cpu, Target::Emulator];
+    let report = check(&case, &targets);
+    assert!(report.ok(), "{report}");
+    assert!(matches!(report.verdict, Some(Verdict::Refused(_))));
+    let report = check_as(&case, &targets, Mode::Unchecked);
+    for t in [Target::Cpu, Target::Emulator] {
+        let said: Vec<&str> = (report.mismatches.iter())
+            .filter(|m| m.target == t)
+            .map(|m| m.message.as_str())
+            .collect();
+        let wrote = "wrote outside its buffers: parameter p0: memory 0 bytes past the buffer's end";
+        assert!(
+            said.iter()
+                .any(|m| m.contains("launch (succeeded)") && m.contains(wrote)),
+            "{}: {said:?}",
+            t.name()
+        );
+        assert!(
+            said.iter()
+                .any(|m| m.contains("succeeded where the interpreter reports")),
+            "{}: {said:?}",
+            t.name()
+        );
+    }
+}
+
+/// About one case in four draws a variant; the flag survives the text form.
+#[test]
+fn a_quarter_of_the_cases_run_a_variant_and_it_prints() {
+    let config = GenConfig::default();
+    let cases: Vec<Case> = (0..200).map(|s| generate(s, &config)).collect();
+    let variants: Vec<_> = cases.iter().filter_map(draw).collect();
+    assert!(
+        (30..=70).contains(&variants.len()),
+        "{} variants in 200 cases",
+        variants.len()
+    );
+    let grids = (variants.iter())
+        .filter(|v| matches!(v.change, Change::Grid { .. }))
+        .count();
+    assert!(grids > 0 && grids < variants.len(), "{grids} grid variants");
+    let v = &variants[0].case;
+    assert!(v.out_of_bounds);
+    let text = v.to_text();
+    assert!(text.contains("\n// out_of_bounds\n"), "{text}");
+    let back = Case::from_text(&text).unwrap();
+    assert!(back.out_of_bounds);
+    assert_eq!(back.to_text(), text);
+}
+
+/// A load past the end whose value nothing uses: the interpreter refuses it, the CPU skips
+/// the load (in every mode), the emulator refuses it. Both are right; neither may write
+/// outside the buffer.
+#[test]
+fn a_dead_load_past_the_end_may_be_skipped() {
+    use tritium_dsl::ir::DType;
+    use tritium_dsl::trace::lang::*;
+    use tritium_dsl::trace::{ptr_param, Tracer};
+    let t = Tracer::begin("dead_load").unwrap();
+    let x = ptr_param("x", DType::I8);
+    let out = ptr_param("out", DType::I8);
+    let _unused = load(x + arange(0, 16), NoArg, NoArg);
+    store(
+        out + arange(0, 4),
+        load(x + arange(0, 4), NoArg, NoArg),
+        NoArg,
+    );
+    let case = Case {
+        seed: 0,
+        function: t.finish().unwrap(),
+        grid: [1, 1, 1],
+        num_warps: 1,
+        args: vec![
+            Arg::Buffer {
+                memory: Memory::Input(None),
+                bytes: (1..=12).collect(),
+            },
+            Arg::Buffer {
+                memory: Memory::Output,
+                bytes: vec![0; 4],
+            },
+        ],
+        expect: Vec::new(),
+        out_of_bounds: true,
+    };
+    let report = check(&case, &[Target::Interpreter, Target::Cpu, Target::Emulator]);
+    assert!(
+        matches!(report.verdict, Some(Verdict::DeadLoads(_))),
+        "{:?}",
+        report.verdict
+    );
+    assert!(report.ok(), "{report}");
+}
