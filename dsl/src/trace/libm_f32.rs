@@ -940,15 +940,13 @@ pub(super) fn tgamma(x: Tile) -> Tile {
         where_(neg, sp_lo, fma(x, STIRLING_C_INV.1, xc_err)),
     );
     let (q, q_lo) = quotient((g, g_lo), den);
-    // (1/x overflows for ±0 and subnormal x, and the residual is NaN.)
-    let r = scale(q + where_(isfinite(q), q_lo, 0.0f32), k);
+    let r = scale(q + q_lo, k);
     let r = where_(neg & odd, -r, r);
-    // NaN at the negative integers, −inf and NaN: neither above its floor nor ≥ 0.
-    let floor = super::lang::floor(x);
-    let pole = !(gt(x, floor) | super::lang::compare(x, CmpPred::Ge, 0.0));
-    let r = where_(pole, splat(x, f32::NAN), r);
-    // (+inf's x/C has a NaN residual.)
-    where_(eq(x, f32::INFINITY), x, r)
+    // The poles (a divisor 0), −inf and NaN give NaN by themselves; so do ±0, subnormals
+    // (1/d overflows, and the residual is NaN) and +inf (its x/C has a NaN residual),
+    // which give ±inf.
+    let inf = copysign(splat(x, f32::INFINITY), x);
+    where_(isnan(r) & super::lang::compare(x, CmpPred::Ge, 0.0), inf, r)
 }
 
 /// `lgamma(1 + e)/e` in `e` on [−0.2, 0.2]: relative error 4.4e-9, the constant in two
