@@ -83,6 +83,40 @@ pub(super) fn derive(f: &Function) -> BoundsProof {
     }
 }
 
+impl Abs {
+    /// The same value with its form (an integer's, a pointer's offset) mapped by `f`;
+    /// unknown where `f` gives none.
+    fn map_form(self, f: impl FnOnce(Form) -> Option<Form>) -> Abs {
+        match self {
+            Abs::Int {
+                form,
+                dtype,
+                checks,
+            } => match f(form) {
+                Some(form) => Abs::Int {
+                    form,
+                    dtype,
+                    checks,
+                },
+                None => Abs::Unknown,
+            },
+            Abs::Ptr {
+                root,
+                offset,
+                checks,
+            } => match f(offset) {
+                Some(offset) => Abs::Ptr {
+                    root,
+                    offset,
+                    checks,
+                },
+                None => Abs::Unknown,
+            },
+            Abs::Unknown => Abs::Unknown,
+        }
+    }
+}
+
 fn union(a: &[CheckId], b: &[CheckId]) -> Vec<CheckId> {
     let mut v: Vec<CheckId> = a.iter().chain(b).copied().collect();
     v.sort_unstable();
@@ -335,33 +369,7 @@ impl<'f> Deriver<'f> {
     }
 
     fn moved(&mut self, x: Value, to: impl Fn(u32) -> Option<u32>) -> Abs {
-        match self.abs(x) {
-            Abs::Int {
-                form,
-                dtype,
-                checks,
-            } => match form.moved(&to) {
-                Some(form) => Abs::Int {
-                    form,
-                    dtype,
-                    checks,
-                },
-                None => Abs::Unknown,
-            },
-            Abs::Ptr {
-                root,
-                offset,
-                checks,
-            } => match offset.moved(&to) {
-                Some(offset) => Abs::Ptr {
-                    root,
-                    offset,
-                    checks,
-                },
-                None => Abs::Unknown,
-            },
-            Abs::Unknown => Abs::Unknown,
-        }
+        self.abs(x).map_form(|f| f.moved(&to))
     }
 
     /// A reshape keeps a form whose lanes are all alike; else the lanes are known by
@@ -837,27 +845,8 @@ impl<'f> Deriver<'f> {
                 place: vec![],
             },
         );
-        match start {
-            Abs::Int {
-                form,
-                dtype,
-                checks,
-            } => Abs::Int {
-                form: form.add_scaled(&mut self.s, &var, d),
-                dtype: *dtype,
-                checks: checks.clone(),
-            },
-            Abs::Ptr {
-                root,
-                offset,
-                checks,
-            } => Abs::Ptr {
-                root: *root,
-                offset: offset.add_scaled(&mut self.s, &var, d),
-                checks: checks.clone(),
-            },
-            Abs::Unknown => Abs::Unknown,
-        }
+        let s = &mut self.s;
+        start.clone().map_form(|f| Some(f.add_scaled(s, &var, d)))
     }
 
     /// `lo + step·k < hi` counting up, `> hi` counting down, as constraints `≤ 0`.
