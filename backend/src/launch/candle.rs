@@ -130,9 +130,7 @@ impl Locked {
         // SAFETY: the guard borrows the lock inside the boxed tensor's storage, which the
         // `Arc`s of `tensor` keep at one address for as long as `tensor` lives; `Drop`
         // releases the guard before `tensor` is dropped, and nothing hands it out.
-        let guard = unsafe {
-            std::mem::transmute::<StorageRef<'_>, StorageRef<'static>>(guard)
-        };
+        let guard = unsafe { std::mem::transmute::<StorageRef<'_>, StorageRef<'static>>(guard) };
         Locked {
             guard: std::mem::ManuallyDrop::new(guard),
             tensor,

@@ -3,9 +3,9 @@
 //! launch is [`crate::dispatch`]'s.
 
 mod args;
+pub(crate) mod bounds;
 #[cfg(feature = "candle")]
 pub mod candle;
-pub(crate) mod bounds;
 pub(crate) mod checked;
 pub mod contents;
 mod grid;
