@@ -146,11 +146,11 @@ pub fn launch(
         let mut k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         check_args(&k.function, &args)?;
         // The accesses the launch's bounds proof leaves are checked.
-        if copts.sites == crate::launch::SiteChecks::Unprovable {
-            if let Some(more) = bounds::more_checks(&k.proof, &k.checked_sites, grid, &args.args) {
-                more.apply(&mut copts.bounds_check, &mut copts.sites);
-                k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
-            }
+        if let Some(more) =
+            bounds::more_checks(k.proof.as_ref(), &k.checked_sites, grid, &args.args)
+        {
+            more.apply(&mut copts.bounds_check, &mut copts.sites);
+            k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         }
         return k.run(grid, &args.args, &args.pointees);
     }

@@ -44,8 +44,8 @@ pub struct Compiled {
     /// Checked code compares pointers made from integers with every buffer of the launch
     /// (`checked::buffer_list`, after the race recorder's word).
     buffer_list: bool,
-    /// The kernel's bounds proof, for default launches (`None` in checked mode and for
-    /// unchecked launches).
+    /// The kernel's bounds proof, for default launches (`None` in checked mode, for
+    /// unchecked launches and for the variants a default launch picks).
     proof: Option<bounds::LaunchProof>,
     /// The fault sites checked outside checked mode.
     checked_sites: Arc<[u32]>,
@@ -92,12 +92,8 @@ fn compiled_with(
 /// in-memory cache (`cpu::compiled`, one slot per kernel) is the launch's.
 pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
     let bounds_check = options.bounds_check || options.race_check;
-    let proof = bounds::LaunchProof::new(&f);
-    let checked_sites: Arc<[u32]> = match bounds_check {
-        true => Arc::new([]),
-        false => options.sites.resolve(|| proof.unprovable()).into(),
-    };
-    let none = crate::launch::SiteChecks::None;
+    let (proof, checked_sites) = bounds::compiled_checks(&f, bounds_check, options.sites);
+    let checked_sites: Arc<[u32]> = checked_sites.into();
     let target = HostCpu {
         bounds_check,
         race_check: options.race_check,
@@ -120,7 +116,7 @@ pub fn compile(f: Function, options: &CompileOptions) -> Result<Compiled> {
         written,
         race_check: options.race_check,
         buffer_list,
-        proof: (!bounds_check && options.sites != none).then_some(proof),
+        proof,
         checked_sites,
         per_program: pool::ProgramTime::default(),
     })
@@ -138,9 +134,7 @@ pub(crate) fn proven(
     grid: Grid,
     args: &[RawArg],
 ) -> Result<Arc<Compiled>> {
-    let Some(proof) = &compiled.proof else {
-        return Ok(compiled);
-    };
+    let proof = compiled.proof.as_ref();
     let Some(more) = bounds::more_checks(proof, &compiled.checked_sites, grid, args) else {
         return Ok(compiled);
     };

@@ -65,8 +65,8 @@ pub(crate) struct EmulatedKernel {
     sites: Option<Vec<(tritium_dsl::ir::Loc, &'static str)>>,
     /// Checked code reads the list of every buffer (it has pointers made from integers).
     buffer_list: bool,
-    /// The kernel's bounds proof.
-    pub proof: crate::launch::bounds::LaunchProof,
+    /// The kernel's bounds proof (a default launch's kernel only).
+    pub proof: Option<crate::launch::bounds::LaunchProof>,
     /// Outside checked mode, the checked sites (ascending).
     pub checked_sites: Vec<u32>,
 }
@@ -452,11 +452,8 @@ pub(crate) fn compile(
     let c = pipeline::compile::compile(&Emulator(*options), f, compile_options)?;
     // SAFETY: the generated function has exactly `EntryFn`'s signature (`emulate: true`).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
-    let proof = crate::launch::bounds::LaunchProof::new(&c.function);
-    let checked_sites = match bounds_check {
-        true => Vec::new(),
-        false => options.sites.resolve(|| proof.unprovable()),
-    };
+    let (proof, checked_sites) =
+        crate::launch::bounds::compiled_checks(&c.function, bounds_check, options.sites);
     let checked = bounds_check || !checked_sites.is_empty();
     let sites = checked.then(|| c.function.fault_sites());
     let buffer_list = checked && !c.function.foreign_pointers().is_empty();

@@ -4,7 +4,7 @@
 
 use super::checked::DeviceCheck;
 use super::{CudaCompileOptions, Ptx};
-use crate::launch::{bounds, buffers, Memory, RawArg, SiteChecks, TraceFn};
+use crate::launch::{bounds, buffers, Memory, RawArg, TraceFn};
 use crate::launch::{check_args, named_buffers, Grid, KernelArgs, KernelKey, LaunchOptions};
 use crate::pipeline::once::OnceMap;
 use crate::runtime::{driver_error, CudaDevice};
@@ -22,8 +22,8 @@ pub(crate) struct CompiledPtx {
     pub ptx: Ptx,
     /// Checked code reads the list of every buffer (it has pointers made from integers).
     pub buffer_list: bool,
-    /// The kernel's bounds proof.
-    pub proof: crate::launch::bounds::LaunchProof,
+    /// The kernel's bounds proof (a default launch's kernel only).
+    pub proof: Option<crate::launch::bounds::LaunchProof>,
     /// Outside checked mode, the checked sites (ascending).
     pub checked_sites: Vec<u32>,
     /// The kernel takes the check buffer (checked mode, or some site checked).
@@ -84,13 +84,10 @@ pub(crate) fn launch(
     let mut compiled = compiled(key, &spec, &copts, options, trace)?;
     check_args(&compiled.function, args)?;
     // The accesses the launch's bounds proof leaves are checked.
-    if copts.sites == SiteChecks::Unprovable {
-        if let Some(more) =
-            bounds::more_checks(&compiled.proof, &compiled.checked_sites, grid, &args.args)
-        {
-            more.apply(&mut copts.bounds_check, &mut copts.sites);
-            compiled = self::compiled(key, &spec, &copts, options, trace)?;
-        }
+    let proof = compiled.proof.as_ref();
+    if let Some(more) = bounds::more_checks(proof, &compiled.checked_sites, grid, &args.args) {
+        more.apply(&mut copts.bounds_check, &mut copts.sites);
+        compiled = self::compiled(key, &spec, &copts, options, trace)?;
     }
     let kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
     let stream = match &options.stream {
@@ -211,11 +208,8 @@ pub(crate) fn compile(
         f,
         &options.compile_options(),
     )?;
-    let proof = crate::launch::bounds::LaunchProof::new(&c.function);
-    let checked_sites = match copts.bounds_check {
-        true => Vec::new(),
-        false => copts.sites.resolve(|| proof.unprovable()),
-    };
+    let (proof, checked_sites) =
+        bounds::compiled_checks(&c.function, copts.bounds_check, copts.sites);
     let checked = copts.bounds_check || !checked_sites.is_empty();
     let buffer_list = checked && !c.function.foreign_pointers().is_empty();
     Ok(CompiledPtx {

@@ -85,15 +85,36 @@ fn unproven_sites(proof: &BoundsProof, grid: Grid, args: &[RawArg]) -> Vec<u32> 
     })
 }
 
+/// What a kernel compiled with `bounds_check` and `sites` checks outside checked mode (its
+/// sites, ascending), and the proof its launches evaluate: only a default launch's kernel
+/// (`SiteChecks::Unprovable`) has one; the variants it picks are found through it.
+pub(crate) fn compiled_checks(
+    f: &Function,
+    bounds_check: bool,
+    sites: SiteChecks,
+) -> (Option<LaunchProof>, Vec<u32>) {
+    if bounds_check {
+        return (None, Vec::new());
+    }
+    let proof = (sites == SiteChecks::Unprovable).then(|| LaunchProof::new(f));
+    let checked = sites.resolve(|| {
+        proof
+            .as_ref()
+            .map_or_else(Vec::new, LaunchProof::unprovable)
+    });
+    (proof, checked)
+}
+
 /// What a default launch must check beyond the `checked` sites (ascending) of the kernel
-/// it found compiled: `None` when the proof covers every other site for this launch.
+/// it found compiled: `None` when the proof covers every other site for this launch, or
+/// the kernel has no proof (not a default launch's).
 pub(crate) fn more_checks(
-    proof: &LaunchProof,
+    proof: Option<&LaunchProof>,
     checked: &[u32],
     grid: Grid,
     args: &[RawArg],
 ) -> Option<MoreChecks> {
-    let needed = proof.unproven(grid, args);
+    let needed = proof?.unproven(grid, args);
     if needed.iter().all(|s| checked.binary_search(s).is_ok()) {
         return None;
     }

@@ -113,6 +113,43 @@ impl Function {
         ids
     }
 
+    /// What fault sites `sites` access: their pointer values, and the results of the
+    /// loads among them (the ones a code generator checks one by one).
+    pub fn site_accesses(
+        &self,
+        sites: &std::collections::HashSet<u32>,
+    ) -> (
+        std::collections::HashSet<Value>,
+        std::collections::HashSet<Value>,
+    ) {
+        let (mut pointers, mut loads) = (Default::default(), std::collections::HashSet::new());
+        if sites.is_empty() {
+            return (pointers, loads);
+        }
+        let mut next = 0u32;
+        self.walk(&mut |inst| {
+            if inst.op.fault_kind().is_none() {
+                return;
+            }
+            let id = next;
+            next += 1;
+            if !sites.contains(&id) {
+                return;
+            }
+            match &inst.op {
+                Op::Load { ptr, .. } => {
+                    pointers.insert(*ptr);
+                    loads.extend(inst.results.iter().copied());
+                }
+                Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => {
+                    pointers.insert(*ptr);
+                }
+                _ => {}
+            }
+        });
+        (pointers, loads)
+    }
+
     /// Indices of the pointer parameters that some store or atomic may write through.
     /// Pointers made from integers ([`Op::IntToPtr`]) are not counted: which buffer they
     /// reach is known only at run time (checked mode and the interpreter test each access).

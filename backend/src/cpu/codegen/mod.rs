@@ -269,7 +269,7 @@ pub(crate) fn generate<'ctx>(
         g.race = Some(b.build_int_to_ptr(word, ptr, "")?);
     }
     index_insts(&f.body, &mut g.defs, &mut g.site_ids);
-    g.site_checked = site_checks::SiteChecked::new(f, &g.site_ids, checked_sites);
+    g.site_checked = site_checks::SiteChecked::new(f, checked_sites);
     for (i, p) in f.params.iter().enumerate() {
         g.lv.insert(p.value, Lv::Scalar(arg(i as u32)));
     }

@@ -5,8 +5,8 @@
 //! for a checked access.
 
 use super::Gen;
-use std::collections::{HashMap, HashSet};
-use tritium_dsl::ir::{Function, Inst, Op, Value};
+use std::collections::HashSet;
+use tritium_dsl::ir::{Function, Inst, Value};
 
 /// The checked fault sites of a kernel outside checked mode, and what they access.
 #[derive(Debug, Default)]
@@ -23,34 +23,16 @@ pub(super) struct SiteChecked {
 }
 
 impl SiteChecked {
-    pub fn new(f: &Function, site_ids: &HashMap<*const Inst, u32>, sites: &[u32]) -> Self {
-        let mut c = SiteChecked {
-            sites: sites.iter().copied().collect(),
-            ..Default::default()
-        };
-        if c.sites.is_empty() {
-            return c;
+    pub fn new(f: &Function, sites: &[u32]) -> Self {
+        let sites: HashSet<u32> = sites.iter().copied().collect();
+        let (pointers, loads) = f.site_accesses(&sites);
+        let feeding = f.pointer_sources(&pointers);
+        SiteChecked {
+            sites,
+            pointers,
+            loads,
+            feeding,
         }
-        f.walk(&mut |inst| {
-            let Some(id) = site_ids.get(&(inst as *const Inst)) else {
-                return;
-            };
-            if !c.sites.contains(id) {
-                return;
-            }
-            match &inst.op {
-                Op::Load { ptr, .. } => {
-                    c.pointers.insert(*ptr);
-                    c.loads.extend(inst.results.iter().copied());
-                }
-                Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => {
-                    c.pointers.insert(*ptr);
-                }
-                _ => {}
-            }
-        });
-        c.feeding = f.pointer_sources(&c.pointers);
-        c
     }
 
     /// Whether any access is checked outside checked mode.

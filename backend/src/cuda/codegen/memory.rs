@@ -46,12 +46,12 @@ pub(super) struct Checked<'ctx> {
     /// Checked mode: every access and `device_assert` is checked.
     full: bool,
     /// Else the checked sites (those the launch's bounds proof leaves).
-    listed: std::collections::HashSet<u32>,
+    listed: HashSet<u32>,
     /// The results of the checked loads: never copied by `cp.async` or pipelined.
-    loads: std::collections::HashSet<Value>,
+    loads: HashSet<Value>,
     /// The pointers the checked accesses' pointers may derive from: their `addptr`s give
     /// 2^63 where an offset leaves i64, so that no address wraps back onto a buffer.
-    feeding: std::collections::HashSet<Value>,
+    feeding: HashSet<Value>,
 }
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -389,34 +389,15 @@ impl<'ctx> Gen<'ctx, '_> {
         // SAFETY (of the generated code): read only by kernels with pointers made from
         // integers, whose launcher appends the list.
         let buffer_list = unsafe { b.build_gep(i64t, buf, &[at], "buffers") }?;
-        let sites = self.f.fault_site_ids();
-        let listed: std::collections::HashSet<u32> = listed.iter().copied().collect();
-        let (mut pointers, mut loads) = (HashSet::new(), HashSet::new());
-        self.f.walk(&mut |inst| {
-            if !sites
-                .get(&(inst as *const Inst))
-                .is_some_and(|s| listed.contains(s))
-            {
-                return;
-            }
-            match &inst.op {
-                Op::Load { ptr, .. } => {
-                    pointers.insert(*ptr);
-                    loads.extend(inst.results.iter().copied());
-                }
-                Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => {
-                    pointers.insert(*ptr);
-                }
-                _ => {}
-            }
-        });
+        let listed: HashSet<u32> = listed.iter().copied().collect();
+        let (pointers, loads) = self.f.site_accesses(&listed);
         Ok(Checked {
             record: buf,
             ranges,
             roots: self.f.pointer_roots(),
             foreign: self.f.foreign_pointers(),
             buffer_list,
-            sites,
+            sites: self.f.fault_site_ids(),
             full,
             listed,
             loads,

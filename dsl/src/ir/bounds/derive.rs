@@ -41,6 +41,8 @@ struct Deriver<'f> {
     sites: Vec<SiteProof>,
     /// False while a loop body is walked only to find its carried values' steps.
     recording: bool,
+    /// `Function::foreign_pointers`, computed at the first site that needs it.
+    foreign: Option<std::collections::HashSet<Value>>,
     pids: [Option<u32>; 3],
 }
 
@@ -56,6 +58,7 @@ pub(super) fn derive(f: &Function) -> BoundsProof {
         context: Vec::new(),
         sites: Vec::new(),
         recording: true,
+        foreign: None,
         pids: [None; 3],
     };
     for (i, p) in f.params.iter().enumerate() {
@@ -689,7 +692,10 @@ impl<'f> Deriver<'f> {
                     constraints,
                 })
             }
-            _ if self.f.foreign_pointers().contains(&ptr) => {
+            _ if (self.foreign)
+                .get_or_insert_with(|| self.f.foreign_pointers())
+                .contains(&ptr) =>
+            {
                 SiteProof::Unproven("a pointer made from an integer")
             }
             _ => SiteProof::Unproven("an address the proof cannot follow"),
