@@ -2,9 +2,23 @@
 //! arrays (zero-copy where the layout is contiguous), the element type picked at run time,
 //! and the result made back into candle storage.
 
-use candle_core::{CpuStorage, DType, Layout, Result, WithDType};
-use ndarray::{ArrayView, CowArray, IxDyn, ShapeBuilder};
+use candle_core::{CpuStorage, DType, Layout, Result, Storage, Tensor, WithDType};
+use ndarray::{ArrayView, ArrayViewD, CowArray, IxDyn, ShapeBuilder};
 use tritium::dsl::trace::Float;
+
+/// Storage `s` under `layout` as a strided view of its logical shape, never a copy: what a
+/// kernel taking strides reads where it lies. An error when its dtype is not `T`.
+pub fn cpu_view<'s, T: WithDType>(s: &'s CpuStorage, layout: &Layout) -> Result<ArrayViewD<'s, T>> {
+    let data: &[T] = s.as_slice()?;
+    let dims = layout.dims().to_vec();
+    let strides = layout.stride().to_vec();
+    let start = layout.start_offset().min(data.len());
+    ArrayView::from_shape(IxDyn(&dims).strides(IxDyn(&strides)), &data[start..]).map_err(|e| {
+        candle_core::Error::Msg(format!(
+            "a tensor of layout {layout:?} does not fit its storage: {e}"
+        ))
+    })
+}
 
 /// Storage `s` under `layout` as an array of its logical shape: the storage itself where the
 /// layout is row-major, else a row-major copy. An error when its dtype is not `T`.
@@ -12,18 +26,7 @@ pub fn cpu_array<'s, T: WithDType>(
     s: &'s CpuStorage,
     layout: &Layout,
 ) -> Result<CowArray<'s, T, IxDyn>> {
-    let data: &[T] = s.as_slice()?;
-    let dims = layout.dims().to_vec();
-    let strides = layout.stride().to_vec();
-    let view = ArrayView::from_shape(
-        IxDyn(&dims).strides(IxDyn(&strides)),
-        &data[layout.start_offset()..],
-    )
-    .map_err(|e| {
-        candle_core::Error::Msg(format!(
-            "a tensor of layout {layout:?} does not fit its storage: {e}"
-        ))
-    })?;
+    let view = cpu_view(s, layout)?;
     Ok(match view.is_standard_layout() {
         true => CowArray::from(view),
         false => CowArray::from(view.as_standard_layout().into_owned()),
@@ -49,4 +52,61 @@ pub fn dispatch<F: PerFloat>(op: &str, dtype: DType, f: F) -> Result<F::Output> 
             "{op}: takes f32, f16 or bf16 tensors, got {d:?}"
         ))),
     }
+}
+
+/// Storage `s` under `layout` as an array whose last dim is contiguous (stride 1), its
+/// other dims strided as they lie: the storage itself where it is so, else a row-major copy.
+/// What a kernel taking the strides of the outer dims reads (a transposed view of
+/// `(b, t, h, d)` as `(b, h, t, d)` is read without a copy).
+pub fn last_dim_contiguous<'s, T: WithDType>(
+    s: &'s CpuStorage,
+    layout: &Layout,
+) -> Result<CowArray<'s, T, IxDyn>> {
+    let view = cpu_view(s, layout)?;
+    let contiguous = match (view.shape().last(), view.strides().last()) {
+        (Some(&n), Some(&stride)) => n <= 1 || stride == 1,
+        _ => true,
+    };
+    Ok(match contiguous {
+        true => CowArray::from(view),
+        false => CowArray::from(view.as_standard_layout().into_owned()),
+    })
+}
+
+/// A CPU tensor's storage and layout, or an error naming `op` and the tensor's device.
+pub fn on_cpu<R>(
+    op: &str,
+    t: &Tensor,
+    f: impl FnOnce(&CpuStorage, &Layout) -> Result<R>,
+) -> Result<R> {
+    let (storage, layout) = t.storage_and_layout();
+    match &*storage {
+        Storage::Cpu(s) => f(s, layout),
+        _ => Err(candle_core::Error::Msg(format!(
+            "{op}: runs on CPU tensors (CUDA needs candle's `cuda` feature), got one on {:?}",
+            t.device().location()
+        ))),
+    }
+}
+
+/// A candle error `"{op}: {message}"`.
+pub fn op_error(op: &str, message: impl std::fmt::Display) -> candle_core::Error {
+    candle_core::Error::Msg(format!("{op}: {message}"))
+}
+
+/// The one dtype of the named tensors, or an error naming the two that differ.
+pub fn same_dtype(op: &str, tensors: &[(&str, DType)]) -> Result<DType> {
+    let (first, dtype) = tensors[0];
+    match tensors.iter().find(|(_, d)| *d != dtype) {
+        Some((name, d)) => Err(op_error(
+            op,
+            format!("{first} is {dtype:?} but {name} is {d:?}"),
+        )),
+        None => Ok(dtype),
+    }
+}
+
+/// `n` as a kernel's `i32` size argument, or an error naming what is too large.
+pub fn to_i32(op: &str, what: &str, n: usize) -> Result<i32> {
+    i32::try_from(n).map_err(|_| op_error(op, format!("{what} is {n}, above i32::MAX")))
 }

@@ -3,13 +3,16 @@
 //! and scales by `w`, with its backward (`dx` and `dw`) under candle's autograd.
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, PerFloat};
+use crate::op::{cpu_array, dispatch, on_cpu, same_dtype, PerFloat};
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Storage, Tensor, WithDType};
+use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Tensor, WithDType};
 use tritium::dsl::trace::lang::next_power_of_2;
 use tritium::dsl::trace::Float;
 use tritium::Device;
 use tritium_kernels::rms_norm::{rms_norm_bwd, rms_norm_fwd};
+
+/// The op's name, in its errors.
+const OP: &str = "tritium-rms-norm";
 
 /// `x / sqrt(mean(x²) + eps) · w` over the last dim (Llama's RMSNorm).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,18 +41,6 @@ fn rows_of(x: &[usize], w: &[usize]) -> Result<(usize, usize)> {
 /// Elements per program: the row, rounded up to a power of two.
 fn block(n: usize) -> usize {
     next_power_of_2(n.max(1))
-}
-
-/// A CPU tensor's storage and layout, or an error naming its device.
-fn on_cpu<R>(t: &Tensor, f: impl FnOnce(&CpuStorage, &Layout) -> Result<R>) -> Result<R> {
-    let (storage, layout) = t.storage_and_layout();
-    match &*storage {
-        Storage::Cpu(s) => f(s, layout),
-        _ => Err(candle_core::Error::Msg(format!(
-            "tritium-rms-norm: runs on CPU tensors (CUDA needs candle's `cuda` feature), got one on {:?}",
-            t.device().location()
-        ))),
-    }
 }
 
 struct Forward<'a> {
@@ -98,9 +89,9 @@ impl PerFloat for Backward<'_> {
 
     fn run<T: Float + WithDType>(self) -> Result<Self::Output> {
         let (rows, n) = (self.rows, self.n);
-        let grads = on_cpu(self.x, |xs, xl| {
-            on_cpu(self.w, |ws, wl| {
-                on_cpu(self.dy, |ds, dl| {
+        let grads = on_cpu(OP, self.x, |xs, xl| {
+            on_cpu(OP, self.w, |ws, wl| {
+                on_cpu(OP, self.dy, |ds, dl| {
                     let (x, w, dy) = (
                         cpu_array::<T>(xs, xl)?,
                         cpu_array::<T>(ws, wl)?,
@@ -144,7 +135,7 @@ impl PerFloat for Backward<'_> {
 
 impl CustomOp2 for RmsNorm {
     fn name(&self) -> &'static str {
-        "tritium-rms-norm"
+        OP
     }
 
     fn cpu_fwd(
@@ -155,13 +146,7 @@ impl CustomOp2 for RmsNorm {
         wl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let (rows, n) = rows_of(xl.dims(), wl.dims())?;
-        if xs.dtype() != ws.dtype() {
-            return Err(candle_core::Error::Msg(format!(
-                "tritium-rms-norm: x is {:?} but w is {:?}",
-                xs.dtype(),
-                ws.dtype()
-            )));
-        }
+        same_dtype(OP, &[("x", xs.dtype()), ("w", ws.dtype())])?;
         let f = Forward {
             x: (xs, xl),
             w: (ws, wl),
