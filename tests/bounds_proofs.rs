@@ -203,6 +203,16 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             none,
         ),
         (
+            "rope",
+            rope::rope::trace::<f32>(&s, false, 32, 64).unwrap(),
+            none,
+        ),
+        (
+            "rope backward",
+            rope::rope::trace::<f32>(&s, true, 32, 64).unwrap(),
+            none,
+        ),
+        (
             "sigmoid gated",
             activation::sigmoid_gated::trace::<f32>(&s, 256).unwrap(),
             none,
@@ -350,6 +360,26 @@ fn right_launches_of_the_tutorial_kernels_are_proven_exactly() {
                 ("n_cols", Int(cols as i64)),
             ],
             "input",
+        ),
+        (
+            "rope, x transposed from (b, t, h, d)",
+            rope::rope::trace::<f32>(&s, false, 16, 64).unwrap(),
+            [cdiv(ctx, 16), (z * h) as u32, 1],
+            vec![
+                ("out", Buf(qkv)),
+                ("x", Buf(qkv)),
+                ("cos", Buf(ctx * d / 2)),
+                ("sin", Buf(ctx * d / 2)),
+                ("heads", Int(h as i64)),
+                ("t", Int(ctx as i64)),
+                ("half", Int(d as i64 / 2)),
+                ("sx_b", Int((ctx * h * d) as i64)),
+                ("sx_h", Int(d as i64)),
+                ("sx_t", Int((h * d) as i64)),
+                ("cs_b", Int(0)),
+                ("cs_t", Int(d as i64 / 2)),
+            ],
+            "x",
         ),
         (
             "layer_norm_fwd",

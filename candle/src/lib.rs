@@ -13,8 +13,10 @@
 
 pub mod op;
 pub mod rms_norm;
+pub mod rope;
 
 pub use rms_norm::{rms_norm, RmsNorm};
+pub use rope::{rope, Rope};
 
 /// A Tritium error as a candle error (its message kept whole).
 pub fn candle_error(e: tritium::Error) -> candle_core::Error {

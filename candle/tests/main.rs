@@ -1,6 +1,8 @@
 //! tritium-candle against candle itself: RMSNorm forward and backward (f32, bf16) as
 //! candle-nn computes them, candle tensors as kernel arguments, and errors.
 
+mod rope;
+
 use candle_core::{DType, Device, Tensor, Var};
 use tritium_candle::{rms_norm, tensor_from};
 use tritium_kernels::vector_add::add;
@@ -30,6 +32,46 @@ fn randn(shape: &[usize], seed: u64) -> Tensor {
         })
         .collect();
     Tensor::from_vec(v, shape, &Device::Cpu).unwrap()
+}
+
+/// Forward tolerances, Liger-Kernel's (relative to the reference's largest magnitude, at
+/// least 1).
+const FWD: [(DType, f32); 3] = [(DType::F32, 1e-5), (DType::F16, 5e-3), (DType::BF16, 2e-2)];
+/// Gradient tolerances.
+const BWD: [(DType, f32); 2] = [(DType::F32, 1e-4), (DType::BF16, 5e-2)];
+
+/// The largest magnitude of `t`, at least 1.
+fn magnitude(t: &Tensor) -> f32 {
+    max_diff(t, &t.zeros_like().unwrap()).max(1.0)
+}
+
+/// `ours` has `theirs`' shape and lies within `tol` of it relative to its magnitude.
+#[track_caller]
+fn assert_close(ours: &Tensor, theirs: &Tensor, tol: f32, what: &str) {
+    assert_eq!(ours.dims(), theirs.dims(), "{what}: shape");
+    let d = max_diff(ours, theirs);
+    assert!(
+        d <= tol * magnitude(theirs),
+        "{what}: max difference {d} (reference magnitude {})",
+        magnitude(theirs)
+    );
+}
+
+/// The error `r` must be, with every one of `parts` in its message.
+#[track_caller]
+fn assert_mentions(r: candle_core::Result<Tensor>, parts: &[&str]) {
+    match r {
+        Ok(t) => panic!("no error but {t:?}, want one mentioning {parts:?}"),
+        Err(e) => {
+            let e = e.to_string();
+            assert!(parts.iter().all(|p| e.contains(p)), "{e} lacks {parts:?}");
+        }
+    }
+}
+
+/// `t` in f64 (a dtype the ops refuse).
+fn f64s(t: &Tensor) -> Tensor {
+    t.to_dtype(DType::F64).unwrap()
 }
 
 /// Liger-Kernel's tolerances for RMSNorm: f32 1e-5 (here 1e-4 absolute on values near 1),

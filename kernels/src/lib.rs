@@ -15,5 +15,6 @@ pub mod layer_norm;
 pub mod matmul;
 pub mod misc;
 pub mod rms_norm;
+pub mod rope;
 pub mod softmax;
 pub mod vector_add;
