@@ -213,6 +213,16 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             none,
         ),
         (
+            "swiglu",
+            swiglu::swiglu_fwd::trace::<f32>(&s, 4096).unwrap(),
+            none,
+        ),
+        (
+            "swiglu backward",
+            swiglu::swiglu_bwd::trace::<f32>(&s, 4096).unwrap(),
+            none,
+        ),
+        (
             "sigmoid gated",
             activation::sigmoid_gated::trace::<f32>(&s, 256).unwrap(),
             none,

@@ -14,9 +14,11 @@
 pub mod op;
 pub mod rms_norm;
 pub mod rope;
+pub mod swiglu;
 
 pub use rms_norm::{rms_norm, RmsNorm};
 pub use rope::{rope, Rope};
+pub use swiglu::{swiglu, SwiGlu};
 
 /// A Tritium error as a candle error (its message kept whole).
 pub fn candle_error(e: tritium::Error) -> candle_core::Error {

@@ -17,4 +17,5 @@ pub mod misc;
 pub mod rms_norm;
 pub mod rope;
 pub mod softmax;
+pub mod swiglu;
 pub mod vector_add;
