@@ -223,6 +223,11 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             none,
         ),
         (
+            "softmax backward",
+            softmax::softmax_bwd::trace::<f32>(&s, 1024).unwrap(),
+            none,
+        ),
+        (
             "sigmoid gated",
             activation::sigmoid_gated::trace::<f32>(&s, 256).unwrap(),
             none,

@@ -14,10 +14,12 @@
 pub mod op;
 pub mod rms_norm;
 pub mod rope;
+pub mod softmax;
 pub mod swiglu;
 
 pub use rms_norm::{rms_norm, RmsNorm};
 pub use rope::{rope, Rope};
+pub use softmax::{softmax_last_dim, SoftmaxLastDim};
 pub use swiglu::{swiglu, SwiGlu};
 
 /// A Tritium error as a candle error (its message kept whole).

@@ -2,6 +2,7 @@
 //! candle-nn computes them, candle tensors as kernel arguments, and errors.
 
 mod rope;
+mod softmax;
 mod swiglu;
 
 use candle_core::{DType, Device, Tensor, Var};

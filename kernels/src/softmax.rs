@@ -129,3 +129,32 @@ fn check_rows(
     }
     Ok(())
 }
+
+/// The gradient of a row-wise softmax, one row per program: `dx = y · (dy − Σ y·dy)` with
+/// `y` the softmax (its forward's output) and `dy` the gradient of `y`, in f32 whatever the
+/// storage dtype; `BLOCK >= n_cols` is a power of two. Each matrix is contiguous along its
+/// rows, which lie `*_stride` elements apart.
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+pub fn softmax_bwd<T: Float>(
+    dx: Ptr<T>,
+    y: Ptr<T>,
+    dy: Ptr<T>,
+    dx_stride: i32,
+    y_stride: i32,
+    dy_stride: i32,
+    n_cols: i32,
+    #[constexpr] BLOCK: usize,
+) {
+    let row = program_id(0).to(DType::I64);
+    let cols = arange(0, BLOCK);
+    let mask = cols < n_cols;
+    let yv = load(y + row * y_stride + cols, mask = mask, other = 0.0).to(DType::F32);
+    let dyv = load(dy + row * dy_stride + cols, mask = mask, other = 0.0).to(DType::F32);
+    let dot = sum(yv * dyv, 0);
+    store(
+        dx + row * dx_stride + cols,
+        (yv * (dyv - dot)).to(T::DTYPE),
+        mask = mask,
+    );
+}
