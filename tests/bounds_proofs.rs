@@ -227,6 +227,17 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             softmax::softmax_bwd::trace::<f32>(&s, 1024).unwrap(),
             none,
         ),
+        // The target's logit is read at a column loaded from `target`: checked.
+        (
+            "cross entropy",
+            cross_entropy::cross_entropy_fwd::trace::<f32>(&s, 2048).unwrap(),
+            &["48 load"],
+        ),
+        (
+            "cross entropy backward",
+            cross_entropy::cross_entropy_bwd::trace::<f32>(&s, 2048).unwrap(),
+            none,
+        ),
         (
             "sigmoid gated",
             activation::sigmoid_gated::trace::<f32>(&s, 256).unwrap(),

@@ -5,18 +5,29 @@
 //!   its layout's offset with its strides, read-locked until the launch returns. Outputs are
 //!   arrays or vectors made into tensors after the launch ([`tensor_from`]).
 //! - [`op`] turns kernels into candle custom ops: [`op::cpu_array`] reads a custom op's
-//!   storage as an ndarray array, [`op::dispatch`] picks the element type, and
+//!   storage as an ndarray array ([`op::last_dim_contiguous`] keeps the outer strides of a
+//!   view for kernels that take them), [`op::dispatch`] picks the element type, and
 //!   [`rms_norm`] is the worked example, `x.apply_op2(&w, RmsNorm { eps })` with its
 //!   backward under candle's autograd.
+//! - The fused ops a Llama model needs, each forward and backward on Tritium kernels
+//!   (`tritium_kernels`), computed in f32 for f32, f16 and bf16 tensors and differentiable
+//!   under candle's autograd: [`rms_norm`]; [`rope`] (rotary embeddings, "rotate half" as
+//!   `candle_nn::rotary_emb::rope`; a transposed `(b, t, h, d)` view is read without a
+//!   copy); [`swiglu`] (`silu(gate) · up`); [`softmax_last_dim`]; [`cross_entropy`] (the
+//!   mean over rows not ignored, Liger-Kernel's fused version with PyTorch's
+//!   `ignore_index`).
 //!
-//! Errors come back as candle errors naming what was wrong.
+//! The ops run on CPU tensors; errors come back as candle errors naming what was wrong (a
+//! shape, a dtype, a device).
 
+pub mod cross_entropy;
 pub mod op;
 pub mod rms_norm;
 pub mod rope;
 pub mod softmax;
 pub mod swiglu;
 
+pub use cross_entropy::{cross_entropy, cross_entropy_with, CrossEntropy, IGNORE_INDEX};
 pub use rms_norm::{rms_norm, RmsNorm};
 pub use rope::{rope, Rope};
 pub use softmax::{softmax_last_dim, SoftmaxLastDim};

@@ -1,6 +1,8 @@
 //! tritium-candle against candle itself: RMSNorm forward and backward (f32, bf16) as
-//! candle-nn computes them, candle tensors as kernel arguments, and errors.
+//! candle-nn computes them, candle tensors as kernel arguments, and errors; the other fused
+//! ops in their modules (forward against candle-nn, backward against candle's autograd).
 
+mod cross_entropy;
 mod rope;
 mod softmax;
 mod swiglu;

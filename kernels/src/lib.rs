@@ -6,6 +6,7 @@
 pub mod activation;
 pub mod attention;
 pub mod bench;
+pub mod cross_entropy;
 pub mod custom_add;
 pub mod custom_bitcode;
 pub mod custom_overrides;
