@@ -6,7 +6,7 @@
 //! its backward gives `dlogits = (softmax − onehot) / n_valid · g` (0 on ignored rows).
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, last_dim_contiguous, op_error, to_i32, PerFloat};
+use crate::op::{cpu_array, dispatch, last_dim_contiguous, op_error, to_i32, zeros, PerFloat};
 use candle_core::backend::BackendStorage;
 use candle_core::{
     CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType,
@@ -24,7 +24,7 @@ const OP: &str = "tritium-cross-entropy";
 pub const IGNORE_INDEX: i64 = -100;
 
 /// Columns per block of the kernels' loops over a row.
-const BLOCK: usize = 2048;
+const BLOCK: usize = 1024;
 
 /// The mean cross-entropy of `logits` `(n, v)` (f32, f16 or bf16, any layout) against
 /// `targets` `(n,)` (u32 or i64) over the rows whose target is not `ignore_index`, as an f32
@@ -169,7 +169,7 @@ impl PerFloat for Forward<'_> {
         let Some(scale) = self.grad_scale else {
             return Ok((loss, None));
         };
-        let mut dx = vec![T::from_f64(0.0); n * v];
+        let mut dx = zeros::<T>(n * v);
         cross_entropy_bwd::launch(
             &Device::cpu(),
             n,

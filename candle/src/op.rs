@@ -2,8 +2,9 @@
 //! arrays (zero-copy where the layout is contiguous), the element type picked at run time,
 //! and the result made back into candle storage.
 
+use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Layout, Result, Storage, Tensor, WithDType};
-use ndarray::{ArrayView, ArrayViewD, CowArray, IxDyn, ShapeBuilder};
+use ndarray::{Array, ArrayView, ArrayViewD, CowArray, IxDyn, ShapeBuilder};
 use tritium::dsl::trace::Float;
 
 /// Storage `s` under `layout` as a strided view of its logical shape, never a copy: what a
@@ -27,10 +28,26 @@ pub fn cpu_array<'s, T: WithDType>(
     layout: &Layout,
 ) -> Result<CowArray<'s, T, IxDyn>> {
     let view = cpu_view(s, layout)?;
-    Ok(match view.is_standard_layout() {
-        true => CowArray::from(view),
-        false => CowArray::from(view.as_standard_layout().into_owned()),
-    })
+    match view.is_standard_layout() {
+        true => Ok(CowArray::from(view)),
+        false => row_major_copy(s, layout),
+    }
+}
+
+/// Storage `s` under `layout` copied row-major by candle's strided copy (what
+/// `Tensor::contiguous` runs: whole contiguous blocks at a time, far faster than an
+/// element-wise ndarray copy of a dynamic-rank view).
+fn row_major_copy<'s, T: WithDType>(
+    s: &CpuStorage,
+    layout: &Layout,
+) -> Result<CowArray<'s, T, IxDyn>> {
+    let n = layout.shape().elem_count();
+    let mut dst = T::to_cpu_storage_owned(zeros::<T>(n));
+    s.copy_strided_src(&mut dst, 0, layout)?;
+    let data = T::cpu_storage_data(dst)?;
+    let array = Array::from_shape_vec(IxDyn(layout.dims()), data)
+        .map_err(|e| candle_core::Error::Msg(format!("a row-major copy of {layout:?}: {e}")))?;
+    Ok(CowArray::from(array))
 }
 
 /// A computation over one element type, chosen at run time by [`dispatch`].
@@ -67,10 +84,10 @@ pub fn last_dim_contiguous<'s, T: WithDType>(
         (Some(&n), Some(&stride)) => n <= 1 || stride == 1,
         _ => true,
     };
-    Ok(match contiguous {
-        true => CowArray::from(view),
-        false => CowArray::from(view.as_standard_layout().into_owned()),
-    })
+    match contiguous {
+        true => Ok(CowArray::from(view)),
+        false => row_major_copy(s, layout),
+    }
 }
 
 /// A CPU tensor's storage and layout, or an error naming `op` and the tensor's device.
@@ -109,4 +126,18 @@ pub fn same_dtype(op: &str, tensors: &[(&str, DType)]) -> Result<DType> {
 /// `n` as a kernel's `i32` size argument, or an error naming what is too large.
 pub fn to_i32(op: &str, what: &str, n: usize) -> Result<i32> {
     i32::try_from(n).map_err(|_| op_error(op, format!("{what} is {n}, above i32::MAX")))
+}
+
+/// `n` zeros of `T` in a zeroed allocation (`calloc`): the pages are mapped when a kernel
+/// first writes them, on the threads that write them, rather than written twice (a fill
+/// then the kernel's stores). For the outputs a kernel writes whole.
+pub fn zeros<T: WithDType>(n: usize) -> Vec<T> {
+    use half::vec::HalfBitsVecExt;
+    let storage = match T::DTYPE {
+        DType::F32 => CpuStorage::F32(vec![0f32; n]),
+        DType::F16 => CpuStorage::F16(vec![0u16; n].reinterpret_into()),
+        DType::BF16 => CpuStorage::BF16(vec![0u16; n].reinterpret_into()),
+        _ => return vec![T::from_f64(0.0); n],
+    };
+    T::cpu_storage_data(storage).unwrap_or_else(|_| vec![T::from_f64(0.0); n])
 }

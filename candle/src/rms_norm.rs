@@ -3,7 +3,7 @@
 //! and scales by `w`, with its backward (`dx` and `dw`) under candle's autograd.
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, on_cpu, same_dtype, PerFloat};
+use crate::op::{cpu_array, dispatch, on_cpu, same_dtype, zeros, PerFloat};
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Tensor, WithDType};
 use tritium::dsl::trace::lang::next_power_of_2;
@@ -57,7 +57,7 @@ impl PerFloat for Forward<'_> {
     fn run<T: Float + WithDType>(self) -> Result<Self::Output> {
         let x = cpu_array::<T>(self.x.0, self.x.1)?;
         let w = cpu_array::<T>(self.w.0, self.w.1)?;
-        let mut y = vec![T::from_f64(0.0); self.rows * self.n];
+        let mut y = zeros::<T>(self.rows * self.n);
         let mut rstd = vec![0f32; self.rows];
         rms_norm_fwd::launch(
             &Device::cpu(),
@@ -105,7 +105,7 @@ impl PerFloat for Backward<'_> {
                         eps: self.eps,
                     }
                     .run::<T>()?;
-                    let mut dx = vec![T::from_f64(0.0); rows * n];
+                    let mut dx = zeros::<T>(rows * n);
                     let mut dw_rows = vec![0f32; rows * n];
                     rms_norm_bwd::launch(
                         &Device::cpu(),

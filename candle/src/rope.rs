@@ -5,7 +5,9 @@
 //! rotation by `−sin`); `cos` and `sin` get no gradient.
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, last_dim_contiguous, op_error, same_dtype, to_i32, PerFloat};
+use crate::op::{
+    cpu_array, dispatch, last_dim_contiguous, op_error, same_dtype, to_i32, zeros, PerFloat,
+};
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, WithDType};
 use tritium::dsl::trace::lang::next_power_of_2;
@@ -110,7 +112,7 @@ impl PerFloat for Rotate<'_> {
             half,
             cs_b,
         } = self.dims;
-        let mut out = vec![T::from_f64(0.0); b * h * t * half * 2];
+        let mut out = zeros::<T>(b * h * t * half * 2);
         if out.is_empty() {
             return Ok(T::to_cpu_storage_owned(out));
         }

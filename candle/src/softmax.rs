@@ -4,7 +4,7 @@
 //! computed in f32 whatever the dtype, differentiable under candle's autograd.
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, op_error, same_dtype, to_i32, PerFloat};
+use crate::op::{cpu_array, dispatch, op_error, same_dtype, to_i32, zeros, PerFloat};
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor, WithDType};
 use tritium::dsl::trace::lang::next_power_of_2;
@@ -48,7 +48,7 @@ impl PerFloat for Forward<'_> {
 
     fn run<T: Float + WithDType>(self) -> Result<CpuStorage> {
         let (rows, n) = rows_of(self.x.1.dims())?;
-        let mut y = vec![T::from_f64(0.0); rows * n];
+        let mut y = zeros::<T>(rows * n);
         if !y.is_empty() {
             let x = cpu_array::<T>(self.x.0, self.x.1)?;
             let n = to_i32(OP, "the last dim", n)?;
@@ -79,7 +79,7 @@ impl PerFloat for Backward<'_> {
 
     fn run<T: Float + WithDType>(self) -> Result<CpuStorage> {
         let (rows, n) = rows_of(self.y.1.dims())?;
-        let mut dx = vec![T::from_f64(0.0); rows * n];
+        let mut dx = zeros::<T>(rows * n);
         if !dx.is_empty() {
             let y = cpu_array::<T>(self.y.0, self.y.1)?;
             let dy = cpu_array::<T>(self.dy.0, self.dy.1)?;

@@ -4,7 +4,7 @@
 //! gradients under candle's autograd.
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, op_error, same_dtype, PerFloat};
+use crate::op::{cpu_array, dispatch, op_error, same_dtype, zeros, PerFloat};
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, WithDType};
 use tritium::dsl::trace::Float;
@@ -57,7 +57,7 @@ impl PerFloat for Forward<'_> {
 
     fn run<T: Float + WithDType>(self) -> Result<CpuStorage> {
         let n = self.gate.1.shape().elem_count();
-        let mut out = vec![T::from_f64(0.0); n];
+        let mut out = zeros::<T>(n);
         if n > 0 {
             let gate = cpu_array::<T>(self.gate.0, self.gate.1)?;
             let up = cpu_array::<T>(self.up.0, self.up.1)?;
@@ -80,7 +80,7 @@ impl PerFloat for Backward<'_> {
 
     fn run<T: Float + WithDType>(self) -> Result<CpuStorage> {
         let n = self.gate.1.shape().elem_count();
-        let mut grads = vec![T::from_f64(0.0); 2 * n];
+        let mut grads = zeros::<T>(2 * n);
         if n > 0 {
             let dy = cpu_array::<T>(self.dy.0, self.dy.1)?;
             let gate = cpu_array::<T>(self.gate.0, self.gate.1)?;

@@ -43,6 +43,19 @@ fn swiglu_forward_matches_candle() {
             .unwrap();
         let ours = swiglu(&g, &u).unwrap();
         assert_close(&ours, &swiglu_ref(&g, &u), tol, &format!("{dtype:?} views"));
+        // A broadcast (stride 0) up.
+        let u = randn(&[1, 33], 38)
+            .to_dtype(dtype)
+            .unwrap()
+            .broadcast_as((20, 33))
+            .unwrap();
+        let ours = swiglu(&g, &u).unwrap();
+        assert_close(
+            &ours,
+            &swiglu_ref(&g, &u),
+            tol,
+            &format!("{dtype:?} broadcast"),
+        );
     }
 }
 
