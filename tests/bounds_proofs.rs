@@ -239,6 +239,37 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             none,
         ),
         (
+            "attention over a kv cache",
+            attention_cached::attention_cached::trace::<f32>(&s, 4, 16, 64, 64).unwrap(),
+            none,
+        ),
+        (
+            "kv cache write",
+            attention_cached::kv_cache_write::trace::<f32>(&s, 64).unwrap(),
+            none,
+        ),
+        // A token id is data: the table row it reads is a gather.
+        (
+            "embedding",
+            embedding::embedding::trace::<f32>(&s, 512).unwrap(),
+            &["20 load"],
+        ),
+        (
+            "matvec",
+            matvec::matvec::trace::<f32, f32>(&s, 8, 32, false).unwrap(),
+            none,
+        ),
+        (
+            "matvec even",
+            matvec::matvec::trace::<f32, f32>(&s, 8, 32, true).unwrap(),
+            none,
+        ),
+        (
+            "sample tokens",
+            sampling::sample_tokens::trace(&s, false, 1024).unwrap(),
+            none,
+        ),
+        (
             "sigmoid gated",
             activation::sigmoid_gated::trace::<f32>(&s, 256).unwrap(),
             none,
@@ -352,6 +383,21 @@ fn right_launches_of_the_tutorial_kernels_are_proven_exactly() {
         ("v", Buf(qkv)),
         ("n_ctx", Int(ctx as i64)),
     ];
+    // 2 sequences, 8 query heads over 2 KV heads of 64, 7 new positions after 13 cached
+    // fill the cache's 20: q strided as the projection's `[B, T, H, D]` read as `[B, H, T, D]`.
+    let kv_cache: Vec<(&str, Arg)> = vec![
+        ("out", Buf(2 * 7 * 8 * 64)),
+        ("q", Buf(2 * 7 * 8 * 64)),
+        ("k_cache", Buf(2 * 2 * 20 * 64)),
+        ("v_cache", Buf(2 * 2 * 20 * 64)),
+        ("sq_b", Int(7 * 8 * 64)),
+        ("sq_h", Int(64)),
+        ("sq_t", Int(8 * 64)),
+        ("n_new", Int(7)),
+        ("pos", Int(13)),
+        ("l_max", Int(20)),
+        ("heads_kv", Int(2)),
+    ];
     let cases: Vec<Case> = vec![
         (
             "matmul",
@@ -450,6 +496,36 @@ fn right_launches_of_the_tutorial_kernels_are_proven_exactly() {
             [cdiv(ctx, 64), (z * h) as u32, 1],
             attn.clone(),
             "lse",
+        ),
+        (
+            "attention over a kv cache (prefill at 13, GQA 4)",
+            attention_cached::attention_cached::trace::<f32>(&s, 4, 16, 16, 64).unwrap(),
+            [cdiv(7 * 4, 16), (2 * 2) as u32, 1],
+            kv_cache.clone(),
+            "k_cache",
+        ),
+        (
+            "attention over a kv cache, q",
+            attention_cached::attention_cached::trace::<f32>(&s, 4, 16, 16, 64).unwrap(),
+            [cdiv(7 * 4, 16), (2 * 2) as u32, 1],
+            kv_cache.clone(),
+            "q",
+        ),
+        (
+            "matvec",
+            matvec::matvec::trace::<f32, f32>(&s, 8, 32, false).unwrap(),
+            [cdiv(n, 8), 3, 1],
+            vec![
+                ("y", Buf(3 * n)),
+                ("x", Buf(3 * k)),
+                ("w", Buf(n * k)),
+                ("n", Int(n as i64)),
+                ("k", Int(k as i64)),
+                ("stride_x", Int(k as i64)),
+                ("stride_w", Int(k as i64)),
+                ("stride_y", Int(n as i64)),
+            ],
+            "w",
         ),
     ];
     for (name, f, grid, args, shortened) in cases {

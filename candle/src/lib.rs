@@ -21,6 +21,7 @@
 //! shape, a dtype, a device).
 
 pub mod cross_entropy;
+pub mod llama;
 pub mod op;
 pub mod rms_norm;
 pub mod rope;

@@ -191,3 +191,5 @@ fn wrong_tensors_are_errors_naming_what_was_wrong() {
     let e = rms_norm(&x, &randn(&[8], 2).to_dtype(DType::BF16).unwrap(), 1e-6).unwrap_err();
     assert!(e.to_string().contains("x is F32 but w is BF16"), "{e}");
 }
+
+mod llama;

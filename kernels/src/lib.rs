@@ -5,18 +5,22 @@
 
 pub mod activation;
 pub mod attention;
+pub mod attention_cached;
 pub mod bench;
 pub mod cross_entropy;
 pub mod custom_add;
 pub mod custom_bitcode;
 pub mod custom_overrides;
 pub mod dropout;
+pub mod embedding;
 pub mod grouped_gemm;
 pub mod layer_norm;
 pub mod matmul;
+pub mod matvec;
 pub mod misc;
 pub mod rms_norm;
 pub mod rope;
+pub mod sampling;
 pub mod softmax;
 pub mod swiglu;
 pub mod vector_add;

@@ -1,0 +1,293 @@
+//! The decoder's inference-only launches on candle tensors (f32): each takes its inputs
+//! where they lie (a tensor is a kernel's pointer argument, strides passed along) and
+//! makes its output a new tensor without a copy.
+
+use crate::candle_error;
+use candle_core::{Device, Error, Result, Tensor};
+use tritium::dsl::trace::lang::next_power_of_2;
+use tritium_kernels::attention_cached::{attention_cached, kv_cache_write};
+use tritium_kernels::embedding::embedding;
+use tritium_kernels::matmul::matmul;
+use tritium_kernels::matvec::matvec;
+use tritium_kernels::sampling::sample_tokens;
+use tritium_kernels::vector_add::add;
+
+fn cdiv(a: usize, b: usize) -> usize {
+    a.div_ceil(b)
+}
+
+/// A `[rows, n]` tensor's dims, or an error naming `what` and its shape.
+fn matrix(t: &Tensor, what: &str) -> Result<(usize, usize)> {
+    match t.dims() {
+        [r, n] => Ok((*r, *n)),
+        d => Err(Error::Msg(format!(
+            "{what}: expected a matrix, got shape {d:?}"
+        ))),
+    }
+}
+
+/// `data` as a CPU tensor of `shape`.
+fn tensor(data: Vec<f32>, shape: &[usize]) -> Result<Tensor> {
+    Tensor::from_vec(data, shape, &Device::Cpu)
+}
+
+/// Rows of `x` up to which [`linear`] streams the weight once per row ([`matvec`]) rather
+/// than multiplying blocks.
+const MATVEC_ROWS: usize = 4;
+
+/// [`matvec`]'s outputs per program and `k` per step: a `8 × 32` f32 accumulator is 16
+/// AVX-512 registers, and 8 weight rows stream at once.
+const MATVEC_BLOCKS: (usize, usize) = (8, 32);
+
+/// `x wᵀ` for `x` `[m, k]` and a weight `w` `[n, k]` (PyTorch's `Linear` layout, read
+/// transposed through its strides): [`matvec`] for a decode step's few rows, else
+/// Tritium's matmul, its blocks tuned once per shape.
+pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    let ((m, k), (n, kw)) = (matrix(x, "linear x")?, matrix(w, "linear w")?);
+    if k != kw {
+        return Err(Error::Msg(format!(
+            "linear: x is [{m}, {k}] but w is [{n}, {kw}] (in features differ)"
+        )));
+    }
+    let (sx, sw) = (x.stride(), w.stride());
+    let mut c = vec![0f32; m * n];
+    let i = |v: usize| v as i32;
+    if m <= MATVEC_ROWS && sx[1] == 1 && sw[1] == 1 {
+        let (bn, bk) = MATVEC_BLOCKS;
+        matvec::launch::<f32, f32>(
+            dev,
+            [cdiv(n, bn), m],
+            &mut c,
+            x,
+            w,
+            i(n),
+            i(k),
+            i(sx[0]),
+            i(sw[0]),
+            i(n),
+            bn,
+            bk,
+            n % bn == 0 && k % bk == 0,
+        )
+        .map_err(candle_error)?;
+        return tensor(c, &[m, n]);
+    }
+    matmul::launch::<f32, f32, _>(
+        dev,
+        |meta: &matmul::Meta| [cdiv(m.max(1), meta.BM), cdiv(n.max(1), meta.BN)],
+        &mut c,
+        x,
+        w,
+        i(m),
+        i(n),
+        i(k),
+        i(sx[0]),
+        i(sx[1]),
+        i(sw[1]),
+        i(sw[0]),
+        i(n),
+        1,
+    )
+    .map_err(candle_error)?;
+    tensor(c, &[m, n])
+}
+
+/// `a + b` elementwise (the residual adds), both contiguous and of one shape.
+pub fn add_tensors(dev: &tritium::Device, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if a.dims() != b.dims() {
+        return Err(Error::Msg(format!(
+            "add: shapes {:?} and {:?} differ",
+            a.dims(),
+            b.dims()
+        )));
+    }
+    let (a, b) = (a.contiguous()?, b.contiguous()?);
+    let n = a.elem_count();
+    const BLOCK: usize = 4096;
+    let mut out = vec![0f32; n];
+    add::launch::<f32>(dev, cdiv(n, BLOCK), &mut out, &a, &b, n as i32, BLOCK)
+        .map_err(candle_error)?;
+    tensor(out, a.dims())
+}
+
+/// The rows of `table` `[vocab, hidden]` for the `ids` (u32, any shape): `[ids…, hidden]`.
+pub fn embed(dev: &tritium::Device, table: &Tensor, ids: &Tensor) -> Result<Tensor> {
+    let (_, hidden) = matrix(table, "embedding table")?;
+    let ids = ids.contiguous()?;
+    let n = ids.elem_count();
+    let mut out = vec![0f32; n * hidden];
+    embedding::launch::<f32>(
+        dev,
+        n,
+        &mut out,
+        table,
+        &ids,
+        hidden as i32,
+        next_power_of_2(hidden),
+    )
+    .map_err(candle_error)?;
+    let mut shape = ids.dims().to_vec();
+    shape.push(hidden);
+    tensor(out, &shape)
+}
+
+/// A layer's key and value caches, `[B, H_kv, L_max, D]` each, as the attention reads them.
+#[derive(Debug, Clone)]
+pub struct LayerCache {
+    /// Keys after RoPE.
+    pub k: Vec<f32>,
+    /// Values.
+    pub v: Vec<f32>,
+}
+
+/// The shape of one layer's attention: heads, KV heads, head dim, cache length.
+#[derive(Debug, Clone, Copy)]
+pub struct AttentionShape {
+    /// Batch.
+    pub batch: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+    /// Head width (a power of two ≥ 16).
+    pub head_dim: usize,
+    /// Positions each cache holds.
+    pub max_seq: usize,
+}
+
+/// Writes `k` and `v` (`[B, H_kv, T, D]`, any strides with unit `D` stride) into `cache`
+/// at positions `pos..pos + T`.
+pub fn cache_write(
+    dev: &tritium::Device,
+    cache: &mut LayerCache,
+    k: &Tensor,
+    v: &Tensor,
+    pos: usize,
+    shape: AttentionShape,
+) -> Result<()> {
+    for (x, dst) in [(k, &mut cache.k), (v, &mut cache.v)] {
+        let (b, h, t, d) = x.dims4()?;
+        let s = x.stride();
+        if b != shape.batch || h != shape.kv_heads || d != shape.head_dim || s[3] != 1 {
+            return Err(Error::Msg(format!(
+                "kv cache: expected [{}, {}, T, {}] with unit stride along the head, got {:?} strides {s:?}",
+                shape.batch, shape.kv_heads, shape.head_dim, x.dims()
+            )));
+        }
+        if pos + t > shape.max_seq {
+            return Err(Error::Msg(format!(
+                "kv cache: positions {pos}..{} past its {} positions",
+                pos + t,
+                shape.max_seq
+            )));
+        }
+        let i = |v: usize| v as i32;
+        kv_cache_write::launch::<f32>(
+            dev,
+            [t, b * h],
+            dst,
+            x,
+            i(s[0]),
+            i(s[1]),
+            i(s[2]),
+            i(pos),
+            i(shape.max_seq),
+            i(h),
+            d,
+        )
+        .map_err(candle_error)?;
+    }
+    Ok(())
+}
+
+/// Causal attention of `q` (`[B, H, T, D]`, unit `D` stride) at positions `pos..pos + T`
+/// over the cache's `pos + T` positions: `[B·T, H·D]`, the output projection's input.
+pub fn attend(
+    dev: &tritium::Device,
+    q: &Tensor,
+    cache: &LayerCache,
+    pos: usize,
+    shape: AttentionShape,
+) -> Result<Tensor> {
+    let (b, h, t, d) = q.dims4()?;
+    let s = q.stride();
+    if b != shape.batch || h != shape.heads || d != shape.head_dim || s[3] != 1 {
+        return Err(Error::Msg(format!(
+            "attention: q must be [{}, {}, T, {}] with unit stride along the head, got {:?} strides {s:?}",
+            shape.batch, shape.heads, shape.head_dim, q.dims()
+        )));
+    }
+    let g = h / shape.kv_heads;
+    let rows = t * g;
+    let bm = next_power_of_2(rows).clamp(16, 64);
+    let mut out = vec![0f32; b * t * h * d];
+    let i = |v: usize| v as i32;
+    attention_cached::launch::<f32>(
+        dev,
+        [cdiv(rows, bm), b * shape.kv_heads],
+        &mut out,
+        q,
+        &cache.k,
+        &cache.v,
+        i(s[0]),
+        i(s[1]),
+        i(s[2]),
+        i(t),
+        i(pos),
+        i(shape.max_seq),
+        i(shape.kv_heads),
+        1.0 / (d as f32).sqrt(),
+        g,
+        bm,
+        64,
+        d,
+    )
+    .map_err(candle_error)?;
+    tensor(out, &[b * t, h * d])
+}
+
+/// How [`sample`] picks tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sampling {
+    /// The most likely token.
+    Greedy,
+    /// A draw from `softmax(logits / temperature)` with Philox numbers of `seed`.
+    Temperature {
+        /// Above 0.
+        temperature: f32,
+        /// The same seed gives the same draw.
+        seed: i32,
+    },
+}
+
+/// One token per row of `logits` (`[rows, vocab]`): u32 `[rows]`.
+pub fn sample(dev: &tritium::Device, logits: &Tensor, how: Sampling) -> Result<Tensor> {
+    let (rows, vocab) = matrix(logits, "sample logits")?;
+    let logits = logits.contiguous()?;
+    let (greedy, temperature, seed) = match how {
+        Sampling::Greedy => (true, 1.0, 0),
+        Sampling::Temperature { temperature, seed } if temperature > 0.0 => {
+            (false, temperature, seed)
+        }
+        Sampling::Temperature { temperature, .. } => {
+            return Err(Error::Msg(format!(
+                "sample: the temperature must be above 0, got {temperature}"
+            )))
+        }
+    };
+    let mut tokens = vec![0u32; rows];
+    sample_tokens::launch(
+        dev,
+        rows,
+        &mut tokens,
+        &logits,
+        vocab as i32,
+        vocab as i32,
+        temperature,
+        seed,
+        greedy,
+        next_power_of_2(vocab),
+    )
+    .map_err(candle_error)?;
+    Tensor::from_vec(tokens, rows, &Device::Cpu)
+}

@@ -1,0 +1,258 @@
+//! [`Llama`]: the decoder's weights and its forward pass over a [`KvCache`], every step a
+//! Tritium kernel (the fused ops of this crate, [`super::kernels`]' launches).
+
+use super::kernels::{
+    add_tensors, attend, cache_write, embed, linear, sample, AttentionShape, LayerCache, Sampling,
+};
+use super::{weights, Config};
+use candle_core::{DType, Device, Error, IndexOp, Result, Tensor};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// One decoder layer's weights; the query/key/value projections stacked into one matrix
+/// and gate/up into another, so each is one matmul.
+#[derive(Debug, Clone)]
+struct Layer {
+    attn_norm: Tensor,
+    /// `[(H + 2·H_kv)·D, hidden]`: q, k, v.
+    qkv: Tensor,
+    o: Tensor,
+    mlp_norm: Tensor,
+    /// `[2·intermediate, hidden]`: gate, up.
+    gate_up: Tensor,
+    down: Tensor,
+}
+
+/// A Llama-style decoder on Tritium kernels (f32 weights, CPU tensors).
+#[derive(Debug, Clone)]
+pub struct Llama {
+    cfg: Config,
+    dev: tritium::Device,
+    embed: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    lm_head: Tensor,
+    /// `[max_seq, D/2]` RoPE tables, as candle-transformers' Llama computes them.
+    cos: Tensor,
+    sin: Tensor,
+}
+
+/// Keys and values of every layer for one batch of sequences, filled to `len` positions.
+#[derive(Debug, Clone)]
+pub struct KvCache {
+    layers: Vec<LayerCache>,
+    batch: usize,
+    len: usize,
+}
+
+impl KvCache {
+    /// Positions held (the prompt and the tokens generated so far).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is cached yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Llama {
+    /// The model of `cfg` from Hugging Face-named f32 weights; an error names a missing
+    /// weight or one of the wrong shape.
+    pub fn new(cfg: Config, weights: &HashMap<String, Tensor>) -> Result<Llama> {
+        cfg.validate()?;
+        for (name, shape) in weights::names(&cfg) {
+            let t = weights
+                .get(&name)
+                .ok_or_else(|| Error::Msg(format!("llama: weight `{name}` missing")))?;
+            if t.dims() != shape.as_slice() || t.dtype() != DType::F32 {
+                return Err(Error::Msg(format!(
+                    "llama: weight `{name}` must be f32 {shape:?}, got {:?} {:?}",
+                    t.dtype(),
+                    t.dims()
+                )));
+            }
+        }
+        let w = |name: String| weights[&name].contiguous();
+        let layers = (0..cfg.layers)
+            .map(|i| {
+                let p = format!("model.layers.{i}");
+                let attn = |n: &str| w(format!("{p}.self_attn.{n}_proj.weight"));
+                let mlp = |n: &str| w(format!("{p}.mlp.{n}_proj.weight"));
+                Ok(Layer {
+                    attn_norm: w(format!("{p}.input_layernorm.weight"))?,
+                    qkv: Tensor::cat(&[attn("q")?, attn("k")?, attn("v")?], 0)?,
+                    o: attn("o")?,
+                    mlp_norm: w(format!("{p}.post_attention_layernorm.weight"))?,
+                    gate_up: Tensor::cat(&[mlp("gate")?, mlp("up")?], 0)?,
+                    down: mlp("down")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let (cos, sin) = rope_tables(&cfg)?;
+        Ok(Llama {
+            dev: tritium::Device::cpu(),
+            embed: w("model.embed_tokens.weight".into())?,
+            layers,
+            norm: w("model.norm.weight".into())?,
+            lm_head: w("lm_head.weight".into())?,
+            cos,
+            sin,
+            cfg,
+        })
+    }
+
+    /// The checkpoint in `dir` (`config.json` and safetensors, see [`weights::read`]).
+    pub fn load(dir: &Path) -> Result<Llama> {
+        let (cfg, weights) = weights::read(dir)?;
+        Llama::new(cfg, &weights)
+    }
+
+    /// The model launching its own kernels (embedding, projections, attention, residual
+    /// adds, sampling) on `dev` instead of the CPU: the interpreter or the CUDA emulator
+    /// check them against the CPU's code. Tensors stay in CPU memory; the fused custom
+    /// ops (RMSNorm, RoPE, SwiGLU) run where candle runs them.
+    pub fn on_device(mut self, dev: tritium::Device) -> Llama {
+        self.dev = dev;
+        self
+    }
+
+    /// Its sizes.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// An empty cache for `batch` sequences of up to `max_seq` positions.
+    pub fn cache(&self, batch: usize) -> KvCache {
+        let n = batch * self.cfg.kv_heads * self.cfg.max_seq * self.cfg.head_dim();
+        let layer = LayerCache {
+            k: vec![0.0; n],
+            v: vec![0.0; n],
+        };
+        KvCache {
+            layers: vec![layer; self.cfg.layers],
+            batch,
+            len: 0,
+        }
+    }
+
+    fn shape(&self, batch: usize) -> AttentionShape {
+        AttentionShape {
+            batch,
+            heads: self.cfg.heads,
+            kv_heads: self.cfg.kv_heads,
+            head_dim: self.cfg.head_dim(),
+            max_seq: self.cfg.max_seq,
+        }
+    }
+
+    /// The last layer's normalized hidden states `[B·T, hidden]` for `tokens` (u32 `[B, T]`)
+    /// at the cache's next positions, which it appends to the cache.
+    fn hidden(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let (b, t) = tokens.dims2()?;
+        let (cfg, dev, pos) = (&self.cfg, &self.dev, cache.len);
+        if b != cache.batch {
+            return Err(Error::Msg(format!(
+                "llama: {b} sequences but the cache holds {}",
+                cache.batch
+            )));
+        }
+        if t == 0 || pos + t > cfg.max_seq {
+            return Err(Error::Msg(format!(
+                "llama: positions {pos}..{} must be non-empty and within max_seq {}",
+                pos + t,
+                cfg.max_seq
+            )));
+        }
+        let (h, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
+        let shape = self.shape(b);
+        let (cos, sin) = (self.cos.narrow(0, pos, t)?, self.sin.narrow(0, pos, t)?);
+        let mut x = embed(dev, &self.embed, &tokens.flatten_all()?)?;
+        for (layer, lc) in self.layers.iter().zip(&mut cache.layers) {
+            let normed = crate::rms_norm(&x, &layer.attn_norm, cfg.rms_eps)?;
+            let qkv = linear(dev, &normed, &layer.qkv)?.reshape((b, t, h + 2 * kv, d))?;
+            // `[B, heads, T, D]` views of the projection: RoPE and the cache read them
+            // through their strides.
+            let heads = |first: usize, n: usize| qkv.narrow(2, first, n)?.transpose(1, 2);
+            let q = crate::rope(&heads(0, h)?, &cos, &sin)?;
+            let k = crate::rope(&heads(h, kv)?, &cos, &sin)?;
+            cache_write(dev, lc, &k, &heads(h + kv, kv)?, pos, shape)?;
+            let att = attend(dev, &q, lc, pos, shape)?;
+            x = add_tensors(dev, &x, &linear(dev, &att, &layer.o)?)?;
+            let normed = crate::rms_norm(&x, &layer.mlp_norm, cfg.rms_eps)?;
+            let gate_up = linear(dev, &normed, &layer.gate_up)?;
+            let i = cfg.intermediate;
+            let act = crate::swiglu(&gate_up.narrow(1, 0, i)?, &gate_up.narrow(1, i, i)?)?;
+            x = add_tensors(dev, &x, &linear(dev, &act, &layer.down)?)?;
+        }
+        cache.len += t;
+        crate::rms_norm(&x, &self.norm, cfg.rms_eps)
+    }
+
+    /// Logits `[B, T, vocab]` of every position of `tokens` (u32 `[B, T]`), which are
+    /// appended to the cache: what a loss over the whole sequence needs.
+    pub fn forward(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let (b, t) = tokens.dims2()?;
+        let x = self.hidden(tokens, cache)?;
+        linear(&self.dev, &x, &self.lm_head)?.reshape((b, t, self.cfg.vocab))
+    }
+
+    /// Logits `[B, vocab]` of the last position of `tokens` only (prefill and decode),
+    /// which are appended to the cache; what candle-transformers' `Llama::forward` gives.
+    pub fn forward_last(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let (b, t) = tokens.dims2()?;
+        let x = self
+            .hidden(tokens, cache)?
+            .reshape((b, t, self.cfg.hidden))?;
+        let last = x.i((.., t - 1, ..))?.contiguous()?;
+        linear(&self.dev, &last, &self.lm_head)
+    }
+
+    /// `steps` tokens after `prompt` (u32 `[B, T]`): the prompt in one prefill, then one
+    /// decode step per token, each token picked from the last logits by `how`. Gives the
+    /// new tokens `[B, steps]`.
+    pub fn generate(&self, prompt: &Tensor, steps: usize, how: Sampling) -> Result<Tensor> {
+        let (b, _) = prompt.dims2()?;
+        let mut cache = self.cache(b);
+        let mut logits = self.forward_last(prompt, &mut cache)?;
+        let mut out = Vec::with_capacity(steps);
+        for step in 0..steps {
+            let how = match how {
+                Sampling::Temperature { temperature, seed } => Sampling::Temperature {
+                    temperature,
+                    seed: seed.wrapping_add(step as i32),
+                },
+                greedy => greedy,
+            };
+            let next = sample(&self.dev, &logits, how)?.reshape((b, 1))?;
+            out.push(next.clone());
+            if step + 1 < steps {
+                logits = self.forward_last(&next, &mut cache)?;
+            }
+        }
+        match out.is_empty() {
+            true => Tensor::zeros((b, 0), DType::U32, &Device::Cpu),
+            false => Tensor::cat(&out, 1),
+        }
+    }
+}
+
+/// RoPE's `[max_seq, D/2]` cos and sin tables: angle `p · θ^(−2i/D)`, in f32 as
+/// candle-transformers and Hugging Face compute them.
+fn rope_tables(cfg: &Config) -> Result<(Tensor, Tensor)> {
+    let d = cfg.head_dim();
+    let inv: Vec<f32> = (0..d)
+        .step_by(2)
+        .map(|i| 1f32 / cfg.rope_theta.powf(i as f32 / d as f32))
+        .collect();
+    let angles: Vec<f32> = (0..cfg.max_seq)
+        .flat_map(|p| inv.iter().map(move |f| p as f32 * f))
+        .collect();
+    let (cos, sin) = angles.iter().map(|a| (a.cos(), a.sin())).unzip();
+    let shape = (cfg.max_seq, d / 2);
+    Ok((
+        Tensor::from_vec(cos, shape, &Device::Cpu)?,
+        Tensor::from_vec(sin, shape, &Device::Cpu)?,
+    ))
+}
