@@ -256,12 +256,12 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
         ),
         (
             "matvec",
-            matvec::matvec::trace::<f32, f32>(&s, 8, 32, false).unwrap(),
+            matvec::matvec::trace::<f32, f32>(&s, 8, 128, false).unwrap(),
             none,
         ),
         (
             "matvec even",
-            matvec::matvec::trace::<f32, f32>(&s, 8, 32, true).unwrap(),
+            matvec::matvec::trace::<f32, f32>(&s, 8, 128, true).unwrap(),
             none,
         ),
         (
@@ -513,7 +513,7 @@ fn right_launches_of_the_tutorial_kernels_are_proven_exactly() {
         ),
         (
             "matvec",
-            matvec::matvec::trace::<f32, f32>(&s, 8, 32, false).unwrap(),
+            matvec::matvec::trace::<f32, f32>(&s, 8, 128, false).unwrap(),
             [cdiv(n, 8), 3, 1],
             vec![
                 ("y", Buf(3 * n)),

@@ -35,9 +35,16 @@ fn tensor(data: Vec<f32>, shape: &[usize]) -> Result<Tensor> {
 /// than multiplying blocks.
 const MATVEC_ROWS: usize = 4;
 
-/// [`matvec`]'s outputs per program and `k` per step: a `8 × 32` f32 accumulator is 16
-/// AVX-512 registers, and 8 weight rows stream at once.
-const MATVEC_BLOCKS: (usize, usize) = (8, 32);
+/// [`matvec`]'s weight rows per program, and its step along `k` for a row of `k`: the
+/// widest of 512 … 32 lanes that divides it (no masks), else 128 with masks.
+const MATVEC_ROWS_PER_PROGRAM: usize = 8;
+
+fn matvec_step(k: usize) -> (usize, bool) {
+    match [512, 256, 128, 64, 32].into_iter().find(|b| k % b == 0) {
+        Some(b) => (b, true),
+        None => (128, false),
+    }
+}
 
 /// `x wᵀ` for `x` `[m, k]` and a weight `w` `[n, k]` (PyTorch's `Linear` layout, read
 /// transposed through its strides): [`matvec`] for a decode step's few rows, else
@@ -53,10 +60,10 @@ pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let mut c = vec![0f32; m * n];
     let i = |v: usize| v as i32;
     if m <= MATVEC_ROWS && sx[1] == 1 && sw[1] == 1 {
-        let (bn, bk) = MATVEC_BLOCKS;
+        let (rows, (bk, even)) = (MATVEC_ROWS_PER_PROGRAM, matvec_step(k));
         matvec::launch::<f32, f32>(
             dev,
-            [cdiv(n, bn), m],
+            [cdiv(n, rows), m],
             &mut c,
             x,
             w,
@@ -65,9 +72,9 @@ pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
             i(sx[0]),
             i(sw[0]),
             i(n),
-            bn,
+            rows,
             bk,
-            n % bn == 0 && k % bk == 0,
+            even,
         )
         .map_err(candle_error)?;
         return tensor(c, &[m, n]);
