@@ -40,7 +40,7 @@ const MATVEC_ROWS: usize = 4;
 const MATVEC_ROWS_PER_PROGRAM: usize = 8;
 
 fn matvec_step(k: usize) -> (usize, bool) {
-    match [512, 256, 128, 64, 32].into_iter().find(|b| k % b == 0) {
+    match [512, 256, 128, 64, 32].into_iter().find(|b| k.is_multiple_of(*b)) {
         Some(b) => (b, true),
         None => (128, false),
     }
