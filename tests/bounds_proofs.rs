@@ -255,6 +255,16 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             &["20 load"],
         ),
         (
+            "linear (x wᵀ, K = 512)",
+            linear::linear::trace::<f32, f32>(&s, 512, 64, 128, 64).unwrap(),
+            none,
+        ),
+        (
+            "linear, K not a multiple of BK",
+            linear::linear::trace::<f32, f32>(&s, 45, 64, 128, 64).unwrap(),
+            none,
+        ),
+        (
             "matvec",
             matvec::matvec::trace::<f32, f32>(&s, 8, 128, false).unwrap(),
             none,
@@ -510,6 +520,19 @@ fn right_launches_of_the_tutorial_kernels_are_proven_exactly() {
             [cdiv(7 * 4, 16), (2 * 2) as u32, 1],
             kv_cache.clone(),
             "q",
+        ),
+        (
+            "linear",
+            linear::linear::trace::<f32, f32>(&s, k, 32, 16, 16).unwrap(),
+            [cdiv(m, 32), cdiv(n, 16), 1],
+            vec![
+                ("y", Buf(m * n)),
+                ("x", Buf(m * k)),
+                ("w", Buf(n * k)),
+                ("m", Int(m as i64)),
+                ("n", Int(n as i64)),
+            ],
+            "w",
         ),
         (
             "matvec",

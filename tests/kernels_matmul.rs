@@ -502,3 +502,58 @@ fn k_loops_prefetch_the_next_iterations_tiles() {
         );
     }
 }
+
+/// `x wᵀ` with the weight in PyTorch's layout (`tritium_kernels::linear`, `K` a
+/// constexpr), K a multiple of the step and not, edges in m and n, against ndarray on
+/// every device; and the decode step's `matvec` (rows read one after the other, with and
+/// without masks) against the same.
+#[test]
+fn linear_and_matvec_multiply_by_a_transposed_weight() {
+    use tritium_kernels::linear::linear;
+    use tritium_kernels::matvec::matvec;
+    for (m, n, k) in [
+        (1usize, 1usize, 1usize),
+        (3, 70, 45),
+        (17, 33, 128),
+        (40, 130, 96),
+    ] {
+        let x = Array2::from_shape_vec((m, k), random_f32(m * k, 11)).unwrap();
+        let w = Array2::from_shape_vec((n, k), random_f32(n * k, 12)).unwrap();
+        let want = x.dot(&w.t());
+        for device in crate::common::devices_for(m * n * k) {
+            let mut y = Array2::<f32>::zeros((m, n));
+            let (mi, ni) = (m as i32, n as i32);
+            let grid = |meta: &linear::Meta| [m.div_ceil(meta.BM), n.div_ceil(meta.BN)];
+            linear::launch(&device, grid, &mut y, &x, &w, mi, ni, k).unwrap();
+            assert_close(
+                &y,
+                &want,
+                1e-5,
+                1e-5,
+                &format!("linear {m}x{n}x{k} {device:?}"),
+            );
+            for (bk, even) in [(32usize, false), (k, true)] {
+                let mut y = Array2::<f32>::zeros((m, n));
+                let (ki, rows) = (k as i32, 8usize);
+                matvec::launch::<f32, f32>(
+                    &device,
+                    [n.div_ceil(rows), m],
+                    &mut y,
+                    &x,
+                    &w,
+                    ni,
+                    ki,
+                    ki,
+                    ki,
+                    ni,
+                    rows,
+                    bk.next_power_of_two(),
+                    even && bk.is_power_of_two(),
+                )
+                .unwrap();
+                let what = format!("matvec {m}x{n}x{k} BK {bk} {device:?}");
+                assert_close(&y, &want, 1e-5, 1e-5, &what);
+            }
+        }
+    }
+}

@@ -15,6 +15,7 @@ pub mod dropout;
 pub mod embedding;
 pub mod grouped_gemm;
 pub mod layer_norm;
+pub mod linear;
 pub mod matmul;
 pub mod matvec;
 pub mod misc;

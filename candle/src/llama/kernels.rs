@@ -7,7 +7,7 @@ use candle_core::{Device, Error, Result, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
 use tritium_kernels::attention_cached::{attention_cached, kv_cache_write};
 use tritium_kernels::embedding::embedding;
-use tritium_kernels::matmul::matmul;
+use tritium_kernels::linear::linear;
 use tritium_kernels::matvec::matvec;
 use tritium_kernels::sampling::sample_tokens;
 use tritium_kernels::vector_add::add;
@@ -40,15 +40,19 @@ const MATVEC_ROWS: usize = 4;
 const MATVEC_ROWS_PER_PROGRAM: usize = 8;
 
 fn matvec_step(k: usize) -> (usize, bool) {
-    match [512, 256, 128, 64, 32].into_iter().find(|b| k.is_multiple_of(*b)) {
+    match [512, 256, 128, 64, 32]
+        .into_iter()
+        .find(|b| k.is_multiple_of(*b))
+    {
         Some(b) => (b, true),
         None => (128, false),
     }
 }
 
 /// `x wᵀ` for `x` `[m, k]` and a weight `w` `[n, k]` (PyTorch's `Linear` layout, read
-/// transposed through its strides): [`matvec`] for a decode step's few rows, else
-/// Tritium's matmul, its blocks tuned once per shape.
+/// transposed): [`matvec`] for a decode step's few rows, else Tritium's [`linear`]
+/// (tutorial 03's product with the weight's row length a constexpr), its blocks tuned
+/// once per shape.
 pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let ((m, k), (n, kw)) = (matrix(x, "linear x")?, matrix(w, "linear w")?);
     if k != kw {
@@ -79,21 +83,21 @@ pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
         .map_err(candle_error)?;
         return tensor(c, &[m, n]);
     }
-    matmul::launch::<f32, f32, _>(
+    // The weight's rows as the kernel reads them: contiguous, `k` apart.
+    let w = match sw == [k, 1] {
+        true => w.clone(),
+        false => w.contiguous()?,
+    };
+    let x = x.contiguous()?;
+    linear::launch::<f32, f32, _>(
         dev,
-        |meta: &matmul::Meta| [cdiv(m.max(1), meta.BM), cdiv(n.max(1), meta.BN)],
+        |meta: &linear::Meta| [cdiv(m.max(1), meta.BM), cdiv(n.max(1), meta.BN)],
         &mut c,
-        x,
-        w,
+        &x,
+        &w,
         i(m),
         i(n),
-        i(k),
-        i(sx[0]),
-        i(sx[1]),
-        i(sw[1]),
-        i(sw[0]),
-        i(n),
-        1,
+        k,
     )
     .map_err(candle_error)?;
     tensor(c, &[m, n])
