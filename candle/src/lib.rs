@@ -4,7 +4,10 @@
 //!   `candle` feature, which this crate enables): a CPU tensor is passed where it lies, from
 //!   its layout's offset with its strides, read-locked until the launch returns. Outputs are
 //!   arrays or vectors made into tensors after the launch ([`tensor_from`]).
-//! - [`op`] turns kernels into candle custom ops: [`op::cpu_array`] reads a custom op's
+//! - [`kernel_op`] makes a kernel (and its backward) a candle op in a few lines: implement
+//!   [`kernel_op::UnaryKernel`] or [`kernel_op::BinaryKernel`] with the launches, and
+//!   `KernelOp(k)` is the op ([`swiglu`] is built so).
+//! - [`op`] has the pieces for ops of other shapes: [`op::cpu_array`] reads a custom op's
 //!   storage as an ndarray array ([`op::last_dim_contiguous`] keeps the outer strides of a
 //!   view for kernels that take them), [`op::dispatch`] picks the element type, and
 //!   [`rms_norm`] is the worked example, `x.apply_op2(&w, RmsNorm { eps })` with its
@@ -21,6 +24,7 @@
 //! shape, a dtype, a device).
 
 pub mod cross_entropy;
+pub mod kernel_op;
 pub mod llama;
 pub mod op;
 pub mod rms_norm;
@@ -29,6 +33,7 @@ pub mod softmax;
 pub mod swiglu;
 
 pub use cross_entropy::{cross_entropy, cross_entropy_with, CrossEntropy, IGNORE_INDEX};
+pub use kernel_op::{BinaryKernel, KernelOp, UnaryKernel};
 pub use rms_norm::{rms_norm, RmsNorm};
 pub use rope::{rope, Rope};
 pub use softmax::{softmax_last_dim, SoftmaxLastDim};

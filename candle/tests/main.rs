@@ -3,6 +3,7 @@
 //! ops in their modules (forward against candle-nn, backward against candle's autograd).
 
 mod cross_entropy;
+mod kernel_op;
 mod rope;
 mod softmax;
 mod swiglu;
