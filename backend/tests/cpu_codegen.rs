@@ -306,6 +306,12 @@ enum Transposed {
     /// i8 offsets `120 + kk + j·k` that wrap inside a column (from `b + 128`): the
     /// run-time check sends the copy lane by lane, which reads what they address.
     WrappingI8,
+    /// `kk + j·stride` with `stride` a run-time argument: the column offsets, equal down
+    /// each column, need no check, so whole blocks are transposed.
+    RuntimeStride,
+    /// `kk` plus i8 column offsets `j·stride` that wrap from column to column (from
+    /// `b + 128`): each column is still one run, read by transposed blocks where it lies.
+    WrappingColumnsI8,
 }
 
 /// `dot(a, bᵀ)` where `b` is stored `[n, k]` row-major and loaded as the `[k, n]` tile
@@ -323,6 +329,7 @@ fn check_transposed_dot<T: Element + Copy + Default>(
         let b = ptr_param("b", T::DTYPE);
         let out = ptr_param("out", T::DTYPE);
         let nv = scalar_param("valid", DType::I32, 3, &Specialization::default());
+        let stride = scalar_param("stride", DType::I32, 4, &Specialization::default());
         let ta = load(a + offsets2(m, k, k), NoArg, NoArg);
         let kk = expand_dims(arange(0, k), 1);
         let j = expand_dims(arange(0, n), 0);
@@ -331,6 +338,11 @@ fn check_transposed_dot<T: Element + Copy + Default>(
             Transposed::Plain => load(b + offs, NoArg, NoArg),
             Transposed::Masked => load(b + offs, compare(j, CmpPred::Lt, nv), 0),
             Transposed::WrappingI8 => load(b + 128 + cast(offs + 120, DType::I8), NoArg, NoArg),
+            Transposed::RuntimeStride => load(b + kk + j * stride, NoArg, NoArg),
+            Transposed::WrappingColumnsI8 => {
+                let columns = cast(j * stride, DType::I8);
+                load(b + 128 + columns + kk, NoArg, NoArg)
+            }
         };
         store(
             out + offsets2(m, n, n),
@@ -352,6 +364,7 @@ fn check_transposed_dot<T: Element + Copy + Default>(
         args.ptr("b", &bufs.1[..]);
         args.ptr("out", &mut bufs.2[..]);
         args.scalar("valid", valid as i32);
+        args.scalar("stride", k as i32);
         args
     });
     let what = format!(
@@ -366,8 +379,8 @@ fn check_transposed_dot<T: Element + Copy + Default>(
 }
 
 /// A `dot` operand stored transposed is packed by blocks transposed in registers when
-/// every lane is in, and lane by lane (the same values) when a mask or a wrapping narrow
-/// offset says otherwise.
+/// every lane is in (its column stride known or a run-time value), and lane by lane (the
+/// same values) when a mask or a narrow offset wrapping inside a column says otherwise.
 #[test]
 fn dot_of_a_transposed_load_matches_interpreter() {
     let f32s = |x| x as f32;
@@ -381,6 +394,9 @@ fn dot_of_a_transposed_load_matches_interpreter() {
         ((6, 32, 48), Transposed::Masked, 48),
         ((6, 32, 48), Transposed::Masked, 40),
         ((6, 16, 16), Transposed::WrappingI8, 16),
+        ((6, 64, 128), Transposed::RuntimeStride, 128),
+        ((16, 32, 48), Transposed::RuntimeStride, 48),
+        ((6, 16, 16), Transposed::WrappingColumnsI8, 16),
     ] {
         let blocks = check_transposed_dot(shape, how, valid, f32s, back);
         assert!(blocks, "no transposed blocks for {shape:?} {how:?}");

@@ -54,17 +54,22 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `v` as a load whose lanes are `first + r + c·s` with `s ≠ 1` (the row-major case
-    /// needs no transposing), all of them accessed (no mask left), of dtype `d` in memory
-    /// (no conversion), with both dims multiples of `lanes` (at least 4), in unchecked
-    /// code.
+    /// needs no transposing; `s` may be known only at run time, as a matmul's `stride_bn`),
+    /// all of them accessed (no mask left), of dtype `d` in memory (no conversion), with
+    /// both dims multiples of `lanes` (at least 4), in unchecked code.
     fn transposed_load(&self, v: Value, d: DType, lanes: usize) -> Option<Direct> {
         let t = self.ty(v);
         let shape_ok = t.rank() == 2 && t.shape.iter().all(|n| n % lanes == 0);
         if lanes < 4 || !shape_ok {
             return None;
         }
-        let (ptr, a) = self.unmasked_load(v, d)?;
-        let transposed = a.strides[0] == Some(1) && a.strides[1] != Some(1);
+        let (ptr, mut a) = self.unmasked_load(v, d)?;
+        // A widened offset equal down each column (`cols · stride` with a run-time stride)
+        // moves a whole column alike, and each column's address is computed as its lane's
+        // is, so the runs down the columns hold whether it wraps or not: only the offsets
+        // that vary down a column are checked (as `row_run` does along a row).
+        a.widened.retain(|w| w.varies_along.first() != Some(&false));
+        let transposed = a.is_checkable() && a.strides[0] == Some(1) && a.strides[1] != Some(1);
         transposed.then_some(Direct {
             ptr,
             mask: None,
@@ -96,14 +101,13 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// `v`'s pointer operand and lanes when `v` is a lazy, non-volatile load of dtype `d`
     /// with no mask left (none, or one this copy of the code knows is all true), in
-    /// unchecked code, whose widened offsets can be checked at run time.
+    /// unchecked code (the caller sees that its widened offsets can be checked).
     fn unmasked_load(&self, v: Value, d: DType) -> Option<(Value, Affine)> {
         let (ptr, mask, _) = self.plain_load(v, d)?;
         if !self.all_true(mask) {
             return None;
         }
-        let a = affine_lanes(self.f, &self.defs, ptr)?;
-        a.is_checkable().then_some((ptr, a))
+        Some((ptr, affine_lanes(self.f, &self.defs, ptr)?))
     }
 
     /// The pointer, mask and `other` of `v` when it is a lazy, non-volatile load of dtype
