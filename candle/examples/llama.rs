@@ -92,14 +92,7 @@ fn run_ours(
     let start = Instant::now();
     let mut out = vec![];
     for step in 0..steps {
-        let how = match how {
-            Sampling::Temperature { temperature, seed } => Sampling::Temperature {
-                temperature,
-                seed: seed.wrapping_add(step as i32),
-            },
-            g => g,
-        };
-        let next = tritium_candle::llama::kernels::sample(&dev, &logits, how)?;
+        let next = tritium_candle::llama::kernels::sample(&dev, &logits, how.at_step(step))?;
         out.push(next.to_vec1::<u32>()?[0]);
         logits = model.forward_last(&next.reshape((1, 1))?, &mut cache)?;
     }

@@ -271,6 +271,20 @@ pub enum Sampling {
     },
 }
 
+impl Sampling {
+    /// The sampling of decode step `step`: the same temperature, the seed advanced by the
+    /// step so that each step draws afresh (and a rerun draws the same tokens).
+    pub fn at_step(self, step: usize) -> Sampling {
+        match self {
+            Sampling::Temperature { temperature, seed } => Sampling::Temperature {
+                temperature,
+                seed: seed.wrapping_add(step as i32),
+            },
+            greedy => greedy,
+        }
+    }
+}
+
 /// One token per row of `logits` (`[rows, vocab]`): u32 `[rows]`.
 pub fn sample(dev: &tritium::Device, logits: &Tensor, how: Sampling) -> Result<Tensor> {
     let (rows, vocab) = matrix(logits, "sample logits")?;

@@ -218,14 +218,7 @@ impl Llama {
         let mut logits = self.forward_last(prompt, &mut cache)?;
         let mut out = Vec::with_capacity(steps);
         for step in 0..steps {
-            let how = match how {
-                Sampling::Temperature { temperature, seed } => Sampling::Temperature {
-                    temperature,
-                    seed: seed.wrapping_add(step as i32),
-                },
-                greedy => greedy,
-            };
-            let next = sample(&self.dev, &logits, how)?.reshape((b, 1))?;
+            let next = sample(&self.dev, &logits, how.at_step(step))?.reshape((b, 1))?;
             out.push(next.clone());
             if step + 1 < steps {
                 logits = self.forward_last(&next, &mut cache)?;

@@ -1153,7 +1153,19 @@ impl Gen {
                 e
             };
             let e = self.splat_to(e, shape);
-            let sc = self.int_const(DType::I32, shape, stride as i128);
+            let sc = if stride > 1 && self.rng.chance(0.3) {
+                // The same stride known only at run time (`stride + pid % 1`), as a
+                // matmul's `stride_bn` on `w.t()`: a column-major run whose column stride
+                // is an argument is still packed by transposed blocks on the CPU.
+                let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
+                let one = self.int_const(DType::I32, &[], 1);
+                let zero = self.binary(BinOp::Rem, pid, one);
+                let s = self.int_const(DType::I32, &[], stride as i128);
+                let s = self.binary(BinOp::Add, s, zero);
+                self.splat_to(s, shape)
+            } else {
+                self.int_const(DType::I32, shape, stride as i128)
+            };
             let term = self.binary(BinOp::Mul, e, sc);
             off = self.binary(BinOp::Add, off, term);
             stride *= shape[k];

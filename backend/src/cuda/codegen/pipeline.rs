@@ -222,6 +222,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let here = match &inst.op {
             Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) => true,
             Op::Load { .. } => false,
+            // A scalar made from a tile (a one-element tile reshaped to a scalar):
+            // `scalar_at` computes a scalar again from scalars only.
+            op if self.ty(v).is_scalar()
+                && op.operands().iter().any(|o| !self.ty(*o).is_scalar()) =>
+            {
+                false
+            }
             op => op.is_elementwise() && op.regions().is_empty(),
         };
         here && (inst.op.operands().iter()).all(|o| self.recomputable(*o, body, carried))
