@@ -2,14 +2,15 @@
 //! projections of a transformer, tutorial 03's blocked product with the weight read
 //! transposed.
 
+use crate::matmul::matmul_block;
 use tritium::prelude::*;
 
-/// `y[m, n] = x[m, K] · w[n, K]ᵀ`, all row-major and contiguous, accumulated in f32; one
+/// `y[m, n] = x[m, K] · w[n, K]ᵀ`, all row-major and contiguous, accumulated in f32:
+/// tutorial 03's block ([`crate::matmul`]'s `matmul_block`) with `w` read as `wᵀ`, one
 /// `BM × BN` block of `y` per program (grid `[cdiv(m, BM), cdiv(n, BN)]`), blocks timed
-/// once per shape as in [`crate::matmul::matmul`]. `K` is a constexpr: no mask along `k`
-/// where `BK` divides it, and the blocks are those that suit a transformer's projections
-/// (tutorial 03's `matmul` on the transposed view `w.t()` gives the same product, 5–20%
-/// slower at 128 × 512…2816 × 512…1408 on the 2-core VM).
+/// once per shape among those that suit a transformer's projections. `K` is a constexpr,
+/// so every stride is known when the kernel compiles (`matmul` on the transposed view
+/// `w.t()` gives the same product with run-time strides and tutorial 03's blocks).
 #[kernel]
 #[autotune(
     configs = [
@@ -32,39 +33,10 @@ pub fn linear<T: Float, O: Float>(
     #[constexpr] BN: usize,
     #[constexpr] BK: usize,
 ) {
-    let k = K as i32;
-    let offs_m = program_id(0) * BM as i32 + arange(0, BM);
-    let offs_n = program_id(1) * BN as i32 + arange(0, BN);
-    let offs_k = arange(0, BK);
-    let m_ok = (offs_m < m)[(.., None)];
-    let n_ok = (offs_n < n)[(None, ..)];
-    let x_rows = x + offs_m[(.., None)] * k;
-    let w_cols = w + offs_n[(None, ..)] * k;
-    let mut acc = zeros([BM, BN], DType::F32);
-    for k0 in range(0, k, BK as i32) {
-        let kk = k0 + offs_k;
-        let (tx, tw) = if K % BK == 0 {
-            (
-                load(x_rows + kk[(None, ..)], mask = m_ok, other = 0.0),
-                load(w_cols + kk[(.., None)], mask = n_ok, other = 0.0),
-            )
-        } else {
-            let k_ok = kk < k;
-            (
-                load(
-                    x_rows + kk[(None, ..)],
-                    mask = m_ok & k_ok[(None, ..)],
-                    other = 0.0,
-                ),
-                load(
-                    w_cols + kk[(.., None)],
-                    mask = k_ok[(.., None)] & n_ok,
-                    other = 0.0,
-                ),
-            )
-        };
-        acc = dot(tx, tw, acc);
-    }
-    let y_ptrs = y + offs_m[(.., None)] * n + offs_n[(None, ..)];
-    store(y_ptrs, acc.to(O::DTYPE), mask = m_ok & n_ok);
+    // Tutorial 03's block with `x`'s and `w`'s strides: `w` read as `wᵀ`, its row length
+    // a constant of the kernel.
+    let (k, one) = (scalar(K as i32, DType::I32), scalar(1, DType::I32));
+    let strides = (k, one, one, k, n, one);
+    let at = (program_id(0), program_id(1));
+    matmul_block((y, x, w), (m, n, k), strides, at, BM, BN, BK);
 }

@@ -54,7 +54,7 @@ pub fn matmul<T: Float, O: Float>(
 /// [`matmul_grouped`] differ only in which block a program takes.
 #[device]
 #[allow(clippy::type_complexity)]
-fn matmul_block(
+pub(crate) fn matmul_block(
     (c, a, b): (Tile, Tile, Tile),
     (m, n, k): (Tile, Tile, Tile),
     (stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn): (
