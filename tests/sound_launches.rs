@@ -248,3 +248,116 @@ fn an_autotuned_kernel_is_sound_by_default_and_has_launch_unchecked() {
     unsafe { sound_tuned_add::launch_unchecked(&Device::cpu(), grid, &mut out, &x, 40) }.unwrap();
     assert_eq!(out, &x * 2.0);
 }
+
+/// `out[i] = x[idx[i]]` through the shipped gather: the builtin may read `x[0..bound)`.
+#[kernel]
+fn sound_builtin_gather(out: Ptr<f32>, x: Ptr<f32>, idx: Ptr<i32>, bound: i32) {
+    let i = load(idx + arange(0, 16));
+    let r = custom(
+        "__builtin_gather_load",
+        x,
+        i,
+        bound,
+        out = full([16], -1.0, DType::F32),
+    );
+    store(out + arange(0, 16), r);
+}
+
+/// `dst[idx[i]] += 1` through the shipped atomic on `dst[0..bound)`.
+#[kernel]
+fn sound_builtin_scatter(dst: Ptr<f32>, idx: Ptr<i32>, bound: i32) {
+    let i = load(idx + arange(0, 16));
+    let _old = custom(
+        "__builtin_indirect_atomic",
+        dst,
+        i,
+        full([16], 1.0, DType::F32),
+        bound,
+        0,
+        out = zeros([16], DType::F32),
+    );
+}
+
+/// Rows `idx[r]` of `x` (rows of 4 at `stride`, `rows` of them) through the shipped
+/// index select.
+#[kernel]
+fn sound_builtin_rows(out: Ptr<f32>, x: Ptr<f32>, idx: Ptr<i32>, stride: i32, rows: i32) {
+    let i = load(idx + arange(0, 4));
+    let r = custom(
+        "__builtin_index_select",
+        x,
+        i,
+        stride,
+        rows,
+        out = zeros([4, 4], DType::F32),
+    );
+    store(
+        out + arange(0, 4)[(.., None)] * 4 + arange(0, 4)[(None, ..)],
+        r,
+    );
+}
+
+/// The builtins' whole extents (`x[0..bound)`, `dst[0..bound)`, `rows × stride`) are
+/// proven at launch like any access; an extent past its buffer is an error on every
+/// device, whatever the index tile holds, with nothing written outside the buffers.
+#[test]
+fn builtins_given_an_extent_past_their_buffer_are_errors_on_every_device() {
+    use tritium::dsl::ir::SiteProof;
+    let s = Default::default();
+    for f in [
+        sound_builtin_gather::trace(&s).unwrap(),
+        sound_builtin_scatter::trace(&s).unwrap(),
+        sound_builtin_rows::trace(&s).unwrap(),
+    ] {
+        let proof = tritium::dsl::ir::bounds_proof(&f);
+        let kinds: Vec<&str> = (f.fault_sites().iter()).map(|s| s.1).collect();
+        assert!(kinds.iter().any(|k| k.contains("__builtin_")), "{kinds:?}");
+        assert!(
+            (proof.sites().iter()).all(|s| matches!(s, SiteProof::Proof(_))),
+            "{}: {:?}",
+            f.name,
+            proof.sites()
+        );
+    }
+    let idx = Array1::from_iter((0..16).map(|i| (i * 5) % 16));
+    let oob = |m: &str| m.contains("out-of-bounds") || m.contains("outside every buffer");
+    for d in devices() {
+        // The gather: x holds 16 elements between canaries.
+        let mut g = Guarded::new();
+        let x = g.x.slice(s![8..24]);
+        let mut out = g.out.slice_mut(s![8..24]);
+        sound_builtin_gather::launch(&d, 1, &mut out, x, &idx, 16).unwrap();
+        assert!(out.iter().all(|v| *v == 1.0), "{d:?}: {out}");
+        // Every index is inside x, but the extent x[0..17) is not.
+        let e = sound_builtin_gather::launch(&d, 1, &mut out, x, &idx, 17).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            oob(&m) && m.contains("`__builtin_gather_load`"),
+            "{d:?}: {m}"
+        );
+        if d == Device::cpu() {
+            eprintln!("{m}");
+        }
+        assert!(g.intact(), "{d:?}: a canary changed");
+        // The atomic on y's 16 elements.
+        let mut y = g.y.slice_mut(s![8..24]);
+        sound_builtin_scatter::launch(&d, 1, &mut y, &idx, 16).unwrap();
+        assert!(y.iter().all(|v| *v == 3.0), "{d:?}: {y}");
+        let e = sound_builtin_scatter::launch(&d, 1, &mut y, &idx, 17).unwrap_err();
+        assert!(oob(&e.to_string()), "{d:?}: {e}");
+        // The call did not run (it is the only access through y).
+        assert!(y.iter().all(|v| *v == 3.0), "{d:?}: {y}");
+        assert!(g.intact(), "{d:?}: a canary changed");
+        // Rows of 4 at stride 4: four rows fit x, five do not; a negative stride reaches
+        // before it.
+        let rows = Array1::from(vec![3, 0, 1, 2]);
+        let mut out = Array1::<f32>::zeros(16);
+        sound_builtin_rows::launch(&d, 1, &mut out, x, &rows, 4, 4).unwrap();
+        for bad in [(4, 5), (-4, 2)] {
+            let e = sound_builtin_rows::launch(&d, 1, &mut out, x, &rows, bad.0, bad.1);
+            let e = e.unwrap_err();
+            assert!(oob(&e.to_string()), "{d:?} {bad:?}: {e}");
+        }
+        assert!(g.intact(), "{d:?}: a canary changed");
+    }
+}

@@ -9,11 +9,12 @@
 //! (the shortened part was never touched), the results must agree as usual. See
 //! [`crate::check::check`].
 //!
-//! Custom code (builtins and user ops) given a pointer runs unchecked on every device:
-//! what it does with the memory is the caller's to get right (README, "What is checked"),
-//! so no variant shortens a buffer custom code is given, and a grid grows only where no
-//! custom call is given a pointer into an output (whose regions are per program). The
-//! two cases in `fuzz/open/` show what such a variant would find.
+//! A builtin's whole extent (`src + [0, bound)`…) is proven or checked like any access,
+//! so variants shorten the buffers builtins are given too. User ops given a pointer run
+//! unchecked on every device: what they do with the memory is the caller's to get right
+//! (README, "What is checked"), so no variant shortens a buffer a user op is given, and a
+//! grid grows only where no user op is given a pointer into an output (whose regions are
+//! per program).
 
 use crate::case::{Arg, Case};
 use crate::info::Memory;
@@ -118,13 +119,16 @@ pub fn variant(case: &Case, rng: &mut Rng) -> Option<Variant> {
     apply(case, change).map(|case| Variant { change, case })
 }
 
-/// The parameters whose pointers some custom call is given (all of them for a pointer
-/// made from an integer).
+/// The parameters whose pointers some user op is given (all of them for a pointer made
+/// from an integer); builtins' accesses are checked.
 pub fn custom_roots(f: &Function) -> BTreeSet<usize> {
     let roots = f.pointer_roots();
     let mut out = BTreeSet::new();
     f.walk(&mut |inst| {
         if let Op::Custom(c) = &inst.op {
+            if c.is_builtin() {
+                return;
+            }
             for v in &c.ins {
                 out.extend(roots.get(v).into_iter().flatten().copied());
             }

@@ -3,7 +3,7 @@
 //! nothing outside the buffers; and the guards around the buffers do catch a launch that
 //! writes there (an unchecked one).
 
-use tritium_fuzz::check::{calls_custom_code_with_pointers, check, check_as, Verdict};
+use tritium_fuzz::check::{calls_user_code_with_pointers, check, check_as, Verdict};
 use tritium_fuzz::exec::{execute, Mode, Target};
 use tritium_fuzz::info::Memory;
 use tritium_fuzz::oob::{apply, draw, Change};
@@ -17,14 +17,14 @@ fn launched() -> Vec<Target> {
         .collect()
 }
 
-/// The first generated case from seed 0 on that gives no custom code a pointer (custom
-/// code's accesses are outside every check: `fuzz/open/`) and that one of the variants
+/// The first generated case from seed 0 on that gives no user op a pointer (user code's
+/// accesses are outside every check) and that one of the variants
 /// `changes` gives makes the interpreter refuse, with that variant.
 fn refused_variant(changes: impl Fn(&Case) -> Vec<Change>) -> (u64, Case) {
     let config = GenConfig::default();
     for seed in 0..100 {
         let case = generate(seed, &config);
-        if calls_custom_code_with_pointers(&case.function) {
+        if calls_user_code_with_pointers(&case.function) {
             continue;
         }
         for v in changes(&case).into_iter().filter_map(|c| apply(&case, c)) {
@@ -82,6 +82,23 @@ fn out_of_bounds_variants_are_errors_on_every_target() {
     assert_refused_everywhere(seed, &v);
     let (seed, v) = refused_variant(|_| vec![Change::Grid { axis: 0 }]);
     assert_refused_everywhere(seed, &v);
+}
+
+/// Every `fuzz/cases/refused/*.tir` (builtins given pointers past their buffers) is
+/// refused by the interpreter and by every target's default launch, the guards intact.
+#[test]
+fn refused_cases_are_refused_everywhere() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/refused");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let case = Case::from_text(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(case.out_of_bounds, "{}", path.display());
+        assert_refused_everywhere(n, &case);
+        n += 1;
+    }
+    assert!(n >= 2, "{n} cases in {}", dir.display());
 }
 
 /// `out[i] = i` for 16 lanes into a buffer of 12 `i32`s: the interpreter and every default

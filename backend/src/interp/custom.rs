@@ -245,6 +245,49 @@ fn one_op_kernel(c: &CustomCall, staged: &[(Type, &Data)], loc: &Loc) -> Functio
     }
 }
 
+/// The whole extent a builtin call may touch through its pointer must lie inside one
+/// buffer (`CustomCall::builtin_access`), whatever its index tile holds: the same test as
+/// compiled code's, so every device agrees on which launches fail.
+fn check_extent(
+    c: &CustomCall,
+    types: &[Type],
+    ins: &[&Data],
+    memory: &Memory,
+) -> Result<(), String> {
+    let Some(access) = c.builtin_access(|v| types[v.index()].shape.clone()) else {
+        return Ok(());
+    };
+    let value = |v: Value| -> i64 {
+        (c.ins.iter().position(|x| *x == v))
+            .and_then(|k| ins[k].first_int())
+            .map_or(0, |x| x as i64)
+    };
+    let what = "the whole extent it may touch";
+    let elements = match access.extent.elements(value) {
+        None => return Ok(()),
+        Some(Ok(range)) => range,
+        Some(Err(())) => return Err(format!("{what}: its extent does not fit in i64")),
+    };
+    let (Some(Data::Ptr(p)), Some(d)) = (
+        ins.first().copied(),
+        types[access.ptr.index()].elem.pointee(),
+    ) else {
+        return Err("internal: a builtin without its pointer".into());
+    };
+    let base = p.iter().next().copied().unwrap_or(0) as i128;
+    let size = d.size_bytes() as i128;
+    let lo = base + i128::from(elements.0) * size;
+    let hi = base + i128::from(elements.1) * size;
+    match (usize::try_from(lo), usize::try_from(hi - lo)) {
+        (Ok(addr), Ok(len)) if hi <= isize::MAX as i128 => {
+            memory.check_extent(what, access.write, addr, len, size as usize)
+        }
+        _ => Err(format!(
+            "{what}: its extent [{lo:#x}, {hi:#x}) leaves the address space"
+        )),
+    }
+}
+
 /// Runs a `__builtin_*` call with reference semantics built from the interpreter's own
 /// checked memory ops (so an out-of-range gather is a fault here, not a stray read).
 /// Semantics: `docs/custom_ops.md`; the IR passes flattened 1-D index/value/out tiles.
@@ -286,6 +329,7 @@ pub(crate) fn run_builtin(
     let addr = |b: usize, k: i64, size: usize| {
         (b as i64).wrapping_add(k.wrapping_mul(size as i64)) as usize
     };
+    check_extent(c, types, ins, memory)?;
     match c.name.as_str() {
         "__builtin_gather_load" => {
             let (src, d) = (base(ins[0])?, pointee(0)?);

@@ -106,6 +106,40 @@ impl Memory {
         Err(format!("{what}: {why}; {}", self.describe()))
     }
 
+    /// Checks that the `len` bytes at `addr` that builtin call `what` may touch (elements of
+    /// `elem` bytes) lie inside one buffer, a writable one for `write`; in a strided view,
+    /// whose gaps are not its bytes, only one element on it may be.
+    pub(crate) fn check_extent(
+        &self,
+        what: &str,
+        write: bool,
+        addr: usize,
+        len: usize,
+        elem: usize,
+    ) -> Result<(), String> {
+        let kind = if write { Access::Atomic } else { Access::Load };
+        let fits = |b: &RawBuffer| {
+            Self::allows(b, kind, addr, len)
+                && b.view.is_none_or(|v| len <= elem && v.contains(b.lo, addr))
+        };
+        if self.buffers.iter().any(|(_, b)| fits(b)) {
+            return Ok(());
+        }
+        let why = match self.buffers.iter().find(|(_, b)| b.contains(addr, len)) {
+            Some((name, b)) if b.view.is_some() => {
+                format!("buffer `{name}` is a strided view, whose gaps are not its elements")
+            }
+            Some((name, _)) => {
+                format!("buffer `{name}` is read-only (pass it as `&mut` to write it)")
+            }
+            None => "the range is outside every buffer".into(),
+        };
+        Err(format!(
+            "{what} ({len} bytes at address {addr:#x}): {why}; {}",
+            self.describe()
+        ))
+    }
+
     /// Checks every active lane. The common case (all lanes inside one buffer) costs one
     /// pass for the address range; otherwise lanes are checked one by one in row-major
     /// order and the first bad one is reported.

@@ -6,6 +6,7 @@ use crate::launch::checked::LIST_WORDS;
 use crate::llvm::Result;
 use inkwell::values::{FunctionValue, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, IntPredicate};
+use tritium_dsl::ir::{BuiltinExtent, Value};
 
 impl<'ctx> Emit<'_, 'ctx> {
     /// Checked mode's `p + off` elements of `elem_bytes` bytes: the address when the byte
@@ -53,6 +54,75 @@ impl<'ctx> Emit<'_, 'ctx> {
         Ok(b.build_int_to_ptr(out, p.get_type(), "checked.ptr")?)
     }
 
+    /// The bytes builtin extent `extent` may touch from pointer `p` (elements of
+    /// `elem_bytes`), as `(start, len)`: `len` is 0 when it touches none; an extent whose
+    /// ends leave i64 starts at 2^63, which no buffer holds. `value` gives the call's
+    /// scalar inputs (i64). The same elements as `BuiltinExtent::elements`.
+    pub(crate) fn builtin_extent(
+        &self,
+        p: PointerValue<'ctx>,
+        extent: &BuiltinExtent,
+        value: impl Fn(Value) -> Result<IntValue<'ctx>>,
+        elem_bytes: usize,
+    ) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
+        let (b, i64t) = (self.b, self.ctx.i64_type());
+        let zero = i64t.const_zero();
+        let field =
+            |pair: inkwell::values::BasicValueEnum<'ctx>, k: u32| -> Result<IntValue<'ctx>> {
+                Ok(b.build_extract_value(pair.into_struct_value(), k, "")?
+                    .into_int_value())
+            };
+        let (lo, hi, touches, overflow) = match *extent {
+            BuiltinExtent::Prefix { bound } => {
+                let n = value(bound)?;
+                let touches = b.build_int_compare(IntPredicate::SGT, n, zero, "")?;
+                (zero, n, touches, self.ctx.bool_type().const_zero())
+            }
+            BuiltinExtent::Rows {
+                stride,
+                rows,
+                row_len,
+            } => {
+                let (stride, rows) = (value(stride)?, value(rows)?);
+                let some = b.build_int_compare(IntPredicate::SGT, rows, zero, "")?;
+                let touches = match row_len {
+                    0 => self.ctx.bool_type().const_zero(),
+                    _ => some,
+                };
+                let before = b.build_int_sub(rows, i64t.const_int(1, false), "")?;
+                let last = self.intrinsic(
+                    "llvm.smul.with.overflow",
+                    &[i64t.into()],
+                    &[before.into(), stride.into()],
+                )?;
+                let (last, o1) = (field(last, 0)?, field(last, 1)?);
+                let neg = b.build_int_compare(IntPredicate::SLT, last, zero, "")?;
+                let lo = b.build_select(neg, last, zero, "")?.into_int_value();
+                let top = b.build_select(neg, zero, last, "")?.into_int_value();
+                let end = self.intrinsic(
+                    "llvm.sadd.with.overflow",
+                    &[i64t.into()],
+                    &[top.into(), i64t.const_int(row_len, false).into()],
+                )?;
+                let (hi, o2) = (field(end, 0)?, field(end, 1)?);
+                (lo, hi, touches, b.build_or(o1, o2, "")?)
+            }
+        };
+        let start = self.checked_offset(p, lo, elem_bytes)?;
+        let end = self.checked_offset(p, hi, elem_bytes)?;
+        let start = b.build_ptr_to_int(start, i64t, "")?;
+        let end = b.build_ptr_to_int(end, i64t, "")?;
+        let invalid = i64t.const_int(1 << 63, false);
+        let start = b
+            .build_select(overflow, invalid, start, "")?
+            .into_int_value();
+        let len = b.build_int_sub(end, start, "")?;
+        let len = b
+            .build_select(touches, len, zero, "extent")?
+            .into_int_value();
+        Ok((start, len))
+    }
+
     /// i1: `[addr, addr + size)` lies inside `[lo, hi)` (i64 byte addresses). Compared as
     /// `lo <= addr <= hi && hi - addr >= size` so that an address within `size` bytes of
     /// 2^64 does not wrap its end around to a small, "inside" value.
@@ -83,20 +153,42 @@ impl<'ctx> Emit<'_, 'ctx> {
         like: PointerValue<'ctx>,
     ) -> Result<IntValue<'ctx>> {
         let size = self.ctx.i64_type().const_int(size as u64, false);
-        self.in_buffer_of(addr, size, [lo, hi, view], like.get_type())
+        self.in_buffer_of(addr, size, size, [lo, hi, view], like.get_type())
     }
 
-    /// [`Emit::in_buffer`] with the size a value and the view's address space given.
+    /// i1: the `len` bytes at `addr` (elements of `elem` bytes: a builtin call's extent)
+    /// lie inside `[lo, hi)`; in a strided view, whose gaps are not its bytes, only one
+    /// element on it may.
+    pub(crate) fn in_buffer_extent(
+        &self,
+        addr: IntValue<'ctx>,
+        len: IntValue<'ctx>,
+        elem: usize,
+        fields: [IntValue<'ctx>; 3],
+        like: PointerValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let elem = self.ctx.i64_type().const_int(elem as u64, false);
+        self.in_buffer_of(addr, len, elem, fields, like.get_type())
+    }
+
+    /// [`Emit::in_buffer_extent`] with the view's address space given (for one element,
+    /// `size == elem`).
     fn in_buffer_of(
         &self,
         addr: IntValue<'ctx>,
         size: IntValue<'ctx>,
+        elem: IntValue<'ctx>,
         [lo, hi, view]: [IntValue<'ctx>; 3],
         space: inkwell::types::PointerType<'ctx>,
     ) -> Result<IntValue<'ctx>> {
+        let b = self.b;
         let inside = self.in_range(addr, size, lo, hi)?;
         let on_element = self.in_view(view, addr, space)?;
-        Ok(self.b.build_and(inside, on_element, "")?)
+        let contiguous =
+            b.build_int_compare(IntPredicate::EQ, view, view.get_type().const_zero(), "")?;
+        let one = b.build_int_compare(IntPredicate::ULE, size, elem, "")?;
+        let gapless = b.build_or(contiguous, one, "")?;
+        Ok(b.build_and(b.build_and(inside, on_element, "")?, gapless, "")?)
     }
 
     /// Calls the module's function `name` (defined by `define` on its first use), which
@@ -219,19 +311,47 @@ impl<'ctx> Emit<'_, 'ctx> {
         size: usize,
         write: bool,
     ) -> Result<IntValue<'ctx>> {
-        let (ctx, i64t) = (self.ctx, self.ctx.i64_type());
+        let size = self.ctx.i64_type().const_int(size as u64, false);
+        self.in_any_buffer_of(list, addr, size, size, write)
+    }
+
+    /// [`Emit::in_any_buffer`] for a builtin call's extent: `len` bytes of elements of
+    /// `elem` bytes (see [`Emit::in_buffer_extent`]).
+    pub(crate) fn in_any_buffer_extent(
+        &self,
+        list: PointerValue<'ctx>,
+        addr: IntValue<'ctx>,
+        len: IntValue<'ctx>,
+        elem: usize,
+        write: bool,
+    ) -> Result<IntValue<'ctx>> {
+        let elem = self.ctx.i64_type().const_int(elem as u64, false);
+        self.in_any_buffer_of(list, addr, len, elem, write)
+    }
+
+    fn in_any_buffer_of(
+        &self,
+        list: PointerValue<'ctx>,
+        addr: IntValue<'ctx>,
+        size: IntValue<'ctx>,
+        elem: IntValue<'ctx>,
+        write: bool,
+    ) -> Result<IntValue<'ctx>> {
+        let ctx = self.ctx;
         let name = format!("tritium.in_buffers.{}", space_of(list.get_type()));
         let args = [
             list.into(),
             addr.into(),
-            i64t.const_int(size as u64, false).into(),
+            size.into(),
+            elem.into(),
             ctx.bool_type().const_int(u64::from(write), false).into(),
         ];
         let define = |name: &str| self.define_in_buffers(name, list.get_type());
         self.call_check(&name, define, &args)
     }
 
-    /// `i1 name(ptr list, i64 addr, i64 size, i1 write)`: the loop of [`Emit::in_any_buffer`].
+    /// `i1 name(ptr list, i64 addr, i64 size, i64 elem, i1 write)`: the loop of
+    /// [`Emit::in_any_buffer`].
     fn define_in_buffers(
         &self,
         name: &str,
@@ -239,7 +359,13 @@ impl<'ctx> Emit<'_, 'ctx> {
     ) -> Result<FunctionValue<'ctx>> {
         let (ctx, i64t, i1) = (self.ctx, self.ctx.i64_type(), self.ctx.bool_type());
         let ty = i1.fn_type(
-            &[list_ty.into(), i64t.into(), i64t.into(), i1.into()],
+            &[
+                list_ty.into(),
+                i64t.into(),
+                i64t.into(),
+                i64t.into(),
+                i1.into(),
+            ],
             false,
         );
         let func = (self.module).add_function(name, ty, Some(inkwell::module::Linkage::Internal));
@@ -250,14 +376,15 @@ impl<'ctx> Emit<'_, 'ctx> {
             module: self.module,
             half_nans: self.half_nans,
         };
-        let [list, addr, size, write] = [0, 1, 2, 3].map(|k| {
+        let [list, addr, size, elem, write] = [0, 1, 2, 3, 4].map(|k| {
             func.get_nth_param(k)
-                .expect("declared with four parameters")
+                .expect("declared with five parameters")
         });
-        let (list, addr, size, write) = (
+        let (list, addr, size, elem, write) = (
             list.into_pointer_value(),
             addr.into_int_value(),
             size.into_int_value(),
+            elem.into_int_value(),
             write.into_int_value(),
         );
         let block = |n: &str| ctx.append_basic_block(func, n);
@@ -294,7 +421,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         let at = b.build_int_add(first, i64t.const_int(1, false), "")?;
         let field = |k: u64| word(b.build_int_add(at, i64t.const_int(k, false), "")?);
         let (lo, hi, writable, view) = (field(0)?, field(1)?, field(2)?, field(3)?);
-        let inside = here.in_buffer_of(addr, size, [lo, hi, view], list.get_type())?;
+        let inside = here.in_buffer_of(addr, size, elem, [lo, hi, view], list.get_type())?;
         let may_write = b.build_int_compare(IntPredicate::NE, writable, i64t.const_zero(), "")?;
         let allowed = b.build_or(b.build_not(write, "")?, may_write, "")?;
         let ok = b.build_and(inside, allowed, "")?;

@@ -310,6 +310,45 @@ impl CustomCall {
         is_builtin_name(&self.name)
     }
 
+    /// What a shipped builtin reads or writes through its pointer (input 0), as elements
+    /// of the pointee from it; `None` for user ops and `__builtin_histogram`. The whole
+    /// extent must lie inside one buffer for a launch to run the call: the bounds proof
+    /// covers it, or generated code checks it once per call (and the interpreter too).
+    /// `out_shape` gives the shape of the call's out tile.
+    pub fn builtin_access(&self, out_shape: impl Fn(Value) -> Vec<usize>) -> Option<BuiltinAccess> {
+        let (ptr, extent, write) = match self.name.as_str() {
+            "__builtin_gather_load" => (
+                *self.ins.first()?,
+                BuiltinExtent::Prefix {
+                    bound: *self.ins.get(2)?,
+                },
+                false,
+            ),
+            "__builtin_indirect_atomic" => (
+                *self.ins.first()?,
+                BuiltinExtent::Prefix {
+                    bound: *self.ins.get(3)?,
+                },
+                true,
+            ),
+            "__builtin_index_select" => {
+                let row_len = *out_shape(*self.outs.first()?).get(1)? as u64;
+                let (stride, rows) = (*self.ins.get(2)?, *self.ins.get(3)?);
+                (
+                    *self.ins.first()?,
+                    BuiltinExtent::Rows {
+                        stride,
+                        rows,
+                        row_len,
+                    },
+                    false,
+                )
+            }
+            _ => return None,
+        };
+        Some(BuiltinAccess { ptr, extent, write })
+    }
+
     /// Whether the call may write memory through a pointer input: user code may; of the
     /// builtins only `__builtin_indirect_atomic` does.
     pub fn writes_memory(&self) -> bool {
@@ -317,6 +356,67 @@ impl CustomCall {
             return self.name == "__builtin_indirect_atomic";
         }
         true
+    }
+}
+
+/// The memory a builtin call touches through its pointer ([`CustomCall::builtin_access`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuiltinAccess {
+    /// The pointer input (a scalar pointer).
+    pub ptr: Value,
+    /// The elements it may touch from `ptr`.
+    pub extent: BuiltinExtent,
+    /// Whether it writes them (an atomic).
+    pub write: bool,
+}
+
+/// The elements a builtin may touch from its pointer: a function of its scalar inputs
+/// (all i64), independent of the index tile, so one range test covers every lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinExtent {
+    /// `[0, bound)`, nothing when `bound <= 0` (`__builtin_gather_load`,
+    /// `__builtin_indirect_atomic`).
+    Prefix {
+        /// The `bound` input.
+        bound: Value,
+    },
+    /// `r · stride + [0, row_len)` for every `r` in `[0, rows)`, nothing when `rows <= 0`
+    /// (`__builtin_index_select`; `row_len` is the out tile's second extent).
+    Rows {
+        /// The `row_stride` input.
+        stride: Value,
+        /// The `num_rows` input.
+        rows: Value,
+        /// Elements per row.
+        row_len: u64,
+    },
+}
+
+impl BuiltinExtent {
+    /// The elements `[lo, hi)` touched, given the scalar inputs' values: `None` when
+    /// nothing is, `Some(Err(()))` when the range does not fit in i64.
+    pub fn elements(&self, value: impl Fn(Value) -> i64) -> Option<Result<(i64, i64), ()>> {
+        match *self {
+            BuiltinExtent::Prefix { bound } => {
+                let n = value(bound);
+                (n > 0).then_some(Ok((0, n)))
+            }
+            BuiltinExtent::Rows {
+                stride,
+                rows,
+                row_len,
+            } => {
+                let rows = value(rows);
+                if rows <= 0 || row_len == 0 {
+                    return None;
+                }
+                let Some(last) = (rows - 1).checked_mul(value(stride)) else {
+                    return Some(Err(()));
+                };
+                let end = (last.max(0)).checked_add(row_len as i64).ok_or(());
+                Some(end.map(|end| (last.min(0), end)))
+            }
+        }
     }
 }
 

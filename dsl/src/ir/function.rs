@@ -144,6 +144,7 @@ impl Function {
                 Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => {
                     pointers.insert(*ptr);
                 }
+                Op::Custom(c) => pointers.extend(c.ins.first()),
                 _ => {}
             }
         });

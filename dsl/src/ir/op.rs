@@ -631,14 +631,22 @@ impl Op {
     }
 
     /// What an op that checked mode reports faults of does: a direct memory access
-    /// (`load`, `store`, `atomic`) or `device_assert`; `None` for every other op (custom
-    /// calls included).
+    /// (`load`, `store`, `atomic`), a builtin's access through its pointer, or
+    /// `device_assert`; `None` for every other op (user custom calls included: what they
+    /// do with a pointer is the user's contract).
     pub fn fault_kind(&self) -> Option<&'static str> {
         match self {
             Op::Load { .. } => Some("load"),
             Op::Store { .. } => Some("store"),
             Op::Atomic { .. } | Op::AtomicCas { .. } => Some("atomic"),
             Op::Assert { .. } => Some(ASSERT_KIND),
+            // The builtins' pointer accesses (`CustomCall::builtin_access`).
+            Op::Custom(c) => match c.name.as_str() {
+                "__builtin_gather_load" => Some("`__builtin_gather_load` read of src[0..bound)"),
+                "__builtin_index_select" => Some("`__builtin_index_select` read of src's rows"),
+                "__builtin_indirect_atomic" => Some("`__builtin_indirect_atomic` on dst[0..bound)"),
+                _ => None,
+            },
             _ => None,
         }
     }

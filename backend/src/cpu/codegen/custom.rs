@@ -176,11 +176,68 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             &types,
             "Simd: `void _mlir_ciface_<symbol>(ins…, outs…, extra…)` with memref_t* for tiles",
         )?;
+        let checked = self.check_builtin_extent(inst, c)?;
         self.call(func, &args)?;
+        if let Some(join) = checked {
+            self.b.build_unconditional_branch(join)?;
+            self.b.position_at_end(join);
+        }
         for (r, buf) in inst.results.iter().zip(out_bufs) {
             self.bind_result(*r, buf)?;
         }
         Ok(())
+    }
+
+    /// A checked builtin call: branches on its whole extent lying inside a buffer its
+    /// pointer may point into, to the call (where the builder is left) or to a fault
+    /// record; returns the block both join in. `None` for a call that is not checked.
+    fn check_builtin_extent(
+        &mut self,
+        inst: &Inst,
+        c: &CustomCall,
+    ) -> Result<Option<inkwell::basic_block::BasicBlock<'ctx>>> {
+        if !self.checks(inst) {
+            return Ok(None);
+        }
+        let f = self.f;
+        let Some(access) = c.builtin_access(|v| f.ty(v).shape.clone()) else {
+            return Ok(None);
+        };
+        let size = (self.ty(access.ptr).elem.pointee())
+            .ok_or_else(|| CodegenError::internal("a builtin's pointer is not a pointer"))?
+            .size_bytes();
+        let p = self.lane(access.ptr, &[])?.into_pointer_value();
+        let mut values = std::collections::HashMap::new();
+        for &v in &c.ins[1..] {
+            if self.ty(v).is_scalar() {
+                values.insert(v, self.lane(v, &[])?.into_int_value());
+            }
+        }
+        let value = |v: Value| {
+            (values.get(&v).copied())
+                .ok_or_else(|| CodegenError::internal("a builtin's extent is not a scalar"))
+        };
+        let (start, len) = self.emit().builtin_extent(p, &access.extent, value, size)?;
+        let inside = self.in_buffers(access.ptr, start, Some(len), size, access.write)?;
+        let bl = self.b;
+        let none = bl.build_int_compare(IntPredicate::EQ, len, self.i64c(0), "")?;
+        let ok = bl.build_or(none, inside, "")?;
+        let (call, fault, join) = (
+            self.ctx.append_basic_block(self.func, "builtin.call"),
+            self.ctx.append_basic_block(self.func, "builtin.fault"),
+            self.ctx.append_basic_block(self.func, "builtin.join"),
+        );
+        bl.build_conditional_branch(ok, call, fault)?;
+        bl.position_at_end(fault);
+        // The first element outside: the extent's start, or its last element.
+        let start_in = self.in_buffers(access.ptr, start, None, size, access.write)?;
+        let end = bl.build_int_add(start, len, "")?;
+        let last = bl.build_int_sub(end, self.i64c(size as u64), "")?;
+        let at = bl.build_select(start_in, last, start, "")?.into_int_value();
+        self.record_fault_at(inst, at)?;
+        bl.build_unconditional_branch(join)?;
+        bl.position_at_end(call);
+        Ok(Some(join))
     }
 
     /// Where a Simd call reads input tile `v`: the argument's own memory when `v` is a load

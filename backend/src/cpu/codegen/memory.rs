@@ -24,8 +24,24 @@ impl<'ctx> Gen<'ctx, '_> {
         if !self.checks(inst) {
             return Ok(None);
         }
+        let addr = self.b.build_ptr_to_int(p, self.ctx.i64_type(), "addr")?;
+        let write = !matches!(inst.op, Op::Load { .. });
+        Ok(Some(self.in_buffers(ptr_value, addr, None, size, write)?))
+    }
+
+    /// i1: `size` bytes at `addr` (or `len` bytes of elements of `size`: a builtin's
+    /// extent) lie inside a buffer pointer `ptr_value` may point into (a writable one for
+    /// `write`).
+    pub(super) fn in_buffers(
+        &self,
+        ptr_value: Value,
+        addr: IntValue<'ctx>,
+        len: Option<IntValue<'ctx>>,
+        size: usize,
+        write: bool,
+    ) -> Result<IntValue<'ctx>> {
         let (bl, i64t) = (self.b, self.ctx.i64_type());
-        let addr = bl.build_ptr_to_int(p, i64t, "addr")?;
+        let len = len.unwrap_or_else(|| self.i64c(size as u64));
         let word = |k: u64| -> Result<_> {
             // SAFETY (of the generated code): `ranges` holds the launch's check words.
             let p = unsafe { bl.build_gep(i64t, self.ranges, &[self.i64c(k)], "") }?;
@@ -38,8 +54,9 @@ impl<'ctx> Gen<'ctx, '_> {
             // SAFETY (of the generated code): the launcher appends the buffer list for
             // kernels with pointers made from integers.
             let list = unsafe { bl.build_gep(i64t, self.ranges, &[at], "buffers") }?;
-            let write = !matches!(inst.op, Op::Load { .. });
-            return Ok(Some(self.emit().in_any_buffer(list, addr, size, write)?));
+            return self
+                .emit()
+                .in_any_buffer_extent(list, addr, len, size, write);
         }
         let all: Vec<usize> = (0..self.f.params.len()).collect();
         let roots = self.roots.get(&ptr_value).unwrap_or(&all);
@@ -50,16 +67,21 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             let first = PARAM_WORDS as u64 * r as u64;
             let fields = [word(first)?, word(first + 1)?, word(first + 2)?];
-            let inside = self.emit().in_buffer(addr, size, fields, self.ranges)?;
+            let inside = (self.emit()).in_buffer_extent(addr, len, size, fields, self.ranges)?;
             ok = bl.build_or(ok, inside, "")?;
         }
-        Ok(Some(ok))
+        Ok(ok)
     }
 
     /// Records a fault of memory op `inst` at `p` unless one was recorded already.
     fn record_fault(&self, inst: &Inst, p: PointerValue<'ctx>) -> Result<()> {
-        let id = self.site_ids[&(inst as *const Inst)];
         let addr = self.b.build_ptr_to_int(p, self.ctx.i64_type(), "")?;
+        self.record_fault_at(inst, addr)
+    }
+
+    /// [`Self::record_fault`] at address `addr`.
+    pub(super) fn record_fault_at(&self, inst: &Inst, addr: IntValue<'ctx>) -> Result<()> {
+        let id = self.site_ids[&(inst as *const Inst)];
         self.emit()
             .record_fault(self.func, self.err, id, addr, self.pids)
     }

@@ -408,8 +408,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             "Simd: `void _mlir_ciface_<symbol>(memref_t<T, R>* ins…, outs…, extra…)`",
         )?;
         // Every thread calls a cooperative entry (with its own copy of the same
-        // descriptors); thread 0 alone calls any other.
+        // descriptors); thread 0 alone calls any other. A checked builtin only where its
+        // extent lies inside a buffer.
         let caller = (!cooperative).then_some(first);
+        let caller = match (self.builtin_extent_ok(inst, c)?, caller) {
+            (Some(ok), Some(first)) => Some(self.b.build_and(ok, first, "")?),
+            (ok, caller) => ok.or(caller),
+        };
         self.when(caller, &mut |g| {
             let args: Vec<BasicValueEnum<'ctx>> = arg_parts
                 .iter()

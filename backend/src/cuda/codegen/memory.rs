@@ -505,6 +505,74 @@ impl<'ctx> Gen<'ctx, '_> {
             .collect()
     }
 
+    /// A checked builtin call: i1 "its whole extent lies inside a buffer its pointer may
+    /// point into" (the same on every thread), thread 0 recording a fault where it does
+    /// not; `None` for a call that is not checked.
+    pub(super) fn builtin_extent_ok(
+        &mut self,
+        inst: &Inst,
+        c: &tritium_dsl::ir::CustomCall,
+    ) -> Result<Option<IntValue<'ctx>>> {
+        let f = self.f;
+        let (Some(check), Some(access)) = (
+            self.check.as_ref().filter(|_| self.checks(inst)),
+            c.builtin_access(|v| f.ty(v).shape.clone()),
+        ) else {
+            return Ok(None);
+        };
+        let (b, i64t) = (self.b, self.ctx.i64_type());
+        let all: Vec<usize> = (0..f.params.len()).collect();
+        let ranges: Vec<_> = (check.roots.get(&access.ptr).unwrap_or(&all).iter())
+            .filter_map(|r| check.ranges[*r])
+            .collect();
+        let (record, list) = (check.record, check.buffer_list);
+        let foreign = check.foreign.contains(&access.ptr);
+        let Some(site) = check.sites.get(&(inst as *const Inst)).copied() else {
+            return Err(CodegenError::internal(
+                "the builtin has no checked-mode site",
+            ));
+        };
+        let size = (f.ty(access.ptr).elem.pointee())
+            .ok_or_else(|| CodegenError::internal("a builtin's pointer is not a pointer"))?
+            .size_bytes();
+        let p = self.scalar(access.ptr)?.into_pointer_value();
+        let mut values = HashMap::new();
+        for &v in &c.ins[1..] {
+            if f.ty(v).is_scalar() {
+                values.insert(v, self.scalar(v)?.into_int_value());
+            }
+        }
+        let value = |v: Value| {
+            (values.get(&v).copied())
+                .ok_or_else(|| CodegenError::internal("a builtin's extent is not a scalar"))
+        };
+        let (start, len) = self.emit().builtin_extent(p, &access.extent, value, size)?;
+        let one = i64t.const_int(size as u64, false);
+        let inside = |len: IntValue<'ctx>| -> Result<IntValue<'ctx>> {
+            if foreign {
+                return (self.emit()).in_any_buffer_extent(list, start, len, size, access.write);
+            }
+            let mut ok = self.ctx.bool_type().const_zero();
+            for fields in &ranges {
+                let inside = self
+                    .emit()
+                    .in_buffer_extent(start, len, size, *fields, record)?;
+                ok = b.build_or(ok, inside, "")?;
+            }
+            Ok(ok)
+        };
+        let none = b.build_int_compare(IntPredicate::EQ, len, i64t.const_zero(), "")?;
+        let ok = b.build_or(none, inside(len)?, "")?;
+        // The first element outside: the extent's start, or its last element.
+        let last = b.build_int_sub(b.build_int_add(start, len, "")?, one, "")?;
+        let at = (b.build_select(inside(one)?, last, start, "")?).into_int_value();
+        let bad = b.build_and(b.build_not(ok, "")?, self.is_thread_zero()?, "")?;
+        self.when(Some(bad), &mut |g| {
+            g.emit().record_fault(g.func, record, site, at, g.pids)
+        })?;
+        Ok(Some(ok))
+    }
+
     /// `tid == 0`.
     pub(super) fn is_thread_zero(&self) -> Result<IntValue<'ctx>> {
         Ok(self

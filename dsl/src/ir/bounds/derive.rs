@@ -6,7 +6,10 @@ use super::scalar::{Scalar, ScalarId, Scalars};
 use super::{
     Access, AtomDef, BoundsProof, Check, CheckId, Constraint, LoopBounds, RangeOp, SiteProof,
 };
-use crate::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Function, Inst, Op, UnOp, Value};
+use crate::ir::{
+    BinOp, Block, BuiltinExtent, CmpPred, Const, CustomCall, DType, Elem, Function, Inst, Op, UnOp,
+    Value,
+};
 use std::collections::HashMap;
 
 /// What the proof knows of a value.
@@ -232,6 +235,7 @@ impl<'f> Deriver<'f> {
             Op::Load { ptr, mask, .. } => self.site(*ptr, *mask),
             Op::Store { ptr, mask, .. } | Op::Atomic { ptr, mask, .. } => self.site(*ptr, *mask),
             Op::AtomicCas { ptr, .. } => self.site(*ptr, None),
+            Op::Custom(c) if inst.op.fault_kind().is_some() => self.builtin_site(c),
             Op::Assert { .. } if self.recording => self.sites.push(SiteProof::NotAccess),
             _ => {}
         }
@@ -701,6 +705,77 @@ impl<'f> Deriver<'f> {
             _ => SiteProof::Unproven("an address the proof cannot follow"),
         };
         self.sites.push(proof);
+    }
+
+    /// A builtin's access: its pointer's offset plus every element of its extent (an
+    /// iteration of a loop `0..bound`, or of `0..rows` and `0..row_len`), so the launch
+    /// proves the whole extent inside the argument or the call is checked.
+    fn builtin_site(&mut self, c: &CustomCall) {
+        if !self.recording {
+            return;
+        }
+        let proof = self.builtin_access(c).map_or(
+            SiteProof::Unproven("a builtin's extent the proof cannot follow"),
+            SiteProof::Proof,
+        );
+        self.sites.push(proof);
+    }
+
+    fn builtin_access(&mut self, c: &CustomCall) -> Option<Access> {
+        let f = self.f;
+        let access = c.builtin_access(|v| f.ty(v).shape.clone())?;
+        let Abs::Ptr {
+            root,
+            offset,
+            mut checks,
+        } = self.abs(access.ptr)
+        else {
+            return None;
+        };
+        let bytes = f.ty(access.ptr).elem.pointee()?.size_bytes() as i128;
+        let size = self.s.constant(bytes);
+        let iteration = |d: &mut Self, hi: Form, hi_checks: Vec<CheckId>| {
+            let (zero, one) = (d.s.constant(0), d.s.constant(1));
+            let id = d.atom(AtomDef::Iter(LoopBounds {
+                lo: Form::constant(zero),
+                hi,
+                step: one,
+                checks: hi_checks,
+            }));
+            Form::var(&mut d.s, Var::Atom { id, place: vec![] })
+        };
+        let offset = match access.extent {
+            BuiltinExtent::Prefix { bound } => {
+                let (n, _, n_checks) = self.exact_int(bound)?;
+                let k = iteration(self, n, n_checks);
+                offset.add_scaled(&mut self.s, &k, size)
+            }
+            BuiltinExtent::Rows {
+                stride,
+                rows,
+                row_len,
+            } => {
+                let (stride, _, stride_checks) = self.exact_int(stride)?;
+                if !stride.is_uniform() {
+                    return None;
+                }
+                let (rows, _, row_checks) = self.exact_int(rows)?;
+                let r = iteration(self, rows, row_checks);
+                let len = Form::constant(self.s.constant(i128::from(row_len)));
+                let j = iteration(self, len, vec![]);
+                checks = union(&checks, &stride_checks);
+                let row_step = self.s.mul(stride.constant, size);
+                let at = offset.add_scaled(&mut self.s, &r, row_step);
+                at.add_scaled(&mut self.s, &j, size)
+            }
+        };
+        Some(Access {
+            root,
+            bytes: bytes as u64,
+            offset,
+            checks,
+            constraints: self.context.clone(),
+        })
     }
 
     /// Walks `body` without recording sites, its carried values stand-ins, and returns
