@@ -361,3 +361,51 @@ fn builtins_given_an_extent_past_their_buffer_are_errors_on_every_device() {
         assert!(g.intact(), "{d:?}: a canary changed");
     }
 }
+
+/// Copies `x` to `out`, `times` times more `shift` elements further on, then once more
+/// `last` elements on: with `last >= 16` every lane of the last store is past the end.
+#[kernel]
+fn sound_shifted(out: Ptr<f32>, x: Ptr<f32>, shift: i32, times: i32, last: i32) {
+    let offs = arange(0, 16);
+    store(out + offs, load(x + offs) + 1.0);
+    for _ in 0..times {
+        store(out + offs + shift, load(x + offs));
+    }
+    store(out + offs + last, load(x + offs));
+}
+
+/// An unconditional access whose every lane is out of bounds makes the launch an error
+/// before anything runs (the first store did not happen), naming the argument and the
+/// bytes; one partly out of bounds, or inside a loop, is checked when it runs.
+#[test]
+fn an_access_out_of_bounds_in_every_lane_is_refused_before_the_launch_runs() {
+    let x = Array1::from_iter((0..16).map(|i| i as f32));
+    for d in [Device::cpu(), Device::cuda_emulator()] {
+        let mut out = Array1::<f32>::zeros(16);
+        let e = sound_shifted::launch(&d, 1, &mut out, &x, 0, 0, 16).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("refused before the launch ran")
+                && m.contains("bytes [64, 128) from `out`, whose buffer holds bytes [0, 64)"),
+            "{d:?}: {m}"
+        );
+        assert!(out.iter().all(|v| *v == 0.0), "{d:?}: it ran: {out}");
+        // Half the lanes out: checked when it runs (the first store ran).
+        let e = sound_shifted::launch(&d, 1, &mut out, &x, 0, 0, 8).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("out-of-bounds store") && !m.contains("refused"),
+            "{d:?}: {m}"
+        );
+        // Every lane out inside a loop: fine where the loop does not run, an error when
+        // it runs.
+        sound_shifted::launch(&d, 1, &mut out, &x, 16, 0, 0).unwrap();
+        assert_eq!(out, x, "{d:?}");
+        let e = sound_shifted::launch(&d, 1, &mut out, &x, 16, 1, 0).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("out-of-bounds store") && !m.contains("refused"),
+            "{d:?}: {m}"
+        );
+    }
+}

@@ -147,7 +147,7 @@ pub fn launch(
         check_args(&k.function, &args)?;
         // The accesses the launch's bounds proof leaves are checked.
         if let Some(more) =
-            bounds::more_checks(k.proof.as_ref(), &k.checked_sites, grid, &args.args)
+            bounds::more_checks(k.proof.as_ref(), &k.checked_sites, grid, &args.args)?
         {
             more.apply(&mut copts.bounds_check, &mut copts.sites);
             k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;

@@ -135,7 +135,7 @@ pub(crate) fn proven(
     args: &[RawArg],
 ) -> Result<Arc<Compiled>> {
     let proof = compiled.proof.as_ref();
-    let Some(more) = bounds::more_checks(proof, &compiled.checked_sites, grid, args) else {
+    let Some(more) = bounds::more_checks(proof, &compiled.checked_sites, grid, args)? else {
         return Ok(compiled);
     };
     let mut options = options.compile_options();

@@ -4,8 +4,9 @@
 
 use super::checked::{SiteBits, SiteChecks};
 use super::{Grid, RawArg};
+use crate::{Error, Result};
 use std::sync::Mutex;
-use tritium_dsl::ir::{BoundsProof, Function, LaunchValues};
+use tritium_dsl::ir::{BoundsProof, Function, LaunchValues, Loc, Refuted, Verdict};
 
 /// A compiled kernel's bounds proof, with the verdict of its last launch: launches that
 /// repeat their grid, integer arguments and buffer sizes (wherever the buffers lie) reuse
@@ -13,7 +14,12 @@ use tritium_dsl::ir::{BoundsProof, Function, LaunchValues};
 #[derive(Debug)]
 pub(crate) struct LaunchProof {
     proof: BoundsProof,
-    last: Mutex<Option<(Vec<i128>, Vec<u32>)>>,
+    last: Mutex<Option<(Vec<i128>, Verdict)>>,
+    /// For the error of a refused launch: the kernel, its parameters' names and its fault
+    /// sites' locations and kinds.
+    kernel: String,
+    params: Vec<String>,
+    sites: Vec<(Loc, &'static str)>,
 }
 
 impl LaunchProof {
@@ -21,21 +27,48 @@ impl LaunchProof {
         LaunchProof {
             proof: tritium_dsl::ir::bounds_proof(f),
             last: Mutex::new(None),
+            kernel: f.name.clone(),
+            params: f.params.iter().map(|p| p.name.clone()).collect(),
+            sites: f.fault_sites(),
         }
     }
 
     /// The fault sites this launch does not prove in bounds, ascending (those no launch
-    /// proves included).
-    pub fn unproven(&self, grid: Grid, args: &[RawArg]) -> Vec<u32> {
+    /// proves included); an error when an access of every program can only fault.
+    pub fn unproven(&self, grid: Grid, args: &[RawArg]) -> Result<Vec<u32>> {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((key, verdict)) = &*last {
-            if key.len() == 3 + 2 * args.len() && key.iter().copied().eq(key_words(grid, args)) {
-                return verdict.clone();
+        let verdict = match &*last {
+            Some((key, verdict))
+                if key.len() == 3 + 2 * args.len()
+                    && key.iter().copied().eq(key_words(grid, args)) =>
+            {
+                verdict.clone()
             }
+            _ => {
+                let verdict = launch_verdict(&self.proof, grid, args);
+                *last = Some((key_words(grid, args).collect(), verdict.clone()));
+                verdict
+            }
+        };
+        match &verdict.refuted {
+            Some(r) => Err(self.refused(r)),
+            None => Ok(verdict.unproven),
         }
-        let verdict = unproven_sites(&self.proof, grid, args);
-        *last = Some((key_words(grid, args).collect(), verdict.clone()));
-        verdict
+    }
+
+    /// The error of a launch refused before it ran.
+    fn refused(&self, r: &Refuted) -> Error {
+        let (loc, kind) = self.sites.get(r.site as usize).cloned().unwrap_or_default();
+        let name = self.params.get(r.root).map_or("?", String::as_str);
+        Error::Runtime {
+            kernel: self.kernel.clone(),
+            location: loc.to_string(),
+            message: format!(
+                "out-of-bounds {kind} in every program, refused before the launch ran: its \
+                 lanes touch bytes [{}, {}) from `{name}`, whose buffer holds bytes [{}, {})",
+                r.touched.0, r.touched.1, r.span.0, r.span.1
+            ),
+        }
     }
 
     /// The sites no launch proves.
@@ -57,8 +90,8 @@ fn key_words(grid: Grid, args: &[RawArg]) -> impl Iterator<Item = i128> + '_ {
     }))
 }
 
-/// The fault sites of `proof` that this launch does not prove in bounds, ascending.
-fn unproven_sites(proof: &BoundsProof, grid: Grid, args: &[RawArg]) -> Vec<u32> {
+/// The verdict of `proof` for this launch.
+fn launch_verdict(proof: &BoundsProof, grid: Grid, args: &[RawArg]) -> Verdict {
     let mut scalars = Vec::with_capacity(args.len());
     let mut spans = Vec::with_capacity(args.len());
     for a in args {
@@ -78,7 +111,7 @@ fn unproven_sites(proof: &BoundsProof, grid: Grid, args: &[RawArg]) -> Vec<u32> 
         spans.push(span);
     }
     let grid = grid.0.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-    proof.check(&LaunchValues {
+    proof.verdict(&LaunchValues {
         grid,
         scalars: &scalars,
         spans: &spans,
@@ -107,21 +140,25 @@ pub(crate) fn compiled_checks(
 
 /// What a default launch must check beyond the `checked` sites (ascending) of the kernel
 /// it found compiled: `None` when the proof covers every other site for this launch, or
-/// the kernel has no proof (not a default launch's).
+/// the kernel has no proof (not a default launch's); an error, before anything runs, when
+/// an access every program makes has every lane out of bounds.
 pub(crate) fn more_checks(
     proof: Option<&LaunchProof>,
     checked: &[u32],
     grid: Grid,
     args: &[RawArg],
-) -> Option<MoreChecks> {
-    let needed = proof?.unproven(grid, args);
+) -> Result<Option<MoreChecks>> {
+    let Some(proof) = proof else {
+        return Ok(None);
+    };
+    let needed = proof.unproven(grid, args)?;
     if needed.iter().all(|s| checked.binary_search(s).is_ok()) {
-        return None;
+        return Ok(None);
     }
-    Some(match SiteBits::of(&needed) {
+    Ok(Some(match SiteBits::of(&needed) {
         Some(bits) => MoreChecks::Sites(SiteChecks::Listed(bits)),
         None => MoreChecks::Everything,
-    })
+    }))
 }
 
 /// See [`more_checks`].

@@ -44,6 +44,8 @@ struct Deriver<'f> {
     sites: Vec<SiteProof>,
     /// False while a loop body is walked only to find its carried values' steps.
     recording: bool,
+    /// How many blocks the walk is in (1: the kernel's body).
+    nesting: u32,
     /// `Function::foreign_pointers`, computed at the first site that needs it.
     foreign: Option<std::collections::HashSet<Value>>,
     pids: [Option<u32>; 3],
@@ -61,6 +63,7 @@ pub(super) fn derive(f: &Function) -> BoundsProof {
         context: Vec::new(),
         sites: Vec::new(),
         recording: true,
+        nesting: 0,
         foreign: None,
         pids: [None; 3],
     };
@@ -206,9 +209,17 @@ impl<'f> Deriver<'f> {
     }
 
     fn block(&mut self, b: &'f Block) {
+        self.nesting += 1;
         for inst in &b.insts {
             self.inst(inst);
         }
+        self.nesting -= 1;
+    }
+
+    /// Whether an access at the op being walked runs in every program: in the kernel's
+    /// own body (not a loop's or an `if`'s), unmasked.
+    fn unconditional(&self, mask: Option<Value>) -> bool {
+        self.nesting == 1 && mask.is_none()
     }
 
     fn set(&mut self, v: Value, a: Abs) {
@@ -694,6 +705,7 @@ impl<'f> Deriver<'f> {
                     offset,
                     checks,
                     constraints,
+                    unconditional: self.unconditional(mask),
                 })
             }
             _ if (self.foreign)
@@ -775,6 +787,7 @@ impl<'f> Deriver<'f> {
             offset,
             checks,
             constraints: self.context.clone(),
+            unconditional: self.unconditional(None),
         })
     }
 

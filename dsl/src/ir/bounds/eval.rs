@@ -2,7 +2,9 @@
 //! lowest and highest byte against its argument's span.
 
 use super::form::{Form, Var};
-use super::{Access, AtomDef, BoundsProof, CheckId, Constraint, LaunchValues, RangeOp, SiteProof};
+use super::{
+    Access, AtomDef, BoundsProof, CheckId, Constraint, LaunchValues, RangeOp, Refuted, SiteProof,
+};
 
 /// `[lo, hi]`; empty when `lo > hi` (a loop that never runs).
 type Range = (i128, i128);
@@ -227,6 +229,30 @@ impl<'p, 'l> Launch<'p, 'l> {
             e.bound(&constraints, false)?,
             e.bound(&constraints, true)?,
         )))
+    }
+
+    /// Site `site` when it is an unconditional access whose every lane lies outside its
+    /// argument in this launch (its offsets' enclosure misses the span).
+    pub fn refuted(&mut self, site: u32) -> Option<Refuted> {
+        let SiteProof::Proof(a) = self.proof.sites.get(site as usize)? else {
+            return None;
+        };
+        if !a.unconditional || !self.holds(&a.checks) {
+            return None;
+        }
+        let span = self.launch.spans.get(a.root).copied().flatten()?;
+        let (min, max) = self.range(&a.offset)?;
+        if is_empty((min, max)) {
+            return None;
+        }
+        let bytes = a.bytes as i128;
+        let end = max.checked_add(bytes)?;
+        (min.checked_add(bytes)? > span.1 || max < span.0).then_some(Refuted {
+            site,
+            root: a.root,
+            touched: (min, end),
+            span,
+        })
     }
 
     /// Whether every byte access `a` touches in this launch lies inside its argument.

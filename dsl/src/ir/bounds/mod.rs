@@ -61,6 +61,32 @@ pub struct Access {
     offset: Form,
     checks: Vec<CheckId>,
     constraints: Vec<Constraint>,
+    /// Runs in every program, every lane (unmasked, in the kernel's own body).
+    unconditional: bool,
+}
+
+/// An access that touches only bytes outside its argument in every launch with these
+/// values: the launch is refused before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refuted {
+    /// The fault site ([`Function::fault_sites`] order).
+    pub site: u32,
+    /// The pointer parameter its pointer derives from.
+    pub root: usize,
+    /// The bytes its lanes touch, `[lo, hi)` from the argument's pointer (an enclosure).
+    pub touched: (i128, i128),
+    /// The argument's span, `[lo, hi)` from its pointer.
+    pub span: (i128, i128),
+}
+
+/// A launch's verdict: the sites to check, and an access every lane of which is out of
+/// bounds (the first such), if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// The sites this launch does not prove in bounds, ascending.
+    pub unproven: Vec<u32>,
+    /// An access that can only fault.
+    pub refuted: Option<Refuted>,
 }
 
 /// `form ≤ 0` on every lane the access touches; relies on `checks`, and holds only when
@@ -157,5 +183,15 @@ impl BoundsProof {
     /// ones included): generated code must check those.
     pub fn check(&self, launch: &LaunchValues<'_>) -> Vec<u32> {
         eval::Launch::new(self, launch).unproven()
+    }
+
+    /// [`BoundsProof::check`], and the first unconditional access (unmasked, in the
+    /// kernel's own body: every program runs it) whose every lane lies outside its
+    /// argument: such a launch can only fault, and is refused before it runs.
+    pub fn verdict(&self, launch: &LaunchValues<'_>) -> Verdict {
+        let mut l = eval::Launch::new(self, launch);
+        let unproven = l.unproven();
+        let refuted = unproven.iter().find_map(|&s| l.refuted(s));
+        Verdict { unproven, refuted }
     }
 }
