@@ -1470,7 +1470,7 @@ mod float_atomics {
 }
 
 /// `exp`, `exp2`, `log`, `log2`, `sin`, `cos` in f64 and f32: the CUDA lowering computes
-/// them itself (no libdevice; `backend/src/llvm/math`, and PTX `ex2.approx` for f32 `exp2`)
+/// them itself (no libdevice; `backend/src/llvm/math`, and PTX `ex2.approx.ftz` for f32 `exp2`)
 /// and agrees with the CPU's libm and the interpreter within a few ulps; a GPU computes
 /// exactly what the emulator does (but f32 `exp2` and `exp`).
 mod math_functions {
@@ -1580,10 +1580,43 @@ mod math_functions {
         agrees_across_devices::<f64>(n, |v| v, 2f64.powi(-50), 1e-320, &all, |_, _| false);
     }
 
+    /// f32 `exp2` on CUDA is `ex2.approx.ftz`, as Triton's: results below 2^-126 are 0
+    /// in the PTX's semantics and the emulator's, where the CPU keeps the subnormal.
+    #[test]
+    fn f32_exp2_flushes_subnormal_results_on_cuda() {
+        #[kernel]
+        fn exp2_of(out: Ptr<f32>, x: Ptr<f32>) {
+            store(out + arange(0, 4), exp2(load(x + arange(0, 4))));
+        }
+        let x = Array1::from(vec![-130.0f32, -126.0, 0.0, -149.0]);
+        let run = |d: &Device| {
+            let mut out = Array1::<f32>::zeros(4);
+            exp2_of::launch(d, 1, &mut out, &x).unwrap();
+            out
+        };
+        assert_eq!(
+            run(&Device::cpu()).to_vec(),
+            [2f32.powi(-130), 2f32.powi(-126), 1.0, 2f32.powi(-149)]
+        );
+        assert_eq!(
+            run(&Device::cuda_emulator()).to_vec(),
+            [0.0, 2f32.powi(-126), 1.0, 0.0]
+        );
+        let f = exp2_of::trace(&Default::default()).unwrap();
+        let copts = tritium::backend::cuda::CudaCompileOptions {
+            sm: 80,
+            ..Default::default()
+        };
+        let ptx = tritium::backend::cuda::compile_ptx(&f, "k", &copts)
+            .unwrap()
+            .text;
+        assert!(ptx.contains("ex2.approx.ftz.f32"), "{ptx}");
+    }
+
     #[rstest::rstest]
     fn f32_math_agrees_across_devices(#[values(1, 100, 4097, 100_003)] n: usize) {
         // 4 ulps (`ex2.approx` is within 2), subnormal results loosely: the GPU's `exp2`
-        // is an approximation there too. `exp` is contracted by each target's rules.
+        // flushes them to zero (`ex2.approx.ftz`, as Triton's). `exp` is contracted by each target's rules.
         agrees_across_devices::<f32>(
             n,
             |v| v as f32,

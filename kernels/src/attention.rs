@@ -123,18 +123,24 @@ fn attend<T: Float>(
     let offs_n = arange(0, BN);
     for start_n in range(lo, hi, BN as i32) {
         let kt = load(k_block, boundary_check = (1,), padding_option = "zero");
-        let mut qk = dot(qt, kt) * qk_scale;
-        if MASKED {
+        let qk = dot(qt, kt);
+        // As tutorial 06 (where Triton contracts by default): unmasked, the row max is
+        // taken before scaling (the scale is positive), so scaling and subtracting it are
+        // one FMA per score; masked, scaling and the mask's bias are.
+        let (m_ij, p) = if MASKED {
             let cols = start_n + offs_n;
             // Triton's -1e6 rather than -inf: a masked score gives exp2 = 0, never a NaN.
             let mut valid = broadcast_to(cols[(None, ..)] < n_ctx, qk.shape());
             if CAUSAL {
                 valid &= offs_m[(.., None)] >= cols[(None, ..)];
             }
-            qk = where_(valid, qk, -1.0e6);
-        }
-        let m_ij = maximum(m_i, max(qk, 1));
-        let p = exp2(qk - m_ij[(.., None)]);
+            let s = fma(qk, qk_scale, where_(valid, 0.0, -1.0e6));
+            let m_ij = maximum(m_i, max(s, 1));
+            (m_ij, exp2(s - m_ij[(.., None)]))
+        } else {
+            let m_ij = maximum(m_i, max(qk, 1) * qk_scale);
+            (m_ij, exp2(fma(qk, qk_scale, -m_ij[(.., None)])))
+        };
         let alpha = exp2(m_i - m_ij);
         l_i = l_i * alpha + sum(p, 1);
         let vt = load(v_block, boundary_check = (0,), padding_option = "zero");

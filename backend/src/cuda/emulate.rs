@@ -14,8 +14,8 @@
 //!
 //! Only the target hooks differ from the PTX build (see `codegen/sync.rs`): special
 //! registers are read from an `EmuThread` array, `bar.sync` and `shfl.sync` call back
-//! into this file, `mma` is computed here, and PTX `ex2.approx` (f32 `exp2`) is the host's
-//! `exp2`; every other math function is the same IR as on the GPU (`llvm::math`), and f32 ↔
+//! into this file, `mma` is computed here, and PTX `ex2.approx.ftz` (f32 `exp2`) is the
+//! host's `exp2` with subnormal results flushed to zero; every other math function is the same IR as on the GPU (`llvm::math`), and f32 ↔
 //! f16 conversions give PTX's canonical NaN (`ptx_conversions`). Programs run one
 //! after another (one shared-memory buffer); it is slow and meant for tests.
 //!

@@ -73,7 +73,7 @@ pub(crate) struct CodegenOptions {
     pub num_stages: u32,
     /// Generate for the host emulator (see `cuda/emulate.rs`) instead of NVPTX: the same
     /// code, except that the target hooks of `sync.rs` call into the emulator and the
-    /// `ex2.approx` instruction becomes the host's `exp2`.
+    /// `ex2.approx.ftz` instruction becomes the host's `exp2`, flushed.
     pub emulate: bool,
     /// Checked mode: the kernel takes one more parameter (in the emulator, one more
     /// slot), the check buffer, and compares every access with the buffers' ranges (see

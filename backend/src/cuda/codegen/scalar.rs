@@ -5,8 +5,8 @@
 //! same IR in the emulator. In f64, `exp`, `exp2`, `log`, `log2`, `sin` and `cos` are
 //! `crate::llvm::math` (below 1 ulp over the whole range); in f32 (f16/bf16 compute in it),
 //! `log`, `log2`, `sin`, `cos` are `crate::llvm::math` too (below 1 ulp) and `exp` the CPU's
-//! polynomial, while `exp2` stays PTX `ex2.approx` (within 2 ulp, as libdevice's `exp2f`;
-//! the host's `exp2` in the emulator). A float `%` is `crate::llvm`'s exact `fmod`.
+//! polynomial, while `exp2` stays PTX `ex2.approx.ftz` (within 2 ulp, subnormal results
+//! flushed to zero, as Triton's; the host's `exp2`, flushed, in the emulator). A float `%` is `crate::llvm`'s exact `fmod`.
 
 use super::Gen;
 use crate::llvm::Result;
@@ -89,13 +89,21 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// PTX `ex2.approx.f32` (within 2 ulp over the whole range, as libdevice's `exp2f`); the
-    /// host's `llvm.exp2` in the emulator.
+    /// PTX `ex2.approx.ftz.f32`, as Triton's `exp2`: within 2 ulp of the normal results,
+    /// and results below f32's smallest normal (inputs below -126) flushed to +0, which
+    /// spares the scaling ptxas wraps around `ex2.approx.f32` for them (a compare and two
+    /// multiplies per element: attention's inner loop runs one per score). The emulator
+    /// computes the host's `llvm.exp2` and flushes the same way.
     fn ex2_approx(&self, x: BasicValueEnum<'ctx>) -> Result<BasicValueEnum<'ctx>> {
-        if self.emu.is_some() {
-            return self.intrinsic("llvm.exp2", &[self.ctx.f32_type().into()], &[x]);
+        if self.emu.is_none() {
+            return self.intrinsic("llvm.nvvm.ex2.approx.ftz.f", &[], &[x]);
         }
-        self.intrinsic("llvm.nvvm.ex2.approx.f", &[], &[x])
+        let f32t = self.ctx.f32_type();
+        let y = self.intrinsic("llvm.exp2", &[f32t.into()], &[x])?.into_float_value();
+        let b = self.b;
+        let normal = f32t.const_float(f64::from(f32::MIN_POSITIVE));
+        let tiny = b.build_float_compare(inkwell::FloatPredicate::OLT, y, normal, "")?;
+        Ok(b.build_select(tiny, f32t.const_zero(), y, "ex2.ftz")?)
     }
 
     /// `op x` for one element of dtype `d`.
