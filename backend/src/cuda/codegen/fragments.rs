@@ -10,8 +10,9 @@
 use super::held::{FragLayout, Held};
 use super::{Gen, V};
 use crate::llvm::{CodegenError, Result};
+use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue};
-use tritium_dsl::ir::{Inst, Op, ReduceOp, Type, Value};
+use tritium_dsl::ir::{DType, Inst, Op, ReduceOp, Type, Value};
 
 /// How the `16 × 8` output tiles of a tensor-core `dot` are dealt to the warps.
 #[derive(Clone, Copy)]
@@ -501,6 +502,42 @@ impl<'ctx> Gen<'ctx, '_> {
 }
 
 impl<'ctx> Gen<'ctx, '_> {
+    /// Whether every pair of lanes `2c, 2c + 1` along `last` of store pointer `ptr` is
+    /// known (`dsl::ir::axis_info`, given the launch's specialization) to be two
+    /// consecutive elements aligned to their pair's size, under one mask value.
+    fn pairs_proven(&self, ptr: Value, mask: Option<Value>, last: usize) -> bool {
+        let Some(p) = self.axis.get(&ptr) else {
+            return false;
+        };
+        let size = self.ty(ptr).elem.pointee().map_or(0, DType::size_bytes) as u64;
+        let pairs = self.ty(ptr).shape.get(last).is_some_and(|n| n % 2 == 0)
+            && p.contiguity.get(last).is_some_and(|c| *c >= 2)
+            && p.divisibility.get(last).is_some_and(|d| *d >= 2 * size);
+        let uniform = mask.is_none_or(|m| {
+            self.ty(m).is_scalar()
+                || (self.axis.get(&m))
+                    .is_some_and(|i| i.constancy.get(last).is_some_and(|c| *c >= 2))
+        });
+        size > 0 && pairs && uniform
+    }
+
+    /// A vector of `xs` (values of one type).
+    fn vector_of(&self, xs: &[BasicValueEnum<'ctx>]) -> Result<BasicValueEnum<'ctx>> {
+        let n = xs.len() as u32;
+        let undef: inkwell::values::VectorValue<'ctx> = match xs[0].get_type() {
+            BasicTypeEnum::IntType(t) => t.vec_type(n).get_undef(),
+            BasicTypeEnum::FloatType(t) => t.vec_type(n).get_undef(),
+            t => return Err(CodegenError::internal(format!("no vector of {t:?}"))),
+        };
+        let mut v = undef;
+        for (i, x) in xs.iter().enumerate() {
+            v = self
+                .b
+                .build_insert_element(v, *x, self.i32c(i as u64), "")?;
+        }
+        Ok(v.into())
+    }
+
     /// A store of a value held in fragments whose pointers and mask are index
     /// expressions: each register is stored where it lies, its address and mask evaluated
     /// at its coordinates (the matmul and attention epilogues), instead of the value going
@@ -530,16 +567,34 @@ impl<'ctx> Gen<'ctx, '_> {
             self.barrier()?;
         }
         let sites = self.held_sites(Held::Frag(l))?;
-        for (s, x) in sites.iter().zip(&regs) {
-            let p = self.index_at(*ptr, s)?.into_pointer_value();
-            let mut cond = s.writes;
+        // Registers 2k and 2k + 1 of a fragment lie in one row, in columns 2c and 2c + 1:
+        // one vector store of both where each such pair is proven one aligned run under
+        // one mask value.
+        let last = self.ty(*ptr).rank().saturating_sub(1);
+        let group = if self.pairs_proven(*ptr, *mask, last) {
+            2
+        } else {
+            1
+        };
+        for (site, xs) in sites.iter().step_by(group).zip(regs.chunks(group)) {
+            let p = self.index_at(*ptr, site)?.into_pointer_value();
+            let mut cond = site.writes;
             if let Some(m) = mask {
-                let m = self.index_at(*m, s)?.into_int_value();
+                let m = self.index_at(*m, site)?.into_int_value();
                 cond = self.b.build_and(cond, m, "")?;
             }
-            let v = self.to_storage(*x, elem)?;
+            let stored: Vec<BasicValueEnum<'ctx>> = (xs.iter())
+                .map(|x| self.to_storage(*x, elem))
+                .collect::<Result<_>>()?;
+            let (v, align) = match stored.as_slice() {
+                [one] => (*one, None),
+                _ => (
+                    self.vector_of(&stored)?,
+                    Some((group * d.size_bytes()) as u32),
+                ),
+            };
             let hints = *hints;
-            self.when(Some(cond), &mut |g| g.global_store(p, v, hints, None))?;
+            self.when(Some(cond), &mut |g| g.global_store(p, v, hints, align))?;
         }
         if ordered {
             self.barrier()?;
