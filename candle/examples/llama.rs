@@ -10,8 +10,10 @@
 //! ```
 //!
 //! Options: `--prompt N` tokens (128), `--steps N` decode steps (32), `--temperature T`
-//! (0.8; 0 is greedy), `--seed S`, `--compare` (the same weights in candle-transformers'
-//! Llama, timed alternately with this one).
+//! (0.8; 0 is greedy), `--seed S`, `--dtype f32|bf16|f16` (the random weights' dtype, in
+//! `target/llama-small-<dtype>` unless `--dir`; a checkpoint's own dtype otherwise),
+//! `--compare` (the same weights in candle-transformers' Llama in the weights' dtype,
+//! timed alternately with this one).
 
 use candle_core::{DType, Device, Tensor};
 use candle_transformers::models::llama as reference;
@@ -27,6 +29,7 @@ struct Args {
     temperature: f32,
     seed: u64,
     compare: bool,
+    dtype: DType,
 }
 
 fn args() -> Result<Args, String> {
@@ -37,12 +40,22 @@ fn args() -> Result<Args, String> {
         temperature: 0.8,
         seed: 2026,
         compare: false,
+        dtype: DType::F32,
     };
+    let mut dir = None;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
-            "--dir" => a.dir = PathBuf::from(value()?),
+            "--dir" => dir = Some(PathBuf::from(value()?)),
+            "--dtype" => {
+                a.dtype = match value()?.as_str() {
+                    "f32" => DType::F32,
+                    "bf16" => DType::BF16,
+                    "f16" => DType::F16,
+                    other => return Err(format!("--dtype: f32, bf16 or f16, not `{other}`")),
+                }
+            }
             "--prompt" => a.prompt = value()?.parse().map_err(|e| format!("--prompt: {e}"))?,
             "--steps" => a.steps = value()?.parse().map_err(|e| format!("--steps: {e}"))?,
             "--temperature" => {
@@ -55,6 +68,10 @@ fn args() -> Result<Args, String> {
             other => return Err(format!("unknown option {other} (see the example's doc)")),
         }
     }
+    a.dir = dir.unwrap_or_else(|| match a.dtype {
+        DType::F32 => a.dir.clone(),
+        d => PathBuf::from(format!("target/llama-small-{}", d.as_str())),
+    });
     if a.prompt < 2 {
         return Err("--prompt must be at least 2 tokens (the loss needs a next token)".into());
     }
@@ -110,10 +127,11 @@ fn run_ours(
 fn run_candle(
     model: &reference::Llama,
     cfg: &reference::Config,
+    dtype: DType,
     prompt: &Tensor,
     steps: usize,
 ) -> candle_core::Result<Timing> {
-    let mut cache = reference::Cache::new(true, DType::F32, cfg, &Device::Cpu)?;
+    let mut cache = reference::Cache::new(true, dtype, cfg, &Device::Cpu)?;
     let start = Instant::now();
     let mut logits = model.forward(prompt, 0, &mut cache)?;
     let prefill_s = start.elapsed().as_secs_f64();
@@ -133,7 +151,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = args()?;
     if !a.dir.join("config.json").exists() {
         let start = Instant::now();
-        weights::write_random(&a.dir, &Config::small(), a.seed)?;
+        weights::write_random_as(&a.dir, &Config::small(), a.seed, a.dtype)?;
         println!(
             "wrote random weights to {} ({:.1} s)",
             a.dir.display(),
@@ -144,13 +162,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = Llama::load(&a.dir)?;
     let cfg = model.config().clone();
     println!(
-        "loaded {} ({} layers, hidden {}, {} heads / {} kv heads, vocab {}) in {:.2} s",
+        "loaded {} ({} layers, hidden {}, {} heads / {} kv heads, vocab {}, {:?} projections) in {:.2} s",
         a.dir.display(),
         cfg.layers,
         cfg.hidden,
         cfg.heads,
         cfg.kv_heads,
         cfg.vocab,
+        model.weight_dtype(),
         start.elapsed().as_secs_f64()
     );
     if a.prompt + a.steps > cfg.max_seq {
@@ -198,14 +217,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rcfg = serde_json::from_str::<reference::LlamaConfig>(&text)?.into_config(false);
         let tensors =
             candle_core::safetensors::load(a.dir.join("model.safetensors"), &Device::Cpu)?;
-        let vb = candle_nn::VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
+        let dtype = model.weight_dtype();
+        let vb = candle_nn::VarBuilder::from_tensors(tensors, dtype, &Device::Cpu);
         let theirs = reference::Llama::load(vb, &rcfg)?;
-        run_candle(&theirs, &rcfg, &prompt, 2)?;
+        run_candle(&theirs, &rcfg, dtype, &prompt, 2)?;
         // Alternated runs, medians.
         let (mut ours_runs, mut their_runs) = (vec![], vec![]);
         for _ in 0..3 {
             ours_runs.push(run_ours(&model, &prompt, a.steps, Sampling::Greedy)?.0);
-            their_runs.push(run_candle(&theirs, &rcfg, &prompt, a.steps)?);
+            their_runs.push(run_candle(&theirs, &rcfg, dtype, &prompt, a.steps)?);
         }
         let median = |runs: &[Timing], f: fn(&Timing) -> f64| {
             let mut v: Vec<f64> = runs.iter().map(f).collect();
@@ -217,7 +237,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ("prefill", |t| t.prefill_s, a.prompt),
             ("decode", |t| t.decode_s, a.steps),
         ];
-        println!("\n| phase | tritium tokens/s | candle-transformers tokens/s | ratio |");
+        println!("\n{dtype:?} weights");
+        println!("| phase | tritium tokens/s | candle-transformers tokens/s | ratio |");
         println!("|---|---|---|---|");
         for (name, f, n) in rows {
             let (o, t) = (median(&ours_runs, f), median(&their_runs, f));

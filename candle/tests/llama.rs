@@ -97,6 +97,35 @@ fn llama_logits_match_candle_transformers_in_prefill_and_decode() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A bf16 (or f16) checkpoint keeps its projections in that dtype (activations rounded to
+/// it before each product, sums in f32): its logits are the f32 model's on the same
+/// weights within that rounding, not equal to them.
+#[test]
+fn sixteen_bit_weights_are_multiplied_in_their_dtype() {
+    for dtype in [DType::BF16, DType::F16] {
+        let dir = scratch(&format!("{dtype:?}"));
+        weights::write_random_as(&dir, &tiny(), 7, dtype).unwrap();
+        let ours = Llama::load(&dir).unwrap();
+        assert_eq!(ours.weight_dtype(), dtype);
+        // candle-transformers in f32 on the same (rounded) weights.
+        let (theirs, cfg) = candle_llama(&dir);
+        let mut cache = ours.cache(2);
+        let mut their_cache = reference::Cache::new(true, DType::F32, &cfg, &Device::Cpu).unwrap();
+        let mut pos = 0;
+        for (step, t) in [11, 1, 1].into_iter().enumerate() {
+            let x = tokens(2, t, step as u32);
+            let a = ours.forward_last(&x, &mut cache).unwrap();
+            let b = theirs.forward(&x, pos, &mut their_cache).unwrap();
+            let d = rel_diff(&a, &b);
+            eprintln!("{dtype:?} step {step}: logits {d:e} from the f32 model's");
+            let most = if dtype == DType::BF16 { 1e-2 } else { 2e-3 };
+            assert!(1e-6 < d && d < most, "{dtype:?} step {step}: {d}");
+            pos += t;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn the_interpreter_and_the_emulator_give_the_cpus_logits() {
     let cfg = Config {
@@ -238,9 +267,16 @@ fn checkpoints_are_read_back_and_bad_ones_are_errors() {
     let e = Llama::new(cfg.clone(), &wrong).unwrap_err();
     assert!(
         e.to_string()
-            .contains("`model.norm.weight` must be f32 [128]"),
+            .contains("`model.norm.weight` must be f32, bf16 or f16 [128], got F32 [7]"),
         "{e}"
     );
+    let mut integer = tensors.clone();
+    integer.insert(
+        "model.norm.weight".into(),
+        Tensor::zeros(128, DType::U32, &Device::Cpu).unwrap(),
+    );
+    let e = Llama::new(cfg.clone(), &integer).unwrap_err();
+    assert!(e.to_string().contains("got U32 [128]"), "{e}");
     let model = Llama::new(cfg.clone(), &tensors).unwrap();
     let past_vocab = Tensor::new(&[[1u32, 1000]], &Device::Cpu).unwrap();
     let e = model

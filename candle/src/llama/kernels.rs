@@ -3,7 +3,7 @@
 //! makes its output a new tensor without a copy.
 
 use crate::candle_error;
-use candle_core::{Device, Error, Result, Tensor};
+use candle_core::{DType, Device, Error, Result, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
 use tritium_kernels::attention_cached::{attention_cached, kv_cache_write};
 use tritium_kernels::embedding::embedding;
@@ -60,12 +60,37 @@ pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
             "linear: x is [{m}, {k}] but w is [{n}, {kw}] (in features differ)"
         )));
     }
+    // A 16-bit weight multiplies `x` rounded to its dtype, the sums in f32.
+    let x = match w.dtype() {
+        DType::F32 => x.clone(),
+        d => x.to_dtype(d)?,
+    };
+    let c = match w.dtype() {
+        DType::F32 => linear_as::<f32>(dev, &x, w, (m, k, n))?,
+        DType::BF16 => linear_as::<half::bf16>(dev, &x, w, (m, k, n))?,
+        DType::F16 => linear_as::<half::f16>(dev, &x, w, (m, k, n))?,
+        d => {
+            return Err(Error::Msg(format!(
+                "linear: weights of {d:?}: f32, bf16 or f16 only"
+            )))
+        }
+    };
+    tensor(c, &[m, n])
+}
+
+/// [`linear`] with `x` and `w` of element `T`: the `[m, n]` f32 product.
+fn linear_as<T: tritium::prelude::Float>(
+    dev: &tritium::Device,
+    x: &Tensor,
+    w: &Tensor,
+    (m, k, n): (usize, usize, usize),
+) -> Result<Vec<f32>> {
     let (sx, sw) = (x.stride(), w.stride());
     let mut c = vec![0f32; m * n];
     let i = |v: usize| v as i32;
     if m <= MATVEC_ROWS && sx[1] == 1 && sw[1] == 1 {
         let (rows, (bk, even)) = (MATVEC_ROWS_PER_PROGRAM, matvec_step(k));
-        matvec::launch::<f32, f32>(
+        matvec::launch::<T, f32>(
             dev,
             [cdiv(n, rows), m],
             &mut c,
@@ -81,7 +106,7 @@ pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
             even,
         )
         .map_err(candle_error)?;
-        return tensor(c, &[m, n]);
+        return Ok(c);
     }
     // The weight's rows as the kernel reads them: contiguous, `k` apart.
     let w = match sw == [k, 1] {
@@ -89,7 +114,7 @@ pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
         false => w.contiguous()?,
     };
     let x = x.contiguous()?;
-    linear::launch::<f32, f32, _>(
+    linear::launch::<T, f32, _>(
         dev,
         |meta: &linear::Meta| [cdiv(m.max(1), meta.BM), cdiv(n.max(1), meta.BN)],
         &mut c,
@@ -100,7 +125,7 @@ pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
         k,
     )
     .map_err(candle_error)?;
-    tensor(c, &[m, n])
+    Ok(c)
 }
 
 /// `a + b` elementwise (the residual adds), both contiguous and of one shape.

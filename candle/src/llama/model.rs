@@ -23,7 +23,9 @@ struct Layer {
     down: Tensor,
 }
 
-/// A Llama-style decoder on Tritium kernels (f32 weights, CPU tensors).
+/// A Llama-style decoder on Tritium kernels (CPU tensors). Its projections keep a
+/// 16-bit checkpoint's dtype (bf16 or f16: half the bytes a decode step streams, each
+/// multiplied in its dtype with f32 sums), everything else is f32.
 #[derive(Debug, Clone)]
 pub struct Llama {
     cfg: Config,
@@ -58,28 +60,32 @@ impl KvCache {
 }
 
 impl Llama {
-    /// The model of `cfg` from Hugging Face-named f32 weights; an error names a missing
-    /// weight or one of the wrong shape.
+    /// The model of `cfg` from Hugging Face-named weights (f32, bf16 or f16); an error
+    /// names a missing weight or one of the wrong shape or dtype. The projections take the
+    /// first one's dtype ([`Llama::weight_dtype`]), the embedding and norms f32.
     pub fn new(cfg: Config, weights: &HashMap<String, Tensor>) -> Result<Llama> {
         cfg.validate()?;
         for (name, shape) in weights::names(&cfg) {
             let t = weights
                 .get(&name)
                 .ok_or_else(|| Error::Msg(format!("llama: weight `{name}` missing")))?;
-            if t.dims() != shape.as_slice() || t.dtype() != DType::F32 {
+            let float = matches!(t.dtype(), DType::F32 | DType::BF16 | DType::F16);
+            if t.dims() != shape.as_slice() || !float {
                 return Err(Error::Msg(format!(
-                    "llama: weight `{name}` must be f32 {shape:?}, got {:?} {:?}",
+                    "llama: weight `{name}` must be f32, bf16 or f16 {shape:?}, got {:?} {:?}",
                     t.dtype(),
                     t.dims()
                 )));
             }
         }
-        let w = |name: String| weights[&name].contiguous();
+        let first = weights["model.layers.0.self_attn.q_proj.weight"].dtype();
+        let projection = |name: String| weights[&name].to_dtype(first)?.contiguous();
+        let w = |name: String| weights[&name].to_dtype(DType::F32)?.contiguous();
         let layers = (0..cfg.layers)
             .map(|i| {
                 let p = format!("model.layers.{i}");
-                let attn = |n: &str| w(format!("{p}.self_attn.{n}_proj.weight"));
-                let mlp = |n: &str| w(format!("{p}.mlp.{n}_proj.weight"));
+                let attn = |n: &str| projection(format!("{p}.self_attn.{n}_proj.weight"));
+                let mlp = |n: &str| projection(format!("{p}.mlp.{n}_proj.weight"));
                 Ok(Layer {
                     attn_norm: w(format!("{p}.input_layernorm.weight"))?,
                     qkv: Tensor::cat(&[attn("q")?, attn("k")?, attn("v")?], 0)?,
@@ -96,7 +102,7 @@ impl Llama {
             embed: w("model.embed_tokens.weight".into())?,
             layers,
             norm: w("model.norm.weight".into())?,
-            lm_head: w("lm_head.weight".into())?,
+            lm_head: projection("lm_head.weight".into())?,
             cos,
             sin,
             cfg,
@@ -121,6 +127,11 @@ impl Llama {
     /// Its sizes.
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// The dtype its projections are multiplied in (f32, bf16 or f16).
+    pub fn weight_dtype(&self) -> DType {
+        self.lm_head.dtype()
     }
 
     /// An empty cache for `batch` sequences of up to `max_seq` positions.

@@ -73,16 +73,24 @@ pub fn random(cfg: &Config, seed: u64) -> Result<HashMap<String, Tensor>> {
 
 /// Writes a random model (`config.json`, `model.safetensors`) into `dir`, made if missing.
 pub fn write_random(dir: &Path, cfg: &Config, seed: u64) -> Result<()> {
+    write_random_as(dir, cfg, seed, DType::F32)
+}
+
+/// [`write_random`] with every weight stored as `dtype` (bf16: as Hugging Face ships most
+/// checkpoints).
+pub fn write_random_as(dir: &Path, cfg: &Config, seed: u64, dtype: DType) -> Result<()> {
     cfg.validate()?;
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("config.json"), cfg.to_json())?;
-    let tensors = random(cfg, seed)?;
+    let tensors = (random(cfg, seed)?.into_iter())
+        .map(|(name, t)| Ok((name, t.to_dtype(dtype)?)))
+        .collect::<Result<HashMap<_, _>>>()?;
     candle_core::safetensors::save(&tensors, dir.join("model.safetensors"))
 }
 
-/// The config and f32 weights of the checkpoint in `dir`: `config.json`, then
-/// `model.safetensors` or every shard `model.safetensors.index.json` names; weights of
-/// other float dtypes (a bf16 checkpoint) are converted. An error names a missing file.
+/// The config and weights of the checkpoint in `dir`: `config.json`, then
+/// `model.safetensors` or every shard `model.safetensors.index.json` names; f32, bf16 and
+/// f16 weights as stored, other dtypes converted to f32. An error names a missing file.
 pub fn read(dir: &Path) -> Result<(Config, HashMap<String, Tensor>)> {
     let text = std::fs::read_to_string(dir.join("config.json"))
         .map_err(|e| Error::Msg(format!("{}: {e}", dir.join("config.json").display())))?;
@@ -98,7 +106,11 @@ pub fn read(dir: &Path) -> Result<(Config, HashMap<String, Tensor>)> {
         let tensors = candle_core::safetensors::load(&path, &Device::Cpu)
             .map_err(|e| Error::Msg(format!("{}: {e}", path.display())))?;
         for (name, t) in tensors {
-            weights.insert(name, t.to_dtype(DType::F32)?);
+            let t = match t.dtype() {
+                DType::F32 | DType::BF16 | DType::F16 => t,
+                _ => t.to_dtype(DType::F32)?,
+            };
+            weights.insert(name, t);
         }
     }
     Ok((cfg, weights))
