@@ -99,7 +99,9 @@ impl<'ctx> Gen<'ctx, '_> {
             return self.intrinsic("llvm.nvvm.ex2.approx.ftz.f", &[], &[x]);
         }
         let f32t = self.ctx.f32_type();
-        let y = self.intrinsic("llvm.exp2", &[f32t.into()], &[x])?.into_float_value();
+        let y = self
+            .intrinsic("llvm.exp2", &[f32t.into()], &[x])?
+            .into_float_value();
         let b = self.b;
         let normal = f32t.const_float(f64::from(f32::MIN_POSITIVE));
         let tiny = b.build_float_compare(inkwell::FloatPredicate::OLT, y, normal, "")?;
