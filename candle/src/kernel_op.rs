@@ -1,9 +1,10 @@
 //! Kernels as candle custom ops in a few lines: implement [`UnaryKernel`] (one input) or
-//! [`BinaryKernel`] (two of one shape) with the launches of a forward kernel and, for
-//! autograd, a backward one, and [`KernelOp`] is the candle op: the dtype (f32, f16, bf16)
-//! picked at run time, inputs read where they lie when row-major, the output of the
-//! input's shape and dtype made without a copy, shapes and dtypes checked, errors as
-//! candle errors naming the op.
+//! [`BinaryKernel`] (two) with the launches of a forward kernel and, for autograd, a
+//! backward one, and [`KernelOp`] is the candle op: the dtype (f32, f16, bf16) picked at
+//! run time, inputs read where they lie when row-major, the output (of the input's shape,
+//! or of the kernel's `output_shape`: a reduction, a product of differently shaped
+//! operands) made without a copy, shapes and dtypes checked, errors as candle errors
+//! naming the op.
 //!
 //! ```ignore
 //! #[derive(Clone)]
@@ -35,8 +36,8 @@ use tritium::dsl::trace::Float;
 /// so, else a copy). A kernel's `Ptr<T>` parameter takes `&Rows<T>`.
 pub type Rows<'a, T> = CowArray<'a, T, IxDyn>;
 
-/// One input, one output of the input's shape and dtype (an activation, a row-wise norm
-/// without weights, …).
+/// One input, one output of the input's dtype: of its shape (an activation, a row-wise
+/// norm without weights, …) or of [`UnaryKernel::output_shape`] (a reduction, …).
 pub trait UnaryKernel: Clone + Send + Sync + 'static {
     /// The op's name, in candle's graph and in errors.
     fn name(&self) -> &'static str;
@@ -46,11 +47,18 @@ pub trait UnaryKernel: Clone + Send + Sync + 'static {
         "x"
     }
 
-    /// Writes `y` (row-major, `x.len()` elements) from `x`.
+    /// The output's shape for an input of shape `x` (by default `x`'s), or what is wrong
+    /// with `x` (the op's error then).
+    fn output_shape(&self, x: &[usize]) -> std::result::Result<Vec<usize>, String> {
+        Ok(x.to_vec())
+    }
+
+    /// Writes `y` (row-major, [`UnaryKernel::output_shape`]'s elements) from `x`.
     fn forward<T: Float + WithDType>(&self, x: &Rows<T>, y: &mut [T]) -> tritium::Result<()>;
 
-    /// Writes `dx` from `x` and the output's gradient `dy` (all of `x`'s shape). Without
-    /// it, the op has no backward: autograd through it is an error naming it.
+    /// Writes `dx` (of `x`'s shape) from `x` and the output's gradient `dy` (of the
+    /// output's shape). Without it, the op has no backward: autograd through it is an
+    /// error naming it.
     fn backward<T: Float + WithDType>(
         &self,
         x: &Rows<T>,
@@ -62,8 +70,10 @@ pub trait UnaryKernel: Clone + Send + Sync + 'static {
     }
 }
 
-/// Two inputs of one shape and dtype, one output of that shape and dtype (a gated
-/// activation, an elementwise product, …).
+/// Two inputs of one dtype, one output of that dtype: by default the inputs have one
+/// shape, the output's (a gated activation, an elementwise product, …); a kernel whose
+/// operands or output differ in shape (a row scaling, a product) says so in
+/// [`BinaryKernel::output_shape`].
 pub trait BinaryKernel: Clone + Send + Sync + 'static {
     /// The op's name, in candle's graph and in errors.
     fn name(&self) -> &'static str;
@@ -73,7 +83,17 @@ pub trait BinaryKernel: Clone + Send + Sync + 'static {
         ["a", "b"]
     }
 
-    /// Writes `y` (row-major, `a.len()` elements) from `a` and `b`.
+    /// The output's shape for inputs of shapes `a` and `b` (by default: `a`'s, which `b`
+    /// must have), or what is wrong with them (the op's error then).
+    fn output_shape(&self, a: &[usize], b: &[usize]) -> std::result::Result<Vec<usize>, String> {
+        let [an, bn] = self.input_names();
+        match a == b {
+            true => Ok(a.to_vec()),
+            false => Err(format!("{bn} must have {an}'s shape {a:?}, got {b:?}")),
+        }
+    }
+
+    /// Writes `y` (row-major, [`BinaryKernel::output_shape`]'s elements) from `a` and `b`.
     fn forward<T: Float + WithDType>(
         &self,
         a: &Rows<T>,
@@ -81,8 +101,9 @@ pub trait BinaryKernel: Clone + Send + Sync + 'static {
         y: &mut [T],
     ) -> tritium::Result<()>;
 
-    /// Writes `da` and `db` from `a`, `b` and the output's gradient `dy`. Without it, the
-    /// op has no backward: autograd through it is an error naming it.
+    /// Writes `da` and `db` (of `a`'s and `b`'s shapes) from `a`, `b` and the output's
+    /// gradient `dy`. Without it, the op has no backward: autograd through it is an error
+    /// naming it.
     fn backward<T: Float + WithDType>(
         &self,
         a: &Rows<T>,
@@ -108,23 +129,27 @@ fn no_backward(name: &str) -> tritium::Error {
     }
 }
 
-/// Every layout has the first one's shape (names as in [`same_dtype`]).
-fn same_shape(op: &str, layouts: &[(&str, &Layout)]) -> Result<()> {
-    let (first, l) = layouts[0];
-    match layouts.iter().find(|(_, m)| m.dims() != l.dims()) {
-        Some((name, m)) => Err(op_error(
+/// `shape` or the op's error naming what was wrong.
+fn shape_of(op: &str, shape: std::result::Result<Vec<usize>, String>) -> Result<Shape> {
+    shape.map(Shape::from).map_err(|m| op_error(op, m))
+}
+
+/// A gradient `dy` must have the op's output shape.
+fn check_dy(op: &str, dy: &Layout, out: &Shape) -> Result<()> {
+    match dy.dims() == out.dims() {
+        true => Ok(()),
+        false => Err(op_error(
             op,
             format!(
-                "{name} must have {first}'s shape {:?}, got {:?}",
-                l.dims(),
-                m.dims()
+                "dy must have the output's shape {:?}, got {:?}",
+                out.dims(),
+                dy.dims()
             ),
         )),
-        None => Ok(()),
     }
 }
 
-/// The storages and layouts a launch reads, checked to share one shape and dtype.
+/// The storages and layouts a launch reads, checked to share one dtype.
 struct Inputs<'a> {
     op: &'static str,
     all: Vec<(&'a CpuStorage, &'a Layout)>,
@@ -132,8 +157,6 @@ struct Inputs<'a> {
 
 impl<'a> Inputs<'a> {
     fn new(op: &'static str, named: &[(&str, &'a CpuStorage, &'a Layout)]) -> Result<Self> {
-        let layouts: Vec<(&str, &Layout)> = named.iter().map(|(n, _, l)| (*n, *l)).collect();
-        same_shape(op, &layouts)?;
         let dtypes: Vec<_> = named.iter().map(|(n, s, _)| (*n, s.dtype())).collect();
         same_dtype(op, &dtypes)?;
         Ok(Inputs {
@@ -142,25 +165,25 @@ impl<'a> Inputs<'a> {
         })
     }
 
-    fn shape(&self) -> &Shape {
-        self.all[0].1.shape()
+    fn elems(&self, k: usize) -> usize {
+        self.all[k].1.shape().elem_count()
     }
 
-    /// Runs `f` with every input as [`Rows`] of the inputs' float type and `outputs`
-    /// zeroed buffers of the inputs' element count; the buffers, one after the other, as
-    /// one storage.
-    fn launch<F>(self, outputs: usize, f: F) -> Result<CpuStorage>
+    /// Runs `f` with every input as [`Rows`] of the inputs' float type and zeroed output
+    /// buffers of `lens` elements, one after the other; gives them as one storage.
+    fn launch<F>(self, lens: &[usize], f: F) -> Result<CpuStorage>
     where
         F: for<'r> LaunchWith<'r>,
     {
         let dtype = self.all[0].0.dtype();
         let op = self.op;
+        let lens = lens.to_vec();
         dispatch(
             op,
             dtype,
             Run {
                 inputs: self,
-                outputs,
+                lens,
                 f,
             },
         )
@@ -172,14 +195,13 @@ trait LaunchWith<'r> {
     fn with<T: Float + WithDType>(
         &self,
         rows: &[Rows<'r, T>],
-        out: &mut [T],
-        n: usize,
+        outs: &mut [&mut [T]],
     ) -> tritium::Result<()>;
 }
 
 struct Run<'a, F> {
     inputs: Inputs<'a>,
-    outputs: usize,
+    lens: Vec<usize>,
     f: F,
 }
 
@@ -187,13 +209,20 @@ impl<'a, F: for<'r> LaunchWith<'r>> PerFloat for Run<'a, F> {
     type Output = CpuStorage;
 
     fn run<T: Float + WithDType>(self) -> Result<CpuStorage> {
-        let n = self.inputs.shape().elem_count();
-        let mut out = zeros::<T>(n * self.outputs);
-        if n > 0 {
+        let total = self.lens.iter().sum();
+        let mut out = zeros::<T>(total);
+        if total > 0 {
             let rows = (self.inputs.all.iter())
                 .map(|(s, l)| cpu_array::<T>(s, l))
                 .collect::<Result<Vec<_>>>()?;
-            self.f.with(&rows, &mut out, n).map_err(candle_error)?;
+            let mut outs = Vec::with_capacity(self.lens.len());
+            let mut rest = out.as_mut_slice();
+            for &n in &self.lens {
+                let (one, more) = rest.split_at_mut(n);
+                outs.push(one);
+                rest = more;
+            }
+            self.f.with(&rows, &mut outs).map_err(candle_error)?;
         }
         Ok(T::to_cpu_storage_owned(out))
     }
@@ -204,10 +233,9 @@ impl<'r, K: UnaryKernel> LaunchWith<'r> for Forward1<'_, K> {
     fn with<T: Float + WithDType>(
         &self,
         r: &[Rows<'r, T>],
-        out: &mut [T],
-        _: usize,
+        outs: &mut [&mut [T]],
     ) -> tritium::Result<()> {
-        self.0.forward(&r[0], out)
+        self.0.forward(&r[0], outs[0])
     }
 }
 
@@ -216,10 +244,9 @@ impl<'r, K: UnaryKernel> LaunchWith<'r> for Backward1<'_, K> {
     fn with<T: Float + WithDType>(
         &self,
         r: &[Rows<'r, T>],
-        out: &mut [T],
-        _: usize,
+        outs: &mut [&mut [T]],
     ) -> tritium::Result<()> {
-        self.0.backward(&r[0], &r[1], out)
+        self.0.backward(&r[0], &r[1], outs[0])
     }
 }
 
@@ -228,10 +255,9 @@ impl<'r, K: BinaryKernel> LaunchWith<'r> for Forward2<'_, K> {
     fn with<T: Float + WithDType>(
         &self,
         r: &[Rows<'r, T>],
-        out: &mut [T],
-        _: usize,
+        outs: &mut [&mut [T]],
     ) -> tritium::Result<()> {
-        self.0.forward(&r[0], &r[1], out)
+        self.0.forward(&r[0], &r[1], outs[0])
     }
 }
 
@@ -240,10 +266,11 @@ impl<'r, K: BinaryKernel> LaunchWith<'r> for Backward2<'_, K> {
     fn with<T: Float + WithDType>(
         &self,
         r: &[Rows<'r, T>],
-        out: &mut [T],
-        n: usize,
+        outs: &mut [&mut [T]],
     ) -> tritium::Result<()> {
-        let (da, db) = out.split_at_mut(n);
+        let [da, db] = outs else {
+            unreachable!("two gradients")
+        };
         self.0.backward(&r[0], &r[1], &r[2], da, db)
     }
 }
@@ -258,9 +285,13 @@ impl<K: UnaryKernel> CustomOp1 for KernelOp<K> {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let inputs = Inputs::new(self.0.name(), &[(self.0.input_name(), s, l)])?;
-        let shape = inputs.shape().clone();
-        Ok((inputs.launch(1, Forward1(&self.0))?, shape))
+        let op = self.0.name();
+        let shape = shape_of(op, self.0.output_shape(l.dims()))?;
+        let inputs = Inputs::new(op, &[(self.0.input_name(), s, l)])?;
+        Ok((
+            inputs.launch(&[shape.elem_count()], Forward1(&self.0))?,
+            shape,
+        ))
     }
 
     fn bwd(&self, x: &Tensor, _y: &Tensor, dy: &Tensor) -> Result<Option<Tensor>> {
@@ -281,14 +312,18 @@ impl<K: UnaryKernel> CustomOp2 for Grad<K> {
         ds: &CpuStorage,
         dl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let x = self.0.input_name();
-        let inputs = Inputs::new(self.0.name(), &[(x, xs, xl), ("dy", ds, dl)])?;
-        let shape = inputs.shape().clone();
-        Ok((inputs.launch(1, Backward1(&self.0))?, shape))
+        let (op, x) = (self.0.name(), self.0.input_name());
+        check_dy(op, dl, &shape_of(op, self.0.output_shape(xl.dims()))?)?;
+        let inputs = Inputs::new(op, &[(x, xs, xl), ("dy", ds, dl)])?;
+        let lens = [inputs.elems(0)];
+        Ok((
+            inputs.launch(&lens, Backward1(&self.0))?,
+            xl.shape().clone(),
+        ))
     }
 }
 
-/// A binary kernel's gradients: `(a, b, dy) → [da, db]` stacked along a new first dim.
+/// A binary kernel's gradients: `(a, b, dy) → da, db` flattened one after the other.
 #[derive(Clone)]
 struct Grads<K>(K);
 
@@ -304,11 +339,14 @@ impl<K: BinaryKernel> CustomOp2 for KernelOp<K> {
         b: &CpuStorage,
         bl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let [an, bn] = self.0.input_names();
+        let ([an, bn], op) = (self.0.input_names(), self.0.name());
+        let shape = shape_of(op, self.0.output_shape(al.dims(), bl.dims()))?;
         let names: &[(&str, &CpuStorage, &Layout)] = &[(an, a, al), (bn, b, bl)];
-        let inputs = Inputs::new(self.0.name(), names)?;
-        let shape = inputs.shape().clone();
-        Ok((inputs.launch(1, Forward2(&self.0))?, shape))
+        let inputs = Inputs::new(op, names)?;
+        Ok((
+            inputs.launch(&[shape.elem_count()], Forward2(&self.0))?,
+            shape,
+        ))
     }
 
     fn bwd(
@@ -320,7 +358,10 @@ impl<K: BinaryKernel> CustomOp2 for KernelOp<K> {
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let dy = dy.to_dtype(a.dtype())?;
         let grads = a.apply_op3_no_bwd(b, &dy, &Grads(self.0.clone()))?;
-        Ok((Some(grads.get(0)?), Some(grads.get(1)?)))
+        let na = a.elem_count();
+        let da = grads.narrow(0, 0, na)?.reshape(a.shape())?;
+        let db = grads.narrow(0, na, b.elem_count())?.reshape(b.shape())?;
+        Ok((Some(da), Some(db)))
     }
 }
 
@@ -338,11 +379,16 @@ impl<K: BinaryKernel> CustomOp3 for Grads<K> {
         d: &CpuStorage,
         dl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let [an, bn] = self.0.input_names();
+        let ([an, bn], op) = (self.0.input_names(), self.0.name());
+        check_dy(
+            op,
+            dl,
+            &shape_of(op, self.0.output_shape(al.dims(), bl.dims()))?,
+        )?;
         let names: &[(&str, &CpuStorage, &Layout)] = &[(an, a, al), (bn, b, bl), ("dy", d, dl)];
-        let inputs = Inputs::new(self.0.name(), names)?;
-        let mut dims = vec![2];
-        dims.extend_from_slice(inputs.shape().dims());
-        Ok((inputs.launch(2, Backward2(&self.0))?, Shape::from(dims)))
+        let inputs = Inputs::new(op, names)?;
+        let lens = [inputs.elems(0), inputs.elems(1)];
+        let total = Shape::from(lens[0] + lens[1]);
+        Ok((inputs.launch(&lens, Backward2(&self.0))?, total))
     }
 }

@@ -7,7 +7,7 @@ use candle_core::{Var, WithDType};
 use tritium::dsl::trace::Float;
 use tritium::prelude::*;
 use tritium_candle::kernel_op::Rows;
-use tritium_candle::{KernelOp, UnaryKernel};
+use tritium_candle::{BinaryKernel, KernelOp, UnaryKernel};
 use tritium_kernels::activation::gelu_erf;
 
 /// `dx = dy · (Φ(x) + x·φ(x))`, the exact GELU's derivative.
@@ -96,6 +96,232 @@ fn a_unary_kernel_is_a_differentiable_candle_op() {
         .to_string();
     assert!(
         e.contains("gelu: takes f32, f16 or bf16") && e.contains("F64"),
+        "{e}"
+    );
+}
+
+// ---- ops whose shapes differ: a row reduction, a row scaling by a vector ----
+
+/// `y[r] = Σ_j x[r, j]²` over rows of `n` (`BLOCK ≥ n`).
+#[kernel]
+fn row_sumsq<T: Float>(y: Ptr<T>, x: Ptr<T>, n: i32, #[constexpr] BLOCK: usize) {
+    let r = program_id(0);
+    let cols = arange(0, BLOCK);
+    let v = load(x + r * n + cols, mask = cols < n, other = 0.0).to(DType::F32);
+    store(y + r, sum(v * v, 0).to(T::DTYPE));
+}
+
+/// `dx[r, j] = 2 · x[r, j] · dy[r]`.
+#[kernel]
+fn row_sumsq_bwd<T: Float>(dx: Ptr<T>, x: Ptr<T>, dy: Ptr<T>, n: i32, #[constexpr] BLOCK: usize) {
+    let r = program_id(0);
+    let cols = arange(0, BLOCK);
+    let mask = cols < n;
+    let v = load(x + r * n + cols, mask = mask, other = 0.0).to(DType::F32);
+    let d = load(dy + r).to(DType::F32);
+    store(dx + r * n + cols, (2.0 * v * d).to(T::DTYPE), mask = mask);
+}
+
+/// `[…, n] → […]`: the sum of squares of each row.
+#[derive(Clone)]
+struct RowSumSq;
+
+impl RowSumSq {
+    fn cols<T>(x: &Rows<T>) -> usize {
+        x.shape().last().copied().unwrap_or(1)
+    }
+}
+
+impl UnaryKernel for RowSumSq {
+    fn name(&self) -> &'static str {
+        "row_sumsq"
+    }
+
+    fn output_shape(&self, x: &[usize]) -> Result<Vec<usize>, String> {
+        match x.split_last() {
+            Some((&n, rows)) if n > 0 => Ok(rows.to_vec()),
+            _ => Err(format!(
+                "x must have rows of at least one element, got {x:?}"
+            )),
+        }
+    }
+
+    fn forward<T: Float + WithDType>(&self, x: &Rows<T>, y: &mut [T]) -> tritium::Result<()> {
+        let n = Self::cols(x);
+        let block = n.next_power_of_two();
+        row_sumsq::launch(&Device::cpu(), y.len(), y, x, n as i32, block)
+    }
+
+    fn backward<T: Float + WithDType>(
+        &self,
+        x: &Rows<T>,
+        dy: &Rows<T>,
+        dx: &mut [T],
+    ) -> tritium::Result<()> {
+        let n = Self::cols(x);
+        let rows = dx.len() / n;
+        row_sumsq_bwd::launch(
+            &Device::cpu(),
+            rows,
+            dx,
+            x,
+            dy,
+            n as i32,
+            n.next_power_of_two(),
+        )
+    }
+}
+
+/// `y[r, j] = a[r, j] · b[r]`.
+#[kernel]
+fn scale_rows<T: Float>(y: Ptr<T>, a: Ptr<T>, b: Ptr<T>, n: i32, #[constexpr] BLOCK: usize) {
+    let r = program_id(0);
+    let cols = arange(0, BLOCK);
+    let mask = cols < n;
+    let v = load(a + r * n + cols, mask = mask, other = 0.0).to(DType::F32);
+    let s = load(b + r).to(DType::F32);
+    store(y + r * n + cols, (v * s).to(T::DTYPE), mask = mask);
+}
+
+/// `da[r, j] = dy[r, j] · b[r]`, `db[r] = Σ_j dy[r, j] · a[r, j]`.
+#[kernel]
+fn scale_rows_bwd<T: Float>(
+    da: Ptr<T>,
+    db: Ptr<T>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    dy: Ptr<T>,
+    n: i32,
+    #[constexpr] BLOCK: usize,
+) {
+    let r = program_id(0);
+    let cols = arange(0, BLOCK);
+    let mask = cols < n;
+    let v = load(a + r * n + cols, mask = mask, other = 0.0).to(DType::F32);
+    let d = load(dy + r * n + cols, mask = mask, other = 0.0).to(DType::F32);
+    let s = load(b + r).to(DType::F32);
+    store(da + r * n + cols, (d * s).to(T::DTYPE), mask = mask);
+    store(db + r, sum(d * v, 0).to(T::DTYPE));
+}
+
+/// `a [m, n]` scaled row by row by `b [m]`.
+#[derive(Clone)]
+struct ScaleRows;
+
+impl BinaryKernel for ScaleRows {
+    fn name(&self) -> &'static str {
+        "scale_rows"
+    }
+
+    fn output_shape(&self, a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
+        match (a, b) {
+            ([m, _], [k]) if m == k => Ok(a.to_vec()),
+            _ => Err(format!("a must be [m, n] and b [m], got {a:?} and {b:?}")),
+        }
+    }
+
+    fn forward<T: Float + WithDType>(
+        &self,
+        a: &Rows<T>,
+        b: &Rows<T>,
+        y: &mut [T],
+    ) -> tritium::Result<()> {
+        let n = a.shape()[1];
+        scale_rows::launch(
+            &Device::cpu(),
+            b.len(),
+            y,
+            a,
+            b,
+            n as i32,
+            n.next_power_of_two(),
+        )
+    }
+
+    fn backward<T: Float + WithDType>(
+        &self,
+        a: &Rows<T>,
+        b: &Rows<T>,
+        dy: &Rows<T>,
+        da: &mut [T],
+        db: &mut [T],
+    ) -> tritium::Result<()> {
+        let n = a.shape()[1];
+        let block = n.next_power_of_two();
+        scale_rows_bwd::launch(&Device::cpu(), b.len(), da, db, a, b, dy, n as i32, block)
+    }
+}
+
+#[test]
+fn kernels_whose_output_shape_differs_are_differentiable_candle_ops() {
+    use candle_core::DType;
+    for (dtype, tol) in [(DType::F32, 1e-4), (DType::BF16, 5e-2)] {
+        // A reduction: [3, 4, 37] → [3, 4] against candle's sum of squares.
+        let x = Var::from_tensor(&randn(&[3, 4, 37], 11).to_dtype(dtype).unwrap()).unwrap();
+        let g = randn(&[3, 4], 12).to_dtype(dtype).unwrap();
+        let ours = x.as_tensor().apply_op1(KernelOp(RowSumSq)).unwrap();
+        let theirs = x.as_tensor().sqr().unwrap().sum(2).unwrap();
+        assert_eq!(ours.dims(), [3, 4]);
+        let scale = max_diff(&theirs, &theirs.zeros_like().unwrap());
+        assert!(
+            max_diff(&ours, &theirs) <= tol * scale,
+            "{dtype:?} row_sumsq"
+        );
+        let grad = |y: candle_core::Tensor, v: &Var| {
+            let store = (y * &g).unwrap().sum_all().unwrap().backward().unwrap();
+            store.get(v.as_tensor()).unwrap().clone()
+        };
+        let (dx, dx_ref) = (grad(ours, &x), grad(theirs, &x));
+        assert_eq!(dx.dims(), [3, 4, 37]);
+        assert!(
+            max_diff(&dx, &dx_ref) <= 4.0 * tol * scale,
+            "{dtype:?} row_sumsq dx"
+        );
+        // Operands of two shapes: [5, 70] scaled by [5].
+        let a = Var::from_tensor(&randn(&[5, 70], 13).to_dtype(dtype).unwrap()).unwrap();
+        let b = Var::from_tensor(&randn(&[5], 14).to_dtype(dtype).unwrap()).unwrap();
+        let g = randn(&[5, 70], 15).to_dtype(dtype).unwrap();
+        let ours = (a.as_tensor())
+            .apply_op2(b.as_tensor(), KernelOp(ScaleRows))
+            .unwrap();
+        let theirs = (a.as_tensor())
+            .broadcast_mul(&b.as_tensor().unsqueeze(1).unwrap())
+            .unwrap();
+        assert!(
+            max_diff(&ours, &theirs) <= tol * 4.0,
+            "{dtype:?} scale_rows"
+        );
+        let grads = |y: candle_core::Tensor| {
+            let store = (y * &g).unwrap().sum_all().unwrap().backward().unwrap();
+            let get = |v: &Var| store.get(v.as_tensor()).unwrap().clone();
+            (get(&a), get(&b))
+        };
+        let ((da, db), (da_ref, db_ref)) = (grads(ours), grads(theirs));
+        assert_eq!((da.dims(), db.dims()), ([5, 70].as_slice(), [5].as_slice()));
+        assert!(
+            max_diff(&da, &da_ref) <= 4.0 * tol * 4.0,
+            "{dtype:?} scale_rows da"
+        );
+        assert!(
+            max_diff(&db, &db_ref) <= 30.0 * tol * 4.0,
+            "{dtype:?} scale_rows db"
+        );
+    }
+    // Shapes the kernels refuse: errors naming the op and what was wrong.
+    let e = randn(&[5, 70], 1)
+        .apply_op2(&randn(&[4], 2), KernelOp(ScaleRows))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("scale_rows") && e.contains("b [m], got [5, 70] and [4]"),
+        "{e}"
+    );
+    let e = randn(&[3, 0], 1)
+        .apply_op1(KernelOp(RowSumSq))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("row_sumsq") && e.contains("at least one element"),
         "{e}"
     );
 }
