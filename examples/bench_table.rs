@@ -397,6 +397,30 @@ fn launch_rows() {
         });
         println!("    the same, launch_unchecked  {u:>10.2}");
     }
+    // `n` alternating between two right values: the memoized verdict never applies, so
+    // every launch evaluates the bounds proof afresh.
+    let (len, mut k) = (16, 0usize);
+    let mut fresh = |options: &tritium::LaunchOptions| {
+        k += 1;
+        let n = len as i32 - (k % 2) as i32;
+        add::launch_with(
+            &device,
+            1,
+            options,
+            &mut out[..len],
+            &x[..len],
+            &x[..len],
+            n,
+            16,
+        )
+        .unwrap()
+    };
+    let t = median(&mut || fresh(&tritium::LaunchOptions::default()));
+    println!("  vector add, n changing every launch (a fresh bounds proof) {t:>6.2}");
+    // SAFETY: both values of `n` index inside the 16 elements of every buffer.
+    let unchecked = unsafe { tritium::LaunchOptions::default().unchecked() };
+    let u = median(&mut || fresh(&unchecked));
+    println!("    the same, launch_unchecked  {u:>10.2}");
     use rayon::prelude::*;
     let t = median(&mut || {
         (0..64).into_par_iter().for_each(|i| {
