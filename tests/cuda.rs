@@ -247,19 +247,25 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
     for slow in ["ld.global.u16", "ld.global.b16"] {
         assert!(!text.contains(slow), "`{slow}` in\n{text}");
     }
-    // The epilogue stores each fragment register pair (two adjacent columns of a row,
-    // proven one aligned pair under one mask value) as one 32-bit store: 64 per thread
-    // for 128 × 128 over 4 warps, not 128 16-bit ones.
-    let stores = |t: &str, what: &str| t.lines().filter(|l| l.contains(what)).count();
-    assert_eq!(stores(&text, "st.global.u16"), 0, "{text}");
-    assert_eq!(stores(&text, "st.global.u32"), 64, "{text}");
     let plain =
         matmul::matmul::trace::<half::f16, half::f16>(&Specialization::default(), 128, 128, 32)
             .unwrap();
-    let plain = ptx(&plain, sm, 4);
-    assert!(plain.contains("ld.global.u16"));
-    // Unspecialized (N may be odd): element by element.
-    assert_eq!(stores(&plain, "st.global.u16"), 128, "{plain}");
+    assert!(ptx(&plain, sm, 4).contains("ld.global.u16"));
+    // An f32 result's epilogue stores each fragment register pair (two adjacent columns
+    // of a row, proven one aligned pair under one mask value) as one 8-byte store: 64 per
+    // thread for 128 × 128 over 4 warps; unspecialized (N may be odd), element by element.
+    let stores = |t: &str, what: &str| t.lines().filter(|l| l.contains(what)).count();
+    let f32_out = |s: &Specialization| {
+        ptx(
+            &matmul::matmul::trace::<half::f16, f32>(s, 128, 128, 32).unwrap(),
+            sm,
+            4,
+        )
+    };
+    let (paired, plain) = (f32_out(&spec), f32_out(&Specialization::default()));
+    assert_eq!(stores(&paired, "st.global.v2.f32"), 64, "{paired}");
+    assert_eq!(stores(&paired, "st.global.f32"), 0, "{paired}");
+    assert_eq!(stores(&plain, "st.global.f32"), 128, "{plain}");
 }
 
 /// Tutorial 03's K loop is software-pipelined: at 4 stages (3 buffers) the copies of two

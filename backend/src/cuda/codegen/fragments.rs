@@ -502,14 +502,22 @@ impl<'ctx> Gen<'ctx, '_> {
 }
 
 impl<'ctx> Gen<'ctx, '_> {
-    /// Whether every pair of lanes `2c, 2c + 1` along `last` of store pointer `ptr` is
-    /// known (`dsl::ir::axis_info`, given the launch's specialization) to be two
-    /// consecutive elements aligned to their pair's size, under one mask value.
+    /// Whether every pair of lanes `2c, 2c + 1` along `last` of store pointer `ptr`, of
+    /// 32-bit elements, is known (`dsl::ir::axis_info`, given the launch's
+    /// specialization) to be two consecutive elements aligned to their pair's size, under
+    /// one mask value.
     fn pairs_proven(&self, ptr: Value, mask: Option<Value>, last: usize) -> bool {
         let Some(p) = self.axis.get(&ptr) else {
             return false;
         };
-        let size = self.ty(ptr).elem.pointee().map_or(0, DType::size_bytes) as u64;
+        // Only elements stored as they are held (f32): a pair of f16 conversions, whose
+        // NaN-preserving form is a dozen instructions, made LLVM hoist them out of the
+        // guarded stores, and ptxas spilled 84-88 bytes in tutorial 03's largest configs.
+        let d = self.ty(ptr).elem.pointee();
+        if !matches!(d, Some(DType::F32 | DType::I32 | DType::U32)) {
+            return false;
+        }
+        let size = d.map_or(0, DType::size_bytes) as u64;
         let pairs = self.ty(ptr).shape.get(last).is_some_and(|n| n % 2 == 0)
             && p.contiguity.get(last).is_some_and(|c| *c >= 2)
             && p.divisibility.get(last).is_some_and(|d| *d >= 2 * size);
@@ -583,18 +591,18 @@ impl<'ctx> Gen<'ctx, '_> {
                 let m = self.index_at(*m, site)?.into_int_value();
                 cond = self.b.build_and(cond, m, "")?;
             }
-            let stored: Vec<BasicValueEnum<'ctx>> = (xs.iter())
-                .map(|x| self.to_storage(*x, elem))
-                .collect::<Result<_>>()?;
-            let (v, align) = match stored.as_slice() {
-                [one] => (*one, None),
-                _ => (
-                    self.vector_of(&stored)?,
-                    Some((group * d.size_bytes()) as u32),
-                ),
-            };
             let hints = *hints;
-            self.when(Some(cond), &mut |g| g.global_store(p, v, hints, align))?;
+            let align = (group > 1).then_some((group * d.size_bytes()) as u32);
+            self.when(Some(cond), &mut |g| {
+                let stored: Vec<BasicValueEnum<'ctx>> = (xs.iter())
+                    .map(|x| g.to_storage(*x, elem))
+                    .collect::<Result<_>>()?;
+                let v = match stored.as_slice() {
+                    [one] => *one,
+                    _ => g.vector_of(&stored)?,
+                };
+                g.global_store(p, v, hints, align)
+            })?;
         }
         if ordered {
             self.barrier()?;
