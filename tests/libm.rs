@@ -611,3 +611,62 @@ fn erf_erfc_and_erfinv_of_f64_within_a_few_ulps() {
         );
     }
 }
+
+/// f32 `tgamma` and `lgamma` of a tile.
+#[kernel]
+fn gammas(tg: Ptr<f32>, lg: Ptr<f32>, x: Ptr<f32>, #[constexpr] N: usize) {
+    let r = arange(0, N);
+    let a = load(x + r);
+    store(tg + r, tgamma(a));
+    store(lg + r, lgamma(a));
+}
+
+/// f32 `tgamma` past its overflow (35.04; 44, where it clamps |x|), at tiny arguments
+/// (1/x − γ below 2^-30: ±inf at subnormals of either sign) and f32 `lgamma` next to its
+/// overflow (4.0850034e36, where (x − ½)(ln x − 1) in one part would overflow first).
+#[test]
+fn f32_gamma_functions_where_they_overflow_and_at_tiny_arguments() {
+    let mut xs: Vec<f32> = vec![
+        35.0,
+        35.04,
+        35.05,
+        44.0,
+        44.5,
+        1e6,
+        1e20,
+        1e30,
+        3.4e38,
+        -44.5,
+        -45.5,
+        -1e20,
+        2f32.powi(-30),
+        -2f32.powi(-30),
+        1e-30,
+        -1e-30,
+        3e-39,
+        -3e-39,
+        2.9e-39,
+        1e-40,
+        -1e-40,
+        1e-45,
+        -1e-45,
+        4.084_948e36,
+        4.085_003e36,
+        4.085_003_4e36,
+        1e37,
+    ];
+    xs.resize(32, 2.5);
+    for device in all_devices() {
+        let (mut tg, mut lg) = (vec![0f32; 32], vec![0f32; 32]);
+        gammas::launch(&device, 1, &mut tg[..], &mut lg[..], &xs[..], 32).unwrap();
+        for (i, x) in xs.iter().enumerate() {
+            for (name, got, want) in [
+                ("tgamma", tg[i], tgamma(f64::from(*x))),
+                ("lgamma", lg[i], lgamma(f64::from(*x))),
+            ] {
+                let d = ulps(f64::from(got), f64::from(want as f32), true);
+                assert!(d <= 2, "{device:?} {name}({x:e}) = {got:e}, want {want:e}");
+            }
+        }
+    }
+}

@@ -274,6 +274,60 @@ fn log_core(
     fast_two_sum(hi, lo)
 }
 
+/// `(2 atanh(F/2) − F)/F³` in `F²` (`F = 2f`): [`LOG`] rescaled (exactly), for [`log_lean`].
+const LOG_LEAN: [f32; 3] = [LOG[0] / 128.0, LOG[1] / 32.0, LOG[2] / 8.0];
+
+/// `c` halved (exactly), for sums computed halved.
+const fn halved<const N: usize>(c: [f32; N]) -> [f32; N] {
+    let mut h = c;
+    let mut i = 0;
+    while i < N {
+        h[i] = c[i] * 0.5;
+        i += 1;
+    }
+    h
+}
+
+/// `σ·ln(x · 2^j) + c` (`σ` 1, or ½ with `half`) for positive normal f32 `x` as `hi + lo`,
+/// not renormalized (`lo` holds `ln m`'s series, up to 0.004σ), for the gamma functions:
+/// [`log_core`]'s reduction with `σ·2f = (m − 1)/h` and `h = (m + 1)/(2σ)` (so that no
+/// scaling is needed), and `2f_lo·f²` left out (below 2^-24·f³ ≤ 3e-10; `fine` keeps it).
+/// `j` is an f32 tile of integers, `c` a tile of constants: `σ(k + j)·LN2_16.0 + c` must be
+/// exact (`c` a multiple of 2^-16σ, or `k + j` 0) and no smaller in exponent than `σ ln m`
+/// (`c` 0, −σ with `k + j` ≥ 0, or any `c` where `x · 2^j` = 1), so that one Fast2Sum adds
+/// it.
+fn log_lean(x: Tile, j: Option<Tile>, c: Tile, fine: bool, half: bool) -> (Tile, Tile) {
+    let bits = bitcast(x, DType::I32);
+    let k = (bits - 0x3f35_04f3) >> 23;
+    let m = bitcast(bits - (k << 23), DType::F32);
+    let mut k = cast(k, DType::F32);
+    if let Some(j) = j {
+        k += j;
+    }
+    let u = m - 1.0;
+    // h in two parts (w − h is exact, and so is the fma).
+    let w = if half { 1.0 } else { 0.5 };
+    let h = fma(m, w, w);
+    let h_lo = fma(m, w, w - h);
+    let inv: Tile = 1.0 / h;
+    let f = u * inv;
+    let f_lo = (fma(-f, h, u) - f * h_lo) * inv;
+    let s = f * f;
+    let (p, ln2) = if half {
+        (halved(LOG), (LN2_16.0 * 0.5, LN2_16.1 * 0.5))
+    } else {
+        (LOG_LEAN, LN2_16)
+    };
+    let series = if fine {
+        // f_lo (1 + f²) + f³·P with f² = s·w².
+        fma(s, fma(f, poly(s, &p), f_lo * (w * w)), f_lo)
+    } else {
+        fma(f * s, poly(s, &p), f_lo)
+    };
+    let (hi, e) = fast_two_sum(fma(k, ln2.0, c), f);
+    (hi, e + fma(k, ln2.1, series))
+}
+
 /// `ln(x + x_lo)` (`x_lo` a small correction of `x`, or none; 0 where `x` is subnormal)
 /// as `hi + lo`, for any f32 `x`: [`log_core`] with subnormals scaled first. `x = 0` gives
 /// −inf, +inf gives +inf, negative and NaN give NaN (with `lo = 0`).
@@ -871,162 +925,178 @@ const BINET: [f32; 7] = [
     1.4249244e-06,
     0.083333254,
 ];
-/// [`BINET`] a degree higher: 3.1e-10.
-const BINET_FINE: [f32; 8] = [
-    -3.499853e-05,
-    0.00026746202,
-    -0.00082397443,
-    0.0011922392,
-    -0.0001106547,
-    -0.002760693,
-    -1.2791377e-06,
-    0.083333366,
-];
 /// `(sin πr − πr)/r³ · C/π` in `r²` on [0, ¼]: error 3.1e-10 relative to `C·r`.
 const SINPI_C: [f32; 5] = [-0.0036056766, 0.03983417, -0.29003015, 1.234132, -2.5008705];
 
-/// `(y − ½)(ln y − 1) + μ(y)` for `y + y_lo` from 1 (to about 4e36, past which it
-/// overflows) as `hi + lo`, not renormalized: the logarithm to about 2^-30 absolute and
-/// the product in two parts; `y_lo` counts the derivative `ln y − 1/(2y) − 1/(12y²)` times.
-/// With `fine`, `μ` a degree higher and `1/y`'s rounding kept too (`lgamma`, whose
-/// error near its zeros is absolute).
-fn stirling(y: Tile, y_lo: Tile, fine: bool) -> (Tile, Tile) {
+/// `(y − ½)(ln y − 1) + μ(y)` for `y + y_lo` from 1 to 45 as `hi + lo`, not renormalized:
+/// the logarithm ([`log_lean`] with `2f_lo·f²`) renormalized, so that `hi` is the
+/// product's rounded value, and the product in two parts; `y_lo` counts the derivative
+/// `ψ(y) ≈ ln y − 1/(2y)` times (the `1/(12y²)` left out of `ψ` is below 1/12, and
+/// `|y_lo|` below 2^-24·y).
+fn stirling(y: Tile, y_lo: Tile) -> (Tile, Tile) {
     let t: Tile = 1.0 / y;
-    let (l, l_lo) = log_core(y, None, None, LogPrecision::Single, true);
+    // ln y − 1: k ≥ 0 from 1 on, so that adding −1 is exact and first in exponent.
+    let (l, l_lo) = log_lean(y, None, splat(y, -1.0), true, false);
+    let (l, l_lo) = fast_two_sum(l, l_lo);
     // Exact from 1 on.
     let w = y - 0.5;
     let (p, p_err) = two_prod(w, l);
-    let mu = if fine {
-        // 1/y's rounding too, for lgamma's absolute error.
-        let pt = poly(t, &BINET_FINE);
-        fma(t, pt, fma(-t, y, 1.0) * t * pt)
-    } else {
-        t * poly(t, &BINET)
-    };
-    // y_lo counts ln y − 1/(2y) − 1/(12y²) times.
-    let dy = fma(t, fma(t, -1.0 / 12.0, -0.5), l + 1.0);
+    let mu = t * poly(t, &BINET);
+    let dy = fma(t, -0.5, l + 1.0);
     (p, fma(w, l_lo, fma(y_lo, dy, mu)) + p_err)
 }
 
-/// `C · sin(πx)/π` for `|x| < 2^23` up to its sign `(−1)^n`, as `(s, s_lo, n odd)`: `x = n
-/// + r` exactly (`|r| ≤ ½`), `C·r + r³·P(r²)` with `C·r` split exactly.
-fn sin_pi_c(x: Tile) -> (Tile, Tile, Tile) {
+/// [`tgamma`]'s divisor in two parts with the sign of `Γ(x)` to apply: `C · sin(πx)/π` below 0
+/// for `|x| < 2^23` up to its sign `(−1)^n` (`n` odd, the third part), `a/C` from 0 on (`a`
+/// being `|x|`, clamped): `x = n + r` exactly (`|r| ≤ ½`) and `B·r + r³·P(r²)` with `B = C`
+/// below 0 (`B = 1/C` and `P` left out above), `B·r` split exactly.
+fn gamma_divisor(x: Tile, a: Tile, neg: Tile) -> (Tile, Tile, Tile) {
     let n = super::lang::rint(x);
-    let r = x - n;
-    let z = r * r;
-    let (s, s_err) = two_prod(r, splat(r, STIRLING_C.0));
-    let (s, s_lo) = fast_two_sum(s, fma(r, fma(z, poly(z, &SINPI_C), STIRLING_C.1), s_err));
+    let r = where_(neg, x - n, a);
+    let z = where_(neg, r * r, splat(r, 0.0));
+    let (b_hi, b_lo) = (
+        where_(neg, splat(r, STIRLING_C.0), splat(r, STIRLING_C_INV.0)),
+        where_(neg, splat(r, STIRLING_C.1), splat(r, STIRLING_C_INV.1)),
+    );
+    let (s, s_err) = two_prod(r, b_hi);
+    let (s, s_lo) = fast_two_sum(s, fma(r, fma(z, poly(z, &SINPI_C), b_lo), s_err));
     let half = n * 0.5;
-    (s, s_lo, !eq(super::lang::floor(half), half))
+    (s, s_lo, neg & !eq(super::lang::floor(half), half))
 }
 
 /// `Γ(x) = g / d` with `g = e^(±E(y))` ([`stirling`]'s exponent through [`exp_core`],
-/// `Γ(y) = C·e^E(y)`) for `y = 1 + |x|` (in two parts): `d = x/C` from 0 on (`Γ(x) =
-/// Γ(1 + x)/x`) and, by the reflection, `g = e^(−E(y))` and `d = C·sin(πx)/π` below 0;
-/// the quotient in two parts, rounded once with the power of two. ±inf at ±0, +inf at
-/// +inf, NaN at the negative integers, −inf and NaN.
+/// `Γ(y) = C·e^E(y)`) for `y = 1 + a` (in two parts), `a = min(|x|, 44)`: `d = a/C` from 0
+/// on (`Γ(x) = Γ(1 + x)/x`) and, by the reflection, `g = e^(−E(y))` and `d = C·sin(πx)/π`
+/// below 0; the quotient in two parts, rounded once with the power of two. Past 44 the
+/// result is inf above 0 and 0 below (NaN at the negative integers); below 2^-30 it is
+/// `1/x` (`1/x − γ` rounds to it or next to it: ±inf at ±0 and where it overflows).
+/// NaN at the negative integers (a divisor 0), −inf and NaN.
 pub(super) fn tgamma(x: Tile) -> Tile {
     let neg = lt(x, 0.0);
-    let (y, y_lo) = two_sum(splat(x, 1.0), abs(x));
-    // From 45 on the result is far past f32 either way (inf, or 0 by the reflection), and
-    // the exponent stays within ±130.
-    let y = where_(gt(y, 45.0), 45.0f32, y);
-    let (e, e_lo) = stirling(y, y_lo, false);
+    let a = abs(x);
+    let a = where_(gt(a, 44.0), 44.0f32, a);
+    // y = 1 + a in two parts: y − 1 is exact (y below 2^24) and then so is a − (y − 1)
+    // (Sterbenz from 1 on, Fast2Sum below).
+    let y = a + 1.0;
+    let y_lo = a - (y - 1.0);
+    let (e, e_lo) = stirling(y, y_lo);
     let (k, g, g_lo) = exp_core(where_(neg, -e, e), Some(where_(neg, -e_lo, e_lo)));
-    let (xc, xc_err) = two_prod(x, splat(x, STIRLING_C_INV.0));
-    let (sp, sp_lo, odd) = sin_pi_c(x);
-    let den = (
-        where_(neg, sp, xc),
-        where_(neg, sp_lo, fma(x, STIRLING_C_INV.1, xc_err)),
-    );
-    let (q, q_lo) = quotient((g, g_lo), den);
+    let (d, d_lo, flip) = gamma_divisor(x, a, neg);
+    let (q, q_lo) = quotient((g, g_lo), (d, d_lo));
     let r = scale(q + q_lo, k);
-    let r = where_(neg & odd, -r, r);
-    // The poles (a divisor 0), −inf and NaN give NaN by themselves; so do ±0, subnormals
-    // (1/d overflows, and the residual is NaN) and +inf (its x/C has a NaN residual),
-    // which give ±inf.
-    let inf = copysign(splat(x, f32::INFINITY), x);
-    where_(isnan(r) & super::lang::compare(x, CmpPred::Ge, 0.0), inf, r)
+    let r = where_(flip, -r, r);
+    where_(lt(a, 2f32.powi(-30)), 1.0 / x, r)
 }
 
-/// `lgamma(1 + e)/e` in `e` on [−0.2, 0.2]: relative error 4.4e-9, the constant in two
-/// parts.
-const LGAMMA1: [f32; 9] = [
-    0.13299079,
-    -0.15328349,
-    0.16939747,
-    -0.20715469,
-    0.27058187,
-    -0.40068746,
-    0.822467,
-    -0.5772157,
-    9.01648e-09, // the constant's low part
+/// `ln C = ln √(2π) − ½` in two parts (Stirling's constant in `lgamma`'s sum).
+const LN_STIRLING_C: (f32, f32) = (0.418_938_55, -1.416_814_5e-8);
+/// `1 + ln C − 2 ln 2`: the rest of the constant `1 + ln C` of `lgamma` below −1 once `2 ln 2`
+/// is in its logarithm (error 8.2e-10).
+const LGAMMA_NEG_REST: f32 = 0.032_644_17;
+/// The first f32 whose `lgamma` rounds to inf (the one below gives 3.4028234e38).
+const LGAMMA_OVERFLOW: f32 = 4.085_003_4e36;
+/// Where `lgamma` switches from [`LGAMMA_Q`] to Stirling's series above 0.
+const LGAMMA_STIRLING: f32 = 2.25;
+/// `Q(u) = lgamma(1 + u)/(u(u − 1))` on [0, 1.25] as `Q(c) + (u − c)·P(u − c)` with
+/// `c = 0.625`: `P` here, `Q(c)` in two parts below; relative error of `Q` 2.0e-8
+/// (`fit_libm_f32.py`'s `fit` of `(Q(v + c) − Q(c))/v` in `v` on [−c, 1.25 − c], degree 8,
+/// weight `v/Q(v + c)`).
+const LGAMMA_Q: [f32; 9] = [
+    -0.00080092996,
+    0.0013742683,
+    -0.0017072068,
+    0.0031853425,
+    -0.0062326356,
+    0.01200957,
+    -0.024193272,
+    0.052578703,
+    -0.13157901,
 ];
-/// `lgamma(2 + e)/e` in `e` on [−¼, ¼]: relative error 2.4e-9, the constant in two parts.
-const LGAMMA2: [f32; 8] = [
-    -0.0012198953,
-    0.0029597636,
-    -0.007384223,
-    0.020578148,
-    -0.06735233,
-    0.32246706,
-    0.42278433,
-    6.791096e-09, // the constant's low part
+const LGAMMA_Q_AT_C: (f32, f32) = (0.46580964, -5.906258e-09);
+/// `ln(sin πr / πr)/r²` in `r²` on [0, ¼]: absolute error of `ln(sin πr / πr)` 3.1e-9
+/// (`fit_libm_f32.py`'s `fit`, degree 5, weight `r²`).
+const LN_SINC: [f32; 6] = [
+    -0.38035902,
+    -0.11530761,
+    -0.26636273,
+    -0.33775392,
+    -0.54121625,
+    -1.6449333,
 ];
 
-/// `ln |Γ(x)|`: `E(y) − ln d` with [`tgamma`]'s `y = 1 + |x|`, exponent `E(y)` ([`stirling`])
-/// and divisor `d` (`x/C` from 0 on; `C·sin(πx)/π` below, where `E` is negated), `ln d`
-/// in two parts and the difference rounded once; near 1 and 2, where that difference
-/// cancels, `(x − c) · P(x − c)` ([`LGAMMA1`], [`LGAMMA2`]). Near the zeros of the negative
-/// axis the difference keeps an absolute error below 2^-22 only. +inf at 0, at the
-/// negative integers and at ±inf.
+/// `ln |Γ(x)|` for `a = |x|` as `A·L − M + V` (`M` a logarithm and constants, `V` the
+/// rest, below 0.5), every term in two parts:
+///
+/// - Stirling's series from 2.25 on above 0: `(a − ½)(ln a − 1) + ln C + μ(a)` ([`BINET`]);
+/// - below it `G = lgamma(1 + u) = u(u − 1)·Q(u)` ([`LGAMMA_Q`], exact at 1 and 2), `u = a
+///   − 1` from 1 on, else `u = a` and `− ln a`;
+/// - below 0 the reflection `−lgamma(a) − ln a − ln |sin πr/π|` (`r = x − rint(x)`, exact),
+///   `ln |sin πr/π| = ln |r| + h(r)` ([`LN_SINC`]): from 1 on with Stirling's series, `−(a
+///   + ½)(ln a − 1) − 1 − ln C − μ(a)`, else `−G(a)`.
+///
+/// So two logarithms ([`log_lean`]): `L = ln a − 1` (used where `A = x − ½` is not 0, in
+/// two parts, so that `A·L` is exact), and `M = ln |r|` below 0, `ln a` from 0 to 1, else
+/// `ln 1`, with `−ln C` or `2 ln 2` inside it where adding them is exact; the two large
+/// terms `A·L` and `M` by TwoSum, the rest as a correction, rounded once. The sum is
+/// computed halved (every constant and coefficient halved, exactly), so that `A·L` stays
+/// finite wherever the result does. Near the zeros of the negative axis the error is
+/// absolute, below 2^-25 or so. +inf at 0, at the negative integers, at ±inf and from
+/// [`LGAMMA_OVERFLOW`] on.
 pub(super) fn lgamma(x: Tile) -> Tile {
-    let neg = lt(x, 0.0);
+    let ge = |t: Tile, v: f32| super::lang::compare(t, CmpPred::Ge, v);
     let a = abs(x);
-    let (y, y_lo) = two_sum(splat(x, 1.0), a);
-    let (e, e_lo) = stirling(y, y_lo, true);
-    let (xc, xc_err) = two_prod(a, splat(x, STIRLING_C_INV.0));
-    let (sp, sp_lo, _) = sin_pi_c(x);
-    let sp_neg = lt(sp, 0.0);
-    let d = where_(neg, abs(sp), xc);
-    let d_lo = where_(
-        neg,
-        where_(sp_neg, -sp_lo, sp_lo),
-        fma(a, STIRLING_C_INV.1, xc_err),
-    );
-    // Tiny d (x below 2^-100) scaled into the normal range first.
-    let tiny = lt(d, 2f32.powi(-100));
-    let scaled = where_(tiny, splat(d, 2f32.powi(24)), splat(d, 1.0));
-    let (l, l_lo) = log_core(
-        d * scaled,
-        Some(d_lo * scaled),
-        Some(where_(tiny, splat(d, -24.0), splat(d, 0.0))),
-        LogPrecision::Single,
+    let neg = lt(x, 0.0);
+    let ge1 = ge(a, 1.0);
+    let neg_large = neg & ge1;
+    let pos_large = ge(x, LGAMMA_STIRLING);
+    let large = pos_large | neg_large;
+    // L/2 = (ln a − 1)/2 (−½ is exact and first in exponent).
+    let (l, l_lo) = log_lean(a, None, splat(a, -0.5), false, true);
+    // A = x − ½ (a − ½ above 0, −(a + ½) below) in two parts, or 0.
+    let xs = where_(large, x, splat(x, 0.5));
+    let aa = xs - 0.5;
+    let aa_lo = (xs - aa) - 0.5;
+    let (p, p_err) = two_prod(aa, l);
+    // M/2 for x2 = |r| below 0, a from 0 to 1, else 1, scaled by 2^24 (never subnormal)
+    // with 2^−24 (and 4 from −1 on) in j, and −ln C in the constant at Stirling's lanes
+    // above 0 (at 1, where the sum is exact).
+    let r = x - super::lang::rint(x);
+    let x2 = where_(neg, abs(r), where_(ge1, splat(a, 1.0), a));
+    let (m, m_lo) = log_lean(
+        x2 * 16_777_216.0f32,
+        Some(where_(neg_large, splat(x, -22.0), splat(x, -24.0))),
+        where_(pos_large, splat(x, -0.5 * LN_STIRLING_C.0), splat(x, 0.0)),
         false,
+        true,
     );
-    let (h, h_err) = two_sum(where_(neg, -e, e), -l);
-    let r = h + (h_err + (where_(neg, -e_lo, e_lo) - l_lo));
-    // Past about 4e36, (y − ½)(ln y − 1) overflows (and its error is NaN).
-    let r = where_(isinf(e), e, r);
-    // One polynomial with its coefficients chosen per lane: 1's within 0.2 of 1, 2's within
-    // ¼ of 2 (LGAMMA2 padded with a leading 0).
-    let e1 = x - 1.0;
-    let e2 = x - 2.0;
-    let near1 = lt(abs(e1), 0.2);
-    let e = where_(near1, e1, e2);
-    let c = |k: usize| {
-        let c2 = if k == 0 { 0.0 } else { LGAMMA2[k - 1] };
-        where_(near1, splat(e, LGAMMA1[k]), splat(e, c2))
-    };
-    let n = LGAMMA1.len();
-    let mut p = fma(e, c(0), c(1));
-    for k in 2..n - 2 {
-        p = fma(p, e, c(k));
-    }
-    let rest = fma(e, p, c(n - 1));
-    let near = fma(e, c(n - 2), e * rest);
-    let r = where_(near1 | lt(abs(e2), 0.25), near, r);
-    // +inf at 0, the negative integers and ±inf; NaN stays NaN.
-    let pole = eq(x, 0.0) | (neg & eq(super::lang::floor(x), x)) | isinf(x);
-    where_(pole, splat(x, f32::INFINITY), r)
+    // μ(a)/2 and the rest of the constants on Stirling's lanes.
+    let t: Tile = 1.0 / a;
+    let mu = fma(
+        t,
+        poly(t, &halved(BINET)),
+        where_(
+            neg,
+            splat(t, 0.5 * LGAMMA_NEG_REST),
+            splat(t, 0.5 * LN_STIRLING_C.1),
+        ),
+    );
+    // G/2 = u(u − 1)·Q(u)/2 with u(u − 1) exact.
+    let u = where_(ge1, a - 1.0, a);
+    let (q, q_lo) = two_prod(u, u - 1.0);
+    let uc = u - 0.625;
+    let rest = q * fma(uc, poly(uc, &halved(LGAMMA_Q)), 0.5 * LGAMMA_Q_AT_C.1);
+    let q_c = 0.5 * LGAMMA_Q_AT_C.0;
+    let g = fma(q, q_c, fma(q_lo, q_c, rest));
+    let v = where_(large, mu, g);
+    // h(r)/2 = ln(sin πr / πr)/2.
+    let z = r * r;
+    let h = z * poly(z, &halved(LN_SINC));
+    let v = where_(neg, -(v + h), v);
+    let lo = fma(aa, l_lo, fma(aa_lo, l, p_err)) - m_lo + v;
+    let (s, e) = two_sum(p, -m);
+    let r = (s + (e + lo)) * 2.0;
+    // +inf at the poles (x2 = 0: 0 and the negative integers), at ±inf and from the first
+    // f32 whose lgamma rounds to inf on.
+    let special = eq(x2, 0.0) | ge(a, LGAMMA_OVERFLOW);
+    where_(special, splat(x, f32::INFINITY), r)
 }
