@@ -88,17 +88,12 @@ fn out_of_bounds_variants_are_errors_on_every_target() {
 /// refused by the interpreter and by every target's default launch, the guards intact.
 #[test]
 fn refused_cases_are_refused_everywhere() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/refused");
-    let mut n = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let case = Case::from_text(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let cases = crate::cases_in("cases/refused");
+    assert!(cases.len() >= 2, "{} refused cases", cases.len());
+    for (n, (path, case)) in cases.iter().enumerate() {
         assert!(case.out_of_bounds, "{}", path.display());
-        assert_refused_everywhere(n, &case);
-        n += 1;
+        assert_refused_everywhere(n as u64, case);
     }
-    assert!(n >= 2, "{n} cases in {}", dir.display());
 }
 
 /// `out[i] = i` for 16 lanes into a buffer of 12 `i32`s: the interpreter and every default

@@ -123,6 +123,24 @@ impl<'ctx> Emit<'_, 'ctx> {
         Ok((start, len))
     }
 
+    /// The address a fault of builtin extent `[start, start + len)` (elements of
+    /// `elem_bytes`) reports: the first element outside a buffer, its start unless
+    /// `start_inside`, else its last element.
+    pub(crate) fn extent_fault_address(
+        &self,
+        start: IntValue<'ctx>,
+        len: IntValue<'ctx>,
+        elem_bytes: usize,
+        start_inside: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let b = self.b;
+        let end = b.build_int_add(start, len, "")?;
+        let elem = self.ctx.i64_type().const_int(elem_bytes as u64, false);
+        let last = b.build_int_sub(end, elem, "")?;
+        Ok(b.build_select(start_inside, last, start, "")?
+            .into_int_value())
+    }
+
     /// i1: `[addr, addr + size)` lies inside `[lo, hi)` (i64 byte addresses). Compared as
     /// `lo <= addr <= hi && hi - addr >= size` so that an address within `size` bytes of
     /// 2^64 does not wrap its end around to a small, "inside" value.
@@ -311,8 +329,8 @@ impl<'ctx> Emit<'_, 'ctx> {
         size: usize,
         write: bool,
     ) -> Result<IntValue<'ctx>> {
-        let size = self.ctx.i64_type().const_int(size as u64, false);
-        self.in_any_buffer_of(list, addr, size, size, write)
+        let len = self.ctx.i64_type().const_int(size as u64, false);
+        self.in_any_buffer_extent(list, addr, len, size, write)
     }
 
     /// [`Emit::in_any_buffer`] for a builtin call's extent: `len` bytes of elements of
@@ -325,24 +343,13 @@ impl<'ctx> Emit<'_, 'ctx> {
         elem: usize,
         write: bool,
     ) -> Result<IntValue<'ctx>> {
-        let elem = self.ctx.i64_type().const_int(elem as u64, false);
-        self.in_any_buffer_of(list, addr, len, elem, write)
-    }
-
-    fn in_any_buffer_of(
-        &self,
-        list: PointerValue<'ctx>,
-        addr: IntValue<'ctx>,
-        size: IntValue<'ctx>,
-        elem: IntValue<'ctx>,
-        write: bool,
-    ) -> Result<IntValue<'ctx>> {
         let ctx = self.ctx;
+        let elem = ctx.i64_type().const_int(elem as u64, false);
         let name = format!("tritium.in_buffers.{}", space_of(list.get_type()));
         let args = [
             list.into(),
             addr.into(),
-            size.into(),
+            len.into(),
             elem.into(),
             ctx.bool_type().const_int(u64::from(write), false).into(),
         ];

@@ -229,11 +229,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         );
         bl.build_conditional_branch(ok, call, fault)?;
         bl.position_at_end(fault);
-        // The first element outside: the extent's start, or its last element.
         let start_in = self.in_buffers(access.ptr, start, None, size, access.write)?;
-        let end = bl.build_int_add(start, len, "")?;
-        let last = bl.build_int_sub(end, self.i64c(size as u64), "")?;
-        let at = bl.build_select(start_in, last, start, "")?.into_int_value();
+        let at = (self.emit()).extent_fault_address(start, len, size, start_in)?;
         self.record_fault_at(inst, at)?;
         bl.build_unconditional_branch(join)?;
         bl.position_at_end(call);

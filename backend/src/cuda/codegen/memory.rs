@@ -563,9 +563,7 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         let none = b.build_int_compare(IntPredicate::EQ, len, i64t.const_zero(), "")?;
         let ok = b.build_or(none, inside(len)?, "")?;
-        // The first element outside: the extent's start, or its last element.
-        let last = b.build_int_sub(b.build_int_add(start, len, "")?, one, "")?;
-        let at = (b.build_select(inside(one)?, last, start, "")?).into_int_value();
+        let at = (self.emit()).extent_fault_address(start, len, size, inside(one)?)?;
         let bad = b.build_and(b.build_not(ok, "")?, self.is_thread_zero()?, "")?;
         self.when(Some(bad), &mut |g| {
             g.emit().record_fault(g.func, record, site, at, g.pids)
