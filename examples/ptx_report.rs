@@ -138,9 +138,15 @@ fn main() {
                 let text = tritium::dsl::ir::print_function(&case.kernel);
                 std::fs::write(dir.join(tir), text).expect("the tile IR written");
             }
+            // Hopper's PTX targets `sm_90a` (its `wgmma`), which ptxas must be told.
+            let target = if sm >= 90 {
+                format!("{sm}a")
+            } else {
+                sm.to_string()
+            };
             writeln!(
                 manifest,
-                "{}\t{sm}\t{}\t{}\t{}\t{file}",
+                "{}\t{target}\t{}\t{}\t{}\t{file}",
                 case.key, case.warps, case.stages, ptx.shared_bytes
             )
             .expect("a String takes writes");

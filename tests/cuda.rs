@@ -167,15 +167,20 @@ fn checked_mode_compares_every_access_with_its_buffers(#[values(80, 90)] sm: u32
     }
 }
 
+/// f16 and bf16 `dot`s run on `mma.sync` (sm 80), or on Hopper's `wgmma` where the
+/// accumulator's rows fill whole warpgroups (64 × 64 on 4 warps), `mma.sync` where they
+/// do not (32 × 32 on 4 warps).
 #[rstest]
 fn f16_and_bf16_dot_use_tensor_cores(#[values(80, 90)] sm: u32) {
     let s = Specialization::default();
     let f16 = matmul::matmul::trace::<half::f16, f32>(&s, 64, 64, 32).unwrap();
     let text = ptx(&f16, sm, 4);
-    assert!(
-        text.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
-        "{text}"
-    );
+    let want = match sm {
+        80 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        _ => "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+    };
+    assert!(text.contains(want), "{text}");
+    assert_eq!(text.contains(".target sm_90a"), sm == 90);
     let bf16 = matmul::matmul::trace::<half::bf16, f32>(&s, 32, 32, 16).unwrap();
     let text = ptx(&bf16, sm, 4);
     assert!(
@@ -543,17 +548,21 @@ fn cp_async_stores_have_no_bank_conflicts_emulated(
 }
 
 /// The swizzled operand layouts make every 8×8 matrix an `ldmatrix` reads one
-/// shared-memory wavefront (no bank conflicts), for rows of 16 to 128 halves, `a` read
-/// along its rows and `b` transposed, on warp grids and dealt round-robin; the products
-/// still match the interpreter.
+/// shared-memory wavefront (no bank conflicts), for rows of 16 to 256 halves (rows of
+/// 128 halves and more in 64-half column blocks, 192 as well), `a` read along its rows and
+/// `b` transposed, on warp grids and dealt round-robin; the products still match the
+/// interpreter.
 #[rstest]
 fn ldmatrix_reads_have_no_bank_conflicts_emulated(
-    #[values((32, 16, 16, 1), (64, 64, 32, 4), (32, 128, 64, 4), (16, 24, 128, 4))] config: (
-        usize,
-        usize,
-        usize,
-        u32,
-    ),
+    #[values(
+        (32, 16, 16, 1),
+        (64, 64, 32, 4),
+        (32, 128, 64, 4),
+        (16, 24, 128, 4),
+        (32, 256, 32, 4),
+        (16, 32, 192, 4)
+    )]
+    config: (usize, usize, usize, u32),
 ) {
     let (bm, bn, bk, num_warps) = config;
     let (got, want, stats) =

@@ -39,3 +39,4 @@ mod shape_functions;
 mod sound_launches;
 mod testing_helpers;
 mod triton_core;
+mod wgmma;

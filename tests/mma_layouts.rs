@@ -87,6 +87,8 @@ fn row_reductions_of_dot_fragments_emulated(#[case] m: usize, #[case] num_warps:
 /// `q`'s A fragments stay in registers (64 × 32 × 32, 32 × 16 × 16) or, 32 words a thread,
 /// in shared memory kept for the loop (128 × 32 × 64); 48 × 32 takes tutorial 06's causal
 /// stages without the diagonal band (48 is not a multiple of 32: every block masked).
+/// Emulated as Hopper's code too (sm 90): both products on `wgmma` where a warpgroup's
+/// rows fit (64 and 128 rows, 4 warps), `p` given in registers, `mma.sync` elsewhere.
 #[rstest::rstest]
 #[case(64, 32, 32, 4)]
 #[case(32, 16, 16, 2)]
@@ -98,6 +100,7 @@ fn attention_in_fragments_emulated(
     #[case] d: usize,
     #[case] num_warps: u32,
     #[values(false, true)] causal: bool,
+    #[values(80, 90)] sm: u32,
 ) {
     use half::f16;
     let n = 75;
@@ -115,6 +118,7 @@ fn attention_in_fragments_emulated(
     };
     let opts = tritium::LaunchOptions {
         num_warps,
+        emulated_sm: Some(sm),
         ..Default::default()
     };
     let run = |device: &Device| {
@@ -140,9 +144,13 @@ fn attention_in_fragments_emulated(
         .unwrap();
         (out.mapv(f32::from), lse)
     };
+    tritium::backend::cuda::shared_memory_stats();
     let (out, lse) = run(&Device::cuda_emulator());
+    let wgmma = tritium::backend::cuda::shared_memory_stats().wgmma;
     let (want, want_lse) = run(&Device::interpreter());
-    let what = format!("{block_m}×{block_n} D={d} warps={num_warps} causal={causal}");
+    let what = format!("{block_m}×{block_n} D={d} warps={num_warps} causal={causal} sm={sm}");
+    let warpgroups = num_warps % 4 == 0 && (block_m / 16) % num_warps as usize == 0;
+    assert_eq!(wgmma > 0, sm == 90 && warpgroups, "{what}: {wgmma} wgmma");
     assert_close(&out, &want, 2e-3, 2e-3, &format!("{what}: out"));
     assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
 }

@@ -137,11 +137,11 @@ pub fn launch(
     }
     if *device == Device::CudaEmulator && !options.interpret() {
         let mut copts = crate::cuda::CudaCompileOptions {
+            sm: options.emulated_sm(),
             num_warps: options.num_warps,
             num_stages: options.num_stages,
             bounds_check: options.bounds_check(),
             sites: options.compile_options().sites,
-            ..Default::default()
         };
         let mut k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         check_args(&k.function, &args)?;

@@ -182,6 +182,7 @@ pub fn check_as(case: &Case, targets: &[Target], mode: Mode) -> Report {
         .copied()
         .filter(|t| *t != Target::Interpreter)
         .filter(|t| !(case.out_of_bounds && matches!(t, Target::Ptx(_))))
+        .filter(|t| *t != Target::HopperEmulator || crate::exec::has_dot(&case.function))
         .collect();
     let want = match want {
         Ok(w) => w,

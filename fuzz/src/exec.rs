@@ -18,6 +18,9 @@ pub enum Target {
     Cpu,
     /// The CUDA lowering on host threads.
     Emulator,
+    /// The CUDA lowering for Hopper (sm 90: `dot`s on `wgmma`) on host threads; only
+    /// cases with a `dot` (the others' code is the emulator's).
+    HopperEmulator,
     /// PTX for this `sm_` (compiled, not run).
     Ptx(u32),
     /// CUDA device 0: the PTX run on a GPU, buffers staged as a launch with host arrays
@@ -27,10 +30,11 @@ pub enum Target {
 
 impl Target {
     /// Every target a case is checked on, the reference first.
-    pub const ALL: [Target; 5] = [
+    pub const ALL: [Target; 6] = [
         Target::Interpreter,
         Target::Cpu,
         Target::Emulator,
+        Target::HopperEmulator,
         Target::Ptx(80),
         Target::Ptx(90),
     ];
@@ -50,6 +54,7 @@ impl Target {
             Target::Interpreter => "interpreter".into(),
             Target::Cpu => "cpu".into(),
             Target::Emulator => "emulator".into(),
+            Target::HopperEmulator => "emulator-sm90".into(),
             Target::Ptx(sm) => format!("ptx-sm{sm}"),
             Target::Gpu => "gpu".into(),
         }
@@ -210,7 +215,7 @@ fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> 
     let grid = Grid(case.grid);
     // A launch through `tritium_backend::launch` on `device` (the GPU target's path, and
     // the CPU's and the emulator's default launches).
-    let launched = |device: &Device| {
+    let launched = |device: &Device, emulated_sm: Option<u32>| {
         let mut args = KernelArgs::new();
         args.args = raw.clone();
         args.names = vec!["arg"; raw.len()];
@@ -226,6 +231,7 @@ fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> 
             // not turn default launches into checked ones.
             bounds_check: Some(checked),
             cache_dir: Some(cache_dir()),
+            emulated_sm,
             ..Default::default()
         };
         let options = match mode {
@@ -250,7 +256,7 @@ fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> 
             };
             interp::interpret_with(f, grid, &raw, &options)
         }
-        Target::Cpu if mode == Mode::Default => launched(&Device::cpu()),
+        Target::Cpu if mode == Mode::Default => launched(&Device::cpu(), None),
         Target::Cpu => {
             let options = cpu::CompileOptions {
                 cache_dir: Some(cache_dir()),
@@ -259,12 +265,19 @@ fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> 
             };
             cpu::compile(f.clone(), &options).and_then(|k| k.run(grid, &raw, checked))
         }
-        Target::Emulator if mode == Mode::Default => launched(&Device::cuda_emulator()),
-        Target::Emulator => {
+        Target::Emulator | Target::HopperEmulator => {
+            let sm = match target {
+                Target::HopperEmulator => 90,
+                _ => 80,
+            };
+            if mode == Mode::Default {
+                return launched(&Device::cuda_emulator(), Some(sm));
+            }
             let mut args = KernelArgs::new();
             args.args = raw.clone();
             args.names = vec!["arg"; raw.len()];
             let options = CudaCompileOptions {
+                sm,
                 num_warps: case.num_warps,
                 bounds_check: checked,
                 ..Default::default()
@@ -272,8 +285,8 @@ fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> 
             run_emulated_with(f, grid, &args, &options)
         }
         Target::Gpu => match gpu {
-            Some(d) => launched(d),
-            None => launched(&Device::cuda(0)?),
+            Some(d) => launched(d, None),
+            None => launched(&Device::cuda(0)?, None),
         },
         Target::Ptx(_) => unreachable!("handled above"),
     };
@@ -420,6 +433,12 @@ fn as_bytes(w: &[u64]) -> &[u8] {
 fn as_bytes_mut(w: &mut [u64]) -> &mut [u8] {
     // SAFETY: as `as_bytes`, and every byte pattern is a valid u64.
     unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 8) }
+}
+
+/// Whether `f` has a `dot`: only then does Hopper's code ([`Target::HopperEmulator`])
+/// differ from the emulator's.
+pub(crate) fn has_dot(f: &tritium_dsl::ir::Function) -> bool {
+    has_op(&f.body, &|op| matches!(op, Op::Dot { .. }))
 }
 
 /// Whether `b` (or a region in it) holds an op that `is` accepts.

@@ -27,8 +27,9 @@
 use super::codegen::{
     self, wavefronts, EMU_BARRIER, EMU_COMMIT, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID,
     EMU_LDMATRIX, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
-    EMU_WORDS,
+    EMU_WGMMA, EMU_WGMMA_COMMIT, EMU_WGMMA_WAIT, EMU_WORDS,
 };
+use super::emulate_wgmma::{Issue, WgmmaQueue};
 use super::CudaCompileOptions;
 use crate::launch::checked::{self, FAULT_WORDS};
 use crate::launch::{named_buffers, Grid, KernelKey, LaunchOptions, Pointee, RawArg};
@@ -92,6 +93,10 @@ struct EmuState {
     issued: std::cell::RefCell<Vec<(usize, u32, usize)>>,
     /// Each thread's copies since the last barrier.
     copy_counts: Vec<Cell<u32>>,
+    /// Each thread's `wgmma`s in flight.
+    wgmma: Vec<std::cell::RefCell<WgmmaQueue>>,
+    /// `wgmma` descriptors without a swizzle mode (a code-generation bug).
+    bad_descriptors: AtomicU32,
 }
 
 /// One thread's `cp.async` copies that have not landed yet.
@@ -220,6 +225,88 @@ extern "C" fn emu_mma(
     s.barrier();
 }
 
+/// `wgmma.mma_async` (see `emulate_wgmma.rs`): `code` bit 2 says `a` is in registers,
+/// which the lanes of each warp exchange first (all threads of the CTA call it at the same
+/// point: the generated code issues `wgmma` in uniform control flow).
+#[allow(clippy::too_many_arguments)]
+extern "C" fn emu_wgmma(
+    state: *const EmuState,
+    tid: u32,
+    code: u32,
+    id: u32,
+    shared: *const u8,
+    desc_a: u64,
+    words: *const u32,
+    desc_b: u64,
+    acc: *mut f32,
+) {
+    let n = (code >> 8) as usize * 8;
+    // SAFETY: as `emu_barrier`; `words` holds 4 words and `acc` `n / 2` floats
+    // (generated code).
+    let (s, words, acc) = unsafe {
+        (
+            &*state,
+            std::slice::from_raw_parts(words, 4),
+            std::slice::from_raw_parts_mut(acc, n / 2),
+        )
+    };
+    let tid = tid as usize;
+    let mut a_words = [[0u32; 4]; 4];
+    if code & 4 != 0 {
+        for (i, w) in words.iter().enumerate() {
+            s.fragments[tid * 6 + i].store(*w, Ordering::SeqCst);
+        }
+        s.barrier();
+        let first = tid & !3;
+        for (q, lane) in a_words.iter_mut().enumerate() {
+            for (w, word) in lane.iter_mut().enumerate() {
+                *word = s.fragments[(first + q) * 6 + w].load(Ordering::SeqCst);
+            }
+        }
+        s.barrier();
+    }
+    if tid.is_multiple_of(128) {
+        SHARED_STATS.with(|st| {
+            let mut v = st.get();
+            v.wgmma += 1;
+            st.set(v);
+        });
+    }
+    s.wgmma[tid].borrow_mut().issue(Issue {
+        id,
+        code,
+        shared: shared as usize,
+        desc_a,
+        desc_b,
+        a_words,
+        acc,
+    });
+}
+
+/// `wgmma.commit_group` (`pending` = `EMU_WGMMA_COMMIT`) or `wgmma.wait_group pending`,
+/// then accumulator `id`'s `count` registers back into `acc`.
+extern "C" fn emu_wgmma_wait(
+    state: *const EmuState,
+    tid: u32,
+    pending: u32,
+    id: u32,
+    count: u32,
+    acc: *mut f32,
+) {
+    // SAFETY: as `emu_barrier`.
+    let s = unsafe { &*state };
+    let mut q = s.wgmma[tid as usize].borrow_mut();
+    if pending == EMU_WGMMA_COMMIT {
+        q.commit();
+        return;
+    }
+    // SAFETY: `acc` holds `count` floats (generated code).
+    let acc = unsafe { std::slice::from_raw_parts_mut(acc, count as usize) };
+    if !q.wait(tid as usize, pending, id, acc) {
+        s.bad_descriptors.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// What the emulator saw of shared memory on this OS thread (see [`shared_memory_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SharedMemoryStats {
@@ -232,6 +319,8 @@ pub struct SharedMemoryStats {
     /// Their shared-memory wavefronts (one warp instruction at a time): one per 128 bytes
     /// without bank conflicts.
     pub cp_async_wavefronts: u64,
+    /// `wgmma.mma_async` instructions (one per warpgroup).
+    pub wgmma: u64,
 }
 
 thread_local! {
@@ -241,6 +330,7 @@ thread_local! {
             ldmatrix_wavefronts: 0,
             cp_async_bytes: 0,
             cp_async_wavefronts: 0,
+            wgmma: 0,
         })
     };
 }
@@ -430,8 +520,12 @@ pub(crate) fn compiled(
     trace: TraceFn<'_>,
 ) -> Result<Arc<EmulatedKernel>> {
     static COMPILED: OnceMap<MemKey, EmulatedKernel> = OnceMap::new();
-    // `sm` does not change the host build.
-    let options = CudaCompileOptions { sm: 0, ..*options };
+    // `sm` changes the host build only where it chooses Hopper's `wgmma`.
+    let sm = match super::target::uses_wgmma(options.sm) {
+        true => options.sm,
+        false => 0,
+    };
+    let options = CudaCompileOptions { sm, ..*options };
     let compile_options = launch.compile_options();
     COMPILED.get_or_make_like(
         &(key, spec, &options, &compile_options),
@@ -485,8 +579,13 @@ impl Target for Emulator {
         Ok(vec![
             "cuda-emulator".to_string(),
             host::host_description(),
-            format!("warps={}|stages={}", self.0.num_warps, self.0.num_stages),
-            // The JIT keeps one symbol per name: checked code needs its own.
+            format!(
+                "warps={}|stages={}|wgmma={}",
+                self.0.num_warps,
+                self.0.num_stages,
+                super::target::uses_wgmma(self.0.sm)
+            ),
+            // The JIT keeps one symbol per name: checked code (and Hopper's) needs its own.
             format!(
                 "bounds_check={}|sites={:?}",
                 self.0.bounds_check, self.0.sites
@@ -525,6 +624,7 @@ impl Target for Emulator {
             bounds_check: self.0.bounds_check,
             sites: self.0.sites,
             eviction_priorities: false,
+            wgmma: super::target::uses_wgmma(self.0.sm),
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
     }
@@ -582,6 +682,8 @@ impl EmulatedKernel {
             copies: (0..self.threads).map(|_| Default::default()).collect(),
             issued: Default::default(),
             copy_counts: (0..self.threads).map(|_| Cell::new(0)).collect(),
+            wgmma: (0..self.threads).map(|_| Default::default()).collect(),
+            bad_descriptors: AtomicU32::new(0),
         };
         let [nx, ny, nz] = grid.0;
         let (slots_addr, shared_addr, state_addr) = (
@@ -614,6 +716,8 @@ impl EmulatedKernel {
                     words[EMU_CP_ASYNC as usize] = emu_cp_async as *const () as usize as u64;
                     words[EMU_CP_ASYNC_GROUP as usize] =
                         emu_cp_async_group as *const () as usize as u64;
+                    words[EMU_WGMMA as usize] = emu_wgmma as *const () as usize as u64;
+                    words[EMU_WGMMA_WAIT as usize] = emu_wgmma_wait as *const () as usize as u64;
                     words[EMU_PRINT as usize] =
                         crate::launch::print::print_hook as *const () as usize as u64;
                     for p in 0..nx * ny * nz {
@@ -645,6 +749,18 @@ impl EmulatedKernel {
             return Err(Error::Device(format!(
                 "emulator: {}: an `ldmatrix` row address is not 16-byte aligned (a bug of the CUDA code generator)",
                 self.function.name
+            )));
+        }
+        let misused = state.wgmma.iter().any(|q| q.borrow().misused);
+        if misused || state.bad_descriptors.load(Ordering::Relaxed) > 0 {
+            return Err(Error::Device(format!(
+                "emulator: {}: {} (a bug of the CUDA code generator)",
+                self.function.name,
+                match misused {
+                    true =>
+                        "registers of a `wgmma` accumulator were changed while it was in flight",
+                    false => "a `wgmma` descriptor has no swizzle mode",
+                }
             )));
         }
         let Some(sites) = &self.sites else {

@@ -7,6 +7,7 @@
 mod checked;
 mod codegen;
 pub(crate) mod emulate;
+mod emulate_wgmma;
 mod launch;
 mod ptx_conversions;
 mod target;

@@ -20,8 +20,23 @@ static INIT: Once = Once::new();
 /// The triple every CUDA module has.
 pub(crate) const TRIPLE: &str = "nvptx64-nvidia-cuda";
 
-/// The architectures Tritium generates code for, with the PTX ISA version each needs.
-const ARCHITECTURES: &[(u32, u32)] = &[(80, 70), (86, 71), (87, 74), (89, 78), (90, 78)];
+/// The architectures Tritium generates code for, with the PTX ISA version each needs
+/// (Hopper's `wgmma` needs `sm_90a` and PTX 8.0).
+const ARCHITECTURES: &[(u32, u32)] = &[(80, 70), (86, 71), (87, 74), (89, 78), (90, 80)];
+
+/// The PTX target name of `sm`: `sm_90a` (the architecture-specific features: `wgmma`)
+/// for Hopper, `sm_XX` otherwise.
+pub(crate) fn target_name(sm: u32) -> String {
+    match uses_wgmma(sm) {
+        true => format!("sm_{sm}a"),
+        false => format!("sm_{sm}"),
+    }
+}
+
+/// Whether code for `sm` runs tensor-core `dot`s on `wgmma` (Hopper).
+pub(crate) fn uses_wgmma(sm: u32) -> bool {
+    sm >= 90
+}
 
 /// The PTX ISA version (`70` for 7.0) that `sm` needs, or an error naming the supported ones.
 pub(crate) fn ptx_version(sm: u32) -> Result<u32, String> {
@@ -53,7 +68,7 @@ pub(crate) fn machine(sm: u32) -> Result<TargetMachine, String> {
     target
         .create_target_machine(
             &triple,
-            &format!("sm_{sm}"),
+            &target_name(sm),
             &format!("+ptx{ptx}"),
             OptimizationLevel::Aggressive,
             RelocMode::Default,
@@ -113,6 +128,7 @@ impl Target for Nvptx {
             eviction_priorities: ptx_version(self.0.sm)
                 .map_err(crate::llvm::CodegenError::unsupported)?
                 >= 74,
+            wgmma: uses_wgmma(self.0.sm),
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
     }

@@ -45,6 +45,10 @@ pub struct LaunchOptions {
     /// `None` is the device's default stream. A launch whose buffers are all device
     /// tensors returns once queued; one with host arrays waits for the kernel.
     pub stream: Option<Stream>,
+    /// The GPU architecture the CUDA emulator generates code for (`TRITIUM_EMULATE_SM`,
+    /// default 80): `Some(90)` runs Hopper's code (`wgmma`) on the emulator. Ignored
+    /// elsewhere (a GPU's own architecture decides there).
+    pub emulated_sm: Option<u32>,
 }
 
 impl Default for LaunchOptions {
@@ -59,6 +63,7 @@ impl Default for LaunchOptions {
             dump_dir: None,
             unchecked: Unchecked::default(),
             stream: None,
+            emulated_sm: None,
         }
     }
 }
@@ -82,6 +87,7 @@ struct EnvFlags {
     debug: bool,
     race_check: bool,
     interpret: bool,
+    emulated_sm: Option<u32>,
 }
 
 fn env_flags() -> &'static EnvFlags {
@@ -91,6 +97,9 @@ fn env_flags() -> &'static EnvFlags {
         debug: env_flag("TRITIUM_DEBUG"),
         race_check: env_flag("TRITIUM_RACE_CHECK"),
         interpret: env_flag("TRITIUM_INTERPRET"),
+        emulated_sm: std::env::var("TRITIUM_EMULATE_SM")
+            .ok()
+            .and_then(|v| v.trim().parse().ok()),
     })
 }
 
@@ -122,6 +131,12 @@ impl LaunchOptions {
     pub fn bounds_check(&self) -> bool {
         self.bounds_check
             .unwrap_or_else(|| env_flags().bounds_check || env_flags().debug)
+    }
+
+    /// The architecture the CUDA emulator generates code for (see
+    /// [`LaunchOptions::emulated_sm`]).
+    pub fn emulated_sm(&self) -> u32 {
+        self.emulated_sm.or(env_flags().emulated_sm).unwrap_or(80)
     }
 
     /// Race detection for this launch (see [`LaunchOptions::race_check`]).

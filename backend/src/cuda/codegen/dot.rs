@@ -26,6 +26,7 @@ use super::held::{FragLayout, Held};
 use super::ldmatrix::Ldmatrix;
 use super::reduce::Acc;
 use super::swizzle::{Swizzled, CHUNK_BYTES};
+use super::wgmma::{WgmmaA, WgmmaDot};
 use super::{Gen, V};
 use crate::llvm::{CodegenError, Result};
 use inkwell::types::BasicTypeEnum;
@@ -206,11 +207,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             None => self.operand_tiles(inst, self.deferred.contains(b), a_elsewhere),
         };
         let a_tile = a_kept.unwrap_or(a_tile);
+        let stage_bytes = pipelined.as_ref().map_or(0, |p| p.2);
+        let on_wgmma = {
+            let a_shared = a_held.is_none().then_some(&a_tile);
+            self.wgmma_fits(layout, a_shared, &b_tile, stage_bytes)
+        };
         let stage_base = match pipelined {
             Some((_, first, stage_bytes, stages, stage, (iv, runs))) => {
                 if first {
                     self.reserve_shared(self.shared_floor + stages * stage_bytes);
                     self.wait_copies(stages as u32 - 2)?;
+                    self.fence_proxy_async()?;
                     self.barrier()?;
                     let later = self
                         .b
@@ -241,10 +248,32 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 if copies {
                     self.wait_async_copies()?;
                 }
+                self.fence_proxy_async()?;
                 self.barrier()?;
                 self.i32c(0)
             }
         };
+        if on_wgmma {
+            let a = match (a_held, a_kept) {
+                (Some(words), _) => WgmmaA::Registers(words),
+                (None, Some(tile)) => WgmmaA::Shared(tile, self.i32c(0)),
+                (None, None) => WgmmaA::Shared(a_tile, stage_base),
+            };
+            let d = WgmmaDot {
+                from,
+                layout,
+                k,
+                a,
+                b: b_tile,
+                b_columns,
+                b_base: stage_base,
+            };
+            let out = self.wgmma_dot(&d, init)?;
+            // Every warp is done reading `a` and `b` before shared memory is reused.
+            self.barrier()?;
+            self.vals.insert(r, V::Frag(layout, out));
+            return Ok(());
+        }
         let c = |g: &Self, v: u64| g.i32c(v);
         let add = |g: &Self, x: IntValue<'ctx>, y: IntValue<'ctx>| g.b.build_int_add(x, y, "");
         let mul = |g: &Self, x: IntValue<'ctx>, y: u64| g.b.build_int_mul(x, g.i32c(y), "");
@@ -301,7 +330,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let b_row = add(
             self,
             b_base,
-            mul(self, in_block, b_tile.row_bytes() as u64)?,
+            mul(self, in_block, b_tile.row_stride() as u64)?,
         )?;
         // Stored by columns (`n × k`), a pair's matrix `j` is n-tile `tn + j / 2`, chunk
         // `2 step + j % 2`: lane rows `8 (tn + j / 2) + l % 8`, as `a`'s with the bits of `j`
@@ -314,15 +343,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     let lane_row = self.b.build_and(lane, c(self, 7), "")?;
                     let row = add(self, mul(self, tile, 8)?, lane_row)?;
                     let phase = self.swizzle_phase(&b_tile, row)?;
-                    let base = add(self, b_base, mul(self, row, b_tile.row_bytes() as u64)?)?;
+                    let base = add(self, b_base, mul(self, row, b_tile.row_stride() as u64)?)?;
                     return Ok((base, self.b.build_xor(j_lo, phase, "")?));
                 }
                 let chunk = if l.pair { add(self, l.tn, j_hi)? } else { l.tn };
-                let phys = self.b.build_xor(chunk, b_phase, "")?;
-                Ok((
-                    add(self, b_row, mul(self, phys, CHUNK_BYTES as u64)?)?,
-                    c(self, 0),
-                ))
+                let at = self.swizzled_chunk(&b_tile, b_row, chunk, b_phase)?;
+                Ok((at, c(self, 0)))
             })
             .collect::<Result<_>>()?;
         let accs: Vec<Acc<'ctx>> = init.iter().map(|v| (*v, None)).collect();
@@ -335,18 +361,15 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     held.iter().map(|f| f[s].clone()).collect()
                 }
                 None => (a_rows.iter())
-                    .map(|row| g.load_a_fragment(*row, step))
+                    .map(|row| g.load_a_fragment(&a_tile, *row, step))
                     .collect::<Result<_>>()?,
             };
-            let b_step = mul(g, step, 16 * b_tile.row_bytes() as u64)?;
+            let b_step = mul(g, step, 16 * b_tile.row_stride() as u64)?;
             let mut b_frags: Vec<Vec<IntValue<'ctx>>> = Vec::with_capacity(b_frags);
             for (load, (base, q)) in b_loads.iter().zip(&b_bases) {
                 let matrices = if load.pair { 4 } else { 2 };
                 let at = match b_columns {
-                    true => {
-                        let phys = g.b.build_xor(step2, *q, "")?;
-                        add(g, *base, mul(g, phys, CHUNK_BYTES as u64)?)?
-                    }
+                    true => g.swizzled_chunk(&b_tile, *base, step2, *q)?,
                     false => add(g, *base, b_step)?,
                 };
                 let trans = !b_columns;
@@ -421,9 +444,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let tile = Swizzled::new(self.shared_floor, m, k);
             self.reserve_shared(tile.offset + tile.bytes());
             self.stage_operand(a, from, tile)?;
+            self.fence_proxy_async()?;
             self.barrier()?;
             if kept {
-                self.shared_floor = (tile.offset + tile.bytes()).next_multiple_of(128);
+                let end = tile.offset + tile.bytes();
+                self.shared_floor = end.next_multiple_of(self.tile_alignment());
                 self.a_hoisted
                     .insert(dot.results[0], HoistedA::Shared(tile));
                 continue;
@@ -432,7 +457,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let words = (rows.iter())
                 .map(|row| {
                     (0..k / 16)
-                        .map(|s| self.load_a_fragment(*row, self.i32c(s as u64)))
+                        .map(|s| self.load_a_fragment(&tile, *row, self.i32c(s as u64)))
                         .collect::<Result<Vec<_>>>()
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -474,7 +499,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 let row = b.build_int_add(tm, in_block, "")?;
                 let phase = self.swizzle_phase(tile, row)?;
                 let at = b.build_int_add(c(tile.offset as u64), stage_base, "")?;
-                let row_at = b.build_int_mul(row, c(tile.row_bytes() as u64), "")?;
+                let row_at = b.build_int_mul(row, c(tile.row_stride() as u64), "")?;
                 let base = b.build_int_add(at, row_at, "")?;
                 Ok((base, b.build_xor(j_hi, phase, "")?))
             })
@@ -485,15 +510,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// `ldmatrix.x4`.
     fn load_a_fragment(
         &self,
+        tile: &Swizzled,
         (base, q): (IntValue<'ctx>, IntValue<'ctx>),
         step: IntValue<'ctx>,
     ) -> Result<Vec<IntValue<'ctx>>> {
         let step2 = self.b.build_int_mul(step, self.i32c(2), "")?;
-        let phys = self.b.build_xor(step2, q, "")?;
-        let chunk = self
-            .b
-            .build_int_mul(phys, self.i32c(CHUNK_BYTES as u64), "")?;
-        let at = self.b.build_int_add(base, chunk, "")?;
+        let at = self.swizzled_chunk(tile, base, step2, q)?;
         let x4 = Ldmatrix {
             matrices: 4,
             trans: false,
@@ -549,7 +571,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let b_at = if a_held {
             floor
         } else {
-            floor + a_tile.bytes()
+            (floor + a_tile.bytes()).next_multiple_of(self.tile_alignment())
         };
         let b_tile = match b_columns {
             true => Swizzled::new(b_at, n, k),
@@ -605,6 +627,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         Ok(())
     }
 
+    /// The alignment of the tiles of tensor-core operands and of the tiles kept for a
+    /// loop: a whole 128-byte swizzle period (8 rows × 128 bytes) where `wgmma` may read
+    /// them, which decodes the swizzle from absolute address bits.
+    pub(super) fn tile_alignment(&self) -> usize {
+        match self.wgmma {
+            true => 1024,
+            false => 128,
+        }
+    }
+
     /// The phase of `row` in `tile`: its chunks are XOR-ed with it (see `swizzle.rs`).
     fn swizzle_phase(&self, tile: &Swizzled, row: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
         let (per_phase, phases) = tile.phases();
@@ -629,14 +661,31 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let b = self.b;
         let c = |v: usize| self.i32c(v as u64);
         let chunk = b.build_right_shift(col, c(3), false, "")?;
-        let phys = b.build_xor(chunk, self.swizzle_phase(tile, row)?, "")?;
+        let row_at = b.build_int_mul(row, c(tile.row_stride()), "")?;
+        let base = b.build_int_add(row_at, c(tile.offset), "")?;
+        let phase = self.swizzle_phase(tile, row)?;
+        let at = self.swizzled_chunk(tile, base, chunk, phase)?;
         let within = b.build_int_mul(b.build_and(col, c(7), "")?, c(2), "")?;
-        let at = b.build_int_add(
-            b.build_int_mul(row, c(tile.row_bytes()), "")?,
-            b.build_int_mul(phys, c(CHUNK_BYTES), "")?,
-            "",
-        )?;
-        Ok(b.build_int_add(b.build_int_add(at, within, "")?, c(tile.offset), "")?)
+        Ok(b.build_int_add(at, within, "")?)
+    }
+
+    /// The byte offset of chunk `chunk` of a row of `tile` starting (in its first column
+    /// block) at `row_base`, with the row's phase (or any value XOR-ed into it) `phase`:
+    /// its column block, then its place in the block's row XOR the phase.
+    fn swizzled_chunk(
+        &self,
+        tile: &Swizzled,
+        row_base: IntValue<'ctx>,
+        chunk: IntValue<'ctx>,
+        phase: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let b = self.b;
+        let c = |v: usize| self.i32c(v as u64);
+        let block = b.build_right_shift(chunk, c(3), false, "")?;
+        let block_at = b.build_int_mul(block, c(tile.block_bytes()), "")?;
+        let phys = b.build_xor(b.build_and(chunk, c(7), "")?, phase, "")?;
+        let chunk_at = b.build_int_mul(phys, c(CHUNK_BYTES), "")?;
+        Ok(b.build_int_add(b.build_int_add(row_base, block_at, "")?, chunk_at, "")?)
     }
 
     /// One `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}` on this lane's fragments

@@ -17,12 +17,27 @@ use tritium_dsl::ir::{DType, Inst, Op, ReduceOp, Type, Value};
 /// How the `16 × 8` output tiles of a tensor-core `dot` are dealt to the warps.
 #[derive(Clone, Copy)]
 pub(super) enum MmaTiling {
-    /// A `wm × wn` grid of warps, each owning a block of `mi × ni` tiles: per k step a
-    /// warp loads `mi` A and `ni` B fragments for its `mi · ni` `mma`s.
-    Grid { wn: usize, mi: usize, ni: usize },
+    /// A `wm × wn` grid of warps, each owning `mi × ni` tiles (`rows` says which rows):
+    /// per k step a warp loads `mi` A and `ni` B fragments for its `mi · ni` `mma`s.
+    Grid {
+        wn: usize,
+        mi: usize,
+        ni: usize,
+        rows: WarpRows,
+    },
     /// Round-robin when no grid divides the tiles: tile `w + r · warps` in round `r`
     /// (clamped and discarded past the last tile), its own fragments each.
     Spread { rounds: usize },
+}
+
+/// Which rows of `16 × 8` tiles warp row `wy` of a `wm × wn` grid owns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum WarpRows {
+    /// `wy · mi + i`: a block of consecutive tile rows.
+    Blocked,
+    /// `wy + wm · i` (with `wn = 1`): warps `4g..4g + 4` own 64 consecutive rows, as a
+    /// warpgroup's `wgmma` writes them (`wgmma.rs`).
+    Interleaved,
 }
 
 /// Where one lane's accumulator fragment of one round lies (see [`Gen::frag_site`]).
@@ -61,11 +76,15 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn mma_tiling(&self, l: FragLayout) -> MmaTiling {
         let warps = self.threads / 32;
         let (tiles_m, tiles_n) = (l.m / 16, l.n / 8);
-        if l.by_rows {
+        if l.by_rows || self.warpgroup_rows(l.m) {
             return MmaTiling::Grid {
                 wn: 1,
                 mi: tiles_m / warps,
                 ni: tiles_n,
+                rows: match self.warpgroup_rows(l.m) {
+                    true => WarpRows::Interleaved,
+                    false => WarpRows::Blocked,
+                },
             };
         }
         // Warp grids `wm × wn` whose blocks divide the tiles evenly; the fewest fragment
@@ -82,11 +101,38 @@ impl<'ctx> Gen<'ctx, '_> {
                 wn,
                 mi: tiles_m / wm,
                 ni: tiles_n / wn,
+                rows: WarpRows::Blocked,
             },
             None => MmaTiling::Spread {
                 rounds: (tiles_m * tiles_n).div_ceil(warps),
             },
         }
+    }
+
+    /// Whether the accumulators of `m` rows are dealt to warpgroups as `wgmma` writes
+    /// them ([`WarpRows::Interleaved`]): on Hopper, with whole warpgroups each owning
+    /// the same number of 16-row tiles. Only `m` decides, so that rows reduced from such
+    /// fragments (`Held::Rows`) lie alike.
+    pub(super) fn warpgroup_rows(&self, m: usize) -> bool {
+        let warps = self.threads / 32;
+        self.wgmma && warps.is_multiple_of(4) && self.rows_fit(m)
+    }
+
+    /// The tile row of the `i`-th row band of the warp at grid row `wy` of a `wm`-row grid
+    /// whose warps own `mi` bands each.
+    fn band_row(
+        &self,
+        rows: WarpRows,
+        wy: IntValue<'ctx>,
+        wm: usize,
+        mi: usize,
+        i: usize,
+    ) -> Result<IntValue<'ctx>> {
+        let (b, c) = (self.b, |v: usize| self.i32c(v as u64));
+        Ok(match rows {
+            WarpRows::Blocked => b.build_int_add(b.build_int_mul(wy, c(mi), "")?, c(i), "")?,
+            WarpRows::Interleaved => b.build_int_add(wy, c(wm * i), "")?,
+        })
     }
 
     /// How many rounds of `16 × 8` tiles each warp holds.
@@ -120,12 +166,13 @@ impl<'ctx> Gen<'ctx, '_> {
         let quad = b.build_and(lane, c(3), "quad")?;
         let (tiles_n, tiles) = (l.n / 8, (l.m / 16) * (l.n / 8));
         let (valid, tm, tn) = match self.mma_tiling(l) {
-            MmaTiling::Grid { wn, mi, ni } => {
-                // Warp (wy, wx) of the grid owns tile rows wy·mi.. and columns wx·ni..;
-                // round r is its tile (r / ni, r % ni).
+            MmaTiling::Grid { wn, mi, ni, rows } => {
+                // Warp (wy, wx) of the grid owns the tile rows `band_row` gives and
+                // columns wx·ni..; round r is its tile (band r / ni, column r % ni).
                 let wy = b.build_int_unsigned_div(warp, c(wn as u64), "")?;
                 let wx = b.build_int_unsigned_rem(warp, c(wn as u64), "")?;
-                let tm = add(mul(wy, mi as u64)?, c((round / ni) as u64))?;
+                let wm = self.threads / 32 / wn;
+                let tm = self.band_row(rows, wy, wm, mi, round / ni)?;
                 let tn = add(mul(wx, ni as u64)?, c((round % ni) as u64))?;
                 (self.ctx.bool_type().const_all_ones(), tm, tn)
             }
@@ -183,13 +230,18 @@ impl<'ctx> Gen<'ctx, '_> {
                 let quad = b.build_and(lane, self.i32c(3), "")?;
                 let first =
                     b.build_int_compare(inkwell::IntPredicate::EQ, quad, self.i32c(0), "")?;
-                let mi = m / 16 / (self.threads / 32);
-                let band = b.build_int_mul(warp, self.i32c(16 * mi as u64), "")?;
-                let base = b.build_int_add(band, group, "")?;
-                (0..2 * mi as u64)
+                let warps = self.threads / 32;
+                let mi = m / 16 / warps;
+                let rows = match self.warpgroup_rows(m) {
+                    true => WarpRows::Interleaved,
+                    false => WarpRows::Blocked,
+                };
+                (0..2 * mi)
                     .map(|q| {
-                        let row =
-                            b.build_int_add(base, self.i32c(16 * (q / 2) + 8 * (q % 2)), "")?;
+                        let tm = self.band_row(rows, warp, warps, mi, q / 2)?;
+                        let top = b.build_int_mul(tm, self.i32c(16), "")?;
+                        let base = b.build_int_add(top, group, "")?;
+                        let row = b.build_int_add(base, self.i32c(8 * (q as u64 % 2)), "")?;
                         Ok(HeldSite {
                             row,
                             col: self.i32c(0),

@@ -37,14 +37,16 @@ mod scan;
 mod swizzle;
 mod sync;
 mod types;
+mod wgmma;
 
 use crate::llvm::{CodegenError, Positioned, Result};
 pub(crate) use async_copy::EMU_COMMIT;
 pub(crate) use swizzle::wavefronts;
 pub(crate) use sync::{
     EMU_BARRIER, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID, EMU_LDMATRIX, EMU_MMA, EMU_NCTAID,
-    EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_WORDS,
+    EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_WGMMA, EMU_WGMMA_WAIT, EMU_WORDS,
 };
+pub(crate) use wgmma::{descriptor_element, EMU_WGMMA_COMMIT};
 
 use crate::pipeline::link::CustomEntries;
 use inkwell::basic_block::BasicBlock;
@@ -84,6 +86,9 @@ pub(crate) struct CodegenOptions {
     /// The PTX ISA has eviction priorities (`.L1::evict_first`: PTX 7.4); without them an
     /// `eviction_policy` hint is dropped (see `cache.rs`).
     pub eviction_priorities: bool,
+    /// Hopper (`sm_90a`): tensor-core `dot`s whose shapes allow it run on `wgmma`
+    /// (`wgmma.rs`), their accumulators dealt to warpgroups.
+    pub wgmma: bool,
 }
 
 /// What the launcher needs to know about a generated kernel.
@@ -138,6 +143,10 @@ pub(crate) struct Gen<'ctx, 'f> {
     defs: HashMap<Value, &'f Inst>,
     /// PTX has eviction priorities (see [`CodegenOptions::eviction_priorities`]).
     eviction_priorities: bool,
+    /// See [`CodegenOptions::wgmma`].
+    wgmma: bool,
+    /// The next `wgmma` accumulator's number (the emulator tracks what is in flight by it).
+    wgmma_ids: std::cell::Cell<u32>,
     /// Values held in a tensor-core `dot`'s layouts (see `held.rs`).
     held: HashMap<Value, held::Held>,
     /// See [`CodegenOptions::num_stages`].
@@ -222,13 +231,16 @@ pub(crate) fn generate<'ctx>(
             "tritium_smem",
         );
         smem.set_linkage(Linkage::External);
-        smem.set_alignment(16);
+        // `wgmma` reads swizzled tiles by absolute address bits (`swizzle.rs`).
+        smem.set_alignment(if opts.wgmma { 1024 } else { 16 });
         Some(smem.as_pointer_value())
     };
     let i32t = ctx.i32_type();
     let undef = i32t.get_undef();
     let mut g = Gen {
         eviction_priorities: opts.eviction_priorities,
+        wgmma: opts.wgmma,
+        wgmma_ids: std::cell::Cell::new(0),
         ctx,
         module,
         b: &b,
@@ -956,6 +968,7 @@ mod tests {
             bounds_check: false,
             sites: Default::default(),
             eviction_priorities: false,
+            wgmma: false,
         };
         inject::unposition_before("mul");
         inject::assert_names_the_mul(generate(

@@ -129,7 +129,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let shift =
                 |t: Swizzled| Swizzled::new(t.offset - self.shared_floor + offset, t.rows, t.cols);
             let tiles = (shift(a_tile), shift(b_tile), columns);
-            offset = (tiles.1.offset + tiles.1.bytes()).next_multiple_of(128);
+            offset = (tiles.1.offset + tiles.1.bytes()).next_multiple_of(self.tile_alignment());
             staged.push(StagedDot {
                 dot,
                 tiles,

@@ -1,15 +1,24 @@
 //! The swizzled shared-memory layout of a 16-bit tensor-core operand.
 //!
-//! A `rows × cols` tile of halves is stored row-major without padding, in 16-byte chunks
-//! (8 halves) whose place in their row is XOR-ed with the row's *phase*. The 8 rows that
-//! one `ldmatrix` 8×8 matrix reads then start in 8 different bank groups (of the 32 banks'
-//! 128 bytes), so each matrix is one shared-memory wavefront, whether the operand is read
-//! along its rows (`a`) or transposed (`b` by `ldmatrix.trans`). With rows of 128 bytes
-//! or more the phase is `row % 8`: the 128-byte swizzle that `wgmma` descriptors and TMA
-//! also use. Narrower rows share a phase between `8 / chunks` consecutive rows, as
-//! Triton's shared layouts for `mma` operands do (`vec = 8`, `perPhase = 128 / row bytes`).
-//! A row whose chunk count is not a power of two is not swizzled: an odd count needs no
-//! swizzle (8 rows start in 8 bank groups), an even one keeps some bank conflicts.
+//! A `rows × cols` tile of halves is stored in 16-byte chunks (8 halves) whose place in
+//! their row is XOR-ed with the row's *phase*. The 8 rows that one `ldmatrix` 8×8 matrix
+//! reads then start in 8 different bank groups (of the 32 banks' 128 bytes), so each
+//! matrix is one shared-memory wavefront, whether the operand is read along its rows
+//! (`a`) or transposed (`b` by `ldmatrix.trans`). These are the hardware's swizzle modes,
+//! which `wgmma` descriptors and TMA decode from address bits (bits 4–6 XOR-ed with bits
+//! 7–9 for 128 bytes), so one layout serves `ldmatrix` and `wgmma`:
+//! - Rows of a multiple of 128 bytes are cut into column *blocks* of 128 bytes (64
+//!   halves), block after block, each `rows × 128` bytes with phase `row % 8`: the
+//!   128-byte swizzle's atoms (8 rows × 128 bytes), as `wgmma` reads a K- or MN-major
+//!   operand wider than one atom (the descriptor's leading byte offset is the block size).
+//! - Rows of 64 or 32 bytes share a phase between `8 / chunks` consecutive rows (the 64-
+//!   and 32-byte swizzles; Triton's `vec = 8`, `perPhase = 128 / row bytes`).
+//! - Any other row is not swizzled: an odd chunk count needs no swizzle (8 rows start in 8
+//!   bank groups), an even one keeps some bank conflicts.
+//!
+//! A swizzled tile's offset is a multiple of its pattern's period (`8 × 128`, `8 × 64`…
+//! bytes; [`Swizzled::alignment`]) wherever `wgmma` reads it, as the hardware XORs
+//! absolute address bits.
 
 /// Bytes in one swizzled chunk.
 pub(crate) const CHUNK_BYTES: usize = 16;
@@ -43,13 +52,55 @@ impl Swizzled {
         self.cols / 8
     }
 
+    /// Whether rows are cut into 128-byte column blocks (rows of a multiple of 128 bytes).
+    pub(crate) fn blocked(&self) -> bool {
+        self.row_bytes().is_multiple_of(128)
+    }
+
+    /// Bytes from one row to the next within a column block.
+    pub(crate) fn row_stride(&self) -> usize {
+        match self.blocked() {
+            true => 128,
+            false => self.row_bytes(),
+        }
+    }
+
+    /// Bytes from one group of 8 chunks of a row to the next: a column block, or (rows
+    /// not cut) the next 128 bytes of the row.
+    pub(crate) fn block_bytes(&self) -> usize {
+        match self.blocked() {
+            true => self.rows * 128,
+            false => 128,
+        }
+    }
+
     /// Consecutive rows sharing one phase, and the number of phases (1: no swizzle).
     pub(crate) fn phases(&self) -> (usize, usize) {
         let c = self.chunks();
+        if self.blocked() {
+            return (1, 8);
+        }
         if !c.is_power_of_two() {
             return (1, 1);
         }
         ((8 / c).max(1), c.min(8))
+    }
+
+    /// The hardware swizzle mode in bytes (128, 64, 32), or 0 for none.
+    pub(crate) fn swizzle_bytes(&self) -> usize {
+        match self.phases() {
+            (_, 1) => 0,
+            (per_phase, _) => 128 / per_phase,
+        }
+    }
+
+    /// The offset alignment at which the layout's phases are the hardware's: one period
+    /// of the pattern (8 rows of the swizzle's width), or a chunk when not swizzled.
+    pub(crate) fn alignment(&self) -> usize {
+        match self.swizzle_bytes() {
+            0 => CHUNK_BYTES,
+            w => 8 * w,
+        }
     }
 
     /// The byte offset (from the start of shared memory) of chunk `chunk` of `row`: what
@@ -58,7 +109,10 @@ impl Swizzled {
     pub(crate) fn chunk_address(&self, row: usize, chunk: usize) -> usize {
         let (per_phase, phases) = self.phases();
         let phase = (row / per_phase) % phases;
-        self.offset + row * self.row_bytes() + CHUNK_BYTES * (chunk ^ phase)
+        self.offset
+            + (chunk / 8) * self.block_bytes()
+            + row * self.row_stride()
+            + CHUNK_BYTES * ((chunk % 8) ^ phase)
     }
 
     /// The byte offset of element `(row, col)`.
@@ -90,7 +144,16 @@ mod tests {
     /// Every element has its own address inside the tile.
     #[test]
     fn the_layout_is_a_permutation_of_the_tile() {
-        for (rows, cols) in [(16, 16), (32, 32), (64, 64), (16, 128), (16, 8), (16, 24)] {
+        for (rows, cols) in [
+            (16, 16),
+            (32, 32),
+            (64, 64),
+            (16, 128),
+            (16, 8),
+            (16, 24),
+            (64, 192),
+            (8, 256),
+        ] {
             let t = Swizzled::new(32, rows, cols);
             let mut seen = vec![false; t.bytes() / 2];
             for r in 0..rows {
@@ -124,5 +187,31 @@ mod tests {
         // Without the swizzle, 64-byte rows would be four wavefronts and 128-byte rows 8.
         let plain = |w: usize| (0..8).map(move |r| (r * w, 16));
         assert_eq!((wavefronts(plain(64)), wavefronts(plain(128))), (4, 8));
+    }
+
+    /// Where swizzled, the layout is the hardware's swizzle of its mode (bits 4–6 of an
+    /// address XOR-ed with bits 7–9 for 128 bytes, 4–5 with 7–8 for 64, 4 with 7 for 32)
+    /// applied to the unswizzled atoms, at an aligned offset: what `wgmma` reads.
+    #[test]
+    fn swizzled_tiles_follow_the_hardware_swizzle_modes() {
+        for (rows, cols, mode) in [(16, 16, 32), (16, 32, 64), (16, 64, 128), (32, 256, 128)] {
+            let t = Swizzled::new(3 * 1024, rows, cols);
+            assert_eq!((t.swizzle_bytes(), t.alignment()), (mode, 8 * mode));
+            let bits = (mode / 32).trailing_zeros() + 1;
+            let mask = (1 << bits) - 1;
+            for r in 0..rows {
+                for c in 0..t.chunks() {
+                    // The unswizzled address: column block, row in it, chunk in the row.
+                    let plain =
+                        t.offset + (c / 8) * t.block_bytes() + r * t.row_stride() + 16 * (c % 8);
+                    let hw = plain ^ (((plain >> 7) & mask) << 4);
+                    assert_eq!(
+                        t.chunk_address(r, c),
+                        hw,
+                        "{rows}×{cols}, row {r}, chunk {c}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -30,8 +30,11 @@ pub(crate) const EMU_LDMATRIX: u64 = 13;
 /// `cp.async`, and its `commit_group` / `wait_group` (see `async_copy.rs`).
 pub(crate) const EMU_CP_ASYNC: u64 = 14;
 pub(crate) const EMU_CP_ASYNC_GROUP: u64 = 15;
+/// `wgmma.mma_async`, and its `wait_group` (see `wgmma.rs`).
+pub(crate) const EMU_WGMMA: u64 = 16;
+pub(crate) const EMU_WGMMA_WAIT: u64 = 17;
 /// The number of words.
-pub(crate) const EMU_WORDS: usize = 16;
+pub(crate) const EMU_WORDS: usize = 18;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.

@@ -1,0 +1,572 @@
+//! `wgmma` (Hopper, `sm_90a`): a warpgroup (4 warps) multiplies a `64 × 16` slab of `a`
+//! by a `16 × N` slab of `b` (`N ≤ 256`) into its `64 × N` accumulator, asynchronously,
+//! reading `b` (and `a`, unless `a` is given in registers) straight from shared memory
+//! through 64-bit matrix descriptors.
+//!
+//! The tensor-core `dot` (`dot.rs`) takes this path where the accumulator is dealt to
+//! warpgroups (`WarpRows::Interleaved`: warp `4g + q` owns rows `16 (4g + q) + 16 · warps
+//! · i`, all columns, so band `i` of warpgroup `g` is one `m64nN` instruction and the
+//! registers are the `m16n8` fragments the rest of the generator knows) and both
+//! operands' shared tiles are in a hardware swizzle mode at an aligned offset
+//! (`swizzle.rs`); otherwise it stays on `mma.sync`. Per `dot`: `wgmma.fence`, then per k
+//! step and band one `wgmma.mma_async` per `N ≤ 256` columns, `commit_group` and
+//! `wait_group 0`, the accumulators tied through the asm statements so LLVM cannot read
+//! them early. The writers of the shared tiles run `fence.proxy.async` before their
+//! barrier (`wgmma` reads through the async proxy).
+//!
+//! Descriptors (PTX ISA, "matrix descriptor"): start address `>> 4` (bits 0–13), leading
+//! byte offset `>> 4` (16–29) = the distance between 128-byte column blocks, stride
+//! byte offset `>> 4` (32–45) = 8 rows of the swizzle's width, swizzle mode (62–63:
+//! 128 B → 1, 64 B → 2, 32 B → 3). `a` is K-major (row-major `m × k`); `b` is MN-major
+//! (row-major `k × n`, `imm-trans-b = 1`) or, copied by columns, K-major.
+//!
+//! In the emulator (`cuda/emulate.rs`) each thread's `wgmma` is recorded at issue (its
+//! accumulators poisoned), and computed at `wait_group` from shared memory as it is
+//! then, decoding the descriptors and swizzle as the hardware does.
+
+use super::fragments::{MmaTiling, WarpRows};
+use super::held::FragLayout;
+use super::swizzle::Swizzled;
+use super::sync::{EMU_WGMMA, EMU_WGMMA_WAIT};
+use super::Gen;
+use crate::llvm::Result;
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue};
+use inkwell::AddressSpace;
+use tritium_dsl::ir::DType;
+
+/// The most columns one `wgmma` computes.
+const MAX_N: usize = 256;
+
+/// `wait_group`'s pending count that means `commit_group` to the emulator's hook.
+pub(crate) const EMU_WGMMA_COMMIT: u32 = u32::MAX;
+
+/// Where a `wgmma` `dot` finds `a`.
+pub(super) enum WgmmaA<'ctx> {
+    /// Its tile in shared memory, `base` bytes on (a pipeline stage, or 0).
+    Shared(Swizzled, IntValue<'ctx>),
+    /// Its A fragments in registers: per band, per k step, four words.
+    Registers(Vec<Vec<Vec<IntValue<'ctx>>>>),
+}
+
+/// The operands of one `wgmma` `dot`.
+pub(super) struct WgmmaDot<'ctx> {
+    pub from: DType,
+    pub layout: FragLayout,
+    pub k: usize,
+    pub a: WgmmaA<'ctx>,
+    pub b: Swizzled,
+    /// `b` stored by columns (`n × k`, K-major).
+    pub b_columns: bool,
+    /// Bytes on from `b`'s offset (a pipeline stage, or 0).
+    pub b_base: IntValue<'ctx>,
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Whether a tensor-core `dot` with accumulator `layout`, `a` in `a_tile` (or, `None`,
+    /// in registers) and `b` in `b_tile` runs on `wgmma`: accumulators dealt to
+    /// warpgroups, swizzled tiles at aligned offsets (a pipeline's stages, `stage_bytes`
+    /// apart, too).
+    pub(super) fn wgmma_fits(
+        &self,
+        layout: FragLayout,
+        a_tile: Option<&Swizzled>,
+        b_tile: &Swizzled,
+        stage_bytes: usize,
+    ) -> bool {
+        let interleaved = matches!(
+            self.mma_tiling(layout),
+            MmaTiling::Grid {
+                rows: WarpRows::Interleaved,
+                ..
+            }
+        );
+        let fits = |t: &Swizzled| {
+            t.swizzle_bytes() > 0
+                && t.offset.is_multiple_of(t.alignment())
+                && stage_bytes.is_multiple_of(t.alignment())
+        };
+        self.wgmma && interleaved && fits(b_tile) && a_tile.is_none_or(fits)
+    }
+
+    /// `fence.proxy.async.shared::cta`: this thread's shared-memory writes before it are
+    /// visible to the `wgmma`s after the barrier that follows (nothing in the emulator).
+    pub(super) fn fence_proxy_async(&self) -> Result<()> {
+        if self.wgmma && self.emu.is_none() {
+            self.asm_statement("fence.proxy.async.shared::cta;")?;
+        }
+        Ok(())
+    }
+
+    /// A `wgmma` `dot` (see the module docs): the accumulators `init`, in round order,
+    /// after `a · b`.
+    pub(super) fn wgmma_dot(
+        &mut self,
+        d: &WgmmaDot<'ctx>,
+        init: Vec<BasicValueEnum<'ctx>>,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let MmaTiling::Grid { mi, ni, .. } = self.mma_tiling(d.layout) else {
+            unreachable!("wgmma_fits checked the tiling")
+        };
+        let (b, c) = (self.b, |v: u64| self.i32c(v));
+        let warps = self.threads / 32;
+        let (_, warp) = self.lane_and_warp()?;
+        let group = b.build_right_shift(warp, c(2), false, "warpgroup")?;
+        // Warpgroup g's band i starts at row 64 (g + (warps / 4) i).
+        let band_row = |i: usize| -> Result<IntValue<'ctx>> {
+            let first = b.build_int_add(group, c((warps / 4 * i) as u64), "")?;
+            Ok(b.build_int_mul(first, c(64), "")?)
+        };
+        let chunks: Vec<(usize, usize)> = (0..d.layout.n)
+            .step_by(MAX_N)
+            .map(|n0| (n0, MAX_N.min(d.layout.n - n0)))
+            .collect();
+        let mut accs = init;
+        let ids: Vec<u32> = (0..mi * chunks.len())
+            .map(|_| {
+                let id = self.wgmma_ids.get();
+                self.wgmma_ids.set(id + 1);
+                id
+            })
+            .collect();
+        if self.emu.is_none() {
+            self.asm_statement("wgmma.fence.sync.aligned;")?;
+        }
+        for step in 0..d.k / 16 {
+            for i in 0..mi {
+                let a = match &d.a {
+                    WgmmaA::Shared(tile, base) => {
+                        let row = band_row(i)?;
+                        let at = self.operand_start(tile, *base, row, 16 * step)?;
+                        WgmmaOperand::Descriptor(self.descriptor(tile, at)?)
+                    }
+                    WgmmaA::Registers(words) => WgmmaOperand::Words(words[i][step].clone()),
+                };
+                for (ci, &(n0, n)) in chunks.iter().enumerate() {
+                    let at = match d.b_columns {
+                        true => self.operand_start(&d.b, d.b_base, c(n0 as u64), 16 * step)?,
+                        false => self.operand_start(&d.b, d.b_base, c(16 * step as u64), n0)?,
+                    };
+                    let desc_b = self.descriptor(&d.b, at)?;
+                    let first = 4 * (i * ni + n0 / 8);
+                    let regs = &accs[first..first + n / 2];
+                    let shape = Shape {
+                        from: d.from,
+                        n,
+                        trans_b: !d.b_columns,
+                    };
+                    let out =
+                        self.mma_async(shape, &a, desc_b, regs, ids[i * chunks.len() + ci])?;
+                    accs.splice(first..first + n / 2, out);
+                }
+            }
+        }
+        self.wgmma_wait(&mut accs, mi, ni, &chunks, &ids)?;
+        Ok(accs)
+    }
+
+    /// The byte offset in shared memory (`tile`'s offset and `base` on) of row `row`
+    /// (slow dimension) and column `col` (fast, a multiple of 8) of `tile`.
+    fn operand_start(
+        &self,
+        tile: &Swizzled,
+        base: IntValue<'ctx>,
+        row: IntValue<'ctx>,
+        col: usize,
+    ) -> Result<IntValue<'ctx>> {
+        let (b, c) = (self.b, |v: usize| self.i32c(v as u64));
+        let fixed = tile.offset + (col / 64) * tile.block_bytes() + (col % 64) * 2;
+        let row_at = b.build_int_mul(row, c(tile.row_stride()), "")?;
+        Ok(b.build_int_add(b.build_int_add(base, row_at, "")?, c(fixed), "")?)
+    }
+
+    /// The matrix descriptor of `tile` starting at shared byte `at` (see the module docs).
+    fn descriptor(&self, tile: &Swizzled, at: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
+        let (b, i64t) = (self.b, self.ctx.i64_type());
+        let fixed = descriptor_bits(tile);
+        let at = b.build_int_z_extend(at, i64t, "")?;
+        // On the GPU the start is an address in the shared window; the emulator's hook
+        // adds its shared memory's.
+        let address = match self.emu {
+            Some(_) => at,
+            None => {
+                let base = b.build_ptr_to_int(self.smem, i64t, "")?;
+                b.build_int_add(base, at, "")?
+            }
+        };
+        let start = b.build_right_shift(
+            b.build_and(address, i64t.const_int(0x3ffff, false), "")?,
+            i64t.const_int(4, false),
+            false,
+            "",
+        )?;
+        Ok(b.build_or(start, i64t.const_int(fixed, false), "desc")?)
+    }
+
+    /// One `wgmma.mma_async` on the accumulator registers `regs` (`n / 2` floats).
+    fn mma_async(
+        &self,
+        shape: Shape,
+        a: &WgmmaOperand<'ctx>,
+        desc_b: IntValue<'ctx>,
+        regs: &[BasicValueEnum<'ctx>],
+        id: u32,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        if self.emu.is_some() {
+            return self.emulator_mma_async(shape, a, desc_b, regs, id);
+        }
+        let count = regs.len();
+        let t = match shape.from {
+            DType::BF16 => "bf16",
+            _ => "f16",
+        };
+        let outs: Vec<String> = (0..count).map(|r| format!("${r}")).collect();
+        let (a_text, mut args): (String, Vec<BasicMetadataValueEnum<'ctx>>) = match a {
+            WgmmaOperand::Descriptor(x) => (format!("${count}"), vec![(*x).into()]),
+            WgmmaOperand::Words(w) => (
+                format!(
+                    "{{${}, ${}, ${}, ${}}}",
+                    count,
+                    count + 1,
+                    count + 2,
+                    count + 3
+                ),
+                w.iter().map(|x| (*x).into()).collect(),
+            ),
+        };
+        let at_b = count + args.len();
+        let scale_d = at_b + 1;
+        let trans = match a {
+            WgmmaOperand::Descriptor(_) => format!("0, {}", u8::from(shape.trans_b)),
+            WgmmaOperand::Words(_) => format!("{}", u8::from(shape.trans_b)),
+        };
+        let asm = format!(
+            "{{\n.reg .pred p;\nsetp.ne.b32 p, ${scale_d}, 0;\n\
+             wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{outs}}}, {a_text}, ${at_b}, p, 1, 1, {trans};\n}}",
+            n = shape.n,
+            outs = outs.join(", "),
+        );
+        let a_kind = match a {
+            WgmmaOperand::Descriptor(_) => "l".to_string(),
+            WgmmaOperand::Words(_) => "r,r,r,r".to_string(),
+        };
+        let tied: Vec<String> = (0..count).map(|r| r.to_string()).collect();
+        let constraints = format!(
+            "{},{a_kind},l,r,{},~{{memory}}",
+            vec!["=f"; count].join(","),
+            tied.join(",")
+        );
+        args.push(desc_b.into());
+        args.push(self.i32c(1).into());
+        args.extend(regs.iter().map(|v| BasicMetadataValueEnum::from(*v)));
+        self.tied_asm(&asm, &constraints, &args, count)
+    }
+
+    /// `wgmma.commit_group`, then `wait_group 0`, the accumulators tied through the wait.
+    fn wgmma_wait(
+        &self,
+        accs: &mut [BasicValueEnum<'ctx>],
+        mi: usize,
+        ni: usize,
+        chunks: &[(usize, usize)],
+        ids: &[u32],
+    ) -> Result<()> {
+        if self.emu.is_some() {
+            self.emulator_wgmma_group(EMU_WGMMA_COMMIT, None)?;
+            for i in 0..mi {
+                for (ci, &(n0, n)) in chunks.iter().enumerate() {
+                    let first = 4 * (i * ni + n0 / 8);
+                    let range = first..first + n / 2;
+                    let id = ids[i * chunks.len() + ci];
+                    let out = self.emulator_wgmma_group(0, Some((id, &accs[range.clone()])))?;
+                    for (slot, v) in accs[range].iter_mut().zip(out) {
+                        *slot = v;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        self.asm_statement("wgmma.commit_group.sync.aligned;")?;
+        let count = accs.len();
+        let tied: Vec<String> = (0..count).map(|r| r.to_string()).collect();
+        let constraints = format!(
+            "{},{},~{{memory}}",
+            vec!["=f"; count].join(","),
+            tied.join(",")
+        );
+        let args: Vec<BasicMetadataValueEnum<'ctx>> = accs.iter().map(|v| (*v).into()).collect();
+        let out = self.tied_asm(
+            "wgmma.wait_group.sync.aligned 0;",
+            &constraints,
+            &args,
+            count,
+        )?;
+        accs.copy_from_slice(&out);
+        Ok(())
+    }
+
+    /// An asm statement with side effects and no operands.
+    fn asm_statement(&self, asm: &str) -> Result<()> {
+        let fn_ty = self.ctx.void_type().fn_type(&[], false);
+        let f = self.ctx.create_inline_asm(
+            fn_ty,
+            asm.to_string(),
+            "~{memory}".to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        self.b.build_indirect_call(fn_ty, f, &[], "")?;
+        Ok(())
+    }
+
+    /// An asm statement with side effects returning `count` floats (the outputs) from
+    /// `args`.
+    fn tied_asm(
+        &self,
+        asm: &str,
+        constraints: &str,
+        args: &[BasicMetadataValueEnum<'ctx>],
+        count: usize,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let f32t = self.ctx.f32_type();
+        let fields: Vec<BasicTypeEnum<'ctx>> = vec![f32t.into(); count];
+        let ret = self.ctx.struct_type(&fields, false);
+        let params: Vec<inkwell::types::BasicMetadataTypeEnum<'ctx>> = args
+            .iter()
+            .map(|a| match a {
+                BasicMetadataValueEnum::IntValue(v) => v.get_type().into(),
+                BasicMetadataValueEnum::FloatValue(v) => v.get_type().into(),
+                _ => unreachable!("wgmma operands are integers and floats"),
+            })
+            .collect();
+        let fn_ty = ret.fn_type(&params, false);
+        let f = self.ctx.create_inline_asm(
+            fn_ty,
+            asm.to_string(),
+            constraints.to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        let call = self.b.build_indirect_call(fn_ty, f, args, "wgmma")?;
+        let st = match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_struct_value(),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("returns the floats"),
+        };
+        (0..count as u32)
+            .map(|i| Ok(self.b.build_extract_value(st, i, "")?))
+            .collect()
+    }
+
+    /// The emulator's `wgmma.mma_async` (see `cuda/emulate.rs`): the accumulators go in
+    /// through memory and come back poisoned.
+    fn emulator_mma_async(
+        &self,
+        shape: Shape,
+        a: &WgmmaOperand<'ctx>,
+        desc_b: IntValue<'ctx>,
+        regs: &[BasicValueEnum<'ctx>],
+        id: u32,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let (i32t, i64t) = (self.ctx.i32_type(), self.ctx.i64_type());
+        let words = self.entry_alloca(i32t.array_type(4).into())?;
+        let (desc_a, registers) = match a {
+            WgmmaOperand::Descriptor(x) => (*x, false),
+            WgmmaOperand::Words(w) => {
+                for (i, x) in w.iter().enumerate() {
+                    // SAFETY (of the generated code): within the 4 words above.
+                    let p = unsafe { self.b.build_gep(i32t, words, &[self.i32c(i as u64)], "") }?;
+                    self.b.build_store(p, *x)?;
+                }
+                (i64t.const_zero(), true)
+            }
+        };
+        let code = u32::from(shape.from == DType::BF16)
+            | (u32::from(shape.trans_b) << 1)
+            | (u32::from(registers) << 2)
+            | (((shape.n / 8) as u32) << 8);
+        let acc = self.accumulators_in_memory(regs)?;
+        let args = [
+            self.i32c(u64::from(code)).into(),
+            self.i32c(u64::from(id)).into(),
+            self.smem.into(),
+            desc_a.into(),
+            words.into(),
+            desc_b.into(),
+            acc.into(),
+        ];
+        self.emulator_hook(EMU_WGMMA, &args, None)?;
+        self.accumulators_from_memory(acc, regs.len())
+    }
+
+    /// The emulator's `commit_group` (`pending` = [`EMU_WGMMA_COMMIT`]) or `wait_group
+    /// pending`, which gives accumulator `id`'s registers `regs` back.
+    fn emulator_wgmma_group(
+        &self,
+        pending: u32,
+        acc: Option<(u32, &[BasicValueEnum<'ctx>])>,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let ptr = self.ctx.ptr_type(AddressSpace::default());
+        let (id, count, mem) = match acc {
+            Some((id, regs)) => (id, regs.len(), self.accumulators_in_memory(regs)?),
+            None => (0, 0, ptr.const_null()),
+        };
+        let args = [
+            self.i32c(u64::from(pending)).into(),
+            self.i32c(u64::from(id)).into(),
+            self.i32c(count as u64).into(),
+            mem.into(),
+        ];
+        self.emulator_hook(EMU_WGMMA_WAIT, &args, None)?;
+        match acc {
+            Some(_) => self.accumulators_from_memory(mem, count),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// `regs` stored in an array of floats (in the entry block, one per size).
+    fn accumulators_in_memory(
+        &self,
+        regs: &[BasicValueEnum<'ctx>],
+    ) -> Result<inkwell::values::PointerValue<'ctx>> {
+        let f32t = self.ctx.f32_type();
+        let mem = self.entry_alloca(f32t.array_type(regs.len() as u32).into())?;
+        for (i, v) in regs.iter().enumerate() {
+            // SAFETY (of the generated code): within the array above.
+            let p = unsafe { self.b.build_gep(f32t, mem, &[self.i32c(i as u64)], "") }?;
+            self.b.build_store(p, *v)?;
+        }
+        Ok(mem)
+    }
+
+    fn accumulators_from_memory(
+        &self,
+        mem: inkwell::values::PointerValue<'ctx>,
+        count: usize,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let f32t = self.ctx.f32_type();
+        (0..count)
+            .map(|i| {
+                // SAFETY (of the generated code): within the array of `count` floats.
+                let p = unsafe { self.b.build_gep(f32t, mem, &[self.i32c(i as u64)], "") }?;
+                Ok(self.b.build_load(f32t, p, "")?)
+            })
+            .collect()
+    }
+}
+
+/// One `wgmma` instruction's shape.
+#[derive(Clone, Copy)]
+struct Shape {
+    from: DType,
+    n: usize,
+    /// `b` is MN-major (`imm-trans-b = 1`).
+    trans_b: bool,
+}
+
+/// `a` of one `wgmma`: a descriptor, or four registers.
+enum WgmmaOperand<'ctx> {
+    Descriptor(IntValue<'ctx>),
+    Words(Vec<IntValue<'ctx>>),
+}
+
+/// A descriptor of `tile` but its start address: swizzle mode, stride byte offset (8 rows
+/// of the swizzle's width) and leading byte offset (from one 128-byte column block to the
+/// next).
+fn descriptor_bits(tile: &Swizzled) -> u64 {
+    let mode: u64 = match tile.swizzle_bytes() {
+        128 => 1,
+        64 => 2,
+        _ => 3,
+    };
+    let lbo = (tile.block_bytes() as u64 >> 4) & 0x3fff;
+    let sbo = ((8 * tile.row_stride()) as u64 >> 4) & 0x3fff;
+    (mode << 62) | (sbo << 32) | (lbo << 16)
+}
+
+/// What the emulator's `wgmma` hook decodes (the tests' reference too): the byte offset
+/// in shared memory of element `(mn, k)` of an operand whose descriptor is `desc`, K-major
+/// (`mn` the row, `k` the column) or MN-major, after the swizzle; `None` for a
+/// descriptor without a swizzle (Tritium makes none).
+pub(crate) fn descriptor_element(desc: u64, mn: usize, k: usize, k_major: bool) -> Option<usize> {
+    let field = |at: u32| (((desc >> at) & 0x3fff) << 4) as usize;
+    let (start, lbo, sbo) = (field(0), field(16), field(32));
+    let width = match desc >> 62 {
+        1 => 128,
+        2 => 64,
+        3 => 32,
+        _ => return None,
+    };
+    let per_row = width / 2;
+    let plain = match k_major {
+        true => start + (mn / 8) * sbo + (mn % 8) * width + (k / per_row) * lbo + (k % per_row) * 2,
+        false => {
+            start + (mn / per_row) * lbo + (mn % per_row) * 2 + (k / 8) * sbo + (k % 8) * width
+        }
+    };
+    let mask = width / 16 - 1;
+    Some(plain ^ (((plain >> 7) & mask) << 4))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The descriptor of a tile slab, as `Gen::operand_start` and `Gen::descriptor` make
+    /// it for the slab at row `row` and column `col` (shared memory at 0).
+    fn slab(tile: &Swizzled, row: usize, col: usize) -> u64 {
+        let at = tile.offset + (col / 64) * tile.block_bytes() + (col % 64) * 2;
+        let at = at + row * tile.row_stride();
+        descriptor_bits(tile) | ((at as u64 & 0x3ffff) >> 4)
+    }
+
+    /// What the hardware reads through each descriptor (decoded as the PTX ISA says, the
+    /// emulator's reference) is the element the writers of the swizzled layout put there:
+    /// `a` K-major, `b` MN-major (row-major `k × n`) and K-major (by columns), in all three
+    /// swizzle modes, column blocks included, at every k step and band.
+    #[test]
+    fn descriptors_read_the_swizzled_layout() {
+        // (rows, cols, K-major): a `m × k` / a `b` by columns `n × k`, or `b` `k × n`.
+        for (rows, cols, k_major) in [
+            (128, 64, true),
+            (64, 16, true),
+            (64, 32, true),
+            (64, 192, true),
+            (64, 256, false),
+            (32, 32, false),
+            (16, 16, false),
+            (64, 128, false),
+        ] {
+            let tile = Swizzled::new(2048, rows, cols);
+            assert!(tile.offset.is_multiple_of(tile.alignment()));
+            // K-major: 64-row bands × 16-column k steps; MN-major: 16-row k steps × n chunks.
+            let (band, step) = match k_major {
+                true => (64.min(rows), 16),
+                false => (16, cols.min(256)),
+            };
+            for r0 in (0..rows).step_by(band) {
+                for c0 in (0..cols).step_by(step) {
+                    let desc = slab(&tile, r0, c0);
+                    for r in 0..band {
+                        for c in 0..step {
+                            let (mn, k) = match k_major {
+                                true => (r, c),
+                                false => (c, r),
+                            };
+                            let got = descriptor_element(desc, mn, k, k_major);
+                            let want = tile.element_address(r0 + r, c0 + c);
+                            assert_eq!(
+                                got,
+                                Some(want),
+                                "{rows}×{cols} at ({r0}, {c0}) + ({r}, {c})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The emulator's `wgmma` (see `codegen/wgmma.rs`): one thread's asynchronous
+//! warpgroup products, as the hardware runs them.
+//!
+//! At issue a `wgmma.mma_async` is recorded (with its `a` registers, which the warp's
+//! lanes exchange then) and the thread's accumulator registers are poisoned; a later
+//! `wgmma` on the same accumulators (before any wait) chains onto the recorded value, as
+//! the hardware's in-flight accumulators do. `wait_group n` completes every group but
+//! the newest `n`: each product is computed then, reading shared memory as it is at the
+//! wait (so a tile overwritten before the wait gives what the GPU may give), through the
+//! descriptors decoded as the hardware decodes them (`codegen::descriptor_element`).
+//! Registers handed to a `wgmma` whose accumulators are in flight must still be the
+//! poison: anything else means the generated code touched them before the wait (the
+//! accumulators' values would be lost on the GPU), which the emulator reports.
+
+use super::codegen::descriptor_element;
+use std::collections::HashMap;
+
+/// The bits the emulator writes into accumulator registers in flight: a NaN.
+pub(crate) const POISON: u32 = 0x7fc0_dead;
+
+/// One recorded `wgmma.mma_async`.
+struct Op {
+    /// The commit group it belongs to.
+    group: u64,
+    /// The accumulator registers' number (`codegen::wgmma`).
+    id: u32,
+    /// Bit 0 bf16, bit 1 `b` MN-major, bit 2 `a` in registers, bits 8.. `n / 8`.
+    code: u32,
+    /// The CTA's shared memory.
+    shared: usize,
+    desc_a: u64,
+    desc_b: u64,
+    /// With `a` in registers: this thread's two rows of `a` (16 values each).
+    a_rows: [[f32; 16]; 2],
+}
+
+/// One emulated thread's `wgmma`s in flight.
+#[derive(Default)]
+pub(crate) struct WgmmaQueue {
+    committed: u64,
+    pending: Vec<Op>,
+    /// Each accumulator's value after its completed `wgmma`s.
+    current: HashMap<u32, Vec<f32>>,
+    /// Registers of an accumulator in flight that the code changed (a code generator bug).
+    pub misused: bool,
+}
+
+/// What a thread gives a `wgmma`: see [`Op`].
+pub(crate) struct Issue<'a> {
+    pub id: u32,
+    pub code: u32,
+    pub shared: usize,
+    pub desc_a: u64,
+    pub desc_b: u64,
+    /// `a` in registers: the 4 words of each lane of this thread's quad-row group (the
+    /// lanes holding its rows), by lane in the group.
+    pub a_words: [[u32; 4]; 4],
+    pub acc: &'a mut [f32],
+}
+
+impl WgmmaQueue {
+    /// `wgmma.mma_async`: records it and poisons the registers.
+    pub(crate) fn issue(&mut self, x: Issue<'_>) {
+        if self.pending.iter().any(|o| o.id == x.id) {
+            self.misused |= x.acc.iter().any(|v| v.to_bits() != POISON);
+        } else {
+            self.current.insert(x.id, x.acc.to_vec());
+        }
+        let bf16 = x.code & 1 != 0;
+        let value = |bits: u32| match bf16 {
+            true => half::bf16::from_bits(bits as u16).to_f32(),
+            false => half::f16::from_bits(bits as u16).to_f32(),
+        };
+        // Lane 4g + q holds of rows g and g + 8: words 0 / 1 k = 2q.., words 2 / 3 k =
+        // 2q + 8.. (the `m16n8k16` A fragment).
+        let mut a_rows = [[0f32; 16]; 2];
+        for (q, words) in x.a_words.iter().enumerate() {
+            for (w, word) in words.iter().enumerate() {
+                for h in 0..2 {
+                    let k = 2 * q + h + 8 * (w / 2);
+                    a_rows[w % 2][k] = value(word >> (16 * h));
+                }
+            }
+        }
+        self.pending.push(Op {
+            group: self.committed,
+            id: x.id,
+            code: x.code,
+            shared: x.shared,
+            desc_a: x.desc_a,
+            desc_b: x.desc_b,
+            a_rows,
+        });
+        x.acc.fill(f32::from_bits(POISON));
+    }
+
+    /// `wgmma.commit_group`.
+    pub(crate) fn commit(&mut self) {
+        self.committed += 1;
+    }
+
+    /// `wgmma.wait_group pending` for thread `tid`, then accumulator `id`'s registers:
+    /// its value, or the poison while a `wgmma` on it is still in flight. False where a
+    /// descriptor has no swizzle mode (a code generator bug).
+    pub(crate) fn wait(&mut self, tid: usize, pending: u32, id: u32, acc: &mut [f32]) -> bool {
+        let done_below = self.committed.saturating_sub(u64::from(pending));
+        let (done, left): (Vec<Op>, Vec<Op>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|o| o.group < done_below);
+        self.pending = left;
+        let mut ok = true;
+        for op in done {
+            let c = self.current.entry(op.id).or_default();
+            ok &= complete(&op, tid, c);
+        }
+        match self.pending.iter().any(|o| o.id == id) {
+            true => acc.fill(f32::from_bits(POISON)),
+            false => {
+                if let Some(c) = self.current.get(&id) {
+                    acc.copy_from_slice(&c[..acc.len()]);
+                }
+            }
+        }
+        ok
+    }
+}
+
+/// Adds `op`'s product to this thread's accumulator registers `c`: register `4j + e` is
+/// row `16 q + lane / 4 + 8 (e / 2)`, column `8 j + 2 (lane % 4) + e % 2` of the `64 × n`
+/// result (`q` the warp in its warpgroup), with f32 products summed in k order.
+fn complete(op: &Op, tid: usize, c: &mut [f32]) -> bool {
+    let n = (op.code >> 8) as usize * 8;
+    let (bf16, mn_major_b, a_regs) = (op.code & 1 != 0, op.code & 2 != 0, op.code & 4 != 0);
+    let value = |addr: usize| {
+        // SAFETY: the descriptors address this CTA's reserved shared memory (generated
+        // code), 2-byte aligned.
+        let bits = unsafe { ((op.shared + addr) as *const u16).read() };
+        match bf16 {
+            true => half::bf16::from_bits(bits).to_f32(),
+            false => half::f16::from_bits(bits).to_f32(),
+        }
+    };
+    let (q, lane) = ((tid / 32) % 4, tid % 32);
+    let mut ok = true;
+    for (r, acc) in c.iter_mut().enumerate().take(n / 2) {
+        let (j, e) = (r / 4, r % 4);
+        let row = 16 * q + lane / 4 + 8 * (e / 2);
+        let col = 8 * j + 2 * (lane % 4) + e % 2;
+        let mut sum = 0f32;
+        for k in 0..16 {
+            let a = match a_regs {
+                true => op.a_rows[e / 2][k],
+                false => match descriptor_element(op.desc_a, row, k, true) {
+                    Some(at) => value(at),
+                    None => {
+                        ok = false;
+                        0.0
+                    }
+                },
+            };
+            let b = match descriptor_element(op.desc_b, col, k, !mn_major_b) {
+                Some(at) => value(at),
+                None => {
+                    ok = false;
+                    0.0
+                }
+            };
+            sum += a * b;
+        }
+        *acc += sum;
+    }
+    ok
+}

@@ -1,0 +1,148 @@
+//! Hopper's tensor-core path (issue 45): tutorial 03 on `wgmma` (sm_90a), executed by the
+//! emulator's Hopper path (`LaunchOptions::emulated_sm`, `TRITIUM_EMULATE_SM=90`) against
+//! the interpreter, and its PTX checked offline (no GPU needed).
+
+use crate::common::{assert_close, random_f32};
+use half::{bf16, f16};
+use ndarray::Array2;
+use tritium::backend::cuda::{compile_ptx, shared_memory_stats, CudaCompileOptions};
+use tritium::dsl::trace::Specialization;
+use tritium::Device;
+use tritium_kernels::matmul;
+
+/// One matmul config: sizes, blocks, warps, and whether its accumulator's rows fill
+/// whole warpgroups (else it stays on `mma.sync`).
+struct Case {
+    mnk: [usize; 3],
+    blocks: [usize; 3],
+    warps: u32,
+    wgmma: bool,
+}
+
+const CASES: &[Case] = &[
+    // Tutorial 03's largest config: `b` rows of 256 halves in four 128-byte column
+    // blocks, one m64n256k16 per band and k step; `a` in one block (128-byte swizzle).
+    Case {
+        mnk: [128, 256, 128],
+        blocks: [128, 256, 64],
+        warps: 8,
+        wgmma: true,
+    },
+    // Two bands per warpgroup (128 rows, 4 warps); 64-byte rows (k = 32).
+    Case {
+        mnk: [128, 128, 96],
+        blocks: [128, 128, 32],
+        warps: 4,
+        wgmma: true,
+    },
+    // The 32-byte swizzle (k = 16), a partial last block in m, n and k.
+    Case {
+        mnk: [100, 72, 40],
+        blocks: [64, 64, 16],
+        warps: 4,
+        wgmma: true,
+    },
+    // `b` MN-major in the 64- and 32-byte swizzles (n = 32, 16); a 320-column `b` takes
+    // a 256- and a 64-column instruction.
+    Case {
+        mnk: [64, 64, 64],
+        blocks: [64, 32, 32],
+        warps: 4,
+        wgmma: true,
+    },
+    Case {
+        mnk: [64, 32, 64],
+        blocks: [64, 16, 64],
+        warps: 4,
+        wgmma: true,
+    },
+    Case {
+        mnk: [64, 320, 32],
+        blocks: [64, 320, 16],
+        warps: 4,
+        wgmma: true,
+    },
+    // 32 rows on 4 warps: no whole warpgroup; `mma.sync` as on Ampere.
+    Case {
+        mnk: [64, 64, 64],
+        blocks: [32, 64, 32],
+        warps: 4,
+        wgmma: false,
+    },
+];
+
+/// Tutorial 03 on the emulator's Hopper path against the interpreter, f16 and bf16.
+#[test]
+fn matmul_on_wgmma_matches_the_interpreter_emulated() {
+    for (i, c) in CASES.iter().enumerate() {
+        let [m, n, k] = c.mnk;
+        let [bm, bn, bk] = c.blocks;
+        let a32 = random_f32(m * k, 70 + i as u64);
+        let b32 = random_f32(k * n, 90 + i as u64);
+        let opts = tritium::LaunchOptions {
+            num_warps: c.warps,
+            emulated_sm: Some(90),
+            ..Default::default()
+        };
+        let grid = [m.div_ceil(bm), n.div_ceil(bn)];
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        let what = format!("{m}×{n}×{k} in {bm}×{bn}×{bk}, {} warps", c.warps);
+        macro_rules! check {
+            ($t:ty) => {{
+                let a = Array2::from_shape_vec((m, k), a32.clone())
+                    .unwrap()
+                    .mapv(<$t>::from_f32);
+                let b = Array2::from_shape_vec((k, n), b32.clone())
+                    .unwrap()
+                    .mapv(<$t>::from_f32);
+                let run = |d: &Device| {
+                    let mut out = Array2::<f32>::zeros((m, n));
+                    matmul::matmul::launch_explicit(
+                        d, grid, &opts, &mut out, &a, &b, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn,
+                        bk,
+                    )
+                    .unwrap();
+                    out
+                };
+                shared_memory_stats();
+                let got = run(&Device::cuda_emulator());
+                let wgmma = shared_memory_stats().wgmma;
+                let want = run(&Device::interpreter());
+                let what = format!("{what}, {}", stringify!($t));
+                assert_eq!(wgmma > 0, c.wgmma, "{what}: {wgmma} wgmma");
+                assert_close(&got, &want, 1e-4, 1e-4, &what);
+            }};
+        }
+        check!(f16);
+        check!(bf16);
+    }
+}
+
+/// The sm_90a PTX of tutorial 03's 128 × 256 × 64 config on 8 warps: `wgmma`
+/// (m64n256k16, `b` MN-major), fenced and waited for, and no `mma.sync`; sm_80's has none.
+#[test]
+fn hopper_ptx_runs_dot_on_wgmma() {
+    let f = matmul::matmul::trace::<f16, f32>(&Specialization::default(), 128, 256, 64).unwrap();
+    let ptx = |sm| {
+        let o = CudaCompileOptions {
+            sm,
+            num_warps: 8,
+            ..Default::default()
+        };
+        compile_ptx(&f, "k", &o).unwrap().text
+    };
+    let hopper = ptx(90);
+    for want in [
+        ".target sm_90a",
+        "wgmma.fence.sync.aligned;",
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
+        "p, 1, 1, 0, 1;",
+        "wgmma.commit_group.sync.aligned;",
+        "wgmma.wait_group.sync.aligned 0;",
+        "fence.proxy.async.shared::cta;",
+    ] {
+        assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
+    }
+    assert!(!hopper.contains("mma.sync"), "{hopper}");
+    assert!(!ptx(80).contains("wgmma"));
+}
