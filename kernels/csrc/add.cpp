@@ -18,6 +18,11 @@
 //         cooperative: the CTA's threads split it, with a barrier between two phases
 //   Simt  custom_funnel_shift_uint32(lo, hi, n)                   PTX's shf.l.wrap.b32: the
 //         high word of (hi:lo) << (n & 31), the fallback of tests/inline_asm.rs
+//   Simt  custom_add_sub_<dtype>(a, b, *sum, *diff)               two outputs: a + b, a - b
+//         (int32, int64, float32, float16); inline asm fallback with several results
+//   Simt  custom_fp8e4m3_to_float16(x) -> half                    an E4M3FN byte as f16
+//   Simt  custom_u8_max_float32(a, b, *ai, *m)                    ai = a, m = max(a, b):
+//         Triton's inline_asm_elementwise example (an int32 and a float32 result)
 #include "custom_op.h"
 
 // Integer arithmetic wraps (as Tritium's own integer ops): computed on the unsigned type.
@@ -228,4 +233,54 @@ DEFINE_ADD_REVERSED(float32, float)
 extern "C" uint32_t custom_funnel_shift_uint32(uint32_t lo, uint32_t hi, uint32_t n) {
   const uint64_t v = ((uint64_t)hi << 32) | (uint64_t)lo;
   return (uint32_t)((v << (n & 31u)) >> 32);
+}
+
+// ---------------------------------------------------------------------------
+// Host fallbacks of tests/inline_asm.rs's calls with several results and wide packs.
+// ---------------------------------------------------------------------------
+
+// add_sub: two outputs, a + b and a - b; integers wrap.
+template <class T> static inline T sub_values(T a, T b) { return a - b; }
+template <> inline int32_t sub_values<int32_t>(int32_t a, int32_t b) {
+  return (int32_t)((uint32_t)a - (uint32_t)b);
+}
+template <> inline int64_t add_values<int64_t>(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+template <> inline int64_t sub_values<int64_t>(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+#define DEFINE_ADD_SUB(NAME, T)                                                \
+  extern "C" void custom_add_sub_##NAME(T a, T b, T *sum, T *diff) {           \
+    *sum = add_values(a, b);                                                   \
+    *diff = sub_values(a, b);                                                  \
+  }
+
+DEFINE_ADD_SUB(int32, int32_t)
+DEFINE_ADD_SUB(int64, int64_t)
+DEFINE_ADD_SUB(float32, float)
+DEFINE_ADD_SUB(float16, half)
+
+// fp8e4m3_to_float16: an E4M3FN byte (sign, 4 exponent bits biased by 7, 3 mantissa
+// bits; no infinities, 0x7f and 0xff NaN) as f16, exactly: PTX's cvt.rn.f16x2.e4m3x2.
+extern "C" half custom_fp8e4m3_to_float16(uint8_t x) {
+  const uint32_t e = (x >> 3) & 15u, m = x & 7u;
+  float v;
+  if (e == 15u && m == 7u) {
+    v = __builtin_nanf("");
+  } else {
+    // (e ? 8 + m : m) * 2^((e ? e : 1) - 10), the scale built from its exponent bits.
+    const float scale = __builtin_bit_cast(float, (uint32_t)(127u + (e ? e : 1u) - 10u) << 23);
+    v = (float)(e ? 8u + m : m) * scale;
+  }
+  return (half)((x & 0x80u) ? -v : v);
+}
+
+// u8_max_float32: Triton's inline_asm_elementwise example, ai = (int32)a and
+// m = max((float)a, b) (PTX's max.f32: a NaN b gives the other operand).
+extern "C" void custom_u8_max_float32(uint8_t a, float b, int32_t *ai, float *m) {
+  const float af = (float)a;
+  *ai = (int32_t)a;
+  *m = (b > af) ? b : af;
 }

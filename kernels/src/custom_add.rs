@@ -11,6 +11,7 @@
 //! | `add_mix_simd` | Mix | `custom_add_<dtype>`: only the Simd entry exists |
 //! | `divmod` | Simt | `custom_divmod_int32`: two outs |
 //! | `divmod_simd` | Simd | `custom_divmod_int32`: two outs |
+//! | `add_sub` | Simt | `custom_add_sub_<dtype>`: two outs, `a + b` and `a - b` (the fallback of `inline_asm_elementwise` calls with two results) |
 //! | `scale` | Simd | `custom_scale_<dtype>_<rank>d`: the symbol depends on the rank |
 //! | `where` | Simd | `custom_where_float32_<rank>d`: the address each input element is read from |
 //! | `where_out` | Simd | `custom_where_out_int64_1d`: the address each out element is written to |
@@ -87,6 +88,25 @@ pub struct Divmod;
 impl Divmod {
     fn init(args: &CustomArgs) -> Result<CustomImpl, String> {
         divmod(args)
+    }
+}
+
+/// Two outs per element, `(a + b, a - b)`: `custom_add_sub_<dtype>(a, b, *sum, *diff)` for
+/// int32, int64, float32 and float16 (integers wrap). The host fallback of
+/// `inline_asm_elementwise` calls with two results (`tests/inline_asm.rs`, the fuzzer).
+#[register_custom_op(core = Vector, pipe = PipeV, mode = Simt)]
+pub struct AddSub;
+impl AddSub {
+    fn init(args: &CustomArgs) -> Result<CustomImpl, String> {
+        args.expect_arity(2, 2)?;
+        let d = args.in_dtype(0)?;
+        args.expect_all_dtype(d)?;
+        if !matches!(d, DType::I32 | DType::I64 | DType::F32 | DType::F16) {
+            return Err(format!(
+                "no implementation for {d} (add.cpp has int32, int64, float32, float16)"
+            ));
+        }
+        Ok(CustomImpl::new(format!("custom_add_sub_{}", d.str_name())).bitcode(add_bitcode()))
     }
 }
 

@@ -12,6 +12,9 @@
 //! | `_mlir_ciface_custom_scale_{float32,int32}_{1,2}d` | Simd | `out = in * 2`, rank 1 or 2 |
 //! | `_mlir_ciface_custom_where_float32_{1,2}d` | Simd | `out` = the address of each `in` element |
 //! | `_mlir_ciface_custom_where_out_int64_1d` | Simd | `out` = the address of each `out` element |
+//! | `custom_add_sub_{int32,int64,float32,float16}` | Simt, two outputs | `a + b`, `a - b` |
+//! | `custom_fp8e4m3_to_float16` | Simt | an E4M3FN byte as f16 |
+//! | `custom_u8_max_float32` | Simt, two outputs | `(int32)a`, `max((float)a, b)` |
 
 /// `csrc/add.cpp` compiled for the host CPU (`$OUT_DIR/add.bc`).
 pub static ADD_BC: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/add.bc"));
@@ -36,6 +39,12 @@ pub const ADD_SYMBOLS: &[&str] = &[
     "_mlir_ciface_custom_where_float32_1d",
     "_mlir_ciface_custom_where_float32_2d",
     "_mlir_ciface_custom_where_out_int64_1d",
+    "custom_add_sub_int32",
+    "custom_add_sub_int64",
+    "custom_add_sub_float32",
+    "custom_add_sub_float16",
+    "custom_fp8e4m3_to_float16",
+    "custom_u8_max_float32",
 ];
 
 #[cfg(test)]

@@ -330,40 +330,107 @@ fn trace_values(
         .collect())
 }
 
+/// The `dtype` of [`inline_asm_elementwise`]: one [`DType`] (the call gives a [`Tile`]), a
+/// tuple of them (a tuple of tiles, one per result, as Triton's tuple `dtype`), an array
+/// (an array of tiles) or a `Vec` (a `Vec` of tiles).
+pub trait AsmDtypes {
+    /// What the call returns.
+    type Output;
+    /// The result dtypes in order.
+    fn dtypes(&self) -> Vec<DType>;
+    /// Wraps the result values.
+    fn results(values: Vec<Value>) -> Self::Output;
+}
+
+impl AsmDtypes for DType {
+    type Output = Tile;
+    fn dtypes(&self) -> Vec<DType> {
+        vec![*self]
+    }
+    fn results(values: Vec<Value>) -> Tile {
+        Tile(values[0])
+    }
+}
+impl<const N: usize> AsmDtypes for [DType; N] {
+    type Output = [Tile; N];
+    fn dtypes(&self) -> Vec<DType> {
+        self.to_vec()
+    }
+    fn results(values: Vec<Value>) -> [Tile; N] {
+        std::array::from_fn(|i| Tile(values[i]))
+    }
+}
+impl AsmDtypes for Vec<DType> {
+    type Output = Vec<Tile>;
+    fn dtypes(&self) -> Vec<DType> {
+        self.clone()
+    }
+    fn results(values: Vec<Value>) -> Vec<Tile> {
+        values.into_iter().map(Tile).collect()
+    }
+}
+macro_rules! asm_dtypes_tuple {
+    ($($i:tt),+) => {
+        impl AsmDtypes for ($(asm_dtypes_tuple!(@d $i),)+) {
+            type Output = ($(asm_dtypes_tuple!(@t $i),)+);
+            fn dtypes(&self) -> Vec<DType> {
+                vec![$(self.$i),+]
+            }
+            fn results(values: Vec<Value>) -> Self::Output {
+                ($(Tile(values[$i]),)+)
+            }
+        }
+    };
+    (@d $i:tt) => { DType };
+    (@t $i:tt) => { Tile };
+}
+asm_dtypes_tuple!(0);
+asm_dtypes_tuple!(0, 1);
+asm_dtypes_tuple!(0, 1, 2);
+asm_dtypes_tuple!(0, 1, 2, 3);
+
 /// Triton's `inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack)`, with
-/// the required `fallback`: a registered Simt custom op computing the same per element.
-/// The inputs `args` broadcast together; the result is a tile of `dtype` in their shape.
-/// CUDA hardware runs the inline PTX (`$0` the result, `$1…` the inputs, `pack` elements
-/// per asm call); the CPU, the interpreter and the emulator call `fallback`. In
-/// `#[kernel]` code: `inline_asm_elementwise(asm, constraints, (x, y), DType::U32, true, 1,
-/// fallback = "op")`.
+/// the required `fallback`: a registered Simt custom op computing the same per element,
+/// with one out per result. The inputs `args` broadcast together; each result is a tile
+/// of its dtype in their shape: `dtype` is one [`DType`] (a [`Tile`] back) or a tuple or
+/// array of them (a tuple or array of tiles). CUDA hardware runs the inline PTX, `pack`
+/// elements per asm call, its operands the results' registers then the inputs' (see
+/// [`AsmOperand`](crate::ir::AsmOperand)); the CPU, the interpreter and the emulator call
+/// `fallback`. In `#[kernel]` code: `inline_asm_elementwise(asm, constraints, (x, y),
+/// DType::U32, true, 1, fallback = "op")`.
 #[track_caller]
 #[allow(clippy::too_many_arguments)]
-pub fn inline_asm_elementwise<I: CustomIns>(
+pub fn inline_asm_elementwise<I: CustomIns, D: AsmDtypes>(
     asm: &str,
     constraints: &str,
     args: I,
-    dtype: DType,
+    dtype: D,
     is_pure: bool,
     pack: u32,
     fallback: &str,
-) -> Tile {
+) -> D::Output {
     let loc = Loc::from_caller(std::panic::Location::caller());
     let ins = args.operands();
+    let dtypes = dtype.dtypes();
     let x = InlineAsm {
         asm: asm.to_string(),
         constraints: constraints.to_string(),
         pack,
         pure: is_pure,
     };
-    Tile(with(|b| {
+    D::results(with(|b| {
         let values: Vec<Value> = ins.into_iter().map(|o| b.operand(o, None, &loc)).collect();
         let mut shape: Option<Vec<usize>> = Some(vec![]);
         for v in &values {
             shape = shape.and_then(|s| broadcast_shapes(&s, &b.ty(*v).shape));
         }
-        let out_ty = Type::tile(Elem::Scalar(dtype), shape.clone().unwrap_or_default());
-        let out = b.constant(Const::Int(0), out_ty, &loc);
+        let outs: Vec<Value> = dtypes
+            .iter()
+            .map(|d| {
+                let t = Type::tile(Elem::Scalar(*d), shape.clone().unwrap_or_default());
+                b.constant(Const::Int(0), t, &loc)
+            })
+            .collect();
         let result = (|| {
             let Some(shape) = shape else {
                 return Err("the inputs do not broadcast together".to_string());
@@ -371,11 +438,13 @@ pub fn inline_asm_elementwise<I: CustomIns>(
             if is_builtin_name(fallback) {
                 return Err("the fallback is a registered Simt op, not a builtin".to_string());
             }
-            if values.iter().any(|v| b.ty(*v).dtype().is_none()) {
-                return Err("inputs are tiles of numbers, not pointers".to_string());
-            }
+            let in_dtypes: Vec<DType> = values
+                .iter()
+                .map(|v| b.ty(*v).dtype())
+                .collect::<Option<_>>()
+                .ok_or("inputs are tiles of numbers, not pointers")?;
             let numel: usize = shape.iter().product();
-            x.check(values.len(), 1, numel)?;
+            x.check(&in_dtypes, &dtypes, numel)?;
             let values = values
                 .into_iter()
                 .map(|v| {
@@ -386,24 +455,36 @@ pub fn inline_asm_elementwise<I: CustomIns>(
                     }
                 })
                 .collect();
+            let n = dtypes.len();
             trace_values(
                 b,
                 fallback,
                 CustomOptions::default(),
                 values,
-                &[out],
+                &outs,
                 Some(x),
                 &loc,
             )
+            .map_err(|m| {
+                format!(
+                    "{m} (the fallback computes the call's {n} result{} as its outs: {})",
+                    if n == 1 { "" } else { "s" },
+                    dtypes
+                        .iter()
+                        .map(|d| d.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
         })();
         match result {
-            Ok(r) => r[0],
+            Ok(r) => r,
             Err(message) => {
                 b.fail(
                     &loc,
                     format!("inline_asm_elementwise (fallback `{fallback}`): {message}"),
                 );
-                out
+                outs
             }
         }
     }))

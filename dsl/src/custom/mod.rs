@@ -11,8 +11,8 @@ mod registry;
 
 pub use builtins::BUILTIN_NAMES;
 pub use call::{
-    custom, custom_with, inline_asm_elementwise, plan_call, CallPlan, CustomIns, CustomOptions,
-    CustomOuts,
+    custom, custom_with, inline_asm_elementwise, plan_call, AsmDtypes, CallPlan, CustomIns,
+    CustomOptions, CustomOuts,
 };
 pub use registry::{lookup, registered_names, CustomArgs, CustomImpl, CustomOpDef};
 

@@ -246,22 +246,92 @@ pub struct CustomCall {
     pub inline_asm: Option<InlineAsm>,
 }
 
-/// The inline PTX of an `inline_asm_elementwise` call (Triton's semantics): `$0` is the
-/// result, `$1…` the inputs; each asm call takes `pack` consecutive elements.
+/// The inline PTX of an `inline_asm_elementwise` call (Triton's semantics): each asm call
+/// takes `pack` consecutive elements of every operand; its operands are the results'
+/// registers (`$0…`, result by result), then the inputs' (input by input), as
+/// [`AsmOperand`] lays them out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InlineAsm {
     /// The PTX text.
     pub asm: String,
-    /// LLVM constraints: one output (`=r`), then one per input, then clobbers (`~{…}`).
+    /// LLVM constraints: the outputs (`=r`), then the inputs, then clobbers (`~{…}`).
     pub constraints: String,
-    /// Elements per asm call: 1, 2 or 4.
+    /// Elements per asm call: 1, 2, 4, 8 or 16.
     pub pack: u32,
     /// Whether the asm has no side effects (Triton's `is_pure`).
     pub pure: bool,
 }
 
+/// How `pack` elements of one operand (a result or an input) of dtype `d` travel through
+/// the asm, as Triton's lowering packs them: an element narrower than 32 bits shares a
+/// register with its neighbours, `min(pack, 32 / bits)` of them (the first in the low
+/// bits); a wider one takes a register of its own. The operand takes `pack /
+/// per_register` registers, consecutive in the constraints: fp8 → f16 with `pack = 4`
+/// reads one 32-bit register (`r`) and writes two (`=r,=r,r`); f32 with `pack = 2` takes
+/// two, f64 (`l` or `d`) two 64-bit ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AsmOperand {
+    /// The element's dtype.
+    pub dtype: DType,
+    /// Registers per asm call.
+    pub registers: usize,
+    /// Elements in each register.
+    pub per_register: usize,
+}
+
+impl AsmOperand {
+    /// The layout of `pack` elements of `dtype`.
+    pub fn of(dtype: DType, pack: u32) -> AsmOperand {
+        let bits = Self::elem_bits(dtype) as usize;
+        let per_register = if bits < 32 {
+            (32 / bits).min(pack as usize)
+        } else {
+            1
+        };
+        AsmOperand {
+            dtype,
+            registers: (pack as usize / per_register).max(1),
+            per_register,
+        }
+    }
+
+    /// The bits of one element as the asm sees it (a bool is its storage byte).
+    pub fn elem_bits(d: DType) -> u32 {
+        d.size_bytes() as u32 * 8
+    }
+
+    /// The bits each register holds.
+    pub fn register_bits(&self) -> u32 {
+        self.per_register as u32 * Self::elem_bits(self.dtype)
+    }
+
+    fn describe(&self, what: &str) -> String {
+        let regs = match self.registers {
+            1 => "1 register".to_string(),
+            n => format!("{n} registers"),
+        };
+        match self.per_register {
+            1 => format!("{regs} for the {} {what}", self.dtype),
+            n => format!("{regs} of {n} for the {} {what}", self.dtype),
+        }
+    }
+}
+
+/// A register class of an asm constraint: its bits and whether it is an integer register.
+fn asm_register(letter: &str) -> Option<(u32, bool)> {
+    Some(match letter {
+        "c" => (8, true),
+        "h" => (16, true),
+        "r" => (32, true),
+        "l" => (64, true),
+        "f" => (32, false),
+        "d" => (64, false),
+        _ => return None,
+    })
+}
+
 impl InlineAsm {
-    /// The operand constraints (output first), without clobbers.
+    /// The operand constraints (outputs first), without clobbers.
     pub fn operands(&self) -> Vec<&str> {
         self.constraints
             .split(',')
@@ -270,14 +340,29 @@ impl InlineAsm {
             .collect()
     }
 
-    /// Checks the attribute against a call with `ins` inputs, `outs` outputs and `numel`
-    /// elements per output; the error says what is wrong.
-    pub fn check(&self, ins: usize, outs: usize, numel: usize) -> Result<(), String> {
-        if ![1, 2, 4].contains(&self.pack) {
-            return Err(format!("pack must be 1, 2 or 4, not {}", self.pack));
+    /// The register class of constraint `c` (`=r`, `=&h`, `l`…): `c`, `h`, `r`, `l`, `f`
+    /// or `d`, with its bits and whether it is an integer register.
+    pub fn register_class(c: &str) -> Option<(&str, u32, bool)> {
+        let letter = c.trim_start_matches('=').trim_start_matches('&');
+        asm_register(letter).map(|(bits, int)| (letter, bits, int))
+    }
+
+    /// The layouts of the results (`outs`, in order) and the inputs (`ins`), whose
+    /// registers are the asm's operands in that order.
+    pub fn layout(&self, ins: &[DType], outs: &[DType]) -> (Vec<AsmOperand>, Vec<AsmOperand>) {
+        let of = |ds: &[DType]| ds.iter().map(|d| AsmOperand::of(*d, self.pack)).collect();
+        (of(outs), of(ins))
+    }
+
+    /// Checks the attribute against a call with inputs `ins` and results `outs` (their
+    /// dtypes) of `numel` elements each; the error says what is wrong and what was
+    /// expected.
+    pub fn check(&self, ins: &[DType], outs: &[DType], numel: usize) -> Result<(), String> {
+        if ![1, 2, 4, 8, 16].contains(&self.pack) {
+            return Err(format!("pack must be 1, 2, 4, 8 or 16, not {}", self.pack));
         }
-        if outs != 1 {
-            return Err(format!("inline asm has one result, not {outs}"));
+        if outs.is_empty() {
+            return Err("inline asm needs at least one result".into());
         }
         if !numel.is_multiple_of(self.pack as usize) {
             return Err(format!(
@@ -285,19 +370,86 @@ impl InlineAsm {
                 self.pack
             ));
         }
+        let (res, args) = self.layout(ins, outs);
+        let n_out: usize = res.iter().map(|o| o.registers).sum();
+        let n_in: usize = args.iter().map(|o| o.registers).sum();
         let ops = self.operands();
-        if ops.len() != 1 + ins {
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        if ops.len() != n_out + n_in {
+            let simple = res.iter().chain(&args).all(|o| o.registers == 1);
+            let mut need = format!(
+                "{} and {}",
+                plural(outs.len(), "result"),
+                plural(ins.len(), "input")
+            );
+            if self.pack > 1 {
+                need += &format!(" with pack = {}", self.pack);
+            }
+            let detail = if simple {
+                " (one register each)".to_string()
+            } else {
+                let parts: Vec<String> = res
+                    .iter()
+                    .map(|o| o.describe("result"))
+                    .chain(args.iter().map(|o| o.describe("input")))
+                    .collect();
+                format!(": {}", parts.join(", "))
+            };
             return Err(format!(
-                "constraints `{}` name {} operands; one output and {ins} inputs need {}",
+                "constraints `{}` name {} operands; {need} need {}{detail}",
                 self.constraints,
                 ops.len(),
-                1 + ins
+                n_out + n_in,
             ));
         }
-        if !ops[0].starts_with('=') || ops[1..].iter().any(|c| c.starts_with('=')) {
+        let outputs = ops.iter().take_while(|c| c.starts_with('=')).count();
+        if outputs != n_out || ops[n_out..].iter().any(|c| c.starts_with('=')) {
             return Err(format!(
-                "constraints `{}` must start with the one output (`=r`), then the inputs",
-                self.constraints
+                "constraints `{}` must start with the {} (`=r`), then the {}",
+                self.constraints,
+                plural(n_out, "output register"),
+                plural(n_in, "input register"),
+            ));
+        }
+        let role = |what: &'static str| {
+            move |(k, o): (usize, &AsmOperand)| std::iter::repeat_n((what, k, *o), o.registers)
+        };
+        let regs = (res.iter().enumerate().flat_map(role("result")))
+            .chain(args.iter().enumerate().flat_map(role("input")));
+        for (i, (c, (what, k, o))) in ops.iter().zip(regs).enumerate() {
+            let Some((_, bits, int)) = Self::register_class(c) else {
+                return Err(format!(
+                    "constraint `{c}` of operand ${i}: supported registers are c, h, r, l \
+                     (8, 16, 32, 64-bit integers), f, d (32, 64-bit floats), `=` marking outputs"
+                ));
+            };
+            let want = o.register_bits();
+            if want == bits || (o.per_register == 1 && want < bits && int) {
+                continue;
+            }
+            let holds = match o.per_register {
+                1 => format!("one {} element", o.dtype),
+                n => format!("{n} {} elements", o.dtype),
+            };
+            let one_float = o.per_register == 1 && o.dtype.is_float();
+            let letter = match want {
+                8 => "c",
+                16 => "h",
+                32 if one_float && o.dtype == DType::F32 => "f` or `r",
+                32 => "r",
+                64 if one_float => "d` or `l",
+                _ => "l",
+            };
+            let wider = if o.per_register == 1 && want < 64 {
+                ", or a wider integer register (zero-extended)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "constraint `{c}` of operand ${i} ({what} {k}) is a {bits}-bit {} register, but \
+                 the operand holds {holds} per register ({want} bits, pack = {}): use `{letter}`{wider}",
+                if int { "integer" } else { "float" },
+                self.pack,
             ));
         }
         Ok(())
@@ -423,4 +575,83 @@ impl BuiltinExtent {
 /// Names reserved for the shipped library start with `__builtin`.
 pub fn is_builtin_name(name: &str) -> bool {
     name.starts_with("__builtin")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Triton's packing: elements per register and registers per operand for each pack.
+    #[test]
+    fn asm_operands_pack_as_triton() {
+        let cases = [
+            (DType::F8E4M3, 1, 1, 1),
+            (DType::F8E4M3, 2, 1, 2),
+            (DType::U8, 4, 1, 4),
+            (DType::U8, 8, 2, 4),
+            (DType::F16, 1, 1, 1),
+            (DType::F16, 2, 1, 2),
+            (DType::F16, 4, 2, 2),
+            (DType::F32, 1, 1, 1),
+            (DType::F32, 4, 4, 1),
+            (DType::I64, 2, 2, 1),
+            (DType::Bool, 4, 1, 4),
+        ];
+        for (d, pack, registers, per_register) in cases {
+            let o = AsmOperand::of(d, pack);
+            assert_eq!(
+                (o.registers, o.per_register),
+                (registers, per_register),
+                "{d} pack {pack}"
+            );
+        }
+        assert_eq!(AsmOperand::of(DType::F8E4M3, 2).register_bits(), 16);
+        assert_eq!(AsmOperand::of(DType::F64, 2).register_bits(), 64);
+    }
+
+    #[test]
+    fn constraints_are_checked_against_the_registers() {
+        let asm = |constraints: &str, pack| InlineAsm {
+            asm: String::new(),
+            constraints: constraints.into(),
+            pack,
+            pure: true,
+        };
+        let (f16, u32, i64) = (DType::F16, DType::U32, DType::I64);
+        assert!(asm("=r,=r,r,r", 4)
+            .check(&[DType::F8E4M3], &[f16], 8)
+            .is_err());
+        assert!(asm("=r,=r,r", 4).check(&[DType::F8E4M3], &[f16], 8).is_ok());
+        assert!(asm("=r,h", 2).check(&[DType::F8E4M3], &[f16], 8).is_ok());
+        assert!(asm("=l,=l,l,l,~{memory}", 2)
+            .check(&[i64], &[i64], 8)
+            .is_ok());
+        assert!(asm("=d,=d,l,l", 2).check(&[i64], &[DType::F64], 8).is_ok());
+        assert!(asm("=r,=&r,r,r", 1)
+            .check(&[u32, u32], &[u32, u32], 8)
+            .is_ok());
+        // A narrower element zero-extended into an integer register; not a float one.
+        assert!(asm("=r,c", 1).check(&[DType::U8], &[u32], 8).is_ok());
+        assert!(asm("=r,r", 1).check(&[f16], &[u32], 8).is_ok());
+        let e = asm("=f,h", 1).check(&[f16], &[f16], 8).unwrap_err();
+        assert!(
+            e.contains("constraint `=f` of operand $0 (result 0) is a 32-bit float register"),
+            "{e}"
+        );
+        let e = asm("=r,h", 1).check(&[u32], &[u32], 8).unwrap_err();
+        assert!(
+            e.contains("operand $1 (input 0) is a 16-bit integer"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("use `r`, or a wider integer register (zero-extended)"),
+            "{e}"
+        );
+        let e = asm("=r,r", 4).check(&[u32], &[u32], 6).unwrap_err();
+        assert_eq!(e, "6 elements are not a multiple of pack = 4");
+        let e = asm("r,=r", 1).check(&[u32], &[u32], 8).unwrap_err();
+        assert!(e.contains("must start with the 1 output register"), "{e}");
+        let e = asm("", 1).check(&[u32], &[], 8).unwrap_err();
+        assert_eq!(e, "inline asm needs at least one result");
+    }
 }

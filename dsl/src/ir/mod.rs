@@ -46,8 +46,8 @@ pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
 pub use bounds::{bounds_proof, Access, BoundsProof, LaunchValues, Refuted, SiteProof, Verdict};
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{
-    allowed_pipes, is_builtin_name, Bitcode, BuiltinAccess, BuiltinExtent, CoreType, CustomAttrs,
-    CustomCall, ExtraBuffer, InlineAsm, Mode, Pipe,
+    allowed_pipes, is_builtin_name, AsmOperand, Bitcode, BuiltinAccess, BuiltinExtent, CoreType,
+    CustomAttrs, CustomCall, ExtraBuffer, InlineAsm, Mode, Pipe,
 };
 pub use dtype::DType;
 pub use function::{Block, Function, Inst, Param};

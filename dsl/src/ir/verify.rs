@@ -639,7 +639,18 @@ impl<'a> Verifier<'a> {
                         )));
                     }
                     let numel = c.outs.first().map_or(0, |o| self.ty(*o).numel());
-                    x.check(c.ins.len(), c.outs.len(), numel)
+                    let dtypes = |vs: &[Value]| -> Result<Vec<DType>, String> {
+                        vs.iter()
+                            .map(|v| {
+                                let t = self.ty(*v);
+                                t.dtype().ok_or_else(|| {
+                                    format!("inline asm operands are numbers, not pointers ({t})")
+                                })
+                            })
+                            .collect()
+                    };
+                    dtypes(&c.ins)
+                        .and_then(|ins| x.check(&ins, &dtypes(&c.outs)?, numel))
                         .map_err(|m| e(format!("custom op `{name}`: {m}")))?;
                 }
             }

@@ -3,7 +3,8 @@
 //! - Simt: every thread calls `<symbol>` once per element it holds of the out shape
 //!   (inputs broadcast to it through shared memory when their shape differs).
 //! - `inline_asm_elementwise` (a Simt call with `inline_asm`): on hardware, the inline
-//!   PTX instead, `pack` elements per asm call; the emulator calls the fallback.
+//!   PTX instead, `pack` elements per asm call, one output register or more per result
+//!   (Triton's operand layout, `dsl::ir::AsmOperand`); the emulator calls the fallback.
 //! - Simd (and the builtins): the call's tiles are laid out row-major in shared memory,
 //!   `_mlir_ciface_<symbol>` is called with memref descriptors of them, and every
 //!   thread reads the outs back. Barriers fence the call on both sides. A cooperative
@@ -17,7 +18,7 @@ use inkwell::values::{
     BasicMetadataValueEnum, BasicValueEnum, FunctionValue, IntValue, PointerValue,
 };
 use inkwell::AddressSpace;
-use tritium_dsl::ir::{CustomCall, Elem, InlineAsm, Inst, Op, Type, Value};
+use tritium_dsl::ir::{AsmOperand, CustomCall, DType, Elem, InlineAsm, Inst, Op, Type, Value};
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     pub(super) fn custom(&mut self, inst: &'f Inst) -> Result<()> {
@@ -107,29 +108,46 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// `inline_asm_elementwise` on hardware: one asm call per `pack` of this thread's
     /// slots (elementwise, so which slots share a call does not matter; a last partial
-    /// group repeats its last slot), `$0` the result, `$1…` the inputs. With `pack > 1`
-    /// each operand is one 32-bit register of `pack` narrow elements, as Triton packs them.
+    /// group repeats its last slot). Its operands are Triton's: the results' registers,
+    /// result by result, then the inputs', input by input, each operand's `pack` elements
+    /// in `AsmOperand::registers` registers of `per_register` consecutive elements (the
+    /// first in the low bits). Several output registers come back as one struct.
     fn custom_inline_asm(&mut self, inst: &Inst, c: &CustomCall, x: &InlineAsm) -> Result<()> {
         let out_ty = self.ty(c.outs[0]).clone();
         let numel = out_ty.numel();
         let n = self.slots(numel);
         let pack = x.pack as usize;
+        let dtypes = |vs: &[Value]| -> Result<Vec<DType>> {
+            vs.iter()
+                .map(|v| {
+                    self.ty(*v).dtype().ok_or_else(|| {
+                        CodegenError::unsupported("inline asm operands are numbers, not pointers")
+                    })
+                })
+                .collect()
+        };
+        let (res, ins) = x.layout(&dtypes(&c.ins)?, &dtypes(&c.outs)?);
         let ops = x.operands();
-        if ops.len() != c.ins.len() + 1 || c.outs.len() != 1 {
+        let n_out: usize = res.iter().map(|o| o.registers).sum();
+        let n_in: usize = ins.iter().map(|o| o.registers).sum();
+        if ops.len() != n_out + n_in {
             return Err(CodegenError::internal(
                 "inline asm constraints do not match the call",
             ));
         }
-        let cols = self.input_columns(c, &out_ty)?;
-        let in_elems: Vec<Elem> = c.ins.iter().map(|v| self.ty(*v).elem).collect();
-        let ret_ty = self.asm_reg_ty(ops[0], out_ty.elem, pack)?;
-        let param_tys: Vec<BasicTypeEnum<'ctx>> = ops[1..]
-            .iter()
-            .zip(&in_elems)
-            .map(|(k, e)| self.asm_reg_ty(k, *e, pack))
-            .collect::<Result<_>>()?;
+        let mut reg_tys: Vec<BasicTypeEnum<'ctx>> = Vec::with_capacity(ops.len());
+        for o in res.iter().chain(&ins) {
+            for _ in 0..o.registers {
+                reg_tys.push(self.asm_reg_ty(ops[reg_tys.len()], o)?);
+            }
+        }
+        let ret_ty: BasicTypeEnum<'ctx> = if n_out == 1 {
+            reg_tys[0]
+        } else {
+            self.ctx.struct_type(&reg_tys[..n_out], false).into()
+        };
         let meta: Vec<BasicMetadataTypeEnum<'ctx>> =
-            param_tys.iter().map(|t| (*t).into()).collect();
+            reg_tys[n_out..].iter().map(|t| (*t).into()).collect();
         let fn_ty = ret_ty.fn_type(&meta, false);
         let asm = self.ctx.create_inline_asm(
             fn_ty,
@@ -140,63 +158,65 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             None,
             false,
         );
-        let mut results = Vec::with_capacity(n);
+        let cols = self.input_columns(c, &out_ty)?;
+        let mut results = vec![Vec::with_capacity(n); res.len()];
         for g in (0..n).step_by(pack) {
             let group: Vec<usize> = (g..g + pack).map(|j| j.min(n - 1)).collect();
-            let mut args: Vec<BasicMetadataValueEnum<'ctx>> = Vec::new();
-            for ((col, e), t) in cols.iter().zip(&in_elems).zip(&param_tys) {
-                let vals: Vec<_> = group.iter().map(|&j| col[j]).collect();
-                args.push(self.asm_pack(&vals, *e, *t)?.into());
+            let mut args: Vec<BasicMetadataValueEnum<'ctx>> = Vec::with_capacity(n_in);
+            for (col, o) in cols.iter().zip(&ins) {
+                for lanes in group.chunks(o.per_register) {
+                    let vals: Vec<_> = lanes.iter().map(|&j| col[j]).collect();
+                    let reg = reg_tys[n_out + args.len()];
+                    args.push(self.asm_pack(&vals, Elem::Scalar(o.dtype), reg)?.into());
+                }
             }
             let call = self.b.build_indirect_call(fn_ty, asm, &args, "asm")?;
             let inkwell::values::ValueKind::Basic(r) = call.try_as_basic_value() else {
                 return Err(CodegenError::internal("inline asm without a result"));
             };
-            let vals = self.asm_unpack(r, out_ty.elem, pack)?;
-            results.extend(vals.into_iter().take(n - g));
+            let mut field = 0;
+            for (out, o) in results.iter_mut().zip(&res) {
+                let mut vals = Vec::with_capacity(pack);
+                for _ in 0..o.registers {
+                    let reg = if n_out == 1 {
+                        r
+                    } else {
+                        self.b
+                            .build_extract_value(r.into_struct_value(), field, "")?
+                    };
+                    field += 1;
+                    vals.extend(self.asm_unpack(reg, Elem::Scalar(o.dtype), o.per_register)?);
+                }
+                out.extend(vals.into_iter().take(n - g));
+            }
         }
-        self.define(inst.results[0], results);
+        for (r, slots) in inst.results.iter().zip(results) {
+            self.define(*r, slots);
+        }
         Ok(())
     }
 
     /// The register type of operand constraint `k` (`=r`, `h`, `l`, `f`, `d`, `c`) for
-    /// `pack` elements `e`: one element of the register's width (or a narrower integer,
-    /// zero-extended), or with `pack > 1` a 32-bit register of `pack` elements.
-    fn asm_reg_ty(&self, k: &str, e: Elem, pack: usize) -> Result<BasicTypeEnum<'ctx>> {
-        let letter = k.trim_start_matches(['=', '&', '+']);
-        let ty: BasicTypeEnum<'ctx> = match letter {
-            "c" => self.ctx.i8_type().into(),
-            "h" => self.ctx.i16_type().into(),
-            "r" => self.ctx.i32_type().into(),
-            "l" => self.ctx.i64_type().into(),
-            "f" => self.ctx.f32_type().into(),
-            "d" => self.ctx.f64_type().into(),
-            _ => {
-                return Err(CodegenError::unsupported(format!(
-                    "inline asm constraint `{k}` (supported: c, h, r, l, f, d)"
-                )))
-            }
-        };
-        let Elem::Scalar(d) = e else {
-            return Err(CodegenError::unsupported(
-                "inline asm operands are numbers, not pointers",
-            ));
-        };
-        let reg = Self::bits_of(ty);
-        let elem = Self::bits_of(self.storage_ty(d));
-        let fits = if pack == 1 {
-            elem == reg || (elem < reg && ty.is_int_type())
-        } else {
-            elem * pack as u32 == reg && reg == 32
-        };
-        if !fits {
+    /// operand `o`: `o.per_register` elements filling the register, or one narrower
+    /// integer, zero-extended (the verifier checked the widths).
+    fn asm_reg_ty(&self, k: &str, o: &AsmOperand) -> Result<BasicTypeEnum<'ctx>> {
+        let Some((letter, bits, int)) = InlineAsm::register_class(k) else {
             return Err(CodegenError::unsupported(format!(
-                "inline asm operand `{k}` ({reg} bits) cannot hold {pack} {d} element(s); \
-                 pack > 1 needs {pack} elements of {} bits in one 32-bit register",
-                32 / pack
+                "inline asm constraint `{k}` (supported: c, h, r, l, f, d)"
+            )));
+        };
+        let want = o.register_bits();
+        if !(want == bits || (o.per_register == 1 && want < bits && int)) {
+            return Err(CodegenError::internal(format!(
+                "inline asm operand `{k}` cannot hold {} {} element(s)",
+                o.per_register, o.dtype
             )));
         }
-        Ok(ty)
+        Ok(match letter {
+            "f" => self.ctx.f32_type().into(),
+            "d" => self.ctx.f64_type().into(),
+            _ => self.ctx.custom_width_int_type(bits).into(),
+        })
     }
 
     fn bits_of(t: BasicTypeEnum<'ctx>) -> u32 {
@@ -259,12 +279,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         Ok(self.b.build_bit_cast(v, reg, "")?)
     }
 
-    /// The `pack` elements `e` in the asm result `r`.
+    /// The `per_register` elements `e` in the asm result register `r`.
     fn asm_unpack(
         &self,
         r: BasicValueEnum<'ctx>,
         e: Elem,
-        pack: usize,
+        per_register: usize,
     ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let Elem::Scalar(d) = e else {
             return Err(CodegenError::unsupported("inline asm results are numbers"));
@@ -277,7 +297,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .b
             .build_bit_cast(r, self.ctx.custom_width_int_type(reg_bits), "")?
             .into_int_value();
-        let elems: Vec<IntValue<'ctx>> = if pack == 1 {
+        let elems: Vec<IntValue<'ctx>> = if per_register == 1 {
             vec![if reg_bits == w {
                 raw
             } else {
@@ -286,9 +306,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         } else {
             let v = self
                 .b
-                .build_bit_cast(raw, it.vec_type(pack as u32), "")?
+                .build_bit_cast(raw, it.vec_type(per_register as u32), "")?
                 .into_vector_value();
-            (0..pack)
+            (0..per_register)
                 .map(|i| {
                     Ok(self
                         .b
