@@ -89,6 +89,60 @@ fn every_custom_op_is_called() {
     );
 }
 
+/// `inline_asm_elementwise` calls are drawn in every form the CUDA generator lowers: one
+/// and two results, every `pack`, operands over several registers, 16-bit and 64-bit
+/// registers.
+#[test]
+fn inline_asm_calls_of_every_form_are_generated() {
+    fn visit(f: &tritium_dsl::ir::Function, b: &Block, seen: &mut BTreeSet<String>) {
+        for inst in &b.insts {
+            if let Op::Custom(c) = &inst.op {
+                if let Some(x) = &c.inline_asm {
+                    let d = |v: &tritium_dsl::ir::Value| f.ty(*v).dtype().expect("numbers");
+                    let ins: Vec<_> = c.ins.iter().map(d).collect();
+                    let outs: Vec<_> = c.outs.iter().map(d).collect();
+                    let (res, args) = x.layout(&ins, &outs);
+                    seen.insert(format!("{} results", outs.len()));
+                    seen.insert(format!("pack {}", x.pack));
+                    if res.iter().chain(&args).any(|o| o.registers > 1) {
+                        seen.insert("several registers".into());
+                    }
+                    for k in x.operands() {
+                        seen.insert(k.trim_start_matches('=').to_string());
+                    }
+                }
+            }
+            for r in inst.op.regions() {
+                visit(f, r, seen);
+            }
+        }
+    }
+    let config = GenConfig::default();
+    let mut seen = BTreeSet::new();
+    for seed in 0..SEEDS {
+        let f = generate(seed, &config).function;
+        visit(&f, &f.body, &mut seen);
+    }
+    let want = [
+        "1 results",
+        "2 results",
+        "pack 1",
+        "pack 2",
+        "pack 4",
+        "pack 8",
+        "several registers",
+        "h",
+        "r",
+        "l",
+        "f",
+    ];
+    let missing: Vec<&str> = want.into_iter().filter(|w| !seen.contains(*w)).collect();
+    assert!(
+        missing.is_empty(),
+        "never generated in {SEEDS} programs: {missing:?} (saw {seen:?})"
+    );
+}
+
 /// A buffer all programs update is compared only when its final value cannot depend on
 /// the programs' order: integer atomics of one kind. An add and a max of different
 /// programs do not commute (a generator bug the suite found under thread contention).

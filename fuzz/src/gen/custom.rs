@@ -9,7 +9,9 @@
 
 use super::{Gen, Need, REGION};
 use tritium_dsl::custom::{plan_call, CustomArgs, CustomOptions};
-use tritium_dsl::ir::{BinOp, CmpPred, CustomCall, DType, InlineAsm, Op, Type, UnOp, Value};
+use tritium_dsl::ir::{
+    AsmOperand, BinOp, CmpPred, CustomCall, DType, InlineAsm, Op, Type, UnOp, Value,
+};
 
 /// The registered ops of `tritium-kernels` the generator calls (each with the dtypes and
 /// ranks its C++ implements).
@@ -20,6 +22,7 @@ pub const KERNEL_OPS: &[&str] = &[
     "add_mix_simd",
     "divmod",
     "divmod_simd",
+    "add_sub",
     "scale",
     "add_reversed",
     "cumsum",
@@ -36,6 +39,9 @@ impl Gen {
             if rank == 1 {
                 ops.extend(["add", "add_mix_simd"]);
             }
+        }
+        if matches!(d, DType::I32 | DType::I64 | DType::F32 | DType::F16) {
+            ops.push("add_sub");
         }
         if d == DType::I32 {
             ops.extend(["divmod", "widen_mul"]);
@@ -75,11 +81,24 @@ impl Gen {
                 // `add_simt` is also the fallback of an `inline_asm_elementwise` add, whose
                 // PTX CUDA hardware runs: a GPU run compares the asm with the C++.
                 let asm = if name == "add_simt" && self.rng.chance(0.3) {
-                    Some(add_asm(d, shape.iter().product()))
+                    Some(self.add_asm(d, shape.iter().product(), 1))
                 } else {
                     None
                 };
                 self.call_with(name, &[a, b], &[out], asm)[0]
+            }
+            "add_sub" => {
+                let a = self.value(d, shape, half);
+                let b = self.value(d, shape, half);
+                let (s, t) = (self.out_tile(d, shape), self.out_tile(d, shape));
+                // Mostly the fallback of an `inline_asm_elementwise` call with two results.
+                let asm = if self.rng.chance(0.7) {
+                    Some(self.add_asm(d, shape.iter().product(), 2))
+                } else {
+                    None
+                };
+                let res = self.call_with(name, &[a, b], &[s, t], asm);
+                *self.rng.pick(&res)
             }
             "divmod" | "divmod_simd" => {
                 let a = self.call_input(name, d, shape, Need::EXACT);
@@ -354,19 +373,42 @@ impl Gen {
     }
 }
 
-/// The PTX of `add_simt` on `d` (i32, f32, f16) over `numel` elements: f16 pairs in one
-/// register (`pack = 2`) where `numel` is even.
-fn add_asm(d: DType, numel: usize) -> InlineAsm {
-    let (asm, constraints, pack) = match d {
-        DType::I32 => ("add.s32 $0, $1, $2;", "=r,r,r", 1),
-        DType::F32 => ("add.rn.f32 $0, $1, $2;", "=f,f,f", 1),
-        _ if numel.is_multiple_of(2) => ("add.rn.f16x2 $0, $1, $2;", "=r,r,r", 2),
-        _ => ("add.rn.f16 $0, $1, $2;", "=h,h,h", 1),
-    };
-    InlineAsm {
-        asm: asm.into(),
-        constraints: constraints.into(),
-        pack,
-        pure: true,
+impl Gen {
+    /// The PTX of `add_simt` (`results = 1`: `a + b`) or `add_sub` (`2`: `a + b`, `a - b`)
+    /// on `d` (i32, i64, f32, f16) over `numel` elements: `pack` 1, 2, 4 or 8 where `numel`
+    /// allows, each operand in Triton's registers (`AsmOperand`): f16 pairs in one 32-bit
+    /// register (`h` one by one), f32 in `f` or `r`, i64 in `l`, several registers per
+    /// operand where `pack` exceeds one register's elements.
+    fn add_asm(&mut self, d: DType, numel: usize, results: usize) -> InlineAsm {
+        let packs: Vec<u32> = [1, 2, 4, 8]
+            .into_iter()
+            .filter(|p| numel.is_multiple_of(*p as usize))
+            .collect();
+        let pack = *self.rng.pick(&packs);
+        let o = AsmOperand::of(d, pack);
+        let (suffix, letter) = match (d, o.per_register) {
+            (DType::I32, _) => ("s32", "r"),
+            (DType::I64, _) => ("s64", "l"),
+            (DType::F32, _) => ("rn.f32", *self.rng.pick(&["f", "r"])),
+            (_, 1) => ("rn.f16", "h"),
+            _ => ("rn.f16x2", "r"),
+        };
+        let regs = o.registers;
+        let (a, b) = (results * regs, results * regs + regs);
+        let mut asm = Vec::new();
+        for (k, op) in ["add", "sub"].iter().take(results).enumerate() {
+            for r in 0..regs {
+                let out = k * regs + r;
+                asm.push(format!("{op}.{suffix} ${out}, ${}, ${};", a + r, b + r));
+            }
+        }
+        let outs = vec![format!("={letter}"); results * regs];
+        let ins = vec![letter.to_string(); 2 * regs];
+        InlineAsm {
+            asm: asm.join(" "),
+            constraints: [outs, ins].concat().join(","),
+            pack,
+            pure: true,
+        }
     }
 }
