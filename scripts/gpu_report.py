@@ -29,7 +29,8 @@ Where several such loops are outermost (the causal attention's off-band and diag
 loops) the first in address order is shown and `loops` says how many there are.
 
 `--gate` exits 1, naming the kernel, when a Tritium row spills, has a stack frame (local
-memory), drew a ptxas spill or local-memory warning, or failed.
+memory), drew a ptxas spill or local-memory warning or a wgmma note (C75xx: wgmma
+serialized, or a wait or arrive injected), or failed.
 
 The tools install themselves on first use, pinned (PINS below), into a virtual environment
 at $TRITIUM_GPU_TOOLS/venv (default target/gpu-tools/venv) that the script then re-runs
@@ -319,7 +320,8 @@ def parse_ptxas_log(text):
             where, kind, msg = m.groups()
             if where and kind != "info":
                 msg = f"{msg} ({where})"
-            if kind == "warning":
+            # The wgmma notes (C75xx: serialized, waits or arrives injected) come as info.
+            if kind == "warning" or (kind == "info" and re.match(r"\(C75\d\d\)", msg)):
                 named = re.search(r"function '([^']+)'", msg)
                 warnings.append({"function": named.group(1) if named else None, "text": msg})
                 continue
@@ -356,6 +358,11 @@ def parse_ptxas_log(text):
 
 def is_spill_warning(text):
     return bool(re.search(r"spill|local memory|lmem|stack", text, re.I))
+
+
+def is_wgmma_note(text):
+    """ptxas's wgmma notes: serialized (C7510/C7511/C7515), or a wait or arrive injected."""
+    return bool(re.match(r"\(C75\d\d\)", text))
 
 
 def resources(log, name):
@@ -753,7 +760,8 @@ def gate_failures(rows):
             stack = max(r["stack_frame"] or 0, r["cumulative_stack"] or 0)
             if stack > 0:
                 why.append(f"stack {stack} bytes")
-            why += [f"ptxas warning: {w}" for w in r["ptxas_warnings"] if is_spill_warning(w)]
+            why += [f"ptxas warning: {w}" for w in r["ptxas_warnings"]
+                    if is_spill_warning(w) or is_wgmma_note(w)]
         if why:
             bad.append(f"{r['key']} ({r['target']}, {r.get('ptx', '')}): " + "; ".join(why))
     return bad

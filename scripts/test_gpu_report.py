@@ -311,12 +311,24 @@ class ManifestKeysGate(unittest.TestCase):
         warned = dict(clean, key="c", ptxas_warnings=["Local memory used for function 'k'"])
         failed = dict(clean, key="d", error="RuntimeError: ptxas: bad")
         triton = dict(spills, side="triton")
-        bad = g.gate_failures([clean, spills, warned, failed, triton])
-        self.assertEqual(len(bad), 3)
+        serialized = dict(clean, key="e", ptxas_warnings=[
+            "(C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized"])
+        bad = g.gate_failures([clean, spills, warned, failed, triton, serialized])
+        self.assertEqual(len(bad), 4)
         self.assertIn("b (sm_80", bad[0])
         self.assertIn("spills 8+4 bytes; stack 8 bytes", bad[0])
         self.assertIn("c (sm_80", bad[1])
         self.assertIn("d (sm_80", bad[2])
+        self.assertIn("C7515", bad[3])
+
+    def test_wgmma_notes_are_warnings(self):
+        log = g.parse_ptxas_log(
+            "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions "
+            "are serialized due to non wgmma instructions defining accumulator registers of a "
+            "wgmma between start and end of the pipeline stage in the function 'k'\n"
+            "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n")
+        self.assertEqual([w["function"] for w in log["warnings"]], ["k"])
+        self.assertTrue(g.is_wgmma_note(log["warnings"][0]["text"]))
 
     def test_kib(self):
         self.assertEqual([g.kib(n) for n in [0, 512, 98304, 102912, None]],

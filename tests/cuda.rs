@@ -501,8 +501,10 @@ fn emulated_f16_matmul(
     let b = Array2::from_shape_vec((k, n), random_f32(k * n, seed + 1))
         .unwrap()
         .mapv(f16::from_f32);
+    // Ampere's operand path (`ldmatrix`), also where the emulator runs Hopper's code.
     let opts = tritium::LaunchOptions {
         num_warps,
+        emulated_sm: Some(80),
         ..Default::default()
     };
     let run = |d: &Device| {

@@ -149,7 +149,8 @@ fn attention_in_fragments_emulated(
     let wgmma = tritium::backend::cuda::shared_memory_stats().wgmma;
     let (want, want_lse) = run(&Device::interpreter());
     let what = format!("{block_m}×{block_n} D={d} warps={num_warps} causal={causal} sm={sm}");
-    let warpgroups = num_warps % 4 == 0 && (block_m / 16) % num_warps as usize == 0;
+    let warpgroups =
+        num_warps.is_multiple_of(4) && (block_m / 16).is_multiple_of(num_warps as usize);
     assert_eq!(wgmma > 0, sm == 90 && warpgroups, "{what}: {wgmma} wgmma");
     assert_close(&out, &want, 2e-3, 2e-3, &format!("{what}: out"));
     assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));

@@ -119,7 +119,8 @@ fn matmul_on_wgmma_matches_the_interpreter_emulated() {
 }
 
 /// The sm_90a PTX of tutorial 03's 128 × 256 × 64 config on 8 warps: `wgmma`
-/// (m64n256k16, `b` MN-major), fenced and waited for, and no `mma.sync`; sm_80's has none.
+/// (m64n256k16, `b` MN-major), fenced, one group in flight across the K loop and waited
+/// for after it, and no `mma.sync`; sm_80's has none.
 #[test]
 fn hopper_ptx_runs_dot_on_wgmma() {
     let f = matmul::matmul::trace::<f16, f32>(&Specialization::default(), 128, 256, 64).unwrap();
@@ -138,6 +139,8 @@ fn hopper_ptx_runs_dot_on_wgmma() {
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
         "p, 1, 1, 0, 1;",
         "wgmma.commit_group.sync.aligned;",
+        // The K loop keeps one group in flight; the one after it waits for all.
+        "wgmma.wait_group.sync.aligned 1;",
         "wgmma.wait_group.sync.aligned 0;",
         "fence.proxy.async.shared::cta;",
     ] {
@@ -145,4 +148,45 @@ fn hopper_ptx_runs_dot_on_wgmma() {
     }
     assert!(!hopper.contains("mma.sync"), "{hopper}");
     assert!(!ptx(80).contains("wgmma"));
+}
+
+/// Tutorial 03's K loop keeps its `wgmma` group in flight and starts its accumulator
+/// undefined (the first `wgmma` ignores it): a loop that runs no iteration (K = 0) still
+/// stores zeros, on the emulator's Hopper path as on the interpreter.
+#[test]
+fn a_k_loop_that_runs_no_iteration_gives_zeros_emulated() {
+    let (m, n) = (128, 128);
+    let a = Array2::from_elem((m, 0), f16::ZERO);
+    let b = Array2::from_elem((0, n), f16::ZERO);
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    for d in [Device::cuda_emulator(), Device::interpreter()] {
+        let mut out = Array2::<f32>::from_elem((m, n), 7.0);
+        let (mi, ni) = (m as i32, n as i32);
+        matmul::matmul::launch_explicit(
+            &d,
+            [1, 1],
+            &opts,
+            &mut out,
+            &a,
+            &b,
+            mi,
+            ni,
+            0,
+            0,
+            1,
+            ni,
+            1,
+            ni,
+            1,
+            128,
+            128,
+            32,
+        )
+        .unwrap();
+        assert!(out.iter().all(|x| *x == 0.0), "{d:?}");
+    }
 }

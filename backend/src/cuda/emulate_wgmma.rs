@@ -24,7 +24,8 @@ struct Op {
     group: u64,
     /// The accumulator registers' number (`codegen::wgmma`).
     id: u32,
-    /// Bit 0 bf16, bit 1 `b` MN-major, bit 2 `a` in registers, bits 8.. `n / 8`.
+    /// Bit 0 bf16, bit 1 `b` MN-major, bit 2 `a` in registers, bit 3 scale-d 0 (the
+    /// registers ignored), bits 8.. `n / 8`.
     code: u32,
     /// The CTA's shared memory.
     shared: usize,
@@ -61,7 +62,11 @@ pub(crate) struct Issue<'a> {
 impl WgmmaQueue {
     /// `wgmma.mma_async`: records it and poisons the registers.
     pub(crate) fn issue(&mut self, x: Issue<'_>) {
-        if self.pending.iter().any(|o| o.id == x.id) {
+        if x.code & 8 != 0 {
+            // Scale-d 0: `D = A · B`, the registers' values ignored.
+            self.misused |= self.pending.iter().any(|o| o.id == x.id);
+            self.current.insert(x.id, vec![0.0; x.acc.len()]);
+        } else if self.pending.iter().any(|o| o.id == x.id) {
             self.misused |= x.acc.iter().any(|v| v.to_bits() != POISON);
         } else {
             self.current.insert(x.id, x.acc.to_vec());
@@ -115,8 +120,10 @@ impl WgmmaQueue {
         }
         match self.pending.iter().any(|o| o.id == id) {
             true => acc.fill(f32::from_bits(POISON)),
+            // The registers hold the value now (the next `wgmma` starts from them): a
+            // later wait with nothing in flight (a loop that ran no iteration) leaves them.
             false => {
-                if let Some(c) = self.current.get(&id) {
+                if let Some(c) = self.current.remove(&id) {
                     acc.copy_from_slice(&c[..acc.len()]);
                 }
             }

@@ -1676,9 +1676,11 @@ impl Gen {
             self.observe(shifted);
         }
         let p = self.cast(e, from);
-        let v = self.load_input_from(from, &[nn, 8], need, true);
-        let acc = self.constant(DType::F32, &[mm, 8], Const::Float(0.0));
-        let out = self.push1(Op::Dot { a: p, b: v, acc }, f32s(&[mm, 8]));
+        // 16 columns: a `b` Hopper's `wgmma` reads from shared memory (32-byte rows).
+        let dv = *self.rng.pick(&[8, 16]);
+        let v = self.load_input_from(from, &[nn, dv], need, true);
+        let acc = self.constant(DType::F32, &[mm, dv], Const::Float(0.0));
+        let out = self.push1(Op::Dot { a: p, b: v, acc }, f32s(&[mm, dv]));
         self.observe(out);
     }
 

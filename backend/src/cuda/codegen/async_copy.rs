@@ -319,7 +319,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Whether `v` is the constant +0 (a constant, or a splat of one).
-    fn is_positive_zero(&self, v: Value) -> bool {
+    pub(super) fn is_positive_zero(&self, v: Value) -> bool {
         match self.defs.get(&v).map(|i| &i.op) {
             Some(Op::Const(c)) => is_zero(c),
             Some(Op::Splat(x)) => self.is_positive_zero(*x),

@@ -125,6 +125,18 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.hoist_a_fragments(body)?;
         let plan = self.pipeline_plan(body, init, count.is_narrow(), *stages);
         let pipelined = plan.is_some();
+        // A `wgmma` accumulator starting at zero starts undefined (see
+        // `Pipelined::zero_init`): zero where the loop runs no iteration.
+        let undefined_acc = (plan.as_ref()).and_then(|p| p.carried_acc.filter(|_| p.zero_init));
+        let ran = match undefined_acc {
+            Some(j) => {
+                for p in &slots[j] {
+                    self.b.build_store(*p, self.ctx.f32_type().get_undef())?;
+                }
+                Some(count.runs(&self.emit(), count.lo)?)
+            }
+            None => None,
+        };
         if pipelined {
             self.pipelined = plan;
             self.pipeline_prologue(&count)?;
@@ -162,6 +174,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 if let Some(p) = self.pipelined.as_mut() {
                     p.stage = Some(stage);
                     p.ahead = Some((value, runs));
+                    p.trip = Some(t);
                 }
                 Some(self.b.build_int_add(t, self.i32c(1), "")?)
             }
@@ -183,6 +196,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
         self.b.position_at_end(exit);
         self.shared_floor = floor;
+        let carried_acc = (self.pipelined.as_ref()).and_then(|p| p.carried_acc);
         if pipelined {
             // Later iterations' groups hold nothing past the end; drain them all the same
             // before shared memory is reused.
@@ -190,7 +204,23 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.wait_copies(0)?;
             self.barrier()?;
         }
-        self.bind(&inst.results, &slots, &carry)
+        self.bind(&inst.results, &slots, &carry)?;
+        // A `wgmma` group left in flight by the body's `dot` completes before its
+        // accumulators are read.
+        if let Some(j) = carried_acc.filter(|_| self.wgmma_in_flight.is_some()) {
+            let r = inst.results[j];
+            if let Some(V::Frag(l, mut regs)) = self.vals.get(&r).cloned() {
+                self.wgmma_drain(&mut regs)?;
+                if let Some(ran) = ran {
+                    let zero = self.ctx.f32_type().const_zero();
+                    for x in &mut regs {
+                        *x = self.b.build_select(ran, *x, zero.into(), "")?;
+                    }
+                }
+                self.vals.insert(r, V::Frag(l, regs));
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn if_else(&mut self, inst: &'f Inst) -> Result<()> {

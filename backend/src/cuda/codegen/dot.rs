@@ -160,7 +160,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// The accumulator layout of a tensor-core `dot` with an `m × n` result: as `held.rs`
     /// decided (it decides one for every such `dot`).
-    fn mma_layout(&self, dot: &Inst, m: usize, n: usize) -> FragLayout {
+    pub(super) fn mma_layout(&self, dot: &Inst, m: usize, n: usize) -> FragLayout {
         match self.held(dot.results[0]) {
             Held::Frag(l) => l,
             _ => FragLayout {
@@ -212,6 +212,20 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let a_shared = a_held.is_none().then_some(&a_tile);
             self.wgmma_fits(layout, a_shared, &b_tile, stage_bytes)
         };
+        // On `wgmma`, a loop's only `dot` accumulating into a carried value leaves its
+        // group in flight across the back edge (`wgmma.rs`): the copies of a later
+        // iteration then go into the buffer the last one read only once every warpgroup's
+        // wait has seen that iteration's group complete.
+        let (in_flight, zero_init, trip) = match self.pipelined.as_ref() {
+            Some(p) if p.carried_acc.is_some() => (true, p.zero_init, p.trip),
+            _ => (false, false, None),
+        };
+        if in_flight && !on_wgmma {
+            return Err(CodegenError::internal(
+                "the pipeline planned a wgmma dot that the dot does not take",
+            ));
+        }
+        let mut issue_after = None;
         let stage_base = match pipelined {
             Some((_, first, stage_bytes, stages, stage, (iv, runs))) => {
                 if first {
@@ -225,7 +239,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     let stages_n = stages as u64;
                     let stages = self.i32c(stages_n);
                     let later = (self.b).build_int_unsigned_rem(later, stages, "")?;
-                    self.issue_stage(iv, runs, later, (stages_n - 1, false))?;
+                    match in_flight {
+                        true => issue_after = Some((iv, runs, later, stages_n - 1)),
+                        false => self.issue_stage(iv, runs, later, (stages_n - 1, false))?,
+                    }
                 }
                 self.b
                     .build_int_mul(stage, self.i32c(stage_bytes as u64), "")?
@@ -268,9 +285,25 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 b_columns,
                 b_base: stage_base,
             };
-            let out = self.wgmma_dot(&d, init)?;
+            // Accumulators starting undefined: the first iteration ignores them.
+            let scale_d = match (zero_init, trip) {
+                (true, Some(t)) => {
+                    let first =
+                        self.b
+                            .build_int_compare(inkwell::IntPredicate::NE, t, self.i32c(0), "")?;
+                    Some(
+                        self.b
+                            .build_int_z_extend(first, self.ctx.i32_type(), "scale_d")?,
+                    )
+                }
+                _ => None,
+            };
+            let out = self.wgmma_dot(&d, init, in_flight, scale_d)?;
             // Every warp is done reading `a` and `b` before shared memory is reused.
             self.barrier()?;
+            if let Some((iv, runs, later, distance)) = issue_after {
+                self.issue_stage(iv, runs, later, (distance, false))?;
+            }
             self.vals.insert(r, V::Frag(layout, out));
             return Ok(());
         }

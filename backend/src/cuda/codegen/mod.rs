@@ -147,6 +147,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     wgmma: bool,
     /// The next `wgmma` accumulator's number (the emulator tracks what is in flight by it).
     wgmma_ids: std::cell::Cell<u32>,
+    /// The `wgmma` group a loop's `dot` left in flight (see `wgmma.rs`).
+    wgmma_in_flight: Option<wgmma::InFlight>,
     /// Values held in a tensor-core `dot`'s layouts (see `held.rs`).
     held: HashMap<Value, held::Held>,
     /// See [`CodegenOptions::num_stages`].
@@ -241,6 +243,7 @@ pub(crate) fn generate<'ctx>(
         eviction_priorities: opts.eviction_priorities,
         wgmma: opts.wgmma,
         wgmma_ids: std::cell::Cell::new(0),
+        wgmma_in_flight: None,
         ctx,
         module,
         b: &b,

@@ -50,6 +50,17 @@ pub(super) struct Pipelined<'ctx, 'f> {
     /// The counter `stages - 1` iterations ahead (in the loop's dtype), and whether that
     /// iteration runs.
     pub ahead: Option<(BasicValueEnum<'ctx>, IntValue<'ctx>)>,
+    /// Where the body's only `dot` runs on `wgmma` and accumulates into a carried value
+    /// that nothing else reads (tutorial 03): that value's place among the carried ones.
+    /// Its group then stays in flight across the back edge (`wgmma.rs`).
+    pub carried_acc: Option<usize>,
+    /// The carried accumulator starts at zero: its registers start undefined instead and
+    /// the first iteration's first `wgmma` ignores them (scale-d 0; Triton's
+    /// `OptimizeAccumulatorInit`), so that no move defines them where `ptxas` would see
+    /// it between a `wgmma` and its wait (a loop that runs no iteration gives zeros).
+    pub zero_init: bool,
+    /// This iteration's number from 0 (i32).
+    pub trip: Option<IntValue<'ctx>>,
 }
 
 /// A carried scalar `arg` that starts at `init` and grows by `step` per iteration: a later
@@ -140,7 +151,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let stages = (2..=wanted)
             .rev()
             .find(|s| self.shared_floor + s * stage_bytes <= SHARED_BUDGET)?;
+        let carried_acc = Self::carried_accumulator(body, &dots)
+            .filter(|_| self.wgmma_in_loop(&staged[0], stage_bytes));
+        let zero_init = carried_acc.is_some_and(|j| self.is_positive_zero(init[j]));
         Some(Pipelined {
+            carried_acc,
+            zero_init,
+            trip: None,
             dots: staged,
             stage_bytes,
             stages,
@@ -150,6 +167,43 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             stage: None,
             ahead: None,
         })
+    }
+
+    /// Whether the staged `dot` of a pipelined loop runs on `wgmma` (as `Gen::mma_dot`
+    /// decides it, from the same tiles).
+    fn wgmma_in_loop(&self, staged: &StagedDot<'f>, stage_bytes: usize) -> bool {
+        let Some((_, [m, n, _])) = self.mma_shape(staged.dot) else {
+            return false;
+        };
+        let layout = self.mma_layout(staged.dot, m, n);
+        let (a_tile, b_tile, _) = staged.tiles;
+        let a_shared = match self.a_hoisted.get(&staged.dot.results[0]) {
+            Some(super::dot::HoistedA::Shared(t)) => Some(*t),
+            Some(super::dot::HoistedA::Registers(_)) => None,
+            None if self.a_fragments_in_registers(staged.dot) => None,
+            None => Some(a_tile),
+        };
+        self.wgmma_fits(layout, a_shared.as_ref(), &b_tile, stage_bytes)
+    }
+
+    /// See [`Pipelined::carried_acc`]: the body's one `dot` takes carried value `j` as its
+    /// accumulator and its result is yielded as value `j`, each used nowhere else.
+    fn carried_accumulator(body: &Block, dots: &[&Inst]) -> Option<usize> {
+        let [dot] = dots else {
+            return None;
+        };
+        let Op::Dot { acc, .. } = &dot.op else {
+            return None;
+        };
+        let r = dot.results[0];
+        let j = body.args[1..].iter().position(|a| a == acc)?;
+        let uses = |v: Value| {
+            (body.insts.iter())
+                .flat_map(|i| i.op.operands())
+                .filter(|o| *o == v)
+                .count()
+        };
+        (Self::yields(body).get(j) == Some(&r) && uses(*acc) == 1 && uses(r) == 1).then_some(j)
     }
 
     /// Whether a loop body uses no shared memory but for its tensor-core `dot`s' tiles

@@ -150,6 +150,25 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok((lane, warp))
     }
 
+    /// This thread's warp index, known to `ptxas` to be the same in every lane of the warp
+    /// (lane 0's, by `shfl.sync.idx`), so that values made from it (a `wgmma` descriptor)
+    /// live in uniform registers.
+    pub(super) fn uniform_warp(&self) -> Result<IntValue<'ctx>> {
+        let (_, warp) = self.lane_and_warp()?;
+        if self.emu.is_some() {
+            return Ok(warp);
+        }
+        let args = [
+            self.i32c(u64::from(u32::MAX)).into(),
+            warp.into(),
+            self.i32c(0).into(),
+            self.i32c(0x1f).into(),
+        ];
+        Ok(self
+            .intrinsic("llvm.nvvm.shfl.sync.idx.i32", &[], &args)?
+            .into_int_value())
+    }
+
     /// `shfl.sync.bfly` of any compute value: the value of lane `lane ^ mask`.
     pub(super) fn shuffle_xor(
         &self,

@@ -11,7 +11,11 @@
 //! (`swizzle.rs`); otherwise it stays on `mma.sync`. Per `dot`: `wgmma.fence`, then per k
 //! step and band one `wgmma.mma_async` per `N ≤ 256` columns, `commit_group` and
 //! `wait_group 0`, the accumulators tied through the asm statements so LLVM cannot read
-//! them early. The writers of the shared tiles run `fence.proxy.async` before their
+//! them early. A pipelined loop's only `dot`, accumulating into a carried value
+//! (tutorial 03), waits with `wait_group 1` instead: its group stays in flight across the
+//! back edge, chained onto by the next iteration's, and is waited for after the loop; the
+//! next stage's copies are issued only after that wait and a barrier (`dot.rs`), as the
+//! buffer they overwrite was read by the group the wait completed. The writers of the shared tiles run `fence.proxy.async` before their
 //! barrier (`wgmma` reads through the async proxy).
 //!
 //! Descriptors (PTX ISA, "matrix descriptor"): start address `>> 4` (bits 0–13), leading
@@ -99,18 +103,23 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// A `wgmma` `dot` (see the module docs): the accumulators `init`, in round order,
-    /// after `a · b`.
+    /// after `a · b`; with `in_flight`, the `dot`'s group is left in flight (`wait_group
+    /// 1`: the last one is complete) and its accumulators are waited for after the loop
+    /// ([`Gen::wgmma_drain`]). `scale_d` (i32), where given, says whether the first k
+    /// step adds to `init` (0: it ignores them, as they are undefined).
     pub(super) fn wgmma_dot(
         &mut self,
         d: &WgmmaDot<'ctx>,
         init: Vec<BasicValueEnum<'ctx>>,
+        in_flight: bool,
+        scale_d: Option<IntValue<'ctx>>,
     ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let MmaTiling::Grid { mi, ni, .. } = self.mma_tiling(d.layout) else {
             unreachable!("wgmma_fits checked the tiling")
         };
         let (b, c) = (self.b, |v: u64| self.i32c(v));
         let warps = self.threads / 32;
-        let (_, warp) = self.lane_and_warp()?;
+        let warp = self.uniform_warp()?;
         let group = b.build_right_shift(warp, c(2), false, "warpgroup")?;
         // Warpgroup g's band i starts at row 64 (g + (warps / 4) i).
         let band_row = |i: usize| -> Result<IntValue<'ctx>> {
@@ -129,9 +138,13 @@ impl<'ctx> Gen<'ctx, '_> {
                 id
             })
             .collect();
-        if self.emu.is_none() {
-            self.asm_statement("wgmma.fence.sync.aligned;")?;
-        }
+        let mut a_words = match &d.a {
+            WgmmaA::Registers(words) => words.clone(),
+            WgmmaA::Shared(..) => Vec::new(),
+        };
+        self.wgmma_fence(&mut accs, &mut a_words)?;
+        // `step` also places the k slab in the descriptors, not only `a`'s words.
+        #[allow(clippy::needless_range_loop)]
         for step in 0..d.k / 16 {
             for i in 0..mi {
                 let a = match &d.a {
@@ -140,7 +153,7 @@ impl<'ctx> Gen<'ctx, '_> {
                         let at = self.operand_start(tile, *base, row, 16 * step)?;
                         WgmmaOperand::Descriptor(self.descriptor(tile, at)?)
                     }
-                    WgmmaA::Registers(words) => WgmmaOperand::Words(words[i][step].clone()),
+                    WgmmaA::Registers(_) => WgmmaOperand::Words(a_words[i][step].clone()),
                 };
                 for (ci, &(n0, n)) in chunks.iter().enumerate() {
                     let at = match d.b_columns {
@@ -155,14 +168,40 @@ impl<'ctx> Gen<'ctx, '_> {
                         n,
                         trans_b: !d.b_columns,
                     };
-                    let out =
-                        self.mma_async(shape, &a, desc_b, regs, ids[i * chunks.len() + ci])?;
+                    let scale = match (step, scale_d) {
+                        (0, Some(s)) => s,
+                        _ => c(1),
+                    };
+                    let id = ids[i * chunks.len() + ci];
+                    let out = self.mma_async(shape, &a, desc_b, regs, scale, id)?;
                     accs.splice(first..first + n / 2, out);
                 }
             }
         }
-        self.wgmma_wait(&mut accs, mi, ni, &chunks, &ids)?;
+        self.wgmma_commit()?;
+        let waited = InFlight {
+            ids,
+            chunks,
+            mi,
+            ni,
+        };
+        match in_flight {
+            true => {
+                self.wgmma_wait(1, &mut accs, &waited)?;
+                self.wgmma_in_flight = Some(waited);
+            }
+            false => self.wgmma_wait(0, &mut accs, &waited)?,
+        }
         Ok(accs)
+    }
+
+    /// After a loop whose `dot` left its group in flight: waits for it, its accumulators
+    /// `accs` (the loop's result) tied through the wait.
+    pub(super) fn wgmma_drain(&mut self, accs: &mut [BasicValueEnum<'ctx>]) -> Result<()> {
+        match self.wgmma_in_flight.take() {
+            Some(waited) => self.wgmma_wait(0, accs, &waited),
+            None => Ok(()),
+        }
     }
 
     /// The byte offset in shared memory (`tile`'s offset and `base` on) of row `row`
@@ -204,16 +243,18 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// One `wgmma.mma_async` on the accumulator registers `regs` (`n / 2` floats).
+    /// `scale_d` (i32): 0 to ignore the registers' values (`D = A · B`).
     fn mma_async(
         &self,
         shape: Shape,
         a: &WgmmaOperand<'ctx>,
         desc_b: IntValue<'ctx>,
         regs: &[BasicValueEnum<'ctx>],
+        scale_d: IntValue<'ctx>,
         id: u32,
     ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         if self.emu.is_some() {
-            return self.emulator_mma_async(shape, a, desc_b, regs, id);
+            return self.emulator_mma_async(shape, a, desc_b, regs, scale_d, id);
         }
         let count = regs.len();
         let t = match shape.from {
@@ -235,13 +276,13 @@ impl<'ctx> Gen<'ctx, '_> {
             ),
         };
         let at_b = count + args.len();
-        let scale_d = at_b + 1;
+        let at_scale = at_b + 1;
         let trans = match a {
             WgmmaOperand::Descriptor(_) => format!("0, {}", u8::from(shape.trans_b)),
             WgmmaOperand::Words(_) => format!("{}", u8::from(shape.trans_b)),
         };
         let asm = format!(
-            "{{\n.reg .pred p;\nsetp.ne.b32 p, ${scale_d}, 0;\n\
+            "{{\n.reg .pred p;\nsetp.ne.b32 p, ${at_scale}, 0;\n\
              wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{outs}}}, {a_text}, ${at_b}, p, 1, 1, {trans};\n}}",
             n = shape.n,
             outs = outs.join(", "),
@@ -257,28 +298,78 @@ impl<'ctx> Gen<'ctx, '_> {
             tied.join(",")
         );
         args.push(desc_b.into());
-        args.push(self.i32c(1).into());
+        args.push(scale_d.into());
         args.extend(regs.iter().map(|v| BasicMetadataValueEnum::from(*v)));
         self.tied_asm(&asm, &constraints, &args, count)
     }
 
-    /// `wgmma.commit_group`, then `wait_group 0`, the accumulators tied through the wait.
-    fn wgmma_wait(
+    /// `wgmma.fence`, the registers the `wgmma`s read (accumulators `accs`, and `a`'s
+    /// words) tied through it, so that every instruction defining them stays before it
+    /// (else `ptxas` injects waits and serializes the `wgmma`s). Nothing in the emulator.
+    fn wgmma_fence(
         &self,
         accs: &mut [BasicValueEnum<'ctx>],
-        mi: usize,
-        ni: usize,
-        chunks: &[(usize, usize)],
-        ids: &[u32],
+        words: &mut [Vec<Vec<IntValue<'ctx>>>],
     ) -> Result<()> {
         if self.emu.is_some() {
-            self.emulator_wgmma_group(EMU_WGMMA_COMMIT, None)?;
-            for i in 0..mi {
+            return Ok(());
+        }
+        let flat: Vec<IntValue<'ctx>> = words.iter().flatten().flatten().copied().collect();
+        let count = accs.len() + flat.len();
+        let outs: Vec<&str> = (accs.iter().map(|_| "=f"))
+            .chain(flat.iter().map(|_| "=r"))
+            .collect();
+        let tied: Vec<String> = (0..count).map(|r| r.to_string()).collect();
+        let constraints = format!("{},{},~{{memory}}", outs.join(","), tied.join(","));
+        let args: Vec<BasicMetadataValueEnum<'ctx>> = (accs.iter().map(|v| (*v).into()))
+            .chain(flat.iter().map(|w| (*w).into()))
+            .collect();
+        let fields: Vec<BasicTypeEnum<'ctx>> = (accs.iter().map(|v| v.get_type()))
+            .chain(flat.iter().map(|w| w.get_type().into()))
+            .collect();
+        let out =
+            self.asm_with_outputs("wgmma.fence.sync.aligned;", &constraints, &args, &fields)?;
+        let (new_accs, new_words) = out.split_at(accs.len());
+        accs.copy_from_slice(new_accs);
+        let mut rest = new_words.iter();
+        for w in words.iter_mut().flatten().flatten() {
+            *w = rest.next().expect("one output per word").into_int_value();
+        }
+        Ok(())
+    }
+
+    /// `wgmma.commit_group`: this thread's `wgmma`s since the last one form a group.
+    fn wgmma_commit(&self) -> Result<()> {
+        match self.emu {
+            Some(_) => self
+                .emulator_wgmma_group(EMU_WGMMA_COMMIT, None)
+                .map(|_| ()),
+            None => self.asm_statement("wgmma.commit_group.sync.aligned;"),
+        }
+    }
+
+    /// `wgmma.wait_group pending`: all groups but the newest `pending` complete, the
+    /// accumulators `accs` of the `dot` `waited` describes tied through the wait.
+    fn wgmma_wait(
+        &self,
+        pending: u32,
+        accs: &mut [BasicValueEnum<'ctx>],
+        waited: &InFlight,
+    ) -> Result<()> {
+        let InFlight {
+            ids,
+            chunks,
+            mi,
+            ni,
+        } = waited;
+        if self.emu.is_some() {
+            for i in 0..*mi {
                 for (ci, &(n0, n)) in chunks.iter().enumerate() {
                     let first = 4 * (i * ni + n0 / 8);
                     let range = first..first + n / 2;
                     let id = ids[i * chunks.len() + ci];
-                    let out = self.emulator_wgmma_group(0, Some((id, &accs[range.clone()])))?;
+                    let regs = Some((id, &accs[range.clone()]));
+                    let out = self.emulator_wgmma_group(pending, regs)?;
                     for (slot, v) in accs[range].iter_mut().zip(out) {
                         *slot = v;
                     }
@@ -286,7 +377,6 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             return Ok(());
         }
-        self.asm_statement("wgmma.commit_group.sync.aligned;")?;
         let count = accs.len();
         let tied: Vec<String> = (0..count).map(|r| r.to_string()).collect();
         let constraints = format!(
@@ -296,7 +386,7 @@ impl<'ctx> Gen<'ctx, '_> {
         );
         let args: Vec<BasicMetadataValueEnum<'ctx>> = accs.iter().map(|v| (*v).into()).collect();
         let out = self.tied_asm(
-            "wgmma.wait_group.sync.aligned 0;",
+            &format!("wgmma.wait_group.sync.aligned {pending};"),
             &constraints,
             &args,
             count,
@@ -331,8 +421,20 @@ impl<'ctx> Gen<'ctx, '_> {
         count: usize,
     ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let f32t = self.ctx.f32_type();
-        let fields: Vec<BasicTypeEnum<'ctx>> = vec![f32t.into(); count];
-        let ret = self.ctx.struct_type(&fields, false);
+        self.asm_with_outputs(asm, constraints, args, &vec![f32t.into(); count])
+    }
+
+    /// An asm statement with side effects and a memory clobber returning values of
+    /// `fields` (the outputs) from `args`.
+    fn asm_with_outputs(
+        &self,
+        asm: &str,
+        constraints: &str,
+        args: &[BasicMetadataValueEnum<'ctx>],
+        fields: &[BasicTypeEnum<'ctx>],
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let count = fields.len();
+        let ret = self.ctx.struct_type(fields, false);
         let params: Vec<inkwell::types::BasicMetadataTypeEnum<'ctx>> = args
             .iter()
             .map(|a| match a {
@@ -369,6 +471,7 @@ impl<'ctx> Gen<'ctx, '_> {
         a: &WgmmaOperand<'ctx>,
         desc_b: IntValue<'ctx>,
         regs: &[BasicValueEnum<'ctx>],
+        scale_d: IntValue<'ctx>,
         id: u32,
     ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let (i32t, i64t) = (self.ctx.i32_type(), self.ctx.i64_type());
@@ -388,9 +491,16 @@ impl<'ctx> Gen<'ctx, '_> {
             | (u32::from(shape.trans_b) << 1)
             | (u32::from(registers) << 2)
             | (((shape.n / 8) as u32) << 8);
+        // Bit 3: scale-d is 0.
+        let ignore =
+            self.b
+                .build_int_compare(inkwell::IntPredicate::EQ, scale_d, self.i32c(0), "")?;
+        let ignore = self.b.build_int_z_extend(ignore, i32t, "")?;
+        let ignore = self.b.build_left_shift(ignore, self.i32c(3), "")?;
+        let code = self.b.build_or(self.i32c(u64::from(code)), ignore, "")?;
         let acc = self.accumulators_in_memory(regs)?;
         let args = [
-            self.i32c(u64::from(code)).into(),
+            code.into(),
             self.i32c(u64::from(id)).into(),
             self.smem.into(),
             desc_a.into(),
@@ -456,6 +566,15 @@ impl<'ctx> Gen<'ctx, '_> {
             })
             .collect()
     }
+}
+
+/// The accumulators of a `wgmma` `dot` as its waits see them: per band and column chunk
+/// (`chunks`: first column, width) the emulator's number, over `mi × ni` fragment rounds.
+pub(super) struct InFlight {
+    ids: Vec<u32>,
+    chunks: Vec<(usize, usize)>,
+    mi: usize,
+    ni: usize,
 }
 
 /// One `wgmma` instruction's shape.
