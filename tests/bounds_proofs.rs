@@ -2,7 +2,9 @@
 //! of `tritium-kernels` the proof covers, and what it concludes for right and wrong launches.
 
 use half::f16;
-use tritium::dsl::ir::{bounds_proof, Function, LaunchValues, SiteProof};
+use tritium::dsl::ir::{
+    bounds_proof, DType, Entry, Function, LaunchMemory, LaunchValues, SiteProof,
+};
 use tritium::dsl::trace::Specialization;
 use tritium_kernels::*;
 
@@ -41,6 +43,7 @@ fn unproven(f: &Function, grid: [u32; 3], args: &[(&str, Arg)]) -> Vec<String> {
         grid,
         scalars: &scalars,
         spans: &spans,
+        memory: None,
     };
     let sites = f.fault_sites();
     (proof.check(&launch).into_iter())
@@ -181,11 +184,12 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             attention::attention_backward_dq::trace::<f16>(&s, 64, 32, 64, true).unwrap(),
             none,
         ),
-        // Tutorial 08 reads its matrices through pointers loaded from tables: checked.
+        // Tutorial 08 reads its matrices through pointers loaded from tables, its sizes and
+        // strides from arrays: proven by enumerating its groups with what it reads.
         (
             "08 grouped GEMM",
             grouped_gemm::grouped_matmul::trace::<f16>(&s, 4, 32, 32, 32).unwrap(),
-            &["54 load", "59 load", "68 store"],
+            none,
         ),
         (
             "09 persistent matmul",
@@ -564,4 +568,182 @@ fn right_launches_of_the_tutorial_kernels_are_proven_exactly() {
             "{name} with `{shortened}` short"
         );
     }
+}
+
+/// Tutorial 08's arguments as its proof reads them: pointer tables of `(entries' spans in
+/// bytes, writable)` and integer arrays, by parameter.
+struct Groups {
+    tables: Vec<(usize, Vec<(i128, bool)>)>,
+    arrays: Vec<(usize, Vec<i32>)>,
+}
+
+impl LaunchMemory for Groups {
+    fn read(&self, param: usize, offset: i128, dtype: DType) -> Option<i128> {
+        let (_, a) = self.arrays.iter().find(|(p, _)| *p == param)?;
+        if dtype != DType::I32 || offset % 4 != 0 || offset < 0 {
+            return None;
+        }
+        a.get(usize::try_from(offset / 4).ok()?)
+            .map(|v| i128::from(*v))
+    }
+
+    fn entry(&self, param: usize, offset: i128) -> Option<Entry> {
+        let (_, t) = self.tables.iter().find(|(p, _)| *p == param)?;
+        if offset % 8 != 0 || offset < 0 {
+            return None;
+        }
+        let (bytes, writable) = *t.get(usize::try_from(offset / 8).ok()?)?;
+        Some(Entry {
+            span: (0, bytes),
+            writable,
+        })
+    }
+}
+
+/// The sites of tutorial 08 a launch over `problems` (`(m, k, n)`, row-major) leaves
+/// unproven, with `edit` applied to its memory first.
+fn grouped_unproven(
+    f: &Function,
+    problems: &[(usize, usize, usize)],
+    programs: u32,
+    edit: impl FnOnce(&mut Groups),
+) -> Vec<String> {
+    let g = problems.len();
+    let param = |name: &str| f.params.iter().position(|p| p.name == name).unwrap();
+    let span = |e: usize| (e * 2) as i128;
+    let mut memory = Groups {
+        tables: vec![
+            (
+                param("group_a_ptrs"),
+                problems
+                    .iter()
+                    .map(|&(m, k, _)| (span(m * k), false))
+                    .collect(),
+            ),
+            (
+                param("group_b_ptrs"),
+                problems
+                    .iter()
+                    .map(|&(_, k, n)| (span(k * n), false))
+                    .collect(),
+            ),
+            (
+                param("group_c_ptrs"),
+                problems
+                    .iter()
+                    .map(|&(m, _, n)| (span(m * n), true))
+                    .collect(),
+            ),
+        ],
+        arrays: vec![
+            (
+                param("group_gemm_sizes"),
+                problems
+                    .iter()
+                    .flat_map(|&(m, k, n)| [m, n, k])
+                    .map(|v| v as i32)
+                    .collect(),
+            ),
+            (
+                param("g_lds"),
+                problems
+                    .iter()
+                    .flat_map(|&(_, k, n)| [k, n, n])
+                    .map(|v| v as i32)
+                    .collect(),
+            ),
+        ],
+    };
+    edit(&mut memory);
+    let mut scalars = vec![None; f.params.len()];
+    let mut spans = vec![None; f.params.len()];
+    for (p, t) in &memory.tables {
+        spans[*p] = Some((0, 8 * t.len() as i128));
+    }
+    for (p, a) in &memory.arrays {
+        spans[*p] = Some((0, 4 * a.len() as i128));
+    }
+    scalars[param("group_size")] = Some(g as i128);
+    let proof = bounds_proof(f);
+    let launch = LaunchValues {
+        grid: [programs, 1, 1],
+        scalars: &scalars,
+        spans: &spans,
+        memory: Some(&memory),
+    };
+    let sites = f.fault_sites();
+    (proof.check(&launch).into_iter())
+        .map(|s| format!("{} {}", sites[s as usize].0.line, sites[s as usize].1))
+        .collect()
+}
+
+/// Tutorial 08 is proven by enumerating its groups at launch with the pointers, sizes and
+/// strides it reads; an entry one element short, a size past its matrix, or a read-only
+/// output leaves the accesses it concerns checked.
+#[test]
+fn grouped_gemm_is_proven_with_what_it_reads() {
+    let f = grouped_gemm::grouped_matmul::trace::<f16>(&spec(), 4, 32, 32, 16).unwrap();
+    let problems = [(33, 40, 17), (64, 32, 64), (5, 70, 1), (1, 1, 1)];
+    let none: Vec<String> = Vec::new();
+    assert_eq!(grouped_unproven(&f, &problems, 4, |_| {}), none);
+    // Any number of programs (some with no tile).
+    assert_eq!(grouped_unproven(&f, &problems, 1, |_| {}), none);
+    assert_eq!(grouped_unproven(&f, &problems, 40, |_| {}), none);
+    // No groups.
+    assert_eq!(grouped_unproven(&f, &[], 4, |_| {}), none);
+    let a = ["54 load"];
+    let b = ["59 load"];
+    let c = ["68 store"];
+    // The third group's `a` one element short.
+    let got = grouped_unproven(&f, &problems, 4, |m| m.tables[0].1[2].0 -= 2);
+    assert_eq!(got, a);
+    // The first group's `b` and `c` one element short.
+    let got = grouped_unproven(&f, &problems, 4, |m| m.tables[1].1[0].0 -= 2);
+    assert_eq!(got, b);
+    let got = grouped_unproven(&f, &problems, 4, |m| m.tables[2].1[0].0 -= 2);
+    assert_eq!(got, c);
+    // A read-only output.
+    let got = grouped_unproven(&f, &problems, 4, |m| m.tables[2].1[3].1 = false);
+    assert_eq!(got, c);
+    // The second group's m one larger: its `a` and `c` rows past their ends.
+    let got = grouped_unproven(&f, &problems, 4, |m| m.arrays[0].1[3] += 1);
+    assert_eq!(got, [a[0], c[0]]);
+    // Its k: `a`'s columns and `b`'s rows.
+    let got = grouped_unproven(&f, &problems, 4, |m| m.arrays[0].1[5] += 1);
+    assert_eq!(got, [a[0], b[0]]);
+    // A row stride one larger.
+    let got = grouped_unproven(&f, &problems, 4, |m| m.arrays[1].1[1] += 1);
+    assert_eq!(got, b);
+    // A table without the last group's entry: the table's load and the pointer's.
+    let got = grouped_unproven(&f, &problems, 4, |m| {
+        m.tables[0].1.pop();
+    });
+    assert_eq!(got, ["42 load", a[0]]);
+    // Arrays one group short: their loads, and everything that needs what they hold.
+    let got = grouped_unproven(&f, &problems, 4, |m| {
+        m.arrays[0].1.truncate(9);
+    });
+    assert_eq!(got, ["33 load", "34 load", "35 load", a[0], b[0], c[0]]);
+    let got = grouped_unproven(&f, &problems[..2], 4, |m| {
+        m.arrays[1].1.truncate(3);
+    });
+    assert_eq!(got, ["39 load", "40 load", "41 load", a[0], b[0], c[0]]);
+    // Without the memory: what it reads is unknown.
+    let sites = f.fault_sites();
+    let proof = bounds_proof(&f);
+    let spans = vec![Some((0, 1 << 20)); 5]
+        .into_iter()
+        .chain([None])
+        .collect::<Vec<_>>();
+    let scalars = [None, None, None, None, None, Some(4)];
+    let launch = LaunchValues {
+        grid: [4, 1, 1],
+        scalars: &scalars,
+        spans: &spans,
+        memory: None,
+    };
+    let got: Vec<String> = (proof.check(&launch).into_iter())
+        .map(|s| format!("{} {}", sites[s as usize].0.line, sites[s as usize].1))
+        .collect();
+    assert_eq!(got, [a[0], b[0], c[0]]);
 }

@@ -202,6 +202,8 @@ fn proven_kernels_get_the_unchecked_ptx() {
     };
     for f in [
         tritium_kernels::vector_add::add::trace::<f32>(&s, 1024).unwrap(),
+        tritium_kernels::grouped_gemm::grouped_matmul::trace::<half::f16>(&s, 4, 64, 64, 32)
+            .unwrap(),
         tritium_kernels::matmul::matmul_grouped::trace::<half::f16, f32>(&s, 64, 64, 32, 8)
             .unwrap(),
         tritium_kernels::attention::attention_forward::trace::<half::f16>(&s, 64, 32, 64, true)
@@ -407,5 +409,137 @@ fn an_access_out_of_bounds_in_every_lane_is_refused_before_the_launch_runs() {
             m.contains("out-of-bounds store") && !m.contains("refused"),
             "{d:?}: {m}"
         );
+    }
+}
+
+/// Tutorial 08 (grouped GEMM: matrices through pointer tables, sizes and strides read from
+/// arrays, a `while` loop over tiles) is proven at launch with what its tables and arrays
+/// hold: a right launch checks no access. An entry shorter than its sizes say leaves the
+/// accesses through it checked: an error on every device, nothing written outside.
+#[test]
+fn grouped_gemm_is_proven_and_an_entry_past_its_buffer_is_an_error_on_every_device() {
+    use tritium::backend::launch::checked_sites;
+    use tritium::backend::KernelArgs;
+    use tritium_kernels::grouped_gemm::grouped_matmul;
+    let (bm, bn, bk, programs) = (16, 16, 16, 3);
+    // (m, k, n)
+    let problems = [
+        (20usize, 9usize, 13usize),
+        (16, 33, 16),
+        (3, 40, 1),
+        (0, 4, 5),
+    ];
+    let data = |n: usize, seed: usize| -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 7 + seed * 3) % 11) as f32 - 5.0)
+            .collect()
+    };
+    let a: Vec<Vec<f32>> = (problems.iter().enumerate())
+        .map(|(g, &(m, k, _))| data(m * k, g))
+        .collect();
+    let b: Vec<Vec<f32>> = (problems.iter().enumerate())
+        .map(|(g, &(_, k, n))| data(k * n, g + 10))
+        .collect();
+    let want: Vec<Vec<f32>> = (problems.iter().enumerate())
+        .map(|(g, &(m, k, n))| {
+            let at = |i: usize, j: usize| (0..k).map(|l| a[g][i * k + l] * b[g][l * n + j]).sum();
+            (0..m * n).map(|e| at(e / n, e % n)).collect()
+        })
+        .collect();
+    let sizes: Vec<i32> = (problems.iter())
+        .flat_map(|&(m, k, n)| [m as i32, n as i32, k as i32])
+        .collect();
+    let lds: Vec<i32> = (problems.iter())
+        .flat_map(|&(_, k, n)| [k as i32, n as i32, n as i32])
+        .collect();
+    let groups = problems.len() as i32;
+    let f = grouped_matmul::trace::<f32>(&Default::default(), programs, bm, bn, bk).unwrap();
+    let sites = f.fault_sites();
+    // Each output lies 8 canaries after the start of a vector of canaries.
+    let outputs = |short: Option<usize>| -> Vec<Vec<f32>> {
+        (problems.iter().enumerate())
+            .map(|(g, &(m, _, n))| vec![CANARY; m * n + 16 - usize::from(short == Some(g)) * n])
+            .collect()
+    };
+    // `a_short`: group 1's `a` a row short; `c_short`: group 0's output a row short.
+    for (case, a_short, c_short) in [
+        ("right", false, None),
+        ("a short", true, None),
+        ("c short", false, Some(0)),
+    ] {
+        let a_rows: Vec<&[f32]> = (a.iter().enumerate())
+            .map(|(g, a)| match g == 1 && a_short {
+                true => &a[..a.len() - problems[1].1],
+                false => &a[..],
+            })
+            .collect();
+        let (at, bt) = (PtrTable::of(a_rows.iter().copied()), PtrTable::of(b.iter()));
+        {
+            // The proof of a default launch with these arguments.
+            let mut c = outputs(c_short);
+            let ct = PtrTable::of((c.iter_mut()).map(|c| {
+                let n = c.len();
+                &mut c[8..n - 8]
+            }));
+            let mut args = KernelArgs::new();
+            args.ptr::<i64>("group_a_ptrs", &at);
+            args.ptr::<i64>("group_b_ptrs", &bt);
+            args.ptr::<i64>("group_c_ptrs", &ct);
+            args.ptr::<i32>("group_gemm_sizes", &sizes[..]);
+            args.ptr::<i32>("g_lds", &lds[..]);
+            args.scalar("group_size", groups);
+            let checked: Vec<String> = (checked_sites(&f, programs, &args).unwrap().iter())
+                .map(|s| format!("{} {}", sites[*s as usize].0.line, sites[*s as usize].1))
+                .collect();
+            let want_checked: &[&str] = match case {
+                "right" => &[],
+                "a short" => &["54 load"],
+                _ => &["68 store"],
+            };
+            assert_eq!(checked, want_checked, "{case}");
+        }
+        for d in devices() {
+            let mut c = outputs(c_short);
+            let ct = PtrTable::of((c.iter_mut()).map(|c| {
+                let n = c.len();
+                &mut c[8..n - 8]
+            }));
+            let r = grouped_matmul::launch::<f32>(
+                &d,
+                programs,
+                &at,
+                &bt,
+                &ct,
+                &sizes[..],
+                &lds[..],
+                groups,
+                programs,
+                bm,
+                bn,
+                bk,
+            );
+            drop(ct);
+            let outside = |c: &[f32]| {
+                let n = c.len();
+                (c[..8].iter().chain(&c[n - 8..])).all(|v| *v == CANARY)
+            };
+            assert!(
+                c.iter().all(|c| outside(c)),
+                "{d:?}, {case}: a canary changed"
+            );
+            if case == "right" {
+                r.unwrap();
+                for (g, (c, want)) in c.iter().zip(&want).enumerate() {
+                    assert_eq!(&c[8..c.len() - 8], &want[..], "{d:?}: problem {g}");
+                }
+                continue;
+            }
+            let e = r.expect_err(&format!("{d:?}, {case}: the launch succeeded"));
+            let m = e.to_string();
+            assert!(
+                matches!(e, tritium::Error::Runtime { .. }) && m.contains("grouped_gemm.rs:"),
+                "{d:?}, {case}: {m}"
+            );
+        }
     }
 }

@@ -146,9 +146,13 @@ pub fn launch(
         let mut k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         check_args(&k.function, &args)?;
         // The accesses the launch's bounds proof leaves are checked.
-        if let Some(more) =
-            bounds::more_checks(k.proof.as_ref(), &k.checked_sites, grid, &args.args)?
-        {
+        if let Some(more) = bounds::more_checks(
+            k.proof.as_ref(),
+            &k.checked_sites,
+            grid,
+            &args.args,
+            &args.pointees,
+        )? {
             more.apply(&mut copts.bounds_check, &mut copts.sites);
             k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         }
@@ -167,7 +171,7 @@ pub fn launch(
     let compiled = crate::cpu::compiled(&key, &spec, options, trace)?;
     check_args_written(&compiled.function, compiled.written_params(), &args)?;
     // The accesses the launch's bounds proof leaves are checked.
-    let compiled = crate::cpu::proven(compiled, &key, &spec, options, grid, &args.args)?;
+    let compiled = crate::cpu::proven(compiled, &key, &spec, options, grid, &args)?;
     compiled.run_launch(grid, &args.args, &args.pointees)
 }
 

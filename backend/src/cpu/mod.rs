@@ -132,10 +132,11 @@ pub(crate) fn proven(
     spec: &Specialization,
     options: &LaunchOptions,
     grid: Grid,
-    args: &[RawArg],
+    args: &crate::launch::KernelArgs<'_>,
 ) -> Result<Arc<Compiled>> {
     let proof = compiled.proof.as_ref();
-    let Some(more) = bounds::more_checks(proof, &compiled.checked_sites, grid, args)? else {
+    let checked = &compiled.checked_sites;
+    let Some(more) = bounds::more_checks(proof, checked, grid, &args.args, &args.pointees)? else {
         return Ok(compiled);
     };
     let mut options = options.compile_options();

@@ -85,7 +85,8 @@ pub(crate) fn launch(
     check_args(&compiled.function, args)?;
     // The accesses the launch's bounds proof leaves are checked.
     let proof = compiled.proof.as_ref();
-    if let Some(more) = bounds::more_checks(proof, &compiled.checked_sites, grid, &args.args)? {
+    let checked = &compiled.checked_sites;
+    if let Some(more) = bounds::more_checks(proof, checked, grid, &args.args, &args.pointees)? {
         more.apply(&mut copts.bounds_check, &mut copts.sites);
         compiled = self::compiled(key, &spec, &copts, options, trace)?;
     }

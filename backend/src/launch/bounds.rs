@@ -1,16 +1,19 @@
 //! What a launch gives a kernel's bounds proof (`dsl::ir::bounds_proof`): the grid, the
-//! integer arguments and each buffer's span as offsets from the pointer the kernel gets.
-//! A launch runs with run-time checks at exactly the sites its proof leaves.
+//! integer arguments, each buffer's span as offsets from the pointer the kernel gets, and
+//! the memory the proof may read (read-only host arguments, pointer tables' entries). A
+//! launch runs with run-time checks at exactly the sites its proof leaves.
 
 use super::checked::{SiteBits, SiteChecks};
-use super::{Grid, RawArg};
+use super::{Grid, Memory, Pointee, RawArg};
 use crate::{Error, Result};
 use std::sync::Mutex;
-use tritium_dsl::ir::{BoundsProof, Function, LaunchValues, Loc, Refuted, Verdict};
+use tritium_dsl::ir::{BoundsProof, Entry, Function, LaunchMemory, LaunchValues, Loc};
+use tritium_dsl::ir::{Refuted, Verdict};
+use tritium_dsl::DType;
 
 /// A compiled kernel's bounds proof, with the verdict of its last launch: launches that
-/// repeat their grid, integer arguments and buffer sizes (wherever the buffers lie) reuse
-/// it for the cost of a comparison.
+/// repeat their grid, integer arguments and buffer sizes (wherever the buffers lie), and
+/// whose memory holds what the proof read, reuse it for the cost of a comparison.
 #[derive(Debug)]
 pub(crate) struct LaunchProof {
     proof: BoundsProof,
@@ -35,17 +38,19 @@ impl LaunchProof {
 
     /// The fault sites this launch does not prove in bounds, ascending (those no launch
     /// proves included); an error when an access of every program can only fault.
-    pub fn unproven(&self, grid: Grid, args: &[RawArg]) -> Result<Vec<u32>> {
+    pub fn unproven(&self, grid: Grid, args: &[RawArg], pointees: &[Pointee]) -> Result<Vec<u32>> {
+        let memory = LaunchArgs { args, pointees };
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         let verdict = match &*last {
             Some((key, verdict))
                 if key.len() == 3 + 2 * args.len()
-                    && key.iter().copied().eq(key_words(grid, args)) =>
+                    && key.iter().copied().eq(key_words(grid, args))
+                    && verdict.reads.iter().all(|r| r.still(&memory)) =>
             {
                 verdict.clone()
             }
             _ => {
-                let verdict = launch_verdict(&self.proof, grid, args);
+                let verdict = launch_verdict(&self.proof, grid, &memory);
                 *last = Some((key_words(grid, args).collect(), verdict.clone()));
                 verdict
             }
@@ -90,8 +95,71 @@ fn key_words(grid: Grid, args: &[RawArg]) -> impl Iterator<Item = i128> + '_ {
     }))
 }
 
+/// A launch's arguments as the memory its proof may read: integers of read-only host
+/// arguments that are not pointer tables, and pointer tables' entries.
+struct LaunchArgs<'a> {
+    args: &'a [RawArg],
+    pointees: &'a [Pointee],
+}
+
+impl LaunchMemory for LaunchArgs<'_> {
+    fn read(&self, param: usize, offset: i128, dtype: DType) -> Option<i128> {
+        let Some(RawArg::Ptr(b)) = self.args.get(param) else {
+            return None;
+        };
+        // Only bytes nothing may write during the launch: a shared borrow (the kernel
+        // writes only exclusively borrowed arguments, `check_args`), in host memory, its
+        // own bytes (no view's gaps), and no table (whose entries a GPU launch
+        // translates); no buffer the kernel may write overlaps it (`check_overlaps`).
+        let table = self.pointees.iter().any(|e| e.arg == param);
+        if b.writable || b.memory != Memory::Host || b.view.is_some() || table {
+            return None;
+        }
+        if !dtype.is_int() || dtype.size_bytes() > 8 {
+            return None;
+        }
+        let size = dtype.size_bytes();
+        let at = (b.ptr as i128).checked_add(offset)?;
+        if at < b.lo as i128 || at + size as i128 > b.hi as i128 {
+            return None;
+        }
+        let mut bytes = [0u8; 16];
+        // SAFETY: `[at, at + size)` lies inside the argument's buffer, which the launch
+        // borrows (shared) until it returns.
+        unsafe {
+            std::ptr::copy_nonoverlapping(at as usize as *const u8, bytes.as_mut_ptr(), size)
+        };
+        let raw = i128::from_le_bytes(bytes);
+        Some(dtype.wrap_int(raw))
+    }
+
+    fn entry(&self, param: usize, offset: i128) -> Option<Entry> {
+        if offset < 0 || offset % 8 != 0 {
+            return None;
+        }
+        let Some(RawArg::Ptr(table)) = self.args.get(param) else {
+            return None;
+        };
+        if table.dtype.size_bytes() != 8 {
+            return None;
+        }
+        let index = usize::try_from(offset / 8).ok()?;
+        let e = (self.pointees.iter()).find(|e| e.arg == param && e.entry == index)?;
+        let b = e.buffer;
+        if b.view.is_some() {
+            return None;
+        }
+        let at = b.ptr as i128;
+        Some(Entry {
+            span: (b.lo as i128 - at, b.hi as i128 - at),
+            writable: b.writable,
+        })
+    }
+}
+
 /// The verdict of `proof` for this launch.
-fn launch_verdict(proof: &BoundsProof, grid: Grid, args: &[RawArg]) -> Verdict {
+fn launch_verdict(proof: &BoundsProof, grid: Grid, memory: &LaunchArgs<'_>) -> Verdict {
+    let args = memory.args;
     let mut scalars = Vec::with_capacity(args.len());
     let mut spans = Vec::with_capacity(args.len());
     for a in args {
@@ -115,7 +183,21 @@ fn launch_verdict(proof: &BoundsProof, grid: Grid, args: &[RawArg]) -> Verdict {
         grid,
         scalars: &scalars,
         spans: &spans,
+        memory: Some(memory),
     })
+}
+
+/// The fault sites (in [`Function::fault_sites`] order) that a default launch of `f` with
+/// these grid and arguments checks at run time, ascending: its bounds proof shows every
+/// other access inside its buffers. An error where the launch would be refused before it
+/// runs (an access of every program whose every lane is out of bounds). For tests and
+/// diagnostics: a launch evaluates the same proof.
+pub fn checked_sites(
+    f: &Function,
+    grid: impl Into<Grid>,
+    args: &super::KernelArgs<'_>,
+) -> Result<Vec<u32>> {
+    LaunchProof::new(f).unproven(grid.into(), &args.args, &args.pointees)
 }
 
 /// What a kernel compiled with `bounds_check` and `sites` checks outside checked mode (its
@@ -147,11 +229,12 @@ pub(crate) fn more_checks(
     checked: &[u32],
     grid: Grid,
     args: &[RawArg],
+    pointees: &[Pointee],
 ) -> Result<Option<MoreChecks>> {
     let Some(proof) = proof else {
         return Ok(None);
     };
-    let needed = proof.unproven(grid, args)?;
+    let needed = proof.unproven(grid, args, pointees)?;
     if needed.iter().all(|s| checked.binary_search(s).is_ok()) {
         return Ok(None);
     }

@@ -17,6 +17,7 @@ mod view;
 pub use args::{
     scalar_bits, Held, KernelArgs, Memory, PackedPtr, Pointee, PtrArg, PtrTable, RawArg, RawBuffer,
 };
+pub use bounds::checked_sites;
 pub use checked::{SiteBits, SiteChecks};
 pub use grid::{Grid, MAX_PROGRAMS};
 pub use options::{LaunchOptions, Unchecked};

@@ -43,7 +43,10 @@ mod verify;
 
 pub use affine::{affine_lanes, row_major, Affine, Widened};
 pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
-pub use bounds::{bounds_proof, Access, BoundsProof, LaunchValues, Refuted, SiteProof, Verdict};
+pub use bounds::{
+    bounds_proof, Access, BoundsProof, Entry, LaunchMemory, LaunchValues, MemoryRead, Refuted,
+    SiteProof, Verdict, MAX_ENUMERATED,
+};
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{
     allowed_pipes, is_builtin_name, AsmOperand, Bitcode, BuiltinAccess, BuiltinExtent, CoreType,

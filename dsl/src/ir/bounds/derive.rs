@@ -4,13 +4,14 @@
 use super::form::{Form, Var};
 use super::scalar::{Scalar, ScalarId, Scalars};
 use super::{
-    Access, AtomDef, BoundsProof, Check, CheckId, Constraint, LoopBounds, RangeOp, SiteProof,
+    Access, AtomDef, BoundsProof, Check, CheckId, Constraint, Enumeration, LoopBounds, RangeOp,
+    SiteProof,
 };
 use crate::ir::{
     BinOp, Block, BuiltinExtent, CmpPred, Const, CustomCall, DType, Elem, Function, Inst, Op, UnOp,
     Value,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// What the proof knows of a value.
 #[derive(Debug, Clone)]
@@ -21,10 +22,12 @@ enum Abs {
         dtype: DType,
         checks: Vec<CheckId>,
     },
-    /// A pointer into parameter `root`'s buffer, `offset` bytes (exactly) from its
+    /// A pointer into parameter `root`'s buffer (with `entry`, into the buffer of the
+    /// entry of table `root` at that byte offset), `offset` bytes (exactly) from its
     /// pointer, where `checks` hold.
     Ptr {
         root: usize,
+        entry: Option<ScalarId>,
         offset: Form,
         checks: Vec<CheckId>,
     },
@@ -47,8 +50,12 @@ struct Deriver<'f> {
     /// How many blocks the walk is in (1: the kernel's body).
     nesting: u32,
     /// `Function::foreign_pointers`, computed at the first site that needs it.
-    foreign: Option<std::collections::HashSet<Value>>,
+    foreign: Option<HashSet<Value>>,
     pids: [Option<u32>; 3],
+    enumerations: Vec<Enumeration>,
+    /// While a loop's body is walked with its counter a launch-time scalar (no loop inside
+    /// it is enumerated).
+    enumerating: bool,
 }
 
 pub(super) fn derive(f: &Function) -> BoundsProof {
@@ -66,11 +73,14 @@ pub(super) fn derive(f: &Function) -> BoundsProof {
         nesting: 0,
         foreign: None,
         pids: [None; 3],
+        enumerations: Vec::new(),
+        enumerating: false,
     };
     for (i, p) in f.params.iter().enumerate() {
         let abs = match f.ty(p.value).elem {
             Elem::Ptr(_) => Abs::Ptr {
                 root: i,
+                entry: None,
                 offset: Form::constant(d.s.constant(0)),
                 checks: vec![],
             },
@@ -84,11 +94,23 @@ pub(super) fn derive(f: &Function) -> BoundsProof {
         d.env.insert(p.value, abs);
     }
     d.block(&f.body);
+    // A site the walk cannot prove shows its enumeration's proof, if it has one.
+    let mut listed = d.sites.clone();
+    for e in &d.enumerations {
+        for (k, p) in e.sites.iter().enumerate() {
+            let at = e.first_site as usize + k;
+            if matches!(p, SiteProof::Proof(_)) && matches!(listed[at], SiteProof::Unproven(_)) {
+                listed[at] = p.clone();
+            }
+        }
+    }
     BoundsProof {
         scalars: d.s,
         atoms: d.atoms,
         checks: d.checks,
-        sites: d.sites,
+        walked: d.sites,
+        enumerations: d.enumerations,
+        sites: listed,
     }
 }
 
@@ -111,11 +133,13 @@ impl Abs {
             },
             Abs::Ptr {
                 root,
+                entry,
                 offset,
                 checks,
             } => match f(offset) {
                 Some(offset) => Abs::Ptr {
                     root,
+                    entry,
                     offset,
                     checks,
                 },
@@ -163,6 +187,7 @@ impl<'f> Deriver<'f> {
         let c = Check {
             form: form.clone(),
             dtype,
+            context: self.context.clone(),
         };
         let next = self.checks.len() as CheckId;
         let id = *self.check_ids.entry(c.clone()).or_insert(next);
@@ -200,7 +225,13 @@ impl<'f> Deriver<'f> {
 
     /// A value known by its range: a new atom.
     fn range(&mut self, v: Value, op: RangeOp, dtype: DType, checks: Vec<CheckId>) -> Abs {
-        let id = self.atom(AtomDef::Range { op, dtype, checks });
+        let context = self.context.clone();
+        let id = self.atom(AtomDef::Range {
+            op,
+            dtype,
+            checks,
+            context,
+        });
         Abs::Int {
             form: self.atom_var(id, self.shape(v)),
             dtype,
@@ -243,9 +274,11 @@ impl<'f> Deriver<'f> {
                 then_region,
                 else_region,
             } => return self.if_else(inst, *cond, then_region, else_region),
-            Op::Load { ptr, mask, .. } => self.site(*ptr, *mask),
-            Op::Store { ptr, mask, .. } | Op::Atomic { ptr, mask, .. } => self.site(*ptr, *mask),
-            Op::AtomicCas { ptr, .. } => self.site(*ptr, None),
+            Op::Load { ptr, mask, .. } => self.site(*ptr, *mask, false),
+            Op::Store { ptr, mask, .. } | Op::Atomic { ptr, mask, .. } => {
+                self.site(*ptr, *mask, true)
+            }
+            Op::AtomicCas { ptr, .. } => self.site(*ptr, None, true),
             Op::Custom(c) if inst.op.fault_kind().is_some() => self.builtin_site(c),
             Op::Assert { .. } if self.recording => self.sites.push(SiteProof::NotAccess),
             _ => {}
@@ -352,10 +385,54 @@ impl<'f> Deriver<'f> {
                 let no = self.constraints_of(*c, true, 0);
                 self.hull(r, &[(*a, yes), (*b, no)])
             }
+            // A scalar read from a uniform address: read at launch (when nothing may
+            // write it, see `LaunchMemory::read`).
+            (
+                Op::Load {
+                    ptr, mask: None, ..
+                },
+                Some(d),
+            ) if t.shape.is_empty() => match self.abs(*ptr) {
+                Abs::Ptr {
+                    root,
+                    entry: None,
+                    offset,
+                    checks,
+                } if offset.is_uniform() && checks.is_empty() => Abs::Int {
+                    form: Form::constant(self.s.get(Scalar::Load {
+                        param: root as u32,
+                        offset: offset.constant,
+                        dtype: d,
+                    })),
+                    dtype: d,
+                    checks: vec![],
+                },
+                _ => Abs::Unknown,
+            },
+            // An address read from a uniform place of a pointer table: its entry.
+            (Op::IntToPtr(x), None) => match self.abs(*x) {
+                Abs::Int { form, checks, .. } if form.is_uniform() && checks.is_empty() => {
+                    match self.s.nodes[form.constant as usize] {
+                        Scalar::Load {
+                            param,
+                            offset,
+                            dtype: DType::I64 | DType::U64,
+                        } => Abs::Ptr {
+                            root: param as usize,
+                            entry: Some(offset),
+                            offset: Form::constant(self.s.constant(0)),
+                            checks: vec![],
+                        },
+                        _ => Abs::Unknown,
+                    }
+                }
+                _ => Abs::Unknown,
+            },
             (Op::AddPtr(p, o), _) => match (self.abs(*p), self.abs(*o)) {
                 (
                     Abs::Ptr {
                         root,
+                        entry,
                         offset,
                         checks,
                     },
@@ -376,6 +453,7 @@ impl<'f> Deriver<'f> {
                     let k = self.s.constant(size as i128);
                     Abs::Ptr {
                         root,
+                        entry,
                         offset: offset.add_scaled(&mut self.s, &form, k),
                         checks: union(&checks, &oc),
                     }
@@ -405,16 +483,20 @@ impl<'f> Deriver<'f> {
             }
             Abs::Ptr {
                 root,
+                entry,
                 offset,
                 checks,
             } => {
+                let context = self.context.clone();
                 let id = self.atom(AtomDef::Range {
                     op: RangeOp::Hull(vec![(offset, vec![])]),
                     dtype: DType::I64,
                     checks,
+                    context,
                 });
                 Abs::Ptr {
                     root,
+                    entry,
                     offset: self.atom_var(id, self.shape(r)),
                     checks: vec![],
                 }
@@ -468,19 +550,20 @@ impl<'f> Deriver<'f> {
                     checks,
                 )
             }
-            Abs::Ptr { root, .. } => {
+            Abs::Ptr { root, entry, .. } => {
                 let mut forms = Vec::new();
                 let mut checks = Vec::new();
                 for a in abs {
                     let Abs::Ptr {
                         root: r2,
+                        entry: e2,
                         offset,
                         checks: c,
                     } = a
                     else {
                         return Abs::Unknown;
                     };
-                    if *r2 != root {
+                    if *r2 != root || *e2 != entry {
                         return Abs::Unknown;
                     }
                     checks = union(&checks, c);
@@ -490,17 +573,21 @@ impl<'f> Deriver<'f> {
                     let offset = forms.swap_remove(0);
                     return Abs::Ptr {
                         root,
+                        entry,
                         offset,
                         checks,
                     };
                 }
+                let context = self.context.clone();
                 let id = self.atom(AtomDef::Range {
                     op: RangeOp::Hull(forms.into_iter().zip(guards).collect()),
                     dtype: DType::I64,
                     checks,
+                    context,
                 });
                 Abs::Ptr {
                     root,
+                    entry,
                     offset: self.atom_var(id, self.shape(r)),
                     checks: vec![],
                 }
@@ -683,13 +770,14 @@ impl<'f> Deriver<'f> {
             .collect()
     }
 
-    fn site(&mut self, ptr: Value, mask: Option<Value>) {
+    fn site(&mut self, ptr: Value, mask: Option<Value>, writes: bool) {
         if !self.recording {
             return;
         }
         let proof = match self.abs(ptr) {
             Abs::Ptr {
                 root,
+                entry,
                 offset,
                 checks,
             } => {
@@ -702,6 +790,8 @@ impl<'f> Deriver<'f> {
                 SiteProof::Proof(Access {
                     root,
                     bytes,
+                    entry,
+                    writes,
                     offset,
                     checks,
                     constraints,
@@ -738,6 +828,7 @@ impl<'f> Deriver<'f> {
         let access = c.builtin_access(|v| f.ty(v).shape.clone())?;
         let Abs::Ptr {
             root,
+            entry,
             offset,
             mut checks,
         } = self.abs(access.ptr)
@@ -784,6 +875,8 @@ impl<'f> Deriver<'f> {
         Some(Access {
             root,
             bytes: bytes as u64,
+            entry,
+            writes: access.write,
             offset,
             checks,
             constraints: self.context.clone(),
@@ -805,8 +898,9 @@ impl<'f> Deriver<'f> {
                     dtype,
                     checks: vec![],
                 },
-                Abs::Ptr { root, .. } => Abs::Ptr {
+                Abs::Ptr { root, entry, .. } => Abs::Ptr {
                     root,
+                    entry,
                     offset: var,
                     checks: vec![],
                 },
@@ -875,6 +969,12 @@ impl<'f> Deriver<'f> {
             _ => None,
         };
         let iv = body.args[0];
+        if let Some((b, dt)) = &bounds {
+            let uniform = b.lo.is_uniform() && b.hi.is_uniform();
+            if uniform && self.recording && !self.enumerating && loads_by(self.f, body, iv) {
+                self.enumerate(b, *dt, init, body);
+            }
+        }
         let (iter, trips) = match &bounds {
             Some((b, dt)) => {
                 let iter = self.atom(AtomDef::Iter(b.clone()));
@@ -930,6 +1030,111 @@ impl<'f> Deriver<'f> {
         }
     }
 
+    /// Derives `body` again with its counter a launch-time scalar (`Scalar::Enum`) and
+    /// each carried integer that stays uniform a `Scalar::Carried`, recording its sites
+    /// in a new [`Enumeration`] (not in `sites`: the usual walk follows).
+    fn enumerate(&mut self, b: &LoopBounds, dt: DType, init: &[Value], body: &'f Block) {
+        let id = self.enumerations.len() as u32;
+        let counter = self.s.get(Scalar::Enum(id));
+        let args = &body.args[1..];
+        // (its scalar, dtype, value before the first iteration)
+        let mut carried: Vec<Option<(ScalarId, DType, ScalarId)>> = Vec::new();
+        for (k, v) in init.iter().enumerate() {
+            carried.push(match self.abs(*v) {
+                Abs::Int { form, dtype, .. } if form.is_uniform() => Some((
+                    self.s.get(Scalar::Carried(id, k as u32)),
+                    dtype,
+                    self.s.get(Scalar::Cast(form.constant, dtype)),
+                )),
+                _ => None,
+            });
+        }
+        let bind = |d: &mut Self, carried: &[Option<(ScalarId, DType, ScalarId)>]| {
+            let c = Form::constant(counter);
+            d.set(
+                body.args[0],
+                Abs::Int {
+                    form: c,
+                    dtype: dt,
+                    checks: vec![],
+                },
+            );
+            for (arg, c) in args.iter().zip(carried) {
+                let a = match c {
+                    Some((s, dtype, _)) => Abs::Int {
+                        form: Form::constant(*s),
+                        dtype: *dtype,
+                        checks: vec![],
+                    },
+                    None => Abs::Unknown,
+                };
+                d.set(*arg, a);
+            }
+        };
+        // What each iteration yields: a carried integer's machine value, while uniform.
+        let yielded = |d: &mut Self, carried: &[Option<(ScalarId, DType, ScalarId)>]| {
+            let ys = match body.insts.last().map(|i| &i.op) {
+                Some(Op::Yield(ys)) => ys.clone(),
+                _ => Vec::new(),
+            };
+            (carried.iter().enumerate())
+                .map(|(k, c)| {
+                    let (_, dtype, _) = (*c)?;
+                    match d.abs(*ys.get(k)?) {
+                        Abs::Int { form, dtype: t, .. } if form.is_uniform() && t == dtype => {
+                            Some(d.s.get(Scalar::Cast(form.constant, dtype)))
+                        }
+                        _ => None,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        // Checks are shared by equal forms: the final walk may find those of the first.
+        let c0 = self.checks.len();
+        self.enumerating = true;
+        let recording = std::mem::replace(&mut self.recording, false);
+        loop {
+            bind(self, &carried);
+            self.block(body);
+            let ys = yielded(self, &carried);
+            let mut changed = false;
+            for (c, y) in carried.iter_mut().zip(&ys) {
+                if c.is_some() && y.is_none() {
+                    *c = None;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.recording = recording;
+        let (s0, a0) = (self.sites.len(), self.atoms.len());
+        bind(self, &carried);
+        self.block(body);
+        let ys = yielded(self, &carried);
+        self.enumerating = false;
+        let sites = self.sites.split_off(s0);
+        let carried: Vec<(ScalarId, ScalarId, ScalarId)> = (carried.iter().zip(&ys))
+            .filter_map(|(c, y)| Some((c.as_ref()?.0, c.as_ref()?.2, (*y)?)))
+            .collect();
+        let mut roots = vec![counter];
+        roots.extend(carried.iter().map(|c| c.0));
+        let scalars = self.s.dependents(&roots);
+        self.enumerations.push(Enumeration {
+            lo: b.lo.constant,
+            hi: b.hi.constant,
+            step: b.step,
+            counter,
+            carried,
+            scalars,
+            atoms: a0 as u32..self.atoms.len() as u32,
+            checks: c0 as u32..self.checks.len() as u32,
+            first_site: s0 as u32,
+            sites,
+        });
+    }
+
     /// `start + Δ·atom`.
     fn advanced(&mut self, start: &Abs, d: ScalarId, atom: u32) -> Abs {
         let var = Form::var(
@@ -972,14 +1177,17 @@ impl<'f> Deriver<'f> {
         }
     }
 
+    /// A carried value the loop never changes keeps its value; a changing integer is any
+    /// value of its dtype (an atom), bounded inside the body by the condition, which
+    /// holds there.
     fn while_loop(&mut self, inst: &Inst, init: &[Value], cond: &'f Block, body: &'f Block) {
-        // Only carried values the loop never changes are followed.
         let steps = self.steps(&body.args, init, body);
         let mut results = Vec::new();
         for (k, arg) in body.args.iter().enumerate() {
             let start = self.abs(init[k]);
-            let a = match steps[k] {
-                Some(d) if self.s.as_const(d) == Some(0) => start,
+            let a = match (steps[k], self.f.ty(*arg).elem) {
+                (Some(d), _) if self.s.as_const(d) == Some(0) => start,
+                (_, Elem::Scalar(dt)) if dt.is_int() => self.range(*arg, RangeOp::Any, dt, vec![]),
                 _ => Abs::Unknown,
             };
             self.set(*arg, a.clone());
@@ -987,7 +1195,14 @@ impl<'f> Deriver<'f> {
             results.push(a);
         }
         self.block(cond);
+        let holds = match cond.insts.last().map(|i| &i.op) {
+            Some(Op::Condition(c)) => self.constraints_of(*c, false, 0),
+            _ => vec![],
+        };
+        let n = holds.len();
+        self.context.extend(holds);
         self.block(body);
+        self.context.truncate(self.context.len() - n);
         for (r, a) in inst.results.iter().zip(results) {
             self.set(*r, a);
         }
@@ -1017,6 +1232,38 @@ impl<'f> Deriver<'f> {
             self.set(*r, a);
         }
     }
+}
+
+/// Whether `body` loads a scalar from an address made from `iv` (a loop whose iterations
+/// a launch may enumerate: tutorial 08's groups).
+fn loads_by(f: &Function, body: &Block, iv: Value) -> bool {
+    fn walk(f: &Function, b: &Block, dep: &mut HashSet<Value>) -> bool {
+        for inst in &b.insts {
+            if let Op::Load { ptr, .. } = &inst.op {
+                if dep.contains(ptr) && inst.results.iter().all(|r| f.ty(*r).shape.is_empty()) {
+                    return true;
+                }
+            }
+            let uses = inst.op.operands();
+            let before = dep.len();
+            if uses.iter().any(|v| dep.contains(v)) {
+                for r in inst.op.regions() {
+                    dep.extend(r.args.iter().copied());
+                }
+                dep.extend(inst.results.iter().copied());
+            }
+            for r in inst.op.regions() {
+                if walk(f, r, dep) {
+                    return true;
+                }
+            }
+            if dep.len() > before {
+                dep.extend(inst.results.iter().copied());
+            }
+        }
+        false
+    }
+    walk(f, body, &mut HashSet::from([iv]))
 }
 
 fn varies(a: &Abs) -> bool {

@@ -1,10 +1,13 @@
 //! A proof evaluated for one launch: every scalar, every atom's range, then each access's
-//! lowest and highest byte against its argument's span.
+//! lowest and highest byte against its argument's span; a site left unproven inside an
+//! enumerated loop is then tried iteration by iteration.
 
 use super::form::{Form, Var};
 use super::{
-    Access, AtomDef, BoundsProof, CheckId, Constraint, LaunchValues, RangeOp, Refuted, SiteProof,
+    Access, AtomDef, BoundsProof, CheckId, Constraint, Entry, Enumeration, LaunchMemory,
+    LaunchValues, MemoryRead, RangeOp, Refuted, SiteProof, MAX_ENUMERATED,
 };
+use crate::ir::DType;
 
 /// `[lo, hi]`; empty when `lo > hi` (a loop that never runs).
 type Range = (i128, i128);
@@ -22,17 +25,45 @@ pub(super) struct Launch<'p, 'l> {
     scalars: Vec<Option<i128>>,
     atoms: Vec<Option<Range>>,
     checks: Vec<Option<bool>>,
+    /// The memory read, in order.
+    reads: Vec<MemoryRead>,
+}
+
+/// [`LaunchMemory::read`], recorded.
+fn read(
+    memory: Option<&dyn LaunchMemory>,
+    reads: &mut Vec<MemoryRead>,
+    param: u32,
+    offset: i128,
+    dtype: DType,
+) -> Option<i128> {
+    let memory = memory?;
+    let param = param as usize;
+    let value = memory.read(param, offset, dtype);
+    reads.push(MemoryRead::Int {
+        param,
+        offset,
+        dtype,
+        value,
+    });
+    value
 }
 
 impl<'p, 'l> Launch<'p, 'l> {
     pub fn new(proof: &'p BoundsProof, launch: &'l LaunchValues<'l>) -> Self {
-        let scalars = proof.scalars.evaluate(launch.scalars, launch.grid);
+        let mut reads = Vec::new();
+        let scalars = proof
+            .scalars
+            .evaluate(launch.scalars, launch.grid, &mut |p, o, d| {
+                read(launch.memory, &mut reads, p, o, d)
+            });
         let mut l = Launch {
             proof,
             launch,
             scalars,
             atoms: Vec::with_capacity(proof.atoms.len()),
             checks: vec![None; proof.checks.len()],
+            reads,
         };
         for a in &proof.atoms {
             let r = l.atom(a);
@@ -41,10 +72,15 @@ impl<'p, 'l> Launch<'p, 'l> {
         l
     }
 
+    /// The memory this launch's evaluation read.
+    pub fn into_reads(self) -> Vec<MemoryRead> {
+        self.reads
+    }
+
     /// The sites this launch does not prove.
     pub fn unproven(&mut self) -> Vec<u32> {
         let mut out = Vec::new();
-        for (i, site) in self.proof.sites.iter().enumerate() {
+        for (i, site) in self.proof.walked.iter().enumerate() {
             let proven = match site {
                 SiteProof::Proof(a) => self.proves(a),
                 SiteProof::Unproven(_) => false,
@@ -54,7 +90,94 @@ impl<'p, 'l> Launch<'p, 'l> {
                 out.push(i as u32);
             }
         }
+        // Sites left inside an enumerated loop: iteration by iteration.
+        for e in &self.proof.enumerations {
+            let (first, n) = (e.first_site, e.sites.len() as u32);
+            let wanted: Vec<u32> = (out.iter().copied())
+                .filter(|s| (first..first + n).contains(s))
+                .filter(|s| matches!(e.sites[(s - first) as usize], SiteProof::Proof(_)))
+                .collect();
+            if wanted.is_empty() {
+                continue;
+            }
+            let proven = self.enumerate(e, &wanted);
+            out.retain(|s| !proven.contains(s));
+        }
         out
+    }
+
+    /// Which of sites `wanted` (of `e`'s body) every iteration of `e` this launch runs
+    /// proves in bounds, with that iteration's counter and carried values.
+    fn enumerate(&mut self, e: &'p Enumeration, wanted: &[u32]) -> Vec<u32> {
+        let bounds = (self.scalar(e.lo), self.scalar(e.hi), self.scalar(e.step));
+        let (Some(lo), Some(hi), Some(step)) = bounds else {
+            return Vec::new();
+        };
+        let Some(trips) = trips(lo, hi, step) else {
+            return Vec::new();
+        };
+        if trips > MAX_ENUMERATED {
+            return Vec::new();
+        }
+        let mut carried: Vec<Option<i128>> = e.carried.iter().map(|c| self.scalar(c.1)).collect();
+        let mut ok = vec![true; wanted.len()];
+        for k in 0..trips {
+            let Some(counter) = step.checked_mul(k).and_then(|d| lo.checked_add(d)) else {
+                return Vec::new();
+            };
+            self.scalars[e.counter as usize] = Some(counter);
+            for (c, v) in e.carried.iter().zip(&carried) {
+                self.scalars[c.0 as usize] = *v;
+            }
+            let (memory, reads) = (self.launch.memory, &mut self.reads);
+            let (params, grid) = (self.launch.scalars, self.launch.grid);
+            for &id in &e.scalars {
+                if id == e.counter || e.carried.iter().any(|c| c.0 == id) {
+                    continue;
+                }
+                let v =
+                    (self.proof.scalars).value(id, &self.scalars, params, grid, &mut |p, o, d| {
+                        read(memory, reads, p, o, d)
+                    });
+                self.scalars[id as usize] = v;
+            }
+            for c in e.checks.clone() {
+                self.checks[c as usize] = None;
+            }
+            for a in e.atoms.clone() {
+                let r = self.atom(&self.proof.atoms[a as usize]);
+                self.atoms[a as usize] = r;
+            }
+            for (w, &s) in wanted.iter().enumerate() {
+                if ok[w] {
+                    ok[w] = match &e.sites[(s - e.first_site) as usize] {
+                        SiteProof::Proof(a) => self.proves(a),
+                        _ => false,
+                    };
+                }
+            }
+            if !ok.contains(&true) {
+                break;
+            }
+            for (c, v) in e.carried.iter().zip(&mut carried) {
+                *v = self.scalar(c.2);
+            }
+        }
+        (wanted.iter().zip(&ok))
+            .filter(|(_, ok)| **ok)
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// [`LaunchMemory::entry`], recorded.
+    fn entry(&mut self, param: usize, offset: i128) -> Option<Entry> {
+        let entry = self.launch.memory?.entry(param, offset);
+        self.reads.push(MemoryRead::Entry {
+            param,
+            offset,
+            entry,
+        });
+        entry
     }
 
     fn scalar(&self, id: u32) -> Option<i128> {
@@ -91,9 +214,16 @@ impl<'p, 'l> Launch<'p, 'l> {
             }
             let c = &self.proof.checks[id as usize];
             let (lo, hi) = c.dtype.int_range().unwrap_or((1, 0));
-            let r = self
-                .range(&c.form)
-                .is_some_and(|r| is_empty(r) || (lo <= r.0 && r.1 <= hi));
+            let fits = |r: Range| is_empty(r) || (lo <= r.0 && r.1 <= hi);
+            let mut r = self.range(&c.form).is_some_and(fits);
+            if !r && !c.context.is_empty() {
+                // Where the loops and `if`s around the value let it be (nowhere: the value
+                // is never computed).
+                r = match self.context(&c.context) {
+                    Some(context) => self.bounded(&c.form, &context).is_some_and(fits),
+                    None => true,
+                };
+            }
             self.checks[id as usize] = Some(r);
             r
         })
@@ -110,26 +240,29 @@ impl<'p, 'l> Launch<'p, 'l> {
                 if is_empty(lo) || is_empty(hi) {
                     return Some(EMPTY);
                 }
-                let span = match step {
+                let trips = match step {
                     0 => return None,
-                    s if s > 0 => hi.1.checked_sub(lo.0)?,
-                    _ => lo.1.checked_sub(hi.0)?,
-                };
-                let trips = if span <= 0 {
-                    0
-                } else {
-                    ceil_div(span, step.checked_abs()?)
+                    s if s > 0 => trips(lo.0, hi.1, s)?,
+                    s => trips(lo.1, hi.0, s)?,
                 };
                 match a {
                     AtomDef::Iter(_) => Some((0, trips - 1)),
                     _ => Some((0, trips)),
                 }
             }
-            AtomDef::Range { op, dtype, checks } => {
+            AtomDef::Range {
+                op,
+                dtype,
+                checks,
+                context,
+            } => {
                 if !self.holds(checks) {
                     return None;
                 }
-                let r = self.range_op(op, dtype.int_range())?;
+                let Some(context) = self.context(context) else {
+                    return Some(EMPTY); // never computed
+                };
+                let r = self.range_op(op, dtype.int_range(), &context)?;
                 let (lo, hi) = dtype.int_range()?;
                 (is_empty(r) || (lo <= r.0 && r.1 <= hi)).then_some(r)
             }
@@ -137,24 +270,31 @@ impl<'p, 'l> Launch<'p, 'l> {
         }
     }
 
-    fn range_op(&mut self, op: &'p RangeOp, dtype: Option<(i128, i128)>) -> Option<Range> {
-        let forms: Vec<&Form> = match op {
+    /// The range of `op`'s result, its operands taken where `context` holds.
+    fn range_op(
+        &mut self,
+        op: &'p RangeOp,
+        dtype: Option<(i128, i128)>,
+        context: &[Evaluated<'p>],
+    ) -> Option<Range> {
+        let c = context;
+        let operands = match op {
             RangeOp::Div(a, b)
             | RangeOp::Rem(a, b)
             | RangeOp::Min(a, b)
             | RangeOp::Max(a, b)
-            | RangeOp::Mul(a, b) => vec![a, b],
-            RangeOp::Hull(fs) => fs.iter().map(|(f, _)| f).collect(),
-            RangeOp::Bool => vec![],
+            | RangeOp::Mul(a, b) => Some((self.bounded(a, c)?, self.bounded(b, c)?)),
+            // A branch that never runs leaves the others.
+            RangeOp::Hull(_) | RangeOp::Bool | RangeOp::Any => None,
         };
-        for f in forms {
-            if is_empty(self.range(f)?) {
-                return Some(EMPTY);
-            }
-        }
+        let (a, b) = match operands {
+            Some((a, b)) if is_empty(a) || is_empty(b) => return Some(EMPTY),
+            Some(ab) => ab,
+            None => (EMPTY, EMPTY),
+        };
         Some(match op {
-            RangeOp::Div(x, d) => {
-                let ((lo, hi), d) = (self.range(x)?, self.range(d)?);
+            RangeOp::Div(..) => {
+                let ((lo, hi), d) = (a, b);
                 if d.0 <= -1 && -1 <= d.1 && dtype.is_some_and(|t| lo <= t.0) {
                     return None; // MIN / -1 wraps
                 }
@@ -172,8 +312,8 @@ impl<'p, 'l> Launch<'p, 'l> {
                 }
                 r?
             }
-            RangeOp::Rem(x, m) => {
-                let ((lo, hi), m) = (self.range(x)?, self.range(m)?);
+            RangeOp::Rem(..) => {
+                let ((lo, hi), m) = (a, b);
                 // |x % m| < |m| with the sign of x; x % 0 is 0.
                 let a = m.0.checked_abs()?.max(m.1.checked_abs()?).max(1) - 1;
                 (
@@ -181,16 +321,9 @@ impl<'p, 'l> Launch<'p, 'l> {
                     if hi <= 0 { 0 } else { hi.min(a) },
                 )
             }
-            RangeOp::Min(a, b) => {
-                let (a, b) = (self.range(a)?, self.range(b)?);
-                (a.0.min(b.0), a.1.min(b.1))
-            }
-            RangeOp::Max(a, b) => {
-                let (a, b) = (self.range(a)?, self.range(b)?);
-                (a.0.max(b.0), a.1.max(b.1))
-            }
-            RangeOp::Mul(a, b) => {
-                let (a, b) = (self.range(a)?, self.range(b)?);
+            RangeOp::Min(..) => (a.0.min(b.0), a.1.min(b.1)),
+            RangeOp::Max(..) => (a.0.max(b.0), a.1.max(b.1)),
+            RangeOp::Mul(..) => {
                 let p = [
                     a.0.checked_mul(b.0)?,
                     a.0.checked_mul(b.1)?,
@@ -202,7 +335,7 @@ impl<'p, 'l> Launch<'p, 'l> {
             RangeOp::Hull(fs) => {
                 let mut r: Option<Range> = None;
                 for (f, guards) in fs {
-                    let Some(x) = self.guarded(f, guards)? else {
+                    let Some(x) = self.guarded(f, guards, c)? else {
                         continue;
                     };
                     r = Some(r.map_or(x, |r| (r.0.min(x.0), r.1.max(x.1))));
@@ -210,13 +343,23 @@ impl<'p, 'l> Launch<'p, 'l> {
                 r.unwrap_or(EMPTY)
             }
             RangeOp::Bool => (0, 1),
+            RangeOp::Any => dtype?,
         })
     }
 
-    /// The range of `f` on lanes where `guards` hold: `Some(None)` when none does.
-    fn guarded(&mut self, f: &'p Form, guards: &'p [Constraint]) -> Option<Option<Range>> {
+    /// The range of `f` on lanes where `guards` and `context` hold: `Some(None)` when
+    /// none does (or `f` has a variable without values: that branch never runs).
+    fn guarded(
+        &mut self,
+        f: &'p Form,
+        guards: &'p [Constraint],
+        context: &[Evaluated<'p>],
+    ) -> Option<Option<Range>> {
         let e = self.evaluated(f)?;
-        let mut constraints = Vec::new();
+        if e.terms.iter().any(|t| is_empty(t.range)) {
+            return Some(None);
+        }
+        let mut constraints: Vec<Evaluated<'p>> = Vec::new();
         for c in guards {
             if let Some(c) = self.constraint(c) {
                 if c.range().is_some_and(|r| r.0 > 0) {
@@ -225,19 +368,60 @@ impl<'p, 'l> Launch<'p, 'l> {
                 constraints.push(c);
             }
         }
-        Some(Some((
-            e.bound(&constraints, false)?,
-            e.bound(&constraints, true)?,
-        )))
+        let plain = (e.bound(&constraints, false)?, e.bound(&constraints, true)?);
+        if context.is_empty() {
+            return Some(Some(plain));
+        }
+        // With the context's constraints too: none of its lanes where they hold nowhere.
+        constraints.extend(context.iter().cloned());
+        Some(
+            match (e.bound(&constraints, false), e.bound(&constraints, true)) {
+                (Some(lo), Some(hi)) if lo > hi => None,
+                (Some(lo), Some(hi)) => Some((lo, hi)),
+                _ => Some(plain),
+            },
+        )
+    }
+
+    /// The constraints of `cs` (the loops and `if`s around a value) this launch can
+    /// evaluate, those relying on a failed check dropped; `None` when one can never hold
+    /// (the code inside never runs in this launch).
+    fn context(&mut self, cs: &'p [Constraint]) -> Option<Vec<Evaluated<'p>>> {
+        let mut out = Vec::with_capacity(cs.len());
+        for c in cs {
+            if let Some(e) = self.constraint(c) {
+                if e.terms.iter().any(|t| is_empty(t.range)) || e.range().is_some_and(|r| r.0 > 0) {
+                    return None;
+                }
+                out.push(e);
+            }
+        }
+        Some(out)
+    }
+
+    /// The range of `f` where `context` holds: [`EMPTY`] where the constraints hold
+    /// nowhere together (a sound bound of what they allow has its lowest value above its
+    /// highest).
+    fn bounded(&self, f: &'p Form, context: &[Evaluated<'p>]) -> Option<Range> {
+        let plain = self.range(f)?;
+        if context.is_empty() || is_empty(plain) {
+            return Some(plain);
+        }
+        let e = self.evaluated(f)?;
+        Some(match (e.bound(context, false), e.bound(context, true)) {
+            (Some(lo), Some(hi)) if lo > hi => EMPTY,
+            (Some(lo), Some(hi)) => (lo.max(plain.0), hi.min(plain.1)),
+            _ => plain,
+        })
     }
 
     /// Site `site` when it is an unconditional access whose every lane lies outside its
     /// argument in this launch (its offsets' enclosure misses the span).
     pub fn refuted(&mut self, site: u32) -> Option<Refuted> {
-        let SiteProof::Proof(a) = self.proof.sites.get(site as usize)? else {
+        let SiteProof::Proof(a) = self.proof.walked.get(site as usize)? else {
             return None;
         };
-        if !a.unconditional || !self.holds(&a.checks) {
+        if !a.unconditional || a.entry.is_some() || !self.holds(&a.checks) {
             return None;
         }
         let span = self.launch.spans.get(a.root).copied().flatten()?;
@@ -257,7 +441,14 @@ impl<'p, 'l> Launch<'p, 'l> {
 
     /// Whether every byte access `a` touches in this launch lies inside its argument.
     fn proves(&mut self, a: &'p Access) -> bool {
-        let Some(Some((lo, hi))) = self.launch.spans.get(a.root).copied() else {
+        let span = match a.entry {
+            None => self.launch.spans.get(a.root).copied().flatten(),
+            Some(at) => (self.scalar(at))
+                .and_then(|at| self.entry(a.root, at))
+                .filter(|e| e.writable || !a.writes)
+                .map(|e| e.span),
+        };
+        let Some((lo, hi)) = span else {
             return false;
         };
         if !self.holds(&a.checks) {
@@ -289,6 +480,10 @@ impl<'p, 'l> Launch<'p, 'l> {
         ) else {
             return false;
         };
+        // Bounds that cross: no lane satisfies every constraint.
+        if min > max {
+            return true;
+        }
         let bytes = a.bytes as i128;
         lo <= min && max.checked_add(bytes).is_some_and(|end| end <= hi)
     }
@@ -320,6 +515,7 @@ impl<'p, 'l> Launch<'p, 'l> {
     }
 }
 
+#[derive(Clone)]
 struct Term<'p> {
     var: &'p Var,
     coef: i128,
@@ -327,6 +523,7 @@ struct Term<'p> {
 }
 
 /// A form with its launch's numbers.
+#[derive(Clone)]
 struct Evaluated<'p> {
     constant: i128,
     terms: Vec<Term<'p>>,
@@ -417,4 +614,18 @@ fn scaled((lo, hi): Range, k: i128) -> Option<Range> {
 
 fn ceil_div(a: i128, b: i128) -> i128 {
     (a + b - 1) / b
+}
+
+/// How many iterations `lo, lo + step, …` run before passing `hi` (`step ≠ 0`).
+fn trips(lo: i128, hi: i128, step: i128) -> Option<i128> {
+    let span = match step {
+        0 => return None,
+        s if s > 0 => hi.checked_sub(lo)?,
+        _ => lo.checked_sub(hi)?,
+    };
+    Some(if span <= 0 {
+        0
+    } else {
+        ceil_div(span, step.checked_abs()?)
+    })
 }

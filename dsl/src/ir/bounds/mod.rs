@@ -18,9 +18,23 @@
 //! division, a loop bound), the launch checks that the form's range fits the value's
 //! dtype ([`Check`]), and a constraint or access relying on a failed check is dropped or
 //! unproven. Every range is a sound enclosure over all lanes, masked-off ones included.
-//! An access the proof cannot follow (a pointer loaded from memory or made from an
-//! integer, a gather, an offset through a float, a `while` loop's changing values) is
+//! An access the proof cannot follow (a pointer made from an integer that is not a
+//! pointer table's entry, a gather, an offset through a float) is
 //! [`SiteProof::Unproven`]: generated code checks it at run time.
+//!
+//! Memory read at launch: a scalar integer loaded from a uniform address of a pointer
+//! argument is a launch-time scalar, and a pointer cast from an entry of a
+//! [pointer table](LaunchMemory::entry) points into that entry's buffer. The launch reads
+//! them through [`LaunchMemory`], which gives only bytes no access of the launch may
+//! write (read-only host arguments), so what the proof reads is what the kernel reads. A
+//! `for` loop with launch-time bounds whose body loads scalars at addresses made from its
+//! counter (tutorial 08's groups) is also derived a second time with the counter as a
+//! launch-time scalar, and a launch that cannot prove one of its sites the usual way
+//! enumerates its iterations ([`MAX_ENUMERATED`] at most), each with its own values, so
+//! that a group's pointer, sizes and strides stay together. A `while` loop's changing
+//! values are any values of their dtype that satisfy its condition inside its body; a
+//! check and a range (`/`, `%`…) made inside loops and `if`s is evaluated under their
+//! constraints.
 
 mod derive;
 mod eval;
@@ -31,12 +45,44 @@ use crate::ir::{DType, Function};
 use form::Form;
 use scalar::{ScalarId, Scalars};
 
+/// The most iterations a launch enumerates for one loop (see the module docs); a loop
+/// that runs more leaves its sites to run-time checks.
+pub const MAX_ENUMERATED: i128 = 4096;
+
 /// What every access of a kernel may touch, as a function of its launch.
 #[derive(Debug, Clone)]
 pub struct BoundsProof {
     scalars: Scalars,
     atoms: Vec<AtomDef>,
     checks: Vec<Check>,
+    /// Every site as the walk over the whole kernel gives it.
+    walked: Vec<SiteProof>,
+    /// Loops derived again with their counter a launch-time scalar.
+    enumerations: Vec<Enumeration>,
+    /// `walked`, where a site is unproven there, its proof in an enumeration if it has
+    /// one (what [`BoundsProof::sites`] shows).
+    sites: Vec<SiteProof>,
+}
+
+/// A `for` loop whose iterations a launch may enumerate: its body derived with counter
+/// `counter` (a [`Scalar::Enum`](scalar::Scalar)) and the uniform integers it carries as
+/// launch-time scalars, set iteration by iteration.
+#[derive(Debug, Clone)]
+struct Enumeration {
+    lo: ScalarId,
+    hi: ScalarId,
+    step: ScalarId,
+    counter: ScalarId,
+    /// Per carried integer: its scalar (a `Scalar::Carried`), its value before the first
+    /// iteration, and the value an iteration yields (both machine values).
+    carried: Vec<(ScalarId, ScalarId, ScalarId)>,
+    /// The scalars that depend on the counter or a carried value, ascending.
+    scalars: Vec<ScalarId>,
+    /// The atoms and checks made in the body's walk (recomputed per iteration).
+    atoms: std::ops::Range<u32>,
+    checks: std::ops::Range<u32>,
+    /// The body's sites: the first one's index, and their proofs.
+    first_site: u32,
     sites: Vec<SiteProof>,
 }
 
@@ -54,10 +100,15 @@ pub enum SiteProof {
 /// A load, store or atomic: which parameter's buffer it reads or writes, and where.
 #[derive(Debug, Clone)]
 pub struct Access {
-    /// The pointer parameter its pointer derives from.
+    /// The pointer parameter its pointer derives from (for a table's entry: the table).
     pub root: usize,
     /// Bytes per element accessed.
     pub bytes: u64,
+    /// The pointer comes from the entry of table `root` at this byte offset of the table,
+    /// not from `root` itself.
+    entry: Option<ScalarId>,
+    /// It may write (an entry must be writable).
+    writes: bool,
     offset: Form,
     checks: Vec<CheckId>,
     constraints: Vec<Constraint>,
@@ -87,11 +138,84 @@ pub struct Verdict {
     pub unproven: Vec<u32>,
     /// An access that can only fault.
     pub refuted: Option<Refuted>,
+    /// The memory the proof read, in order: a launch whose grid, scalars and spans are
+    /// this one's and whose memory still reads the same gets the same verdict.
+    pub reads: Vec<MemoryRead>,
+}
+
+/// One read of launch memory ([`LaunchMemory`]) and what it gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryRead {
+    /// [`LaunchMemory::read`].
+    Int {
+        /// The pointer argument.
+        param: usize,
+        /// The bytes' offset from its pointer.
+        offset: i128,
+        /// The integer's dtype.
+        dtype: DType,
+        /// The result.
+        value: Option<i128>,
+    },
+    /// [`LaunchMemory::entry`].
+    Entry {
+        /// The pointer-table argument.
+        param: usize,
+        /// The entry's byte offset in the table.
+        offset: i128,
+        /// The result.
+        entry: Option<Entry>,
+    },
+}
+
+impl MemoryRead {
+    /// Whether `memory` gives what this read gave.
+    pub fn still(&self, memory: &dyn LaunchMemory) -> bool {
+        match *self {
+            MemoryRead::Int {
+                param,
+                offset,
+                dtype,
+                value,
+            } => memory.read(param, offset, dtype) == value,
+            MemoryRead::Entry {
+                param,
+                offset,
+                entry,
+            } => memory.entry(param, offset) == entry,
+        }
+    }
+}
+
+/// The memory of a launch that its proof may read: only bytes that nothing may write
+/// while the launch runs, so that the kernel reads what the proof read.
+pub trait LaunchMemory {
+    /// The integer of `dtype` whose bytes start `offset` bytes from pointer argument
+    /// `param`'s pointer, sign- or zero-extended as `dtype` is; `None` unless those bytes
+    /// are the argument's, the argument is not a pointer table, and no access of the
+    /// launch may write them (the kernel never writes the argument and no buffer it may
+    /// write overlaps it).
+    fn read(&self, param: usize, offset: i128, dtype: DType) -> Option<i128>;
+
+    /// The buffer whose address the 8-byte entry `offset` bytes into pointer-table
+    /// argument `param` holds, as the kernel sees it (on a GPU, the entry of the staged
+    /// copy); `None` when `param` is no table, `offset` is not an entry's, or the
+    /// buffer's span holds bytes that are not its (a strided view's gaps).
+    fn entry(&self, param: usize, offset: i128) -> Option<Entry>;
+}
+
+/// A pointer table's entry ([`LaunchMemory::entry`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// The bytes an access may touch, `[lo, hi)` from the entry's pointer.
+    pub span: (i128, i128),
+    /// Whether the kernel may write them.
+    pub writable: bool,
 }
 
 /// `form ≤ 0` on every lane the access touches; relies on `checks`, and holds only when
 /// `when` (a scalar that must be positive, or negative) does.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Constraint {
     form: Form,
     checks: Vec<CheckId>,
@@ -107,11 +231,14 @@ enum AtomDef {
     Iter(LoopBounds),
     /// How many iterations a `for` loop ran: `0..=trips`.
     Trips(LoopBounds),
-    /// A value known only through its range, the result of an op on exact forms.
+    /// A value known only through its range, the result of an op on exact forms; its
+    /// operands' ranges are taken where `context` (the constraints of the loops and `if`s
+    /// around the op) holds.
     Range {
         op: RangeOp,
         dtype: DType,
         checks: Vec<CheckId>,
+        context: Vec<Constraint>,
     },
     /// A loop-carried value while its step is worked out; never evaluated.
     Placeholder,
@@ -135,20 +262,24 @@ enum RangeOp {
     /// One of several values, each where its constraints hold (a `select`'s, an `if`'s).
     Hull(Vec<(Form, Vec<Constraint>)>),
     Bool,
+    /// Any value of the dtype (a `while` loop's changing value).
+    Any,
 }
 
 /// An index into [`BoundsProof::checks`].
 type CheckId = u32;
 
-/// "Every lane's `form` lies in `dtype`'s range": then the value is the form exactly.
+/// "Every lane's `form` lies in `dtype`'s range where `context` holds" (the constraints of
+/// the loops and `if`s around the value): then the value is the form exactly.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Check {
     form: Form,
     dtype: DType,
+    context: Vec<Constraint>,
 }
 
 /// What a launch gives a proof.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct LaunchValues<'a> {
     /// Programs along each axis.
     pub grid: [u32; 3],
@@ -158,6 +289,19 @@ pub struct LaunchValues<'a> {
     /// the kernel gets (`[lo, hi)`; `None` for other parameters and for buffers whose span
     /// holds bytes that are not theirs, as a strided view's gaps).
     pub spans: &'a [Option<(i128, i128)>],
+    /// The memory the proof may read (`None`: none).
+    pub memory: Option<&'a dyn LaunchMemory>,
+}
+
+impl std::fmt::Debug for LaunchValues<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (f.debug_struct("LaunchValues"))
+            .field("grid", &self.grid)
+            .field("scalars", &self.scalars)
+            .field("spans", &self.spans)
+            .field("memory", &self.memory.is_some())
+            .finish()
+    }
 }
 
 /// Derives the proof of every fault site of `f` (see the module docs).
@@ -166,7 +310,8 @@ pub fn bounds_proof(f: &Function) -> BoundsProof {
 }
 
 impl BoundsProof {
-    /// The proof of every fault site, in [`Function::fault_sites`] order.
+    /// The proof of every fault site, in [`Function::fault_sites`] order (a site that
+    /// only an enumeration of its loop's iterations proves shows that proof).
     pub fn sites(&self) -> &[SiteProof] {
         &self.sites
     }
@@ -182,7 +327,7 @@ impl BoundsProof {
     /// The access sites this launch does not prove in bounds, ascending (the unprovable
     /// ones included): generated code must check those.
     pub fn check(&self, launch: &LaunchValues<'_>) -> Vec<u32> {
-        eval::Launch::new(self, launch).unproven()
+        self.verdict(launch).unproven
     }
 
     /// [`BoundsProof::check`], and the first unconditional access (unmasked, in the
@@ -192,6 +337,10 @@ impl BoundsProof {
         let mut l = eval::Launch::new(self, launch);
         let unproven = l.unproven();
         let refuted = unproven.iter().find_map(|&s| l.refuted(s));
-        Verdict { unproven, refuted }
+        Verdict {
+            unproven,
+            refuted,
+            reads: l.into_reads(),
+        }
     }
 }

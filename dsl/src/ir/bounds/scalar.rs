@@ -25,6 +25,18 @@ pub(crate) enum Scalar {
     Add(ScalarId, ScalarId),
     /// The exact product.
     Mul(ScalarId, ScalarId),
+    /// The counter of enumerated loop `.0` in the iteration being evaluated.
+    Enum(u32),
+    /// The value of uniform integer `.1` that enumerated loop `.0` carries, in that
+    /// iteration.
+    Carried(u32, u32),
+    /// The integer of `dtype` a load reads `offset` bytes from pointer parameter
+    /// `param`'s pointer, read at launch (`LaunchMemory::read`).
+    Load {
+        param: u32,
+        offset: ScalarId,
+        dtype: DType,
+    },
 }
 
 /// Every scalar of a proof; equal scalars share an id, constants are folded.
@@ -91,28 +103,76 @@ impl Scalars {
         }
     }
 
-    /// Every scalar's value for one launch (`None`: unknown, as a float argument's).
-    pub fn evaluate(&self, params: &[Option<i128>], grid: [u32; 3]) -> Vec<Option<i128>> {
+    /// Every scalar's value for one launch (`None`: unknown, as a float argument's, or an
+    /// enumerated loop's counter); `read` reads launch memory (`Scalar::Load`).
+    pub fn evaluate(
+        &self,
+        params: &[Option<i128>],
+        grid: [u32; 3],
+        read: &mut dyn FnMut(u32, i128, DType) -> Option<i128>,
+    ) -> Vec<Option<i128>> {
         let mut v: Vec<Option<i128>> = Vec::with_capacity(self.nodes.len());
-        for s in &self.nodes {
-            let x = match *s {
-                Scalar::Const(c) => Some(c),
-                Scalar::Param(i) => params.get(i as usize).copied().flatten(),
-                Scalar::NumPrograms(a) => Some(i128::from(grid[a as usize])),
-                Scalar::Machine(op, a, b, d) => {
-                    (v[a as usize].zip(v[b as usize])).and_then(|(x, y)| machine(op, x, y, d))
-                }
-                Scalar::Cast(a, d) => v[a as usize].map(|x| d.wrap_int(x)),
-                Scalar::Add(a, b) => {
-                    (v[a as usize].zip(v[b as usize])).and_then(|(x, y)| x.checked_add(y))
-                }
-                Scalar::Mul(a, b) => {
-                    (v[a as usize].zip(v[b as usize])).and_then(|(x, y)| x.checked_mul(y))
-                }
-            };
+        for id in 0..self.nodes.len() {
+            let x = self.value(id as ScalarId, &v, params, grid, read);
             v.push(x);
         }
         v
+    }
+
+    /// Scalar `id`'s value given every earlier scalar's in `v`.
+    pub fn value(
+        &self,
+        id: ScalarId,
+        v: &[Option<i128>],
+        params: &[Option<i128>],
+        grid: [u32; 3],
+        read: &mut dyn FnMut(u32, i128, DType) -> Option<i128>,
+    ) -> Option<i128> {
+        match self.nodes[id as usize] {
+            Scalar::Const(c) => Some(c),
+            Scalar::Param(i) => params.get(i as usize).copied().flatten(),
+            Scalar::NumPrograms(a) => Some(i128::from(grid[a as usize])),
+            Scalar::Machine(op, a, b, d) => {
+                (v[a as usize].zip(v[b as usize])).and_then(|(x, y)| machine(op, x, y, d))
+            }
+            Scalar::Cast(a, d) => v[a as usize].map(|x| d.wrap_int(x)),
+            Scalar::Add(a, b) => {
+                (v[a as usize].zip(v[b as usize])).and_then(|(x, y)| x.checked_add(y))
+            }
+            Scalar::Mul(a, b) => {
+                (v[a as usize].zip(v[b as usize])).and_then(|(x, y)| x.checked_mul(y))
+            }
+            Scalar::Enum(_) | Scalar::Carried(..) => None,
+            Scalar::Load {
+                param,
+                offset,
+                dtype,
+            } => read(param, v[offset as usize]?, dtype),
+        }
+    }
+
+    /// The scalars that depend on any of `roots`, themselves included, ascending.
+    pub fn dependents(&self, roots: &[ScalarId]) -> Vec<ScalarId> {
+        let Some(&first) = roots.iter().min() else {
+            return Vec::new();
+        };
+        let mut on = vec![false; self.nodes.len()];
+        let mut out = Vec::new();
+        for id in first as usize..self.nodes.len() {
+            let d = roots.contains(&(id as ScalarId))
+                || match self.nodes[id] {
+                    Scalar::Machine(_, a, b, _) | Scalar::Add(a, b) | Scalar::Mul(a, b) => {
+                        on[a as usize] || on[b as usize]
+                    }
+                    Scalar::Cast(a, _) | Scalar::Load { offset: a, .. } => on[a as usize],
+                    _ => false,
+                };
+            if d {
+                on[id] = true;
+                out.push(id as ScalarId);
+            }
+        }
+        out
     }
 }
 
