@@ -120,18 +120,24 @@ fn matmul_on_wgmma_matches_the_interpreter_emulated() {
 
 /// The sm_90a PTX of tutorial 03's 128 × 256 × 64 config on 8 warps: `wgmma`
 /// (m64n256k16, `b` MN-major), fenced, one group in flight across the K loop and waited
-/// for after it, and no `mma.sync`; sm_80's has none.
+/// for after it, and no `mma.sync`; sm_80's has none. Hopper keeps `num_stages` buffers.
 #[test]
 fn hopper_ptx_runs_dot_on_wgmma() {
     let f = matmul::matmul::trace::<f16, f32>(&Specialization::default(), 128, 256, 64).unwrap();
-    let ptx = |sm| {
+    let compiled = |sm| {
         let o = CudaCompileOptions {
             sm,
             num_warps: 8,
+            num_stages: 3,
             ..Default::default()
         };
-        compile_ptx(&f, "k", &o).unwrap().text
+        compile_ptx(&f, "k", &o).unwrap()
     };
+    let ptx = |sm| compiled(sm).text;
+    // Three stages: three 48 KiB buffers on Hopper, two on Ampere, as Triton keeps them.
+    let stage = (128 * 64 + 64 * 256) * 2;
+    assert_eq!(compiled(90).shared_bytes, 3 * stage);
+    assert_eq!(compiled(80).shared_bytes, 2 * stage);
     let hopper = ptx(90);
     for want in [
         ".target sm_90a",

@@ -29,8 +29,9 @@ pub struct LaunchOptions {
     pub num_warps: u32,
     /// Software-pipelining stages on CUDA (Triton's `num_stages`, default 3): a loop around
     /// a tensor-core `dot` keeps the operand tiles of `num_stages - 1` iterations in shared
-    /// memory, as Triton counts them on Ampere (fewer where they would not fit; none below
-    /// 3), unless its `range(…, num_stages = s)` says otherwise. Changes no result.
+    /// memory, as Triton counts them on Ampere (`num_stages` on Hopper, as Triton there;
+    /// fewer where they would not fit; none below 2 buffers), unless its
+    /// `range(…, num_stages = s)` says otherwise. Changes no result.
     /// Ignored on the CPU and the interpreter.
     pub num_stages: u32,
     /// Root of the on-disk kernel cache (`TRITIUM_CACHE_DIR`, else `~/.cache/tritium`).

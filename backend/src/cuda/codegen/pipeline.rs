@@ -4,8 +4,9 @@
 //! scalar ops, ops on values held in fragments, the loads that feed the `dot`s, deferred:
 //! see `async_copy.rs`), the operand tiles of `S` iterations live in shared memory at once:
 //! `S = num_stages - 1` buffers, as Triton's `num_stages` counts them on Ampere (tutorial
-//! 03's 128×256×64 at 3 stages takes two 48 KiB buffers), fewer where they would pass
-//! [`SHARED_BUDGET`], none below 2. Before the loop, the copies of the first `S - 1`
+//! 03's 128×256×64 at 3 stages takes two 48 KiB buffers; on Hopper `S = num_stages`, as
+//! Triton's there), fewer where they would pass [`SHARED_BUDGET`] (Hopper's
+//! [`HOPPER_SHARED_BUDGET`]), none below 2. Before the loop, the copies of the first `S - 1`
 //! iterations are issued, one `cp.async` group each; at each iteration the first `dot`
 //! waits until its own group has landed (`wait_group S - 2`), a barrier makes every warp
 //! done with the buffer the last iteration read, the copies of iteration `i + S - 1` are
@@ -29,6 +30,9 @@ const MAX_STAGES: usize = 8;
 /// Shared memory the stages may take: what every GPU from sm_80 gives one CTA (sm_86 and
 /// sm_89 allow 99 KiB), so that a pipelined kernel launches on all of them.
 const SHARED_BUDGET: usize = 96 * 1024;
+
+/// The same on Hopper (sm_90's 227 KiB per CTA, less 3 KiB for the kernel's other uses).
+const HOPPER_SHARED_BUDGET: usize = 224 * 1024;
 
 /// A loop the generator pipelines: its `dot`s and what evaluating a later iteration needs.
 pub(super) struct Pipelined<'ctx, 'f> {
@@ -89,7 +93,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         narrow: bool,
         stages: Option<u32>,
     ) -> Option<Pipelined<'ctx, 'f>> {
-        let wanted = (stages.unwrap_or(self.num_stages).saturating_sub(1) as usize).min(MAX_STAGES);
+        // Triton keeps `num_stages - 1` buffers on Ampere and `num_stages` on Hopper.
+        let buffers = match self.wgmma {
+            true => stages.unwrap_or(self.num_stages),
+            false => stages.unwrap_or(self.num_stages).saturating_sub(1),
+        };
+        let wanted = (buffers as usize).min(MAX_STAGES);
         if !narrow || self.checks_in(body) || wanted < 2 {
             return None;
         }
@@ -148,9 +157,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             });
         }
         let stage_bytes = offset - self.shared_floor;
-        let stages = (2..=wanted)
-            .rev()
-            .find(|s| self.shared_floor + s * stage_bytes <= SHARED_BUDGET)?;
+        let stages = (2..=wanted).rev().find(|s| {
+            let budget = match self.wgmma {
+                true => HOPPER_SHARED_BUDGET,
+                false => SHARED_BUDGET,
+            };
+            self.shared_floor + s * stage_bytes <= budget
+        })?;
         let carried_acc = Self::carried_accumulator(body, &dots)
             .filter(|_| self.wgmma_in_loop(&staged[0], stage_bytes));
         let zero_init = carried_acc.is_some_and(|j| self.is_positive_zero(init[j]));
