@@ -150,17 +150,16 @@ impl<'ctx> Gen<'ctx, '_> {
                 let a = match &d.a {
                     WgmmaA::Shared(tile, base) => {
                         let row = band_row(i)?;
-                        let at = self.operand_start(tile, *base, row, 16 * step)?;
-                        WgmmaOperand::Descriptor(self.descriptor(tile, at)?)
+                        let desc = self.descriptor(tile, *base, Some(row), 0, 16 * step)?;
+                        WgmmaOperand::Descriptor(desc)
                     }
                     WgmmaA::Registers(_) => WgmmaOperand::Words(a_words[i][step].clone()),
                 };
                 for (ci, &(n0, n)) in chunks.iter().enumerate() {
-                    let at = match d.b_columns {
-                        true => self.operand_start(&d.b, d.b_base, c(n0 as u64), 16 * step)?,
-                        false => self.operand_start(&d.b, d.b_base, c(16 * step as u64), n0)?,
+                    let desc_b = match d.b_columns {
+                        true => self.descriptor(&d.b, d.b_base, None, n0, 16 * step)?,
+                        false => self.descriptor(&d.b, d.b_base, None, 16 * step, n0)?,
                     };
-                    let desc_b = self.descriptor(&d.b, at)?;
                     let first = 4 * (i * ni + n0 / 8);
                     let regs = &accs[first..first + n / 2];
                     let shape = Shape {
@@ -204,42 +203,46 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// The byte offset in shared memory (`tile`'s offset and `base` on) of row `row`
-    /// (slow dimension) and column `col` (fast, a multiple of 8) of `tile`.
-    fn operand_start(
+    /// The matrix descriptor of the slab of `tile` (stage `base` bytes on, a multiple of
+    /// 16) at row `row_dyn + row` (slow dimension) and column `col` (fast, a multiple of
+    /// 8): see the module docs. As Triton does, the start field is added to a base
+    /// descriptor (addresses stay below 2^18, so it never carries out of its 14 bits): the
+    /// run-time part once per stage and band, every k step's a constant.
+    fn descriptor(
         &self,
         tile: &Swizzled,
         base: IntValue<'ctx>,
-        row: IntValue<'ctx>,
+        row_dyn: Option<IntValue<'ctx>>,
+        row: usize,
         col: usize,
     ) -> Result<IntValue<'ctx>> {
-        let (b, c) = (self.b, |v: usize| self.i32c(v as u64));
-        let fixed = tile.offset + (col / 64) * tile.block_bytes() + (col % 64) * 2;
-        let row_at = b.build_int_mul(row, c(tile.row_stride()), "")?;
-        Ok(b.build_int_add(b.build_int_add(base, row_at, "")?, c(fixed), "")?)
-    }
-
-    /// The matrix descriptor of `tile` starting at shared byte `at` (see the module docs).
-    fn descriptor(&self, tile: &Swizzled, at: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
-        let fixed = descriptor_bits(tile);
-        let at = b.build_int_z_extend(at, i64t, "")?;
+        let c = |v: usize| self.i32c(v as u64);
+        let fixed = tile.offset
+            + row * tile.row_stride()
+            + (col / 64) * tile.block_bytes()
+            + (col % 64) * 2;
+        let dynamic = match row_dyn {
+            Some(r) => b.build_int_add(base, b.build_int_mul(r, c(tile.row_stride()), "")?, "")?,
+            None => base,
+        };
         // On the GPU the start is an address in the shared window; the emulator's hook
         // adds its shared memory's.
-        let address = match self.emu {
-            Some(_) => at,
-            None => {
-                let base = b.build_ptr_to_int(self.smem, i64t, "")?;
-                b.build_int_add(base, at, "")?
-            }
-        };
-        let start = b.build_right_shift(
-            b.build_and(address, i64t.const_int(0x3ffff, false), "")?,
-            i64t.const_int(4, false),
-            false,
-            "",
-        )?;
-        Ok(b.build_or(start, i64t.const_int(fixed, false), "desc")?)
+        let mut desc = i64t.const_int(descriptor_bits(tile), false);
+        if self.emu.is_none() {
+            let window = b.build_ptr_to_int(self.smem, i64t, "")?;
+            let start = b.build_right_shift(
+                b.build_and(window, i64t.const_int(0x3ffff, false), "")?,
+                i64t.const_int(4, false),
+                false,
+                "",
+            )?;
+            desc = b.build_or(desc, start, "")?;
+        }
+        let dynamic = b.build_right_shift(dynamic, c(4), false, "")?;
+        let dynamic = b.build_int_z_extend(dynamic, i64t, "")?;
+        let desc = b.build_int_add(desc, dynamic, "")?;
+        Ok(b.build_int_add(desc, i64t.const_int((fixed >> 4) as u64, false), "desc")?)
     }
 
     /// One `wgmma.mma_async` on the accumulator registers `regs` (`n / 2` floats).
@@ -634,8 +637,8 @@ pub(crate) fn descriptor_element(desc: u64, mn: usize, k: usize, k_major: bool) 
 mod tests {
     use super::*;
 
-    /// The descriptor of a tile slab, as `Gen::operand_start` and `Gen::descriptor` make
-    /// it for the slab at row `row` and column `col` (shared memory at 0).
+    /// The descriptor of a tile slab, as `Gen::descriptor` makes it for the slab at row
+    /// `row` and column `col` (shared memory at 0).
     fn slab(tile: &Swizzled, row: usize, col: usize) -> u64 {
         let at = tile.offset + (col / 64) * tile.block_bytes() + (col % 64) * 2;
         let at = at + row * tile.row_stride();
