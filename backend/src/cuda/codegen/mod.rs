@@ -147,6 +147,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     wgmma: bool,
     /// The next `wgmma` accumulator's number (the emulator tracks what is in flight by it).
     wgmma_ids: std::cell::Cell<u32>,
+    /// On Hopper, the warp index `ptxas` knows to be uniform (see `Gen::uniform_warp`).
+    warp_uniform: Option<IntValue<'ctx>>,
     /// The `wgmma` group a loop's `dot` left in flight (see `wgmma.rs`).
     wgmma_in_flight: Option<wgmma::InFlight>,
     /// Values held in a tensor-core `dot`'s layouts (see `held.rs`).
@@ -244,6 +246,7 @@ pub(crate) fn generate<'ctx>(
         wgmma: opts.wgmma,
         wgmma_ids: std::cell::Cell::new(0),
         wgmma_in_flight: None,
+        warp_uniform: None,
         ctx,
         module,
         b: &b,
@@ -282,6 +285,10 @@ pub(crate) fn generate<'ctx>(
         None => g.emulator_shared_memory()?,
     };
     g.tid = g.special_register("tid.x")?;
+    // Read once at the entry: the shuffle is convergent, so LLVM would not hoist it.
+    if opts.wgmma {
+        g.warp_uniform = Some(g.uniform_warp()?);
+    }
     g.pids = [
         g.special_register("ctaid.x")?,
         g.special_register("ctaid.y")?,

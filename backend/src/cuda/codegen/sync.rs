@@ -154,6 +154,9 @@ impl<'ctx> Gen<'ctx, '_> {
     /// (lane 0's, by `shfl.sync.idx`), so that values made from it (a `wgmma` descriptor)
     /// live in uniform registers.
     pub(super) fn uniform_warp(&self) -> Result<IntValue<'ctx>> {
+        if let Some(w) = self.warp_uniform {
+            return Ok(w);
+        }
         let (_, warp) = self.lane_and_warp()?;
         if self.emu.is_some() {
             return Ok(warp);
