@@ -755,6 +755,57 @@ fn oversized_tiles_are_an_error_not_a_panic() {
     assert!(e.to_string().contains("raise num_warps"), "{e}");
 }
 
+/// A default launch's PTX is generated from the sites its proof cannot cover, listed: the
+/// proof is derived once per compile (not again by the code generator), and the entry is
+/// the one a launch checking those sites finds.
+#[test]
+fn a_default_compile_lists_its_unprovable_sites_for_the_generator() {
+    use tritium::backend::cuda::compile_cached;
+    use tritium::backend::pipeline::{stats, TargetKind};
+    use tritium::backend::{SiteBits, SiteChecks};
+    let dir = std::env::temp_dir().join(format!("tritium-cuda-listed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    use tritium::prelude::*;
+    /// A histogram: its atomic is a scatter no launch proves (site 1).
+    #[kernel]
+    fn listed_scatter(counts: Ptr<i32>, bins: Ptr<i32>, n: i32, #[constexpr] BLOCK: usize) {
+        let offs = arange(0, BLOCK);
+        let mask = offs < n;
+        atomic_add(
+            counts + load(bins + offs, mask = mask, other = 0),
+            1,
+            mask = mask,
+        );
+    }
+    let s = Specialization::default();
+    let f = || listed_scatter::trace(&s, 256).unwrap();
+    let unprovable = tritium::dsl::ir::bounds_proof(&f()).unprovable();
+    assert_eq!(unprovable, [1]);
+    let options = tritium::LaunchOptions {
+        cache_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    let copts = |sites| CudaCompileOptions {
+        sm: 80,
+        sites,
+        ..Default::default()
+    };
+    let count = || stats().kernel_on(TargetKind::Nvptx, "listed_scatter");
+    let default = compile_cached(f(), &copts(SiteChecks::Unprovable), &options).unwrap();
+    let before = count();
+    let listed = SiteChecks::Listed(SiteBits::of(&unprovable).unwrap());
+    let same = compile_cached(f(), &copts(listed), &options).unwrap();
+    let after = count();
+    assert_eq!(same.entry, default.entry, "another cache key");
+    assert_eq!(same.text, default.text);
+    assert_eq!(after.codegen, before.codegen, "LLVM ran again");
+    assert!(
+        after.disk_hits > before.disk_hits,
+        "not the default's cache entry"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn ptx_is_dumped_and_cached_on_disk() {
     use tritium::backend::cuda::compile_cached;

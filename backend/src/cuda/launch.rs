@@ -4,7 +4,7 @@
 
 use super::checked::DeviceCheck;
 use super::{CudaCompileOptions, Ptx};
-use crate::launch::{bounds, buffers, Memory, RawArg, TraceFn};
+use crate::launch::{bounds, buffers, Memory, RawArg, SiteBits, SiteChecks, TraceFn};
 use crate::launch::{check_args, named_buffers, Grid, KernelArgs, KernelKey, LaunchOptions};
 use crate::pipeline::once::OnceMap;
 use crate::runtime::{driver_error, CudaDevice};
@@ -204,13 +204,21 @@ pub(crate) fn compile(
     copts: &CudaCompileOptions,
     options: &LaunchOptions,
 ) -> Result<CompiledPtx> {
+    // A default launch's kernel: its bounds proof is derived once, here, and the code
+    // generator gets the sites no launch proves as a list (the same code, from the same
+    // list, without deriving the proof again).
+    let (proof, checked_sites) = bounds::compiled_checks(&f, copts.bounds_check, copts.sites);
+    let mut generated = *copts;
+    if proof.is_some() {
+        if let Some(bits) = SiteBits::of(&checked_sites) {
+            generated.sites = SiteChecks::Listed(bits);
+        }
+    }
     let c = crate::pipeline::compile::compile(
-        &super::target::Nvptx(*copts),
+        &super::target::Nvptx(generated),
         f,
         &options.compile_options(),
     )?;
-    let (proof, checked_sites) =
-        bounds::compiled_checks(&c.function, copts.bounds_check, copts.sites);
     let checked = copts.bounds_check || !checked_sites.is_empty();
     let buffer_list = checked && !c.function.foreign_pointers().is_empty();
     Ok(CompiledPtx {
