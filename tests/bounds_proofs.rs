@@ -3,7 +3,8 @@
 
 use half::f16;
 use tritium::dsl::ir::{
-    bounds_proof, DType, Entry, Function, LaunchMemory, LaunchValues, SiteProof,
+    bounds_proof, DType, Entry, Function, LaunchMemory, LaunchValues, ProofWorkspace, SiteProof,
+    Verdict,
 };
 use tritium::dsl::trace::Specialization;
 use tritium_kernels::*;
@@ -675,6 +676,92 @@ fn grouped_unproven(
     (proof.check(&launch).into_iter())
         .map(|s| format!("{} {}", sites[s as usize].0.line, sites[s as usize].1))
         .collect()
+}
+
+/// A workspace and verdict kept from launch to launch (as a kernel's launches keep them)
+/// give every launch the verdict a fresh evaluation gives, whatever launch came before.
+#[test]
+fn a_kept_workspace_gives_each_launch_its_own_verdict() {
+    let f = grouped_gemm::grouped_matmul::trace::<f16>(&spec(), 4, 32, 32, 16).unwrap();
+    let proof = bounds_proof(&f);
+    let problems: [(usize, usize, usize); 3] = [(33, 40, 17), (64, 32, 64), (5, 70, 1)];
+    let param = |name: &str| f.params.iter().position(|p| p.name == name).unwrap();
+    let memory = |short: usize| Groups {
+        tables: vec![
+            (
+                param("group_a_ptrs"),
+                problems
+                    .iter()
+                    .map(|&(m, k, _)| ((2 * m * k) as i128, false))
+                    .collect(),
+            ),
+            (
+                param("group_b_ptrs"),
+                problems
+                    .iter()
+                    .map(|&(_, k, n)| ((2 * k * n) as i128 - short as i128, false))
+                    .collect(),
+            ),
+            (
+                param("group_c_ptrs"),
+                problems
+                    .iter()
+                    .map(|&(m, _, n)| ((2 * m * n) as i128, true))
+                    .collect(),
+            ),
+        ],
+        arrays: vec![
+            (
+                param("group_gemm_sizes"),
+                problems
+                    .iter()
+                    .flat_map(|&(m, k, n)| [m, n, k])
+                    .map(|v| v as i32)
+                    .collect(),
+            ),
+            (
+                param("g_lds"),
+                problems
+                    .iter()
+                    .flat_map(|&(_, k, n)| [k, n, n])
+                    .map(|v| v as i32)
+                    .collect(),
+            ),
+        ],
+    };
+    let (mut workspace, mut kept) = (ProofWorkspace::default(), Verdict::default());
+    for (short, groups, programs) in [
+        (0, 3, 4),
+        (2, 3, 4),
+        (0, 3, 1),
+        (0, 1, 4),
+        (2, 2, 40),
+        (0, 3, 4),
+    ] {
+        let memory = memory(short);
+        let mut scalars = vec![None; f.params.len()];
+        let mut spans = vec![None; f.params.len()];
+        for (p, t) in &memory.tables {
+            spans[*p] = Some((0, 8 * t.len() as i128));
+        }
+        for (p, a) in &memory.arrays {
+            spans[*p] = Some((0, 4 * a.len() as i128));
+        }
+        scalars[param("group_size")] = Some(groups);
+        let launch = LaunchValues {
+            grid: [programs, 1, 1],
+            scalars: &scalars,
+            spans: &spans,
+            memory: Some(&memory),
+        };
+        proof.verdict_with(&launch, &mut workspace, &mut kept);
+        let fresh = proof.verdict(&launch);
+        assert_eq!(
+            kept, fresh,
+            "b short by {short}, {groups} groups, {programs} programs"
+        );
+        assert_eq!(fresh.unproven.is_empty(), short == 0);
+    }
 }
 
 /// Tutorial 08 is proven by enumerating its groups at launch with the pointers, sizes and

@@ -8,7 +8,7 @@ use super::{Grid, Memory, Pointee, RawArg};
 use crate::{Error, Result};
 use std::sync::Mutex;
 use tritium_dsl::ir::{BoundsProof, Entry, Function, LaunchMemory, LaunchValues, Loc};
-use tritium_dsl::ir::{Refuted, Verdict};
+use tritium_dsl::ir::{ProofWorkspace, Refuted, Verdict};
 use tritium_dsl::DType;
 
 /// A compiled kernel's bounds proof, with the verdict of its last launch: launches that
@@ -17,7 +17,7 @@ use tritium_dsl::DType;
 #[derive(Debug)]
 pub(crate) struct LaunchProof {
     proof: BoundsProof,
-    last: Mutex<Option<(Vec<i128>, Verdict)>>,
+    last: Mutex<Last>,
     /// For the error of a refused launch: the kernel, its parameters' names and its fault
     /// sites' locations and kinds.
     kernel: String,
@@ -25,11 +25,30 @@ pub(crate) struct LaunchProof {
     sites: Vec<(Loc, &'static str)>,
 }
 
+/// The last launch's verdict and what it was made from, with the buffers a fresh verdict
+/// reuses (a verdict allocates nothing once they have grown).
+#[derive(Debug, Default)]
+struct Last {
+    /// Whether `key` and `verdict` are a launch's.
+    valid: bool,
+    /// [`key_words`] of that launch.
+    key: Vec<i128>,
+    verdict: Verdict,
+    workspace: ProofWorkspace,
+    scalars: Vec<Option<i128>>,
+    spans: Vec<Option<(i128, i128)>>,
+}
+
 impl LaunchProof {
     pub fn new(f: &Function) -> Self {
+        Self::of(tritium_dsl::ir::bounds_proof(f), f)
+    }
+
+    /// `f`'s proof, derived already.
+    pub fn of(proof: BoundsProof, f: &Function) -> Self {
         LaunchProof {
-            proof: tritium_dsl::ir::bounds_proof(f),
-            last: Mutex::new(None),
+            proof,
+            last: Mutex::new(Last::default()),
             kernel: f.name.clone(),
             params: f.params.iter().map(|p| p.name.clone()).collect(),
             sites: f.fault_sites(),
@@ -39,25 +58,34 @@ impl LaunchProof {
     /// The fault sites this launch does not prove in bounds, ascending (those no launch
     /// proves included); an error when an access of every program can only fault.
     pub fn unproven(&self, grid: Grid, args: &[RawArg], pointees: &[Pointee]) -> Result<Vec<u32>> {
+        self.with_unproven(grid, args, pointees, <[u32]>::to_vec)
+    }
+
+    /// `f` of [`LaunchProof::unproven`]'s sites, without copying them.
+    pub fn with_unproven<R>(
+        &self,
+        grid: Grid,
+        args: &[RawArg],
+        pointees: &[Pointee],
+        f: impl FnOnce(&[u32]) -> R,
+    ) -> Result<R> {
         let memory = LaunchArgs { args, pointees };
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        let verdict = match &*last {
-            Some((key, verdict))
-                if key.len() == 3 + 2 * args.len()
-                    && key.iter().copied().eq(key_words(grid, args))
-                    && verdict.reads.iter().all(|r| r.still(&memory)) =>
-            {
-                verdict.clone()
-            }
-            _ => {
-                let verdict = launch_verdict(&self.proof, grid, &memory);
-                *last = Some((key_words(grid, args).collect(), verdict.clone()));
-                verdict
-            }
-        };
-        match &verdict.refuted {
+        let mut guard = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let last = &mut *guard;
+        let same = last.valid
+            && last.key.len() == 3 + 2 * args.len()
+            && last.key.iter().copied().eq(key_words(grid, args))
+            && last.verdict.reads.iter().all(|r| r.still(&memory));
+        if !same {
+            last.valid = false;
+            launch_verdict(&self.proof, grid, &memory, last);
+            last.key.clear();
+            last.key.extend(key_words(grid, args));
+            last.valid = true;
+        }
+        match &last.verdict.refuted {
             Some(r) => Err(self.refused(r)),
-            None => Ok(verdict.unproven),
+            None => Ok(f(&last.verdict.unproven)),
         }
     }
 
@@ -157,11 +185,12 @@ impl LaunchMemory for LaunchArgs<'_> {
     }
 }
 
-/// The verdict of `proof` for this launch.
-fn launch_verdict(proof: &BoundsProof, grid: Grid, memory: &LaunchArgs<'_>) -> Verdict {
+/// The verdict of `proof` for this launch, into `last.verdict`.
+fn launch_verdict(proof: &BoundsProof, grid: Grid, memory: &LaunchArgs<'_>, last: &mut Last) {
     let args = memory.args;
-    let mut scalars = Vec::with_capacity(args.len());
-    let mut spans = Vec::with_capacity(args.len());
+    let (scalars, spans) = (&mut last.scalars, &mut last.spans);
+    scalars.clear();
+    spans.clear();
     for a in args {
         let (scalar, span) = match *a {
             RawArg::Scalar { dtype, bits } if dtype.is_int() => {
@@ -179,12 +208,13 @@ fn launch_verdict(proof: &BoundsProof, grid: Grid, memory: &LaunchArgs<'_>) -> V
         spans.push(span);
     }
     let grid = grid.0.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-    proof.verdict(&LaunchValues {
+    let launch = LaunchValues {
         grid,
-        scalars: &scalars,
-        spans: &spans,
+        scalars,
+        spans,
         memory: Some(memory),
-    })
+    };
+    proof.verdict_with(&launch, &mut last.workspace, &mut last.verdict);
 }
 
 /// The fault sites (in [`Function::fault_sites`] order) that a default launch of `f` with
@@ -234,14 +264,15 @@ pub(crate) fn more_checks(
     let Some(proof) = proof else {
         return Ok(None);
     };
-    let needed = proof.unproven(grid, args, pointees)?;
-    if needed.iter().all(|s| checked.binary_search(s).is_ok()) {
-        return Ok(None);
-    }
-    Ok(Some(match SiteBits::of(&needed) {
-        Some(bits) => MoreChecks::Sites(SiteChecks::Listed(bits)),
-        None => MoreChecks::Everything,
-    }))
+    proof.with_unproven(grid, args, pointees, |needed| {
+        if needed.iter().all(|s| checked.binary_search(s).is_ok()) {
+            return None;
+        }
+        Some(match SiteBits::of(needed) {
+            Some(bits) => MoreChecks::Sites(SiteChecks::Listed(bits)),
+            None => MoreChecks::Everything,
+        })
+    })
 }
 
 /// See [`more_checks`].

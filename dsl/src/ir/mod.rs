@@ -44,8 +44,8 @@ mod verify;
 pub use affine::{affine_lanes, row_major, Affine, Widened};
 pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
 pub use bounds::{
-    bounds_proof, Access, BoundsProof, Entry, LaunchMemory, LaunchValues, MemoryRead, Refuted,
-    SiteProof, Verdict, MAX_ENUMERATED,
+    bounds_proof, Access, BoundsProof, Entry, LaunchMemory, LaunchValues, MemoryRead,
+    ProofWorkspace, Refuted, SiteProof, Verdict, MAX_ENUMERATED,
 };
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{

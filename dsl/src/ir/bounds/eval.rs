@@ -1,11 +1,17 @@
 //! A proof evaluated for one launch: every scalar, every atom's range, then each access's
 //! lowest and highest byte against its argument's span; a site left unproven inside an
 //! enumerated loop is then tried iteration by iteration.
+//!
+//! Forms are read where they lie in the proof, their scalars and ranges looked up per term,
+//! and constraints are lists of references on the stack: with a [`ProofWorkspace`] kept from
+//! launch to launch, a verdict allocates nothing but what grows its output (enumerating a
+//! loop's iterations allocates a few small lists).
 
 use super::form::{Form, Var};
+use super::scalar::ScalarId;
 use super::{
     Access, AtomDef, BoundsProof, CheckId, Constraint, Entry, Enumeration, LaunchMemory,
-    LaunchValues, MemoryRead, RangeOp, Refuted, SiteProof, MAX_ENUMERATED,
+    LaunchValues, MemoryRead, RangeOp, Refuted, SiteProof, Verdict, MAX_ENUMERATED,
 };
 use crate::ir::DType;
 
@@ -19,14 +25,21 @@ fn is_empty(r: Range) -> bool {
     r.0 > r.1
 }
 
-pub(super) struct Launch<'p, 'l> {
-    proof: &'p BoundsProof,
-    launch: &'l LaunchValues<'l>,
+/// What a proof's evaluation keeps between launches: its per-scalar, per-atom and
+/// per-check tables (see [`BoundsProof::verdict_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct ProofWorkspace {
     scalars: Vec<Option<i128>>,
     atoms: Vec<Option<Range>>,
     checks: Vec<Option<bool>>,
+}
+
+pub(super) struct Launch<'p, 'l, 'w> {
+    proof: &'p BoundsProof,
+    launch: &'l LaunchValues<'l>,
+    ws: &'w mut ProofWorkspace,
     /// The memory read, in order.
-    reads: Vec<MemoryRead>,
+    reads: &'w mut Vec<MemoryRead>,
 }
 
 /// [`LaunchMemory::read`], recorded.
@@ -49,37 +62,93 @@ fn read(
     value
 }
 
-impl<'p, 'l> Launch<'p, 'l> {
-    pub fn new(proof: &'p BoundsProof, launch: &'l LaunchValues<'l>) -> Self {
-        let mut reads = Vec::new();
-        let scalars = proof
-            .scalars
-            .evaluate(launch.scalars, launch.grid, &mut |p, o, d| {
-                read(launch.memory, &mut reads, p, o, d)
-            });
+/// The most constraints one bound takes (the others are left out: a looser bound).
+const MAX_CONSTRAINTS: usize = 32;
+
+static NO_FORM: Form = Form {
+    constant: 0,
+    terms: Vec::new(),
+};
+
+/// Constraint forms (each `≤ 0`), on the stack.
+#[derive(Clone, Copy)]
+struct Constraints<'p> {
+    forms: [&'p Form; MAX_CONSTRAINTS],
+    len: usize,
+}
+
+impl<'p> Constraints<'p> {
+    fn new() -> Self {
+        Constraints {
+            forms: [&NO_FORM; MAX_CONSTRAINTS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, f: &'p Form) {
+        if self.len < MAX_CONSTRAINTS {
+            self.forms[self.len] = f;
+            self.len += 1;
+        }
+    }
+
+    fn extend(&mut self, other: &Constraints<'p>) {
+        for f in other.as_slice() {
+            self.push(f);
+        }
+    }
+
+    fn as_slice(&self) -> &[&'p Form] {
+        &self.forms[..self.len]
+    }
+}
+
+/// Fills `out` with the verdict of `proof` for `launch` (see [`BoundsProof::verdict`]).
+pub(super) fn verdict(
+    proof: &BoundsProof,
+    launch: &LaunchValues<'_>,
+    ws: &mut ProofWorkspace,
+    out: &mut Verdict,
+) {
+    out.unproven.clear();
+    out.refuted = None;
+    out.reads.clear();
+    let mut l = Launch::new(proof, launch, ws, &mut out.reads);
+    l.unproven(&mut out.unproven);
+    out.refuted = out.unproven.iter().find_map(|&s| l.refuted(s));
+}
+
+impl<'p, 'l, 'w> Launch<'p, 'l, 'w> {
+    fn new(
+        proof: &'p BoundsProof,
+        launch: &'l LaunchValues<'l>,
+        ws: &'w mut ProofWorkspace,
+        reads: &'w mut Vec<MemoryRead>,
+    ) -> Self {
+        proof.scalars.evaluate_into(
+            &mut ws.scalars,
+            launch.scalars,
+            launch.grid,
+            &mut |p, o, d| read(launch.memory, reads, p, o, d),
+        );
+        ws.checks.clear();
+        ws.checks.resize(proof.checks.len(), None);
+        ws.atoms.clear();
         let mut l = Launch {
             proof,
             launch,
-            scalars,
-            atoms: Vec::with_capacity(proof.atoms.len()),
-            checks: vec![None; proof.checks.len()],
+            ws,
             reads,
         };
         for a in &proof.atoms {
             let r = l.atom(a);
-            l.atoms.push(r);
+            l.ws.atoms.push(r);
         }
         l
     }
 
-    /// The memory this launch's evaluation read.
-    pub fn into_reads(self) -> Vec<MemoryRead> {
-        self.reads
-    }
-
-    /// The sites this launch does not prove.
-    pub fn unproven(&mut self) -> Vec<u32> {
-        let mut out = Vec::new();
+    /// The sites this launch does not prove, into `out`.
+    fn unproven(&mut self, out: &mut Vec<u32>) {
         for (i, site) in self.proof.walked.iter().enumerate() {
             let proven = match site {
                 SiteProof::Proof(a) => self.proves(a),
@@ -103,7 +172,6 @@ impl<'p, 'l> Launch<'p, 'l> {
             let proven = self.enumerate(e, &wanted);
             out.retain(|s| !proven.contains(s));
         }
-        out
     }
 
     /// Which of sites `wanted` (of `e`'s body) every iteration of `e` this launch runs
@@ -125,28 +193,28 @@ impl<'p, 'l> Launch<'p, 'l> {
             let Some(counter) = step.checked_mul(k).and_then(|d| lo.checked_add(d)) else {
                 return Vec::new();
             };
-            self.scalars[e.counter as usize] = Some(counter);
+            self.ws.scalars[e.counter as usize] = Some(counter);
             for (c, v) in e.carried.iter().zip(&carried) {
-                self.scalars[c.0 as usize] = *v;
+                self.ws.scalars[c.0 as usize] = *v;
             }
-            let (memory, reads) = (self.launch.memory, &mut self.reads);
+            let (memory, reads, ws) = (self.launch.memory, &mut *self.reads, &mut *self.ws);
             let (params, grid) = (self.launch.scalars, self.launch.grid);
             for &id in &e.scalars {
                 if id == e.counter || e.carried.iter().any(|c| c.0 == id) {
                     continue;
                 }
                 let v =
-                    (self.proof.scalars).value(id, &self.scalars, params, grid, &mut |p, o, d| {
+                    (self.proof.scalars).value(id, &ws.scalars, params, grid, &mut |p, o, d| {
                         read(memory, reads, p, o, d)
                     });
-                self.scalars[id as usize] = v;
+                ws.scalars[id as usize] = v;
             }
             for c in e.checks.clone() {
-                self.checks[c as usize] = None;
+                self.ws.checks[c as usize] = None;
             }
             for a in e.atoms.clone() {
                 let r = self.atom(&self.proof.atoms[a as usize]);
-                self.atoms[a as usize] = r;
+                self.ws.atoms[a as usize] = r;
             }
             for (w, &s) in wanted.iter().enumerate() {
                 if ok[w] {
@@ -180,14 +248,14 @@ impl<'p, 'l> Launch<'p, 'l> {
         entry
     }
 
-    fn scalar(&self, id: u32) -> Option<i128> {
-        self.scalars[id as usize]
+    fn scalar(&self, id: ScalarId) -> Option<i128> {
+        self.ws.scalars[id as usize]
     }
 
     fn var(&self, v: &Var) -> Option<Range> {
         match v {
             Var::Lane { extent, .. } => Some((0, *extent as i128 - 1)),
-            Var::Atom { id, .. } => self.atoms.get(*id as usize).copied().flatten(),
+            Var::Atom { id, .. } => self.ws.atoms.get(*id as usize).copied().flatten(),
         }
     }
 
@@ -207,9 +275,20 @@ impl<'p, 'l> Launch<'p, 'l> {
         Some((lo, hi))
     }
 
+    /// Whether this launch knows `f`'s constant, coefficients and variables' ranges.
+    fn known(&self, f: &Form) -> bool {
+        self.scalar(f.constant).is_some()
+            && (f.terms.iter()).all(|(v, k)| self.scalar(*k).is_some() && self.var(v).is_some())
+    }
+
+    /// Whether a variable of `f` has no value (the value is never computed).
+    fn never(&self, f: &Form) -> bool {
+        (f.terms.iter()).any(|(v, _)| self.var(v).is_some_and(is_empty))
+    }
+
     fn holds(&mut self, ids: &[CheckId]) -> bool {
         ids.iter().all(|&id| {
-            if let Some(r) = self.checks[id as usize] {
+            if let Some(r) = self.ws.checks[id as usize] {
                 return r;
             }
             let c = &self.proof.checks[id as usize];
@@ -224,7 +303,7 @@ impl<'p, 'l> Launch<'p, 'l> {
                     None => true,
                 };
             }
-            self.checks[id as usize] = Some(r);
+            self.ws.checks[id as usize] = Some(r);
             r
         })
     }
@@ -275,7 +354,7 @@ impl<'p, 'l> Launch<'p, 'l> {
         &mut self,
         op: &'p RangeOp,
         dtype: Option<(i128, i128)>,
-        context: &[Evaluated<'p>],
+        context: &Constraints<'p>,
     ) -> Option<Range> {
         let c = context;
         let operands = match op {
@@ -353,47 +432,49 @@ impl<'p, 'l> Launch<'p, 'l> {
         &mut self,
         f: &'p Form,
         guards: &'p [Constraint],
-        context: &[Evaluated<'p>],
+        context: &Constraints<'p>,
     ) -> Option<Option<Range>> {
-        let e = self.evaluated(f)?;
-        if e.terms.iter().any(|t| is_empty(t.range)) {
+        if !self.known(f) {
+            return None;
+        }
+        if self.never(f) {
             return Some(None);
         }
-        let mut constraints: Vec<Evaluated<'p>> = Vec::new();
+        let mut constraints = Constraints::new();
         for c in guards {
             if let Some(c) = self.constraint(c) {
-                if c.range().is_some_and(|r| r.0 > 0) {
+                if self.range(c).is_some_and(|r| r.0 > 0) {
                     return Some(None);
                 }
                 constraints.push(c);
             }
         }
-        let plain = (e.bound(&constraints, false)?, e.bound(&constraints, true)?);
-        if context.is_empty() {
+        let cs = constraints.as_slice();
+        let plain = (self.bound(f, cs, false)?, self.bound(f, cs, true)?);
+        if context.len == 0 {
             return Some(Some(plain));
         }
         // With the context's constraints too: none of its lanes where they hold nowhere.
-        constraints.extend(context.iter().cloned());
-        Some(
-            match (e.bound(&constraints, false), e.bound(&constraints, true)) {
-                (Some(lo), Some(hi)) if lo > hi => None,
-                (Some(lo), Some(hi)) => Some((lo, hi)),
-                _ => Some(plain),
-            },
-        )
+        constraints.extend(context);
+        let cs = constraints.as_slice();
+        Some(match (self.bound(f, cs, false), self.bound(f, cs, true)) {
+            (Some(lo), Some(hi)) if lo > hi => None,
+            (Some(lo), Some(hi)) => Some((lo, hi)),
+            _ => Some(plain),
+        })
     }
 
     /// The constraints of `cs` (the loops and `if`s around a value) this launch can
     /// evaluate, those relying on a failed check dropped; `None` when one can never hold
     /// (the code inside never runs in this launch).
-    fn context(&mut self, cs: &'p [Constraint]) -> Option<Vec<Evaluated<'p>>> {
-        let mut out = Vec::with_capacity(cs.len());
+    fn context(&mut self, cs: &'p [Constraint]) -> Option<Constraints<'p>> {
+        let mut out = Constraints::new();
         for c in cs {
-            if let Some(e) = self.constraint(c) {
-                if e.terms.iter().any(|t| is_empty(t.range)) || e.range().is_some_and(|r| r.0 > 0) {
+            if let Some(f) = self.constraint(c) {
+                if self.never(f) || self.range(f).is_some_and(|r| r.0 > 0) {
                     return None;
                 }
-                out.push(e);
+                out.push(f);
             }
         }
         Some(out)
@@ -402,13 +483,13 @@ impl<'p, 'l> Launch<'p, 'l> {
     /// The range of `f` where `context` holds: [`EMPTY`] where the constraints hold
     /// nowhere together (a sound bound of what they allow has its lowest value above its
     /// highest).
-    fn bounded(&self, f: &'p Form, context: &[Evaluated<'p>]) -> Option<Range> {
+    fn bounded(&self, f: &'p Form, context: &Constraints<'p>) -> Option<Range> {
         let plain = self.range(f)?;
-        if context.is_empty() || is_empty(plain) {
+        if context.len == 0 || is_empty(plain) {
             return Some(plain);
         }
-        let e = self.evaluated(f)?;
-        Some(match (e.bound(context, false), e.bound(context, true)) {
+        let cs = context.as_slice();
+        Some(match (self.bound(f, cs, false), self.bound(f, cs, true)) {
             (Some(lo), Some(hi)) if lo > hi => EMPTY,
             (Some(lo), Some(hi)) => (lo.max(plain.0), hi.min(plain.1)),
             _ => plain,
@@ -417,7 +498,7 @@ impl<'p, 'l> Launch<'p, 'l> {
 
     /// Site `site` when it is an unconditional access whose every lane lies outside its
     /// argument in this launch (its offsets' enclosure misses the span).
-    pub fn refuted(&mut self, site: u32) -> Option<Refuted> {
+    fn refuted(&mut self, site: u32) -> Option<Refuted> {
         let SiteProof::Proof(a) = self.proof.walked.get(site as usize)? else {
             return None;
         };
@@ -451,32 +532,26 @@ impl<'p, 'l> Launch<'p, 'l> {
         let Some((lo, hi)) = span else {
             return false;
         };
-        if !self.holds(&a.checks) {
+        if !self.holds(&a.checks) || !self.known(&a.offset) {
             return false;
         }
-        let Some(offset) = self.evaluated(&a.offset) else {
-            return false;
-        };
-        let mut constraints = Vec::new();
+        let mut constraints = Constraints::new();
         for c in &a.constraints {
-            if let Some(e) = self.constraint(c) {
-                constraints.push(e);
+            if let Some(f) = self.constraint(c) {
+                constraints.push(f);
             }
         }
+        let cs = constraints.as_slice();
         // An empty variable or an unsatisfiable constraint: the access never happens.
-        let empty = |e: &Evaluated| e.terms.iter().any(|t| is_empty(t.range));
-        if empty(&offset) || constraints.iter().any(empty) {
+        if self.never(&a.offset) || cs.iter().any(|c| self.never(c)) {
             return true;
         }
-        if constraints
-            .iter()
-            .any(|c| c.range().is_some_and(|r| r.0 > 0))
-        {
+        if cs.iter().any(|c| self.range(c).is_some_and(|r| r.0 > 0)) {
             return true;
         }
         let (Some(max), Some(min)) = (
-            offset.bound(&constraints, true),
-            offset.bound(&constraints, false),
+            self.bound(&a.offset, cs, true),
+            self.bound(&a.offset, cs, false),
         ) else {
             return false;
         };
@@ -488,128 +563,141 @@ impl<'p, 'l> Launch<'p, 'l> {
         lo <= min && max.checked_add(bytes).is_some_and(|end| end <= hi)
     }
 
-    fn constraint(&mut self, c: &'p Constraint) -> Option<Evaluated<'p>> {
+    /// `c`'s form, where this launch can use it: its condition holds, its checks hold, and
+    /// every number it has is known.
+    fn constraint(&mut self, c: &'p Constraint) -> Option<&'p Form> {
         if let Some((s, positive)) = c.when {
             let v = self.scalar(s)?;
             if (v > 0) != positive || v == 0 {
                 return None;
             }
         }
-        if !self.holds(&c.checks) {
+        if !self.holds(&c.checks) || !self.known(&c.form) {
             return None;
         }
-        self.evaluated(&c.form)
+        Some(&c.form)
     }
 
-    fn evaluated(&self, f: &'p Form) -> Option<Evaluated<'p>> {
-        let constant = self.scalar(f.constant)?;
-        let mut terms = Vec::with_capacity(f.terms.len());
-        for (v, k) in &f.terms {
-            terms.push(Term {
-                var: v,
-                coef: self.scalar(*k)?,
-                range: self.var(v)?,
-            });
+    /// The largest (`upper`) or smallest value of `f` on lanes where every constraint
+    /// `c ≤ 0` of `cs` holds: the constraints whose variables `f` has in proportion `λ·c`
+    /// (`λ > 0` for the largest, `< 0` for the smallest) bound that part by `λ` times their
+    /// limit; the rest takes its variables' ranges. `f` and `cs` are known.
+    fn bound(&self, f: &Form, cs: &[&Form], upper: bool) -> Option<i128> {
+        let n = f.terms.len();
+        if n > 128 {
+            let r = self.range(f)?;
+            return Some(if upper { r.1 } else { r.0 });
         }
-        Some(Evaluated { constant, terms })
-    }
-}
-
-#[derive(Clone)]
-struct Term<'p> {
-    var: &'p Var,
-    coef: i128,
-    range: Range,
-}
-
-/// A form with its launch's numbers.
-#[derive(Clone)]
-struct Evaluated<'p> {
-    constant: i128,
-    terms: Vec<Term<'p>>,
-}
-
-impl Evaluated<'_> {
-    /// The range over every variable's range.
-    fn range(&self) -> Option<Range> {
-        range_of(self.constant, self.terms.iter())
-    }
-
-    /// The largest (`upper`) or smallest value on lanes where every constraint `c ≤ 0`
-    /// holds: the constraints whose variables this form has in proportion `λ·c` (`λ > 0`
-    /// for the largest, `< 0` for the smallest) bound that part by `λ` times their limit;
-    /// the rest takes its variables' ranges.
-    fn bound(&self, constraints: &[Evaluated<'_>], upper: bool) -> Option<i128> {
-        let mut left: Vec<bool> = vec![true; self.terms.len()];
-        let mut total = self.constant;
-        for c in constraints {
-            // The variables shared with what is left of this form.
-            let shared: Vec<(usize, usize)> = (self.terms.iter().enumerate())
-                .filter(|(i, _)| left[*i])
-                .filter_map(|(i, t)| c.terms.iter().position(|u| u.var == t.var).map(|j| (i, j)))
-                .collect();
-            let Some(&(i0, j0)) = shared.first() else {
+        let coef = |k: ScalarId| self.scalar(k);
+        // The terms of `f` no constraint has bounded yet.
+        let mut left: u128 = if n == 128 {
+            u128::MAX
+        } else {
+            (1u128 << n) - 1
+        };
+        let is_left = |left: u128, i: usize| left >> i & 1 == 1;
+        let mut total = self.scalar(f.constant)?;
+        'constraints: for c in cs {
+            // The first of `f`'s left variables that `c` has gives the proportion.
+            // Where `v` is among what is left of `f`.
+            let shared = |left: u128, v: &Var| {
+                (f.terms.iter().enumerate()).position(|(i, t)| is_left(left, i) && same(&t.0, v))
+            };
+            let Some(i0) = (0..n)
+                .find(|&i| is_left(left, i) && c.terms.iter().any(|u| same(&u.0, &f.terms[i].0)))
+            else {
                 continue;
             };
-            let (a, b) = (self.terms[i0].coef, c.terms[j0].coef);
-            if b == 0 || a % b != 0 {
+            let j0 = c.terms.iter().position(|u| same(&u.0, &f.terms[i0].0))?;
+            let (a, b) = (coef(f.terms[i0].1)?, coef(c.terms[j0].1)?);
+            let Some(lambda) = exact_quotient(a, b) else {
                 continue;
-            }
-            let lambda = a / b;
+            };
             if (lambda > 0) != upper || lambda == 0 {
                 continue;
             }
-            if !shared
-                .iter()
-                .all(|&(i, j)| Some(self.terms[i].coef) == c.terms[j].coef.checked_mul(lambda))
-            {
-                continue;
-            }
             // c = L_S + L_rest + c0 ≤ 0, so L_S ≤ −c0 − min(L_rest).
-            let rest = (c.terms.iter().enumerate())
-                .filter(|(j, _)| !shared.iter().any(|s| s.1 == *j))
-                .map(|(_, t)| t);
-            let Some((rest_min, _)) = range_of(0, rest) else {
+            let (mut rest_min, mut box_max, mut used) = (0i128, 0i128, 0u128);
+            for u in &c.terms {
+                let (k, r) = (coef(u.1)?, self.var(&u.0)?);
+                match shared(left, &u.0) {
+                    Some(i) => {
+                        if Some(coef(f.terms[i].1)?) != mul(k, lambda) {
+                            continue 'constraints;
+                        }
+                        let Some(m) = scaled(r, k).and_then(|s| box_max.checked_add(s.1)) else {
+                            continue 'constraints;
+                        };
+                        box_max = m;
+                        used |= 1 << i;
+                    }
+                    None => {
+                        let Some(m) = scaled(r, k).and_then(|s| rest_min.checked_add(s.0)) else {
+                            continue 'constraints;
+                        };
+                        rest_min = m;
+                    }
+                }
+            }
+            let Some(limit) = (coef(c.constant)?)
+                .checked_add(rest_min)
+                .and_then(i128::checked_neg)
+            else {
                 continue;
             };
-            let Some(limit) = c.constant.checked_add(rest_min).and_then(i128::checked_neg) else {
-                continue;
-            };
-            let Some((_, box_max)) = range_of(0, shared.iter().map(|&(_, j)| &c.terms[j])) else {
-                continue;
-            };
-            total = total.checked_add(lambda.checked_mul(limit.min(box_max))?)?;
-            for &(i, _) in &shared {
-                left[i] = false;
+            total = total.checked_add(mul(lambda, limit.min(box_max))?)?;
+            left &= !used;
+        }
+        let (mut lo, mut hi) = (0i128, 0i128);
+        for (i, (v, k)) in f.terms.iter().enumerate() {
+            if is_left(left, i) {
+                let (a, b) = scaled(self.var(v)?, coef(*k)?)?;
+                lo = lo.checked_add(a)?;
+                hi = hi.checked_add(b)?;
             }
         }
-        let (lo, hi) = range_of(
-            0,
-            (self.terms.iter().enumerate())
-                .filter(|(i, _)| left[*i])
-                .map(|(_, t)| t),
-        )?;
         total.checked_add(if upper { hi } else { lo })
     }
 }
 
-fn range_of<'a, 'p: 'a>(
-    constant: i128,
-    terms: impl Iterator<Item = &'a Term<'p>>,
-) -> Option<Range> {
-    let (mut lo, mut hi) = (constant, constant);
-    for t in terms {
-        let (a, b) = scaled(t.range, t.coef)?;
-        lo = lo.checked_add(a)?;
-        hi = hi.checked_add(b)?;
+/// `a == b`, field by field, without a `memcmp` call for the few axes of a place (bounds
+/// compare variables in their inner loops).
+#[inline]
+fn same(a: &Var, b: &Var) -> bool {
+    match (a, b) {
+        (Var::Lane { axis: a, extent: e }, Var::Lane { axis: b, extent: f }) => a == b && e == f,
+        (Var::Atom { id: a, place: p }, Var::Atom { id: b, place: q }) => {
+            a == b && p.len() == q.len() && p.iter().zip(q).all(|(x, y)| x == y)
+        }
+        _ => false,
     }
-    Some((lo, hi))
 }
 
 /// `k · [lo, hi]`.
 fn scaled((lo, hi): Range, k: i128) -> Option<Range> {
-    let (a, b) = (lo.checked_mul(k)?, hi.checked_mul(k)?);
+    let (a, b) = (mul(lo, k)?, mul(hi, k)?);
     Some((a.min(b), a.max(b)))
+}
+
+/// `a · b`, in 64 bits where they fit (a launch's numbers nearly always do).
+#[inline]
+fn mul(a: i128, b: i128) -> Option<i128> {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(x), Ok(y)) => Some(i128::from(x) * i128::from(y)),
+        _ => a.checked_mul(b),
+    }
+}
+
+/// `a / b` when `b` divides `a`, in 64 bits where they fit.
+#[inline]
+fn exact_quotient(a: i128, b: i128) -> Option<i128> {
+    if b == 0 {
+        return None;
+    }
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(x), Ok(y)) if y != -1 => (x % y == 0).then(|| i128::from(x / y)),
+        _ => (a % b == 0).then(|| a / b),
+    }
 }
 
 fn ceil_div(a: i128, b: i128) -> i128 {

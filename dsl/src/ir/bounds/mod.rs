@@ -42,6 +42,7 @@ mod form;
 mod scalar;
 
 use crate::ir::{DType, Function};
+pub use eval::ProofWorkspace;
 use form::Form;
 use scalar::{ScalarId, Scalars};
 
@@ -334,13 +335,21 @@ impl BoundsProof {
     /// kernel's own body: every program runs it) whose every lane lies outside its
     /// argument: such a launch can only fault, and is refused before it runs.
     pub fn verdict(&self, launch: &LaunchValues<'_>) -> Verdict {
-        let mut l = eval::Launch::new(self, launch);
-        let unproven = l.unproven();
-        let refuted = unproven.iter().find_map(|&s| l.refuted(s));
-        Verdict {
-            unproven,
-            refuted,
-            reads: l.into_reads(),
-        }
+        let mut out = Verdict::default();
+        self.verdict_with(launch, &mut ProofWorkspace::default(), &mut out);
+        out
+    }
+
+    /// [`BoundsProof::verdict`] into `out`, with the tables of `workspace`: kept from one
+    /// launch to the next, they make a verdict allocate nothing once `out` and
+    /// `workspace` have grown to this proof's sizes (enumerating a loop's iterations
+    /// allocates a few small lists).
+    pub fn verdict_with(
+        &self,
+        launch: &LaunchValues<'_>,
+        workspace: &mut ProofWorkspace,
+        out: &mut Verdict,
+    ) {
+        eval::verdict(self, launch, workspace, out);
     }
 }

@@ -103,20 +103,22 @@ impl Scalars {
         }
     }
 
-    /// Every scalar's value for one launch (`None`: unknown, as a float argument's, or an
-    /// enumerated loop's counter); `read` reads launch memory (`Scalar::Load`).
-    pub fn evaluate(
+    /// Every scalar's value for one launch into `v` (`None`: unknown, as a float
+    /// argument's, or an enumerated loop's counter); `read` reads launch memory
+    /// (`Scalar::Load`).
+    pub fn evaluate_into(
         &self,
+        v: &mut Vec<Option<i128>>,
         params: &[Option<i128>],
         grid: [u32; 3],
         read: &mut dyn FnMut(u32, i128, DType) -> Option<i128>,
-    ) -> Vec<Option<i128>> {
-        let mut v: Vec<Option<i128>> = Vec::with_capacity(self.nodes.len());
+    ) {
+        v.clear();
+        v.reserve(self.nodes.len());
         for id in 0..self.nodes.len() {
-            let x = self.value(id as ScalarId, &v, params, grid, read);
+            let x = self.value(id as ScalarId, v, params, grid, read);
             v.push(x);
         }
-        v
     }
 
     /// Scalar `id`'s value given every earlier scalar's in `v`.
