@@ -543,11 +543,19 @@ pub(crate) fn compile(
     compile_options: &CompileOptions,
 ) -> Result<EmulatedKernel> {
     let (num_warps, bounds_check) = (options.num_warps, options.bounds_check);
-    let c = pipeline::compile::compile(&Emulator(*options), f, compile_options)?;
+    // As the GPU's compile (`launch::compile`): the proof is derived once, here, and the
+    // code generator gets the sites no launch proves as a list.
+    let (proof, checked_sites) =
+        crate::launch::bounds::compiled_checks(&f, bounds_check, options.sites);
+    let mut generated = *options;
+    if proof.is_some() {
+        if let Some(bits) = crate::launch::SiteBits::of(&checked_sites) {
+            generated.sites = crate::launch::SiteChecks::Listed(bits);
+        }
+    }
+    let c = pipeline::compile::compile(&Emulator(generated), f, compile_options)?;
     // SAFETY: the generated function has exactly `EntryFn`'s signature (`emulate: true`).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
-    let (proof, checked_sites) =
-        crate::launch::bounds::compiled_checks(&c.function, bounds_check, options.sites);
     let checked = bounds_check || !checked_sites.is_empty();
     let sites = checked.then(|| c.function.fault_sites());
     let buffer_list = checked && !c.function.foreign_pointers().is_empty();
