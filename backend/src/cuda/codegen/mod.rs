@@ -146,7 +146,7 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// See [`CodegenOptions::wgmma`].
     wgmma: bool,
     /// The next `wgmma` accumulator's number (the emulator tracks what is in flight by it).
-    wgmma_ids: std::cell::Cell<u32>,
+    wgmma_ids: u32,
     /// On Hopper, the warp index `ptxas` knows to be uniform (see `Gen::uniform_warp`).
     warp_uniform: Option<IntValue<'ctx>>,
     /// The `wgmma` group a loop's `dot` left in flight (see `wgmma.rs`).
@@ -244,7 +244,7 @@ pub(crate) fn generate<'ctx>(
     let mut g = Gen {
         eviction_priorities: opts.eviction_priorities,
         wgmma: opts.wgmma,
-        wgmma_ids: std::cell::Cell::new(0),
+        wgmma_ids: 0,
         wgmma_in_flight: None,
         warp_uniform: None,
         ctx,

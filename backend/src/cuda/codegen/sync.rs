@@ -1,7 +1,8 @@
 //! The target hooks: special registers, barriers, warp shuffles and shared memory. Every
 //! NVVM intrinsic the code generator uses is called from this file (and `ex2.approx` in
-//! `scalar.rs`, `mma` in `dot.rs`, `ldmatrix` in `ldmatrix.rs`); for the host emulator each hook reads the thread's `EmuThread`
-//! words or calls back into the emulator instead.
+//! `scalar.rs`, `mma` in `dot.rs`, `ldmatrix` in `ldmatrix.rs`, `wgmma`'s inline PTX in
+//! `wgmma.rs`); for the host emulator each hook reads the thread's `EmuThread` words or
+//! calls back into the emulator instead.
 
 use super::{Gen, V};
 use crate::llvm::Result;

@@ -117,6 +117,13 @@ impl<'ctx> Gen<'ctx, '_> {
         let MmaTiling::Grid { mi, ni, .. } = self.mma_tiling(d.layout) else {
             unreachable!("wgmma_fits checked the tiling")
         };
+        let chunks: Vec<(usize, usize)> = (0..d.layout.n)
+            .step_by(MAX_N)
+            .map(|n0| (n0, MAX_N.min(d.layout.n - n0)))
+            .collect();
+        let count = (mi * chunks.len()) as u32;
+        let ids: Vec<u32> = (self.wgmma_ids..self.wgmma_ids + count).collect();
+        self.wgmma_ids += count;
         let (b, c) = (self.b, |v: u64| self.i32c(v));
         let warps = self.threads / 32;
         let warp = self.uniform_warp()?;
@@ -126,18 +133,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let first = b.build_int_add(group, c((warps / 4 * i) as u64), "")?;
             Ok(b.build_int_mul(first, c(64), "")?)
         };
-        let chunks: Vec<(usize, usize)> = (0..d.layout.n)
-            .step_by(MAX_N)
-            .map(|n0| (n0, MAX_N.min(d.layout.n - n0)))
-            .collect();
         let mut accs = init;
-        let ids: Vec<u32> = (0..mi * chunks.len())
-            .map(|_| {
-                let id = self.wgmma_ids.get();
-                self.wgmma_ids.set(id + 1);
-                id
-            })
-            .collect();
         let mut a_words = match &d.a {
             WgmmaA::Registers(words) => words.clone(),
             WgmmaA::Shared(..) => Vec::new(),
