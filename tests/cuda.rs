@@ -273,6 +273,182 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
     assert_eq!(stores(&plain, "st.global.f32"), 128, "{plain}");
 }
 
+/// A 16-bit result's epilogue goes through shared memory as Triton's: each fragment pair
+/// one 32-bit shared store (`cvt.rn.f16x2.f32`), then 16-byte chunks of rows read back and stored with one
+/// `st.global.v4` each (16 per thread for 128 × 128 over 4 warps, Triton's count), where
+/// the specialization proves every 8 columns one aligned run under one mask value;
+/// unspecialized, element by element as before.
+#[rstest]
+fn f16_epilogue_stores_16_byte_chunks(#[values(80, 90)] sm: u32) {
+    let d16 = |i: usize| ![7, 9, 11].contains(&i);
+    let spec = Specialization {
+        ones: (0..12).map(|i| !d16(i)).collect(),
+        sixteens: (0..12).map(d16).collect(),
+    };
+    let stores = |t: &str, what: &str| t.lines().filter(|l| l.contains(what)).count();
+    let f16_out = |s: &Specialization| {
+        let f = matmul::matmul::trace::<half::f16, half::f16>(s, 128, 128, 32).unwrap();
+        ptx(&f, sm, 4)
+    };
+    let (staged, plain) = (f16_out(&spec), f16_out(&Specialization::default()));
+    assert_eq!(stores(&staged, "st.global.v4.u32"), 16, "{staged}");
+    assert_eq!(stores(&staged, "ld.shared.v4.u32"), 16, "{staged}");
+    // One word per pair (a pair holding a NaN is written again as two halves, which
+    // LLVM may merge back into words).
+    assert!(stores(&staged, "st.shared.u32") >= 64, "{staged}");
+    assert!(stores(&staged, "cvt.rn.f16x2.f32") >= 64, "{staged}");
+    assert_eq!(stores(&staged, "st.global.u16"), 0, "{staged}");
+    assert_eq!(stores(&plain, "st.global.u16"), 128, "{plain}");
+    assert_eq!(stores(&plain, "st.global.v4"), 0, "{plain}");
+}
+
+/// The staged epilogue's results on the emulator (Ampere's and Hopper's accumulator
+/// layouts, `TRITIUM_EMULATE_SM=90` running it a second time): rows cut by the mask
+/// anywhere, columns at a chunk boundary, and tiles of fewer chunks than threads (16 × 16
+/// over 4 warps, dealt round-robin); every stored half as the interpreter's.
+#[rstest]
+fn f16_epilogue_through_shared_memory_emulated(
+    #[values((64, 64, 32, 4), (16, 16, 16, 4), (128, 128, 32, 4), (64, 128, 32, 8))] config: (
+        usize,
+        usize,
+        usize,
+        u32,
+    ),
+) {
+    use half::f16;
+    let (bm, bn, bk, num_warps) = config;
+    let (m, n, k) = (2 * bm - 7, 2 * bn - 16, 2 * bk);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 41))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 42))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let opts = tritium::LaunchOptions {
+        num_warps,
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        // Past the matrix: a guard the masked-off chunks must not touch.
+        let mut out = Array2::from_elem((m, n + 16), f16::from_f32(7.0));
+        let (mi, ni, ki, ld) = (m as i32, n as i32, k as i32, n as i32 + 16);
+        matmul::matmul::launch_explicit(
+            d,
+            [2, 2],
+            &opts,
+            &mut out,
+            &a,
+            &b,
+            mi,
+            ni,
+            ki,
+            ki,
+            1,
+            ni,
+            1,
+            ld,
+            1,
+            bm,
+            bn,
+            bk,
+        )
+        .unwrap();
+        out.mapv(f16::to_f32)
+    };
+    let (got, want) = (run(&Device::cuda_emulator()), run(&Device::interpreter()));
+    assert_close(&got, &want, 1e-3, 1e-3, &format!("{config:?}"));
+    assert!(got.slice(ndarray::s![.., n..]).iter().all(|x| *x == 7.0));
+}
+
+/// `dot(a, b, c)` stored to `out` (converted to its dtype), all `S × S`.
+#[tritium::kernel]
+fn dot_cast_out<O: tritium::prelude::Float>(
+    out: Ptr<O>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    c: Ptr<f32>,
+    #[constexpr] S: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let acc = dot(load(a + at), load(b + at), load(c + at));
+    store(out + at, acc);
+}
+
+/// The staged epilogue keeps a NaN's sign and top payload bits as every other f16 and
+/// bf16 conversion does (the hardware's paired conversion would make it canonical): NaNs
+/// in one or both halves of a pair, of either sign, bit for bit as the interpreter's.
+#[rstest]
+fn staged_epilogue_keeps_nan_payloads_emulated(#[values(DType::F16, DType::BF16)] d: DType) {
+    use half::{bf16, f16};
+    let s = 64;
+    let a = Array2::from_shape_vec((s, s), random_f32(s * s, 51))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let b = Array2::from_shape_vec((s, s), random_f32(s * s, 52))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let mut c = Array2::from_shape_vec((s, s), random_f32(s * s, 53)).unwrap();
+    for (i, bits) in [
+        0x7fc0_0000u32,
+        0xffd5_5000,
+        0x7fa0_2000,
+        0xffff_e000,
+        0x7fc1_0000,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // A NaN in the low half of a pair, the high half, and both.
+        c[(3 * i, 2 * i)] = f32::from_bits(bits);
+        c[(3 * i + 1, 2 * i + 1)] = f32::from_bits(bits);
+        c[(3 * i + 2, 2 * i)] = f32::from_bits(bits);
+        c[(3 * i + 2, 2 * i + 1)] = f32::from_bits(bits ^ 0x8000_0000);
+    }
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        ..Default::default()
+    };
+    let bits = |dev: &Device| -> Vec<u16> {
+        match d {
+            DType::F16 => {
+                let mut out = Array2::from_elem((s, s), f16::ZERO);
+                dot_cast_out::launch_with(dev, 1, &opts, &mut out, &a, &b, &c, s).unwrap();
+                out.iter().map(|x| x.to_bits()).collect()
+            }
+            _ => {
+                let mut out = Array2::from_elem((s, s), bf16::ZERO);
+                dot_cast_out::launch_with(dev, 1, &opts, &mut out, &a, &b, &c, s).unwrap();
+                out.iter().map(|x| x.to_bits()).collect()
+            }
+        }
+    };
+    let (got, want) = (bits(&Device::cuda_emulator()), bits(&Device::interpreter()));
+    let nans: Vec<(usize, u16)> = (want.iter().enumerate())
+        .filter(|(_, w)| (**w & 0x7fff) > if d == DType::F16 { 0x7c00 } else { 0x7f80 })
+        .map(|(i, w)| (i, *w))
+        .collect();
+    assert_eq!(nans.len(), 20, "{nans:x?}");
+    for (i, w) in nans {
+        assert_eq!(got[i], w, "{d:?} element {i}: {:#06x} for {w:#06x}", got[i]);
+    }
+    let f = |bits: &[u16]| -> Vec<f32> {
+        bits.iter()
+            .map(|b| match d {
+                DType::F16 => f16::from_bits(*b).to_f32(),
+                _ => bf16::from_bits(*b).to_f32(),
+            })
+            .collect()
+    };
+    let (g, w) = (f(&got), f(&want));
+    for (i, (x, y)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            x.is_nan() == y.is_nan() && (x.is_nan() || (x - y).abs() <= 1e-2 * (1.0 + y.abs())),
+            "{i}: {x} vs {y}"
+        );
+    }
+}
+
 /// Tutorial 03's K loop is software-pipelined: at 4 stages (3 buffers) the copies of two
 /// later iterations are in flight while one computes (`wait_group 1`, one group may still
 /// be pending), and the loop drains them on exit (`wait_group 0`). So is attention's key

@@ -162,7 +162,7 @@ impl<'ctx> Emit<'_, 'ctx> {
     }
 
     /// `h`, the f16 bits of `v`, or for a NaN `v` its sign and top payload bits, quiet.
-    fn f16_nan_kept(
+    pub(crate) fn f16_nan_kept(
         &self,
         v: FloatValue<'ctx>,
         h: BasicValueEnum<'ctx>,

@@ -157,9 +157,7 @@ impl<'ctx> Gen<'ctx, '_> {
             };
             let dst = {
                 let byte = self.swizzled_element(&tile, row, col)?;
-                let byte = b.build_int_add(byte, stage_base, "")?;
-                // SAFETY (of the generated code): the tile lies in reserved shared memory.
-                unsafe { b.build_gep(self.ctx.i8_type(), self.smem, &[byte], "cp.dst") }?
+                self.shared_byte(b.build_int_add(byte, stage_base, "")?)?
             };
             self.when(valid, &mut |g| {
                 if proven {

@@ -393,7 +393,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if !extra.is_empty() {
             self.when(Some(first), &mut |g| {
                 for (at, bytes) in &extra {
-                    let p = g.shared_byte(*at)?;
+                    let p = g.shared_byte(g.i32c(*at as u64))?;
                     let n = g.ctx.i64_type().const_int(*bytes as u64, false);
                     g.b.build_memset(p, 1, g.ctx.i8_type().const_zero(), n)?;
                 }
@@ -442,7 +442,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     match part {
                         (Some(x), _) => Ok(*x),
                         (None, Some((at, shape))) => {
-                            let base = g.generic(g.shared_byte(*at)?)?;
+                            let base = g.generic(g.shared_byte(g.i32c(*at as u64))?)?;
                             Ok(g.memref(base, shape)?.into())
                         }
                         _ => unreachable!("every argument is a value or a tile"),
@@ -499,18 +499,6 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
     }
 
-    fn shared_byte(&self, offset: usize) -> Result<PointerValue<'ctx>> {
-        // SAFETY (of the generated code): `reserve_shared` covers the call's tiles.
-        unsafe {
-            Ok(self.b.build_gep(
-                self.ctx.i8_type(),
-                self.smem,
-                &[self.i32c(offset as u64)],
-                "",
-            )?)
-        }
-    }
-
     fn shared_at(
         &self,
         offset: usize,
@@ -519,9 +507,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     ) -> Result<PointerValue<'ctx>> {
         // SAFETY (of the generated code): as `shared_byte`.
         unsafe {
-            Ok(self
-                .b
-                .build_gep(ty, self.shared_byte(offset)?, &[index], "")?)
+            Ok(self.b.build_gep(
+                ty,
+                self.shared_byte(self.i32c(offset as u64))?,
+                &[index],
+                "",
+            )?)
         }
     }
 

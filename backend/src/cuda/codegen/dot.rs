@@ -629,9 +629,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let cols = g.i32c(tile.cols as u64);
             let row = g.b.build_int_unsigned_div(lin, cols, "")?;
             let col = g.b.build_int_unsigned_rem(lin, cols, "")?;
-            let byte = g.swizzled_element(&tile, row, col)?;
-            // SAFETY (of the generated code): the tile lies in reserved shared memory.
-            Ok(unsafe { g.b.build_gep(g.ctx.i8_type(), g.smem, &[byte], "sm") }?)
+            g.shared_byte(g.swizzled_element(&tile, row, col)?)
         };
         let chunk = self.chunk(numel);
         if chunk > 1 && self.valid(numel, 0)?.is_none() {

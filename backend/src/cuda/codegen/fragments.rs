@@ -205,7 +205,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// it holds an element this lane writes back (fragments of a warp without a tile this
     /// round, and all lanes of a quad but the first for rows, do not), and its row-major
     /// index in the tile.
-    fn held_sites(&self, h: Held) -> Result<Vec<HeldSite<'ctx>>> {
+    pub(super) fn held_sites(&self, h: Held) -> Result<Vec<HeldSite<'ctx>>> {
         let b = self.b;
         match h {
             Held::Slots => Err(CodegenError::internal("slots have no fragment sites")),
@@ -347,7 +347,11 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Index expression `x` at a held register's place (dims of size 1 at 0).
-    fn index_at(&mut self, x: Value, s: &HeldSite<'ctx>) -> Result<BasicValueEnum<'ctx>> {
+    pub(super) fn index_at(
+        &mut self,
+        x: Value,
+        s: &HeldSite<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
         let shape = self.ty(x).shape.clone();
         let at: Vec<IntValue<'ctx>> = match shape.len() {
             1 => vec![s.row],
@@ -457,11 +461,11 @@ impl<'ctx> Gen<'ctx, '_> {
 }
 
 /// Where one register of a held value lies (see [`Gen::held_sites`]).
-struct HeldSite<'ctx> {
-    row: IntValue<'ctx>,
-    col: IntValue<'ctx>,
-    writes: IntValue<'ctx>,
-    index: IntValue<'ctx>,
+pub(super) struct HeldSite<'ctx> {
+    pub row: IntValue<'ctx>,
+    pub col: IntValue<'ctx>,
+    pub writes: IntValue<'ctx>,
+    pub index: IntValue<'ctx>,
 }
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -565,6 +569,7 @@ impl<'ctx> Gen<'ctx, '_> {
         // Only elements stored as they are held (f32): a pair of f16 conversions, whose
         // NaN-preserving form is a dozen instructions, made LLVM hoist them out of the
         // guarded stores, and ptxas spilled 84-88 bytes in tutorial 03's largest configs.
+        // (16-bit results take `epilogue.rs`'s 16-byte stores where proven.)
         let d = self.ty(ptr).elem.pointee();
         if !matches!(d, Some(DType::F32 | DType::I32 | DType::U32)) {
             return false;
@@ -623,8 +628,15 @@ impl<'ctx> Gen<'ctx, '_> {
         let d = self.ty(*ptr).elem.pointee().expect("stores need pointers");
         let elem = tritium_dsl::ir::Elem::Scalar(d);
         let ordered = !self.lone_stores.contains(&(inst as *const Inst as usize));
-        if ordered {
+        let staged = self.staged_epilogue_applies(*ptr, *mask, l);
+        // Staged through shared memory, it waits for every warp to be done with what it
+        // overwrites (a warpgroup's last `wgmma` reading its operands included).
+        if ordered || staged {
             self.barrier()?;
+        }
+        if staged {
+            self.staged_epilogue((*ptr, *value, *mask, *hints), l, &regs, d)?;
+            return Ok(true);
         }
         let sites = self.held_sites(Held::Frag(l))?;
         // Registers 2k and 2k + 1 of a fragment lie in one row, in columns 2c and 2c + 1:

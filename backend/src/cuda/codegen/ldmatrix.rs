@@ -36,9 +36,7 @@ impl<'ctx> Gen<'ctx, '_> {
         shape: Ldmatrix,
         byte: IntValue<'ctx>,
     ) -> Result<Vec<IntValue<'ctx>>> {
-        let i8t = self.ctx.i8_type();
-        // SAFETY (of the generated code): the callers' layouts lie in reserved shared memory.
-        let row = unsafe { self.b.build_gep(i8t, self.smem, &[byte], "ldsm.row") }?;
+        let row = self.shared_byte(byte)?;
         if self.emu.is_some() {
             return self.emulator_ldmatrix(shape, row.into());
         }

@@ -24,6 +24,7 @@ mod control;
 mod custom;
 mod debug;
 mod dot;
+mod epilogue;
 mod fragments;
 mod held;
 mod ldmatrix;

@@ -189,6 +189,36 @@ mod tests {
         assert_eq!((wavefronts(plain(64)), wavefronts(plain(128))), (4, 8));
     }
 
+    /// The staged epilogue (`epilogue.rs`) writes a warp's fragment pairs (lane `4g + c`
+    /// writes columns `2c, 2c + 1` of one chunk of row `g` of 8) as one wavefront, and reads
+    /// whole chunks in row-major order, 8 threads' 16 bytes one wavefront.
+    #[test]
+    fn epilogue_pairs_and_chunks_are_one_wavefront() {
+        for cols in [8, 16, 32, 64, 128, 192, 256] {
+            let t = Swizzled::new(0, 64, cols);
+            for row0 in (0..64).step_by(8) {
+                for chunk in 0..t.chunks() {
+                    let pairs = (0..32).map(|lane| {
+                        (
+                            t.element_address(row0 + lane / 4, chunk * 8 + 2 * (lane % 4)),
+                            4,
+                        )
+                    });
+                    assert_eq!(
+                        wavefronts(pairs),
+                        1,
+                        "cols {cols}, rows {row0}.., chunk {chunk}"
+                    );
+                }
+            }
+            for q0 in (0..64 * t.chunks()).step_by(8) {
+                let chunks =
+                    (q0..q0 + 8).map(|q| (t.chunk_address(q / t.chunks(), q % t.chunks()), 16));
+                assert_eq!(wavefronts(chunks), 1, "cols {cols}, chunks {q0}..");
+            }
+        }
+    }
+
     /// Where swizzled, the layout is the hardware's swizzle of its mode (bits 4–6 of an
     /// address XOR-ed with bits 7–9 for 128 bytes, 4–5 with 7–8 for 64, 4 with 7 for 32)
     /// applied to the unswizzled atoms, at an aligned offset: what `wgmma` reads.

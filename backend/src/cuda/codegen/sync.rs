@@ -256,16 +256,15 @@ impl<'ctx> Gen<'ctx, '_> {
         elem: Elem,
         index: IntValue<'ctx>,
     ) -> Result<PointerValue<'ctx>> {
-        let i8t = self.ctx.i8_type();
+        let base = self.shared_byte(self.i32c(offset as u64))?;
         // SAFETY (of the generated code): `reserve_shared` covers every array we index.
-        unsafe {
-            let base = self
-                .b
-                .build_gep(i8t, self.smem, &[self.i32c(offset as u64)], "")?;
-            Ok(self
-                .b
-                .build_gep(self.shared_ty(elem), base, &[index], "sm")?)
-        }
+        Ok(unsafe { (self.b).build_gep(self.shared_ty(elem), base, &[index], "sm") }?)
+    }
+
+    /// The address of byte `byte` of shared memory (a tile's swizzled element, …).
+    pub(super) fn shared_byte(&self, byte: IntValue<'ctx>) -> Result<PointerValue<'ctx>> {
+        // SAFETY (of the generated code): `reserve_shared` covers every tile we address.
+        Ok(unsafe { (self.b).build_gep(self.ctx.i8_type(), self.smem, &[byte], "sm") }?)
     }
 
     /// Stores a compute value into shared memory.

@@ -1,0 +1,305 @@
+//! The epilogue of a tensor-core `dot` with a 16-bit result (`acc.to(f16)` stored to
+//! `c`): 16-byte global stores through shared memory, as Triton's.
+//!
+//! An accumulator fragment gives a lane two adjacent columns of a row, so stored where
+//! they lie (`Gen::store_held`) its elements take one 2-byte store each, eight times
+//! Triton's count of `st.global.v4.b32`. Here the lanes write their pairs (one 32-bit
+//! word) into a [`Swizzled`] tile of shared memory, the layout `ldmatrix` reads, so that
+//! the 8 rows × 16 bytes a warp's quad pattern writes are one wavefront; after a barrier
+//! each thread reads whole 16-byte chunks of rows (consecutive threads, consecutive chunks:
+//! one wavefront per 8 threads, and coalesced global stores) and stores each where the
+//! pointer expression puts its first element, under the mask at that element.
+//!
+//! Only where the launch's specialization proves it (`dsl::ir::axis_info`): every run of
+//! 8 elements along the last dim starting at a multiple of 8 is consecutive in memory,
+//! 16-byte aligned and under one mask value.
+
+use super::fragments::HeldSite;
+use super::held::{FragLayout, Held};
+use super::swizzle::{Swizzled, CHUNK_BYTES};
+use super::Gen;
+use super::V;
+use crate::llvm::Result;
+use inkwell::values::{BasicValue, BasicValueEnum, IntValue};
+use inkwell::{FloatPredicate, IntPredicate};
+use tritium_dsl::ir::{CacheHints, DType, Elem, Op, Value};
+
+/// 16-bit elements per 16-byte chunk.
+const CHUNK: usize = CHUNK_BYTES / 2;
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Whether a store of 16-bit fragments `regs` to `ptr` under `mask` goes through
+    /// shared memory as 16-byte chunks: rank 2, whole chunks per row, every chunk proven
+    /// one aligned run under one mask value, and a tile no larger than the shared memory
+    /// the kernel takes already (or 48 KiB, what any kernel may take without opting in).
+    pub(super) fn staged_epilogue_applies(
+        &self,
+        ptr: Value,
+        mask: Option<Value>,
+        l: FragLayout,
+    ) -> bool {
+        let pt = self.ty(ptr);
+        let Some(d) = pt.elem.pointee() else {
+            return false;
+        };
+        if pt.rank() != 2 || d.size_bytes() != 2 || pt.shape != [l.m, l.n] {
+            return false;
+        }
+        if !l.n.is_multiple_of(CHUNK) || l.m * l.n * 2 > self.shared_bytes.max(48 << 10) {
+            return false;
+        }
+        let Some(p) = self.axis.get(&ptr) else {
+            return false;
+        };
+        let runs = p.contiguity.get(1).is_some_and(|c| *c as usize >= CHUNK)
+            && p.divisibility
+                .get(1)
+                .is_some_and(|d| *d as usize >= CHUNK_BYTES);
+        let one_mask = mask.is_none_or(|m| {
+            self.ty(m).is_scalar()
+                || (self.axis.get(&m))
+                    .is_some_and(|i| i.constancy.get(1).is_some_and(|c| *c as usize >= CHUNK))
+        });
+        runs && one_mask
+    }
+
+    /// Stores fragments `regs` (layout `l`, element type `d`, 16 bits) to `ptr` under
+    /// `mask` through shared memory (see the module doc). The caller has ordered the
+    /// store after earlier memory ops and shared memory's earlier readers with a barrier;
+    /// this ends with one, after which shared memory and the stored values are free for
+    /// what follows.
+    pub(super) fn staged_epilogue(
+        &mut self,
+        (ptr, value, mask, hints): (Value, Value, Option<Value>, CacheHints),
+        l: FragLayout,
+        regs: &[BasicValueEnum<'ctx>],
+        d: DType,
+    ) -> Result<()> {
+        let tile = Swizzled::new(0, l.m, l.n);
+        self.reserve_shared(tile.bytes());
+        let b = self.b;
+        self.stage_pairs(&tile, l, value, regs, d)?;
+        self.barrier()?;
+        let chunks_per_row = tile.chunks();
+        let total = l.m * chunks_per_row;
+        let v4 = self.ctx.i32_type().vec_type(4);
+        for round in 0..total.div_ceil(self.threads) {
+            // Chunk q = tid + threads · round: row q / chunks, chunk q % chunks.
+            let first = self.i32c((round * self.threads) as u64);
+            let q = b.build_int_add(self.tid, first, "")?;
+            let row = b.build_int_unsigned_div(q, self.i32c(chunks_per_row as u64), "")?;
+            let chunk = b.build_int_unsigned_rem(q, self.i32c(chunks_per_row as u64), "")?;
+            let col = b.build_int_mul(chunk, self.i32c(CHUNK as u64), "")?;
+            let inside = match (round + 1) * self.threads > total {
+                true => {
+                    let end = self.i32c(total as u64);
+                    b.build_int_compare(IntPredicate::ULT, q, end, "")?
+                }
+                false => self.ctx.bool_type().const_all_ones(),
+            };
+            // Rows past the tile's end (the last round's) read row 0 instead.
+            let row = b
+                .build_select(inside, row, self.i32c(0), "")?
+                .into_int_value();
+            let site = HeldSite {
+                row,
+                col,
+                writes: inside,
+                index: row,
+            };
+            let at = self.swizzled_element(&tile, row, col)?;
+            let p = self.shared_byte(at)?;
+            let v = b.build_load(v4, p, "")?;
+            if let Some(i) = v.as_instruction_value() {
+                let _ = i.set_alignment(CHUNK_BYTES as u32);
+            }
+            let dst = self.index_at(ptr, &site)?.into_pointer_value();
+            let mut cond = inside;
+            if let Some(m) = mask {
+                let m = self.index_at(m, &site)?.into_int_value();
+                cond = b.build_and(cond, m, "")?;
+            }
+            self.when(Some(cond), &mut |g| {
+                g.global_store(dst, v, hints, Some(CHUNK_BYTES as u32))
+            })?;
+        }
+        self.barrier()
+    }
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Writes each pair of registers `regs` of `value` (16-bit `d`; layout `l`) into
+    /// `tile` as one word, low element first: registers 2k and 2k + 1 lie in one row, in
+    /// columns 2c and 2c + 1. A float cast (`acc.to(f16)`) converts the f32 registers
+    /// before the cast, rounding once.
+    ///
+    /// f16 pairs take one `cvt.rn.f16x2.f32` each and bf16 rounds without NaN tests. The
+    /// hardware's conversion gives a NaN a canonical payload where Tritium keeps its top
+    /// bits (`to_storage`), so where any register is a NaN, the pairs holding one are
+    /// written again, element by element, each in a block of its own (in one block with
+    /// the others, ptxas ran every conversion before the stores and spilled).
+    fn stage_pairs(
+        &mut self,
+        tile: &Swizzled,
+        l: FragLayout,
+        value: Value,
+        regs: &[BasicValueEnum<'ctx>],
+        d: DType,
+    ) -> Result<()> {
+        let sites = self.held_sites(Held::Frag(l))?;
+        if !matches!(d, DType::F16 | DType::BF16) {
+            for (site, xs) in sites.iter().step_by(2).zip(regs.chunks(2)) {
+                let word = self.pack_exact(xs, d)?;
+                let at = self.swizzled_element(tile, site.row, site.col)?;
+                self.when(Some(site.writes), &mut |g| {
+                    g.b.build_store(g.shared_byte(at)?, word)?;
+                    Ok(())
+                })?;
+            }
+            return Ok(());
+        }
+        let regs = match self.defs.get(&value).map(|i| &i.op) {
+            Some(Op::Cast(src)) => match (self.ty(*src).dtype(), self.vals.get(src)) {
+                (Some(DType::F32), Some(V::Frag(_, r))) if r.len() == regs.len() => r.clone(),
+                _ => regs.to_vec(),
+            },
+            _ => regs.to_vec(),
+        };
+        for (site, xs) in sites.iter().step_by(2).zip(regs.chunks(2)) {
+            let nan = self.any_nan(xs)?;
+            let at = self.swizzled_element(tile, site.row, site.col)?;
+            let pair = self.shared_byte(at)?;
+            self.two_paths(
+                self.b.build_not(nan, "")?,
+                &mut |g| {
+                    let word = g.pack_rounded(xs, d)?;
+                    g.when(Some(site.writes), &mut |g| {
+                        g.b.build_store(pair, word)?;
+                        Ok(())
+                    })?;
+                    Ok(vec![])
+                },
+                // A pair with a NaN: its halves fixed and stored one by one (a store
+                // unlike the other path's, which LLVM cannot sink into one store of a
+                // selected word, computing both paths for every pair).
+                &mut |g| {
+                    let word = g.pack_rounded(xs, d)?;
+                    let halves = [
+                        g.nan_kept(xs[0], word, 0, d)?,
+                        g.nan_kept(xs[1], word, 1, d)?,
+                    ];
+                    g.when(Some(site.writes), &mut |g| {
+                        for (i, h) in halves.iter().enumerate() {
+                            let at = g.b.build_int_add(at, g.i32c(2 * i as u64), "")?;
+                            g.b.build_store(g.shared_byte(at)?, *h)?;
+                        }
+                        Ok(())
+                    })?;
+                    Ok(vec![])
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Half `i` of `word`, `x` rounded to `d` by the hardware, or where `x` is a NaN, its
+    /// bits as `to_storage` gives them (sign and top payload bits kept).
+    fn nan_kept(
+        &self,
+        x: BasicValueEnum<'ctx>,
+        word: IntValue<'ctx>,
+        i: u64,
+        d: DType,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let (b, i16t) = (self.b, self.ctx.i16_type());
+        let half = b.build_right_shift(word, self.i32c(16 * i), false, "")?;
+        let half = b.build_int_truncate(half, i16t, "")?;
+        if d == DType::F16 {
+            return self.emit().f16_nan_kept(x.into_float_value(), half.into());
+        }
+        let bits = b
+            .build_bit_cast(x, self.ctx.i32_type(), "")?
+            .into_int_value();
+        let nan = b.build_right_shift(bits, self.i32c(16), false, "")?;
+        let nan = b.build_or(nan, self.i32c(0x40), "")?;
+        let nan = b.build_int_truncate(nan, i16t, "")?;
+        let x = x.into_float_value();
+        let is_nan = b.build_float_compare(FloatPredicate::UNO, x, x, "")?;
+        Ok(b.build_select(is_nan, nan, half, "")?)
+    }
+
+    /// Whether any of the f32 values `xs` is a NaN.
+    fn any_nan(&self, xs: &[BasicValueEnum<'ctx>]) -> Result<IntValue<'ctx>> {
+        let b = self.b;
+        let mut nan = self.ctx.bool_type().const_zero();
+        for x in xs {
+            let x = x.into_float_value();
+            let is_nan = b.build_float_compare(FloatPredicate::UNO, x, x, "")?;
+            nan = b.build_or(nan, is_nan, "")?;
+        }
+        Ok(nan)
+    }
+
+    /// Two compute values as one word of their memory forms (`to_storage`), low first.
+    fn pack_exact(&self, xs: &[BasicValueEnum<'ctx>], d: DType) -> Result<IntValue<'ctx>> {
+        let (b, i32t) = (self.b, self.ctx.i32_type());
+        let bits = |x: BasicValueEnum<'ctx>| -> Result<IntValue<'ctx>> {
+            let s = match self.to_storage(x, Elem::Scalar(d))? {
+                BasicValueEnum::IntValue(i) => i,
+                other => (b.build_bit_cast(other, self.ctx.i16_type(), "")?).into_int_value(),
+            };
+            Ok(b.build_int_z_extend(s, i32t, "")?)
+        };
+        let hi = b.build_left_shift(bits(xs[1])?, self.i32c(16), "")?;
+        Ok(b.build_or(bits(xs[0])?, hi, "")?)
+    }
+
+    /// Two f32 values (no NaN) rounded to `d` (f16 or bf16) as one word, low first.
+    /// On the GPU one `cvt.rn.{f16,bf16}x2.f32` in inline PTX: as LLVM's own conversion
+    /// it would be shared with the NaN path's element conversions and hoisted above its
+    /// test, every pair's halves then live at once (ptxas spilled).
+    fn pack_rounded(&self, xs: &[BasicValueEnum<'ctx>], d: DType) -> Result<IntValue<'ctx>> {
+        let (b, i32t) = (self.b, self.ctx.i32_type());
+        if self.emu.is_none() {
+            let f32t = self.ctx.f32_type();
+            let fn_ty = i32t.fn_type(&[f32t.into(), f32t.into()], false);
+            let to = if d == DType::F16 { "f16x2" } else { "bf16x2" };
+            // The first source goes to the upper half.
+            let asm = format!("cvt.rn.{to}.f32 $0, $2, $1;");
+            let f = (self.ctx).create_inline_asm(
+                fn_ty,
+                asm,
+                "=r,f,f".into(),
+                false,
+                false,
+                None,
+                false,
+            );
+            let args = [xs[0].into(), xs[1].into()];
+            let call = b.build_indirect_call(fn_ty, f, &args, "pack")?;
+            return match call.try_as_basic_value() {
+                inkwell::values::ValueKind::Basic(v) => Ok(v.into_int_value()),
+                inkwell::values::ValueKind::Instruction(_) => unreachable!("returns a word"),
+            };
+        }
+        if d == DType::F16 {
+            let mut v = self.ctx.f32_type().vec_type(2).get_undef();
+            for (i, x) in xs.iter().enumerate() {
+                v = b.build_insert_element(v, x.into_float_value(), self.i32c(i as u64), "")?;
+            }
+            let h = b.build_float_trunc(v, self.ctx.f16_type().vec_type(2), "")?;
+            return Ok(b.build_bit_cast(h, i32t, "")?.into_int_value());
+        }
+        // bf16: round to nearest even on the bits (`to_storage`'s rounding, NaNs aside).
+        let rounded = |x: BasicValueEnum<'ctx>| -> Result<IntValue<'ctx>> {
+            let bits = b.build_bit_cast(x, i32t, "")?.into_int_value();
+            let lsb = b.build_right_shift(bits, self.i32c(16), false, "")?;
+            let lsb = b.build_and(lsb, self.i32c(1), "")?;
+            let bias = b.build_int_add(lsb, self.i32c(0x7fff), "")?;
+            Ok(b.build_int_add(bits, bias, "")?)
+        };
+        let lo = b.build_right_shift(rounded(xs[0])?, self.i32c(16), false, "")?;
+        let hi = b.build_and(rounded(xs[1])?, self.i32c(0xffff_0000), "")?;
+        Ok(b.build_or(lo, hi, "")?)
+    }
+}
