@@ -170,10 +170,14 @@ def erfinv_central(u):
 
 
 def erfinv_tail(v):
-    # erfinv(x) / x in v = sqrt(w) - 3
-    w = (v + 3) ** 2
+    # erfinv(x) / x in v = w - 9 (the tail's variable w itself, no square root)
+    w = v + 9
     x = mp.sqrt(-mp.expm1(-w))
     return mp.erfinv(x) / x
+
+
+# w at the largest f32 below 1, 1 - 2^-24: the tail's end
+ERFINV_W_MAX = -mp.log(1 - (1 - mp.mpf(2) ** -24) ** 2)
 
 
 def binet(t):
@@ -247,7 +251,8 @@ FITS = {
     "ERFC": (erfc_exponent_centered, "t − ½", mp.mpf(1) / 6 - mp.mpf(1) / 2, mp.mpf("0.3"), 9, ONE),
     "ERF": (erf_tail, "x²", 0, mp.mpf("0.25"), 4, lambda s: s),
     "ERFINV_CENTRAL": (erfinv_central, "w − 2.5", mp.mpf(-5) / 2, mp.mpf(5) / 2, 9, ONE, True),
-    "ERFINV_TAIL": (erfinv_tail, "√w − 3", mp.sqrt(5) - 3, mp.mpf("0.9933"), 11, ONE, True),
+    # the tail from w = 5 to ERFINV_W_MAX (x = 1 - 2^-24), its error relative to the result
+    "ERFINV_TAIL": (erfinv_tail, "w − 9", -4, ERFINV_W_MAX - 9, 10, lambda v: 1 / erfinv_tail(v), True),
     # Binet's mu(x) = x·BINET(1/x), x ≥ 1: tgamma at 1 + |x|, lgamma at |x| from 2.25 on
     # above 0 and from 1 on below
     "BINET": (binet, "1/x", 0, 1, 6, lambda t: t),

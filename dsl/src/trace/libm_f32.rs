@@ -288,18 +288,28 @@ const fn halved<const N: usize>(c: [f32; N]) -> [f32; N] {
     h
 }
 
-/// `σ·ln(x · 2^j) + c` (`σ` 1, or ½ with `half`) for positive normal f32 `x` as `hi + lo`,
-/// not renormalized (`lo` holds `ln m`'s series, up to 0.004σ), for the gamma functions:
-/// [`log_core`]'s reduction with `σ·2f = (m − 1)/h` and `h = (m + 1)/(2σ)` (so that no
-/// scaling is needed), and `2f_lo·f²` left out (below 2^-24·f³ ≤ 3e-10; `fine` keeps it).
-/// `j` is an f32 tile of integers, `c` a tile of constants: `σ(k + j)·LN2_16.0 + c` must be
-/// exact (`c` a multiple of 2^-16σ, or `k + j` 0) and no smaller in exponent than `σ ln m`
-/// (`c` 0, −σ with `k + j` ≥ 0, or any `c` where `x · 2^j` = 1), so that one Fast2Sum adds
-/// it.
-fn log_lean(x: Tile, j: Option<Tile>, c: Tile, fine: bool, half: bool) -> (Tile, Tile) {
+/// `σ·ln((x + x_lo) · 2^j) + c` (`σ` 1, or ½ with `half`) for positive normal f32 `x` below
+/// 2^126 as `hi + lo`, not renormalized (`lo` holds `ln m`'s series, up to 0.004σ), for the
+/// gamma functions and `erfinv`: [`log_core`]'s reduction with `σ·2f = (m − 1)/h` and `h =
+/// (m + 1)/(2σ)` (so that no scaling is needed), and `2f_lo·f²` left out (below 2^-24·f³ ≤
+/// 3e-10 without `x_lo`; `fine` keeps it, as it must with an `x_lo` of more than an ulp of
+/// `x`). `x_lo` (a correction of `x`, or none) enters as `δ = x_lo · 2^−k`, which adds `δ`
+/// to `m − 1` and `δ/(2σ)` to `h`, so to the quotient's residual. `j` is an f32 tile of
+/// integers, `c` a tile of constants: `σ(k + j)·LN2_16.0 + c` must be exact (`c` a multiple
+/// of 2^-16σ, or `k + j` 0) and no smaller in exponent than `σ ln m` (`c` 0, −σ with `k + j`
+/// ≥ 0, or any `c` where `x · 2^j` = 1), so that one Fast2Sum adds it.
+fn log_lean(
+    x: Tile,
+    x_lo: Option<Tile>,
+    j: Option<Tile>,
+    c: Tile,
+    fine: bool,
+    half: bool,
+) -> (Tile, Tile) {
     let bits = bitcast(x, DType::I32);
     let k = (bits - 0x3f35_04f3) >> 23;
-    let m = bitcast(bits - (k << 23), DType::F32);
+    let k_bits = k << 23;
+    let m = bitcast(bits - k_bits, DType::F32);
     let mut k = cast(k, DType::F32);
     if let Some(j) = j {
         k += j;
@@ -311,7 +321,13 @@ fn log_lean(x: Tile, j: Option<Tile>, c: Tile, fine: bool, half: bool) -> (Tile,
     let h_lo = fma(m, w, w - h);
     let inv: Tile = 1.0 / h;
     let f = u * inv;
-    let f_lo = (fma(-f, h, u) - f * h_lo) * inv;
+    let mut res = fma(-f, h, u) - f * h_lo;
+    if let Some(x_lo) = x_lo {
+        // 2^−k from its bits (k above −127 and below 127).
+        let delta = x_lo * bitcast(0x3f80_0000 - k_bits, DType::F32);
+        res = fma(delta, fma(f, -w, 1.0f32), res);
+    }
+    let f_lo = res * inv;
     let s = f * f;
     let (p, ln2) = if half {
         (halved(LOG), (LN2_16.0 * 0.5, LN2_16.1 * 0.5))
@@ -846,22 +862,22 @@ const ERFINV_CENTRAL: [f32; 11] = [
     1.5014094,
     -5.2623143e-08, // the constant's low part
 ];
-/// `erfinv(x)/x` in `√w − 3` on [√5 − 3, 0.9933] (to 1 − 2^-24; Giles' tail fit,
-/// refitted): relative error 2.2e-9; the constant in two parts.
-const ERFINV_TAIL: [f32; 13] = [
-    -1.1795749e-05,
-    -1.3267672e-05,
-    0.00017690651,
-    -0.00030290853,
-    -0.00012831617,
-    0.0014891758,
-    -0.0035650914,
-    0.0056845103,
-    -0.007643014,
-    0.009445553,
-    1.0016752,
+/// `erfinv(x)/x` in `w − 9` on [5 − 9, 15.94 − 9] (to 1 − 2^-24; Giles' tail fit in `w`
+/// itself rather than `√w`, refitted a degree higher): relative error 2.0e-9; the constant
+/// in two parts.
+const ERFINV_TAIL: [f32; 12] = [
+    2.1509034e-12,
+    -7.151842e-11,
+    1.082398e-09,
+    -1.0018175e-08,
+    5.4863513e-08,
+    1.2424098e-07,
+    -9.546057e-06,
+    0.00020765969,
+    -0.0043750023,
+    0.16694589,
     2.8329768,
-    -1.9675024e-08, // the constant's low part
+    -2.2353998e-08, // the constant's low part
 ];
 
 /// A fit whose constant term is in two parts (the last two of `c`), at `u + u_lo`: the
@@ -873,29 +889,25 @@ fn split_constant(u: Tile, u_lo: Tile, c: &[f32]) -> (Tile, Tile) {
     (splat(u, c[n - 2]), rest)
 }
 
-/// `1/(2√w)` in `√w − 3` on [√5 − 3, 1.08], a line within 6%: `erfinv`'s tail takes
-/// `√w`'s low part (below half an ulp of it) from it.
-const HALF_RECIP_SQRT: (f32, f32) = (-0.0548, 0.1742);
-
 /// `erfinv x = x · P(w)`, Giles' form with `w = −ln(1 − x²)` (`1 − x²` and the logarithm
-/// in two parts): `P` in `w − 2.5` below 5, in `√w − 3` above (the square root in two
-/// parts); the product with `x` rounds once. ±inf at ±1, NaN beyond.
+/// in two parts, the logarithm [`log_lean`]'s): `P` in `w − 2.5` below 5, in `w − 9` above
+/// (no square root: a polynomial in `w` fits the tail as closely, a degree higher than in
+/// `√w`); the product with `x` rounds once. ±inf at ±1, NaN beyond.
 pub(super) fn erfinv(x: Tile) -> Tile {
     let a = abs(x);
     // 1 − x² in two parts (1 − a² rounded is exact from a² ≥ ½ on); from 2^-23 to 1 for
     // |x| < 1 (the other lanes are replaced at the end).
     let (sq, sq_err) = two_prod(a, a);
     let (d, d_err) = fast_two_sum(splat(a, 1.0), -sq);
-    let (l, l_lo) = log_core(d, Some(d_err - sq_err), None, LogPrecision::Single, false);
-    let (w, w_lo) = (-l, -l_lo);
-    // w − 2.5 is exact from 1.25 on; below, Fast2Sum keeps what w's low bits lose.
+    // The correction is up to a quarter of d (where d is near 2^-23), so `fine`; w
+    // renormalized, so that its low part is below an ulp of it.
+    let (l, l_lo) = log_lean(d, Some(d_err - sq_err), None, splat(d, 0.0), true, false);
+    let (w, w_lo) = fast_two_sum(-l, -l_lo);
+    // w − 2.5 is exact from 1.25 on (below, Fast2Sum keeps what w's low bits lose), w − 9
+    // from 4.5 on, so wherever the tail counts.
     let (u, u_lo) = fast_two_sum(splat(w, -2.5), w);
     let (c_hi, c_rest) = split_constant(u, u_lo + w_lo, &ERFINV_CENTRAL);
-    // √w in two parts (√w − 3 is exact in the tail).
-    let s = sqrt(w);
-    let v = s - 3.0;
-    let s_lo = (fma(-s, s, w) + w_lo) * fma(v, HALF_RECIP_SQRT.0, HALF_RECIP_SQRT.1);
-    let (t_hi, t_rest) = split_constant(v, s_lo, &ERFINV_TAIL);
+    let (t_hi, t_rest) = split_constant(w - 9.0, w_lo, &ERFINV_TAIL);
     let central = lt(w, 5.0);
     // P = p + p_lo exactly, so that only the product with a rounds.
     let (p, p_lo) = fast_two_sum(where_(central, c_hi, t_hi), where_(central, c_rest, t_rest));
@@ -936,7 +948,7 @@ const SINPI_C: [f32; 5] = [-0.0036056766, 0.03983417, -0.29003015, 1.234132, -2.
 fn stirling(y: Tile, y_lo: Tile) -> (Tile, Tile) {
     let t: Tile = 1.0 / y;
     // ln y − 1: k ≥ 0 from 1 on, so that adding −1 is exact and first in exponent.
-    let (l, l_lo) = log_lean(y, None, splat(y, -1.0), true, false);
+    let (l, l_lo) = log_lean(y, None, None, splat(y, -1.0), true, false);
     let (l, l_lo) = fast_two_sum(l, l_lo);
     // Exact from 1 on.
     let w = y - 0.5;
@@ -1051,7 +1063,7 @@ pub(super) fn lgamma(x: Tile) -> Tile {
     let pos_large = ge(x, LGAMMA_STIRLING);
     let large = pos_large | neg_large;
     // L/2 = (ln a − 1)/2 (−½ is exact and first in exponent).
-    let (l, l_lo) = log_lean(a, None, splat(a, -0.5), false, true);
+    let (l, l_lo) = log_lean(a, None, None, splat(a, -0.5), false, true);
     // A = x − ½ (a − ½ above 0, −(a + ½) below) in two parts, or 0.
     let xs = where_(large, x, splat(x, 0.5));
     let aa = xs - 0.5;
@@ -1064,6 +1076,7 @@ pub(super) fn lgamma(x: Tile) -> Tile {
     let x2 = where_(neg, abs(r), where_(ge1, splat(a, 1.0), a));
     let (m, m_lo) = log_lean(
         x2 * 16_777_216.0f32,
+        None,
         Some(where_(neg_large, splat(x, -22.0), splat(x, -24.0))),
         where_(pos_large, splat(x, -0.5 * LN_STIRLING_C.0), splat(x, 0.0)),
         false,
