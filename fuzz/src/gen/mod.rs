@@ -1090,8 +1090,13 @@ impl Gen {
 
     /// Distinct offsets into this program's region, one per lane of `shape` (i32).
     fn own_offsets(&mut self, shape: &[usize]) -> Value {
+        self.own_offsets_ordered(shape, AxisOrder::Random)
+    }
+
+    /// [`own_offsets`](Self::own_offsets) with the axes in `order`.
+    fn own_offsets_ordered(&mut self, shape: &[usize], order: AxisOrder) -> Value {
         let base = self.base.expect("set up first");
-        let off = self.lane_offsets(shape);
+        let off = self.lane_offsets_ordered(shape, order);
         let b = self.splat_to(base, shape);
         self.binary(BinOp::Add, off, b)
     }
@@ -2067,9 +2072,26 @@ impl Gen {
             let (b, e) = &self.outputs[k];
             (b.ptr, b.dtype, *e)
         };
-        let shape = self.random_shape(3);
+        let mut shape = self.random_shape(3);
         let need = if exact { Need::EXACT } else { Need::ANY };
-        let value = if !exact && d.is_float() && shape.len() < 3 && self.rng.chance(0.3) {
+        // Tutorial 03's `acc.to(f16)`: on CUDA an f32 accumulator held in fragments,
+        // stored row-major through shared memory in 16-byte chunks where 8-column runs
+        // are proven (codegen `epilogue`); its integers within what the output holds.
+        let staged = d.size_bytes() == 2 && d.is_float() && self.rng.chance(0.15);
+        let row_major = staged && self.rng.chance(0.7);
+        let value = if staged {
+            shape = self
+                .rng
+                .pick(&[[16, 16], [16, 32], [32, 16], [16, 8]])
+                .to_vec();
+            let bound = crate::info::exact_int_limit(d);
+            let in_f32 = Need {
+                bound: Some(need.bound.map_or(bound, |b| b.min(bound))),
+                ..need
+            };
+            let acc = self.dot_into(DType::F32, &shape, in_f32);
+            self.cast(acc, d)
+        } else if !exact && d.is_float() && shape.len() < 3 && self.rng.chance(0.3) {
             // Approximate outputs often hold a sum or a dot of arbitrary values.
             if shape.len() == 2 && self.rng.chance(0.4) {
                 self.dot_into(d, &shape, need)
@@ -2079,7 +2101,10 @@ impl Gen {
         } else {
             self.value(d, &shape, need)
         };
-        let off = self.own_offsets(&shape);
+        let off = match row_major {
+            true => self.own_offsets_ordered(&shape, AxisOrder::RowMajor),
+            false => self.own_offsets(&shape),
+        };
         let ptrs = self.pointers(ptr, off);
         let mask = self.own_mask(off, &shape);
         let hints = self.cache_hints(false);
