@@ -40,7 +40,6 @@ const PI3_4: (f32, f32) = (2.356_194_5, -5.962_440_3e-9);
 /// tan(π/8) and tan(3π/8): where `atan`'s reductions change.
 const TAN_PI_8: f32 = 0.414_213_57;
 const TAN_3PI_8: f32 = 2.414_213_7;
-const TWO_THIRDS: f32 = 0.666_666_7;
 /// 1.5 · 2^23: adding it rounds an f32 below 2^22 to an integer, held in the low bits.
 const ROUNDER: f32 = 12_582_912.0;
 const ROUNDER_BITS: i32 = 0x4b40_0000;
@@ -187,42 +186,51 @@ fn exp_core(hi: Tile, lo: Option<Tile>) -> (Tile, Tile, Tile) {
     (k, e_hi, e_lo)
 }
 
-/// `e^(hi + lo)` rounded once, for any `hi` (`lo` counts only where `hi` is in range: the
-/// error of a product beyond it, and so `lo`, may be huge or NaN).
+/// `e^(hi + lo)` rounded once, for any `hi` and a small `lo` (the rounding error of a
+/// product, say: below 2^-12 wherever `hi` is in range; `lo` is clamped to that, so that
+/// beyond the range, where it may be huge or NaN, it no longer counts). [`exp_core`]'s
+/// reduction without its exact sum: `e^(r + c) = e^r + c·e^r` to first order, `r = hi −
+/// k·LN2.0` exact and `c` the rest (below 2^-11), `c·e^r` as `c·(e_hi + q)`. The power of
+/// two as [`scale`]'s, from `k·2^23`, which `shifted`'s low bits give shifted up (its high
+/// bits shift out): `e · 2^(k >> 1)` exactly in `e`'s exponent field (normal, as `k ≥ −246`
+/// and `e` is in [0.7, 1.42]), then the other half rounds once.
 fn exp_hi_lo(hi: Tile, lo: Tile) -> Tile {
-    let lo = where_(lt(abs(hi), 175.0), lo, 0.0f32);
-    let (k, e_hi, e_lo) = exp_parts(hi, Some(lo));
-    scale(e_hi + e_lo, k)
+    // `where_` the way round that turns NaN into the bound.
+    let bound = 2f32.powi(-12);
+    let lo = where_(lt(lo, bound), lo, bound);
+    let lo = where_(gt(lo, -bound), lo, -bound);
+    let hi = where_(gt(hi, 89.5), 89.5f32, hi);
+    let hi = where_(lt(hi, -170.0), -170.0f32, hi);
+    let shifted = fma(hi, LOG2_E, ROUNDER);
+    let kf = shifted - ROUNDER;
+    let r = fma(kf, -LN2.0, hi);
+    let c = fma(kf, -LN2.1, lo);
+    // r²·P(r) with P by Estrin's scheme (shorter than Horner's chain, as accurate here).
+    let r2 = r * r;
+    let q = r2
+        * fma(
+            fma(fma(r, EXP[0], EXP[1]), r2, fma(r, EXP[2], EXP[3])),
+            r,
+            EXP[4],
+        );
+    let e_hi = r + 1.0;
+    let e_lo = (r - (e_hi - 1.0)) + fma(c, e_hi + q, q);
+    let kk = bitcast(shifted, DType::I32) << 23;
+    let k1 = (kk >> 1) & !0x7f_ffff;
+    let e = bitcast(bitcast(e_hi + e_lo, DType::I32) + k1, DType::F32);
+    e * bitcast(kk - k1 + 0x3f80_0000, DType::F32)
 }
 
 // ---- the logarithm core --------------------------------------------------------------------
 
-/// How precisely [`log_core`] computes `ln m`.
-#[derive(Clone, Copy, PartialEq)]
-enum LogPrecision {
-    /// To about 2^-30 absolute: for a result rounded to f32, or a product with the
-    /// logarithm below 50 (`tgamma`'s `(y − ½)(ln y − 1)`).
-    Single,
-    /// `f³` from its exact parts and `f_lo`'s share of it kept: the error is the two
-    /// roundings of `f³·P(f²)`, below 2^-32 absolute (2^-31.5 relative to `ln x`), so
-    /// that `pow`'s `y · ln x` keeps an error below 2^-24 up to the overflow.
-    Fine,
-}
-
-/// `ln(x + x_lo) − c` for positive normal f32 `x` only (no special values, no
-/// subnormals; `x_lo` a small correction of `x`, or none) as `hi + lo`, with `c` 1 or 0
-/// (`minus_one`) and `j` (an f32 tile of small integers) added to `x`'s exponent: `x =
-/// 2^k · m` with `m` in [√½, √2), `ln m = 2 atanh f` with `f = (m − 1)/(m + 1)` in two
-/// parts (`m − 1` is exact, the quotient's error is recovered with `fma`, and `x_lo`
-/// enters it as `x_lo · 2^−k · (1 − f)`, without a second division), `2f + f³·P(f²)`,
-/// and `k · ln 2 − c` with `k · LN2_16.0 − c` exact.
-fn log_core(
-    x: Tile,
-    x_lo: Option<Tile>,
-    j: Option<Tile>,
-    precision: LogPrecision,
-    minus_one: bool,
-) -> (Tile, Tile) {
+/// `ln(x + x_lo)` for positive normal f32 `x` only (no special values, no subnormals;
+/// `x_lo` a small correction of `x`, or none) as `hi + lo`, to about 2^-30 absolute (for a
+/// result rounded to f32), with `j` (an f32 tile of small integers) added to `x`'s exponent:
+/// `x = 2^k · m` with `m` in [√½, √2), `ln m = 2 atanh f` with `f = (m − 1)/(m + 1)` in two
+/// parts (`m − 1` is exact, the quotient's error is recovered with `fma`, and `x_lo` enters
+/// it as `x_lo · 2^−k · (1 − f)`, without a second division), `2f + f³·P(f²)`, and `k · ln
+/// 2` with `k · LN2_16.0` exact.
+fn log_core(x: Tile, x_lo: Option<Tile>, j: Option<Tile>) -> (Tile, Tile) {
     let bits = bitcast(x, DType::I32);
     // The exponent of `x / √½`: m = x / 2^k lands in [√½, √2).
     let k = (bits - 0x3f35_04f3) >> 23;
@@ -247,29 +255,10 @@ fn log_core(
     }
     let f_lo = res * inv;
     let s = f * f;
-    let two_f = f * 2.0;
-    let (ln_m, ln_m_lo) = match precision {
-        LogPrecision::Single => {
-            // f_lo counts 2/(1 − f²) ≈ 2 + 2f² times.
-            let f_lo2 = f_lo * 2.0;
-            (two_f, fma(f * s, poly(s, &LOG), fma(f_lo2, s, f_lo2)))
-        }
-        LogPrecision::Fine => {
-            // f³ = c + c_lo to second order (f_lo's share 3f²·f_lo included).
-            let s_err = fma(f, f, -s);
-            let (c, c_err) = two_prod(f, s);
-            let c_lo = fma(s * 3.0, f_lo, fma(f, s_err, c_err));
-            // 2f_lo/(1 − f²) ≈ 2f_lo (the f² part of it is in ⅔·3f²·f_lo).
-            let rest = fma(c_lo, TWO_THIRDS, f_lo * 2.0);
-            (two_f, fma(c, poly(s, &LOG3), rest))
-        }
-    };
-    let (hi, e) = if minus_one {
-        // k·LN2_16.0 − 1 is exact (a multiple of 2^-16 below 128), but may be the smaller.
-        two_sum(fma(k, LN2_16.0, splat(k, -1.0)), ln_m)
-    } else {
-        fast_two_sum(k * LN2_16.0, ln_m)
-    };
+    // f_lo counts 2/(1 − f²) ≈ 2 + 2f² times.
+    let f_lo2 = f_lo * 2.0;
+    let ln_m_lo = fma(f * s, poly(s, &LOG), fma(f_lo2, s, f_lo2));
+    let (hi, e) = fast_two_sum(k * LN2_16.0, f * 2.0);
     let lo = e + fma(k, LN2_16.1, ln_m_lo);
     fast_two_sum(hi, lo)
 }
@@ -347,24 +336,19 @@ fn log_lean(
 /// `ln(x + x_lo)` (`x_lo` a small correction of `x`, or none; 0 where `x` is subnormal)
 /// as `hi + lo`, for any f32 `x`: [`log_core`] with subnormals scaled first. `x = 0` gives
 /// −inf, +inf gives +inf, negative and NaN give NaN (with `lo = 0`).
-fn log_parts(x: Tile, x_lo: Option<Tile>, precision: LogPrecision) -> (Tile, Tile) {
-    log_parts_times_2k(x, x_lo, None, precision)
+fn log_parts(x: Tile, x_lo: Option<Tile>) -> (Tile, Tile) {
+    log_parts_times_2k(x, x_lo, None)
 }
 
 /// [`log_parts`] of `x · 2^j` for an f32 tile `j` of small integers (`ln x + j·ln 2`).
-fn log_parts_times_2k(
-    x: Tile,
-    x_lo: Option<Tile>,
-    j: Option<Tile>,
-    precision: LogPrecision,
-) -> (Tile, Tile) {
+fn log_parts_times_2k(x: Tile, x_lo: Option<Tile>, j: Option<Tile>) -> (Tile, Tile) {
     let sub = lt(x, f32::MIN_POSITIVE);
     let xs = where_(sub, x * 8_388_608.0f32, x);
     let mut k = where_(sub, splat(x, -23.0), splat(x, 0.0));
     if let Some(j) = j {
         k += j;
     }
-    let (hi, lo) = log_core(xs, x_lo, Some(k), precision, false);
+    let (hi, lo) = log_core(xs, x_lo, Some(k));
     // ln 0 = −inf, ln inf = inf, NaN below 0 and for NaN.
     let special = !(gt(x, 0.0) & lt(x, f32::INFINITY));
     let nan_or_inf = where_(eq(x, f32::INFINITY), x, splat(x, f32::NAN));
@@ -408,27 +392,59 @@ pub(super) fn exp10(x: Tile) -> Tile {
 /// `ln(1 + x)`: `1 + x` split exactly into `u + u_lo`, then `ln u + u_lo / u`.
 pub(super) fn log1p(x: Tile) -> Tile {
     let (u, u_lo) = two_sum(x, splat(x, 1.0));
-    let (hi, lo) = log_parts(u, Some(u_lo), LogPrecision::Single);
+    let (hi, lo) = log_parts(u, Some(u_lo));
     where_(eq(x, 0.0), x, hi + lo)
 }
 
 /// `log10 x = ln x · log10 e`, both in two parts.
 pub(super) fn log10(x: Tile) -> Tile {
-    let (hi, lo) = log_parts(x, None, LogPrecision::Single);
+    let (hi, lo) = log_parts(x, None);
     let (p, p_err) = two_prod(hi, splat(hi, LOG10_E.0));
     let r = p + (p_err + fma(hi, LOG10_E.1, lo * LOG10_E.0));
     where_(isfinite(hi), r, hi)
 }
 
-/// `x^y = e^(y · ln x)`: `ln |x|` with [`LogPrecision::Fine`] and the product in two parts,
-/// so that the exponent's error stays within about 2^-24 up to the overflow; C99's special
-/// cases as the f64 version.
+/// `(2 atanh(F/2) − F)/F³` in `F²` (`F = 2f`): [`LOG3`] rescaled (exactly), for [`pow`].
+const LOG3_F: [f32; 4] = [
+    LOG3[0] / 512.0,
+    LOG3[1] / 128.0,
+    LOG3[2] / 32.0,
+    LOG3[3] / 8.0,
+];
+
+/// `x^y = e^(y · ln x)`, C99's special cases as the f64 version. `ln |x| = k ln 2 + F +
+/// F³·P(F²)` by [`log_lean`]'s reduction (`F = (m − 1)/h`, `h = (m + 1)/2`, in two parts;
+/// subnormals scaled first) with `F³` from its exact parts (`F_lo`'s share `3F²·F_lo`
+/// included), so that `F³·P(F²)` rounds twice (`P`, then the sum) and the logarithm's error
+/// stays below 2^-32 (2^-30.5 relative to `ln |x|`), the exponent's within about 2^-24 up
+/// to the overflow; the product in two parts; [`exp_hi_lo`].
 pub(super) fn pow(x: Tile, y: Tile) -> Tile {
     let ax = abs(x);
     let sub = lt(ax, f32::MIN_POSITIVE);
     let xs = where_(sub, ax * 8_388_608.0f32, ax);
-    let j = where_(sub, splat(ax, -23.0), splat(ax, 0.0));
-    let (l, l_lo) = log_core(xs, None, Some(j), LogPrecision::Fine, false);
+    let bits = bitcast(xs, DType::I32);
+    let k = (bits - 0x3f35_04f3) >> 23;
+    let m = bitcast(bits - (k << 23), DType::F32);
+    let k = cast(k, DType::F32);
+    let k = where_(sub, k - 23.0, k);
+    let u = m - 1.0;
+    // h in two parts (0.5 − h is exact, and so is the fma).
+    let h = fma(m, 0.5f32, 0.5f32);
+    let h_lo = fma(m, 0.5f32, 0.5 - h);
+    let inv: Tile = 1.0 / h;
+    let f = u * inv;
+    let f_lo = (fma(-f, h, u) - f * h_lo) * inv;
+    // F³ = c + c_lo to first order; the series' F_lo counts 1 + F²/4 times, its F²/4 part
+    // being c_lo's share over 12.
+    let s = f * f;
+    let s_err = fma(f, f, -s);
+    let (c, c_err) = two_prod(f, s);
+    let c_lo = fma(s * 3.0, f_lo, fma(f, s_err, c_err));
+    let rest = fma(c_lo, 1.0 / 12.0, f_lo);
+    let ln_m_lo = fma(c, poly(s, &LOG3_F), rest);
+    // k·LN2_16.0 is exact and at least 2F unless k is 0.
+    let (hi, e) = fast_two_sum(k * LN2_16.0, f);
+    let (l, l_lo) = fast_two_sum(hi, fma(k, LN2_16.1, e) + ln_m_lo);
     // ln 0 = −inf, ln inf = inf, NaN stays NaN (their low parts are dropped in exp_hi_lo);
     // x^±0 = 1 for every x, and (±1)^y = 1 for every y (the sign and NaN for x = −1 come
     // from the special cases): an exponent 0.
@@ -490,7 +506,7 @@ pub(super) fn cosh(x: Tile) -> Tile {
 /// `ln(w + w_lo)` rounded, for the inverse hyperbolic functions; `ln 2w` where `twice`.
 fn ln_rounded(w: Tile, w_lo: Tile, twice: Option<Tile>) -> Tile {
     let j = twice.map(|t| where_(t, splat(w, 1.0), splat(w, 0.0)));
-    let (hi, lo) = log_parts_times_2k(w, Some(w_lo), j, LogPrecision::Single);
+    let (hi, lo) = log_parts_times_2k(w, Some(w_lo), j);
     hi + lo
 }
 
