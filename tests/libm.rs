@@ -672,3 +672,158 @@ fn f32_gamma_functions_where_they_overflow_and_at_tiny_arguments() {
         }
     }
 }
+
+/// `F` of an f32 tile (`pow`'s second argument `y`), for [`f32_dense_sweeps`].
+#[kernel]
+fn dense(out: Ptr<f32>, x: Ptr<f32>, y: Ptr<f32>, n: i32, #[constexpr] F: usize) {
+    let offs = program_id(0) * 1024 + arange(0, 1024);
+    let mask = offs < n;
+    let a = load(x + offs, mask = mask);
+    let b = load(y + offs, mask = mask);
+    let r = match F {
+        0 => lang::pow(a, b),
+        1 => lang::erfinv(a),
+        2 => lang::tgamma(a),
+        _ => lang::lgamma(a),
+    };
+    store(out + offs, r, mask = mask);
+}
+
+/// `erfinv y` in f64 by Newton's method from `guess` (on `erfc` from ½ on, where `1 − |y|`
+/// is exact).
+fn erfinv_newton(y: f64, guess: f64) -> f64 {
+    if y == 0.0 || y.abs() >= 1.0 || y.is_nan() {
+        return erfinv_ref(y);
+    }
+    let a = y.abs();
+    let mut x = if guess.is_finite() && guess != 0.0 {
+        guess.abs()
+    } else {
+        1.0
+    };
+    for _ in 0..6 {
+        let fx = if a > 0.5 {
+            (1.0 - a) - erfc(x)
+        } else {
+            erf(x) - a
+        };
+        x -= fx / (std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp());
+    }
+    x.copysign(y)
+}
+
+/// Every f32 from `lo` to `hi` (both of one sign, `lo` nearer 0) whose bits are a multiple
+/// of `step` apart.
+fn f32_range(lo: f32, hi: f32, step: u32) -> impl Iterator<Item = f32> {
+    (lo.to_bits()..hi.to_bits())
+        .step_by(step as usize)
+        .map(f32::from_bits)
+}
+
+/// `pow`, `erfinv`, `tgamma` and `lgamma` of f32 on the CPU over millions of arguments,
+/// against f64 (`erfinv`: Newton's method on libm's `erf` and `erfc`): the largest error in
+/// ulps of the exact value, not of its rounding (below 2.5 keeps the rounded result within
+/// 2 ulps of the correctly rounded one), which the README quotes; `lgamma` below 0 in ulps
+/// of `max(|lgamma x|, 1)` as everywhere here. 120 million arguments (seconds in a release
+/// build, minutes in a debug one), so ignored by default:
+///
+///     cargo test --release -p tritium --test main -- --ignored f32_dense_sweeps --nocapture
+#[test]
+#[ignore]
+fn f32_dense_sweeps() {
+    let device = Device::cpu();
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    // pow: 4 million pairs, a quarter each with y·ln x uniform up to the overflow and
+    // underflow (x of magnitudes 1e-38 to 1e38, and x near 1), x from 1e-4 to 1e4 with y up
+    // to ±20, and negative x with integer y.
+    let mut pow_args = (Vec::new(), Vec::new());
+    for i in 0..1 << 22 {
+        let (x, y) = match i % 4 {
+            0 | 1 => {
+                let x = if i % 4 == 0 {
+                    10f64.powf(next() * 76.0 - 38.0)
+                } else {
+                    1.0 + (next() - 0.5) * 0.9
+                };
+                (x, (next() * 193.0 - 104.0) / x.ln())
+            }
+            2 => (10f64.powf(next() * 8.0 - 4.0), next() * 40.0 - 20.0),
+            _ => (
+                -(10f64.powf(next() * 4.0 - 2.0)),
+                (next() * 40.0 - 20.0).round(),
+            ),
+        };
+        pow_args.0.push(x as f32);
+        pow_args.1.push(y as f32);
+    }
+    // erfinv: every 97th f32 below 1 and the 2000 next to 1, of both signs.
+    let mut erfinv_args: Vec<f32> = f32_range(f32::from_bits(1), 1.0, 97)
+        .chain(f32_range(f32::from_bits(1f32.to_bits() - 2000), 1.0, 1))
+        .collect();
+    erfinv_args.extend(erfinv_args.clone().iter().map(|v| -v));
+    // tgamma, lgamma: every f32 from 0.5 to 3, every 97th from −50 to 50, and 4 million of
+    // magnitudes 1e-30 to 1e6 and from −60 to 40.
+    let mut gamma_args: Vec<f32> = f32_range(0.5, 3.0, 1)
+        .chain(f32_range(f32::MIN_POSITIVE, 50.0, 97))
+        .chain(f32_range(-f32::MIN_POSITIVE, -50.0, 97))
+        .collect();
+    for _ in 0..1 << 21 {
+        let sign = if next() < 0.5 { -1.0 } else { 1.0 };
+        gamma_args.push((sign * 10f64.powf(next() * 36.0 - 30.0)) as f32);
+        gamma_args.push((next() * 100.0 - 60.0) as f32);
+    }
+    let sweeps: [(&str, &[f32], &[f32]); 4] = [
+        ("pow", &pow_args.0, &pow_args.1),
+        ("erfinv", &erfinv_args, &erfinv_args),
+        ("tgamma", &gamma_args, &gamma_args),
+        ("lgamma", &gamma_args, &gamma_args),
+    ];
+    for (f, (name, x, y)) in sweeps.into_iter().enumerate() {
+        let n = x.len();
+        let mut out = vec![0f32; n];
+        dense::launch(&device, n.div_ceil(1024), &mut out[..], x, y, n as i32, f).unwrap();
+        let (mut worst, mut at) = (0f64, 0);
+        for i in 0..n {
+            let (a, b, got) = (f64::from(x[i]), f64::from(y[i]), f64::from(out[i]));
+            let want = match f {
+                0 => a.powf(b),
+                1 => erfinv_newton(a, got),
+                2 => tgamma(a),
+                _ => lgamma(a),
+            };
+            let rounded = f64::from(want as f32);
+            if !rounded.is_finite() || rounded == 0.0 || got.is_nan() || !got.is_finite() {
+                // Specials and results that round to 0 or overflow: exactly as rounded (or
+                // next to it, at the edge of the range).
+                assert!(
+                    ulps(got, rounded, true) <= 1,
+                    "{name}({a:e}, {b:e}) = {got:e}, want {want:e}"
+                );
+                continue;
+            }
+            let unit = if f == 3 && a < 0.0 && want.abs() < 1.0 {
+                f64::from(f32::EPSILON)
+            } else {
+                // An ulp of the exact value (of the smallest subnormal below the normal
+                // range).
+                let e = want.abs().log2().floor().max(-126.0) as i32;
+                2f64.powi(e - 23)
+            };
+            let d = (got - want).abs() / unit;
+            if d > worst {
+                (worst, at) = (d, i);
+            }
+        }
+        eprintln!(
+            "{name}: {n} arguments, at most {worst:.3} ulps of the exact value (at {:e}, {:e})",
+            x[at], y[at]
+        );
+        assert!(worst < 2.5, "{name}: {worst} ulps");
+    }
+}
