@@ -2105,6 +2105,19 @@ impl Gen {
             true => self.own_offsets_ordered(&shape, AxisOrder::RowMajor),
             false => self.own_offsets(&shape),
         };
+        // Promised 16-byte aligned (the executor's buffers are), as a launch specializes
+        // a tensor's pointer: row-major runs of 8 are then proven aligned.
+        let ptr = match staged && self.rng.chance(0.8) {
+            true => {
+                let hint = Op::Hint {
+                    x: ptr,
+                    kind: HintKind::MultipleOf,
+                    values: vec![16],
+                };
+                self.push1(hint, self.ty(ptr).clone())
+            }
+            false => ptr,
+        };
         let ptrs = self.pointers(ptr, off);
         let mask = self.own_mask(off, &shape);
         let hints = self.cache_hints(false);

@@ -331,7 +331,11 @@ pub(crate) fn generate<'ctx>(
     }
     g.held = g.held_layouts();
     g.async_candidates = g.find_async_candidates();
-    if !g.async_candidates.is_empty() {
+    // What the copies of `dot` operands and the stores of `dot` results can be proven to
+    // need no test for (a `dot` result is the only value held in fragments).
+    let mut dots = false;
+    f.walk(&mut |inst| dots |= matches!(inst.op, Op::Dot { .. }));
+    if dots {
         g.axis = tritium_dsl::ir::axis_info(f);
     }
     g.block(&f.body)?;
