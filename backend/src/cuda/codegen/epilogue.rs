@@ -133,11 +133,11 @@ impl<'ctx> Gen<'ctx, '_> {
     /// columns 2c and 2c + 1. A float cast (`acc.to(f16)`) converts the f32 registers
     /// before the cast, rounding once.
     ///
-    /// f16 pairs take one `cvt.rn.f16x2.f32` each and bf16 rounds without NaN tests. The
-    /// hardware's conversion gives a NaN a canonical payload where Tritium keeps its top
-    /// bits (`to_storage`), so where any register is a NaN, the pairs holding one are
-    /// written again, element by element, each in a block of its own (in one block with
-    /// the others, ptxas ran every conversion before the stores and spilled).
+    /// A pair takes one `cvt.rn.{f16,bf16}x2.f32`. The hardware's conversion gives a NaN a
+    /// canonical payload where Tritium keeps its top bits (`to_storage`), so a pair holding
+    /// a NaN takes a block of its own, where its halves are fixed and stored one by one
+    /// (with LLVM's own conversions there, LLVM hoisted them out of every pair's block and
+    /// ptxas spilled).
     fn stage_pairs(
         &mut self,
         tile: &Swizzled,
@@ -160,7 +160,7 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let regs = match self.defs.get(&value).map(|i| &i.op) {
             Some(Op::Cast(src)) => match (self.ty(*src).dtype(), self.vals.get(src)) {
-                (Some(DType::F32), Some(V::Frag(_, r))) if r.len() == regs.len() => r.clone(),
+                (Some(DType::F32), Some(V::Frag(ls, r))) if *ls == l => r.clone(),
                 _ => regs.to_vec(),
             },
             _ => regs.to_vec(),
