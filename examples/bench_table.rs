@@ -14,6 +14,7 @@
 //!                                              # `dot` on hot tiles vs the FMA peak
 //!     cargo run --release --example bench_table -- libm [NAME…]
 //!                                              # f32 libdevice functions vs `exp`
+//!                                              # (LIBM_N=65536 LIBM_ROUNDS=200: in cache)
 //!
 //! Each row's candidates are timed interleaved (round after round, best of each), so that
 //! a busy machine slows them alike; the bandwidth loop is timed again with every
@@ -983,10 +984,20 @@ mod libm {
 /// pass with either `tanh` against SwiGLU's.
 fn libm_rows(device: &Device) {
     use libm::{binary, glu, map1, map2, FUNCTIONS};
-    let n = 1usize << 24;
+    // 2^24 elements, best of 10, unless LIBM_N and LIBM_ROUNDS say otherwise: `exp` is
+    // memory-bound over 2^24, and the others compute-bound, so that a busy machine raises
+    // their ratios; over 2^16 (in cache, with TRITIUM_NUM_THREADS=1) every row is
+    // compute-bound.
+    let var = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let n = var("LIBM_N", 1 << 24);
     let block = 1024;
     let grid = n.div_ceil(block);
-    let rounds = 10;
+    let rounds = var("LIBM_ROUNDS", 10);
     // In (−1, 1), so that every function is in its domain (acosh, log10, tgamma, lgamma
     // and pow shift it by 2); the algorithms are branch-free, so the time depends little
     // on the values.
@@ -1005,7 +1016,10 @@ fn libm_rows(device: &Device) {
     };
     println!(
         "{:<34} {:>11} {:>11} {:>8}",
-        "f32 function, 2^24 elements", "fn ms", "base ms", "fn/base"
+        format!("f32 function, {n} elements"),
+        "fn ms",
+        "base ms",
+        "fn/base"
     );
     let launch = |f: usize, out: &mut [f32]| {
         if binary(f) {
@@ -1054,9 +1068,9 @@ fn libm_rows(device: &Device) {
             &mut || glu(false, true, &mut swiglu),
         ],
     );
-    print("GeGLU fwd 2^24 f64 tanh / f32 tanh", t64, t32);
-    print("GeGLU fwd 2^24 f32 tanh / SwiGLU", t32, tsw);
-    print("GeGLU fwd 2^24 f64 tanh / SwiGLU", t64, tsw);
+    print("GeGLU fwd f64 tanh / f32 tanh", t64, t32);
+    print("GeGLU fwd f32 tanh / SwiGLU", t32, tsw);
+    print("GeGLU fwd f64 tanh / SwiGLU", t64, tsw);
 }
 
 mod hot {
