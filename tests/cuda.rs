@@ -375,6 +375,49 @@ fn dot_cast_out<O: tritium::prelude::Float>(
     store(out + at, acc);
 }
 
+/// `out[i] = dot(a, b[i])` for `steps` matrices, each stored (as f16) inside the loop;
+/// `a` is loop-invariant, so CUDA stages it once before the loop.
+#[tritium::kernel]
+fn dots_stored_in_a_loop(
+    out: Ptr<half::f16>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    steps: i32,
+    #[constexpr] S: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    for i in range(0, steps) {
+        let o = i * (S * S) as i32;
+        let acc = dot(load(a + at), load(b + o + at), zeros([S, S], DType::F32));
+        store(out + o + at, acc);
+    }
+}
+
+/// A 16-bit `dot` result staged through shared memory at every iteration of a loop (above
+/// whatever tiles the loop keeps there, `shared_floor`): every matrix comes out as the
+/// interpreter's. (A loop with a store is not pipelined; the epilogue also refuses to
+/// stage in one.)
+#[test]
+fn dot_results_stored_in_a_loop_emulated() {
+    use half::f16;
+    let (s, steps) = (32, 4);
+    let n = steps * s * s;
+    let a: Vec<f16> = random_f32(n, 61).into_iter().map(f16::from_f32).collect();
+    let b: Vec<f16> = random_f32(n, 62).into_iter().map(f16::from_f32).collect();
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = vec![f16::ZERO; n];
+        dots_stored_in_a_loop::launch_with(d, 1, &opts, &mut out, &a, &b, steps as i32, s).unwrap();
+        Array1::from_vec(out.into_iter().map(f16::to_f32).collect())
+    };
+    let (got, want) = (run(&Device::cuda_emulator()), run(&Device::interpreter()));
+    assert_close(&got, &want, 1e-3, 1e-3, "dots stored in a loop");
+}
+
 /// The staged epilogue keeps a NaN's sign and top payload bits as every other f16 and
 /// bf16 conversion does (the hardware's paired conversion would make it canonical): NaNs
 /// in one or both halves of a pair, of either sign, bit for bit as the interpreter's.

@@ -30,8 +30,9 @@ const CHUNK: usize = CHUNK_BYTES / 2;
 impl<'ctx> Gen<'ctx, '_> {
     /// Whether a store of 16-bit fragments `regs` to `ptr` under `mask` goes through
     /// shared memory as 16-byte chunks: rank 2, whole chunks per row, every chunk proven
-    /// one aligned run under one mask value, and a tile no larger than the shared memory
-    /// the kernel takes already (or 48 KiB, what any kernel may take without opting in).
+    /// one aligned run under one mask value, not in a pipelined loop, and a tile within
+    /// the shared memory the kernel takes already (or 48 KiB, what any kernel may take
+    /// without opting in).
     pub(super) fn staged_epilogue_applies(
         &self,
         ptr: Value,
@@ -45,7 +46,13 @@ impl<'ctx> Gen<'ctx, '_> {
         if pt.rank() != 2 || d.size_bytes() != 2 || pt.shape != [l.m, l.n] {
             return false;
         }
-        if !l.n.is_multiple_of(CHUNK) || l.m * l.n * 2 > self.shared_bytes.max(48 << 10) {
+        // Not inside a pipelined loop, whose plan counts on its body using shared memory
+        // for its `dot`s' copies alone (some of them in flight).
+        let end = self.staging_offset() + l.m * l.n * 2;
+        if !l.n.is_multiple_of(CHUNK) || end > self.shared_bytes.max(48 << 10) {
+            return false;
+        }
+        if self.pipelined.is_some() {
             return false;
         }
         let Some(p) = self.axis.get(&ptr) else {
@@ -63,6 +70,12 @@ impl<'ctx> Gen<'ctx, '_> {
         runs && one_mask
     }
 
+    /// Where the staged tile starts: above the tiles a loop being generated keeps
+    /// (`shared_floor`; 0 at the top level).
+    fn staging_offset(&self) -> usize {
+        self.shared_floor.next_multiple_of(CHUNK_BYTES)
+    }
+
     /// Stores fragments `regs` (layout `l`, element type `d`, 16 bits) to `ptr` under
     /// `mask` through shared memory (see the module doc). The caller has ordered the
     /// store after earlier memory ops and shared memory's earlier readers with a barrier;
@@ -75,8 +88,8 @@ impl<'ctx> Gen<'ctx, '_> {
         regs: &[BasicValueEnum<'ctx>],
         d: DType,
     ) -> Result<()> {
-        let tile = Swizzled::new(0, l.m, l.n);
-        self.reserve_shared(tile.bytes());
+        let tile = Swizzled::new(self.staging_offset(), l.m, l.n);
+        self.reserve_shared(tile.offset + tile.bytes());
         let b = self.b;
         self.stage_pairs(&tile, l, value, regs, d)?;
         self.barrier()?;
