@@ -218,10 +218,22 @@ impl<'ctx> Emit<'_, 'ctx> {
         let bias = b.build_int_add(lsb, i32t.const_int(0x7fff, false), "")?;
         let rounded = b.build_int_add(bits, bias, "")?;
         let rounded = b.build_right_shift(rounded, i32t.const_int(16, false), false, "")?;
-        let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+        let rounded = b.build_int_truncate(rounded, self.ctx.i16_type(), "")?;
+        self.bf16_nan_kept(v, rounded)
+    }
+
+    /// `h`, the bf16 bits of `v`, or for a NaN `v` its sign and top payload bits, quiet.
+    pub(crate) fn bf16_nan_kept(
+        &self,
+        v: FloatValue<'ctx>,
+        h: inkwell::values::IntValue<'ctx>,
+    ) -> Result<inkwell::values::IntValue<'ctx>> {
+        let (b, i32t) = (self.b, self.ctx.i32_type());
+        let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();
         let nan = b.build_right_shift(bits, i32t.const_int(16, false), false, "")?;
         let nan = b.build_or(nan, i32t.const_int(0x40, false), "")?;
-        let r = b.build_select(is_nan, nan, rounded, "")?.into_int_value();
-        Ok(b.build_int_truncate(r, self.ctx.i16_type(), "")?)
+        let nan = b.build_int_truncate(nan, self.ctx.i16_type(), "")?;
+        let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+        Ok(b.build_select(is_nan, nan, h, "")?.into_int_value())
     }
 }

@@ -230,15 +230,10 @@ impl<'ctx> Gen<'ctx, '_> {
         if d == DType::F16 {
             return self.emit().f16_nan_kept(x.into_float_value(), half.into());
         }
-        let bits = b
-            .build_bit_cast(x, self.ctx.i32_type(), "")?
-            .into_int_value();
-        let nan = b.build_right_shift(bits, self.i32c(16), false, "")?;
-        let nan = b.build_or(nan, self.i32c(0x40), "")?;
-        let nan = b.build_int_truncate(nan, i16t, "")?;
-        let x = x.into_float_value();
-        let is_nan = b.build_float_compare(FloatPredicate::UNO, x, x, "")?;
-        Ok(b.build_select(is_nan, nan, half, "")?)
+        Ok(self
+            .emit()
+            .bf16_nan_kept(x.into_float_value(), half)?
+            .into())
     }
 
     /// Whether any of the f32 values `xs` is a NaN.
@@ -270,49 +265,25 @@ impl<'ctx> Gen<'ctx, '_> {
     /// Two f32 values (no NaN) rounded to `d` (f16 or bf16) as one word, low first.
     /// On the GPU one `cvt.rn.{f16,bf16}x2.f32` in inline PTX: as LLVM's own conversion
     /// it would be shared with the NaN path's element conversions and hoisted above its
-    /// test, every pair's halves then live at once (ptxas spilled).
+    /// test, every pair's halves then live at once (ptxas spilled). The emulator rounds
+    /// as `to_storage` does, the same for pairs without a NaN.
     fn pack_rounded(&self, xs: &[BasicValueEnum<'ctx>], d: DType) -> Result<IntValue<'ctx>> {
         let (b, i32t) = (self.b, self.ctx.i32_type());
-        if self.emu.is_none() {
-            let f32t = self.ctx.f32_type();
-            let fn_ty = i32t.fn_type(&[f32t.into(), f32t.into()], false);
-            let to = if d == DType::F16 { "f16x2" } else { "bf16x2" };
-            // The first source goes to the upper half.
-            let asm = format!("cvt.rn.{to}.f32 $0, $2, $1;");
-            let f = (self.ctx).create_inline_asm(
-                fn_ty,
-                asm,
-                "=r,f,f".into(),
-                false,
-                false,
-                None,
-                false,
-            );
-            let args = [xs[0].into(), xs[1].into()];
-            let call = b.build_indirect_call(fn_ty, f, &args, "pack")?;
-            return match call.try_as_basic_value() {
-                inkwell::values::ValueKind::Basic(v) => Ok(v.into_int_value()),
-                inkwell::values::ValueKind::Instruction(_) => unreachable!("returns a word"),
-            };
+        if self.emu.is_some() {
+            return self.pack_exact(xs, d);
         }
-        if d == DType::F16 {
-            let mut v = self.ctx.f32_type().vec_type(2).get_undef();
-            for (i, x) in xs.iter().enumerate() {
-                v = b.build_insert_element(v, x.into_float_value(), self.i32c(i as u64), "")?;
-            }
-            let h = b.build_float_trunc(v, self.ctx.f16_type().vec_type(2), "")?;
-            return Ok(b.build_bit_cast(h, i32t, "")?.into_int_value());
+        let f32t = self.ctx.f32_type();
+        let fn_ty = i32t.fn_type(&[f32t.into(), f32t.into()], false);
+        let to = if d == DType::F16 { "f16x2" } else { "bf16x2" };
+        // The first source goes to the upper half.
+        let asm = format!("cvt.rn.{to}.f32 $0, $2, $1;");
+        let f =
+            (self.ctx).create_inline_asm(fn_ty, asm, "=r,f,f".into(), false, false, None, false);
+        let args = [xs[0].into(), xs[1].into()];
+        let call = b.build_indirect_call(fn_ty, f, &args, "pack")?;
+        match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => Ok(v.into_int_value()),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("returns a word"),
         }
-        // bf16: round to nearest even on the bits (`to_storage`'s rounding, NaNs aside).
-        let rounded = |x: BasicValueEnum<'ctx>| -> Result<IntValue<'ctx>> {
-            let bits = b.build_bit_cast(x, i32t, "")?.into_int_value();
-            let lsb = b.build_right_shift(bits, self.i32c(16), false, "")?;
-            let lsb = b.build_and(lsb, self.i32c(1), "")?;
-            let bias = b.build_int_add(lsb, self.i32c(0x7fff), "")?;
-            Ok(b.build_int_add(bits, bias, "")?)
-        };
-        let lo = b.build_right_shift(rounded(xs[0])?, self.i32c(16), false, "")?;
-        let hi = b.build_and(rounded(xs[1])?, self.i32c(0xffff_0000), "")?;
-        Ok(b.build_or(lo, hi, "")?)
     }
 }
