@@ -4,6 +4,7 @@
 use crate::common::{assert_close, cuda_device, random_f32};
 use ndarray::{Array1, Array2};
 use rstest::rstest;
+use std::collections::HashSet;
 use tritium::backend::cuda::{
     compile_ptx, unavailable_reason, CudaCompileOptions, CudaTensor, Stream,
 };
@@ -271,6 +272,62 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
     assert_eq!(stores(&paired, "st.global.v2.f32"), 64, "{paired}");
     assert_eq!(stores(&paired, "st.global.f32"), 0, "{paired}");
     assert_eq!(stores(&plain, "st.global.f32"), 128, "{plain}");
+}
+
+/// The K loop's copies cost what their chunks need (the SASS counts are the README's
+/// offline table): each chunk's mask is `cp.async`'s `ignore-src` predicate itself (no
+/// `src-size` register that ptxas turns back into a predicate), and a thread's chunks of
+/// one operand, a whole number of swizzle periods apart, take their shared addresses as
+/// constant offsets from the first's (`[r + 0x800]`) instead of each its own swizzle.
+#[rstest]
+fn operand_copies_take_predicates_and_constant_offsets(#[values(80, 90)] sm: u32) {
+    let d16 = |i: usize| ![7, 9, 11].contains(&i);
+    let spec = Specialization {
+        ones: (0..12).map(|i| !d16(i)).collect(),
+        sixteens: (0..12).map(d16).collect(),
+    };
+    let f = matmul::matmul::trace::<half::f16, half::f16>(&spec, 128, 128, 32).unwrap();
+    let options = CudaCompileOptions {
+        sm,
+        num_warps: 4,
+        num_stages: 4,
+        ..Default::default()
+    };
+    let text = compile_ptx(&f, "k", &options).unwrap().text;
+    let copies: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("cp.async.cg.shared.global"))
+        .collect();
+    assert!(!copies.is_empty(), "{text}");
+    for c in &copies {
+        let predicate = c.rsplit(", ").next().unwrap();
+        assert!(predicate.starts_with("%p"), "`{c}` takes no predicate");
+    }
+    // `add.s64 %rd9, %rd5, 2048;` defining a copy's destination.
+    let offsets: HashSet<&str> = text
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let (op, dst, _, imm) = (w.next()?, w.next()?, w.next()?, w.next()?);
+            let constant = imm.trim_end_matches(';').parse::<u64>().is_ok();
+            (op == "add.s64" && constant).then(|| dst.trim_end_matches(','))
+        })
+        .collect();
+    let offset = copies
+        .iter()
+        .filter(|c| {
+            let dst = c.split('[').nth(1).unwrap().split(']').next().unwrap();
+            offsets.contains(dst)
+        })
+        .count();
+    // 128 × 32 of `a` and 32 × 128 of `b` over 128 threads: 4 chunks each, 3 of them
+    // offset from the first (which may be an offset too: `b` lies above `a`).
+    assert!(
+        offset * 4 >= copies.len() * 3,
+        "{offset} of {}:\n{text}",
+        copies.len()
+    );
 }
 
 /// A 16-bit result's epilogue goes through shared memory as Triton's: each fragment pair

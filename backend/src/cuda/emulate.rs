@@ -631,7 +631,7 @@ impl Target for Emulator {
             emulate: true,
             bounds_check: self.0.bounds_check,
             sites: self.0.sites,
-            eviction_priorities: false,
+            ptx: codegen::EMULATED_PTX,
             wgmma: super::target::uses_wgmma(self.0.sm),
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)

@@ -20,9 +20,10 @@ static INIT: Once = Once::new();
 /// The triple every CUDA module has.
 pub(crate) const TRIPLE: &str = "nvptx64-nvidia-cuda";
 
-/// The architectures Tritium generates code for, with the PTX ISA version each needs
-/// (Hopper's `wgmma` needs `sm_90a` and PTX 8.0).
-const ARCHITECTURES: &[(u32, u32)] = &[(80, 70), (86, 71), (87, 74), (89, 78), (90, 80)];
+/// The architectures Tritium generates code for, with the PTX ISA version each is given:
+/// at least 7.5 (CUDA 11.5's, for `cp.async`'s `ignore-src` predicate; Triton's PTX is
+/// 8.x everywhere), 7.8 for `sm_89`, and 8.0 for Hopper's `wgmma` (`sm_90a`).
+const ARCHITECTURES: &[(u32, u32)] = &[(80, 75), (86, 75), (87, 75), (89, 78), (90, 80)];
 
 /// The PTX target name of `sm`: `sm_90a` (the architecture-specific features: `wgmma`)
 /// for Hopper, `sm_XX` otherwise.
@@ -125,9 +126,7 @@ impl Target for Nvptx {
             emulate: false,
             bounds_check: self.0.bounds_check,
             sites: self.0.sites,
-            eviction_priorities: ptx_version(self.0.sm)
-                .map_err(crate::llvm::CodegenError::unsupported)?
-                >= 74,
+            ptx: ptx_version(self.0.sm).map_err(crate::llvm::CodegenError::unsupported)?,
             wgmma: uses_wgmma(self.0.sm),
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)

@@ -12,7 +12,7 @@
 //!
 //! Each chunk takes `cp.async` when, at run time, its 8 pointers are consecutive and the
 //! first 16-byte aligned, and its mask is all true (16 bytes copied) or all false with
-//! `other` zero or absent (`src-size` 0: the chunk is zero-filled, nothing read). Any other
+//! `other` zero or absent (`ignore-src`: the chunk is zero-filled, nothing read). Any other
 //! chunk is loaded element by element, masked lanes giving `other`, and stored as one
 //! 16-byte vector. In the emulator the copy lands only at the thread's `wait_group`: until
 //! then its destination holds NaNs, so a read without the wait fails a test.
@@ -136,6 +136,21 @@ impl<'ctx> Gen<'ctx, '_> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let per_row = tile.cols / CHUNK_ELEMS;
         let chunks = tile.rows * per_row;
+        // When every round's chunks sit in the same column, a whole number of swizzle
+        // periods below the previous round's, their shared offsets differ by constants:
+        // one address serves every round (`[r + 0x800]`, as in Triton's loop).
+        let step = self.threads / per_row;
+        let (per_phase, phases) = tile.phases();
+        let periodic =
+            self.threads.is_multiple_of(per_row) && step.is_multiple_of(per_phase * phases);
+        let first = match periodic {
+            true => {
+                let (row, col, byte) = self.chunk_place(&tile, self.tid, per_row)?;
+                let dst = self.shared_byte(b.build_int_add(byte, stage_base, "")?)?;
+                Some((row, col, dst))
+            }
+            false => None,
+        };
         for round in 0..chunks.div_ceil(self.threads) {
             let q = b.build_int_add(self.tid, self.i32c((round * self.threads) as u64), "")?;
             let (valid, q) = if (round + 1) * self.threads <= chunks {
@@ -144,9 +159,19 @@ impl<'ctx> Gen<'ctx, '_> {
                 let (ok, q) = self.below_or_zero(q, chunks)?;
                 (Some(ok), q)
             };
-            let row = b.build_int_unsigned_div(q, self.i32c(per_row as u64), "")?;
-            let c8 = b.build_int_unsigned_rem(q, self.i32c(per_row as u64), "")?;
-            let col = b.build_int_mul(c8, self.i32c(CHUNK_ELEMS as u64), "")?;
+            let (row, col, dst) = match first {
+                Some((row0, col, dst0)) => {
+                    let below = |v: usize| self.i32c((round * step * v) as u64);
+                    let row = b.build_int_nuw_add(row0, below(1), "")?;
+                    let dst = self.shared_offset(dst0, below(tile.row_stride()))?;
+                    (row, col, dst)
+                }
+                None => {
+                    let (row, col, byte) = self.chunk_place(&tile, q, per_row)?;
+                    let dst = self.shared_byte(b.build_int_add(byte, stage_base, "")?)?;
+                    (row, col, dst)
+                }
+            };
             // The loaded tile's index of element `e` of the chunk.
             let at = |g: &Self, e: usize| -> Result<Vec<IntValue<'ctx>>> {
                 let along = g.b.build_int_add(col, g.i32c(e as u64), "")?;
@@ -154,10 +179,6 @@ impl<'ctx> Gen<'ctx, '_> {
                     true => vec![along, row],
                     false => vec![row, along],
                 })
-            };
-            let dst = {
-                let byte = self.swizzled_element(&tile, row, col)?;
-                self.shared_byte(b.build_int_add(byte, stage_base, "")?)?
             };
             self.when(valid, &mut |g| {
                 if proven {
@@ -168,15 +189,13 @@ impl<'ctx> Gen<'ctx, '_> {
                         Some(m) => g.eval_at(*m, &at(g, 0)?)?.into_int_value(),
                         None => g.ctx.bool_type().const_all_ones(),
                     };
-                    let full = g.i32c(CHUNK_BYTES as u64);
                     if other_is_zero {
-                        let bytes = g.b.build_select(m0, full, g.i32c(0), "")?;
-                        return g.cp_async(dst, p0, bytes.into_int_value());
+                        return g.cp_async(dst, p0, m0);
                     }
                     g.two_paths(
                         m0,
                         &mut |g| {
-                            g.cp_async(dst, p0, full)?;
+                            g.cp_async(dst, p0, g.ctx.bool_type().const_all_ones())?;
                             Ok(Vec::new())
                         },
                         &mut |g| {
@@ -228,9 +247,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.two_paths(
                     fast,
                     &mut |g| {
-                        let bytes =
-                            g.b.build_select(all, g.i32c(CHUNK_BYTES as u64), g.i32c(0), "")?;
-                        g.cp_async(dst, ptrs[0], bytes.into_int_value())?;
+                        g.cp_async(dst, ptrs[0], all)?;
                         Ok(Vec::new())
                     },
                     &mut |g| {
@@ -259,6 +276,21 @@ impl<'ctx> Gen<'ctx, '_> {
             })?;
         }
         Ok(())
+    }
+
+    /// Chunk `q` (row-major, `per_row` chunks a row) of `tile`: its row, its first
+    /// column and its byte offset in shared memory.
+    fn chunk_place(
+        &self,
+        tile: &Swizzled,
+        q: IntValue<'ctx>,
+        per_row: usize,
+    ) -> Result<(IntValue<'ctx>, IntValue<'ctx>, IntValue<'ctx>)> {
+        let b = self.b;
+        let row = b.build_int_unsigned_div(q, self.i32c(per_row as u64), "")?;
+        let c8 = b.build_int_unsigned_rem(q, self.i32c(per_row as u64), "")?;
+        let col = b.build_int_mul(c8, self.i32c(CHUNK_ELEMS as u64), "")?;
+        Ok((row, col, self.swizzled_element(tile, row, col)?))
     }
 
     /// Whether every chunk (8 lanes along `last`) is known, without a test, to be one
@@ -350,21 +382,52 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// `cp.async.cg.shared.global [dst], [src], 16, bytes`: `bytes` (16 or 0) read from
-    /// `src`, the rest of the 16 zero-filled.
+    /// `cp.async.cg.shared.global [dst], [src], 16`: 16 bytes from `src` where `copy` (an
+    /// `i1`), else 16 zero bytes, `src` not read.
+    ///
+    /// From PTX 7.5 the zero fill is `ignore-src`, a predicate: ptxas then tests the mask
+    /// once per chunk, where the `src-size` form (`copy ? 16 : 0` in a register, Triton's)
+    /// costs two selects and a compare to turn the size back into a predicate.
     fn cp_async(
         &self,
         dst: PointerValue<'ctx>,
         src: PointerValue<'ctx>,
-        bytes: IntValue<'ctx>,
+        copy: IntValue<'ctx>,
     ) -> Result<()> {
+        let b = self.b;
+        if self.emu.is_none() && self.ptx >= 75 {
+            let (i64t, i1t) = (self.ctx.i64_type(), self.ctx.bool_type());
+            let fn_ty = self
+                .ctx
+                .void_type()
+                .fn_type(&[i64t.into(), i64t.into(), i1t.into()], false);
+            let asm = "cp.async.cg.shared.global [$0], [$1], 16, $2;".to_string();
+            let f = (self.ctx).create_inline_asm(
+                fn_ty,
+                asm,
+                "l,l,b,~{memory}".into(),
+                true,
+                false,
+                None,
+                false,
+            );
+            let args = [
+                b.build_ptr_to_int(dst, i64t, "")?.into(),
+                b.build_ptr_to_int(src, i64t, "")?.into(),
+                b.build_not(copy, "")?.into(),
+            ];
+            b.build_indirect_call(fn_ty, f, &args, "")?;
+            return Ok(());
+        }
+        let full = self.i32c(CHUNK_BYTES as u64);
+        let bytes = b.build_select(copy, full, self.i32c(0), "")?;
         if self.emu.is_some() {
-            self.emulator_hook(EMU_CP_ASYNC, &[dst.into(), src.into(), bytes.into()], None)?;
+            self.emulator_hook(EMU_CP_ASYNC, &[dst.into(), src.into(), bytes], None)?;
             return Ok(());
         }
         self.nvvm_call(
             "llvm.nvvm.cp.async.cg.shared.global.16.s",
-            &[dst.into(), src.into(), bytes.into()],
+            &[dst.into(), src.into(), bytes],
         )
     }
 

@@ -124,7 +124,7 @@ impl<'ctx> Gen<'ctx, '_> {
             return Some(hints.modifier.name().to_string());
         }
         match hints.eviction {
-            _ if !self.eviction_priorities => None,
+            _ if self.ptx < 74 => None,
             Eviction::Normal => None,
             Eviction::First => Some(".L1::evict_first".into()),
             Eviction::Last => Some(".L1::evict_last".into()),

@@ -63,6 +63,10 @@ use tritium_dsl::ir::{Block, DType, Elem, Function, Inst, Op, Type, Value};
 /// The most slots (registers per tile) one thread may hold; larger tiles need more warps.
 const MAX_SLOTS: usize = 256;
 
+/// The PTX ISA version the emulator's code is generated for: it has no target
+/// instructions, only the hooks of `sync.rs`, so nothing depends on it.
+pub(crate) const EMULATED_PTX: u32 = 70;
+
 /// The PTX calling convention of kernel entry points (LLVM's `ptx_kernel`).
 const PTX_KERNEL_CC: u32 = 71;
 
@@ -84,9 +88,10 @@ pub(crate) struct CodegenOptions {
     pub bounds_check: bool,
     /// Outside checked mode, the accesses that are checked (see `memory::Checked`).
     pub sites: crate::launch::SiteChecks,
-    /// The PTX ISA has eviction priorities (`.L1::evict_first`: PTX 7.4); without them an
-    /// `eviction_policy` hint is dropped (see `cache.rs`).
-    pub eviction_priorities: bool,
+    /// The PTX ISA version the code may use (`74` for 7.4): 7.4 has eviction priorities
+    /// (`.L1::evict_first`; without them an `eviction_policy` hint is dropped, see
+    /// `cache.rs`), 7.5 `cp.async`'s `ignore-src` predicate (see `async_copy.rs`).
+    pub ptx: u32,
     /// Hopper (`sm_90a`): tensor-core `dot`s whose shapes allow it run on `wgmma`
     /// (`wgmma.rs`), their accumulators dealt to warpgroups.
     pub wgmma: bool,
@@ -142,8 +147,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     lone_stores: std::collections::HashSet<usize>,
     /// The op defining each value (block arguments have none).
     defs: HashMap<Value, &'f Inst>,
-    /// PTX has eviction priorities (see [`CodegenOptions::eviction_priorities`]).
-    eviction_priorities: bool,
+    /// See [`CodegenOptions::ptx`].
+    ptx: u32,
     /// See [`CodegenOptions::wgmma`].
     wgmma: bool,
     /// The next `wgmma` accumulator's number (the emulator tracks what is in flight by it).
@@ -243,7 +248,7 @@ pub(crate) fn generate<'ctx>(
     let i32t = ctx.i32_type();
     let undef = i32t.get_undef();
     let mut g = Gen {
-        eviction_priorities: opts.eviction_priorities,
+        ptx: opts.ptx,
         wgmma: opts.wgmma,
         wgmma_ids: 0,
         wgmma_in_flight: None,
@@ -982,7 +987,7 @@ mod tests {
             emulate: false,
             bounds_check: false,
             sites: Default::default(),
-            eviction_priorities: false,
+            ptx: 70,
             wgmma: false,
         };
         inject::unposition_before("mul");

@@ -267,6 +267,17 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(unsafe { (self.b).build_gep(self.ctx.i8_type(), self.smem, &[byte], "sm") }?)
     }
 
+    /// `bytes` past shared-memory address `p` (a constant stays an address offset,
+    /// `[r + 0x800]`, where an integer sum could become an `or`).
+    pub(super) fn shared_offset(
+        &self,
+        p: PointerValue<'ctx>,
+        bytes: IntValue<'ctx>,
+    ) -> Result<PointerValue<'ctx>> {
+        // SAFETY (of the generated code): an address, not an access (`shared_byte`'s).
+        Ok(unsafe { (self.b).build_gep(self.ctx.i8_type(), p, &[bytes], "sm") }?)
+    }
+
     /// Stores a compute value into shared memory.
     pub(super) fn shared_store(
         &self,
