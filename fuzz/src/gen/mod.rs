@@ -40,6 +40,10 @@ pub const WIDE_B_BYTES: usize = 32 * 1024;
 
 /// At most this many bytes of a wide `dot`'s `a`, so both fit CUDA's 48 KiB of static
 /// shared memory.
+/// A loop body's builder: from the generator, the counter and the carried values, the
+/// values yielded.
+type LoopBody<'a, G> = dyn FnMut(&mut G, Value, &[Value]) -> Vec<Value> + 'a;
+
 const WIDE_A_BYTES: usize = 8 * 1024;
 
 /// The pointer tile of [`Gen::strided_rows`]: `(x + rows) + cols`.
@@ -1525,7 +1529,10 @@ impl Gen {
     /// are one run of an input, `(x + r·(pid % 1)) + (j + at + kb + rep·shift)`, and `acc`
     /// observed. The CPU keeps each iteration's packed `b` (codegen `panel_cache`): with
     /// `shift` 0 the second pass finds them, with 1 their rows differ and a wrong slot or
-    /// key would read another iteration's tile.
+    /// key would read another iteration's tile. Half the time `b`'s pointers are carried
+    /// through the loop as Triton's tutorial writes them (`b_ptrs += 1` at every
+    /// iteration, in a dtype drawn; CUDA carries them as an offset: `dsl::ir::
+    /// carry_pointer_offsets`), and now and then a tile is loaded through them after it.
     fn k_loop(&mut self, input: usize) {
         let from = self.inputs[input].dtype;
         let d = match from {
@@ -1558,40 +1565,75 @@ impl Gen {
             ..Info::EXACT
         };
         let i32c = |g: &mut Self, v: i128| g.int_const(DType::I32, &[], v);
+        let shape = [k, nn];
+        // `b`'s pointers at iteration `kb` of pass `rep`.
+        let b_pointers = |g: &mut Self, kb: Value, rep: Value| {
+            let line = g.lane_offsets_ordered(&[k, 1], AxisOrder::RowMajor);
+            let line = g.splat_to(line, &shape);
+            let pid = g.push1(Op::ProgramId(0), Type::scalar(DType::I32));
+            let one = i32c(g, 1);
+            let ld = g.binary(BinOp::Rem, pid, one);
+            let ld = g.splat_to(ld, &shape);
+            let rows = g.binary(BinOp::Mul, line, ld);
+            let j = g.lane_offsets_ordered(&[1, nn], AxisOrder::RowMajor);
+            let j = g.splat_to(j, &shape);
+            let at = i32c(g, at);
+            let at = g.binary(BinOp::Add, at, kb);
+            let shift = i32c(g, shift);
+            let moved = g.binary(BinOp::Mul, rep, shift);
+            let at = g.binary(BinOp::Add, at, moved);
+            let at = g.splat_to(at, &shape);
+            let cols = g.binary(BinOp::Add, j, at);
+            let p = g.pointers(ptr, rows);
+            let t = g.ty(p).clone();
+            g.push1(Op::AddPtr(p, cols), t)
+        };
+        let load_b = |g: &mut Self, ptrs: Value| {
+            let load = Op::Load {
+                ptr: ptrs,
+                mask: None,
+                other: None,
+                hints: CacheHints::default(),
+            };
+            g.push1(load, Self::tile(from, &shape))
+        };
+        // One run of lanes: no strided lines, whose observation would store before the dot.
+        let load_a = |g: &mut Self| g.load_input_from(from, &[mm, k], need, true);
+        let carried = self.rng.chance(0.5);
+        let step_dtype = *self
+            .rng
+            .pick(&[DType::I32, DType::I64, DType::U32, DType::I16]);
+        let read_after = self.rng.chance(0.3);
         let result = self.loop_carrying([0, 2, 1], (zero, acc_info), &mut |g, rep, acc| {
-            g.loop_carrying([0, trips, 1], (acc, acc_info), &mut |g, kb, acc| {
-                // One run of lanes: no strided lines, whose observation would store before
-                // the dot.
-                let a = g.load_input_from(from, &[mm, k], need, true);
-                let shape = [k, nn];
-                let line = g.lane_offsets_ordered(&[k, 1], AxisOrder::RowMajor);
-                let line = g.splat_to(line, &shape);
-                let pid = g.push1(Op::ProgramId(0), Type::scalar(DType::I32));
-                let one = i32c(g, 1);
-                let ld = g.binary(BinOp::Rem, pid, one);
-                let ld = g.splat_to(ld, &shape);
-                let rows = g.binary(BinOp::Mul, line, ld);
-                let j = g.lane_offsets_ordered(&[1, nn], AxisOrder::RowMajor);
-                let j = g.splat_to(j, &shape);
-                let at = i32c(g, at);
-                let at = g.binary(BinOp::Add, at, kb);
-                let shift = i32c(g, shift);
-                let moved = g.binary(BinOp::Mul, rep, shift);
-                let at = g.binary(BinOp::Add, at, moved);
-                let at = g.splat_to(at, &shape);
-                let cols = g.binary(BinOp::Add, j, at);
-                let p = g.pointers(ptr, rows);
-                let t = g.ty(p).clone();
-                let ptrs = g.push1(Op::AddPtr(p, cols), t);
-                let load = Op::Load {
-                    ptr: ptrs,
-                    mask: None,
-                    other: None,
-                    hints: CacheHints::default(),
-                };
-                let b = g.push1(load, Self::tile(from, &shape));
-                g.push1(Op::Dot { a, b, acc }, Self::tile(d, &[mm, nn]))
-            })
+            if !carried {
+                return g.loop_carrying([0, trips, 1], (acc, acc_info), &mut |g, kb, acc| {
+                    let a = load_a(g);
+                    let ptrs = b_pointers(g, kb, rep);
+                    let b = load_b(g, ptrs);
+                    g.push1(Op::Dot { a, b, acc }, Self::tile(d, &[mm, nn]))
+                });
+            }
+            let zero_kb = i32c(g, 0);
+            let first = b_pointers(g, zero_kb, rep);
+            let carry = [(acc, acc_info), (first, Info::EXACT)];
+            let out = g.loop_carrying_all([0, trips, 1], &carry, &mut |g, _kb, args| {
+                let a = load_a(g);
+                let b = load_b(g, args[1]);
+                let acc = g.push1(Op::Dot { a, b, acc: args[0] }, Self::tile(d, &[mm, nn]));
+                let one = g.int_const(step_dtype, &[], 1);
+                let one = g.splat_to(one, &shape);
+                let t = g.ty(args[1]).clone();
+                vec![acc, g.push1(Op::AddPtr(args[1], one), t)]
+            });
+            // The pointers past the last iteration: still inside the input (`at` leaves
+            // `trips` elements after the run).
+            if read_after {
+                let last = load_b(g, out[1]);
+                g.observe(last);
+            }
+            let scope = g.visible.last_mut().expect("a scope");
+            scope.retain(|v| *v != out[1] && *v != first);
+            out[0]
         });
         // Observed, and used by nothing else (nor what observing it made): the comparison's
         // analysis bounds it less tightly than the info given here, and a value built on
@@ -1694,37 +1736,46 @@ impl Gen {
     /// the loop's result.
     fn loop_carrying(
         &mut self,
-        [lo, hi, step]: [i128; 3],
+        bounds: [i128; 3],
         (init, info): (Value, Info),
         body: &mut dyn FnMut(&mut Self, Value, Value) -> Value,
     ) -> Value {
+        self.loop_carrying_all(bounds, &[(init, info)], &mut |g, iv, args| {
+            vec![body(g, iv, args[0])]
+        })[0]
+    }
+
+    /// [`loop_carrying`](Self::loop_carrying) with several carried values (each assumed
+    /// to keep its info): the loop's results.
+    fn loop_carrying_all(
+        &mut self,
+        [lo, hi, step]: [i128; 3],
+        carried: &[(Value, Info)],
+        body: &mut LoopBody<'_, Self>,
+    ) -> Vec<Value> {
         let (lo, hi) = (
             self.int_const(DType::I32, &[], lo),
             self.int_const(DType::I32, &[], hi),
         );
         let step = self.int_const(DType::I32, &[], step);
-        let carried = [(init, info)];
         self.open();
         let iv = self.new_value(Type::scalar(DType::I32), Info::EXACT);
-        let arg = self.args_for(&carried)[0];
-        let y = body(self, iv, arg);
-        self.push(Op::Yield(vec![y]), vec![]);
-        let body = self.close(vec![iv, arg]);
+        let args = self.args_for(carried);
+        let ys = body(self, iv, &args);
+        self.push(Op::Yield(ys.clone()), vec![]);
+        let body = self.close([vec![iv], args].concat());
         let op = Op::For {
             lo,
             hi,
             step,
-            init: vec![init],
+            init: carried.iter().map(|(v, _)| *v).collect(),
             body,
             unroll: None,
             stages: self.loop_stages(),
         };
-        self.finish_region_op(op, &carried, &[y]);
-        *self
-            .visible
-            .last()
-            .and_then(|v| v.last())
-            .expect("the loop's result")
+        self.finish_region_op(op, carried, &ys);
+        let visible = self.visible.last().expect("a scope");
+        visible[visible.len() - carried.len()..].to_vec()
     }
 
     /// A loop's `num_stages` now and then (CUDA pipelines a loop around a tensor-core `dot`
