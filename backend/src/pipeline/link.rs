@@ -78,6 +78,30 @@ fn is_cooperative(lib: &Module<'_>, entry: &str) -> bool {
 /// The entry of every custom call in `f`, keyed by instruction address.
 pub(crate) type CustomEntries = HashMap<*const Inst, CustomEntry>;
 
+/// `f` with its carried pointer tiles carried as offsets
+/// ([`tritium_dsl::ir::carry_pointer_offsets`]: what the code generators generate from, so
+/// that a tile advanced by a scalar is an index expression), and `entries` keyed by its
+/// custom calls, the same calls in the same order; `None` when `f` has no such tile.
+pub(crate) fn with_pointer_offsets(
+    f: &Function,
+    entries: &CustomEntries,
+) -> Option<(Function, CustomEntries)> {
+    let rewritten = tritium_dsl::ir::carry_pointer_offsets(f)?;
+    let calls = |f: &Function| {
+        let mut calls = Vec::new();
+        f.walk(&mut |i| {
+            if matches!(i.op, Op::Custom(_)) {
+                calls.push(i as *const Inst);
+            }
+        });
+        calls
+    };
+    let rekeyed = (calls(f).into_iter().zip(calls(&rewritten)))
+        .filter_map(|(old, new)| Some((new, entries.get(&old)?.clone())))
+        .collect();
+    Some((rewritten, rekeyed))
+}
+
 /// A custom call with the bitcode bytes that implement it.
 pub(crate) type CallBitcode<'f> = (&'f Inst, &'f CustomCall, &'f [u8]);
 

@@ -162,6 +162,9 @@ pub(crate) fn generate<'ctx>(
     checked_sites: &[u32],
     customs: &crate::pipeline::link::CustomEntries,
 ) -> Result<Generated> {
+    // Carried pointer tiles as offsets; the fault sites keep their numbers.
+    let rewritten = crate::pipeline::link::with_pointer_offsets(f, customs);
+    let (f, customs) = rewritten.as_ref().map_or((f, customs), |(g, c)| (g, c));
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());
     let i32t = ctx.i32_type();

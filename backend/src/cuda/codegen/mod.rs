@@ -206,12 +206,9 @@ pub(crate) fn generate<'ctx>(
     // The kernel takes the check buffer.
     let checked = opts.bounds_check || !listed.is_empty();
     // Carried pointer tiles become index expressions (`cp.async`, pipelining); the fault
-    // sites keep their numbers, so `listed` (the proof of `f` itself) still names them, and
-    // the custom calls their order.
-    let rewritten = tritium_dsl::ir::carry_pointer_offsets(f);
-    let relinked = rewritten.as_ref().map(|g| same_calls(f, g, customs));
-    let f = rewritten.as_ref().unwrap_or(f);
-    let customs = relinked.as_ref().unwrap_or(customs);
+    // sites keep their numbers, so `listed` (the proof of `f` itself) still names them.
+    let rewritten = crate::pipeline::link::with_pointer_offsets(f, customs);
+    let (f, customs) = rewritten.as_ref().map_or((f, customs), |(g, c)| (g, c));
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());
     let global = if opts.emulate {
@@ -392,23 +389,6 @@ fn param_ty(ctx: &Context, elem: Elem, global: AddressSpace) -> BasicTypeEnum<'_
             DType::F64 => ctx.f64_type().into(),
         },
     }
-}
-
-/// `entries` (keyed by the custom calls of `old`) keyed by the same calls of `new`, a
-/// rewrite of `old` that keeps its custom calls in order.
-fn same_calls(old: &Function, new: &Function, entries: &CustomEntries) -> CustomEntries {
-    let calls = |f: &Function| {
-        let mut calls = Vec::new();
-        f.walk(&mut |i| {
-            if matches!(i.op, Op::Custom(_)) {
-                calls.push(i as *const Inst);
-            }
-        });
-        calls
-    };
-    (calls(old).into_iter().zip(calls(new)))
-        .filter_map(|(o, n)| Some((n, entries.get(&o)?.clone())))
-        .collect()
 }
 
 /// Marks `func` as a kernel with at most `threads` threads per CTA (`.maxntid`).
