@@ -24,14 +24,17 @@ use std::collections::{HashMap, HashSet};
 pub fn carry_pointer_offsets(f: &Function) -> Option<Function> {
     let mut out = f.clone();
     let mut splats = HashMap::new();
+    let mut used = HashSet::new();
     f.walk(&mut |i| {
         if let Op::Splat(s) = i.op {
             splats.insert(i.results[0], s);
         }
+        used.extend(i.op.operands());
     });
     let mut rewrite = Rewrite {
         types: std::mem::take(&mut out.types),
         splats,
+        used,
         changed: false,
     };
     let mut body = std::mem::take(&mut out.body);
@@ -45,6 +48,8 @@ struct Rewrite {
     types: Vec<Type>,
     /// The scalar each splat of the function splats.
     splats: HashMap<Value, Value>,
+    /// The values some op of the function uses.
+    used: HashSet<Value>,
     changed: bool,
 }
 
@@ -176,11 +181,13 @@ impl Rewrite {
         body.insts.splice(yield_at..yield_at, in_body);
         body.insts.splice(0..0, head);
         remove_if_unused(body, old);
-        // After the loop: the tile at the final offset, where the loop's result was.
+        // After the loop: the tile at the final offset, where the loop's result was read.
         let result = inst.results[a.j];
         let final_offset = self.new_value(i64t);
         inst.results[a.j] = final_offset;
-        at_offset(self, final_offset, result, after);
+        if self.used.contains(&result) {
+            at_offset(self, final_offset, result, after);
+        }
     }
 }
 
@@ -306,6 +313,8 @@ mod tests {
             assert_eq!(f.fault_sites(), g.fault_sites(), "{text}");
             // The old advance is gone; the new one adds an i64 to the offset.
             assert!(!text.contains("addptr %10, %12"), "{text}");
+            // The tile after the loop is rebuilt where it is read.
+            assert!(text.contains("%8 = addptr %5"), "{text}");
         }
     }
 
