@@ -237,16 +237,22 @@ fn loop_carried_mma_accumulator_stays_in_registers() {
     assert!(!text.contains("st.shared.u16"), "{text}");
 }
 
+/// Tutorial 03's usual launch as the specialization sees it: 16-byte-aligned matrices,
+/// sizes and leading dimensions divisible by 16, unit strides (arguments 7, 9, 11).
+fn tutorial_03_specialization() -> Specialization {
+    let d16 = |i: usize| ![7, 9, 11].contains(&i);
+    Specialization {
+        ones: (0..12).map(|i| !d16(i)).collect(),
+        sixteens: (0..12).map(d16).collect(),
+    }
+}
+
 /// Launched with tutorial 03's usual arguments (16-byte aligned matrices, sizes and
 /// leading dimensions divisible by 16, unit strides), the copies need no test: one
 /// `cp.async` per chunk whose size is its mask's first lane, and no per-element loads.
 #[rstest]
 fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
-    let d16 = |i: usize| ![7, 9, 11].contains(&i);
-    let spec = Specialization {
-        ones: (0..12).map(|i| !d16(i)).collect(),
-        sixteens: (0..12).map(d16).collect(),
-    };
+    let spec = tutorial_03_specialization();
     let f = matmul::matmul::trace::<half::f16, half::f16>(&spec, 128, 128, 32).unwrap();
     let text = ptx(&f, sm, 4);
     assert!(text.contains("cp.async.cg.shared.global"), "{text}");
@@ -281,11 +287,7 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
 /// constant offsets from the first's (`[r + 0x800]`) instead of each its own swizzle.
 #[rstest]
 fn operand_copies_take_predicates_and_constant_offsets(#[values(80, 90)] sm: u32) {
-    let d16 = |i: usize| ![7, 9, 11].contains(&i);
-    let spec = Specialization {
-        ones: (0..12).map(|i| !d16(i)).collect(),
-        sixteens: (0..12).map(d16).collect(),
-    };
+    let spec = tutorial_03_specialization();
     let f = matmul::matmul::trace::<half::f16, half::f16>(&spec, 128, 128, 32).unwrap();
     let options = CudaCompileOptions {
         sm,
@@ -337,11 +339,7 @@ fn operand_copies_take_predicates_and_constant_offsets(#[values(80, 90)] sm: u32
 /// unspecialized, element by element as before.
 #[rstest]
 fn f16_epilogue_stores_16_byte_chunks(#[values(80, 90)] sm: u32) {
-    let d16 = |i: usize| ![7, 9, 11].contains(&i);
-    let spec = Specialization {
-        ones: (0..12).map(|i| !d16(i)).collect(),
-        sixteens: (0..12).map(d16).collect(),
-    };
+    let spec = tutorial_03_specialization();
     let stores = |t: &str, what: &str| t.lines().filter(|l| l.contains(what)).count();
     let f16_out = |s: &Specialization| {
         let f = matmul::matmul::trace::<half::f16, half::f16>(s, 128, 128, 32).unwrap();
