@@ -188,15 +188,12 @@ def binet(t):
     return (mp.loggamma(x) - (x - mp.mpf(1) / 2) * mp.log(x) + x - mp.log(2 * mp.pi) / 2) / t
 
 
-STIRLING_C = mp.sqrt(2 * mp.pi / mp.e)
-
-
-def sinpi_c_tail(z):
-    # (sin(pi r) - pi r) / r^3 * C/pi in z = r^2, C = sqrt(2 pi / e): tgamma's divisor
+def sinpi_tail(z):
+    # (sin(pi r)/pi - r) / r^3 in z = r^2: tgamma's divisor below 0
     if z == 0:
-        return -mp.pi ** 2 / 6 * STIRLING_C
+        return -mp.pi ** 2 / 6
     r = mp.sqrt(z)
-    return (mp.sin(mp.pi * r) - mp.pi * r) / (r * z) * STIRLING_C / mp.pi
+    return (mp.sin(mp.pi * r) / mp.pi - r) / (r * z)
 
 
 def lgamma_q(u):
@@ -244,6 +241,8 @@ FITS = {
     "TANH": (tanh_tail, "x²", 0, mp.mpf("0.5625"), 5, lambda s: s),
     "SINH": (sinh_tail, "x²", 0, 1, 3, lambda s: s),
     "EXP": (exp_tail, "r", -0.35, 0.35, 4, lambda r: r * r),
+    # tgamma's exponential, whose reduced argument takes a low part of up to 0.25
+    "EXP_WIDE": (exp_tail, "r", -0.6, 0.6, 5, lambda r: r * r),
     "LOG": (log_tail, "f²", 0, mp.mpf("0.02944"), 2, lambda s: s / 2),
     "LOG3": (log_tail, "f²", 0, mp.mpf("0.02944"), 3, lambda s: s / 2),
     "ATAN": (atan_tail, "t²", 0, mp.tan(mp.pi / 8) ** 2, 4, lambda s: s),
@@ -257,7 +256,7 @@ FITS = {
     # above 0 and from 1 on below
     "BINET": (binet, "1/x", 0, 1, 6, lambda t: t),
     # tgamma's divisor below 0
-    "SINPI_C": (sinpi_c_tail, "r²", 0, mp.mpf(1) / 4, 4, lambda z: z / STIRLING_C),
+    "SINPI": (sinpi_tail, "r²", 0, mp.mpf(1) / 4, 3, lambda z: z),
     # lgamma below 2.25: Q(u) = Q(c) + v·P(v), v = u − c, the error relative to Q
     "LGAMMA_Q": (lgamma_q_slope, "u − 0.625", -LGAMMA_Q_CENTER, mp.mpf("1.25") - LGAMMA_Q_CENTER, 8,
                  lambda v: abs(v / lgamma_q(v + LGAMMA_Q_CENTER))),

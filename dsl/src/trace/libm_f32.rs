@@ -295,6 +295,21 @@ fn log_lean(
     fine: bool,
     half: bool,
 ) -> (Tile, Tile) {
+    let (hi, e, k, series, ln2_lo) = log_lean_parts(x, x_lo, j, c, fine, half);
+    (hi, e + fma(k, ln2_lo, series))
+}
+
+/// [`log_lean`] before its last sum: `hi`, Fast2Sum's error `e`, the f32 tile `k + j`, the
+/// series and the low part of `σ ln 2`, the value being `hi + e + (k + j)·ln2_lo + series`
+/// (for [`stirling`], which adds the series last).
+fn log_lean_parts(
+    x: Tile,
+    x_lo: Option<Tile>,
+    j: Option<Tile>,
+    c: Tile,
+    fine: bool,
+    half: bool,
+) -> (Tile, Tile, Tile, Tile, f32) {
     let bits = bitcast(x, DType::I32);
     let k = (bits - 0x3f35_04f3) >> 23;
     let k_bits = k << 23;
@@ -330,7 +345,7 @@ fn log_lean(
         fma(f * s, poly(s, &p), f_lo)
     };
     let (hi, e) = fast_two_sum(fma(k, ln2.0, c), f);
-    (hi, e + fma(k, ln2.1, series))
+    (hi, e, k, series, ln2.1)
 }
 
 /// `ln(x + x_lo)` (`x_lo` a small correction of `x`, or none; 0 where `x` is subnormal)
@@ -939,9 +954,6 @@ pub(super) fn erfinv(x: Tile) -> Tile {
 
 // ---- the gamma function --------------------------------------------------------------------
 
-/// `C = √(2π/e)` and `1/C` in two parts: `Γ(y) = C · e^((y − ½)(ln y − 1) + μ(y))`.
-const STIRLING_C: (f32, f32) = (1.520_346_9, 2.110_717_5e-8);
-const STIRLING_C_INV: (f32, f32) = (0.657_744_65, -2.259_293e-8);
 /// Binet's function `μ(x) = lgamma(x) − (x − ½) ln x + x − ln √(2π)`, as `μ(x)·x` in `1/x`
 /// on [0, 1] (x ≥ 1): absolute error of `μ` 1.3e-9.
 const BINET: [f32; 7] = [
@@ -953,52 +965,92 @@ const BINET: [f32; 7] = [
     1.4249244e-06,
     0.083333254,
 ];
-/// `(sin πr − πr)/r³ · C/π` in `r²` on [0, ¼]: error 3.1e-10 relative to `C·r`.
-const SINPI_C: [f32; 5] = [-0.0036056766, 0.03983417, -0.29003015, 1.234132, -2.5008705];
+/// `(sin πr / π − r)/r³` in `r²` on [0, ¼]: error 4.9e-9 relative to `r`.
+const SINPI: [f32; 4] = [0.024756864, -0.19046289, 0.8117187, -1.6449335];
+/// `(e^r − 1 − r) / r²` on [−0.6, 0.6] ([`EXP`]'s interval widened, a degree higher): error
+/// 4.4e-9 relative to `e^r`.
+const EXP_WIDE: [f32; 6] = [
+    0.00019987195,
+    0.0014067607,
+    0.008333133,
+    0.041662794,
+    0.16666667,
+    0.50000024,
+];
+/// `ln √(2π)` rounded to a multiple of 2^-16 (so that `y` minus it is exact for `y` from 1
+/// to 45), and the rest.
+const LN_SQRT_2PI_16: (f32, f32) = (0.918_945_3, -6.779_295_3e-6);
 
-/// `(y − ½)(ln y − 1) + μ(y)` for `y + y_lo` from 1 to 45 as `hi + lo`, not renormalized:
-/// the logarithm ([`log_lean`] with `2f_lo·f²`) renormalized, so that `hi` is the
-/// product's rounded value, and the product in two parts; `y_lo` counts the derivative
-/// `ψ(y) ≈ ln y − 1/(2y)` times (the `1/(12y²)` left out of `ψ` is below 1/12, and
-/// `|y_lo|` below 2^-24·y).
-fn stirling(y: Tile, y_lo: Tile) -> (Tile, Tile) {
+/// `lgamma(y) = (y − ½) ln y − y + ln √(2π) + μ(y)` for `y + y_lo` from 1 to 45 as `hi + lo
+/// + tiny`, `lo` within ±0.25 and `tiny` (TwoSum's error in `hi`) below 2^-17, not
+/// renormalized: `hi` leaves out `ln y`'s series times `y − ½` and `μ`, so that it is ready
+/// before them. `½ ln y` by [`log_lean_parts`] (σ = ½, with `2f_lo·f²`), its high part times
+/// `2y − 1` in two parts, `y − ln √(2π)` (exact with [`LN_SQRT_2PI_16`]) subtracted by
+/// TwoSum, the rest summed in an order that keeps the chain short (the series last); `y_lo`
+/// counts the derivative `ψ(y) ≈ ln y − 1/(2y)` times (the `1/(12y²)` left out of `ψ` is
+/// below 1/12, and `|y_lo|` below 2^-24·y).
+fn stirling(y: Tile, y_lo: Tile) -> (Tile, Tile, Tile) {
     let t: Tile = 1.0 / y;
-    // ln y − 1: k ≥ 0 from 1 on, so that adding −1 is exact and first in exponent.
-    let (l, l_lo) = log_lean(y, None, None, splat(y, -1.0), true, false);
-    let (l, l_lo) = fast_two_sum(l, l_lo);
-    // Exact from 1 on.
-    let w = y - 0.5;
+    // ½ ln y (σ = ½: h = m + 1 and its low part are sums), times 2y − 1 (exact below 2^23).
+    let (l, e, k, series, ln2_lo) = log_lean_parts(y, None, None, splat(y, 0.0), true, true);
+    let w = y + (y - 1.0);
     let (p, p_err) = two_prod(w, l);
-    let mu = t * poly(t, &BINET);
-    let dy = fma(t, -0.5, l + 1.0);
-    (p, fma(w, l_lo, fma(y_lo, dy, mu)) + p_err)
-}
-
-/// [`tgamma`]'s divisor in two parts with the sign of `Γ(x)` to apply: `C · sin(πx)/π` below 0
-/// for `|x| < 2^23` up to its sign `(−1)^n` (`n` odd, the third part), `a/C` from 0 on (`a`
-/// being `|x|`, clamped): `x = n + r` exactly (`|r| ≤ ½`) and `B·r + r³·P(r²)` with `B = C`
-/// below 0 (`B = 1/C` and `P` left out above), `B·r` split exactly.
-fn gamma_divisor(x: Tile, a: Tile, neg: Tile) -> (Tile, Tile, Tile) {
-    let n = super::lang::rint(x);
-    let r = where_(neg, x - n, a);
-    let z = where_(neg, r * r, splat(r, 0.0));
-    let (b_hi, b_lo) = (
-        where_(neg, splat(r, STIRLING_C.0), splat(r, STIRLING_C_INV.0)),
-        where_(neg, splat(r, STIRLING_C.1), splat(r, STIRLING_C_INV.1)),
+    let (hi, hi_err) = two_sum(p, LN_SQRT_2PI_16.0 - y);
+    // ψ(y)/2.
+    let dy = fma(t, -0.25, l);
+    let early = fma(
+        t,
+        poly(t, &BINET),
+        fma(y_lo + y_lo, dy, splat(y, LN_SQRT_2PI_16.1)),
     );
-    let (s, s_err) = two_prod(r, b_hi);
-    let (s, s_lo) = fast_two_sum(s, fma(r, fma(z, poly(z, &SINPI_C), b_lo), s_err));
-    let half = n * 0.5;
-    (s, s_lo, neg & !eq(super::lang::floor(half), half))
+    let late = fma(w, fma(k, ln2_lo, e), p_err);
+    (hi, fma(w, series, early) + late, hi_err)
 }
 
-/// `Γ(x) = g / d` with `g = e^(±E(y))` ([`stirling`]'s exponent through [`exp_core`],
-/// `Γ(y) = C·e^E(y)`) for `y = 1 + a` (in two parts), `a = min(|x|, 44)`: `d = a/C` from 0
-/// on (`Γ(x) = Γ(1 + x)/x`) and, by the reflection, `g = e^(−E(y))` and `d = C·sin(πx)/π`
-/// below 0; the quotient in two parts, rounded once with the power of two. Past 44 the
+/// `e^(hi + lo + tiny)` as `2^k · (e_hi + e_lo)` (`k` an i32 tile) for `hi` in [−170, 170],
+/// `lo` within ±0.25 and `|tiny|` below 2^-17: [`exp_core`]'s reduction with `lo` added
+/// after the exact `hi − k·LN2.0` by Fast2Sum (`r` to 0.6, so [`EXP_WIDE`]; where `lo` is the
+/// larger, TwoSum's error would be at most an ulp of `r` times 2^-24) and `tiny` to its
+/// error `r_lo`, `r²·P(r)` by Estrin's scheme, and `e^(r + r_lo) = e^r + r_lo·e^r` with
+/// `e^r` as `1 + r + r²·P(r)` there (`1 + r` alone would cost `r_lo·r²/2`, 2^-22 at most).
+fn exp_wide(hi: Tile, lo: Tile, tiny: Tile) -> (Tile, Tile, Tile) {
+    let shifted = fma(hi, LOG2_E, ROUNDER);
+    let kf = shifted - ROUNDER;
+    let k = bitcast(shifted, DType::I32) - ROUNDER_BITS;
+    let (r, r_lo) = fast_two_sum(fma(kf, -LN2.0, hi), lo);
+    let r_lo = fma(kf, -LN2.1, r_lo) + tiny;
+    let r2 = r * r;
+    let c = &EXP_WIDE;
+    let p = fma(
+        r2 * r2,
+        fma(r, c[0], c[1]),
+        fma(r2, fma(r, c[2], c[3]), fma(r, c[4], c[5])),
+    );
+    let (e_hi, q) = (r + 1.0, r2 * p);
+    (k, e_hi, (r - (e_hi - 1.0)) + fma(r_lo, e_hi + q, q))
+}
+
+/// [`tgamma`]'s divisor in two parts: `|x|` (clamped, as `a`) from 0 on, `sin(πx)/π` below 0
+/// for `|x| < 2^23`: `x = n + r` exactly (`|r| ≤ ½`), `r` with its sign flipped at odd `n`
+/// (`sin πx = (−1)^n sin πr`; `n + 2^24 − 1` is exact from −2^23 on and its low bit is `n`'s
+/// parity flipped, so it flips `n − x`) and `r + r³·P(r²)`, renormalized.
+fn gamma_divisor(x: Tile, a: Tile, neg: Tile) -> (Tile, Tile) {
+    let n = super::lang::rint(x);
+    let parity = bitcast(n + 16_777_215.0f32, DType::I32) << 31;
+    let r = bitcast(bitcast(n - x, DType::I32) ^ parity, DType::F32);
+    let r = where_(neg, r, a);
+    let z = where_(neg, r * r, splat(r, 0.0));
+    fast_two_sum(r, r * z * poly(z, &SINPI))
+}
+
+/// `Γ(x) = g / d` with `g = e^(±lgamma(y))` ([`stirling`]'s exponent with the sign of `x`,
+/// through [`exp_wide`]) for `y = 1 + a` (in two parts), `a = min(|x|, 44)`: `d = a` from 0
+/// on (`Γ(x) = Γ(1 + x)/x`) and, by the reflection, `d = sin(πx)/π` below 0 (which carries
+/// the sign); the quotient in two parts, rounded once with the power of two. Past 44 the
 /// result is inf above 0 and 0 below (NaN at the negative integers); below 2^-30 it is
-/// `1/x` (`1/x − γ` rounds to it or next to it: ±inf at ±0 and where it overflows).
-/// NaN at the negative integers (a divisor 0), −inf and NaN.
+/// `1/x` (`1/x − γ` rounds to it or next to it: ±inf at ±0 and where it overflows), which
+/// the quotient's `1/d` is there, with the sign of `x`. NaN at the negative integers (a
+/// divisor 0), −inf and NaN.
 pub(super) fn tgamma(x: Tile) -> Tile {
     let neg = lt(x, 0.0);
     let a = abs(x);
@@ -1007,13 +1059,17 @@ pub(super) fn tgamma(x: Tile) -> Tile {
     // (Sterbenz from 1 on, Fast2Sum below).
     let y = a + 1.0;
     let y_lo = a - (y - 1.0);
-    let (e, e_lo) = stirling(y, y_lo);
-    let (k, g, g_lo) = exp_core(where_(neg, -e, e), Some(where_(neg, -e_lo, e_lo)));
-    let (d, d_lo, flip) = gamma_divisor(x, a, neg);
-    let (q, q_lo) = quotient((g, g_lo), (d, d_lo));
+    let (e, e_lo, e_tiny) = stirling(y, y_lo);
+    // Both parts with the sign of x (−lgamma(y) below 0; at −0 the result is replaced).
+    let sign = bitcast(x, DType::I32) & i32::MIN;
+    let signed = |v: Tile| bitcast(bitcast(v, DType::I32) ^ sign, DType::F32);
+    let (k, g, g_lo) = exp_wide(signed(e), signed(e_lo), signed(e_tiny));
+    let (d, d_lo) = gamma_divisor(x, a, neg);
+    let inv: Tile = 1.0 / d;
+    let q = g * inv;
+    let q_lo = (fma(-q, d, g) + (g_lo - q * d_lo)) * inv;
     let r = scale(q + q_lo, k);
-    let r = where_(flip, -r, r);
-    where_(lt(a, 2f32.powi(-30)), 1.0 / x, r)
+    where_(lt(a, 2f32.powi(-30)), copysign(inv, x), r)
 }
 
 /// `ln C = ln √(2π) − ½` in two parts (Stirling's constant in `lgamma`'s sum).
