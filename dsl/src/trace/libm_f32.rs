@@ -1012,7 +1012,7 @@ fn stirling(y: Tile, y_lo: Tile) -> (Tile, Tile, Tile) {
 /// after the exact `hi − k·LN2.0` by Fast2Sum (`r` to 0.6, so [`EXP_WIDE`]; where `lo` is the
 /// larger, TwoSum's error would be at most an ulp of `r` times 2^-24) and `tiny` to its
 /// error `r_lo`, `r²·P(r)` by Estrin's scheme, and `e^(r + r_lo) = e^r + r_lo·e^r` with
-/// `e^r` as `1 + r + r²·P(r)` there (`1 + r` alone would cost `r_lo·r²/2`, 2^-22 at most).
+/// `e^r` as `1 + r + r²·P(r)` there (`1 + r` alone would cost `r_lo·r²/2`, up to 2^-19.5).
 fn exp_wide(hi: Tile, lo: Tile, tiny: Tile) -> (Tile, Tile, Tile) {
     let shifted = fma(hi, LOG2_E, ROUNDER);
     let kf = shifted - ROUNDER;
