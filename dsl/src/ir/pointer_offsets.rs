@@ -22,6 +22,19 @@ use std::collections::{HashMap, HashSet};
 /// splat scalar carried as a scalar offset instead (see the module docs), or `None` when
 /// no loop has one.
 pub fn carry_pointer_offsets(f: &Function) -> Option<Function> {
+    // Most kernels carry no pointer tile: no copy for them (this runs at every compile).
+    let mut carries_pointers = false;
+    f.walk(&mut |i| {
+        if let Op::For { body, .. } = &i.op {
+            carries_pointers |= body.args[1..].iter().any(|a| {
+                let t = f.ty(*a);
+                !t.is_scalar() && t.elem.pointee().is_some()
+            });
+        }
+    });
+    if !carries_pointers {
+        return None;
+    }
     let mut out = f.clone();
     let mut splats = HashMap::new();
     let mut used = HashSet::new();
