@@ -506,8 +506,7 @@ fn k_loops_prefetch_the_next_iterations_tiles() {
 /// On the CPU too a carried pointer tile advanced by a scalar (`a_ptrs`, read in `MODE` 1,
 /// carried in 0 too) is carried as one offset (`dsl::ir::carry_pointer_offsets`): the
 /// kernel stores no pointers, where its 512 were written back at every iteration (128
-/// vector stores; tutorial 03 written so ran 1.14–1.46× slower than computed from the
-/// counter, 1.01–1.05× with the offset).
+/// vector stores).
 #[test]
 fn carried_pointer_tiles_are_offsets_on_the_cpu() {
     let k = 64usize;
