@@ -29,7 +29,9 @@ use tritium_kernels::bench::{
 };
 use tritium_kernels::grouped_gemm::grouped_matmul_2d;
 use tritium_kernels::layer_norm::{layer_norm_into, LayerNormOutMut};
-use tritium_kernels::matmul::{matmul_2d, matmul_2d_into, matmul_persistent_2d, MatmulBlocks};
+use tritium_kernels::matmul::{
+    matmul_2d, matmul_2d_into, matmul_carried_2d_into, matmul_persistent_2d, MatmulBlocks,
+};
 use tritium_kernels::softmax::softmax_rows_into;
 use tritium_kernels::vector_add::{add, ADD_BLOCK};
 
@@ -524,6 +526,10 @@ fn main() -> tritium::Result<()> {
         }
         Some("matmul-blocks") => {
             matmul_blocks_row(&Device::cpu());
+            return Ok(());
+        }
+        Some("matmul-carried") => {
+            matmul_carried_row(&Device::cpu());
             return Ok(());
         }
         Some("libm") => {
@@ -1266,6 +1272,47 @@ fn matmul_blocks_row(device: &Device) {
         rounds,
         &format!("matmul {size}^3 {bm}x{bn}x{bk}"),
         |a, b, c| matmul_2d_into(device, a.view(), b.view(), c.view_mut(), blocks).unwrap(),
+    );
+}
+
+/// `matmul-carried SIZE BM BN BK [ROUNDS]`: tutorial 03 at `SIZE³` f32 written as Triton
+/// writes it (`matmul_carried`: pointers carried through the K loop, advanced at every
+/// iteration) alternated with the same blocks computing them from the counter (`matmul`).
+fn matmul_carried_row(device: &Device) {
+    let usage = "matmul-carried SIZE BM BN BK [ROUNDS]";
+    let args = numeric_args(usage, &[4, 5]);
+    let [size, bm, bn, bk] = args[..4] else {
+        unreachable!("numeric_args checked the count")
+    };
+    let rounds = args.get(4).copied().unwrap_or(5);
+    let blocks = MatmulBlocks {
+        m: bm,
+        n: bn,
+        k: bk,
+    };
+    let (a, b) = (matmul_input(size, size, 1), matmul_input(size, size, 2));
+    let (mut c, mut carried) = (
+        Array2::<f32>::zeros((size, size)),
+        Array2::zeros((size, size)),
+    );
+    let [t_counter, t_carried] = interleaved(
+        rounds,
+        [
+            &mut || matmul_2d_into(device, a.view(), b.view(), c.view_mut(), blocks).unwrap(),
+            &mut || {
+                matmul_carried_2d_into(device, a.view(), b.view(), carried.view_mut(), blocks)
+                    .unwrap()
+            },
+        ],
+    );
+    assert_eq!(c, carried, "the two forms compute the same products");
+    let ms = |t: std::time::Duration| t.as_secs_f64() * 1e3;
+    println!(
+        "matmul {size}^3 {bm}x{bn}x{bk}: pointers from the counter {:.2} ms, carried {:.2} ms \
+         ({:.2}x)",
+        ms(t_counter),
+        ms(t_carried),
+        t_carried.as_secs_f64() / t_counter.as_secs_f64()
     );
 }
 

@@ -303,6 +303,81 @@ pub fn matmul_2d_into<T: Float, O: Float>(
     )
 }
 
+/// Tutorial 03's K loop written as Triton writes it: the operand pointers carried through
+/// the loop and advanced by `BK` columns of `a` and rows of `b` at every iteration
+/// (`a_ptrs += BLOCK_SIZE_K * stride_ak`), which the code generators carry as one offset
+/// (`dsl::ir::carry_pointer_offsets`); [`matmul`] computes them from the counter instead.
+#[kernel]
+pub fn matmul_carried<T: Float, O: Float>(
+    c: Ptr<O>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    m: i32,
+    n: i32,
+    k: i32,
+    stride_am: i32,
+    stride_ak: i32,
+    stride_bk: i32,
+    stride_bn: i32,
+    stride_cm: i32,
+    stride_cn: i32,
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+) {
+    let offs_m = program_id(0) * BM as i32 + arange(0, BM);
+    let offs_n = program_id(1) * BN as i32 + arange(0, BN);
+    let offs_k = arange(0, BK);
+    let mut a_ptrs = a + offs_m[(.., None)] * stride_am + offs_k[(None, ..)] * stride_ak;
+    let mut b_ptrs = b + offs_k[(.., None)] * stride_bk + offs_n[(None, ..)] * stride_bn;
+    let mut acc = zeros([BM, BN], DType::F32);
+    for kb in range(0, cdiv(k, BK as i32)) {
+        let left = k - kb * BK as i32;
+        let ta = load(
+            a_ptrs,
+            mask = (offs_m[(.., None)] < m) & (offs_k[(None, ..)] < left),
+            other = 0.0,
+        );
+        let tb = load(
+            b_ptrs,
+            mask = (offs_k[(.., None)] < left) & (offs_n[(None, ..)] < n),
+            other = 0.0,
+        );
+        acc = dot(ta, tb, acc);
+        a_ptrs += BK as i32 * stride_ak;
+        b_ptrs += BK as i32 * stride_bk;
+    }
+    let c_ptrs = c + offs_m[(.., None)] * stride_cm + offs_n[(None, ..)] * stride_cn;
+    let c_mask = (offs_m[(.., None)] < m) & (offs_n[(None, ..)] < n);
+    store(c_ptrs, acc, mask = c_mask);
+}
+
+/// [`matmul_2d_into`] through [`matmul_carried`].
+pub fn matmul_carried_2d_into<T: Float, O: Float>(
+    device: &Device,
+    a: ArrayView2<T>,
+    b: ArrayView2<T>,
+    c: ArrayViewMut2<O>,
+    blocks: MatmulBlocks,
+) -> tritium::Result<()> {
+    product_into(
+        "matmul_carried",
+        a,
+        b,
+        c,
+        |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
+            let grid = [
+                cdiv(m.max(1) as usize, blocks.m),
+                cdiv(n.max(1) as usize, blocks.n),
+            ];
+            matmul_carried::launch(
+                device, grid, c, a, b, m, n, k, sam, sak, sbk, sbn, scm, scn, blocks.m, blocks.n,
+                blocks.k,
+            )
+        },
+    )
+}
+
 /// Triton tutorial 09: the persistent matmul. `NUM_PROGRAMS` programs (one per core or
 /// SM) each loop over output tiles `pid, pid + NUM_PROGRAMS, …`, visiting them in groups
 /// of `GROUP_M` block rows so that neighbouring tiles share `b` columns in cache.
