@@ -1293,7 +1293,7 @@ fn matmul_carried_row(device: &Device) {
     let (a, b) = (matmul_input(size, size, 1), matmul_input(size, size, 2));
     let (mut c, mut carried) = (
         Array2::<f32>::zeros((size, size)),
-        Array2::zeros((size, size)),
+        Array2::<f32>::zeros((size, size)),
     );
     let [t_counter, t_carried] = interleaved(
         rounds,
