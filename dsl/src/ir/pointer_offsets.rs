@@ -26,7 +26,7 @@ pub fn carry_pointer_offsets(f: &Function) -> Option<Function> {
     let mut carries_pointers = false;
     f.walk(&mut |i| {
         if let Op::For { body, .. } = &i.op {
-            carries_pointers |= body.args[1..].iter().any(|a| {
+            carries_pointers |= body.args.iter().skip(1).any(|a| {
                 let t = f.ty(*a);
                 !t.is_scalar() && t.elem.pointee().is_some()
             });
