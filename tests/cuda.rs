@@ -473,56 +473,19 @@ fn dot_results_stored_in_a_loop_emulated() {
     assert_close(&got, &want, 1e-3, 1e-3, "dots stored in a loop");
 }
 
-/// Tutorial 03 as Triton writes it: the operand pointers are carried through the K loop
-/// and advanced by `BK * stride` at every iteration (`a_ptrs += BLOCK_SIZE_K * stride_ak`),
-/// the row and column offsets wrapped modulo `m` and `n` as Triton's are.
-#[tritium::kernel]
-fn carried_pointer_matmul(
-    c: Ptr<f32>,
-    a: Ptr<half::f16>,
-    b: Ptr<half::f16>,
-    m: i32,
-    n: i32,
-    k: i32,
-    #[constexpr] BM: usize,
-    #[constexpr] BN: usize,
-    #[constexpr] BK: usize,
-) {
-    let offs_am = (program_id(0) * BM as i32 + arange(0, BM)) % m;
-    let offs_bn = (program_id(1) * BN as i32 + arange(0, BN)) % n;
-    let offs_k = arange(0, BK);
-    let mut a_ptrs = a + offs_am[(.., None)] * k + offs_k[(None, ..)];
-    let mut b_ptrs = b + offs_k[(.., None)] * n + offs_bn[(None, ..)];
-    let mut acc = zeros([BM, BN], DType::F32);
-    for kb in range(0, cdiv(k, BK as i32)) {
-        let left = k - kb * BK as i32;
-        let ta = load(a_ptrs, mask = offs_k[(None, ..)] < left, other = 0.0);
-        let tb = load(b_ptrs, mask = offs_k[(.., None)] < left, other = 0.0);
-        acc = dot(ta, tb, acc);
-        a_ptrs += BK as i32;
-        b_ptrs = b_ptrs + BK as i32 * n;
-    }
-    let offs_cm = program_id(0) * BM as i32 + arange(0, BM);
-    let offs_cn = program_id(1) * BN as i32 + arange(0, BN);
-    let c_mask = (offs_cm[(.., None)] < m) & (offs_cn[(None, ..)] < n);
-    store(
-        c + offs_cm[(.., None)] * n + offs_cn[(None, ..)],
-        acc,
-        mask = c_mask,
-    );
-}
-
 /// Carried pointer tiles advanced by a scalar are carried as one offset (`dsl::ir::
-/// carry_pointer_offsets`), so tutorial 03 as Triton writes it gets what the recomputed
-/// form gets: operands copied by `cp.async` in a pipelined loop (4 stages: 3 buffers and
-/// `wait_group 1` on sm_80, 4 buffers, `wait_group 2` and `wgmma` on sm_90), and the interpreter's products on both emulators, edges
-/// masked and K not a multiple of `BK`.
+/// carry_pointer_offsets`), so tutorial 03 as Triton writes it (`matmul_carried`) gets
+/// what the recomputed form gets: operands copied by `cp.async` in a pipelined loop (4
+/// stages: 3 buffers and `wait_group 1` on sm_80, 4 buffers, `wait_group 2` and `wgmma`
+/// on sm_90), and the interpreter's products on both emulators, edges masked and K not a
+/// multiple of `BK`.
 #[rstest]
 fn carried_pointer_tiles_are_copied_and_pipelined_emulated(
     #[values((64, 48, 40), (40, 136, 96))] (m, n, k): (usize, usize, usize),
 ) {
     use half::f16;
-    let f = carried_pointer_matmul::trace(&Specialization::default(), 64, 64, 32).unwrap();
+    let f =
+        matmul::matmul_carried::trace::<f16, f32>(&Specialization::default(), 64, 64, 32).unwrap();
     for sm in [80, 90] {
         let options = CudaCompileOptions {
             sm,
@@ -548,8 +511,10 @@ fn carried_pointer_tiles_are_copied_and_pipelined_emulated(
     let run = |d: &Device| {
         let mut c = Array1::<f32>::zeros(m * n);
         let (m, n, k) = (m as i32, n as i32, k as i32);
-        carried_pointer_matmul::launch_with(d, grid, &opts, &mut c, &a, &b, m, n, k, 64, 64, 32)
-            .unwrap();
+        matmul::matmul_carried::launch_with(
+            d, grid, &opts, &mut c, &a, &b, m, n, k, k, 1, n, 1, n, 1, 64, 64, 32,
+        )
+        .unwrap();
         c
     };
     let want = run(&Device::interpreter());

@@ -159,8 +159,7 @@ pub fn matmul_grouped_2d<T: Float, O: Float + Default>(
         a,
         b,
         |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
-            let tiles_m = cdiv(m.max(1) as usize, blocks.m);
-            let tiles_n = cdiv(n.max(1) as usize, blocks.n);
+            let [tiles_m, tiles_n] = blocks.grid(m, n);
             matmul_grouped::launch_with(
                 device,
                 tiles_m * tiles_n,
@@ -195,6 +194,16 @@ pub struct MatmulBlocks {
     pub n: usize,
     /// Depth of one `dot`.
     pub k: usize,
+}
+
+impl MatmulBlocks {
+    /// Blocks along `c`'s rows and columns for an `m × n` product (at least one each).
+    fn grid(&self, m: i32, n: i32) -> [usize; 2] {
+        [
+            cdiv(m.max(1) as usize, self.m),
+            cdiv(n.max(1) as usize, self.n),
+        ]
+    }
 }
 
 /// 96 × 128 blocks of `c` are 16 × 8 register blocks of the CPU `dot` (6 rows × 16 f32
@@ -290,10 +299,7 @@ pub fn matmul_2d_into<T: Float, O: Float>(
         b,
         c,
         |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
-            let grid = [
-                cdiv(m.max(1) as usize, blocks.m),
-                cdiv(n.max(1) as usize, blocks.n),
-            ];
+            let grid = blocks.grid(m, n);
             let options = LaunchOptions::default();
             matmul::launch_explicit(
                 device, grid, &options, c, a, b, m, n, k, sam, sak, sbk, sbn, scm, scn, blocks.m,
@@ -366,10 +372,7 @@ pub fn matmul_carried_2d_into<T: Float, O: Float>(
         b,
         c,
         |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
-            let grid = [
-                cdiv(m.max(1) as usize, blocks.m),
-                cdiv(n.max(1) as usize, blocks.n),
-            ];
+            let grid = blocks.grid(m, n);
             matmul_carried::launch(
                 device, grid, c, a, b, m, n, k, sam, sak, sbk, sbn, scm, scn, blocks.m, blocks.n,
                 blocks.k,
@@ -441,7 +444,7 @@ pub fn matmul_persistent_2d<T: Float, O: Float + Default>(
         a,
         b,
         |c, [m, n, k, sam, sak, sbk, sbn, scm, scn]| {
-            let tiles = cdiv(m.max(1) as usize, blocks.m) * cdiv(n.max(1) as usize, blocks.n);
+            let tiles = blocks.grid(m, n).iter().product();
             let programs = programs.clamp(1, tiles);
             matmul_persistent::launch(
                 device, programs, c, a, b, m, n, k, sam, sak, sbk, sbn, scm, scn, blocks.m,

@@ -260,13 +260,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// tutorial 03 advances its pointers).
     fn inductions(&self, body: &Block, init: &[Value]) -> Vec<Induction> {
         let inner: HashSet<Value> = body.insts.iter().flat_map(|i| i.results.clone()).collect();
+        // The same at every iteration: computable again for a later one, from neither the
+        // counter nor a carried value.
+        let args: HashSet<Value> = body.args.iter().copied().collect();
         (body.args[1..].iter().zip(Self::yields(body)).zip(init))
             .filter_map(|((arg, y), init)| {
                 let def = self.defs.get(y)?;
                 let Op::Binary(BinOp::Add, x, step) = def.op else {
                     return None;
                 };
-                let invariant = self.invariant_scalar(step, &inner, &body.args);
+                let invariant = self.recomputable(step, &inner, &args);
                 (x == *arg && self.ty(*arg).is_scalar() && invariant).then_some(Induction {
                     arg: *arg,
                     init: *init,
@@ -274,22 +277,6 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 })
             })
             .collect()
-    }
-
-    /// Whether the scalar `v` is the same at every iteration of a loop whose body defines
-    /// `inner` and binds `args` (its counter and carried values): defined before the loop,
-    /// or in the body from constants and such values alone.
-    fn invariant_scalar(&self, v: Value, inner: &HashSet<Value>, args: &[Value]) -> bool {
-        if !inner.contains(&v) {
-            return !args.contains(&v);
-        }
-        let inst = self.defs[&v];
-        let pure = match &inst.op {
-            Op::Const(_) | Op::ProgramId(_) | Op::NumPrograms(_) => true,
-            op => op.is_elementwise() && op.regions().is_empty(),
-        };
-        pure && self.ty(v).is_scalar()
-            && (inst.op.operands().iter()).all(|o| self.invariant_scalar(*o, inner, args))
     }
 
     /// Whether `v` can be computed for a later iteration: it depends on no carried value,
