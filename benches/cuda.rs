@@ -5,6 +5,8 @@
 //! - fused softmax (4096 rows) against Triton's tutorial 02 and `torch.softmax`;
 //! - f16 matmul 4096³ (f32 accumulation) against cuBLAS `cublasGemmEx`, loaded by cudarc,
 //!   and Triton's tutorial 03;
+//! - fp8 (E5M2) matmul 4096³, `b` K-major as tutorial 03's fp8 benchmark passes it,
+//!   against that benchmark (Triton's tutorial 03 over its fp8 configs);
 //! - fused attention forward (f16, 4 × 32 heads × 4096, head dims 64 and 128, causal and
 //!   not) against Triton's tutorial 06.
 //!
@@ -327,6 +329,67 @@ fn f16_matmul(
     Ok(())
 }
 
+/// Tutorial 03's fp8 benchmark: E5M2 `a` and `b` (`b` K-major: stored as `bᵀ`, unit
+/// `stride_bk`), f32 accumulation, an f16 result, against Triton's run of the same (no
+/// cuBLAS row: its fp8 GEMM is cublasLt's). Sampled entries are checked against the
+/// host's product.
+fn fp8_matmul(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
+    use tritium::dsl::trace::F8E5M2;
+    let (m, n, k) = (4096usize, 4096usize, 4096usize);
+    let value = |x: usize| F8E5M2::from_f32((x % 13) as f32 / 4.0 - 1.5);
+    let a = Array2::from_shape_fn((m, k), |(i, j)| value(i + 3 * j));
+    // `b[kk][j]` is `bt[j][kk]`.
+    let bt = Array2::from_shape_fn((n, k), |(j, kk)| value(5 * kk + j));
+    let da = CudaTensor::from_ndarray(device, &a)?;
+    let db = CudaTensor::from_ndarray(device, &bt)?;
+    let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
+    let flops = 2.0 * (m * n * k) as f64;
+    for (bm, bn, bk, warps, stages) in [(128, 256, 128, 8, 3), (128, 128, 128, 4, 4)] {
+        let opts = LaunchOptions {
+            num_warps: warps,
+            num_stages: stages,
+            ..Default::default()
+        };
+        let grid = m.div_ceil(bm) * n.div_ceil(bn);
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        let mut launch = || {
+            matmul_grouped::launch_with(
+                device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, 1, ki, ni, 1, bm, bn,
+                bk, 8,
+            )
+        };
+        let name = format!("matmul fp8e5 4096³ {bm}×{bn}×{bk} w={warps} s={stages} (Triton 03)");
+        if let Err(e) = launch() {
+            println!("{name:<40} failed: {e}");
+            continue;
+        }
+        let t = best_per_call(gpu, 3, 5, || launch().unwrap());
+        peer_row(peers, &name, "matmul_fp8.triton", t, tflops(flops, t));
+        let got = dc.to_ndarray()?;
+        let worst = (0..64)
+            .map(|s| {
+                let (i, j) = ((s * 997) % m, (s * 1543) % n);
+                let want: f64 = (0..k)
+                    .map(|kk| f64::from(a[[i, kk]].to_f32()) * f64::from(bt[[j, kk]].to_f32()))
+                    .sum();
+                let want = f64::from(f16::from_f64(want).to_f32());
+                (f64::from(got[[i, j]].to_f32()) - want).abs() / want.abs().max(1.0)
+            })
+            .fold(0f64, f64::max);
+        if worst > 1e-2 {
+            println!(
+                "{:<40} differs from the host's product: worst relative error {worst}",
+                ""
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Tutorial 06's forward pass on f16 `[4, 32, 4096, D]` tensors against Triton's.
 fn fused_attention(
     device: &Device,
@@ -409,6 +472,7 @@ fn main() -> tritium::Result<()> {
     vector_add(&device, gpu, &peers)?;
     fused_softmax(&device, gpu, &peers)?;
     f16_matmul(&device, gpu, &peers)?;
+    fp8_matmul(&device, gpu, &peers)?;
     fused_attention(&device, gpu, &peers)?;
     Ok(())
 }

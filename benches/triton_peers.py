@@ -113,6 +113,36 @@ def f16_matmul():
     yield "matmul.cublas", best_us(lambda: torch.matmul(a, b), rounds=3, calls=5)
 
 
+# Tutorial 03's fp8 benchmark: E5M2 inputs, `b` passed as `b.T` (K-major), autotuned over
+# the tutorial's fp8 configs.
+def matmul_fp8_configs():
+    shapes = [(128, 256, 128, 3, 8), (256, 128, 128, 3, 8), (256, 64, 128, 4, 4),
+              (64, 256, 128, 4, 4), (128, 128, 128, 4, 4), (128, 64, 64, 4, 4),
+              (64, 128, 64, 4, 4), (128, 32, 64, 4, 4)]
+    return [triton.Config({"BM": m, "BN": n, "BK": k, "GROUP_M": 8}, num_stages=s, num_warps=w)
+            for m, n, k, s, w in shapes]
+
+
+matmul_fp8_kernel = triton.autotune(configs=matmul_fp8_configs(), key=["M", "N", "K"])(
+    triton_kernels.matmul_kernel)
+
+
+def fp8_matmul():
+    m = n = k = 4096
+    a = torch.randn(m, k, device=DEV, dtype=torch.float16).to(torch.float8_e5m2)
+    b = torch.randn(k, n, device=DEV, dtype=torch.float16).T.contiguous().T
+    b = b.to(torch.float8_e5m2)
+    assert b.stride(0) == 1
+    c = torch.empty(m, n, device=DEV, dtype=torch.float16)
+    grid = lambda meta: (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
+    run = lambda: matmul_fp8_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1),
+                                          b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    run()  # autotunes once
+    yield "matmul_fp8.triton", best_us(run, rounds=3, calls=5)
+    want = torch.matmul(a.to(torch.float16), b.to(torch.float16))
+    torch.testing.assert_close(c, want, atol=1.0, rtol=2e-2)
+
+
 # Tutorial 06: fused attention forward (`attn_fwd` calling `attn_inner`).
 def attn_configs():
     shapes = [(128, 64, 3, 4), (128, 64, 3, 8), (128, 128, 3, 8), (64, 64, 4, 4),
@@ -146,7 +176,7 @@ def attention():
 
 
 CASES = {"add": vector_add, "softmax": fused_softmax, "matmul": f16_matmul,
-         "attention": attention}
+         "matmul_fp8": fp8_matmul, "attention": attention}
 
 
 def main():

@@ -8,6 +8,7 @@
 //!
 //! Each manifest row is `key  sm  num_warps  num_stages  shared_bytes  ptx`: the key names
 //! the kernel and config as the report's Triton side parses it (`matmul/f16/128x256x64/w8/s3`,
+//! `matmul/fp8e5/128x256x128/w8/s3`,
 //! `attention/f16/d64/128x64/w4/s3/causal`), `shared_bytes` is the dynamic shared memory a
 //! launch provides (which `ptxas` does not see). Each kernel is specialized as a launch at
 //! the bench's sizes specializes it (Triton's launcher does the same for its kernels): unit
@@ -90,6 +91,22 @@ fn cases() -> Result<Vec<Case>, String> {
             sms: ALL_SMS,
         });
     }
+    // Tutorial 03's fp8 config on Hopper (E5M2 as its benchmark casts, `b` passed as
+    // `b.T`: K-major, so `stride_bk` is the unit stride), the f16 result.
+    all.push(Case {
+        key: "matmul/fp8e5/128x256x128/w8/s3".into(),
+        kernel: matmul::matmul_grouped::trace::<tritium::dsl::trace::F8E5M2, F16>(
+            &launch_spec(12, &[7, 8, 11], &[]),
+            128,
+            256,
+            128,
+            8,
+        )
+        .map_err(e)?,
+        warps: 8,
+        stages: 3,
+        sms: &[90],
+    });
     // Tutorial 06's configs, and issue 45's D = 128 Hopper config (128 × 128, 8 warps: on
     // sm_80 it spills, as Triton's does, and no one runs it there).
     for (d, bm, bn, warps, sms) in [

@@ -22,7 +22,7 @@ sm_90a with wgmma. Triton's rows are assembled by the ptxas that Triton bundles 
 target/gpu-report/triton/. The table goes to stdout and every number to DIR/report.json.
 
 The K loop is the outermost loop (a backward branch's [target, branch] address range) that
-holds an HMMA or HGMMA; its instructions are counted statically, nested loops included
+holds an HMMA, HGMMA or QGMMA (fp8); its instructions are counted statically, nested loops included
 (`nest` says how many backward branches lie inside). NOPs, and instructions guarded by
 `@!PT` (which never run: ptxas's padding), are counted apart and left out of `total`.
 Where several such loops are outermost (the causal attention's off-band and diagonal
@@ -71,8 +71,10 @@ KERNELS_PY = ROOT / "benches" / "triton_kernels.py"
 TRITON_CACHE = ROOT / "target" / "gpu-report" / "triton"
 
 # The K loop's opcode classes, in the table's order.
-CLASSES = ["HMMA", "HGMMA", "LDSM", "LDGSTS", "LDS", "STS", "LDG", "BAR", "SHFL", "MUFU"]
-MMA = {"HMMA", "HGMMA"}
+# (QGMMA: Hopper's fp8 `wgmma`.)
+CLASSES = ["HMMA", "HGMMA", "QGMMA", "LDSM", "LDGSTS", "LDS", "STS", "LDG", "BAR", "SHFL",
+           "MUFU"]
+MMA = {"HMMA", "HGMMA", "QGMMA"}
 # The guards of instructions that never run (ptxas pads with `@!PT LDS RZ, [RZ]`): counted
 # with the NOPs, not by their opcode.
 NEVER = {"@!PT", "@!UPT"}
@@ -86,6 +88,7 @@ TRITON_ONLY = (
        for c in ["d64/128x64/w4/s3", "d128/128x64/w8/s3"] for mode in ["full", "causal"]]
     + [(f"attention/f16/d128/128x128/w8/s3/{mode}", [SM90_MMA, SM90_WGMMA])
        for mode in ["full", "causal"]]
+    + [("matmul/fp8e5/128x256x128/w8/s3", [SM90_MMA, SM90_WGMMA])]
 )
 
 
@@ -204,7 +207,7 @@ def find_loops(insns):
 
 
 def mma_loops(insns):
-    """The outermost loops that hold an HMMA or HGMMA, in address order."""
+    """The outermost loops that hold an HMMA, HGMMA or QGMMA, in address order."""
     holding = [l for l in find_loops(insns)
                if any(x.base in MMA for x in insns[l.i0:l.i1 + 1])]
     outer = []
@@ -403,7 +406,7 @@ def read_manifest(path):
     return rows
 
 
-_MATMUL_KEY = re.compile(r"^matmul/f16/(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)$")
+_MATMUL_KEY = re.compile(r"^matmul/(f16|fp8e5)/(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)$")
 _ATTN_KEY = re.compile(r"^attention/f16/d(\d+)/(\d+)x(\d+)/w(\d+)/s(\d+)/(full|causal)$")
 
 
@@ -414,11 +417,15 @@ def triton_spec(key):
     an integer equal to 1 (a unit stride) becomes a constexpr."""
     m = _MATMUL_KEY.match(key)
     if m:
-        bm, bn, bk, w, s = map(int, m.groups())
+        bm, bn, bk, w, s = map(int, m.groups()[1:])
         size = 4096
-        values = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": size, "N": size,
-                  "K": size, "stride_am": size, "stride_ak": 1, "stride_bk": size,
-                  "stride_bn": 1, "stride_cm": size, "stride_cn": 1}
+        # fp8 as tutorial 03's benchmark runs it: E5M2 inputs, `b` passed as `b.T` (K-major).
+        fp8 = m.group(1) == "fp8e5"
+        operand = "*fp8e5" if fp8 else "*fp16"
+        values = {"a_ptr": operand, "b_ptr": operand, "c_ptr": "*fp16", "M": size, "N": size,
+                  "K": size, "stride_am": size, "stride_ak": 1,
+                  "stride_bk": 1 if fp8 else size, "stride_bn": size if fp8 else 1,
+                  "stride_cm": size, "stride_cn": 1}
         constexprs = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8}
         return _spec("matmul_kernel", values, constexprs, w, s)
     m = _ATTN_KEY.match(key)
@@ -719,8 +726,8 @@ def fmt_row(row):
     cells += [str(loop["classes"][c]) for c in CLASSES]
     cells += [str(loop["nop"])]
     cells += [" ".join(f"{v}:{n}" for v, n in loop["variants"].items()
-                       if v.split(".")[0] in ("HMMA", "HGMMA", "LDSM", "LDGSTS", "LDS", "STS",
-                                              "LDG"))]
+                       if v.split(".")[0] in ("HMMA", "HGMMA", "QGMMA", "LDSM", "LDGSTS", "LDS",
+                                              "STS", "LDG"))]
     return cells
 
 
@@ -775,7 +782,7 @@ def header(ptxas_version, triton_side):
                      f"{v[SM80]} (sm_80) and {v[SM90_WGMMA]} (sm_90a)")
     lines.append("# spill: stores+loads bytes (! a ptxas spill/lmem warning); stack: bytes; "
                  "smem: shared memory, dynamic included")
-    lines.append("# loop columns: the K loop (outermost loop holding HMMA/HGMMA), counted "
+    lines.append("# loop columns: the K loop (outermost loop holding HMMA/HGMMA/QGMMA), counted "
                  "statically per trip; loops: how many such loops (first shown); nest: backward "
                  "branches inside; total excludes NOPs and @!PT (never-run) instructions, "
                  "counted under NOP; detail: variants (LDGSTS/LDS/STS/LDG by "

@@ -7,6 +7,7 @@ use half::{bf16, f16};
 use ndarray::Array2;
 use tritium::backend::cuda::{compile_ptx, shared_memory_stats, CudaCompileOptions};
 use tritium::dsl::trace::Specialization;
+use tritium::prelude::*;
 use tritium::Device;
 use tritium_kernels::matmul;
 
@@ -195,4 +196,146 @@ fn a_k_loop_that_runs_no_iteration_gives_zeros_emulated() {
         .unwrap();
         assert!(out.iter().all(|x| *x == 0.0), "{d:?}");
     }
+}
+
+/// One fp8 matmul config: sizes, blocks, warps, and whether `b` is stored K-major (by
+/// columns, as tutorial 03's fp8 benchmark passes `b.T`) or row-major.
+struct Fp8Case {
+    mnk: [usize; 3],
+    blocks: [usize; 3],
+    warps: u32,
+    b_by_columns: bool,
+}
+
+const FP8_CASES: &[Fp8Case] = &[
+    // Tutorial 03's fp8 config on Hopper: 128 × 256 × 128, 8 warps; `b` K-major, so both
+    // operands are copied by `cp.async` and pipelined; rows of 128 bytes.
+    Fp8Case {
+        mnk: [128, 256, 256],
+        blocks: [128, 256, 128],
+        warps: 8,
+        b_by_columns: true,
+    },
+    // Partial blocks in m, n and k (masked copies), 64-byte rows (k = 64).
+    Fp8Case {
+        mnk: [100, 72, 160],
+        blocks: [64, 64, 64],
+        warps: 4,
+        b_by_columns: true,
+    },
+    // A row-major `b`: fp8 `wgmma` reads K-major tiles only, so `b` is loaded and staged
+    // transposed; 32-byte rows (k = 32).
+    Fp8Case {
+        mnk: [128, 64, 96],
+        blocks: [128, 64, 32],
+        warps: 4,
+        b_by_columns: false,
+    },
+];
+
+/// Triton's fp8 matmul (E4M3 and E5M2, accumulated in f32) on the emulator's Hopper path
+/// against the interpreter: `wgmma` m64nNk32 from K-major byte tiles.
+#[test]
+fn fp8_matmul_on_wgmma_matches_the_interpreter_emulated() {
+    for (i, c) in FP8_CASES.iter().enumerate() {
+        let [m, n, k] = c.mnk;
+        let [bm, bn, bk] = c.blocks;
+        let a32 = random_f32(m * k, 170 + i as u64);
+        let b32 = random_f32(k * n, 190 + i as u64);
+        let opts = tritium::LaunchOptions {
+            num_warps: c.warps,
+            emulated_sm: Some(90),
+            ..Default::default()
+        };
+        let grid = [m.div_ceil(bm), n.div_ceil(bn)];
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        let what = format!(
+            "{m}×{n}×{k} in {bm}×{bn}×{bk}, {} warps, b by columns {}",
+            c.warps, c.b_by_columns
+        );
+        macro_rules! check {
+            ($t:ty) => {{
+                let a = Array2::from_shape_vec((m, k), a32.clone())
+                    .unwrap()
+                    .mapv(|x| <$t>::from_f32(4.0 * x));
+                // `b[kk][j]` at `kk * sbk + j * sbn`.
+                let (b, sbk, sbn) = match c.b_by_columns {
+                    true => {
+                        let bt = Array2::from_shape_vec((n, k), b32.clone()).unwrap();
+                        (bt.mapv(|x| <$t>::from_f32(4.0 * x)), 1, ki)
+                    }
+                    false => {
+                        let b = Array2::from_shape_vec((k, n), b32.clone()).unwrap();
+                        (b.mapv(|x| <$t>::from_f32(4.0 * x)), ni, 1)
+                    }
+                };
+                let run = |d: &Device| {
+                    let mut out = Array2::<f32>::zeros((m, n));
+                    matmul::matmul::launch_explicit(
+                        d, grid, &opts, &mut out, &a, &b, mi, ni, ki, ki, 1, sbk, sbn, ni, 1, bm,
+                        bn, bk,
+                    )
+                    .unwrap();
+                    out
+                };
+                shared_memory_stats();
+                let got = run(&Device::cuda_emulator());
+                let stats = shared_memory_stats();
+                let want = run(&Device::interpreter());
+                let what = format!("{what}, {}", stringify!($t));
+                // Every block's K steps on `wgmma` (k 32 each, one per 64-row band and 256
+                // columns); `a`, and `b` where stored by
+                // columns, copied by `cp.async`, each chunk store one wavefront.
+                let blocks = grid[0] * grid[1] * k.div_ceil(bk);
+                let per_block = bm / 64 * bk / 32 * bn.div_ceil(256);
+                assert_eq!(stats.wgmma as usize, blocks * per_block, "{what}");
+                let copied = bm * bk + usize::from(c.b_by_columns) * bn * bk;
+                assert_eq!(stats.cp_async_bytes as usize, blocks * copied, "{what}");
+                assert_eq!(
+                    stats.cp_async_wavefronts * 128,
+                    stats.cp_async_bytes,
+                    "{what}"
+                );
+                assert_close(&got, &want, 1e-5, 1e-4, &what);
+            }};
+        }
+        check!(F8E4M3);
+        check!(F8E5M2);
+    }
+}
+
+/// The sm_90a PTX of tutorial 03's fp8 config (128 × 256 × 128, 8 warps, 3 stages, `b`
+/// K-major): `wgmma` m64n256k32 on E4M3 bytes with no transpose immediates, fed by
+/// `cp.async` and pipelined; no `mma.sync`. sm_80 has no fp8 tensor-core form and keeps
+/// the fallback.
+#[test]
+fn hopper_ptx_runs_fp8_dot_on_wgmma() {
+    // Launched as the benchmark launches it: aligned matrices, sizes and leading
+    // dimensions divisible by 16, `stride_ak`, `stride_bk` and `stride_cn` 1.
+    let one = |i: usize| [7, 8, 11].contains(&i);
+    let spec = Specialization {
+        ones: (0..12).map(one).collect(),
+        sixteens: (0..12).map(|i| !one(i)).collect(),
+    };
+    let f = matmul::matmul::trace::<F8E4M3, f32>(&spec, 128, 256, 128).unwrap();
+    let ptx = |sm| {
+        let o = CudaCompileOptions {
+            sm,
+            num_warps: 8,
+            num_stages: 3,
+            ..Default::default()
+        };
+        compile_ptx(&f, "k", &o).unwrap().text
+    };
+    let hopper = ptx(90);
+    for want in [
+        "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3",
+        "p, 1, 1;",
+        "wgmma.wait_group.sync.aligned 1;",
+        "cp.async.cg.shared.global",
+    ] {
+        assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
+    }
+    assert!(!hopper.contains("mma.sync"), "{hopper}");
+    assert!(!ptx(80).contains("wgmma"));
 }

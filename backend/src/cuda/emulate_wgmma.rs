@@ -25,7 +25,8 @@ struct Op {
     /// The accumulator registers' number (`codegen::wgmma`).
     id: u32,
     /// Bit 0 bf16, bit 1 `b` MN-major, bit 2 `a` in registers, bit 3 scale-d 0 (the
-    /// registers ignored), bits 8.. `n / 8`.
+    /// registers ignored), bits 4–5 and 6–7 `a`'s and `b`'s fp8 format (1 E4M3, 2 E5M2;
+    /// 0: 16-bit), bits 8.. `n / 8`.
     code: u32,
     /// The CTA's shared memory.
     shared: usize,
@@ -132,21 +133,58 @@ impl WgmmaQueue {
     }
 }
 
+/// An operand's element format in an [`Op`]'s code (`fp8`: its 2-bit field).
+#[derive(Clone, Copy)]
+enum Format {
+    F16,
+    BF16,
+    Fp8(tritium_dsl::ir::fp8::Fp8Format),
+}
+
+impl Format {
+    fn of(bf16: bool, fp8: u32) -> Format {
+        match (fp8, bf16) {
+            (1, _) => Format::Fp8(tritium_dsl::ir::fp8::E4M3),
+            (2, _) => Format::Fp8(tritium_dsl::ir::fp8::E5M2),
+            (_, true) => Format::BF16,
+            (_, false) => Format::F16,
+        }
+    }
+
+    fn bytes(self) -> usize {
+        match self {
+            Format::Fp8(_) => 1,
+            _ => 2,
+        }
+    }
+
+    /// The element at byte `addr` of memory.
+    ///
+    /// SAFETY: `addr` is readable for [`Self::bytes`] bytes, 2-byte aligned for 16 bits.
+    unsafe fn read(self, addr: usize) -> f32 {
+        match self {
+            Format::F16 => half::f16::from_bits((addr as *const u16).read()).to_f32(),
+            Format::BF16 => half::bf16::from_bits((addr as *const u16).read()).to_f32(),
+            Format::Fp8(f) => f.decode((addr as *const u8).read()) as f32,
+        }
+    }
+}
+
 /// Adds `op`'s product to this thread's accumulator registers `c`: register `4j + e` is
 /// row `16 q + lane / 4 + 8 (e / 2)`, column `8 j + 2 (lane % 4) + e % 2` of the `64 × n`
-/// result (`q` the warp in its warpgroup), with f32 products summed in k order.
+/// result (`q` the warp in its warpgroup), with f32 products summed in k order (16 k, or
+/// 32 for fp8).
 fn complete(op: &Op, tid: usize, c: &mut [f32]) -> bool {
     let n = (op.code >> 8) as usize * 8;
     let (bf16, mn_major_b, a_regs) = (op.code & 1 != 0, op.code & 2 != 0, op.code & 4 != 0);
-    let value = |addr: usize| {
-        // SAFETY: the descriptors address this CTA's reserved shared memory (generated
-        // code), 2-byte aligned.
-        let bits = unsafe { ((op.shared + addr) as *const u16).read() };
-        match bf16 {
-            true => half::bf16::from_bits(bits).to_f32(),
-            false => half::f16::from_bits(bits).to_f32(),
-        }
-    };
+    let (fa, fb) = (
+        Format::of(bf16, (op.code >> 4) & 3),
+        Format::of(bf16, (op.code >> 6) & 3),
+    );
+    let ks = 32 / fa.bytes();
+    // SAFETY: the descriptors address this CTA's reserved shared memory (generated code),
+    // at elements of the operand's format.
+    let value = |f: Format, addr: usize| unsafe { f.read(op.shared + addr) };
     let (q, lane) = ((tid / 32) % 4, tid % 32);
     let mut ok = true;
     for (r, acc) in c.iter_mut().enumerate().take(n / 2) {
@@ -154,19 +192,19 @@ fn complete(op: &Op, tid: usize, c: &mut [f32]) -> bool {
         let row = 16 * q + lane / 4 + 8 * (e / 2);
         let col = 8 * j + 2 * (lane % 4) + e % 2;
         let mut sum = 0f32;
-        for k in 0..16 {
+        for k in 0..ks {
             let a = match a_regs {
                 true => op.a_rows[e / 2][k],
-                false => match descriptor_element(op.desc_a, row, k, true) {
-                    Some(at) => value(at),
+                false => match descriptor_element(op.desc_a, row, k, true, fa.bytes()) {
+                    Some(at) => value(fa, at),
                     None => {
                         ok = false;
                         0.0
                     }
                 },
             };
-            let b = match descriptor_element(op.desc_b, col, k, !mn_major_b) {
-                Some(at) => value(at),
+            let b = match descriptor_element(op.desc_b, col, k, !mn_major_b, fb.bytes()) {
+                Some(at) => value(fb, at),
                 None => {
                     ok = false;
                     0.0

@@ -1655,9 +1655,17 @@ impl Gen {
         };
         // Sometimes a `b` the CPU packs in panels (see `dot_into`), with a small `a`; for
         // 16-bit operands, sometimes tiles for tensor cores, whose loads CUDA copies to
-        // shared memory with `cp.async` (16 bytes at a time where aligned and unmasked).
+        // shared memory with `cp.async` (16 bytes at a time where aligned and unmasked);
+        // for fp8, sometimes 64 rows, which Hopper runs on `wgmma` with 4 warps (K-major
+        // byte tiles: a row-major `b` staged transposed, a column-major one copied).
         let tensor_cores = matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.4);
+        let fp8_wgmma = matches!(from, DType::F8E4M3 | DType::F8E5M2) && self.rng.chance(0.5);
         let (mm, k, nn) = match self.rng.chance(0.3) {
+            _ if fp8_wgmma => (
+                64,
+                *self.rng.pick(&[32, 64]),
+                *self.rng.pick(&[8, 16, 32, 48]),
+            ),
             _ if tensor_cores => (
                 *self.rng.pick(&[16, 32]),
                 *self.rng.pick(&[16, 32]),
@@ -1972,11 +1980,15 @@ impl Gen {
     }
 
     /// A new input of `len` elements for a statement's `dot`s (`k_loop`, `edge_dot`): f32,
-    /// f16, bf16 (integers up to 16, exact in any order of their sums) or i32.
+    /// f16, bf16, now and then fp8 (integers up to 16 rounded to the dtype: integers
+    /// still, exact in any order of their sums) or i32.
     fn dot_input(&mut self, len: usize) -> usize {
-        let d = *self
-            .rng
-            .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]);
+        let d = match self.rng.chance(0.15) {
+            true => *self.rng.pick(&[DType::F8E4M3, DType::F8E5M2]),
+            false => *self
+                .rng
+                .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]),
+        };
         let bound = d.is_float().then_some(16.0);
         self.add_input(d, len, bound)
     }

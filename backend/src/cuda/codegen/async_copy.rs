@@ -1,16 +1,16 @@
-//! `cp.async`: a 16-bit tile loaded only to be a tensor-core `dot` operand goes from
-//! global to shared memory without passing through registers.
+//! `cp.async`: a 16-bit (or fp8) tile loaded only to be a tensor-core `dot` operand goes
+//! from global to shared memory without passing through registers.
 //!
 //! Such a `load` is *deferred*: nothing is emitted where it stands, and the `dot` copies
 //! its tile straight into the operand's swizzled layout (`swizzle.rs`), 16 bytes (8
-//! elements of a row) per `cp.async.cg.shared.global` of each thread, then waits for its
+//! elements of a row, 16 of fp8) per `cp.async.cg.shared.global` of each thread, then waits for its
 //! group before the barrier that precedes the fragment reads. This is Triton's operand path
 //! on Ampere and later. A load is deferred when its pointers, mask and `other` are index
 //! expressions (`recompute.rs`: computable at any lane, so at the `dot`), its result has
 //! no other use, the `dot` follows in the same block with no op between them that writes
 //! memory or holds a region, and the kernel is not in checked mode.
 //!
-//! Each chunk takes `cp.async` when, at run time, its 8 pointers are consecutive and the
+//! Each chunk takes `cp.async` when, at run time, its pointers are consecutive and the
 //! first 16-byte aligned, and its mask is all true (16 bytes copied) or all false with
 //! `other` zero or absent (`ignore-src`: the chunk is zero-filled, nothing read). Any other
 //! chunk is loaded element by element, masked lanes giving `other`, and stored as one
@@ -29,8 +29,10 @@ use tritium_dsl::ir::{Block, Const, Elem, Inst, Op, Value};
 /// The emulator's group hook code for `commit_group` (any other code: `wait_group n`).
 pub(crate) const EMU_COMMIT: u32 = u32::MAX;
 
-/// Elements of 16 bits in one copied chunk.
-const CHUNK_ELEMS: usize = CHUNK_BYTES / 2;
+/// Elements of `x`'s dtype in one copied chunk.
+fn chunk_elems(g: &Gen<'_, '_>, x: Value) -> usize {
+    CHUNK_BYTES / g.ty(x).dtype().map_or(2, |d| d.size_bytes())
+}
 
 impl<'ctx> Gen<'ctx, '_> {
     /// The results of the loads that the `dot` using them may copy with `cp.async`, by
@@ -54,10 +56,14 @@ impl<'ctx> Gen<'ctx, '_> {
             let Op::Dot { a, b, .. } = &inst.op else {
                 continue;
             };
-            if self.mma_shape(inst).is_none() {
+            let Some((inputs, _)) = self.mma_shape(inst) else {
                 continue;
-            }
+            };
             for x in [*a, *b] {
+                // fp8 tiles are K-major: a `b` is copied only by columns.
+                if x == *b && inputs.is_fp8() && !self.copies_columns(x) {
+                    continue;
+                }
                 let Some(j) = block.insts[..i]
                     .iter()
                     .rposition(|l| matches!(l.op, Op::Load { .. }) && l.results[0] == x)
@@ -74,7 +80,8 @@ impl<'ctx> Gen<'ctx, '_> {
                                 | Op::Custom(_)
                         )
                 });
-                if quiet && self.f.uses(x) == 1 && self.ty(x).shape[1].is_multiple_of(CHUNK_ELEMS) {
+                let whole_chunks = self.ty(x).shape[1].is_multiple_of(chunk_elems(self, x));
+                if quiet && self.f.uses(x) == 1 && whole_chunks {
                     found.insert(x);
                 }
             }
@@ -108,7 +115,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// caller commits and waits ([`Self::wait_async_copies`]).
     ///
     /// With `columns`, the tile is stored transposed (`tile` is `cols × rows` of the loaded
-    /// tile): each chunk is 8 consecutive rows of one column, for a `b` whose columns lie
+    /// tile): each chunk is consecutive rows of one column, for a `b` whose columns lie
     /// contiguous in memory (`kᵀ` in attention; see [`Self::copies_columns`]).
     pub(super) fn copy_operand(
         &mut self,
@@ -132,9 +139,10 @@ impl<'ctx> Gen<'ctx, '_> {
         let st = self.storage_ty(d);
         let other_is_zero = other.is_none_or(|o| self.is_positive_zero(o));
         let axis = if columns { 0 } else { self.ty(x).rank() - 1 };
-        let proven = self.chunks_proven(*ptr, *mask, axis);
+        let per_chunk = tile.chunk_elems();
+        let proven = self.chunks_proven(*ptr, *mask, axis, per_chunk);
         let (b, i64t) = (self.b, self.ctx.i64_type());
-        let per_row = tile.cols / CHUNK_ELEMS;
+        let per_row = tile.cols / per_chunk;
         let chunks = tile.rows * per_row;
         // When every round's chunks sit in the same column, a whole number of swizzle
         // periods below the previous round's, their shared offsets differ by constants:
@@ -200,26 +208,26 @@ impl<'ctx> Gen<'ctx, '_> {
                         },
                         &mut |g| {
                             let o = other.expect("a nonzero `other`");
-                            g.store_other(o, dst, elem, &at)?;
+                            g.store_other(o, dst, elem, per_chunk, &at)?;
                             Ok(Vec::new())
                         },
                     )?;
                     return Ok(());
                 }
-                let ptrs: Vec<PointerValue<'ctx>> = (0..CHUNK_ELEMS)
+                let ptrs: Vec<PointerValue<'ctx>> = (0..per_chunk)
                     .map(|e| Ok(g.eval_at(*ptr, &at(g, e)?)?.into_pointer_value()))
                     .collect::<Result<_>>()?;
                 let lanes: Option<Vec<IntValue<'ctx>>> = mask
                     .map(|m| {
-                        (0..CHUNK_ELEMS)
+                        (0..per_chunk)
                             .map(|e| Ok(g.eval_at(m, &at(g, e)?)?.into_int_value()))
                             .collect::<Result<_>>()
                     })
                     .transpose()?;
                 let addr = |p: PointerValue<'ctx>| g.b.build_ptr_to_int(p, i64t, "");
-                let (first, last) = (addr(ptrs[0])?, addr(ptrs[CHUNK_ELEMS - 1])?);
+                let (first, last) = (addr(ptrs[0])?, addr(ptrs[per_chunk - 1])?);
                 let span = g.b.build_int_sub(last, first, "")?;
-                let whole = (CHUNK_ELEMS - 1) * 2;
+                let whole = (per_chunk - 1) * tile.elem;
                 let consecutive = g.b.build_int_compare(
                     IntPredicate::EQ,
                     span,
@@ -251,7 +259,7 @@ impl<'ctx> Gen<'ctx, '_> {
                         Ok(Vec::new())
                     },
                     &mut |g| {
-                        let vt = st.into_int_type().vec_type(CHUNK_ELEMS as u32);
+                        let vt = st.into_int_type().vec_type(per_chunk as u32);
                         let mut v = vt.get_undef();
                         for (e, p) in ptrs.iter().enumerate() {
                             let fallback = match other {
@@ -289,25 +297,31 @@ impl<'ctx> Gen<'ctx, '_> {
         let b = self.b;
         let row = b.build_int_unsigned_div(q, self.i32c(per_row as u64), "")?;
         let c8 = b.build_int_unsigned_rem(q, self.i32c(per_row as u64), "")?;
-        let col = b.build_int_mul(c8, self.i32c(CHUNK_ELEMS as u64), "")?;
+        let col = b.build_int_mul(c8, self.i32c(tile.chunk_elems() as u64), "")?;
         Ok((row, col, self.swizzled_element(tile, row, col)?))
     }
 
-    /// Whether every chunk (8 lanes along `last`) is known, without a test, to be one
-    /// aligned 16-byte run under a mask equal for its 8 lanes (`dsl::ir::axis_info`, given
-    /// the launch's specialization).
-    fn chunks_proven(&self, ptr: Value, mask: Option<Value>, last: usize) -> bool {
+    /// Whether every chunk (`per_chunk` lanes along `last`) is known, without a test, to be
+    /// one aligned 16-byte run under a mask equal for its lanes (`dsl::ir::axis_info`,
+    /// given the launch's specialization).
+    fn chunks_proven(
+        &self,
+        ptr: Value,
+        mask: Option<Value>,
+        last: usize,
+        per_chunk: usize,
+    ) -> bool {
         let Some(p) = self.axis.get(&ptr) else {
             return false;
         };
         let runs =
-            p.contiguity[last] >= CHUNK_ELEMS as u64 && p.divisibility[last] >= CHUNK_BYTES as u64;
+            p.contiguity[last] >= per_chunk as u64 && p.divisibility[last] >= CHUNK_BYTES as u64;
         let uniform = mask.is_none_or(|m| {
             self.ty(m).is_scalar()
                 || self
                     .axis
                     .get(&m)
-                    .is_some_and(|i| i.constancy[last] >= CHUNK_ELEMS as u64)
+                    .is_some_and(|i| i.constancy[last] >= per_chunk as u64)
         });
         runs && uniform
     }
@@ -322,23 +336,25 @@ impl<'ctx> Gen<'ctx, '_> {
         let Some(lanes) = tritium_dsl::ir::affine_lanes(self.f, &self.defs, *ptr) else {
             return false;
         };
-        self.ty(x).shape[0].is_multiple_of(CHUNK_ELEMS)
+        self.ty(x).shape[0].is_multiple_of(chunk_elems(self, x))
             && lanes.strides[0] == Some(1)
             && lanes.strides[1] != Some(1)
     }
 
-    /// Stores `other`'s lanes of the chunk at `at(0..8)` to `dst` as one 16-byte vector.
+    /// Stores `other`'s lanes of the chunk at `at(0..per_chunk)` to `dst` as one 16-byte
+    /// vector.
     fn store_other(
         &mut self,
         other: Value,
         dst: PointerValue<'ctx>,
         elem: Elem,
+        per_chunk: usize,
         at: &dyn Fn(&Self, usize) -> Result<Vec<IntValue<'ctx>>>,
     ) -> Result<()> {
         let st = self.storage_ty(elem.dtype().expect("a number"));
-        let vt = st.into_int_type().vec_type(CHUNK_ELEMS as u32);
+        let vt = st.into_int_type().vec_type(per_chunk as u32);
         let mut v = vt.get_undef();
-        for e in 0..CHUNK_ELEMS {
+        for e in 0..per_chunk {
             let o = self.eval_at(other, &at(self, e)?)?;
             let x = self.to_storage(o, elem)?;
             v = self.b.build_insert_element(v, x, self.i32c(e as u64), "")?;

@@ -16,6 +16,12 @@
 //! to fragments). Every warp runs the same number of `mma`s (a warp without a
 //! tile left computes a clamped one and discards it), so control flow stays uniform.
 //!
+//! fp8 (E4M3 or E5M2) takes tensor cores on Hopper only, where `wgmma`
+//! m64nNk32 reads both operands K-major from shared memory (`MmaInputs`): their tiles
+//! are the same swizzled layout counted in bytes, so a 32-byte k step is 16 halves or 32
+//! fp8 values alike, and a row-major `b` (which `wgmma` cannot transpose at 8 bits) is
+//! loaded and staged transposed, as Triton does.
+//!
 //! Otherwise (the fallback): `a` and `b`, converted to the accumulator's dtype as a cast
 //! would, go to shared memory; each accumulator slot runs its own `k` loop of `fmuladd`s
 //! in k order (integers: wrapping multiply-add). f16/bf16 accumulators add in f32 and
@@ -48,6 +54,36 @@ pub(super) enum HoistedA<'ctx> {
     Registers(Vec<Vec<Vec<IntValue<'ctx>>>>),
     /// Staged once into this tile, below the loop's other shared memory.
     Shared(Swizzled),
+}
+
+/// The dtypes a tensor-core `dot` multiplies: `a` and `b` both f16, bf16, or (on `wgmma`
+/// only) E4M3 or E5M2, whose tiles are K-major bytes. (The trace promotes a mixed fp8
+/// pair to f16, exactly, as Triton's typing rules say for other ops.)
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct MmaInputs {
+    pub a: DType,
+    pub b: DType,
+}
+
+impl MmaInputs {
+    /// Bytes per element of both operands.
+    pub(super) fn elem_bytes(self) -> usize {
+        self.a.size_bytes()
+    }
+
+    pub(super) fn is_fp8(self) -> bool {
+        self.elem_bytes() == 1
+    }
+
+    /// The k elements of one tensor-core step, 32 bytes of a row: 16, or 32 for fp8.
+    pub(super) fn k_step(self) -> usize {
+        32 / self.elem_bytes()
+    }
+}
+
+/// Whether `d` is an fp8 format `wgmma` multiplies.
+fn wgmma_fp8(d: DType) -> bool {
+    matches!(d, DType::F8E4M3 | DType::F8E5M2)
 }
 
 /// One `ldmatrix` of a k step's B fragments: n-tile `tn`, and `tn + 1` when `pair`.
@@ -141,21 +177,30 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.binary(BinOp::Add, d, p, acc)
     }
 
-    /// The input dtype and `[m, n, k]` of a `dot` that runs on tensor cores.
-    pub(super) fn mma_shape(&self, inst: &Inst) -> Option<(DType, [usize; 3])> {
+    /// The input dtypes and `[m, n, k]` of a `dot` that runs on tensor cores. fp8 `dot`s
+    /// take them only where they are certain to run on `wgmma` (the accumulator dealt to
+    /// warpgroups, K-major rows of a hardware swizzle's width): `mma.sync` has no fp8 form
+    /// at the PTX versions Tritium targets, so elsewhere they stay on the fallback.
+    pub(super) fn mma_shape(&self, inst: &Inst) -> Option<(MmaInputs, [usize; 3])> {
         let Op::Dot { a, b, .. } = &inst.op else {
             return None;
         };
         let (at, bt) = (self.ty(*a), self.ty(*b));
-        let from = at.dtype()?;
+        let inputs = MmaInputs {
+            a: at.dtype()?,
+            b: bt.dtype()?,
+        };
         let d = self.ty(inst.results[0]).dtype()?;
         let (m, k, n) = (at.shape[0], at.shape[1], bt.shape[1]);
-        (matches!(from, DType::F16 | DType::BF16)
-            && d == DType::F32
-            && m % 16 == 0
-            && n % 8 == 0
-            && k % 16 == 0)
-            .then_some((from, [m, n, k]))
+        let kinds = match (inputs.a, inputs.b) {
+            (DType::F16, DType::F16) | (DType::BF16, DType::BF16) => true,
+            (x, y) if x == y && wgmma_fp8(x) => {
+                self.warpgroup_rows(m) && (k == 32 || k == 64 || k.is_multiple_of(128))
+            }
+            _ => false,
+        };
+        (kinds && d == DType::F32 && m % 16 == 0 && n % 8 == 0 && k.is_multiple_of(inputs.k_step()))
+            .then_some((inputs, [m, n, k]))
     }
 
     /// The accumulator layout of a tensor-core `dot` with an `m × n` result: as `held.rs`
@@ -172,7 +217,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// The tensor-core path (see the module docs).
-    fn mma_dot(&mut self, inst: &Inst, from: DType, [m, n, k]: [usize; 3]) -> Result<()> {
+    fn mma_dot(&mut self, inst: &Inst, from: MmaInputs, [m, n, k]: [usize; 3]) -> Result<()> {
         let Op::Dot { a, b, acc } = &inst.op else {
             unreachable!()
         };
@@ -182,7 +227,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let (a_held, a_kept) = match self.a_hoisted.get(&r) {
             Some(HoistedA::Registers(words)) => (Some(words.clone()), None),
             Some(HoistedA::Shared(tile)) => (None, Some(*tile)),
-            None => (self.a_fragments_held(inst, from)?, None),
+            None => (self.a_fragments_held(inst, from.a)?, None),
         };
         let a_elsewhere = a_held.is_some() || a_kept.is_some();
         // In a pipelined loop (`pipeline.rs`) the tiles of this iteration are in flight
@@ -220,9 +265,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Some(p) if p.carried_acc.is_some() => (true, p.zero_init, p.trip),
             _ => (false, false, None),
         };
-        if in_flight && !on_wgmma {
+        if (in_flight || from.is_fp8()) && !on_wgmma {
             return Err(CodegenError::internal(
-                "the pipeline planned a wgmma dot that the dot does not take",
+                "a dot planned for wgmma (pipelined, or of fp8 tiles) does not take it",
             ));
         }
         let mut issue_after = None;
@@ -254,12 +299,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     if x == *a && a_elsewhere {
                         continue;
                     }
+                    let columns = x == *b && b_columns;
                     if self.deferred.contains(&x) {
-                        let columns = x == *b && b_columns;
                         self.copy_operand(x, tile, columns, self.i32c(0))?;
                         copies = true;
                     } else {
-                        self.stage_operand(x, from, tile)?;
+                        self.stage_operand(x, tile, columns)?;
                     }
                 }
                 if copies {
@@ -412,7 +457,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let mut next = Vec::with_capacity(accs.len());
             for (r, four) in accs.chunks(4).enumerate() {
                 let cs: Vec<BasicValueEnum<'ctx>> = four.iter().map(|(v, _)| *v).collect();
-                let out = g.mma(from, &a_frags[a_of[r]], &b_frags[b_of[r]], &cs)?;
+                let out = g.mma(from.a, &a_frags[a_of[r]], &b_frags[b_of[r]], &cs)?;
                 next.extend(out.into_iter().map(|v| (v, None)));
             }
             Ok(next)
@@ -470,13 +515,15 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let (a_of, _, sites) = self.fragment_owners(layout)?;
             let frags = a_of.iter().copied().max().map_or(0, |x| x + 1);
             let words = frags * (k / 16) * 4;
-            let kept = quiet && words > HOISTED_A_WORDS;
-            if !kept && words > HOISTED_A_WORDS_AT_MOST {
+            // fp8's `wgmma` reads `a` from shared memory only (its register form is not
+            // generated).
+            let kept = quiet && (words > HOISTED_A_WORDS || from.is_fp8());
+            if !kept && (words > HOISTED_A_WORDS_AT_MOST || from.is_fp8()) {
                 continue;
             }
-            let tile = Swizzled::new(self.shared_floor, m, k);
+            let tile = Swizzled::of_bytes(self.shared_floor, m, k, from.elem_bytes());
             self.reserve_shared(tile.offset + tile.bytes());
-            self.stage_operand(a, from, tile)?;
+            self.stage_operand(a, tile, false)?;
             self.fence_proxy_async()?;
             self.barrier()?;
             if kept {
@@ -598,42 +645,52 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             self.ty(*a).shape[1],
             self.ty(*b).shape[1],
         );
-        let b_columns = b_copied && self.copies_columns(*b);
+        let Some((inputs, _)) = self.mma_shape(dot) else {
+            unreachable!("a tensor-core dot")
+        };
+        // fp8 tiles are K-major: a `b` not copied by columns is staged transposed.
+        let b_columns = inputs.is_fp8() || (b_copied && self.copies_columns(*b));
         let floor = self.shared_floor;
-        let a_tile = Swizzled::new(floor, m, k);
+        let elem = inputs.elem_bytes();
+        let a_tile = Swizzled::of_bytes(floor, m, k, elem);
         let b_at = if a_held {
             floor
         } else {
             (floor + a_tile.bytes()).next_multiple_of(self.tile_alignment())
         };
         let b_tile = match b_columns {
-            true => Swizzled::new(b_at, n, k),
-            false => Swizzled::new(b_at, k, n),
+            true => Swizzled::of_bytes(b_at, n, k, elem),
+            false => Swizzled::of_bytes(b_at, k, n, elem),
         };
         (a_tile, b_tile, b_columns)
     }
 
-    /// Stores this thread's slots of the 16-bit `dot` operand `x` into `tile`: a chunk of
-    /// consecutive slots lies in one 16-byte chunk of a row (rows are whole chunks), so
-    /// it is one vector store.
-    fn stage_operand(&mut self, x: Value, from: DType, tile: Swizzled) -> Result<()> {
-        let i16t = self.ctx.i16_type();
+    /// Stores this thread's slots of the `dot` operand `x` into `tile` (with `columns`,
+    /// transposed: `tile` is `x`ᵀ): a chunk of consecutive slots lies in one 16-byte chunk
+    /// of a row (rows are whole chunks), so, not transposed, it is one vector store.
+    fn stage_operand(&mut self, x: Value, tile: Swizzled, columns: bool) -> Result<()> {
+        let it = self.ctx.custom_width_int_type(8 * tile.elem as u32);
         let numel = tile.rows * tile.cols;
         let slots = self.tile_slots(x, numel)?;
-        let half = Elem::Scalar(from);
+        let elem = Elem::Scalar(self.ty(x).dtype().expect("dot operands are numbers"));
         let bits: Vec<_> = slots
             .iter()
-            .map(|v| self.to_storage(*v, half))
+            .map(|v| self.to_storage(*v, elem))
             .collect::<Result<_>>()?;
+        let x_cols = self.ty(x).shape[1];
         let address = |g: &Self, lin: IntValue<'ctx>| -> Result<PointerValue<'ctx>> {
-            let cols = g.i32c(tile.cols as u64);
+            let cols = g.i32c(x_cols as u64);
             let row = g.b.build_int_unsigned_div(lin, cols, "")?;
             let col = g.b.build_int_unsigned_rem(lin, cols, "")?;
-            g.shared_byte(g.swizzled_element(&tile, row, col)?)
+            let at = match columns {
+                true => g.swizzled_element(&tile, col, row)?,
+                false => g.swizzled_element(&tile, row, col)?,
+            };
+            g.shared_byte(at)
         };
         let chunk = self.chunk(numel);
-        if chunk > 1 && self.valid(numel, 0)?.is_none() {
-            let vt = i16t.vec_type(chunk as u32);
+        if chunk > 1 && !columns && self.valid(numel, 0)?.is_none() {
+            let vt = it.vec_type(chunk as u32);
             for (j0, run) in bits.chunks(chunk).enumerate() {
                 let mut v = vt.get_undef();
                 for (e, x) in run.iter().enumerate() {
@@ -643,7 +700,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 }
                 let p = address(self, self.lin(numel, j0 * chunk)?)?;
                 let st = self.b.build_store(p, v)?;
-                st.set_alignment((chunk * 2) as u32)?;
+                st.set_alignment((chunk * tile.elem) as u32)?;
             }
             return Ok(());
         }
@@ -691,12 +748,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     ) -> Result<IntValue<'ctx>> {
         let b = self.b;
         let c = |v: usize| self.i32c(v as u64);
-        let chunk = b.build_right_shift(col, c(3), false, "")?;
+        let per = tile.chunk_elems();
+        let chunk = b.build_right_shift(col, c(per.trailing_zeros() as usize), false, "")?;
         let row_at = b.build_int_mul(row, c(tile.row_stride()), "")?;
         let base = b.build_int_add(row_at, c(tile.offset), "")?;
         let phase = self.swizzle_phase(tile, row)?;
         let at = self.swizzled_chunk(tile, base, chunk, phase)?;
-        let within = b.build_int_mul(b.build_and(col, c(7), "")?, c(2), "")?;
+        let within = b.build_int_mul(b.build_and(col, c(per - 1), "")?, c(tile.elem), "")?;
         Ok(b.build_int_add(at, within, "")?)
     }
 

@@ -470,11 +470,18 @@ pub(super) struct HeldSite<'ctx> {
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Whether tensor-core `dot`'s `a` is held as by-rows fragments of the rows of the
-    /// `dot`'s own by-rows accumulator: then they are its A fragments.
+    /// `dot`'s own by-rows accumulator: then they are its A fragments (16-bit only: an fp8
+    /// `a` goes to shared memory).
     pub(super) fn a_fragments_in_registers(&self, dot: &Inst) -> bool {
         let Op::Dot { a, .. } = &dot.op else {
             return false;
         };
+        if self
+            .mma_shape(dot)
+            .is_some_and(|(inputs, _)| inputs.is_fp8())
+        {
+            return false;
+        }
         match (self.held(*a), self.held(dot.results[0])) {
             (Held::Frag(la), Held::Frag(l)) => la.by_rows && l.by_rows && la.m == l.m,
             _ => false,

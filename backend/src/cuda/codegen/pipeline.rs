@@ -146,8 +146,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 return None;
             }
             let (a_tile, b_tile, columns) = self.operand_tiles(dot, true, a_in_registers);
-            let shift =
-                |t: Swizzled| Swizzled::new(t.offset - self.shared_floor + offset, t.rows, t.cols);
+            let shift = |t: Swizzled| t.at(t.offset - self.shared_floor + offset);
             let tiles = (shift(a_tile), shift(b_tile), columns);
             offset = (tiles.1.offset + tiles.1.bytes()).next_multiple_of(self.tile_alignment());
             staged.push(StagedDot {

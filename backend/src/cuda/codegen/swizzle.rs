@@ -1,6 +1,7 @@
-//! The swizzled shared-memory layout of a 16-bit tensor-core operand.
+//! The swizzled shared-memory layout of a tensor-core operand.
 //!
-//! A `rows × cols` tile of halves is stored in 16-byte chunks (8 halves) whose place in
+//! A `rows × cols` tile of 16-bit (or, for fp8 `wgmma` operands, 8-bit) elements is
+//! stored in 16-byte chunks (8 or 16 elements) whose place in
 //! their row is XOR-ed with the row's *phase*. The 8 rows that one `ldmatrix` 8×8 matrix
 //! reads then start in 8 different bank groups (of the 32 banks' 128 bytes), so each
 //! matrix is one shared-memory wavefront, whether the operand is read along its rows
@@ -23,19 +24,43 @@
 /// Bytes in one swizzled chunk.
 pub(crate) const CHUNK_BYTES: usize = 16;
 
-/// A `rows × cols` tile of 16-bit elements at byte `offset` of shared memory.
+/// A `rows × cols` tile of `elem`-byte elements (2, or 1 for fp8) at byte `offset` of
+/// shared memory.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Swizzled {
     pub offset: usize,
     pub rows: usize,
     pub cols: usize,
+    pub elem: usize,
 }
 
 impl Swizzled {
-    /// `cols` must be a multiple of 8 (whole chunks per row).
+    /// A tile of 16-bit elements; `cols` must be a multiple of 8 (whole chunks per row).
     pub(crate) fn new(offset: usize, rows: usize, cols: usize) -> Swizzled {
-        debug_assert!(cols.is_multiple_of(8) && offset.is_multiple_of(CHUNK_BYTES));
-        Swizzled { offset, rows, cols }
+        Self::of_bytes(offset, rows, cols, 2)
+    }
+
+    /// A tile of `elem`-byte elements, whole chunks per row.
+    pub(crate) fn of_bytes(offset: usize, rows: usize, cols: usize, elem: usize) -> Swizzled {
+        debug_assert!(
+            (cols * elem).is_multiple_of(CHUNK_BYTES) && offset.is_multiple_of(CHUNK_BYTES)
+        );
+        Swizzled {
+            offset,
+            rows,
+            cols,
+            elem,
+        }
+    }
+
+    /// The same layout at another offset.
+    pub(crate) fn at(self, offset: usize) -> Swizzled {
+        Self::of_bytes(offset, self.rows, self.cols, self.elem)
+    }
+
+    /// Elements in one chunk.
+    pub(crate) fn chunk_elems(&self) -> usize {
+        CHUNK_BYTES / self.elem
     }
 
     /// Bytes the tile takes.
@@ -44,12 +69,12 @@ impl Swizzled {
     }
 
     pub(crate) fn row_bytes(&self) -> usize {
-        self.cols * 2
+        self.cols * self.elem
     }
 
     /// Chunks per row.
     pub(crate) fn chunks(&self) -> usize {
-        self.cols / 8
+        self.row_bytes() / CHUNK_BYTES
     }
 
     /// Whether rows are cut into 128-byte column blocks (rows of a multiple of 128 bytes).
@@ -118,7 +143,8 @@ impl Swizzled {
     /// The byte offset of element `(row, col)`.
     #[cfg(test)]
     pub(crate) fn element_address(&self, row: usize, col: usize) -> usize {
-        self.chunk_address(row, col / 8) + 2 * (col % 8)
+        let per = self.chunk_elems();
+        self.chunk_address(row, col / per) + self.elem * (col % per)
     }
 }
 

@@ -22,12 +22,14 @@
 //! byte offset `>> 4` (16–29) = the distance between 128-byte column blocks, stride
 //! byte offset `>> 4` (32–45) = 8 rows of the swizzle's width, swizzle mode (62–63:
 //! 128 B → 1, 64 B → 2, 32 B → 3). `a` is K-major (row-major `m × k`); `b` is MN-major
-//! (row-major `k × n`, `imm-trans-b = 1`) or, copied by columns, K-major.
+//! (row-major `k × n`, `imm-trans-b = 1`) or, copied by columns, K-major. fp8 operands
+//! (`m64nNk32`, no transpose immediates) are K-major both.
 //!
 //! In the emulator (`cuda/emulate.rs`) each thread's `wgmma` is recorded at issue (its
 //! accumulators poisoned), and computed at `wait_group` from shared memory as it is
 //! then, decoding the descriptors and swizzle as the hardware does.
 
+use super::dot::MmaInputs;
 use super::fragments::{MmaTiling, WarpRows};
 use super::held::FragLayout;
 use super::swizzle::Swizzled;
@@ -55,7 +57,7 @@ pub(super) enum WgmmaA<'ctx> {
 
 /// The operands of one `wgmma` `dot`.
 pub(super) struct WgmmaDot<'ctx> {
-    pub from: DType,
+    pub from: MmaInputs,
     pub layout: FragLayout,
     pub k: usize,
     pub a: WgmmaA<'ctx>,
@@ -140,21 +142,22 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         self.wgmma_fence(&mut accs, &mut a_words)?;
         // `step` also places the k slab in the descriptors, not only `a`'s words.
+        let ks = d.from.k_step();
         #[allow(clippy::needless_range_loop)]
-        for step in 0..d.k / 16 {
+        for step in 0..d.k / ks {
             for i in 0..mi {
                 let a = match &d.a {
                     WgmmaA::Shared(tile, base) => {
                         let row = band_row(i)?;
-                        let desc = self.descriptor(tile, *base, Some(row), 0, 16 * step)?;
+                        let desc = self.descriptor(tile, *base, Some(row), 0, ks * step)?;
                         WgmmaOperand::Descriptor(desc)
                     }
                     WgmmaA::Registers(_) => WgmmaOperand::Words(a_words[i][step].clone()),
                 };
                 for (ci, &(n0, n)) in chunks.iter().enumerate() {
                     let desc_b = match d.b_columns {
-                        true => self.descriptor(&d.b, d.b_base, None, n0, 16 * step)?,
-                        false => self.descriptor(&d.b, d.b_base, None, 16 * step, n0)?,
+                        true => self.descriptor(&d.b, d.b_base, None, n0, ks * step)?,
+                        false => self.descriptor(&d.b, d.b_base, None, ks * step, n0)?,
                     };
                     let first = 4 * (i * ni + n0 / 8);
                     let regs = &accs[first..first + n / 2];
@@ -214,10 +217,11 @@ impl<'ctx> Gen<'ctx, '_> {
     ) -> Result<IntValue<'ctx>> {
         let (b, i64t) = (self.b, self.ctx.i64_type());
         let c = |v: usize| self.i32c(v as u64);
+        let col_bytes = col * tile.elem;
         let fixed = tile.offset
             + row * tile.row_stride()
-            + (col / 64) * tile.block_bytes()
-            + (col % 64) * 2;
+            + (col_bytes / 128) * tile.block_bytes()
+            + col_bytes % 128;
         let dynamic = match row_dyn {
             Some(r) => b.build_int_add(base, b.build_int_mul(r, c(tile.row_stride()), "")?, "")?,
             None => base,
@@ -256,10 +260,13 @@ impl<'ctx> Gen<'ctx, '_> {
             return self.emulator_mma_async(shape, a, desc_b, regs, scale_d, id);
         }
         let count = regs.len();
-        let t = match shape.from {
+        let name = |d: DType| match d {
             DType::BF16 => "bf16",
+            DType::F8E4M3 => "e4m3",
+            DType::F8E5M2 => "e5m2",
             _ => "f16",
         };
+        let (ta, tb) = (name(shape.from.a), name(shape.from.b));
         let outs: Vec<String> = (0..count).map(|r| format!("${r}")).collect();
         let (a_text, mut args): (String, Vec<BasicMetadataValueEnum<'ctx>>) = match a {
             WgmmaOperand::Descriptor(x) => (format!("${count}"), vec![(*x).into()]),
@@ -276,14 +283,17 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         let at_b = count + args.len();
         let at_scale = at_b + 1;
-        let trans = match a {
-            WgmmaOperand::Descriptor(_) => format!("0, {}", u8::from(shape.trans_b)),
-            WgmmaOperand::Words(_) => format!("{}", u8::from(shape.trans_b)),
+        // fp8 operands are K-major: the instruction takes no transpose immediates.
+        let trans = match (a, shape.from.is_fp8()) {
+            (_, true) => String::new(),
+            (WgmmaOperand::Descriptor(_), false) => format!(", 0, {}", u8::from(shape.trans_b)),
+            (WgmmaOperand::Words(_), false) => format!(", {}", u8::from(shape.trans_b)),
         };
         let asm = format!(
             "{{\n.reg .pred p;\nsetp.ne.b32 p, ${at_scale}, 0;\n\
-             wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{outs}}}, {a_text}, ${at_b}, p, 1, 1, {trans};\n}}",
+             wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ta}.{tb} {{{outs}}}, {a_text}, ${at_b}, p, 1, 1{trans};\n}}",
             n = shape.n,
+            k = shape.from.k_step(),
             outs = outs.join(", "),
         );
         let a_kind = match a {
@@ -486,9 +496,16 @@ impl<'ctx> Gen<'ctx, '_> {
                 (i64t.const_zero(), true)
             }
         };
-        let code = u32::from(shape.from == DType::BF16)
+        let fp8 = |d: DType| match d {
+            DType::F8E4M3 => 1,
+            DType::F8E5M2 => 2,
+            _ => 0,
+        };
+        let code = u32::from(shape.from.a == DType::BF16)
             | (u32::from(shape.trans_b) << 1)
             | (u32::from(registers) << 2)
+            | (fp8(shape.from.a) << 4)
+            | (fp8(shape.from.b) << 6)
             | (((shape.n / 8) as u32) << 8);
         // Bit 3: scale-d is 0.
         let ignore =
@@ -579,7 +596,7 @@ pub(super) struct InFlight {
 /// One `wgmma` instruction's shape.
 #[derive(Clone, Copy)]
 struct Shape {
-    from: DType,
+    from: MmaInputs,
     n: usize,
     /// `b` is MN-major (`imm-trans-b = 1`).
     trans_b: bool,
@@ -606,10 +623,16 @@ fn descriptor_bits(tile: &Swizzled) -> u64 {
 }
 
 /// What the emulator's `wgmma` hook decodes (the tests' reference too): the byte offset
-/// in shared memory of element `(mn, k)` of an operand whose descriptor is `desc`, K-major
-/// (`mn` the row, `k` the column) or MN-major, after the swizzle; `None` for a
-/// descriptor without a swizzle (Tritium makes none).
-pub(crate) fn descriptor_element(desc: u64, mn: usize, k: usize, k_major: bool) -> Option<usize> {
+/// in shared memory of element `(mn, k)` (of `elem` bytes) of an operand whose
+/// descriptor is `desc`, K-major (`mn` the row, `k` the column) or MN-major, after the
+/// swizzle; `None` for a descriptor without a swizzle (Tritium makes none).
+pub(crate) fn descriptor_element(
+    desc: u64,
+    mn: usize,
+    k: usize,
+    k_major: bool,
+    elem: usize,
+) -> Option<usize> {
     let field = |at: u32| (((desc >> at) & 0x3fff) << 4) as usize;
     let (start, lbo, sbo) = (field(0), field(16), field(32));
     let width = match desc >> 62 {
@@ -618,11 +641,13 @@ pub(crate) fn descriptor_element(desc: u64, mn: usize, k: usize, k_major: bool) 
         3 => 32,
         _ => return None,
     };
-    let per_row = width / 2;
+    let per_row = width / elem;
     let plain = match k_major {
-        true => start + (mn / 8) * sbo + (mn % 8) * width + (k / per_row) * lbo + (k % per_row) * 2,
+        true => {
+            start + (mn / 8) * sbo + (mn % 8) * width + (k / per_row) * lbo + (k % per_row) * elem
+        }
         false => {
-            start + (mn / per_row) * lbo + (mn % per_row) * 2 + (k / 8) * sbo + (k % 8) * width
+            start + (mn / per_row) * lbo + (mn % per_row) * elem + (k / 8) * sbo + (k % 8) * width
         }
     };
     let mask = width / 16 - 1;
@@ -636,7 +661,8 @@ mod tests {
     /// The descriptor of a tile slab, as `Gen::descriptor` makes it for the slab at row
     /// `row` and column `col` (shared memory at 0).
     fn slab(tile: &Swizzled, row: usize, col: usize) -> u64 {
-        let at = tile.offset + (col / 64) * tile.block_bytes() + (col % 64) * 2;
+        let bytes = col * tile.elem;
+        let at = tile.offset + (bytes / 128) * tile.block_bytes() + bytes % 128;
         let at = at + row * tile.row_stride();
         descriptor_bits(tile) | ((at as u64 & 0x3ffff) >> 4)
     }
@@ -644,25 +670,31 @@ mod tests {
     /// What the hardware reads through each descriptor (decoded as the PTX ISA says, the
     /// emulator's reference) is the element the writers of the swizzled layout put there:
     /// `a` K-major, `b` MN-major (row-major `k × n`) and K-major (by columns), in all three
-    /// swizzle modes, column blocks included, at every k step and band.
+    /// swizzle modes, column blocks included, at every k step and band; fp8 tiles (K-major
+    /// bytes, 32-column k steps) too.
     #[test]
     fn descriptors_read_the_swizzled_layout() {
-        // (rows, cols, K-major): a `m × k` / a `b` by columns `n × k`, or `b` `k × n`.
-        for (rows, cols, k_major) in [
-            (128, 64, true),
-            (64, 16, true),
-            (64, 32, true),
-            (64, 192, true),
-            (64, 256, false),
-            (32, 32, false),
-            (16, 16, false),
-            (64, 128, false),
+        // (rows, cols, K-major, element bytes): a `m × k` / a `b` by columns `n × k`, or
+        // `b` `k × n`.
+        for (rows, cols, k_major, elem) in [
+            (128, 64, true, 2),
+            (64, 16, true, 2),
+            (64, 32, true, 2),
+            (64, 192, true, 2),
+            (64, 256, false, 2),
+            (32, 32, false, 2),
+            (16, 16, false, 2),
+            (64, 128, false, 2),
+            (128, 128, true, 1),
+            (64, 32, true, 1),
+            (64, 64, true, 1),
+            (256, 256, true, 1),
         ] {
-            let tile = Swizzled::new(2048, rows, cols);
+            let tile = Swizzled::of_bytes(2048, rows, cols, elem);
             assert!(tile.offset.is_multiple_of(tile.alignment()));
-            // K-major: 64-row bands × 16-column k steps; MN-major: 16-row k steps × n chunks.
+            // K-major: 64-row bands × 32-byte k steps; MN-major: 16-row k steps × n chunks.
             let (band, step) = match k_major {
-                true => (64.min(rows), 16),
+                true => (64.min(rows), 32 / elem),
                 false => (16, cols.min(256)),
             };
             for r0 in (0..rows).step_by(band) {
@@ -674,7 +706,7 @@ mod tests {
                                 true => (r, c),
                                 false => (c, r),
                             };
-                            let got = descriptor_element(desc, mn, k, k_major);
+                            let got = descriptor_element(desc, mn, k, k_major, elem);
                             let want = tile.element_address(r0 + r, c0 + c);
                             assert_eq!(
                                 got,
