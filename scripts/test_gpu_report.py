@@ -139,7 +139,8 @@ class Loops(unittest.TestCase):
         # 14 instructions in [0x30, 0x100]: the NOP and the never-run LDS stand apart.
         self.assertEqual(stats["total"], 12)
         self.assertEqual(stats["nop"], 2)
-        self.assertEqual(stats["classes"], {"HMMA": 2, "HGMMA": 0, "LDSM": 2, "LDGSTS": 2,
+        self.assertEqual(stats["classes"], {"HMMA": 2, "HGMMA": 0, "QGMMA": 0, "LDSM": 2,
+                                            "LDGSTS": 2,
                                             "LDS": 0, "STS": 0, "LDG": 0, "BAR": 1, "SHFL": 1,
                                             "MUFU": 1})
         self.assertEqual(stats["variants"], {
@@ -154,6 +155,19 @@ class Loops(unittest.TestCase):
         self.assertEqual(stats["total"], 7)
         self.assertEqual(stats["variants"], {"HGMMA.64x256x16.F32": 2, "LDS.U16": 1,
                                              "STS.128": 1, "LDG.128": 1})
+
+    def test_fp8_qgmma_loop_is_a_k_loop(self):
+        # Hopper's fp8 `wgmma` assembles to QGMMA: its loop is the K loop too.
+        insns = g.parse_sass(sass([
+            (0x00, "MOV R0, RZ"), ".L_x_0",
+            (0x10, "QGMMA.64x256x32.F32.E5M2.E5M2 R24, gdesc[UR4], R24, gsb0"),
+            (0x20, "LDGSTS.E.BYPASS.128 [R3], desc[UR6][R4.64]"),
+            (0x30, "@P0 BRA `(.L_x_0)"),
+            (0x40, "EXIT")]))["k"]
+        stats = g.loop_stats(insns)
+        self.assertEqual((stats["start"], stats["end"], stats["total"]), (0x10, 0x30, 3))
+        self.assertEqual(stats["classes"]["QGMMA"], 1)
+        self.assertEqual(stats["variants"]["QGMMA.64x256x32.F32.E5M2.E5M2"], 1)
 
     def test_outermost_loop_with_nested_loop(self):
         insns = g.parse_sass(sass([
