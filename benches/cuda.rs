@@ -7,6 +7,7 @@
 //!   and Triton's tutorial 03;
 //! - fp8 (E5M2) matmul 4096³, `b` K-major as tutorial 03's fp8 benchmark passes it,
 //!   against that benchmark (Triton's tutorial 03 over its fp8 configs);
+//! - the persistent matmul (f16 4096³, one program per SM) against Triton's tutorial 09;
 //! - fused attention forward (f16, 4 × 32 heads × 4096, head dims 64 and 128, causal and
 //!   not) against Triton's tutorial 06.
 //!
@@ -390,6 +391,80 @@ fn fp8_matmul(
     Ok(())
 }
 
+/// Tutorial 09's persistent matmul, f16 4096³ at its f16 config (128 × 256 × 64, 8 warps,
+/// 3 stages), one program per SM (the count the peers report, else 132: an H100's),
+/// against Triton's tutorial 09; the result checked against the grouped matmul's.
+fn persistent_matmul(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
+    use tritium_kernels::matmul::matmul_persistent;
+    let (m, n, k) = (4096usize, 4096usize, 4096usize);
+    let sms = peers.get("sms").map_or(132, |s| *s as usize);
+    let a = Array2::from_shape_fn((m, k), |(i, j)| {
+        f16::from_f32(((i + 3 * j) % 17) as f32 / 17.0 - 0.5)
+    });
+    let b = Array2::from_shape_fn((k, n), |(i, j)| {
+        f16::from_f32(((5 * i + j) % 13) as f32 / 13.0 - 0.5)
+    });
+    let da = CudaTensor::from_ndarray(device, &a)?;
+    let db = CudaTensor::from_ndarray(device, &b)?;
+    let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
+    let mut dref = CudaTensor::<f16>::zeros(device, &[m, n])?;
+    let opts = LaunchOptions {
+        num_warps: 8,
+        num_stages: 3,
+        ..Default::default()
+    };
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    matmul_grouped::launch_with(
+        device,
+        m.div_ceil(128) * n.div_ceil(256),
+        &opts,
+        &mut dref,
+        &da,
+        &db,
+        mi,
+        ni,
+        ki,
+        ki,
+        1,
+        ni,
+        1,
+        ni,
+        1,
+        128,
+        256,
+        64,
+        8,
+    )?;
+    let mut launch = || {
+        matmul_persistent::launch_with(
+            device, sms, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, 128, 256, 64,
+            8, sms,
+        )
+    };
+    let name = format!("matmul persistent f16 4096³ {sms} programs (Triton 09)");
+    if let Err(e) = launch() {
+        println!("{name:<40} failed: {e}");
+        return Ok(());
+    }
+    let flops = 2.0 * (m * n * k) as f64;
+    let t = best_per_call(gpu, 3, 5, || launch().unwrap());
+    peer_row(
+        peers,
+        &name,
+        "matmul_persistent.triton",
+        t,
+        tflops(flops, t),
+    );
+    if dc.to_ndarray()? != dref.to_ndarray()? {
+        println!("{:<40} differs from the grouped matmul's result", "");
+    }
+    Ok(())
+}
+
 /// Tutorial 06's forward pass on f16 `[4, 32, 4096, D]` tensors against Triton's.
 fn fused_attention(
     device: &Device,
@@ -473,6 +548,7 @@ fn main() -> tritium::Result<()> {
     fused_softmax(&device, gpu, &peers)?;
     f16_matmul(&device, gpu, &peers)?;
     fp8_matmul(&device, gpu, &peers)?;
+    persistent_matmul(&device, gpu, &peers)?;
     fused_attention(&device, gpu, &peers)?;
     Ok(())
 }

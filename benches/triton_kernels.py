@@ -1,5 +1,5 @@
 """Triton's tutorial kernels (01 vector add, 02 fused softmax, 03 matmul, 06 fused attention
-forward) as `@triton.jit` functions only: no torch, no autotuning, so that they compile
+forward, 09 persistent matmul) as `@triton.jit` functions only: no torch, no autotuning, so that they compile
 offline (`scripts/gpu_report.py` calls `triton.compile` on them for a target without a
 GPU). `benches/triton_peers.py` imports them and puts the autotuners over `matmul_kernel`
 and `attn_fwd`. `attn_fwd` calls `attn_inner` by name: the two live in this one module.
@@ -65,6 +65,39 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     offs_cn = pid_n * BN + tl.arange(0, BN)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+# Tutorial 09: the persistent matmul: NUM_SMS programs loop over the output tiles in groups
+# of GROUP_M block rows; `flatten` fuses the tile and K loops into one (Triton's Hopper form).
+@triton.jit
+def matmul_kernel_persistent(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                             stride_bn, stride_cm, stride_cn, BM: tl.constexpr,
+                             BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                             NUM_SMS: tl.constexpr):
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    per_group = GROUP_M * num_pid_n
+    lanes_k = tl.arange(0, BK)
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
+        first_m = (tile // per_group) * GROUP_M
+        group_m = min(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + (tile % group_m)
+        pid_n = (tile % per_group) // group_m
+        rows = pid_m * BM + tl.arange(0, BM)
+        cols = pid_n * BN + tl.arange(0, BN)
+        am = tl.max_contiguous(tl.multiple_of(tl.where(rows < M, rows, 0), BM), BM)
+        bn = tl.max_contiguous(tl.multiple_of(tl.where(cols < N, cols, 0), BN), BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BK + lanes_k
+            a = tl.load(a_ptr + am[:, None] * stride_am + offs_k[None, :] * stride_ak,
+                        mask=lanes_k[None, :] < K - ki * BK, other=0.0)
+            b = tl.load(b_ptr + offs_k[:, None] * stride_bk + bn[None, :] * stride_bn,
+                        mask=lanes_k[:, None] < K - ki * BK, other=0.0)
+            acc = tl.dot(a, b, acc)
+        c_ptrs = c_ptr + rows[:, None] * stride_cm + cols[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(tl.float16), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 # Tutorial 06: fused attention forward (FlashAttention-2): off-band blocks unmasked, the

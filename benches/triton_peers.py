@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The peers of `benches/cuda.rs` on the GPU: Triton's tutorial kernels (01 vector add,
-02 fused softmax, 03 matmul, 06 fused attention forward) written against the installed
+02 fused softmax, 03 matmul and its fp8 benchmark, 06 fused attention forward, 09 persistent
+matmul) written against the installed
 Triton (the kernels themselves in `benches/triton_kernels.py`), plus PyTorch's
 `torch.softmax` and cuBLAS (`torch.matmul`).
 
@@ -143,6 +144,23 @@ def fp8_matmul():
     torch.testing.assert_close(c, want, atol=1.0, rtol=2e-2)
 
 
+# Tutorial 09: the persistent matmul at its f16 config (128 x 256 x 64, 8 warps, 3 stages),
+# one program per SM. `sms` (not a time) tells the Rust bench how many programs to launch.
+def persistent_matmul():
+    m = n = k = 4096
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    yield "sms", sms
+    a = torch.randn(m, k, device=DEV, dtype=torch.float16)
+    b = torch.randn(k, n, device=DEV, dtype=torch.float16)
+    c = torch.empty(m, n, device=DEV, dtype=torch.float16)
+    run = lambda: triton_kernels.matmul_kernel_persistent[(sms,)](
+        a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        c.stride(1), BM=128, BN=256, BK=64, GROUP_M=8, NUM_SMS=sms, num_stages=3,
+        num_warps=8)
+    yield "matmul_persistent.triton", best_us(run, rounds=3, calls=5)
+    torch.testing.assert_close(c, torch.matmul(a, b), atol=0.5, rtol=1e-2)
+
+
 # Tutorial 06: fused attention forward (`attn_fwd` calling `attn_inner`).
 def attn_configs():
     shapes = [(128, 64, 3, 4), (128, 64, 3, 8), (128, 128, 3, 8), (64, 64, 4, 4),
@@ -176,7 +194,8 @@ def attention():
 
 
 CASES = {"add": vector_add, "softmax": fused_softmax, "matmul": f16_matmul,
-         "matmul_fp8": fp8_matmul, "attention": attention}
+         "matmul_fp8": fp8_matmul, "matmul_persistent": persistent_matmul,
+         "attention": attention}
 
 
 def main():

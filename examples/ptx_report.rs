@@ -107,6 +107,23 @@ fn cases() -> Result<Vec<Case>, String> {
         stages: 3,
         sms: &[90],
     });
+    // Tutorial 09's persistent matmul at tutorial 03's largest config, 132 programs (an
+    // H100's SMs): the K loop nested in the loop over tiles.
+    all.push(Case {
+        key: "matmul_persistent/f16/128x256x64/w8/s3".into(),
+        kernel: matmul::matmul_persistent::trace::<F16, F16>(
+            &launch_spec(12, &[7, 9, 11], &[]),
+            128,
+            256,
+            64,
+            8,
+            132,
+        )
+        .map_err(e)?,
+        warps: 8,
+        stages: 3,
+        sms: ALL_SMS,
+    });
     // Tutorial 06's configs, and issue 45's D = 128 Hopper config (128 × 128, 8 warps: on
     // sm_80 it spills, as Triton's does, and no one runs it there).
     for (d, bm, bn, warps, sms) in [

@@ -339,3 +339,77 @@ fn hopper_ptx_runs_fp8_dot_on_wgmma() {
     assert!(!hopper.contains("mma.sync"), "{hopper}");
     assert!(!ptx(80).contains("wgmma"));
 }
+
+/// Tutorial 09's persistent matmul on the emulator's Hopper path: the K loop nested in the
+/// loop over tiles is tutorial 03's (operands copied by `cp.async` into pipelined buffers,
+/// its `wgmma` group in flight across the K loop's back edge and drained after it, each
+/// tile's), fewer programs than tiles, partial tiles; against the interpreter.
+#[test]
+fn persistent_matmul_on_wgmma_matches_the_interpreter_emulated() {
+    let (m, n, k) = (200, 136, 160);
+    let (bm, bn, bk, programs) = (128, 64, 64, 3);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 41))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 42))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let run = |d: &Device| {
+        let mut out = Array2::<f32>::zeros((m, n));
+        matmul::matmul_persistent::launch_with(
+            d, programs, &opts, &mut out, &a, &b, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn, bk, 8,
+            programs,
+        )
+        .unwrap();
+        out
+    };
+    shared_memory_stats();
+    let got = run(&Device::cuda_emulator());
+    let stats = shared_memory_stats();
+    let want = run(&Device::interpreter());
+    // 2 × 3 tiles, 3 K steps each: a band per 64 rows, a `wgmma` per 16 of k.
+    assert_eq!(stats.wgmma, 6 * 3 * 2 * 4, "{stats:?}");
+    // At least the two whole K steps of every tile copied by `cp.async` (the third's
+    // chunks past k are zero-filled).
+    let whole = 6 * 2 * (128 * 64 + 64 * 64) * 2;
+    assert!(stats.cp_async_bytes >= whole, "{stats:?}");
+    assert_close(&got, &want, 1e-4, 1e-4, "persistent matmul");
+}
+
+/// The persistent matmul's K loop (its operands' index tiles behind `multiple_of` /
+/// `max_contiguous` hints, which cost no op) takes tutorial 03's path: `cp.async` copies
+/// on sm_80, and on sm_90a a `wgmma` group left in flight across the K loop.
+#[test]
+fn persistent_matmul_k_loop_is_tutorial_03s() {
+    let one = |i: usize| [7, 9, 11].contains(&i);
+    let spec = Specialization {
+        ones: (0..12).map(one).collect(),
+        sixteens: (0..12).map(|i| !one(i)).collect(),
+    };
+    let f = matmul::matmul_persistent::trace::<f16, f16>(&spec, 128, 256, 64, 8, 132).unwrap();
+    let ptx = |sm| {
+        let o = CudaCompileOptions {
+            sm,
+            num_warps: 8,
+            num_stages: 3,
+            ..Default::default()
+        };
+        compile_ptx(&f, "k", &o).unwrap().text
+    };
+    let ampere = ptx(80);
+    assert!(ampere.contains("cp.async.cg.shared.global"), "{ampere}");
+    assert!(!ampere.contains("ld.global.u16"), "{ampere}");
+    let hopper = ptx(90);
+    for want in [
+        "cp.async.cg.shared.global",
+        "wgmma.wait_group.sync.aligned 1;",
+    ] {
+        assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
+    }
+}

@@ -1980,8 +1980,8 @@ impl Gen {
     }
 
     /// A new input of `len` elements for a statement's `dot`s (`k_loop`, `edge_dot`): f32,
-    /// f16, bf16, now and then fp8 (integers up to 16 rounded to the dtype: integers
-    /// still, exact in any order of their sums) or i32.
+    /// f16, bf16, now and then fp8 (integers up to 16, 8 for E5M2: exact in any order of
+    /// their sums) or i32.
     fn dot_input(&mut self, len: usize) -> usize {
         let d = match self.rng.chance(0.15) {
             true => *self.rng.pick(&[DType::F8E4M3, DType::F8E5M2]),
@@ -1989,7 +1989,11 @@ impl Gen {
                 .rng
                 .pick(&[DType::F32, DType::F16, DType::BF16, DType::I32]),
         };
-        let bound = d.is_float().then_some(16.0);
+        // Integers the dtype holds exactly: E5M2 only up to 8.
+        let bound = match d {
+            DType::F8E5M2 => Some(8.0),
+            d => d.is_float().then_some(16.0),
+        };
         self.add_input(d, len, bound)
     }
 

@@ -11,7 +11,8 @@ use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue};
 use tritium_dsl::ir::{Op, Value};
 
-/// The most ops an expression recomputed per slot may have (larger ones are exchanged).
+/// The most ops an expression recomputed per slot may have (larger ones are exchanged);
+/// hints are not ops.
 const MAX_OPS: usize = 24;
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -67,6 +68,10 @@ impl<'ctx> Gen<'ctx, '_> {
             // A loop-carried value or a block argument.
             return false;
         };
+        // A hint (`multiple_of`, `max_contiguous`) is its operand at run time: no op.
+        if let Op::Hint { x, .. } = &inst.op {
+            return self.is_index_expression(*x, budget);
+        }
         if *budget == 0 {
             return false;
         }
@@ -110,6 +115,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 at.remove(*axis as usize);
                 self.eval_at(*x, &at)
             }
+            Op::Hint { x, .. } => self.eval_at(*x, idx),
             Op::Broadcast(x) => {
                 let xs = self.ty(*x).shape.clone();
                 let at = self.broadcast_source(&xs, idx);
