@@ -413,3 +413,37 @@ fn persistent_matmul_k_loop_is_tutorial_03s() {
         assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
     }
 }
+
+/// `t @ t` of one fp8 tile (`a` and `b` the same value, staged from registers: `b`
+/// transposed, `a` not).
+#[kernel]
+fn fp8_square(out: Ptr<f32>, x: Ptr<F8E4M3>, #[constexpr] N: usize) {
+    let (r, c) = (arange(0, N), arange(0, N));
+    let at = r[(.., None)] * N as i32 + c[(None, ..)];
+    let t = load(x + at);
+    store(out + at, dot(t, t));
+}
+
+/// A `dot` whose `a` and `b` are one fp8 tile runs on `wgmma` with each operand in its
+/// own layout.
+#[test]
+fn fp8_dot_of_a_tile_with_itself_emulated() {
+    let n = 64;
+    let x: Vec<F8E4M3> = (random_f32(n * n, 9).into_iter())
+        .map(|v| F8E4M3::from_f32(8.0 * v))
+        .collect();
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = vec![0f32; n * n];
+        fp8_square::launch_with(d, [1], &opts, &mut out[..], &x[..], n).unwrap();
+        ndarray::Array1::from(out)
+    };
+    shared_memory_stats();
+    let got = run(&Device::cuda_emulator());
+    assert!(shared_memory_stats().wgmma > 0, "no wgmma");
+    assert_close(&got, &run(&Device::interpreter()), 1e-5, 1e-4, "t @ t");
+}

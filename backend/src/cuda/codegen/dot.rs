@@ -295,11 +295,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             None => {
                 self.reserve_shared(b_tile.offset + b_tile.bytes());
                 let mut copies = false;
-                for (x, tile) in [(*a, a_tile), (*b, b_tile)] {
-                    if x == *a && a_elsewhere {
+                // By position, not value: `dot(x, x)` stages `x` twice, as `a` and as `b`.
+                for (is_b, x, tile) in [(false, *a, a_tile), (true, *b, b_tile)] {
+                    if !is_b && a_elsewhere {
                         continue;
                     }
-                    let columns = x == *b && b_columns;
+                    let columns = is_b && b_columns;
                     if self.deferred.contains(&x) {
                         self.copy_operand(x, tile, columns, self.i32c(0))?;
                         copies = true;
