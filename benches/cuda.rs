@@ -210,18 +210,24 @@ fn fused_softmax(
     Ok(())
 }
 
-fn f16_matmul(
-    device: &Device,
-    gpu: &CudaDevice,
-    peers: &HashMap<String, f64>,
-) -> tritium::Result<()> {
-    let (m, n, k) = (4096usize, 4096usize, 4096usize);
+/// The f16 matmul rows' `a` (`m × k`) and `b` (`k × n`): values in [-0.5, 0.5).
+fn f16_operands(m: usize, n: usize, k: usize) -> (Array2<f16>, Array2<f16>) {
     let a = Array2::from_shape_fn((m, k), |(i, j)| {
         f16::from_f32(((i + 3 * j) % 17) as f32 / 17.0 - 0.5)
     });
     let b = Array2::from_shape_fn((k, n), |(i, j)| {
         f16::from_f32(((5 * i + j) % 13) as f32 / 13.0 - 0.5)
     });
+    (a, b)
+}
+
+fn f16_matmul(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
+    let (m, n, k) = (4096usize, 4096usize, 4096usize);
+    let (a, b) = f16_operands(m, n, k);
     let da = CudaTensor::from_ndarray(device, &a)?;
     let db = CudaTensor::from_ndarray(device, &b)?;
     let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
@@ -402,12 +408,7 @@ fn persistent_matmul(
     use tritium_kernels::matmul::matmul_persistent;
     let (m, n, k) = (4096usize, 4096usize, 4096usize);
     let sms = peers.get("sms").map_or(132, |s| *s as usize);
-    let a = Array2::from_shape_fn((m, k), |(i, j)| {
-        f16::from_f32(((i + 3 * j) % 17) as f32 / 17.0 - 0.5)
-    });
-    let b = Array2::from_shape_fn((k, n), |(i, j)| {
-        f16::from_f32(((5 * i + j) % 13) as f32 / 13.0 - 0.5)
-    });
+    let (a, b) = f16_operands(m, n, k);
     let da = CudaTensor::from_ndarray(device, &a)?;
     let db = CudaTensor::from_ndarray(device, &b)?;
     let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;

@@ -1,6 +1,7 @@
 //! Helpers shared by the test modules.
 
 use ndarray::{ArrayBase, Data, Dimension};
+use tritium::dsl::trace::Specialization;
 use tritium::Device;
 
 /// The devices a kernel test over `elements` elements runs on: the CPU, the interpreter,
@@ -149,4 +150,15 @@ pub fn packed(asm: &str, op: &str) -> bool {
         let l = l.trim();
         l.starts_with(op) && (l.contains("ymm") || l.contains("zmm"))
     })
+}
+
+/// A matmul kernel (`tritium_kernels::matmul`'s twelve runtime parameters: `c`, `a`, `b`,
+/// `m`, `n`, `k`, six strides) specialized as a launch at the benchmarks' sizes
+/// specializes it: the parameters at `ones` (unit strides) equal 1, the others divisible
+/// by 16 (the pointers 16-byte aligned).
+pub fn matmul_specialization(ones: &[usize]) -> Specialization {
+    Specialization {
+        ones: (0..12).map(|i| ones.contains(&i)).collect(),
+        sixteens: (0..12).map(|i| !ones.contains(&i)).collect(),
+    }
 }

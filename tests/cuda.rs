@@ -240,11 +240,7 @@ fn loop_carried_mma_accumulator_stays_in_registers() {
 /// Tutorial 03's usual launch as the specialization sees it: 16-byte-aligned matrices,
 /// sizes and leading dimensions divisible by 16, unit strides (arguments 7, 9, 11).
 fn tutorial_03_specialization() -> Specialization {
-    let d16 = |i: usize| ![7, 9, 11].contains(&i);
-    Specialization {
-        ones: (0..12).map(|i| !d16(i)).collect(),
-        sixteens: (0..12).map(d16).collect(),
-    }
+    crate::common::matmul_specialization(&[7, 9, 11])
 }
 
 /// Launched with tutorial 03's usual arguments (16-byte aligned matrices, sizes and

@@ -2,7 +2,7 @@
 //! emulator's Hopper path (`LaunchOptions::emulated_sm`, `TRITIUM_EMULATE_SM=90`) against
 //! the interpreter, and its PTX checked offline (no GPU needed).
 
-use crate::common::{assert_close, random_f32};
+use crate::common::{assert_close, matmul_specialization, random_f32};
 use half::{bf16, f16};
 use ndarray::Array2;
 use tritium::backend::cuda::{compile_ptx, shared_memory_stats, CudaCompileOptions};
@@ -312,11 +312,7 @@ fn fp8_matmul_on_wgmma_matches_the_interpreter_emulated() {
 fn hopper_ptx_runs_fp8_dot_on_wgmma() {
     // Launched as the benchmark launches it: aligned matrices, sizes and leading
     // dimensions divisible by 16, `stride_ak`, `stride_bk` and `stride_cn` 1.
-    let one = |i: usize| [7, 8, 11].contains(&i);
-    let spec = Specialization {
-        ones: (0..12).map(one).collect(),
-        sixteens: (0..12).map(|i| !one(i)).collect(),
-    };
+    let spec = matmul_specialization(&[7, 8, 11]);
     let f = matmul::matmul::trace::<F8E4M3, f32>(&spec, 128, 256, 128).unwrap();
     let ptx = |sm| {
         let o = CudaCompileOptions {
@@ -387,11 +383,7 @@ fn persistent_matmul_on_wgmma_matches_the_interpreter_emulated() {
 /// on sm_80, and on sm_90a a `wgmma` group left in flight across the K loop.
 #[test]
 fn persistent_matmul_k_loop_is_tutorial_03s() {
-    let one = |i: usize| [7, 9, 11].contains(&i);
-    let spec = Specialization {
-        ones: (0..12).map(one).collect(),
-        sixteens: (0..12).map(|i| !one(i)).collect(),
-    };
+    let spec = matmul_specialization(&[7, 9, 11]);
     let f = matmul::matmul_persistent::trace::<f16, f16>(&spec, 128, 256, 64, 8, 132).unwrap();
     let ptx = |sm| {
         let o = CudaCompileOptions {

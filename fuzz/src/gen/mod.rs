@@ -1543,7 +1543,8 @@ impl Gen {
         let nn = 32;
         let k = WIDE_B_BYTES / (nn * d.size_bytes());
         // 16-bit operands sometimes fill tensor-core tiles: CUDA then copies them with
-        // `cp.async`, and pipelines the loop where it can (`cuda/codegen/pipeline.rs`).
+        // `cp.async`, and pipelines the loop where it can (`cuda/codegen/pipeline.rs`). (Not
+        // 64 rows for Hopper's `wgmma`: a 64 × 256 `a` is more than one warp's registers.)
         let mm = match matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.3) {
             true => 16,
             false => *self.rng.pick(&[1, 2]),
@@ -1666,8 +1667,9 @@ impl Gen {
                 *self.rng.pick(&[32, 64]),
                 *self.rng.pick(&[8, 16, 32, 48]),
             ),
+            // 64 rows: whole warpgroups, `wgmma` on Hopper with 4 warps.
             _ if tensor_cores => (
-                *self.rng.pick(&[16, 32]),
+                *self.rng.pick(&[16, 32, 64]),
                 *self.rng.pick(&[16, 32]),
                 *self.rng.pick(&[8, 16, 32, 48]),
             ),
