@@ -3,8 +3,8 @@
 //!
 //! Such a `load` is *deferred*: nothing is emitted where it stands, and the `dot` copies
 //! its tile straight into the operand's swizzled layout (`swizzle.rs`), 16 bytes (8
-//! elements of a row, 16 of fp8) per `cp.async.cg.shared.global` of each thread, then waits for its
-//! group before the barrier that precedes the fragment reads. This is Triton's operand path
+//! elements of a row, 16 of fp8) per `cp.async.cg.shared.global` of each thread, then
+//! waits for its group before the barrier that precedes the fragment reads. This is Triton's operand path
 //! on Ampere and later. A load is deferred when its pointers, mask and `other` are index
 //! expressions (`recompute.rs`: computable at any lane, so at the `dot`), its result has
 //! no other use, the `dot` follows in the same block with no op between them that writes
