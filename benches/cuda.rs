@@ -54,6 +54,20 @@ fn best_per_call(gpu: &CudaDevice, rounds: usize, calls: usize, mut f: impl FnMu
         .unwrap()
 }
 
+/// `launch`'s best time per call (3 rounds of 5), or `None` after printing row `name`'s
+/// launch error.
+fn time_launch(
+    gpu: &CudaDevice,
+    name: &str,
+    mut launch: impl FnMut() -> tritium::Result<()>,
+) -> Option<Duration> {
+    if let Err(e) = launch() {
+        println!("{name:<40} failed: {e}");
+        return None;
+    }
+    Some(best_per_call(gpu, 3, 5, || launch().unwrap()))
+}
+
 fn us(t: Duration) -> f64 {
     t.as_secs_f64() * 1e6
 }
@@ -290,18 +304,16 @@ fn f16_matmul(
         // Tutorial 03 as Triton runs it: one grid axis, tiles in groups of 8 block rows.
         let grid = m.div_ceil(bm) * n.div_ceil(bn);
         let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-        let mut launch = || {
+        let launch = || {
             matmul_grouped::launch_with(
                 device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, bm, bn,
                 bk, 8,
             )
         };
         let name = format!("matmul f16 4096³ {bm}×{bn}×{bk} w={warps} s={stages} (cuBLAS)");
-        if let Err(e) = launch() {
-            println!("{name:<40} failed: {e}");
+        let Some(t) = time_launch(gpu, &name, launch) else {
             continue;
-        }
-        let t = best_per_call(gpu, 3, 5, || launch().unwrap());
+        };
         row(&name, t, t_cublas, tflops(flops, t));
         peer_row(
             peers,
@@ -363,18 +375,16 @@ fn fp8_matmul(
         };
         let grid = m.div_ceil(bm) * n.div_ceil(bn);
         let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-        let mut launch = || {
+        let launch = || {
             matmul_grouped::launch_with(
                 device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, 1, ki, ni, 1, bm, bn,
                 bk, 8,
             )
         };
         let name = format!("matmul fp8e5 4096³ {bm}×{bn}×{bk} w={warps} s={stages} (Triton 03)");
-        if let Err(e) = launch() {
-            println!("{name:<40} failed: {e}");
+        let Some(t) = time_launch(gpu, &name, launch) else {
             continue;
-        }
-        let t = best_per_call(gpu, 3, 5, || launch().unwrap());
+        };
         peer_row(peers, &name, "matmul_fp8.triton", t, tflops(flops, t));
         let got = dc.to_ndarray()?;
         let worst = (0..64)
@@ -440,19 +450,17 @@ fn persistent_matmul(
         64,
         8,
     )?;
-    let mut launch = || {
+    let launch = || {
         matmul_persistent::launch_with(
             device, sms, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, 128, 256, 64,
             8, sms,
         )
     };
     let name = format!("matmul persistent f16 4096³ {sms} programs (Triton 09)");
-    if let Err(e) = launch() {
-        println!("{name:<40} failed: {e}");
+    let Some(t) = time_launch(gpu, &name, launch) else {
         return Ok(());
-    }
+    };
     let flops = 2.0 * (m * n * k) as f64;
-    let t = best_per_call(gpu, 3, 5, || launch().unwrap());
     peer_row(
         peers,
         &name,
@@ -496,7 +504,7 @@ fn fused_attention(
                     ..Default::default()
                 };
                 let grid = [n.div_ceil(bm), z * h];
-                let mut launch = || {
+                let launch = || {
                     attention_forward::launch_with(
                         device, grid, &opts, &mut out, &mut lse, &q, &k, &v, scale, n as i32, bm,
                         bn, d, causal,
@@ -504,11 +512,9 @@ fn fused_attention(
                 };
                 let kind = if causal { "causal" } else { "full" };
                 let name = format!("attention d={d} {kind} {bm}×{bn} w={warps} (Triton 06)");
-                if let Err(e) = launch() {
-                    println!("{name:<40} failed: {e}");
+                let Some(t) = time_launch(gpu, &name, launch) else {
                     continue;
-                }
-                let t = best_per_call(gpu, 3, 5, || launch().unwrap());
+                };
                 peer_row(
                     peers,
                     &name,

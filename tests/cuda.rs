@@ -43,7 +43,8 @@ fn kernels() -> Vec<Function> {
     ]
 }
 
-fn ptx(f: &Function, sm: u32, num_warps: u32) -> String {
+/// `f`'s PTX for `sm` on `num_warps` warps, the other options the defaults (3 stages).
+pub(crate) fn ptx(f: &Function, sm: u32, num_warps: u32) -> String {
     compile_ptx(
         f,
         "k",

@@ -314,15 +314,8 @@ fn hopper_ptx_runs_fp8_dot_on_wgmma() {
     // dimensions divisible by 16, `stride_ak`, `stride_bk` and `stride_cn` 1.
     let spec = matmul_specialization(&[7, 8, 11]);
     let f = matmul::matmul::trace::<F8E4M3, f32>(&spec, 128, 256, 128).unwrap();
-    let ptx = |sm| {
-        let o = CudaCompileOptions {
-            sm,
-            num_warps: 8,
-            num_stages: 3,
-            ..Default::default()
-        };
-        compile_ptx(&f, "k", &o).unwrap().text
-    };
+    // 8 warps, the default 3 stages.
+    let ptx = |sm| crate::cuda::ptx(&f, sm, 8);
     let hopper = ptx(90);
     for want in [
         "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3",
@@ -385,15 +378,8 @@ fn persistent_matmul_on_wgmma_matches_the_interpreter_emulated() {
 fn persistent_matmul_k_loop_is_tutorial_03s() {
     let spec = matmul_specialization(&[7, 9, 11]);
     let f = matmul::matmul_persistent::trace::<f16, f16>(&spec, 128, 256, 64, 8, 132).unwrap();
-    let ptx = |sm| {
-        let o = CudaCompileOptions {
-            sm,
-            num_warps: 8,
-            num_stages: 3,
-            ..Default::default()
-        };
-        compile_ptx(&f, "k", &o).unwrap().text
-    };
+    // 8 warps, the default 3 stages.
+    let ptx = |sm| crate::cuda::ptx(&f, sm, 8);
     let ampere = ptx(80);
     assert!(ampere.contains("cp.async.cg.shared.global"), "{ampere}");
     assert!(!ampere.contains("ld.global.u16"), "{ampere}");
