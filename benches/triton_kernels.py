@@ -100,6 +100,33 @@ def matmul_kernel_persistent(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
         tl.store(c_ptrs, acc.to(tl.float16), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
+# Tutorial 03 through tensor descriptors (tutorial 09's descriptor form, one tile per
+# program): on Hopper Triton copies the blocks by TMA, its descriptors made in the kernel.
+@triton.jit
+def matmul_kernel_descriptor(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
+                             BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BM, BN])
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    per_group = GROUP_M * num_pid_n
+    first_m = (pid // per_group) * GROUP_M
+    group_m = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + ((pid % per_group) % group_m)
+    pid_n = (pid % per_group) // group_m
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(tl.cdiv(K, BK)):
+        a = a_desc.load([pid_m * BM, ki * BK])
+        b = b_desc.load([ki * BK, pid_n * BN])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
 # Tutorial 06: fused attention forward (FlashAttention-2): off-band blocks unmasked, the
 # diagonal block masked (causal), the running max and sum rescaled with exp2.
 @triton.jit

@@ -124,6 +124,22 @@ fn cases() -> Result<Vec<Case>, String> {
         stages: 3,
         sms: ALL_SMS,
     });
+    // Tutorial 03 through tensor descriptors at its largest config: on Hopper the blocks
+    // are copied by TMA and waited for on `mbarrier`s.
+    all.push(Case {
+        key: "matmul_descriptor/f16/128x256x64/w8/s3".into(),
+        kernel: matmul::matmul_descriptor::trace::<F16, F16>(
+            &launch_spec(6, &[], &[]),
+            128,
+            256,
+            64,
+            8,
+        )
+        .map_err(e)?,
+        warps: 8,
+        stages: 3,
+        sms: ALL_SMS,
+    });
     // Tutorial 06's configs, and issue 45's D = 128 Hopper config (128 × 128, 8 warps: on
     // sm_80 it spills, as Triton's does, and no one runs it there).
     for (d, bm, bn, warps, sms) in [

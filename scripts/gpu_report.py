@@ -72,8 +72,9 @@ TRITON_CACHE = ROOT / "target" / "gpu-report" / "triton"
 
 # The K loop's opcode classes, in the table's order.
 # (QGMMA: Hopper's fp8 `wgmma`.)
-CLASSES = ["HMMA", "HGMMA", "QGMMA", "LDSM", "LDGSTS", "LDS", "STS", "LDG", "BAR", "SHFL",
-           "MUFU"]
+# (UTMALDG: a TMA load; SYNCS: an mbarrier operation, its phase waits among them.)
+CLASSES = ["HMMA", "HGMMA", "QGMMA", "LDSM", "LDGSTS", "UTMALDG", "SYNCS", "LDS", "STS", "LDG",
+           "BAR", "SHFL", "MUFU"]
 MMA = {"HMMA", "HGMMA", "QGMMA"}
 # The guards of instructions that never run (ptxas pads with `@!PT LDS RZ, [RZ]`): counted
 # with the NOPs, not by their opcode.
@@ -90,6 +91,7 @@ TRITON_ONLY = (
        for mode in ["full", "causal"]]
     + [("matmul/fp8e5/128x256x128/w8/s3", [SM90_MMA, SM90_WGMMA])]
     + [("matmul_persistent/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
+    + [("matmul_descriptor/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
 )
 
 
@@ -408,7 +410,7 @@ def read_manifest(path):
 
 
 _MATMUL_KEY = re.compile(
-    r"^(matmul|matmul_persistent)/(f16|fp8e5)/(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)$")
+    r"^(matmul|matmul_persistent|matmul_descriptor)/(f16|fp8e5)/(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)$")
 _ATTN_KEY = re.compile(r"^attention/f16/d(\d+)/(\d+)x(\d+)/w(\d+)/s(\d+)/(full|causal)$")
 
 
@@ -429,6 +431,10 @@ def triton_spec(key):
                   "stride_bk": 1 if fp8 else size, "stride_bn": size if fp8 else 1,
                   "stride_cm": size, "stride_cn": 1}
         constexprs = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8}
+        if m.group(1) == "matmul_descriptor":
+            # Tutorial 03 through in-kernel tensor descriptors (TMA on Hopper).
+            values = {k: values[k] for k in ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]}
+            return _spec("matmul_kernel_descriptor", values, constexprs, w, s)
         if m.group(1) == "matmul_persistent":
             # Tutorial 09 on an H100's 132 SMs.
             constexprs["NUM_SMS"] = 132

@@ -140,7 +140,7 @@ class Loops(unittest.TestCase):
         self.assertEqual(stats["total"], 12)
         self.assertEqual(stats["nop"], 2)
         self.assertEqual(stats["classes"], {"HMMA": 2, "HGMMA": 0, "QGMMA": 0, "LDSM": 2,
-                                            "LDGSTS": 2,
+                                            "LDGSTS": 2, "UTMALDG": 0, "SYNCS": 0,
                                             "LDS": 0, "STS": 0, "LDG": 0, "BAR": 1, "SHFL": 1,
                                             "MUFU": 1})
         self.assertEqual(stats["variants"], {
@@ -168,6 +168,23 @@ class Loops(unittest.TestCase):
         self.assertEqual((stats["start"], stats["end"], stats["total"]), (0x10, 0x30, 3))
         self.assertEqual(stats["classes"]["QGMMA"], 1)
         self.assertEqual(stats["variants"]["QGMMA.64x256x32.F32.E5M2.E5M2"], 1)
+
+    def test_tma_loop_counts_its_copies_and_phase_waits(self):
+        # A TMA K loop: UTMALDG copies, the mbarrier's phase wait (a SYNCS spin loop nested
+        # in the K loop) and no LDGSTS.
+        insns = g.parse_sass(sass([
+            (0x00, "MOV R0, RZ"), ".L_x_0",
+            (0x10, "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R2+URZ+0x24000], R3"),
+            (0x20, "@!P0 BRA `(.L_x_0)"),
+            (0x30, "HGMMA.64x256x16.F32 R24, gdesc[UR4], R24, gsb0"),
+            (0x40, "SYNCS.ARRIVE.TRANS64.A1T0 RZ, [R2+URZ+0x24008], RZ"),
+            (0x50, "UTMALDG.2D [UR8], [UR10]"),
+            (0x60, "@P1 BRA `(.L_x_0)"),
+            (0x70, "EXIT")]))["k"]
+        stats = g.loop_stats(insns)
+        self.assertEqual((stats["start"], stats["end"]), (0x10, 0x60))
+        self.assertEqual((stats["classes"]["UTMALDG"], stats["classes"]["SYNCS"]), (1, 2))
+        self.assertEqual(stats["classes"]["LDGSTS"], 0)
 
     def test_outermost_loop_with_nested_loop(self):
         insns = g.parse_sass(sass([

@@ -163,8 +163,8 @@ fn hopper_ptx_runs_dot_on_wgmma() {
 #[test]
 fn a_k_loop_that_runs_no_iteration_gives_zeros_emulated() {
     let (m, n) = (128, 128);
-    let a = Array2::from_elem((m, 0), f16::ZERO);
-    let b = Array2::from_elem((0, n), f16::ZERO);
+    let a = Array2::from_elem((m, 16), f16::ONE);
+    let b = Array2::from_elem((16, n), f16::ONE);
     let opts = tritium::LaunchOptions {
         num_warps: 4,
         emulated_sm: Some(90),
@@ -424,4 +424,114 @@ fn fp8_dot_of_a_tile_with_itself_emulated() {
     let got = run(&Device::cuda_emulator());
     assert!(shared_memory_stats().wgmma > 0, "no wgmma");
     assert_close(&got, &run(&Device::interpreter()), 1e-5, 1e-4, "t @ t");
+}
+
+/// Tutorial 03 through tensor descriptors on Hopper: both operands' blocks copied by TMA
+/// (one thread's `cp.async.bulk.tensor` per 128-byte column block, waited for on each
+/// stage's `mbarrier`), clipped to the matrices at the last row, column and K blocks.
+#[test]
+fn descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
+    let (m, n, k) = (200, 144, 160);
+    let (bm, bn, bk) = (128, 64, 64);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 43))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 44))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let grid = m.div_ceil(bm) * n.div_ceil(bn);
+    for warps in [4, 8] {
+        let opts = tritium::LaunchOptions {
+            num_warps: warps,
+            emulated_sm: Some(90),
+            ..Default::default()
+        };
+        let run = |d: &Device| {
+            let mut out = Array2::<f32>::zeros((m, n));
+            matmul::matmul_descriptor::launch_with(
+                d, grid, &opts, &mut out, &a, &b, mi, ni, ki, bm, bn, bk, 8,
+            )
+            .unwrap();
+            out
+        };
+        shared_memory_stats();
+        let got = run(&Device::cuda_emulator());
+        let stats = shared_memory_stats();
+        let want = run(&Device::interpreter());
+        // Every block of every K step, whole: TMA moves the box, zeros past the matrices.
+        let tiles = m.div_ceil(bm) * n.div_ceil(bn) * k.div_ceil(bk);
+        assert_eq!(
+            stats.tma_bytes,
+            (tiles * (bm * bk + bk * bn) * 2) as u64,
+            "{stats:?}"
+        );
+        assert_eq!(stats.cp_async_bytes, 0, "{stats:?}");
+        assert_eq!(stats.wgmma, (tiles * 2 * 4) as u64, "{stats:?}");
+        assert_close(&got, &want, 1e-4, 1e-4, "descriptor matmul");
+    }
+}
+
+/// The descriptor matmul's PTX: TMA copies and `mbarrier` waits in the K loop on sm_90a
+/// (tensor maps as 64-byte aligned `grid_constant` parameters), no `cp.async`; sm_80
+/// copies the same loads with `cp.async` and takes no map.
+#[test]
+fn descriptor_matmul_ptx_copies_by_tma_on_hopper() {
+    let spec = Specialization {
+        ones: vec![false; 6],
+        sixteens: vec![true; 6],
+    };
+    let f = matmul::matmul_descriptor::trace::<f16, f16>(&spec, 128, 256, 64, 8).unwrap();
+    let hopper = crate::cuda::ptx(&f, 90, 8);
+    for want in [
+        ".param .align 64 .b8",
+        "cvta.param.u64",
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "mbarrier.arrive.expect_tx.shared::cta.b64",
+        "wgmma.wait_group.sync.aligned 1;",
+    ] {
+        assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
+    }
+    assert!(!hopper.contains("cp.async.cg.shared.global"), "{hopper}");
+    // Four 128-byte column blocks of `b` and one of `a` per stage.
+    let copies = hopper.matches("cp.async.bulk.tensor").count();
+    assert!(copies >= 5, "{copies} copies in\n{hopper}");
+    let ampere = crate::cuda::ptx(&f, 80, 8);
+    assert!(ampere.contains("cp.async.cg.shared.global"), "{ampere}");
+    assert!(!ampere.contains(".param .align 64 .b8"), "{ampere}");
+}
+
+/// A launch whose tensor maps TMA cannot encode (here `k = 0`: a tensor map has no empty
+/// dim) takes the kernel compiled without TMA, as on a GPU: no error, zeros.
+#[test]
+fn descriptor_matmul_that_tma_cannot_encode_falls_back_emulated() {
+    let (m, n) = (64, 64);
+    let a = Array2::from_elem((m, 16), f16::ONE);
+    let b = Array2::from_elem((16, n), f16::ONE);
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    let mut out = Array2::<f32>::from_elem((m, n), f32::NAN);
+    shared_memory_stats();
+    matmul::matmul_descriptor::launch_with(
+        &Device::cuda_emulator(),
+        1,
+        &opts,
+        &mut out,
+        &a,
+        &b,
+        m as i32,
+        n as i32,
+        0,
+        64,
+        64,
+        64,
+        8,
+    )
+    .unwrap();
+    assert_eq!(shared_memory_stats().tma_bytes, 0);
+    assert!(out.iter().all(|x| *x == 0.0), "{out:?}");
 }

@@ -142,6 +142,7 @@ pub fn launch(
             num_stages: options.num_stages,
             bounds_check: options.bounds_check(),
             sites: options.compile_options().sites,
+            tma: true,
         };
         let mut k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         check_args(&k.function, &args)?;
@@ -154,6 +155,11 @@ pub fn launch(
             &args.pointees,
         )? {
             more.apply(&mut copts.bounds_check, &mut copts.sites);
+            k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
+        }
+        // As on a GPU: tensor maps TMA cannot encode for this launch, code without TMA.
+        if !k.encodes_maps(&args.args) {
+            copts.tma = false;
             k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         }
         return k.run(grid, &args.args, &args.pointees);

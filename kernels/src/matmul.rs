@@ -430,6 +430,37 @@ pub fn matmul_persistent<T: Float, O: Float>(
     }
 }
 
+/// Tutorial 03's matmul through tensor descriptors (Triton's `make_tensor_descriptor`, as
+/// tutorial 09's descriptor kernels move their operands): row-major `a` (`m × k`), `b`
+/// (`k × n`) and `c`, blocks clipped to the matrices. On Hopper the operand blocks are
+/// copied by TMA (`cp.async.bulk.tensor`, waited on through an `mbarrier`).
+#[kernel]
+pub fn matmul_descriptor<T: Float, O: Float>(
+    c: Ptr<O>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    m: i32,
+    n: i32,
+    k: i32,
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+    #[constexpr] GROUP_M: usize,
+) {
+    let a_desc = make_tensor_descriptor(a, (m, k), (k, 1), (BM, BK));
+    let b_desc = make_tensor_descriptor(b, (k, n), (n, 1), (BK, BN));
+    let c_desc = make_tensor_descriptor(c, (m, n), (n, 1), (BM, BN));
+    let grid = (cdiv(m, BM as i32), cdiv(n, BN as i32));
+    let (pid_m, pid_n) = grouped_block(program_id(0), grid, GROUP_M);
+    let (om, on) = (pid_m * BM as i32, pid_n * BN as i32);
+    let mut acc = zeros([BM, BN], DType::F32);
+    for ki in range(0, cdiv(k, BK as i32)) {
+        let ok = ki * BK as i32;
+        acc = dot(a_desc.load((om, ok)), b_desc.load((ok, on)), acc);
+    }
+    c_desc.store((om, on), acc);
+}
+
 /// `a @ b` through [`matmul_persistent`] with `programs` programs (CPU worker threads or
 /// GPU SMs; at most one per output tile are launched) and groups of 8 block rows.
 pub fn matmul_persistent_2d<T: Float, O: Float + Default>(

@@ -26,10 +26,13 @@
 
 use super::codegen::{
     self, wavefronts, EMU_BARRIER, EMU_COMMIT, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID,
-    EMU_LDMATRIX, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID,
-    EMU_WGMMA, EMU_WGMMA_COMMIT, EMU_WGMMA_WAIT, EMU_WORDS,
+    EMU_LDMATRIX, EMU_MBARRIER, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE,
+    EMU_TID, EMU_TMA, EMU_WGMMA, EMU_WGMMA_COMMIT, EMU_WGMMA_WAIT, EMU_WORDS,
+    MBARRIER_ARRIVE_EXPECT_TX, MBARRIER_INIT, MBARRIER_INVAL,
 };
+use super::emulate_tma::Barriers;
 use super::emulate_wgmma::{Issue, WgmmaQueue};
+use super::tensor_map::{self, PlannedMap};
 use super::CudaCompileOptions;
 use crate::launch::checked::{self, FAULT_WORDS};
 use crate::launch::{named_buffers, Grid, KernelKey, LaunchOptions, Pointee, RawArg};
@@ -70,6 +73,8 @@ pub(crate) struct EmulatedKernel {
     pub proof: Option<crate::launch::bounds::LaunchProof>,
     /// Outside checked mode, the checked sites (ascending).
     pub checked_sites: Vec<u32>,
+    /// The loads copied by TMA, whose tensor maps each launch encodes (`tensor_map.rs`).
+    pub maps: Vec<PlannedMap>,
 }
 
 /// Stack bytes of one emulated GPU thread (what `std::thread` gives a thread).
@@ -97,6 +102,14 @@ struct EmuState {
     wgmma: Vec<std::cell::RefCell<WgmmaQueue>>,
     /// `wgmma` descriptors without a swizzle mode (a code-generation bug).
     bad_descriptors: AtomicU32,
+    /// The CTA's `mbarrier`s and TMA copies in flight (`emulate_tma.rs`).
+    barriers: std::cell::RefCell<Barriers>,
+    /// The threads suspended in an `mbarrier` wait (not at a barrier).
+    waiting: Vec<Cell<bool>>,
+    /// The first misuse of an `mbarrier` or TMA copy (a code-generation bug).
+    tma_error: std::cell::RefCell<Option<String>>,
+    /// The CTA's shared memory: its address and bytes.
+    shared: (usize, usize),
 }
 
 /// One thread's `cp.async` copies that have not landed yet.
@@ -145,6 +158,71 @@ impl EmuState {
         // SAFETY: the scheduler runs thread `tid` now, inside its coroutine, whose
         // yielder lives as long as the coroutine.
         unsafe { (*self.yielders[tid].get()).suspend(()) };
+    }
+
+    /// Records the first misuse of an `mbarrier` or a TMA copy.
+    fn tma_failed(&self, e: String) {
+        self.tma_error.borrow_mut().get_or_insert(e);
+    }
+}
+
+/// An `mbarrier` operation (`codegen/tma.rs`'s `MBARRIER_*` with its argument); a
+/// `try_wait` returns once the phase of parity `arg` is complete, suspending the thread
+/// while it is not (the scheduler resumes it).
+extern "C" fn emu_mbarrier(
+    state: *const EmuState,
+    tid: u32,
+    op: u32,
+    bar: *mut u8,
+    arg: u32,
+) -> u32 {
+    // SAFETY: as `emu_barrier`.
+    let s = unsafe { &*state };
+    let address = bar as usize;
+    let done = match op {
+        MBARRIER_INIT => {
+            s.barriers.borrow_mut().init(address, arg);
+            Ok(())
+        }
+        MBARRIER_ARRIVE_EXPECT_TX => s.barriers.borrow_mut().arrive_expect_tx(address, arg),
+        MBARRIER_INVAL => s.barriers.borrow_mut().inval(address),
+        _ => loop {
+            match s.barriers.borrow_mut().try_wait(address, arg) {
+                Ok(false) => {}
+                other => break other.map(|_| ()),
+            }
+            s.waiting[tid as usize].set(true);
+            // SAFETY: as `EmuState::barrier`.
+            unsafe { (*s.yielders[tid as usize].get()).suspend(()) };
+        },
+    };
+    if let Err(e) = done {
+        s.tma_failed(e);
+    }
+    1
+}
+
+/// `cp.async.bulk.tensor.2d` (see `emulate_tma.rs`).
+extern "C" fn emu_tma(
+    state: *const EmuState,
+    _tid: u32,
+    dst: *mut u8,
+    _shared: *mut u8,
+    map: *const u64,
+    col: i32,
+    row: i32,
+    bar: *mut u8,
+) {
+    // SAFETY: as `emu_barrier`.
+    let s = unsafe { &*state };
+    let (shared, bytes) = s.shared;
+    // SAFETY: `map` is a tensor-map parameter of the launch (`EmulatedKernel::run`
+    // encoded it from the launch's buffers, whose every element it reads is inside).
+    let copied = unsafe {
+        (s.barriers.borrow_mut()).copy((dst as usize, shared, bytes), map, [col, row], bar as usize)
+    };
+    if let Err(e) = copied {
+        s.tma_failed(e);
     }
 }
 
@@ -321,6 +399,8 @@ pub struct SharedMemoryStats {
     pub cp_async_wavefronts: u64,
     /// `wgmma.mma_async` instructions (one per warpgroup).
     pub wgmma: u64,
+    /// Bytes written to shared memory by TMA copies.
+    pub tma_bytes: u64,
 }
 
 thread_local! {
@@ -331,6 +411,7 @@ thread_local! {
             cp_async_bytes: 0,
             cp_async_wavefronts: 0,
             wgmma: 0,
+            tma_bytes: 0,
         })
     };
 }
@@ -554,6 +635,7 @@ pub(crate) fn compile(
         }
     }
     let c = pipeline::compile::compile(&Emulator(generated), f, compile_options)?;
+    let maps = tensor_map::planned(&c.function, &generated);
     // SAFETY: the generated function has exactly `EntryFn`'s signature (`emulate: true`).
     let entry = unsafe { std::mem::transmute::<usize, EntryFn>(c.code) };
     let checked = bounds_check || !checked_sites.is_empty();
@@ -568,6 +650,7 @@ pub(crate) fn compile(
         shared_bytes: c.meta,
         threads: num_warps as usize * 32,
         sites,
+        maps,
     })
 }
 
@@ -588,10 +671,11 @@ impl Target for Emulator {
             "cuda-emulator".to_string(),
             host::host_description(),
             format!(
-                "warps={}|stages={}|wgmma={}",
+                "warps={}|stages={}|wgmma={}|tma={}",
                 self.0.num_warps,
                 self.0.num_stages,
-                super::target::uses_wgmma(self.0.sm)
+                super::target::uses_wgmma(self.0.sm),
+                self.0.tma && super::target::uses_wgmma(self.0.sm),
             ),
             // The JIT keeps one symbol per name: checked code (and Hopper's) needs its own.
             format!(
@@ -633,6 +717,7 @@ impl Target for Emulator {
             sites: self.0.sites,
             ptx: codegen::EMULATED_PTX,
             wgmma: super::target::uses_wgmma(self.0.sm),
+            tma: self.0.tma && super::target::uses_wgmma(self.0.sm),
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
     }
@@ -655,6 +740,12 @@ impl Target for Emulator {
 }
 
 impl EmulatedKernel {
+    /// Whether this launch's tensor maps (if any) can be encoded.
+    pub(crate) fn encodes_maps(&self, args: &[RawArg]) -> bool {
+        let slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
+        tensor_map::encode_all(&self.maps, &slots).is_ok()
+    }
+
     /// Runs the grid, program after program. Arguments must be checked already. In
     /// checked mode every program runs (as on a GPU) and the first fault is the error.
     pub(crate) fn run(&self, grid: Grid, args: &[RawArg], pointees: &[Pointee]) -> Result<()> {
@@ -678,7 +769,18 @@ impl EmulatedKernel {
         if self.sites.is_some() {
             slots.push(check.as_ptr() as u64);
         }
+        let maps: Vec<[u64; tensor_map::MAP_BYTES / 8]> =
+            tensor_map::encode_all(&self.maps, &slots[..args.len()])
+                .map_err(|e| Error::Launch {
+                    kernel: self.function.name.clone(),
+                    message: e,
+                })?
+                .iter()
+                .map(tensor_map::Encoding::emulated)
+                .collect();
+        slots.extend(maps.iter().map(|m| m.as_ptr() as u64));
         let mut shared = vec![0u128; self.shared_bytes.div_ceil(16) + 1];
+        let shared_span = (shared.as_ptr() as usize, shared.len() * 16);
         let state = EmuState {
             yielders: (0..self.threads)
                 .map(|_| Cell::new(std::ptr::null()))
@@ -692,6 +794,10 @@ impl EmulatedKernel {
             copy_counts: (0..self.threads).map(|_| Cell::new(0)).collect(),
             wgmma: (0..self.threads).map(|_| Default::default()).collect(),
             bad_descriptors: AtomicU32::new(0),
+            barriers: Default::default(),
+            waiting: (0..self.threads).map(|_| Cell::new(false)).collect(),
+            tma_error: Default::default(),
+            shared: shared_span,
         };
         let [nx, ny, nz] = grid.0;
         let (slots_addr, shared_addr, state_addr) = (
@@ -726,6 +832,8 @@ impl EmulatedKernel {
                         emu_cp_async_group as *const () as usize as u64;
                     words[EMU_WGMMA as usize] = emu_wgmma as *const () as usize as u64;
                     words[EMU_WGMMA_WAIT as usize] = emu_wgmma_wait as *const () as usize as u64;
+                    words[EMU_MBARRIER as usize] = emu_mbarrier as *const () as usize as u64;
+                    words[EMU_TMA as usize] = emu_tma as *const () as usize as u64;
                     words[EMU_PRINT as usize] =
                         crate::launch::print::print_hook as *const () as usize as u64;
                     for p in 0..nx * ny * nz {
@@ -753,6 +861,18 @@ impl EmulatedKernel {
         }
         outcome?;
         drop(shared);
+        let tma_bytes = state.barriers.borrow().bytes;
+        SHARED_STATS.with(|st| {
+            let mut v = st.get();
+            v.tma_bytes += tma_bytes;
+            st.set(v);
+        });
+        if let Some(e) = state.tma_error.borrow_mut().take() {
+            return Err(Error::Device(format!(
+                "emulator: {}: {e} (a bug of the CUDA code generator)",
+                self.function.name
+            )));
+        }
         if state.misaligned.load(Ordering::Relaxed) > 0 {
             return Err(Error::Device(format!(
                 "emulator: {}: an `ldmatrix` row address is not 16-byte aligned (a bug of the CUDA code generator)",
@@ -804,7 +924,9 @@ fn schedule(threads: &mut [Coroutine<(), (), ()>], state_addr: usize) -> Result<
             if state_addr != 0 {
                 // SAFETY: a nonzero `state_addr` is the launch's `EmuState`, alive until
                 // every thread has finished; no thread runs now.
-                unsafe { (*(state_addr as *const EmuState)).count_copies() };
+                let state = unsafe { &*(state_addr as *const EmuState) };
+                returned += resume_waiting(threads, state, count, state_addr)?;
+                state.count_copies();
             }
             if returned == threads.len() {
                 return Ok(());
@@ -820,6 +942,41 @@ fn schedule(threads: &mut [Coroutine<(), (), ()>], state_addr: usize) -> Result<
     })();
     EMU_THREAD.with(|t| t.set((0, 1, 0)));
     result
+}
+
+/// Resumes the threads suspended in an `mbarrier` wait until each is at a barrier or has
+/// returned (how many returned), so every thread of a round reaches the same barrier; an
+/// error when a pass changes no barrier while some still wait (a deadlock).
+fn resume_waiting(
+    threads: &mut [Coroutine<(), (), ()>],
+    state: &EmuState,
+    count: u32,
+    state_addr: usize,
+) -> Result<usize> {
+    let mut returned = 0;
+    loop {
+        let waiting: Vec<usize> = (0..threads.len())
+            .filter(|t| state.waiting[*t].get())
+            .collect();
+        if waiting.is_empty() {
+            return Ok(returned);
+        }
+        let before = state.barriers.borrow().progress;
+        for &tid in &waiting {
+            state.waiting[tid].set(false);
+            EMU_THREAD.with(|t| t.set((tid as u32, count, state_addr)));
+            if let CoroutineResult::Return(()) = threads[tid].resume(()) {
+                returned += 1;
+            }
+        }
+        let stuck = waiting.iter().all(|t| state.waiting[*t].get());
+        if stuck && state.barriers.borrow().progress == before {
+            return Err(Error::Device(format!(
+                "emulator: {} threads wait on an mbarrier phase that no arrival or copy                  completes (a code generator bug)",
+                waiting.len()
+            )));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -79,6 +79,7 @@ pub(crate) fn launch(
         num_stages: options.num_stages,
         bounds_check: options.bounds_check(),
         sites: options.compile_options().sites,
+        tma: true,
     };
     let spec = args.specialization(true);
     let mut compiled = compiled(key, &spec, &copts, options, trace)?;
@@ -90,7 +91,7 @@ pub(crate) fn launch(
         more.apply(&mut copts.bounds_check, &mut copts.sites);
         compiled = self::compiled(key, &spec, &copts, options, trace)?;
     }
-    let kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
+    let mut kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
     let stream = match &options.stream {
         Some(s) if !Arc::ptr_eq(s.gpu(), gpu) => {
             return Err(launch_err(format!(
@@ -130,18 +131,42 @@ pub(crate) fn launch(
         false => None,
     };
     values.extend(check.as_ref().map(|c| c.address));
+    // Tensor maps, after the check buffer (`tensor_map.rs`): a launch TMA cannot encode
+    // them for takes the kernel compiled without TMA.
+    let mut maps = Vec::new();
+    let planned = super::tensor_map::planned(&compiled.function, &copts);
+    if !planned.is_empty() {
+        let params = &values[..args.args.len()];
+        match super::tensor_map::encode_all(&planned, params) {
+            Ok(encodings) => {
+                for e in &encodings {
+                    let map = super::tensor_map::encode_on_driver(e).map_err(|m| {
+                        launch_err(format!("encoding the tensor map of {e:?}: {m}"))
+                    })?;
+                    maps.push(map);
+                }
+            }
+            Err(_) => {
+                copts.tma = false;
+                compiled = self::compiled(key, &spec, &copts, options, trace)?;
+                kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
+            }
+        }
+    }
     // The driver reads each parameter's size from the kernel: the low bytes of each
     // little-endian u64 are the value.
     let mut params: Vec<*mut std::ffi::c_void> =
         values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+    params.extend(maps.iter_mut().map(|m| m.as_mut_ptr().cast()));
     gpu.bind()?;
     for &(writes, uses) in &args.device_uses {
         uses.order_before(&stream, writes)?;
     }
     let [x, y, z] = grid.0;
     // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`; the
-    // check buffer is the last in checked mode), each to a value of at least the
-    // parameter's size (the driver copies them at the call). Staged host buffers and the
+    // check buffer follows them in checked mode, then the planned tensor maps, 128 bytes
+    // each), each to a value of at least the parameter's size (the driver copies them at
+    // the call). Staged host buffers and the
     // check buffer live until the stream is synchronized below; device tensors are freed
     // only after the use recorded below.
     unsafe {

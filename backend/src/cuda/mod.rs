@@ -7,10 +7,12 @@
 mod checked;
 mod codegen;
 pub(crate) mod emulate;
+mod emulate_tma;
 mod emulate_wgmma;
 mod launch;
 mod ptx_conversions;
 mod target;
+pub(crate) mod tensor_map;
 
 pub use crate::runtime::{unavailable_reason, CudaDevice, CudaTensor, DeviceTensor, Ptx, Stream};
 pub use emulate::{shared_memory_stats, SharedMemoryStats};
@@ -38,6 +40,10 @@ pub struct CudaCompileOptions {
     /// Outside checked mode, the accesses that are checked (a default launch: those its
     /// bounds proof leaves); any makes the kernel take the check buffer.
     pub sites: crate::launch::SiteChecks,
+    /// On Hopper, tensor-descriptor loads feeding a pipelined `dot` are copied by TMA
+    /// (`cp.async.bulk.tensor`; see `tensor_map.rs`), their tensor maps encoded at launch.
+    /// A launch whose maps TMA cannot encode takes code compiled without.
+    pub tma: bool,
 }
 
 impl Default for CudaCompileOptions {
@@ -48,6 +54,7 @@ impl Default for CudaCompileOptions {
             num_stages: 3,
             bounds_check: false,
             sites: crate::launch::SiteChecks::None,
+            tma: true,
         }
     }
 }
@@ -106,6 +113,14 @@ pub fn run_emulated_with(
 ) -> Result<()> {
     grid.validate(&f.name)?;
     crate::check_args(f, args)?;
-    let k = emulate::compile(f.clone(), options, &Default::default())?;
+    let mut k = emulate::compile(f.clone(), options, &Default::default())?;
+    // As a launch does: code without TMA where this launch's tensor maps cannot be encoded.
+    if !k.encodes_maps(&args.args) {
+        let without = CudaCompileOptions {
+            tma: false,
+            ..*options
+        };
+        k = emulate::compile(f.clone(), &without, &Default::default())?;
+    }
     k.run(grid, &args.args, &args.pointees)
 }

@@ -94,8 +94,13 @@ impl Target for Nvptx {
         Ok(vec![
             version::NVPTX.to_string(),
             format!(
-                "{TRIPLE}|sm_{}|ptx{ptx}|warps={}|stages={}|bounds_check={}|sites={:?}",
-                o.sm, o.num_warps, o.num_stages, o.bounds_check, o.sites
+                "{TRIPLE}|sm_{}|ptx{ptx}|warps={}|stages={}|bounds_check={}|sites={:?}|tma={}",
+                o.sm,
+                o.num_warps,
+                o.num_stages,
+                o.bounds_check,
+                o.sites,
+                o.tma && uses_wgmma(o.sm)
             ),
         ])
     }
@@ -128,6 +133,7 @@ impl Target for Nvptx {
             sites: self.0.sites,
             ptx: ptx_version(self.0.sm).map_err(crate::llvm::CodegenError::unsupported)?,
             wgmma: uses_wgmma(self.0.sm),
+            tma: self.0.tma && uses_wgmma(self.0.sm),
         };
         Ok(codegen::generate(ctx, module, f, symbol, options, customs)?.shared_bytes)
     }

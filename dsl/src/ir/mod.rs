@@ -44,6 +44,7 @@ mod verify;
 
 pub use affine::{affine_lanes, row_major, Affine, Widened};
 pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
+pub use bounds::machine as integer_op;
 pub use bounds::{
     bounds_proof, Access, BoundsProof, Entry, LaunchMemory, LaunchValues, MemoryRead,
     ProofWorkspace, Refuted, SiteProof, Verdict, MAX_ENUMERATED,

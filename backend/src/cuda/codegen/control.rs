@@ -199,10 +199,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let carried_acc = (self.pipelined.as_ref()).and_then(|p| p.carried_acc);
         if pipelined {
             // Later iterations' groups hold nothing past the end; drain them all the same
-            // before shared memory is reused.
-            self.pipelined = None;
-            self.wait_copies(0)?;
+            // before shared memory is reused (TMA copies are all waited for: only
+            // iterations that run issue theirs).
+            let tma = (self.pipelined.take()).and_then(|p| p.tma.map(|t| (t, p.stages)));
+            if tma.is_none() {
+                self.wait_copies(0)?;
+            }
             self.barrier()?;
+            if let Some((t, stages)) = tma {
+                self.tma_release(t, stages)?;
+            }
         }
         self.bind(&inst.results, &slots, &carry)?;
         // A `wgmma` group left in flight by the body's `dot` completes before its

@@ -245,6 +245,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 p.stages,
                 stage,
                 ahead,
+                p.tma.zip(p.trip),
             ))
         });
         let (a_tile, b_tile, b_columns) = match pipelined {
@@ -272,12 +273,25 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         }
         let mut issue_after = None;
         let stage_base = match pipelined {
-            Some((_, first, stage_bytes, stages, stage, (iv, runs))) => {
+            Some((_, first, stage_bytes, stages, stage, (iv, runs), tma)) => {
                 if first {
                     self.reserve_shared(self.shared_floor + stages * stage_bytes);
-                    self.wait_copies(stages as u32 - 2)?;
-                    self.fence_proxy_async()?;
-                    self.barrier()?;
+                    match tma {
+                        // Each thread waits for the stage itself; with the group left
+                        // in flight, the barrier after the `dot` is the one that lets
+                        // thread 0 refill the buffer the last iteration read.
+                        Some((t, trip)) => {
+                            self.tma_wait(t, stage, trip, stages)?;
+                            if !in_flight {
+                                self.barrier()?;
+                            }
+                        }
+                        None => {
+                            self.wait_copies(stages as u32 - 2)?;
+                            self.fence_proxy_async()?;
+                            self.barrier()?;
+                        }
+                    }
                     let later = self
                         .b
                         .build_int_add(stage, self.i32c(stages as u64 - 1), "")?;

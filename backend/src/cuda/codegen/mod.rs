@@ -35,8 +35,9 @@ mod reduce;
 mod remat;
 mod scalar;
 mod scan;
-mod swizzle;
+pub(crate) mod swizzle;
 mod sync;
+mod tma;
 mod types;
 mod wgmma;
 
@@ -44,9 +45,11 @@ use crate::llvm::{CodegenError, Positioned, Result};
 pub(crate) use async_copy::EMU_COMMIT;
 pub(crate) use swizzle::wavefronts;
 pub(crate) use sync::{
-    EMU_BARRIER, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID, EMU_LDMATRIX, EMU_MMA, EMU_NCTAID,
-    EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_WGMMA, EMU_WGMMA_WAIT, EMU_WORDS,
+    EMU_BARRIER, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID, EMU_LDMATRIX, EMU_MBARRIER, EMU_MMA,
+    EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_TMA, EMU_WGMMA,
+    EMU_WGMMA_WAIT, EMU_WORDS,
 };
+pub(crate) use tma::{MBARRIER_ARRIVE_EXPECT_TX, MBARRIER_INIT, MBARRIER_INVAL};
 pub(crate) use wgmma::{descriptor_element, EMU_WGMMA_COMMIT};
 
 use crate::pipeline::link::CustomEntries;
@@ -95,6 +98,9 @@ pub(crate) struct CodegenOptions {
     /// Hopper (`sm_90a`): tensor-core `dot`s whose shapes allow it run on `wgmma`
     /// (`wgmma.rs`), their accumulators dealt to warpgroups.
     pub wgmma: bool,
+    /// With `wgmma`: the tensor-descriptor loads that `cuda::tensor_map::plan` finds are
+    /// copied by TMA where they feed a pipelined `dot`, their maps taken as parameters.
+    pub tma: bool,
 }
 
 /// What the launcher needs to know about a generated kernel.
@@ -179,6 +185,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// While a later iteration's copies are issued: the counter's value for it, and the
     /// body's scalars computed again (see `Gen::scalar_at`).
     iteration: HashMap<Value, BasicValueEnum<'ctx>>,
+    /// The loads TMA may copy, by result (see `tma.rs`).
+    tma: HashMap<Value, tma::TmaLoad<'ctx>>,
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -205,6 +213,9 @@ pub(crate) fn generate<'ctx>(
     };
     // The kernel takes the check buffer.
     let checked = opts.bounds_check || !listed.is_empty();
+    // Planned on `f` as the launcher sees it, matched below on the rewritten function by
+    // site (the rewrite keeps memory ops and their numbers).
+    let maps = crate::cuda::tensor_map::planned_for(f, opts.wgmma && opts.tma, opts.bounds_check);
     // Carried pointer tiles become index expressions (`cp.async`, pipelining); the fault
     // sites keep their numbers, so `listed` (the proof of `f` itself) still names them.
     let rewritten = crate::pipeline::link::with_pointer_offsets(f, customs);
@@ -221,10 +232,12 @@ pub(crate) fn generate<'ctx>(
         vec![ptr.into(), ptr.into()]
     } else {
         let check = checked.then(|| ctx.ptr_type(global).into());
+        let tensor_maps = maps.iter().map(|_| ptr.into());
         f.params
             .iter()
             .map(|p| param_ty(ctx, f.ty(p.value).elem, global).into())
             .chain(check)
+            .chain(tensor_maps)
             .collect()
     };
     let func = module.add_function(
@@ -239,6 +252,8 @@ pub(crate) fn generate<'ctx>(
     } else {
         func.set_call_conventions(PTX_KERNEL_CC);
         annotate_kernel(ctx, module, func, threads);
+        let first = tma::map_param(f.params.len(), checked, 0);
+        tma::tensor_map_params(ctx, module, func, first, maps.len());
         let smem = module.add_global(
             ctx.i8_type().array_type(0),
             Some(AddressSpace::from(3u16)),
@@ -289,6 +304,7 @@ pub(crate) fn generate<'ctx>(
         axis: HashMap::new(),
         pipelined: None,
         iteration: HashMap::new(),
+        tma: HashMap::new(),
     };
     g.smem = match smem {
         Some(p) => p,
@@ -337,6 +353,14 @@ pub(crate) fn generate<'ctx>(
     if checked {
         let buf = param(f.params.len(), ctx.ptr_type(global).into())?;
         g.check = Some(g.checked_state(buf.into_pointer_value(), opts.bounds_check, &listed)?);
+    }
+    for (j, m) in maps.iter().enumerate() {
+        let i = tma::map_param(f.params.len(), checked, j);
+        let map = param(i, ptr.into())?.into_pointer_value();
+        let map = b.build_ptr_to_int(map, ctx.i64_type(), "tensor_map")?;
+        if let Some(load) = g.box_load_at(m.site) {
+            g.tma.insert(load.0, tma::TmaLoad { load: load.1, map });
+        }
     }
     g.held = g.held_layouts();
     g.async_candidates = g.find_async_candidates();
@@ -993,6 +1017,7 @@ mod tests {
             sites: Default::default(),
             ptx: 70,
             wgmma: false,
+            tma: false,
         };
         inject::unposition_before("mul");
         inject::assert_names_the_mul(generate(

@@ -18,6 +18,7 @@
 
 use super::held::Held;
 use super::swizzle::Swizzled;
+use super::tma::{TmaStages, MBARRIER_BYTES};
 use super::Gen;
 use crate::llvm::{LoopCounter, Result};
 use inkwell::values::{BasicValueEnum, IntValue};
@@ -65,6 +66,9 @@ pub(super) struct Pipelined<'ctx, 'f> {
     pub zero_init: bool,
     /// This iteration's number from 0 (i32).
     pub trip: Option<IntValue<'ctx>>,
+    /// Where every copied tile is a tensor descriptor's block: TMA copies them, waited
+    /// for on each stage's `mbarrier` (`tma.rs`).
+    pub tma: Option<TmaStages>,
 }
 
 /// A carried scalar `arg` that starts at `init` and grows by `step` per iteration: a later
@@ -156,13 +160,29 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             });
         }
         let stage_bytes = offset - self.shared_floor;
+        let tma = staged.iter().all(|d| {
+            let Op::Dot { a, b, .. } = &d.dot.op else {
+                return false;
+            };
+            let (a_tile, b_tile, columns) = &d.tiles;
+            (!d.copies_a || self.tma_copies(*a, a_tile, false))
+                && self.tma_copies(*b, b_tile, *columns)
+        });
+        // Room for the barriers of the most stages.
+        let barriers = match tma {
+            true => MAX_STAGES * MBARRIER_BYTES,
+            false => 0,
+        };
         let stages = (2..=wanted).rev().find(|s| {
             let budget = match self.wgmma {
                 true => HOPPER_SHARED_BUDGET,
                 false => SHARED_BUDGET,
             };
-            self.shared_floor + s * stage_bytes <= budget
+            self.shared_floor + s * stage_bytes + barriers <= budget
         })?;
+        let tma = tma.then_some(TmaStages {
+            barriers: self.shared_floor + stages * stage_bytes,
+        });
         let carried_acc = Self::carried_accumulator(body, &dots)
             .filter(|_| self.wgmma_in_loop(&staged[0], stage_bytes));
         let zero_init = carried_acc.is_some_and(|j| self.is_positive_zero(init[j]));
@@ -178,6 +198,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             inductions,
             stage: None,
             ahead: None,
+            tma,
         })
     }
 
@@ -383,19 +404,32 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let base = self
             .b
             .build_int_mul(stage, self.i32c(stage_bytes as u64), "stage")?;
+        let tma = self.pipelined.as_ref().and_then(|p| p.tma);
         self.when(Some(runs), &mut |g| {
             g.iteration = later.clone();
-            let out = (copies.iter())
-                .try_for_each(|(x, tile, columns)| g.copy_operand(*x, *tile, *columns, base));
+            let out = match tma {
+                Some(t) => {
+                    let tiles: Vec<_> = copies.iter().map(|(x, tile, _)| (*x, *tile)).collect();
+                    g.tma_issue(t, stage, base, &tiles)
+                }
+                None => (copies.iter())
+                    .try_for_each(|(x, tile, columns)| g.copy_operand(*x, *tile, *columns, base)),
+            };
             g.iteration.clear();
             out
         })?;
-        self.commit_copies()
+        match tma {
+            Some(_) => Ok(()),
+            None => self.commit_copies(),
+        }
     }
 
     /// The loop's prologue: the copies of its first `stages - 1` iterations.
     pub(super) fn pipeline_prologue(&mut self, count: &LoopCounter<'ctx>) -> Result<()> {
         let stages = self.pipelined.as_ref().map_or(0, |p| p.stages);
+        if let Some(t) = self.pipelined.as_ref().and_then(|p| p.tma) {
+            self.tma_init(t, stages)?;
+        }
         for d in 0..stages - 1 {
             let iv = count.ahead(&self.emit(), count.lo, d as u64)?;
             let runs = count.runs(&self.emit(), iv)?;

@@ -9,18 +9,19 @@
 use super::Gen;
 use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue};
+use std::collections::HashSet;
 use tritium_dsl::ir::{Op, Value};
 
 /// The most ops an expression recomputed per slot may have (larger ones are exchanged);
-/// hints are not ops.
-const MAX_OPS: usize = 24;
+/// hints are not ops, and an op used twice (a tensor descriptor's index, compared with
+/// 0 and with the dim's size) is counted once, as LLVM computes it once.
+const MAX_OPS: usize = 32;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Defines `r`, the broadcast of `x`, by evaluating `x` at every slot's index when `x`
     /// is an index expression; false (nothing emitted) otherwise.
     pub(super) fn broadcast_in_place(&mut self, r: Value, x: Value) -> Result<bool> {
-        let mut budget = MAX_OPS;
-        if self.ty(x).is_scalar() || !self.is_index_expression(x, &mut budget) {
+        if self.ty(x).is_scalar() || !self.is_index_value(x) {
             return Ok(false);
         }
         let (rs, xs) = (self.ty(r).shape.clone(), self.ty(x).shape.clone());
@@ -55,13 +56,13 @@ impl<'ctx> Gen<'ctx, '_> {
     /// `MAX_OPS` ops: [`Self::eval_at`] gives any of its elements.
     pub(super) fn is_index_value(&self, v: Value) -> bool {
         let mut budget = MAX_OPS;
-        self.is_index_expression(v, &mut budget)
+        self.is_index_expression(v, &mut budget, &mut HashSet::new())
     }
 
     /// Whether `v` is computed from indices, constants and scalars alone, in at most
-    /// `budget` ops.
-    fn is_index_expression(&self, v: Value, budget: &mut usize) -> bool {
-        if self.ty(v).is_scalar() {
+    /// `budget` ops besides those in `seen` (each counted once).
+    fn is_index_expression(&self, v: Value, budget: &mut usize, seen: &mut HashSet<Value>) -> bool {
+        if self.ty(v).is_scalar() || !seen.insert(v) {
             return true;
         }
         let Some(inst) = self.defs.get(&v) else {
@@ -70,7 +71,7 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         // A hint (`multiple_of`, `max_contiguous`) is its operand at run time: no op.
         if let Op::Hint { x, .. } = &inst.op {
-            return self.is_index_expression(*x, budget);
+            return self.is_index_expression(*x, budget, seen);
         }
         if *budget == 0 {
             return false;
@@ -79,13 +80,13 @@ impl<'ctx> Gen<'ctx, '_> {
         match &inst.op {
             Op::Arange { .. } | Op::Const(_) | Op::Splat(_) => true,
             Op::ExpandDims { x, .. } | Op::Broadcast(x) | Op::Reshape(x) => {
-                self.is_index_expression(*x, budget)
+                self.is_index_expression(*x, budget, seen)
             }
             op if op.is_pointwise() => inst
                 .op
                 .operands()
                 .iter()
-                .all(|o| self.is_index_expression(*o, budget)),
+                .all(|o| self.is_index_expression(*o, budget, seen)),
             _ => false,
         }
     }

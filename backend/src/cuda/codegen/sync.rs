@@ -34,8 +34,11 @@ pub(crate) const EMU_CP_ASYNC_GROUP: u64 = 15;
 /// `wgmma.mma_async`, and its `wait_group` (see `wgmma.rs`).
 pub(crate) const EMU_WGMMA: u64 = 16;
 pub(crate) const EMU_WGMMA_WAIT: u64 = 17;
+/// `mbarrier` operations and TMA copies (see `tma.rs`).
+pub(crate) const EMU_MBARRIER: u64 = 18;
+pub(crate) const EMU_TMA: u64 = 19;
 /// The number of words.
-pub(crate) const EMU_WORDS: usize = 18;
+pub(crate) const EMU_WORDS: usize = 20;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.

@@ -405,7 +405,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// An asm statement with side effects and no operands.
-    fn asm_statement(&self, asm: &str) -> Result<()> {
+    pub(super) fn asm_statement(&self, asm: &str) -> Result<()> {
         let fn_ty = self.ctx.void_type().fn_type(&[], false);
         let f = self.ctx.create_inline_asm(
             fn_ty,

@@ -44,6 +44,7 @@ mod scalar;
 use crate::ir::{DType, Function};
 pub use eval::ProofWorkspace;
 use form::Form;
+pub use scalar::machine;
 use scalar::{ScalarId, Scalars};
 
 /// The most iterations a launch enumerates for one loop (see the module docs); a loop

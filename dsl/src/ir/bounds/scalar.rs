@@ -180,7 +180,7 @@ impl Scalars {
 
 /// Integer op `op` of dtype `d` as generated code computes it on `x` and `y` (each first
 /// taken modulo the width, as the value it stands for); `None` for ops on no integers.
-pub(crate) fn machine(op: BinOp, x: i128, y: i128, d: DType) -> Option<i128> {
+pub fn machine(op: BinOp, x: i128, y: i128, d: DType) -> Option<i128> {
     if !d.is_int() {
         return None;
     }

@@ -1,0 +1,350 @@
+//! TMA copies of a pipelined loop's `dot` operands, and the `mbarrier`s that wait for them
+//! (Hopper; see `cuda/tensor_map.rs` for which loads and their tensor maps).
+//!
+//! Each stage of the loop (`pipeline.rs`) has an `mbarrier` in shared memory after the
+//! stages, initialized to one arrival before the loop's prologue (after a
+//! `fence.proxy.async`: TMA may overwrite what generic stores wrote) and invalidated after
+//! the loop. To fill a stage, thread 0 arrives with the stage's byte count
+//! (`mbarrier.arrive.expect_tx`) and issues one `cp.async.bulk.tensor.2d` per 128-byte
+//! column block of each operand tile, each completing its bytes on that barrier. Every
+//! thread waits for the stage with `mbarrier.try_wait.parity`: iteration `i` waits for
+//! phase `i / stages` of barrier `i % stages`, whose parity is `(i / stages) & 1`. The
+//! barrier that precedes the `dot` stays: thread 0 refills the buffer the last iteration
+//! read only after every warp is past it.
+//!
+//! In the emulator each of these is a hook (`cuda/emulate_tma.rs`): a copy reads its box at
+//! issue and lands at the first wait that sees its phase complete (its destination holds
+//! NaNs until then).
+
+use super::swizzle::Swizzled;
+use super::sync::{EMU_MBARRIER, EMU_TMA};
+use super::Gen;
+use crate::cuda::tensor_map::{BoxLoad, MAP_BYTES};
+use crate::llvm::Result;
+use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::context::Context;
+use inkwell::module::Module;
+use inkwell::types::AnyType;
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
+use inkwell::IntPredicate;
+use tritium_dsl::ir::Value;
+
+/// The emulator's `mbarrier` operations (the hook's first argument).
+pub(crate) const MBARRIER_INIT: u32 = 0;
+pub(crate) const MBARRIER_ARRIVE_EXPECT_TX: u32 = 1;
+pub(crate) const MBARRIER_TRY_WAIT: u32 = 2;
+pub(crate) const MBARRIER_INVAL: u32 = 3;
+
+/// Bytes of one `mbarrier`.
+pub(super) const MBARRIER_BYTES: usize = 8;
+
+/// A load that TMA copies: its box (the kernel's values) and its tensor map's generic
+/// address (an i64).
+#[derive(Clone, Copy)]
+pub(super) struct TmaLoad<'ctx> {
+    pub load: BoxLoad,
+    pub map: IntValue<'ctx>,
+}
+
+/// The stages' barriers of a loop whose copies are all TMA's.
+#[derive(Clone, Copy)]
+pub(super) struct TmaStages {
+    /// Byte offset of stage 0's barrier (the others follow, 8 bytes apart).
+    pub barriers: usize,
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Whether `x` is copied by TMA into `tile` (`columns`: stored transposed, which TMA
+    /// does not do for 16-bit tiles).
+    pub(super) fn tma_copies(&self, x: Value, tile: &Swizzled, columns: bool) -> bool {
+        self.tma.get(&x).is_some_and(|t| {
+            !columns && t.load.rows == tile.rows && t.load.cols == tile.cols && tile.elem == 2
+        })
+    }
+
+    /// The address of stage `stage`'s barrier (an i32 stage).
+    fn stage_barrier(&self, t: TmaStages, stage: IntValue<'ctx>) -> Result<PointerValue<'ctx>> {
+        let b = self.b;
+        let at = b.build_int_mul(stage, self.i32c(MBARRIER_BYTES as u64), "")?;
+        let at = b.build_int_add(at, self.i32c(t.barriers as u64), "")?;
+        self.shared_byte(at)
+    }
+
+    /// Before the loop's prologue: thread 0 initializes each stage's barrier to one
+    /// arrival; the barrier after it makes that visible to every thread.
+    pub(super) fn tma_init(&mut self, t: TmaStages, stages: usize) -> Result<()> {
+        self.fence_proxy_async()?;
+        let first = self.first_thread()?;
+        self.when(Some(first), &mut |g| {
+            for s in 0..stages {
+                let bar = g.stage_barrier(t, g.i32c(s as u64))?;
+                g.mbarrier(MBARRIER_INIT, bar, g.i32c(1))?;
+            }
+            if g.emu.is_none() {
+                g.asm_statement("fence.mbarrier_init.release.cluster;")?;
+            }
+            Ok(())
+        })?;
+        self.barrier()
+    }
+
+    /// After the loop (every copy waited for, every thread past the barrier that follows
+    /// it): thread 0 invalidates the barriers, so their memory may hold anything again.
+    pub(super) fn tma_release(&mut self, t: TmaStages, stages: usize) -> Result<()> {
+        let first = self.first_thread()?;
+        self.when(Some(first), &mut |g| {
+            for s in 0..stages {
+                let bar = g.stage_barrier(t, g.i32c(s as u64))?;
+                g.mbarrier(MBARRIER_INVAL, bar, g.i32c(0))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Thread 0 fills stage `stage`: it expects the copies' bytes on the stage's barrier,
+    /// then issues them (`copies`: each load with its tile, offset by `stage_base` bytes).
+    pub(super) fn tma_issue(
+        &mut self,
+        t: TmaStages,
+        stage: IntValue<'ctx>,
+        stage_base: IntValue<'ctx>,
+        copies: &[(Value, Swizzled)],
+    ) -> Result<()> {
+        let first = self.first_thread()?;
+        let bytes: usize = copies.iter().map(|(_, tile)| tile.bytes()).sum();
+        self.when(Some(first), &mut |g| {
+            let bar = g.stage_barrier(t, stage)?;
+            g.mbarrier(MBARRIER_ARRIVE_EXPECT_TX, bar, g.i32c(bytes as u64))?;
+            for (x, tile) in copies {
+                let tma = g.tma[x];
+                // The box's first row and column, as the load computes them.
+                let [row, col] = [tma.load.offsets[0], tma.load.offsets[1]];
+                let row = g.coordinate(row)?;
+                let col = g.coordinate(col)?;
+                let box_cols = match tile.blocked() {
+                    true => 128 / tile.elem,
+                    false => tile.cols,
+                };
+                for block in 0..tile.cols / box_cols {
+                    let dst = tile.offset + block * tile.block_bytes();
+                    let dst = g.b.build_int_add(stage_base, g.i32c(dst as u64), "")?;
+                    let dst = g.shared_byte(dst)?;
+                    let c = (g.b).build_int_add(col, g.i32c((block * box_cols) as u64), "")?;
+                    g.tma_copy(dst, tma.map, [c, row], bar)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Every thread waits until stage `stage`'s copies of iteration `trip` have landed.
+    pub(super) fn tma_wait(
+        &mut self,
+        t: TmaStages,
+        stage: IntValue<'ctx>,
+        trip: IntValue<'ctx>,
+        stages: usize,
+    ) -> Result<()> {
+        let b = self.b;
+        let uses = b.build_int_unsigned_div(trip, self.i32c(stages as u64), "")?;
+        let parity = b.build_and(uses, self.i32c(1), "parity")?;
+        let bar = self.stage_barrier(t, stage)?;
+        let wait = self.ctx.append_basic_block(self.func, "tma.wait");
+        let done = self.ctx.append_basic_block(self.func, "tma.done");
+        b.build_unconditional_branch(wait)?;
+        b.position_at_end(wait);
+        let ready = self.mbarrier(MBARRIER_TRY_WAIT, bar, parity)?;
+        let ready = b.build_int_compare(IntPredicate::NE, ready, self.i32c(0), "")?;
+        b.build_conditional_branch(ready, done, wait)?;
+        b.position_at_end(done);
+        Ok(())
+    }
+
+    /// A scalar coordinate of a box as the i32 TMA takes.
+    fn coordinate(&mut self, v: Value) -> Result<IntValue<'ctx>> {
+        let x = self.scalar_at(v)?.into_int_value();
+        let i32t = self.ctx.i32_type();
+        Ok(match x.get_type().get_bit_width() {
+            32 => x,
+            w if w > 32 => self.b.build_int_truncate(x, i32t, "")?,
+            _ => self.b.build_int_s_extend(x, i32t, "")?,
+        })
+    }
+
+    /// `tid == 0`.
+    fn first_thread(&self) -> Result<IntValue<'ctx>> {
+        Ok((self.b).build_int_compare(IntPredicate::EQ, self.tid, self.i32c(0), "first")?)
+    }
+
+    /// `mbarrier` operation `op` (`MBARRIER_*`) on the barrier at `bar` with `arg` (the
+    /// arrival count, the expected bytes or the parity); `try_wait` gives 1 once the
+    /// phase of that parity is complete (else 0).
+    fn mbarrier(
+        &self,
+        op: u32,
+        bar: PointerValue<'ctx>,
+        arg: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let i32t = self.ctx.i32_type();
+        if self.emu.is_some() {
+            let args = [self.i32c(u64::from(op)).into(), bar.into(), arg.into()];
+            let r = self.emulator_hook(EMU_MBARRIER, &args, Some(i32t.into()))?;
+            return Ok(r.expect("returns an i32").into_int_value());
+        }
+        let i64t = self.ctx.i64_type();
+        let addr: BasicValueEnum<'ctx> = self.b.build_ptr_to_int(bar, i64t, "")?.into();
+        let (asm, constraints, ret) = match op {
+            MBARRIER_INIT => ("mbarrier.init.shared::cta.b64 [$0], $1;", "l,r", false),
+            MBARRIER_ARRIVE_EXPECT_TX => (
+                "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+                "l,r",
+                false,
+            ),
+            MBARRIER_INVAL => ("mbarrier.inval.shared::cta.b64 [$0];", "l", false),
+            _ => (
+                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; \
+                 selp.u32 $0, 1, 0, p; }",
+                "=r,l,r",
+                true,
+            ),
+        };
+        let mut args = vec![addr];
+        if op != MBARRIER_INVAL {
+            args.push(arg.into());
+        }
+        let params: Vec<_> = args.iter().map(|a| a.get_type().into()).collect();
+        let fn_ty = match ret {
+            true => i32t.fn_type(&params, false),
+            false => self.ctx.void_type().fn_type(&params, false),
+        };
+        let f = self.ctx.create_inline_asm(
+            fn_ty,
+            asm.to_string(),
+            format!("{constraints},~{{memory}}"),
+            true,
+            false,
+            None,
+            false,
+        );
+        let args: Vec<_> = args.iter().map(|a| (*a).into()).collect();
+        let call = self.b.build_indirect_call(fn_ty, f, &args, "")?;
+        Ok(match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+            inkwell::values::ValueKind::Instruction(_) => self.i32c(0),
+        })
+    }
+
+    /// `cp.async.bulk.tensor.2d` of the box at `coords` (column, row) of the tensor map at
+    /// generic address `map` into shared memory at `dst`, completing on barrier `bar`.
+    fn tma_copy(
+        &self,
+        dst: PointerValue<'ctx>,
+        map: IntValue<'ctx>,
+        coords: [IntValue<'ctx>; 2],
+        bar: PointerValue<'ctx>,
+    ) -> Result<()> {
+        if self.emu.is_some() {
+            let args = [
+                dst.into(),
+                self.smem.into(),
+                map.into(),
+                coords[0].into(),
+                coords[1].into(),
+                bar.into(),
+            ];
+            self.emulator_hook(EMU_TMA, &args, None)?;
+            return Ok(());
+        }
+        let i64t = self.ctx.i64_type();
+        let i32t = self.ctx.i32_type();
+        let fn_ty = self.ctx.void_type().fn_type(
+            &[
+                i64t.into(),
+                i64t.into(),
+                i32t.into(),
+                i32t.into(),
+                i64t.into(),
+            ],
+            false,
+        );
+        let asm = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \
+                   [$0], [$1, {$2, $3}], [$4];";
+        let f = self.ctx.create_inline_asm(
+            fn_ty,
+            asm.to_string(),
+            "l,l,r,r,l,~{memory}".to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        let args = [
+            self.b.build_ptr_to_int(dst, i64t, "")?.into(),
+            map.into(),
+            coords[0].into(),
+            coords[1].into(),
+            self.b.build_ptr_to_int(bar, i64t, "")?.into(),
+        ];
+        self.b.build_indirect_call(fn_ty, f, &args, "")?;
+        Ok(())
+    }
+}
+
+/// The tensor-map parameter of planned map `j` of a kernel with `params` parameters and
+/// the check buffer or not (they follow both).
+pub(crate) fn map_param(params: usize, checked: bool, j: usize) -> usize {
+    params + usize::from(checked) + j
+}
+
+impl<'ctx, 'f> Gen<'ctx, 'f> {
+    /// The box load whose fault-site number is `site`, if the function still has it in
+    /// that form.
+    pub(super) fn box_load_at(&self, site: u32) -> Option<(Value, BoxLoad)> {
+        let ids = self.f.fault_site_ids();
+        let mut found = None;
+        self.f.walk(&mut |inst| {
+            if found.is_none() && ids.get(&(inst as *const _)) == Some(&site) {
+                found = BoxLoad::of(self.f, &self.defs, inst).map(|b| (inst.results[0], b));
+            }
+        });
+        found
+    }
+}
+
+/// Declares parameters `first..first + count` of kernel `func` tensor maps: 128 bytes
+/// passed by value, 64-byte aligned, and `grid_constant` (read in place through a
+/// generic address, where a plain by-value parameter would be copied to the stack).
+pub(super) fn tensor_map_params<'ctx>(
+    ctx: &'ctx Context,
+    module: &Module<'ctx>,
+    func: FunctionValue<'ctx>,
+    first: usize,
+    count: usize,
+) {
+    if count == 0 {
+        return;
+    }
+    let map_ty = ctx.i8_type().array_type(MAP_BYTES as u32);
+    let byval = Attribute::get_named_enum_kind_id("byval");
+    let align = Attribute::get_named_enum_kind_id("align");
+    let i32t = ctx.i32_type();
+    let mut indices = Vec::new();
+    for i in first..first + count {
+        let at = AttributeLoc::Param(i as u32);
+        func.add_attribute(
+            at,
+            ctx.create_type_attribute(byval, map_ty.as_any_type_enum()),
+        );
+        func.add_attribute(at, ctx.create_enum_attribute(align, 64));
+        // 1-based, as NVVM numbers parameters.
+        indices.push(i32t.const_int(i as u64 + 1, false).into());
+    }
+    let node = ctx.metadata_node(&[
+        func.as_global_value().as_pointer_value().into(),
+        ctx.metadata_string("grid_constant").into(),
+        ctx.metadata_node(&indices).into(),
+    ]);
+    module
+        .add_global_metadata("nvvm.annotations", &node)
+        .expect("nvvm.annotations is a valid named metadata");
+}

@@ -1,0 +1,630 @@
+//! TMA tensor maps (Hopper): the loads of a tensor descriptor copied by
+//! `cp.async.bulk.tensor`.
+//!
+//! `make_tensor_descriptor` (and a block pointer loaded with every dim boundary-checked)
+//! traces to an ordinary masked load (`dsl::trace::block_ptr`): per dim `d`, the index
+//! `arange(0, n_d) + off_d` times the dim's stride, masked by `0 <= index < shape_d`.
+//! [`BoxLoad::of`] recognizes that form. On `sm_90a`, where such a load is a tensor-core
+//! `dot` operand copied to shared memory in a pipelined loop (`pipeline.rs`), one thread
+//! copies the whole block with TMA, one copy per 128-byte column block of the operand's
+//! swizzled layout (`swizzle.rs`: the hardware's swizzle modes, so TMA writes exactly that
+//! layout), and the block's `mbarrier` counts its bytes in (`codegen/tma.rs`). The
+//! hardware clips the box to the tensor: elements outside read 0, as the mask gives.
+//!
+//! A tensor map (CUDA's opaque 128-byte `CUtensorMap`) holds the base, shape and strides,
+//! so they must be known at launch: [`plan`] keeps the loads whose base, shape and row
+//! stride are computed from parameters and constants only ([`HostExpr`]), whose column
+//! stride is 1 and whose base and row stride the specialization proves 16-byte aligned.
+//! The launcher evaluates them and encodes one map per planned load ([`Encoding`]:
+//! `cuTensorMapEncodeTiled` on a GPU, [`Encoding::emulated`] for the emulator), each
+//! passed as a `grid_constant` parameter after the kernel's own and the check buffer.
+
+use super::codegen::swizzle::Swizzled;
+use std::collections::HashMap;
+use tritium_dsl::ir::{
+    axis_info, integer_op, AxisInfo, BinOp, CmpPred, Const, DType, Function, Inst, Loc, Op, Value,
+};
+
+/// Bytes of a tensor map (CUDA's `CUtensorMap`, 64-byte aligned).
+pub(crate) const MAP_BYTES: usize = 128;
+
+/// The most elements along one dim of a TMA box.
+const MAX_BOX: usize = 256;
+
+/// A load of a `rows × cols` block of a row-major 2-D tensor, clipped to it: what a
+/// tensor descriptor's `load` traces to (see the module docs). Values are the kernel's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BoxLoad {
+    /// The tensor's base (a scalar pointer).
+    pub base: Value,
+    /// Per dim (rows, cols): the block's first index (a scalar integer).
+    pub offsets: [Value; 2],
+    /// Per dim: the tensor's extent (a scalar integer).
+    pub extents: [Value; 2],
+    /// Elements from one row to the next (a scalar integer); columns are adjacent.
+    pub row_stride: Value,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+/// One dim's part of a box load: `(arange(0, size) + offset)` reshaped, and its stride.
+struct DimTerm {
+    index: Value,
+    offset: Value,
+    size: usize,
+    stride: Value,
+}
+
+impl BoxLoad {
+    /// The box `load` reads, if it is a tensor descriptor's load of a 2-D block (see the
+    /// module docs): pointers `base + Σ_d (arange + off_d) · stride_d`, the mask every
+    /// dim's `0 <= index < extent`, no `other` or a zero one, the column stride 1.
+    pub(crate) fn of(f: &Function, defs: &HashMap<Value, &Inst>, load: &Inst) -> Option<BoxLoad> {
+        let Op::Load {
+            ptr, mask, other, ..
+        } = &load.op
+        else {
+            return None;
+        };
+        let ty = f.ty(load.results[0]);
+        if ty.rank() != 2 || other.is_some_and(|o| !is_zero(defs, o)) {
+            return None;
+        }
+        let op = |v: Value| defs.get(&v).map(|i| &i.op);
+        let Some(Op::AddPtr(base, offset)) = op(*ptr) else {
+            return None;
+        };
+        let Some(Op::Splat(base)) = op(*base) else {
+            return None;
+        };
+        let mut terms = Vec::new();
+        sum_terms(f, defs, *offset, &mut terms)?;
+        let [row, col] = <[DimTerm; 2]>::try_from(terms).ok()?;
+        let shaped = |t: &DimTerm, d: usize| {
+            let shape = &f.ty(t.index).shape;
+            shape.len() == 2 && shape[d] == t.size && shape[1 - d] == 1
+        };
+        if !shaped(&row, 0) || !shaped(&col, 1) || int_const(defs, col.stride) != Some(1) {
+            return None;
+        }
+        let mut bounds = HashMap::new();
+        in_bounds(defs, (*mask)?, &mut bounds)?;
+        let extent = |t: &DimTerm| bounds.get(&t.index).copied();
+        let extents = [extent(&row)?, extent(&col)?];
+        (bounds.len() == 2 && ty.shape == [row.size, col.size]).then_some(BoxLoad {
+            base: *base,
+            offsets: [row.offset, col.offset],
+            extents,
+            row_stride: row.stride,
+            rows: row.size,
+            cols: col.size,
+        })
+    }
+}
+
+/// The terms of a sum of `index · splat(stride)` tiles, each maybe broadcast, in order.
+fn sum_terms(
+    f: &Function,
+    defs: &HashMap<Value, &Inst>,
+    v: Value,
+    out: &mut Vec<DimTerm>,
+) -> Option<()> {
+    match &defs.get(&v)?.op {
+        Op::Broadcast(x) => sum_terms(f, defs, *x, out),
+        Op::Binary(BinOp::Add, x, y) if f.ty(*x).shape == f.ty(v).shape => {
+            sum_terms(f, defs, *x, out)?;
+            sum_terms(f, defs, *y, out)
+        }
+        Op::Binary(BinOp::Mul, index, stride) => {
+            let Op::Splat(stride) = &defs.get(stride)?.op else {
+                return None;
+            };
+            let (offset, size) = dim_index(f, defs, *index)?;
+            out.push(DimTerm {
+                index: *index,
+                offset,
+                size,
+                stride: *stride,
+            });
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// `reshape(cast(arange(0, n)) + splat(cast(offset)))`: the offset (before its cast) and n.
+fn dim_index(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Option<(Value, usize)> {
+    let op = |v: Value| defs.get(&v).map(|i| &i.op);
+    let sum = match op(v)? {
+        Op::Reshape(x) => *x,
+        _ => v,
+    };
+    let Op::Binary(BinOp::Add, lanes, offset) = op(sum)? else {
+        return None;
+    };
+    let lanes = match op(*lanes)? {
+        Op::Cast(x) => *x,
+        _ => *lanes,
+    };
+    let Op::Arange { start: 0, end } = op(lanes)? else {
+        return None;
+    };
+    let Op::Splat(offset) = op(*offset)? else {
+        return None;
+    };
+    let offset = match op(*offset) {
+        Some(Op::Cast(x)) if f.ty(*x).is_scalar() => *x,
+        _ => *offset,
+    };
+    let size = usize::try_from(*end).ok()?;
+    f.ty(offset).is_scalar().then_some((offset, size))
+}
+
+/// The conjuncts `index >= 0 & index < splat(extent)` of a mask (maybe broadcast), as
+/// `index → extent`.
+fn in_bounds(
+    defs: &HashMap<Value, &Inst>,
+    v: Value,
+    out: &mut HashMap<Value, Value>,
+) -> Option<()> {
+    let op = |v: Value| defs.get(&v).map(|i| &i.op);
+    match op(v)? {
+        Op::Broadcast(x) => in_bounds(defs, *x, out),
+        Op::Binary(BinOp::And, x, y) => {
+            if let (Some(Op::Cmp(CmpPred::Ge, i, zero)), Some(Op::Cmp(CmpPred::Lt, j, n))) =
+                (op(*x), op(*y))
+            {
+                let Some(Op::Splat(n)) = op(*n) else {
+                    return None;
+                };
+                return (i == j && is_zero(defs, *zero) && out.insert(*i, *n).is_none())
+                    .then_some(());
+            }
+            in_bounds(defs, *x, out)?;
+            in_bounds(defs, *y, out)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `v` is the constant 0 (a constant or a splat of one).
+fn is_zero(defs: &HashMap<Value, &Inst>, v: Value) -> bool {
+    match defs.get(&v).map(|i| &i.op) {
+        Some(Op::Const(Const::Int(0))) => true,
+        Some(Op::Const(Const::Float(x))) => x.to_bits() == 0,
+        Some(Op::Splat(x)) => is_zero(defs, *x),
+        _ => false,
+    }
+}
+
+fn int_const(defs: &HashMap<Value, &Inst>, v: Value) -> Option<i128> {
+    match defs.get(&v).map(|i| &i.op) {
+        Some(Op::Const(Const::Int(c))) => Some(*c),
+        _ => None,
+    }
+}
+
+/// An integer (or an address) computed at launch from the kernel's parameters and
+/// constants, as the generated code computes it (wrapping in each op's dtype).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HostExpr {
+    /// Parameter `i`: a scalar of its dtype, or a pointer's address.
+    Param(usize, Option<DType>),
+    Const(i128),
+    /// An integer converted to `DType`.
+    Cast(Box<HostExpr>, DType),
+    Binary(BinOp, DType, Box<HostExpr>, Box<HostExpr>),
+    /// A pointer moved by a number of `usize`-byte elements.
+    AddPtr(Box<HostExpr>, Box<HostExpr>, usize),
+}
+
+/// The deepest [`HostExpr`] built (the kernel's index arithmetic is shallow).
+const MAX_DEPTH: usize = 32;
+
+impl HostExpr {
+    /// `v` of `f` as a launch-time expression, if it is one.
+    pub(crate) fn of(f: &Function, defs: &HashMap<Value, &Inst>, v: Value) -> Option<HostExpr> {
+        Self::at_depth(f, defs, v, 0)
+    }
+
+    fn at_depth(
+        f: &Function,
+        defs: &HashMap<Value, &Inst>,
+        v: Value,
+        depth: usize,
+    ) -> Option<HostExpr> {
+        let ty = f.ty(v);
+        if depth > MAX_DEPTH || !ty.is_scalar() {
+            return None;
+        }
+        if let Some(i) = f.params.iter().position(|p| p.value == v) {
+            return Some(HostExpr::Param(
+                i,
+                ty.dtype().filter(|_| ty.elem.pointee().is_none()),
+            ));
+        }
+        let again = |x: Value| Self::at_depth(f, defs, x, depth + 1).map(Box::new);
+        let int = |x: Value| f.ty(x).dtype().is_some_and(|d| d.is_int() && !d.is_bool());
+        Some(match &defs.get(&v)?.op {
+            Op::Hint { x, .. } => return Self::at_depth(f, defs, *x, depth + 1),
+            Op::Const(Const::Int(c)) => HostExpr::Const(*c),
+            Op::Cast(x) if int(*x) && int(v) => HostExpr::Cast(again(*x)?, ty.dtype()?),
+            Op::Binary(op, x, y) if int(v) => {
+                HostExpr::Binary(*op, ty.dtype()?, again(*x)?, again(*y)?)
+            }
+            Op::AddPtr(p, o) if int(*o) => {
+                let elem = ty.elem.pointee()?.size_bytes();
+                HostExpr::AddPtr(again(*p)?, again(*o)?, elem)
+            }
+            _ => return None,
+        })
+    }
+
+    /// The value for a launch whose parameter slots (what the kernel receives: addresses
+    /// for pointers, the scalars' bits) are `slots`; `None` where an op has no value
+    /// (`machine` refuses it).
+    pub(crate) fn eval(&self, slots: &[u64]) -> Option<i128> {
+        Some(match self {
+            HostExpr::Param(i, dtype) => {
+                let bits = *slots.get(*i)? as i128;
+                match dtype {
+                    Some(d) => d.wrap_int(bits),
+                    None => bits,
+                }
+            }
+            HostExpr::Const(c) => *c,
+            HostExpr::Cast(x, d) => d.wrap_int(x.eval(slots)?),
+            HostExpr::Binary(op, d, x, y) => integer_op(*op, x.eval(slots)?, y.eval(slots)?, *d)?,
+            HostExpr::AddPtr(p, o, elem) => {
+                let addr = p
+                    .eval(slots)?
+                    .wrapping_add(o.eval(slots)?.wrapping_mul(*elem as i128));
+                DType::U64.wrap_int(addr)
+            }
+        })
+    }
+}
+
+/// A load copied by TMA in a kernel: its tensor's map, computed at launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PlannedMap {
+    /// The load's fault-site number (`Function::fault_site_ids`): memory ops keep theirs
+    /// through the code generator's rewrites.
+    pub site: u32,
+    pub loc: Loc,
+    pub dtype: DType,
+    pub rows: usize,
+    pub cols: usize,
+    pub base: HostExpr,
+    /// Rows, columns.
+    pub extents: [HostExpr; 2],
+    /// Elements.
+    pub row_stride: HostExpr,
+}
+
+/// The loads of `f` that code for Hopper may copy by TMA, in site order (see the module
+/// docs): each a 16-bit tile loaded only to be a `dot` operand in the same block, with no
+/// memory write between, its box whole 16-byte chunks per row and at most 256 rows, its
+/// base and row stride 16-byte aligned by the specialization.
+fn plan(f: &Function) -> Vec<PlannedMap> {
+    let defs = f.defs();
+    let sites = f.fault_site_ids();
+    let mut operands = Vec::new();
+    f.walk(&mut |inst| {
+        if let Op::Dot { a, b, .. } = &inst.op {
+            operands.extend([*a, *b]);
+        }
+    });
+    let mut found = Vec::new();
+    let mut axis: Option<HashMap<Value, AxisInfo>> = None;
+    f.walk(&mut |inst| {
+        if !matches!(inst.op, Op::Load { .. }) {
+            return;
+        }
+        let r = inst.results[0];
+        let dtype = f.ty(r).dtype();
+        let wide = matches!(dtype, Some(DType::F16 | DType::BF16));
+        if !wide || !operands.contains(&r) || f.uses(r) != 1 {
+            return;
+        }
+        let Some(b) = BoxLoad::of(f, &defs, inst) else {
+            return;
+        };
+        let elem = 2;
+        let fits = b.rows <= MAX_BOX && (b.cols * elem).is_multiple_of(16);
+        let host = |v| HostExpr::of(f, &defs, v);
+        let (Some(base), Some(rows), Some(cols), Some(stride)) = (
+            host(b.base),
+            host(b.extents[0]),
+            host(b.extents[1]),
+            host(b.row_stride),
+        ) else {
+            return;
+        };
+        let axis = axis.get_or_insert_with(|| axis_info(f));
+        // Divisibilities are powers of two: `div · per` is a multiple of `bytes` (16)
+        // once it is at least that.
+        let divides = |v: Value, bytes: u64, per: u64| {
+            axis.get(&v).map_or(1, AxisInfo::element_divisibility) * per >= bytes
+        };
+        let aligned = divides(b.base, 16, 1) && divides(b.row_stride, 16, elem as u64);
+        if let (true, true, Some(&site)) = (fits, aligned, sites.get(&(inst as *const Inst))) {
+            found.push(PlannedMap {
+                site,
+                loc: inst.loc.clone(),
+                dtype: dtype.expect("a 16-bit load"),
+                rows: b.rows,
+                cols: b.cols,
+                base,
+                extents: [rows, cols],
+                row_stride: stride,
+            });
+        }
+    });
+    found.sort_by_key(|m| m.site);
+    found
+}
+
+/// One tensor map's encoding parameters: what `cuTensorMapEncodeTiled` takes (dims from
+/// the innermost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Encoding {
+    pub dtype: DType,
+    pub address: u64,
+    /// Columns, rows.
+    pub dims: [u64; 2],
+    /// Bytes from one row to the next.
+    pub row_stride: u64,
+    /// Columns (at most one swizzle span), rows of one copy.
+    pub box_dims: [u32; 2],
+    /// The swizzle span in bytes (128, 64, 32), 0 for none.
+    pub swizzle: u32,
+}
+
+/// The first word of an emulated map (see [`Encoding::emulated`]).
+const EMULATED_MAGIC: u64 = 0x544d_415f_5452_4954;
+
+impl PlannedMap {
+    /// The swizzled layout TMA writes the block in (that of a `dot` operand tile).
+    pub(crate) fn tile(&self) -> Swizzled {
+        Swizzled::of_bytes(0, self.rows, self.cols, self.dtype.size_bytes())
+    }
+
+    /// Columns one copy moves: one 128-byte column block of a blocked tile, else a row.
+    pub(crate) fn box_cols(&self) -> usize {
+        let t = self.tile();
+        match t.blocked() {
+            true => 128 / t.elem,
+            false => t.cols,
+        }
+    }
+
+    /// This map's encoding for a launch with parameter slots `slots`, or what TMA cannot
+    /// encode (the launch then takes code without TMA).
+    pub(crate) fn encode(&self, slots: &[u64]) -> Result<Encoding, String> {
+        let value = |e: &HostExpr, what: &str| {
+            e.eval(slots)
+                .ok_or_else(|| format!("its {what} has no value at this launch"))
+        };
+        let address = value(&self.base, "base")?;
+        let [rows, cols] = [
+            value(&self.extents[0], "shape")?,
+            value(&self.extents[1], "shape")?,
+        ];
+        let stride = value(&self.row_stride, "stride")?;
+        let elem = self.dtype.size_bytes() as i128;
+        if address % 16 != 0 {
+            return Err(format!("its base {address:#x} is not 16-byte aligned"));
+        }
+        for (what, n) in [("rows", rows), ("columns", cols)] {
+            if !(1..=1i128 << 32).contains(&n) {
+                return Err(format!("its shape has {n} {what}; TMA takes 1 to 2^32"));
+            }
+        }
+        let stride_bytes = stride * elem;
+        if stride_bytes % 16 != 0 || !(0..1i128 << 40).contains(&stride_bytes) {
+            return Err(format!(
+                "its row stride of {stride_bytes} bytes is not a multiple of 16 below 2^40"
+            ));
+        }
+        Ok(Encoding {
+            dtype: self.dtype,
+            address: address as u64,
+            dims: [cols as u64, rows as u64],
+            row_stride: stride_bytes as u64,
+            box_dims: [self.box_cols() as u32, self.rows as u32],
+            swizzle: self.tile().swizzle_bytes() as u32,
+        })
+    }
+}
+
+impl Encoding {
+    /// The emulator's map: the encoding's fields in words (the emulator reads them back
+    /// with [`Encoding::from_emulated`]; a GPU's map is the driver's own format).
+    pub(crate) fn emulated(&self) -> [u64; MAP_BYTES / 8] {
+        let mut w = [0u64; MAP_BYTES / 8];
+        w[0] = EMULATED_MAGIC;
+        w[1] = self.dtype.size_bytes() as u64 | u64::from(self.swizzle) << 16;
+        w[2] = self.address;
+        w[3] = self.dims[0];
+        w[4] = self.dims[1];
+        w[5] = self.row_stride;
+        w[6] = u64::from(self.box_dims[0]) | u64::from(self.box_dims[1]) << 32;
+        w
+    }
+
+    /// An emulated map's encoding (element size for the dtype), or `None` for words that
+    /// are not one.
+    pub(crate) fn from_emulated(w: &[u64; MAP_BYTES / 8]) -> Option<(Encoding, usize)> {
+        (w[0] == EMULATED_MAGIC).then(|| {
+            let enc = Encoding {
+                dtype: DType::U8,
+                address: w[2],
+                dims: [w[3], w[4]],
+                row_stride: w[5],
+                box_dims: [w[6] as u32, (w[6] >> 32) as u32],
+                swizzle: (w[1] >> 16) as u32,
+            };
+            (enc, (w[1] & 0xffff) as usize)
+        })
+    }
+}
+
+/// The maps' encodings for one launch, or the first that TMA cannot encode, named.
+pub(crate) fn encode_all(maps: &[PlannedMap], slots: &[u64]) -> Result<Vec<Encoding>, String> {
+    (maps.iter())
+        .map(|m| {
+            m.encode(slots)
+                .map_err(|e| format!("the tensor descriptor loaded at {}: {e}", m.loc))
+        })
+        .collect()
+}
+
+/// The maps of `f` compiled with `options` (none without TMA or in checked mode, where
+/// no load is copied asynchronously): the tensor-map parameters its kernel takes.
+pub(crate) fn planned(f: &Function, options: &super::CudaCompileOptions) -> Vec<PlannedMap> {
+    let tma = options.tma && super::target::uses_wgmma(options.sm);
+    planned_for(f, tma, options.bounds_check)
+}
+
+/// [`planned`] for code generated with TMA or not.
+pub(crate) fn planned_for(f: &Function, tma: bool, bounds_check: bool) -> Vec<PlannedMap> {
+    match tma && !bounds_check {
+        true => plan(f),
+        false => Vec::new(),
+    }
+}
+
+/// The driver's tensor map for `e` (`cuTensorMapEncodeTiled`).
+pub(crate) fn encode_on_driver(e: &Encoding) -> Result<[u64; MAP_BYTES / 8], String> {
+    use cudarc::driver::sys;
+    let dtype = match e.dtype {
+        DType::BF16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        DType::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        _ => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+    };
+    let swizzle = match e.swizzle {
+        128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        64 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        32 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        _ => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+    };
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    let strides = [e.row_stride];
+    let element_strides = [1u32; 2];
+    // SAFETY: every array has the rank's (2) entries (strides one fewer), the map is
+    // written in place; the driver only reads the address.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            2,
+            e.address as *mut std::ffi::c_void,
+            e.dims.as_ptr(),
+            strides.as_ptr(),
+            e.box_dims.as_ptr(),
+            element_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    match r {
+        sys::CUresult::CUDA_SUCCESS => Ok(map.opaque),
+        e => Err(format!("cuTensorMapEncodeTiled failed: {e:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 128 × 64 f16 block of a tensor whose base, rows and row stride are parameters
+    /// 0, 1 and 2 (pointer, i32, i32), 64 columns.
+    fn planned() -> PlannedMap {
+        PlannedMap {
+            site: 0,
+            loc: Loc::default(),
+            dtype: DType::F16,
+            rows: 128,
+            cols: 64,
+            base: HostExpr::Param(0, None),
+            extents: [HostExpr::Param(1, Some(DType::I32)), HostExpr::Const(64)],
+            row_stride: HostExpr::Cast(Box::new(HostExpr::Param(2, Some(DType::I32))), DType::I64),
+        }
+    }
+
+    #[test]
+    fn launches_tma_cannot_encode_are_named() {
+        let table: [(&[u64], Option<&str>); 5] = [
+            (&[0x1000, 200, 64], None),
+            (&[0x1008, 200, 64], Some("not 16-byte aligned")),
+            (&[0x1000, 0, 64], Some("0 rows")),
+            (&[0x1000, 200, 60], Some("row stride of 120 bytes")),
+            // -8 as an i32 slot: a negative stride.
+            (
+                &[0x1000, 200, u64::from((-8i32) as u32)],
+                Some("row stride of -16 bytes"),
+            ),
+        ];
+        for (slots, error) in table {
+            match (planned().encode(slots), error) {
+                (Ok(e), None) => {
+                    assert_eq!(e.dims, [64, 200]);
+                    assert_eq!((e.row_stride, e.box_dims, e.swizzle), (128, [64, 128], 128));
+                }
+                (Err(got), Some(want)) => assert!(got.contains(want), "{got}"),
+                (got, want) => panic!("{slots:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn wide_blocks_are_copied_by_128_byte_column_blocks() {
+        let table = [
+            (64, 64, 128),
+            (256, 64, 128),
+            (32, 32, 64),
+            (16, 16, 32),
+            (24, 24, 0),
+        ];
+        for (cols, box_cols, swizzle) in table {
+            let m = PlannedMap { cols, ..planned() };
+            let e = m.encode(&[0x1000, 200, 256]).unwrap();
+            assert_eq!(
+                (e.box_dims[0], e.swizzle),
+                (box_cols, swizzle),
+                "{cols} columns"
+            );
+        }
+    }
+
+    #[test]
+    fn emulated_maps_read_back() {
+        let e = planned().encode(&[0x1000, 200, 64]).unwrap();
+        let (back, elem) = Encoding::from_emulated(&e.emulated()).unwrap();
+        assert_eq!(elem, 2);
+        assert_eq!(
+            (back.address, back.dims, back.row_stride),
+            (e.address, e.dims, e.row_stride)
+        );
+        assert_eq!((back.box_dims, back.swizzle), (e.box_dims, e.swizzle));
+        assert!(Encoding::from_emulated(&[0; MAP_BYTES / 8]).is_none());
+    }
+
+    #[test]
+    fn host_expressions_wrap_as_the_kernel_does() {
+        let i32_max = HostExpr::Param(0, Some(DType::I32));
+        let sum = HostExpr::Binary(
+            BinOp::Add,
+            DType::I32,
+            Box::new(i32_max.clone()),
+            Box::new(HostExpr::Const(1)),
+        );
+        assert_eq!(sum.eval(&[i32::MAX as u64]), Some(i32::MIN as i128));
+        let moved = HostExpr::AddPtr(Box::new(HostExpr::Param(1, None)), Box::new(i32_max), 2);
+        assert_eq!(moved.eval(&[3, 0x1000]), Some(0x1006));
+        assert_eq!(HostExpr::Param(4, None).eval(&[0]), None);
+    }
+}
