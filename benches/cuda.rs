@@ -8,6 +8,7 @@
 //! - fp8 (E5M2) matmul 4096³, `b` K-major as tutorial 03's fp8 benchmark passes it,
 //!   against that benchmark (Triton's tutorial 03 over its fp8 configs);
 //! - the persistent matmul (f16 4096³, one program per SM) against Triton's tutorial 09;
+//! - tutorial 03 through tensor descriptors (TMA on Hopper) against the same Triton kernel;
 //! - fused attention forward (f16, 4 × 32 heads × 4096, head dims 64 and 128, causal and
 //!   not) against Triton's tutorial 06.
 //!
@@ -422,34 +423,13 @@ fn persistent_matmul(
     let da = CudaTensor::from_ndarray(device, &a)?;
     let db = CudaTensor::from_ndarray(device, &b)?;
     let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
-    let mut dref = CudaTensor::<f16>::zeros(device, &[m, n])?;
     let opts = LaunchOptions {
         num_warps: 8,
         num_stages: 3,
         ..Default::default()
     };
+    let dref = grouped_reference(device, &opts, &da, &db, [m, n, k])?;
     let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-    matmul_grouped::launch_with(
-        device,
-        m.div_ceil(128) * n.div_ceil(256),
-        &opts,
-        &mut dref,
-        &da,
-        &db,
-        mi,
-        ni,
-        ki,
-        ki,
-        1,
-        ni,
-        1,
-        ni,
-        1,
-        128,
-        256,
-        64,
-        8,
-    )?;
     let launch = || {
         matmul_persistent::launch_with(
             device, sms, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, 128, 256, 64,
@@ -468,6 +448,63 @@ fn persistent_matmul(
         t,
         tflops(flops, t),
     );
+    if dc.to_ndarray()? != dref.to_ndarray()? {
+        println!("{:<40} differs from the grouped matmul's result", "");
+    }
+    Ok(())
+}
+
+/// Tutorial 03's grouped matmul of row-major `a` and `b` at 128 × 256 × 64 with `opts`:
+/// the result other matmuls are checked against.
+fn grouped_reference(
+    device: &Device,
+    opts: &LaunchOptions,
+    da: &CudaTensor<f16>,
+    db: &CudaTensor<f16>,
+    [m, n, k]: [usize; 3],
+) -> tritium::Result<CudaTensor<f16>> {
+    let mut dref = CudaTensor::<f16>::zeros(device, &[m, n])?;
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let grid = m.div_ceil(128) * n.div_ceil(256);
+    matmul_grouped::launch_with(
+        device, grid, opts, &mut dref, da, db, mi, ni, ki, ki, 1, ni, 1, ni, 1, 128, 256, 64, 8,
+    )?;
+    Ok(dref)
+}
+
+/// Tutorial 03 through tensor descriptors, f16 4096³ at 128 × 256 × 64, 8 warps, 3 stages:
+/// on Hopper its operands are copied by TMA (`matmul_descriptor`), against the same kernel
+/// in Triton (`matmul_kernel_descriptor`, its descriptors built in the kernel).
+fn descriptor_matmul(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
+    use tritium_kernels::matmul::matmul_descriptor;
+    let (m, n, k) = (4096usize, 4096usize, 4096usize);
+    let (a, b) = f16_operands(m, n, k);
+    let da = CudaTensor::from_ndarray(device, &a)?;
+    let db = CudaTensor::from_ndarray(device, &b)?;
+    let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
+    let opts = LaunchOptions {
+        num_warps: 8,
+        num_stages: 3,
+        ..Default::default()
+    };
+    let dref = grouped_reference(device, &opts, &da, &db, [m, n, k])?;
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let grid = m.div_ceil(128) * n.div_ceil(256);
+    let launch = || {
+        matmul_descriptor::launch_with(
+            device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, 128, 256, 64, 8,
+        )
+    };
+    let name = "matmul descriptors (TMA) f16 4096³";
+    let Some(t) = time_launch(gpu, name, launch) else {
+        return Ok(());
+    };
+    let flops = 2.0 * (m * n * k) as f64;
+    peer_row(peers, name, "matmul_descriptor.triton", t, tflops(flops, t));
     if dc.to_ndarray()? != dref.to_ndarray()? {
         println!("{:<40} differs from the grouped matmul's result", "");
     }
@@ -556,6 +593,7 @@ fn main() -> tritium::Result<()> {
     f16_matmul(&device, gpu, &peers)?;
     fp8_matmul(&device, gpu, &peers)?;
     persistent_matmul(&device, gpu, &peers)?;
+    descriptor_matmul(&device, gpu, &peers)?;
     fused_attention(&device, gpu, &peers)?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The peers of `benches/cuda.rs` on the GPU: Triton's tutorial kernels (01 vector add,
-02 fused softmax, 03 matmul and its fp8 benchmark, 06 fused attention forward, 09 persistent
-matmul) written against the installed
+02 fused softmax, 03 matmul, its fp8 benchmark and its form through tensor descriptors,
+06 fused attention forward, 09 persistent matmul) written against the installed
 Triton (the kernels themselves in `benches/triton_kernels.py`), plus PyTorch's
 `torch.softmax` and cuBLAS (`torch.matmul`).
 
@@ -161,6 +161,23 @@ def persistent_matmul():
     torch.testing.assert_close(c, torch.matmul(a, b), atol=0.5, rtol=1e-2)
 
 
+# Tutorial 03 through tensor descriptors (`matmul_kernel_descriptor`) at 128 x 256 x 64,
+# 8 warps, 3 stages: Hopper copies its blocks by TMA. Its descriptors are built in the
+# kernel, in global scratch memory from Triton's allocator.
+def descriptor_matmul():
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device=DEV))
+    m = n = k = 4096
+    a = torch.randn(m, k, device=DEV, dtype=torch.float16)
+    b = torch.randn(k, n, device=DEV, dtype=torch.float16)
+    c = torch.empty(m, n, device=DEV, dtype=torch.float16)
+    grid = (triton.cdiv(m, 128) * triton.cdiv(n, 256),)
+    run = lambda: triton_kernels.matmul_kernel_descriptor[grid](
+        a, b, c, m, n, k, BM=128, BN=256, BK=64, GROUP_M=8, num_stages=3, num_warps=8)
+    yield "matmul_descriptor.triton", best_us(run, rounds=3, calls=5)
+    torch.testing.assert_close(c, torch.matmul(a, b), atol=0.5, rtol=1e-2)
+
+
 # Tutorial 06: fused attention forward (`attn_fwd` calling `attn_inner`).
 def attn_configs():
     shapes = [(128, 64, 3, 4), (128, 64, 3, 8), (128, 128, 3, 8), (64, 64, 4, 4),
@@ -195,6 +212,7 @@ def attention():
 
 CASES = {"add": vector_add, "softmax": fused_softmax, "matmul": f16_matmul,
          "matmul_fp8": fp8_matmul, "matmul_persistent": persistent_matmul,
+         "matmul_descriptor": descriptor_matmul,
          "attention": attention}
 
 

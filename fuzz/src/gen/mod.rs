@@ -1695,6 +1695,119 @@ impl Gen {
         }
     }
 
+    /// Tutorial 03's K loop through tensor descriptors: `acc = dot(a.load((r0, c0 + kb·k)),
+    /// b.load((kb·k + r1, c1)), acc)` for `kb` in `0..trips`, `a` and `b` views of `input`
+    /// (a 16-byte aligned base, lines a multiple of 8 elements apart, constant shapes)
+    /// loaded as `make_tensor_descriptor`'s loads trace (`dsl::trace::block_ptr`), blocks
+    /// clipped by the views' edges, starting before them now and then. Hopper copies such
+    /// blocks by TMA (`cuda/tensor_map.rs`; `wgmma` with 64 rows and 4 warps, `mma.sync`
+    /// else), Ampere by `cp.async`.
+    fn descriptor_k_loop(&mut self, input: usize) {
+        let from = self.inputs[input].dtype;
+        let mm = *self.rng.pick(&[16, 16, 64]);
+        let k = *self.rng.pick(&[16, 32]);
+        let nn = *self.rng.pick(&[16, 32]);
+        let trips = self.rng.range(1, 4) as i128;
+        let ptr = self.inputs[input].ptr;
+        let len = self.inputs[input].len;
+        let hint = Op::Hint {
+            x: ptr,
+            kind: HintKind::MultipleOf,
+            values: vec![16],
+        };
+        let aligned = self.push1(hint, self.ty(ptr).clone());
+        // A view: base `at` (a multiple of 8 elements), `rows × cols` with lines `ld` apart.
+        let view = |g: &mut Self| {
+            let ld = *g.rng.pick(&[16, 32, 48, 64]);
+            let at = 8 * g.rng.below(len / 16);
+            let cols = g.rng.range(1, ld as i64 + 1) as usize;
+            let rows = g.rng.range(1, ((len - at - cols) / ld + 2) as i64) as usize;
+            let off = g.int_const(DType::I32, &[], at as i128);
+            let t = g.ty(aligned).clone();
+            let base = g.push1(Op::AddPtr(aligned, off), t);
+            (base, [rows as i128, cols as i128], ld as i128)
+        };
+        let start = |g: &mut Self| *g.rng.pick(&[-8i128, 0, 0, 8, 24]);
+        let (a_view, b_view) = (view(self), view(self));
+        let (a_row, a_col, b_row, b_col) = (start(self), start(self), start(self), start(self));
+        let zero = self.int_const(DType::F32, &[mm, nn], 0);
+        let acc_info = Info {
+            int_bound: Some(1e6),
+            ..Info::EXACT
+        };
+        let result = self.loop_carrying([0, trips, 1], (zero, acc_info), &mut |g, kb, acc| {
+            let kk = g.int_const(DType::I32, &[], k as i128);
+            let moved = g.binary(BinOp::Mul, kb, kk);
+            let offset = |g: &mut Self, at: i128| {
+                let at = g.int_const(DType::I32, &[], at);
+                g.binary(BinOp::Add, at, moved)
+            };
+            let a_cols = offset(g, a_col);
+            let a_rows = g.int_const(DType::I32, &[], a_row);
+            let a = g.descriptor_load(from, a_view, [a_rows, a_cols], [mm, k]);
+            let b_rows = offset(g, b_row);
+            let b_cols = g.int_const(DType::I32, &[], b_col);
+            let b = g.descriptor_load(from, b_view, [b_rows, b_cols], [k, nn]);
+            g.push1(Op::Dot { a, b, acc }, Self::tile(DType::F32, &[mm, nn]))
+        });
+        self.observe(result);
+    }
+
+    /// The block `shape` at `offsets` (i32 scalars) of the row-major view `(base, extents,
+    /// ld)`, as a tensor descriptor's `load` traces: per dim the i64 index `arange + off`,
+    /// times the dim's stride, masked by `0 <= index < extent`.
+    fn descriptor_load(
+        &mut self,
+        d: DType,
+        (base, extents, ld): (Value, [i128; 2], i128),
+        offsets: [Value; 2],
+        shape: [usize; 2],
+    ) -> Value {
+        let mut terms = Vec::new();
+        let mut inside = Vec::new();
+        for dim in 0..2 {
+            let n = shape[dim];
+            let mut line = [1, 1];
+            line[dim] = n;
+            let lanes = self.push1(
+                Op::Arange {
+                    start: 0,
+                    end: n as i64,
+                },
+                Self::tile(DType::I32, &[n]),
+            );
+            let lanes = self.cast(lanes, DType::I64);
+            let off = self.cast(offsets[dim], DType::I64);
+            let off = self.splat_to(off, &[n]);
+            let index = self.binary(BinOp::Add, lanes, off);
+            let index = self.push1(Op::Reshape(index), Self::tile(DType::I64, &line));
+            let stride = self.int_const(DType::I64, &[], if dim == 0 { ld } else { 1 });
+            let stride = self.splat_to(stride, &line);
+            terms.push(self.binary(BinOp::Mul, index, stride));
+            let zero = self.int_const(DType::I64, &[], 0);
+            let zero = self.splat_to(zero, &line);
+            let extent = self.int_const(DType::I64, &[], extents[dim]);
+            let extent = self.splat_to(extent, &line);
+            let ge = self.cmp(CmpPred::Ge, index, zero);
+            let lt = self.cmp(CmpPred::Lt, index, extent);
+            inside.push(self.binary(BinOp::And, ge, lt));
+        }
+        let [t0, t1] = [terms[0], terms[1]].map(|t| self.splat_to(t, &shape));
+        let offset = self.binary(BinOp::Add, t0, t1);
+        let [m0, m1] = [inside[0], inside[1]].map(|m| self.splat_to(m, &shape));
+        let mask = self.binary(BinOp::And, m0, m1);
+        let p = self.splat_to(base, &shape);
+        let t = self.ty(p).clone();
+        let ptr = self.push1(Op::AddPtr(p, offset), t);
+        let load = Op::Load {
+            ptr,
+            mask: Some(mask),
+            other: None,
+            hints: CacheHints::default(),
+        };
+        self.push1(load, Self::tile(d, &shape))
+    }
+
     /// Attention's scores: a tensor-core-sized [`box_dot`](Self::box_dot) of 16-bit tiles
     /// whose rows are reduced (max, sum of `x - max`, argmax) and broadcast back, and
     /// `p = x - max` converted to the input's dtype as the `a` of a second `dot`. CUDA holds
@@ -1973,6 +2086,9 @@ impl Gen {
             let from = self.inputs[input].dtype;
             if matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.5) {
                 self.row_dot(input);
+            }
+            if matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.4) {
+                self.descriptor_k_loop(input);
             }
         }
         self.statements(n - n / 2);

@@ -14,7 +14,9 @@
 //! flight. A later iteration's loads
 //! are the same index expressions evaluated with the counter advanced: scalars of the
 //! body are computed again from it (`Gen::scalar_at`). Iterations past the loop's end
-//! issue nothing but still commit a group, so that group counts stay in step.
+//! issue nothing but still commit a group, so that group counts stay in step. On Hopper,
+//! where every copied tile is a tensor descriptor's block, TMA fills the stages instead,
+//! each waited for on its own `mbarrier` (`tma.rs`).
 
 use super::held::Held;
 use super::swizzle::Swizzled;

@@ -4,9 +4,11 @@
 //! Each stage of the loop (`pipeline.rs`) has an `mbarrier` in shared memory after the
 //! stages, initialized to one arrival before the loop's prologue (after a
 //! `fence.proxy.async`: TMA may overwrite what generic stores wrote) and invalidated after
-//! the loop. To fill a stage, thread 0 arrives with the stage's byte count
-//! (`mbarrier.arrive.expect_tx`) and issues one `cp.async.bulk.tensor.2d` per 128-byte
-//! column block of each operand tile, each completing its bytes on that barrier. Every
+//! the loop. To fill a stage, one lane of warp 0 arrives with the stage's byte count
+//! (`mbarrier.arrive.expect_tx`), and the stage's copies, one `cp.async.bulk.tensor.2d` per
+//! 128-byte column block of each operand tile, are dealt to the warps, one lane of each
+//! (`elect.sync`, as Triton issues them), each completing its bytes on that barrier (in
+//! any order: the phase completes once the arrival and all the bytes are in). Every
 //! thread waits for the stage with `mbarrier.try_wait.parity`: iteration `i` waits for
 //! phase `i / stages` of barrier `i % stages`, whose parity is `(i / stages) & 1`. The
 //! barrier that precedes the `dot` stays: thread 0 refills the buffer the last iteration
@@ -70,39 +72,39 @@ impl<'ctx> Gen<'ctx, '_> {
         self.shared_byte(at)
     }
 
-    /// Before the loop's prologue: thread 0 initializes each stage's barrier to one
+    /// Before the loop's prologue: one lane initializes each stage's barrier to one
     /// arrival; the barrier after it makes that visible to every thread.
     pub(super) fn tma_init(&mut self, t: TmaStages, stages: usize) -> Result<()> {
+        self.reserve_shared(t.barriers + stages * MBARRIER_BYTES);
         self.fence_proxy_async()?;
-        let first = self.first_thread()?;
-        self.when(Some(first), &mut |g| {
-            for s in 0..stages {
-                let bar = g.stage_barrier(t, g.i32c(s as u64))?;
-                g.mbarrier(MBARRIER_INIT, bar, g.i32c(1))?;
-            }
-            if g.emu.is_none() {
-                g.asm_statement("fence.mbarrier_init.release.cluster;")?;
-            }
-            Ok(())
-        })?;
+        let one = self.lane_of_warp(0)?;
+        for s in 0..stages {
+            let bar = self.stage_barrier(t, self.i32c(s as u64))?;
+            self.mbarrier(MBARRIER_INIT, bar, self.i32c(1), Some(one))?;
+        }
+        if self.emu.is_none() {
+            self.asm_statement("fence.mbarrier_init.release.cluster;")?;
+        }
         self.barrier()
     }
 
     /// After the loop (every copy waited for, every thread past the barrier that follows
-    /// it): thread 0 invalidates the barriers, so their memory may hold anything again.
+    /// it): one lane invalidates the barriers, so their memory may hold anything again.
     pub(super) fn tma_release(&mut self, t: TmaStages, stages: usize) -> Result<()> {
-        let first = self.first_thread()?;
-        self.when(Some(first), &mut |g| {
-            for s in 0..stages {
-                let bar = g.stage_barrier(t, g.i32c(s as u64))?;
-                g.mbarrier(MBARRIER_INVAL, bar, g.i32c(0))?;
-            }
-            Ok(())
-        })
+        let one = self.lane_of_warp(0)?;
+        for s in 0..stages {
+            let bar = self.stage_barrier(t, self.i32c(s as u64))?;
+            self.mbarrier(MBARRIER_INVAL, bar, self.i32c(0), Some(one))?;
+        }
+        Ok(())
     }
 
-    /// Thread 0 fills stage `stage`: it expects the copies' bytes on the stage's barrier,
-    /// then issues them (`copies`: each load with its tile, offset by `stage_base` bytes).
+    /// Fills stage `stage` (see the module docs): one lane of warp 0 expects the copies'
+    /// bytes on the stage's barrier; the copies (`copies`: each load with its tile,
+    /// offset by `stage_base` bytes) are dealt to the warps in turn, column block `j` of
+    /// a tile to the warp after the last one's, each copy one predicated instruction that
+    /// every warp runs (block `(warp − first) mod warps`, one more round per `warps`
+    /// blocks), as Triton deals a wide tile's blocks.
     pub(super) fn tma_issue(
         &mut self,
         t: TmaStages,
@@ -110,31 +112,88 @@ impl<'ctx> Gen<'ctx, '_> {
         stage_base: IntValue<'ctx>,
         copies: &[(Value, Swizzled)],
     ) -> Result<()> {
-        let first = self.first_thread()?;
+        let b = self.b;
         let bytes: usize = copies.iter().map(|(_, tile)| tile.bytes()).sum();
-        self.when(Some(first), &mut |g| {
-            let bar = g.stage_barrier(t, stage)?;
-            g.mbarrier(MBARRIER_ARRIVE_EXPECT_TX, bar, g.i32c(bytes as u64))?;
-            for (x, tile) in copies {
-                let tma = g.tma[x];
-                // The box's first row and column, as the load computes them.
-                let [row, col] = [tma.load.offsets[0], tma.load.offsets[1]];
-                let row = g.coordinate(row)?;
-                let col = g.coordinate(col)?;
-                let box_cols = match tile.blocked() {
-                    true => 128 / tile.elem,
-                    false => tile.cols,
-                };
-                for block in 0..tile.cols / box_cols {
-                    let dst = tile.offset + block * tile.block_bytes();
-                    let dst = g.b.build_int_add(stage_base, g.i32c(dst as u64), "")?;
-                    let dst = g.shared_byte(dst)?;
-                    let c = (g.b).build_int_add(col, g.i32c((block * box_cols) as u64), "")?;
-                    g.tma_copy(dst, tma.map, [c, row], bar)?;
-                }
+        let bar = self.stage_barrier(t, stage)?;
+        let one = self.lane_of_warp(0)?;
+        self.mbarrier(
+            MBARRIER_ARRIVE_EXPECT_TX,
+            bar,
+            self.i32c(bytes as u64),
+            Some(one),
+        )?;
+        let warps = self.threads / 32;
+        let warp = self.uniform_warp()?;
+        let elected = self.elected()?;
+        let mut first = 0;
+        for (x, tile) in copies {
+            let tma = self.tma[x];
+            // The box's first row and column, as the load computes them.
+            let row = self.coordinate(tma.load.offsets[0])?;
+            let col = self.coordinate(tma.load.offsets[1])?;
+            let box_cols = match tile.blocked() {
+                true => 128 / tile.elem,
+                false => tile.cols,
+            };
+            let blocks = tile.cols / box_cols;
+            let shifted = b.build_int_add(warp, self.i32c((warps - first % warps) as u64), "")?;
+            let mine = b.build_int_unsigned_rem(shifted, self.i32c(warps as u64), "block")?;
+            for round in 0..blocks.div_ceil(warps) {
+                let j = b.build_int_add(mine, self.i32c((round * warps) as u64), "")?;
+                let ours =
+                    b.build_int_compare(IntPredicate::ULT, j, self.i32c(blocks as u64), "")?;
+                let pred = b.build_and(ours, elected, "")?;
+                let at = b.build_int_mul(j, self.i32c(tile.block_bytes() as u64), "")?;
+                let at = b.build_int_add(at, self.i32c(tile.offset as u64), "")?;
+                let dst = self.shared_byte(b.build_int_add(stage_base, at, "")?)?;
+                let c = b.build_int_mul(j, self.i32c(box_cols as u64), "")?;
+                let c = b.build_int_add(col, c, "")?;
+                self.tma_copy(dst, tma.map, [c, row], bar, pred)?;
             }
-            Ok(())
-        })
+            first += blocks;
+        }
+        Ok(())
+    }
+
+    /// An i1 true in one lane of warp `warp` (see [`Self::elected`]).
+    fn lane_of_warp(&mut self, warp: usize) -> Result<IntValue<'ctx>> {
+        let w = self.uniform_warp()?;
+        let here = (self.b).build_int_compare(IntPredicate::EQ, w, self.i32c(warp as u64), "")?;
+        let one = self.elected()?;
+        Ok(self.b.build_and(here, one, "")?)
+    }
+
+    /// An i1 true in one lane of each warp: `elect.sync`'s on the GPU (every lane of the
+    /// warp runs it; the predicate lets `ptxas` issue a uniform-operand instruction once,
+    /// with no loop), lane 0 in the emulator.
+    fn elected(&mut self) -> Result<IntValue<'ctx>> {
+        if self.emu.is_some() {
+            let (lane, _) = self.lane_and_warp()?;
+            return Ok((self.b).build_int_compare(
+                IntPredicate::EQ,
+                lane,
+                self.i32c(0),
+                "lane0",
+            )?);
+        }
+        let i32t = self.ctx.i32_type();
+        let fn_ty = i32t.fn_type(&[], false);
+        let asm = "{ .reg .pred p; elect.sync _|p, -1; selp.u32 $0, 1, 0, p; }";
+        let f = self.ctx.create_inline_asm(
+            fn_ty,
+            asm.to_string(),
+            "=r".to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        let call = self.b.build_indirect_call(fn_ty, f, &[], "elect")?;
+        let r = match call.try_as_basic_value() {
+            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
+            inkwell::values::ValueKind::Instruction(_) => unreachable!("an i32"),
+        };
+        Ok((self.b).build_int_compare(IntPredicate::NE, r, self.i32c(0), "elected")?)
     }
 
     /// Every thread waits until stage `stage`'s copies of iteration `trip` have landed.
@@ -153,7 +212,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let done = self.ctx.append_basic_block(self.func, "tma.done");
         b.build_unconditional_branch(wait)?;
         b.position_at_end(wait);
-        let ready = self.mbarrier(MBARRIER_TRY_WAIT, bar, parity)?;
+        let ready = self.mbarrier(MBARRIER_TRY_WAIT, bar, parity, None)?;
         let ready = b.build_int_compare(IntPredicate::NE, ready, self.i32c(0), "")?;
         b.build_conditional_branch(ready, done, wait)?;
         b.position_at_end(done);
@@ -171,36 +230,42 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
-    /// `tid == 0`.
-    fn first_thread(&self) -> Result<IntValue<'ctx>> {
-        Ok((self.b).build_int_compare(IntPredicate::EQ, self.tid, self.i32c(0), "first")?)
-    }
-
     /// `mbarrier` operation `op` (`MBARRIER_*`) on the barrier at `bar` with `arg` (the
-    /// arrival count, the expected bytes or the parity); `try_wait` gives 1 once the
-    /// phase of that parity is complete (else 0).
+    /// arrival count, the expected bytes or the parity), where `pred` (an i1) holds if
+    /// given; `try_wait` (never predicated) gives 1 once the phase of that parity is
+    /// complete (else 0).
     fn mbarrier(
-        &self,
+        &mut self,
         op: u32,
         bar: PointerValue<'ctx>,
         arg: IntValue<'ctx>,
+        pred: Option<IntValue<'ctx>>,
     ) -> Result<IntValue<'ctx>> {
         let i32t = self.ctx.i32_type();
         if self.emu.is_some() {
-            let args = [self.i32c(u64::from(op)).into(), bar.into(), arg.into()];
-            let r = self.emulator_hook(EMU_MBARRIER, &args, Some(i32t.into()))?;
-            return Ok(r.expect("returns an i32").into_int_value());
+            let mut out = self.i32c(0);
+            self.when(pred, &mut |g| {
+                let args = [g.i32c(u64::from(op)).into(), bar.into(), arg.into()];
+                let r = g.emulator_hook(EMU_MBARRIER, &args, Some(i32t.into()))?;
+                out = r.expect("returns an i32").into_int_value();
+                Ok(())
+            })?;
+            return Ok(out);
         }
         let i64t = self.ctx.i64_type();
         let addr: BasicValueEnum<'ctx> = self.b.build_ptr_to_int(bar, i64t, "")?.into();
         let (asm, constraints, ret) = match op {
-            MBARRIER_INIT => ("mbarrier.init.shared::cta.b64 [$0], $1;", "l,r", false),
-            MBARRIER_ARRIVE_EXPECT_TX => (
-                "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
-                "l,r",
+            MBARRIER_INIT => (
+                "@$2 mbarrier.init.shared::cta.b64 [$0], $1;",
+                "l,r,b",
                 false,
             ),
-            MBARRIER_INVAL => ("mbarrier.inval.shared::cta.b64 [$0];", "l", false),
+            MBARRIER_ARRIVE_EXPECT_TX => (
+                "@$2 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+                "l,r,b",
+                false,
+            ),
+            MBARRIER_INVAL => ("@$2 mbarrier.inval.shared::cta.b64 [$0];", "l,r,b", false),
             _ => (
                 "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; \
                  selp.u32 $0, 1, 0, p; }",
@@ -208,9 +273,10 @@ impl<'ctx> Gen<'ctx, '_> {
                 true,
             ),
         };
-        let mut args = vec![addr];
-        if op != MBARRIER_INVAL {
-            args.push(arg.into());
+        let mut args = vec![addr, arg.into()];
+        if !ret {
+            let all = self.ctx.bool_type().const_all_ones();
+            args.push(pred.unwrap_or(all).into());
         }
         let params: Vec<_> = args.iter().map(|a| a.get_type().into()).collect();
         let fn_ty = match ret {
@@ -235,44 +301,49 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `cp.async.bulk.tensor.2d` of the box at `coords` (column, row) of the tensor map at
-    /// generic address `map` into shared memory at `dst`, completing on barrier `bar`.
+    /// generic address `map` into shared memory at `dst`, completing on barrier `bar`,
+    /// where `pred` (an i1) holds.
     fn tma_copy(
-        &self,
+        &mut self,
         dst: PointerValue<'ctx>,
         map: IntValue<'ctx>,
         coords: [IntValue<'ctx>; 2],
         bar: PointerValue<'ctx>,
+        pred: IntValue<'ctx>,
     ) -> Result<()> {
         if self.emu.is_some() {
-            let args = [
-                dst.into(),
-                self.smem.into(),
-                map.into(),
-                coords[0].into(),
-                coords[1].into(),
-                bar.into(),
-            ];
-            self.emulator_hook(EMU_TMA, &args, None)?;
-            return Ok(());
+            return self.when(Some(pred), &mut |g| {
+                let args = [
+                    dst.into(),
+                    g.smem.into(),
+                    map.into(),
+                    coords[0].into(),
+                    coords[1].into(),
+                    bar.into(),
+                ];
+                g.emulator_hook(EMU_TMA, &args, None)?;
+                Ok(())
+            });
         }
         let i64t = self.ctx.i64_type();
         let i32t = self.ctx.i32_type();
-        let fn_ty = self.ctx.void_type().fn_type(
-            &[
-                i64t.into(),
-                i64t.into(),
-                i32t.into(),
-                i32t.into(),
-                i64t.into(),
-            ],
-            false,
-        );
-        let asm = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \
+        let i1t = self.ctx.bool_type();
+        let params = [
+            i64t.into(),
+            i64t.into(),
+            i32t.into(),
+            i32t.into(),
+            i64t.into(),
+            i1t.into(),
+        ];
+        let fn_ty = self.ctx.void_type().fn_type(&params, false);
+        let asm =
+            "@$5 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \
                    [$0], [$1, {$2, $3}], [$4];";
         let f = self.ctx.create_inline_asm(
             fn_ty,
             asm.to_string(),
-            "l,l,r,r,l,~{memory}".to_string(),
+            "l,l,r,r,l,b,~{memory}".to_string(),
             true,
             false,
             None,
@@ -284,6 +355,7 @@ impl<'ctx> Gen<'ctx, '_> {
             coords[0].into(),
             coords[1].into(),
             self.b.build_ptr_to_int(bar, i64t, "")?.into(),
+            pred.into(),
         ];
         self.b.build_indirect_call(fn_ty, f, &args, "")?;
         Ok(())
