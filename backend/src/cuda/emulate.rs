@@ -27,7 +27,7 @@
 use super::codegen::{
     self, wavefronts, EMU_BARRIER, EMU_COMMIT, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID,
     EMU_LDMATRIX, EMU_MBARRIER, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE,
-    EMU_TID, EMU_TMA, EMU_WGMMA, EMU_WGMMA_COMMIT, EMU_WGMMA_WAIT, EMU_WORDS,
+    EMU_TID, EMU_TMA, EMU_TMA_STORE, EMU_WGMMA, EMU_WGMMA_COMMIT, EMU_WGMMA_WAIT, EMU_WORDS,
     MBARRIER_ARRIVE_EXPECT_TX, MBARRIER_INIT, MBARRIER_INVAL,
 };
 use super::emulate_tma::Barriers;
@@ -200,6 +200,32 @@ extern "C" fn emu_mbarrier(
         s.tma_failed(e);
     }
     1
+}
+
+/// `cp.async.bulk.tensor.2d.global.shared::cta` (see `emulate_tma.rs`), complete at once.
+extern "C" fn emu_tma_store(
+    state: *const EmuState,
+    _tid: u32,
+    src: *mut u8,
+    _shared: *mut u8,
+    map: *const u64,
+    col: i32,
+    row: i32,
+) {
+    // SAFETY: as `emu_barrier`.
+    let s = unsafe { &*state };
+    let (shared, bytes) = s.shared;
+    // SAFETY: as `emu_tma`'s map, whose tensor's elements are the launch's buffer's.
+    let stored =
+        unsafe { super::emulate_tma::store((src as usize, shared, bytes), map, [col, row]) };
+    match stored {
+        Ok(n) => SHARED_STATS.with(|st| {
+            let mut v = st.get();
+            v.tma_store_bytes += n;
+            st.set(v);
+        }),
+        Err(e) => s.tma_failed(e),
+    }
 }
 
 /// `cp.async.bulk.tensor.2d` (see `emulate_tma.rs`).
@@ -401,6 +427,8 @@ pub struct SharedMemoryStats {
     pub wgmma: u64,
     /// Bytes written to shared memory by TMA copies.
     pub tma_bytes: u64,
+    /// Bytes written to global memory by TMA stores (those inside the tensor).
+    pub tma_store_bytes: u64,
 }
 
 thread_local! {
@@ -412,6 +440,7 @@ thread_local! {
             cp_async_wavefronts: 0,
             wgmma: 0,
             tma_bytes: 0,
+            tma_store_bytes: 0,
         })
     };
 }
@@ -834,6 +863,7 @@ impl EmulatedKernel {
                     words[EMU_WGMMA_WAIT as usize] = emu_wgmma_wait as *const () as usize as u64;
                     words[EMU_MBARRIER as usize] = emu_mbarrier as *const () as usize as u64;
                     words[EMU_TMA as usize] = emu_tma as *const () as usize as u64;
+                    words[EMU_TMA_STORE as usize] = emu_tma_store as *const () as usize as u64;
                     words[EMU_PRINT as usize] =
                         crate::launch::print::print_hook as *const () as usize as u64;
                     for p in 0..nx * ny * nz {

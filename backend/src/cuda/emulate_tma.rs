@@ -11,6 +11,80 @@
 use super::tensor_map::{Encoding, MAP_BYTES};
 use std::collections::HashMap;
 
+/// A TMA copy's tensor map and its box: the encoding, the element size and the box's
+/// rows and row bytes.
+fn box_of(map: *const u64) -> Result<(Encoding, usize, usize, usize), String> {
+    // SAFETY: the callers' promise: `map` points to a tensor map's bytes.
+    let words: &[u64; MAP_BYTES / 8] = unsafe { &*(map as *const [u64; MAP_BYTES / 8]) };
+    let (enc, elem) = Encoding::from_emulated(words)
+        .ok_or("a TMA copy's tensor map is not one the launch encoded")?;
+    let row_bytes = enc.box_dims[0] as usize * elem;
+    if enc.swizzle != 0 && row_bytes != enc.swizzle as usize || !row_bytes.is_multiple_of(16) {
+        return Err(format!(
+            "a TMA box of {row_bytes}-byte rows with a {}-byte swizzle",
+            enc.swizzle
+        ));
+    }
+    Ok((enc, elem, enc.box_dims[1] as usize, row_bytes))
+}
+
+/// The shared-memory byte (from the CTA's start) of byte `linear` of a box laid out row
+/// after row: the swizzle XORs address bits 4.. with bits 7.. (3, 2 or 1 of them).
+fn swizzled(linear: usize, swizzle: u32) -> usize {
+    let mask = match swizzle {
+        128 => 7,
+        64 => 3,
+        32 => 1,
+        _ => 0,
+    };
+    linear ^ (((linear >> 7) & mask) << 4)
+}
+
+/// The global address of element (`row`, `col`) of `enc`'s tensor, if it lies inside.
+fn element(enc: &Encoding, elem: usize, row: i64, col: i64) -> Option<usize> {
+    let inside = (0..enc.dims[0] as i64).contains(&col) && (0..enc.dims[1] as i64).contains(&row);
+    inside.then(|| {
+        enc.address as usize + row as usize * enc.row_stride as usize + col as usize * elem
+    })
+}
+
+/// `cp.async.bulk.tensor.2d.global.shared::cta`: the box at `coords` (column, row) of
+/// `map` from shared memory at `src` (`shared` is the CTA's shared memory,
+/// `shared_bytes` long), the elements outside the tensor not written; the bytes written.
+/// It completes at once (the generated code waits for it before the tile is reused).
+///
+/// # Safety
+/// `map` points to a tensor map's bytes, and the tensor it describes is writable memory
+/// wherever the box lies inside it.
+pub(super) unsafe fn store(
+    (src, shared, shared_bytes): (usize, usize, usize),
+    map: *const u64,
+    coords: [i32; 2],
+) -> Result<u64, String> {
+    let (enc, elem, rows, row_bytes) = box_of(map)?;
+    let start = src.wrapping_sub(shared);
+    if start % 128 != 0 || start + rows * row_bytes > shared_bytes {
+        return Err(format!(
+            "a TMA store from shared byte {start} outside or misaligned"
+        ));
+    }
+    let mut written = 0;
+    for r in 0..rows {
+        for byte in (0..row_bytes).step_by(elem) {
+            let at = shared + swizzled(start + r * row_bytes + byte, enc.swizzle);
+            let row = i64::from(coords[1]) + r as i64;
+            let col = i64::from(coords[0]) + (byte / elem) as i64;
+            if let Some(dst) = element(&enc, elem, row, col) {
+                // SAFETY: inside the CTA's shared memory (checked above) and inside the
+                // tensor (the caller's promise).
+                unsafe { std::ptr::copy_nonoverlapping(at as *const u8, dst as *mut u8, elem) };
+                written += elem as u64;
+            }
+        }
+    }
+    Ok(written)
+}
+
 /// The bytes a copy's destination holds until it lands (f16/bf16 NaNs).
 const IN_FLIGHT: u8 = 0xff;
 
@@ -126,18 +200,8 @@ impl Barriers {
         coords: [i32; 2],
         barrier: usize,
     ) -> Result<(), String> {
-        // SAFETY: the caller's promise.
-        let words: &[u64; MAP_BYTES / 8] = unsafe { &*(map as *const [u64; MAP_BYTES / 8]) };
-        let (enc, elem) = Encoding::from_emulated(words)
-            .ok_or("a TMA copy's tensor map is not one the launch encoded")?;
-        let [box_cols, box_rows] = [enc.box_dims[0] as usize, enc.box_dims[1] as usize];
-        let row_bytes = box_cols * elem;
-        if enc.swizzle != 0 && row_bytes != enc.swizzle as usize || !row_bytes.is_multiple_of(16) {
-            return Err(format!(
-                "a TMA box of {row_bytes}-byte rows with a {}-byte swizzle",
-                enc.swizzle
-            ));
-        }
+        let (enc, elem, box_rows, row_bytes) = box_of(map)?;
+        let box_cols = row_bytes / elem;
         let start = dst.wrapping_sub(shared);
         if start % 128 != 0 || start + box_rows * row_bytes > shared_bytes {
             return Err(format!(
@@ -145,13 +209,6 @@ impl Barriers {
                 box_rows * row_bytes
             ));
         }
-        // The swizzle XORs address bits 4.. with bits 7.. (3, 2 or 1 of them).
-        let mask = match enc.swizzle {
-            128 => 7,
-            64 => 3,
-            32 => 1,
-            _ => 0,
-        };
         let mut chunks = Vec::with_capacity(box_rows * row_bytes / 16);
         for r in 0..box_rows {
             for c in (0..box_cols).step_by(16 / elem) {
@@ -159,12 +216,7 @@ impl Barriers {
                 for (i, bytes) in data.chunks_mut(elem).enumerate() {
                     let col = i64::from(coords[0]) + (c + i) as i64;
                     let row = i64::from(coords[1]) + r as i64;
-                    let inside = (0..enc.dims[0] as i64).contains(&col)
-                        && (0..enc.dims[1] as i64).contains(&row);
-                    if inside {
-                        let src = enc.address as usize
-                            + row as usize * enc.row_stride as usize
-                            + col as usize * elem;
+                    if let Some(src) = element(&enc, elem, row, col) {
                         // SAFETY: inside the tensor (the caller's promise).
                         unsafe {
                             std::ptr::copy_nonoverlapping(
@@ -175,8 +227,7 @@ impl Barriers {
                         };
                     }
                 }
-                let linear = start + r * row_bytes + c * elem;
-                let address = linear ^ (((linear >> 7) & mask) << 4);
+                let address = swizzled(start + r * row_bytes + c * elem, enc.swizzle);
                 chunks.push((shared + address, data));
             }
         }

@@ -56,18 +56,20 @@ struct DimTerm {
 }
 
 impl BoxLoad {
-    /// The box `load` reads, if it is a tensor descriptor's load of a 2-D block (see the
-    /// module docs): pointers `base + Σ_d (arange + off_d) · stride_d`, the mask every
-    /// dim's `0 <= index < extent`, no `other` or a zero one, the column stride 1.
-    pub(crate) fn of(f: &Function, defs: &HashMap<Value, &Inst>, load: &Inst) -> Option<BoxLoad> {
-        let Op::Load {
-            ptr, mask, other, ..
-        } = &load.op
-        else {
-            return None;
+    /// The box a `load` or `store` accesses, if it is a tensor descriptor's access of a
+    /// 2-D block (see the module docs): pointers `base + Σ_d (arange + off_d) · stride_d`,
+    /// the mask every dim's `0 <= index < extent`, no `other` or a zero one, the column
+    /// stride 1.
+    pub(crate) fn of(f: &Function, defs: &HashMap<Value, &Inst>, access: &Inst) -> Option<BoxLoad> {
+        let (ptr, mask) = match &access.op {
+            Op::Load {
+                ptr, mask, other, ..
+            } if other.is_none_or(|o| is_zero(defs, o)) => (ptr, mask),
+            Op::Store { ptr, mask, .. } => (ptr, mask),
+            _ => return None,
         };
-        let ty = f.ty(load.results[0]);
-        if ty.rank() != 2 || other.is_some_and(|o| !is_zero(defs, o)) {
+        let ty = f.ty(*ptr);
+        if ty.rank() != 2 {
             return None;
         }
         let op = |v: Value| defs.get(&v).map(|i| &i.op);
@@ -285,10 +287,10 @@ impl HostExpr {
     }
 }
 
-/// A load copied by TMA in a kernel: its tensor's map, computed at launch.
+/// A load or store copied by TMA in a kernel: its tensor's map, computed at launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PlannedMap {
-    /// The load's fault-site number (`Function::fault_site_ids`): memory ops keep theirs
+    /// The access's fault-site number (`Function::fault_site_ids`): memory ops keep theirs
     /// through the code generator's rewrites.
     pub site: u32,
     pub loc: Loc,
@@ -302,10 +304,10 @@ pub(crate) struct PlannedMap {
     pub row_stride: HostExpr,
 }
 
-/// The loads of `f` that code for Hopper may copy by TMA, in site order (see the module
-/// docs): each a 16-bit tile loaded only to be a `dot` operand in the same block, with no
-/// memory write between, its box whole 16-byte chunks per row and at most 256 rows, its
-/// base and row stride 16-byte aligned by the specialization.
+/// The accesses of `f` that code for Hopper may make by TMA, in site order (see the
+/// module docs): each a 16-bit tile loaded only to be a `dot` operand, or a `dot`'s
+/// result (maybe cast) stored, its box whole 16-byte chunks per row and at most 256 rows,
+/// its base and row stride 16-byte aligned by the specialization.
 fn plan(f: &Function) -> Vec<PlannedMap> {
     let defs = f.defs();
     let sites = f.fault_site_ids();
@@ -317,14 +319,41 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
     });
     let mut found = Vec::new();
     let mut axis: Option<HashMap<Value, AxisInfo>> = None;
-    f.walk(&mut |inst| {
-        if !matches!(inst.op, Op::Load { .. }) {
-            return;
+    // A `dot`'s result, its cast, or a loop's result yielded by one (tutorial 03's
+    // accumulator).
+    fn dot_result(defs: &HashMap<Value, &Inst>, v: Value, depth: usize) -> bool {
+        let Some(inst) = defs.get(&v).filter(|_| depth < 8) else {
+            return false;
+        };
+        match &inst.op {
+            Op::Dot { .. } => true,
+            Op::Cast(x) => dot_result(defs, *x, depth + 1),
+            Op::For { body, .. } => {
+                let j = inst.results.iter().position(|r| *r == v);
+                let yielded = match body.insts.last().map(|i| &i.op) {
+                    Some(Op::Yield(vs)) => j.and_then(|j| vs.get(j).copied()),
+                    _ => None,
+                };
+                yielded.is_some_and(|y| dot_result(defs, y, depth + 1))
+            }
+            _ => false,
         }
-        let r = inst.results[0];
-        let dtype = f.ty(r).dtype();
-        let wide = matches!(dtype, Some(DType::F16 | DType::BF16));
-        if !wide || !operands.contains(&r) || f.uses(r) != 1 {
+    }
+    f.walk(&mut |inst| {
+        let dtype = match &inst.op {
+            Op::Load { .. } => {
+                let r = inst.results[0];
+                if !operands.contains(&r) || f.uses(r) != 1 {
+                    return;
+                }
+                f.ty(r).dtype()
+            }
+            Op::Store { ptr, value, .. } if dot_result(&defs, *value, 0) => {
+                f.ty(*ptr).elem.pointee()
+            }
+            _ => return,
+        };
+        if !matches!(dtype, Some(DType::F16 | DType::BF16)) {
             return;
         }
         let Some(b) = BoxLoad::of(f, &defs, inst) else {
@@ -352,7 +381,7 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
             found.push(PlannedMap {
                 site,
                 loc: inst.loc.clone(),
-                dtype: dtype.expect("a 16-bit load"),
+                dtype: dtype.expect("a 16-bit access"),
                 rows: b.rows,
                 cols: b.cols,
                 base,

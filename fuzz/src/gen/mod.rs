@@ -1753,16 +1753,35 @@ impl Gen {
         self.observe(result);
     }
 
-    /// The block `shape` at `offsets` (i32 scalars) of the row-major view `(base, extents,
-    /// ld)`, as a tensor descriptor's `load` traces: per dim the i64 index `arange + off`,
-    /// times the dim's stride, masked by `0 <= index < extent`.
+    /// A load of the block `shape` at `offsets` of a row-major view, as a tensor
+    /// descriptor's `load` traces (see [`descriptor_block`](Self::descriptor_block)).
     fn descriptor_load(
         &mut self,
         d: DType,
-        (base, extents, ld): (Value, [i128; 2], i128),
+        view: (Value, [i128; 2], i128),
         offsets: [Value; 2],
         shape: [usize; 2],
     ) -> Value {
+        let (ptr, mask) = self.descriptor_block(view, offsets, shape);
+        let load = Op::Load {
+            ptr,
+            mask: Some(mask),
+            other: None,
+            hints: CacheHints::default(),
+        };
+        self.push1(load, Self::tile(d, &shape))
+    }
+
+    /// The pointers and mask of the block `shape` at `offsets` (i32 scalars) of the
+    /// row-major view `(base, extents, ld)`, as a tensor descriptor's access traces: per
+    /// dim the i64 index `arange + off`, times the dim's stride, masked by `0 <= index <
+    /// extent`.
+    fn descriptor_block(
+        &mut self,
+        (base, extents, ld): (Value, [i128; 2], i128),
+        offsets: [Value; 2],
+        shape: [usize; 2],
+    ) -> (Value, Value) {
         let mut terms = Vec::new();
         let mut inside = Vec::new();
         for dim in 0..2 {
@@ -1798,14 +1817,7 @@ impl Gen {
         let mask = self.binary(BinOp::And, m0, m1);
         let p = self.splat_to(base, &shape);
         let t = self.ty(p).clone();
-        let ptr = self.push1(Op::AddPtr(p, offset), t);
-        let load = Op::Load {
-            ptr,
-            mask: Some(mask),
-            other: None,
-            hints: CacheHints::default(),
-        };
-        self.push1(load, Self::tile(d, &shape))
+        (self.push1(Op::AddPtr(p, offset), t), mask)
     }
 
     /// Attention's scores: a tensor-core-sized [`box_dot`](Self::box_dot) of 16-bit tiles
@@ -2263,6 +2275,7 @@ impl Gen {
         // stored row-major through shared memory in 16-byte chunks where 8-column runs
         // are proven (codegen `epilogue`); its integers within what the output holds.
         let staged = d.size_bytes() == 2 && d.is_float() && self.rng.chance(0.15);
+        let mut descriptor = false;
         let row_major = staged && self.rng.chance(0.7);
         let value = if staged {
             shape = self
@@ -2274,7 +2287,12 @@ impl Gen {
                 bound: Some(need.bound.map_or(bound, |b| b.min(bound))),
                 ..need
             };
-            let acc = self.dot_into(DType::F32, &shape, in_f32);
+            // Stored through a tensor descriptor below: a tensor-core `dot` of 16-bit tiles.
+            descriptor = shape[1].is_multiple_of(8) && self.rng.chance(0.3);
+            let acc = match descriptor {
+                true => self.tensor_core_dot(&shape, in_f32),
+                false => self.dot_into(DType::F32, &shape, in_f32),
+            };
             self.cast(acc, d)
         } else if !exact && d.is_float() && shape.len() < 3 && self.rng.chance(0.3) {
             // Approximate outputs often hold a sum or a dot of arbitrary values.
@@ -2303,6 +2321,32 @@ impl Gen {
             }
             false => ptr,
         };
+        // A tensor-core `dot`'s result, now and then, through a tensor descriptor over the
+        // whole output, lines of the tile's width, each program's block at its region's
+        // first row (Hopper stores it by TMA from the epilogue's tile:
+        // `cuda/tensor_map.rs`), its columns sometimes clipped.
+        if descriptor {
+            let ld = shape[1] as i128;
+            let len = self.outputs[k].0.len as i128;
+            let cols = match self.rng.chance(0.3) {
+                true => self.rng.range(1, ld as i64) as i128,
+                false => ld,
+            };
+            let base = self.base.expect("set up first");
+            let width = self.int_const(DType::I32, &[], ld);
+            let row = self.binary(BinOp::Div, base, width);
+            let col = self.int_const(DType::I32, &[], 0);
+            let view = (ptr, [len / ld, cols], ld);
+            let (ptrs, mask) = self.descriptor_block(view, [row, col], [shape[0], shape[1]]);
+            let store = Op::Store {
+                ptr: ptrs,
+                value,
+                mask: Some(mask),
+                hints: CacheHints::default(),
+            };
+            self.push(store, vec![]);
+            return;
+        }
         let ptrs = self.pointers(ptr, off);
         let mask = self.own_mask(off, &shape);
         let hints = self.cache_hints(false);
@@ -2315,6 +2359,26 @@ impl Gen {
             },
             vec![],
         );
+    }
+
+    /// `a @ b` of f16 or bf16 tiles into f32 (`shape` rows and columns, k of 16 or 32),
+    /// its integer sums within `need`'s bound.
+    fn tensor_core_dot(&mut self, shape: &[usize], need: Need) -> Value {
+        let from = *self.rng.pick(&[DType::F16, DType::BF16]);
+        let k = *self.rng.pick(&[16usize, 32]);
+        let limit = need
+            .bound
+            .unwrap_or(f64::MAX)
+            .min(exact_int_limit(DType::F32));
+        let ab = (limit / k as f64).sqrt().floor().min(8.0);
+        let in_need = Need {
+            exact: true,
+            bound: Some(ab),
+        };
+        let a = self.load_input_from(from, &[shape[0], k], in_need, true);
+        let b = self.load_input_from(from, &[k, shape[1]], in_need, true);
+        let acc = self.constant(DType::F32, shape, Const::Float(0.0));
+        self.push1(Op::Dot { a, b, acc }, Self::tile(DType::F32, shape))
     }
 
     fn load_output(&mut self) {

@@ -88,10 +88,29 @@ impl<'ctx> Gen<'ctx, '_> {
         regs: &[BasicValueEnum<'ctx>],
         d: DType,
     ) -> Result<()> {
-        let tile = Swizzled::new(self.staging_offset(), l.m, l.n);
+        // A tensor descriptor's store goes out by TMA on Hopper (`tma.rs`), from a tile at
+        // its swizzle's period, within the shared memory the kernel takes already.
+        let at = Swizzled::new(0, l.m, l.n).alignment();
+        let aligned = self.staging_offset().next_multiple_of(at);
+        let room = self.shared_bytes.max(48 << 10);
+        let tma = (self.tma.get(&ptr).copied()).filter(|t| {
+            t.load.rows == l.m && t.load.cols == l.n && aligned + l.m * l.n * 2 <= room
+        });
+        let offset = match tma {
+            Some(_) => aligned,
+            None => self.staging_offset(),
+        };
+        let tile = Swizzled::new(offset, l.m, l.n);
         self.reserve_shared(tile.offset + tile.bytes());
         let b = self.b;
         self.stage_pairs(&tile, l, value, regs, d)?;
+        if let Some(t) = tma {
+            // TMA reads the tile through the async proxy.
+            self.fence_proxy_async()?;
+            self.barrier()?;
+            self.tma_store(t, tile)?;
+            return self.barrier();
+        }
         self.barrier()?;
         let chunks_per_row = tile.chunks();
         let total = l.m * chunks_per_row;

@@ -46,8 +46,8 @@ pub(crate) use async_copy::EMU_COMMIT;
 pub(crate) use swizzle::wavefronts;
 pub(crate) use sync::{
     EMU_BARRIER, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID, EMU_LDMATRIX, EMU_MBARRIER, EMU_MMA,
-    EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_TMA, EMU_WGMMA,
-    EMU_WGMMA_WAIT, EMU_WORDS,
+    EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_TMA, EMU_TMA_STORE,
+    EMU_WGMMA, EMU_WGMMA_WAIT, EMU_WORDS,
 };
 pub(crate) use tma::{MBARRIER_ARRIVE_EXPECT_TX, MBARRIER_INIT, MBARRIER_INVAL};
 pub(crate) use wgmma::{descriptor_element, EMU_WGMMA_COMMIT};
@@ -358,7 +358,7 @@ pub(crate) fn generate<'ctx>(
         let i = tma::map_param(f.params.len(), checked, j);
         let map = param(i, ptr.into())?.into_pointer_value();
         let map = b.build_ptr_to_int(map, ctx.i64_type(), "tensor_map")?;
-        if let Some(load) = g.box_load_at(m.site) {
+        if let Some(load) = g.box_access_at(m.site) {
             g.tma.insert(load.0, tma::TmaLoad { load: load.1, map });
         }
     }

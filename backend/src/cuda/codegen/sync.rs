@@ -37,8 +37,9 @@ pub(crate) const EMU_WGMMA_WAIT: u64 = 17;
 /// `mbarrier` operations and TMA copies (see `tma.rs`).
 pub(crate) const EMU_MBARRIER: u64 = 18;
 pub(crate) const EMU_TMA: u64 = 19;
+pub(crate) const EMU_TMA_STORE: u64 = 20;
 /// The number of words.
-pub(crate) const EMU_WORDS: usize = 20;
+pub(crate) const EMU_WORDS: usize = 21;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.

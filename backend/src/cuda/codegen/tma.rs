@@ -19,7 +19,7 @@
 //! NaNs until then).
 
 use super::swizzle::Swizzled;
-use super::sync::{EMU_MBARRIER, EMU_TMA};
+use super::sync::{EMU_MBARRIER, EMU_TMA, EMU_TMA_STORE};
 use super::Gen;
 use crate::cuda::tensor_map::{BoxLoad, MAP_BYTES};
 use crate::llvm::Result;
@@ -29,7 +29,7 @@ use inkwell::module::Module;
 use inkwell::types::AnyType;
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::IntPredicate;
-use tritium_dsl::ir::Value;
+use tritium_dsl::ir::{Op, Value};
 
 /// The emulator's `mbarrier` operations (the hook's first argument).
 pub(crate) const MBARRIER_INIT: u32 = 0;
@@ -152,6 +152,117 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             first += blocks;
         }
+        Ok(())
+    }
+
+    /// Stores the 16-bit `tile` of shared memory (written, fenced and behind a barrier)
+    /// to the box of store `t` by TMA: one `cp.async.bulk.tensor.2d.global.shared::cta`
+    /// per 128-byte column block, dealt to the warps' elected lanes as a stage's copies,
+    /// each of which then waits until its copies are complete (the caller's barrier that
+    /// follows frees the tile). The hardware clips the box to the tensor, as the store's
+    /// mask does.
+    pub(super) fn tma_store(&mut self, t: TmaLoad<'ctx>, tile: Swizzled) -> Result<()> {
+        let b = self.b;
+        let warps = self.threads / 32;
+        let warp = self.uniform_warp()?;
+        let elected = self.elected()?;
+        let row = self.coordinate(t.load.offsets[0])?;
+        let col = self.coordinate(t.load.offsets[1])?;
+        let box_cols = match tile.blocked() {
+            true => 128 / tile.elem,
+            false => tile.cols,
+        };
+        let blocks = tile.cols / box_cols;
+        for round in 0..blocks.div_ceil(warps) {
+            let j = b.build_int_add(warp, self.i32c((round * warps) as u64), "")?;
+            let ours = b.build_int_compare(IntPredicate::ULT, j, self.i32c(blocks as u64), "")?;
+            let pred = b.build_and(ours, elected, "")?;
+            let at = b.build_int_mul(j, self.i32c(tile.block_bytes() as u64), "")?;
+            let at = b.build_int_add(at, self.i32c(tile.offset as u64), "")?;
+            let src = self.shared_byte(at)?;
+            let c = b.build_int_mul(j, self.i32c(box_cols as u64), "")?;
+            let c = b.build_int_add(col, c, "")?;
+            self.tma_store_copy(src, t.map, [c, row], pred)?;
+        }
+        if self.emu.is_some() {
+            return Ok(());
+        }
+        let issued = b.build_int_compare(IntPredicate::ULT, warp, self.i32c(blocks as u64), "")?;
+        let issued = b.build_and(issued, elected, "")?;
+        // Complete, not only read: what the kernel loads later sees the stored values.
+        let fn_ty = self
+            .ctx
+            .void_type()
+            .fn_type(&[self.ctx.bool_type().into()], false);
+        let asm = "@$0 cp.async.bulk.commit_group;\n\t@$0 cp.async.bulk.wait_group 0;\n\t\
+                   @$0 fence.proxy.async.global;";
+        let f = self.ctx.create_inline_asm(
+            fn_ty,
+            asm.to_string(),
+            "b,~{memory}".to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        self.b.build_indirect_call(fn_ty, f, &[issued.into()], "")?;
+        Ok(())
+    }
+
+    /// `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group` of the box at `coords`
+    /// (column, row) of the tensor map at generic address `map` from shared memory at
+    /// `src`, where `pred` (an i1) holds.
+    fn tma_store_copy(
+        &mut self,
+        src: PointerValue<'ctx>,
+        map: IntValue<'ctx>,
+        coords: [IntValue<'ctx>; 2],
+        pred: IntValue<'ctx>,
+    ) -> Result<()> {
+        if self.emu.is_some() {
+            return self.when(Some(pred), &mut |g| {
+                let args = [
+                    src.into(),
+                    g.smem.into(),
+                    map.into(),
+                    coords[0].into(),
+                    coords[1].into(),
+                ];
+                g.emulator_hook(EMU_TMA_STORE, &args, None)?;
+                Ok(())
+            });
+        }
+        let (i64t, i32t, i1t) = (
+            self.ctx.i64_type(),
+            self.ctx.i32_type(),
+            self.ctx.bool_type(),
+        );
+        let params = [
+            i64t.into(),
+            i32t.into(),
+            i32t.into(),
+            i64t.into(),
+            i1t.into(),
+        ];
+        let fn_ty = self.ctx.void_type().fn_type(&params, false);
+        let asm = "@$4 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];";
+        let f = self.ctx.create_inline_asm(
+            fn_ty,
+            asm.to_string(),
+            "l,r,r,l,b,~{memory}".to_string(),
+            true,
+            false,
+            None,
+            false,
+        );
+        let args = [
+            map.into(),
+            coords[0].into(),
+            coords[1].into(),
+            self.b.build_ptr_to_int(src, i64t, "")?.into(),
+            pred.into(),
+        ];
+        self.b.build_indirect_call(fn_ty, f, &args, "")?;
         Ok(())
     }
 
@@ -369,14 +480,18 @@ pub(crate) fn map_param(params: usize, checked: bool, j: usize) -> usize {
 }
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
-    /// The box load whose fault-site number is `site`, if the function still has it in
-    /// that form.
-    pub(super) fn box_load_at(&self, site: u32) -> Option<(Value, BoxLoad)> {
+    /// The box access whose fault-site number is `site`, if the function still has it in
+    /// that form, by the loaded value or the stored pointers.
+    pub(super) fn box_access_at(&self, site: u32) -> Option<(Value, BoxLoad)> {
         let ids = self.f.fault_site_ids();
         let mut found = None;
         self.f.walk(&mut |inst| {
             if found.is_none() && ids.get(&(inst as *const _)) == Some(&site) {
-                found = BoxLoad::of(self.f, &self.defs, inst).map(|b| (inst.results[0], b));
+                let key = match &inst.op {
+                    Op::Store { ptr, .. } => *ptr,
+                    _ => inst.results[0],
+                };
+                found = BoxLoad::of(self.f, &self.defs, inst).map(|b| (key, b));
             }
         });
         found
