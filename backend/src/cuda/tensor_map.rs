@@ -31,8 +31,9 @@ pub(crate) const MAP_BYTES: usize = 128;
 /// The most elements along one dim of a TMA box.
 const MAX_BOX: usize = 256;
 
-/// A load of a `rows × cols` block of a row-major 2-D tensor, clipped to it: what a
-/// tensor descriptor's `load` traces to (see the module docs). Values are the kernel's.
+/// An access of a `rows × cols` block of a 2-D tensor, clipped to it: what a tensor
+/// descriptor's `load` or `store` traces to (see the module docs). Values are the
+/// kernel's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BoxLoad {
     /// The tensor's base (a scalar pointer).
@@ -41,10 +42,21 @@ pub(crate) struct BoxLoad {
     pub offsets: [Value; 2],
     /// Per dim: the tensor's extent (a scalar integer).
     pub extents: [Value; 2],
-    /// Elements from one row to the next (a scalar integer); columns are adjacent.
-    pub row_stride: Value,
+    /// The dim whose elements are adjacent in memory: 1 (row-major), or 0 (the block's
+    /// columns lie contiguous: `kᵀ`, a K-major `b`).
+    pub inner: usize,
+    /// Elements from one line of the other dim to the next (a scalar integer).
+    pub stride: Value,
     pub rows: usize,
     pub cols: usize,
+}
+
+impl BoxLoad {
+    /// The block's dims, the other dim first: how TMA lays it out in shared memory
+    /// (lines of the inner dim).
+    pub(crate) fn outer_inner(&self) -> [usize; 2] {
+        [1 - self.inner, self.inner]
+    }
 }
 
 /// One dim's part of a box load: `(arange(0, size) + offset)` reshaped, and its stride.
@@ -58,7 +70,7 @@ struct DimTerm {
 impl BoxLoad {
     /// The box a `load` or `store` accesses, if it is a tensor descriptor's access of a
     /// 2-D block (see the module docs): pointers `base + Σ_d (arange + off_d) · stride_d`,
-    /// the mask every dim's `0 <= index < extent`, no `other` or a zero one, the column
+    /// the mask every dim's `0 <= index < extent`, no `other` or a zero one, one dim's
     /// stride 1.
     pub(crate) fn of(f: &Function, defs: &HashMap<Value, &Inst>, access: &Inst) -> Option<BoxLoad> {
         let (ptr, mask) = match &access.op {
@@ -86,9 +98,15 @@ impl BoxLoad {
             let shape = &f.ty(t.index).shape;
             shape.len() == 2 && shape[d] == t.size && shape[1 - d] == 1
         };
-        if !shaped(&row, 0) || !shaped(&col, 1) || int_const(defs, col.stride) != Some(1) {
+        if !shaped(&row, 0) || !shaped(&col, 1) {
             return None;
         }
+        let unit = |t: &DimTerm| int_const(defs, t.stride) == Some(1);
+        let (inner, stride) = match (unit(&row), unit(&col)) {
+            (_, true) => (1, row.stride),
+            (true, false) => (0, col.stride),
+            (false, false) => return None,
+        };
         let mut bounds = HashMap::new();
         in_bounds(defs, (*mask)?, &mut bounds)?;
         let extent = |t: &DimTerm| bounds.get(&t.index).copied();
@@ -97,7 +115,8 @@ impl BoxLoad {
             base: *base,
             offsets: [row.offset, col.offset],
             extents,
-            row_stride: row.stride,
+            inner,
+            stride,
             rows: row.size,
             cols: col.size,
         })
@@ -295,12 +314,14 @@ pub(crate) struct PlannedMap {
     pub site: u32,
     pub loc: Loc,
     pub dtype: DType,
+    /// The block in shared memory: `rows` lines of `cols` adjacent elements (the loaded
+    /// tile's, transposed where its columns lie contiguous).
     pub rows: usize,
     pub cols: usize,
     pub base: HostExpr,
-    /// Rows, columns.
+    /// Along the lines' dim, then along the lines.
     pub extents: [HostExpr; 2],
-    /// Elements.
+    /// Elements from one line to the next.
     pub row_stride: HostExpr,
 }
 
@@ -360,13 +381,18 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
             return;
         };
         let elem = 2;
-        let fits = b.rows <= MAX_BOX && (b.cols * elem).is_multiple_of(16);
+        let [outer, inner] = b.outer_inner();
+        let size = [b.rows, b.cols];
+        let (rows, cols) = (size[outer], size[inner]);
+        // Stores go out of the epilogue's row-major tile.
+        let transposed_store = inner == 0 && matches!(inst.op, Op::Store { .. });
+        let fits = rows <= MAX_BOX && (cols * elem).is_multiple_of(16) && !transposed_store;
         let host = |v| HostExpr::of(f, &defs, v);
-        let (Some(base), Some(rows), Some(cols), Some(stride)) = (
+        let (Some(base), Some(outer_extent), Some(inner_extent), Some(stride)) = (
             host(b.base),
-            host(b.extents[0]),
-            host(b.extents[1]),
-            host(b.row_stride),
+            host(b.extents[outer]),
+            host(b.extents[inner]),
+            host(b.stride),
         ) else {
             return;
         };
@@ -376,16 +402,16 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
         let divides = |v: Value, bytes: u64, per: u64| {
             axis.get(&v).map_or(1, AxisInfo::element_divisibility) * per >= bytes
         };
-        let aligned = divides(b.base, 16, 1) && divides(b.row_stride, 16, elem as u64);
+        let aligned = divides(b.base, 16, 1) && divides(b.stride, 16, elem as u64);
         if let (true, true, Some(&site)) = (fits, aligned, sites.get(&(inst as *const Inst))) {
             found.push(PlannedMap {
                 site,
                 loc: inst.loc.clone(),
                 dtype: dtype.expect("a 16-bit access"),
-                rows: b.rows,
-                cols: b.cols,
+                rows,
+                cols,
                 base,
-                extents: [rows, cols],
+                extents: [outer_extent, inner_extent],
                 row_stride: stride,
             });
         }

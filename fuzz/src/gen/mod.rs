@@ -1716,19 +1716,26 @@ impl Gen {
             values: vec![16],
         };
         let aligned = self.push1(hint, self.ty(ptr).clone());
-        // A view: base `at` (a multiple of 8 elements), `rows × cols` with lines `ld` apart.
-        let view = |g: &mut Self| {
+        // A view: base `at` (a multiple of 8 elements), lines `ld` apart of at most `ld`
+        // elements; row-major, or (`transposed`) its columns the lines (a K-major `b`,
+        // which CUDA stores transposed: TMA lays its lines out so).
+        let view = |g: &mut Self, transposed: bool| {
             let ld = *g.rng.pick(&[16, 32, 48, 64]);
             let at = 8 * g.rng.below(len / 16);
-            let cols = g.rng.range(1, ld as i64 + 1) as usize;
-            let rows = g.rng.range(1, ((len - at - cols) / ld + 2) as i64) as usize;
+            let width = g.rng.range(1, ld as i64 + 1) as usize;
+            let lines = g.rng.range(1, ((len - at - width) / ld + 2) as i64) as usize;
             let off = g.int_const(DType::I32, &[], at as i128);
             let t = g.ty(aligned).clone();
             let base = g.push1(Op::AddPtr(aligned, off), t);
-            (base, [rows as i128, cols as i128], ld as i128)
+            let (width, lines, ld) = (width as i128, lines as i128, ld as i128);
+            match transposed {
+                true => (base, [width, lines], [1, ld]),
+                false => (base, [lines, width], [ld, 1]),
+            }
         };
         let start = |g: &mut Self| *g.rng.pick(&[-8i128, 0, 0, 8, 24]);
-        let (a_view, b_view) = (view(self), view(self));
+        let transposed = self.rng.chance(0.3);
+        let (a_view, b_view) = (view(self, false), view(self, transposed));
         let (a_row, a_col, b_row, b_col) = (start(self), start(self), start(self), start(self));
         let zero = self.int_const(DType::F32, &[mm, nn], 0);
         let acc_info = Info {
@@ -1758,7 +1765,7 @@ impl Gen {
     fn descriptor_load(
         &mut self,
         d: DType,
-        view: (Value, [i128; 2], i128),
+        view: (Value, [i128; 2], [i128; 2]),
         offsets: [Value; 2],
         shape: [usize; 2],
     ) -> Value {
@@ -1773,12 +1780,12 @@ impl Gen {
     }
 
     /// The pointers and mask of the block `shape` at `offsets` (i32 scalars) of the
-    /// row-major view `(base, extents, ld)`, as a tensor descriptor's access traces: per
-    /// dim the i64 index `arange + off`, times the dim's stride, masked by `0 <= index <
+    /// view `(base, extents, strides)`, as a tensor descriptor's access traces: per dim
+    /// the i64 index `arange + off`, times the dim's stride, masked by `0 <= index <
     /// extent`.
     fn descriptor_block(
         &mut self,
-        (base, extents, ld): (Value, [i128; 2], i128),
+        (base, extents, strides): (Value, [i128; 2], [i128; 2]),
         offsets: [Value; 2],
         shape: [usize; 2],
     ) -> (Value, Value) {
@@ -1800,7 +1807,7 @@ impl Gen {
             let off = self.splat_to(off, &[n]);
             let index = self.binary(BinOp::Add, lanes, off);
             let index = self.push1(Op::Reshape(index), Self::tile(DType::I64, &line));
-            let stride = self.int_const(DType::I64, &[], if dim == 0 { ld } else { 1 });
+            let stride = self.int_const(DType::I64, &[], strides[dim]);
             let stride = self.splat_to(stride, &line);
             terms.push(self.binary(BinOp::Mul, index, stride));
             let zero = self.int_const(DType::I64, &[], 0);
@@ -2336,7 +2343,7 @@ impl Gen {
             let width = self.int_const(DType::I32, &[], ld);
             let row = self.binary(BinOp::Div, base, width);
             let col = self.int_const(DType::I32, &[], 0);
-            let view = (ptr, [len / ld, cols], ld);
+            let view = (ptr, [len / ld, cols], [ld, 1]);
             let (ptrs, mask) = self.descriptor_block(view, [row, col], [shape[0], shape[1]]);
             let store = Op::Store {
                 ptr: ptrs,

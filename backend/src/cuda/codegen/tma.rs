@@ -56,11 +56,15 @@ pub(super) struct TmaStages {
 }
 
 impl<'ctx> Gen<'ctx, '_> {
-    /// Whether `x` is copied by TMA into `tile` (`columns`: stored transposed, which TMA
-    /// does not do for 16-bit tiles).
+    /// Whether `x` is copied by TMA into `tile` (`columns`: stored transposed, as TMA lays
+    /// out a block whose columns lie contiguous).
     pub(super) fn tma_copies(&self, x: Value, tile: &Swizzled, columns: bool) -> bool {
         self.tma.get(&x).is_some_and(|t| {
-            !columns && t.load.rows == tile.rows && t.load.cols == tile.cols && tile.elem == 2
+            let [outer, inner] = t.load.outer_inner();
+            let size = [t.load.rows, t.load.cols];
+            columns == (t.load.inner == 0)
+                && (size[outer], size[inner]) == (tile.rows, tile.cols)
+                && tile.elem == 2
         })
     }
 
@@ -128,9 +132,10 @@ impl<'ctx> Gen<'ctx, '_> {
         let mut first = 0;
         for (x, tile) in copies {
             let tma = self.tma[x];
-            // The box's first row and column, as the load computes them.
-            let row = self.coordinate(tma.load.offsets[0])?;
-            let col = self.coordinate(tma.load.offsets[1])?;
+            // The box's first line and element, as the load computes them.
+            let [outer, inner] = tma.load.outer_inner();
+            let row = self.coordinate(tma.load.offsets[outer])?;
+            let col = self.coordinate(tma.load.offsets[inner])?;
             let box_cols = match tile.blocked() {
                 true => 128 / tile.elem,
                 false => tile.cols,
