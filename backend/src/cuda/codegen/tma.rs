@@ -153,7 +153,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let dst = self.shared_byte(b.build_int_add(stage_base, at, "")?)?;
                 let c = b.build_int_mul(j, self.i32c(box_cols as u64), "")?;
                 let c = b.build_int_add(col, c, "")?;
-                self.tma_copy(dst, tma.map, [c, row], bar, pred)?;
+                self.bulk_tensor(dst, tma.map, [c, row], Some(bar), pred)?;
             }
             first += blocks;
         }
@@ -187,7 +187,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let src = self.shared_byte(at)?;
             let c = b.build_int_mul(j, self.i32c(box_cols as u64), "")?;
             let c = b.build_int_add(col, c, "")?;
-            self.tma_store_copy(src, t.map, [c, row], pred)?;
+            self.bulk_tensor(src, t.map, [c, row], None, pred)?;
         }
         if self.emu.is_some() {
             return Ok(());
@@ -195,79 +195,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let issued = b.build_int_compare(IntPredicate::ULT, warp, self.i32c(blocks as u64), "")?;
         let issued = b.build_and(issued, elected, "")?;
         // Complete, not only read: what the kernel loads later sees the stored values.
-        let fn_ty = self
-            .ctx
-            .void_type()
-            .fn_type(&[self.ctx.bool_type().into()], false);
         let asm = "@$0 cp.async.bulk.commit_group;\n\t@$0 cp.async.bulk.wait_group 0;\n\t\
                    @$0 fence.proxy.async.global;";
-        let f = self.ctx.create_inline_asm(
-            fn_ty,
-            asm.to_string(),
-            "b,~{memory}".to_string(),
-            true,
-            false,
-            None,
-            false,
-        );
-        self.b.build_indirect_call(fn_ty, f, &[issued.into()], "")?;
-        Ok(())
-    }
-
-    /// `cp.async.bulk.tensor.2d.global.shared::cta.bulk_group` of the box at `coords`
-    /// (column, row) of the tensor map at generic address `map` from shared memory at
-    /// `src`, where `pred` (an i1) holds.
-    fn tma_store_copy(
-        &mut self,
-        src: PointerValue<'ctx>,
-        map: IntValue<'ctx>,
-        coords: [IntValue<'ctx>; 2],
-        pred: IntValue<'ctx>,
-    ) -> Result<()> {
-        if self.emu.is_some() {
-            return self.when(Some(pred), &mut |g| {
-                let args = [
-                    src.into(),
-                    g.smem.into(),
-                    map.into(),
-                    coords[0].into(),
-                    coords[1].into(),
-                ];
-                g.emulator_hook(EMU_TMA_STORE, &args, None)?;
-                Ok(())
-            });
-        }
-        let (i64t, i32t, i1t) = (
-            self.ctx.i64_type(),
-            self.ctx.i32_type(),
-            self.ctx.bool_type(),
-        );
-        let params = [
-            i64t.into(),
-            i32t.into(),
-            i32t.into(),
-            i64t.into(),
-            i1t.into(),
-        ];
-        let fn_ty = self.ctx.void_type().fn_type(&params, false);
-        let asm = "@$4 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, {$1, $2}], [$3];";
-        let f = self.ctx.create_inline_asm(
-            fn_ty,
-            asm.to_string(),
-            "l,r,r,l,b,~{memory}".to_string(),
-            true,
-            false,
-            None,
-            false,
-        );
-        let args = [
-            map.into(),
-            coords[0].into(),
-            coords[1].into(),
-            self.b.build_ptr_to_int(src, i64t, "")?.into(),
-            pred.into(),
-        ];
-        self.b.build_indirect_call(fn_ty, f, &args, "")?;
+        self.asm_call(asm, &[issued.into()], false)?;
         Ok(())
     }
 
@@ -292,23 +222,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 "lane0",
             )?);
         }
-        let i32t = self.ctx.i32_type();
-        let fn_ty = i32t.fn_type(&[], false);
         let asm = "{ .reg .pred p; elect.sync _|p, -1; selp.u32 $0, 1, 0, p; }";
-        let f = self.ctx.create_inline_asm(
-            fn_ty,
-            asm.to_string(),
-            "=r".to_string(),
-            true,
-            false,
-            None,
-            false,
-        );
-        let call = self.b.build_indirect_call(fn_ty, f, &[], "elect")?;
-        let r = match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
-            inkwell::values::ValueKind::Instruction(_) => unreachable!("an i32"),
-        };
+        let r = self.asm_call(asm, &[], true)?.expect("returns an i32");
         Ok((self.b).build_int_compare(IntPredicate::NE, r, self.i32c(0), "elected")?)
     }
 
@@ -370,30 +285,96 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let i64t = self.ctx.i64_type();
         let addr: BasicValueEnum<'ctx> = self.b.build_ptr_to_int(bar, i64t, "")?.into();
-        let (asm, constraints, ret) = match op {
-            MBARRIER_INIT => (
-                "@$2 mbarrier.init.shared::cta.b64 [$0], $1;",
-                "l,r,b",
-                false,
+        let asm = match op {
+            MBARRIER_INIT => "@$0 mbarrier.init.shared::cta.b64 [$1], $2;",
+            MBARRIER_ARRIVE_EXPECT_TX => {
+                "@$0 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], $2;"
+            }
+            MBARRIER_INVAL => "@$0 mbarrier.inval.shared::cta.b64 [$1];",
+            _ => {
+                let asm = "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; \
+                           selp.u32 $0, 1, 0, p; }";
+                let r = self.asm_call(asm, &[addr, arg.into()], true)?;
+                return Ok(r.expect("returns an i32"));
+            }
+        };
+        let all = self.ctx.bool_type().const_all_ones();
+        let args = [pred.unwrap_or(all).into(), addr, arg.into()];
+        // `inval` takes no argument: `$2` is left out of its text.
+        self.asm_call(asm, &args, false)?;
+        Ok(self.i32c(0))
+    }
+
+    /// `cp.async.bulk.tensor.2d` between shared memory at `smem` and the box at `coords`
+    /// (column, row) of the tensor map at generic address `map`, where `pred` (an i1)
+    /// holds: a load completing its bytes on the barrier `to` names, or (`to` `None`) a
+    /// store in this thread's bulk group.
+    fn bulk_tensor(
+        &mut self,
+        smem: PointerValue<'ctx>,
+        map: IntValue<'ctx>,
+        coords: [IntValue<'ctx>; 2],
+        to: Option<PointerValue<'ctx>>,
+        pred: IntValue<'ctx>,
+    ) -> Result<()> {
+        if self.emu.is_some() {
+            return self.when(Some(pred), &mut |g| {
+                let mut args = vec![
+                    smem.into(),
+                    g.smem.into(),
+                    map.into(),
+                    coords[0].into(),
+                    coords[1].into(),
+                ];
+                args.extend(to.map(BasicValueEnum::from));
+                let hook = if to.is_some() { EMU_TMA } else { EMU_TMA_STORE };
+                g.emulator_hook(hook, &args, None)?;
+                Ok(())
+            });
+        }
+        let i64t = self.ctx.i64_type();
+        let smem = self.b.build_ptr_to_int(smem, i64t, "")?.into();
+        let (asm, mut args) = match to {
+            Some(_) => (
+                "@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \
+                 [$1], [$2, {$3, $4}], [$5];",
+                vec![smem, map.into(), coords[0].into(), coords[1].into()],
             ),
-            MBARRIER_ARRIVE_EXPECT_TX => (
-                "@$2 mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
-                "l,r,b",
-                false,
-            ),
-            MBARRIER_INVAL => ("@$2 mbarrier.inval.shared::cta.b64 [$0];", "l,r,b", false),
-            _ => (
-                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; \
-                 selp.u32 $0, 1, 0, p; }",
-                "=r,l,r",
-                true,
+            None => (
+                "@$0 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$4];",
+                vec![map.into(), coords[0].into(), coords[1].into(), smem],
             ),
         };
-        let mut args = vec![addr, arg.into()];
-        if !ret {
-            let all = self.ctx.bool_type().const_all_ones();
-            args.push(pred.unwrap_or(all).into());
+        if let Some(bar) = to {
+            args.push(self.b.build_ptr_to_int(bar, i64t, "")?.into());
         }
+        args.insert(0, pred.into());
+        self.asm_call(asm, &args, false)?;
+        Ok(())
+    }
+
+    /// A PTX statement with side effects and a memory clobber on `args` (an i1 is a
+    /// predicate, an i32 a 32-bit and an i64 a 64-bit register), giving the i32 of its
+    /// first operand where `ret` (then `$0`, the args from `$1`).
+    fn asm_call(
+        &self,
+        asm: &str,
+        args: &[BasicValueEnum<'ctx>],
+        ret: bool,
+    ) -> Result<Option<IntValue<'ctx>>> {
+        let i32t = self.ctx.i32_type();
+        let mut constraints: Vec<&str> = Vec::new();
+        if ret {
+            constraints.push("=r");
+        }
+        for a in args {
+            constraints.push(match a.into_int_value().get_type().get_bit_width() {
+                1 => "b",
+                64 => "l",
+                _ => "r",
+            });
+        }
+        constraints.push("~{memory}");
         let params: Vec<_> = args.iter().map(|a| a.get_type().into()).collect();
         let fn_ty = match ret {
             true => i32t.fn_type(&params, false),
@@ -402,7 +383,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let f = self.ctx.create_inline_asm(
             fn_ty,
             asm.to_string(),
-            format!("{constraints},~{{memory}}"),
+            constraints.join(","),
             true,
             false,
             None,
@@ -411,70 +392,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let args: Vec<_> = args.iter().map(|a| (*a).into()).collect();
         let call = self.b.build_indirect_call(fn_ty, f, &args, "")?;
         Ok(match call.try_as_basic_value() {
-            inkwell::values::ValueKind::Basic(v) => v.into_int_value(),
-            inkwell::values::ValueKind::Instruction(_) => self.i32c(0),
+            inkwell::values::ValueKind::Basic(v) => Some(v.into_int_value()),
+            inkwell::values::ValueKind::Instruction(_) => None,
         })
-    }
-
-    /// `cp.async.bulk.tensor.2d` of the box at `coords` (column, row) of the tensor map at
-    /// generic address `map` into shared memory at `dst`, completing on barrier `bar`,
-    /// where `pred` (an i1) holds.
-    fn tma_copy(
-        &mut self,
-        dst: PointerValue<'ctx>,
-        map: IntValue<'ctx>,
-        coords: [IntValue<'ctx>; 2],
-        bar: PointerValue<'ctx>,
-        pred: IntValue<'ctx>,
-    ) -> Result<()> {
-        if self.emu.is_some() {
-            return self.when(Some(pred), &mut |g| {
-                let args = [
-                    dst.into(),
-                    g.smem.into(),
-                    map.into(),
-                    coords[0].into(),
-                    coords[1].into(),
-                    bar.into(),
-                ];
-                g.emulator_hook(EMU_TMA, &args, None)?;
-                Ok(())
-            });
-        }
-        let i64t = self.ctx.i64_type();
-        let i32t = self.ctx.i32_type();
-        let i1t = self.ctx.bool_type();
-        let params = [
-            i64t.into(),
-            i64t.into(),
-            i32t.into(),
-            i32t.into(),
-            i64t.into(),
-            i1t.into(),
-        ];
-        let fn_ty = self.ctx.void_type().fn_type(&params, false);
-        let asm =
-            "@$5 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \
-                   [$0], [$1, {$2, $3}], [$4];";
-        let f = self.ctx.create_inline_asm(
-            fn_ty,
-            asm.to_string(),
-            "l,l,r,r,l,b,~{memory}".to_string(),
-            true,
-            false,
-            None,
-            false,
-        );
-        let args = [
-            self.b.build_ptr_to_int(dst, i64t, "")?.into(),
-            map.into(),
-            coords[0].into(),
-            coords[1].into(),
-            self.b.build_ptr_to_int(bar, i64t, "")?.into(),
-            pred.into(),
-        ];
-        self.b.build_indirect_call(fn_ty, f, &args, "")?;
-        Ok(())
     }
 }
 
