@@ -1,20 +1,25 @@
-//! TMA tensor maps (Hopper): the loads of a tensor descriptor copied by
+//! TMA tensor maps (Hopper): the loads and stores of a tensor descriptor made by
 //! `cp.async.bulk.tensor`.
 //!
-//! `make_tensor_descriptor` (and a block pointer loaded with every dim boundary-checked)
-//! traces to an ordinary masked load (`dsl::trace::block_ptr`): per dim `d`, the index
-//! `arange(0, n_d) + off_d` times the dim's stride, masked by `0 <= index < shape_d`.
-//! [`BoxLoad::of`] recognizes that form. On `sm_90a`, where such a load is a tensor-core
-//! `dot` operand copied to shared memory in a pipelined loop (`pipeline.rs`), one thread
-//! copies the whole block with TMA, one copy per 128-byte column block of the operand's
-//! swizzled layout (`swizzle.rs`: the hardware's swizzle modes, so TMA writes exactly that
-//! layout), and the block's `mbarrier` counts its bytes in (`codegen/tma.rs`). The
-//! hardware clips the box to the tensor: elements outside read 0, as the mask gives.
+//! `make_tensor_descriptor` (and a block pointer accessed with every dim boundary-checked)
+//! traces to an ordinary masked load or store (`dsl::trace::block_ptr`): per dim `d`, the
+//! index `arange(0, n_d) + off_d` times the dim's stride, masked by `0 <= index <
+//! shape_d`. [`BoxLoad::of`] recognizes that form, with one dim of stride 1 (the lines TMA
+//! moves; the block's columns where it is row-major, its rows where its columns lie
+//! contiguous, as a K-major `b`'s). On `sm_90a`, where such a load is a tensor-core `dot`
+//! operand copied to shared memory in a pipelined loop (`pipeline.rs`), the block is
+//! copied with TMA, one copy per 128-byte column block of the operand's swizzled layout
+//! (`swizzle.rs`: the hardware's swizzle modes, so TMA writes exactly that layout; a
+//! block whose columns lie contiguous lands transposed, as a `b` copied by columns is
+//! laid out), and the stage's `mbarrier` counts its bytes in (`codegen/tma.rs`); where
+//! such a store writes a `dot`'s 16-bit result, the epilogue's tile goes out by TMA. The
+//! hardware clips the box to the tensor: elements outside read 0 and are not written, as
+//! the mask gives.
 //!
 //! A tensor map (CUDA's opaque 128-byte `CUtensorMap`) holds the base, shape and strides,
-//! so they must be known at launch: [`plan`] keeps the loads whose base, shape and row
-//! stride are computed from parameters and constants only ([`HostExpr`]), whose column
-//! stride is 1 and whose base and row stride the specialization proves 16-byte aligned.
+//! so they must be known at launch: [`plan`] keeps the accesses whose base, shape and
+//! stride are computed from parameters and constants only ([`HostExpr`]) and whose base
+//! and stride the specialization proves 16-byte aligned.
 //! The launcher evaluates them and encodes one map per planned load ([`Encoding`]:
 //! `cuTensorMapEncodeTiled` on a GPU, [`Encoding::emulated`] for the emulator), each
 //! passed as a `grid_constant` parameter after the kernel's own and the check buffer.

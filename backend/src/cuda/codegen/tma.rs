@@ -1,5 +1,6 @@
-//! TMA copies of a pipelined loop's `dot` operands, and the `mbarrier`s that wait for them
-//! (Hopper; see `cuda/tensor_map.rs` for which loads and their tensor maps).
+//! TMA copies of a pipelined loop's `dot` operands, the `mbarrier`s that wait for them, and
+//! TMA stores of a `dot`'s result from the epilogue's tile (Hopper; see
+//! `cuda/tensor_map.rs` for which accesses and their tensor maps).
 //!
 //! Each stage of the loop (`pipeline.rs`) has an `mbarrier` in shared memory after the
 //! stages, initialized to one arrival before the loop's prologue (after a
@@ -11,12 +12,17 @@
 //! any order: the phase completes once the arrival and all the bytes are in). Every
 //! thread waits for the stage with `mbarrier.try_wait.parity`: iteration `i` waits for
 //! phase `i / stages` of barrier `i % stages`, whose parity is `(i / stages) & 1`. The
-//! barrier that precedes the `dot` stays: thread 0 refills the buffer the last iteration
-//! read only after every warp is past it.
+//! warps refill the buffer the last iteration read only after the barrier every warp
+//! passes once done with it (before the `dot`, or after it where its `wgmma` group stays
+//! in flight).
+//!
+//! A store's tile, written by every thread and fenced (`fence.proxy.async`: TMA reads it
+//! through the async proxy), goes out the same way after a barrier: a `global.shared::cta`
+//! copy per column block, each issuing lane then waiting for its copies to complete.
 //!
 //! In the emulator each of these is a hook (`cuda/emulate_tma.rs`): a copy reads its box at
 //! issue and lands at the first wait that sees its phase complete (its destination holds
-//! NaNs until then).
+//! NaNs until then); a store writes at once.
 
 use super::swizzle::Swizzled;
 use super::sync::{EMU_MBARRIER, EMU_TMA, EMU_TMA_STORE};
