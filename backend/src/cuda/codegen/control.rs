@@ -150,12 +150,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let phi = self.b.build_phi(count.lo.get_type(), "iv")?;
         phi.add_incoming(&[(&count.lo, pre)]);
         let iv = phi.as_basic_value().into_int_value();
-        // A pipelined loop counts its iterations for the stage they use.
+        // A pipelined loop counts its iterations, and carries the stage they use and the
+        // stage's use count's parity (its `mbarrier` phase), wrapping at `stages`.
         let trip = match pipelined {
             true => {
-                let t = self.b.build_phi(self.ctx.i32_type(), "trip")?;
-                t.add_incoming(&[(&self.i32c(0), pre)]);
-                Some(t)
+                let [t, s, p] = ["trip", "stage", "phase"].map(|name| {
+                    let phi = self.b.build_phi(self.ctx.i32_type(), name)?;
+                    phi.add_incoming(&[(&self.i32c(0), pre)]);
+                    Ok::<_, inkwell::builder::BuilderError>(phi)
+                });
+                Some((t?, s?, p?))
             }
             false => None,
         };
@@ -164,19 +168,35 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.build_conditional_branch(go, body_bb, exit)?;
         self.b.position_at_end(body_bb);
         let next_trip = match trip {
-            Some(t) => {
-                let t = t.as_basic_value().into_int_value();
+            Some((t, s, ph)) => {
+                let b = self.b;
+                let [t, carried, phase] = [t, s, ph].map(|p| p.as_basic_value().into_int_value());
                 let stages = self.pipelined.as_ref().map_or(1, |p| p.stages) as u64;
-                let stage = (self.b).build_int_unsigned_rem(t, self.i32c(stages), "")?;
+                // A power of two of stages: the trip's low bits (one op, where the carried
+                // stage costs a compare and a select); else the carried stage (where the
+                // remainder costs a multiply-high and shifts).
+                let stage = match stages.is_power_of_two() {
+                    true => b.build_and(t, self.i32c(stages - 1), "")?,
+                    false => carried,
+                };
                 let later = count.ahead(&self.emit(), iv, stages - 1)?;
                 let runs = count.runs(&self.emit(), later)?;
                 let value = count.body_value(&self.emit(), later)?;
                 if let Some(p) = self.pipelined.as_mut() {
                     p.stage = Some(stage);
+                    p.phase = Some(phase);
                     p.ahead = Some((value, runs));
                     p.trip = Some(t);
                 }
-                Some(self.b.build_int_add(t, self.i32c(1), "")?)
+                let next = b.build_int_add(carried, self.i32c(1), "")?;
+                let wrap =
+                    b.build_int_compare(inkwell::IntPredicate::EQ, next, self.i32c(stages), "")?;
+                let next = b
+                    .build_select(wrap, self.i32c(0), next, "")?
+                    .into_int_value();
+                let flip = b.build_int_z_extend(wrap, self.ctx.i32_type(), "")?;
+                let next_phase = b.build_xor(phase, flip, "")?;
+                Some([b.build_int_add(t, self.i32c(1), "")?, next, next_phase])
             }
             None => None,
         };
@@ -187,8 +207,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.assign(Self::yields(body), &slots, &carry)?;
         let next = count.advance(&self.emit(), self.func, iv, exit)?;
         phi.add_incoming(&[(&next, self.b.current_block()?)]);
-        if let (Some(t), Some(n)) = (trip, next_trip) {
-            t.add_incoming(&[(&n, self.b.current_block()?)]);
+        if let (Some((t, s, p)), Some(n)) = (trip, next_trip) {
+            let at = self.b.current_block()?;
+            for (phi, next) in [t, s, p].iter().zip(n) {
+                phi.add_incoming(&[(&next, at)]);
+            }
         }
         let back_edge = self.b.build_unconditional_branch(header)?;
         if let Some(factor) = unroll {

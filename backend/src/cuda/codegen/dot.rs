@@ -245,7 +245,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 p.stages,
                 stage,
                 ahead,
-                p.tma.zip(p.trip),
+                p.tma.zip(p.phase),
             ))
         });
         let (a_tile, b_tile, b_columns) = match pipelined {
@@ -280,8 +280,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         // Each thread waits for the stage itself; with the group left
                         // in flight, the barrier after the `dot` is the one that lets
                         // thread 0 refill the buffer the last iteration read.
-                        Some((t, trip)) => {
-                            self.tma_wait(t, stage, trip, stages)?;
+                        Some((t, phase)) => {
+                            self.tma_wait(t, stage, phase)?;
                             if !in_flight {
                                 self.barrier()?;
                             }
@@ -292,12 +292,27 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                             self.barrier()?;
                         }
                     }
-                    let later = self
-                        .b
-                        .build_int_add(stage, self.i32c(stages as u64 - 1), "")?;
+                    // The stage before this one: `(stage + stages - 1) % stages` (a mask
+                    // for a power of two, else a select on the first stage).
                     let stages_n = stages as u64;
-                    let stages = self.i32c(stages_n);
-                    let later = (self.b).build_int_unsigned_rem(later, stages, "")?;
+                    let later = match stages_n.is_power_of_two() {
+                        true => {
+                            let before =
+                                (self.b).build_int_add(stage, self.i32c(stages_n - 1), "")?;
+                            self.b.build_and(before, self.i32c(stages_n - 1), "")?
+                        }
+                        false => {
+                            let first_stage = (self.b).build_int_compare(
+                                inkwell::IntPredicate::EQ,
+                                stage,
+                                self.i32c(0),
+                                "",
+                            )?;
+                            let before = self.b.build_int_sub(stage, self.i32c(1), "")?;
+                            let last = self.i32c(stages_n - 1);
+                            (self.b.build_select(first_stage, last, before, ""))?.into_int_value()
+                        }
+                    };
                     match in_flight {
                         true => issue_after = Some((iv, runs, later, stages_n - 1)),
                         false => self.issue_stage(iv, runs, later, (stages_n - 1, false))?,

@@ -52,8 +52,11 @@ pub(super) struct Pipelined<'ctx, 'f> {
     /// Carried scalars that advance by a loop-invariant step (a block pointer's offsets):
     /// the body's argument, its initial value and the step.
     pub inductions: Vec<Induction>,
-    /// This iteration's stage (`i % stages`, i32).
+    /// This iteration's stage (`i % stages`, i32), carried through the loop.
     pub stage: Option<IntValue<'ctx>>,
+    /// The parity of `i / stages` (i32), carried: the phase of the stage's `mbarrier`
+    /// this iteration waits for (`tma.rs`).
+    pub phase: Option<IntValue<'ctx>>,
     /// The counter `stages - 1` iterations ahead (in the loop's dtype), and whether that
     /// iteration runs.
     pub ahead: Option<(BasicValueEnum<'ctx>, IntValue<'ctx>)>,
@@ -199,6 +202,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             body_values,
             inductions,
             stage: None,
+            phase: None,
             ahead: None,
             tma,
         })

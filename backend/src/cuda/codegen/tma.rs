@@ -233,17 +233,15 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok((self.b).build_int_compare(IntPredicate::NE, r, self.i32c(0), "elected")?)
     }
 
-    /// Every thread waits until stage `stage`'s copies of iteration `trip` have landed.
+    /// Every thread waits until stage `stage`'s copies have landed: the barrier's phase of
+    /// parity `parity` (i32, the loop's carried phase).
     pub(super) fn tma_wait(
         &mut self,
         t: TmaStages,
         stage: IntValue<'ctx>,
-        trip: IntValue<'ctx>,
-        stages: usize,
+        parity: IntValue<'ctx>,
     ) -> Result<()> {
         let b = self.b;
-        let uses = b.build_int_unsigned_div(trip, self.i32c(stages as u64), "")?;
-        let parity = b.build_and(uses, self.i32c(1), "parity")?;
         let bar = self.stage_barrier(t, stage)?;
         let wait = self.ctx.append_basic_block(self.func, "tma.wait");
         let done = self.ctx.append_basic_block(self.func, "tma.done");
