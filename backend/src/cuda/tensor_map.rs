@@ -288,7 +288,7 @@ impl HostExpr {
 
     /// The value for a launch whose parameter slots (what the kernel receives: addresses
     /// for pointers, the scalars' bits) are `slots`; `None` where an op has no value
-    /// (`machine` refuses it).
+    /// (`integer_op` refuses it).
     pub(crate) fn eval(&self, slots: &[u64]) -> Option<i128> {
         Some(match self {
             HostExpr::Param(i, dtype) => {
