@@ -131,28 +131,24 @@ pub(crate) fn launch(
         false => None,
     };
     values.extend(check.as_ref().map(|c| c.address));
-    // Tensor maps, after the check buffer (`tensor_map.rs`): a launch TMA cannot encode
-    // them for takes the kernel compiled without TMA.
-    let mut maps = Vec::new();
+    // Tensor maps, after the check buffer (`tensor_map.rs`): a launch whose maps TMA (or
+    // the driver) cannot encode takes the kernel compiled without TMA.
     let planned = super::tensor_map::planned(&compiled.function, &copts);
-    if !planned.is_empty() {
-        let params = &values[..args.args.len()];
-        match super::tensor_map::encode_all(&planned, params) {
-            Ok(encodings) => {
-                for e in &encodings {
-                    let map = super::tensor_map::encode_on_driver(e).map_err(|m| {
-                        launch_err(format!("encoding the tensor map of {e:?}: {m}"))
-                    })?;
-                    maps.push(map);
-                }
-            }
-            Err(_) => {
-                copts.tma = false;
-                compiled = self::compiled(key, &spec, &copts, options, trace)?;
-                kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
-            }
+    let params = &values[..args.args.len()];
+    let encoded = super::tensor_map::encode_all(&planned, params).and_then(|encodings| {
+        (encodings.iter())
+            .map(super::tensor_map::encode_on_driver)
+            .collect::<std::result::Result<Vec<_>, _>>()
+    });
+    let mut maps = match encoded {
+        Ok(maps) => maps,
+        Err(_) => {
+            copts.tma = false;
+            compiled = self::compiled(key, &spec, &copts, options, trace)?;
+            kernel = gpu.load(&compiled.key_hash, &compiled.ptx)?;
+            Vec::new()
         }
-    }
+    };
     // The driver reads each parameter's size from the kernel: the low bytes of each
     // little-endian u64 are the value.
     let mut params: Vec<*mut std::ffi::c_void> =
