@@ -410,66 +410,21 @@ fn fp8_matmul(
 
 /// Tutorial 09's persistent matmul, f16 4096³ at its f16 config (128 × 256 × 64, 8 warps,
 /// 3 stages), one program per SM (the count the peers report, else 132: an H100's),
-/// against Triton's tutorial 09; the result checked against the grouped matmul's.
+/// against Triton's tutorial 09.
 fn persistent_matmul(
     device: &Device,
     gpu: &CudaDevice,
     peers: &HashMap<String, f64>,
 ) -> tritium::Result<()> {
     use tritium_kernels::matmul::matmul_persistent;
-    let (m, n, k) = (4096usize, 4096usize, 4096usize);
     let sms = peers.get("sms").map_or(132, |s| *s as usize);
-    let (a, b) = f16_operands(m, n, k);
-    let da = CudaTensor::from_ndarray(device, &a)?;
-    let db = CudaTensor::from_ndarray(device, &b)?;
-    let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
-    let opts = LaunchOptions {
-        num_warps: 8,
-        num_stages: 3,
-        ..Default::default()
-    };
-    let dref = grouped_reference(device, &opts, &da, &db, [m, n, k])?;
-    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-    let launch = || {
-        matmul_persistent::launch_with(
-            device, sms, &opts, &mut dc, &da, &db, mi, ni, ki, ki, 1, ni, 1, ni, 1, 128, 256, 64,
-            8, sms,
-        )
-    };
     let name = format!("matmul persistent f16 4096³ {sms} programs (Triton 09)");
-    let Some(t) = time_launch(gpu, &name, launch) else {
-        return Ok(());
-    };
-    let flops = 2.0 * (m * n * k) as f64;
-    peer_row(
-        peers,
-        &name,
-        "matmul_persistent.triton",
-        t,
-        tflops(flops, t),
-    );
-    if dc.to_ndarray()? != dref.to_ndarray()? {
-        println!("{:<40} differs from the grouped matmul's result", "");
-    }
-    Ok(())
-}
-
-/// Tutorial 03's grouped matmul of row-major `a` and `b` at 128 × 256 × 64 with `opts`:
-/// the result other matmuls are checked against.
-fn grouped_reference(
-    device: &Device,
-    opts: &LaunchOptions,
-    da: &CudaTensor<f16>,
-    db: &CudaTensor<f16>,
-    [m, n, k]: [usize; 3],
-) -> tritium::Result<CudaTensor<f16>> {
-    let mut dref = CudaTensor::<f16>::zeros(device, &[m, n])?;
-    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-    let grid = m.div_ceil(128) * n.div_ceil(256);
-    matmul_grouped::launch_with(
-        device, grid, opts, &mut dref, da, db, mi, ni, ki, ki, 1, ni, 1, ni, 1, 128, 256, 64, 8,
-    )?;
-    Ok(dref)
+    let row = (name.as_str(), "matmul_persistent.triton");
+    tiled_matmul_row(device, gpu, peers, row, &mut |opts, c, a, b, [m, n, k]| {
+        matmul_persistent::launch_with(
+            device, sms, opts, c, a, b, m, n, k, k, 1, n, 1, n, 1, 128, 256, 64, 8, sms,
+        )
+    })
 }
 
 /// Tutorial 03 through tensor descriptors, f16 4096³ at 128 × 256 × 64, 8 warps, 3 stages:
@@ -481,30 +436,76 @@ fn descriptor_matmul(
     peers: &HashMap<String, f64>,
 ) -> tritium::Result<()> {
     use tritium_kernels::matmul::matmul_descriptor;
+    let row = (
+        "matmul descriptors (TMA) f16 4096³",
+        "matmul_descriptor.triton",
+    );
+    tiled_matmul_row(device, gpu, peers, row, &mut |opts, c, a, b, [m, n, k]| {
+        let grid = (m as usize).div_ceil(128) * (n as usize).div_ceil(256);
+        matmul_descriptor::launch_with(device, grid, opts, c, a, b, m, n, k, 128, 256, 64, 8)
+    })
+}
+
+/// How a matmul row launches its kernel: `c = a @ b` of row-major f16 tensors with the
+/// row's options and sizes `[m, n, k]`.
+type MatmulLaunch<'a> = dyn FnMut(
+        &LaunchOptions,
+        &mut CudaTensor<f16>,
+        &CudaTensor<f16>,
+        &CudaTensor<f16>,
+        [i32; 3],
+    ) -> tritium::Result<()>
+    + 'a;
+
+/// The row `(name, peer key)` of an f16 4096³ matmul at tutorial 03's largest config
+/// (128 × 256 × 64, 8 warps, 3 stages) made by `launch`, against its Triton peer; its
+/// result checked against the grouped matmul's at the same config.
+fn tiled_matmul_row(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+    (name, peer): (&str, &str),
+    launch: &mut MatmulLaunch<'_>,
+) -> tritium::Result<()> {
     let (m, n, k) = (4096usize, 4096usize, 4096usize);
     let (a, b) = f16_operands(m, n, k);
     let da = CudaTensor::from_ndarray(device, &a)?;
     let db = CudaTensor::from_ndarray(device, &b)?;
     let mut dc = CudaTensor::<f16>::zeros(device, &[m, n])?;
+    let mut dref = CudaTensor::<f16>::zeros(device, &[m, n])?;
     let opts = LaunchOptions {
         num_warps: 8,
         num_stages: 3,
         ..Default::default()
     };
-    let dref = grouped_reference(device, &opts, &da, &db, [m, n, k])?;
-    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
-    let grid = m.div_ceil(128) * n.div_ceil(256);
-    let launch = || {
-        matmul_descriptor::launch_with(
-            device, grid, &opts, &mut dc, &da, &db, mi, ni, ki, 128, 256, 64, 8,
-        )
-    };
-    let name = "matmul descriptors (TMA) f16 4096³";
-    let Some(t) = time_launch(gpu, name, launch) else {
+    let sizes = [m as i32, n as i32, k as i32];
+    let [mi, ni, ki] = sizes;
+    matmul_grouped::launch_with(
+        device,
+        m.div_ceil(128) * n.div_ceil(256),
+        &opts,
+        &mut dref,
+        &da,
+        &db,
+        mi,
+        ni,
+        ki,
+        ki,
+        1,
+        ni,
+        1,
+        ni,
+        1,
+        128,
+        256,
+        64,
+        8,
+    )?;
+    let Some(t) = time_launch(gpu, name, || launch(&opts, &mut dc, &da, &db, sizes)) else {
         return Ok(());
     };
     let flops = 2.0 * (m * n * k) as f64;
-    peer_row(peers, name, "matmul_descriptor.triton", t, tflops(flops, t));
+    peer_row(peers, name, peer, t, tflops(flops, t));
     if dc.to_ndarray()? != dref.to_ndarray()? {
         println!("{:<40} differs from the grouped matmul's result", "");
     }

@@ -162,3 +162,15 @@ pub fn matmul_specialization(ones: &[usize]) -> Specialization {
         sixteens: (0..12).map(|i| !ones.contains(&i)).collect(),
     }
 }
+
+/// `run` on the CUDA emulator, then on the interpreter: both results, and the shared
+/// memory the emulator's run saw (`shared_memory_stats`, reset first).
+pub fn emulated_and_interpreted<T>(
+    run: impl Fn(&Device) -> T,
+) -> (T, T, tritium::backend::cuda::SharedMemoryStats) {
+    use tritium::backend::cuda::shared_memory_stats;
+    shared_memory_stats();
+    let got = run(&Device::cuda_emulator());
+    let stats = shared_memory_stats();
+    (got, run(&Device::interpreter()), stats)
+}

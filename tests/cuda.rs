@@ -1,7 +1,7 @@
 //! The CUDA backend. PTX generation runs everywhere (no GPU or CUDA toolkit needed);
 //! launches run only where a GPU is present and are reported as skipped otherwise.
 
-use crate::common::{assert_close, cuda_device, random_f32};
+use crate::common::{assert_close, cuda_device, emulated_and_interpreted, random_f32};
 use ndarray::{Array1, Array2};
 use rstest::rstest;
 use std::collections::HashSet;
@@ -875,10 +875,7 @@ fn emulated_f16_matmul(
         .unwrap();
         out
     };
-    tritium::backend::cuda::shared_memory_stats();
-    let got = run(&Device::cuda_emulator());
-    let stats = tritium::backend::cuda::shared_memory_stats();
-    (got, run(&Device::interpreter()), stats)
+    emulated_and_interpreted(run)
 }
 
 /// Tutorial 03 at sizes that are multiples of 16 copies its operands with `cp.async` and

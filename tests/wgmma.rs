@@ -2,7 +2,7 @@
 //! emulator's Hopper path (`LaunchOptions::emulated_sm`, `TRITIUM_EMULATE_SM=90`) against
 //! the interpreter, and its PTX checked offline (no GPU needed).
 
-use crate::common::{assert_close, matmul_specialization, random_f32};
+use crate::common::{assert_close, emulated_and_interpreted, matmul_specialization, random_f32};
 use half::{bf16, f16};
 use ndarray::Array2;
 use tritium::backend::cuda::{compile_ptx, shared_memory_stats, CudaCompileOptions};
@@ -278,10 +278,7 @@ fn fp8_matmul_on_wgmma_matches_the_interpreter_emulated() {
                     .unwrap();
                     out
                 };
-                shared_memory_stats();
-                let got = run(&Device::cuda_emulator());
-                let stats = shared_memory_stats();
-                let want = run(&Device::interpreter());
+                let (got, want, stats) = emulated_and_interpreted(run);
                 let what = format!("{what}, {}", stringify!($t));
                 // Every block's K steps on `wgmma` (k 32 each, one per 64-row band and 256
                 // columns); `a`, and `b` where stored by
@@ -358,10 +355,7 @@ fn persistent_matmul_on_wgmma_matches_the_interpreter_emulated() {
         .unwrap();
         out
     };
-    shared_memory_stats();
-    let got = run(&Device::cuda_emulator());
-    let stats = shared_memory_stats();
-    let want = run(&Device::interpreter());
+    let (got, want, stats) = emulated_and_interpreted(run);
     // 2 × 3 tiles, 3 K steps each: a band per 64 rows, a `wgmma` per 16 of k.
     assert_eq!(stats.wgmma, 6 * 3 * 2 * 4, "{stats:?}");
     // At least the two whole K steps of every tile copied by `cp.async` (the third's
@@ -426,6 +420,21 @@ fn fp8_dot_of_a_tile_with_itself_emulated() {
     assert_close(&got, &run(&Device::interpreter()), 1e-5, 1e-4, "t @ t");
 }
 
+/// Asserts that a 16-bit matmul's every `a` and `b` block of every K step (tiles of
+/// `blocks` over `sizes`) was copied whole by TMA (the box moves zeros past the matrices)
+/// and nothing by `cp.async`; the number of (row, column, K) tiles.
+fn assert_operands_by_tma(
+    stats: &tritium::backend::cuda::SharedMemoryStats,
+    [m, n, k]: [usize; 3],
+    [bm, bn, bk]: [usize; 3],
+) -> usize {
+    let tiles = m.div_ceil(bm) * n.div_ceil(bn) * k.div_ceil(bk);
+    let bytes = (tiles * (bm * bk + bk * bn) * 2) as u64;
+    assert_eq!(stats.tma_bytes, bytes, "{stats:?}");
+    assert_eq!(stats.cp_async_bytes, 0, "{stats:?}");
+    tiles
+}
+
 /// Tutorial 03 through tensor descriptors on Hopper: both operands' blocks copied by TMA
 /// (one thread's `cp.async.bulk.tensor` per 128-byte column block, waited for on each
 /// stage's `mbarrier`), clipped to the matrices at the last row, column and K blocks.
@@ -455,18 +464,8 @@ fn descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
             .unwrap();
             out
         };
-        shared_memory_stats();
-        let got = run(&Device::cuda_emulator());
-        let stats = shared_memory_stats();
-        let want = run(&Device::interpreter());
-        // Every block of every K step, whole: TMA moves the box, zeros past the matrices.
-        let tiles = m.div_ceil(bm) * n.div_ceil(bn) * k.div_ceil(bk);
-        assert_eq!(
-            stats.tma_bytes,
-            (tiles * (bm * bk + bk * bn) * 2) as u64,
-            "{stats:?}"
-        );
-        assert_eq!(stats.cp_async_bytes, 0, "{stats:?}");
+        let (got, want, stats) = emulated_and_interpreted(run);
+        let tiles = assert_operands_by_tma(&stats, [m, n, k], [bm, bn, bk]);
         assert_eq!(stats.wgmma, (tiles * 2 * 4) as u64, "{stats:?}");
         assert_close(&got, &want, 1e-4, 1e-4, "descriptor matmul");
         // An f16 result goes out through the epilogue's tile by TMA stores, clipped to
@@ -479,10 +478,7 @@ fn descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
             .unwrap();
             out.mapv(f16::to_f32)
         };
-        shared_memory_stats();
-        let got = run(&Device::cuda_emulator());
-        let stats = shared_memory_stats();
-        let want = run(&Device::interpreter());
+        let (got, want, stats) = emulated_and_interpreted(run);
         assert_eq!(stats.tma_store_bytes, (m * n * 2) as u64, "{stats:?}");
         assert_close(&got, &want, 1e-3, 1e-3, "descriptor matmul, f16 result");
     }
@@ -607,16 +603,7 @@ fn descriptor_matmul_with_k_major_b_on_tma_emulated() {
         .unwrap();
         out
     };
-    shared_memory_stats();
-    let got = run(&Device::cuda_emulator());
-    let stats = shared_memory_stats();
-    let want = run(&Device::interpreter());
-    let tiles = m.div_ceil(bm) * n.div_ceil(bn) * k.div_ceil(bk);
-    assert_eq!(
-        stats.tma_bytes,
-        (tiles * (bm * bk + bk * bn) * 2) as u64,
-        "{stats:?}"
-    );
-    assert_eq!(stats.cp_async_bytes, 0, "{stats:?}");
+    let (got, want, stats) = emulated_and_interpreted(run);
+    assert_operands_by_tma(&stats, [m, n, k], [bm, bn, bk]);
     assert_close(&got, &want, 1e-4, 1e-4, "descriptor matmul, K-major b");
 }
