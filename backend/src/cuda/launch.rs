@@ -28,6 +28,8 @@ pub(crate) struct CompiledPtx {
     pub checked_sites: Vec<u32>,
     /// The kernel takes the check buffer (checked mode, or some site checked).
     pub checked: bool,
+    /// The accesses made by TMA, whose tensor maps each launch encodes (`tensor_map.rs`).
+    pub maps: Vec<super::tensor_map::PlannedMap>,
 }
 
 type MemKey = (
@@ -133,9 +135,8 @@ pub(crate) fn launch(
     values.extend(check.as_ref().map(|c| c.address));
     // Tensor maps, after the check buffer (`tensor_map.rs`): a launch whose maps TMA (or
     // the driver) cannot encode takes the kernel compiled without TMA.
-    let planned = super::tensor_map::planned(&compiled.function, &copts);
     let params = &values[..args.args.len()];
-    let encoded = super::tensor_map::encode_all(&planned, params).and_then(|encodings| {
+    let encoded = super::tensor_map::encode_all(&compiled.maps, params).and_then(|encodings| {
         (encodings.iter())
             .map(super::tensor_map::encode_on_driver)
             .collect::<std::result::Result<Vec<_>, _>>()
@@ -242,7 +243,9 @@ pub(crate) fn compile(
     )?;
     let checked = copts.bounds_check || !checked_sites.is_empty();
     let buffer_list = checked && !c.function.foreign_pointers().is_empty();
+    let maps = super::tensor_map::planned(&c.function, copts);
     Ok(CompiledPtx {
+        maps,
         buffer_list,
         proof,
         checked_sites,

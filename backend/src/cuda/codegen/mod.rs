@@ -354,12 +354,14 @@ pub(crate) fn generate<'ctx>(
         let buf = param(f.params.len(), ctx.ptr_type(global).into())?;
         g.check = Some(g.checked_state(buf.into_pointer_value(), opts.bounds_check, &listed)?);
     }
+    let sites: Vec<u32> = maps.iter().map(|m| m.site).collect();
+    let accesses = g.box_accesses(&sites);
     for (j, m) in maps.iter().enumerate() {
         let i = tma::map_param(f.params.len(), checked, j);
         let map = param(i, ptr.into())?.into_pointer_value();
         let map = b.build_ptr_to_int(map, ctx.i64_type(), "tensor_map")?;
-        if let Some(load) = g.box_access_at(m.site) {
-            g.tma.insert(load.0, tma::TmaLoad { load: load.1, map });
+        if let Some((key, load)) = accesses.get(&m.site) {
+            g.tma.insert(*key, tma::TmaLoad { load: *load, map });
         }
     }
     g.held = g.held_layouts();

@@ -35,6 +35,7 @@ use inkwell::module::Module;
 use inkwell::types::AnyType;
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::IntPredicate;
+use std::collections::HashMap;
 use tritium_dsl::ir::{Op, Value};
 
 /// The emulator's `mbarrier` operations (the hook's first argument).
@@ -409,19 +410,26 @@ pub(crate) fn map_param(params: usize, checked: bool, j: usize) -> usize {
 }
 
 impl<'ctx, 'f> Gen<'ctx, 'f> {
-    /// The box access whose fault-site number is `site`, if the function still has it in
-    /// that form, by the loaded value or the stored pointers.
-    pub(super) fn box_access_at(&self, site: u32) -> Option<(Value, BoxLoad)> {
-        let ids = self.f.fault_site_ids();
-        let mut found = None;
+    /// The box accesses among the memory ops numbered `sites` (fault-site numbers), where
+    /// the function still has them in that form, each by the loaded value or the stored
+    /// pointers: one walk for every planned map.
+    pub(super) fn box_accesses(&self, sites: &[u32]) -> HashMap<u32, (Value, BoxLoad)> {
+        let mut site = 0;
+        let mut found = HashMap::new();
         self.f.walk(&mut |inst| {
-            if found.is_none() && ids.get(&(inst as *const _)) == Some(&site) {
+            if inst.op.fault_kind().is_none() {
+                return;
+            }
+            if sites.contains(&site) {
                 let key = match &inst.op {
                     Op::Store { ptr, .. } => *ptr,
                     _ => inst.results[0],
                 };
-                found = BoxLoad::of(self.f, &self.defs, inst).map(|b| (key, b));
+                if let Some(b) = BoxLoad::of(self.f, &self.defs, inst) {
+                    found.insert(site, (key, b));
+                }
             }
+            site += 1;
         });
         found
     }
