@@ -187,3 +187,79 @@ def attn_fwd(q_ptr, k_ptr, v_ptr, sm_scale, lse_ptr, out_ptr, n_ctx, D: tl.const
     acc = acc / l_i[:, None]
     tl.store(out_ptr + head + offs_m[:, None] * D + offs_d[None, :], acc.to(tl.float16))
 
+
+# Tutorial 06's Hopper form: `q`, `k`, `v` and `out` through tensor descriptors over the
+# `[Z*H*N, D]` rows (made in the kernel, as `matmul_kernel_descriptor`'s; the tutorial
+# makes them on the host where it can), keys taken as `desc_k.load(..).T`, the row offsets
+# carried through the loop; `n_ctx` a multiple of the blocks. On Hopper Triton copies the
+# key and value blocks by TMA.
+@triton.jit
+def attn_inner_descriptor(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale,
+                          n_ctx, BM: tl.constexpr, BN: tl.constexpr, STAGE: tl.constexpr):
+    offs_m = start_m * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    if STAGE == 1:
+        lo, hi = 0, start_m * BM
+    elif STAGE == 2:
+        lo, hi = start_m * BM, (start_m + 1) * BM
+        lo = tl.multiple_of(lo, BM)
+    else:
+        lo, hi = 0, n_ctx
+    offsetk_y = offset_y + lo
+    offsetv_y = offset_y + lo
+    for start_n in tl.range(lo, hi, BN):
+        start_n = tl.multiple_of(start_n, BN)
+        k = desc_k.load([offsetk_y, 0]).T
+        qk = tl.dot(q, k)
+        if STAGE == 2:
+            keep = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(keep, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([offsetv_y, 0])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+        offsetk_y += BN
+        offsetv_y += BN
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attn_fwd_descriptor(q_ptr, k_ptr, v_ptr, sm_scale, lse_ptr, out_ptr, Z_H, n_ctx,
+                        D: tl.constexpr, STAGE: tl.constexpr, BM: tl.constexpr,
+                        BN: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    y_dim = Z_H * n_ctx
+    desc_q = tl.make_tensor_descriptor(q_ptr, shape=[y_dim, D], strides=[D, 1],
+                                       block_shape=[BM, D])
+    desc_k = tl.make_tensor_descriptor(k_ptr, shape=[y_dim, D], strides=[D, 1],
+                                       block_shape=[BN, D])
+    desc_v = tl.make_tensor_descriptor(v_ptr, shape=[y_dim, D], strides=[D, 1],
+                                       block_shape=[BN, D])
+    desc_o = tl.make_tensor_descriptor(out_ptr, shape=[y_dim, D], strides=[D, 1],
+                                       block_shape=[BM, D])
+    offset_y = off_hz * n_ctx
+    qo_offset_y = offset_y + start_m * BM
+    offs_m = start_m * BM + tl.arange(0, BM)
+    m_i = tl.zeros([BM], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BM], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BM, D], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    q = desc_q.load([qo_offset_y, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = attn_inner_descriptor(acc, l_i, m_i, q, desc_k, desc_v, offset_y,
+                                              start_m, qk_scale, n_ctx, BM, BN, 4 - STAGE)
+    if STAGE & 2:
+        acc, l_i, m_i = attn_inner_descriptor(acc, l_i, m_i, q, desc_k, desc_v, offset_y,
+                                              start_m, qk_scale, n_ctx, BM, BN, 2)
+    tl.store(lse_ptr + off_hz * n_ctx + offs_m, m_i + tl.math.log2(l_i))
+    acc = acc / l_i[:, None]
+    desc_o.store([qo_offset_y, 0], acc.to(tl.float16))

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
 use tritium::dsl::ir::Function;
 use tritium::dsl::trace::Specialization;
-use tritium_kernels::{attention, matmul, softmax, vector_add};
+use tritium_kernels::{attention, attention_descriptor, matmul, softmax, vector_add};
 
 type F16 = half::f16;
 
@@ -162,6 +162,27 @@ fn cases() -> Result<Vec<Case>, String> {
                 warps,
                 stages: 3,
                 sms,
+            });
+        }
+    }
+    // Tutorial 06's Hopper form (tensor descriptors, keys as `desc_k.load(..).T`): the
+    // key and value blocks copied by TMA.
+    for (d, bm, bn, warps) in [(64, 128, 64, 4), (128, 128, 128, 8)] {
+        for causal in [false, true] {
+            let mode = if causal { "causal" } else { "full" };
+            all.push(Case {
+                key: format!("attention_descriptor/f16/d{d}/{bm}x{bn}/w{warps}/s3/{mode}"),
+                kernel: attention_descriptor::attention_descriptor::trace::<F16>(
+                    &launch_spec(8, &[], &[5]),
+                    bm,
+                    bn,
+                    d,
+                    causal,
+                )
+                .map_err(e)?,
+                warps,
+                stages: 3,
+                sms: &[90][..],
             });
         }
     }

@@ -92,6 +92,8 @@ TRITON_ONLY = (
     + [("matmul/fp8e5/128x256x128/w8/s3", [SM90_MMA, SM90_WGMMA])]
     + [("matmul_persistent/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
     + [("matmul_descriptor/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
+    + [(f"attention_descriptor/f16/{c}/{mode}", [SM90_MMA, SM90_WGMMA])
+       for c in ["d64/128x64/w4/s3", "d128/128x128/w8/s3"] for mode in ["full", "causal"]]
 )
 
 
@@ -196,11 +198,21 @@ class Loop:
 
 
 def find_loops(insns):
-    """Every backward `BRA` (any guard, any qualifier) as a Loop, in address order."""
+    """Every backward `BRA` (any guard, any qualifier) as a Loop, in address order, but
+    for a branch from out-of-line code after the last `EXIT` back into the function:
+    ptxas places a wait's retry loop there (`L: TRYWAIT; @!P0 BRA L; BRA back`), and its
+    jump back is no loop around the code in between."""
     index = {insn.addr: i for i, insn in enumerate(insns)}
+    exits = [insn.addr for insn in insns if insn.base == "EXIT"]
+    last_exit = exits[-1] if exits else None
     loops = []
     for i, insn in enumerate(insns):
-        if insn.base == "BRA" and insn.target is not None and insn.target <= insn.addr:
+        prev = insns[i - 1] if i else None
+        spins = prev is not None and prev.base == "BRA" and prev.target == prev.addr - 16
+        stub_return = (last_exit is not None and insn.addr > last_exit and spins
+                       and insn.target is not None and insn.target < last_exit)
+        if (insn.base == "BRA" and insn.target is not None and insn.target <= insn.addr
+                and not stub_return):
             j = index.get(insn.target)
             if j is None:  # a target between instructions: the next one
                 j = next((k for k, x in enumerate(insns) if x.addr >= insn.target), i)
@@ -411,7 +423,8 @@ def read_manifest(path):
 
 _MATMUL_KEY = re.compile(
     r"^(matmul|matmul_persistent|matmul_descriptor)/(f16|fp8e5)/(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)$")
-_ATTN_KEY = re.compile(r"^attention/f16/d(\d+)/(\d+)x(\d+)/w(\d+)/s(\d+)/(full|causal)$")
+_ATTN_KEY = re.compile(
+    r"^(attention|attention_descriptor)/f16/d(\d+)/(\d+)x(\d+)/w(\d+)/s(\d+)/(full|causal)$")
 
 
 def triton_spec(key):
@@ -442,11 +455,16 @@ def triton_spec(key):
         return _spec("matmul_kernel", values, constexprs, w, s)
     m = _ATTN_KEY.match(key)
     if m:
-        d, bm, bn, w, s = map(int, m.groups()[:5])
-        stage = 3 if m.group(6) == "causal" else 1
+        d, bm, bn, w, s = map(int, m.groups()[1:6])
+        stage = 3 if m.group(7) == "causal" else 1
         values = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "sm_scale": "fp32",
                   "lse_ptr": "*fp32", "out_ptr": "*fp16", "n_ctx": 4096}
         constexprs = {"D": d, "STAGE": stage, "BM": bm, "BN": bn}
+        if m.group(1) == "attention_descriptor":
+            # Tutorial 06's Hopper form over 4 x 32 heads (TMA on Hopper).
+            values = dict(values, Z_H=128)
+            values["n_ctx"] = values.pop("n_ctx")
+            return _spec("attn_fwd_descriptor", values, constexprs, w, s)
         return _spec("attn_fwd", values, constexprs, w, s)
     return None
 

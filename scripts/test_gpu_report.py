@@ -186,6 +186,22 @@ class Loops(unittest.TestCase):
         self.assertEqual((stats["classes"]["UTMALDG"], stats["classes"]["SYNCS"]), (1, 2))
         self.assertEqual(stats["classes"]["LDGSTS"], 0)
 
+    def test_wait_retry_stub_after_exit_is_no_loop(self):
+        # ptxas puts a phase wait's retry loop after the last EXIT and jumps back from it:
+        # that jump is no loop around the code before the EXIT, whose K loop is reported.
+        insns = g.parse_sass(sass([
+            (0x00, "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR9], R2"),
+            (0x10, "@!P0 BRA `(.L_x_2)"), ".L_x_3", ".L_x_0",
+            (0x20, "HGMMA.64x64x16.F32 R24, gdesc[UR4], R24, gsb0"),
+            (0x30, "@P1 BRA `(.L_x_0)"),
+            (0x40, "EXIT"), ".L_x_2",
+            (0x50, "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR9], R2"),
+            (0x60, "@!P0 BRA `(.L_x_2)"),
+            (0x70, "BRA `(.L_x_3)")]))["k"]
+        stats = g.loop_stats(insns)
+        self.assertEqual((stats["start"], stats["end"], stats["total"]), (0x20, 0x30, 2))
+        self.assertEqual(len(g.find_loops(insns)), 2)
+
     def test_outermost_loop_with_nested_loop(self):
         insns = g.parse_sass(sass([
             (0x00, "MOV R0, RZ"), ".L_x_0",
@@ -328,6 +344,11 @@ class ManifestKeysGate(unittest.TestCase):
         self.assertIn("n_ctx", a["divisible_by_16"])
         self.assertEqual(g.triton_spec("attention/f16/d128/128x64/w8/s3/full")["constexprs"]
                          ["STAGE"], 1)
+        t = g.triton_spec("attention_descriptor/f16/d64/128x64/w4/s3/causal")
+        self.assertEqual(t["fn"], "attn_fwd_descriptor")
+        self.assertEqual(list(t["signature"])[:8], ["q_ptr", "k_ptr", "v_ptr", "sm_scale",
+                                                    "lse_ptr", "out_ptr", "Z_H", "n_ctx"])
+        self.assertIn("Z_H", t["divisible_by_16"])
         self.assertIsNone(g.triton_spec("vector_add/f32/1024/w4/s1"))
         self.assertIsNone(g.triton_spec("matmul/f32/128x128x32/w4/s4"))
         self.assertEqual(g.triton_targets("80"), [g.SM80])

@@ -133,6 +133,70 @@ fn attention_with_the_head_dim_blocks_matches_the_reference() {
     }
 }
 
+/// Tutorial 06's Hopper form (`attention_descriptor`: tensor descriptors over the
+/// `[Z·H·N, D]` rows, keys loaded then transposed) on every device against the f64
+/// reference, f32 and f16, causal and not, several heads (a block next to another head's
+/// rows).
+#[test]
+fn descriptor_attention_matches_softmax_attention() {
+    use tritium_kernels::attention_descriptor::attention_on_descriptors;
+    // (Z, H, N, D, block_m, block_n, causal)
+    let cases = [
+        (1, 2, 32, 16, 16, 16, false),
+        (2, 1, 64, 32, 32, 16, true),
+        (1, 3, 48, 16, 16, 16, true),
+    ];
+    for (z, h, n, d, bm, bn, causal) in cases {
+        let shape = (z, h, n, d);
+        let (q, k, v) = (random4(shape, 7), random4(shape, 8), random4(shape, 9));
+        let scale = 1.0 / (d as f32).sqrt();
+        let f64s = |a: &Array4<f32>| a.mapv(f64::from);
+        let (want, want_lse) = reference(&f64s(&q), &f64s(&k), &f64s(&v), scale as f64, causal);
+        let half = |a: &Array4<f32>| a.mapv(half::f16::from_f32);
+        let (qh, kh, vh) = (half(&q), half(&k), half(&v));
+        let widen = |a: &Array4<half::f16>| a.mapv(|x| f64::from(x.to_f32()));
+        let (want_h, _) = reference(&widen(&qh), &widen(&kh), &widen(&vh), scale as f64, causal);
+        let config = AttentionConfig {
+            block_m: bm,
+            block_n: bn,
+            causal,
+        };
+        for device in all_devices() {
+            let what = format!("{shape:?} {bm}x{bn} causal={causal} on {device:?}");
+            let (out, lse) =
+                attention_on_descriptors(&device, q.view(), k.view(), v.view(), scale, config)
+                    .unwrap();
+            assert_close(&out, &want, 1e-4, 1e-5, &format!("{what}: f32 out"));
+            assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
+            let (out, _) =
+                attention_on_descriptors(&device, qh.view(), kh.view(), vh.view(), scale, config)
+                    .unwrap();
+            let out = out.mapv(|x| x.to_f32());
+            assert_close(&out, &want_h, 1e-2, 2e-3, &format!("{what}: f16 out"));
+        }
+    }
+}
+
+/// The descriptor form takes whole blocks per head only (a block across two heads would
+/// read the next head's keys): anything else is an error that says so.
+#[test]
+fn descriptor_attention_rejects_partial_blocks() {
+    use tritium_kernels::attention_descriptor::attention_on_descriptors;
+    let q = random4((1, 2, 40, 16), 1);
+    let config = AttentionConfig {
+        block_m: 16,
+        block_n: 16,
+        causal: false,
+    };
+    let e = attention_on_descriptors(&Device::cpu(), q.view(), q.view(), q.view(), 1.0, config)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("N = 40 must be a multiple of block_m = 16"),
+        "{e}"
+    );
+}
+
 #[test]
 fn attention_rejects_mismatched_shapes() {
     let q = random4((1, 1, 8, 16), 1);

@@ -6,6 +6,7 @@
 pub mod activation;
 pub mod attention;
 pub mod attention_cached;
+pub mod attention_descriptor;
 pub mod bench;
 pub mod cross_entropy;
 pub mod custom_add;

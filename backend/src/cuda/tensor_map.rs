@@ -98,6 +98,9 @@ impl BoxLoad {
         };
         let mut terms = Vec::new();
         sum_terms(f, defs, *offset, &mut terms)?;
+        // The rows' term first, whichever the sum adds first (a transposed load's sums the
+        // columns' first: `dsl::ir::sink_transposes`).
+        terms.sort_by_key(|t| f.ty(t.index).shape.first() == Some(&1));
         let [row, col] = <[DimTerm; 2]>::try_from(terms).ok()?;
         let shaped = |t: &DimTerm, d: usize| {
             let shape = &f.ty(t.index).shape;
@@ -550,7 +553,9 @@ pub(crate) fn planned(f: &Function, options: &super::CudaCompileOptions) -> Vec<
 /// [`planned`] for code generated with TMA or not.
 pub(crate) fn planned_for(f: &Function, tma: bool, bounds_check: bool) -> Vec<PlannedMap> {
     match tma && !bounds_check {
-        true => plan(f),
+        // On the function the code is generated from (a transposed load's box is the
+        // transposed block's); sites are the same in both.
+        true => plan(super::codegen::for_gpu(f).as_ref().unwrap_or(f)),
         false => Vec::new(),
     }
 }

@@ -86,7 +86,18 @@ pub(crate) fn with_pointer_offsets(
     f: &Function,
     entries: &CustomEntries,
 ) -> Option<(Function, CustomEntries)> {
-    let rewritten = tritium_dsl::ir::carry_pointer_offsets(f)?;
+    rewritten_with(f, entries, tritium_dsl::ir::carry_pointer_offsets)
+}
+
+/// `f` rewritten by `rewrite` (which neither adds, removes nor reorders custom calls), and
+/// `entries` keyed by the rewritten function's calls; `None` when `rewrite` changes
+/// nothing.
+pub(crate) fn rewritten_with(
+    f: &Function,
+    entries: &CustomEntries,
+    rewrite: impl FnOnce(&Function) -> Option<Function>,
+) -> Option<(Function, CustomEntries)> {
+    let rewritten = rewrite(f)?;
     let calls = |f: &Function| {
         let mut calls = Vec::new();
         f.walk(&mut |i| {

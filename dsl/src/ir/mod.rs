@@ -38,6 +38,7 @@ mod op;
 mod parse;
 mod pointer_offsets;
 mod print;
+mod transposed_loads;
 mod types;
 mod value;
 mod verify;
@@ -61,6 +62,7 @@ pub use op::{AtomicOp, BinOp, CmpPred, Const, HintKind, Op, ReduceOp, ScanOp, Un
 pub use parse::parse_function;
 pub use pointer_offsets::carry_pointer_offsets;
 pub use print::print_function;
+pub use transposed_loads::sink_transposes;
 pub use types::{broadcast_shapes, Elem, Type};
 pub use value::{Loc, Value};
 pub use verify::verify;

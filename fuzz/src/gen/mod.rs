@@ -1734,7 +1734,11 @@ impl Gen {
             }
         };
         let start = |g: &mut Self| *g.rng.pick(&[-8i128, 0, 0, 8, 24]);
+        // `b` K-major: a view whose columns are the lines, or (attention's `kᵀ`, as
+        // `desc_k.load(..).T`) the transpose of a row-major view's `nn × k` block, which
+        // GPU code loads as the transposed block (`dsl::ir::sink_transposes`).
         let transposed = self.rng.chance(0.3);
+        let loaded_then_transposed = !transposed && self.rng.chance(0.3);
         let (a_view, b_view) = (view(self, false), view(self, transposed));
         let (a_row, a_col, b_row, b_col) = (start(self), start(self), start(self), start(self));
         let zero = self.int_const(DType::F32, &[mm, nn], 0);
@@ -1754,7 +1758,14 @@ impl Gen {
             let a = g.descriptor_load(from, a_view, [a_rows, a_cols], [mm, k]);
             let b_rows = offset(g, b_row);
             let b_cols = g.int_const(DType::I32, &[], b_col);
-            let b = g.descriptor_load(from, b_view, [b_rows, b_cols], [k, nn]);
+            let b = match loaded_then_transposed {
+                true => {
+                    let kt = g.descriptor_load(from, b_view, [b_cols, b_rows], [nn, k]);
+                    let dims = vec![1, 0];
+                    g.push1(Op::Permute { x: kt, dims }, Self::tile(from, &[k, nn]))
+                }
+                false => g.descriptor_load(from, b_view, [b_rows, b_cols], [k, nn]),
+            };
             g.push1(Op::Dot { a, b, acc }, Self::tile(DType::F32, &[mm, nn]))
         });
         self.observe(result);

@@ -189,6 +189,14 @@ pub(crate) struct Gen<'ctx, 'f> {
     tma: HashMap<Value, tma::TmaLoad<'ctx>>,
 }
 
+/// What the GPU code is generated from: `f` with its carried pointer tiles carried as
+/// offsets (`dsl::ir::carry_pointer_offsets`), then its transposed loads loading the
+/// transposed block (`dsl::ir::sink_transposes`); `None` when neither changes anything.
+pub(crate) fn for_gpu(f: &Function) -> Option<Function> {
+    let offsets = tritium_dsl::ir::carry_pointer_offsets(f);
+    tritium_dsl::ir::sink_transposes(offsets.as_ref().unwrap_or(f)).or(offsets)
+}
+
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
 pub(crate) fn generate<'ctx>(
     ctx: &'ctx Context,
@@ -216,9 +224,10 @@ pub(crate) fn generate<'ctx>(
     // Planned on `f` as the launcher sees it, matched below on the rewritten function by
     // site (the rewrite keeps memory ops and their numbers).
     let maps = crate::cuda::tensor_map::planned_for(f, opts.wgmma && opts.tma, opts.bounds_check);
-    // Carried pointer tiles become index expressions (`cp.async`, pipelining); the fault
-    // sites keep their numbers, so `listed` (the proof of `f` itself) still names them.
-    let rewritten = crate::pipeline::link::with_pointer_offsets(f, customs);
+    // Carried pointer tiles become index expressions (`cp.async`, pipelining), and so do
+    // the pointers of a transposed load (`kᵀ`); the fault sites keep their numbers, so
+    // `listed` (the proof of `f` itself) still names them.
+    let rewritten = crate::pipeline::link::rewritten_with(f, customs, for_gpu);
     let (f, customs) = rewritten.as_ref().map_or((f, customs), |(g, c)| (g, c));
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());
