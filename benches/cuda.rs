@@ -10,7 +10,8 @@
 //! - the persistent matmul (f16 4096³, one program per SM) against Triton's tutorial 09;
 //! - tutorial 03 through tensor descriptors (TMA on Hopper) against the same Triton kernel;
 //! - fused attention forward (f16, 4 × 32 heads × 4096, head dims 64 and 128, causal and
-//!   not) against Triton's tutorial 06.
+//!   not) against Triton's tutorial 06, and its Hopper form through tensor descriptors
+//!   (TMA on Hopper) against the same Triton kernel.
 //!
 //! The Triton and PyTorch peers run in `python3 benches/triton_peers.py` (the path is
 //! relative to the package's directory, or `TRITIUM_PEERS`), timed the same way, before
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 use tritium::backend::cuda::{CudaDevice, CudaTensor};
 use tritium::{Device, LaunchOptions};
 use tritium_kernels::attention::attention_forward;
+use tritium_kernels::attention_descriptor::attention_descriptor;
 use tritium_kernels::matmul::matmul_grouped;
 use tritium_kernels::softmax::softmax;
 use tritium_kernels::vector_add::add;
@@ -560,6 +562,26 @@ fn fused_attention(
                     t,
                     tflops(flops, t),
                 );
+            }
+            // Tutorial 06's Hopper form (tensor descriptors: TMA on Hopper) at the issue's
+            // Hopper configs, against Triton's same kernel and config.
+            let (bm, bn, warps) = if d == 64 { (128, 64, 4) } else { (128, 128, 8) };
+            let opts = LaunchOptions {
+                num_warps: warps,
+                ..Default::default()
+            };
+            let (grid, zh) = ([n / bm, z * h], (z * h) as i32);
+            let launch = || {
+                attention_descriptor::launch_with(
+                    device, grid, &opts, &mut out, &mut lse, &q, &k, &v, scale, zh, n as i32, bm,
+                    bn, d, causal,
+                )
+            };
+            let kind = if causal { "causal" } else { "full" };
+            let name = format!("attention descriptors d={d} {kind} {bm}×{bn} w={warps}");
+            if let Some(t) = time_launch(gpu, &name, launch) {
+                let peer = format!("attention_descriptor.{d}.{kind}");
+                peer_row(peers, &name, &peer, t, tflops(flops, t));
             }
         }
     }

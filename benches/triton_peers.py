@@ -210,10 +210,36 @@ def attention():
             torch.testing.assert_close(out, want, atol=2e-2, rtol=2e-2)
 
 
+# Tutorial 06's Hopper form (`attn_fwd_descriptor`: tensor descriptors made in the
+# kernel, TMA on Hopper) at the issue's Hopper configs: D = 64 128 x 64 with 4 warps,
+# D = 128 128 x 128 with 8 warps, 3 stages.
+def descriptor_attention():
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device=DEV))
+    z, h, n = 4, 32, 4096
+    for d, bm, bn, w in [(64, 128, 64, 4), (128, 128, 128, 8)]:
+        for causal in [False, True]:
+            q, k, v = (torch.randn(z, h, n, d, device=DEV, dtype=torch.float16) * 0.5
+                       for _ in range(3))
+            out = torch.empty_like(q)
+            lse = torch.empty(z, h, n, device=DEV, dtype=torch.float32)
+            scale = d ** -0.5
+            stage = 3 if causal else 1
+            run = lambda: triton_kernels.attn_fwd_descriptor[(n // bm, z * h)](
+                q, k, v, scale, lse, out, z * h, n, D=d, STAGE=stage, BM=bm, BN=bn,
+                num_stages=3, num_warps=w)
+            run()
+            key = f"attention_descriptor.{d}.{'causal' if causal else 'full'}"
+            yield key, best_us(run, rounds=3, calls=5)
+            want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                     scale=scale)
+            torch.testing.assert_close(out, want, atol=2e-2, rtol=2e-2)
+
+
 CASES = {"add": vector_add, "softmax": fused_softmax, "matmul": f16_matmul,
          "matmul_fp8": fp8_matmul, "matmul_persistent": persistent_matmul,
          "matmul_descriptor": descriptor_matmul,
-         "attention": attention}
+         "attention": attention, "attention_descriptor": descriptor_attention}
 
 
 def main():
