@@ -102,9 +102,12 @@ def matmul_kernel_persistent(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak,
 
 # Tutorial 03 through tensor descriptors (tutorial 09's descriptor form, one tile per
 # program): on Hopper Triton copies the blocks by TMA, its descriptors made in the kernel.
+# `WARP_SPECIALIZE` is tutorial 09's loop option (`scripts/gpu_report.py
+# --warp-specialize` shows what it changes per target).
 @triton.jit
 def matmul_kernel_descriptor(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
-                             BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+                             BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                             WARP_SPECIALIZE: tl.constexpr):
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
                                        block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
@@ -120,7 +123,7 @@ def matmul_kernel_descriptor(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
     pid_m = first_m + ((pid % per_group) % group_m)
     pid_n = (pid % per_group) // group_m
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for ki in range(tl.cdiv(K, BK)):
+    for ki in tl.range(tl.cdiv(K, BK), warp_specialize=WARP_SPECIALIZE):
         a = a_desc.load([pid_m * BM, ki * BK])
         b = b_desc.load([ki * BK, pid_n * BN])
         acc = tl.dot(a, b, acc)

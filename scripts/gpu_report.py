@@ -447,6 +447,7 @@ def triton_spec(key):
         if m.group(1) == "matmul_descriptor":
             # Tutorial 03 through in-kernel tensor descriptors (TMA on Hopper).
             values = {k: values[k] for k in ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]}
+            constexprs["WARP_SPECIALIZE"] = False
             return _spec("matmul_kernel_descriptor", values, constexprs, w, s)
         if m.group(1) == "matmul_persistent":
             # Tutorial 09 on an H100's 132 SMs.
@@ -710,6 +711,32 @@ class TritonSide:
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
         return meta, where
 
+    def warp_specialize(self, arch):
+        """What `warp_specialize=True` changes in tutorial 03's descriptor matmul at its
+        largest config for `sm_{arch}`: warps, `setmaxnreg`s and named barriers of the PTX
+        with it and without, and whether the two PTX texts are the same."""
+        from triton.compiler import ASTSource
+        from triton.backends.compiler import GPUTarget
+        spec = triton_spec("matmul_descriptor/f16/128x256x64/w8/s3")
+        fn = getattr(self._kernels(), spec["fn"])
+        out = {}
+        for ws in (False, True):
+            src = ASTSource(fn=fn, signature=spec["signature"],
+                            constexprs=dict(spec["constexprs"], WARP_SPECIALIZE=ws))
+            k = self.triton.compile(src, target=GPUTarget("cuda", arch, 32),
+                                    options={"num_warps": spec["num_warps"],
+                                             "num_stages": spec["num_stages"]})
+            ptx = k.asm["ptx"]
+            # The entry's name differs with its constexprs: compare the code without it.
+            body = ptx.replace(k.metadata.name, "k")
+            named = len(re.findall(r"\bbar\.sync\s+[1-9]", ptx))
+            out[ws] = {"warps": k.metadata.num_warps, "setmaxnreg": ptx.count("setmaxnreg"),
+                       "named_barriers": named, "body": body}
+        out["same_ptx"] = out[False]["body"] == out[True]["body"]
+        for ws in (False, True):
+            del out[ws]["body"]
+        return out
+
     def row(self, key, target):
         spec = triton_spec(key)
         row = {"side": "triton", "key": key, "target": target, "error": None, "loop": None}
@@ -830,12 +857,15 @@ def main(argv):
     ap.add_argument("--triton-only", action="store_true",
                     help="Triton's rows for the tutorial configs alone")
     ap.add_argument("--no-triton", action="store_true", help="Tritium's rows alone")
+    ap.add_argument("--warp-specialize", action="store_true",
+                    help="what Triton's warp_specialize=True changes in the descriptor "
+                         "matmul on sm_90a and sm_100a, and nothing else")
     ap.add_argument("--triton-ptxas", choices=["triton", "pinned"], default="triton",
                     help="assemble Triton's kernels with the ptxas Triton bundles (as it runs "
                          "them; default) or the pinned one")
     args = ap.parse_args(argv)
-    if not args.dir and not args.triton_only:
-        ap.error("DIR or --triton-only")
+    if not args.dir and not args.triton_only and not args.warp_specialize:
+        ap.error("DIR, --triton-only or --warp-specialize")
 
     if not in_venv():
         if os.environ.get("TRITIUM_GPU_REPORT_REEXEC"):
@@ -849,6 +879,17 @@ def main(argv):
     triton_side = None
     if not args.no_triton:
         triton_side = TritonSide(args.triton_ptxas, ptxas)
+
+    if args.warp_specialize:
+        print(f"# Triton {triton_side.version}: tutorial 03 through tensor descriptors, "
+              "128x256x64, 8 warps, 3 stages, warp_specialize=False / True")
+        for arch in (90, 100):
+            w = triton_side.warp_specialize(arch)
+            print(f"sm_{arch}a  warps {w[False]['warps']} / {w[True]['warps']}  "
+                  f"setmaxnreg {w[False]['setmaxnreg']} / {w[True]['setmaxnreg']}  "
+                  f"named barriers {w[False]['named_barriers']} / "
+                  f"{w[True]['named_barriers']}  same PTX: {w['same_ptx']}")
+        return 0
 
     rows = []
     if args.triton_only:
