@@ -700,3 +700,92 @@ fn descriptor_attention_on_tma_matches_the_interpreter_emulated() {
         assert_close(&lse, &want_lse, 1e-4, 1e-4, &format!("{what}: lse"));
     }
 }
+
+/// Tutorial 09's descriptor matmul on fp8 as its benchmark runs it: `a` row-major, `b`
+/// passed transposed (`bt`, `n × k` row-major) and read as `bt_desc.load(..).T`.
+#[kernel]
+fn descriptor_matmul_fp8<T: Float>(
+    c: Ptr<f32>,
+    a: Ptr<T>,
+    bt: Ptr<T>,
+    m: i32,
+    n: i32,
+    k: i32,
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+) {
+    let a_desc = make_tensor_descriptor(a, (m, k), (k, 1), (BM, BK));
+    let bt_desc = make_tensor_descriptor(bt, (n, k), (k, 1), (BN, BK));
+    let c_desc = make_tensor_descriptor(c, (m, n), (n, 1), (BM, BN));
+    let (om, on) = (program_id(0) * BM as i32, program_id(1) * BN as i32);
+    let mut acc = zeros([BM, BN], DType::F32);
+    for ki in range(0, cdiv(k, BK as i32)) {
+        let ok = ki * BK as i32;
+        acc = dot(a_desc.load((om, ok)), bt_desc.load((on, ok)).t(), acc);
+    }
+    c_desc.store((om, on), acc);
+}
+
+/// fp8 operands by TMA on Hopper: both blocks (`b`'s transposed, as a K-major box) copied
+/// by `cp.async.bulk.tensor` into the 8-bit swizzled tiles `wgmma` reads (QGMMA), clipped
+/// at the edges, E4M3 and E5M2; no `cp.async`.
+#[test]
+fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
+    let (m, n, k) = (144, 136, 192);
+    let (bm, bn, bk) = (128, 128, 64);
+    let a32 = random_f32(m * k, 61);
+    let b32 = random_f32(n * k, 62);
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    let grid = (m.div_ceil(bm), n.div_ceil(bn));
+    macro_rules! check {
+        ($t:ty) => {{
+            let a = Array2::from_shape_vec((m, k), a32.clone())
+                .unwrap()
+                .mapv(|x| <$t>::from_f32(4.0 * x));
+            let bt = Array2::from_shape_vec((n, k), b32.clone())
+                .unwrap()
+                .mapv(|x| <$t>::from_f32(4.0 * x));
+            let run = |d: &Device| {
+                let mut out = Array2::<f32>::zeros((m, n));
+                let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+                descriptor_matmul_fp8::launch_with(
+                    d, grid, &opts, &mut out, &a, &bt, mi, ni, ki, bm, bn, bk,
+                )
+                .unwrap();
+                out
+            };
+            let (got, want, stats) = emulated_and_interpreted(run);
+            let what = stringify!($t);
+            let tiles = grid.0 * grid.1 * k.div_ceil(bk);
+            assert_eq!(
+                stats.tma_bytes,
+                (tiles * (bm + bn) * bk) as u64,
+                "{what} {stats:?}"
+            );
+            assert_eq!(stats.cp_async_bytes, 0, "{what} {stats:?}");
+            assert_eq!(
+                stats.wgmma as usize,
+                tiles * (bm / 64) * (bk / 32),
+                "{what}"
+            );
+            assert_close(&got, &want, 1e-5, 1e-4, what);
+        }};
+    }
+    check!(F8E4M3);
+    check!(F8E5M2);
+    let spec = Specialization {
+        ones: vec![false; 6],
+        sixteens: vec![true; 6],
+    };
+    let f = descriptor_matmul_fp8::trace::<F8E5M2>(&spec, 128, 256, 128).unwrap();
+    let hopper = crate::cuda::ptx(&f, 90, 8);
+    for want in ["cp.async.bulk.tensor.2d", "wgmma.mma_async", ".e5m2.e5m2"] {
+        assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
+    }
+    assert!(!hopper.contains("cp.async.cg.shared.global"), "{hopper}");
+}

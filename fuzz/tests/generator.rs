@@ -472,46 +472,69 @@ fn descriptor_accesses_are_made_by_tma_on_hopper() {
 }
 
 /// Transposes of loaded descriptor blocks feeding a `dot` (attention's `kᵀ` as
-/// `desc_k.load(..).T`) are generated, and their code, which loads the transposed block
-/// (`dsl::ir::sink_transposes`: by TMA on Hopper, by `cp.async` on Ampere), agrees with
-/// the interpreter.
+/// `desc_k.load(..).T`), 16-bit and fp8, are generated, and their code, which loads the
+/// transposed block (`dsl::ir::sink_transposes`: by TMA on Hopper, by `cp.async` on
+/// Ampere), agrees with the interpreter.
 #[test]
 fn transposed_descriptor_loads_are_generated_and_agree() {
     use tritium_backend::cuda::shared_memory_stats;
+    use tritium_dsl::ir::DType;
     use tritium_fuzz::Target;
     let config = GenConfig::default();
-    let (mut found, mut by_tma) = (0, 0);
-    for seed in 0..SEEDS * 4 {
+    // Per element size (2, 1): programs run, and those copied by TMA.
+    let (mut found, mut by_tma) = ([0; 2], [0; 2]);
+    for seed in 0..SEEDS * 8 {
         let case = generate(seed, &config);
         let f = &case.function;
         let defs = f.defs();
-        let mut transposed_load = false;
+        let mut transposed = None;
         f.walk(&mut |i| {
             if let Op::Permute { x, .. } = &i.op {
                 let loaded = defs.get(x).map(|d| &d.op);
-                transposed_load |=
-                    matches!(loaded, Some(Op::Load { mask: Some(_), .. })) && f.ty(*x).rank() == 2;
+                if matches!(loaded, Some(Op::Load { mask: Some(_), .. })) && f.ty(*x).rank() == 2 {
+                    transposed = f.ty(*x).dtype();
+                }
             }
         });
-        let mut dot = false;
-        f.walk(&mut |i| dot |= matches!(i.op, Op::Dot { .. }));
-        if !(transposed_load && dot) {
+        // fp8: where Hopper can take its `dot` to `wgmma` (64 rows, 4 warps).
+        let fp8 = |d: Option<DType>| matches!(d, Some(DType::F8E4M3 | DType::F8E5M2));
+        let (mut dot, mut wgmma_fp8) = (false, false);
+        f.walk(&mut |i| {
+            if let Op::Dot { a, .. } = &i.op {
+                dot = true;
+                wgmma_fp8 |= fp8(f.ty(*a).dtype()) && f.ty(*a).shape[0] == 64;
+            }
+        });
+        let Some(dtype) = transposed.filter(|_| dot) else {
+            continue;
+        };
+        let which = usize::from(fp8(Some(dtype)));
+        if which == 1 && !(wgmma_fp8 && case.num_warps == 4) {
             continue;
         }
-        found += 1;
+        if found[which] == [4, 3][which] {
+            continue;
+        }
+        found[which] += 1;
         shared_memory_stats();
         let report = tritium_fuzz::check(&case, &[Target::Emulator, Target::HopperEmulator]);
-        by_tma += usize::from(shared_memory_stats().tma_bytes > 0);
+        by_tma[which] += usize::from(shared_memory_stats().tma_bytes > 0);
         assert!(
             report.ok(),
             "seed {seed}: {:?} {:?}",
             report.invalid,
             report.mismatches
         );
-        if found == 6 {
+        if found == [4, 3] {
             break;
         }
     }
-    assert!(found >= 3, "{found} programs transpose a loaded block");
-    assert!(by_tma >= 1, "of {found}: {by_tma} copied by TMA");
+    assert!(
+        found[0] >= 3 && found[1] >= 1,
+        "{found:?} programs transpose a loaded block"
+    );
+    assert!(
+        by_tma[0] >= 1 && by_tma[1] >= 1,
+        "of {found:?}: {by_tma:?} by TMA"
+    );
 }

@@ -334,8 +334,8 @@ pub(crate) struct PlannedMap {
 }
 
 /// The accesses of `f` that code for Hopper may make by TMA, in site order (see the
-/// module docs): each a 16-bit tile loaded only to be a `dot` operand, or a `dot`'s
-/// result (maybe cast) stored, its box whole 16-byte chunks per row and at most 256 rows,
+/// module docs): each a 16-bit or fp8 tile loaded only to be a `dot` operand, or a
+/// `dot`'s 16-bit result (maybe cast) stored, its box whole 16-byte chunks per row and at most 256 rows,
 /// its base and row stride 16-byte aligned by the specialization.
 fn plan(f: &Function) -> Vec<PlannedMap> {
     let defs = f.defs();
@@ -382,18 +382,25 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
             }
             _ => return,
         };
-        if !matches!(dtype, Some(DType::F16 | DType::BF16)) {
+        // 16-bit operands and results, and fp8 operands (`wgmma`'s 8-bit forms; an fp8
+        // result is stored from registers).
+        let store = matches!(inst.op, Op::Store { .. });
+        let Some(dtype) = dtype.filter(|d| match d {
+            DType::F16 | DType::BF16 => true,
+            DType::F8E4M3 | DType::F8E5M2 => !store,
+            _ => false,
+        }) else {
             return;
-        }
+        };
         let Some(b) = BoxLoad::of(f, &defs, inst) else {
             return;
         };
-        let elem = 2;
+        let elem = dtype.size_bytes();
         let [outer, inner] = b.outer_inner();
         let size = [b.rows, b.cols];
         let (rows, cols) = (size[outer], size[inner]);
         // Stores go out of the epilogue's row-major tile.
-        let transposed_store = inner == 0 && matches!(inst.op, Op::Store { .. });
+        let transposed_store = inner == 0 && store;
         let fits = rows <= MAX_BOX && (cols * elem).is_multiple_of(16) && !transposed_store;
         let host = |v| HostExpr::of(f, &defs, v);
         let (Some(base), Some(outer_extent), Some(inner_extent), Some(stride)) = (
@@ -415,7 +422,7 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
             found.push(PlannedMap {
                 site,
                 loc: inst.loc.clone(),
-                dtype: dtype.expect("a 16-bit access"),
+                dtype,
                 rows,
                 cols,
                 base,

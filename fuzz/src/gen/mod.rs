@@ -1697,15 +1697,19 @@ impl Gen {
 
     /// Tutorial 03's K loop through tensor descriptors: `acc = dot(a.load((r0, c0 + kb·k)),
     /// b.load((kb·k + r1, c1)), acc)` for `kb` in `0..trips`, `a` and `b` views of `input`
-    /// (a 16-byte aligned base, lines a multiple of 8 elements apart, constant shapes)
+    /// (a 16-byte aligned base, lines 16–64 elements apart, constant shapes; 16-bit or fp8)
     /// loaded as `make_tensor_descriptor`'s loads trace (`dsl::trace::block_ptr`), blocks
     /// clipped by the views' edges, starting before them now and then. Hopper copies such
     /// blocks by TMA (`cuda/tensor_map.rs`; `wgmma` with 64 rows and 4 warps, `mma.sync`
     /// else), Ampere by `cp.async`.
     fn descriptor_k_loop(&mut self, input: usize) {
         let from = self.inputs[input].dtype;
-        let mm = *self.rng.pick(&[16, 16, 64]);
-        let k = *self.rng.pick(&[16, 32]);
+        // fp8: `wgmma`'s K of 32, and its 64 rows more often (at 4 warps).
+        let fp8 = from.size_bytes() == 1;
+        let mm = *self
+            .rng
+            .pick(if fp8 { &[16, 64, 64] } else { &[16, 16, 64] });
+        let k = if fp8 { 32 } else { *self.rng.pick(&[16, 32]) };
         let nn = *self.rng.pick(&[16, 32]);
         let trips = self.rng.range(1, 4) as i128;
         let ptr = self.inputs[input].ptr;
@@ -1721,7 +1725,9 @@ impl Gen {
         // which CUDA stores transposed: TMA lays its lines out so).
         let view = |g: &mut Self, transposed: bool| {
             let ld = *g.rng.pick(&[16, 32, 48, 64]);
-            let at = 8 * g.rng.below(len / 16);
+            // 16 bytes: 8 elements of 16 bits, 16 of fp8.
+            let unit = 16 / from.size_bytes();
+            let at = unit * g.rng.below(len / (2 * unit));
             let width = g.rng.range(1, ld as i64 + 1) as usize;
             let lines = g.rng.range(1, ((len - at - width) / ld + 2) as i64) as usize;
             let off = g.int_const(DType::I32, &[], at as i128);
@@ -1737,8 +1743,10 @@ impl Gen {
         // `b` K-major: a view whose columns are the lines, or (attention's `kᵀ`, as
         // `desc_k.load(..).T`) the transpose of a row-major view's `nn × k` block, which
         // GPU code loads as the transposed block (`dsl::ir::sink_transposes`).
-        let transposed = self.rng.chance(0.3);
-        let loaded_then_transposed = !transposed && self.rng.chance(0.3);
+        // (fp8 `wgmma` reads `b` K-major only: more often K-major there.)
+        let (view_p, load_p) = if fp8 { (0.4, 0.6) } else { (0.3, 0.3) };
+        let transposed = self.rng.chance(view_p);
+        let loaded_then_transposed = !transposed && self.rng.chance(load_p);
         let (a_view, b_view) = (view(self, false), view(self, transposed));
         let (a_row, a_col, b_row, b_col) = (start(self), start(self), start(self), start(self));
         let zero = self.int_const(DType::F32, &[mm, nn], 0);
@@ -2117,7 +2125,12 @@ impl Gen {
             if matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.5) {
                 self.row_dot(input);
             }
-            if matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.4) {
+            // fp8 too: its K-major `b` blocks go by TMA into `wgmma`'s 8-bit tiles.
+            let descriptor = matches!(
+                from,
+                DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2
+            );
+            if descriptor && self.rng.chance(0.4) {
                 self.descriptor_k_loop(input);
             }
         }

@@ -370,7 +370,15 @@ pub(crate) fn generate<'ctx>(
         let map = param(i, ptr.into())?.into_pointer_value();
         let map = b.build_ptr_to_int(map, ctx.i64_type(), "tensor_map")?;
         if let Some((key, load)) = accesses.get(&m.site) {
-            g.tma.insert(*key, tma::TmaLoad { load: *load, map });
+            let elem = m.dtype.size_bytes();
+            g.tma.insert(
+                *key,
+                tma::TmaLoad {
+                    load: *load,
+                    map,
+                    elem,
+                },
+            );
         }
     }
     g.held = g.held_layouts();

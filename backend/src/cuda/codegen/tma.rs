@@ -53,6 +53,8 @@ pub(super) const MBARRIER_BYTES: usize = 8;
 pub(super) struct TmaLoad<'ctx> {
     pub load: BoxLoad,
     pub map: IntValue<'ctx>,
+    /// Bytes of an element (2, or 1 for fp8).
+    pub elem: usize,
 }
 
 /// The stages' barriers of a loop whose copies are all TMA's.
@@ -71,7 +73,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let size = [t.load.rows, t.load.cols];
             columns == (t.load.inner == 0)
                 && (size[outer], size[inner]) == (tile.rows, tile.cols)
-                && tile.elem == 2
+                && tile.elem == t.elem
         })
     }
 
