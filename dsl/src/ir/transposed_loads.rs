@@ -9,8 +9,9 @@
 //! elementwise ops from transposed inputs (a splat, constant or arange-derived index
 //! transposes to its own transposed shape), so that the pointers stay an index expression
 //! (`base + (arange + off)·stride` per dim): the load of a block whose columns lie
-//! contiguous, which Triton's layouts give the same shared-memory tile. Values that are not
-//! elementwise in their inputs keep an explicit `permute`.
+//! contiguous, which Triton's layouts give the same shared-memory tile. A load whose
+//! operands are not all elementwise in such inputs (a carried pointer tile, say) keeps its
+//! `permute`: permuting its pointers would cost more than permuting its values.
 //!
 //! The load stays where it was (fault sites keep their numbers and kinds); it reads the
 //! same elements through the same mask, so results are the same bit for bit.
@@ -26,10 +27,21 @@ pub fn sink_transposes(f: &Function) -> Option<Function> {
     let mut sunk = HashMap::new();
     f.walk(&mut |i| {
         if let Op::Permute { x, dims } = &i.op {
-            let loaded = defs
-                .get(x)
-                .is_some_and(|d| matches!(d.op, Op::Load { .. }) && d.results.len() == 1);
-            if dims == &[1, 0] && loaded && f.ty(*x).rank() == 2 && f.uses(*x) == 1 {
+            let load = defs.get(x).filter(|d| d.results.len() == 1);
+            let operands = match load.map(|d| &d.op) {
+                Some(Op::Load {
+                    ptr, mask, other, ..
+                }) => Some([Some(*ptr), *mask, *other]),
+                _ => None,
+            };
+            // Only where every operand transposes without a `permute` of its own (a
+            // permuted pointer tile costs more than the permuted values it replaces).
+            let elementwise = operands.is_some_and(|o| {
+                o.iter()
+                    .flatten()
+                    .all(|v| transposes_elementwise(f, &defs, *v, 0))
+            });
+            if dims == &[1, 0] && elementwise && f.ty(*x).rank() == 2 && f.uses(*x) == 1 {
                 sunk.insert(*x, i.results[0]);
             }
         }
@@ -49,6 +61,35 @@ pub fn sink_transposes(f: &Function) -> Option<Function> {
     out.body = body;
     out.types = rewrite.types;
     Some(out)
+}
+
+/// Whether [`Rewrite::transposed`] transposes `v` by elementwise ops alone (no `permute`
+/// but of an already transposed value).
+fn transposes_elementwise(
+    f: &Function,
+    defs: &HashMap<Value, &Inst>,
+    v: Value,
+    depth: usize,
+) -> bool {
+    let ty = f.ty(v);
+    if ty.rank() != 2 {
+        return true;
+    }
+    let Some(def) = defs.get(&v).filter(|_| depth < 64) else {
+        return false;
+    };
+    let rank = |x: &Value| f.ty(*x).rank();
+    let go = |x: &Value| transposes_elementwise(f, defs, *x, depth + 1);
+    match &def.op {
+        Op::Permute { dims, .. } => dims == &[1, 0],
+        Op::Splat(_) | Op::Const(_) => true,
+        Op::Broadcast(x) => rank(x) < 2 || go(x),
+        Op::ExpandDims { x, .. } => rank(x) == 1,
+        Op::Reshape(_) => ty.shape.contains(&1),
+        Op::Hint { x, .. } => go(x),
+        op if op.is_pointwise() => op.operands().iter().all(go),
+        _ => false,
+    }
 }
 
 struct Rewrite {
@@ -148,7 +189,7 @@ impl Rewrite {
                 }
                 op
             }
-            // Anything else (a loaded or carried tile, a reduction…) is transposed as is.
+            // Not reached where `transposes_elementwise` holds; correct all the same.
             _ => Op::Permute {
                 x: v,
                 dims: vec![1, 0],
@@ -205,6 +246,7 @@ mod tests {
     #[test]
     fn a_transposed_load_loads_the_transposed_block() {
         let f = parse_function(TRANSPOSED_LOAD).unwrap();
+        verify(&f).unwrap();
         let g = sink_transposes(&f).expect("rewritten");
         let text = print_function(&g);
         verify(&g).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -228,6 +270,16 @@ mod tests {
             "store %25, %21 loc(\"k.rs\":4:1)\n      store %16, %20 loc(\"k.rs\":5:1)",
         );
         let f = parse_function(&shared).unwrap();
+        assert!(sink_transposes(&f).is_none());
+        // Offsets that are not elementwise in index tiles (a flip here): the load keeps
+        // its transpose.
+        let flipped = TRANSPOSED_LOAD.replace(
+            "%16 = addptr %15, %14 : tile<8x4xptr<f16>> loc(\"k.rs\":1:1)",
+            "%26 = flip %14 {axis = 0} : tile<8x4xi32> loc(\"k.rs\":1:1)\n      \
+             %16 = addptr %15, %26 : tile<8x4xptr<f16>> loc(\"k.rs\":1:1)",
+        );
+        let f = parse_function(&flipped).unwrap();
+        verify(&f).unwrap();
         assert!(sink_transposes(&f).is_none());
         let computed = TRANSPOSED_LOAD.replace(
             "%21 = permute %20",
