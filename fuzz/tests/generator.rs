@@ -12,6 +12,20 @@ use tritium_fuzz::{generate, Case, GenConfig};
 
 const SEEDS: u64 = 300;
 
+/// Whether the emulator runs `case`'s code without checks, where loads feeding a `dot`
+/// may be copied asynchronously (`cp.async`, TMA): an unchecked launch, or a default one
+/// whose bounds proof leaves no access to check (else it runs in checked mode).
+fn runs_without_checks(case: &Case) -> bool {
+    use tritium_fuzz::exec::{mode, Mode};
+    match mode(case) {
+        Mode::Unchecked => true,
+        Mode::Default => tritium_dsl::ir::bounds_proof(&case.function)
+            .unprovable()
+            .is_empty(),
+        Mode::Checked => false,
+    }
+}
+
 #[test]
 fn generated_programs_verify_and_print_back() {
     let config = GenConfig::default();
@@ -417,7 +431,7 @@ fn descriptor_accesses_are_made_by_tma_on_hopper() {
     use tritium_fuzz::Target;
     let config = GenConfig::default();
     let (mut found, mut run, mut loaded, mut stored) = (0, 0, 0, 0);
-    for seed in 0..SEEDS {
+    for seed in 0..SEEDS * 2 {
         let case = generate(seed, &config);
         let f = &case.function;
         let defs = f.defs();
@@ -445,6 +459,9 @@ fn descriptor_accesses_are_made_by_tma_on_hopper() {
             continue;
         }
         found += 1;
+        if !runs_without_checks(&case) {
+            continue;
+        }
         if run == 12 {
             continue;
         }
@@ -509,7 +526,7 @@ fn transposed_descriptor_loads_are_generated_and_agree() {
             continue;
         };
         let which = usize::from(fp8(Some(dtype)));
-        if which == 1 && !(wgmma_fp8 && case.num_warps == 4) {
+        if which == 1 && !(wgmma_fp8 && case.num_warps == 4) || !runs_without_checks(&case) {
             continue;
         }
         if found[which] == [4, 3][which] {
@@ -532,6 +549,101 @@ fn transposed_descriptor_loads_are_generated_and_agree() {
     assert!(
         found[0] >= 3 && found[1] >= 1,
         "{found:?} programs transpose a loaded block"
+    );
+    assert!(
+        by_tma[0] >= 1 && by_tma[1] >= 1,
+        "of {found:?}: {by_tma:?} by TMA"
+    );
+}
+
+/// Descriptor K loops whose view moves per program (`base + (pid % 2) · batch`, a TMA
+/// map's third dim) or whose blocks leave a dim unchecked (a block pointer's dim outside
+/// `boundary_check`, the map's extent unbounded there) are generated, and Hopper copies
+/// them by TMA in agreement with the interpreter.
+#[test]
+fn batched_and_unchecked_descriptor_blocks_go_by_tma() {
+    use tritium_backend::cuda::shared_memory_stats;
+    use tritium_dsl::ir::BinOp;
+    use tritium_fuzz::Target;
+    let config = GenConfig::default();
+    // Per form (batched, unchecked): programs run, and those copied by TMA.
+    let (mut found, mut by_tma) = ([0; 2], [0; 2]);
+    for seed in 0..SEEDS * 8 {
+        let case = generate(seed, &config);
+        let f = &case.function;
+        let defs = f.defs();
+        let op = |v: &tritium_dsl::ir::Value| defs.get(v).map(|d| &d.op);
+        let (mut batched, mut unchecked) = (false, false);
+        // The operands of a 64-row `dot` in a loop (`wgmma` on Hopper at 4 warps), through
+        // a transpose, as loads: their base and mask.
+        let loaded = |v: &tritium_dsl::ir::Value| {
+            let v = match op(v) {
+                Some(Op::Permute { x, .. }) => *x,
+                _ => *v,
+            };
+            match op(&v) {
+                Some(Op::Load { ptr, mask, .. }) => Some((*ptr, *mask)),
+                _ => None,
+            }
+        };
+        f.walk(&mut |i| {
+            let Op::For { body, .. } = &i.op else {
+                return;
+            };
+            for d in &body.insts {
+                let Op::Dot { a, b, .. } = &d.op else {
+                    continue;
+                };
+                if f.ty(*a).shape[0] != 64 {
+                    continue;
+                }
+                for (ptr, mask) in [a, b].into_iter().filter_map(loaded) {
+                    // `splat(base) + offsets`, `base` moved by `cast(pid % 2) · stride`.
+                    let base = match op(&ptr) {
+                        Some(Op::AddPtr(s, _)) => match op(s) {
+                            Some(Op::Splat(base)) => Some(*base),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    if let Some(Op::AddPtr(_, moved)) = base.as_ref().and_then(op) {
+                        if let Some(Op::Binary(BinOp::Mul, x, _)) = op(moved) {
+                            let pid = |v| matches!(op(v), Some(Op::ProgramId(_)));
+                            batched |= matches!(op(x), Some(Op::Cast(r))
+                                if matches!(op(r), Some(Op::Binary(BinOp::Rem, p, _)) if pid(p)));
+                        }
+                    }
+                    // One dim masked (`broadcast(ge & lt)`), or none.
+                    unchecked |= match mask.as_ref().and_then(op) {
+                        None => true,
+                        Some(Op::Broadcast(m)) => matches!(op(m), Some(Op::Binary(BinOp::And, ..))),
+                        _ => false,
+                    };
+                }
+            }
+        });
+        for (which, form) in [batched, unchecked].into_iter().enumerate() {
+            if !form || found[which] == 4 || case.num_warps != 4 || !runs_without_checks(&case) {
+                continue;
+            }
+            found[which] += 1;
+            shared_memory_stats();
+            let report = tritium_fuzz::check(&case, &[Target::HopperEmulator]);
+            by_tma[which] += usize::from(shared_memory_stats().tma_bytes > 0);
+            assert!(
+                report.ok(),
+                "seed {seed}: {:?} {:?}",
+                report.invalid,
+                report.mismatches
+            );
+        }
+        if found == [4, 4] {
+            break;
+        }
+    }
+    assert!(
+        found[0] >= 2 && found[1] >= 1,
+        "{found:?} programs batched / unchecked"
     );
     assert!(
         by_tma[0] >= 1 && by_tma[1] >= 1,

@@ -202,7 +202,8 @@ extern "C" fn emu_mbarrier(
     1
 }
 
-/// `cp.async.bulk.tensor.2d.global.shared::cta` (see `emulate_tma.rs`), complete at once.
+/// `cp.async.bulk.tensor.{2,3}d.global.shared::cta` (see `emulate_tma.rs`), complete at
+/// once.
 extern "C" fn emu_tma_store(
     state: *const EmuState,
     _tid: u32,
@@ -211,13 +212,14 @@ extern "C" fn emu_tma_store(
     map: *const u64,
     col: i32,
     row: i32,
+    batch: i32,
 ) {
     // SAFETY: as `emu_barrier`.
     let s = unsafe { &*state };
     let (shared, bytes) = s.shared;
+    let coords = [col, row, batch];
     // SAFETY: as `emu_tma`'s map, whose tensor's elements are the launch's buffer's.
-    let stored =
-        unsafe { super::emulate_tma::store((src as usize, shared, bytes), map, [col, row]) };
+    let stored = unsafe { super::emulate_tma::store((src as usize, shared, bytes), map, coords) };
     match stored {
         Ok(n) => SHARED_STATS.with(|st| {
             let mut v = st.get();
@@ -228,7 +230,7 @@ extern "C" fn emu_tma_store(
     }
 }
 
-/// `cp.async.bulk.tensor.2d` (see `emulate_tma.rs`).
+/// `cp.async.bulk.tensor.{2,3}d` (see `emulate_tma.rs`).
 extern "C" fn emu_tma(
     state: *const EmuState,
     _tid: u32,
@@ -237,16 +239,16 @@ extern "C" fn emu_tma(
     map: *const u64,
     col: i32,
     row: i32,
+    batch: i32,
     bar: *mut u8,
 ) {
     // SAFETY: as `emu_barrier`.
     let s = unsafe { &*state };
     let (shared, bytes) = s.shared;
+    let (dst, coords) = ((dst as usize, shared, bytes), [col, row, batch]);
     // SAFETY: `map` is a tensor-map parameter of the launch (`EmulatedKernel::run`
     // encoded it from the launch's buffers, whose every element it reads is inside).
-    let copied = unsafe {
-        (s.barriers.borrow_mut()).copy((dst as usize, shared, bytes), map, [col, row], bar as usize)
-    };
+    let copied = unsafe { (s.barriers.borrow_mut()).copy(dst, map, coords, bar as usize) };
     if let Err(e) = copied {
         s.tma_failed(e);
     }

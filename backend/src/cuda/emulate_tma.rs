@@ -40,15 +40,22 @@ fn swizzled(linear: usize, swizzle: u32) -> usize {
     linear ^ (((linear >> 7) & mask) << 4)
 }
 
-/// The global address of element (`row`, `col`) of `enc`'s tensor, if it lies inside.
-fn element(enc: &Encoding, elem: usize, row: i64, col: i64) -> Option<usize> {
-    let inside = (0..enc.dims[0] as i64).contains(&col) && (0..enc.dims[1] as i64).contains(&row);
+/// The global address of element (`col`, `row`, `batch`) of `enc`'s tensor, if it lies
+/// inside.
+fn element(enc: &Encoding, elem: usize, [col, row, batch]: [i64; 3]) -> Option<usize> {
+    let inside = [col, row, batch]
+        .iter()
+        .zip(enc.dims)
+        .all(|(x, n)| (0..n as i64).contains(x));
     inside.then(|| {
-        enc.address as usize + row as usize * enc.row_stride as usize + col as usize * elem
+        (enc.address as usize)
+            .wrapping_add(batch as usize * enc.batch_stride as usize)
+            .wrapping_add(row as usize * enc.row_stride as usize + col as usize * elem)
     })
 }
 
-/// `cp.async.bulk.tensor.2d.global.shared::cta`: the box at `coords` (column, row) of
+/// `cp.async.bulk.tensor.{2,3}d.global.shared::cta`: the box at `coords` (column, row,
+/// batch; the batch 0 in a 2-D map) of
 /// `map` from shared memory at `src` (`shared` is the CTA's shared memory,
 /// `shared_bytes` long), the elements outside the tensor not written; the bytes written.
 /// It completes at once (the generated code waits for it before the tile is reused).
@@ -59,7 +66,7 @@ fn element(enc: &Encoding, elem: usize, row: i64, col: i64) -> Option<usize> {
 pub(super) unsafe fn store(
     (src, shared, shared_bytes): (usize, usize, usize),
     map: *const u64,
-    coords: [i32; 2],
+    coords: [i32; 3],
 ) -> Result<u64, String> {
     let (enc, elem, rows, row_bytes) = box_of(map)?;
     let start = src.wrapping_sub(shared);
@@ -74,7 +81,7 @@ pub(super) unsafe fn store(
             let at = shared + swizzled(start + r * row_bytes + byte, enc.swizzle);
             let row = i64::from(coords[1]) + r as i64;
             let col = i64::from(coords[0]) + (byte / elem) as i64;
-            if let Some(dst) = element(&enc, elem, row, col) {
+            if let Some(dst) = element(&enc, elem, [col, row, i64::from(coords[2])]) {
                 // SAFETY: inside the CTA's shared memory (checked above) and inside the
                 // tensor (the caller's promise).
                 unsafe { std::ptr::copy_nonoverlapping(at as *const u8, dst as *mut u8, elem) };
@@ -186,7 +193,8 @@ impl Barriers {
         Ok(())
     }
 
-    /// `cp.async.bulk.tensor.2d`: the box at `coords` (column, row) of `map` into shared
+    /// `cp.async.bulk.tensor.{2,3}d`: the box at `coords` (column, row, batch) of `map`
+    /// into shared
     /// memory at `dst` (`shared` is the CTA's shared memory, `shared_bytes` long),
     /// completing its bytes on the barrier at `barrier`.
     ///
@@ -197,7 +205,7 @@ impl Barriers {
         &mut self,
         (dst, shared, shared_bytes): (usize, usize, usize),
         map: *const u64,
-        coords: [i32; 2],
+        coords: [i32; 3],
         barrier: usize,
     ) -> Result<(), String> {
         let (enc, elem, box_rows, row_bytes) = box_of(map)?;
@@ -216,7 +224,8 @@ impl Barriers {
                 for (i, bytes) in data.chunks_mut(elem).enumerate() {
                     let col = i64::from(coords[0]) + (c + i) as i64;
                     let row = i64::from(coords[1]) + r as i64;
-                    if let Some(src) = element(&enc, elem, row, col) {
+                    let at = [col, row, i64::from(coords[2])];
+                    if let Some(src) = element(&enc, elem, at) {
                         // SAFETY: inside the tensor (the caller's promise).
                         unsafe {
                             std::ptr::copy_nonoverlapping(

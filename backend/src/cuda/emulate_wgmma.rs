@@ -191,7 +191,9 @@ fn complete(op: &Op, tid: usize, c: &mut [f32]) -> bool {
         let (j, e) = (r / 4, r % 4);
         let row = 16 * q + lane / 4 + 8 * (e / 2);
         let col = 8 * j + 2 * (lane % 4) + e % 2;
-        let mut sum = 0f32;
+        // From -0, the sum's identity: a sum of -0 products stays -0, as the interpreter's
+        // accumulator plus each product in turn gives (and `mma.sync`'s `Sum`).
+        let mut sum = -0f32;
         for k in 0..ks {
             let a = match a_regs {
                 true => op.a_rows[e / 2][k],

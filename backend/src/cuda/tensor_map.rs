@@ -36,6 +36,10 @@ pub(crate) const MAP_BYTES: usize = 128;
 /// The most elements along one dim of a TMA box.
 const MAX_BOX: usize = 256;
 
+/// The extent of a dim the access does not check (and of the batches): beyond any
+/// coordinate (TMA's are 32-bit signed), within the 2^32 a map takes.
+const UNBOUNDED: i128 = 1 << 31;
+
 /// An access of a `rows × cols` block of a 2-D tensor, clipped to it: what a tensor
 /// descriptor's `load` or `store` traces to (see the module docs). Values are the
 /// kernel's.
@@ -45,8 +49,14 @@ pub(crate) struct BoxLoad {
     pub base: Value,
     /// Per dim (rows, cols): the block's first index (a scalar integer).
     pub offsets: [Value; 2],
-    /// Per dim: the tensor's extent (a scalar integer).
-    pub extents: [Value; 2],
+    /// Per dim: the tensor's extent (a scalar integer), or `None` where the access does
+    /// not check the dim (a block pointer's dim outside `boundary_check`: its index is
+    /// then never negative, see [`non_negative`]).
+    pub extents: [Option<Value>; 2],
+    /// Where the base is a launch-time pointer moved by a multiple of a launch-time
+    /// stride (attention's `k + head`, one head per program): that multiple, the index
+    /// along a third dim of the tensor map.
+    pub batch: Option<Batch>,
     /// The dim whose elements are adjacent in memory: 1 (row-major), or 0 (the block's
     /// columns lie contiguous: `kᵀ`, a K-major `b`).
     pub inner: usize,
@@ -54,6 +64,130 @@ pub(crate) struct BoxLoad {
     pub stride: Value,
     pub rows: usize,
     pub cols: usize,
+}
+
+/// A base `root + index · Π stride leaves` (an i64 product, see [`Batch::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Batch {
+    /// The launch-time pointer.
+    pub root: Value,
+    /// The element offset added to it (the product).
+    pub offset: Value,
+    /// The product's one factor computed in the kernel: an i32 scalar, or the i32 that
+    /// an i64 factor extends (TMA's coordinates are 32-bit).
+    pub index: Value,
+}
+
+impl Batch {
+    /// `base` as a batch base, where it is `addptr(root, offset)` with `root` a launch-time
+    /// pointer and `offset` an i64 product of launch-time factors and one factor that is
+    /// not (casts of i32s to i64 included).
+    fn of(f: &Function, defs: &HashMap<Value, &Inst>, base: Value) -> Option<Batch> {
+        let Some(Op::AddPtr(root, offset)) = defs.get(&base).map(|i| &i.op) else {
+            return None;
+        };
+        HostExpr::of(f, defs, *root)?;
+        if f.ty(*offset).dtype() != Some(DType::I64) {
+            return None;
+        }
+        let (mut host, mut kernel) = (Vec::new(), Vec::new());
+        factors(f, defs, *offset, &mut host, &mut kernel, 0)?;
+        let [index] = kernel[..] else {
+            return None;
+        };
+        let index = match defs.get(&index).map(|i| &i.op) {
+            Some(Op::Cast(x)) if f.ty(*x).dtype() == Some(DType::I32) => *x,
+            _ => return None,
+        };
+        Some(Batch {
+            root: *root,
+            offset: *offset,
+            index,
+        })
+    }
+
+    /// The launch-time factors of the offset (see [`Batch::of`]).
+    pub(crate) fn stride_factors(&self, f: &Function, defs: &HashMap<Value, &Inst>) -> Vec<Value> {
+        let (mut host, mut kernel) = (Vec::new(), Vec::new());
+        factors(f, defs, self.offset, &mut host, &mut kernel, 0);
+        host
+    }
+}
+
+/// The leaves of the i64 product `v`: those computed at launch (`host`) and the others.
+fn factors(
+    f: &Function,
+    defs: &HashMap<Value, &Inst>,
+    v: Value,
+    host: &mut Vec<Value>,
+    kernel: &mut Vec<Value>,
+    depth: usize,
+) -> Option<()> {
+    if depth > 16 {
+        return None;
+    }
+    match defs.get(&v).map(|i| &i.op) {
+        Some(Op::Binary(BinOp::Mul, x, y)) if f.ty(v).dtype() == Some(DType::I64) => {
+            factors(f, defs, *x, host, kernel, depth + 1)?;
+            factors(f, defs, *y, host, kernel, depth + 1)
+        }
+        _ => {
+            match HostExpr::of(f, defs, v) {
+                Some(_) => host.push(v),
+                None => kernel.push(v),
+            }
+            Some(())
+        }
+    }
+}
+
+/// Whether the integer scalar `v` is never negative by construction: a constant `>= 0`,
+/// its cast, or a loop's carried value that starts so and grows by such a step (a block
+/// pointer's offset along a dim its loop advances by 0 or more).
+fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usize) -> bool {
+    if depth > 8 {
+        return false;
+    }
+    let again = |x: Value| non_negative(f, defs, x, depth + 1);
+    if let Some(c) = int_const(defs, v) {
+        return c >= 0;
+    }
+    // Carried value `j` of a `for` loop (its body's argument, or its result): it starts
+    // non-negative and grows by a constant `>= 0`.
+    let carried = |init: &[Value], body: &tritium_dsl::ir::Block, j: usize| {
+        let (arg, Some(Op::Yield(ys))) = (body.args[1 + j], body.insts.last().map(|y| &y.op))
+        else {
+            return false;
+        };
+        let step = match defs.get(&ys[j]).map(|d| &d.op) {
+            Some(Op::Binary(BinOp::Add, a, c) | Op::Binary(BinOp::Add, c, a)) if *a == arg => {
+                Some(*c)
+            }
+            _ => None,
+        };
+        step.is_some_and(|c| int_const(defs, c).is_some_and(|c| c >= 0)) && again(init[j])
+    };
+    match defs.get(&v).map(|i| (&i.op, &i.results)) {
+        Some((Op::Cast(x), _)) => f.ty(*x).dtype().is_some_and(|d| d.is_int()) && again(*x),
+        Some((Op::Binary(BinOp::Add, x, y), _)) => again(*x) && again(*y),
+        Some((Op::For { init, body, .. }, results)) => {
+            let j = results.iter().position(|r| *r == v);
+            j.is_some_and(|j| carried(init, body, j))
+        }
+        Some(_) => false,
+        // A block argument: a `for` loop's carried value.
+        None => {
+            let mut found = false;
+            f.walk(&mut |i| {
+                if let Op::For { init, body, .. } = &i.op {
+                    if let Some(j) = body.args.iter().skip(1).position(|a| *a == v) {
+                        found = carried(init, body, j);
+                    }
+                }
+            });
+            found
+        }
+    }
 }
 
 impl BoxLoad {
@@ -116,13 +250,26 @@ impl BoxLoad {
             (false, false) => return None,
         };
         let mut bounds = HashMap::new();
-        in_bounds(defs, (*mask)?, &mut bounds)?;
-        let extent = |t: &DimTerm| bounds.get(&t.index).copied();
+        if let Some(m) = mask {
+            in_bounds(defs, *m, &mut bounds)?;
+        }
+        // A dim the mask does not bound is read wherever its index points, never before
+        // its start (TMA would read zeros there).
+        let extent = |t: &DimTerm| match bounds.get(&t.index) {
+            Some(e) => Some(Some(*e)),
+            None => non_negative(f, defs, t.offset, 0).then_some(None),
+        };
         let extents = [extent(&row)?, extent(&col)?];
-        (bounds.len() == 2 && ty.shape == [row.size, col.size]).then_some(BoxLoad {
+        let checked = extents.iter().flatten().count();
+        let batch = match HostExpr::of(f, defs, *base) {
+            Some(_) => None,
+            None => Some(Batch::of(f, defs, *base)?),
+        };
+        (bounds.len() == checked && ty.shape == [row.size, col.size]).then_some(BoxLoad {
             base: *base,
             offsets: [row.offset, col.offset],
             extents,
+            batch,
             inner,
             stride,
             rows: row.size,
@@ -331,6 +478,9 @@ pub(crate) struct PlannedMap {
     pub extents: [HostExpr; 2],
     /// Elements from one line to the next.
     pub row_stride: HostExpr,
+    /// Elements from one batch to the next, where the base moves by batches
+    /// ([`Batch`]): the map's third dim.
+    pub batch_stride: Option<HostExpr>,
 }
 
 /// The accesses of `f` that code for Hopper may make by TMA, in site order (see the
@@ -403,21 +553,43 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
         let transposed_store = inner == 0 && store;
         let fits = rows <= MAX_BOX && (cols * elem).is_multiple_of(16) && !transposed_store;
         let host = |v| HostExpr::of(f, &defs, v);
+        // An unchecked dim's extent: as far as a coordinate reaches.
+        let extent = |e: Option<Value>| e.map_or(Some(HostExpr::Const(UNBOUNDED)), host);
+        let root = b.batch.map_or(b.base, |t| t.root);
         let (Some(base), Some(outer_extent), Some(inner_extent), Some(stride)) = (
-            host(b.base),
-            host(b.extents[outer]),
-            host(b.extents[inner]),
+            host(root),
+            extent(b.extents[outer]),
+            extent(b.extents[inner]),
             host(b.stride),
         ) else {
             return;
         };
         let axis = axis.get_or_insert_with(|| axis_info(f));
+        let div = |v: Value| axis.get(&v).map_or(1, AxisInfo::element_divisibility);
         // Divisibilities are powers of two: `div · per` is a multiple of `bytes` (16)
         // once it is at least that.
-        let divides = |v: Value, bytes: u64, per: u64| {
-            axis.get(&v).map_or(1, AxisInfo::element_divisibility) * per >= bytes
-        };
-        let aligned = divides(b.base, 16, 1) && divides(b.stride, 16, elem as u64);
+        let divides = |v: Value, bytes: u64, per: u64| div(v) * per >= bytes;
+        let mut aligned = divides(root, 16, 1) && divides(b.stride, 16, elem as u64);
+        // The batch's stride: the product of its launch-time factors.
+        let mut batch_stride = None;
+        if let Some(t) = b.batch {
+            let leaves = t.stride_factors(f, &defs);
+            let product = leaves.iter().try_fold(HostExpr::Const(1), |acc, v| {
+                let x = host(*v)?;
+                Some(HostExpr::Binary(
+                    BinOp::Mul,
+                    DType::I64,
+                    Box::new(acc),
+                    Box::new(x),
+                ))
+            });
+            let d = leaves.iter().fold(1u64, |d, v| d.saturating_mul(div(*v)));
+            aligned &= d.saturating_mul(elem as u64) >= 16;
+            let Some(product) = product else {
+                return;
+            };
+            batch_stride = Some(product);
+        }
         if let (true, true, Some(&site)) = (fits, aligned, sites.get(&(inst as *const Inst))) {
             found.push(PlannedMap {
                 site,
@@ -428,6 +600,7 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
                 base,
                 extents: [outer_extent, inner_extent],
                 row_stride: stride,
+                batch_stride,
             });
         }
     });
@@ -441,10 +614,12 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
 pub(crate) struct Encoding {
     pub dtype: DType,
     pub address: u64,
-    /// Columns, rows.
-    pub dims: [u64; 2],
+    /// Columns, rows, batches (1 for a 2-D map).
+    pub dims: [u64; 3],
     /// Bytes from one row to the next.
     pub row_stride: u64,
+    /// Bytes from one batch to the next; 0 for a 2-D map.
+    pub batch_stride: u64,
     /// Columns (at most one swizzle span), rows of one copy.
     pub box_dims: [u32; 2],
     /// The swizzle span in bytes (128, 64, 32), 0 for none.
@@ -491,17 +666,29 @@ impl PlannedMap {
                 return Err(format!("its shape has {n} {what}; TMA takes 1 to 2^32"));
             }
         }
-        let stride_bytes = stride * elem;
-        if stride_bytes % 16 != 0 || !(0..1i128 << 40).contains(&stride_bytes) {
-            return Err(format!(
-                "its row stride of {stride_bytes} bytes is not a multiple of 16 below 2^40"
-            ));
-        }
+        let stride_bytes = |stride: i128, what: &str| {
+            let bytes = stride * elem;
+            match bytes % 16 == 0 && (0..1i128 << 40).contains(&bytes) {
+                true => Ok(bytes as u64),
+                false => Err(format!(
+                    "its {what} stride of {bytes} bytes is not a multiple of 16 below 2^40"
+                )),
+            }
+        };
+        let row_stride = stride_bytes(stride, "row")?;
+        let (batches, batch_stride) = match &self.batch_stride {
+            Some(e) => (
+                UNBOUNDED as u64,
+                stride_bytes(value(e, "batch stride")?, "batch")?,
+            ),
+            None => (1, 0),
+        };
         Ok(Encoding {
             dtype: self.dtype,
             address: address as u64,
-            dims: [cols as u64, rows as u64],
-            row_stride: stride_bytes as u64,
+            dims: [cols as u64, rows as u64, batches],
+            row_stride,
+            batch_stride,
             box_dims: [self.box_cols() as u32, self.rows as u32],
             swizzle: self.tile().swizzle_bytes() as u32,
         })
@@ -520,7 +707,18 @@ impl Encoding {
         w[4] = self.dims[1];
         w[5] = self.row_stride;
         w[6] = u64::from(self.box_dims[0]) | u64::from(self.box_dims[1]) << 32;
+        w[7] = self.dims[2];
+        w[8] = self.batch_stride;
         w
+    }
+
+    /// The map's rank: 3 where the base moves by batches.
+    pub(crate) fn rank(&self) -> usize {
+        if self.batch_stride == 0 {
+            2
+        } else {
+            3
+        }
     }
 
     /// An emulated map's encoding (element size for the dtype), or `None` for words that
@@ -530,8 +728,9 @@ impl Encoding {
             let enc = Encoding {
                 dtype: DType::U8,
                 address: w[2],
-                dims: [w[3], w[4]],
+                dims: [w[3], w[4], w[7]],
                 row_stride: w[5],
+                batch_stride: w[8],
                 box_dims: [w[6] as u32, (w[6] >> 32) as u32],
                 swizzle: (w[1] >> 16) as u32,
             };
@@ -582,19 +781,20 @@ pub(crate) fn encode_on_driver(e: &Encoding) -> Result<[u64; MAP_BYTES / 8], Str
         _ => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
     };
     let mut map = sys::CUtensorMap { opaque: [0; 16] };
-    let strides = [e.row_stride];
-    let element_strides = [1u32; 2];
-    // SAFETY: every array has the rank's (2) entries (strides one fewer), the map is
-    // written in place; the driver only reads the address.
+    let strides = [e.row_stride, e.batch_stride];
+    let box_dims = [e.box_dims[0], e.box_dims[1], 1];
+    let element_strides = [1u32; 3];
+    // SAFETY: every array has at least the rank's entries (strides one fewer), the map
+    // is written in place; the driver only reads the address.
     let r = unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
             dtype,
-            2,
+            e.rank() as u32,
             e.address as *mut std::ffi::c_void,
             e.dims.as_ptr(),
             strides.as_ptr(),
-            e.box_dims.as_ptr(),
+            box_dims.as_ptr(),
             element_strides.as_ptr(),
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
             swizzle,
@@ -624,6 +824,7 @@ mod tests {
             base: HostExpr::Param(0, None),
             extents: [HostExpr::Param(1, Some(DType::I32)), HostExpr::Const(64)],
             row_stride: HostExpr::Cast(Box::new(HostExpr::Param(2, Some(DType::I32))), DType::I64),
+            batch_stride: None,
         }
     }
 
@@ -643,7 +844,7 @@ mod tests {
         for (slots, error) in table {
             match (planned().encode(slots), error) {
                 (Ok(e), None) => {
-                    assert_eq!(e.dims, [64, 200]);
+                    assert_eq!(e.dims, [64, 200, 1]);
                     assert_eq!((e.row_stride, e.box_dims, e.swizzle), (128, [64, 128], 128));
                 }
                 (Err(got), Some(want)) => assert!(got.contains(want), "{got}"),
@@ -680,6 +881,18 @@ mod tests {
         assert_eq!(
             (back.address, back.dims, back.row_stride),
             (e.address, e.dims, e.row_stride)
+        );
+        assert_eq!((back.rank(), e.rank()), (2, 2));
+        // A map whose base moves by batches: a third dim.
+        let batched = PlannedMap {
+            batch_stride: Some(HostExpr::Const(200 * 64)),
+            ..planned()
+        };
+        let e = batched.encode(&[0x1000, 200, 64]).unwrap();
+        let (back, _) = Encoding::from_emulated(&e.emulated()).unwrap();
+        assert_eq!(
+            (back.rank(), back.batch_stride, back.dims[2]),
+            (3, 25600, 1 << 31)
         );
         assert_eq!((back.box_dims, back.swizzle), (e.box_dims, e.swizzle));
         assert!(Encoding::from_emulated(&[0; MAP_BYTES / 8]).is_none());

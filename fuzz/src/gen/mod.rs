@@ -1728,11 +1728,29 @@ impl Gen {
             // 16 bytes: 8 elements of 16 bits, 16 of fp8.
             let unit = 16 / from.size_bytes();
             let at = unit * g.rng.below(len / (2 * unit));
-            let width = g.rng.range(1, ld as i64 + 1) as usize;
-            let lines = g.rng.range(1, ((len - at - width) / ld + 2) as i64) as usize;
+            // Now and then the view of program `pid % 2` starts `batch` elements further
+            // per program (attention's `k + head`: a TMA map's third dim on Hopper).
+            let batch = match len - at > 2 * unit && g.rng.chance(0.25) {
+                true => unit * g.rng.range(1, ((len - at) / (2 * unit)).min(4) as i64) as usize,
+                false => 0,
+            };
+            // Every line's elements inside the input: the last line starts at most
+            // `room - width` after `at` (and the batch).
+            let room = len - at - batch;
+            let width = g.rng.range(1, (ld + 1).min(room) as i64) as usize;
+            let lines = g.rng.range(1, ((room - width) / ld + 1) as i64) as usize;
             let off = g.int_const(DType::I32, &[], at as i128);
             let t = g.ty(aligned).clone();
-            let base = g.push1(Op::AddPtr(aligned, off), t);
+            let mut base = g.push1(Op::AddPtr(aligned, off), t.clone());
+            if batch > 0 {
+                let pid = g.push1(Op::ProgramId(0), Type::scalar(DType::I32));
+                let two = g.int_const(DType::I32, &[], 2);
+                let which = g.binary(BinOp::Rem, pid, two);
+                let which = g.cast(which, DType::I64);
+                let stride = g.int_const(DType::I64, &[], batch as i128);
+                let moved = g.binary(BinOp::Mul, which, stride);
+                base = g.push1(Op::AddPtr(base, moved), t);
+            }
             let (width, lines, ld) = (width as i128, lines as i128, ld as i128);
             match transposed {
                 true => (base, [width, lines], [1, ld]),
@@ -1749,6 +1767,16 @@ impl Gen {
         let loaded_then_transposed = !transposed && self.rng.chance(load_p);
         let (a_view, b_view) = (view(self, false), view(self, transposed));
         let (a_row, a_col, b_row, b_col) = (start(self), start(self), start(self), start(self));
+        // A dim whose block stays inside the view at a constant offset is now and then
+        // left unchecked (a block pointer's dim outside `boundary_check`).
+        let inside = |g: &mut Self, at: i128, size: usize, extent: i128| {
+            at >= 0 && at + size as i128 <= extent && g.rng.chance(0.5)
+        };
+        let a_checked = [!inside(self, a_row, mm, a_view.1[0]), true];
+        let b_checked = match (loaded_then_transposed, transposed) {
+            (true, _) => [!inside(self, b_col, nn, b_view.1[0]), true],
+            (false, _) => [true, !inside(self, b_col, nn, b_view.1[1])],
+        };
         let zero = self.int_const(DType::F32, &[mm, nn], 0);
         let acc_info = Info {
             int_bound: Some(1e6),
@@ -1763,35 +1791,37 @@ impl Gen {
             };
             let a_cols = offset(g, a_col);
             let a_rows = g.int_const(DType::I32, &[], a_row);
-            let a = g.descriptor_load(from, a_view, [a_rows, a_cols], [mm, k]);
+            let a = g.descriptor_load(from, a_view, [a_rows, a_cols], [mm, k], a_checked);
             let b_rows = offset(g, b_row);
             let b_cols = g.int_const(DType::I32, &[], b_col);
             let b = match loaded_then_transposed {
                 true => {
-                    let kt = g.descriptor_load(from, b_view, [b_cols, b_rows], [nn, k]);
+                    let kt = g.descriptor_load(from, b_view, [b_cols, b_rows], [nn, k], b_checked);
                     let dims = vec![1, 0];
                     g.push1(Op::Permute { x: kt, dims }, Self::tile(from, &[k, nn]))
                 }
-                false => g.descriptor_load(from, b_view, [b_rows, b_cols], [k, nn]),
+                false => g.descriptor_load(from, b_view, [b_rows, b_cols], [k, nn], b_checked),
             };
             g.push1(Op::Dot { a, b, acc }, Self::tile(DType::F32, &[mm, nn]))
         });
         self.observe(result);
     }
 
-    /// A load of the block `shape` at `offsets` of a row-major view, as a tensor
-    /// descriptor's `load` traces (see [`descriptor_block`](Self::descriptor_block)).
+    /// A load of the block `shape` at `offsets` of a view, as a tensor descriptor's `load`
+    /// traces, or a block pointer's with the `checked` dims in `boundary_check` (see
+    /// [`checked_block`](Self::checked_block)).
     fn descriptor_load(
         &mut self,
         d: DType,
         view: (Value, [i128; 2], [i128; 2]),
         offsets: [Value; 2],
         shape: [usize; 2],
+        checked: [bool; 2],
     ) -> Value {
-        let (ptr, mask) = self.descriptor_block(view, offsets, shape);
+        let (ptr, mask) = self.checked_block(view, offsets, shape, checked);
         let load = Op::Load {
             ptr,
-            mask: Some(mask),
+            mask,
             other: None,
             hints: CacheHints::default(),
         };
@@ -1801,13 +1831,27 @@ impl Gen {
     /// The pointers and mask of the block `shape` at `offsets` (i32 scalars) of the
     /// view `(base, extents, strides)`, as a tensor descriptor's access traces: per dim
     /// the i64 index `arange + off`, times the dim's stride, masked by `0 <= index <
-    /// extent`.
+    /// extent` (every dim: see [`checked_block`](Self::checked_block)).
     fn descriptor_block(
+        &mut self,
+        view: (Value, [i128; 2], [i128; 2]),
+        offsets: [Value; 2],
+        shape: [usize; 2],
+    ) -> (Value, Value) {
+        let (ptrs, mask) = self.checked_block(view, offsets, shape, [true; 2]);
+        (ptrs, mask.expect("every dim checked"))
+    }
+
+    /// [`descriptor_block`](Self::descriptor_block) with only the `checked` dims masked, as
+    /// a block pointer loaded with those dims in `boundary_check` traces (no mask where
+    /// none is).
+    fn checked_block(
         &mut self,
         (base, extents, strides): (Value, [i128; 2], [i128; 2]),
         offsets: [Value; 2],
         shape: [usize; 2],
-    ) -> (Value, Value) {
+        checked: [bool; 2],
+    ) -> (Value, Option<Value>) {
         let mut terms = Vec::new();
         let mut inside = Vec::new();
         for dim in 0..2 {
@@ -1829,6 +1873,9 @@ impl Gen {
             let stride = self.int_const(DType::I64, &[], strides[dim]);
             let stride = self.splat_to(stride, &line);
             terms.push(self.binary(BinOp::Mul, index, stride));
+            if !checked[dim] {
+                continue;
+            }
             let zero = self.int_const(DType::I64, &[], 0);
             let zero = self.splat_to(zero, &line);
             let extent = self.int_const(DType::I64, &[], extents[dim]);
@@ -1839,8 +1886,12 @@ impl Gen {
         }
         let [t0, t1] = [terms[0], terms[1]].map(|t| self.splat_to(t, &shape));
         let offset = self.binary(BinOp::Add, t0, t1);
-        let [m0, m1] = [inside[0], inside[1]].map(|m| self.splat_to(m, &shape));
-        let mask = self.binary(BinOp::And, m0, m1);
+        let masks: Vec<Value> = inside.iter().map(|m| self.splat_to(*m, &shape)).collect();
+        let mask = match masks[..] {
+            [m0, m1] => Some(self.binary(BinOp::And, m0, m1)),
+            [m] => Some(m),
+            _ => None,
+        };
         let p = self.splat_to(base, &shape);
         let t = self.ty(p).clone();
         (self.push1(Op::AddPtr(p, offset), t), mask)

@@ -145,6 +145,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let [outer, inner] = tma.load.outer_inner();
             let row = self.coordinate(tma.load.offsets[outer])?;
             let col = self.coordinate(tma.load.offsets[inner])?;
+            let batch = self.batch_coordinate(&tma.load)?;
             let box_cols = match tile.blocked() {
                 true => 128 / tile.elem,
                 false => tile.cols,
@@ -162,7 +163,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let dst = self.shared_byte(b.build_int_add(stage_base, at, "")?)?;
                 let c = b.build_int_mul(j, self.i32c(box_cols as u64), "")?;
                 let c = b.build_int_add(col, c, "")?;
-                self.bulk_tensor(dst, tma.map, [c, row], Some(bar), pred)?;
+                self.bulk_tensor(dst, tma.map, (c, row, batch), Some(bar), pred)?;
             }
             first += blocks;
         }
@@ -182,6 +183,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let elected = self.elected()?;
         let row = self.coordinate(t.load.offsets[0])?;
         let col = self.coordinate(t.load.offsets[1])?;
+        let batch = self.batch_coordinate(&t.load)?;
         let box_cols = match tile.blocked() {
             true => 128 / tile.elem,
             false => tile.cols,
@@ -196,7 +198,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let src = self.shared_byte(at)?;
             let c = b.build_int_mul(j, self.i32c(box_cols as u64), "")?;
             let c = b.build_int_add(col, c, "")?;
-            self.bulk_tensor(src, t.map, [c, row], None, pred)?;
+            self.bulk_tensor(src, t.map, (c, row, batch), None, pred)?;
         }
         if self.emu.is_some() {
             return Ok(());
@@ -258,6 +260,12 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// A scalar coordinate of a box as the i32 TMA takes.
+    /// The batch a box lies in (`tensor_map::Batch`): its third coordinate, `None` for a
+    /// 2-D map.
+    fn batch_coordinate(&mut self, load: &BoxLoad) -> Result<Option<IntValue<'ctx>>> {
+        load.batch.map(|t| self.coordinate(t.index)).transpose()
+    }
+
     fn coordinate(&mut self, v: Value) -> Result<IntValue<'ctx>> {
         let x = self.scalar_at(v)?.into_int_value();
         let i32t = self.ctx.i32_type();
@@ -320,18 +328,20 @@ impl<'ctx> Gen<'ctx, '_> {
         &mut self,
         smem: PointerValue<'ctx>,
         map: IntValue<'ctx>,
-        coords: [IntValue<'ctx>; 2],
+        (col, row, batch): (IntValue<'ctx>, IntValue<'ctx>, Option<IntValue<'ctx>>),
         to: Option<PointerValue<'ctx>>,
         pred: IntValue<'ctx>,
     ) -> Result<()> {
         if self.emu.is_some() {
+            let batch = batch.unwrap_or(self.i32c(0));
             return self.when(Some(pred), &mut |g| {
                 let mut args = vec![
                     smem.into(),
                     g.smem.into(),
                     map.into(),
-                    coords[0].into(),
-                    coords[1].into(),
+                    col.into(),
+                    row.into(),
+                    batch.into(),
                 ];
                 args.extend(to.map(BasicValueEnum::from));
                 let hook = if to.is_some() { EMU_TMA } else { EMU_TMA_STORE };
@@ -341,22 +351,41 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let i64t = self.ctx.i64_type();
         let smem = self.b.build_ptr_to_int(smem, i64t, "")?.into();
+        let coords: Vec<BasicValueEnum> = [Some(col), Some(row), batch]
+            .into_iter()
+            .flatten()
+            .map(Into::into)
+            .collect();
+        let n = coords.len();
+        // `{$a, $b(, $c)}`: the coordinates' operands from `first`.
+        let braces = |first: usize| {
+            let list: Vec<String> = (first..first + n).map(|i| format!("${i}")).collect();
+            format!("{{{}}}", list.join(", "))
+        };
         let (asm, mut args) = match to {
             Some(_) => (
-                "@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \
-                 [$1], [$2, {$3, $4}], [$5];",
-                vec![smem, map.into(), coords[0].into(), coords[1].into()],
+                format!(
+                    "@$0 cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier::\
+                     complete_tx::bytes [$1], [$2, {}], [${}];",
+                    braces(3),
+                    3 + n
+                ),
+                [vec![smem, map.into()], coords].concat(),
             ),
             None => (
-                "@$0 cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$4];",
-                vec![map.into(), coords[0].into(), coords[1].into(), smem],
+                format!(
+                    "@$0 cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group [$1, {}], [${}];",
+                    braces(2),
+                    2 + n
+                ),
+                [vec![map.into()], coords, vec![smem]].concat(),
             ),
         };
         if let Some(bar) = to {
             args.push(self.b.build_ptr_to_int(bar, i64t, "")?.into());
         }
         args.insert(0, pred.into());
-        self.asm_call(asm, &args, false)?;
+        self.asm_call(&asm, &args, false)?;
         Ok(())
     }
 
