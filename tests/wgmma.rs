@@ -883,3 +883,80 @@ fn negative_zero_products_sum_to_negative_zero_on_wgmma_emulated() {
     assert!(want.iter().all(|w| *w == (-0f32).to_bits()), "{want:?}");
     assert_eq!(got, want);
 }
+
+/// Tutorial 03 through block pointers whose dims are checked (`CHECK_K`: only K, the dim
+/// that moves; else none): a dim left unchecked goes by TMA where its offset never changes
+/// (its start 0 here), not where it grows (it could wrap past `i32::MAX`, where TMA would
+/// read zeros and the kernel's pointers memory).
+#[kernel]
+fn block_pointer_matmul(
+    c: Ptr<f32>,
+    a: Ptr<f16>,
+    b: Ptr<f16>,
+    k: i32,
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+    #[constexpr] CHECK_K: bool,
+) {
+    let (bm, bn) = (BM as i32, BN as i32);
+    let mut a_block = make_block_ptr(a, (bm, k), (k, 1), (0, 0), (BM, BK), (1, 0));
+    let mut b_block = make_block_ptr(b, (k, bn), (bn, 1), (0, 0), (BK, BN), (1, 0));
+    let mut acc = zeros([BM, BN], DType::F32);
+    for _ in range(0, cdiv(k, BK as i32)) {
+        let (x, y) = if CHECK_K {
+            let x = load(a_block, boundary_check = (1,), padding_option = "zero");
+            (
+                x,
+                load(b_block, boundary_check = (0,), padding_option = "zero"),
+            )
+        } else {
+            (load(a_block), load(b_block))
+        };
+        acc = dot(x, y, acc);
+        a_block = advance(a_block, (0, BK as i32));
+        b_block = advance(b_block, (BK as i32, 0));
+    }
+    let rows = arange(0, BM);
+    let cols = arange(0, BN);
+    store(c + rows[(.., None)] * bn + cols[(None, ..)], acc);
+}
+
+#[test]
+fn unchecked_block_pointer_dims_go_by_tma_where_their_offset_is_fixed() {
+    let (m, n, k) = (64usize, 64usize, 128usize);
+    let a = Array2::from_shape_vec((m, k), random_f32(m * k, 81))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let b = Array2::from_shape_vec((k, n), random_f32(k * n, 82))
+        .unwrap()
+        .mapv(f16::from_f32);
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    for check_k in [true, false] {
+        let run = |d: &Device| {
+            let mut out = Array2::<f32>::zeros((m, n));
+            block_pointer_matmul::launch_with(
+                d, 1, &opts, &mut out, &a, &b, k as i32, m, n, 32, check_k,
+            )
+            .unwrap();
+            out
+        };
+        let (got, want, stats) = emulated_and_interpreted(run);
+        let bytes = ((m + n) * k * 2) as u64;
+        let (tma, cp_async) = match check_k {
+            true => (bytes, 0),
+            false => (0, bytes),
+        };
+        let what = format!("check_k={check_k}: {stats:?}");
+        assert_eq!(
+            (stats.tma_bytes, stats.cp_async_bytes),
+            (tma, cp_async),
+            "{what}"
+        );
+        assert_close(&got, &want, 1e-4, 1e-4, &what);
+    }
+}

@@ -142,8 +142,9 @@ fn factors(
 }
 
 /// Whether the integer scalar `v` is never negative by construction: a constant `>= 0`,
-/// its cast, or a loop's carried value that starts so and grows by such a step (a block
-/// pointer's offset along a dim its loop advances by 0 or more).
+/// a widening cast of one, or a loop's carried value that starts so and never changes (a
+/// block pointer's offset along a dim its loop advances by 0). A value that grows could
+/// wrap past the dtype's maximum, so it is not taken.
 fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usize) -> bool {
     if depth > 8 {
         return false;
@@ -153,23 +154,25 @@ fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usi
         return c >= 0;
     }
     // Carried value `j` of a `for` loop (its body's argument, or its result): it starts
-    // non-negative and grows by a constant `>= 0`.
+    // non-negative and its loop adds 0 to it.
     let carried = |init: &[Value], body: &tritium_dsl::ir::Block, j: usize| {
         let (arg, Some(Op::Yield(ys))) = (body.args[1 + j], body.insts.last().map(|y| &y.op))
         else {
             return false;
         };
-        let step = match defs.get(&ys[j]).map(|d| &d.op) {
-            Some(Op::Binary(BinOp::Add, a, c) | Op::Binary(BinOp::Add, c, a)) if *a == arg => {
-                Some(*c)
-            }
-            _ => None,
-        };
-        step.is_some_and(|c| int_const(defs, c).is_some_and(|c| c >= 0)) && again(init[j])
+        let unchanged = ys[j] == arg
+            || match defs.get(&ys[j]).map(|d| &d.op) {
+                Some(Op::Binary(BinOp::Add, x, y)) => {
+                    let zero = |c: &Value| int_const(defs, *c) == Some(0);
+                    (*x == arg && zero(y)) || (*y == arg && zero(x))
+                }
+                _ => false,
+            };
+        unchanged && again(init[j])
     };
+    let bits = |x: Value| f.ty(x).dtype().filter(|d| d.is_int()).map(|d| d.bits());
     match defs.get(&v).map(|i| (&i.op, &i.results)) {
-        Some((Op::Cast(x), _)) => f.ty(*x).dtype().is_some_and(|d| d.is_int()) && again(*x),
-        Some((Op::Binary(BinOp::Add, x, y), _)) => again(*x) && again(*y),
+        Some((Op::Cast(x), _)) => bits(*x).is_some_and(|b| Some(b) <= bits(v)) && again(*x),
         Some((Op::For { init, body, .. }, results)) => {
             let j = results.iter().position(|r| *r == v);
             j.is_some_and(|j| carried(init, body, j))
