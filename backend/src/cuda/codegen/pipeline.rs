@@ -173,18 +173,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             (!d.copies_a || self.tma_copies(*a, a_tile, false))
                 && self.tma_copies(*b, b_tile, *columns)
         });
-        // Room for the barriers of the most stages.
-        let barriers = match tma {
-            true => MAX_STAGES * MBARRIER_BYTES,
-            false => 0,
-        };
+        // The stages' barriers (TMA, Hopper only: at most 64 bytes) come out of the 3 KiB
+        // that `HOPPER_SHARED_BUDGET` leaves below the hardware's 227 KiB, as Triton's
+        // do: a loop of three 64 KiB stages after a 32 KiB `q` still takes three.
         let stages = (2..=wanted).rev().find(|s| {
             let budget = match self.wgmma {
                 true => HOPPER_SHARED_BUDGET,
                 false => SHARED_BUDGET,
             };
-            self.shared_floor + s * stage_bytes + barriers <= budget
+            self.shared_floor + s * stage_bytes <= budget
         })?;
+        const { assert!(MAX_STAGES * MBARRIER_BYTES <= 227 * 1024 - HOPPER_SHARED_BUDGET) };
         let tma = tma.then_some(TmaStages {
             barriers: self.shared_floor + stages * stage_bytes,
         });
