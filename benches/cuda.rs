@@ -8,7 +8,8 @@
 //! - fp8 (E5M2) matmul 4096³, `b` K-major as tutorial 03's fp8 benchmark passes it,
 //!   against that benchmark (Triton's tutorial 03 over its fp8 configs);
 //! - the persistent matmul (f16 4096³, one program per SM) against Triton's tutorial 09;
-//! - tutorial 03 through tensor descriptors (TMA on Hopper) against the same Triton kernel;
+//! - tutorial 03 through tensor descriptors (TMA on Hopper) against the same Triton kernel,
+//!   and tutorial 09's persistent form of it against Triton's;
 //! - fused attention forward (f16, 4 × 32 heads × 4096, head dims 64 and 128, causal and
 //!   not) against Triton's tutorial 06, and its Hopper form through tensor descriptors
 //!   (TMA on Hopper) against the same Triton kernel.
@@ -448,6 +449,25 @@ fn descriptor_matmul(
     })
 }
 
+/// Tutorial 09's persistent matmul through tensor descriptors, f16 4096³ at 128 × 256 ×
+/// 64, 8 warps, 3 stages, one program per SM: on Hopper every tile's blocks by TMA,
+/// against the same Triton kernel (`matmul_kernel_descriptor_persistent`).
+fn descriptor_persistent_matmul(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
+    use tritium_kernels::matmul::matmul_descriptor_persistent;
+    let sms = peers.get("sms").map_or(132, |s| *s as usize);
+    let name = format!("matmul descriptors (TMA) persistent f16 4096³ {sms} programs");
+    let row = (name.as_str(), "matmul_descriptor_persistent.triton");
+    tiled_matmul_row(device, gpu, peers, row, &mut |opts, c, a, b, [m, n, k]| {
+        matmul_descriptor_persistent::launch_with(
+            device, sms, opts, c, a, b, m, n, k, 128, 256, 64, 8, sms,
+        )
+    })
+}
+
 /// How a matmul row launches its kernel: `c = a @ b` of row-major f16 tensors with the
 /// row's options and sizes `[m, n, k]`.
 type MatmulLaunch<'a> = dyn FnMut(
@@ -617,6 +637,7 @@ fn main() -> tritium::Result<()> {
     fp8_matmul(&device, gpu, &peers)?;
     persistent_matmul(&device, gpu, &peers)?;
     descriptor_matmul(&device, gpu, &peers)?;
+    descriptor_persistent_matmul(&device, gpu, &peers)?;
     fused_attention(&device, gpu, &peers)?;
     Ok(())
 }

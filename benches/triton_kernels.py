@@ -130,6 +130,37 @@ def matmul_kernel_descriptor(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
 
 
+# Tutorial 09's persistent matmul through tensor descriptors
+# (`matmul_kernel_descriptor_persistent`, descriptors made in the kernel, one tile's
+# epilogue whole): NUM_SMS programs loop over the tiles in groups of GROUP_M block rows,
+# the tile and K loops flattened; on Hopper the blocks are copied by TMA.
+@triton.jit
+def matmul_kernel_descriptor_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
+                                        BN: tl.constexpr, BK: tl.constexpr,
+                                        GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BM, BN])
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    per_group = GROUP_M * num_pid_n
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS, flatten=True):
+        first_m = (tile // per_group) * GROUP_M
+        group_m = min(num_pid_m - first_m, GROUP_M)
+        pid_m = first_m + ((tile % per_group) % group_m)
+        pid_n = (tile % per_group) // group_m
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = a_desc.load([pid_m * BM, ki * BK])
+            b = b_desc.load([ki * BK, pid_n * BN])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
 # Tutorial 06: fused attention forward (FlashAttention-2): off-band blocks unmasked, the
 # diagonal block masked (causal), the running max and sum rescaled with exp2.
 @triton.jit

@@ -179,6 +179,23 @@ def descriptor_matmul():
     torch.testing.assert_close(c, torch.matmul(a, b), atol=0.5, rtol=1e-2)
 
 
+# Tutorial 09 through tensor descriptors (`matmul_kernel_descriptor_persistent`), one
+# program per SM, at 128 x 256 x 64, 8 warps, 3 stages: every tile's blocks by TMA.
+def descriptor_persistent_matmul():
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
+                                                                 device=DEV))
+    m = n = k = 4096
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    a = torch.randn(m, k, device=DEV, dtype=torch.float16)
+    b = torch.randn(k, n, device=DEV, dtype=torch.float16)
+    c = torch.empty(m, n, device=DEV, dtype=torch.float16)
+    run = lambda: triton_kernels.matmul_kernel_descriptor_persistent[(sms,)](
+        a, b, c, m, n, k, BM=128, BN=256, BK=64, GROUP_M=8, NUM_SMS=sms, num_stages=3,
+        num_warps=8)
+    yield "matmul_descriptor_persistent.triton", best_us(run, rounds=3, calls=5)
+    torch.testing.assert_close(c, torch.matmul(a, b), atol=0.5, rtol=1e-2)
+
+
 # Tutorial 06: fused attention forward (`attn_fwd` calling `attn_inner`).
 def attn_configs():
     shapes = [(128, 64, 3, 4), (128, 64, 3, 8), (128, 128, 3, 8), (64, 64, 4, 4),
@@ -240,6 +257,7 @@ def descriptor_attention():
 CASES = {"add": vector_add, "softmax": fused_softmax, "matmul": f16_matmul,
          "matmul_fp8": fp8_matmul, "matmul_persistent": persistent_matmul,
          "matmul_descriptor": descriptor_matmul,
+         "matmul_descriptor_persistent": descriptor_persistent_matmul,
          "attention": attention, "attention_descriptor": descriptor_attention}
 
 

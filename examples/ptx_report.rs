@@ -140,6 +140,23 @@ fn cases() -> Result<Vec<Case>, String> {
         stages: 3,
         sms: ALL_SMS,
     });
+    // Tutorial 09's persistent matmul through descriptors, one program per H100 SM: on
+    // Hopper every tile's blocks by TMA.
+    all.push(Case {
+        key: "matmul_descriptor_persistent/f16/128x256x64/w8/s3".into(),
+        kernel: matmul::matmul_descriptor_persistent::trace::<F16, F16>(
+            &launch_spec(6, &[], &[]),
+            128,
+            256,
+            64,
+            8,
+            132,
+        )
+        .map_err(e)?,
+        warps: 8,
+        stages: 3,
+        sms: &[90][..],
+    });
     // Tutorial 06's configs, and issue 45's D = 128 Hopper config (128 × 128, 8 warps: on
     // sm_80 it spills, as Triton's does, and no one runs it there).
     for (d, bm, bn, warps, sms) in [

@@ -92,6 +92,7 @@ TRITON_ONLY = (
     + [("matmul/fp8e5/128x256x128/w8/s3", [SM90_MMA, SM90_WGMMA])]
     + [("matmul_persistent/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
     + [("matmul_descriptor/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
+    + [("matmul_descriptor_persistent/f16/128x256x64/w8/s3", [SM90_MMA, SM90_WGMMA])]
     + [(f"attention_descriptor/f16/{c}/{mode}", [SM90_MMA, SM90_WGMMA])
        for c in ["d64/128x64/w4/s3", "d128/128x128/w8/s3"] for mode in ["full", "causal"]]
 )
@@ -422,7 +423,8 @@ def read_manifest(path):
 
 
 _MATMUL_KEY = re.compile(
-    r"^(matmul|matmul_persistent|matmul_descriptor)/(f16|fp8e5)/(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)$")
+    r"^(matmul|matmul_persistent|matmul_descriptor|matmul_descriptor_persistent)/(f16|fp8e5)/"
+    r"(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)$")
 _ATTN_KEY = re.compile(
     r"^(attention|attention_descriptor)/f16/d(\d+)/(\d+)x(\d+)/w(\d+)/s(\d+)/(full|causal)$")
 
@@ -444,6 +446,11 @@ def triton_spec(key):
                   "stride_bk": 1 if fp8 else size, "stride_bn": size if fp8 else 1,
                   "stride_cm": size, "stride_cn": 1}
         constexprs = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8}
+        if m.group(1) == "matmul_descriptor_persistent":
+            # Tutorial 09 through in-kernel descriptors on an H100's 132 SMs.
+            values = {k: values[k] for k in ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]}
+            constexprs["NUM_SMS"] = 132
+            return _spec("matmul_kernel_descriptor_persistent", values, constexprs, w, s)
         if m.group(1) == "matmul_descriptor":
             # Tutorial 03 through in-kernel tensor descriptors (TMA on Hopper).
             values = {k: values[k] for k in ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K"]}

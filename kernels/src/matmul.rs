@@ -461,6 +461,44 @@ pub fn matmul_descriptor<T: Float, O: Float>(
     c_desc.store((om, on), acc);
 }
 
+/// Tutorial 09's persistent matmul through tensor descriptors (its
+/// `matmul_kernel_descriptor_persistent`): `NUM_PROGRAMS` programs loop over the output
+/// tiles as [`matmul_persistent`]'s, each tile's K loop through row-major descriptors of
+/// `a` (`m × k`), `b` (`k × n`) and `c`, blocks clipped to the matrices. On Hopper every
+/// tile's blocks are copied by TMA.
+#[kernel]
+pub fn matmul_descriptor_persistent<T: Float, O: Float>(
+    c: Ptr<O>,
+    a: Ptr<T>,
+    b: Ptr<T>,
+    m: i32,
+    n: i32,
+    k: i32,
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+    #[constexpr] GROUP_M: usize,
+    #[constexpr] NUM_PROGRAMS: usize,
+) {
+    let a_desc = make_tensor_descriptor(a, (m, k), (k, 1), (BM, BK));
+    let b_desc = make_tensor_descriptor(b, (k, n), (n, 1), (BK, BN));
+    let c_desc = make_tensor_descriptor(c, (m, n), (n, 1), (BM, BN));
+    let grid = (cdiv(m, BM as i32), cdiv(n, BN as i32));
+    let k_tiles = cdiv(k, BK as i32);
+    // Triton's tutorial fuses the two loops (`flatten`, accepted here as a no-op).
+    let tiles = grid.0 * grid.1;
+    for tile_id in range(program_id(0), tiles, NUM_PROGRAMS as i32, flatten = true) {
+        let (pid_m, pid_n) = grouped_block(tile_id, grid, GROUP_M);
+        let (om, on) = (pid_m * BM as i32, pid_n * BN as i32);
+        let mut acc = zeros([BM, BN], DType::F32);
+        for ki in range(0, k_tiles) {
+            let ok = ki * BK as i32;
+            acc = dot(a_desc.load((om, ok)), b_desc.load((ok, on)), acc);
+        }
+        c_desc.store((om, on), acc);
+    }
+}
+
 /// `a @ b` through [`matmul_persistent`] with `programs` programs (CPU worker threads or
 /// GPU SMs; at most one per output tile are launched) and groups of 8 block rows.
 pub fn matmul_persistent_2d<T: Float, O: Float + Default>(

@@ -1777,33 +1777,53 @@ impl Gen {
             (true, _) => [!inside(self, b_col, nn, b_view.1[0]), true],
             (false, _) => [true, !inside(self, b_col, nn, b_view.1[1])],
         };
-        let zero = self.int_const(DType::F32, &[mm, nn], 0);
         let acc_info = Info {
             int_bound: Some(1e6),
             ..Info::EXACT
         };
-        let result = self.loop_carrying([0, trips, 1], (zero, acc_info), &mut |g, kb, acc| {
-            let kk = g.int_const(DType::I32, &[], k as i128);
-            let moved = g.binary(BinOp::Mul, kb, kk);
-            let offset = |g: &mut Self, at: i128| {
-                let at = g.int_const(DType::I32, &[], at);
-                g.binary(BinOp::Add, at, moved)
-            };
-            let a_cols = offset(g, a_col);
-            let a_rows = g.int_const(DType::I32, &[], a_row);
-            let a = g.descriptor_load(from, a_view, [a_rows, a_cols], [mm, k], a_checked);
-            let b_rows = offset(g, b_row);
-            let b_cols = g.int_const(DType::I32, &[], b_col);
-            let b = match loaded_then_transposed {
-                true => {
-                    let kt = g.descriptor_load(from, b_view, [b_cols, b_rows], [nn, k], b_checked);
-                    let dims = vec![1, 0];
-                    g.push1(Op::Permute { x: kt, dims }, Self::tile(from, &[k, nn]))
-                }
-                false => g.descriptor_load(from, b_view, [b_rows, b_cols], [k, nn], b_checked),
-            };
-            g.push1(Op::Dot { a, b, acc }, Self::tile(DType::F32, &[mm, nn]))
-        });
+        // Now and then inside an outer loop of two trips (tutorial 09's persistent form:
+        // each trip's K loop sets up its stages and `mbarrier`s again), summed.
+        let outer = self.rng.chance(0.25);
+        let k_loop = |g: &mut Self| {
+            let zero = g.int_const(DType::F32, &[mm, nn], 0);
+            g.loop_carrying([0, trips, 1], (zero, acc_info), &mut |g, kb, acc| {
+                let kk = g.int_const(DType::I32, &[], k as i128);
+                let moved = g.binary(BinOp::Mul, kb, kk);
+                let offset = |g: &mut Self, at: i128| {
+                    let at = g.int_const(DType::I32, &[], at);
+                    g.binary(BinOp::Add, at, moved)
+                };
+                let a_cols = offset(g, a_col);
+                let a_rows = g.int_const(DType::I32, &[], a_row);
+                let a = g.descriptor_load(from, a_view, [a_rows, a_cols], [mm, k], a_checked);
+                let b_rows = offset(g, b_row);
+                let b_cols = g.int_const(DType::I32, &[], b_col);
+                let b = match loaded_then_transposed {
+                    true => {
+                        let kt =
+                            g.descriptor_load(from, b_view, [b_cols, b_rows], [nn, k], b_checked);
+                        let dims = vec![1, 0];
+                        g.push1(Op::Permute { x: kt, dims }, Self::tile(from, &[k, nn]))
+                    }
+                    false => g.descriptor_load(from, b_view, [b_rows, b_cols], [k, nn], b_checked),
+                };
+                g.push1(Op::Dot { a, b, acc }, Self::tile(DType::F32, &[mm, nn]))
+            })
+        };
+        let result = match outer {
+            true => {
+                let zero = self.int_const(DType::F32, &[mm, nn], 0);
+                let total_info = Info {
+                    int_bound: Some(2e6),
+                    ..Info::EXACT
+                };
+                self.loop_carrying([0, 2, 1], (zero, total_info), &mut |g, _, total| {
+                    let r = k_loop(g);
+                    g.binary(BinOp::Add, total, r)
+                })
+            }
+            false => k_loop(self),
+        };
         self.observe(result);
     }
 
