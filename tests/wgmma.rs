@@ -8,7 +8,7 @@ use ndarray::Array2;
 use tritium::backend::cuda::{compile_ptx, shared_memory_stats, CudaCompileOptions};
 use tritium::dsl::trace::Specialization;
 use tritium::prelude::*;
-use tritium::Device;
+use tritium::{Device, LaunchOptions};
 use tritium_kernels::matmul;
 
 /// One matmul config: sizes, blocks, warps, and whether its accumulator's rows fill
@@ -646,35 +646,26 @@ fn descriptor_attention_ptx_copies_keys_and_values_by_tma() {
 /// bytes, no `cp.async`; the results the interpreter's.
 #[test]
 fn descriptor_attention_on_tma_matches_the_interpreter_emulated() {
-    use ndarray::{Array3, Array4};
     use tritium_kernels::attention_descriptor::attention_descriptor;
     let (z, h, n, d) = (1, 2, 256, 64);
-    let shape = (z, h, n, d);
-    let half = |seed| {
-        Array4::from_shape_vec(shape, random_f32(z * h * n * d, seed))
-            .unwrap()
-            .mapv(f16::from_f32)
-    };
-    let (q, k, v) = (half(51), half(52), half(53));
-    let opts = tritium::LaunchOptions {
-        num_warps: 4,
-        emulated_sm: Some(90),
-        ..Default::default()
-    };
     for (bm, bn, causal) in [(64, 64, false), (128, 64, true)] {
-        let run = |dev: &Device| {
-            let mut out = Array4::from_elem(shape, f16::NAN);
-            let mut lse = Array3::<f32>::zeros((z, h, n));
+        // Per program, the key blocks it sees (causal: up to its diagonal band's end).
+        let blocks: usize = (0..n / bm)
+            .map(|m| if causal { (m + 1) * bm / bn } else { n / bn })
+            .sum();
+        let what = format!("{bm}x{bn} causal={causal}");
+        let launch = |dev: &Device, opts: &LaunchOptions, io: AttentionIo<'_>| {
             let (zh, ni) = ((z * h) as i32, n as i32);
+            let (out, lse, [q, k, v]) = io;
             attention_descriptor::launch_with(
                 dev,
                 [n / bm, z * h],
-                &opts,
-                &mut out,
-                &mut lse,
-                q.view(),
-                k.view(),
-                v.view(),
+                opts,
+                out,
+                lse,
+                q,
+                k,
+                v,
                 0.125,
                 zh,
                 ni,
@@ -683,22 +674,57 @@ fn descriptor_attention_on_tma_matches_the_interpreter_emulated() {
                 d,
                 causal,
             )
-            .unwrap();
-            (out.mapv(f16::to_f32), lse)
         };
-        let ((out, lse), (want, want_lse), stats) = emulated_and_interpreted(run);
-        // Per program, the key blocks it sees (causal: up to its diagonal band's end).
-        let blocks: usize = (0..n / bm)
-            .map(|m| if causal { (m + 1) * bm / bn } else { n / bn })
-            .sum();
-        let bytes = (z * h * blocks * 2 * bn * d * 2) as u64;
-        assert_eq!(stats.tma_bytes, bytes, "causal={causal}: {stats:?}");
-        assert_eq!(stats.cp_async_bytes, 0, "causal={causal}: {stats:?}");
-        assert!(stats.wgmma > 0, "{stats:?}");
-        let what = format!("{bm}x{bn} causal={causal}");
-        assert_close(&out, &want, 1e-3, 1e-3, &format!("{what}: out"));
-        assert_close(&lse, &want_lse, 1e-4, 1e-4, &format!("{what}: lse"));
+        assert_attention_on_tma([z, h, n, d], z * h * blocks * bn, &what, launch);
     }
+}
+
+/// An attention forward's arguments: the output, the log-sum-exp, and `q`, `k`, `v`.
+type AttentionIo<'a> = (
+    &'a mut ndarray::Array4<f16>,
+    &'a mut ndarray::Array3<f32>,
+    [ndarray::ArrayView4<'a, f16>; 3],
+);
+
+/// `launch`, an attention forward over `[Z, H, N, D]` f16 inputs, on the emulator's Hopper
+/// path (4 warps) and on the interpreter: its key and value blocks, `keys` rows of each in
+/// all, copied by TMA and nothing by `cp.async`, its results the interpreter's.
+fn assert_attention_on_tma(
+    [z, h, n, d]: [usize; 4],
+    keys: usize,
+    what: &str,
+    launch: impl Fn(&Device, &LaunchOptions, AttentionIo<'_>) -> tritium::Result<()>,
+) {
+    use ndarray::{Array3, Array4};
+    let shape = (z, h, n, d);
+    let half = |seed| {
+        Array4::from_shape_vec(shape, random_f32(z * h * n * d, seed))
+            .unwrap()
+            .mapv(f16::from_f32)
+    };
+    let (q, k, v) = (half(51), half(52), half(53));
+    let opts = LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    let run = |dev: &Device| {
+        let mut out = Array4::from_elem(shape, f16::NAN);
+        let mut lse = Array3::<f32>::zeros((z, h, n));
+        let inputs = [q.view(), k.view(), v.view()];
+        launch(dev, &opts, (&mut out, &mut lse, inputs)).unwrap();
+        (out.mapv(f16::to_f32), lse)
+    };
+    let ((out, lse), (want, want_lse), stats) = emulated_and_interpreted(run);
+    assert_eq!(
+        stats.tma_bytes,
+        (keys * 2 * d * 2) as u64,
+        "{what}: {stats:?}"
+    );
+    assert_eq!(stats.cp_async_bytes, 0, "{what}: {stats:?}");
+    assert!(stats.wgmma > 0, "{what}: {stats:?}");
+    assert_close(&out, &want, 1e-3, 1e-3, &format!("{what}: out"));
+    assert_close(&lse, &want_lse, 1e-4, 1e-4, &format!("{what}: lse"));
 }
 
 /// Tutorial 09's descriptor matmul on fp8 as its benchmark runs it: `a` row-major, `b`
@@ -797,46 +823,10 @@ fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
 /// no `cp.async`; the results the interpreter's, with `N` not a multiple of the blocks.
 #[test]
 fn block_pointer_attention_on_tma_matches_the_interpreter_emulated() {
-    use ndarray::{Array3, Array4};
     use tritium_kernels::attention::attention_forward;
-    let (z, h, n, d) = (1, 2, 200, 64);
-    let shape = (z, h, n, d);
-    let half = |seed| {
-        Array4::from_shape_vec(shape, random_f32(z * h * n * d, seed))
-            .unwrap()
-            .mapv(f16::from_f32)
-    };
-    let (q, k, v) = (half(71), half(72), half(73));
-    let opts = tritium::LaunchOptions {
-        num_warps: 4,
-        emulated_sm: Some(90),
-        ..Default::default()
-    };
+    let (z, h, n, d) = (1, 2, 200usize, 64);
     for (bm, bn, causal) in [(64, 64, false), (64, 32, true)] {
         let grid = [n.div_ceil(bm), z * h];
-        let run = |dev: &Device| {
-            let mut out = Array4::from_elem(shape, f16::NAN);
-            let mut lse = Array3::<f32>::zeros((z, h, n));
-            attention_forward::launch_with(
-                dev,
-                grid,
-                &opts,
-                &mut out,
-                &mut lse,
-                q.view(),
-                k.view(),
-                v.view(),
-                0.125,
-                n as i32,
-                bm,
-                bn,
-                d,
-                causal,
-            )
-            .unwrap();
-            (out.mapv(f16::to_f32), lse)
-        };
-        let ((out, lse), (want, want_lse), stats) = emulated_and_interpreted(run);
         // The key blocks a program visits: up to its band's end (causal), else all.
         let blocks: usize = (0..grid[0])
             .map(|m| match causal {
@@ -844,44 +834,15 @@ fn block_pointer_attention_on_tma_matches_the_interpreter_emulated() {
                 false => n.div_ceil(bn),
             })
             .sum();
-        let bytes = (z * h * blocks * 2 * bn * d * 2) as u64;
-        assert_eq!(stats.tma_bytes, bytes, "causal={causal}: {stats:?}");
-        assert_eq!(stats.cp_async_bytes, 0, "causal={causal}: {stats:?}");
         let what = format!("{bm}x{bn} causal={causal}");
-        assert_close(&out, &want, 1e-3, 1e-3, &format!("{what}: out"));
-        assert_close(&lse, &want_lse, 1e-4, 1e-4, &format!("{what}: lse"));
+        let launch = |dev: &Device, opts: &LaunchOptions, io: AttentionIo<'_>| {
+            let (out, lse, [q, k, v]) = io;
+            attention_forward::launch_with(
+                dev, grid, opts, out, lse, q, k, v, 0.125, n as i32, bm, bn, d, causal,
+            )
+        };
+        assert_attention_on_tma([z, h, n, d], z * h * blocks * bn, &what, launch);
     }
-}
-
-/// `acc + a @ b` with every product -0 and a -0 accumulator is -0, on `wgmma` as in the
-/// interpreter (each element its accumulator plus the products in turn): the emulator's
-/// sum of a k step starts at -0, the identity, not +0 (found by the fuzzer, seed 590).
-#[kernel]
-fn negative_zero_dot(out: Ptr<f32>, b: Ptr<f16>) {
-    let (k, n) = (arange(0, 16), arange(0, 64));
-    let bt = load(b + k[(.., None)] * 64 + n[(None, ..)]);
-    let acc = full([64, 64], -0.0, DType::F32);
-    let c = dot(zeros([64, 16], DType::F16), bt, acc);
-    store(out + n[(.., None)] * 64 + n[(None, ..)], c);
-}
-
-#[test]
-fn negative_zero_products_sum_to_negative_zero_on_wgmma_emulated() {
-    let b = Array2::from_elem((16, 64), f16::from_f32(-1.5));
-    let opts = tritium::LaunchOptions {
-        num_warps: 4,
-        emulated_sm: Some(90),
-        ..Default::default()
-    };
-    let run = |d: &Device| {
-        let mut out = Array2::<f32>::zeros((64, 64));
-        negative_zero_dot::launch_with(d, 1, &opts, &mut out, &b).unwrap();
-        out.mapv(f32::to_bits)
-    };
-    let (got, want, stats) = emulated_and_interpreted(run);
-    assert!(stats.wgmma > 0, "{stats:?}");
-    assert!(want.iter().all(|w| *w == (-0f32).to_bits()), "{want:?}");
-    assert_eq!(got, want);
 }
 
 /// Tutorial 03 through block pointers whose dims are checked (`CHECK_K`: only K, the dim

@@ -124,24 +124,8 @@ fn attend<T: Float>(
     for start_n in range(lo, hi, BN as i32) {
         let kt = load(k_block, boundary_check = (1,), padding_option = "zero");
         let qk = dot(qt, kt);
-        // As tutorial 06 (where Triton contracts by default): unmasked, the row max is
-        // taken before scaling (the scale is positive), so scaling and subtracting it are
-        // one FMA per score; masked, scaling and the mask's bias are.
-        let (m_ij, p) = if MASKED {
-            let cols = start_n + offs_n;
-            // Triton's -1e6 rather than -inf: a masked score gives exp2 = 0, never a NaN.
-            let mut valid = broadcast_to(cols[(None, ..)] < n_ctx, qk.shape());
-            if CAUSAL {
-                valid &= offs_m[(.., None)] >= cols[(None, ..)];
-            }
-            let s = fma(qk, qk_scale, where_(valid, 0.0, -1.0e6));
-            let m_ij = maximum(m_i, max(s, 1));
-            (m_ij, exp2(s - m_ij[(.., None)]))
-        } else {
-            let m_ij = maximum(m_i, max(qk, 1) * qk_scale);
-            (m_ij, exp2(fma(qk, qk_scale, -m_ij[(.., None)])))
-        };
-        let alpha = exp2(m_i - m_ij);
+        let keys = (start_n + offs_n, n_ctx);
+        let (m_ij, p, alpha) = softmax_block(qk, qk_scale, m_i, offs_m, keys, MASKED, CAUSAL);
         l_i = l_i * alpha + sum(p, 1);
         let vt = load(v_block, boundary_check = (0,), padding_option = "zero");
         acc = dot(p.to(T::DTYPE), vt, acc * alpha[(.., None)]);
@@ -150,6 +134,39 @@ fn attend<T: Float>(
         v_block = advance(v_block, (BN as i32, 0));
     }
     (acc, l_i, m_i, k_block, v_block)
+}
+
+/// One key block of FlashAttention's online softmax: from the block's scores `qk` (query
+/// rows `offs_m`, keys `cols` of `n_ctx`) and the running row max `m_i`, the new max, the
+/// block's `p = exp2(scaled score − max)` and `alpha = exp2(m_i − new max)`, by which the
+/// caller rescales its running sum and accumulator. `MASKED`: keys past `n_ctx` (and,
+/// `CAUSAL`, past the query row) get Triton's -1e6 rather than -inf, so that `p` is 0,
+/// never a NaN. As tutorial 06 (where Triton contracts by default): unmasked, the row max
+/// is taken before scaling (the scale is positive), so scaling and subtracting it are one
+/// FMA per score; masked, scaling and the mask's bias are.
+#[device]
+pub fn softmax_block(
+    qk: Tile,
+    qk_scale: Tile,
+    m_i: Tile,
+    offs_m: Tile,
+    (cols, n_ctx): (Tile, Tile),
+    #[constexpr] MASKED: bool,
+    #[constexpr] CAUSAL: bool,
+) -> (Tile, Tile, Tile) {
+    let (m_ij, p) = if MASKED {
+        let mut valid = broadcast_to(cols[(None, ..)] < n_ctx, qk.shape());
+        if CAUSAL {
+            valid &= offs_m[(.., None)] >= cols[(None, ..)];
+        }
+        let s = fma(qk, qk_scale, where_(valid, 0.0, -1.0e6));
+        let m_ij = maximum(m_i, max(s, 1));
+        (m_ij, exp2(s - m_ij[(.., None)]))
+    } else {
+        let m_ij = maximum(m_i, max(qk, 1) * qk_scale);
+        (m_ij, exp2(fma(qk, qk_scale, -m_ij[(.., None)])))
+    };
+    (m_ij, p, exp2(m_i - m_ij))
 }
 
 /// The backward pass's first step: `delta_i = Σ_d o_id · do_id` per row (`[Z·H·N]`).

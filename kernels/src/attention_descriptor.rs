@@ -7,7 +7,7 @@
 //! As the tutorial, `N` is a multiple of the blocks (a block never spans two heads);
 //! [`attention_on_descriptors`] checks it.
 
-use crate::attention::AttentionConfig;
+use crate::attention::{softmax_block, AttentionConfig};
 use ndarray::{Array3, Array4, ArrayView4};
 use tritium::prelude::*;
 
@@ -54,7 +54,7 @@ pub fn attention_descriptor<T: Float>(
         q_block,
         (desc_k, desc_v, offset_y),
         qk_scale,
-        offs_m,
+        (offs_m, n_ctx),
         (scalar(0, DType::I32), whole),
         BN,
         false,
@@ -66,7 +66,7 @@ pub fn attention_descriptor<T: Float>(
             q_block,
             (desc_k, desc_v, offset_y),
             qk_scale,
-            offs_m,
+            (offs_m, n_ctx),
             band,
             BN,
             true,
@@ -88,7 +88,7 @@ fn attend_blocks<T: Float>(
     q_block: Tile,
     (desc_k, desc_v, offset_y): (TensorDescriptor, TensorDescriptor, Tile),
     qk_scale: Tile,
-    offs_m: Tile,
+    (offs_m, n_ctx): (Tile, Tile),
     (lo, hi): (Tile, Tile),
     #[constexpr] BN: usize,
     #[constexpr] MASKED: bool,
@@ -98,17 +98,10 @@ fn attend_blocks<T: Float>(
     for start_n in range(lo, hi, BN as i32) {
         let k = desc_k.load((offset_y + start_n, 0)).t();
         let qk = dot(q_block, k);
-        let (m_ij, p) = if MASKED {
-            let cols = start_n + offs_n;
-            let seen = offs_m[(.., None)] >= cols[(None, ..)];
-            let s = fma(qk, qk_scale, where_(seen, 0.0, -1.0e6));
-            let m_ij = maximum(m_i, max(s, 1));
-            (m_ij, exp2(s - m_ij[(.., None)]))
-        } else {
-            let m_ij = maximum(m_i, max(qk, 1) * qk_scale);
-            (m_ij, exp2(fma(qk, qk_scale, -m_ij[(.., None)])))
-        };
-        let alpha = exp2(m_i - m_ij);
+        // The band: keys past the query row masked (`n_ctx`, a multiple of the blocks,
+        // masks none).
+        let keys = (start_n + offs_n, n_ctx);
+        let (m_ij, p, alpha) = softmax_block(qk, qk_scale, m_i, offs_m, keys, MASKED, true);
         l_i = l_i * alpha + sum(p, 1);
         let v = desc_v.load((offset_y + start_n, 0));
         acc = dot(p.to(T::DTYPE), v, acc * alpha[(.., None)]);

@@ -453,12 +453,27 @@ pub fn matmul_descriptor<T: Float, O: Float>(
     let grid = (cdiv(m, BM as i32), cdiv(n, BN as i32));
     let (pid_m, pid_n) = grouped_block(program_id(0), grid, GROUP_M);
     let (om, on) = (pid_m * BM as i32, pid_n * BN as i32);
+    let acc = descriptor_tile((a_desc, b_desc), (om, on), cdiv(k, BK as i32), BM, BN, BK);
+    c_desc.store((om, on), acc);
+}
+
+/// The output tile at rows `om`, columns `on` of `a @ b` through descriptors of `a` and
+/// `b`: `k_tiles` steps of `BK`.
+#[device]
+fn descriptor_tile(
+    (a_desc, b_desc): (TensorDescriptor, TensorDescriptor),
+    (om, on): (Tile, Tile),
+    k_tiles: Tile,
+    #[constexpr] BM: usize,
+    #[constexpr] BN: usize,
+    #[constexpr] BK: usize,
+) -> Tile {
     let mut acc = zeros([BM, BN], DType::F32);
-    for ki in range(0, cdiv(k, BK as i32)) {
+    for ki in range(0, k_tiles) {
         let ok = ki * BK as i32;
         acc = dot(a_desc.load((om, ok)), b_desc.load((ok, on)), acc);
     }
-    c_desc.store((om, on), acc);
+    acc
 }
 
 /// Tutorial 09's persistent matmul through tensor descriptors (its
@@ -490,11 +505,7 @@ pub fn matmul_descriptor_persistent<T: Float, O: Float>(
     for tile_id in range(program_id(0), tiles, NUM_PROGRAMS as i32, flatten = true) {
         let (pid_m, pid_n) = grouped_block(tile_id, grid, GROUP_M);
         let (om, on) = (pid_m * BM as i32, pid_n * BN as i32);
-        let mut acc = zeros([BM, BN], DType::F32);
-        for ki in range(0, k_tiles) {
-            let ok = ki * BK as i32;
-            acc = dot(a_desc.load((om, ok)), b_desc.load((ok, on)), acc);
-        }
+        let acc = descriptor_tile((a_desc, b_desc), (om, on), k_tiles, BM, BN, BK);
         c_desc.store((om, on), acc);
     }
 }

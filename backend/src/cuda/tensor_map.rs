@@ -142,7 +142,7 @@ fn factors(
 }
 
 /// Whether the integer scalar `v` is never negative by construction: a constant `>= 0`,
-/// a widening cast of one, or a loop's carried value that starts so and never changes (a
+/// a widening cast of such a value, or a loop's carried value that starts so and never changes (a
 /// block pointer's offset along a dim its loop advances by 0). A value that grows could
 /// wrap past the dtype's maximum, so it is not taken.
 fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usize) -> bool {
@@ -172,7 +172,11 @@ fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usi
     };
     let bits = |x: Value| f.ty(x).dtype().filter(|d| d.is_int()).map(|d| d.bits());
     match defs.get(&v).map(|i| (&i.op, &i.results)) {
-        Some((Op::Cast(x), _)) => bits(*x).is_some_and(|b| Some(b) <= bits(v)) && again(*x),
+        // Wider, or the same dtype: a cast that keeps every non-negative value.
+        Some((Op::Cast(x), _)) => {
+            let same = f.ty(*x).dtype() == f.ty(v).dtype();
+            (same || bits(*x).is_some_and(|b| Some(b) < bits(v))) && again(*x)
+        }
         Some((Op::For { init, body, .. }, results)) => {
             let j = results.iter().position(|r| *r == v);
             j.is_some_and(|j| carried(init, body, j))
