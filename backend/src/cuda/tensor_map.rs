@@ -16,10 +16,17 @@
 //! hardware clips the box to the tensor: elements outside read 0 and are not written, as
 //! the mask gives.
 //!
+//! A block pointer's dim outside `boundary_check` has no mask: TMA takes it with an
+//! unbounded extent where its offset is never negative by construction ([`non_negative`]),
+//! so the box reads what the pointers do. 16-bit and fp8 operands are copied; 16-bit
+//! results stored.
+//!
 //! A tensor map (CUDA's opaque 128-byte `CUtensorMap`) holds the base, shape and strides,
 //! so they must be known at launch: [`plan`] keeps the accesses whose base, shape and
 //! stride are computed from parameters and constants only ([`HostExpr`]) and whose base
-//! and stride the specialization proves 16-byte aligned.
+//! and stride the specialization proves 16-byte aligned. A base that moves per program by
+//! a multiple of a launch-time stride (attention's `k + head`, [`Batch`]) is a third dim
+//! of the map, the multiple its coordinate.
 //! The launcher evaluates them and encodes one map per planned load ([`Encoding`]:
 //! `cuTensorMapEncodeTiled` on a GPU, [`Encoding::emulated`] for the emulator), each
 //! passed as a `grid_constant` parameter after the kernel's own and the check buffer.
@@ -99,6 +106,10 @@ impl Batch {
             Some(Op::Cast(x)) if f.ty(*x).dtype() == Some(DType::I32) => *x,
             _ => return None,
         };
+        // A negative batch would read zeros where the pointers read memory before `root`.
+        if !non_negative(f, defs, index, 0) {
+            return None;
+        }
         Some(Batch {
             root: *root,
             offset: *offset,
@@ -141,10 +152,11 @@ fn factors(
     }
 }
 
-/// Whether the integer scalar `v` is never negative by construction: a constant `>= 0`,
-/// a widening cast of such a value, or a loop's carried value that starts so and never changes (a
-/// block pointer's offset along a dim its loop advances by 0). A value that grows could
-/// wrap past the dtype's maximum, so it is not taken.
+/// Whether the integer scalar `v` is never negative by construction: a constant `>= 0`, a
+/// program id, a widening cast of such a value, its quotient or remainder by a positive
+/// constant, or a loop's carried value that starts so and never changes (a block
+/// pointer's offset along a dim its loop advances by 0). A value that grows could wrap
+/// past the dtype's maximum, so it is not taken.
 fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usize) -> bool {
     if depth > 8 {
         return false;
@@ -180,6 +192,10 @@ fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usi
         Some((Op::For { init, body, .. }, results)) => {
             let j = results.iter().position(|r| *r == v);
             j.is_some_and(|j| carried(init, body, j))
+        }
+        Some((Op::ProgramId(_), _)) => true,
+        Some((Op::Binary(BinOp::Div | BinOp::Rem, x, c), _)) => {
+            int_const(defs, *c).is_some_and(|c| c > 0) && again(*x)
         }
         Some(_) => false,
         // A block argument: a `for` loop's carried value.
@@ -492,8 +508,8 @@ pub(crate) struct PlannedMap {
 
 /// The accesses of `f` that code for Hopper may make by TMA, in site order (see the
 /// module docs): each a 16-bit or fp8 tile loaded only to be a `dot` operand, or a
-/// `dot`'s 16-bit result (maybe cast) stored, its box whole 16-byte chunks per row and at most 256 rows,
-/// its base and row stride 16-byte aligned by the specialization.
+/// `dot`'s 16-bit result (maybe cast) stored, its box whole 16-byte chunks per row and at
+/// most 256 rows, its base and row stride 16-byte aligned by the specialization.
 fn plan(f: &Function) -> Vec<PlannedMap> {
     let defs = f.defs();
     let sites = f.fault_site_ids();
