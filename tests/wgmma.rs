@@ -957,3 +957,45 @@ fn persistent_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
     assert_eq!(stats.tma_store_bytes, (m * n * 2) as u64, "{stats:?}");
     assert_close(&got, &want, 1e-3, 1e-3, "persistent descriptor matmul");
 }
+
+/// `trans(load(..))` of an `8 × 4` block of a 21-element buffer: lanes from element 21 on
+/// are outside it.
+#[kernel]
+fn transposed_load_past_the_end(out: Ptr<f32>, x: Ptr<f32>) {
+    let (r, c) = (arange(0, 8), arange(0, 4));
+    let t = trans(load(x + r[(.., None)] * 4 + c[(None, ..)]));
+    store(out + c[(.., None)] * 8 + r[(None, ..)], t);
+}
+
+/// Checked code keeps a transposed load as written (`dsl::ir::sink_transposes` only serves
+/// asynchronous copies), so its first faulting lane in the loaded tile's order, and the
+/// address the error names, are the interpreter's: element 21 (loading the transposed
+/// block, the first would be element 24; the CPU, which packs the transpose into its
+/// load, names 24 too).
+#[test]
+fn a_checked_transposed_load_faults_where_the_interpreter_does() {
+    let x = ndarray::Array1::<f32>::zeros(21);
+    let opts = tritium::LaunchOptions {
+        bounds_check: Some(true),
+        num_warps: 1,
+        ..Default::default()
+    };
+    let fault = |d: &Device| {
+        let mut out = Array2::<f32>::zeros((4, 8));
+        let e = transposed_load_past_the_end::launch_with(d, 1, &opts, &mut out, &x)
+            .unwrap_err()
+            .to_string();
+        // The address, as an offset from the buffer's start.
+        let at = |key: &str| {
+            let i = e.find(key).unwrap_or_else(|| panic!("no `{key}` in {e}")) + key.len();
+            let hex: String = e[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_hexdigit())
+                .collect();
+            u64::from_str_radix(&hex, 16).unwrap()
+        };
+        (at("at address 0x") - at("`x` [0x")) / 4
+    };
+    assert_eq!(fault(&Device::interpreter()), 21);
+    assert_eq!(fault(&Device::cuda_emulator()), 21);
+}

@@ -784,7 +784,7 @@ pub(crate) fn planned_for(f: &Function, tma: bool, bounds_check: bool) -> Vec<Pl
     match tma && !bounds_check {
         // On the function the code is generated from (a transposed load's box is the
         // transposed block's); sites are the same in both.
-        true => plan(super::codegen::for_gpu(f).as_ref().unwrap_or(f)),
+        true => plan(super::codegen::for_gpu(f, true).as_ref().unwrap_or(f)),
         false => Vec::new(),
     }
 }

@@ -190,11 +190,16 @@ pub(crate) struct Gen<'ctx, 'f> {
 }
 
 /// What the GPU code is generated from: `f` with its carried pointer tiles carried as
-/// offsets (`dsl::ir::carry_pointer_offsets`), then its transposed loads loading the
-/// transposed block (`dsl::ir::sink_transposes`); `None` when neither changes anything.
-pub(crate) fn for_gpu(f: &Function) -> Option<Function> {
+/// offsets (`dsl::ir::carry_pointer_offsets`), then, in code without checks
+/// (`unchecked`), its transposed loads loading the transposed block
+/// (`dsl::ir::sink_transposes`: for asynchronous copies, which checked code does not make;
+/// a checked load's fault names its lane in the loaded tile); `None` when nothing changes.
+pub(crate) fn for_gpu(f: &Function, unchecked: bool) -> Option<Function> {
     let offsets = tritium_dsl::ir::carry_pointer_offsets(f);
-    tritium_dsl::ir::sink_transposes(offsets.as_ref().unwrap_or(f)).or(offsets)
+    let transposed = unchecked
+        .then(|| tritium_dsl::ir::sink_transposes(offsets.as_ref().unwrap_or(f)))
+        .flatten();
+    transposed.or(offsets)
 }
 
 /// Emits the kernel entry `name` for `f` into `module` (triple and data layout set).
@@ -227,7 +232,7 @@ pub(crate) fn generate<'ctx>(
     // Carried pointer tiles become index expressions (`cp.async`, pipelining), and so do
     // the pointers of a transposed load (`kᵀ`); the fault sites keep their numbers, so
     // `listed` (the proof of `f` itself) still names them.
-    let rewritten = crate::pipeline::link::rewritten_with(f, customs, for_gpu);
+    let rewritten = crate::pipeline::link::rewritten_with(f, customs, |f| for_gpu(f, !checked));
     let (f, customs) = rewritten.as_ref().map_or((f, customs), |(g, c)| (g, c));
     let b = ctx.create_builder();
     let ptr = ctx.ptr_type(AddressSpace::default());
