@@ -259,13 +259,13 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// A scalar coordinate of a box as the i32 TMA takes.
     /// The batch a box lies in (`tensor_map::Batch`): its third coordinate, `None` for a
     /// 2-D map.
     fn batch_coordinate(&mut self, load: &BoxLoad) -> Result<Option<IntValue<'ctx>>> {
         load.batch.map(|t| self.coordinate(t.index)).transpose()
     }
 
+    /// A scalar coordinate of a box as the i32 TMA takes.
     fn coordinate(&mut self, v: Value) -> Result<IntValue<'ctx>> {
         let x = self.scalar_at(v)?.into_int_value();
         let i32t = self.ctx.i32_type();
@@ -320,10 +320,10 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(self.i32c(0))
     }
 
-    /// `cp.async.bulk.tensor.2d` between shared memory at `smem` and the box at `coords`
-    /// (column, row) of the tensor map at generic address `map`, where `pred` (an i1)
-    /// holds: a load completing its bytes on the barrier `to` names, or (`to` `None`) a
-    /// store in this thread's bulk group.
+    /// `cp.async.bulk.tensor.{2,3}d` between shared memory at `smem` and the box at
+    /// (column, row, and the batch of a 3-D map) of the tensor map at generic address
+    /// `map`, where `pred` (an i1) holds: a load completing its bytes on the barrier `to`
+    /// names, or (`to` `None`) a store in this thread's bulk group.
     fn bulk_tensor(
         &mut self,
         smem: PointerValue<'ctx>,
