@@ -156,6 +156,15 @@ pub fn packed(asm: &str, op: &str) -> bool {
 /// `m`, `n`, `k`, six strides) specialized as a launch at the benchmarks' sizes
 /// specializes it: the parameters at `ones` (unit strides) equal 1, the others divisible
 /// by 16 (the pointers 16-byte aligned).
+/// The specialization of a launch whose `params` parameters (pointers and integers) are
+/// all multiples of 16, none 1.
+pub fn all_sixteens(params: usize) -> Specialization {
+    Specialization {
+        ones: vec![false; params],
+        sixteens: vec![true; params],
+    }
+}
+
 pub fn matmul_specialization(ones: &[usize]) -> Specialization {
     Specialization {
         ones: (0..12).map(|i| ones.contains(&i)).collect(),

@@ -69,34 +69,49 @@ fn fused_attention_matches_softmax_attention() {
         causal,
     };
     for (z, h, n, d, causal) in cases {
-        let shape = (z, h, n, d);
-        let (q, k, v) = (random4(shape, 1), random4(shape, 2), random4(shape, 3));
-        let scale = 1.0 / (d as f32).sqrt();
-        let f64s = |a: &Array4<f32>| a.mapv(f64::from);
-        let (want, want_lse) = reference(&f64s(&q), &f64s(&k), &f64s(&v), scale as f64, causal);
-        // f16 inputs: the reference sees the same rounded inputs.
-        let half = |a: &Array4<f32>| a.mapv(half::f16::from_f32);
-        let (qh, kh, vh) = (half(&q), half(&k), half(&v));
-        let widen = |a: &Array4<half::f16>| a.mapv(|x| f64::from(x.to_f32()));
-        let (want_h, _) = reference(&widen(&qh), &widen(&kh), &widen(&vh), scale as f64, causal);
-        for device in all_devices() {
-            let what = format!("{shape:?} causal={causal} on {device:?}");
-            let (out, lse) =
-                attention(&device, q.view(), k.view(), v.view(), scale, config(causal)).unwrap();
-            assert_close(&out, &want, 1e-4, 1e-5, &format!("{what}: f32 out"));
-            assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
-            let (out, _) = attention(
-                &device,
-                qh.view(),
-                kh.view(),
-                vh.view(),
-                scale,
-                config(causal),
-            )
-            .unwrap();
-            let out = out.mapv(|x| x.to_f32());
-            assert_close(&out, &want_h, 1e-2, 2e-3, &format!("{what}: f16 out"));
-        }
+        let what = format!("{:?} causal={causal}", (z, h, n, d));
+        assert_forward_on_every_device(
+            (z, h, n, d),
+            [1, 2, 3],
+            causal,
+            &what,
+            |dev, [q, k, v], scale| attention(dev, q, k, v, scale, config(causal)),
+            |dev, [q, k, v], scale| attention(dev, q, k, v, scale, config(causal)),
+        );
+    }
+}
+
+/// An attention forward of `T` inputs `[q, k, v]` and a scale: the output and the
+/// log-sum-exp.
+type Forward<T> = tritium::Result<(Array4<T>, Array3<f32>)>;
+
+/// `f32_forward` and `f16_forward`, causal or not, on every device against the f64
+/// reference (on the f16-rounded inputs for f16), on random `shape` inputs from `seeds`.
+fn assert_forward_on_every_device(
+    shape: (usize, usize, usize, usize),
+    seeds: [u64; 3],
+    causal: bool,
+    what: &str,
+    f32_forward: impl Fn(&Device, [ndarray::ArrayView4<f32>; 3], f32) -> Forward<f32>,
+    f16_forward: impl Fn(&Device, [ndarray::ArrayView4<half::f16>; 3], f32) -> Forward<half::f16>,
+) {
+    let [q, k, v] = seeds.map(|seed| random4(shape, seed));
+    let scale = 1.0 / (shape.3 as f32).sqrt();
+    let f64s = |a: &Array4<f32>| a.mapv(f64::from);
+    let (want, want_lse) = reference(&f64s(&q), &f64s(&k), &f64s(&v), scale as f64, causal);
+    // f16 inputs: the reference sees the same rounded inputs.
+    let half = |a: &Array4<f32>| a.mapv(half::f16::from_f32);
+    let (qh, kh, vh) = (half(&q), half(&k), half(&v));
+    let widen = |a: &Array4<half::f16>| a.mapv(|x| f64::from(x.to_f32()));
+    let (want_h, _) = reference(&widen(&qh), &widen(&kh), &widen(&vh), scale as f64, causal);
+    for device in all_devices() {
+        let what = format!("{what} on {device:?}");
+        let (out, lse) = f32_forward(&device, [q.view(), k.view(), v.view()], scale).unwrap();
+        assert_close(&out, &want, 1e-4, 1e-5, &format!("{what}: f32 out"));
+        assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
+        let (out, _) = f16_forward(&device, [qh.view(), kh.view(), vh.view()], scale).unwrap();
+        let out = out.mapv(|x| x.to_f32());
+        assert_close(&out, &want_h, 1e-2, 2e-3, &format!("{what}: f16 out"));
     }
 }
 
@@ -147,33 +162,20 @@ fn descriptor_attention_matches_softmax_attention() {
         (1, 3, 48, 16, 16, 16, true),
     ];
     for (z, h, n, d, bm, bn, causal) in cases {
-        let shape = (z, h, n, d);
-        let (q, k, v) = (random4(shape, 7), random4(shape, 8), random4(shape, 9));
-        let scale = 1.0 / (d as f32).sqrt();
-        let f64s = |a: &Array4<f32>| a.mapv(f64::from);
-        let (want, want_lse) = reference(&f64s(&q), &f64s(&k), &f64s(&v), scale as f64, causal);
-        let half = |a: &Array4<f32>| a.mapv(half::f16::from_f32);
-        let (qh, kh, vh) = (half(&q), half(&k), half(&v));
-        let widen = |a: &Array4<half::f16>| a.mapv(|x| f64::from(x.to_f32()));
-        let (want_h, _) = reference(&widen(&qh), &widen(&kh), &widen(&vh), scale as f64, causal);
         let config = AttentionConfig {
             block_m: bm,
             block_n: bn,
             causal,
         };
-        for device in all_devices() {
-            let what = format!("{shape:?} {bm}x{bn} causal={causal} on {device:?}");
-            let (out, lse) =
-                attention_on_descriptors(&device, q.view(), k.view(), v.view(), scale, config)
-                    .unwrap();
-            assert_close(&out, &want, 1e-4, 1e-5, &format!("{what}: f32 out"));
-            assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
-            let (out, _) =
-                attention_on_descriptors(&device, qh.view(), kh.view(), vh.view(), scale, config)
-                    .unwrap();
-            let out = out.mapv(|x| x.to_f32());
-            assert_close(&out, &want_h, 1e-2, 2e-3, &format!("{what}: f16 out"));
-        }
+        let what = format!("{:?} {bm}x{bn} causal={causal}", (z, h, n, d));
+        assert_forward_on_every_device(
+            (z, h, n, d),
+            [7, 8, 9],
+            causal,
+            &what,
+            |dev, [q, k, v], scale| attention_on_descriptors(dev, q, k, v, scale, config),
+            |dev, [q, k, v], scale| attention_on_descriptors(dev, q, k, v, scale, config),
+        );
     }
 }
 

@@ -2,7 +2,9 @@
 //! emulator's Hopper path (`LaunchOptions::emulated_sm`, `TRITIUM_EMULATE_SM=90`) against
 //! the interpreter, and its PTX checked offline (no GPU needed).
 
-use crate::common::{assert_close, emulated_and_interpreted, matmul_specialization, random_f32};
+use crate::common::{
+    all_sixteens, assert_close, emulated_and_interpreted, matmul_specialization, random_f32,
+};
 use half::{bf16, f16};
 use ndarray::Array2;
 use tritium::backend::cuda::{compile_ptx, shared_memory_stats, CudaCompileOptions};
@@ -489,10 +491,7 @@ fn descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
 /// copies the same loads with `cp.async` and takes no map.
 #[test]
 fn descriptor_matmul_ptx_copies_by_tma_on_hopper() {
-    let spec = Specialization {
-        ones: vec![false; 6],
-        sixteens: vec![true; 6],
-    };
+    let spec = all_sixteens(6);
     let f = matmul::matmul_descriptor::trace::<f16, f16>(&spec, 128, 256, 64, 8).unwrap();
     let hopper = crate::cuda::ptx(&f, 90, 8);
     for want in [
@@ -615,10 +614,7 @@ fn descriptor_matmul_with_k_major_b_on_tma_emulated() {
 #[test]
 fn descriptor_attention_ptx_copies_keys_and_values_by_tma() {
     use tritium_kernels::attention_descriptor::attention_descriptor;
-    let spec = Specialization {
-        ones: vec![false; 8],
-        sixteens: vec![true; 8],
-    };
+    let spec = all_sixteens(8);
     for (bm, bn, d, warps) in [(128, 64, 64, 4), (128, 128, 128, 8)] {
         let f = attention_descriptor::trace::<f16>(&spec, bm, bn, d, false).unwrap();
         let hopper = crate::cuda::ptx(&f, 90, warps);
@@ -804,10 +800,7 @@ fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
     }
     check!(F8E4M3);
     check!(F8E5M2);
-    let spec = Specialization {
-        ones: vec![false; 6],
-        sixteens: vec![true; 6],
-    };
+    let spec = all_sixteens(6);
     let f = descriptor_matmul_fp8::trace::<F8E5M2>(&spec, 128, 256, 128).unwrap();
     let hopper = crate::cuda::ptx(&f, 90, 8);
     for want in ["cp.async.bulk.tensor.2d", "wgmma.mma_async", ".e5m2.e5m2"] {
