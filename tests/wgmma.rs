@@ -724,12 +724,13 @@ fn assert_attention_on_tma(
 }
 
 /// Tutorial 09's descriptor matmul on fp8 as its benchmark runs it: `a` row-major, `b`
-/// passed transposed (`bt`, `n × k` row-major) and read as `bt_desc.load(..).T`.
+/// passed transposed (`bt`, `n × k` row-major) and read as `bt_desc.load(..).T`; the two
+/// may be different fp8s.
 #[kernel]
-fn descriptor_matmul_fp8<T: Float>(
+fn descriptor_matmul_fp8<A: Float, B: Float>(
     c: Ptr<f32>,
-    a: Ptr<T>,
-    bt: Ptr<T>,
+    a: Ptr<A>,
+    bt: Ptr<B>,
     m: i32,
     n: i32,
     k: i32,
@@ -751,7 +752,8 @@ fn descriptor_matmul_fp8<T: Float>(
 
 /// fp8 operands by TMA on Hopper: both blocks (`b`'s transposed, as a K-major box) copied
 /// by `cp.async.bulk.tensor` into the 8-bit swizzled tiles `wgmma` reads (QGMMA), clipped
-/// at the edges, E4M3 and E5M2; no `cp.async`.
+/// at the edges, E4M3 and E5M2 and the two mixed (one `wgmma` of E4M3 by E5M2, as Triton
+/// and the hardware multiply them; no f16 copies); no `cp.async`.
 #[test]
 fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
     let (m, n, k) = (144, 136, 192);
@@ -765,13 +767,13 @@ fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
     };
     let grid = (m.div_ceil(bm), n.div_ceil(bn));
     macro_rules! check {
-        ($t:ty) => {{
+        ($ta:ty, $tb:ty) => {{
             let a = Array2::from_shape_vec((m, k), a32.clone())
                 .unwrap()
-                .mapv(|x| <$t>::from_f32(4.0 * x));
+                .mapv(|x| <$ta>::from_f32(4.0 * x));
             let bt = Array2::from_shape_vec((n, k), b32.clone())
                 .unwrap()
-                .mapv(|x| <$t>::from_f32(4.0 * x));
+                .mapv(|x| <$tb>::from_f32(4.0 * x));
             let run = |d: &Device| {
                 let mut out = Array2::<f32>::zeros((m, n));
                 let (mi, ni, ki) = (m as i32, n as i32, k as i32);
@@ -782,7 +784,7 @@ fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
                 out
             };
             let (got, want, stats) = emulated_and_interpreted(run);
-            let what = stringify!($t);
+            let what = concat!(stringify!($ta), " @ ", stringify!($tb));
             let tiles = grid.0 * grid.1 * k.div_ceil(bk);
             assert_eq!(
                 stats.tma_bytes,
@@ -798,15 +800,22 @@ fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
             assert_close(&got, &want, 1e-5, 1e-4, what);
         }};
     }
-    check!(F8E4M3);
-    check!(F8E5M2);
+    check!(F8E4M3, F8E4M3);
+    check!(F8E5M2, F8E5M2);
+    check!(F8E4M3, F8E5M2);
+    check!(F8E5M2, F8E4M3);
     let spec = all_sixteens(6);
-    let f = descriptor_matmul_fp8::trace::<F8E5M2>(&spec, 128, 256, 128).unwrap();
-    let hopper = crate::cuda::ptx(&f, 90, 8);
-    for want in ["cp.async.bulk.tensor.2d", "wgmma.mma_async", ".e5m2.e5m2"] {
-        assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
+    let same = descriptor_matmul_fp8::trace::<F8E5M2, F8E5M2>(&spec, 128, 256, 128).unwrap();
+    let mixed = descriptor_matmul_fp8::trace::<F8E4M3, F8E5M2>(&spec, 128, 256, 128).unwrap();
+    for (f, pair) in [(same, ".e5m2.e5m2"), (mixed, ".e4m3.e5m2")] {
+        let hopper = crate::cuda::ptx(&f, 90, 8);
+        for want in ["cp.async.bulk.tensor.2d", "wgmma.mma_async", pair] {
+            assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
+        }
+        for unwanted in ["cp.async.cg.shared.global", "cvt.rn.f16x2.e4m3x2", ".f16.f16"] {
+            assert!(!hopper.contains(unwanted), "`{unwanted}` in\n{hopper}");
+        }
     }
-    assert!(!hopper.contains("cp.async.cg.shared.global"), "{hopper}");
 }
 
 /// Tutorial 06's block-pointer attention on the emulator's Hopper path: its key and value

@@ -556,6 +556,61 @@ fn transposed_descriptor_loads_are_generated_and_agree() {
     );
 }
 
+/// Mixed fp8 `dot`s (E4M3 @ E5M2 either way round: `edge_dot`'s and descriptor K loops'
+/// `b` from an input of the other fp8) are generated, agree with the interpreter on both
+/// emulated GPUs, and Hopper runs those of 64 rows at 4 warps on `wgmma` (E4M3 by E5M2 in
+/// one instruction).
+#[test]
+fn mixed_fp8_dots_are_generated_and_run_on_wgmma() {
+    use tritium_backend::cuda::shared_memory_stats;
+    use tritium_fuzz::Target;
+    let config = GenConfig::default();
+    let (mut found, mut on_wgmma, mut descriptor) = (0, 0, 0);
+    for seed in 0..SEEDS * 40 {
+        let case = generate(seed, &config);
+        let f = &case.function;
+        // The rows of a mixed `dot`, and whether one is fed by a loop's loads.
+        let (mut rows, mut in_loop) = (None, false);
+        f.walk(&mut |i| match &i.op {
+            Op::Dot { a, b, .. } if f.ty(*a).dtype() != f.ty(*b).dtype() => {
+                rows = Some(f.ty(*a).shape[0]);
+            }
+            Op::For { body, .. } => {
+                in_loop |= body.insts.iter().any(|d| {
+                    matches!(&d.op, Op::Dot { a, b, .. } if f.ty(*a).dtype() != f.ty(*b).dtype())
+                })
+            }
+            _ => {}
+        });
+        let Some(rows) = rows else {
+            continue;
+        };
+        // Enough of them, unless this one could run on `wgmma`.
+        let wgmma_shape = rows == 64 && case.num_warps == 4;
+        if found >= 6 && !(wgmma_shape && on_wgmma < 2) {
+            continue;
+        }
+        found += 1;
+        descriptor += usize::from(in_loop);
+        shared_memory_stats();
+        let report = tritium_fuzz::check(&case, &[Target::Emulator, Target::HopperEmulator]);
+        on_wgmma += usize::from(shared_memory_stats().wgmma > 0);
+        assert!(
+            report.ok(),
+            "seed {seed}: {:?} {:?}",
+            report.invalid,
+            report.mismatches
+        );
+        if found >= 6 && on_wgmma >= 2 && descriptor >= 1 {
+            break;
+        }
+    }
+    assert!(
+        found >= 6 && on_wgmma >= 2 && descriptor >= 1,
+        "{found} mixed fp8 dots, {on_wgmma} on wgmma, {descriptor} in descriptor loops"
+    );
+}
+
 /// Descriptor K loops whose view moves per program (`base + (pid % 2) · batch`, a TMA
 /// map's third dim), whose blocks leave a dim unchecked (a block pointer's dim outside
 /// `boundary_check`, the map's extent unbounded there), or that run inside an outer loop

@@ -153,6 +153,12 @@ impl<'a> Verifier<'a> {
         self.f.ty(v)
     }
 
+    /// `dot` operands of two different fp8 dtypes (any other pair has one dtype).
+    fn fp8_pair(a: &Type, b: &Type) -> bool {
+        let fp8 = |t: &Type| t.dtype().and_then(DType::fp8_format).is_some();
+        fp8(a) && fp8(b)
+    }
+
     fn inst(&mut self, inst: &Inst, term: Option<Term>) -> Result<()> {
         let e = |m: String| self.err(Some(inst), m);
         let res: Vec<&Type> = inst.results.iter().map(|r| self.ty(*r)).collect();
@@ -466,7 +472,7 @@ impl<'a> Verifier<'a> {
                     && ct.rank() == 2
                     && at.shape[1] == bt.shape[0]
                     && ct.shape == [at.shape[0], bt.shape[1]]
-                    && at.elem == bt.elem
+                    && (at.elem == bt.elem || Self::fp8_pair(at, bt))
                     && at.dtype().is_some()
                     && ct.dtype().is_some();
                 if !ok {

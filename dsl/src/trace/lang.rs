@@ -1171,8 +1171,17 @@ fn dot_2d(a: Tile, b: Tile, acc: Option<Operand>, out_dtype: Option<DType>) -> T
             bl.fail(&loc, "dot operands must be numbers");
             return a.0;
         };
-        let d = DType::promote(da, db);
-        let (va, vb) = (bl.cast(a.0, d, &loc), bl.cast(b.0, d, &loc));
+        // Two different fp8s stay as they are (Triton's `dot` takes any pair of them, and
+        // Hopper's `wgmma` multiplies E4M3 by E5M2): their products are exact in f32, as
+        // they would be in the f16 that promotion gives.
+        let fp8_pair = da.fp8_format().is_some() && db.fp8_format().is_some();
+        let (va, vb, d) = match fp8_pair {
+            true => (a.0, b.0, da),
+            false => {
+                let d = DType::promote(da, db);
+                (bl.cast(a.0, d, &loc), bl.cast(b.0, d, &loc), d)
+            }
+        };
         let shape = vec![ta.shape[0], tb.shape[1]];
         let acc_dtype = match out_dtype {
             Some(o) => o,

@@ -160,6 +160,9 @@ struct Gen {
     k_input: Option<usize>,
     /// The input of a `dot` at the edges of the matrices (see `edge_dot`), if any.
     edge_input: Option<usize>,
+    /// Where `edge_input` is fp8, now and then an input of the other fp8: `b` of mixed
+    /// `dot`s (E4M3 @ E5M2, one `wgmma` on Hopper).
+    edge_partner: Option<usize>,
     /// Where [`Gen::observe`] stores loaded tiles: an `i64` and an `f64` output that no
     /// other statement writes, and how many elements of each program's region are used.
     observations: Vec<(Buffer, usize)>,
@@ -202,6 +205,7 @@ impl Gen {
             observations: Vec::new(),
             k_input: None,
             edge_input: None,
+            edge_partner: None,
             atomics: Vec::new(),
             shared: None,
             shared_op: AtomicOp::Add,
@@ -719,14 +723,15 @@ impl Gen {
         self.splat_to(line, shape)
     }
 
-    /// `dot(a, b, acc)` of an `mm × k` and a `k × nn` tile of `from` loaded under box masks
+    /// `dot(a, b, acc)` of an `mm × k` tile of `from` and a `k × nn` tile of `b_from` (the
+    /// same dtype, or two fp8s) loaded under box masks
     /// (`box_load`) whose K bounds mostly agree and are now and then empty (the whole K
     /// loop skipped), with `acc` of `d` (`needs`: the operands' and `acc`'s) often -0: the
     /// CPU copies the boxes' rows and runs only the K steps where either operand is not
     /// the masked-off +0, and the steps it skips turn -0 into +0.
     fn box_dot(
         &mut self,
-        from: DType,
+        [from, b_from]: [DType; 2],
         d: DType,
         [mm, k, nn]: [usize; 3],
         (in_need, acc_need): (Need, Need),
@@ -742,7 +747,7 @@ impl Gen {
         let rows = self.box_bound(mm);
         let cols = self.box_bound(nn);
         let a = self.box_load(from, &[mm, k], in_need, [rows, kk]);
-        let b = self.box_load(from, &[k, nn], in_need, [kb, cols]);
+        let b = self.box_load(b_from, &[k, nn], in_need, [kb, cols]);
         let acc = match d.is_float() && self.rng.chance(0.5) {
             true => self.constant(d, &[mm, nn], Const::Float(-0.0)),
             false => self.value(d, &[mm, nn], acc_need),
@@ -1506,7 +1511,7 @@ impl Gen {
             }
         };
         if boxed {
-            return self.box_dot(from, d, [mm, k, nn], (in_need, acc_need));
+            return self.box_dot([from; 2], d, [mm, k, nn], (in_need, acc_need));
         }
         let (a, b, acc) = if d.is_float() && !need.exact && self.rng.chance(0.5) {
             // Non-negative floats of any size: compared within `info::sum_ulps`.
@@ -1685,7 +1690,12 @@ impl Gen {
             exact: true,
             bound: d.is_float().then_some(16.0),
         };
-        let result = self.box_dot(from, d, [mm, k, nn], (need, need));
+        // `b` now and then of the other fp8 (a mixed `dot`).
+        let b_from = match self.edge_partner {
+            Some(p) if self.rng.chance(0.6) => self.inputs[p].dtype,
+            _ => from,
+        };
+        let result = self.box_dot([from, b_from], d, [mm, k, nn], (need, need));
         self.observe(result);
         // Its bits too: a float observation buffer that holds any approximate value is
         // compared within ulps, where -0 equals +0.
@@ -1697,7 +1707,8 @@ impl Gen {
 
     /// Tutorial 03's K loop through tensor descriptors: `acc = dot(a.load((r0, c0 + kb·k)),
     /// b.load((kb·k + r1, c1)), acc)` for `kb` in `0..trips`, `a` and `b` views of `input`
-    /// (a 16-byte aligned base, lines 16–64 elements apart, constant shapes; 16-bit or fp8)
+    /// (a 16-byte aligned base, lines 16–64 elements apart, constant shapes; 16-bit or fp8,
+    /// `b` now and then a view of `edge_partner`: a mixed fp8 `dot`)
     /// loaded as `make_tensor_descriptor`'s loads trace (`dsl::trace::block_ptr`), blocks
     /// clipped by the views' edges, starting before them now and then. Hopper copies such
     /// blocks by TMA (`cuda/tensor_map.rs`; `wgmma` with 64 rows and 4 warps, `mma.sync`
@@ -1712,18 +1723,23 @@ impl Gen {
         let k = if fp8 { 32 } else { *self.rng.pick(&[16, 32]) };
         let nn = *self.rng.pick(&[16, 32]);
         let trips = self.rng.range(1, 4) as i128;
-        let ptr = self.inputs[input].ptr;
-        let len = self.inputs[input].len;
-        let hint = Op::Hint {
-            x: ptr,
-            kind: HintKind::MultipleOf,
-            values: vec![16],
+        // `b` now and then from an input of the other fp8 (a mixed `dot`).
+        let b_input = match self.edge_partner {
+            Some(p) if fp8 && self.rng.chance(0.6) => p,
+            _ => input,
         };
-        let aligned = self.push1(hint, self.ty(ptr).clone());
-        // A view: base `at` (a multiple of 8 elements), lines `ld` apart of at most `ld`
-        // elements; row-major, or (`transposed`) its columns the lines (a K-major `b`,
-        // which CUDA stores transposed: TMA lays its lines out so).
-        let view = |g: &mut Self, transposed: bool| {
+        let b_from = self.inputs[b_input].dtype;
+        // A view of `input`: base `at` (a multiple of 8 elements), lines `ld` apart of at
+        // most `ld` elements; row-major, or (`transposed`) its columns the lines (a K-major
+        // `b`, which CUDA stores transposed: TMA lays its lines out so).
+        let view = |g: &mut Self, input: usize, transposed: bool| {
+            let (ptr, len) = (g.inputs[input].ptr, g.inputs[input].len);
+            let hint = Op::Hint {
+                x: ptr,
+                kind: HintKind::MultipleOf,
+                values: vec![16],
+            };
+            let aligned = g.push1(hint, g.ty(ptr).clone());
             let ld = *g.rng.pick(&[16, 32, 48, 64]);
             // 16 bytes: 8 elements of 16 bits, 16 of fp8.
             let unit = 16 / from.size_bytes();
@@ -1765,7 +1781,7 @@ impl Gen {
         let (view_p, load_p) = if fp8 { (0.4, 0.6) } else { (0.3, 0.3) };
         let transposed = self.rng.chance(view_p);
         let loaded_then_transposed = !transposed && self.rng.chance(load_p);
-        let (a_view, b_view) = (view(self, false), view(self, transposed));
+        let (a_view, b_view) = (view(self, input, false), view(self, b_input, transposed));
         let (a_row, a_col, b_row, b_col) = (start(self), start(self), start(self), start(self));
         // A dim whose block stays inside the view at a constant offset is now and then
         // left unchecked (a block pointer's dim outside `boundary_check`).
@@ -1800,12 +1816,19 @@ impl Gen {
                 let b_cols = g.int_const(DType::I32, &[], b_col);
                 let b = match loaded_then_transposed {
                     true => {
-                        let kt =
-                            g.descriptor_load(from, b_view, [b_cols, b_rows], [nn, k], b_checked);
+                        let kt = g.descriptor_load(
+                            b_from,
+                            b_view,
+                            [b_cols, b_rows],
+                            [nn, k],
+                            b_checked,
+                        );
                         let dims = vec![1, 0];
-                        g.push1(Op::Permute { x: kt, dims }, Self::tile(from, &[k, nn]))
+                        g.push1(Op::Permute { x: kt, dims }, Self::tile(b_from, &[k, nn]))
                     }
-                    false => g.descriptor_load(from, b_view, [b_rows, b_cols], [k, nn], b_checked),
+                    false => {
+                        g.descriptor_load(b_from, b_view, [b_rows, b_cols], [k, nn], b_checked)
+                    }
                 };
                 g.push1(Op::Dot { a, b, acc }, Self::tile(DType::F32, &[mm, nn]))
             })
@@ -1932,7 +1955,7 @@ impl Gen {
             exact: true,
             bound: Some(16.0),
         };
-        let x = self.box_dot(from, DType::F32, [mm, k, nn], (need, need));
+        let x = self.box_dot([from; 2], DType::F32, [mm, k, nn], (need, need));
         let f32s = |shape: &[usize]| Self::tile(DType::F32, shape);
         let rows = |g: &mut Self, op: ReduceOp, x: Value, d: DType| {
             g.push1(Op::Reduce { op, x, axis: 1 }, Self::tile(d, &[mm]))
@@ -2067,7 +2090,17 @@ impl Gen {
         }
         // The input of a `dot` of box-masked tiles (see `edge_dot`), now and then.
         if self.rng.chance(0.3) {
-            self.edge_input = Some(self.dot_input(2048));
+            let input = self.dot_input(2048);
+            self.edge_input = Some(input);
+            let other = match self.inputs[input].dtype {
+                DType::F8E4M3 => Some(DType::F8E5M2),
+                DType::F8E5M2 => Some(DType::F8E4M3),
+                _ => None,
+            };
+            if let Some(d) = other.filter(|_| self.rng.chance(0.5)) {
+                // Integers up to 8, which both fp8s hold exactly.
+                self.edge_partner = Some(self.add_input(d, 2048, Some(8.0)));
+            }
         }
         for _ in 0..self.rng.range(1, 3) {
             let d = self.random_dtype();

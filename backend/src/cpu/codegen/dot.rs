@@ -516,7 +516,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let r = inst.results[0];
         let rt = self.ty(r).clone();
         let (m, k, n) = (at.shape[0], at.shape[1], bt.shape[1]);
-        let da = at.dtype().expect("numbers");
+        // Each operand's own dtype: two fp8s may differ.
+        let (da, db) = (at.dtype().expect("numbers"), bt.dtype().expect("numbers"));
         let dr = rt.dtype().expect("numbers");
         let abuf = self.as_buf(a)?;
         let bbuf = self.as_buf(b)?;
@@ -551,9 +552,9 @@ impl<'ctx> Gen<'ctx, '_> {
             g.loop_nest(&[n], &mut |g, jv: &[IntValue<'ctx>]| {
                 let j = jv[0];
                 let bp = g.buf_elem(bbuf, &bt, &[kk, j])?;
-                let bv = g.b.build_load(g.storage_ty(da), bp, "")?;
-                let bv = g.decode_storage(bv, Elem::Scalar(da))?;
-                let bv = g.cast(bv, da, work_d)?;
+                let bv = g.b.build_load(g.storage_ty(db), bp, "")?;
+                let bv = g.decode_storage(bv, Elem::Scalar(db))?;
+                let bv = g.cast(bv, db, work_d)?;
                 let cp = g.buf_elem(c, &work_t, &[i, j])?;
                 let cv = g.b.build_load(rs, cp, "")?;
                 let cv = g.decode_storage(cv, Elem::Scalar(work_d))?;

@@ -56,9 +56,9 @@ pub(super) enum HoistedA<'ctx> {
     Shared(Swizzled),
 }
 
-/// The dtypes a tensor-core `dot` multiplies: `a` and `b` both f16, bf16, or (on `wgmma`
-/// only) E4M3 or E5M2, whose tiles are K-major bytes. (The trace promotes a mixed fp8
-/// pair to f16, exactly, as Triton's typing rules say for other ops.)
+/// The dtypes a tensor-core `dot` multiplies: `a` and `b` both f16, both bf16, or (on
+/// `wgmma` only) each E4M3 or E5M2 (a mixed pair too, as `wgmma` multiplies them), whose
+/// tiles are K-major bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) struct MmaInputs {
     pub a: DType,
@@ -108,13 +108,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if let Some((from, mnk)) = self.mma_shape(inst) {
             return self.mma_dot(inst, from, mnk);
         }
-        let from = at.dtype().expect("dot takes numbers");
         let (m, k, n) = (at.shape[0], at.shape[1], bt.shape[1]);
         let elem = Elem::Scalar(d);
         let size = self.shared_size(elem);
         let b_offset = (m * k * size).div_ceil(16) * 16;
         self.reserve_shared(b_offset + k * n * size);
         for (x, offset, numel) in [(*a, 0, m * k), (*b, b_offset, k * n)] {
+            // Each operand's own dtype (two fp8s may differ).
+            let from = self.ty(x).dtype().expect("dot takes numbers");
             let slots = self.tile_slots(x, numel)?;
             for (j, s) in slots.into_iter().enumerate() {
                 let ok = self.valid(numel, j)?;
@@ -194,7 +195,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let (m, k, n) = (at.shape[0], at.shape[1], bt.shape[1]);
         let kinds = match (inputs.a, inputs.b) {
             (DType::F16, DType::F16) | (DType::BF16, DType::BF16) => true,
-            (x, y) if x == y && wgmma_fp8(x) => {
+            (x, y) if wgmma_fp8(x) && wgmma_fp8(y) => {
                 self.warpgroup_rows(m) && (k == 32 || k == 64 || k.is_multiple_of(128))
             }
             _ => false,
