@@ -671,7 +671,11 @@ fn descriptor_attention_on_tma_matches_the_interpreter_emulated() {
                 causal,
             )
         };
-        assert_attention_on_tma([z, h, n, d], z * h * blocks * bn, &what, launch);
+        // `q` by TMA too, once per program, where the loops keep it in shared memory (128
+        // rows at 4 warps; 64 are read into registers).
+        let q_rows = if bm == 128 { z * h * n } else { 0 };
+        let rows = [q_rows, z * h * blocks * bn];
+        assert_attention_on_tma([z, h, n, d], rows, &what, launch);
     }
 }
 
@@ -683,11 +687,12 @@ type AttentionIo<'a> = (
 );
 
 /// `launch`, an attention forward over `[Z, H, N, D]` f16 inputs, on the emulator's Hopper
-/// path (4 warps) and on the interpreter: its key and value blocks, `keys` rows of each in
-/// all, copied by TMA and nothing by `cp.async`, its results the interpreter's.
+/// path (4 warps) and on the interpreter: `q_rows` rows of `q` and its key and value
+/// blocks, `keys` rows of each in all, copied by TMA and nothing by `cp.async`, its
+/// results the interpreter's.
 fn assert_attention_on_tma(
     [z, h, n, d]: [usize; 4],
-    keys: usize,
+    [q_rows, keys]: [usize; 2],
     what: &str,
     launch: impl Fn(&Device, &LaunchOptions, AttentionIo<'_>) -> tritium::Result<()>,
 ) {
@@ -714,7 +719,7 @@ fn assert_attention_on_tma(
     let ((out, lse), (want, want_lse), stats) = emulated_and_interpreted(run);
     assert_eq!(
         stats.tma_bytes,
-        (keys * 2 * d * 2) as u64,
+        ((q_rows + keys * 2) * d * 2) as u64,
         "{what}: {stats:?}"
     );
     assert_eq!(stats.cp_async_bytes, 0, "{what}: {stats:?}");
@@ -812,7 +817,11 @@ fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
         for want in ["cp.async.bulk.tensor.2d", "wgmma.mma_async", pair] {
             assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
         }
-        for unwanted in ["cp.async.cg.shared.global", "cvt.rn.f16x2.e4m3x2", ".f16.f16"] {
+        for unwanted in [
+            "cp.async.cg.shared.global",
+            "cvt.rn.f16x2.e4m3x2",
+            ".f16.f16",
+        ] {
             assert!(!hopper.contains(unwanted), "`{unwanted}` in\n{hopper}");
         }
     }
@@ -822,12 +831,14 @@ fn fp8_descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
 /// blocks (`k + head`, a base one head further per program) are copied by TMA through
 /// 3-D tensor maps, the head a third coordinate, so that a block past `N` reads zeros
 /// of its own head rather than the next head's rows; exactly the blocks the loops visit,
-/// no `cp.async`; the results the interpreter's, with `N` not a multiple of the blocks.
+/// and `q` once per program where it is kept in shared memory (its 128-row block clipped
+/// at `N`), no `cp.async`; the results the interpreter's, with `N` not a multiple of the
+/// blocks.
 #[test]
 fn block_pointer_attention_on_tma_matches_the_interpreter_emulated() {
     use tritium_kernels::attention::attention_forward;
     let (z, h, n, d) = (1, 2, 200usize, 64);
-    for (bm, bn, causal) in [(64, 64, false), (64, 32, true)] {
+    for (bm, bn, causal) in [(64, 64, false), (64, 32, true), (128, 64, true)] {
         let grid = [n.div_ceil(bm), z * h];
         // The key blocks a program visits: up to its band's end (causal), else all.
         let blocks: usize = (0..grid[0])
@@ -843,7 +854,9 @@ fn block_pointer_attention_on_tma_matches_the_interpreter_emulated() {
                 dev, grid, opts, out, lse, q, k, v, 0.125, n as i32, bm, bn, d, causal,
             )
         };
-        assert_attention_on_tma([z, h, n, d], z * h * blocks * bn, &what, launch);
+        let q_rows = if bm == 128 { z * h * grid[0] * bm } else { 0 };
+        let rows = [q_rows, z * h * blocks * bn];
+        assert_attention_on_tma([z, h, n, d], rows, &what, launch);
     }
 }
 

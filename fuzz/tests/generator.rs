@@ -575,11 +575,9 @@ fn mixed_fp8_dots_are_generated_and_run_on_wgmma() {
             Op::Dot { a, b, .. } if f.ty(*a).dtype() != f.ty(*b).dtype() => {
                 rows = Some(f.ty(*a).shape[0]);
             }
-            Op::For { body, .. } => {
-                in_loop |= body.insts.iter().any(|d| {
-                    matches!(&d.op, Op::Dot { a, b, .. } if f.ty(*a).dtype() != f.ty(*b).dtype())
-                })
-            }
+            Op::For { body, .. } => in_loop |= body.insts.iter().any(
+                |d| matches!(&d.op, Op::Dot { a, b, .. } if f.ty(*a).dtype() != f.ty(*b).dtype()),
+            ),
             _ => {}
         });
         let Some(rows) = rows else {
@@ -608,6 +606,104 @@ fn mixed_fp8_dots_are_generated_and_run_on_wgmma() {
     assert!(
         found >= 6 && on_wgmma >= 2 && descriptor >= 1,
         "{found} mixed fp8 dots, {on_wgmma} on wgmma, {descriptor} in descriptor loops"
+    );
+}
+
+/// Loop-invariant descriptor blocks (attention's `q`: `a` loaded once before one or two
+/// K loops) are generated and agree with the interpreter on both emulated GPUs, and
+/// Hopper copies some of them once by TMA (where the loop keeps `a` in shared memory:
+/// fp8 at 64 rows and 4 warps), as the bytes TMA copied show: `a`'s block once per
+/// program, beside each loop's `b` blocks.
+#[test]
+fn loop_invariant_descriptor_blocks_are_copied_once_by_tma() {
+    use tritium_backend::cuda::shared_memory_stats;
+    use tritium_dsl::ir::Const;
+    use tritium_fuzz::Target;
+    let config = GenConfig::default();
+    let (mut found, mut twice, mut once_by_tma) = (0, 0, 0);
+    for seed in 0..SEEDS * 80 {
+        let case = generate(seed, &config);
+        let f = &case.function;
+        let defs = f.defs();
+        let constant = |v: &tritium_dsl::ir::Value| match defs.get(v).map(|d| &d.op) {
+            Some(Op::Const(Const::Int(n))) => Some(*n as usize),
+            _ => None,
+        };
+        let bytes = |v: &tritium_dsl::ir::Value| {
+            let t = f.ty(*v);
+            t.numel() * t.dtype().map_or(0, |d| d.size_bytes())
+        };
+        // A top-level load that is the `a` of a `dot` in top-level loops: its bytes, and
+        // the bytes of those loops' `b` blocks (trips × block).
+        let mut invariant = None;
+        for load in &f.body.insts {
+            let Op::Load { .. } = load.op else {
+                continue;
+            };
+            let r = load.results[0];
+            let (mut loops, mut b_bytes) = (0, 0);
+            for l in &f.body.insts {
+                let Op::For {
+                    lo, hi, step, body, ..
+                } = &l.op
+                else {
+                    continue;
+                };
+                for d in &body.insts {
+                    if let Op::Dot { a, b, .. } = &d.op {
+                        if *a == r {
+                            let trips = match (constant(lo), constant(hi), constant(step)) {
+                                (Some(lo), Some(hi), Some(1)) => hi - lo,
+                                _ => 0,
+                            };
+                            loops += 1;
+                            b_bytes += trips * bytes(b);
+                        }
+                    }
+                }
+            }
+            if loops > 0 {
+                invariant = Some((r, loops, b_bytes));
+            }
+        }
+        let Some((a, loops, b_bytes)) = invariant else {
+            continue;
+        };
+        let a_bytes = bytes(&a);
+        let fp8 = f.ty(a).dtype().is_some_and(|d| d.size_bytes() == 1);
+        let copied_once_maybe = fp8 && case.num_warps == 4 && runs_without_checks(&case);
+        if found >= 6 && !(copied_once_maybe && once_by_tma < 2) {
+            continue;
+        }
+        found += 1;
+        twice += usize::from(loops == 2);
+        // Hopper alone, for its copies' bytes.
+        let ampere = tritium_fuzz::check(&case, &[Target::Emulator]);
+        shared_memory_stats();
+        let hopper = tritium_fuzz::check(&case, &[Target::HopperEmulator]);
+        let stats = shared_memory_stats();
+        for report in [ampere, hopper] {
+            assert!(
+                report.ok(),
+                "seed {seed}: {:?} {:?}",
+                report.invalid,
+                report.mismatches
+            );
+        }
+        // The `b` blocks go by TMA (or `cp.async`, or from registers); an `a` outside
+        // the loops by TMA once per program, or from registers: TMA's bytes add up to
+        // both only when `a` went by TMA (the other `dot`s' operands are no descriptor
+        // blocks: no TMA).
+        let programs = case.grid.iter().product::<u64>() as usize;
+        let copied = stats.tma_bytes as usize;
+        once_by_tma += usize::from(copied == programs * (a_bytes + b_bytes));
+        if found >= 6 && once_by_tma >= 2 && twice >= 1 {
+            break;
+        }
+    }
+    assert!(
+        found >= 6 && once_by_tma >= 2 && twice >= 1,
+        "{found} invariant `a` blocks, {twice} used by two loops, {once_by_tma} copied once by TMA"
     );
 }
 

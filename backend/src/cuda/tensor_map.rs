@@ -507,7 +507,8 @@ pub(crate) struct PlannedMap {
 }
 
 /// The accesses of `f` that code for Hopper may make by TMA, in site order (see the
-/// module docs): each a 16-bit or fp8 tile loaded only to be a `dot` operand, or a
+/// module docs): each a 16-bit or fp8 tile loaded only to be a `dot` operand (of one
+/// `dot`, or at the top level of several), or a
 /// `dot`'s 16-bit result (maybe cast) stored, its box whole 16-byte chunks per row and at
 /// most 256 rows, its base and row stride 16-byte aligned by the specialization.
 fn plan(f: &Function) -> Vec<PlannedMap> {
@@ -541,11 +542,19 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
             _ => false,
         }
     }
+    // Top-level loads used by several `dot`s (attention's `q`, in each loop of the causal
+    // form): copied once by TMA before the loops (`codegen/hoisted_tma.rs`).
+    let top_level: Vec<Value> = (f.body.insts.iter())
+        .filter(|i| matches!(i.op, Op::Load { .. }))
+        .map(|i| i.results[0])
+        .collect();
     f.walk(&mut |inst| {
         let dtype = match &inst.op {
             Op::Load { .. } => {
                 let r = inst.results[0];
-                if !operands.contains(&r) || f.uses(r) != 1 {
+                let dot_uses = operands.iter().filter(|x| **x == r).count();
+                let several = dot_uses > 1 && top_level.contains(&r);
+                if dot_uses == 0 || f.uses(r) != dot_uses || (dot_uses > 1 && !several) {
                     return;
                 }
                 f.ty(r).dtype()

@@ -525,41 +525,36 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// the loop's other tiles (`shared_floor`), its fragments read by `ldmatrix` at each
     /// iteration as Triton does, else registers up to [`HOISTED_A_WORDS_AT_MOST`].
     pub(super) fn hoist_a_fragments(&mut self, body: &'f Block) -> Result<()> {
-        let inner: std::collections::HashSet<Value> =
-            body.insts.iter().flat_map(|i| i.results.clone()).collect();
         let quiet = self.uses_no_shared_memory(body);
         for dot in &body.insts {
-            let a: Value = match &dot.op {
-                Op::Dot { a, .. } => *a,
-                _ => continue,
+            let Op::Dot { a, .. } = &dot.op else {
+                continue;
+            };
+            let Some(kept) = self.a_hoisting(dot, body, quiet) else {
+                continue;
             };
             let Some((from, [m, n, k])) = self.mma_shape(dot) else {
                 continue;
             };
-            if inner.contains(&a)
-                || self.deferred.contains(&a)
-                || self.a_fragments_in_registers(dot)
-            {
-                continue;
-            }
             let layout = self.mma_layout(dot, m, n);
             let (a_of, _, sites) = self.fragment_owners(layout)?;
-            let frags = a_of.iter().copied().max().map_or(0, |x| x + 1);
-            let words = frags * (k / 16) * 4;
-            // fp8's `wgmma` reads `a` from shared memory only (its register form is not
-            // generated).
-            let kept = quiet && (words > HOISTED_A_WORDS || from.is_fp8());
-            if !kept && (words > HOISTED_A_WORDS_AT_MOST || from.is_fp8()) {
-                continue;
-            }
-            let tile = Swizzled::of_bytes(self.shared_floor, m, k, from.elem_bytes());
-            self.reserve_shared(tile.offset + tile.bytes());
-            self.stage_operand(a, tile, false)?;
-            self.fence_proxy_async()?;
-            self.barrier()?;
+            // Copied by TMA before the loops already (`hoisted_tma.rs`), above the floor.
+            let tile = match self.a_in_shared.get(a) {
+                Some(tile) => *tile,
+                None => {
+                    let tile = Swizzled::of_bytes(self.shared_floor, m, k, from.elem_bytes());
+                    self.reserve_shared(tile.offset + tile.bytes());
+                    self.stage_operand(*a, tile, false)?;
+                    self.fence_proxy_async()?;
+                    self.barrier()?;
+                    if kept {
+                        let end = tile.offset + tile.bytes();
+                        self.shared_floor = end.next_multiple_of(self.tile_alignment());
+                    }
+                    tile
+                }
+            };
             if kept {
-                let end = tile.offset + tile.bytes();
-                self.shared_floor = end.next_multiple_of(self.tile_alignment());
                 self.a_hoisted
                     .insert(dot.results[0], HoistedA::Shared(tile));
                 continue;
@@ -577,6 +572,32 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 .insert(dot.results[0], HoistedA::Registers(words));
         }
         Ok(())
+    }
+
+    /// How [`Self::hoist_a_fragments`] keeps the `a` of `dot`, a tensor-core `dot` directly
+    /// in the loop `body` (`quiet`: [`Self::uses_no_shared_memory`] of it): `Some(true)`
+    /// in shared memory, `Some(false)` as A fragments in registers, `None` not hoisted.
+    pub(super) fn a_hoisting(&self, dot: &Inst, body: &Block, quiet: bool) -> Option<bool> {
+        let Op::Dot { a, .. } = &dot.op else {
+            return None;
+        };
+        let (from, [m, n, k]) = self.mma_shape(dot)?;
+        let inner = body.insts.iter().any(|i| i.results.contains(a));
+        if inner || self.deferred.contains(a) || self.a_fragments_in_registers(dot) {
+            return None;
+        }
+        let layout = self.mma_layout(dot, m, n);
+        let rounds = self.mma_rounds(layout);
+        let frags = match self.mma_tiling(layout) {
+            MmaTiling::Grid { ni, .. } => rounds.div_ceil(ni),
+            MmaTiling::Spread { .. } => rounds,
+        };
+        let words = frags * (k / 16) * 4;
+        // fp8's `wgmma` reads `a` from shared memory only (its register form is not
+        // generated).
+        let kept = quiet && (words > HOISTED_A_WORDS || from.is_fp8());
+        let registers = !kept && words <= HOISTED_A_WORDS_AT_MOST && !from.is_fp8();
+        (kept || registers).then_some(kept)
     }
 
     /// Where each A fragment (a row of `16 × 8` tiles, `a_of` of each round) is read by

@@ -27,6 +27,7 @@ mod dot;
 mod epilogue;
 mod fragments;
 mod held;
+mod hoisted_tma;
 mod ldmatrix;
 mod memory;
 mod pipeline;
@@ -187,6 +188,9 @@ pub(crate) struct Gen<'ctx, 'f> {
     iteration: HashMap<Value, BasicValueEnum<'ctx>>,
     /// The loads TMA may copy, by result (see `tma.rs`).
     tma: HashMap<Value, tma::TmaLoad<'ctx>>,
+    /// Loop-invariant `dot` operands copied once by TMA, by value: their tiles, below the
+    /// floor (see `hoisted_tma.rs`).
+    a_in_shared: HashMap<Value, swizzle::Swizzled>,
 }
 
 /// What the GPU code is generated from: `f` with its carried pointer tiles carried as
@@ -319,6 +323,7 @@ pub(crate) fn generate<'ctx>(
         pipelined: None,
         iteration: HashMap::new(),
         tma: HashMap::new(),
+        a_in_shared: HashMap::new(),
     };
     g.smem = match smem {
         Some(p) => p,
@@ -776,7 +781,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 })?;
             }
             Op::Load { .. } if self.defer_load(inst) => {}
-            Op::Load { .. } => self.load(inst)?,
+            Op::Load { .. } => match self.copied_once(inst) {
+                Some(tile) => self.copy_once(inst, tile)?,
+                None => self.load(inst)?,
+            },
             Op::Store { .. } => self.store(inst)?,
             Op::Atomic { .. } | Op::AtomicCas { .. } => self.atomic(inst)?,
             Op::Assert { .. } => self.device_assert(inst)?,
