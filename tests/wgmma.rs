@@ -688,8 +688,8 @@ type AttentionIo<'a> = (
 
 /// `launch`, an attention forward over `[Z, H, N, D]` f16 inputs, on the emulator's Hopper
 /// path (4 warps) and on the interpreter: `q_rows` rows of `q` and its key and value
-/// blocks, `keys` rows of each in all, copied by TMA and nothing by `cp.async`, its
-/// results the interpreter's.
+/// blocks, `keys` rows of each in all, copied by TMA and nothing by `cp.async`, the
+/// output stored by TMA, its results the interpreter's.
 fn assert_attention_on_tma(
     [z, h, n, d]: [usize; 4],
     [q_rows, keys]: [usize; 2],
@@ -723,6 +723,12 @@ fn assert_attention_on_tma(
         "{what}: {stats:?}"
     );
     assert_eq!(stats.cp_async_bytes, 0, "{what}: {stats:?}");
+    // The output by TMA too, from the epilogue's tile, clipped at `N`.
+    assert_eq!(
+        stats.tma_store_bytes,
+        (z * h * n * d * 2) as u64,
+        "{what}: {stats:?}"
+    );
     assert!(stats.wgmma > 0, "{what}: {stats:?}");
     assert_close(&out, &want, 1e-3, 1e-3, &format!("{what}: out"));
     assert_close(&lse, &want_lse, 1e-4, 1e-4, &format!("{what}: lse"));

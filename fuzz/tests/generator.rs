@@ -422,16 +422,19 @@ fn k_loops_open_some_programs() {
 }
 
 /// Tensor-descriptor K loops (`descriptor_k_loop`) and stores of `dot` results through
-/// descriptors (`store_output`) are generated, and Hopper's code moves their blocks by TMA
-/// (`cuda/tensor_map.rs`): loads with `mma.sync` or `wgmma`, stores from the epilogue's
-/// tile, agreeing with the interpreter.
+/// descriptors (`store_output`; now and then an elementwise op of the result, as
+/// attention's `acc / l_i[:, None]`) are generated, and Hopper's code moves their blocks by
+/// TMA (`cuda/tensor_map.rs`): loads with `mma.sync` or `wgmma`, stores from the
+/// epilogue's tile, agreeing with the interpreter.
 #[test]
 fn descriptor_accesses_are_made_by_tma_on_hopper() {
     use tritium_backend::cuda::shared_memory_stats;
     use tritium_fuzz::Target;
     let config = GenConfig::default();
     let (mut found, mut run, mut loaded, mut stored) = (0, 0, 0, 0);
-    for seed in 0..SEEDS * 2 {
+    // Runs storing an elementwise op of a `dot` result, and those by TMA.
+    let (mut op_run, mut op_stored) = (0, 0);
+    for seed in 0..SEEDS * 8 {
         let case = generate(seed, &config);
         let f = &case.function;
         let defs = f.defs();
@@ -446,31 +449,53 @@ fn descriptor_accesses_are_made_by_tma_on_hopper() {
             ),
             _ => false,
         };
-        let mut descriptor = false;
+        // An elementwise op of a `dot`'s result, cast.
+        let op_of_dot = |v: &tritium_dsl::ir::Value| {
+            let Some(Op::Cast(x)) = op(v) else {
+                return false;
+            };
+            let is_dot = |d: &tritium_dsl::ir::Value| matches!(op(d), Some(Op::Dot { .. }));
+            match op(x) {
+                Some(Op::Unary(_, d)) | Some(Op::Binary(_, d, _)) => is_dot(d),
+                _ => false,
+            }
+        };
+        // Whether it has a descriptor's block, and its descriptor stores: how many, and of
+        // those how many store an op of a `dot` result.
+        let (mut descriptor, mut stores, mut op_stores) = (false, 0, 0);
         f.walk(&mut |i| {
             let (Op::Load { mask: Some(m), .. } | Op::Store { mask: Some(m), .. }) = &i.op else {
                 return;
             };
             if let Some(Op::Binary(tritium_dsl::ir::BinOp::And, x, y)) = op(m) {
-                descriptor |= in_dim(x) && in_dim(y);
+                let block = in_dim(x) && in_dim(y);
+                descriptor |= block;
+                if let (Op::Store { value, .. }, true) = (&i.op, block) {
+                    stores += 1;
+                    op_stores += usize::from(op_of_dot(value));
+                }
             }
         });
-        if !descriptor {
+        // The only descriptor store: its TMA bytes are its own.
+        let stores_op = stores == 1 && op_stores == 1;
+        if !descriptor || seed >= SEEDS * 2 && !stores_op {
             continue;
         }
-        found += 1;
+        found += usize::from(seed < SEEDS * 2);
         if !runs_without_checks(&case) {
             continue;
         }
-        if run == 12 {
+        if run >= 12 && !(stores_op && op_stored < 1) {
             continue;
         }
         run += 1;
+        op_run += usize::from(stores_op);
         shared_memory_stats();
         let report = tritium_fuzz::check(&case, &[Target::HopperEmulator]);
         let stats = shared_memory_stats();
         loaded += usize::from(stats.tma_bytes > 0);
         stored += usize::from(stats.tma_store_bytes > 0);
+        op_stored += usize::from(stores_op && stats.tma_store_bytes > 0);
         assert!(
             report.ok(),
             "seed {seed}: {:?} {:?}",
@@ -483,8 +508,9 @@ fn descriptor_accesses_are_made_by_tma_on_hopper() {
         "{found} of {SEEDS} programs access through descriptors"
     );
     assert!(
-        loaded >= 2 && stored >= 1,
-        "of {run}: {loaded} loaded, {stored} stored by TMA"
+        loaded >= 2 && stored >= 1 && op_stored >= 1,
+        "of {run}: {loaded} loaded, {stored} stored by TMA \
+         ({op_stored} of {op_run} storing an op of a `dot` result)"
     );
 }
 

@@ -522,15 +522,20 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
     });
     let mut found = Vec::new();
     let mut axis: Option<HashMap<Value, AxisInfo>> = None;
-    // A `dot`'s result, its cast, or a loop's result yielded by one (tutorial 03's
-    // accumulator).
+    // A `dot`'s result, its cast, a loop's result yielded by one (tutorial 03's
+    // accumulator), or an elementwise op of one (attention's `acc / l_i[:, None]`), which
+    // code generation holds in the `dot`'s fragments where it can (`codegen/held.rs`; a
+    // map it does not use is only encoded).
     fn dot_result(defs: &HashMap<Value, &Inst>, v: Value, depth: usize) -> bool {
         let Some(inst) = defs.get(&v).filter(|_| depth < 8) else {
             return false;
         };
         match &inst.op {
             Op::Dot { .. } => true,
-            Op::Cast(x) => dot_result(defs, *x, depth + 1),
+            Op::Cast(x) | Op::Unary(_, x) => dot_result(defs, *x, depth + 1),
+            Op::Binary(_, x, y) => {
+                dot_result(defs, *x, depth + 1) || dot_result(defs, *y, depth + 1)
+            }
             Op::For { body, .. } => {
                 let j = inst.results.iter().position(|r| *r == v);
                 let yielded = match body.insts.last().map(|i| &i.op) {

@@ -2442,10 +2442,25 @@ impl Gen {
             };
             // Stored through a tensor descriptor below: a tensor-core `dot` of 16-bit tiles.
             descriptor = shape[1].is_multiple_of(8) && self.rng.chance(0.3);
-            let acc = match descriptor {
+            let mut acc = match descriptor {
                 true => self.tensor_core_dot(&shape, in_f32),
                 false => self.dot_into(DType::F32, &shape, in_f32),
             };
+            // Now and then an elementwise op of it (attention's `acc / l_i[:, None]`),
+            // exact and within the bound: `|acc|`, or `max(acc, 0)`, held in the `dot`'s
+            // fragments on GPUs and stored from them (by TMA through a descriptor).
+            if self.rng.chance(0.4) {
+                acc = match self.rng.chance(0.5) {
+                    true => {
+                        let t = self.ty(acc).clone();
+                        self.push1(Op::Unary(UnOp::Abs, acc), t)
+                    }
+                    false => {
+                        let zero = self.int_const(DType::F32, &shape, 0);
+                        self.binary(BinOp::Max, acc, zero)
+                    }
+                };
+            }
             self.cast(acc, d)
         } else if !exact && d.is_float() && shape.len() < 3 && self.rng.chance(0.3) {
             // Approximate outputs often hold a sum or a dot of arbitrary values.
