@@ -2283,6 +2283,14 @@ impl Gen {
     /// A new input parameter of `len` elements of `d` (floats: integers up to `bound`, when
     /// given), and its index in `inputs`.
     fn add_input(&mut self, d: DType, len: usize, bound: Option<f64>) -> usize {
+        // No more than the integers the dtype holds exactly (E5M2's 8), which is all the
+        // analysis takes from an input's bound (`Info::fit`): a statement asking for
+        // inputs within 16 must not get an E5M2 one it would read as unbounded (seed 223,
+        // a mixed fp8 `dot` of such an input left an output uncompared).
+        let bound = bound.map(|b| match d.is_float() {
+            true => b.min(exact_int_limit(d)),
+            false => b,
+        });
         let bytes = data::buffer(d, len, bound, &mut self.rng);
         let memory = Memory::Input(bound);
         let ptr = self.param(Type::ptr(d), Arg::Buffer { memory, bytes });
