@@ -219,3 +219,113 @@ fn num_stages_sets_the_pipeline_depth() {
         crate::common::assert_close(&got, &want, 1e-4, 1e-4, &what);
     }
 }
+
+/// Unit-step loops at the ends of their dtype's range: up to `i32::MAX` and down to
+/// `i32::MIN`, and in i8 up to 127 and down to -128 (counted in the dtype itself, where
+/// `iv ± 1` never leaves the range while the loop runs), each iteration storing `iv`
+/// relative to its bound.
+#[kernel]
+fn loops_at_the_ends(out: Ptr<i32>, top: i32, bottom: i32, top8: i8, bottom8: i8) {
+    for i in range(top - 3, top) {
+        store(out + (i - (top - 3)), i - top);
+    }
+    for i in range(bottom + 3, bottom, -1) {
+        store(out + 3 + (i - bottom - 1), i - bottom);
+    }
+    for i in range(top8 - 3, top8) {
+        store(
+            out + 6 + (i - (top8 - 3)).to(DType::I32),
+            (i - top8).to(DType::I32),
+        );
+    }
+    for i in range(bottom8 + 3, bottom8, -1) {
+        store(
+            out + 9 + (i - bottom8 - 1).to(DType::I32),
+            (i - bottom8).to(DType::I32),
+        );
+    }
+}
+
+#[test]
+fn unit_step_loops_run_to_the_ends_of_their_dtype() {
+    let want = [-3, -2, -1, 1, 2, 3, -3, -2, -1, 1, 2, 3];
+    for (top, bottom, top8, bottom8) in [(i32::MAX, i32::MIN, i8::MAX, i8::MIN), (7, -7, 7, -7)] {
+        for device in all_devices() {
+            let mut out = vec![0i32; 12];
+            loops_at_the_ends::launch(&device, 1, &mut out[..], top, bottom, top8, bottom8)
+                .unwrap();
+            assert_eq!(
+                out, want,
+                "{device:?} at {top}, {bottom}, {top8}, {bottom8}"
+            );
+        }
+    }
+}
+
+/// `staged_products` with its loop's counter near `i32::MAX`: the pipeline's copies for
+/// later iterations (`iv + 1`, `iv + 2`) saturate at the dtype's end, beyond `hi`, so
+/// those past the last iteration are not issued (a wrapped counter would be below `hi`).
+#[kernel]
+fn staged_products_at_the_top(
+    out: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    top: i32,
+    #[constexpr] S: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let mut acc = zeros([S, S], DType::F32);
+    for i in range(top - 3, top) {
+        let step = i - (top - 3);
+        acc = dot(load(a + at + step * (S * S) as i32), load(b + at), acc);
+    }
+    store(out + at, acc);
+}
+
+#[test]
+fn a_pipelined_loop_ends_at_the_top_of_its_dtype() {
+    use half::f16;
+    let n = 32;
+    let a: Vec<f16> = (random_f32(3 * n * n, 73).into_iter())
+        .map(f16::from_f32)
+        .collect();
+    let b: Vec<f16> = (random_f32(n * n, 74).into_iter())
+        .map(f16::from_f32)
+        .collect();
+    let run = |d: &Device, top: i32, sm: Option<u32>| {
+        let mut out = vec![0f32; n * n];
+        let opts = LaunchOptions {
+            num_stages: 4,
+            emulated_sm: sm,
+            ..Default::default()
+        };
+        staged_products_at_the_top::launch_with(d, 1, &opts, &mut out, &a, &b, top, n).unwrap();
+        ndarray::arr1(&out)
+    };
+    let want = run(&Device::interpreter(), i32::MAX, None);
+    for top in [i32::MAX, i32::MAX - 1, 10] {
+        for sm in [None, Some(90)] {
+            let got = run(&Device::cuda_emulator(), top, sm);
+            let what = format!("top {top}, sm {sm:?}");
+            crate::common::assert_close(&got, &want, 1e-4, 1e-4, &what);
+        }
+    }
+}
+
+/// A unit-step i32 loop counts in 32 bits on CUDA: its compares are `.s32`, no 64-bit
+/// counter (a carry and a two-word compare per trip on the GPU).
+#[test]
+fn unit_step_loops_count_in_their_own_dtype_on_cuda() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::trace::Specialization;
+    let s = Specialization::default();
+    let f = staged_products::trace(&s, 32, 3).unwrap();
+    let ptx = compile_ptx(&f, "k", &CudaCompileOptions::default())
+        .unwrap()
+        .text;
+    assert!(
+        !ptx.contains("setp.lt.s64") && !ptx.contains("setp.ge.s64"),
+        "{ptx}"
+    );
+}

@@ -11,9 +11,12 @@ use tritium_dsl::ir::DType;
 /// while `iv < hi` (or `iv > hi` for a negative step) exactly as the interpreter's
 /// unbounded integers do, even with `hi` near the dtype's maximum.
 ///
-/// Bounds narrower than 64 bits are counted in i64 (sign- or zero-extended), where
-/// `iv + step` cannot overflow; the body sees `iv` truncated back. 64-bit bounds are
-/// counted in place and an overflowing `iv + step` leaves the loop.
+/// A unit step (the constant 1, or -1 of a signed dtype: most loops) is counted in the
+/// bounds' own dtype: while the loop runs, `iv < hi <= MAX` (or `iv > hi >= MIN`), so
+/// `iv + step` stays in range (on GPUs a 64-bit counter costs a carry and a wider compare
+/// per trip). Other bounds narrower than 64 bits are counted in i64 (sign- or
+/// zero-extended), where `iv + step` cannot overflow; the body sees `iv` truncated back.
+/// Other 64-bit bounds are counted in place and an overflowing `iv + step` leaves the loop.
 pub(crate) struct LoopCounter<'ctx> {
     /// The first value, in the counter's type.
     pub lo: IntValue<'ctx>,
@@ -21,8 +24,11 @@ pub(crate) struct LoopCounter<'ctx> {
     step: IntValue<'ctx>,
     /// The bounds' dtype, when it is narrower than the counter (i64).
     narrow: Option<DType>,
-    /// Unsigned 64-bit bounds: unsigned compares and overflow.
+    /// Unsigned bounds counted in place: unsigned compares and overflow.
     unsigned: bool,
+    /// The step is a unit (see the type's docs): `iv + step` never overflows while the
+    /// loop runs.
+    unit: bool,
 }
 
 impl<'ctx> LoopCounter<'ctx> {
@@ -33,13 +39,19 @@ impl<'ctx> LoopCounter<'ctx> {
         bounds: [IntValue<'ctx>; 3],
     ) -> Result<Self> {
         let [lo, hi, step] = bounds;
-        if dtype.bits() >= 64 {
+        let unit = match step.get_sign_extended_constant() {
+            Some(1) => true,
+            Some(-1) => dtype.is_signed_int(),
+            _ => false,
+        };
+        if dtype.bits() >= 64 || unit {
             return Ok(LoopCounter {
                 lo,
                 hi,
                 step,
                 narrow: None,
                 unsigned: dtype.is_unsigned_int(),
+                unit,
             });
         }
         let i64t = e.ctx.i64_type();
@@ -56,16 +68,20 @@ impl<'ctx> LoopCounter<'ctx> {
             step: widen(step)?,
             narrow: Some(dtype),
             unsigned: false,
+            unit: false,
         })
     }
 
-    /// Whether the counter is wider than the bounds (i64 for narrower dtypes): then
-    /// [`Self::ahead`] is exact.
-    pub(crate) fn is_narrow(&self) -> bool {
-        self.narrow.is_some()
+    /// Whether [`Self::ahead`] runs exactly where the loop would: the counter is wider
+    /// than the bounds (i64 for narrower dtypes), or its step a unit.
+    pub(crate) fn ahead_is_exact(&self) -> bool {
+        self.narrow.is_some() || self.unit
     }
 
-    /// `iv + d · step`, exact for a narrow counter (`d` small: no i64 overflow).
+    /// `iv + d · step` (`d` small), where [`Self::runs`] holds exactly when the loop would
+    /// run that iteration: exact for a counter wider than the bounds (no i64 overflow);
+    /// for a unit step saturated at the dtype's end, which no iteration reaches past
+    /// (`iv + d` beyond `MAX` is beyond `hi`).
     pub(crate) fn ahead(
         &self,
         e: &Emit<'_, 'ctx>,
@@ -73,6 +89,17 @@ impl<'ctx> LoopCounter<'ctx> {
         d: u64,
     ) -> Result<IntValue<'ctx>> {
         let t = self.step.get_type();
+        if self.unit {
+            let down = self.step.get_sign_extended_constant() == Some(-1);
+            let name = match (self.unsigned, down) {
+                (true, _) => "llvm.uadd.sat",
+                (false, false) => "llvm.sadd.sat",
+                (false, true) => "llvm.ssub.sat",
+            };
+            let d = t.const_int(d, false);
+            let r = e.intrinsic(name, &[t.into()], &[iv.into(), d.into()])?;
+            return Ok(r.into_int_value());
+        }
         let steps = e.b.build_int_mul(self.step, t.const_int(d, false), "")?;
         Ok(e.b.build_int_add(iv, steps, "ahead")?)
     }
@@ -120,6 +147,14 @@ impl<'ctx> LoopCounter<'ctx> {
     ) -> Result<(IntValue<'ctx>, Option<IntValue<'ctx>>)> {
         if self.narrow.is_some() {
             return Ok((e.b.build_int_nsw_add(iv, self.step, "")?, None));
+        }
+        if self.unit {
+            // In range while the loop runs (`iv` is short of `hi`).
+            let next = match self.unsigned {
+                true => e.b.build_int_nuw_add(iv, self.step, "")?,
+                false => e.b.build_int_nsw_add(iv, self.step, "")?,
+            };
+            return Ok((next, None));
         }
         let name = if self.unsigned {
             "llvm.uadd.with.overflow"

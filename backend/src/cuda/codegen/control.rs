@@ -123,7 +123,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.assign(init, &slots, &carry)?;
         let floor = self.shared_floor;
         self.hoist_a_fragments(body)?;
-        let plan = self.pipeline_plan(body, init, count.is_narrow(), *stages);
+        let plan = self.pipeline_plan(body, init, count.ahead_is_exact(), *stages);
         let pipelined = plan.is_some();
         // A `wgmma` accumulator starting at zero starts undefined (see
         // `Pipelined::zero_init`): zero where the loop runs no iteration.

@@ -99,7 +99,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         &self,
         body: &'f Block,
         init: &[Value],
-        narrow: bool,
+        ahead_is_exact: bool,
         stages: Option<u32>,
     ) -> Option<Pipelined<'ctx, 'f>> {
         // Triton keeps `num_stages - 1` buffers on Ampere and `num_stages` on Hopper.
@@ -108,7 +108,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             false => stages.unwrap_or(self.num_stages).saturating_sub(1),
         };
         let wanted = (buffers as usize).min(MAX_STAGES);
-        if !narrow || self.checks_in(body) || wanted < 2 {
+        if !ahead_is_exact || self.checks_in(body) || wanted < 2 {
             return None;
         }
         let inductions = self.inductions(body, init);
