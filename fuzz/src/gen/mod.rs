@@ -2779,6 +2779,10 @@ impl Gen {
     }
 
     fn for_loop(&mut self) {
+        // Now and then a loop at the end of its dtype's range (`hi` its largest value, or
+        // its smallest counting down), which must run its trips without wrapping; its
+        // counter, far from the small values statements expect, is then not visible.
+        let mut at_the_end = false;
         let (d, lo, hi, step) = if self.rng.chance(0.4) {
             let d = *self
                 .rng
@@ -2812,6 +2816,20 @@ impl Gen {
                     0
                 };
             let hi = if !signed { hi.max(0) } else { hi };
+            at_the_end = self.rng.chance(0.15);
+            let (lo, hi) = match at_the_end {
+                true => {
+                    let bits = d.bits();
+                    let (min, max) = match signed {
+                        true => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
+                        false => (0, (1i128 << bits) - 1),
+                    };
+                    let shift = if s > 0 { max - hi } else { min - hi };
+                    // A loop of no trips may start past the end: at it, still none.
+                    ((lo + shift).clamp(min, max), hi + shift)
+                }
+                false => (lo, hi),
+            };
             let (lo, hi, step) = (
                 self.int_const(d, &[], lo),
                 self.int_const(d, &[], hi),
@@ -2822,7 +2840,9 @@ impl Gen {
         let carried = self.carried();
         self.open();
         let iv = self.new_value(Type::scalar(d), Info::EXACT);
-        self.visible.last_mut().expect("open").push(iv);
+        if !at_the_end {
+            self.visible.last_mut().expect("open").push(iv);
+        }
         let args = self.args_for(&carried);
         self.body_statements();
         let ys = self.yields_for(&carried, &args);
