@@ -329,3 +329,58 @@ fn unit_step_loops_count_in_their_own_dtype_on_cuda() {
         "{ptx}"
     );
 }
+
+/// A K loop whose body also sums a loaded tile to a scalar (a reduction across warps,
+/// through shared memory), `out[S·S]` the total.
+#[kernel]
+fn staged_products_and_a_sum(
+    out: Ptr<f32>,
+    a: Ptr<half::f16>,
+    b: Ptr<half::f16>,
+    x: Ptr<f32>,
+    steps: i32,
+    #[constexpr] S: usize,
+) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let mut acc = zeros([S, S], DType::F32);
+    let mut total = sum(zeros([S], DType::F32), 0);
+    for i in range(0, steps) {
+        acc = dot(load(a + at + i * (S * S) as i32), load(b + at), acc);
+        total = total + sum(load(x + i * S as i32 + r), 0);
+    }
+    store(out + at, acc);
+    store(out + (S * S) as i32, total);
+}
+
+/// Its partials once landed on a pipeline's stage buffers with their copies in flight (a
+/// race on a GPU, which the emulator now reports: a store to a `cp.async` destination
+/// before the copy lands): such a loop is not pipelined.
+#[test]
+fn a_cross_warp_sum_in_a_k_loop_races_with_no_copy() {
+    use half::f16;
+    let n = 32;
+    let a: Vec<f16> = (random_f32(4 * n * n, 75).into_iter())
+        .map(f16::from_f32)
+        .collect();
+    let b: Vec<f16> = (random_f32(n * n, 76).into_iter())
+        .map(f16::from_f32)
+        .collect();
+    let x = random_f32(4 * n, 77);
+    let run = |d: &Device, sm: Option<u32>| {
+        let mut out = vec![0f32; n * n + 1];
+        let opts = LaunchOptions {
+            num_stages: 4,
+            num_warps: 4,
+            emulated_sm: sm,
+            ..Default::default()
+        };
+        staged_products_and_a_sum::launch_with(d, 1, &opts, &mut out, &a, &b, &x, 4, n).unwrap();
+        ndarray::arr1(&out)
+    };
+    let want = run(&Device::interpreter(), None);
+    for sm in [None, Some(90)] {
+        let got = run(&Device::cuda_emulator(), sm);
+        crate::common::assert_close(&got, &want, 1e-4, 1e-4, &format!("sm {sm:?}"));
+    }
+}

@@ -106,7 +106,8 @@ struct EmuState {
     barriers: std::cell::RefCell<Barriers>,
     /// The threads suspended in an `mbarrier` wait (not at a barrier).
     waiting: Vec<Cell<bool>>,
-    /// The first misuse of an `mbarrier` or TMA copy (a code-generation bug).
+    /// The first misuse of an asynchronous copy (`cp.async`, an `mbarrier`, a TMA copy): a
+    /// code-generation bug.
     tma_error: std::cell::RefCell<Option<String>>,
     /// The CTA's shared memory: its address and bytes.
     shared: (usize, usize),
@@ -160,7 +161,8 @@ impl EmuState {
         unsafe { (*self.yielders[tid].get()).suspend(()) };
     }
 
-    /// Records the first misuse of an `mbarrier` or a TMA copy.
+    /// Records the first misuse of an asynchronous copy (`cp.async`, an `mbarrier`, a TMA
+    /// copy).
     fn tma_failed(&self, e: String) {
         self.tma_error.borrow_mut().get_or_insert(e);
     }
@@ -547,6 +549,16 @@ extern "C" fn emu_cp_async_group(state: *const EmuState, tid: u32, code: u32) {
             return true;
         }
         // SAFETY: `dst` is the 16 bytes of shared memory the copy was issued to.
+        let now = unsafe { std::slice::from_raw_parts(*dst as *const u8, 16) };
+        // A store to a destination in flight races with the copy on a GPU (the copy may
+        // land before or after it): the bytes still marked in flight say none did.
+        if now.iter().any(|b| *b != IN_FLIGHT) {
+            let at = *dst - s.shared.0;
+            s.tma_failed(format!(
+                "shared memory at byte {at} was written while a `cp.async` to it was in flight"
+            ));
+        }
+        // SAFETY: as above.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), *dst as *mut u8, 16) };
         false
     });

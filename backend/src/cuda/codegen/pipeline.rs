@@ -264,9 +264,20 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 Op::Load { .. } => i.op.operands().iter().all(in_slots),
                 _ => false,
             };
+            // A reduction to a scalar across warps meets its warps' partials in shared
+            // memory (`reduce.rs`, from byte 0: over the stages' tiles, whose copies may be
+            // in flight), as does one of a value held in fragments (converted to slots).
+            let reduced_through_shared = match &i.op {
+                Op::Reduce { x, .. } => {
+                    i.results.iter().any(|r| self.ty(*r).is_scalar())
+                        && (self.threads > 32 || !in_slots(x))
+                }
+                _ => false,
+            };
             dot_in_place
                 || matches!(i.op, Op::Yield(_) | Op::ProgramId(_) | Op::NumPrograms(_))
                 || (i.op.regions().is_empty()
+                    && !reduced_through_shared
                     && (i.op.is_elementwise() || matches!(i.op, Op::Reduce { .. }))
                     && i.results.iter().all(|r| {
                         self.ty(*r).is_scalar()
