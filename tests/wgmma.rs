@@ -1020,3 +1020,62 @@ fn a_checked_transposed_load_faults_where_the_interpreter_does() {
     assert_eq!(fault(&Device::interpreter()), 21);
     assert_eq!(fault(&Device::cuda_emulator()), 21);
 }
+
+/// `q` (128 × 64, through a descriptor) the `a` of two K loops with a sum across warps
+/// between them, whose partials meet in shared memory from byte 0.
+#[kernel]
+fn two_loops_around_a_sum(
+    out: Ptr<f32>,
+    q: Ptr<f16>,
+    b: Ptr<f16>,
+    x: Ptr<f32>,
+    n: i32,
+    #[constexpr] D: usize,
+) {
+    let desc_q = make_tensor_descriptor(q, (128, D as i32), (D as i32, 1), (128, D));
+    let desc_b = make_tensor_descriptor(b, (D as i32, n), (n, 1), (D, 64));
+    let q_block = desc_q.load((0, 0));
+    let mut first = zeros([128, 64], DType::F32);
+    for j in range(0, n / 64) {
+        first = dot(q_block, desc_b.load((0, j * 64)), first);
+    }
+    let s = sum(load(x + arange(0, 128)), 0);
+    let mut second = zeros([128, 64], DType::F32);
+    for j in range(0, n / 64) {
+        second = dot(q_block, desc_b.load((0, j * 64)), second);
+    }
+    let (r, c) = (arange(0, 128), arange(0, 64));
+    store(out + r[(.., None)] * 64 + c[(None, ..)], first + second + s);
+}
+
+/// A `q` the loops keep in shared memory is copied once by TMA only where nothing
+/// between them writes shared memory below the floor: here a cross-warp sum would
+/// overwrite its first bytes, so each loop stages it (the results the interpreter's).
+#[test]
+fn a_sum_between_the_loops_keeps_q_from_the_one_copy_emulated() {
+    let (d, n) = (64, 256);
+    let q = random_f32(128 * d, 81)
+        .into_iter()
+        .map(f16::from_f32)
+        .collect::<Vec<_>>();
+    let b = random_f32(d * n, 82)
+        .into_iter()
+        .map(f16::from_f32)
+        .collect::<Vec<_>>();
+    let x = random_f32(128, 83);
+    let opts = LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    let run = |dev: &Device| {
+        let mut out = vec![0f32; 128 * 64];
+        two_loops_around_a_sum::launch_with(dev, 1, &opts, &mut out, &q, &b, &x, n as i32, d)
+            .unwrap();
+        ndarray::arr1(&out)
+    };
+    let (got, want, stats) = emulated_and_interpreted(run);
+    // Only the `b` blocks by TMA: `q` is staged from registers at each loop.
+    assert_eq!(stats.tma_bytes, (2 * d * n * 2) as u64, "{stats:?}");
+    assert_close(&got, &want, 1e-3, 1e-3, "two loops around a sum");
+}

@@ -250,44 +250,50 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// `held.rs`) and tensor-core `dot`s whose accumulator and operands need no conversion
     /// use none, and no carried value changes layout at the end of an iteration.
     pub(super) fn uses_no_shared_memory(&self, body: &Block) -> bool {
-        // Operands that would go to slots (or to fragments) through shared memory.
-        let in_slots = |v: &Value| self.held(*v) == Held::Slots;
-        let quiet = body.insts.iter().all(|i| {
-            let dot_in_place = match &i.op {
-                Op::Dot { a, b, acc } => {
-                    self.mma_shape(i).is_some()
-                        && (self.held(*acc) == self.held(i.results[0])
-                            || self.is_uniform_tile(*acc))
-                        && (in_slots(a) || self.a_fragments_in_registers(i))
-                        && in_slots(b)
-                }
-                Op::Load { .. } => i.op.operands().iter().all(in_slots),
-                _ => false,
-            };
-            // A reduction to a scalar across warps meets its warps' partials in shared
-            // memory (`reduce.rs`, from byte 0: over the stages' tiles, whose copies may be
-            // in flight), as does one of a value held in fragments (converted to slots).
-            let reduced_through_shared = match &i.op {
-                Op::Reduce { x, .. } => {
-                    i.results.iter().any(|r| self.ty(*r).is_scalar())
-                        && (self.threads > 32 || !in_slots(x))
-                }
-                _ => false,
-            };
-            dot_in_place
-                || matches!(i.op, Op::Yield(_) | Op::ProgramId(_) | Op::NumPrograms(_))
-                || (i.op.regions().is_empty()
-                    && !reduced_through_shared
-                    && (i.op.is_elementwise() || matches!(i.op, Op::Reduce { .. }))
-                    && i.results.iter().all(|r| {
-                        self.ty(*r).is_scalar()
-                            || self.is_index_value(*r)
-                            || self.held(*r) != Held::Slots
-                    }))
-        });
+        let quiet = body
+            .insts
+            .iter()
+            .all(|i| self.inst_uses_no_shared_memory(i));
         let settled = (body.args[1..].iter().zip(Self::yields(body)))
             .all(|(arg, y)| self.held(*arg) == self.held(*y) || self.ty(*y).is_scalar());
         quiet && settled
+    }
+
+    /// Whether the op `i` (no loop, no branch) uses no shared memory (see
+    /// [`Self::uses_no_shared_memory`]).
+    pub(super) fn inst_uses_no_shared_memory(&self, i: &Inst) -> bool {
+        // Operands that would go to slots (or to fragments) through shared memory.
+        let in_slots = |v: &Value| self.held(*v) == Held::Slots;
+        let dot_in_place = match &i.op {
+            Op::Dot { a, b, acc } => {
+                self.mma_shape(i).is_some()
+                    && (self.held(*acc) == self.held(i.results[0]) || self.is_uniform_tile(*acc))
+                    && (in_slots(a) || self.a_fragments_in_registers(i))
+                    && in_slots(b)
+            }
+            Op::Load { .. } => i.op.operands().iter().all(in_slots),
+            _ => false,
+        };
+        // A reduction to a scalar across warps meets its warps' partials in shared
+        // memory (`reduce.rs`, from byte 0: over the stages' tiles, whose copies may be
+        // in flight), as does one of a value held in fragments (converted to slots).
+        let reduced_through_shared = match &i.op {
+            Op::Reduce { x, .. } => {
+                i.results.iter().any(|r| self.ty(*r).is_scalar())
+                    && (self.threads > 32 || !in_slots(x))
+            }
+            _ => false,
+        };
+        dot_in_place
+            || matches!(i.op, Op::Yield(_) | Op::ProgramId(_) | Op::NumPrograms(_))
+            || (i.op.regions().is_empty()
+                && !reduced_through_shared
+                && (i.op.is_elementwise() || matches!(i.op, Op::Reduce { .. }))
+                && i.results.iter().all(|r| {
+                    self.ty(*r).is_scalar()
+                        || self.is_index_value(*r)
+                        || self.held(*r) != Held::Slots
+                }))
     }
 
     /// The carried scalars of a loop that advance by a step the same at every iteration:
