@@ -175,11 +175,24 @@ impl Barriers {
         if b.phase & 1 == u64::from(parity & 1) {
             return Ok(false);
         }
+        let mut raced = None;
         for (dst, data) in b.landed.drain(..) {
             // SAFETY: `dst` is 16 bytes of the CTA's shared memory, checked at issue.
+            let now = unsafe { std::slice::from_raw_parts(dst as *const u8, 16) };
+            // A store to a destination in flight races with the copy on a GPU: the bytes
+            // still marked in flight say none did.
+            if now.iter().any(|x| *x != IN_FLIGHT) {
+                raced.get_or_insert(dst);
+            }
+            // SAFETY: as above.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, 16) };
         }
-        Ok(true)
+        match raced {
+            Some(dst) => Err(format!(
+                "shared memory at address {dst:#x} was written while a TMA copy to it was in flight"
+            )),
+            None => Ok(true),
+        }
     }
 
     /// `mbarrier.inval`: the barrier's memory may be used otherwise.
@@ -270,11 +283,14 @@ mod tests {
         assert!(!b.try_wait(8, 0).unwrap());
         b.arrive_expect_tx(8, 16).unwrap();
         assert!(!b.try_wait(8, 0).unwrap(), "16 bytes still expected");
+        // As `copy` leaves a destination: marked in flight.
+        // SAFETY: the first 16 bytes of `shared`.
+        unsafe { std::ptr::write_bytes(dst as *mut u8, IN_FLIGHT, 16) };
         let bb = b.by_address.get_mut(&8).unwrap();
         bb.in_flight.push((dst, [7; 16]));
         bb.tx -= 16;
         bb.complete_if_done();
-        assert_eq!(shared[0], 0, "not landed before the wait");
+        assert_eq!(shared[0], IN_FLIGHT, "not landed before the wait");
         assert!(b.try_wait(8, 0).unwrap());
         assert_eq!(shared[..16], [7; 16]);
         assert!(
@@ -284,5 +300,24 @@ mod tests {
         b.inval(8).unwrap();
         assert!(b.try_wait(8, 0).is_err());
         assert!(b.arrive_expect_tx(16, 1).is_err());
+    }
+
+    /// A store to a copy's destination before the copy lands races with it on a GPU: the
+    /// wait that lands the copy reports it.
+    #[test]
+    fn a_store_to_a_destination_in_flight_is_a_race() {
+        let mut shared = [IN_FLIGHT; 64];
+        let dst = shared.as_mut_ptr() as usize;
+        let mut b = Barriers::default();
+        b.init(8, 1);
+        b.arrive_expect_tx(8, 16).unwrap();
+        let bb = b.by_address.get_mut(&8).unwrap();
+        bb.in_flight.push((dst, [7; 16]));
+        bb.tx -= 16;
+        bb.complete_if_done();
+        // SAFETY: byte 3 of `shared`.
+        unsafe { *(dst as *mut u8).add(3) = 0 };
+        let e = b.try_wait(8, 0).unwrap_err();
+        assert!(e.contains("in flight"), "{e}");
     }
 }
