@@ -51,6 +51,14 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// [`random_f32`] rounded to f16.
+pub fn random_f16(n: usize, seed: u64) -> Vec<half::f16> {
+    random_f32(n, seed)
+        .into_iter()
+        .map(half::f16::from_f32)
+        .collect()
+}
+
 /// Asserts `|got - want| <= atol + rtol * |want|` elementwise, naming the first mismatch.
 pub fn assert_close<S1, S2, D>(
     got: &ArrayBase<S1, D>,

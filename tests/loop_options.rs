@@ -3,7 +3,7 @@
 //! repeated in the optimized code), and results do not change on any device. `num_stages`
 //! sets how deep CUDA pipelines a loop around a tensor-core `dot`.
 
-use crate::common::{all_devices, random_f32};
+use crate::common::{all_devices, random_f16, random_f32};
 use tritium::prelude::*;
 
 /// `out[i] = Σ_k x[k·n + i]` over `k < rows`, with the row loop unrolled `UNROLL` times
@@ -192,16 +192,9 @@ fn num_stages_sets_the_pipeline_depth() {
     assert_eq!(waits(&ptx(0, 5)), [0, 2]);
     assert_eq!(waits(&ptx(4, 3)), [0, 1]);
     assert_eq!(waits(&ptx(2, 5)), [0]);
-    use half::f16;
     let n = 32;
-    let a: Vec<f16> = random_f32(3 * n * n, 71)
-        .into_iter()
-        .map(f16::from_f32)
-        .collect();
-    let b: Vec<f16> = random_f32(n * n, 72)
-        .into_iter()
-        .map(f16::from_f32)
-        .collect();
+    let a = random_f16(3 * n * n, 71);
+    let b = random_f16(n * n, 72);
     let run = |d: &Device, stages: usize, launch_stages: u32| {
         let mut out = vec![0f32; n * n];
         let opts = LaunchOptions {
@@ -285,14 +278,9 @@ fn staged_products_at_the_top(
 
 #[test]
 fn a_pipelined_loop_ends_at_the_top_of_its_dtype() {
-    use half::f16;
     let n = 32;
-    let a: Vec<f16> = (random_f32(3 * n * n, 73).into_iter())
-        .map(f16::from_f32)
-        .collect();
-    let b: Vec<f16> = (random_f32(n * n, 74).into_iter())
-        .map(f16::from_f32)
-        .collect();
+    let a = random_f16(3 * n * n, 73);
+    let b = random_f16(n * n, 74);
     let run = |d: &Device, top: i32, sm: Option<u32>| {
         let mut out = vec![0f32; n * n];
         let opts = LaunchOptions {
@@ -358,14 +346,9 @@ fn staged_products_and_a_sum(
 /// before the copy lands): such a loop is not pipelined.
 #[test]
 fn a_cross_warp_sum_in_a_k_loop_races_with_no_copy() {
-    use half::f16;
     let n = 32;
-    let a: Vec<f16> = (random_f32(4 * n * n, 75).into_iter())
-        .map(f16::from_f32)
-        .collect();
-    let b: Vec<f16> = (random_f32(n * n, 76).into_iter())
-        .map(f16::from_f32)
-        .collect();
+    let a = random_f16(4 * n * n, 75);
+    let b = random_f16(n * n, 76);
     let x = random_f32(4 * n, 77);
     let run = |d: &Device, sm: Option<u32>| {
         let mut out = vec![0f32; n * n + 1];

@@ -4,13 +4,13 @@
 //!
 //! Where such a load (planned for TMA: `cuda/tensor_map.rs`) is at the kernel's top level
 //! and every use is the `a` of a tensor-core `dot` directly in a later top-level loop
-//! that keeps it in shared memory (`dot::hoist_a_fragments`), nothing is loaded into registers: the box is
-//! copied where the load stands into a swizzled tile below the floor of the shared
-//! memory that later tiles take (`shared_floor`, raised past it for the rest of the
-//! kernel; nothing up to the last of those loops may use shared memory from byte 0, as
-//! reductions and layout conversions do), through one `mbarrier` waited for at once (and invalidated after a barrier,
-//! its bytes above the floor). The loops' `dot`s read that tile instead of a copy staged
-//! from registers at each loop.
+//! that keeps it in shared memory (`dot::hoist_a_fragments`), nothing is loaded into
+//! registers: the box is copied where the load stands into a swizzled tile below the
+//! floor of the shared memory that later tiles take (`shared_floor`, raised past it for
+//! the rest of the kernel), through one `mbarrier` waited for at once (and invalidated
+//! after a barrier, its bytes above the floor). Up to the last of those loops nothing may
+//! use shared memory from byte 0, as reductions and layout conversions do. The loops'
+//! `dot`s read that tile instead of a copy staged from registers at each loop.
 
 use super::swizzle::Swizzled;
 use super::tma::{TmaStages, MBARRIER_BYTES};
