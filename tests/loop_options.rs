@@ -135,26 +135,36 @@ fn ptx_loops_carry_the_factor() {
 }
 
 /// A K loop of `steps` f16 `S × S` products onto `acc`, pipelined in `STAGES` stages (0: the
-/// launch's `num_stages`).
+/// launch's `num_stages`), its counter running up to `top` (`steps` itself: from 0).
 #[kernel]
 fn staged_products(
     out: Ptr<f32>,
     a: Ptr<half::f16>,
     b: Ptr<half::f16>,
     steps: i32,
+    top: i32,
     #[constexpr] S: usize,
     #[constexpr] STAGES: usize,
 ) {
     let r = arange(0, S);
     let at = r[(.., None)] * S as i32 + r[(None, ..)];
     let mut acc = zeros([S, S], DType::F32);
+    let first = top - steps;
     if STAGES == 0 {
-        for i in range(0, steps) {
-            acc = dot(load(a + at + i * (S * S) as i32), load(b + at), acc);
+        for i in range(first, top) {
+            acc = dot(
+                load(a + at + (i - first) * (S * S) as i32),
+                load(b + at),
+                acc,
+            );
         }
     } else {
-        for i in range(0, steps, num_stages = STAGES) {
-            acc = dot(load(a + at + i * (S * S) as i32), load(b + at), acc);
+        for i in range(first, top, num_stages = STAGES) {
+            acc = dot(
+                load(a + at + (i - first) * (S * S) as i32),
+                load(b + at),
+                acc,
+            );
         }
     }
     store(out + at, acc);
@@ -201,7 +211,7 @@ fn num_stages_sets_the_pipeline_depth() {
             num_stages: launch_stages,
             ..Default::default()
         };
-        staged_products::launch_with(d, 1, &opts, &mut out, &a, &b, 3, n, stages).unwrap();
+        staged_products::launch_with(d, 1, &opts, &mut out, &a, &b, 3, 3, n, stages).unwrap();
         out
     };
     let want = run(&Device::interpreter(), 0, 3);
@@ -258,24 +268,6 @@ fn unit_step_loops_run_to_the_ends_of_their_dtype() {
 /// `staged_products` with its loop's counter near `i32::MAX`: the pipeline's copies for
 /// later iterations (`iv + 1`, `iv + 2`) saturate at the dtype's end, beyond `hi`, so
 /// those past the last iteration are not issued (a wrapped counter would be below `hi`).
-#[kernel]
-fn staged_products_at_the_top(
-    out: Ptr<f32>,
-    a: Ptr<half::f16>,
-    b: Ptr<half::f16>,
-    top: i32,
-    #[constexpr] S: usize,
-) {
-    let r = arange(0, S);
-    let at = r[(.., None)] * S as i32 + r[(None, ..)];
-    let mut acc = zeros([S, S], DType::F32);
-    for i in range(top - 3, top) {
-        let step = i - (top - 3);
-        acc = dot(load(a + at + step * (S * S) as i32), load(b + at), acc);
-    }
-    store(out + at, acc);
-}
-
 #[test]
 fn a_pipelined_loop_ends_at_the_top_of_its_dtype() {
     let n = 32;
@@ -288,7 +280,7 @@ fn a_pipelined_loop_ends_at_the_top_of_its_dtype() {
             emulated_sm: sm,
             ..Default::default()
         };
-        staged_products_at_the_top::launch_with(d, 1, &opts, &mut out, &a, &b, top, n).unwrap();
+        staged_products::launch_with(d, 1, &opts, &mut out, &a, &b, 3, top, n, 0).unwrap();
         ndarray::arr1(&out)
     };
     let want = run(&Device::interpreter(), i32::MAX, None);

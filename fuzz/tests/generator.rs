@@ -26,6 +26,27 @@ fn runs_without_checks(case: &Case) -> bool {
     }
 }
 
+/// Checks seed `seed`'s `case` on the emulated `targets` against the interpreter, which
+/// they must agree with, and gives the shared-memory statistics of those runs (copies by
+/// `cp.async` and TMA, `wgmma`s).
+fn stats_of_agreeing(
+    seed: u64,
+    case: &Case,
+    targets: &[tritium_fuzz::Target],
+) -> tritium_backend::cuda::SharedMemoryStats {
+    use tritium_backend::cuda::shared_memory_stats;
+    shared_memory_stats();
+    let report = tritium_fuzz::check(case, targets);
+    let stats = shared_memory_stats();
+    assert!(
+        report.ok(),
+        "seed {seed}: {:?} {:?}",
+        report.invalid,
+        report.mismatches
+    );
+    stats
+}
+
 #[test]
 fn generated_programs_verify_and_print_back() {
     let config = GenConfig::default();
@@ -428,7 +449,6 @@ fn k_loops_open_some_programs() {
 /// epilogue's tile, agreeing with the interpreter.
 #[test]
 fn descriptor_accesses_are_made_by_tma_on_hopper() {
-    use tritium_backend::cuda::shared_memory_stats;
     use tritium_fuzz::Target;
     let config = GenConfig::default();
     let (mut found, mut run, mut loaded, mut stored) = (0, 0, 0, 0);
@@ -490,18 +510,10 @@ fn descriptor_accesses_are_made_by_tma_on_hopper() {
         }
         run += 1;
         op_run += usize::from(stores_op);
-        shared_memory_stats();
-        let report = tritium_fuzz::check(&case, &[Target::HopperEmulator]);
-        let stats = shared_memory_stats();
+        let stats = stats_of_agreeing(seed, &case, &[Target::HopperEmulator]);
         loaded += usize::from(stats.tma_bytes > 0);
         stored += usize::from(stats.tma_store_bytes > 0);
         op_stored += usize::from(stores_op && stats.tma_store_bytes > 0);
-        assert!(
-            report.ok(),
-            "seed {seed}: {:?} {:?}",
-            report.invalid,
-            report.mismatches
-        );
     }
     assert!(
         found >= 10,
@@ -520,7 +532,6 @@ fn descriptor_accesses_are_made_by_tma_on_hopper() {
 /// Ampere), agrees with the interpreter.
 #[test]
 fn transposed_descriptor_loads_are_generated_and_agree() {
-    use tritium_backend::cuda::shared_memory_stats;
     use tritium_dsl::ir::DType;
     use tritium_fuzz::Target;
     let config = GenConfig::default();
@@ -559,15 +570,8 @@ fn transposed_descriptor_loads_are_generated_and_agree() {
             continue;
         }
         found[which] += 1;
-        shared_memory_stats();
-        let report = tritium_fuzz::check(&case, &[Target::Emulator, Target::HopperEmulator]);
-        by_tma[which] += usize::from(shared_memory_stats().tma_bytes > 0);
-        assert!(
-            report.ok(),
-            "seed {seed}: {:?} {:?}",
-            report.invalid,
-            report.mismatches
-        );
+        let targets = [Target::Emulator, Target::HopperEmulator];
+        by_tma[which] += usize::from(stats_of_agreeing(seed, &case, &targets).tma_bytes > 0);
         if found == [4, 3] {
             break;
         }
@@ -588,7 +592,6 @@ fn transposed_descriptor_loads_are_generated_and_agree() {
 /// one instruction).
 #[test]
 fn mixed_fp8_dots_are_generated_and_run_on_wgmma() {
-    use tritium_backend::cuda::shared_memory_stats;
     use tritium_fuzz::Target;
     let config = GenConfig::default();
     let (mut found, mut on_wgmma, mut descriptor) = (0, 0, 0);
@@ -616,15 +619,8 @@ fn mixed_fp8_dots_are_generated_and_run_on_wgmma() {
         }
         found += 1;
         descriptor += usize::from(in_loop);
-        shared_memory_stats();
-        let report = tritium_fuzz::check(&case, &[Target::Emulator, Target::HopperEmulator]);
-        on_wgmma += usize::from(shared_memory_stats().wgmma > 0);
-        assert!(
-            report.ok(),
-            "seed {seed}: {:?} {:?}",
-            report.invalid,
-            report.mismatches
-        );
+        let targets = [Target::Emulator, Target::HopperEmulator];
+        on_wgmma += usize::from(stats_of_agreeing(seed, &case, &targets).wgmma > 0);
         if found >= 6 && on_wgmma >= 2 && descriptor >= 1 {
             break;
         }
@@ -642,7 +638,6 @@ fn mixed_fp8_dots_are_generated_and_run_on_wgmma() {
 /// program, beside each loop's `b` blocks.
 #[test]
 fn loop_invariant_descriptor_blocks_are_copied_once_by_tma() {
-    use tritium_backend::cuda::shared_memory_stats;
     use tritium_dsl::ir::Const;
     use tritium_fuzz::Target;
     let config = GenConfig::default();
@@ -704,18 +699,8 @@ fn loop_invariant_descriptor_blocks_are_copied_once_by_tma() {
         found += 1;
         twice += usize::from(loops == 2);
         // Hopper alone, for its copies' bytes.
-        let ampere = tritium_fuzz::check(&case, &[Target::Emulator]);
-        shared_memory_stats();
-        let hopper = tritium_fuzz::check(&case, &[Target::HopperEmulator]);
-        let stats = shared_memory_stats();
-        for report in [ampere, hopper] {
-            assert!(
-                report.ok(),
-                "seed {seed}: {:?} {:?}",
-                report.invalid,
-                report.mismatches
-            );
-        }
+        stats_of_agreeing(seed, &case, &[Target::Emulator]);
+        let stats = stats_of_agreeing(seed, &case, &[Target::HopperEmulator]);
         // The `b` blocks go by TMA (or `cp.async`, or from registers); an `a` outside
         // the loops by TMA once per program, or from registers: TMA's bytes add up to
         // both only when `a` went by TMA (the other `dot`s' operands are no descriptor
@@ -740,7 +725,6 @@ fn loop_invariant_descriptor_blocks_are_copied_once_by_tma() {
 /// agreement with the interpreter.
 #[test]
 fn batched_and_unchecked_descriptor_blocks_go_by_tma() {
-    use tritium_backend::cuda::shared_memory_stats;
     use tritium_dsl::ir::BinOp;
     use tritium_fuzz::Target;
     let config = GenConfig::default();
@@ -813,15 +797,8 @@ fn batched_and_unchecked_descriptor_blocks_go_by_tma() {
                 continue;
             }
             found[which] += 1;
-            shared_memory_stats();
-            let report = tritium_fuzz::check(&case, &[Target::HopperEmulator]);
-            by_tma[which] += usize::from(shared_memory_stats().tma_bytes > 0);
-            assert!(
-                report.ok(),
-                "seed {seed}: {:?} {:?}",
-                report.invalid,
-                report.mismatches
-            );
+            let stats = stats_of_agreeing(seed, &case, &[Target::HopperEmulator]);
+            by_tma[which] += usize::from(stats.tma_bytes > 0);
         }
         if found == [4; 3] {
             break;
