@@ -330,10 +330,12 @@ fn operand_copies_take_predicates_and_constant_offsets(#[values(80, 90)] sm: u32
 }
 
 /// A 16-bit result's epilogue goes through shared memory as Triton's: each fragment pair
-/// one 32-bit shared store (`cvt.rn.f16x2.f32`), then 16-byte chunks of rows read back and stored with one
-/// `st.global.v4` each (16 per thread for 128 × 128 over 4 warps, Triton's count), where
-/// the specialization proves every 8 columns one aligned run under one mask value;
-/// unspecialized, element by element as before.
+/// one word (`cvt.rn.f16x2.f32`), written by one 32-bit shared store each on Ampere and
+/// by `stmatrix.x4`, four pairs at a time, on Hopper (Triton's STSM: 16 per thread), then
+/// 16-byte chunks of rows read back and stored with one `st.global.v4` each (16 per
+/// thread for 128 × 128 over 4 warps, Triton's count), where the specialization proves
+/// every 8 columns one aligned run under one mask value; unspecialized, element by
+/// element as before.
 #[rstest]
 fn f16_epilogue_stores_16_byte_chunks(#[values(80, 90)] sm: u32) {
     let spec = tutorial_03_specialization();
@@ -347,7 +349,11 @@ fn f16_epilogue_stores_16_byte_chunks(#[values(80, 90)] sm: u32) {
     assert_eq!(stores(&staged, "ld.shared.v4.u32"), 16, "{staged}");
     // One word per pair (a pair holding a NaN is written again as two halves, which
     // LLVM may merge back into words).
-    assert!(stores(&staged, "st.shared.u32") >= 64, "{staged}");
+    let stmatrix = stores(&staged, "stmatrix.sync.aligned.m8n8.x4.shared.b16");
+    match sm {
+        80 => assert!(stmatrix == 0 && stores(&staged, "st.shared.u32") >= 64),
+        _ => assert_eq!(stmatrix, 16, "{staged}"),
+    }
     assert!(stores(&staged, "cvt.rn.f16x2.f32") >= 64, "{staged}");
     assert_eq!(stores(&staged, "st.global.u16"), 0, "{staged}");
     assert_eq!(stores(&plain, "st.global.u16"), 128, "{plain}");
@@ -560,9 +566,14 @@ fn pointer_tiles_read_after_their_loop_emulated(
 
 /// The staged epilogue keeps a NaN's sign and top payload bits as every other f16 and
 /// bf16 conversion does (the hardware's paired conversion would make it canonical): NaNs
-/// in one or both halves of a pair, of either sign, bit for bit as the interpreter's.
+/// in one or both halves of a pair, of either sign, bit for bit as the interpreter's. On
+/// Hopper the pairs go to shared memory by `stmatrix` (8 matrices per warp, one wavefront
+/// each), the NaN pairs rewritten after it.
 #[rstest]
-fn staged_epilogue_keeps_nan_payloads_emulated(#[values(DType::F16, DType::BF16)] d: DType) {
+fn staged_epilogue_keeps_nan_payloads_emulated(
+    #[values(DType::F16, DType::BF16)] d: DType,
+    #[values(80, 90)] sm: u32,
+) {
     use half::{bf16, f16};
     let s = 64;
     let a = Array2::from_shape_vec((s, s), random_f32(s * s, 51))
@@ -590,6 +601,7 @@ fn staged_epilogue_keeps_nan_payloads_emulated(#[values(DType::F16, DType::BF16)
     }
     let opts = tritium::LaunchOptions {
         num_warps: 4,
+        emulated_sm: Some(sm),
         ..Default::default()
     };
     let bits = |dev: &Device| -> Vec<u16> {
@@ -606,7 +618,13 @@ fn staged_epilogue_keeps_nan_payloads_emulated(#[values(DType::F16, DType::BF16)
             }
         }
     };
-    let (got, want) = (bits(&Device::cuda_emulator()), bits(&Device::interpreter()));
+    let (got, want, stats) = crate::common::emulated_and_interpreted(bits);
+    // 64 × 64 halves: 4 warps of 16 rows, 8 matrices of 8 × 8 per row of tiles.
+    let matrices = if sm == 90 { 4 * 2 * 8 } else { 0 };
+    assert_eq!(
+        (stats.stmatrix_matrices, stats.stmatrix_wavefronts),
+        (matrices, matrices)
+    );
     let nans: Vec<(usize, u16)> = (want.iter().enumerate())
         .filter(|(_, w)| (**w & 0x7fff) > if d == DType::F16 { 0x7c00 } else { 0x7f80 })
         .map(|(i, w)| (i, *w))

@@ -526,6 +526,53 @@ fn descriptor_accesses_are_made_by_tma_on_hopper() {
     );
 }
 
+/// Stores of a `dot`'s result cast to 16 bits (tutorial 03's `acc.to(f16)`) are generated,
+/// and on Hopper some go to the epilogue's tile by `stmatrix` (where every warp holds
+/// tiles of its own: one warp here), of 4 matrices and, at 16 × 8, of 2, agreeing with
+/// the interpreter.
+#[test]
+fn staged_epilogues_go_by_stmatrix_on_hopper() {
+    use tritium_fuzz::Target;
+    let config = GenConfig::default();
+    let (mut run, mut by_stmatrix, mut x2) = (0, 0, 0);
+    for seed in 0..SEEDS * 8 {
+        let case = generate(seed, &config);
+        let f = &case.function;
+        let defs = f.defs();
+        let mut shape = None;
+        f.walk(&mut |i| {
+            if let Op::Store { value, .. } = &i.op {
+                if let Some(Op::Cast(x)) = defs.get(value).map(|d| &d.op) {
+                    let from_dot =
+                        std::iter::successors(Some(*x), |v| match defs.get(v).map(|d| &d.op) {
+                            Some(Op::Unary(_, y)) | Some(Op::Binary(_, y, _)) => Some(*y),
+                            _ => None,
+                        })
+                        .any(|v| matches!(defs.get(&v).map(|d| &d.op), Some(Op::Dot { .. })));
+                    if from_dot && f.ty(*value).dtype().is_some_and(|d| d.size_bytes() == 2) {
+                        shape = Some(f.ty(*value).shape.clone());
+                    }
+                }
+            }
+        });
+        let Some(shape) = shape else { continue };
+        if case.num_warps != 1 || !runs_without_checks(&case) {
+            continue;
+        }
+        run += 1;
+        let matrices = stats_of_agreeing(seed, &case, &[Target::HopperEmulator]).stmatrix_matrices;
+        by_stmatrix += usize::from(matrices > 0);
+        x2 += usize::from(matrices > 0 && shape == [16, 8]);
+        if by_stmatrix >= 3 && x2 >= 1 {
+            break;
+        }
+    }
+    assert!(
+        by_stmatrix >= 3 && x2 >= 1,
+        "of {run} on one warp: {by_stmatrix} by stmatrix, {x2} of 16 × 8"
+    );
+}
+
 /// Transposes of loaded descriptor blocks feeding a `dot` (attention's `kᵀ` as
 /// `desc_k.load(..).T`), 16-bit and fp8, are generated, and their code, which loads the
 /// transposed block (`dsl::ir::sink_transposes`: by TMA on Hopper, by `cp.async` on

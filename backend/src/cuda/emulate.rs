@@ -27,8 +27,8 @@
 use super::codegen::{
     self, wavefronts, EMU_BARRIER, EMU_COMMIT, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID,
     EMU_LDMATRIX, EMU_MBARRIER, EMU_MMA, EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE,
-    EMU_TID, EMU_TMA, EMU_TMA_STORE, EMU_WGMMA, EMU_WGMMA_COMMIT, EMU_WGMMA_WAIT, EMU_WORDS,
-    MBARRIER_ARRIVE_EXPECT_TX, MBARRIER_INIT, MBARRIER_INVAL,
+    EMU_STMATRIX, EMU_TID, EMU_TMA, EMU_TMA_STORE, EMU_WGMMA, EMU_WGMMA_COMMIT, EMU_WGMMA_WAIT,
+    EMU_WORDS, MBARRIER_ARRIVE_EXPECT_TX, MBARRIER_INIT, MBARRIER_INVAL,
 };
 use super::emulate_tma::Barriers;
 use super::emulate_wgmma::{Issue, WgmmaQueue};
@@ -85,11 +85,12 @@ struct EmuState {
     /// Each thread's yielder (set when its coroutine starts): a barrier suspends it.
     yielders: Vec<Cell<*const Yielder<(), ()>>>,
     lanes: Vec<AtomicU32>,
-    /// Six `mma` fragment words per thread (four of `a`, two of `b`).
+    /// Six `mma` fragment words per thread (four of `a`, two of `b`; a `stmatrix`'s four).
     fragments: Vec<AtomicU32>,
-    /// Each thread's row address of an `ldmatrix`.
+    /// Each thread's row address of an `ldmatrix` or `stmatrix`.
     rows: Vec<AtomicU64>,
-    /// `ldmatrix` row addresses that were not 16-byte aligned (a code-generation bug).
+    /// `ldmatrix` and `stmatrix` row addresses that were not 16-byte aligned, or (a
+    /// `stmatrix`'s) outside shared memory: a code-generation bug.
     misaligned: AtomicU32,
     /// Each thread's `cp.async` copies in flight.
     copies: Vec<std::cell::RefCell<AsyncCopies>>,
@@ -127,6 +128,17 @@ struct AsyncCopies {
 const IN_FLIGHT: u8 = 0xff;
 
 impl EmuState {
+    /// The shared-memory wavefronts of a warp's `ldmatrix` or `stmatrix` of `matrices`
+    /// (its lanes' row addresses published): one per matrix of 8 rows of 16 bytes without
+    /// bank conflicts.
+    fn matrix_wavefronts(&self, warp: usize, matrices: usize) -> u64 {
+        let row_of = |m: usize, r: usize| self.rows[warp + 8 * m + r].load(Ordering::SeqCst) & !15;
+        let fronts: usize = (0..matrices)
+            .map(|m| wavefronts((0..8).map(|r| (row_of(m, r) as usize, 16))))
+            .sum();
+        fronts as u64
+    }
+
     /// Counts the shared-memory wavefronts of the `cp.async` stores issued since the last
     /// barrier: the `k`-th copy of every lane of a warp is one warp instruction.
     fn count_copies(&self) {
@@ -422,6 +434,10 @@ pub struct SharedMemoryStats {
     pub ldmatrix_matrices: u64,
     /// Their shared-memory wavefronts: one per matrix without bank conflicts.
     pub ldmatrix_wavefronts: u64,
+    /// 8×8 matrices written by `stmatrix`.
+    pub stmatrix_matrices: u64,
+    /// Their shared-memory wavefronts: one per matrix without bank conflicts.
+    pub stmatrix_wavefronts: u64,
     /// Bytes written to shared memory by `cp.async`.
     pub cp_async_bytes: u64,
     /// Their shared-memory wavefronts (one warp instruction at a time): one per 128 bytes
@@ -440,6 +456,8 @@ thread_local! {
         Cell::new(SharedMemoryStats {
             ldmatrix_matrices: 0,
             ldmatrix_wavefronts: 0,
+            stmatrix_matrices: 0,
+            stmatrix_wavefronts: 0,
             cp_async_bytes: 0,
             cp_async_wavefronts: 0,
             wgmma: 0,
@@ -491,13 +509,59 @@ extern "C" fn emu_ldmatrix(
         *word = u32::from(lo) | (u32::from(hi) << 16);
     }
     if lane == 0 {
-        let fronts: usize = (0..matrices)
-            .map(|m| wavefronts((0..8).map(|r| (row_of(m, r) as usize, 16))))
-            .sum();
+        let fronts = s.matrix_wavefronts(warp, matrices);
         SHARED_STATS.with(|st| {
             let mut v = st.get();
             v.ldmatrix_matrices += matrices as u64;
-            v.ldmatrix_wavefronts += fronts as u64;
+            v.ldmatrix_wavefronts += fronts;
+            st.set(v);
+        });
+    }
+    s.barrier();
+}
+
+/// `stmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16` for one warp (`matrices` of them):
+/// each lane publishes its row address and its words, then writes the row it gave the
+/// address of from the words of the four lanes that hold it (see `codegen/ldmatrix.rs`).
+/// Lane 0 counts the warp's wavefronts as `emu_ldmatrix` does.
+extern "C" fn emu_stmatrix(
+    state: *const EmuState,
+    tid: u32,
+    row: *mut u8,
+    matrices: u32,
+    words: *const u32,
+) {
+    let matrices = matrices as usize;
+    // SAFETY: as `emu_barrier`; `words` holds 4 words (generated code).
+    let (s, words) = unsafe { (&*state, std::slice::from_raw_parts(words, 4)) };
+    let tid = tid as usize;
+    let (warp, lane) = (tid & !31, tid % 32);
+    if lane < 8 * matrices && !(row as usize).is_multiple_of(16) {
+        s.misaligned.fetch_add(1, Ordering::Relaxed);
+    }
+    s.rows[tid].store(row as u64, Ordering::SeqCst);
+    for (i, w) in words.iter().enumerate().take(matrices) {
+        s.fragments[tid * 6 + i].store(*w, Ordering::SeqCst);
+    }
+    s.barrier();
+    let addr = (row as usize) & !15;
+    let (base, bytes) = s.shared;
+    if lane < 8 * matrices && !(base <= addr && addr + 16 <= base + bytes) {
+        s.misaligned.fetch_add(1, Ordering::Relaxed);
+    } else if lane < 8 * matrices {
+        let (m, r) = (lane / 8, lane % 8);
+        for q in 0..4 {
+            let w = s.fragments[(warp + 4 * r + q) * 6 + m].load(Ordering::SeqCst);
+            // SAFETY: 16 bytes of this CTA's shared memory (checked above).
+            unsafe { (addr as *mut u32).add(q).write(w) };
+        }
+    }
+    if lane == 0 {
+        let fronts = s.matrix_wavefronts(warp, matrices);
+        SHARED_STATS.with(|st| {
+            let mut v = st.get();
+            v.stmatrix_matrices += matrices as u64;
+            v.stmatrix_wavefronts += fronts;
             st.set(v);
         });
     }
@@ -870,6 +934,7 @@ impl EmulatedKernel {
                     words[EMU_STATE as usize] = state_addr as u64;
                     words[EMU_MMA as usize] = emu_mma as *const () as usize as u64;
                     words[EMU_LDMATRIX as usize] = emu_ldmatrix as *const () as usize as u64;
+                    words[EMU_STMATRIX as usize] = emu_stmatrix as *const () as usize as u64;
                     words[EMU_CP_ASYNC as usize] = emu_cp_async as *const () as usize as u64;
                     words[EMU_CP_ASYNC_GROUP as usize] =
                         emu_cp_async_group as *const () as usize as u64;
@@ -919,7 +984,7 @@ impl EmulatedKernel {
         }
         if state.misaligned.load(Ordering::Relaxed) > 0 {
             return Err(Error::Device(format!(
-                "emulator: {}: an `ldmatrix` row address is not 16-byte aligned (a bug of the CUDA code generator)",
+                "emulator: {}: an `ldmatrix` or `stmatrix` row address is not a 16-byte aligned row of shared memory (a bug of the CUDA code generator)",
                 self.function.name
             )));
         }

@@ -5,7 +5,7 @@
 use super::Emit;
 use crate::llvm::Result;
 use inkwell::types::BasicTypeEnum;
-use inkwell::values::{BasicValueEnum, FloatValue};
+use inkwell::values::{BasicValueEnum, FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{DType, Elem};
 
@@ -167,17 +167,28 @@ impl<'ctx> Emit<'_, 'ctx> {
         v: FloatValue<'ctx>,
         h: BasicValueEnum<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
-        let (b, i32t) = (self.b, self.ctx.i32_type());
-        let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();
-        let sign = b.build_right_shift(bits, i32t.const_int(16, false), false, "")?;
-        let sign = b.build_and(sign, i32t.const_int(0x8000, false), "")?;
-        let payload = b.build_right_shift(bits, i32t.const_int(13, false), false, "")?;
-        let payload = b.build_and(payload, i32t.const_int(0x3ff, false), "")?;
-        let nan = b.build_or(sign, payload, "")?;
-        let nan = b.build_or(nan, i32t.const_int(0x7e00, false), "")?;
+        let b = self.b;
+        let nan = self.half_nan_bits(v, DType::F16)?;
         let nan = b.build_int_truncate(nan, self.ctx.i16_type(), "")?;
         let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
         Ok(b.build_select(is_nan, nan, h.into_int_value(), "")?)
+    }
+
+    /// The f16 or bf16 NaN (`d`) that keeps the sign and top payload bits of the f32 NaN
+    /// `v`, quiet, in the low 16 bits of an i32.
+    pub(crate) fn half_nan_bits(&self, v: FloatValue<'ctx>, d: DType) -> Result<IntValue<'ctx>> {
+        let (b, i32t) = (self.b, self.ctx.i32_type());
+        let c = |x: u64| i32t.const_int(x, false);
+        let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();
+        let top = b.build_right_shift(bits, c(16), false, "")?;
+        if d == DType::BF16 {
+            return Ok(b.build_or(top, c(0x40), "")?);
+        }
+        let sign = b.build_and(top, c(0x8000), "")?;
+        let payload = b.build_right_shift(bits, c(13), false, "")?;
+        let payload = b.build_and(payload, c(0x3ff), "")?;
+        let nan = b.build_or(sign, payload, "")?;
+        Ok(b.build_or(nan, c(0x7e00), "")?)
     }
 
     /// `f`, the f32 of the f16 bits `h`, or for a NaN `h` its sign and payload shifted into
@@ -228,10 +239,8 @@ impl<'ctx> Emit<'_, 'ctx> {
         v: FloatValue<'ctx>,
         h: inkwell::values::IntValue<'ctx>,
     ) -> Result<inkwell::values::IntValue<'ctx>> {
-        let (b, i32t) = (self.b, self.ctx.i32_type());
-        let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();
-        let nan = b.build_right_shift(bits, i32t.const_int(16, false), false, "")?;
-        let nan = b.build_or(nan, i32t.const_int(0x40, false), "")?;
+        let b = self.b;
+        let nan = self.half_nan_bits(v, DType::BF16)?;
         let nan = b.build_int_truncate(nan, self.ctx.i16_type(), "")?;
         let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
         Ok(b.build_select(is_nan, nan, h, "")?.into_int_value())

@@ -15,12 +15,13 @@
 //! 16-byte aligned and under one mask value.
 
 use super::fragments::HeldSite;
+use super::fragments::MmaTiling;
 use super::held::{FragLayout, Held};
 use super::swizzle::{Swizzled, CHUNK_BYTES};
 use super::Gen;
 use super::V;
 use crate::llvm::Result;
-use inkwell::values::{BasicValue, BasicValueEnum, IntValue};
+use inkwell::values::{BasicValue, BasicValueEnum, FloatValue, IntValue, PointerValue};
 use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{CacheHints, DType, Elem, Op, Value};
 
@@ -179,7 +180,18 @@ impl<'ctx> Gen<'ctx, '_> {
         d: DType,
     ) -> Result<()> {
         let sites = self.held_sites(Held::Frag(l))?;
-        if !matches!(d, DType::F16 | DType::BF16) {
+        let rounded = matches!(d, DType::F16 | DType::BF16);
+        let regs = match self.defs.get(&value).map(|i| &i.op) {
+            Some(Op::Cast(src)) if rounded => match (self.ty(*src).dtype(), self.vals.get(src)) {
+                (Some(DType::F32), Some(V::Frag(ls, r))) if *ls == l => r.clone(),
+                _ => regs.to_vec(),
+            },
+            _ => regs.to_vec(),
+        };
+        if self.stmatrix_applies(l) {
+            return self.stage_by_stmatrix(tile, l, &sites, &regs, d);
+        }
+        if !rounded {
             for (site, xs) in sites.iter().step_by(2).zip(regs.chunks(2)) {
                 let word = self.pack_exact(xs, d)?;
                 let at = self.swizzled_element(tile, site.row, site.col)?;
@@ -190,13 +202,6 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             return Ok(());
         }
-        let regs = match self.defs.get(&value).map(|i| &i.op) {
-            Some(Op::Cast(src)) => match (self.ty(*src).dtype(), self.vals.get(src)) {
-                (Some(DType::F32), Some(V::Frag(ls, r))) if *ls == l => r.clone(),
-                _ => regs.to_vec(),
-            },
-            _ => regs.to_vec(),
-        };
         for (site, xs) in sites.iter().step_by(2).zip(regs.chunks(2)) {
             let nan = self.any_nan(xs)?;
             let at = self.swizzled_element(tile, site.row, site.col)?;
@@ -215,18 +220,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 // unlike the other path's, which LLVM cannot sink into one store of a
                 // selected word, computing both paths for every pair).
                 &mut |g| {
-                    let word = g.pack_rounded(xs, d)?;
-                    let halves = [
-                        g.nan_kept(xs[0], word, 0, d)?,
-                        g.nan_kept(xs[1], word, 1, d)?,
-                    ];
-                    g.when(Some(site.writes), &mut |g| {
-                        for (i, h) in halves.iter().enumerate() {
-                            let at = g.b.build_int_add(at, g.i32c(2 * i as u64), "")?;
-                            g.b.build_store(g.shared_byte(at)?, *h)?;
-                        }
-                        Ok(())
-                    })?;
+                    g.when(Some(site.writes), &mut |g| g.store_nan_kept(pair, xs, d))?;
                     Ok(vec![])
                 },
             )?;
@@ -234,25 +228,118 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// Half `i` of `word`, `x` rounded to `d` by the hardware, or where `x` is a NaN, its
-    /// bits as `to_storage` gives them (sign and top payload bits kept).
-    fn nan_kept(
+    /// Whether the pairs of a value held as `l` go to shared memory by `stmatrix`: on
+    /// Hopper, where every warp holds tiles of its own (a grid: no lane's registers are
+    /// discarded, and the whole warp takes part in each store).
+    fn stmatrix_applies(&self, l: FragLayout) -> bool {
+        self.wgmma && matches!(self.mma_tiling(l), MmaTiling::Grid { .. })
+    }
+
+    /// [`Self::stage_pairs`] by `stmatrix.x4` (Triton's STSM): a round's 16 × 8 tile is two
+    /// 8 × 8 matrices (its rows `0..8` from registers 0 and 1, `8..16` from 2 and 3), so
+    /// two rounds are one store, lane `l` giving the row `l % 8` of matrix `l / 8`. A lane
+    /// whose pairs of a store hold a NaN then rewrites their halves as `to_storage` gives
+    /// them (the hardware's conversion gave a canonical NaN), after a warp barrier that
+    /// orders its writes after the collective's; store by store, so that each store's
+    /// registers die with it.
+    fn stage_by_stmatrix(
+        &mut self,
+        tile: &Swizzled,
+        l: FragLayout,
+        sites: &[HeldSite<'ctx>],
+        regs: &[BasicValueEnum<'ctx>],
+        d: DType,
+    ) -> Result<()> {
+        let b = self.b;
+        let rounded = matches!(d, DType::F16 | DType::BF16);
+        let (lane, _) = self.lane_and_warp()?;
+        let upper = b.build_int_compare(
+            IntPredicate::NE,
+            b.build_and(lane, self.i32c(16), "")?,
+            self.i32c(0),
+            "",
+        )?;
+        // Matrix `lane / 8`'s row `lane % 8`: rows 8 below in odd matrices.
+        let row_in = b.build_and(lane, self.i32c(15), "")?;
+        let rounds = self.mma_rounds(l);
+        for r0 in (0..rounds).step_by(2) {
+            let first = self.frag_site(l, r0)?;
+            let (tm, tn, count) = match r0 + 1 < rounds {
+                true => {
+                    let second = self.frag_site(l, r0 + 1)?;
+                    let pick = |x: IntValue<'ctx>, y: IntValue<'ctx>| -> Result<IntValue<'ctx>> {
+                        Ok(b.build_select(upper, y, x, "")?.into_int_value())
+                    };
+                    (pick(first.tm, second.tm)?, pick(first.tn, second.tn)?, 4)
+                }
+                false => (first.tm, first.tn, 2),
+            };
+            let row = b.build_int_add(b.build_int_mul(tm, self.i32c(16), "")?, row_in, "")?;
+            let col = b.build_int_mul(tn, self.i32c(8), "")?;
+            let at = self.swizzled_element(tile, row, col)?;
+            let regs = &regs[4 * r0..4 * r0 + 2 * count];
+            let words = (regs.chunks(2))
+                .map(|xs| match rounded {
+                    true => self.pack_rounded(xs, d),
+                    false => self.pack_exact(xs, d),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            self.stmatrix(at, &words)?;
+            if !rounded {
+                continue;
+            }
+            self.warp_sync()?;
+            let nan = self.any_nan(regs)?;
+            let sites = &sites[4 * r0..4 * r0 + 2 * count];
+            self.when(Some(nan), &mut |g| {
+                for (site, xs) in sites.iter().step_by(2).zip(regs.chunks(2)) {
+                    let at = g.swizzled_element(tile, site.row, site.col)?;
+                    let pair = g.shared_byte(at)?;
+                    let nan = g.any_nan(xs)?;
+                    g.when(Some(nan), &mut |g| g.store_nan_kept(pair, xs, d))?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Stores the pair `xs` (f32, at least one a NaN) rounded to `d` at `pair`: the paired
+    /// conversion's word with each NaN's half as `to_storage` gives it (sign and top
+    /// payload bits kept), in 32-bit operations (taken apart in halves, ptxas would put
+    /// every pair's word together again, and LLVM's own conversions would be hoisted out
+    /// of the NaN blocks).
+    fn store_nan_kept(
+        &mut self,
+        pair: PointerValue<'ctx>,
+        xs: &[BasicValueEnum<'ctx>],
+        d: DType,
+    ) -> Result<()> {
+        let b = self.b;
+        let mut word = self.pack_rounded(xs, d)?;
+        for (i, x) in (0u64..).zip(xs) {
+            let x = x.into_float_value();
+            let nan = self.emit().half_nan_bits(x, d)?;
+            word = self.half_if_nan(word, i, x, nan)?;
+        }
+        b.build_store(pair, word)?;
+        Ok(())
+    }
+
+    /// `word` with its half `i` (0: low) replaced by the 16 bits `half` where `x` is a NaN.
+    fn half_if_nan(
         &self,
-        x: BasicValueEnum<'ctx>,
         word: IntValue<'ctx>,
         i: u64,
-        d: DType,
-    ) -> Result<BasicValueEnum<'ctx>> {
-        let (b, i16t) = (self.b, self.ctx.i16_type());
-        let half = b.build_right_shift(word, self.i32c(16 * i), false, "")?;
-        let half = b.build_int_truncate(half, i16t, "")?;
-        if d == DType::F16 {
-            return self.emit().f16_nan_kept(x.into_float_value(), half.into());
-        }
-        Ok(self
-            .emit()
-            .bf16_nan_kept(x.into_float_value(), half)?
-            .into())
+        x: FloatValue<'ctx>,
+        half: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let b = self.b;
+        let half = b.build_left_shift(half, self.i32c(16 * i), "")?;
+        let kept = b.build_and(word, self.i32c(!(0xffff << (16 * i)) & 0xffff_ffff), "")?;
+        let fixed = b.build_or(kept, half, "")?;
+        let is_nan = b.build_float_compare(FloatPredicate::UNO, x, x, "")?;
+        Ok(b.build_select(is_nan, fixed, word, "")?.into_int_value())
     }
 
     /// Whether any of the f32 values `xs` is a NaN.
@@ -281,15 +368,20 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(b.build_or(bits(xs[0])?, hi, "")?)
     }
 
-    /// Two f32 values (no NaN) rounded to `d` (f16 or bf16) as one word, low first.
+    /// Two f32 values rounded to `d` (f16 or bf16) as one word, low first, a NaN as the
+    /// canonical `0x7fff` (the callers keep NaN payloads).
     /// On the GPU one `cvt.rn.{f16,bf16}x2.f32` in inline PTX: as LLVM's own conversion
     /// it would be shared with the NaN path's element conversions and hoisted above its
     /// test, every pair's halves then live at once (ptxas spilled). The emulator rounds
-    /// as `to_storage` does, the same for pairs without a NaN.
+    /// as `to_storage` does and, as the hardware, gives a NaN the canonical `0x7fff`.
     fn pack_rounded(&self, xs: &[BasicValueEnum<'ctx>], d: DType) -> Result<IntValue<'ctx>> {
         let (b, i32t) = (self.b, self.ctx.i32_type());
         if self.emu.is_some() {
-            return self.pack_exact(xs, d);
+            let mut word = self.pack_exact(xs, d)?;
+            for (i, x) in (0u64..).zip(xs) {
+                word = self.half_if_nan(word, i, x.into_float_value(), self.i32c(0x7fff))?;
+            }
+            return Ok(word);
         }
         let f32t = self.ctx.f32_type();
         let fn_ty = i32t.fn_type(&[f32t.into(), f32t.into()], false);

@@ -2,13 +2,15 @@
 //! into `mma` fragment registers, each lane giving the address of one matrix row (lanes
 //! `8j..8j+8` the rows of matrix `j`) and receiving one 32-bit word per matrix: row
 //! `lane / 4`, columns `2 (lane % 4)` and the next (or, `.trans`, column `lane / 4` of rows
-//! `2 (lane % 4)` and the next). In the emulator the same instruction is a collective of
-//! the CTA's threads in `cuda/emulate.rs`, which also counts its shared-memory wavefronts.
-//! Offsets into shared memory are the swizzled layout's (`swizzle.rs`).
+//! `2 (lane % 4)` and the next). `stmatrix` (sm_90) is its inverse: the same addresses and
+//! words, written. In the emulator each is a collective of the CTA's threads in
+//! `cuda/emulate.rs`, which also counts its shared-memory wavefronts. Offsets into shared
+//! memory are the swizzled layout's (`swizzle.rs`).
 
-use super::sync::EMU_LDMATRIX;
+use super::sync::{EMU_LDMATRIX, EMU_STMATRIX};
 use super::Gen;
 use crate::llvm::Result;
+use inkwell::types::BasicType;
 use inkwell::values::{BasicValueEnum, IntValue};
 use inkwell::AddressSpace;
 
@@ -83,5 +85,38 @@ impl<'ctx> Gen<'ctx, '_> {
                 Ok(self.b.build_load(i32t, p, "")?.into_int_value())
             })
             .collect()
+    }
+
+    /// `stmatrix.sync.aligned.m8n8.x{1,2,4}.shared.b16` with this lane's row of matrix
+    /// `lane / 8` at byte `byte` of shared memory (16-byte aligned; lanes past the
+    /// matrices give any): `words[j]` is this lane's pair of matrix `j` (row `lane / 4`,
+    /// columns `2 (lane % 4)` and the next). Every lane of the warp takes part.
+    pub(super) fn stmatrix(&self, byte: IntValue<'ctx>, words: &[IntValue<'ctx>]) -> Result<()> {
+        let row = self.shared_byte(byte)?;
+        let n = words.len();
+        debug_assert!(matches!(n, 1 | 2 | 4), "stmatrix stores 1, 2 or 4 matrices");
+        if self.emu.is_some() {
+            let i32t = self.ctx.i32_type();
+            let out = self.entry_alloca(i32t.array_type(4).as_basic_type_enum())?;
+            for (i, w) in (0u64..).zip(words) {
+                // SAFETY (of the generated code): within the 4-word array above.
+                let p = unsafe { self.b.build_gep(i32t, out, &[self.i32c(i)], "") }?;
+                self.b.build_store(p, *w)?;
+            }
+            let count = self.i32c(n as u64);
+            self.emulator_hook(EMU_STMATRIX, &[row.into(), count.into(), out.into()], None)?;
+            return Ok(());
+        }
+        let addr = self.b.build_ptr_to_int(row, self.ctx.i64_type(), "")?;
+        let list: Vec<String> = (1..=n).map(|i| format!("${i}")).collect();
+        let asm = format!(
+            "stmatrix.sync.aligned.m8n8.x{n}.shared.b16 [$0], {{{}}};",
+            list.join(", ")
+        );
+        let args: Vec<BasicValueEnum<'ctx>> = std::iter::once(addr.into())
+            .chain(words.iter().map(|w| (*w).into()))
+            .collect();
+        self.asm_call(&asm, &args, false)?;
+        Ok(())
     }
 }

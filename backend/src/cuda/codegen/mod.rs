@@ -18,6 +18,7 @@
 //! `sync.rs`. Control flow is uniform: every branch condition is a scalar, which all
 //! threads hold equally, so barriers inside loops and `if`s are reached by every thread.
 
+mod asm;
 mod async_copy;
 mod cache;
 mod control;
@@ -47,8 +48,8 @@ pub(crate) use async_copy::EMU_COMMIT;
 pub(crate) use swizzle::wavefronts;
 pub(crate) use sync::{
     EMU_BARRIER, EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP, EMU_CTAID, EMU_LDMATRIX, EMU_MBARRIER, EMU_MMA,
-    EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_TID, EMU_TMA, EMU_TMA_STORE,
-    EMU_WGMMA, EMU_WGMMA_WAIT, EMU_WORDS,
+    EMU_NCTAID, EMU_PRINT, EMU_SHARED, EMU_SHUFFLE, EMU_STATE, EMU_STMATRIX, EMU_TID, EMU_TMA,
+    EMU_TMA_STORE, EMU_WGMMA, EMU_WGMMA_WAIT, EMU_WORDS,
 };
 pub(crate) use tma::{MBARRIER_ARRIVE_EXPECT_TX, MBARRIER_INIT, MBARRIER_INVAL};
 pub(crate) use wgmma::{descriptor_element, EMU_WGMMA_COMMIT};

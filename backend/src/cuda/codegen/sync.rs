@@ -38,8 +38,10 @@ pub(crate) const EMU_WGMMA_WAIT: u64 = 17;
 pub(crate) const EMU_MBARRIER: u64 = 18;
 pub(crate) const EMU_TMA: u64 = 19;
 pub(crate) const EMU_TMA_STORE: u64 = 20;
+/// `stmatrix` (see `ldmatrix.rs`).
+pub(crate) const EMU_STMATRIX: u64 = 21;
 /// The number of words.
-pub(crate) const EMU_WORDS: usize = 21;
+pub(crate) const EMU_WORDS: usize = 22;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `%tid.x`, `%ctaid.y`, `%nctaid.z`, … as an i32.
@@ -78,6 +80,21 @@ impl<'ctx> Gen<'ctx, '_> {
             .expect("LLVM 19 has llvm.nvvm.barrier0");
         let decl = i.get_declaration(self.module, &[]).expect("declaration");
         self.b.build_call(decl, &[], "")?;
+        Ok(())
+    }
+
+    /// `bar.warp.sync` of the whole warp: orders the lanes' shared-memory accesses before
+    /// it (a warp collective's included) before those after. The emulator's collectives
+    /// end with a barrier of their own.
+    pub(super) fn warp_sync(&self) -> Result<()> {
+        if self.emu.is_some() {
+            return Ok(());
+        }
+        let i = inkwell::intrinsics::Intrinsic::find("llvm.nvvm.bar.warp.sync")
+            .expect("LLVM 19 has llvm.nvvm.bar.warp.sync");
+        let decl = i.get_declaration(self.module, &[]).expect("declaration");
+        self.b
+            .build_call(decl, &[self.i32c(u32::MAX as u64).into()], "")?;
         Ok(())
     }
 

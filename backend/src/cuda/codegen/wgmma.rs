@@ -404,22 +404,6 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// An asm statement with side effects and no operands.
-    pub(super) fn asm_statement(&self, asm: &str) -> Result<()> {
-        let fn_ty = self.ctx.void_type().fn_type(&[], false);
-        let f = self.ctx.create_inline_asm(
-            fn_ty,
-            asm.to_string(),
-            "~{memory}".to_string(),
-            true,
-            false,
-            None,
-            false,
-        );
-        self.b.build_indirect_call(fn_ty, f, &[], "")?;
-        Ok(())
-    }
-
     /// An asm statement with side effects returning `count` floats (the outputs) from
     /// `args`.
     fn tied_asm(
