@@ -334,10 +334,26 @@ fn staged_products_and_a_sum(
 }
 
 /// Its partials once landed on a pipeline's stage buffers with their copies in flight (a
-/// race on a GPU, which the emulator now reports: a store to a `cp.async` destination
-/// before the copy lands): such a loop is not pipelined.
+/// race on a GPU, which the emulator reports: a store to a `cp.async` destination before
+/// the copy lands), and then such a loop was not pipelined. Now they take scratch above
+/// the stages (`scratch_floor`): the loop is pipelined (4 stages: `wait_group 1` on
+/// sm_80, `2` on sm_90a) and its results the interpreter's.
 #[test]
 fn a_cross_warp_sum_in_a_k_loop_races_with_no_copy() {
+    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
+    use tritium::dsl::trace::Specialization;
+    let f = staged_products_and_a_sum::trace(&Specialization::default(), 32).unwrap();
+    for (sm, in_flight) in [(80, 1), (90, 2)] {
+        let options = CudaCompileOptions {
+            sm,
+            num_warps: 4,
+            num_stages: 4,
+            ..Default::default()
+        };
+        let text = compile_ptx(&f, "k", &options).unwrap().text;
+        let wait = format!("cp.async.wait_group {in_flight};");
+        assert!(text.contains(&wait), "sm {sm}: no `{wait}`:\n{text}");
+    }
     let n = 32;
     let a = random_f16(4 * n * n, 75);
     let b = random_f16(n * n, 76);

@@ -442,6 +442,57 @@ fn k_loops_open_some_programs() {
     );
 }
 
+/// K loops that also sum a loaded line to a scalar at each iteration (`k_loop`) are
+/// generated and, over several warps (a reduction across warps through scratch, above a
+/// pipelined loop's stages: `scratch_floor`), agree with the interpreter on both emulated
+/// GPUs, some of them pipelined (16-bit tensor-core tiles: `cp.async` waits that leave
+/// later iterations' copies in flight).
+#[test]
+fn k_loops_summing_to_a_scalar_agree_on_gpus() {
+    use tritium_fuzz::Target;
+    // A loop whose body has a `dot` and a sum of a loaded line to a scalar.
+    fn sums_beside_a_dot(f: &tritium_dsl::ir::Function, b: &Block) -> bool {
+        let defs = f.defs();
+        b.insts.iter().any(|i| match &i.op {
+            Op::For { body, .. } => {
+                let dot = body.insts.iter().any(|i| matches!(i.op, Op::Dot { .. }));
+                let sum = (body.insts.iter()).any(|i| match &i.op {
+                    Op::Reduce { x, .. } => {
+                        f.ty(i.results[0]).is_scalar()
+                            && matches!(defs.get(x).map(|d| &d.op), Some(Op::Load { .. }))
+                    }
+                    _ => false,
+                });
+                (dot && sum) || sums_beside_a_dot(f, body)
+            }
+            _ => false,
+        })
+    }
+    let config = GenConfig::default();
+    let (mut found, mut run, mut pipelined) = (0, 0, 0);
+    for seed in 0..SEEDS * 16 {
+        let case = generate(seed, &config);
+        if !sums_beside_a_dot(&case.function, &case.function.body) {
+            continue;
+        }
+        found += 1;
+        if case.num_warps == 1 || !runs_without_checks(&case) {
+            continue;
+        }
+        run += 1;
+        let targets = [Target::Emulator, Target::HopperEmulator];
+        let stats = stats_of_agreeing(seed, &case, &targets);
+        pipelined += usize::from(stats.cp_async_overlapped_waits > 0);
+        if run >= 6 && pipelined >= 2 {
+            break;
+        }
+    }
+    assert!(
+        found >= 6 && run >= 4 && pipelined >= 2,
+        "{found} K loops summing to a scalar, {run} run on several warps, {pipelined} pipelined"
+    );
+}
+
 /// Tensor-descriptor K loops (`descriptor_k_loop`) and stores of `dot` results through
 /// descriptors (`store_output`; now and then an elementwise op of the result, as
 /// attention's `acc / l_i[:, None]`) are generated, and Hopper's code moves their blocks by

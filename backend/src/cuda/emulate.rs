@@ -443,6 +443,8 @@ pub struct SharedMemoryStats {
     /// Their shared-memory wavefronts (one warp instruction at a time): one per 128 bytes
     /// without bank conflicts.
     pub cp_async_wavefronts: u64,
+    /// Thread 0's `cp.async.wait_group`s that left copies in flight: a pipelined loop's.
+    pub cp_async_overlapped_waits: u64,
     /// `wgmma.mma_async` instructions (one per warpgroup).
     pub wgmma: u64,
     /// Bytes written to shared memory by TMA copies.
@@ -460,6 +462,7 @@ thread_local! {
             stmatrix_wavefronts: 0,
             cp_async_bytes: 0,
             cp_async_wavefronts: 0,
+            cp_async_overlapped_waits: 0,
             wgmma: 0,
             tma_bytes: 0,
             tma_store_bytes: 0,
@@ -626,6 +629,13 @@ extern "C" fn emu_cp_async_group(state: *const EmuState, tid: u32, code: u32) {
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), *dst as *mut u8, 16) };
         false
     });
+    if tid == 0 && !q.pending.is_empty() {
+        SHARED_STATS.with(|st| {
+            let mut v = st.get();
+            v.cp_async_overlapped_waits += 1;
+            st.set(v);
+        });
+    }
 }
 
 thread_local! {

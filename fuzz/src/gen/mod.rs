@@ -1538,6 +1538,9 @@ impl Gen {
     /// through the loop as Triton's tutorial writes them (`b_ptrs += 1` at every
     /// iteration, in a dtype drawn; CUDA carries them as an offset: `dsl::ir::
     /// carry_pointer_offsets`), and now and then a tile is loaded through them after it.
+    /// Else, now and then, the loop also sums a loaded line to a scalar at each iteration
+    /// (a reduction across warps in a pipelined loop: its scratch lies above the stages,
+    /// `cuda/codegen/sync.rs::scratch_floor`), the total observed.
     fn k_loop(&mut self, input: usize) {
         let from = self.inputs[input].dtype;
         let d = match from {
@@ -1550,7 +1553,11 @@ impl Gen {
         // 16-bit operands sometimes fill tensor-core tiles: CUDA then copies them with
         // `cp.async`, and pipelines the loop where it can (`cuda/codegen/pipeline.rs`). (Not
         // 64 rows for Hopper's `wgmma`: a 64 × 256 `a` is more than one warp's registers.)
-        let mm = match matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.3) {
+        let sixteen_bits = matches!(from, DType::F16 | DType::BF16);
+        // A loop that also sums a line to a scalar (below): tensor-core tiles whenever
+        // they can be, so that CUDA pipelines it.
+        let with_sum = self.rng.chance(0.15);
+        let mm = match sixteen_bits && (with_sum || self.rng.chance(0.3)) {
             true => 16,
             false => *self.rng.pick(&[1, 2]),
         };
@@ -1605,11 +1612,49 @@ impl Gen {
         };
         // One run of lanes: no strided lines, whose observation would store before the dot.
         let load_a = |g: &mut Self| g.load_input_from(from, &[mm, k], need, true);
-        let carried = self.rng.chance(0.5);
+        let carried = !with_sum && self.rng.chance(0.5);
         let step_dtype = *self
             .rng
             .pick(&[DType::I32, DType::I64, DType::U32, DType::I16]);
         let read_after = self.rng.chance(0.3);
+        if with_sum {
+            // A line of `nn` integers whose sums stay exact in `from`, the total in `d`.
+            let bound = (crate::info::exact_int_limit(from) / nn as f64)
+                .floor()
+                .min(16.0);
+            let line_need = Need {
+                exact: true,
+                bound: from.is_float().then_some(bound),
+            };
+            let zero_total = self.int_const(d, &[], 0);
+            let carry = [(zero, acc_info), (zero_total, acc_info)];
+            let out = self.loop_carrying_all([0, 2, 1], &carry, &mut |g, rep, args| {
+                let carry = [(args[0], acc_info), (args[1], acc_info)];
+                g.loop_carrying_all([0, trips, 1], &carry, &mut |g, kb, args| {
+                    let a = load_a(g);
+                    let ptrs = b_pointers(g, kb, rep);
+                    let b = load_b(g, ptrs);
+                    let acc = g.push1(Op::Dot { a, b, acc: args[0] }, Self::tile(d, &[mm, nn]));
+                    let line = g.load_input_from(from, &[nn], line_need, true);
+                    let sum = Op::Reduce {
+                        op: ReduceOp::Sum,
+                        x: line,
+                        axis: 0,
+                    };
+                    let sum = g.push1(sum, Self::tile(from, &[]));
+                    let sum = g.cast(sum, d);
+                    vec![acc, g.binary(BinOp::Add, args[1], sum)]
+                })
+            });
+            for v in out {
+                let scope = self.visible.last_mut().expect("a scope");
+                scope.retain(|x| *x != v);
+                let visible = scope.len();
+                self.observe(v);
+                self.visible.last_mut().expect("a scope").truncate(visible);
+            }
+            return;
+        }
         let result = self.loop_carrying([0, 2, 1], (zero, acc_info), &mut |g, rep, acc| {
             if !carried {
                 return g.loop_carrying([0, trips, 1], (acc, acc_info), &mut |g, kb, acc| {

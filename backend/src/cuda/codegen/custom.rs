@@ -351,7 +351,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     ) -> Result<()> {
         let generic: BasicTypeEnum = self.ctx.ptr_type(AddressSpace::default()).into();
         // Byte offsets of each tile in shared memory: ins, outs, extra buffers.
-        let mut end = 0usize;
+        let mut end = self.scratch_floor();
         let mut place = |bytes: usize| {
             let at = end.div_ceil(16) * 16;
             end = at + bytes.max(1);

@@ -112,7 +112,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let elem = Elem::Scalar(d);
         let size = self.shared_size(elem);
         let b_offset = (m * k * size).div_ceil(16) * 16;
-        self.reserve_shared(b_offset + k * n * size);
+        self.reserve_scratch(b_offset + k * n * size);
         for (x, offset, numel) in [(*a, 0, m * k), (*b, b_offset, k * n)] {
             // Each operand's own dtype (two fp8s may differ).
             let from = self.ty(x).dtype().expect("dot takes numbers");

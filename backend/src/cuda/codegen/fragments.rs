@@ -301,7 +301,7 @@ impl<'ctx> Gen<'ctx, '_> {
     ) -> Result<Vec<BasicValueEnum<'ctx>>> {
         let ty = self.ty(v).clone();
         let numel = ty.numel();
-        self.reserve_shared(numel * self.shared_size(ty.elem));
+        self.reserve_scratch(numel * self.shared_size(ty.elem));
         let sites = self.held_sites(h)?;
         for (s, x) in sites.iter().zip(regs) {
             self.when(Some(s.writes), &mut |g| {

@@ -8,8 +8,8 @@
 //! registers: the box is copied where the load stands into a swizzled tile below the
 //! floor of the shared memory that later tiles take (`shared_floor`, raised past it for
 //! the rest of the kernel), through one `mbarrier` waited for at once (and invalidated
-//! after a barrier, its bytes above the floor). Up to the last of those loops nothing may
-//! use shared memory from byte 0, as reductions and layout conversions do. The loops'
+//! after a barrier, its bytes above the floor). What follows takes shared memory above it
+//! (scratch arrays from `scratch_floor`, later loops' tiles from the floor). The loops'
 //! `dot`s read that tile instead of a copy staged from registers at each loop.
 
 use super::swizzle::Swizzled;
@@ -29,20 +29,14 @@ impl<'ctx> Gen<'ctx, '_> {
         // Every use the `a` of a hoisted tensor-core `dot` in a later top-level loop.
         let mut uses = 0;
         let mut shape = None;
-        // Until the last of those loops, nothing writes shared memory below the floor
-        // (where the tile lies): top-level ops that use none, and loops that use none but
-        // for their `dot`s' tiles (above the floor).
-        let mut quiet_so_far = true;
         for l in &top[at + 1..] {
             if uses == self.f.uses(r) {
                 break;
             }
             let Op::For { body, .. } = &l.op else {
-                quiet_so_far &= self.inst_uses_no_shared_memory(l);
                 continue;
             };
             let quiet = self.uses_no_shared_memory(body);
-            quiet_so_far &= quiet;
             for dot in &body.insts {
                 let Op::Dot { a, b, .. } = &dot.op else {
                     continue;
@@ -57,7 +51,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 uses += 1;
             }
         }
-        let (m, k, elem) = shape.filter(|_| quiet_so_far)?;
+        let (m, k, elem) = shape?;
         let offset = self.shared_floor.next_multiple_of(self.tile_alignment());
         let tile = Swizzled::of_bytes(offset, m, k, elem);
         (uses == self.f.uses(r) && t.load.inner == 1 && self.tma_copies(r, &tile, false))

@@ -274,7 +274,7 @@ impl<'ctx> Gen<'ctx, '_> {
             };
             let cond = self.checked_conds(inst, ptr, &ptrs, vec![Some(cond)], d.size_bytes())?[0];
             let elem = Elem::Scalar(d);
-            self.reserve_shared(8);
+            self.reserve_scratch(8);
             self.when(Some(first), &mut |g| {
                 let old = g.when_value(cond, zero, &mut |g| one(g, 0))?;
                 let p = g.shared_elem(0, elem, g.i32c(0))?;

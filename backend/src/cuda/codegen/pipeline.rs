@@ -176,12 +176,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         // The stages' barriers (TMA, Hopper only: at most 64 bytes) come out of the 3 KiB
         // that `HOPPER_SHARED_BUDGET` leaves below the hardware's 227 KiB, as Triton's
         // do: a loop of three 64 KiB stages after a 32 KiB `q` still takes three.
+        let scratch = self.body_scratch(body);
         let stages = (2..=wanted).rev().find(|s| {
             let budget = match self.wgmma {
                 true => HOPPER_SHARED_BUDGET,
                 false => SHARED_BUDGET,
             };
-            self.shared_floor + s * stage_bytes <= budget
+            self.shared_floor + s * stage_bytes + scratch <= budget
         })?;
         const { assert!(MAX_STAGES * MBARRIER_BYTES <= 227 * 1024 - HOPPER_SHARED_BUDGET) };
         let tma = tma.then_some(TmaStages {
@@ -245,10 +246,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// Whether a loop body uses no shared memory but for its tensor-core `dot`s' tiles
-    /// (which may then be in flight, or kept, across its other ops): loads of slots, index
-    /// and scalar ops, ops on values held in fragments (whose operands are held alike:
-    /// `held.rs`) and tensor-core `dot`s whose accumulator and operands need no conversion
-    /// use none, and no carried value changes layout at the end of an iteration.
+    /// (which may then be in flight, or kept, across its other ops) and the few scratch
+    /// bytes of reductions to a scalar ([`Self::body_scratch`], above those tiles): loads
+    /// of slots, index and scalar ops, ops on values held in fragments (whose operands are
+    /// held alike: `held.rs`) and tensor-core `dot`s whose accumulator and operands need
+    /// no conversion use none, and no carried value changes layout at the end of an
+    /// iteration.
     pub(super) fn uses_no_shared_memory(&self, body: &Block) -> bool {
         let quiet = body
             .insts
@@ -274,13 +277,13 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             Op::Load { .. } => i.op.operands().iter().all(in_slots),
             _ => false,
         };
-        // A reduction to a scalar across warps meets its warps' partials in shared
-        // memory (`reduce.rs`, from byte 0: over the stages' tiles, whose copies may be
-        // in flight), as does one of a value held in fragments (converted to slots).
+        // A reduction to a scalar across warps meets its warps' partials in a few bytes
+        // of scratch (above a pipelined loop's stages: `scratch_floor`, counted in its
+        // budget by `body_scratch`); one of a value held in fragments is converted to
+        // slots through shared memory first.
         let reduced_through_shared = match &i.op {
             Op::Reduce { x, .. } => {
-                i.results.iter().any(|r| self.ty(*r).is_scalar())
-                    && (self.threads > 32 || !in_slots(x))
+                i.results.iter().any(|r| self.ty(*r).is_scalar()) && !in_slots(x)
             }
             _ => false,
         };
@@ -294,6 +297,23 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         || self.is_index_value(*r)
                         || self.held(*r) != Held::Slots
                 }))
+    }
+
+    /// The scratch bytes a body [`Self::uses_no_shared_memory`] accepts takes above its
+    /// tiles: its reductions to a scalar across warps'.
+    fn body_scratch(&self, body: &Block) -> usize {
+        let warps = self.threads / 32;
+        (body.insts.iter())
+            .filter_map(|i| match &i.op {
+                Op::Reduce { .. } if warps > 1 => i.results.iter().find_map(|r| {
+                    let t = self.ty(*r);
+                    (t.is_scalar())
+                        .then(|| t.dtype().map_or(0, |d| self.scalar_reduce_scratch(d).1))
+                }),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// The carried scalars of a loop that advance by a step the same at every iteration:

@@ -158,7 +158,7 @@ impl<'ctx> Gen<'ctx, '_> {
         // Every lane is done reading the spilled input: the results reuse its memory.
         self.barrier()?;
         let idx_offset = (numel * self.shared_size(elem)).div_ceil(16) * 16;
-        self.reserve_shared(idx_offset + numel * 4);
+        self.reserve_scratch(idx_offset + numel * 4);
         let first = bl.build_int_compare(IntPredicate::EQ, part, self.i32c(0), "")?;
         let writes = bl.build_and(first, has_out, "")?;
         self.when(Some(writes), &mut |g| {
@@ -190,6 +190,14 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(slots)
     }
 
+    /// A reduction to a scalar of `d` across warps: where its warps' indices start in
+    /// its scratch (after their partials), and its scratch bytes.
+    pub(super) fn scalar_reduce_scratch(&self, d: DType) -> (usize, usize) {
+        let warps = self.threads / 32;
+        let idx_offset = (warps * self.shared_size(Elem::Scalar(d))).div_ceil(16) * 16;
+        (idx_offset, idx_offset + warps * 4)
+    }
+
     fn reduce_to_scalar(
         &mut self,
         op: ReduceOp,
@@ -211,9 +219,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let warps = self.threads / 32;
         if warps > 1 {
             let elem = Elem::Scalar(d);
-            let size = self.shared_size(elem);
-            let idx_offset = (warps * size).div_ceil(16) * 16;
-            self.reserve_shared(idx_offset + warps * 4);
+            let (idx_offset, scratch) = self.scalar_reduce_scratch(d);
+            self.reserve_scratch(scratch);
             let (lane, warp) = self.lane_and_warp()?;
             let lane0 = self
                 .b

@@ -265,19 +265,42 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// Reserves `bytes` of shared memory from `offset` (16-byte aligned) for one op.
+    /// Reserves shared memory up to byte `end` (rounded up to 16 bytes).
     pub(super) fn reserve_shared(&mut self, end: usize) {
         self.shared_bytes = self.shared_bytes.max(end.div_ceil(16) * 16);
     }
 
-    /// The address of element `index` of an array of `elem` at byte `offset` of shared memory.
+    /// Where an op's scratch arrays start (16-byte aligned; [`Self::shared_elem`]'s offsets
+    /// count from here): above the tiles kept across what is being generated
+    /// (`shared_floor`) and, in a pipelined loop's body, above its stages and their
+    /// barriers, whose copies may be in flight across the whole body. Every scratch user
+    /// (reductions, scans, layout conversions, the FMA `dot`, custom ops, a scalar
+    /// atomic's broadcast) ends with a barrier, so that the next may reuse the bytes.
+    pub(super) fn scratch_floor(&self) -> usize {
+        let top = match &self.pipelined {
+            Some(p) => match &p.tma {
+                Some(t) => t.barriers + p.stages * super::tma::MBARRIER_BYTES,
+                None => self.shared_floor + p.stages * p.stage_bytes,
+            },
+            None => self.shared_floor,
+        };
+        top.next_multiple_of(16)
+    }
+
+    /// Reserves scratch bytes `0..end` (from [`Self::scratch_floor`]).
+    pub(super) fn reserve_scratch(&mut self, end: usize) {
+        self.reserve_shared(self.scratch_floor() + end);
+    }
+
+    /// The address of element `index` of a scratch array of `elem` at byte `offset` from
+    /// [`Self::scratch_floor`].
     pub(super) fn shared_elem(
         &self,
         offset: usize,
         elem: Elem,
         index: IntValue<'ctx>,
     ) -> Result<PointerValue<'ctx>> {
-        let base = self.shared_byte(self.i32c(offset as u64))?;
+        let base = self.shared_byte(self.i32c((self.scratch_floor() + offset) as u64))?;
         // SAFETY (of the generated code): `reserve_shared` covers every array we index.
         Ok(unsafe { (self.b).build_gep(self.shared_ty(elem), base, &[index], "sm") }?)
     }
@@ -342,7 +365,7 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn spill_to_shared(&mut self, x: Value, offset: usize) -> Result<()> {
         let ty: Type = self.ty(x).clone();
         let numel = ty.numel();
-        self.reserve_shared(offset + numel * self.shared_size(ty.elem));
+        self.reserve_scratch(offset + numel * self.shared_size(ty.elem));
         let slots = self.tile_slots(x, numel)?;
         for (j, s) in slots.into_iter().enumerate() {
             let ok = self.valid(numel, j)?;
