@@ -487,8 +487,10 @@ fn descriptor_matmul_on_tma_matches_the_interpreter_emulated() {
 }
 
 /// The descriptor matmul's PTX: TMA copies and `mbarrier` waits in the K loop on sm_90a
-/// (tensor maps as 64-byte aligned `grid_constant` parameters), no `cp.async`; sm_80
-/// copies the same loads with `cp.async` and takes no map.
+/// (tensor maps as 64-byte aligned `grid_constant` parameters, their addresses read back
+/// from lane 0 by `shfl.sync.idx` so that ptxas keeps them in uniform registers: taken
+/// straight from `cvta.param`, they were formed again in every trip, 16 instructions of
+/// 82), no `cp.async`; sm_80 copies the same loads with `cp.async` and takes no map.
 #[test]
 fn descriptor_matmul_ptx_copies_by_tma_on_hopper() {
     let spec = all_sixteens(6);
@@ -508,6 +510,23 @@ fn descriptor_matmul_ptx_copies_by_tma_on_hopper() {
         assert!(hopper.contains(want), "no `{want}` in\n{hopper}");
     }
     assert!(!hopper.contains("cp.async.cg.shared.global"), "{hopper}");
+    // No copy takes its map's address as `cvta.param` gives it.
+    let generic: Vec<&str> = (hopper.lines())
+        .filter_map(|l| l.trim().strip_prefix("cvta.param.u64"))
+        .filter_map(|rest| rest.split(',').next().map(str::trim))
+        .collect();
+    assert!(!generic.is_empty(), "{hopper}");
+    for l in hopper
+        .lines()
+        .filter(|l| l.contains("cp.async.bulk.tensor"))
+    {
+        for r in &generic {
+            assert!(
+                !l.contains(&format!("[{r}, ")),
+                "`{l}` takes {r} from cvta.param"
+            );
+        }
+    }
     // One instruction per operand per stage, its column blocks dealt to the warps.
     let copies = hopper.matches("shared::cluster.global.mbarrier").count();
     assert!(copies >= 2, "{copies} copies in\n{hopper}");

@@ -14,8 +14,7 @@
 //! 8 elements along the last dim starting at a multiple of 8 is consecutive in memory,
 //! 16-byte aligned and under one mask value.
 
-use super::fragments::HeldSite;
-use super::fragments::MmaTiling;
+use super::fragments::{HeldSite, MmaTiling};
 use super::held::{FragLayout, Held};
 use super::swizzle::{Swizzled, CHUNK_BYTES};
 use super::Gen;
@@ -216,9 +215,8 @@ impl<'ctx> Gen<'ctx, '_> {
                     })?;
                     Ok(vec![])
                 },
-                // A pair with a NaN: its halves fixed and stored one by one (a store
-                // unlike the other path's, which LLVM cannot sink into one store of a
-                // selected word, computing both paths for every pair).
+                // A pair with a NaN: its word fixed in this block (LLVM merges the two
+                // paths' stores into one after them; the fix stays behind the branch).
                 &mut |g| {
                     g.when(Some(site.writes), &mut |g| g.store_nan_kept(pair, xs, d))?;
                     Ok(vec![])

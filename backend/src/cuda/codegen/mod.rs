@@ -380,6 +380,7 @@ pub(crate) fn generate<'ctx>(
         let i = tma::map_param(f.params.len(), checked, j);
         let map = param(i, ptr.into())?.into_pointer_value();
         let map = b.build_ptr_to_int(map, ctx.i64_type(), "tensor_map")?;
+        let map = g.warp_uniform_u64(map)?;
         if let Some((key, load)) = accesses.get(&m.site) {
             let elem = m.dtype.size_bytes();
             g.tma.insert(

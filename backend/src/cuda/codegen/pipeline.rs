@@ -264,7 +264,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
 
     /// Whether the op `i` (no loop, no branch) uses no shared memory (see
     /// [`Self::uses_no_shared_memory`]).
-    pub(super) fn inst_uses_no_shared_memory(&self, i: &Inst) -> bool {
+    fn inst_uses_no_shared_memory(&self, i: &Inst) -> bool {
         // Operands that would go to slots (or to fragments) through shared memory.
         let in_slots = |v: &Value| self.held(*v) == Held::Slots;
         let dot_in_place = match &i.op {
@@ -300,16 +300,17 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     }
 
     /// The scratch bytes a body [`Self::uses_no_shared_memory`] accepts takes above its
-    /// tiles: its reductions to a scalar across warps'.
+    /// tiles: its reductions to a scalar across warps' (of their operand's dtype).
     fn body_scratch(&self, body: &Block) -> usize {
-        let warps = self.threads / 32;
+        if self.threads <= 32 {
+            return 0;
+        }
         (body.insts.iter())
             .filter_map(|i| match &i.op {
-                Op::Reduce { .. } if warps > 1 => i.results.iter().find_map(|r| {
-                    let t = self.ty(*r);
-                    (t.is_scalar())
-                        .then(|| t.dtype().map_or(0, |d| self.scalar_reduce_scratch(d).1))
-                }),
+                Op::Reduce { x, .. } if self.ty(i.results[0]).is_scalar() => {
+                    let d = self.ty(*x).dtype()?;
+                    Some(self.scalar_reduce_scratch(d).1)
+                }
                 _ => None,
             })
             .max()

@@ -183,15 +183,40 @@ impl<'ctx> Gen<'ctx, '_> {
         if self.emu.is_some() {
             return Ok(warp);
         }
+        self.lane_0s(warp)
+    }
+
+    /// Lane 0's `w` (an i32) by `shfl.sync.idx`: `ptxas` knows the result the same in
+    /// every lane of the warp.
+    fn lane_0s(&self, w: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
         let args = [
             self.i32c(u64::from(u32::MAX)).into(),
-            warp.into(),
+            w.into(),
             self.i32c(0).into(),
             self.i32c(0x1f).into(),
         ];
         Ok(self
             .intrinsic("llvm.nvvm.shfl.sync.idx.i32", &[], &args)?
             .into_int_value())
+    }
+
+    /// A 64-bit value the same in every lane (a tensor map's address), read back from
+    /// lane 0 by `shfl.sync.idx`, so that `ptxas` keeps it in uniform registers (as the
+    /// TMA copies take it) rather than forming it again in every loop trip.
+    pub(super) fn warp_uniform_u64(&self, v: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
+        if self.emu.is_some() {
+            return Ok(v);
+        }
+        let (b, i32t, i64t) = (self.b, self.ctx.i32_type(), self.ctx.i64_type());
+        let lo = self.lane_0s(b.build_int_truncate(v, i32t, "")?)?;
+        let hi = b.build_right_shift(v, i64t.const_int(32, false), false, "")?;
+        let hi = self.lane_0s(b.build_int_truncate(hi, i32t, "")?)?;
+        let hi = b.build_left_shift(
+            b.build_int_z_extend(hi, i64t, "")?,
+            i64t.const_int(32, false),
+            "",
+        )?;
+        Ok(b.build_or(hi, b.build_int_z_extend(lo, i64t, "")?, "")?)
     }
 
     /// `shfl.sync.bfly` of any compute value: the value of lane `lane ^ mask`.
