@@ -2078,3 +2078,56 @@ mod math_functions {
         );
     }
 }
+
+/// The row max and min of a `dot` result, `[S]` each (`out[0..S]`, `out[S..2S]`).
+#[tritium::kernel]
+fn dot_row_extremes(out: Ptr<f32>, a: Ptr<half::f16>, b: Ptr<half::f16>, #[constexpr] S: usize) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let acc = dot(load(a + at), load(b + at));
+    store(out + r, max(acc, 1));
+    store(out + S as i32 + r, min(acc, 1));
+}
+
+/// A float max or min along the rows of a `dot`'s fragments folds from each row's first
+/// register (no NaN identity, one instruction fewer per row, as Triton's tree): the same
+/// values as the interpreter's on both emulated GPUs, rows holding NaNs (all, or some)
+/// included, and no NaN constant left in the PTX.
+#[rstest]
+fn fragment_row_extremes_fold_from_the_first_register(#[values(80, 90)] sm: u32) {
+    use half::f16;
+    let s = 64;
+    // Small integers: every product and sum exact, so the rows are the interpreter's bit
+    // for bit. Row 3 of `a` holds a NaN (row 3 of the result is all NaN) and column 5 of
+    // `b` one (column 5 is NaN in every row: each row holds some NaNs).
+    let ints = |seed: usize| -> Vec<f16> {
+        (0..s * s)
+            .map(|i| f16::from_f32(((i * 7 + seed) % 5) as f32 - 2.0))
+            .collect()
+    };
+    let (mut a, mut b) = (ints(1), ints(3));
+    a[3 * s] = f16::NAN;
+    b[7 * s + 5] = f16::NAN;
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(sm),
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = vec![0f32; 2 * s];
+        dot_row_extremes::launch_with(d, 1, &opts, &mut out, &a, &b, s).unwrap();
+        out
+    };
+    let (got, want, _) = emulated_and_interpreted(run);
+    assert!(want[3].is_nan() && want[s + 3].is_nan(), "{want:?}");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(g.to_bits() == w.to_bits(), "{i}: {g} for {w}");
+    }
+    let f = dot_row_extremes::trace(&Specialization::default(), s).unwrap();
+    let text = ptx(&f, sm, 4);
+    assert!(text.contains("max.f32"), "{text}");
+    assert!(
+        !text.contains("0f7FC00000") && !text.contains("0f7FFFFFFF"),
+        "{text}"
+    );
+}

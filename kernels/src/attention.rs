@@ -126,7 +126,7 @@ fn attend<T: Float>(
         let qk = dot(qt, kt);
         let keys = (start_n + offs_n, n_ctx);
         let (m_ij, p, alpha) = softmax_block(qk, qk_scale, m_i, offs_m, keys, MASKED, CAUSAL);
-        l_i = l_i * alpha + sum(p, 1);
+        l_i = fma(l_i, alpha, sum(p, 1));
         let vt = load(v_block, boundary_check = (0,), padding_option = "zero");
         acc = dot(p.to(T::DTYPE), vt, acc * alpha[(.., None)]);
         m_i = m_ij;

@@ -77,7 +77,7 @@ pub fn attention_cached<T: Float>(
         let m_ij = maximum(m_i, max(qk, 1));
         let p = exp2(qk - m_ij[(.., None)]);
         let alpha = exp2(m_i - m_ij);
-        l_i = l_i * alpha + sum(p, 1);
+        l_i = fma(l_i, alpha, sum(p, 1));
         let vt = load(
             v_cache + kv_base + keys[(.., None)] * D as i32 + d[(None, ..)],
             mask = key_ok[(.., None)],

@@ -102,7 +102,7 @@ fn attend_blocks<T: Float>(
         // masks none).
         let keys = (start_n + offs_n, n_ctx);
         let (m_ij, p, alpha) = softmax_block(qk, qk_scale, m_i, offs_m, keys, MASKED, true);
-        l_i = l_i * alpha + sum(p, 1);
+        l_i = fma(l_i, alpha, sum(p, 1));
         let v = desc_v.load((offset_y + start_n, 0));
         acc = dot(p.to(T::DTYPE), v, acc * alpha[(.., None)]);
         m_i = m_ij;

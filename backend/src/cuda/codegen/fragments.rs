@@ -443,12 +443,23 @@ impl<'ctx> Gen<'ctx, '_> {
             true => self.held_sites(Held::Frag(l))?,
             false => Vec::new(),
         };
+        // A float max or min folds from the row's first register: from the identity (NaN,
+        // which PTX's max/min ignore, as LLVM's maxnum/minnum do) it is the same value and
+        // one instruction more per row (Triton's tree has none).
+        let from_first = d.is_float() && matches!(op, ReduceOp::Max | ReduceOp::Min);
         let mut out = Vec::with_capacity(2 * mi);
         for q in 0..2 * mi {
-            let mut acc = self.identity(op, d);
+            let at = |tn: usize, e: usize| ((q / 2) * ni + tn) * 4 + (q % 2) * 2 + e;
+            let mut acc = match from_first {
+                true => (regs[at(0, 0)], None),
+                false => self.identity(op, d),
+            };
             for tn in 0..ni {
                 for e in 0..2 {
-                    let p = ((q / 2) * ni + tn) * 4 + (q % 2) * 2 + e;
+                    let p = at(tn, e);
+                    if from_first && p == at(0, 0) {
+                        continue;
+                    }
                     let idx = arg.then(|| sites[p].col);
                     acc = self.combine(op, d, acc, (regs[p], idx))?;
                 }
