@@ -45,12 +45,18 @@ fn kernels() -> Vec<Function> {
 
 /// `f`'s PTX for `sm` on `num_warps` warps, the other options the defaults (3 stages).
 pub(crate) fn ptx(f: &Function, sm: u32, num_warps: u32) -> String {
+    ptx_staged(f, sm, num_warps, CudaCompileOptions::default().num_stages)
+}
+
+/// [`ptx`] with `num_stages` pipeline stages.
+pub(crate) fn ptx_staged(f: &Function, sm: u32, num_warps: u32, num_stages: u32) -> String {
     compile_ptx(
         f,
         "k",
         &CudaCompileOptions {
             sm,
             num_warps,
+            num_stages,
             ..Default::default()
         },
     )
@@ -286,13 +292,7 @@ fn specialized_operand_copies_need_no_tests(#[values(80, 90)] sm: u32) {
 fn operand_copies_take_predicates_and_constant_offsets(#[values(80, 90)] sm: u32) {
     let spec = tutorial_03_specialization();
     let f = matmul::matmul::trace::<half::f16, half::f16>(&spec, 128, 128, 32).unwrap();
-    let options = CudaCompileOptions {
-        sm,
-        num_warps: 4,
-        num_stages: 4,
-        ..Default::default()
-    };
-    let text = compile_ptx(&f, "k", &options).unwrap().text;
+    let text = ptx_staged(&f, sm, 4, 4);
     let copies: Vec<&str> = text
         .lines()
         .map(str::trim)

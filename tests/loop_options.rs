@@ -340,17 +340,10 @@ fn staged_products_and_a_sum(
 /// sm_80, `2` on sm_90a) and its results the interpreter's.
 #[test]
 fn a_cross_warp_sum_in_a_k_loop_races_with_no_copy() {
-    use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
     use tritium::dsl::trace::Specialization;
     let f = staged_products_and_a_sum::trace(&Specialization::default(), 32).unwrap();
     for (sm, in_flight) in [(80, 1), (90, 2)] {
-        let options = CudaCompileOptions {
-            sm,
-            num_warps: 4,
-            num_stages: 4,
-            ..Default::default()
-        };
-        let text = compile_ptx(&f, "k", &options).unwrap().text;
+        let text = crate::cuda::ptx_staged(&f, sm, 4, 4);
         let wait = format!("cp.async.wait_group {in_flight};");
         assert!(text.contains(&wait), "sm {sm}: no `{wait}`:\n{text}");
     }
