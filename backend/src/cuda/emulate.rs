@@ -157,11 +157,9 @@ impl EmuState {
             bytes += 16 * dsts.len() as u64;
             fronts += wavefronts(dsts.iter().map(|d| (*d, 16))) as u64;
         }
-        SHARED_STATS.with(|st| {
-            let mut v = st.get();
+        record_stats(|v| {
             v.cp_async_bytes += bytes;
             v.cp_async_wavefronts += fronts;
-            st.set(v);
         });
     }
 
@@ -235,10 +233,8 @@ extern "C" fn emu_tma_store(
     // SAFETY: as `emu_tma`'s map, whose tensor's elements are the launch's buffer's.
     let stored = unsafe { super::emulate_tma::store((src as usize, shared, bytes), map, coords) };
     match stored {
-        Ok(n) => SHARED_STATS.with(|st| {
-            let mut v = st.get();
+        Ok(n) => record_stats(|v| {
             v.tma_store_bytes += n;
-            st.set(v);
         }),
         Err(e) => s.tma_failed(e),
     }
@@ -386,10 +382,8 @@ extern "C" fn emu_wgmma(
         s.barrier();
     }
     if tid.is_multiple_of(128) {
-        SHARED_STATS.with(|st| {
-            let mut v = st.get();
+        record_stats(|v| {
             v.wgmma += 1;
-            st.set(v);
         });
     }
     s.wgmma[tid].borrow_mut().issue(Issue {
@@ -470,6 +464,15 @@ thread_local! {
     };
 }
 
+/// Adds to this thread's [`SharedMemoryStats`] (see [`shared_memory_stats`]).
+fn record_stats(add: impl FnOnce(&mut SharedMemoryStats)) {
+    SHARED_STATS.with(|st| {
+        let mut v = st.get();
+        add(&mut v);
+        st.set(v);
+    });
+}
+
 /// The shared-memory counters of the emulator's launches on this thread since the last
 /// call (they are reset): a test asserts on the bank conflicts of generated code.
 pub fn shared_memory_stats() -> SharedMemoryStats {
@@ -513,11 +516,9 @@ extern "C" fn emu_ldmatrix(
     }
     if lane == 0 {
         let fronts = s.matrix_wavefronts(warp, matrices);
-        SHARED_STATS.with(|st| {
-            let mut v = st.get();
+        record_stats(|v| {
             v.ldmatrix_matrices += matrices as u64;
             v.ldmatrix_wavefronts += fronts;
-            st.set(v);
         });
     }
     s.barrier();
@@ -561,11 +562,9 @@ extern "C" fn emu_stmatrix(
     }
     if lane == 0 {
         let fronts = s.matrix_wavefronts(warp, matrices);
-        SHARED_STATS.with(|st| {
-            let mut v = st.get();
+        record_stats(|v| {
             v.stmatrix_matrices += matrices as u64;
             v.stmatrix_wavefronts += fronts;
-            st.set(v);
         });
     }
     s.barrier();
@@ -630,10 +629,8 @@ extern "C" fn emu_cp_async_group(state: *const EmuState, tid: u32, code: u32) {
         false
     });
     if tid == 0 && !q.pending.is_empty() {
-        SHARED_STATS.with(|st| {
-            let mut v = st.get();
+        record_stats(|v| {
             v.cp_async_overlapped_waits += 1;
-            st.set(v);
         });
     }
 }
@@ -981,10 +978,8 @@ impl EmulatedKernel {
         outcome?;
         drop(shared);
         let tma_bytes = state.barriers.borrow().bytes;
-        SHARED_STATS.with(|st| {
-            let mut v = st.get();
+        record_stats(|v| {
             v.tma_bytes += tma_bytes;
-            st.set(v);
         });
         if let Some(e) = state.tma_error.borrow_mut().take() {
             return Err(Error::Device(format!(
