@@ -1647,11 +1647,7 @@ impl Gen {
                 })
             });
             for v in out {
-                let scope = self.visible.last_mut().expect("a scope");
-                scope.retain(|x| *x != v);
-                let visible = scope.len();
-                self.observe(v);
-                self.visible.last_mut().expect("a scope").truncate(visible);
+                self.observe_alone(v);
             }
             return;
         }
@@ -1686,13 +1682,17 @@ impl Gen {
             scope.retain(|v| *v != out[1] && *v != first);
             out[0]
         });
-        // Observed, and used by nothing else (nor what observing it made): the comparison's
-        // analysis bounds it less tightly than the info given here, and a value built on
-        // it could not be compared.
+        self.observe_alone(result);
+    }
+
+    /// Observes `v`, which then is used by nothing else (nor what observing it made): the
+    /// comparison's analysis bounds a loop's result less tightly than the info the loop
+    /// gave it, and a value built on it could not be compared.
+    fn observe_alone(&mut self, v: Value) {
         let scope = self.visible.last_mut().expect("a scope");
-        scope.retain(|v| *v != result);
+        scope.retain(|x| *x != v);
         let visible = scope.len();
-        self.observe(result);
+        self.observe(v);
         self.visible.last_mut().expect("a scope").truncate(visible);
     }
 
