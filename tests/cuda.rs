@@ -2079,6 +2079,87 @@ mod math_functions {
     }
 }
 
+/// The row and column sums of a `dot` result negated, `[S]` each (`out[0..S]`,
+/// `out[S..2S]`).
+#[tritium::kernel]
+fn dot_negated_sums(out: Ptr<f32>, a: Ptr<half::f16>, b: Ptr<half::f16>, #[constexpr] S: usize) {
+    let r = arange(0, S);
+    let at = r[(.., None)] * S as i32 + r[(None, ..)];
+    let acc = -dot(load(a + at), load(b + at));
+    store(out + r, sum(acc, 1));
+    store(out + S as i32 + r, sum(acc, 0));
+}
+
+/// A float sum along the rows of a `dot`'s fragments folds from -0, the sum's identity,
+/// which LLVM drops (no zero constant added first, as Triton's tree from the row's first
+/// register): rows of -0 sum to -0 and the rest as the interpreter's, bit for bit, on both
+/// emulated GPUs.
+#[rstest]
+fn fragment_row_sums_fold_from_negative_zero(#[values(80, 90)] sm: u32) {
+    use half::f16;
+    let s = 64;
+    // Small integers (every product and sum exact); rows 0 and 9 of `a` are zero, so rows
+    // 0 and 9 of the result are -0 (and so is column 0 of `b`'s zero column 0).
+    let mut a: Vec<f16> = (0..s * s)
+        .map(|i| f16::from_f32(((i * 7 + 1) % 5) as f32 - 2.0))
+        .collect();
+    let mut b: Vec<f16> = (0..s * s)
+        .map(|i| f16::from_f32(((i * 7 + 3) % 5) as f32 - 2.0))
+        .collect();
+    for row in [0, 9] {
+        a[row * s..][..s].fill(f16::ZERO);
+    }
+    for k in 0..s {
+        b[k * s] = f16::ZERO;
+    }
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(sm),
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = vec![7f32; 2 * s];
+        dot_negated_sums::launch_with(d, 1, &opts, &mut out, &a, &b, s).unwrap();
+        out
+    };
+    let (got, want, _) = emulated_and_interpreted(run);
+    for i in [0, 9, s] {
+        assert!(
+            want[i] == 0.0 && want[i].is_sign_negative(),
+            "{i}: {}",
+            want[i]
+        );
+    }
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(g.to_bits() == w.to_bits(), "{i}: {g} for {w}");
+    }
+    // No float sum or difference reads a register set to +0, on sm_80 (the mma's zero
+    // accumulator is one; sm_90's wgmma writes its accumulator's registers in place).
+    if sm != 80 {
+        return;
+    }
+    let f = dot_negated_sums::trace(&Specialization::default(), s).unwrap();
+    let text = ptx(&f, sm, 4);
+    let zeros: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mov.f32"))
+        .filter_map(|l| l.trim().strip_suffix(", 0f00000000;"))
+        .map(|r| r.trim().to_string())
+        .collect();
+    assert!(!zeros.is_empty(), "{text}");
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("add.rn.f32") || line.starts_with("sub.rn.f32") {
+            let reads = line.split_once(',').map_or("", |(_, r)| r);
+            let zero = zeros.iter().find(|z| {
+                reads
+                    .split([',', ';', ' '])
+                    .any(|operand| operand == z.as_str())
+            });
+            assert!(zero.is_none(), "{line} adds {zero:?} (+0)\n{text}");
+        }
+    }
+}
+
 /// The row max and min of a `dot` result, `[S]` each (`out[0..S]`, `out[S..2S]`).
 #[tritium::kernel]
 fn dot_row_extremes(out: Ptr<f32>, a: Ptr<half::f16>, b: Ptr<half::f16>, #[constexpr] S: usize) {

@@ -405,6 +405,54 @@ fn float_max_min_order_negative_zero_below_positive_zero() {
     }
 }
 
+/// Float sums of signed zeros, f32 and f16, along the last axis (the CPU keeps vector
+/// partials there), along axis 0, and of a whole line to a scalar (across warps on CUDA):
+/// a lane of -0s sums to -0 and a lane with a +0 to +0 on every device, as Triton's folds
+/// from each lane's first element give (a sum from +0 gave +0 for both).
+#[kernel]
+fn signed_zero_sums(out: Ptr<f32>, x: Ptr<f32>, h: Ptr<f16>) {
+    let rows = arange(0, 2);
+    let cols = arange(0, 32);
+    let at = rows[(.., None)] * 32 + cols[(None, ..)];
+    let t = load(x + at);
+    store(out + rows, sum(t, 1));
+    store(out + 2 + cols, sum(t, 0));
+    store(out + 34, sum(load(x + arange(0, 64)), 0));
+    store(out + 35, sum(load(x + 32 + cols), 0));
+    let th = load(h + at);
+    store(out + 36 + rows, sum(th, 1).to(DType::F32));
+    store(out + 38 + cols, sum(th, 0).to(DType::F32));
+}
+
+#[test]
+fn float_sums_of_negative_zeros_are_negative_zero() {
+    // Row 0 mixes the signs, row 1 is all -0, so columns with a +0 in row 0 sum to +0.
+    let x: Vec<f32> = (0..64)
+        .map(|i| if i < 32 && i % 3 == 1 { 0.0 } else { -0.0 })
+        .collect();
+    let h: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
+    let sum = |v: &mut dyn Iterator<Item = f32>| v.fold(-0.0f32, |s, v| s + v);
+    let mut want = vec![0f32; 70];
+    for base in [0, 36] {
+        for r in 0..2 {
+            want[base + r] = sum(&mut x[r * 32..][..32].iter().copied());
+        }
+        for c in 0..32 {
+            want[base + 2 + c] = x[c] + x[32 + c];
+        }
+    }
+    want[34] = sum(&mut x.iter().copied());
+    want[35] = sum(&mut x[32..].iter().copied());
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    let negative = want.iter().filter(|v| v.is_sign_negative()).count();
+    assert!(negative > 10 && negative < 60, "{want:?}");
+    for d in all_devices() {
+        let mut out = vec![7.0f32; 70];
+        signed_zero_sums::launch(&d, 1, &mut out, &x, &h).unwrap();
+        assert_eq!(bits(&out), bits(&want), "on {d:?}");
+    }
+}
+
 /// Attention's row maximum: `max(where(cols < n & qk >= lo, qk * s, -1e6), 1)` for
 /// `qk = a @ b`, in a scratch buffer, and a mask that varies along the row.
 #[kernel]

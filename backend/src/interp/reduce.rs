@@ -3,7 +3,9 @@
 //! - Float sums: f64 sums sequentially in f64; **f32 sums accumulate in f64** and round to
 //!   f32 once (a more accurate reference than the compiled code's reassociated f32 sum,
 //!   which tests compare within a tolerance); f16/bf16 sums accumulate in f32, in index
-//!   order, and round to the half type once at the end.
+//!   order, and round to the half type once at the end. Every float sum folds from -0,
+//!   addition's identity (`-0 + x` is `x` for every `x`, +0 included), so a lane of -0s
+//!   sums to -0, as Triton's folds from the lane's first element give.
 //! - Integer sums wrap at the dtype's width; a bool sum is the one-bit wrapping sum (xor).
 //! - Xor folds integers (sign- or zero-extended in the i64/u64 lanes, so the fold stays
 //!   extended) and bools from 0.
@@ -78,10 +80,10 @@ pub(crate) fn reduce(op: ReduceOp, d: DType, x: &Data, axis: usize) -> Result<Da
 fn float_sum(a: &ArrayD<f64>, ax: Axis, d: DType) -> ArrayD<f64> {
     match d {
         d if d.is_narrow_float() => a.map_axis(ax, |l| {
-            round_from_f32(d, l.fold(0f32, |s, &v| s + v as f32))
+            round_from_f32(d, l.fold(-0f32, |s, &v| s + v as f32))
         }),
-        DType::F32 => a.map_axis(ax, |l| l.sum() as f32 as f64),
-        _ => a.map_axis(ax, |l| l.fold(0f64, |s, &v| s + v)),
+        DType::F32 => a.map_axis(ax, |l| l.fold(-0f64, |s, &v| s + v) as f32 as f64),
+        _ => a.map_axis(ax, |l| l.fold(-0f64, |s, &v| s + v)),
     }
 }
 

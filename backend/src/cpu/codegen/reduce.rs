@@ -39,6 +39,9 @@ impl<'ctx> Gen<'ctx, '_> {
     fn identity(&self, op: ReduceOp, d: DType) -> BasicValueEnum<'ctx> {
         let t = self.compute_ty(d);
         match op {
+            // -0 for float sums: `-0 + x` is `x` for every `x` (+0 + -0 is +0), so LLVM
+            // drops the first addition and a lane of -0s sums to -0.
+            ReduceOp::Sum if d.is_float() => self.const_value(Const::Float(-0.0), d),
             ReduceOp::Sum | ReduceOp::Xor => self.const_value(Const::Int(0), d),
             ReduceOp::Max | ReduceOp::ArgMax | ReduceOp::Min | ReduceOp::ArgMin => {
                 let want_low = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);

@@ -285,12 +285,16 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(acc)
     }
 
-    /// The fold's starting value: 0 for sums, NaN (maxnum's identity) or the dtype's
+    /// The fold's starting value: 0 for sums (-0 for float sums, the identity `x + 0` is
+    /// not: LLVM drops `-0 + x`, and a lane of -0s sums to -0), NaN (maxnum's identity) or the dtype's
     /// extreme for max/min, with index `i32::MAX` for argmax/argmin.
     pub(super) fn identity(&self, op: ReduceOp, d: DType) -> Acc<'ctx> {
         let t = self.compute_ty(d);
         let max = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
         let v: BasicValueEnum = match op {
+            ReduceOp::Sum if d.is_float() => {
+                self.const_value(tritium_dsl::ir::Const::Float(-0.0), d)
+            }
             ReduceOp::Sum | ReduceOp::Xor => self.const_value(tritium_dsl::ir::Const::Int(0), d),
             _ if d.is_float() => t.into_float_type().const_float(f64::NAN).into(),
             _ if d.is_bool() => self
