@@ -783,7 +783,7 @@ impl<'ctx> Gen<'ctx, '_> {
         w: usize,
     ) -> Result<BasicValueEnum<'ctx>> {
         let t = self.compute_ty(d);
-        let vt = super::dot::vec_type(t, w);
+        let vt = super::vector_lanes::vec_type(t, w);
         let v = self.load_vec(vt, arr, d.size_bytes() as u32)?;
         self.fold_halves(v, w, &mut |g, lo, hi| {
             let sum = g.b.build_float_add(lo, hi, "")?;

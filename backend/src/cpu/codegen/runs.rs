@@ -13,7 +13,7 @@ use super::{Gen, Lv};
 use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue};
 use std::collections::HashSet;
-use tritium_dsl::ir::{affine_lanes, Op, Value};
+use tritium_dsl::ir::{affine_lanes, DType, Op, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// The pointer tiles accessed in a region that evaluates `roots` (and accesses
@@ -103,5 +103,54 @@ impl<'ctx> Gen<'ctx, '_> {
                 .build_gep(self.ctx.i8_type(), first, &[bytes], "lane.run")?
         };
         Ok(Some(p.into()))
+    }
+
+    /// `v` as a load whose lanes along its last axis are consecutive elements, all of them
+    /// accessed (no mask left), of dtype `d` in memory, in unchecked code: `w` lanes from
+    /// a multiple of `w` are one vector at the first one's pointer (given
+    /// [`run_holds`](Self::run_holds)).
+    pub(super) fn rows_load(&self, v: Value, d: DType) -> Option<Direct> {
+        let (ptr, mask, _) = self.plain_load(v, d)?;
+        self.all_true(mask).then(|| self.row_run(ptr)).flatten()
+    }
+
+    /// `v` as a rank-1 load whose lanes are consecutive elements and whose mask is not
+    /// known all true here, with its mask and `other` (the mask's lanes then select
+    /// between a masked vector load and `other`); in unchecked code.
+    pub(super) fn masked_rows_load(&self, v: Value, d: DType) -> Option<(Direct, Value, Value)> {
+        let (ptr, Some(mask), Some(other)) = self.plain_load(v, d)? else {
+            return None;
+        };
+        (self.ty(v).rank() == 1)
+            .then(|| self.row_run(ptr))
+            .flatten()
+            .map(|run| (run, mask, other))
+    }
+
+    /// The pointer, mask and `other` of `v` when it is a lazy, non-volatile load of dtype
+    /// `d` in memory, in unchecked code.
+    pub(super) fn plain_load(
+        &self,
+        v: Value,
+        d: DType,
+    ) -> Option<(Value, Option<Value>, Option<Value>)> {
+        if self.reads_checked(v) || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+            return None;
+        }
+        let Op::Load {
+            ptr,
+            mask,
+            other,
+            hints,
+        } = &self.defs.get(&v)?.op
+        else {
+            return None;
+        };
+        (!hints.volatile && self.ty(v).dtype() == Some(d)).then_some((*ptr, *mask, *other))
+    }
+
+    /// No mask, or one this copy of the code knows is all true.
+    pub(super) fn all_true(&self, mask: Option<Value>) -> bool {
+        mask.is_none_or(|m| self.true_masks.contains(&m))
     }
 }

@@ -10,7 +10,7 @@
 
 use super::{Gen, Lv};
 use crate::llvm::Result;
-use inkwell::types::VectorType;
+use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValueEnum, IntValue, VectorValue};
 use tritium_dsl::ir::{BinOp, DType, Elem, Op, Value};
 
@@ -37,7 +37,7 @@ impl<'ctx> Gen<'ctx, '_> {
             return Ok(x);
         }
         let et = self.compute_ty(self.dtype_of(v));
-        let mut out = super::dot::vec_type(et, w).get_poison();
+        let mut out = vec_type(et, w).get_poison();
         let last = idx.len() - 1;
         let mut at = idx.to_vec();
         for j in 0..w {
@@ -51,7 +51,7 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// `w` copies of the scalar `x`.
     fn splat_vector(&self, x: BasicValueEnum<'ctx>, w: usize) -> Result<VectorValue<'ctx>> {
-        self.splat(x, super::dot::vec_type(x.get_type(), w), w)
+        self.splat(x, vec_type(x.get_type(), w), w)
     }
 
     /// [`row_lanes`](Self::row_lanes) computed on vectors when `v` is made of the ops it
@@ -76,7 +76,7 @@ impl<'ctx> Gen<'ctx, '_> {
             // the compute form (not bools, not f16/bf16/fp8).
             Some(Lv::Buf(buf)) if self.storage_ty(d) == self.compute_ty(d) => {
                 let p = self.buf_elem(buf, &ty, idx)?;
-                let vt = super::dot::vec_type(self.compute_ty(d), w);
+                let vt = vec_type(self.compute_ty(d), w);
                 return Ok(Some(self.load_vec(vt, p, d.size_bytes() as u32)?));
             }
             Some(Lv::Lazy) => self.defs[&v],
@@ -152,5 +152,27 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             _ => None,
         })
+    }
+}
+
+/// Bytes in one vector register of the host CPU.
+pub(super) fn vector_bytes() -> usize {
+    let features = inkwell::targets::TargetMachine::get_host_cpu_features().to_string();
+    let has = |f: &str| features.split(',').any(|x| x == f);
+    if has("+avx512f") {
+        64
+    } else if has("+avx") {
+        32
+    } else {
+        16
+    }
+}
+
+/// The LLVM vector of `lanes` elements of `et` (a number type).
+pub(super) fn vec_type(et: BasicTypeEnum<'_>, lanes: usize) -> VectorType<'_> {
+    match et {
+        BasicTypeEnum::FloatType(t) => t.vec_type(lanes as u32),
+        BasicTypeEnum::IntType(t) => t.vec_type(lanes as u32),
+        _ => unreachable!("vectors of numbers only"),
     }
 }

@@ -18,9 +18,9 @@
 //! Anywhere else (columns past the box that the K loop reads, a run that wraps) they read
 //! the packed copy as before.
 
-use super::custom::Direct;
 use super::edge_copy::EdgeLoad;
-use super::{Gen, LoopUnroll};
+use crate::cpu::codegen::custom::Direct;
+use crate::cpu::codegen::{Gen, LoopUnroll};
 use crate::llvm::Result;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{IntValue, PointerValue};

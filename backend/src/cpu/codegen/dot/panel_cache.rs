@@ -20,7 +20,7 @@
 //! a program writing what another one reads is a race, which Triton leaves undefined (and
 //! race checking, which keeps nothing, reports). Checked code keeps nothing either.
 
-use super::{Gen, Lv};
+use crate::cpu::codegen::{Gen, Lv};
 use crate::llvm::{Positioned, Result};
 use inkwell::values::{IntValue, PointerValue};
 use inkwell::IntPredicate;

@@ -8,9 +8,9 @@
 //! writes the load's `other` everywhere else (LLVM makes most of its loops `memcpy` and
 //! `memset`): 1000³ ran 1.8% faster (`bench_table -- matmul`, alternated).
 
-use super::box_mask::BoxMask;
-use super::packing::Packing;
-use super::{Gen, LoopUnroll};
+use super::base::Packing;
+use crate::cpu::codegen::box_mask::BoxMask;
+use crate::cpu::codegen::{Gen, LoopUnroll};
 use crate::llvm::Result;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;

@@ -9,13 +9,13 @@
 //! (as for Simd custom ops' in-place inputs); the mask is left to the caller's versioning
 //! (its all-true copy), checked mode always copies lane by lane.
 
-use super::custom::Direct;
-use super::packing::Packing;
-use super::{Gen, Lv};
+use super::base::Packing;
+use crate::cpu::codegen::custom::Direct;
+use crate::cpu::codegen::Gen;
 use crate::llvm::Result;
 use inkwell::types::VectorType;
 use inkwell::values::{IntValue, PointerValue, VectorValue};
-use tritium_dsl::ir::{affine_lanes, Affine, DType, Op, Value};
+use tritium_dsl::ir::{affine_lanes, Affine, DType, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Fills `buf` (laid out as `packing` says, of dtype `d`) with tile `v` by transposed
@@ -77,28 +77,6 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
-    /// `v` as a load whose lanes along its last axis are consecutive elements, all of them
-    /// accessed (no mask left), of dtype `d` in memory, in unchecked code: `w` lanes from
-    /// a multiple of `w` are one vector at the first one's pointer (given
-    /// [`run_holds`](Self::run_holds)).
-    pub(super) fn rows_load(&self, v: Value, d: DType) -> Option<Direct> {
-        let (ptr, mask, _) = self.plain_load(v, d)?;
-        self.all_true(mask).then(|| self.row_run(ptr)).flatten()
-    }
-
-    /// `v` as a rank-1 load whose lanes are consecutive elements and whose mask is not
-    /// known all true here, with its mask and `other` (the mask's lanes then select
-    /// between a masked vector load and `other`); in unchecked code.
-    pub(super) fn masked_rows_load(&self, v: Value, d: DType) -> Option<(Direct, Value, Value)> {
-        let (ptr, Some(mask), Some(other)) = self.plain_load(v, d)? else {
-            return None;
-        };
-        (self.ty(v).rank() == 1)
-            .then(|| self.row_run(ptr))
-            .flatten()
-            .map(|run| (run, mask, other))
-    }
-
     /// `v`'s pointer operand and lanes when `v` is a lazy, non-volatile load of dtype `d`
     /// with no mask left (none, or one this copy of the code knows is all true), in
     /// unchecked code (the caller sees that its widened offsets can be checked).
@@ -108,29 +86,6 @@ impl<'ctx> Gen<'ctx, '_> {
             return None;
         }
         Some((ptr, affine_lanes(self.f, &self.defs, ptr)?))
-    }
-
-    /// The pointer, mask and `other` of `v` when it is a lazy, non-volatile load of dtype
-    /// `d` in memory, in unchecked code.
-    fn plain_load(&self, v: Value, d: DType) -> Option<(Value, Option<Value>, Option<Value>)> {
-        if self.reads_checked(v) || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
-            return None;
-        }
-        let Op::Load {
-            ptr,
-            mask,
-            other,
-            hints,
-        } = &self.defs.get(&v)?.op
-        else {
-            return None;
-        };
-        (!hints.volatile && self.ty(v).dtype() == Some(d)).then_some((*ptr, *mask, *other))
-    }
-
-    /// No mask, or one this copy of the code knows is all true.
-    fn all_true(&self, mask: Option<Value>) -> bool {
-        mask.is_none_or(|m| self.true_masks.contains(&m))
     }
 
     /// Rows `rb·W..` and columns `cb·W..` (`W = lanes`) of the buffer from the `W` column
@@ -146,7 +101,7 @@ impl<'ctx> Gen<'ctx, '_> {
         lanes: usize,
     ) -> Result<()> {
         let et = self.compute_ty(d);
-        let vt = super::dot::vec_type(et, lanes);
+        let vt = crate::cpu::codegen::vector_lanes::vec_type(et, lanes);
         let size = d.size_bytes() as u32;
         let w = self.i64c(lanes as u64);
         let r0 = self.b.build_int_mul(rb, w, "")?;

@@ -24,14 +24,26 @@
 //! The fallback (accumulators whose compute form differs from their storage form — f16,
 //! bf16, bool — and column counts that are not a multiple of the vector width) is an i-k-j
 //! loop nest through scratch buffers whose innermost loop LLVM vectorizes.
+//!
+//! The operands' copies are this folder's other files, each a step of 1: `packing`,
+//! `edge_copy` (partial boxes at the matrices' edges), `transpose` (operands stored
+//! transposed), `panel_cache` and `in_place`; the layout they share is `base`'s.
 
-use super::edge_copy::{is_positive_zero, EdgeLoad};
-use super::in_place::InPlaceRows;
+mod base;
+mod edge_copy;
+mod in_place;
+mod packing;
+mod panel_cache;
+mod transpose;
+
 use super::next_iteration::NextTiles;
-use super::packing::Packing;
 use super::reduce::holder;
+use super::vector_lanes::{vec_type, vector_bytes};
 use super::{Gen, LoopUnroll, Lv};
 use crate::llvm::{Positioned, Result};
+use base::Packing;
+use edge_copy::{is_positive_zero, EdgeLoad};
+use in_place::InPlaceRows;
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue};
 use inkwell::IntPredicate;
@@ -41,19 +53,6 @@ use tritium_dsl::ir::{Block, DType, Elem, Inst, Op, Type, Value};
 const MR: usize = 6;
 /// Vector registers of columns per micro-kernel block.
 const NV: usize = 2;
-
-/// Bytes in one vector register of the host CPU.
-pub(super) fn vector_bytes() -> usize {
-    let features = inkwell::targets::TargetMachine::get_host_cpu_features().to_string();
-    let has = |f: &str| features.split(',').any(|x| x == f);
-    if has("+avx512f") {
-        64
-    } else if has("+avx") {
-        32
-    } else {
-        16
-    }
-}
 
 /// A block of `C` handled by one micro-kernel instance.
 #[derive(Clone, Copy)]
@@ -584,14 +583,6 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         self.lv.insert(r, Lv::Buf(c));
         Ok(())
-    }
-}
-
-pub(super) fn vec_type(et: BasicTypeEnum<'_>, lanes: usize) -> VectorType<'_> {
-    match et {
-        BasicTypeEnum::FloatType(t) => t.vec_type(lanes as u32),
-        BasicTypeEnum::IntType(t) => t.vec_type(lanes as u32),
-        _ => unreachable!("dot accumulates numbers"),
     }
 }
 
