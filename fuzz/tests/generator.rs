@@ -909,3 +909,43 @@ fn batched_and_unchecked_descriptor_blocks_go_by_tma() {
         "of {found:?}: {by_tma:?} by TMA"
     );
 }
+
+/// Bounded float buffers (the data of exactly compared sums) hold -0 as well as +0: a zero
+/// takes the sign of the last nonzero value before it, so that lanes of -0 come up and a
+/// sum of them is compared with its sign (every target's float sums fold from -0), in
+/// every float dtype's encoding.
+#[test]
+fn bounded_float_zeros_take_the_sign_before_them() {
+    use tritium_dsl::ir::DType;
+    for d in [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::F8E4M3,
+        DType::F64,
+    ] {
+        let bytes = tritium_fuzz::gen::buffer(d, 4096, Some(2.0), &mut tritium_fuzz::Rng::new(7));
+        let size = d.size_bytes();
+        let zero = |sign: bool| {
+            tritium_fuzz::gen::element_bytes(
+                d,
+                tritium_dsl::ir::Const::Float(if sign { -0.0 } else { 0.0 }),
+            )
+        };
+        let (plus, minus) = (zero(false), zero(true));
+        assert_ne!(plus, minus, "{d:?}");
+        let mut negative = false;
+        let mut counts = [0usize; 2];
+        for element in bytes.chunks(size) {
+            if element == plus.as_slice() || element == minus.as_slice() {
+                let want = if negative { &minus } else { &plus };
+                assert_eq!(element, want.as_slice(), "{d:?}");
+                counts[usize::from(negative)] += 1;
+            } else {
+                // The sign bit is the top bit of the last byte (little-endian).
+                negative = element[size - 1] & 0x80 != 0;
+            }
+        }
+        assert!(counts[0] > 100 && counts[1] > 100, "{d:?}: {counts:?}");
+    }
+}

@@ -123,11 +123,20 @@ pub fn element_bytes(d: DType, c: Const) -> Vec<u8> {
 }
 
 /// `len` elements of `d`: edge values, or integers of magnitude at most `bound` (floats).
+/// A bounded float zero takes the sign of the last nonzero value before it (no draw of its
+/// own), so that runs of -0 come up and exact sums of them are compared with their sign.
 pub fn buffer(d: DType, len: usize, bound: Option<f64>, rng: &mut Rng) -> Vec<u8> {
     let mut out = Vec::with_capacity(len * d.size_bytes());
+    let mut negative = false;
     for _ in 0..len {
         let c = match bound {
-            Some(b) if d.is_float() => Const::Float(rng.range(-(b as i64), b as i64) as f64),
+            Some(b) if d.is_float() => {
+                let v = rng.range(-(b as i64), b as i64) as f64;
+                if v != 0.0 {
+                    negative = v < 0.0;
+                }
+                Const::Float(if v == 0.0 && negative { -0.0 } else { v })
+            }
             _ => constant(d, rng),
         };
         out.extend(element_bytes(d, c));

@@ -20,7 +20,7 @@ mod custom;
 mod data;
 
 pub use custom::KERNEL_OPS;
-pub use data::{element_bytes, float_value, int_value};
+pub use data::{buffer, element_bytes, float_value, int_value};
 
 use crate::case::{Arg, Case};
 use crate::info::{self, exact_int_limit, Info, Memory, Tol, MAX_TRIPS};
