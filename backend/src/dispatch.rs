@@ -158,11 +158,15 @@ pub fn launch(
             k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
         }
         // As on a GPU: tensor maps TMA cannot encode for this launch, code without TMA.
-        if !k.encodes_maps(&args.args) {
-            copts.tma = false;
-            k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
-        }
-        return k.run(grid, &args.args, &args.pointees);
+        let maps = match k.encode_maps(&args.args) {
+            Some(maps) => maps,
+            None => {
+                copts.tma = false;
+                k = crate::cuda::emulate::compiled(&key, &spec, &copts, options, trace)?;
+                Vec::new()
+            }
+        };
+        return k.run(grid, &args.args, &args.pointees, &maps);
     }
     if matches!(device, Device::Interpreter | Device::Cuda(_)) || options.interpret() {
         let f = trace(&spec)?;

@@ -854,15 +854,23 @@ impl Target for Emulator {
 }
 
 impl EmulatedKernel {
-    /// Whether this launch's tensor maps (if any) can be encoded.
-    pub(crate) fn encodes_maps(&self, args: &[RawArg]) -> bool {
+    /// This launch's tensor maps (none where the kernel takes none), or `None` where they
+    /// cannot be encoded (the launch then needs code without TMA, as on a GPU).
+    pub(crate) fn encode_maps(&self, args: &[RawArg]) -> Option<Vec<tensor_map::Encoding>> {
         let slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
-        tensor_map::encode_all(&self.maps, &slots).is_ok()
+        tensor_map::encode_all(&self.maps, &slots).ok()
     }
 
-    /// Runs the grid, program after program. Arguments must be checked already. In
-    /// checked mode every program runs (as on a GPU) and the first fault is the error.
-    pub(crate) fn run(&self, grid: Grid, args: &[RawArg], pointees: &[Pointee]) -> Result<()> {
+    /// Runs the grid, program after program, with the tensor maps [`Self::encode_maps`]
+    /// gave for `args`. Arguments must be checked already. In checked mode every program
+    /// runs (as on a GPU) and the first fault is the error.
+    pub(crate) fn run(
+        &self,
+        grid: Grid,
+        args: &[RawArg],
+        pointees: &[Pointee],
+        maps: &[tensor_map::Encoding],
+    ) -> Result<()> {
         let mut slots: Vec<u64> = args.iter().map(RawArg::slot).collect();
         // The check buffer (see `codegen/memory.rs`): the fault record, written by the
         // generated code's compare-exchange, then the host ranges (and the list of every
@@ -883,15 +891,14 @@ impl EmulatedKernel {
         if self.sites.is_some() {
             slots.push(check.as_ptr() as u64);
         }
+        if maps.len() != self.maps.len() {
+            return Err(Error::Launch {
+                kernel: self.function.name.clone(),
+                message: format!("{} tensor maps for {} planned", maps.len(), self.maps.len()),
+            });
+        }
         let maps: Vec<[u64; tensor_map::MAP_BYTES / 8]> =
-            tensor_map::encode_all(&self.maps, &slots[..args.len()])
-                .map_err(|e| Error::Launch {
-                    kernel: self.function.name.clone(),
-                    message: e,
-                })?
-                .iter()
-                .map(tensor_map::Encoding::emulated)
-                .collect();
+            maps.iter().map(tensor_map::Encoding::emulated).collect();
         slots.extend(maps.iter().map(|m| m.as_ptr() as u64));
         let mut shared = vec![0u128; self.shared_bytes.div_ceil(16) + 1];
         let shared_span = (shared.as_ptr() as usize, shared.len() * 16);

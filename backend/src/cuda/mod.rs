@@ -115,12 +115,16 @@ pub fn run_emulated_with(
     crate::check_args(f, args)?;
     let mut k = emulate::compile(f.clone(), options, &Default::default())?;
     // As a launch does: code without TMA where this launch's tensor maps cannot be encoded.
-    if !k.encodes_maps(&args.args) {
-        let without = CudaCompileOptions {
-            tma: false,
-            ..*options
-        };
-        k = emulate::compile(f.clone(), &without, &Default::default())?;
-    }
-    k.run(grid, &args.args, &args.pointees)
+    let maps = match k.encode_maps(&args.args) {
+        Some(maps) => maps,
+        None => {
+            let without = CudaCompileOptions {
+                tma: false,
+                ..*options
+            };
+            k = emulate::compile(f.clone(), &without, &Default::default())?;
+            Vec::new()
+        }
+    };
+    k.run(grid, &args.args, &args.pointees, &maps)
 }
