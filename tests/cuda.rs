@@ -2079,6 +2079,39 @@ mod math_functions {
     }
 }
 
+/// `s × s` small integers as f16 (`seed` varies them): every product and every sum of a
+/// `dot` over them is exact, so results compare bit for bit.
+fn small_int_f16s(s: usize, seed: usize) -> Vec<half::f16> {
+    (0..s * s)
+        .map(|i| half::f16::from_f32(((i * 7 + seed) % 5) as f32 - 2.0))
+        .collect()
+}
+
+/// A kernel of a `dot`'s rows writing `[2S]` f32 (`launch` on a device, with options, into
+/// the output), on the emulator at `sm` with 4 warps and on the interpreter: the
+/// interpreter's output, which the emulator's must equal bit for bit.
+fn dot_rows_agree(
+    sm: u32,
+    s: usize,
+    launch: impl Fn(&Device, &tritium::LaunchOptions, &mut [f32]) -> tritium::Result<()>,
+) -> Vec<f32> {
+    let opts = tritium::LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(sm),
+        ..Default::default()
+    };
+    let run = |d: &Device| {
+        let mut out = vec![7f32; 2 * s];
+        launch(d, &opts, &mut out).unwrap();
+        out
+    };
+    let (got, want, _) = emulated_and_interpreted(run);
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(g.to_bits() == w.to_bits(), "{i}: {g} for {w} on sm_{sm}");
+    }
+    want
+}
+
 /// The row and column sums of a `dot` result negated, `[S]` each (`out[0..S]`,
 /// `out[S..2S]`).
 #[tritium::kernel]
@@ -2096,42 +2129,25 @@ fn dot_negated_sums(out: Ptr<f32>, a: Ptr<half::f16>, b: Ptr<half::f16>, #[const
 /// emulated GPUs.
 #[rstest]
 fn fragment_row_sums_fold_from_negative_zero(#[values(80, 90)] sm: u32) {
-    use half::f16;
     let s = 64;
-    // Small integers (every product and sum exact); rows 0 and 9 of `a` are zero, so rows
-    // 0 and 9 of the result are -0 (and so is column 0 of `b`'s zero column 0).
-    let mut a: Vec<f16> = (0..s * s)
-        .map(|i| f16::from_f32(((i * 7 + 1) % 5) as f32 - 2.0))
-        .collect();
-    let mut b: Vec<f16> = (0..s * s)
-        .map(|i| f16::from_f32(((i * 7 + 3) % 5) as f32 - 2.0))
-        .collect();
+    // Rows 0 and 9 of `a` are zero, so rows 0 and 9 of the result are -0 (and so is
+    // column 0, `b`'s column 0 being zero).
+    let (mut a, mut b) = (small_int_f16s(s, 1), small_int_f16s(s, 3));
     for row in [0, 9] {
-        a[row * s..][..s].fill(f16::ZERO);
+        a[row * s..][..s].fill(half::f16::ZERO);
     }
     for k in 0..s {
-        b[k * s] = f16::ZERO;
+        b[k * s] = half::f16::ZERO;
     }
-    let opts = tritium::LaunchOptions {
-        num_warps: 4,
-        emulated_sm: Some(sm),
-        ..Default::default()
-    };
-    let run = |d: &Device| {
-        let mut out = vec![7f32; 2 * s];
-        dot_negated_sums::launch_with(d, 1, &opts, &mut out, &a, &b, s).unwrap();
-        out
-    };
-    let (got, want, _) = emulated_and_interpreted(run);
+    let want = dot_rows_agree(sm, s, |d, opts, out| {
+        dot_negated_sums::launch_with(d, 1, opts, out, &a, &b, s)
+    });
     for i in [0, 9, s] {
         assert!(
             want[i] == 0.0 && want[i].is_sign_negative(),
             "{i}: {}",
             want[i]
         );
-    }
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(g.to_bits() == w.to_bits(), "{i}: {g} for {w}");
     }
     // No float sum or difference reads a register set to +0, on sm_80 (the mma's zero
     // accumulator is one; sm_90's wgmma writes its accumulator's registers in place).
@@ -2176,34 +2192,16 @@ fn dot_row_extremes(out: Ptr<f32>, a: Ptr<half::f16>, b: Ptr<half::f16>, #[const
 /// included, and no NaN constant left in the PTX.
 #[rstest]
 fn fragment_row_extremes_fold_from_the_first_register(#[values(80, 90)] sm: u32) {
-    use half::f16;
     let s = 64;
-    // Small integers: every product and sum exact, so the rows are the interpreter's bit
-    // for bit. Row 3 of `a` holds a NaN (row 3 of the result is all NaN) and column 5 of
-    // `b` one (column 5 is NaN in every row: each row holds some NaNs).
-    let ints = |seed: usize| -> Vec<f16> {
-        (0..s * s)
-            .map(|i| f16::from_f32(((i * 7 + seed) % 5) as f32 - 2.0))
-            .collect()
-    };
-    let (mut a, mut b) = (ints(1), ints(3));
-    a[3 * s] = f16::NAN;
-    b[7 * s + 5] = f16::NAN;
-    let opts = tritium::LaunchOptions {
-        num_warps: 4,
-        emulated_sm: Some(sm),
-        ..Default::default()
-    };
-    let run = |d: &Device| {
-        let mut out = vec![0f32; 2 * s];
-        dot_row_extremes::launch_with(d, 1, &opts, &mut out, &a, &b, s).unwrap();
-        out
-    };
-    let (got, want, _) = emulated_and_interpreted(run);
+    // Row 3 of `a` holds a NaN (row 3 of the result is all NaN) and column 5 of `b` one
+    // (column 5 is NaN in every row: each row holds some NaNs).
+    let (mut a, mut b) = (small_int_f16s(s, 1), small_int_f16s(s, 3));
+    a[3 * s] = half::f16::NAN;
+    b[7 * s + 5] = half::f16::NAN;
+    let want = dot_rows_agree(sm, s, |d, opts, out| {
+        dot_row_extremes::launch_with(d, 1, opts, out, &a, &b, s)
+    });
     assert!(want[3].is_nan() && want[s + 3].is_nan(), "{want:?}");
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(g.to_bits() == w.to_bits(), "{i}: {g} for {w}");
-    }
     let f = dot_row_extremes::trace(&Specialization::default(), s).unwrap();
     let text = ptx(&f, sm, 4);
     assert!(text.contains("max.f32"), "{text}");
