@@ -13,9 +13,10 @@ use inkwell::types::{BasicType, VectorType};
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue, VectorValue};
 use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};
 
-/// LLVM fast-math flags: reassociation only. Not `nsz`: sums start from +0 on every
-/// target, so a sum of -0 lanes is +0, and `nsz` lets LLVM drop the +0 start and return -0
-/// (fuzzer seed 3711397, `fuzz/cases/cpu_sum_of_negative_zeros.tir`).
+/// LLVM fast-math flags: reassociation only. Not `nsz`, which lets LLVM give either sign
+/// of a zero: sums fold from -0 on every target, so a sum of -0 lanes is -0 and one with a
+/// +0 is +0, in any order (with +0 starts, `nsz` once made the CPU return -0 where the
+/// interpreter gave +0: fuzzer seed 3711397, `fuzz/cases/cpu_sum_of_negative_zeros.tir`).
 const REASSOC: u32 = 1;
 
 impl<'ctx> Gen<'ctx, '_> {
