@@ -285,9 +285,9 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(acc)
     }
 
-    /// The fold's starting value: 0 for sums (-0 for float sums, the identity `x + 0` is
-    /// not: LLVM drops `-0 + x`, and a lane of -0s sums to -0), NaN (maxnum's identity) or the dtype's
-    /// extreme for max/min, with index `i32::MAX` for argmax/argmin.
+    /// The fold's starting value: 0 for sums (-0 for floats, addition's identity, which
+    /// LLVM drops from `-0 + x`: a lane of -0s sums to -0), NaN (maxnum's identity) or the
+    /// dtype's extreme for max/min, with index `i32::MAX` for argmax/argmin.
     pub(super) fn identity(&self, op: ReduceOp, d: DType) -> Acc<'ctx> {
         let t = self.compute_ty(d);
         let max = matches!(op, ReduceOp::Max | ReduceOp::ArgMax);
