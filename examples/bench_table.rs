@@ -882,9 +882,9 @@ mod libm {
     /// A function of one or two f32 tiles, with the name its row shows.
     pub type Function = (&'static str, fn(Tile, Tile) -> Tile);
 
-    /// `exp` (every row's baseline) first, then the f32 algorithms of `trace/libm.rs`,
-    /// then `tanh` computed in f64 and rounded (the path every f32 function took before),
-    /// last.
+    /// `exp` (every row's baseline) first, then the f32 algorithms of `trace/libm.rs` (and
+    /// three of them on arguments that leave no tile to their usual case), then `tanh`
+    /// computed in f64 and rounded (the path every f32 function took before), last.
     pub const FUNCTIONS: &[Function] = &[
         ("exp", |x, _| lang::exp(x)),
         ("tanh", |x, _| lang::tanh(x)),
@@ -909,6 +909,11 @@ mod libm {
         ("atan2", |x, y| lang::atan2(x, y)),
         ("pow", |x, y| lang::pow(x + 2.0, y)),
         ("hypot", |x, y| lang::hypot(x, y)),
+        // Arguments from −3 to 3: every tile has rare lanes (below 0 and 1, a negative
+        // base), so that the CPU runs the copy of the loop that computes every case.
+        ("tgamma (rare)", |x, _| lang::tgamma(x * 3.0)),
+        ("lgamma (rare)", |x, _| lang::lgamma(x * 3.0)),
+        ("pow (rare)", |x, y| lang::pow(x * 3.0, y)),
         ("tanh (f64 path)", |x, _| {
             lang::cast(lang::tanh(lang::cast(x, DType::F64)), DType::F32)
         }),
@@ -916,7 +921,8 @@ mod libm {
 
     /// Whether [`FUNCTIONS`]`[f]` reads `y`.
     pub fn binary(f: usize) -> bool {
-        matches!(FUNCTIONS[f].0, "atan2" | "pow" | "hypot")
+        let name = FUNCTIONS[f].0.split(' ').next();
+        matches!(name, Some("atan2" | "pow" | "hypot"))
     }
 
     /// `out = FUNCTIONS[F](x)` for one argument.

@@ -673,6 +673,46 @@ fn f32_gamma_functions_where_they_overflow_and_at_tiny_arguments() {
     }
 }
 
+/// `pow`, `tgamma` and `lgamma` of two blocks of usual arguments (a positive normal base,
+/// and from 1 to 44), alone and with one rare argument among them (negative, below 1,
+/// zero, subnormal, past the clamp, infinite, NaN): the other lanes' bits are the same
+/// either way, and the same on every device. The CPU computes a block of usual lanes in a
+/// copy of the loop where their rare cases fold away (`likely` hints), a block with a rare
+/// lane in the copy that computes every case: both must give the same bits.
+#[test]
+fn a_rare_argument_changes_no_other_lane() {
+    let n = 2048;
+    let usual: Vec<f32> = (0..n)
+        .map(|i| 1.0 + (i * 37 % 4301) as f32 / 100.0)
+        .collect();
+    let ys: Vec<f32> = (0..n)
+        .map(|i| (i * 53 % 1999) as f32 / 100.0 - 9.99)
+        .collect();
+    let rare = [-2.5, 0.25, 0.0, -0.0, 1e-40, 50.0, f32::INFINITY, f32::NAN];
+    let mut first: Option<Vec<Vec<u32>>> = None;
+    for device in all_devices() {
+        let run = |x: &[f32], f: usize| {
+            let mut out = vec![0f32; n];
+            dense::launch(&device, 2, &mut out[..], x, &ys[..], n as i32, f).unwrap();
+            out.iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+        };
+        let wants: Vec<Vec<u32>> = [0, 2, 3].iter().map(|&f| run(&usual, f)).collect();
+        for (&f, want) in [0, 2, 3].iter().zip(&wants) {
+            for r in rare {
+                let mut x = usual.clone();
+                x[517] = r;
+                let mut got = run(&x, f);
+                got[517] = want[517];
+                assert!(got == *want, "{device:?} function {f}, rare {r}");
+            }
+        }
+        match &first {
+            None => first = Some(wants),
+            Some(first) => assert!(*first == wants, "{device:?} against the first device"),
+        }
+    }
+}
+
 /// `F` of an f32 tile (`pow`'s second argument `y`), for [`f32_dense_sweeps`].
 #[kernel]
 fn dense(out: Ptr<f32>, x: Ptr<f32>, y: Ptr<f32>, n: i32, #[constexpr] F: usize) {

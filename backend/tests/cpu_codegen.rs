@@ -1181,6 +1181,57 @@ fn sums_of_loop_carried_tiles_taken_in_the_last_write_match_interpreter() {
     check_carried_sum(|x| (x * 1000.0) as i32, |x: i32| x as f64);
 }
 
+/// Selects on `likely` hints (`x < 0` usually false, `x ≥ 1` usually true), one stored,
+/// one reduced (`max`): the CPU versions both loops on the hints (a copy where they hold at every lane,
+/// their rare cases folded away), and every tile, whichever copy it takes, matches the
+/// interpreter bit for bit: all lanes usual, one lane negative, one below 1, all rare.
+#[test]
+fn likely_hints_version_loops_and_match_interpreter() {
+    let n = 256;
+    let f = trace("codegen_likely", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let offs = arange(0, n);
+        let v = load(x + offs, NoArg, NoArg);
+        let neg = likely(compare(v, CmpPred::Lt, 0.0f32), false);
+        let big = likely(compare(v, CmpPred::Ge, 1.0f32), true);
+        let usual = v * 2.0f32 + 1.0f32;
+        let r = where_(neg, sqrt(-v) * 3.0f32, where_(big, usual, v - 5.0f32));
+        store(out + offs, r, NoArg);
+        store(out + n, where_(neg, -v, v * 3.0f32).max(0), NoArg);
+    });
+    type Row = (&'static str, fn(usize) -> f32);
+    let rows: [Row; 4] = [
+        ("usual", |i| 1.0 + i as f32 / 7.0),
+        ("one negative", |i| {
+            if i == 77 {
+                -2.5
+            } else {
+                1.0 + i as f32 / 7.0
+            }
+        }),
+        (
+            "one below 1",
+            |i| if i == 200 { 0.25 } else { 1.0 + i as f32 },
+        ),
+        ("rare", |i| i as f32 / 100.0 - 1.3),
+    ];
+    for (name, x) in rows {
+        let make = || {
+            (
+                (0..n as usize).map(x).collect::<Vec<f32>>(),
+                vec![0f32; n as usize + 1],
+            )
+        };
+        let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[]));
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got.1), bits(&want.1), "{name}");
+    }
+    let ll = unoptimized_ll(f, "codegen-likely-dump");
+    let copies = ll.lines().filter(|l| l.starts_with("likely.hold")).count();
+    assert_eq!(copies, 2, "a likely copy per loop");
+}
+
 /// A 2-D block copy masked by bounds on both axes (`rows < m & cols < n`, the edges of a
 /// matrix): the masked copy, which only edge blocks run, keeps its loops one vector per
 /// iteration; full, edge and empty blocks match the interpreter.

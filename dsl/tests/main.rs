@@ -404,3 +404,31 @@ fn axis_info_of_deeply_nested_loops_finishes() {
         assert_eq!(info.divisibility[0], want, "depth {depth}: {info:?}");
     }
 }
+
+/// The `likely` hint (no promise, the value a bool tile's lanes usually all have): text
+/// round trip, and the verifier's refusals of a non-bool tile and of a value not 0 or 1.
+#[test]
+fn likely_hints_take_a_bool_tile_and_zero_or_one() {
+    let text = |ty: &str, values: &str| {
+        format!(
+            "kernel @k(x %0: ptr<f32>) {{\n  %1 = arange {{start = 0, end = 4}} : tile<4xi32> loc(\"k.rs\":1:1)\n  %2 = const {{value = 2}} : i32 loc(\"k.rs\":2:1)\n  %3 = splat %2 : tile<4xi32> loc(\"k.rs\":2:1)\n  %4 = cmp %1, %3 {{pred = lt}} : tile<4xbool> loc(\"k.rs\":3:1)\n  %5 = hint %{} {{kind = likely, values = {values}}} : {ty} loc(\"k.rs\":4:1)\n}}\n",
+            if ty.contains("bool") { 4 } else { 1 },
+        )
+    };
+    let good = text("tile<4xbool>", "1");
+    let f = parse_function(&good).unwrap();
+    verify(&f).unwrap();
+    assert_eq!(print_function(&f), good);
+    for (ty, values, want) in [
+        ("tile<4xi32>", "1", "likely needs a bool tile"),
+        ("tile<4xbool>", "2", "one value, 0 or 1"),
+        ("tile<4xbool>", "0x1", "one value, 0 or 1"),
+    ] {
+        let f = parse_function(&text(ty, values)).unwrap();
+        let e = verify(&f).unwrap_err().to_string();
+        assert!(
+            e.contains(want) && e.contains("k.rs:4:1"),
+            "{ty} {values}: {e}"
+        );
+    }
+}

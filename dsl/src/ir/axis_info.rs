@@ -285,6 +285,7 @@ impl Analysis<'_> {
                         HintKind::MultipleOf => info.divisibility[d] = info.divisibility[d].max(p),
                         HintKind::MaxContiguous => info.contiguity[d] = info.contiguity[d].max(p),
                         HintKind::MaxConstancy => info.constancy[d] = info.constancy[d].max(p),
+                        HintKind::Likely => {}
                     }
                 }
                 info

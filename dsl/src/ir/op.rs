@@ -11,6 +11,11 @@ named_enum! {
         MaxContiguous = "max_contiguous",
         /// Runs of that many equal elements.
         MaxConstancy = "max_constancy",
+        /// On a bool tile, not a promise: its lanes are usually all equal to the value (0
+        /// or 1), so a code generator may give the code that reads it a copy for when they
+        /// are, where the other cases fold away (the CPU versions its loops on it; see
+        /// `cpu/codegen/likely.rs`). Every result is the same whichever copy runs.
+        Likely = "likely",
     }
 }
 
@@ -273,8 +278,9 @@ pub enum Op {
     /// `x` itself, with a promise the code generators may rely on (Triton's
     /// `multiple_of`, `max_contiguous`, `max_constancy`): per dim of `x` (or one value for
     /// all), its elements are multiples of `values[d]`, or runs of `values[d]` consecutive
-    /// integers, or of equal elements, starting at multiples of `values[d]` along `d`. The
-    /// interpreter checks the promise; compiled code trusts it, as Triton's does.
+    /// integers, or of equal elements, starting at multiples of `values[d]` along `d`.
+    /// Compiled code trusts it, as Triton's does. Or (`likely`, on a bool tile, with one
+    /// value 0 or 1) no promise, only the value its lanes usually all have.
     Hint {
         /// The promised value (an integer tile).
         x: Value,

@@ -292,6 +292,16 @@ impl<'a> Verifier<'a> {
                 }
                 same(res[0], &it.with_elem(st.elem), "gather type")?;
             }
+            Op::Hint { x, kind, values } if *kind == HintKind::Likely => {
+                want_results(1)?;
+                let xt = self.ty(*x);
+                if xt.dtype() != Some(DType::Bool) || !matches!(values[..], [0] | [1]) {
+                    return Err(e(format!(
+                        "likely needs a bool tile and one value, 0 or 1, got {xt} and {values:?}"
+                    )));
+                }
+                same(res[0], xt, "hint type")?;
+            }
             Op::Hint { x, kind, values } => {
                 want_results(1)?;
                 let xt = self.ty(*x);

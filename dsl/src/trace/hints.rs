@@ -1,15 +1,16 @@
 //! Triton's compiler hints: `multiple_of`, `max_contiguous`, `max_constancy`, `assume` and
 //! `debug_barrier`. The first three put an `Op::Hint` (the value itself, with the promise)
-//! on integer tiles: the interpreter checks the promise and the CUDA generator trusts it
-//! (its vector accesses skip the run-time test that pointers are consecutive); on pointer
-//! tiles they change nothing. `assume` is checked as a `device_assert`; `debug_barrier`
-//! emits nothing (the generators already order every shared-memory exchange).
+//! on integer tiles: the CUDA generator trusts it (its vector accesses skip the run-time
+//! test that pointers are consecutive); on pointer tiles they change nothing. `assume` is
+//! checked as a `device_assert`; `debug_barrier` emits nothing (the generators already
+//! order every shared-memory exchange). And one of Tritium's own, `likely`: the value a
+//! bool tile's lanes usually all have (the f32 algorithms' rare cases).
 
 use super::block_ptr::OptConstDims;
 use super::builder::with;
 use super::lang::fail_with;
 use super::tile::{IntoOperand, Operand, Tile};
-use crate::ir::{HintKind, Op};
+use crate::ir::{DType, HintKind, Op};
 
 /// `x`, promised to be a multiple of `values` (per dim).
 #[track_caller]
@@ -39,6 +40,34 @@ pub fn assume(cond: impl IntoOperand) {
         Operand::Bool(true) => {}
         c => super::lang::device_assert(c, "assume", super::lang::NoArg),
     }
+}
+
+/// `cond` (a bool tile), whose lanes are usually all `value`: no promise, so every result
+/// is the same whatever they are, but the code that reads it gets a copy for when they
+/// are, where what `value` rules out folds away (the CPU versions its loops on it: a
+/// branch-free function's rare cases, selected by `cond`, cost a test of `cond` there).
+#[track_caller]
+pub fn likely(cond: Tile, value: bool) -> Tile {
+    if cond.ty().dtype() != Some(DType::Bool) {
+        let msg = format!(
+            "likely: the condition must be a bool tile, got {}",
+            cond.ty()
+        );
+        return fail_with(cond, msg);
+    }
+    let loc = super::tile::caller_loc(std::panic::Location::caller());
+    with(|b| {
+        let t = b.ty(cond.0).clone();
+        Tile(b.push1(
+            Op::Hint {
+                x: cond.0,
+                kind: HintKind::Likely,
+                values: vec![value as u32],
+            },
+            t,
+            loc,
+        ))
+    })
 }
 
 /// A barrier between the program's threads (Triton's `debug_barrier`): the code

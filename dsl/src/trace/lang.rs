@@ -9,7 +9,7 @@ pub use super::block_ptr::{
     store_tensor_descriptor, BlockPtr, IntoDims, OptConstDims, PointerArg, TensorDescriptor,
 };
 pub use super::combine::{associative_scan, reduce};
-pub use super::hints::{assume, debug_barrier, max_constancy, max_contiguous, multiple_of};
+pub use super::hints::{assume, debug_barrier, likely, max_constancy, max_contiguous, multiple_of};
 pub use super::libm::{
     acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, copysign, cosh, erfc, erfinv, exp10, expm1,
     fmod, frexp, hypot, ldexp, lgamma, log10, log1p, nextafter, pow, remainder, sinh, tanh, tgamma,

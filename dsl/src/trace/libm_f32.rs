@@ -3,7 +3,9 @@
 //! Every one is f32 arithmetic only: no f64, so GPUs run them at f32 speed, and the CPU
 //! vectorizes them. They are branch-free, so that every lane computes every case: each
 //! keeps to one reduction and one polynomial per case where it can, and special values
-//! are selected at the end.
+//! are selected at the end. Where the rare cases cost much (`lgamma` and `tgamma` below
+//! 1, `pow` of a base not positive, normal and finite), their masks are `likely` hints,
+//! so that the CPU's loops over tiles without them fold those cases away.
 //!
 //! The building blocks are exact transformations with `fma` (a sum or a product as a
 //! rounded value plus its exact error) and two cores that keep such an error:
@@ -16,7 +18,7 @@
 //! its `log`, `exp2` and `log2` are left alone: the CPU calls libm once per lane for
 //! `log`, and CUDA's `exp2` is `ex2.approx`.
 
-use super::lang::{abs, bitcast, cast, exp, fma, maximum, minimum, sqrt, where_};
+use super::lang::{abs, bitcast, cast, exp, fma, likely, maximum, minimum, sqrt, where_};
 use super::libm::{copysign, eq, gt, lt};
 use super::math::{isfinite, isinf, isnan, signbit};
 use super::shape::full_like;
@@ -441,7 +443,12 @@ const LOG3_F: [f32; 4] = [
 /// is an even integer).
 pub(super) fn pow(x: Tile, y: Tile) -> Tile {
     let ax = abs(x);
-    let sub = lt(ax, f32::MIN_POSITIVE);
+    // A positive normal base is the usual one (see `likely`): a subnormal, zero, infinite,
+    // NaN or negative one is a rare case, each folded away where every lane is usual (one
+    // test).
+    let ge = |t: Tile, v: f32| super::lang::compare(t, CmpPred::Ge, v);
+    let usual = likely(ge(x, f32::MIN_POSITIVE) & lt(x, f32::INFINITY), true);
+    let sub = !usual & lt(ax, f32::MIN_POSITIVE);
     let xs = where_(sub, ax * 8_388_608.0f32, ax);
     let bits = bitcast(xs, DType::I32);
     let k = (bits - 0x3f35_04f3) >> 23;
@@ -471,8 +478,8 @@ pub(super) fn pow(x: Tile, y: Tile) -> Tile {
     let lo = fma(fma(f, s_err, c_err), 1.0 / 12.0, lo);
     let (l, l_lo) = fast_two_sum(hi, fma(c, poly(s, &LOG3_F), lo));
     // ln 0 = −inf, ln inf = inf, NaN stays NaN (their low parts are dropped in exp_hi_lo).
-    let zero = eq(ax, 0.0);
-    let finite = lt(ax, f32::INFINITY);
+    let zero = !usual & eq(ax, 0.0);
+    let finite = usual | lt(ax, f32::INFINITY);
     let l = where_(zero, splat(ax, f32::NEG_INFINITY), where_(finite, l, ax));
     let (t, t_err) = two_prod(y, l);
     let t_lo = fma(y, l_lo, t_err);
@@ -485,8 +492,9 @@ pub(super) fn pow(x: Tile, y: Tile) -> Tile {
     let y_int = eq(super::lang::floor(y), y);
     let half = y * 0.5;
     let odd = y_int & !eq(super::lang::floor(half), half);
-    let r = where_(signbit(x) & odd, -r, r);
-    let bad = signbit(x) & !zero & finite & !y_int;
+    let neg = !usual & signbit(x);
+    let r = where_(neg & odd, -r, r);
+    let bad = neg & !zero & finite & !y_int;
     where_(bad, splat(r, f32::NAN), r)
 }
 
@@ -1036,49 +1044,60 @@ fn exp_wide(hi: Tile, lo: Tile, tiny: Tile) -> (Tile, Tile, Tile) {
     (k, e_hi, fma(r_lo, e_hi + q, q) + (r - (e_hi - 1.0)))
 }
 
-/// [`tgamma`]'s divisor in two parts: `|x|` (clamped, as `a`) from 0 on, `sin(πx)/π` below 0
-/// for `|x| < 2^23`: `x = n + r` exactly (`|r| ≤ ½`), `r` with its sign flipped at odd `n`
-/// (`sin πx = (−1)^n sin πr`; `n + 2^24 − 1` is exact from −2^23 on and its low bit is `n`'s
-/// parity flipped, so it flips `n − x`) and `r + r³·P(r²)`, renormalized.
-fn gamma_divisor(x: Tile, a: Tile, neg: Tile) -> (Tile, Tile) {
+/// [`tgamma`]'s divisor in two parts: `|x|` (clamped, as `a`) from 0 on, 1 where `usual`
+/// (from 1 to 44), `sin(πx)/π` below 0 for `|x| < 2^23`: `x = n + r` exactly (`|r| ≤
+/// ½`), `r` with its sign flipped at odd `n` (`sin πx = (−1)^n sin πr`; `n + 2^24 − 1` is
+/// exact from −2^23 on and its low bit is `n`'s parity flipped, so it flips `n − x`) and
+/// `r + r³·P(r²)`, renormalized.
+fn gamma_divisor(x: Tile, a: Tile, neg: Tile, usual: Tile) -> (Tile, Tile) {
     let n = super::lang::rint(x);
     let parity = bitcast(n + 16_777_215.0f32, DType::I32) << 31;
     let r = bitcast(bitcast(n - x, DType::I32) ^ parity, DType::F32);
-    let r = where_(neg, r, a);
-    let z = where_(neg, r * r, splat(r, 0.0));
-    fast_two_sum(r, r * z * poly(z, &SINPI))
+    let r = where_(neg, r, where_(usual, splat(a, 1.0), a));
+    let z = r * r;
+    // 0 from 0 on, as `r·0·P(0)` would be, but folded away where `neg` is known false.
+    fast_two_sum(r, where_(neg, r * z * poly(z, &SINPI), splat(r, 0.0)))
 }
 
 /// `Γ(x) = g / d` with `g = e^(±lgamma(y))` ([`stirling`]'s exponent with the sign of `x`,
 /// through [`exp_wide`]) for `y = 1 + a` (in two parts), `a = min(|x|, 44)`: `d = a` from 0
-/// on (`Γ(x) = Γ(1 + x)/x`) and, by the reflection, `d = sin(πx)/π` below 0 (which carries
-/// the sign); the quotient in two parts, rounded once with the power of two. Past 44 the
-/// result is inf above 0 and 0 below (NaN at the negative integers); below 2^-30 it is
+/// to 1 (`Γ(x) = Γ(1 + x)/x`) and, by the reflection, `d = sin(πx)/π` below 0 (which
+/// carries the sign); from 1 to 44 `y = a` and `d = 1` (no quotient where the lanes are
+/// all there: see `likely`); the quotient in two parts, rounded once with the power of two.
+/// Past 44 the result is inf above 0 and 0 below (NaN at the negative integers); below
+/// 2^-30 it is
 /// `1/x` (`1/x − γ` rounds to it or next to it: ±inf at ±0 and where it overflows), which
 /// the quotient's `1/d` is there, with the sign of `x`. NaN at the negative integers (a
 /// divisor 0), −inf and NaN.
 pub(super) fn tgamma(x: Tile) -> Tile {
-    // The sign bit (below −0 and 0 alike: ±0 are replaced at the end).
-    let neg = signbit(x);
+    // From 1 to 44, the usual arguments (see `likely`), no case but Stirling's: the sign
+    // bit (below −0 and 0 alike: ±0 are replaced at the end), the clamp and the tiny
+    // arguments are rare cases, each folded away where every lane is usual (one test).
+    let usual = likely(
+        super::lang::compare(x, CmpPred::Ge, 1.0) & super::lang::compare(x, CmpPred::Le, 44.0),
+        true,
+    );
+    let neg = !usual & signbit(x);
     let a = abs(x);
-    let a = where_(gt(a, 44.0), 44.0f32, a);
-    // y = 1 + a in two parts: y − 1 is exact (y below 2^24) and then so is a − (y − 1)
-    // (Sterbenz from 1 on, Fast2Sum below).
-    let y = a + 1.0;
-    let y_lo = a - (y - 1.0);
+    let a = where_(!usual & gt(a, 44.0), 44.0f32, a);
+    // y = 1 + a in two parts (a itself where usual): y − 1 is exact (y below 2^24) and
+    // then so is a − (y − 1) (Sterbenz from 1 on, Fast2Sum below).
+    let y = where_(usual, a, a + 1.0);
+    let y_lo = where_(usual, splat(a, 0.0), a - (y - 1.0));
     let (e, e_lo, e_tiny) = stirling(y, y_lo);
     // Both parts with the sign of x (−lgamma(y) below 0; at −0 the result is replaced).
-    let sign = bitcast(x, DType::I32) & i32::MIN;
-    let signed = |v: Tile| bitcast(bitcast(v, DType::I32) ^ sign, DType::F32);
+    let signed = |v: Tile| where_(neg, -v, v);
     let (k, g, g_lo) = exp_wide(signed(e), signed(e_lo), signed(e_tiny));
-    let (d, d_lo) = gamma_divisor(x, a, neg);
+    let (d, d_lo) = gamma_divisor(x, a, neg, usual);
     let inv: Tile = 1.0 / d;
     let q = g * inv;
-    let q_lo = (fma(-q, d, g) + (g_lo - q * d_lo)) * inv;
+    // (g_lo itself where usual: `d = 1`; the result is the same, q + q_lo being the
+    // nonzero q there.)
+    let q_lo = where_(usual, g_lo, (fma(-q, d, g) + (g_lo - q * d_lo)) * inv);
     let r = scale(q + q_lo, k);
     // The result first in the code (as `dy` first in stirling's product and q's terms
     // first in exp_wide's sum: the same values, a faster CPU loop).
-    where_(!lt(a, 2f32.powi(-30)), r, copysign(inv, x))
+    where_(usual | !lt(a, 2f32.powi(-30)), r, copysign(inv, x))
 }
 
 /// `ln C = ln √(2π) − ½` in two parts (Stirling's constant in `lgamma`'s sum).
@@ -1138,8 +1157,10 @@ const LN_SINC: [f32; 6] = [
 pub(super) fn lgamma(x: Tile) -> Tile {
     let ge = |t: Tile, v: f32| super::lang::compare(t, CmpPred::Ge, v);
     let a = abs(x);
-    let neg = lt(x, 0.0);
-    let ge1 = ge(a, 1.0);
+    // The cases below 0 and 1 are rare: the CPU's loops over tiles without them compute
+    // one logarithm and no sine (see `likely`).
+    let neg = likely(lt(x, 0.0), false);
+    let ge1 = likely(ge(a, 1.0), true);
     let neg_large = neg & ge1;
     let pos_large = ge(x, LGAMMA_STIRLING);
     let large = pos_large | neg_large;

@@ -397,13 +397,46 @@ impl Gen {
         if d.is_int() && self.hint_rng.chance(0.03) {
             return self.hinted(v);
         }
+        if d.is_bool() && self.hint_rng.chance(0.04) {
+            return self.likely(v, need);
+        }
         v
+    }
+
+    /// A bool tile of `v`'s type under a `likely` hint (no promise: the CPU versions the
+    /// loops that read it, one copy taking its lanes as known). Either `v`, whose lanes
+    /// are seldom all one value, or `x == x` (`x != x`) for a float tile `x`, whose lanes
+    /// are all true (false) but where `x` is NaN, so that both copies run.
+    fn likely(&mut self, v: Value, need: Need) -> Value {
+        let value = self.hint_rng.chance(0.5);
+        let t = self.ty(v).clone();
+        let cond = if self.hint_rng.chance(0.5) {
+            v
+        } else {
+            let x = self.value(DType::F32, &t.shape, need);
+            let p = if value { CmpPred::Eq } else { CmpPred::Ne };
+            self.cmp(p, x, x)
+        };
+        let values = vec![value as u32];
+        self.push1(
+            Op::Hint {
+                x: cond,
+                kind: HintKind::Likely,
+                values,
+            },
+            t,
+        )
     }
 
     /// `v` under a Triton hint that holds for any value (a value of 1: multiples of 1,
     /// runs of 1), so the promise is true and only the lowering of the op is exercised.
     fn hinted(&mut self, v: Value) -> Value {
-        let kind = *self.rng.pick(HintKind::ALL);
+        let promises = [
+            HintKind::MultipleOf,
+            HintKind::MaxContiguous,
+            HintKind::MaxConstancy,
+        ];
+        let kind = *self.rng.pick(&promises);
         let t = self.ty(v).clone();
         let values = vec![
             1;

@@ -15,6 +15,7 @@ mod custom;
 mod debug;
 mod dot;
 mod lanes;
+mod likely;
 mod mask;
 mod memory;
 mod next_iteration;
@@ -93,6 +94,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     lazy: HashSet<Value>,
     /// Masks known to be all-true inside the current fast-path loop (see `versioned`).
     true_masks: HashSet<Value>,
+    /// Bool tiles known all false inside the current `likely` copy (see `likely`).
+    false_lanes: HashSet<Value>,
     /// Pointer tiles known there to be runs along their last axis (see `runs`).
     runs: HashSet<Value>,
     /// The index mask of the masked copy being generated, true on a prefix of its lanes
@@ -234,6 +237,7 @@ pub(crate) fn generate<'ctx>(
         lv: HashMap::new(),
         lazy,
         true_masks: HashSet::new(),
+        false_lanes: HashSet::new(),
         runs: HashSet::new(),
         prefix: None,
         region_loops: None,
@@ -594,7 +598,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if self.true_masks.contains(&v) || self.in_true_prefix(v, idx) {
             return Ok(self.ctx.bool_type().const_all_ones().into());
         }
-        if self.in_false_past_prefix(v, idx) {
+        if self.false_lanes.contains(&v) || self.in_false_past_prefix(v, idx) {
             return Ok(self.ctx.bool_type().const_zero().into());
         }
         if self.runs.contains(&v) || self.in_prefix_run(v, idx) {
@@ -691,7 +695,22 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// need no run-time check or are offset by the mask's own index (exact below the
     /// prefix): full blocks run as fast, and the kernel has half the code to compile
     /// (softmax's cold compile took a quarter less time).
+    ///
+    /// Around those copies, the `likely` hints the lanes read get theirs (see `likely`).
     fn versioned(
+        &mut self,
+        mask: Option<Value>,
+        (roots, pointers): (&[Value], &[Value]),
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        let read: Vec<Value> = roots.iter().chain(pointers).chain(&mask).copied().collect();
+        self.versioned_likely(&read, &mut |g| {
+            g.versioned_masks(mask, (roots, pointers), emit)
+        })
+    }
+
+    /// [`versioned`](Self::versioned) but for the `likely` hints.
+    fn versioned_masks(
         &mut self,
         mask: Option<Value>,
         (roots, pointers): (&[Value], &[Value]),

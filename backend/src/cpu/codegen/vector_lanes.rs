@@ -62,8 +62,11 @@ impl<'ctx> Gen<'ctx, '_> {
         idx: &[IntValue<'ctx>],
         w: usize,
     ) -> Result<Option<VectorValue<'ctx>>> {
-        if self.true_masks.contains(&v) {
-            let t = self.ctx.bool_type().const_all_ones();
+        if self.true_masks.contains(&v) || self.false_lanes.contains(&v) {
+            let t = self
+                .ctx
+                .bool_type()
+                .const_int(self.true_masks.contains(&v) as u64, false);
             return Ok(Some(self.splat_vector(t.into(), w)?));
         }
         let ty = self.ty(v).clone();

@@ -1,0 +1,171 @@
+//! Loops versioned on `likely` hints (`HintKind::Likely`): a bool tile whose lanes are
+//! usually all one value, as the f32 algorithms' case masks are (`lgamma`'s `x < 0`,
+//! `pow`'s subnormal base). The lanes of such a function are branch-free, so a loop over
+//! them pays for every case at every lane; behind a test that each hint read by the loop's
+//! lanes has its likely value at every lane, a copy takes the hints as constants, and LLVM
+//! folds away the selects they drive and the cases those selects leave unread (a
+//! `lgamma` of positive arguments computes one logarithm instead of two). Both copies
+//! compute every lane with the same operations, the constants only folded, so their
+//! results are the same bits: which copy runs never shows.
+
+use super::{plan, Gen, LoopUnroll, Lv};
+use crate::llvm::Result;
+use inkwell::basic_block::BasicBlock;
+use inkwell::values::IntValue;
+use std::collections::HashSet;
+use tritium_dsl::ir::{HintKind, Op, Value};
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Emits `emit` behind a test that every `likely` hint its lanes read (from `roots`,
+    /// through lazily computed values) has its likely value at every lane: that copy takes
+    /// the hints as known, the other reads them. Without such hints, `emit` once.
+    pub(super) fn versioned_likely(
+        &mut self,
+        roots: &[Value],
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        let hints = self.likely_hints(roots);
+        if hints.is_empty() {
+            return emit(self);
+        }
+        let all = self.all_hold(&hints)?;
+        let fast = self.ctx.append_basic_block(self.func, "likely.hold");
+        let slow = self.ctx.append_basic_block(self.func, "likely.mixed");
+        let done = self.ctx.append_basic_block(self.func, "likely.done");
+        self.b.build_conditional_branch(all, fast, slow)?;
+        self.b.position_at_end(fast);
+        let before = (self.true_masks.clone(), self.false_lanes.clone());
+        for &(h, value) in &hints {
+            let Some(Op::Hint { x, .. }) = self.defs.get(&h).map(|i| &i.op) else {
+                unreachable!("a likely hint")
+            };
+            // The hint's lanes are its operand's, and any value's computing the same.
+            let mut same = plan::equivalents(self.f, *x);
+            same.push(h);
+            match value {
+                true => self.true_masks.extend(same),
+                false => self.false_lanes.extend(same),
+            }
+        }
+        let fast_result = emit(self);
+        (self.true_masks, self.false_lanes) = before;
+        fast_result?;
+        self.b.build_unconditional_branch(done)?;
+        self.b.position_at_end(slow);
+        emit(self)?;
+        self.b.build_unconditional_branch(done)?;
+        self.b.position_at_end(done);
+        Ok(())
+    }
+
+    /// The `likely` hints (with their values) that the lanes of `roots` read through lazily
+    /// computed values, but for those already known.
+    fn likely_hints(&self, roots: &[Value]) -> Hints {
+        let mut seen = HashSet::new();
+        let mut stack = roots.to_vec();
+        let mut hints = Vec::new();
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
+                continue;
+            }
+            if self.true_masks.contains(&v) || self.false_lanes.contains(&v) {
+                continue;
+            }
+            let Some(inst) = self.defs.get(&v) else {
+                continue;
+            };
+            if let Op::Hint {
+                kind: HintKind::Likely,
+                values,
+                ..
+            } = &inst.op
+            {
+                hints.push((v, values[0] != 0));
+            }
+            stack.extend(inst.op.operands());
+        }
+        hints
+    }
+
+    /// An i1 that is true when every lane of each hint `(h, value)` is `value`: one loop
+    /// over the lanes of the hints of each shape (most often all of them), which computes
+    /// what they are made of once, left at the first chunk with a lane where one does not
+    /// hold (a tile with rare lanes pays for a chunk or two of the test, not all of it).
+    fn all_hold(&mut self, hints: &[(Value, bool)]) -> Result<IntValue<'ctx>> {
+        let mut groups: Vec<(Vec<usize>, Hints)> = Vec::new();
+        for &(h, value) in hints {
+            let shape = &self.ty(h).shape;
+            match groups.iter_mut().find(|g| &g.0 == shape) {
+                Some(g) => g.1.push((h, value)),
+                None => groups.push((shape.clone(), vec![(h, value)])),
+            }
+        }
+        let bool_ty = self.ctx.bool_type();
+        let result = self.entry_alloca(bool_ty.into())?;
+        self.b.build_store(result, bool_ty.const_zero())?;
+        let fail = self.ctx.append_basic_block(self.func, "likely.fail");
+        let tested = self.ctx.append_basic_block(self.func, "likely.tested");
+        for (shape, hints) in groups {
+            self.hold_or_leave(&shape, &hints, fail)?;
+        }
+        self.b.build_store(result, bool_ty.const_all_ones())?;
+        self.b.build_unconditional_branch(tested)?;
+        self.b.position_at_end(fail);
+        self.b.build_unconditional_branch(tested)?;
+        self.b.position_at_end(tested);
+        Ok(self.b.build_load(bool_ty, result, "")?.into_int_value())
+    }
+
+    /// The test of `hints` (all of `shape`) by chunks: [`CHUNK`] lanes of a rank-1 tile,
+    /// a row of a larger rank, each chunk a loop LLVM vectorizes; branches to `fail` after
+    /// a chunk where a lane does not hold.
+    fn hold_or_leave(
+        &mut self,
+        shape: &[usize],
+        hints: &[(Value, bool)],
+        fail: BasicBlock<'ctx>,
+    ) -> Result<()> {
+        let acc = self.entry_alloca(self.ctx.bool_type().into())?;
+        let (chunks, chunk) = match shape {
+            [n] if n % CHUNK == 0 => (n / CHUNK, CHUNK),
+            [n] => (1, *n),
+            [] => (1, 1),
+            [rows, ..] => (*rows, 0),
+        };
+        let body = &mut |g: &mut Self, idx: &[IntValue<'ctx>]| {
+            let mut holds = g.b.build_load(g.ctx.bool_type(), acc, "")?.into_int_value();
+            for &(h, value) in hints {
+                let x = g.lane(h, idx)?.into_int_value();
+                let x = if value { x } else { g.b.build_not(x, "")? };
+                holds = g.b.build_and(holds, x, "")?;
+            }
+            g.b.build_store(acc, holds)?;
+            Ok(())
+        };
+        self.counted_loop(chunks, LoopUnroll::Never, &mut |g, c| {
+            g.b.build_store(acc, g.ctx.bool_type().const_all_ones())?;
+            match shape.len() {
+                0 => body(g, &[])?,
+                1 => {
+                    let first = g.b.build_int_mul(c, g.i64c(chunk as u64), "")?;
+                    g.counted_loop(chunk, LoopUnroll::Free, &mut |g, j| {
+                        let i = g.b.build_int_add(first, j, "")?;
+                        body(g, &[i])
+                    })?
+                }
+                _ => g.loop_level_with(shape, &mut vec![c], LoopUnroll::Free, body)?,
+            }
+            let holds = g.b.build_load(g.ctx.bool_type(), acc, "")?.into_int_value();
+            let next = g.ctx.append_basic_block(g.func, "likely.next");
+            g.b.build_conditional_branch(holds, next, fail)?;
+            g.b.position_at_end(next);
+            Ok(())
+        })
+    }
+}
+
+/// `likely` hints and their values.
+type Hints = Vec<(Value, bool)>;
+
+/// Lanes per chunk of a rank-1 tile's test (eight 512-bit vectors of f32).
+const CHUNK: usize = 128;
