@@ -1181,10 +1181,11 @@ fn sums_of_loop_carried_tiles_taken_in_the_last_write_match_interpreter() {
     check_carried_sum(|x| (x * 1000.0) as i32, |x: i32| x as f64);
 }
 
-/// Selects on `likely` hints (`x < 0` usually false, `x ≥ 1` usually true), one stored,
-/// one reduced (`max`): the CPU versions both loops on the hints (a copy where they hold at every lane,
-/// their rare cases folded away), and every tile, whichever copy it takes, matches the
-/// interpreter bit for bit: all lanes usual, one lane negative, one below 1, all rare.
+/// Selects on `likely` hints (`x < 0` usually false, `1 ≤ x ≤ 40` usually true), one
+/// stored, one reduced (`max`): the CPU versions both loops on the hints (a copy where
+/// they hold at every lane, their rare cases folded away), and every tile, whichever copy
+/// it takes, matches the interpreter bit for bit: all lanes usual, one lane negative, one
+/// below 1, one past 40, all rare.
 #[test]
 fn likely_hints_version_loops_and_match_interpreter() {
     let n = 256;
@@ -1194,26 +1195,23 @@ fn likely_hints_version_loops_and_match_interpreter() {
         let offs = arange(0, n);
         let v = load(x + offs, NoArg, NoArg);
         let neg = likely(compare(v, CmpPred::Lt, 0.0f32), false);
-        let big = likely(compare(v, CmpPred::Ge, 1.0f32), true);
-        let usual = v * 2.0f32 + 1.0f32;
+        // Known true, it makes `past` known false (the operand of a `not` in an `and`).
+        let past = compare(v, CmpPred::Gt, 40.0f32);
+        let big = likely(compare(v, CmpPred::Ge, 1.0f32) & !past, true);
+        let usual = v * 2.0f32 + 1.0f32 + where_(past, 100.0f32, 0.0f32);
         let r = where_(neg, sqrt(-v) * 3.0f32, where_(big, usual, v - 5.0f32));
         store(out + offs, r, NoArg);
         store(out + n, where_(neg, -v, v * 3.0f32).max(0), NoArg);
     });
     type Row = (&'static str, fn(usize) -> f32);
-    let rows: [Row; 4] = [
-        ("usual", |i| 1.0 + i as f32 / 7.0),
-        ("one negative", |i| {
-            if i == 77 {
-                -2.5
-            } else {
-                1.0 + i as f32 / 7.0
-            }
-        }),
-        (
-            "one below 1",
-            |i| if i == 200 { 0.25 } else { 1.0 + i as f32 },
-        ),
+    fn usual(i: usize) -> f32 {
+        1.0 + i as f32 / 7.0
+    }
+    let rows: [Row; 5] = [
+        ("usual", usual),
+        ("one negative", |i| if i == 77 { -2.5 } else { usual(i) }),
+        ("one below 1", |i| if i == 200 { 0.25 } else { usual(i) }),
+        ("one past 40", |i| if i == 3 { 45.0 } else { usual(i) }),
         ("rare", |i| i as f32 / 100.0 - 1.3),
     ];
     for (name, x) in rows {

@@ -447,7 +447,8 @@ pub(super) fn pow(x: Tile, y: Tile) -> Tile {
     // NaN or negative one is a rare case, each folded away where every lane is usual (one
     // test).
     let ge = |t: Tile, v: f32| super::lang::compare(t, CmpPred::Ge, v);
-    let usual = likely(ge(x, f32::MIN_POSITIVE) & lt(x, f32::INFINITY), true);
+    let finite = lt(ax, f32::INFINITY);
+    let usual = likely(ge(x, f32::MIN_POSITIVE) & finite, true);
     let sub = !usual & lt(ax, f32::MIN_POSITIVE);
     let xs = where_(sub, ax * 8_388_608.0f32, ax);
     let bits = bitcast(xs, DType::I32);
@@ -479,7 +480,6 @@ pub(super) fn pow(x: Tile, y: Tile) -> Tile {
     let (l, l_lo) = fast_two_sum(hi, fma(c, poly(s, &LOG3_F), lo));
     // ln 0 = −inf, ln inf = inf, NaN stays NaN (their low parts are dropped in exp_hi_lo).
     let zero = !usual & eq(ax, 0.0);
-    let finite = usual | lt(ax, f32::INFINITY);
     let l = where_(zero, splat(ax, f32::NEG_INFINITY), where_(finite, l, ax));
     let (t, t_err) = two_prod(y, l);
     let t_lo = fma(y, l_lo, t_err);
@@ -1073,13 +1073,11 @@ pub(super) fn tgamma(x: Tile) -> Tile {
     // From 1 to 44, the usual arguments (see `likely`), no case but Stirling's: the sign
     // bit (below −0 and 0 alike: ±0 are replaced at the end), the clamp and the tiny
     // arguments are rare cases, each folded away where every lane is usual (one test).
-    let usual = likely(
-        super::lang::compare(x, CmpPred::Ge, 1.0) & super::lang::compare(x, CmpPred::Le, 44.0),
-        true,
-    );
-    let neg = !usual & signbit(x);
     let a = abs(x);
-    let a = where_(!usual & gt(a, 44.0), 44.0f32, a);
+    let past = gt(a, 44.0);
+    let usual = likely(super::lang::compare(x, CmpPred::Ge, 1.0) & !past, true);
+    let neg = !usual & signbit(x);
+    let a = where_(past, 44.0f32, a);
     // y = 1 + a in two parts (a itself where usual): y − 1 is exact (y below 2^24) and
     // then so is a − (y − 1) (Sterbenz from 1 on, Fast2Sum below).
     let y = where_(usual, a, a + 1.0);

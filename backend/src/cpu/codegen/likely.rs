@@ -13,7 +13,7 @@ use crate::llvm::Result;
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::IntValue;
 use std::collections::HashSet;
-use tritium_dsl::ir::{HintKind, Op, Value};
+use tritium_dsl::ir::{BinOp, HintKind, Op, UnOp, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Emits `emit` behind a test that every `likely` hint its lanes read (from `roots`,
@@ -36,16 +36,7 @@ impl<'ctx> Gen<'ctx, '_> {
         self.b.position_at_end(fast);
         let before = (self.true_masks.clone(), self.false_lanes.clone());
         for &(h, value) in &hints {
-            let Some(Op::Hint { x, .. }) = self.defs.get(&h).map(|i| &i.op) else {
-                unreachable!("a likely hint")
-            };
-            // The hint's lanes are its operand's, and any value's computing the same.
-            let mut same = plan::equivalents(self.f, *x);
-            same.push(h);
-            match value {
-                true => self.true_masks.extend(same),
-                false => self.false_lanes.extend(same),
-            }
+            self.know(h, value);
         }
         let fast_result = emit(self);
         (self.true_masks, self.false_lanes) = before;
@@ -56,6 +47,34 @@ impl<'ctx> Gen<'ctx, '_> {
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
         Ok(())
+    }
+
+    /// Takes the bool tile `v` as `value` at every lane, with every value computing the
+    /// same lanes, and what follows: the operand of a hint or a `not`, both operands of a
+    /// true `and` and of a false `or`. So a hint on `a & !b` makes `a` known true and `b`
+    /// known false, and code may select on `b` itself.
+    fn know(&mut self, v: Value, value: bool) {
+        let known = match value {
+            true => &mut self.true_masks,
+            false => &mut self.false_lanes,
+        };
+        known.extend(plan::equivalents(self.f, v));
+        let Some(inst) = self.defs.get(&v) else {
+            return;
+        };
+        match inst.op {
+            Op::Hint { x, .. } => self.know(x, value),
+            Op::Unary(UnOp::Not, x) => self.know(x, !value),
+            Op::Binary(BinOp::And, a, b) if value => {
+                self.know(a, true);
+                self.know(b, true);
+            }
+            Op::Binary(BinOp::Or, a, b) if !value => {
+                self.know(a, false);
+                self.know(b, false);
+            }
+            _ => {}
+        }
     }
 
     /// The `likely` hints (with their values) that the lanes of `roots` read through lazily
