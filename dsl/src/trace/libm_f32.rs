@@ -1065,10 +1065,9 @@ fn gamma_divisor(x: Tile, a: Tile, neg: Tile, usual: Tile) -> (Tile, Tile) {
 /// carries the sign); from 1 to 44 `y = a` and `d = 1` (no quotient where the lanes are
 /// all there: see `likely`); the quotient in two parts, rounded once with the power of two.
 /// Past 44 the result is inf above 0 and 0 below (NaN at the negative integers); below
-/// 2^-30 it is
-/// `1/x` (`1/x − γ` rounds to it or next to it: ±inf at ±0 and where it overflows), which
-/// the quotient's `1/d` is there, with the sign of `x`. NaN at the negative integers (a
-/// divisor 0), −inf and NaN.
+/// 2^-30 it is `1/x` (`1/x − γ` rounds to it or next to it: ±inf at ±0 and where it
+/// overflows), which the quotient's `1/d` is there, with the sign of `x`. NaN at the
+/// negative integers (a divisor 0), −inf and NaN.
 pub(super) fn tgamma(x: Tile) -> Tile {
     // From 1 to 44, the usual arguments (see `likely`), no case but Stirling's: the sign
     // bit (below −0 and 0 alike: ±0 are replaced at the end), the clamp and the tiny
