@@ -452,6 +452,47 @@ fn hints_keep_values_and_check_their_arguments() {
     );
 }
 
+/// `likely` from a kernel: `x < 0` usually false. No promise: a block with negative
+/// lanes gives what one without the hint gives, on every device; a non-bool condition
+/// is a trace error naming it.
+#[kernel]
+fn likely_abs(out: Ptr<f32>, x: Ptr<f32>, #[constexpr] BAD: bool) {
+    let offs = program_id(0) * 64 + arange(0, 64);
+    let v = load(x + offs);
+    let neg = if BAD {
+        tritium::dsl::trace::lang::likely(v, false)
+    } else {
+        tritium::dsl::trace::lang::likely(v < 0.0, false)
+    };
+    store(out + offs, where_(neg, -v * 2.0, v * 2.0));
+}
+
+#[test]
+fn likely_changes_no_value_and_takes_a_bool_tile() {
+    // Block 0 all positive (the CPU's likely copy), block 1 with negative lanes.
+    let x = Array1::from_iter((0..128).map(|i| {
+        if i < 64 || i % 3 != 0 {
+            i as f32
+        } else {
+            -(i as f32)
+        }
+    }));
+    let want = x.mapv(|v: f32| v.abs() * 2.0);
+    for device in all_devices() {
+        let mut out = Array1::<f32>::zeros(128);
+        likely_abs::launch(&device, 2, &mut out, &x, false).unwrap();
+        assert_eq!(out, want, "{device:?}");
+    }
+    let mut out = Array1::<f32>::zeros(128);
+    let e = likely_abs::launch(&Device::cpu(), 2, &mut out, &x, true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("likely: the condition must be a bool tile"),
+        "{e}"
+    );
+}
+
 /// `assume(x < limit)`: checked as a `device_assert` in checked mode (and on the
 /// interpreter), nothing otherwise.
 #[kernel]
