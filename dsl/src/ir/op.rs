@@ -282,7 +282,7 @@ pub enum Op {
     /// Compiled code trusts it, as Triton's does. Or (`likely`, on a bool tile, with one
     /// value 0 or 1) no promise, only the value its lanes usually all have.
     Hint {
-        /// The promised value (an integer tile).
+        /// The promised value (an integer tile; for `likely`, a bool one).
         x: Value,
         /// Which promise.
         kind: HintKind,

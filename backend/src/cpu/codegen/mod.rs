@@ -92,7 +92,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     defs: HashMap<Value, &'f Inst>,
     lv: HashMap<Value, Lv<'ctx>>,
     lazy: HashSet<Value>,
-    /// Masks known to be all-true inside the current fast-path loop (see `versioned`).
+    /// Masks (and bool tiles) known to be all true inside the current fast-path copy (see
+    /// `versioned` and `likely`).
     true_masks: HashSet<Value>,
     /// Bool tiles known all false inside the current `likely` copy (see `likely`).
     false_lanes: HashSet<Value>,
