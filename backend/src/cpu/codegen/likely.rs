@@ -13,7 +13,7 @@ use crate::llvm::Result;
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::IntValue;
 use std::collections::HashSet;
-use tritium_dsl::ir::{BinOp, HintKind, Op, UnOp, Value};
+use tritium_dsl::ir::{BinOp, Function, HintKind, Op, UnOp, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Emits `emit` behind a test that every `likely` hint its lanes read (from `roots`,
@@ -24,7 +24,10 @@ impl<'ctx> Gen<'ctx, '_> {
         roots: &[Value],
         emit: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<()> {
-        let hints = self.likely_hints(roots);
+        let hints = match self.has_likely {
+            true => self.likely_hints(roots),
+            false => Vec::new(),
+        };
         if hints.is_empty() {
             return emit(self);
         }
@@ -181,6 +184,21 @@ impl<'ctx> Gen<'ctx, '_> {
             Ok(())
         })
     }
+}
+
+/// Whether `f` has a `likely` hint.
+pub(super) fn any_in(f: &Function) -> bool {
+    let mut any = false;
+    f.walk(&mut |inst| {
+        any |= matches!(
+            inst.op,
+            Op::Hint {
+                kind: HintKind::Likely,
+                ..
+            }
+        )
+    });
+    any
 }
 
 /// `likely` hints and their values.

@@ -97,6 +97,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     true_masks: HashSet<Value>,
     /// Bool tiles known all false inside the current `likely` copy (see `likely`).
     false_lanes: HashSet<Value>,
+    /// Whether the function has a `likely` hint (else no region looks for one).
+    has_likely: bool,
     /// Pointer tiles known there to be runs along their last axis (see `runs`).
     runs: HashSet<Value>,
     /// The index mask of the masked copy being generated, true on a prefix of its lanes
@@ -239,6 +241,7 @@ pub(crate) fn generate<'ctx>(
         lazy,
         true_masks: HashSet::new(),
         false_lanes: HashSet::new(),
+        has_likely: likely::any_in(f),
         runs: HashSet::new(),
         prefix: None,
         region_loops: None,
