@@ -1754,3 +1754,59 @@ fn kept_dot_panels_across_programs_match_interpreter() {
         assert!(got.1 == want.1, "{how:?}: differs from the interpreter");
     }
 }
+
+/// `out = op(load(x), load(y))` over one 1024-lane tile per program.
+fn streaming_kernel(name: &str, op: fn(Tile, Tile) -> Tile) -> Function {
+    trace(name, || {
+        let x = ptr_param("x", DType::F32);
+        let y = ptr_param("y", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let offs = program_id(0) * 1024 + arange(0, 1024);
+        store(
+            out + offs,
+            op(load(x + offs, NoArg, NoArg), load(y + offs, NoArg, NoArg)),
+            NoArg,
+        );
+    })
+}
+
+#[test]
+fn compute_bound_loops_prefetch_their_streamed_loads() {
+    // A load read once is left to the hardware prefetcher where the loop is memory-bound
+    // (a sum), and prefetched for the next program where it is compute-bound (an `exp`
+    // per lane: the hardware prefetcher stops at each page and the loop's chains cannot
+    // hide the misses). The store's tile is prefetched for writing either way.
+    type Case = (&'static str, fn(Tile, Tile) -> Tile, bool);
+    let cases: [Case; 3] = [
+        ("codegen_stream_add", |a, b| a + b, false),
+        ("codegen_stream_exp", |a, b| (a * b).exp(), true),
+        ("codegen_stream_exp_sqrt", |a, b| a.exp() + b.sqrt(), true),
+    ];
+    for (name, op, read) in cases {
+        let ll = unoptimized_ll(streaming_kernel(name, op), name);
+        let prefetches = |rw: u32| {
+            ll.lines()
+                .filter(|l| l.contains("@llvm.prefetch") && l.contains(&format!("i32 {rw}, i32 3")))
+                .count()
+        };
+        assert!(prefetches(1) > 0, "{name}: the output is not prefetched");
+        assert_eq!(prefetches(0) > 0, read, "{name}: read prefetches");
+    }
+    // The prefetched copy computes what the interpreter does.
+    let f = streaming_kernel("codegen_stream_exp", |a, b| (a * b).exp());
+    let n = 3 * 1024;
+    let make = || {
+        let x: Vec<f32> = values(n, 5).iter().map(|v| (v * 8.0) as f32).collect();
+        let y: Vec<f32> = values(n, 6).iter().map(|v| *v as f32).collect();
+        (x, y, vec![0f32; n])
+    };
+    let (got, want) = both(&f, [3, 1, 1], make, |b| {
+        let mut args = KernelArgs::new();
+        args.ptr("x", &b.0[..]);
+        args.ptr("y", &b.1[..]);
+        args.ptr("out", &mut b.2[..]);
+        args
+    });
+    let f64s = |v: &[f32]| v.iter().map(|x| *x as f64).collect::<Vec<_>>();
+    assert_close(&f64s(&got.2), &f64s(&want.2), 1e-6, "exp(x·y), prefetched");
+}

@@ -8,13 +8,14 @@
 //! fills the core's miss buffers and stalls it, while the same hints spread over a long
 //! loop overlap the transfers with the computation. So the prefetches are planned once per
 //! kernel ([`plan_spread`]): the rank-1 pointer tiles of the top-level stores and of the
-//! top-level loads read more than once (or, failing those, of the loads and stores in each
-//! top-level `for` body, each tile in the first body that touches its parameter) are
-//! prefetched a few cache lines at a time from inside the most expensive lane loop of that
-//! block, strip-mined into chunks of [`CHUNK`] lanes; in a `for` body that loop may be the
-//! in-place write of a carried tile (`acc += load(…)`, see `control`). Only tiles whose
-//! address depends on the program id are planned (the next program's copy of any other is
-//! the same tile). Other tiles get a burst where they are accessed.
+//! top-level loads read more than once or by a compute-bound loop (or, failing those, of
+//! the loads and stores in each top-level `for` body, each tile in the first body that
+//! touches its parameter) are prefetched a few cache lines at a time from inside the most
+//! expensive lane loop of that block, strip-mined into chunks of [`CHUNK`] lanes; in a
+//! `for` body that loop may be the in-place write of a carried tile (`acc += load(…)`, see
+//! `control`). Only tiles whose address depends on the program id are planned (the next
+//! program's copy of any other is the same tile). Other tiles get a burst where they are
+//! accessed.
 
 use super::reduce::FusedSum;
 use super::{Gen, LoopUnroll, Lv};
@@ -37,6 +38,11 @@ const MAX_SPAN: u64 = 16 << 10;
 
 /// Smallest span (bytes) worth prefetching.
 const MIN_SPAN: usize = 256;
+
+/// The [`lane_cost`] from which a lane loop is compute-bound: about one transcendental
+/// function per lane (`exp` over f32 streams at memory speed on two cores; `log10`, a
+/// logarithm and a product, already computes longer than its memory takes).
+const COMPUTE_BOUND: u32 = 16;
 
 /// Where a kernel's next-program prefetches are spread (see the module docs).
 pub(super) struct SpreadPlan {
@@ -95,8 +101,12 @@ struct Ctx<'a> {
 
 /// The spread plan of one block: targets among its loads and stores whose pointers are
 /// pure functions of `known` values that depend on the program id, carried by its most
-/// expensive lane loop. At the top level, loads count only when their tile is read more
-/// than once (a single streaming pass is left to the hardware prefetcher).
+/// expensive lane loop. At the top level, a load whose tile is read once counts only when
+/// that loop is compute-bound ([`COMPUTE_BOUND`]): a streaming pass in a memory-bound loop
+/// is left to the hardware prefetcher (software hints there only compete with it), while a
+/// long computation per lane lets a page's first lines miss each time the hardware
+/// prefetcher stops at a page boundary, and its dependent chains leave the out-of-order
+/// window too short to hide that latency (`tgamma`, `lgamma` over 2^24 f32: 9% faster).
 fn plan_block(
     cx: &Ctx<'_>,
     block: &Block,
@@ -105,14 +115,18 @@ fn plan_block(
 ) -> Option<SpreadPlan> {
     let (f, lazy, defs) = (cx.f, cx.lazy, cx.defs);
     let mut targets = Vec::new();
+    // Top-level loads read once: targets only if the carrying loop is compute-bound.
+    let mut streamed = Vec::new();
     let mut best: Option<(u32, *const Inst)> = None;
     for inst in &block.insts {
+        let mut once = false;
         let (target, lanes) = match &inst.op {
             Op::Store { ptr, value, .. } => (Some((*ptr, true)), Some((*value, 1))),
             Op::Load { ptr, .. } => {
                 let reread = cx.uses.get(&inst.results[0]).copied().unwrap_or(0) > 1;
+                once = top && !reread;
                 let own = (!lazy.contains(&inst.results[0])).then_some((inst.results[0], 0));
-                ((reread || !top).then_some((*ptr, false)), own)
+                (Some((*ptr, false)), own)
             }
             op if op.is_elementwise() && !lazy.contains(&inst.results[0]) => {
                 (None, Some((inst.results[0], 0)))
@@ -136,9 +150,11 @@ fn plan_block(
                 && bytes >= MIN_SPAN
                 && pure_from(ptr, defs, known)
                 && depends_on_pid(ptr, defs)
-                && !targets.contains(&(ptr, write))
             {
-                targets.push((ptr, write));
+                let list = if once { &mut streamed } else { &mut targets };
+                if !list.contains(&(ptr, write)) {
+                    list.push((ptr, write));
+                }
             }
         }
         if let Some((v, extra)) = lanes {
@@ -155,7 +171,14 @@ fn plan_block(
             }
         }
     }
-    let (_, at) = best?;
+    let (cost, at) = best?;
+    if cost >= COMPUTE_BOUND {
+        for t in streamed {
+            if !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+    }
     (!targets.is_empty()).then_some(SpreadPlan { at, targets })
 }
 
@@ -570,7 +593,8 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// [`prefetch_next`](Self::prefetch_next) for a load whose tile is read more than once
     /// in the program (a single streaming pass is left to the hardware prefetcher, which
-    /// software prefetches would only slow down).
+    /// software prefetches would only slow down, unless a compute-bound loop carries it:
+    /// see [`plan_block`]).
     pub(super) fn prefetch_next_load(&mut self, loaded: Value, ptr: Value) -> Result<()> {
         if self.f.uses(loaded) > 1 {
             self.prefetch_next(ptr, false)?;
