@@ -395,9 +395,9 @@ fn edge_inputs() -> Vec<f64> {
         1.75,
         2.25,
         2f32.powi(-100),
-        // erf's clamp, erfinv's w = 5.
+        // erf's clamp, erfinv's w = 5 (a switch of |x|).
         4.0,
-        0.996_63,
+        0.996_625_3,
     ];
     let mut v = Vec::new();
     for c in switches {

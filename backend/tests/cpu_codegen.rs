@@ -1183,9 +1183,10 @@ fn sums_of_loop_carried_tiles_taken_in_the_last_write_match_interpreter() {
 
 /// Selects on `likely` hints (`x < 0` usually false, `1 ≤ x ≤ 40` usually true), one
 /// stored, one reduced (`max`): the CPU versions both loops on the hints (a copy where
-/// they hold at every lane, their rare cases folded away), and every tile, whichever copy
-/// it takes, matches the interpreter bit for bit: all lanes usual, one lane negative, one
-/// below 1, one past 40, all rare.
+/// they hold at every lane, their rare cases folded away; the store's per chunk of its
+/// lane loop, the reduction's per tile), and every tile, whichever copies it takes,
+/// matches the interpreter bit for bit: all lanes usual, one lane negative, one below 1,
+/// one past 40, all rare.
 #[test]
 fn likely_hints_version_loops_and_match_interpreter() {
     let n = 256;
@@ -1226,8 +1227,13 @@ fn likely_hints_version_loops_and_match_interpreter() {
         assert_eq!(bits(&got.1), bits(&want.1), "{name}");
     }
     let ll = unoptimized_ll(f, "codegen-likely-dump");
-    let copies = ll.lines().filter(|l| l.starts_with("likely.hold")).count();
-    assert_eq!(copies, 2, "a likely copy per loop");
+    let count = |label: &str| ll.lines().filter(|l| l.starts_with(label)).count();
+    assert_eq!(count("likely.hold"), 2, "a likely copy per loop");
+    assert_eq!(
+        count("likely.chunk"),
+        1,
+        "the store's chunks test the hints"
+    );
 }
 
 /// A 2-D block copy masked by bounds on both axes (`rows < m & cols < n`, the edges of a

@@ -242,7 +242,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let shape = ty.shape.clone();
         let mask = self.load_mask_in(v);
         let keep = c.keep_last;
-        self.versioned(mask, (&[v], &[]), &mut |g| {
+        self.versioned_lane_loop(mask, (&[v], &[]), &shape, &mut |g| {
             g.lane_loop(&shape, &c.sums, spread, &mut |g, idx| {
                 let x = g.lane(v, idx)?;
                 if keep {

@@ -7,21 +7,31 @@
 //! `lgamma` of positive arguments computes one logarithm instead of two). Both copies
 //! compute every lane with the same operations, the constants only folded, so their
 //! results are the same bits: which copy runs never shows.
+//!
+//! Where the region is one lane loop over a rank-1 tile of whole chunks (a store, a
+//! materialized elementwise op), the test is per chunk of the loop ([`prefetch::CHUNK`]
+//! lanes) instead of per tile: a chunk whose lanes all hold runs the copy with the hints
+//! known, another the copy that reads them, so that rare lanes scattered over every tile
+//! (`erfinv`'s tail, 1% of uniform arguments) cost only the chunks they fall in.
 
-use super::{plan, Gen, LoopUnroll, Lv};
+use super::{plan, prefetch, Gen, LoopUnroll, Lv};
 use crate::llvm::Result;
 use inkwell::basic_block::BasicBlock;
-use inkwell::values::IntValue;
+use inkwell::values::{IntValue, PointerValue};
 use std::collections::HashSet;
 use tritium_dsl::ir::{BinOp, Function, HintKind, Op, UnOp, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
     /// Emits `emit` behind a test that every `likely` hint its lanes read (from `roots`,
     /// through lazily computed values) has its likely value at every lane: that copy takes
-    /// the hints as known, the other reads them. Without such hints, `emit` once.
+    /// the hints as known, the other reads them. Without such hints, `emit` once. With
+    /// `chunked`, `emit` is one lane loop per copy over a rank-1 tile of whole chunks: it
+    /// is emitted once, and its chunks test the hints for themselves (see
+    /// [`versioned_chunk`](Self::versioned_chunk)).
     pub(super) fn versioned_likely(
         &mut self,
         roots: &[Value],
+        chunked: bool,
         emit: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<()> {
         let hints = match self.has_likely {
@@ -31,14 +41,63 @@ impl<'ctx> Gen<'ctx, '_> {
         if hints.is_empty() {
             return emit(self);
         }
+        if chunked {
+            let outer = std::mem::replace(&mut self.chunk_likely, hints);
+            let result = emit(self);
+            self.chunk_likely = outer;
+            return result;
+        }
         let all = self.all_hold(&hints)?;
+        self.two_copies(all, &hints, emit)
+    }
+
+    /// A chunk of a lane loop (its lanes from `base`, [`prefetch::CHUNK`] of them) in two
+    /// copies behind a test of the hints the loop's region reads (`chunk_likely`), or
+    /// once where there are none.
+    pub(super) fn versioned_chunk(
+        &mut self,
+        base: IntValue<'ctx>,
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        let hints = self.chunk_likely.clone();
+        if hints.is_empty() {
+            return emit(self);
+        }
+        let test = self.ctx.append_basic_block(self.func, "likely.chunk");
+        self.b.build_unconditional_branch(test)?;
+        self.b.position_at_end(test);
+        let acc = self.entry_alloca(self.ctx.bool_type().into())?;
+        self.b
+            .build_store(acc, self.ctx.bool_type().const_all_ones())?;
+        self.counted_loop(prefetch::CHUNK, LoopUnroll::Free, &mut |g, j| {
+            let i = g.b.build_int_add(base, j, "")?;
+            g.and_holds(&hints, acc, &[i])
+        })?;
+        let all = self
+            .b
+            .build_load(self.ctx.bool_type(), acc, "")?
+            .into_int_value();
+        // Inside, no lane loop is left to test them again.
+        let outer = std::mem::take(&mut self.chunk_likely);
+        let result = self.two_copies(all, &hints, emit);
+        self.chunk_likely = outer;
+        result
+    }
+
+    /// `emit` twice: where `all` holds with `hints` known, else reading them.
+    fn two_copies(
+        &mut self,
+        all: IntValue<'ctx>,
+        hints: &[(Value, bool)],
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         let fast = self.ctx.append_basic_block(self.func, "likely.hold");
         let slow = self.ctx.append_basic_block(self.func, "likely.mixed");
         let done = self.ctx.append_basic_block(self.func, "likely.done");
         self.b.build_conditional_branch(all, fast, slow)?;
         self.b.position_at_end(fast);
         let before = (self.true_masks.clone(), self.false_lanes.clone());
-        for &(h, value) in &hints {
+        for &(h, value) in hints {
             self.know(h, value);
         }
         let fast_result = emit(self);
@@ -49,6 +108,26 @@ impl<'ctx> Gen<'ctx, '_> {
         emit(self)?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
+        Ok(())
+    }
+
+    /// ANDs into the bool at `acc` whether each hint `(h, value)` is `value` at lane `idx`.
+    fn and_holds(
+        &mut self,
+        hints: &[(Value, bool)],
+        acc: PointerValue<'ctx>,
+        idx: &[IntValue<'ctx>],
+    ) -> Result<()> {
+        let mut holds = self
+            .b
+            .build_load(self.ctx.bool_type(), acc, "")?
+            .into_int_value();
+        for &(h, value) in hints {
+            let x = self.lane(h, idx)?.into_int_value();
+            let x = if value { x } else { self.b.build_not(x, "")? };
+            holds = self.b.build_and(holds, x, "")?;
+        }
+        self.b.build_store(acc, holds)?;
         Ok(())
     }
 
@@ -154,16 +233,7 @@ impl<'ctx> Gen<'ctx, '_> {
             [] => (1, 1),
             [rows, ..] => (*rows, 0),
         };
-        let body = &mut |g: &mut Self, idx: &[IntValue<'ctx>]| {
-            let mut holds = g.b.build_load(g.ctx.bool_type(), acc, "")?.into_int_value();
-            for &(h, value) in hints {
-                let x = g.lane(h, idx)?.into_int_value();
-                let x = if value { x } else { g.b.build_not(x, "")? };
-                holds = g.b.build_and(holds, x, "")?;
-            }
-            g.b.build_store(acc, holds)?;
-            Ok(())
-        };
+        let body = &mut |g: &mut Self, idx: &[IntValue<'ctx>]| g.and_holds(hints, acc, idx);
         self.counted_loop(chunks, LoopUnroll::Never, &mut |g, c| {
             g.b.build_store(acc, g.ctx.bool_type().const_all_ones())?;
             match shape.len() {

@@ -276,7 +276,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let (ptr, value, mask) = (*ptr, *value, *mask);
         let version_on = mask.or_else(|| self.load_mask_in(value));
         let spread = self.spread_here(inst);
-        self.versioned(version_on, (&[value], &[ptr]), &mut |g| {
+        self.versioned_lane_loop(version_on, (&[value], &[ptr]), &pt.shape, &mut |g| {
             g.lane_loop(&pt.shape, &[], &spread, &mut |g, idx| {
                 let p = g.lane(ptr, idx)?.into_pointer_value();
                 let v = g.lane(value, idx)?;

@@ -99,6 +99,9 @@ pub(crate) struct Gen<'ctx, 'f> {
     false_lanes: HashSet<Value>,
     /// Whether the function has a `likely` hint (else no region looks for one).
     has_likely: bool,
+    /// The `likely` hints that the chunks of the lane loop being generated test for
+    /// themselves (see `likely`).
+    chunk_likely: Vec<(Value, bool)>,
     /// Pointer tiles known there to be runs along their last axis (see `runs`).
     runs: HashSet<Value>,
     /// The index mask of the masked copy being generated, true on a prefix of its lanes
@@ -242,6 +245,7 @@ pub(crate) fn generate<'ctx>(
         true_masks: HashSet::new(),
         false_lanes: HashSet::new(),
         has_likely: likely::any_in(f),
+        chunk_likely: Vec::new(),
         runs: HashSet::new(),
         prefix: None,
         region_loops: None,
@@ -671,7 +675,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     ) -> Result<()> {
         let elem = ty.elem;
         let mask = self.load_mask_in(v);
-        self.versioned(mask, (&[v], &[]), &mut |g| {
+        self.versioned_lane_loop(mask, (&[v], &[]), &ty.shape, &mut |g| {
             g.lane_loop(&ty.shape.clone(), &[], spread, &mut |g, idx| {
                 let x = g.lane(v, idx)?;
                 let s = g.to_storage(x, elem)?;
@@ -707,8 +711,32 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         (roots, pointers): (&[Value], &[Value]),
         emit: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<()> {
+        self.versioned_lanes(mask, (roots, pointers), None, emit)
+    }
+
+    /// [`versioned`](Self::versioned) of one [`lane_loop`](Self::lane_loop) over `shape`
+    /// per copy: over a rank-1 tile of whole chunks, its chunks test the `likely` hints
+    /// for themselves.
+    fn versioned_lane_loop(
+        &mut self,
+        mask: Option<Value>,
+        (roots, pointers): (&[Value], &[Value]),
+        shape: &[usize],
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        self.versioned_lanes(mask, (roots, pointers), Some(shape), emit)
+    }
+
+    fn versioned_lanes(
+        &mut self,
+        mask: Option<Value>,
+        (roots, pointers): (&[Value], &[Value]),
+        lane_loop: Option<&[usize]>,
+        emit: &mut dyn FnMut(&mut Self) -> Result<()>,
+    ) -> Result<()> {
         let read: Vec<Value> = roots.iter().chain(pointers).chain(&mask).copied().collect();
-        self.versioned_likely(&read, &mut |g| {
+        let chunked = lane_loop.is_some_and(prefetch::chunkable);
+        self.versioned_likely(&read, chunked, &mut |g| {
             g.versioned_masks(mask, (roots, pointers), emit)
         })
     }
@@ -895,7 +923,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         Op::Load { ptr, .. } => (vec![], vec![*ptr]),
                         op => (op.operands(), vec![]),
                     };
-                    self.versioned(mask, (&roots.0, &roots.1), &mut |g| {
+                    let shape = ty.shape.clone();
+                    self.versioned_lane_loop(mask, (&roots.0, &roots.1), &shape, &mut |g| {
                         g.lane_loop(&ty.shape.clone(), &sums, &spread, &mut |g, idx| {
                             let x = g.op_lane(inst, idx)?;
                             let s = g.to_storage(x, elem)?;

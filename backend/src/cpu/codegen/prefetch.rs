@@ -33,6 +33,11 @@ pub(super) type LaneBody<'a, 'ctx, G> =
 /// Lanes per chunk of a strip-mined loop (two cache lines of f32).
 pub(super) const CHUNK: usize = 32;
 
+/// Whether a lane loop over `shape` can run in chunks: a rank-1 tile of whole chunks.
+pub(super) fn chunkable(shape: &[usize]) -> bool {
+    shape.len() == 1 && shape[0].is_multiple_of(CHUNK)
+}
+
 /// Largest span (bytes) of a tile whose next-program copy is prefetched.
 const MAX_SPAN: u64 = 16 << 10;
 
@@ -316,10 +321,10 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Emits a loop over `shape` whose `body` computes one lane and returns the value the
-    /// fused `sums` accumulate, if any. With `spread` targets (a rank-1 shape, a multiple
-    /// of [`CHUNK`] lanes), the loop runs in chunks of [`CHUNK`] lanes with the sums kept
-    /// in [`CHUNK`] partial accumulators, and each chunk prefetches its share of the
-    /// targets' next-program spans.
+    /// fused `sums` accumulate, if any. With `spread` targets or `likely` hints to test per
+    /// chunk (a rank-1 shape, a multiple of [`CHUNK`] lanes), the loop runs in chunks of
+    /// [`CHUNK`] lanes with the sums kept in [`CHUNK`] partial accumulators, and each chunk
+    /// prefetches its share of the targets' next-program spans.
     pub(super) fn lane_loop(
         &mut self,
         shape: &[usize],
@@ -338,7 +343,7 @@ impl<'ctx> Gen<'ctx, '_> {
             r
         };
         let body: &mut LaneBody<'_, 'ctx, Self> = &mut memoized;
-        if spread.is_empty() || shape.len() != 1 || !shape[0].is_multiple_of(CHUNK) {
+        if (spread.is_empty() && self.chunk_likely.is_empty()) || !chunkable(shape) {
             return self.loop_nest(shape, &mut |g, idx| {
                 if let Some(x) = body(g, idx)? {
                     g.fused_sums_step(sums, x)?;
@@ -364,26 +369,26 @@ impl<'ctx> Gen<'ctx, '_> {
         let cv = c.as_basic_value().into_int_value();
         let base = self.b.build_int_mul(cv, self.i64c(CHUNK as u64), "")?;
         // A chunk inside an index mask's true prefix runs with the mask known true (see
-        // `prefix`); the partial sums are the same either way.
-        match self.split_for(shape[0]) {
-            None => self.chunk_lanes(base, sums, &parts, None, body)?,
+        // `prefix`); the partial sums are the same either way. A chunk whose lanes all
+        // have the `likely` hints' values runs with them known (see `likely`).
+        self.versioned_chunk(base, &mut |g| match g.split_for(shape[0]) {
+            None => g.chunk_lanes(base, sums, &parts, None, body),
             Some(split) => {
-                let end = self.b.build_int_add(base, self.i64c(CHUNK as u64), "")?;
-                let full = self
-                    .b
-                    .build_int_compare(IntPredicate::SLE, end, split.p, "")?;
-                let yes = self.ctx.append_basic_block(self.func, "chunk.prefix");
-                let no = self.ctx.append_basic_block(self.func, "chunk.masked");
-                let join = self.ctx.append_basic_block(self.func, "chunk.join");
-                self.b.build_conditional_branch(full, yes, no)?;
+                let end = g.b.build_int_add(base, g.i64c(CHUNK as u64), "")?;
+                let full = g.b.build_int_compare(IntPredicate::SLE, end, split.p, "")?;
+                let yes = g.ctx.append_basic_block(g.func, "chunk.prefix");
+                let no = g.ctx.append_basic_block(g.func, "chunk.masked");
+                let join = g.ctx.append_basic_block(g.func, "chunk.join");
+                g.b.build_conditional_branch(full, yes, no)?;
                 for (at, split) in [(yes, Some(&split)), (no, None)] {
-                    self.b.position_at_end(at);
-                    self.chunk_lanes(base, sums, &parts, split, body)?;
-                    self.b.build_unconditional_branch(join)?;
+                    g.b.position_at_end(at);
+                    g.chunk_lanes(base, sums, &parts, split, body)?;
+                    g.b.build_unconditional_branch(join)?;
                 }
-                self.b.position_at_end(join);
+                g.b.position_at_end(join);
+                Ok(())
             }
-        }
+        })?;
         let after = self.ctx.append_basic_block(self.func, "chunk.prefetch");
         self.b.build_unconditional_branch(after)?;
         self.b.position_at_end(after);
