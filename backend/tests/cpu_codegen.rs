@@ -1236,6 +1236,53 @@ fn likely_hints_version_loops_and_match_interpreter() {
     );
 }
 
+/// A store whose lanes read a `likely` hint at other lanes (through a flip, through a
+/// reshape of a `[2, 128]` hint): its chunks may test only the hints each lane reads at its
+/// own index (the others are tested per tile), so a rare lane mirrored into a chunk whose
+/// own lanes all hold still takes the rare case. Bits equal the interpreter's.
+#[test]
+fn likely_hints_read_at_other_lanes_are_tested_per_tile() {
+    let n = 256;
+    let flipped = trace("codegen_likely_flip", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let offs = arange(0, n);
+        let v = load(x + offs, NoArg, NoArg);
+        let positive = likely(compare(v, CmpPred::Gt, 0.0f32), true);
+        let own = likely(compare(v, CmpPred::Lt, 100.0f32), true);
+        let r = where_(flip(positive, NoArg), v * 2.0f32, -v);
+        store(out + offs, where_(own, r, v - 1000.0f32), NoArg);
+    });
+    let reshaped = trace("codegen_likely_reshape", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let rows = expand_dims(arange(0, 2), 1) * (n / 2);
+        let v2 = load(x + rows + expand_dims(arange(0, n / 2), 0), NoArg, NoArg);
+        let positive = reshape(likely(compare(v2, CmpPred::Gt, 0.0f32), true), [n as usize]);
+        let v = load(x + arange(0, n), NoArg, NoArg);
+        store(out + arange(0, n), where_(positive, v * 2.0f32, -v), NoArg);
+    });
+    for f in [flipped, reshaped] {
+        for rare in [None, Some(5), Some(250), Some(128)] {
+            let make = || {
+                let mut x: Vec<f32> = (0..n as usize).map(|i| 1.0 + i as f32 / 8.0).collect();
+                if let Some(i) = rare {
+                    x[i] = -3.0;
+                }
+                (x, vec![0f32; n as usize])
+            };
+            let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[]));
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&got.1),
+                bits(&want.1),
+                "{}, rare lane {rare:?}",
+                f.name
+            );
+        }
+    }
+}
+
 /// A 2-D block copy masked by bounds on both axes (`rows < m & cols < n`, the edges of a
 /// matrix): the masked copy, which only edge blocks run, keeps its loops one vector per
 /// iteration; full, edge and empty blocks match the interpreter.

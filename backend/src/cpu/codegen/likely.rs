@@ -24,31 +24,34 @@ use tritium_dsl::ir::{BinOp, Function, HintKind, Op, UnOp, Value};
 impl<'ctx> Gen<'ctx, '_> {
     /// Emits `emit` behind a test that every `likely` hint its lanes read (from `roots`,
     /// through lazily computed values) has its likely value at every lane: that copy takes
-    /// the hints as known, the other reads them. Without such hints, `emit` once. With
-    /// `chunked`, `emit` is one lane loop per copy over a rank-1 tile of whole chunks: it
-    /// is emitted once, and its chunks test the hints for themselves (see
-    /// [`versioned_chunk`](Self::versioned_chunk)).
+    /// the hints as known, the other reads them. Without such hints, `emit` once. Where
+    /// `emit` is one lane loop per copy over `lanes`, a rank-1 tile of whole chunks, the
+    /// hints each lane reads at its own index are left to its chunks, which test them for
+    /// themselves (see [`versioned_chunk`](Self::versioned_chunk)).
     pub(super) fn versioned_likely(
         &mut self,
         roots: &[Value],
-        chunked: bool,
+        lanes: Option<&[usize]>,
         emit: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<()> {
-        let hints = match self.has_likely {
-            true => self.likely_hints(roots),
-            false => Vec::new(),
-        };
-        if hints.is_empty() {
+        if !self.has_likely {
             return emit(self);
         }
-        if chunked {
-            let outer = std::mem::replace(&mut self.chunk_likely, hints);
-            let result = emit(self);
-            self.chunk_likely = outer;
-            return result;
+        let (per_chunk, per_tile) = self.likely_hints(roots, lanes);
+        let mut chunked = |g: &mut Self| {
+            if per_chunk.is_empty() {
+                return emit(g);
+            }
+            let outer = std::mem::replace(&mut g.chunk_likely, per_chunk.clone());
+            let result = emit(g);
+            g.chunk_likely = outer;
+            result
+        };
+        if per_tile.is_empty() {
+            return chunked(self);
         }
-        let all = self.all_hold(&hints)?;
-        self.two_copies(all, &hints, emit)
+        let all = self.all_hold(&per_tile)?;
+        self.two_copies(all, &per_tile, &mut chunked)
     }
 
     /// A chunk of a lane loop (its lanes from `base`, [`prefetch::CHUNK`] of them) in two
@@ -160,16 +163,28 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The `likely` hints (with their values) that the lanes of `roots` read through lazily
-    /// computed values, but for those already known.
-    fn likely_hints(&self, roots: &[Value]) -> Hints {
-        let mut seen = HashSet::new();
-        let mut stack = roots.to_vec();
-        let mut hints = Vec::new();
-        while let Some(v) = stack.pop() {
-            if !seen.insert(v) || !matches!(self.lv.get(&v), Some(Lv::Lazy)) {
-                continue;
-            }
-            if self.true_masks.contains(&v) || self.false_lanes.contains(&v) {
+    /// computed values, but for those already known: those that a lane loop over `lanes`
+    /// (when given and chunkable) reads only at the lane it computes, and the others. A
+    /// lane reads its own index through pointwise ops and loads on operands of its shape;
+    /// a flip, a gather, a broadcast or a reshape reads other lanes, which a chunk's test
+    /// does not cover.
+    fn likely_hints(&self, roots: &[Value], lanes: Option<&[usize]>) -> (Hints, Hints) {
+        let lanes = lanes.filter(|s| prefetch::chunkable(s));
+        let own = |v: Value| lanes.is_some_and(|s| self.ty(v).shape == s);
+        // Each value is walked at most twice: at its own lanes, and at others'.
+        let (mut at_own, mut elsewhere) = (HashSet::new(), HashSet::new());
+        let mut stack: Vec<(Value, bool)> = roots.iter().map(|&r| (r, own(r))).collect();
+        let mut hints: Hints = Vec::new();
+        while let Some((v, own_lane)) = stack.pop() {
+            let fresh = match own_lane {
+                true => at_own.insert(v),
+                false => elsewhere.insert(v),
+            };
+            if !fresh
+                || !matches!(self.lv.get(&v), Some(Lv::Lazy))
+                || self.true_masks.contains(&v)
+                || self.false_lanes.contains(&v)
+            {
                 continue;
             }
             let Some(inst) = self.defs.get(&v) else {
@@ -181,11 +196,17 @@ impl<'ctx> Gen<'ctx, '_> {
                 ..
             } = &inst.op
             {
-                hints.push((v, values[0] != 0));
+                if !hints.iter().any(|h| h.0 == v) {
+                    hints.push((v, values[0] != 0));
+                }
             }
-            stack.extend(inst.op.operands());
+            let lane_wise =
+                own_lane && (inst.op.is_pointwise() || matches!(inst.op, Op::Load { .. }));
+            for o in inst.op.operands() {
+                stack.push((o, lane_wise && own(o)));
+            }
         }
-        hints
+        hints.into_iter().partition(|(h, _)| !elsewhere.contains(h))
     }
 
     /// An i1 that is true when every lane of each hint `(h, value)` is `value`: one loop

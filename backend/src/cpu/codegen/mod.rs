@@ -735,8 +735,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         emit: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<()> {
         let read: Vec<Value> = roots.iter().chain(pointers).chain(&mask).copied().collect();
-        let chunked = lane_loop.is_some_and(prefetch::chunkable);
-        self.versioned_likely(&read, chunked, &mut |g| {
+        self.versioned_likely(&read, lane_loop, &mut |g| {
             g.versioned_masks(mask, (roots, pointers), emit)
         })
     }
