@@ -1237,9 +1237,10 @@ fn likely_hints_version_loops_and_match_interpreter() {
 }
 
 /// A store whose lanes read a `likely` hint at other lanes (through a flip, through a
-/// reshape of a `[2, 128]` hint): its chunks may test only the hints each lane reads at its
-/// own index (the others are tested per tile), so a rare lane mirrored into a chunk whose
-/// own lanes all hold still takes the rare case. Bits equal the interpreter's.
+/// reshape of a `[2, 128]` hint), or what follows from one (the operand of a true `and`):
+/// its chunks may test only the hints each lane reads, with their consequences, at its own
+/// index (the others are tested per tile), so a rare lane mirrored into a chunk whose own
+/// lanes all hold still takes the rare case. Bits equal the interpreter's.
 #[test]
 fn likely_hints_read_at_other_lanes_are_tested_per_tile() {
     let n = 256;
@@ -1262,7 +1263,18 @@ fn likely_hints_read_at_other_lanes_are_tested_per_tile() {
         let v = load(x + arange(0, n), NoArg, NoArg);
         store(out + arange(0, n), where_(positive, v * 2.0f32, -v), NoArg);
     });
-    for f in [flipped, reshaped] {
+    // The hint read at its own lanes, but what follows from it (`v > 0` true) at others.
+    let consequence = trace("codegen_likely_consequence", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let offs = arange(0, n);
+        let v = load(x + offs, NoArg, NoArg);
+        let positive = compare(v, CmpPred::Gt, 0.0f32);
+        let usual = likely(positive & compare(v, CmpPred::Lt, 100.0f32), true);
+        let r = where_(usual, v * 2.0f32, -v) + where_(flip(positive, NoArg), 1.0f32, 0.0f32);
+        store(out + offs, r, NoArg);
+    });
+    for f in [flipped, reshaped, consequence] {
         for rare in [None, Some(5), Some(250), Some(128)] {
             let make = || {
                 let mut x: Vec<f32> = (0..n as usize).map(|i| 1.0 + i as f32 / 8.0).collect();

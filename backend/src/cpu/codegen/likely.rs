@@ -139,32 +139,39 @@ impl<'ctx> Gen<'ctx, '_> {
     /// true `and` and of a false `or`. So a hint on `a & !b` makes `a` known true and `b`
     /// known false, and code may select on `b` itself.
     fn know(&mut self, v: Value, value: bool) {
-        let known = match value {
-            true => &mut self.true_masks,
-            false => &mut self.false_lanes,
-        };
-        known.extend(plan::equivalents(self.f, v));
-        let Some(inst) = self.defs.get(&v) else {
-            return;
-        };
-        match inst.op {
-            Op::Hint { x, .. } => self.know(x, value),
-            Op::Unary(UnOp::Not, x) => self.know(x, !value),
-            Op::Binary(BinOp::And, a, b) if value => {
-                self.know(a, true);
-                self.know(b, true);
-            }
-            Op::Binary(BinOp::Or, a, b) if !value => {
-                self.know(a, false);
-                self.know(b, false);
-            }
-            _ => {}
+        for (c, value) in self.consequences(v, value) {
+            match value {
+                true => self.true_masks.insert(c),
+                false => self.false_lanes.insert(c),
+            };
         }
+    }
+
+    /// What knowing the bool tile `v` as `value` at every lane makes known (see
+    /// [`know`](Self::know)), each with its value.
+    fn consequences(&self, v: Value, value: bool) -> Hints {
+        let mut known = Vec::new();
+        let mut stack = vec![(v, value)];
+        while let Some((v, value)) = stack.pop() {
+            known.extend(plan::equivalents(self.f, v).into_iter().map(|e| (e, value)));
+            let Some(inst) = self.defs.get(&v) else {
+                continue;
+            };
+            match inst.op {
+                Op::Hint { x, .. } => stack.push((x, value)),
+                Op::Unary(UnOp::Not, x) => stack.push((x, !value)),
+                Op::Binary(BinOp::And, a, b) if value => stack.extend([(a, true), (b, true)]),
+                Op::Binary(BinOp::Or, a, b) if !value => stack.extend([(a, false), (b, false)]),
+                _ => {}
+            }
+        }
+        known
     }
 
     /// The `likely` hints (with their values) that the lanes of `roots` read through lazily
     /// computed values, but for those already known: those that a lane loop over `lanes`
-    /// (when given and chunkable) reads only at the lane it computes, and the others. A
+    /// (when given and chunkable) reads only at the lane it computes, they and what follows
+    /// from them, and the others. A
     /// lane reads its own index through pointwise ops and loads on operands of its shape;
     /// a flip, a gather, a broadcast or a reshape reads other lanes, which a chunk's test
     /// does not cover.
@@ -206,7 +213,13 @@ impl<'ctx> Gen<'ctx, '_> {
                 stack.push((o, lane_wise && own(o)));
             }
         }
-        hints.into_iter().partition(|(h, _)| !elsewhere.contains(h))
+        // A chunk's copy knows a hint, and what follows from it, at every lane: only where
+        // no lane reads any of it at another's index.
+        hints.into_iter().partition(|&(h, value)| {
+            self.consequences(h, value)
+                .iter()
+                .all(|(c, _)| !elsewhere.contains(c))
+        })
     }
 
     /// An i1 that is true when every lane of each hint `(h, value)` is `value`: one loop
