@@ -248,6 +248,8 @@ FITS = {
     "ATAN": (atan_tail, "t²", 0, mp.tan(mp.pi / 8) ** 2, 4, lambda s: s),
     "ASIN": (asin_tail, "x²", 0, mp.mpf("0.25"), 5, lambda z: z),
     "ERFC": (erfc_exponent_centered, "t − ½", mp.mpf(1) / 6 - mp.mpf(1) / 2, mp.mpf("0.3"), 9, ONE),
+    # erfc's, from z = 0 (t = 1) on: one form at every lane
+    "ERFC_WIDE": (erfc_exponent_centered, "t − ½", mp.mpf(1) / 6 - mp.mpf(1) / 2, mp.mpf("0.5"), 11, ONE),
     "ERF": (erf_tail, "x²", 0, mp.mpf("0.25"), 4, lambda s: s),
     "ERFINV_CENTRAL": (erfinv_central, "w − 2.5", mp.mpf(-5) / 2, mp.mpf(5) / 2, 9, ONE, True),
     # the tail from w = 5 to ERFINV_W_MAX (x = 1 - 2^-24), its error relative to the result

@@ -724,7 +724,8 @@ fn dense(out: Ptr<f32>, x: Ptr<f32>, y: Ptr<f32>, n: i32, #[constexpr] F: usize)
         0 => lang::pow(a, b),
         1 => lang::erfinv(a),
         2 => lang::tgamma(a),
-        _ => lang::lgamma(a),
+        3 => lang::lgamma(a),
+        _ => lang::erfc(a),
     };
     store(out + offs, r, mask = mask);
 }
@@ -760,7 +761,7 @@ fn f32_range(lo: f32, hi: f32, step: u32) -> impl Iterator<Item = f32> {
         .map(f32::from_bits)
 }
 
-/// `pow`, `erfinv`, `tgamma` and `lgamma` of f32 on the CPU over millions of arguments,
+/// `pow`, `erfinv`, `tgamma`, `lgamma` and `erfc` of f32 on the CPU over millions of arguments,
 /// against f64 (`erfinv`: Newton's method on libm's `erf` and `erfc`): the largest error in
 /// ulps of the exact value, not of its rounding (below 2.5 keeps the rounded result within
 /// 2 ulps of the correctly rounded one), which the README quotes; `lgamma` below 0 in ulps
@@ -818,11 +819,16 @@ fn f32_dense_sweeps() {
         gamma_args.push((sign * 10f64.powf(next() * 36.0 - 30.0)) as f32);
         gamma_args.push((next() * 100.0 - 60.0) as f32);
     }
-    let sweeps: [(&str, &[f32], &[f32]); 4] = [
+    // erfc: every 97th f32 from the smallest normal to 11 (past which it is 0), of both
+    // signs.
+    let mut erfc_args: Vec<f32> = f32_range(f32::MIN_POSITIVE, 11.0, 97).collect();
+    erfc_args.extend(erfc_args.clone().iter().map(|v| -v));
+    let sweeps: [(&str, &[f32], &[f32]); 5] = [
         ("pow", &pow_args.0, &pow_args.1),
         ("erfinv", &erfinv_args, &erfinv_args),
         ("tgamma", &gamma_args, &gamma_args),
         ("lgamma", &gamma_args, &gamma_args),
+        ("erfc", &erfc_args, &erfc_args),
     ];
     for (f, (name, x, y)) in sweeps.into_iter().enumerate() {
         let n = x.len();
@@ -835,7 +841,8 @@ fn f32_dense_sweeps() {
                 0 => a.powf(b),
                 1 => erfinv_newton(a, got),
                 2 => tgamma(a),
-                _ => lgamma(a),
+                3 => lgamma(a),
+                _ => erfc(a),
             };
             let rounded = f64::from(want as f32);
             if !rounded.is_finite() || rounded == 0.0 || got.is_nan() || !got.is_finite() {
