@@ -38,10 +38,8 @@ impl<'ctx> Gen<'ctx, '_> {
             return emit(self);
         }
         let (per_chunk, per_tile) = self.likely_hints(roots, lanes);
+        // Set even when empty: a lane loop of this region never tests an outer one's.
         let mut chunked = |g: &mut Self| {
-            if per_chunk.is_empty() {
-                return emit(g);
-            }
             let outer = std::mem::replace(&mut g.chunk_likely, per_chunk.clone());
             let result = emit(g);
             g.chunk_likely = outer;
@@ -171,10 +169,9 @@ impl<'ctx> Gen<'ctx, '_> {
     /// The `likely` hints (with their values) that the lanes of `roots` read through lazily
     /// computed values, but for those already known: those that a lane loop over `lanes`
     /// (when given and chunkable) reads only at the lane it computes, they and what follows
-    /// from them, and the others. A
-    /// lane reads its own index through pointwise ops and loads on operands of its shape;
-    /// a flip, a gather, a broadcast or a reshape reads other lanes, which a chunk's test
-    /// does not cover.
+    /// from them, and the others. A lane reads its own index through pointwise ops and
+    /// loads on operands of its shape; a flip, a gather, a broadcast or a reshape reads
+    /// other lanes, which a chunk's test does not cover.
     fn likely_hints(&self, roots: &[Value], lanes: Option<&[usize]>) -> (Hints, Hints) {
         let lanes = lanes.filter(|s| prefetch::chunkable(s));
         let own = |v: Value| lanes.is_some_and(|s| self.ty(v).shape == s);
