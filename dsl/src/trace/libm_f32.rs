@@ -831,7 +831,8 @@ const ERFC: [f32; 10] = [
     8.091544e-05,
 ];
 const ERFC_OFFSET: f32 = 43.0 / 64.0;
-/// [`ERFC`] on [1/6, 1] (z from 0 to 10), two degrees higher: absolute error 3.3e-9.
+/// [`ERFC`] on [1/6, 1] (z from 0 to 10), two degrees higher: absolute error 3.3e-9. Its
+/// constant term, less [`ERFC_OFFSET`], is [`ERFC_WIDE_C0`].
 const ERFC_WIDE: [f32; 12] = [
     -0.08411591,
     -0.06665045,
@@ -846,6 +847,8 @@ const ERFC_WIDE: [f32; 12] = [
     1.3452864,
     8.091773e-05,
 ];
+/// `ERFC_WIDE[11] − ERFC_OFFSET` in two parts (exactly).
+const ERFC_WIDE_C0: (f32, f32) = (-0.67179406, -2.537854e-08);
 
 /// `erfc z` for `z ≥ 0` (any `z` gives a value; NaN gives NaN): `t · e^(−z² + P(t))`
 /// with `t = 1/(1 + z/2)` (Numerical Recipes' form, refitted): `z²` in two parts, and
@@ -859,11 +862,15 @@ fn erfc_tail(z: Tile) -> Tile {
     let eta = fma(-t, d, 1.0) - t * d_err;
     // t − ½ is exact from t = ¼ on; below, Fast2Sum's error is its rounding.
     let (u, u_err) = fast_two_sum(splat(t, -0.5), t);
-    let p = poly(u, &ERFC_WIDE);
+    // P = c0 + u·H(u) with the product exact and c0 (less the offset) in two parts: near
+    // z = 0, where P is near 0.67 and the exponent near 0, only H's rounding counts, times
+    // |u| ≤ ½.
+    let h = poly(u, &ERFC_WIDE[..ERFC_WIDE.len() - 1]);
+    let (m, m_err) = two_prod(u, h);
     let (q, q_err) = two_prod(z, z);
-    let (s1, e1) = two_sum(-q, splat(q, -ERFC_OFFSET));
-    let (s2, e2) = two_sum(s1, p);
-    let lo = (e1 + e2) - q_err + fma(fma(t, eta, u_err), 1.3, eta);
+    let (s1, e1) = two_sum(-q, splat(q, ERFC_WIDE_C0.0));
+    let (s2, e2) = two_sum(s1, m);
+    let lo = (e1 + e2) + (m_err + ERFC_WIDE_C0.1) - q_err + fma(fma(t, eta, u_err), 1.3, eta);
     let (k, e_hi, e_lo) = exp_core(s2, Some(lo));
     scale(fma(t, e_hi, t * e_lo), k)
 }
