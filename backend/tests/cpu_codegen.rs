@@ -1274,7 +1274,20 @@ fn likely_hints_read_at_other_lanes_are_tested_per_tile() {
         let r = where_(usual, v * 2.0f32, -v) + where_(flip(positive, NoArg), 1.0f32, 0.0f32);
         store(out + offs, r, NoArg);
     });
-    for f in [flipped, reshaped, consequence] {
+    // A gather whose source reads the hint, used by two stores (so materialized in a loop
+    // of its own: the gather reads its source at other lanes).
+    let gathered = trace("codegen_likely_gather", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let offs = arange(0, n);
+        let v = load(x + offs, NoArg, NoArg);
+        let positive = likely(compare(v, CmpPred::Gt, 0.0f32), true);
+        let src = where_(positive, sqrt(v), -v);
+        let g = gather(src, (n - 1) - offs, 0);
+        store(out + offs, g, NoArg);
+        store(out + offs, g * 3.0f32, compare(offs, CmpPred::Lt, 0));
+    });
+    for f in [flipped, reshaped, consequence, gathered] {
         for rare in [None, Some(5), Some(250), Some(128)] {
             let make = || {
                 let mut x: Vec<f32> = (0..n as usize).map(|i| 1.0 + i as f32 / 8.0).collect();

@@ -922,8 +922,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                         Op::Load { ptr, .. } => (vec![], vec![*ptr]),
                         op => (op.operands(), vec![]),
                     };
+                    // Its chunks test the hints only where each lane reads its operands
+                    // at its own index (not a gather's, a flip's… source).
                     let shape = ty.shape.clone();
-                    self.versioned_lane_loop(mask, (&roots.0, &roots.1), &shape, &mut |g| {
+                    let lane_wise = inst.op.is_pointwise() || matches!(inst.op, Op::Load { .. });
+                    let lanes = lane_wise.then_some(&shape[..]);
+                    self.versioned_lanes(mask, (&roots.0, &roots.1), lanes, &mut |g| {
                         g.lane_loop(&ty.shape.clone(), &sums, &spread, &mut |g, idx| {
                             let x = g.op_lane(inst, idx)?;
                             let s = g.to_storage(x, elem)?;
