@@ -204,8 +204,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     hints.push((v, values[0] != 0));
                 }
             }
-            let lane_wise =
-                own_lane && (inst.op.is_pointwise() || matches!(inst.op, Op::Load { .. }));
+            let lane_wise = own_lane && reads_own_lanes(&inst.op);
             for o in inst.op.operands() {
                 stack.push((o, lane_wise && own(o)));
             }
@@ -285,6 +284,13 @@ impl<'ctx> Gen<'ctx, '_> {
             Ok(())
         })
     }
+}
+
+/// Whether a lane of `op` reads its operands of its own shape at its own index only
+/// (pointwise ops and loads; not a flip, a gather, a permute…): where a chunk's test of a
+/// hint covers what the chunk reads.
+pub(super) fn reads_own_lanes(op: &Op) -> bool {
+    op.is_pointwise() || matches!(op, Op::Load { .. })
 }
 
 /// Whether `f` has a `likely` hint.

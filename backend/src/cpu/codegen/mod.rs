@@ -727,6 +727,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.versioned_lanes(mask, (roots, pointers), Some(shape), emit)
     }
 
+    /// [`versioned`](Self::versioned), or with `lane_loop` its form for one lane loop over
+    /// that shape per copy ([`versioned_lane_loop`](Self::versioned_lane_loop)).
     fn versioned_lanes(
         &mut self,
         mask: Option<Value>,
@@ -925,10 +927,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     // Its chunks test the hints only where each lane reads its operands
                     // at its own index (not a gather's, a flip's… source).
                     let shape = ty.shape.clone();
-                    let lane_wise = inst.op.is_pointwise() || matches!(inst.op, Op::Load { .. });
-                    let lanes = lane_wise.then_some(&shape[..]);
+                    let lanes = likely::reads_own_lanes(&inst.op).then_some(&shape[..]);
                     self.versioned_lanes(mask, (&roots.0, &roots.1), lanes, &mut |g| {
-                        g.lane_loop(&ty.shape.clone(), &sums, &spread, &mut |g, idx| {
+                        g.lane_loop(&shape, &sums, &spread, &mut |g, idx| {
                             let x = g.op_lane(inst, idx)?;
                             let s = g.to_storage(x, elem)?;
                             let p = g.buf_elem(buf, &ty, idx)?;
