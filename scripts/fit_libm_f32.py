@@ -151,6 +151,24 @@ def erfc_exponent_centered(u):
     return erfc_exponent(u + mp.mpf(1) / 2) + mp.mpf(43) / 64
 
 
+def erfc_scaled_h(q):
+    # (1 + 2z) e^(z^2) erfc(z) - 1 = (1 + q) H(q), q = (z - 2)/(z + 2): H(q)
+    if q == -1:
+        return 2 - 2 / mp.sqrt(mp.pi)
+    z = 2 * (1 + q) / (1 - q)
+    return ((1 + 2 * z) * mp.exp(z * z) * mp.erfc(z) - 1) / (1 + q)
+
+
+def erfc_scaled_weight(q):
+    # the error of (1 + q) H relative to 1 + (1 + q) H
+    return (1 + q) / (1 + (1 + q) * erfc_scaled_h(q))
+
+
+# H is expanded about q = 1/4: Horner's partial sums, whose roundings count, stay smaller
+# there than about 0 (where erfc's arguments from 4 to 11 lie far out).
+ERFC_SCALED_CENTER = mp.mpf(1) / 4
+
+
 def erf_tail(s):
     # erf(x) = x (c0 + s P(s)), c0 = 2/sqrt(pi): P(s) = (erf(x)/x - c0) / s
     c0 = 2 / mp.sqrt(mp.pi)
@@ -248,8 +266,10 @@ FITS = {
     "ATAN": (atan_tail, "t²", 0, mp.tan(mp.pi / 8) ** 2, 4, lambda s: s),
     "ASIN": (asin_tail, "x²", 0, mp.mpf("0.25"), 5, lambda z: z),
     "ERFC": (erfc_exponent_centered, "t − ½", mp.mpf(1) / 6 - mp.mpf(1) / 2, mp.mpf("0.3"), 9, ONE),
-    # erfc's, from z = 0 (t = 1) on: one form at every lane
-    "ERFC_WIDE": (erfc_exponent_centered, "t − ½", mp.mpf(1) / 6 - mp.mpf(1) / 2, mp.mpf("0.5"), 11, ONE),
+    # erfc from z = 0 to 11: (1 + 2z) e^(z^2) erfc(z) = 1 + (1 + q) H(q)
+    "ERFC_SCALED": (lambda u: erfc_scaled_h(u + ERFC_SCALED_CENTER), "q − ¼", -1 - ERFC_SCALED_CENTER,
+                    mp.mpf(9) / 13 - ERFC_SCALED_CENTER, 9, lambda u: erfc_scaled_weight(u + ERFC_SCALED_CENTER),
+                    False, {"npts": 200, "iterations": 20}),
     "ERF": (erf_tail, "x²", 0, mp.mpf("0.25"), 4, lambda s: s),
     "ERFINV_CENTRAL": (erfinv_central, "w − 2.5", mp.mpf(-5) / 2, mp.mpf(5) / 2, 9, ONE, True),
     # the tail from w = 5 to ERFINV_W_MAX (x = 1 - 2^-24), its error relative to the result

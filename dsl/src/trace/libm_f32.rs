@@ -831,48 +831,45 @@ const ERFC: [f32; 10] = [
     8.091544e-05,
 ];
 const ERFC_OFFSET: f32 = 43.0 / 64.0;
-/// [`ERFC`] on [1/6, 1] (z from 0 to 10), two degrees higher: absolute error 3.3e-9. Its
-/// constant term, less [`ERFC_OFFSET`], is [`ERFC_WIDE_C0`].
-const ERFC_WIDE: [f32; 12] = [
-    -0.08411591,
-    -0.06665045,
-    0.2727579,
-    -0.033298686,
-    -0.29205152,
-    0.11176348,
-    0.2819508,
-    -0.15792146,
-    -0.37515408,
-    0.18937254,
-    1.3452864,
-    8.091773e-05,
+/// `erfc z` scaled (Shepherd and Laframboise's form): `(1 + 2z)·e^(z²)·erfc z − 1 =
+/// (1 + q)·H(q)` with `q = (z − 2)/(z + 2)`; `H` in `q − ¼` for `q` in [−1, 9/13] (`z`
+/// from 0 to 11), the error of `(1 + q)·H` relative to `1 + (1 + q)·H` 1.2e-8. The value
+/// runs from 0 to 2/√π − 1, so that its roundings are small beside the 1 it is added to;
+/// the factor `1 + q` keeps it exactly 0 at `z = 0`, where Horner's partial sums would
+/// not be, and the centre ¼ keeps those sums small where `z` is large.
+const ERFC_SCALED: [f32; 10] = [
+    3.465398e-05,
+    -0.0003024345,
+    -0.0015515498,
+    -1.45460845e-05,
+    0.0082375,
+    -0.004995621,
+    -0.049611766,
+    0.1696335,
+    -0.27609402,
+    0.19660509,
 ];
-/// `ERFC_WIDE[11] − ERFC_OFFSET` in two parts (exactly).
-const ERFC_WIDE_C0: (f32, f32) = (-0.67179406, -2.537854e-08);
 
-/// `erfc z` for `z ≥ 0` (any `z` gives a value; NaN gives NaN): `t · e^(−z² + P(t))`
-/// with `t = 1/(1 + z/2)` (Numerical Recipes' form, refitted): `z²` in two parts, and
-/// `t`'s rounding `η` (with `1 + z/2`'s and `t − ½`'s) put back into the exponent, where
-/// it counts `1 + t·P'(t)` times (`P' ≈ 1.3` over the interval). The exponent stays in
-/// [−123, 0] (`z` clamped to 11), so that [`exp_core`] needs no clamps.
+/// `erfc z` for `z ≥ 0` (any `z` gives a value; NaN gives NaN): `(1 + P)/(1 + 2z)` by
+/// [`ERFC_SCALED`] times `e^(−z²)`. `1 + q = 2z/(z + 2)` from the reciprocal (to a few
+/// ulps relative, which `P`, below 0.13, scales down). The quotient is rounded once and
+/// its residual `(1 + P) − Q·(1 + 2z)` taken exactly enough to keep as a second part (`1
+/// − Q` exact by Fast2Sum, the product inside one `fma`); `z²` is split exactly into
+/// [`exp_core`]'s argument, whose two parts the quotient's two multiply before the one
+/// rounding. `z` is clamped to 11 (the exponent stays above −121: no clamps in
+/// [`exp_core`]), past which the result is 0 anyway.
 fn erfc_tail(z: Tile) -> Tile {
     let z = where_(gt(z, 11.0), 11.0f32, z);
-    let (d, d_err) = two_sum(splat(z, 1.0), z * 0.5);
-    let t: Tile = 1.0 / d;
-    let eta = fma(-t, d, 1.0) - t * d_err;
-    // t − ½ is exact from t = ¼ on; below, Fast2Sum's error is its rounding.
-    let (u, u_err) = fast_two_sum(splat(t, -0.5), t);
-    // P = c0 + u·H(u) with the product exact and c0 (less the offset) in two parts: near
-    // z = 0, where P is near 0.67 and the exponent near 0, only H's rounding counts, times
-    // |u| ≤ ½.
-    let h = poly(u, &ERFC_WIDE[..ERFC_WIDE.len() - 1]);
-    let (m, m_err) = two_prod(u, h);
-    let (q, q_err) = two_prod(z, z);
-    let (s1, e1) = two_sum(-q, splat(q, ERFC_WIDE_C0.0));
-    let (s2, e2) = two_sum(s1, m);
-    let lo = (e1 + e2) + (m_err + ERFC_WIDE_C0.1) - q_err + fma(fma(t, eta, u_err), 1.3, eta);
-    let (k, e_hi, e_lo) = exp_core(s2, Some(lo));
-    scale(fma(t, e_hi, t * e_lo), k)
+    let v = (z + z) * (1.0 / (z + 2.0));
+    let p = v * poly(v - 1.25, &ERFC_SCALED);
+    let r = 0.5 / (z + 0.5);
+    let quotient = fma(p, r, r);
+    let (w, w_err) = fast_two_sum(splat(quotient, 1.0), -quotient);
+    let residual = fma(-(quotient + quotient), z, w) + (p + w_err);
+    let (s, s_err) = two_prod(z, z);
+    let (k, e_hi, e_lo) = exp_core(-s, Some(-s_err));
+    let lo = fma(quotient, e_lo, (residual * r) * e_hi);
+    scale(fma(quotient, e_hi, lo), k)
 }
 
 /// `erf x − x · 2/√π_hi` for `|x| ≤ ½` (the series' part below its leading term's).
