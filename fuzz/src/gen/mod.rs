@@ -16,6 +16,7 @@
 //!   ops that keep differences small, and float sums and dots only see small integers, so
 //!   that the comparison can be exact everywhere else.
 
+mod chunk_hints;
 mod custom;
 mod data;
 
@@ -2548,6 +2549,11 @@ impl Gen {
                 };
             }
             self.cast(acc, d)
+        } else if self.hint_rng.chance(0.03) {
+            // A `likely` hint over several chunks of lanes, read at other lanes.
+            let n = self.chunked_len();
+            shape = vec![n];
+            self.chunk_hinted(d, n, need)
         } else if !exact && d.is_float() && shape.len() < 3 && self.rng.chance(0.3) {
             // Approximate outputs often hold a sum or a dot of arbitrary values.
             if shape.len() == 2 && self.rng.chance(0.4) {
