@@ -968,7 +968,7 @@ fn chunked_likely_hints_read_at_other_lanes_are_generated_and_agree() {
         let f = &case.function;
         let chunked = |v: Value| {
             let s = &f.ty(v).shape;
-            s.len() == 1 && s[0] >= 64 && s[0] % 32 == 0
+            s.len() == 1 && s[0] >= 64 && s[0].is_multiple_of(32)
         };
         let mut hinted: BTreeSet<Value> = BTreeSet::new();
         let mut remapped = false;
