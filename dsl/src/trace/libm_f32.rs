@@ -380,17 +380,9 @@ fn log_lean_parts(
 /// as `hi + lo`, for any f32 `x`: [`log_core`] with subnormals scaled first. `x = 0` gives
 /// −inf, +inf gives +inf, negative and NaN give NaN (with `lo = 0`).
 fn log_parts(x: Tile, x_lo: Option<Tile>) -> (Tile, Tile) {
-    log_parts_times_2k(x, x_lo, None)
-}
-
-/// [`log_parts`] of `x · 2^j` for an f32 tile `j` of small integers (`ln x + j·ln 2`).
-fn log_parts_times_2k(x: Tile, x_lo: Option<Tile>, j: Option<Tile>) -> (Tile, Tile) {
     let sub = lt(x, f32::MIN_POSITIVE);
     let xs = where_(sub, x * 8_388_608.0f32, x);
-    let mut k = where_(sub, splat(x, -23.0), splat(x, 0.0));
-    if let Some(j) = j {
-        k += j;
-    }
+    let k = where_(sub, splat(x, -23.0), splat(x, 0.0));
     let (hi, lo) = log_core(xs, x_lo, Some(k));
     // ln 0 = −inf, ln inf = inf, NaN below 0 and for NaN.
     let special = !(gt(x, 0.0) & lt(x, f32::INFINITY));
@@ -435,8 +427,12 @@ pub(super) fn exp10(x: Tile) -> Tile {
 /// `ln(1 + x)`: `1 + x` split exactly into `u + u_lo`, then `ln u + u_lo / u`.
 pub(super) fn log1p(x: Tile) -> Tile {
     let (u, u_lo) = two_sum(x, splat(x, 1.0));
-    let (hi, lo) = log_parts(u, Some(u_lo));
-    where_(eq(x, 0.0), x, hi + lo)
+    // u is normal above −1 (at least 2^-24) and below inf; 0 at −1, negative below.
+    let r = ln_normal(u, u_lo, None);
+    let r = where_(eq(u, f32::INFINITY), u, r);
+    let r = where_(eq(u, 0.0), splat(r, f32::NEG_INFINITY), r);
+    let r = where_(lt(u, 0.0) | isnan(u), splat(r, f32::NAN), r);
+    where_(eq(x, 0.0), x, r)
 }
 
 /// `log10 x = ln x · log10 e`, both in two parts.
@@ -556,10 +552,14 @@ pub(super) fn cosh(x: Tile) -> Tile {
     scale(e_hi + (inv + e_lo), k - 1)
 }
 
-/// `ln(w + w_lo)` rounded, for the inverse hyperbolic functions; `ln 2w` where `twice`.
-fn ln_rounded(w: Tile, w_lo: Tile, twice: Option<Tile>) -> Tile {
+/// `ln(w + w_lo)` rounded, `ln 2w` where `twice`, for the inverse hyperbolic functions
+/// and `log1p`: for positive normal finite `w` only ([`log_core`] straight, not
+/// [`log_parts`]' subnormal scaling and special values); the caller replaces the lanes
+/// where `w` is 0, inf, negative or NaN, at the end. Those selects sat on the chain of
+/// the loops, which their time follows (`acosh` took 28% longer, `asinh` 20%).
+fn ln_normal(w: Tile, w_lo: Tile, twice: Option<Tile>) -> Tile {
     let j = twice.map(|t| where_(t, splat(w, 1.0), splat(w, 0.0)));
-    let (hi, lo) = log_parts_times_2k(w, Some(w_lo), j);
+    let (hi, lo) = log_core(w, Some(w_lo), j);
     hi + lo
 }
 
@@ -572,13 +572,14 @@ pub(super) fn asinh(x: Tile) -> Tile {
     let (s, s_lo) = sqrt_parts(q1, Some(q1_err + q_err));
     let (w, w_err) = fast_two_sum(s, a);
     let far = gt(a, 4096.0);
-    let r = ln_rounded(
+    // w ≥ 1 (a itself from 4096 on).
+    let r = ln_normal(
         where_(far, a, w),
         where_(far, splat(a, 0.0), w_err + s_lo),
         Some(far),
     );
-    // Tiny arguments are their own asinh.
-    let r = where_(lt(a, 2f32.powi(-12)), a, r);
+    // Tiny arguments are their own asinh, and so are ±inf and NaN.
+    let r = where_(lt(a, 2f32.powi(-12)) | !isfinite(a), a, r);
     copysign(r, x)
 }
 
@@ -590,12 +591,14 @@ pub(super) fn acosh(x: Tile) -> Tile {
     let (s, s_lo) = sqrt_parts(d, Some(d_err + q_err));
     let (w, w_err) = fast_two_sum(x, s);
     let far = gt(x, 4096.0);
-    let r = ln_rounded(
+    // w ≥ 1 where x ≥ 1 (x itself from 4096 on).
+    let r = ln_normal(
         where_(far, x, w),
         where_(far, splat(x, 0.0), w_err + s_lo),
         Some(far),
     );
-    // Below 1 (where the square root is NaN anyway) and NaN.
+    // Below 1 (where the square root is NaN anyway) and NaN; inf is its own acosh.
+    let r = where_(eq(x, f32::INFINITY), x, r);
     where_(lt(x, 1.0) | isnan(x), splat(x, f32::NAN), r)
 }
 
@@ -608,7 +611,10 @@ pub(super) fn atanh(x: Tile) -> Tile {
     let q = n / d;
     let q_lo = (fma(-q, d, n) + (n_lo - q * d_lo)) / d;
     let q_lo = where_(isfinite(q), q_lo, 0.0f32);
-    let r = ln_rounded(q, q_lo, None) * 0.5;
+    // q ≥ 1 below 1; inf at 1, negative above, NaN for NaN: replaced after.
+    let r = ln_normal(q, q_lo, None) * 0.5;
+    let r = where_(eq(a, 1.0), splat(r, f32::INFINITY), r);
+    let r = where_(gt(a, 1.0) | isnan(a), splat(r, f32::NAN), r);
     let r = where_(lt(a, 2f32.powi(-12)), a, r);
     copysign(r, x)
 }
