@@ -209,6 +209,25 @@ fn attention_loop_stays_in_registers() {
     assert_eq!(count("ld.shared") + count("st.shared"), 0, "{body:#?}");
     assert_eq!(count("shfl.sync.bfly"), 16);
     assert_eq!(count("cp.async.cg.shared.global"), 8);
+    // `kᵀ` (64 keys × D = 64) as Triton reads it: each `ldmatrix.x4` two k steps of one
+    // n-tile, so that the 8 n-tiles of a pair of steps are constant offsets from one
+    // address (2 addresses for the 4 steps, where a read per step and pair of n-tiles
+    // gave every one of the 16 its own).
+    let mut kt_bases = std::collections::BTreeMap::<&str, usize>::new();
+    for line in body
+        .iter()
+        .filter(|l| l.starts_with("ldmatrix.sync.aligned.m8n8.x4.shared"))
+    {
+        let at = line.rsplit('[').next().expect("an address");
+        if let Some((base, _)) = at.split_once('+') {
+            *kt_bases.entry(base).or_default() += 1;
+        }
+    }
+    assert_eq!(
+        kt_bases.values().copied().collect::<Vec<_>>(),
+        [8, 8],
+        "{body:#?}"
+    );
     assert!(!ptx.contains("ld.local") && !ptx.contains("st.local"));
     // After the loop the thread index is read again and the epilogue's index tiles are
     // computed from it (codegen `remat`), rather than kept live across the loop.

@@ -1799,7 +1799,13 @@ impl Gen {
         let mm = *self
             .rng
             .pick(if fp8 { &[16, 64, 64] } else { &[16, 16, 64] });
-        let k = if fp8 { 32 } else { *self.rng.pick(&[16, 32]) };
+        // 48: three k steps, the last one alone (on CUDA a `b` stored by columns is read
+        // two steps per `ldmatrix.x4`, then one by `.x2`).
+        let k = if fp8 {
+            32
+        } else {
+            *self.rng.pick(&[16, 32, 32, 48])
+        };
         let nn = *self.rng.pick(&[16, 32]);
         let trips = self.rng.range(1, 4) as i128;
         // `b` now and then from an input of the other fp8 (a mixed `dot`).

@@ -92,6 +92,29 @@ struct BLoad<'ctx> {
     pair: bool,
 }
 
+/// [`Gen::paired_columns`]: each n-tile's address without the lane's part, the lane's
+/// row offset, and the chunk XOR of `.x4` and `.x2` reads.
+struct PairedColumns<'ctx> {
+    tiles: Vec<IntValue<'ctx>>,
+    lane_at: IntValue<'ctx>,
+    q4: IntValue<'ctx>,
+    q2: IntValue<'ctx>,
+}
+
+impl<'ctx> PairedColumns<'ctx> {
+    /// The lane's part of the address of k steps `step` and (`both`) the next.
+    fn lane_part(
+        &self,
+        g: &Gen<'ctx, '_>,
+        tile: &Swizzled,
+        step: usize,
+        both: bool,
+    ) -> Result<IntValue<'ctx>> {
+        let q = if both { self.q4 } else { self.q2 };
+        g.swizzled_chunk(tile, self.lane_at, g.i32c(2 * step as u64), q)
+    }
+}
+
 impl<'ctx, 'f> Gen<'ctx, 'f> {
     pub(super) fn dot(&mut self, inst: &Inst) -> Result<()> {
         let Op::Dot { a, b, acc } = &inst.op else {
@@ -444,8 +467,16 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         // Stored by columns (`n × k`), a pair's matrix `j` is n-tile `tn + j / 2`, chunk
         // `2 step + j % 2`: lane rows `8 (tn + j / 2) + l % 8`, as `a`'s with the bits of `j`
         // swapped.
+        // Over unrolled k steps, a `b` stored by columns is read two steps at a time.
+        let unrolled = a_held.is_some();
+        let steps = k / 16;
+        let paired = match b_columns && steps >= 2 && (steps <= UNROLLED_K_STEPS || unrolled) {
+            true => Some(self.paired_columns(&b_tile, b_base, (0..b_frags).map(b_tn))?),
+            false => None,
+        };
         let b_bases: Vec<(IntValue<'ctx>, IntValue<'ctx>)> = b_loads
             .iter()
+            .filter(|_| paired.is_none())
             .map(|l| {
                 if b_columns {
                     let tile = if l.pair { add(self, l.tn, j_hi)? } else { l.tn };
@@ -461,8 +492,9 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             })
             .collect::<Result<_>>()?;
         let accs: Vec<Acc<'ctx>> = init.iter().map(|v| (*v, None)).collect();
-        let unrolled = a_held.is_some();
-        let d = self.k_steps(k / 16, unrolled, accs, &mut |g, step, accs| {
+        // The second step's words of each `ldmatrix.x4` of `paired`, for the odd step.
+        let mut pending: Vec<Vec<IntValue<'ctx>>> = Vec::new();
+        let d = self.k_steps(steps, unrolled, accs, &mut |g, step, accs| {
             let step2 = mul(g, step, 2)?;
             let a_frags: Vec<Vec<IntValue<'ctx>>> = match &a_held {
                 Some(held) => {
@@ -475,6 +507,26 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             };
             let b_step = mul(g, step, 16 * b_tile.row_stride() as u64)?;
             let mut b_frags: Vec<Vec<IntValue<'ctx>>> = Vec::with_capacity(b_frags);
+            if let Some(paired) = &paired {
+                let s = step.get_zero_extended_constant().expect("unrolled steps") as usize;
+                match s % 2 {
+                    1 => b_frags = std::mem::take(&mut pending),
+                    _ => {
+                        let both = s + 1 < steps;
+                        let lane_part = paired.lane_part(g, &b_tile, s, both)?;
+                        let matrices = if both { 4 } else { 2 };
+                        for tile_at in &paired.tiles {
+                            let at = add(g, *tile_at, lane_part)?;
+                            let trans = false;
+                            let words = g.ldmatrix(Ldmatrix { matrices, trans }, at)?;
+                            b_frags.push(words[..2].to_vec());
+                            if both {
+                                pending.push(words[2..].to_vec());
+                            }
+                        }
+                    }
+                }
+            }
             for (load, (base, q)) in b_loads.iter().zip(&b_bases) {
                 let matrices = if load.pair { 4 } else { 2 };
                 let at = match b_columns {
@@ -498,6 +550,37 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.barrier()?;
         self.vals.insert(r, V::Frag(layout, out));
         Ok(())
+    }
+
+    /// The `ldmatrix` addresses of a `b` stored by columns (`n × k`) whose K steps are
+    /// unrolled: each n-tile's 8 rows by 4 chunks, two k steps, per `ldmatrix.x4` (matrix
+    /// `j` chunk `2 step + j`), as Triton reads `kᵀ`. The swizzle's phase of row `8 tn + l
+    /// % 8` is that of `l % 8` (a phase repeats every 8 rows), so the lane's part of the
+    /// address is the same for every n-tile and one value per pair of steps, and an n-tile
+    /// is a constant offset from it (where the reads of one row of chunks per step would
+    /// XOR each step's chunk into every n-tile's address).
+    fn paired_columns(
+        &self,
+        tile: &Swizzled,
+        b_base: IntValue<'ctx>,
+        tns: impl Iterator<Item = IntValue<'ctx>>,
+    ) -> Result<PairedColumns<'ctx>> {
+        let (b, c) = (self.b, |v: u64| self.i32c(v));
+        let (lane, _) = self.lane_and_warp()?;
+        let lane_row = b.build_and(lane, c(7), "")?;
+        let j = b.build_right_shift(lane, c(3), false, "")?;
+        let phase = self.swizzle_phase(tile, lane_row)?;
+        let stride = tile.row_stride() as u64;
+        let tiles = tns
+            .map(|tn| Ok(b.build_int_add(b_base, b.build_int_mul(tn, c(8 * stride), "")?, "")?))
+            .collect::<Result<_>>()?;
+        Ok(PairedColumns {
+            tiles,
+            lane_at: b.build_int_mul(lane_row, c(stride), "")?,
+            // `.x2` (a last odd step) takes lanes 0–15's addresses, matrices 0 and 1.
+            q4: b.build_xor(j, phase, "")?,
+            q2: b.build_xor(b.build_and(j, c(1), "")?, phase, "")?,
+        })
     }
 
     /// Which A fragment (a row of tiles) and B fragment (a column) each round of `layout`
