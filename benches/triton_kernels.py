@@ -192,8 +192,12 @@ def attn_inner(acc, l_i, m_i, q, k_base, v_base, start_m, qk_scale, n_ctx,
         alpha = tl.math.exp2(m_i - m_ij)
         l_i = l_i * alpha + tl.sum(p, 1)
         acc = acc * alpha[:, None]
-        v = tl.load(v_base + (start_n + offs_n)[:, None] * D + offs_d[None, :])
-        acc = tl.dot(p.to(tl.float16), v, acc)
+        if v_base.dtype.element_ty.is_fp8():
+            # fp8 (tutorial 06's FP8 path): `v` given transposed, `[D, N]` per head.
+            v = tl.load(v_base + offs_d[None, :] * n_ctx + (start_n + offs_n)[:, None])
+        else:
+            v = tl.load(v_base + (start_n + offs_n)[:, None] * D + offs_d[None, :])
+        acc = tl.dot(p.to(v_base.dtype.element_ty), v, acc)
         m_i = m_ij
     return acc, l_i, m_i
 
@@ -219,7 +223,8 @@ def attn_fwd(q_ptr, k_ptr, v_ptr, sm_scale, lse_ptr, out_ptr, n_ctx, D: tl.const
                                    qk_scale, n_ctx, BM, BN, D, 2)
     tl.store(lse_ptr + off_hz * n_ctx + offs_m, m_i + tl.math.log2(l_i))
     acc = acc / l_i[:, None]
-    tl.store(out_ptr + head + offs_m[:, None] * D + offs_d[None, :], acc.to(tl.float16))
+    tl.store(out_ptr + head + offs_m[:, None] * D + offs_d[None, :],
+             acc.to(out_ptr.dtype.element_ty))
 
 
 # Tutorial 06's Hopper form: `q`, `k`, `v` and `out` through tensor descriptors over the

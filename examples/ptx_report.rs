@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use tritium::backend::cuda::{compile_ptx, CudaCompileOptions};
 use tritium::dsl::ir::Function;
-use tritium::dsl::trace::Specialization;
+use tritium::dsl::trace::{Specialization, F8E4M3, F8E5M2};
 use tritium_kernels::{attention, attention_descriptor, matmul, softmax, vector_add};
 
 type F16 = half::f16;
@@ -95,7 +95,7 @@ fn cases() -> Result<Vec<Case>, String> {
     // `b.T`: K-major, so `stride_bk` is the unit stride), the f16 result.
     all.push(Case {
         key: "matmul/fp8e5/128x256x128/w8/s3".into(),
-        kernel: matmul::matmul_grouped::trace::<tritium::dsl::trace::F8E5M2, F16>(
+        kernel: matmul::matmul_grouped::trace::<F8E5M2, F16>(
             &launch_spec(12, &[7, 8, 11], &[]),
             128,
             256,
@@ -181,6 +181,23 @@ fn cases() -> Result<Vec<Case>, String> {
                 sms,
             });
         }
+    }
+    // Tutorial 06's fp8 path (E5M2; `v` given transposed): both products on QGMMA. E4M3
+    // (no Triton row: the tutorial runs E5M2) has no infinity to keep.
+    for (ty, causal) in [("fp8e5", false), ("fp8e5", true), ("fp8e4", false)] {
+        let mode = if causal { "causal" } else { "full" };
+        let spec = launch_spec(7, &[], &[5]);
+        let kernel = match ty {
+            "fp8e5" => attention::attention_forward::trace::<F8E5M2>(&spec, 128, 64, 64, causal),
+            _ => attention::attention_forward::trace::<F8E4M3>(&spec, 128, 64, 64, causal),
+        };
+        all.push(Case {
+            key: format!("attention/{ty}/d64/128x64/w4/s3/{mode}"),
+            kernel: kernel.map_err(e)?,
+            warps: 4,
+            stages: 3,
+            sms: &[90][..],
+        });
     }
     // Tutorial 06's Hopper form (tensor descriptors, keys as `desc_k.load(..).T`): the
     // key and value blocks copied by TMA.

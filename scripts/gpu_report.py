@@ -89,6 +89,8 @@ TRITON_ONLY = (
        for c in ["d64/128x64/w4/s3", "d128/128x64/w8/s3"] for mode in ["full", "causal"]]
     + [(f"attention/f16/d128/128x128/w8/s3/{mode}", [SM90_MMA, SM90_WGMMA])
        for mode in ["full", "causal"]]
+    + [(f"attention/fp8e5/d64/128x64/w4/s3/{mode}", [SM90_MMA, SM90_WGMMA])
+       for mode in ["full", "causal"]]
     + [("matmul/fp8e5/128x256x128/w8/s3", [SM90_MMA, SM90_WGMMA])]
     + [("matmul_persistent/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
     + [("matmul_descriptor/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
@@ -426,7 +428,8 @@ _MATMUL_KEY = re.compile(
     r"^(matmul|matmul_persistent|matmul_descriptor|matmul_descriptor_persistent)/(f16|fp8e5)/"
     r"(\d+)x(\d+)x(\d+)/w(\d+)/s(\d+)$")
 _ATTN_KEY = re.compile(
-    r"^(attention|attention_descriptor)/f16/d(\d+)/(\d+)x(\d+)/w(\d+)/s(\d+)/(full|causal)$")
+    r"^(attention|attention_descriptor)/(f16|fp8e5)/d(\d+)/(\d+)x(\d+)/w(\d+)/s(\d+)/"
+    r"(full|causal)$")
 
 
 def triton_spec(key):
@@ -463,10 +466,12 @@ def triton_spec(key):
         return _spec("matmul_kernel", values, constexprs, w, s)
     m = _ATTN_KEY.match(key)
     if m:
-        d, bm, bn, w, s = map(int, m.groups()[1:6])
-        stage = 3 if m.group(7) == "causal" else 1
-        values = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "sm_scale": "fp32",
-                  "lse_ptr": "*fp32", "out_ptr": "*fp16", "n_ctx": 4096}
+        d, bm, bn, w, s = map(int, m.groups()[2:7])
+        stage = 3 if m.group(8) == "causal" else 1
+        # fp8 as tutorial 06 runs it: E5M2 throughout, `v` transposed.
+        t = "*fp8e5" if m.group(2) == "fp8e5" else "*fp16"
+        values = {"q_ptr": t, "k_ptr": t, "v_ptr": t, "sm_scale": "fp32",
+                  "lse_ptr": "*fp32", "out_ptr": t, "n_ctx": 4096}
         constexprs = {"D": d, "STAGE": stage, "BM": bm, "BN": bn}
         if m.group(1) == "attention_descriptor":
             # Tutorial 06's Hopper form over 4 x 32 heads (TMA on Hopper).

@@ -344,6 +344,11 @@ class ManifestKeysGate(unittest.TestCase):
         self.assertIn("n_ctx", a["divisible_by_16"])
         self.assertEqual(g.triton_spec("attention/f16/d128/128x64/w8/s3/full")["constexprs"]
                          ["STAGE"], 1)
+        f8 = g.triton_spec("attention/fp8e5/d64/128x64/w4/s3/full")
+        self.assertEqual(f8["fn"], "attn_fwd")
+        self.assertEqual(f8["constexprs"], {"D": 64, "STAGE": 1, "BM": 128, "BN": 64})
+        self.assertEqual([f8["signature"][k] for k in ["q_ptr", "v_ptr", "out_ptr"]],
+                         ["*fp8e5"] * 3)
         t = g.triton_spec("attention_descriptor/f16/d64/128x64/w4/s3/causal")
         self.assertEqual(t["fn"], "attn_fwd_descriptor")
         self.assertEqual(list(t["signature"])[:8], ["q_ptr", "k_ptr", "v_ptr", "sm_scale",

@@ -424,3 +424,30 @@ fn the_softmax_step_is_vectorized() {
         "exp2 is computed one lane at a time somewhere"
     );
 }
+
+/// fp8 attention through the `attention` wrapper, which passes `v` transposed as the
+/// kernel takes it for fp8: on every device within fp8's rounding of `p` and of the
+/// output (E4M3: 2^-4 relative each) of the f64 reference on the same fp8 inputs.
+#[test]
+fn fp8_attention_takes_v_transposed_and_matches_the_reference() {
+    use tritium::dsl::trace::F8E4M3;
+    let shape = (1, 2, 48, 16);
+    let [q, k, v] = [4, 5, 6].map(|seed| random4(shape, seed).mapv(F8E4M3::from_f32));
+    let wide = |a: &Array4<F8E4M3>| a.mapv(|x| f64::from(x.to_f32()));
+    let scale = 0.25;
+    for causal in [false, true] {
+        let (want, want_lse) = reference(&wide(&q), &wide(&k), &wide(&v), scale, causal);
+        let config = AttentionConfig {
+            block_m: 16,
+            block_n: 16,
+            causal,
+        };
+        for device in all_devices() {
+            let what = format!("causal={causal} on {device:?}");
+            let (out, lse) =
+                attention(&device, q.view(), k.view(), v.view(), scale as f32, config).unwrap();
+            assert_close(&out.mapv(|x| x.to_f32()), &want, 0.15, 0.02, &what);
+            assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
+        }
+    }
+}

@@ -1103,3 +1103,141 @@ fn a_sum_between_the_loops_keeps_q_from_the_one_copy_emulated() {
     );
     assert_close(&got, &want, 1e-3, 1e-3, "two loops around a sum");
 }
+
+/// Tutorial 06 on fp8 (`v` given transposed, as the tutorial takes it) on the emulator's
+/// Hopper path: both products on QGMMA, the second with `p` converted straight from the
+/// scores' registers into `wgmma`'s fp8 A fragments (two shuffles per 8 bytes, no trip
+/// through shared memory); the results the interpreter's, E5M2 and E4M3.
+#[test]
+fn fp8_attention_takes_p_from_registers_emulated() {
+    fn check<T: Float + Default + Copy>(to: fn(f32) -> T, back: fn(T) -> f32) {
+        use ndarray::{Array3, Array4};
+        use tritium_kernels::attention::attention_forward;
+        let (z, h, n, d, bm, bn) = (1, 2, 192, 64, 128, 64);
+        let shape = (z, h, n, d);
+        let tensor = |seed| {
+            Array4::from_shape_vec(shape, random_f32(z * h * n * d, seed))
+                .unwrap()
+                .mapv(to)
+        };
+        let (q, k) = (tensor(61), tensor(62));
+        // `[Z, H, D, N]`.
+        let vt = tensor(63)
+            .permuted_axes([0, 1, 3, 2])
+            .as_standard_layout()
+            .to_owned();
+        let opts = LaunchOptions {
+            num_warps: 4,
+            emulated_sm: Some(90),
+            ..Default::default()
+        };
+        for causal in [false, true] {
+            let run = |dev: &Device| {
+                let mut out = Array4::from_elem(shape, to(0.0));
+                let mut lse = Array3::<f32>::zeros((z, h, n));
+                attention_forward::launch_with(
+                    dev,
+                    [n.div_ceil(bm), z * h],
+                    &opts,
+                    &mut out,
+                    &mut lse,
+                    q.view(),
+                    k.view(),
+                    vt.view(),
+                    0.125,
+                    n as i32,
+                    bm,
+                    bn,
+                    d,
+                    causal,
+                )
+                .unwrap();
+                (out.mapv(back), lse)
+            };
+            let ((out, lse), (want, want_lse), stats) = emulated_and_interpreted(run);
+            let what = format!("{} causal={causal}", std::any::type_name::<T>());
+            assert!(stats.wgmma > 0, "{what}: {stats:?}");
+            assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
+            assert_close(&out, &want, 1e-6, 1e-6, &format!("{what}: out"));
+        }
+    }
+    check(F8E5M2::from_f32, F8E5M2::to_f32);
+    check(F8E4M3::from_f32, F8E4M3::to_f32);
+}
+
+/// The PTX of that loop: the second product's `wgmma` takes four registers for `a`, filled
+/// by `shfl.sync.idx` (Triton's 16 per trip at this config) and packed by Hopper's
+/// conversion instruction, and `p` is stored to shared memory nowhere.
+#[test]
+fn fp8_attention_ptx_packs_p_into_a_registers() {
+    use tritium_kernels::attention::attention_forward;
+    // As a launch at multiples of 16 specializes it (`sm_scale`, a float, aside).
+    let spec = Specialization {
+        ones: vec![false; 7],
+        sixteens: (0..7).map(|i| i != 5).collect(),
+    };
+    let f = attention_forward::trace::<F8E5M2>(&spec, 128, 64, 64, false).unwrap();
+    let text = crate::cuda::ptx(&f, 90, 4);
+    let register_a = text
+        .lines()
+        .filter(|l| l.contains("wgmma.mma_async") && l.contains("}, {%r"))
+        .count();
+    assert!(register_a > 0, "{text}");
+    assert!(text.contains("shfl.sync.idx.b32"), "{text}");
+    assert!(text.contains("cvt.rn.satfinite.e5m2x2.f32"), "{text}");
+    assert!(!text.contains("st.shared.u8"), "{text}");
+}
+
+/// `p = (x · scale).to(E5M2)` into the register A fragments of a second `dot`, with
+/// `scale` past f32's range on rows 0–7 (±inf there, which Hopper's conversion saturates
+/// to 57344 and the fragments' fix-up makes infinite again) and small elsewhere.
+#[kernel]
+fn fp8_scaled_products(out: Ptr<f32>, a: Ptr<F8E5M2>, b: Ptr<F8E5M2>, v: Ptr<F8E5M2>) {
+    let (rows, k, n) = (arange(0, 64), arange(0, 32), arange(0, 8));
+    let ta = load(a + rows[(.., None)] * 32 + k[(None, ..)]);
+    let tb = load(b + k[(.., None)] * 32 + k[(None, ..)]);
+    let x = dot(ta, tb, zeros([64, 32], DType::F32));
+    let scale = where_(rows[(.., None)] < 8, 2f32.powi(124), 0.25);
+    let p = (x * scale).to(DType::F8E5M2);
+    let tv = load(v + k[(.., None)] * 8 + n[(None, ..)]);
+    let o = dot(p, tv, zeros([64, 8], DType::F32));
+    store(out + rows[(.., None)] * 8 + n[(None, ..)], o);
+}
+
+#[test]
+fn fp8_register_a_keeps_e5m2_infinities_emulated() {
+    let small = |n: usize, seed| -> Vec<F8E5M2> {
+        (random_f32(n, seed).into_iter())
+            .map(|x| F8E5M2::from_f32((x.abs() * 4.0).round()))
+            .collect()
+    };
+    let (a, b) = (small(64 * 32, 71), small(32 * 32, 72));
+    // No negative value: a row's products sum to +inf where it holds +inf.
+    let v: Vec<F8E5M2> = (random_f32(32 * 8, 73).into_iter())
+        .map(|x| F8E5M2::from_f32(1.0 + x.abs()))
+        .collect();
+    let opts = LaunchOptions {
+        num_warps: 4,
+        emulated_sm: Some(90),
+        ..Default::default()
+    };
+    let run = |dev: &Device| {
+        let mut out = vec![0f32; 64 * 8];
+        fp8_scaled_products::launch_with(dev, 1, &opts, &mut out, &a, &b, &v).unwrap();
+        out
+    };
+    let (got, want, stats) = emulated_and_interpreted(run);
+    assert!(stats.wgmma > 0, "{stats:?}");
+    assert!(
+        want[..64].iter().any(|x| x.is_infinite()),
+        "{:?}",
+        &want[..64]
+    );
+    assert!(want[64..].iter().all(|x| x.is_finite()), "{want:?}");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            g == w || (g.is_nan() && w.is_nan()),
+            "at {i}: got {g}, want {w}"
+        );
+    }
+}

@@ -12,7 +12,8 @@ use tritium::prelude::*;
 
 /// `out = softmax(q kᵀ · sm_scale) v` for `[Z, H, N, D]` row-major tensors (`CAUSAL`:
 /// query `i` sees keys `0..=i`), and `lse` (`[Z, H, N]`), each row's log2-sum-exp2 of
-/// its scaled scores, which the backward pass needs.
+/// its scaled scores, which the backward pass needs. fp8 `v` is given transposed (`[Z, H,
+/// D, N]`), as tutorial 06 takes it: fp8 tensor-core products read their `b` K-major.
 #[kernel]
 pub fn attention_forward<T: Float>(
     out: Ptr<T>,
@@ -41,7 +42,13 @@ pub fn attention_forward<T: Float>(
     );
     // Kᵀ: the keys read as a `D × N` matrix.
     let k_block = make_block_ptr(k + head, (d, n_ctx), (1, d), (0, 0), (D, BN), (0, 1));
-    let v_block = make_block_ptr(v + head, (n_ctx, d), (d, 1), (0, 0), (BN, D), (1, 0));
+    // fp8: `v` given transposed (`[Z, H, D, N]`, keys contiguous), as tutorial 06 takes it:
+    // fp8 tensor-core products read `b` K-major.
+    let v_block = if T::DTYPE.size_bytes() == 1 {
+        make_block_ptr(v + head, (n_ctx, d), (1, n_ctx), (0, 0), (BN, D), (0, 1))
+    } else {
+        make_block_ptr(v + head, (n_ctx, d), (d, 1), (0, 0), (BN, D), (1, 0))
+    };
     let o_block = make_block_ptr(
         out + head,
         (n_ctx, d),
@@ -489,6 +496,11 @@ pub fn attention<T: Float + Default>(
         });
     }
     let (z, h, n, d) = shape;
+    // fp8 takes `v` transposed (see `attention_forward`).
+    let v = match T::DTYPE.size_bytes() {
+        1 => v.permuted_axes([0, 1, 3, 2]),
+        _ => v,
+    };
     let (q, k, v) = (
         q.as_standard_layout(),
         k.as_standard_layout(),

@@ -5,6 +5,7 @@ mod codegen;
 pub(crate) mod deferred;
 mod pool;
 
+pub use codegen::LANE_CHUNK;
 pub use deferred::{compile_deferred, defer_compiles, deferring, Deferred};
 pub use pool::{num_threads, parse_num_threads, pool_threads};
 

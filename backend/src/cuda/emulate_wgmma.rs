@@ -32,8 +32,8 @@ struct Op {
     shared: usize,
     desc_a: u64,
     desc_b: u64,
-    /// With `a` in registers: this thread's two rows of `a` (16 values each).
-    a_rows: [[f32; 16]; 2],
+    /// With `a` in registers: this thread's two rows of `a` (16 values each, 32 of fp8).
+    a_rows: [[f32; 32]; 2],
 }
 
 /// One emulated thread's `wgmma`s in flight.
@@ -72,19 +72,23 @@ impl WgmmaQueue {
         } else {
             self.current.insert(x.id, x.acc.to_vec());
         }
-        let bf16 = x.code & 1 != 0;
-        let value = |bits: u32| match bf16 {
-            true => half::bf16::from_bits(bits as u16).to_f32(),
-            false => half::f16::from_bits(bits as u16).to_f32(),
-        };
         // Lane 4g + q holds of rows g and g + 8: words 0 / 1 k = 2q.., words 2 / 3 k =
-        // 2q + 8.. (the `m16n8k16` A fragment).
-        let mut a_rows = [[0f32; 16]; 2];
+        // 2q + 8.. (the `m16n8k16` A fragment); of fp8, 4 bytes each: k = 4q.. and 4q + 16..
+        let (per_word, bits) = match Format::of(x.code & 1 != 0, (x.code >> 4) & 3) {
+            Format::Fp8(_) => (4, 8),
+            _ => (2, 16),
+        };
+        let value = |word: u32| match Format::of(x.code & 1 != 0, (x.code >> 4) & 3) {
+            Format::BF16 => half::bf16::from_bits(word as u16).to_f32(),
+            Format::F16 => half::f16::from_bits(word as u16).to_f32(),
+            Format::Fp8(f) => f.decode(word as u8) as f32,
+        };
+        let mut a_rows = [[0f32; 32]; 2];
         for (q, words) in x.a_words.iter().enumerate() {
             for (w, word) in words.iter().enumerate() {
-                for h in 0..2 {
-                    let k = 2 * q + h + 8 * (w / 2);
-                    a_rows[w % 2][k] = value(word >> (16 * h));
+                for h in 0..per_word {
+                    let k = per_word * q + h + 4 * per_word * (w / 2);
+                    a_rows[w % 2][k] = value(word >> (bits * h));
                 }
             }
         }

@@ -382,6 +382,7 @@ impl<'ctx> Emit<'_, 'ctx> {
             b: &b,
             module: self.module,
             half_nans: self.half_nans,
+            fp8_cvt: self.fp8_cvt,
         };
         let [list, addr, size, elem, write] = [0, 1, 2, 3, 4].map(|k| {
             func.get_nth_param(k)

@@ -1,18 +1,177 @@
 //! The 8-bit floats in LLVM IR: fp8 values compute in f32 (as f16 and bf16 do) and are
 //! stored as bytes. Encoding rounds an f32 to nearest even, saturates finite overflow (and
 //! E4M3's infinities), keeps E5M2's infinities and turns NaN into the canonical NaN, bit
-//! for bit as `tritium_dsl::ir::fp8` (the reference the interpreter uses). Integer and f32
-//! ops only, so every target (x86, NVPTX, the emulator) runs the same code.
+//! for bit as `tritium_dsl::ir::fp8` (the reference the interpreter uses): by integer and
+//! f32 ops on every target, or on Hopper by PTX's conversion instruction and a fix-up of
+//! what it does otherwise (see [`Fp8Cvt`]).
 
 use super::Emit;
 use crate::llvm::Result;
 use inkwell::values::{FloatValue, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
-use tritium_dsl::ir::fp8::Fp8Format;
+use tritium_dsl::ir::fp8::{Fp8Format, E4M3, E5M2};
+
+/// How an f32 becomes an E4M3 or E5M2 byte (E4B15 has no instruction: always software).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fp8Cvt {
+    /// Integer and f32 ops ([`Emit::fp8_encode_software`]).
+    Software,
+    /// `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32` (sm_89 on; inline PTX, as LLVM 19 has no
+    /// intrinsic), which rounds to nearest even and saturates every value past the
+    /// largest, infinities included, to it; its NaN's bits are not Tritium's. Fixed up:
+    /// NaN to the canonical NaN, E5M2's infinities kept.
+    Satfinite,
+    /// [`Fp8Cvt::Satfinite`] in the emulator: the instruction's model (the software
+    /// encoding with infinities saturated and NaN as `0x7f`), then the same fix-up, so that
+    /// the emulator runs what the GPU does.
+    SatfiniteModel,
+}
+
+/// What a caller of [`Emit::fp8_pair_for_products`] knows of its values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fp8Inputs {
+    Any,
+    /// Neither is ±inf (the caller checked): no fix-up of E5M2's infinities.
+    NoInfinity,
+}
+
+/// Whether Hopper converts f32 to `f` by an instruction (E4M3 and E5M2; not E4B15).
+fn hardware(f: Fp8Format) -> bool {
+    f == E4M3 || f == E5M2
+}
 
 impl<'ctx> Emit<'_, 'ctx> {
     /// The byte of the fp8 nearest to the f32 `v`.
     pub(crate) fn fp8_encode(&self, v: FloatValue<'ctx>, f: Fp8Format) -> Result<IntValue<'ctx>> {
+        let b = self.b;
+        // A constant folds in software (LLVM cannot fold the asm).
+        if self.fp8_cvt == Fp8Cvt::Software || !hardware(f) || v.is_const() {
+            return self.fp8_encode_software(v, f);
+        }
+        let zero = self.ctx.f32_type().const_zero();
+        let pair = self.fp8_satfinite_pair(v, zero, f)?;
+        let raw = b.build_int_truncate(pair, self.ctx.i8_type(), "")?;
+        let byte = self.fp8_keep_infinity(raw, v, f)?;
+        let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+        let nan = self.ctx.i8_type().const_int(u64::from(f.nan_bits()), false);
+        Ok(b.build_select(is_nan, nan, byte, "")?.into_int_value())
+    }
+
+    /// `lo` and `hi` as the fp8 bytes a tensor-core product reads (an i16, `lo` in its low
+    /// byte): [`Emit::fp8_encode`]'s bytes, but that a NaN may be any NaN byte (a product
+    /// of NaN is NaN whatever its bits), so that on Hopper one conversion packs the pair
+    /// (and only E5M2's infinities need fixing up, unless `inputs` has none).
+    pub(crate) fn fp8_pair_for_products(
+        &self,
+        lo: FloatValue<'ctx>,
+        hi: FloatValue<'ctx>,
+        f: Fp8Format,
+        inputs: Fp8Inputs,
+    ) -> Result<IntValue<'ctx>> {
+        let (b, i8t, i16t) = (self.b, self.ctx.i8_type(), self.ctx.i16_type());
+        let software = self.fp8_cvt == Fp8Cvt::Software || !hardware(f);
+        if software || (lo.is_const() && hi.is_const()) {
+            let lo = b.build_int_z_extend(self.fp8_encode_software(lo, f)?, i16t, "")?;
+            let hi = b.build_int_z_extend(self.fp8_encode_software(hi, f)?, i16t, "")?;
+            let hi = b.build_left_shift(hi, i16t.const_int(8, false), "")?;
+            return Ok(b.build_or(lo, hi, "")?);
+        }
+        let pair = self.fp8_satfinite_pair(lo, hi, f)?;
+        if f.inf_bits().is_none() || inputs == Fp8Inputs::NoInfinity {
+            return Ok(pair);
+        }
+        let low = b.build_int_truncate(pair, i8t, "")?;
+        let high = b.build_right_shift(pair, i16t.const_int(8, false), false, "")?;
+        let high = b.build_int_truncate(high, i8t, "")?;
+        let low = b.build_int_z_extend(self.fp8_keep_infinity(low, lo, f)?, i16t, "")?;
+        let high = b.build_int_z_extend(self.fp8_keep_infinity(high, hi, f)?, i16t, "")?;
+        let high = b.build_left_shift(high, i16t.const_int(8, false), "")?;
+        Ok(b.build_or(low, high, "")?)
+    }
+
+    /// Whether [`Emit::fp8_pair_for_products`] fixes up infinities of `f` (E5M2 by the
+    /// conversion instruction): a caller may then check for them once and skip it.
+    pub(crate) fn fp8_fixes_infinities(&self, f: Fp8Format) -> bool {
+        self.fp8_cvt != Fp8Cvt::Software && hardware(f) && f.inf_bits().is_some()
+    }
+
+    /// `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32` of `lo` and `hi` (an i16, `lo` in its low
+    /// byte; see [`Fp8Cvt::Satfinite`]), or the emulator's model of it.
+    fn fp8_satfinite_pair(
+        &self,
+        lo: FloatValue<'ctx>,
+        hi: FloatValue<'ctx>,
+        f: Fp8Format,
+    ) -> Result<IntValue<'ctx>> {
+        let (b, i8t, i16t, f32t) = (
+            self.b,
+            self.ctx.i8_type(),
+            self.ctx.i16_type(),
+            self.ctx.f32_type(),
+        );
+        if self.fp8_cvt == Fp8Cvt::SatfiniteModel {
+            let k = |x: u64| i8t.const_int(x, false);
+            let model = |v: FloatValue<'ctx>| -> Result<IntValue<'ctx>> {
+                let exact = self.fp8_encode_software(v, f)?;
+                let sign = b.build_and(exact, k(0x80), "")?;
+                let max = b.build_or(sign, k(u64::from(f.max_bits())), "")?;
+                let byte = match f.inf_bits() {
+                    Some(inf) => {
+                        let low = b.build_and(exact, k(0x7f), "")?;
+                        let is_inf =
+                            b.build_int_compare(IntPredicate::EQ, low, k(inf.into()), "")?;
+                        b.build_select(is_inf, max, exact, "")?.into_int_value()
+                    }
+                    None => exact,
+                };
+                let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
+                let byte = b.build_select(is_nan, k(0x7f), byte, "")?.into_int_value();
+                Ok(b.build_int_z_extend(byte, i16t, "")?)
+            };
+            let high = b.build_left_shift(model(hi)?, i16t.const_int(8, false), "")?;
+            return Ok(b.build_or(model(lo)?, high, "")?);
+        }
+        // `d = {cvt(a), cvt(b)}`, `a` in the high byte.
+        let kind = if f.inf_bits().is_some() {
+            "e5m2x2"
+        } else {
+            "e4m3x2"
+        };
+        let ty = i16t.fn_type(&[f32t.into(), f32t.into()], false);
+        let asm = format!("cvt.rn.satfinite.{kind}.f32 $0, $1, $2;");
+        let cvt = self
+            .ctx
+            .create_inline_asm(ty, asm, "=h,f,f".into(), false, false, None, false);
+        let call = b.build_indirect_call(ty, cvt, &[hi.into(), lo.into()], "")?;
+        let inkwell::values::ValueKind::Basic(pair) = call.try_as_basic_value() else {
+            unreachable!("the conversion gives a value")
+        };
+        Ok(pair.into_int_value())
+    }
+
+    /// E5M2's infinity where `v` is one (the instruction saturates it), with `byte`'s sign.
+    fn fp8_keep_infinity(
+        &self,
+        byte: IntValue<'ctx>,
+        v: FloatValue<'ctx>,
+        f: Fp8Format,
+    ) -> Result<IntValue<'ctx>> {
+        let Some(inf) = f.inf_bits() else {
+            return Ok(byte);
+        };
+        let (b, i8t, f32t) = (self.b, self.ctx.i8_type(), self.ctx.f32_type());
+        let abs = self.intrinsic("llvm.fabs", &[f32t.into()], &[v.into()])?;
+        let inf_f = f32t.const_float(f64::INFINITY);
+        let is_inf =
+            b.build_float_compare(FloatPredicate::OEQ, abs.into_float_value(), inf_f, "")?;
+        let sign = b.build_and(byte, i8t.const_int(0x80, false), "")?;
+        let signed_inf = b.build_or(sign, i8t.const_int(inf.into(), false), "")?;
+        Ok(b.build_select(is_inf, signed_inf, byte, "")?
+            .into_int_value())
+    }
+
+    /// [`Emit::fp8_encode`] by integer and f32 ops (every target runs the same code).
+    fn fp8_encode_software(&self, v: FloatValue<'ctx>, f: Fp8Format) -> Result<IntValue<'ctx>> {
         let (b, i32t, f32t) = (self.b, self.ctx.i32_type(), self.ctx.f32_type());
         let k = |x: u64| i32t.const_int(x, false);
         let bits = b.build_bit_cast(v, i32t, "")?.into_int_value();

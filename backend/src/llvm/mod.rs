@@ -48,6 +48,7 @@ pub(crate) use counter::LoopCounter;
 #[cfg(test)]
 pub(crate) use error::inject;
 pub(crate) use error::{CodegenError, Positioned, Result};
+pub(crate) use fp8::{Fp8Cvt, Fp8Inputs};
 pub(crate) use print::PrintSite;
 pub(crate) use types::HalfNans;
 
@@ -61,6 +62,8 @@ pub(crate) struct Emit<'a, 'ctx> {
     pub module: &'a Module<'ctx>,
     /// What the target's f32 ↔ f16 conversions do with NaNs.
     pub half_nans: HalfNans,
+    /// How f32 → fp8 conversions run.
+    pub fp8_cvt: Fp8Cvt,
 }
 
 impl<'ctx> Emit<'_, 'ctx> {

@@ -12,10 +12,9 @@
 //! select made of it first.
 
 use super::{Gen, Need};
+// The CPU's chunk of lanes, by which it tests a `likely` hint.
+use tritium_backend::cpu::LANE_CHUNK as CHUNK;
 use tritium_dsl::ir::{BinOp, CmpPred, DType, HintKind, Op, Value};
-
-/// The CPU's chunk of lanes (`backend/src/cpu/codegen/prefetch.rs`'s `CHUNK`).
-const CHUNK: usize = 32;
 
 impl Gen {
     /// A length for [`chunk_hinted`](Self::chunk_hinted): two chunks or more.

@@ -2043,17 +2043,22 @@ impl Gen {
         (self.push1(Op::AddPtr(p, offset), t), mask)
     }
 
-    /// Attention's scores: a tensor-core-sized [`box_dot`](Self::box_dot) of 16-bit tiles
-    /// whose rows are reduced (max, sum of `x - max`, argmax) and broadcast back, and
+    /// Attention's scores: a tensor-core-sized [`box_dot`](Self::box_dot) of 16-bit or fp8
+    /// tiles whose rows are reduced (max, sum of `x - max`, argmax) and broadcast back, and
     /// `p = x - max` converted to the input's dtype as the `a` of a second `dot`. CUDA holds
-    /// all of it in `mma` fragments where the warps own whole rows (codegen `held`). With
-    /// integers up to 16, every sum is an integer below 2^24: exact in any order (and
-    /// `p`'s rounding to 16 bits keeps integers).
+    /// all of it in `mma` fragments where the warps own whole rows (codegen `held`; on
+    /// Hopper fp8's `p` goes into `wgmma`'s register A fragments by shuffles). With
+    /// integers up to 16, every sum is an integer below 2^24: exact in any order (`p`'s
+    /// rounding to 16 bits keeps integers, to fp8 gives integers of a few bits).
     fn row_dot(&mut self, input: usize) {
         let from = self.inputs[input].dtype;
-        let mm = *self.rng.pick(&[16, 32, 64]);
-        let k = *self.rng.pick(&[16, 32]);
-        let nn = *self.rng.pick(&[16, 32]);
+        // fp8: `wgmma`'s 64 rows (at 4 warps) and K of 32 or 64 (QGMMA's), more often.
+        let fp8 = from.size_bytes() == 1;
+        let mm = *self
+            .rng
+            .pick(if fp8 { &[16, 64, 64] } else { &[16, 32, 64] });
+        let k = *self.rng.pick(if fp8 { &[32, 64] } else { &[16, 32] });
+        let nn = *self.rng.pick(if fp8 { &[32, 64] } else { &[16, 32] });
         let need = Need {
             exact: true,
             bound: Some(16.0),
@@ -2081,8 +2086,12 @@ impl Gen {
             self.observe(shifted);
         }
         let p = self.cast(e, from);
-        // 16 columns: a `b` Hopper's `wgmma` reads from shared memory (32-byte rows).
-        let dv = *self.rng.pick(&[8, 16]);
+        // 16 columns: a `b` Hopper's `wgmma` reads from shared memory (32-byte rows); 8
+        // where 16 would make the product too big to observe (64 rows).
+        let dv = match mm * 16 <= REGION {
+            true => *self.rng.pick(&[8, 16]),
+            false => 8,
+        };
         let v = self.load_input_from(from, &[nn, dv], need, true);
         let acc = self.constant(DType::F32, &[mm, dv], Const::Float(0.0));
         let out = self.push1(Op::Dot { a: p, b: v, acc }, f32s(&[mm, dv]));
@@ -2329,7 +2338,11 @@ impl Gen {
         if let Some(input) = self.edge_input {
             self.edge_dot(input);
             let from = self.inputs[input].dtype;
-            if matches!(from, DType::F16 | DType::BF16) && self.rng.chance(0.5) {
+            let row_dots = matches!(
+                from,
+                DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2
+            );
+            if row_dots && self.rng.chance(0.5) {
                 self.row_dot(input);
             }
             // fp8 too: its K-major `b` blocks go by TMA into `wgmma`'s 8-bit tiles.

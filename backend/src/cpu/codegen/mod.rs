@@ -21,6 +21,8 @@ mod memory;
 mod next_iteration;
 mod plan;
 mod prefetch;
+
+pub use prefetch::CHUNK as LANE_CHUNK;
 mod prefix;
 mod reduce;
 mod runs;

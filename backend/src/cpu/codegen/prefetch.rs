@@ -30,8 +30,9 @@ use tritium_dsl::ir::{BinOp, Block, Function, Inst, Op, UnOp, Value};
 pub(super) type LaneBody<'a, 'ctx, G> =
     dyn FnMut(&mut G, &[IntValue<'ctx>]) -> Result<Option<BasicValueEnum<'ctx>>> + 'a;
 
-/// Lanes per chunk of a strip-mined loop (two cache lines of f32).
-pub(super) const CHUNK: usize = 32;
+/// Lanes per chunk of a strip-mined loop (two cache lines of f32); a `likely` hint is
+/// tested chunk by chunk (the fuzzer draws hints that hold by such chunks).
+pub const CHUNK: usize = 32;
 
 /// Whether a lane loop over `shape` can run in chunks: a rank-1 tile of whole chunks.
 pub(super) fn chunkable(shape: &[usize]) -> bool {

@@ -17,6 +17,7 @@ impl<'ctx> Gen<'ctx, '_> {
             b: self.b,
             module: self.module,
             half_nans: crate::llvm::HalfNans::Kept,
+            fp8_cvt: crate::llvm::Fp8Cvt::Software,
         }
     }
 

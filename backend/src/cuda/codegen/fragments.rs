@@ -9,7 +9,7 @@
 
 use super::held::{FragLayout, Held};
 use super::{Gen, V};
-use crate::llvm::{CodegenError, Result};
+use crate::llvm::{CodegenError, Fp8Inputs, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue};
 use tritium_dsl::ir::{DType, Inst, Op, ReduceOp, Type, Value};
@@ -487,12 +487,6 @@ impl<'ctx> Gen<'ctx, '_> {
         let Op::Dot { a, .. } = &dot.op else {
             return false;
         };
-        if self
-            .mma_shape(dot)
-            .is_some_and(|(inputs, _)| inputs.is_fp8())
-        {
-            return false;
-        }
         match (self.held(*a), self.held(dot.results[0])) {
             (Held::Frag(la), Held::Frag(l)) => la.by_rows && l.by_rows && la.m == l.m,
             _ => false,
@@ -525,7 +519,7 @@ impl<'ctx> Gen<'ctx, '_> {
         // `p.to(f16)`: the f32 registers before the cast, rounded once by the packing
         // conversion (the cast's own rounding, with its NaN bits, is then dead code).
         let regs = match self.defs.get(a).map(|i| &i.op) {
-            Some(Op::Cast(src)) if from == tritium_dsl::ir::DType::F16 => {
+            Some(Op::Cast(src)) if from == DType::F16 || from.fp8_format().is_some() => {
                 match (self.ty(*src).dtype(), self.vals.get(src)) {
                     (Some(tritium_dsl::ir::DType::F32), Some(V::Frag(ls, r))) if ls == la => r,
                     _ => regs,
@@ -533,6 +527,9 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             _ => regs,
         };
+        if let Some(f) = from.fp8_format() {
+            return self.fp8_a_words(regs, mi, ni, la.n / 32, f).map(Some);
+        }
         let half = tritium_dsl::ir::Elem::Scalar(from);
         let i32t = self.ctx.i32_type();
         // f16 pairs are packed by one conversion (`cvt.rn.f16x2.f32`); a NaN's payload is
@@ -576,6 +573,171 @@ impl<'ctx> Gen<'ctx, '_> {
 }
 
 impl<'ctx> Gen<'ctx, '_> {
+    /// The `wgmma` A fragments (`k32`, fp8) of accumulator registers `regs` (`mi` row
+    /// tiles of `ni` `16 × 8` tiles): band `i`, k step `s`, this lane's 4 words, each 4
+    /// bytes along k (word `w`: row `l / 4 + 8 (w % 2)`, columns `32 s + 16 (w / 2) + 4 (l %
+    /// 4)..`). The accumulator gives lane `4g + u` columns `2u, 2u + 1` of each `16 × 8`
+    /// tile, so each word gathers two lanes' pairs: each lane packs, per 16 columns, one
+    /// word of each tile (its rows `g` and `g + 8`), and two shuffles bring every lane the
+    /// words it needs (`2 (t % 2) + t / 2`, then `2 (t % 2) + 1 − t / 2`: each a permutation
+    /// of the quad, so that a lane sends the tile its reader needs), which two byte
+    /// permutations order (Triton's conversion: 1 shuffle per word, no shared memory).
+    fn fp8_a_words(
+        &self,
+        regs: &[BasicValueEnum<'ctx>],
+        mi: usize,
+        ni: usize,
+        steps: usize,
+        f: tritium_dsl::ir::fp8::Fp8Format,
+    ) -> Result<Vec<Vec<Vec<IntValue<'ctx>>>>> {
+        let (b, c) = (self.b, |v: u64| self.i32c(v));
+        let i32t = self.ctx.i32_type();
+        let (lane, _) = self.lane_and_warp()?;
+        let quad = b.build_and(lane, c(!3u32 as u64), "")?;
+        let t = b.build_and(lane, c(3), "")?;
+        let (t_lo, t_hi) = (
+            b.build_and(t, c(1), "")?,
+            b.build_right_shift(t, c(1), false, "")?,
+        );
+        let odd = b.build_int_compare(inkwell::IntPredicate::EQ, t_lo, c(1), "")?;
+        let upper = b.build_int_compare(inkwell::IntPredicate::EQ, t_hi, c(1), "")?;
+        let from_a = b.build_int_add(b.build_left_shift(t_lo, c(1), "")?, t_hi, "")?;
+        let from_b = b.build_int_sub(b.build_left_shift(t_lo, c(1), "")?, t_hi, "")?;
+        let from_b = b.build_int_add(from_b, c(1), "")?;
+        let src_a = b.build_or(quad, from_a, "")?;
+        let src_b = b.build_or(quad, from_b, "")?;
+        let e = self.emit();
+        // Each tile's word: rows g (bytes 0, 1) and g + 8 (bytes 2, 3) of the lane's
+        // columns (its first register here), by band, step, half and tile.
+        let tiles: Vec<usize> = (0..mi)
+            .flat_map(|i| (0..4 * steps).map(move |j| 4 * (i * ni + j)))
+            .collect();
+        let inputs = match e.fp8_fixes_infinities(f) {
+            // Infinities are fixed up after (see `fp8_infinities_kept`).
+            true => Fp8Inputs::NoInfinity,
+            false => Fp8Inputs::Any,
+        };
+        let mut packed = Vec::with_capacity(tiles.len());
+        for &r in &tiles {
+            let f32s = |k: usize| regs[r + k].into_float_value();
+            let lo = e.fp8_pair_for_products(f32s(0), f32s(1), f, inputs)?;
+            let hi = e.fp8_pair_for_products(f32s(2), f32s(3), f, inputs)?;
+            let lo = b.build_int_z_extend(lo, i32t, "")?;
+            let hi = b.build_int_z_extend(hi, i32t, "")?;
+            packed.push(b.build_or(lo, b.build_left_shift(hi, c(16), "")?, "")?);
+        }
+        if let (Fp8Inputs::NoInfinity, Some(inf)) = (inputs, f.inf_bits()) {
+            packed = self.fp8_infinities_kept(regs, &tiles, packed, inf)?;
+        }
+        let word = |i: usize, s: usize, h: usize, p: usize| packed[(i * steps + s) * 4 + 2 * h + p];
+        let select = |p, x: IntValue<'ctx>, y: IntValue<'ctx>| -> Result<IntValue<'ctx>> {
+            Ok(b.build_select(p, x, y, "")?.into_int_value())
+        };
+        (0..mi)
+            .map(|i| {
+                (0..steps)
+                    .map(|s| {
+                        let mut words = [c(0); 4];
+                        for h in 0..2 {
+                            let (w0, w1) = (word(i, s, h, 0), word(i, s, h, 1));
+                            // Lane u's reader in the first shuffle needs tile u % 2, in the
+                            // second the other.
+                            let first = self.shuffle_from(select(odd, w1, w0)?, src_a)?;
+                            let second = self.shuffle_from(select(odd, w0, w1)?, src_b)?;
+                            // Columns 4t, 4t + 1 come from lane 2 (t % 2), the next two from
+                            // the lane after it: the first shuffle's below t = 2.
+                            let x = select(upper, second, first)?;
+                            let y = select(upper, first, second)?;
+                            let low16 = c(0xffff);
+                            let row_g = b.build_or(
+                                b.build_and(x, low16, "")?,
+                                b.build_left_shift(y, c(16), "")?,
+                                "",
+                            )?;
+                            let row_g8 = b.build_or(
+                                b.build_right_shift(x, c(16), false, "")?,
+                                b.build_and(y, c(0xffff_0000), "")?,
+                                "",
+                            )?;
+                            words[2 * h] = row_g;
+                            words[2 * h + 1] = row_g8;
+                        }
+                        Ok(words.to_vec())
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// E5M2 `words` (packed by the conversion instruction, which saturates infinities;
+    /// word `w` holds registers `tiles[w]..+4`, one per byte) with each ±inf's byte made
+    /// the infinity (`inf`, signed) again, on a branch taken only where one of `regs` is
+    /// infinite (one max per value; a NaN needs nothing, as any NaN byte multiplies to
+    /// NaN).
+    fn fp8_infinities_kept(
+        &self,
+        regs: &[BasicValueEnum<'ctx>],
+        tiles: &[usize],
+        words: Vec<IntValue<'ctx>>,
+        inf_byte: u8,
+    ) -> Result<Vec<IntValue<'ctx>>> {
+        let (b, f32t, i32t) = (self.b, self.ctx.f32_type(), self.ctx.i32_type());
+        let c = |v: u64| self.i32c(v);
+        let e = self.emit();
+        let abs = |r: BasicValueEnum<'ctx>| e.intrinsic("llvm.fabs", &[f32t.into()], &[r]);
+        let mut largest = abs(regs[tiles[0]])?;
+        for &t in tiles {
+            for r in &regs[t..t + 4] {
+                // `maxnum` passes over a NaN.
+                largest = e.intrinsic("llvm.maxnum", &[f32t.into()], &[largest, abs(*r)?])?;
+            }
+        }
+        let inf = f32t.const_float(f64::INFINITY);
+        let infinite = b.build_float_compare(
+            inkwell::FloatPredicate::OEQ,
+            largest.into_float_value(),
+            inf,
+            "infinite",
+        )?;
+        let entry = b.get_insert_block().expect("in a block");
+        let (fix, join) = (
+            self.ctx.append_basic_block(self.func, "fp8.inf"),
+            self.ctx.append_basic_block(self.func, "fp8.packed"),
+        );
+        b.build_conditional_branch(infinite, fix, join)?;
+        b.position_at_end(fix);
+        let mut fixed = Vec::with_capacity(words.len());
+        for (&w, &t) in words.iter().zip(tiles) {
+            let mut w = w;
+            for (j, r) in regs[t..t + 4].iter().enumerate() {
+                let is_inf = b.build_float_compare(
+                    inkwell::FloatPredicate::OEQ,
+                    abs(*r)?.into_float_value(),
+                    inf,
+                    "",
+                )?;
+                let sign = b.build_and(w, c(0x80 << (8 * j)), "")?;
+                let cleared = b.build_and(w, c(!(0xffu32 << (8 * j)) as u64), "")?;
+                let signed = b.build_or(sign, c(u64::from(inf_byte) << (8 * j)), "")?;
+                let patched = b.build_or(cleared, signed, "")?;
+                w = b.build_select(is_inf, patched, w, "")?.into_int_value();
+            }
+            fixed.push(w);
+        }
+        let fix_end = b.get_insert_block().expect("in a block");
+        b.build_unconditional_branch(join)?;
+        b.position_at_end(join);
+        words
+            .iter()
+            .zip(&fixed)
+            .map(|(plain, fixed)| {
+                let phi = b.build_phi(i32t, "")?;
+                phi.add_incoming(&[(plain, entry), (fixed, fix_end)]);
+                Ok(phi.as_basic_value().into_int_value())
+            })
+            .collect()
+    }
+
     /// Whether every pair of lanes `2c, 2c + 1` along `last` of store pointer `ptr`, of
     /// 32-bit elements, is known (`dsl::ir::axis_info`, given the launch's
     /// specialization) to be two consecutive elements aligned to their pair's size, under

@@ -163,6 +163,31 @@ impl<'ctx> Gen<'ctx, '_> {
             .into_int_value())
     }
 
+    /// The word `w` of lane `src` of this warp (`shfl.sync.idx.b32`; the emulator's
+    /// shuffle reads lane `lane ^ mask`, so the mask is this lane's XOR with `src`).
+    pub(super) fn shuffle_from(
+        &self,
+        w: IntValue<'ctx>,
+        src: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let i32t = self.ctx.i32_type();
+        if self.emu.is_some() {
+            let (lane, _) = self.lane_and_warp()?;
+            let mask = self.b.build_xor(lane, src, "")?;
+            let v = self.emulator_hook(EMU_SHUFFLE, &[w.into(), mask.into()], Some(i32t.into()))?;
+            return Ok(v.expect("the shuffle hook returns i32").into_int_value());
+        }
+        let args = [
+            i32t.const_all_ones().into(),
+            w.into(),
+            src.into(),
+            self.i32c(0x1f).into(),
+        ];
+        Ok(self
+            .intrinsic("llvm.nvvm.shfl.sync.idx.i32", &[], &args)?
+            .into_int_value())
+    }
+
     /// This thread's lane in its warp and its warp in the CTA.
     pub(super) fn lane_and_warp(&self) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
         let lane = self.b.build_and(self.tid, self.i32c(31), "lane")?;

@@ -17,6 +17,12 @@ impl<'ctx> Gen<'ctx, '_> {
             b: self.b,
             module: self.module,
             half_nans: crate::llvm::HalfNans::Canonicalized,
+            // Hopper's conversion instruction (sm_89 on), or the emulator's model of it.
+            fp8_cvt: match (self.wgmma, self.emu.is_some()) {
+                (false, _) => crate::llvm::Fp8Cvt::Software,
+                (true, false) => crate::llvm::Fp8Cvt::Satfinite,
+                (true, true) => crate::llvm::Fp8Cvt::SatfiniteModel,
+            },
         }
     }
 
