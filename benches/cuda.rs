@@ -12,7 +12,9 @@
 //!   and tutorial 09's persistent form of it against Triton's;
 //! - fused attention forward (f16, 4 × 32 heads × 4096, head dims 64 and 128, causal and
 //!   not) against Triton's tutorial 06, and its Hopper form through tensor descriptors
-//!   (TMA on Hopper) against the same Triton kernel.
+//!   (TMA on Hopper) against the same Triton kernel;
+//! - fp8 (E5M2) attention D = 64, `v` passed transposed, against tutorial 06's fp8 path at
+//!   the same config.
 //!
 //! The Triton and PyTorch peers run in `python3 benches/triton_peers.py` (the path is
 //! relative to the package's directory, or `TRITIUM_PEERS`), timed the same way, before
@@ -608,6 +610,96 @@ fn fused_attention(
     Ok(())
 }
 
+/// Tutorial 06's fp8 path (E5M2 `q`, `k`, `v`, `v` passed transposed, an E5M2 output)
+/// at Tritium's Hopper config (D = 64, 128 × 64, 4 warps), against Triton's run of the
+/// same kernel and config; sampled rows checked against the host's attention.
+fn fp8_attention(
+    device: &Device,
+    gpu: &CudaDevice,
+    peers: &HashMap<String, f64>,
+) -> tritium::Result<()> {
+    use tritium::dsl::trace::F8E5M2;
+    let (z, h, n, d) = (4usize, 32usize, 4096usize, 64usize);
+    let value = |x: usize| F8E5M2::from_f32((x % 23) as f32 / 23.0 - 0.5);
+    let input = |seed: usize| {
+        ndarray::Array4::from_shape_fn((z, h, n, d), |(a, b, i, j)| {
+            value(a * 7 + b * 5 + i * 3 + j + seed)
+        })
+    };
+    let (q, k, v) = (input(1), input(2), input(3));
+    // `[Z, H, D, N]`, as the kernel takes fp8 `v`.
+    let vt = v
+        .clone()
+        .permuted_axes([0, 1, 3, 2])
+        .as_standard_layout()
+        .to_owned();
+    let (dq, dk, dvt) = (
+        CudaTensor::from_ndarray(device, &q)?,
+        CudaTensor::from_ndarray(device, &k)?,
+        CudaTensor::from_ndarray(device, &vt)?,
+    );
+    let mut out = CudaTensor::<F8E5M2>::zeros(device, &[z, h, n, d])?;
+    let mut lse = CudaTensor::<f32>::zeros(device, &[z, h, n])?;
+    let scale = (d as f32).powf(-0.5);
+    let (bm, bn, warps) = (128, 64, 4);
+    for causal in [false, true] {
+        let flops = 4.0 * (z * h * n * n * d) as f64 * if causal { 0.5 } else { 1.0 };
+        let opts = LaunchOptions {
+            num_warps: warps,
+            num_stages: 3,
+            ..Default::default()
+        };
+        let grid = [n.div_ceil(bm), z * h];
+        let launch = || {
+            attention_forward::launch_with(
+                device, grid, &opts, &mut out, &mut lse, &dq, &dk, &dvt, scale, n as i32, bm, bn,
+                d, causal,
+            )
+        };
+        let kind = if causal { "causal" } else { "full" };
+        let name = format!("attention fp8e5 d={d} {kind} {bm}×{bn} w={warps} (Triton 06)");
+        let Some(t) = time_launch(gpu, &name, launch) else {
+            continue;
+        };
+        peer_row(
+            peers,
+            &name,
+            &format!("attention_fp8.{d}.{kind}"),
+            t,
+            tflops(flops, t),
+        );
+        // Rows of head 0 against the host's softmax attention on the same fp8 inputs.
+        let got = out.to_ndarray()?;
+        let mut worst = 0f64;
+        for i in [0, 1, 777, n - 1] {
+            let seen = if causal { i + 1 } else { n };
+            let s: Vec<f64> = (0..seen)
+                .map(|j| {
+                    let dot: f64 = (0..d)
+                        .map(|c| {
+                            f64::from(q[[0, 0, i, c]].to_f32())
+                                * f64::from(k[[0, 0, j, c]].to_f32())
+                        })
+                        .sum();
+                    dot * f64::from(scale)
+                })
+                .collect();
+            let max = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = s.iter().map(|x| (x - max).exp()).collect();
+            let total: f64 = w.iter().sum();
+            for c in 0..d {
+                let want: f64 = (0..seen)
+                    .map(|j| w[j] / total * f64::from(v[[0, 0, j, c]].to_f32()))
+                    .sum();
+                let err = (f64::from(got[[0, 0, i, c]].to_f32()) - want).abs();
+                worst = worst.max(err / (0.1 + want.abs()));
+            }
+        }
+        println!("  sampled rows: worst error {worst:.3} of (0.1 + |value|) (fp8 rounding)");
+    }
+    Ok(())
+}
+
 fn main() -> tritium::Result<()> {
     if !std::env::args().any(|a| a == "--bench") {
         println!("bench cuda: run with --bench (cargo bench --bench cuda) to time it");
@@ -639,5 +731,6 @@ fn main() -> tritium::Result<()> {
     descriptor_matmul(&device, gpu, &peers)?;
     descriptor_persistent_matmul(&device, gpu, &peers)?;
     fused_attention(&device, gpu, &peers)?;
+    fp8_attention(&device, gpu, &peers)?;
     Ok(())
 }

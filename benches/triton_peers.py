@@ -254,11 +254,37 @@ def descriptor_attention():
             torch.testing.assert_close(out, want, atol=2e-2, rtol=2e-2)
 
 
+# Tutorial 06's fp8 path at Tritium's Hopper config (D = 64, 128 x 64, 4 warps, 3 stages):
+# E5M2 `q`, `k` and `v`, `v` passed transposed (`[Z, H, D, N]`), an E5M2 output.
+def fp8_attention():
+    z, h, n, d = 4, 32, 4096, 64
+    for causal in [False, True]:
+        q, k, v = (torch.randn(z, h, n, d, device=DEV, dtype=torch.float16) * 0.5
+                   for _ in range(3))
+        q8, k8, v8 = (x.to(torch.float8_e5m2) for x in (q, k, v))
+        vt = v8.permute(0, 1, 3, 2).contiguous()
+        out = torch.empty_like(q8)
+        lse = torch.empty(z, h, n, device=DEV, dtype=torch.float32)
+        scale = d ** -0.5
+        grid = (triton.cdiv(n, 128), z * h)
+        run = lambda: triton_kernels.attn_fwd[grid](q8, k8, vt, scale, lse, out, n, D=d,
+                                                    STAGE=3 if causal else 1, BM=128, BN=64,
+                                                    num_warps=4, num_stages=3)
+        run()
+        yield f"attention_fp8.{d}.{'causal' if causal else 'full'}", best_us(run, rounds=3,
+                                                                            calls=5)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q8.to(torch.float16), k8.to(torch.float16), v8.to(torch.float16),
+            is_causal=causal, scale=scale)
+        torch.testing.assert_close(out.to(torch.float16), want, atol=0.1, rtol=0.3)
+
+
 CASES = {"add": vector_add, "softmax": fused_softmax, "matmul": f16_matmul,
          "matmul_fp8": fp8_matmul, "matmul_persistent": persistent_matmul,
          "matmul_descriptor": descriptor_matmul,
          "matmul_descriptor_persistent": descriptor_persistent_matmul,
-         "attention": attention, "attention_descriptor": descriptor_attention}
+         "attention": attention, "attention_descriptor": descriptor_attention,
+         "attention_fp8": fp8_attention}
 
 
 def main():
