@@ -622,9 +622,12 @@ impl<'ctx> Gen<'ctx, '_> {
             let f32s = |k: usize| regs[r + k].into_float_value();
             let lo = e.fp8_pair_for_products(f32s(0), f32s(1), f, inputs)?;
             let hi = e.fp8_pair_for_products(f32s(2), f32s(3), f, inputs)?;
-            let lo = b.build_int_z_extend(lo, i32t, "")?;
-            let hi = b.build_int_z_extend(hi, i32t, "")?;
-            packed.push(b.build_or(lo, b.build_left_shift(hi, c(16), "")?, "")?);
+            // `mov.b32 {lo, hi}`, which ptxas folds into the second conversion (F2FP's
+            // MERGE_C form), where a shift and an OR took a PRMT.
+            let pair = self.ctx.i16_type().vec_type(2).get_undef();
+            let pair = b.build_insert_element(pair, lo, c(0), "")?;
+            let pair = b.build_insert_element(pair, hi, c(1), "")?;
+            packed.push(b.build_bit_cast(pair, i32t, "")?.into_int_value());
         }
         if let (Fp8Inputs::NoInfinity, Some(inf)) = (inputs, f.inf_bits()) {
             packed = self.fp8_infinities_kept(regs, &tiles, packed, inf)?;
@@ -633,6 +636,11 @@ impl<'ctx> Gen<'ctx, '_> {
         let select = |p, x: IntValue<'ctx>, y: IntValue<'ctx>| -> Result<IntValue<'ctx>> {
             Ok(b.build_select(p, x, y, "")?.into_int_value())
         };
+        // Columns 4t, 4t + 1 come from lane 2 (t % 2), the next two from the lane after it:
+        // the first shuffle's below t = 2, the second's from it. Rows g (bytes 0, 1 of the
+        // words) and g + 8 (bytes 2, 3) by one byte permutation each, its selector the lane's.
+        let sel_g = select(upper, c(0x1054), c(0x5410))?;
+        let sel_g8 = select(upper, c(0x3276), c(0x7632))?;
         (0..mi)
             .map(|i| {
                 (0..steps)
@@ -644,23 +652,8 @@ impl<'ctx> Gen<'ctx, '_> {
                             // second the other.
                             let first = self.shuffle_from(select(odd, w1, w0)?, src_a)?;
                             let second = self.shuffle_from(select(odd, w0, w1)?, src_b)?;
-                            // Columns 4t, 4t + 1 come from lane 2 (t % 2), the next two from
-                            // the lane after it: the first shuffle's below t = 2.
-                            let x = select(upper, second, first)?;
-                            let y = select(upper, first, second)?;
-                            let low16 = c(0xffff);
-                            let row_g = b.build_or(
-                                b.build_and(x, low16, "")?,
-                                b.build_left_shift(y, c(16), "")?,
-                                "",
-                            )?;
-                            let row_g8 = b.build_or(
-                                b.build_right_shift(x, c(16), false, "")?,
-                                b.build_and(y, c(0xffff_0000), "")?,
-                                "",
-                            )?;
-                            words[2 * h] = row_g;
-                            words[2 * h + 1] = row_g8;
+                            words[2 * h] = self.byte_permute(first, second, sel_g)?;
+                            words[2 * h + 1] = self.byte_permute(first, second, sel_g8)?;
                         }
                         Ok(words.to_vec())
                     })

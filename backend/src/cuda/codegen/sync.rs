@@ -188,6 +188,41 @@ impl<'ctx> Gen<'ctx, '_> {
             .into_int_value())
     }
 
+    /// PTX's `prmt.b32 a, b, sel`: byte `i` of the result is byte `sel`'s nibble `i` of
+    /// `{b, a}` (bytes 0–3 `a`'s, 4–7 `b`'s; no sign replication). In the emulator, shifts
+    /// of the pair as an i64.
+    pub(super) fn byte_permute(
+        &self,
+        a: IntValue<'ctx>,
+        b: IntValue<'ctx>,
+        sel: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        if self.emu.is_none() {
+            let args = [a.into(), b.into(), sel.into()];
+            return Ok(self
+                .intrinsic("llvm.nvvm.prmt", &[], &args)?
+                .into_int_value());
+        }
+        let (bld, i32t, i64t) = (self.b, self.ctx.i32_type(), self.ctx.i64_type());
+        let k64 = |v: u64| i64t.const_int(v, false);
+        let pair = bld.build_or(
+            bld.build_left_shift(bld.build_int_z_extend(b, i64t, "")?, k64(32), "")?,
+            bld.build_int_z_extend(a, i64t, "")?,
+            "",
+        )?;
+        let sel = bld.build_int_z_extend(sel, i64t, "")?;
+        let mut out = k64(0);
+        for i in 0..4u64 {
+            let nibble = bld.build_right_shift(sel, k64(4 * i), false, "")?;
+            let at = bld.build_and(nibble, k64(7), "")?;
+            let byte =
+                bld.build_right_shift(pair, bld.build_int_mul(at, k64(8), "")?, false, "")?;
+            let byte = bld.build_and(byte, k64(0xff), "")?;
+            out = bld.build_or(out, bld.build_left_shift(byte, k64(8 * i), "")?, "")?;
+        }
+        Ok(bld.build_int_truncate(out, i32t, "")?)
+    }
+
     /// This thread's lane in its warp and its warp in the CTA.
     pub(super) fn lane_and_warp(&self) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
         let lane = self.b.build_and(self.tid, self.i32c(31), "lane")?;
