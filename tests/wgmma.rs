@@ -1110,10 +1110,14 @@ fn a_sum_between_the_loops_keeps_q_from_the_one_copy_emulated() {
 /// through shared memory); the results the interpreter's, E5M2 and E4M3.
 #[test]
 fn fp8_attention_takes_p_from_registers_emulated() {
-    fn check<T: Float + Default + Copy>(to: fn(f32) -> T, back: fn(T) -> f32) {
+    fn check<T: Float + Default + Copy>(
+        to: fn(f32) -> T,
+        back: fn(T) -> f32,
+        (d, bm, bn, num_warps): (usize, usize, usize, u32),
+    ) {
         use ndarray::{Array3, Array4};
         use tritium_kernels::attention::attention_forward;
-        let (z, h, n, d, bm, bn) = (1, 2, 192, 64, 128, 64);
+        let (z, h, n) = (1, 2, 192);
         let shape = (z, h, n, d);
         let tensor = |seed| {
             Array4::from_shape_vec(shape, random_f32(z * h * n * d, seed))
@@ -1127,7 +1131,7 @@ fn fp8_attention_takes_p_from_registers_emulated() {
             .as_standard_layout()
             .to_owned();
         let opts = LaunchOptions {
-            num_warps: 4,
+            num_warps,
             emulated_sm: Some(90),
             ..Default::default()
         };
@@ -1155,14 +1159,21 @@ fn fp8_attention_takes_p_from_registers_emulated() {
                 (out.mapv(back), lse)
             };
             let ((out, lse), (want, want_lse), stats) = emulated_and_interpreted(run);
-            let what = format!("{} causal={causal}", std::any::type_name::<T>());
+            let what = format!(
+                "{} D={d} {bm}x{bn} warps={num_warps} causal={causal}",
+                std::any::type_name::<T>()
+            );
             assert!(stats.wgmma > 0, "{what}: {stats:?}");
             assert_close(&lse, &want_lse, 1e-5, 1e-5, &format!("{what}: lse"));
             assert_close(&out, &want, 1e-6, 1e-6, &format!("{what}: out"));
         }
     }
-    check(F8E5M2::from_f32, F8E5M2::to_f32);
-    check(F8E4M3::from_f32, F8E4M3::to_f32);
+    // Tutorial 06's D = 64 config (one warpgroup, two 64-row bands, two k steps of 32 in
+    // the second product), and D = 128 at 128 × 128 over 8 warps (a band per warpgroup,
+    // four k steps).
+    check(F8E5M2::from_f32, F8E5M2::to_f32, (64, 128, 64, 4));
+    check(F8E4M3::from_f32, F8E4M3::to_f32, (64, 128, 64, 4));
+    check(F8E5M2::from_f32, F8E5M2::to_f32, (128, 128, 128, 8));
 }
 
 /// The PTX of that loop: the second product's `wgmma` takes four registers for `a`, filled
