@@ -184,17 +184,23 @@ fn cases() -> Result<Vec<Case>, String> {
     }
     // Tutorial 06's fp8 path (E5M2; `v` given transposed): both products on QGMMA. E4M3
     // (no Triton row: the tutorial runs E5M2) has no infinity to keep.
-    for (ty, causal) in [("fp8e5", false), ("fp8e5", true), ("fp8e4", false)] {
+    // D = 128 at the Hopper config of the f16 rows (128 × 128, 8 warps).
+    for (ty, causal, (d, bn, warps)) in [
+        ("fp8e5", false, (64, 64, 4)),
+        ("fp8e5", true, (64, 64, 4)),
+        ("fp8e4", false, (64, 64, 4)),
+        ("fp8e5", false, (128, 128, 8)),
+    ] {
         let mode = if causal { "causal" } else { "full" };
         let spec = launch_spec(7, &[], &[5]);
         let kernel = match ty {
-            "fp8e5" => attention::attention_forward::trace::<F8E5M2>(&spec, 128, 64, 64, causal),
-            _ => attention::attention_forward::trace::<F8E4M3>(&spec, 128, 64, 64, causal),
+            "fp8e5" => attention::attention_forward::trace::<F8E5M2>(&spec, 128, bn, d, causal),
+            _ => attention::attention_forward::trace::<F8E4M3>(&spec, 128, bn, d, causal),
         };
         all.push(Case {
-            key: format!("attention/{ty}/d64/128x64/w4/s3/{mode}"),
+            key: format!("attention/{ty}/d{d}/128x{bn}/w{warps}/s3/{mode}"),
             kernel: kernel.map_err(e)?,
-            warps: 4,
+            warps,
             stages: 3,
             sms: &[90][..],
         });

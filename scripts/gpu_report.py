@@ -91,6 +91,7 @@ TRITON_ONLY = (
        for mode in ["full", "causal"]]
     + [(f"attention/fp8e5/d64/128x64/w4/s3/{mode}", [SM90_MMA, SM90_WGMMA])
        for mode in ["full", "causal"]]
+    + [("attention/fp8e5/d128/128x128/w8/s3/full", [SM90_MMA, SM90_WGMMA])]
     + [("matmul/fp8e5/128x256x128/w8/s3", [SM90_MMA, SM90_WGMMA])]
     + [("matmul_persistent/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
     + [("matmul_descriptor/f16/128x256x64/w8/s3", [SM80, SM90_MMA, SM90_WGMMA])]
