@@ -74,11 +74,12 @@ impl WgmmaQueue {
         }
         // Lane 4g + q holds of rows g and g + 8: words 0 / 1 k = 2q.., words 2 / 3 k =
         // 2q + 8.. (the `m16n8k16` A fragment); of fp8, 4 bytes each: k = 4q.. and 4q + 16..
-        let (per_word, bits) = match Format::of(x.code & 1 != 0, (x.code >> 4) & 3) {
+        let format = Format::of(x.code & 1 != 0, (x.code >> 4) & 3);
+        let (per_word, bits) = match format {
             Format::Fp8(_) => (4, 8),
             _ => (2, 16),
         };
-        let value = |word: u32| match Format::of(x.code & 1 != 0, (x.code >> 4) & 3) {
+        let value = |word: u32| match format {
             Format::BF16 => half::bf16::from_bits(word as u16).to_f32(),
             Format::F16 => half::f16::from_bits(word as u16).to_f32(),
             Format::Fp8(f) => f.decode(word as u8) as f32,

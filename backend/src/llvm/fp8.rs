@@ -51,7 +51,7 @@ impl<'ctx> Emit<'_, 'ctx> {
         let zero = self.ctx.f32_type().const_zero();
         let pair = self.fp8_satfinite_pair(v, zero, f)?;
         let raw = b.build_int_truncate(pair, self.ctx.i8_type(), "")?;
-        let byte = self.fp8_keep_infinity(raw, v, f)?;
+        let byte = self.fp8_keep_infinity(raw, 0, v, f)?;
         let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
         let nan = self.ctx.i8_type().const_int(u64::from(f.nan_bits()), false);
         Ok(b.build_select(is_nan, nan, byte, "")?.into_int_value())
@@ -68,25 +68,29 @@ impl<'ctx> Emit<'_, 'ctx> {
         f: Fp8Format,
         inputs: Fp8Inputs,
     ) -> Result<IntValue<'ctx>> {
-        let (b, i8t, i16t) = (self.b, self.ctx.i8_type(), self.ctx.i16_type());
         let software = self.fp8_cvt == Fp8Cvt::Software || !hardware(f);
         if software || (lo.is_const() && hi.is_const()) {
-            let lo = b.build_int_z_extend(self.fp8_encode_software(lo, f)?, i16t, "")?;
-            let hi = b.build_int_z_extend(self.fp8_encode_software(hi, f)?, i16t, "")?;
-            let hi = b.build_left_shift(hi, i16t.const_int(8, false), "")?;
-            return Ok(b.build_or(lo, hi, "")?);
+            let (lo, hi) = (
+                self.fp8_encode_software(lo, f)?,
+                self.fp8_encode_software(hi, f)?,
+            );
+            return self.byte_pair(lo, hi);
         }
         let pair = self.fp8_satfinite_pair(lo, hi, f)?;
-        if f.inf_bits().is_none() || inputs == Fp8Inputs::NoInfinity {
+        if inputs == Fp8Inputs::NoInfinity {
             return Ok(pair);
         }
-        let low = b.build_int_truncate(pair, i8t, "")?;
-        let high = b.build_right_shift(pair, i16t.const_int(8, false), false, "")?;
-        let high = b.build_int_truncate(high, i8t, "")?;
-        let low = b.build_int_z_extend(self.fp8_keep_infinity(low, lo, f)?, i16t, "")?;
-        let high = b.build_int_z_extend(self.fp8_keep_infinity(high, hi, f)?, i16t, "")?;
-        let high = b.build_left_shift(high, i16t.const_int(8, false), "")?;
-        Ok(b.build_or(low, high, "")?)
+        let pair = self.fp8_keep_infinity(pair, 0, lo, f)?;
+        self.fp8_keep_infinity(pair, 8, hi, f)
+    }
+
+    /// The i16 of bytes `lo` (low) and `hi`.
+    fn byte_pair(&self, lo: IntValue<'ctx>, hi: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
+        let (b, i16t) = (self.b, self.ctx.i16_type());
+        let lo = b.build_int_z_extend(lo, i16t, "")?;
+        let hi = b.build_int_z_extend(hi, i16t, "")?;
+        let hi = b.build_left_shift(hi, i16t.const_int(8, false), "")?;
+        Ok(b.build_or(lo, hi, "")?)
     }
 
     /// Whether [`Emit::fp8_pair_for_products`] fixes up infinities of `f` (E5M2 by the
@@ -110,6 +114,7 @@ impl<'ctx> Emit<'_, 'ctx> {
             self.ctx.f32_type(),
         );
         if self.fp8_cvt == Fp8Cvt::SatfiniteModel {
+            // The reference's byte, infinities saturated, NaN as 0x7f.
             let k = |x: u64| i8t.const_int(x, false);
             let model = |v: FloatValue<'ctx>| -> Result<IntValue<'ctx>> {
                 let exact = self.fp8_encode_software(v, f)?;
@@ -125,11 +130,9 @@ impl<'ctx> Emit<'_, 'ctx> {
                     None => exact,
                 };
                 let is_nan = b.build_float_compare(FloatPredicate::UNO, v, v, "")?;
-                let byte = b.build_select(is_nan, k(0x7f), byte, "")?.into_int_value();
-                Ok(b.build_int_z_extend(byte, i16t, "")?)
+                Ok(b.build_select(is_nan, k(0x7f), byte, "")?.into_int_value())
             };
-            let high = b.build_left_shift(model(hi)?, i16t.const_int(8, false), "")?;
-            return Ok(b.build_or(model(lo)?, high, "")?);
+            return self.byte_pair(model(lo)?, model(hi)?);
         }
         // `d = {cvt(a), cvt(b)}`, `a` in the high byte.
         let kind = if f.inf_bits().is_some() {
@@ -149,25 +152,29 @@ impl<'ctx> Emit<'_, 'ctx> {
         Ok(pair.into_int_value())
     }
 
-    /// E5M2's infinity where `v` is one (the instruction saturates it), with `byte`'s sign.
-    fn fp8_keep_infinity(
+    /// `word` (an integer of any width) with its byte at bit `at` made E5M2's infinity,
+    /// keeping that byte's sign, where `v` is ±inf (the instruction saturates it); `word`
+    /// itself for a format without infinities.
+    pub(crate) fn fp8_keep_infinity(
         &self,
-        byte: IntValue<'ctx>,
+        word: IntValue<'ctx>,
+        at: u32,
         v: FloatValue<'ctx>,
         f: Fp8Format,
     ) -> Result<IntValue<'ctx>> {
         let Some(inf) = f.inf_bits() else {
-            return Ok(byte);
+            return Ok(word);
         };
-        let (b, i8t, f32t) = (self.b, self.ctx.i8_type(), self.ctx.f32_type());
+        let (b, f32t, ty) = (self.b, self.ctx.f32_type(), word.get_type());
+        let k = |x: u64| ty.const_int(x << at, false);
         let abs = self.intrinsic("llvm.fabs", &[f32t.into()], &[v.into()])?;
         let inf_f = f32t.const_float(f64::INFINITY);
         let is_inf =
             b.build_float_compare(FloatPredicate::OEQ, abs.into_float_value(), inf_f, "")?;
-        let sign = b.build_and(byte, i8t.const_int(0x80, false), "")?;
-        let signed_inf = b.build_or(sign, i8t.const_int(inf.into(), false), "")?;
-        Ok(b.build_select(is_inf, signed_inf, byte, "")?
-            .into_int_value())
+        let sign = b.build_and(word, k(0x80), "")?;
+        let others = b.build_and(word, b.build_not(k(0xff), "")?, "")?;
+        let patched = b.build_or(others, b.build_or(sign, k(inf.into()), "")?, "")?;
+        Ok(b.build_select(is_inf, patched, word, "")?.into_int_value())
     }
 
     /// [`Emit::fp8_encode`] by integer and f32 ops (every target runs the same code).

@@ -629,8 +629,8 @@ impl<'ctx> Gen<'ctx, '_> {
             let pair = b.build_insert_element(pair, hi, c(1), "")?;
             packed.push(b.build_bit_cast(pair, i32t, "")?.into_int_value());
         }
-        if let (Fp8Inputs::NoInfinity, Some(inf)) = (inputs, f.inf_bits()) {
-            packed = self.fp8_infinities_kept(regs, &tiles, packed, inf)?;
+        if inputs == Fp8Inputs::NoInfinity {
+            packed = self.fp8_infinities_kept(regs, &tiles, packed, f)?;
         }
         let word = |i: usize, s: usize, h: usize, p: usize| packed[(i * steps + s) * 4 + 2 * h + p];
         let select = |p, x: IntValue<'ctx>, y: IntValue<'ctx>| -> Result<IntValue<'ctx>> {
@@ -664,18 +664,16 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// E5M2 `words` (packed by the conversion instruction, which saturates infinities;
     /// word `w` holds registers `tiles[w]..+4`, one per byte) with each ±inf's byte made
-    /// the infinity (`inf`, signed) again, on a branch taken only where one of `regs` is
-    /// infinite (one max per value; a NaN needs nothing, as any NaN byte multiplies to
-    /// NaN).
+    /// the infinity again, on a branch taken only where one of `regs` is infinite (one
+    /// max per value; a NaN needs nothing, as any NaN byte multiplies to NaN).
     fn fp8_infinities_kept(
         &self,
         regs: &[BasicValueEnum<'ctx>],
         tiles: &[usize],
         words: Vec<IntValue<'ctx>>,
-        inf_byte: u8,
+        f: tritium_dsl::ir::fp8::Fp8Format,
     ) -> Result<Vec<IntValue<'ctx>>> {
         let (b, f32t, i32t) = (self.b, self.ctx.f32_type(), self.ctx.i32_type());
-        let c = |v: u64| self.i32c(v);
         let e = self.emit();
         let abs = |r: BasicValueEnum<'ctx>| e.intrinsic("llvm.fabs", &[f32t.into()], &[r]);
         let mut largest = abs(regs[tiles[0]])?;
@@ -702,18 +700,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let mut fixed = Vec::with_capacity(words.len());
         for (&w, &t) in words.iter().zip(tiles) {
             let mut w = w;
-            for (j, r) in regs[t..t + 4].iter().enumerate() {
-                let is_inf = b.build_float_compare(
-                    inkwell::FloatPredicate::OEQ,
-                    abs(*r)?.into_float_value(),
-                    inf,
-                    "",
-                )?;
-                let sign = b.build_and(w, c(0x80 << (8 * j)), "")?;
-                let cleared = b.build_and(w, c(!(0xffu32 << (8 * j)) as u64), "")?;
-                let signed = b.build_or(sign, c(u64::from(inf_byte) << (8 * j)), "")?;
-                let patched = b.build_or(cleared, signed, "")?;
-                w = b.build_select(is_inf, patched, w, "")?.into_int_value();
+            for (at, r) in (0..).step_by(8).zip(&regs[t..t + 4]) {
+                w = e.fp8_keep_infinity(w, at, r.into_float_value(), f)?;
             }
             fixed.push(w);
         }
