@@ -1888,3 +1888,138 @@ fn compute_bound_loops_prefetch_their_streamed_loads() {
     let f64s = |v: &[f32]| v.iter().map(|x| *x as f64).collect::<Vec<_>>();
     assert_close(&f64s(&got.2), &f64s(&want.2), 1e-6, "exp(x·y), prefetched");
 }
+
+/// A lane loop whose lanes compute long dependency chains runs software-pipelined (chunk
+/// `c`'s stage `s` beside chunk `c + 1`'s stage `s − 1`, values crossing stages kept in
+/// scratch rings); a short one does not. Staged, every lane still matches the interpreter
+/// bit for bit: a full grid and a partial last tile (masked: the chunks below its split run
+/// staged, the rest as before), `pow` with its `likely` hint holding in some chunks and not
+/// in others (a chunk's copy is chosen at its first stage and kept at its later ones), a
+/// reduction of a staged value fused into the loop (never staged), and tiles of fewer
+/// chunks than stages.
+#[test]
+fn deep_lane_chains_run_in_stages_and_match_interpreter() {
+    type Op2 = fn(Tile, Tile) -> Tile;
+    struct Case {
+        name: &'static str,
+        op: Op2,
+        lanes: i64,
+        staged: bool,
+        /// Bits equal the interpreter's (made of IEEE operations only; `exp` and `log`
+        /// are within an ulp or two).
+        exact: bool,
+    }
+    let deep: Op2 = |a, b| (log((a * b).exp()) + b).exp() * a;
+    let cases = [
+        Case {
+            name: "codegen_stage_deep",
+            op: deep,
+            lanes: 1024,
+            staged: true,
+            exact: false,
+        },
+        Case {
+            name: "codegen_stage_pow",
+            op: pow,
+            lanes: 1024,
+            staged: true,
+            exact: true,
+        },
+        Case {
+            name: "codegen_stage_short",
+            op: |a, b| a * b + a,
+            lanes: 1024,
+            staged: false,
+            exact: true,
+        },
+        Case {
+            name: "codegen_stage_few_chunks",
+            op: deep,
+            lanes: 96,
+            staged: false,
+            exact: false,
+        },
+    ];
+    for case in cases {
+        let (op, lanes) = (case.op, case.lanes);
+        let f = trace(case.name, || {
+            let x = ptr_param("x", DType::F32);
+            let y = ptr_param("y", DType::F32);
+            let out = ptr_param("out", DType::F32);
+            let n = scalar_param("n", DType::I32, 3, &Specialization::default());
+            let offs = program_id(0) * lanes + arange(0, lanes);
+            let mask = compare(offs, CmpPred::Lt, n);
+            let r = op(load(x + offs, mask, NoArg), load(y + offs, mask, NoArg));
+            store(out + offs, r, mask);
+        });
+        let ll = unoptimized_ll(f.clone(), case.name);
+        let staged = ll.lines().any(|l| l.starts_with("stage.chunk"));
+        assert_eq!(staged, case.staged, "{}: staged", case.name);
+        let tiles = 3;
+        for n in [tiles * lanes as usize, tiles * lanes as usize - 100] {
+            let make = || {
+                // Bases and exponents of every sign and size: `pow`'s rare lanes (zero,
+                // negative, subnormal, infinite bases) fall in some chunks only.
+                let x: Vec<f32> = (0..tiles * lanes as usize)
+                    .map(|i| match i % 97 {
+                        0 => 0.0,
+                        13 => -2.0,
+                        29 => 1e-40,
+                        41 => f32::INFINITY,
+                        k if i % 300 < 150 => 0.5 + k as f32 / 50.0,
+                        k => 0.9 + k as f32 / 400.0,
+                    })
+                    .collect();
+                let y: Vec<f32> = (0..x.len()).map(|i| (i % 23) as f32 / 7.0 - 1.5).collect();
+                let out = vec![0f32; x.len()];
+                (x, y, out)
+            };
+            let (got, want) = both(&f, [tiles as u64, 1, 1], make, |b| {
+                let mut args = KernelArgs::new();
+                args.ptr("x", &b.0[..]);
+                args.ptr("y", &b.1[..]);
+                args.ptr("out", &mut b.2[..]);
+                args.scalar("n", n as i32);
+                args
+            });
+            // Any NaN is any other (`0 · inf` lanes of `deep`).
+            let same = |a: f32, b: f32| {
+                a.to_bits() == b.to_bits()
+                    || (a.is_nan() && b.is_nan())
+                    || (!case.exact && (a - b).abs() <= 1e-5 * b.abs())
+            };
+            let (got, want) = (&got.2, &want.2);
+            let wrong: Vec<usize> = (0..got.len())
+                .filter(|i| !same(got[*i], want[*i]))
+                .collect();
+            assert!(
+                wrong.is_empty(),
+                "{}, n = {n}: {} lanes differ from the interpreter's, the first {:?}",
+                case.name,
+                wrong.len(),
+                &wrong[..wrong.len().min(8)]
+            );
+        }
+    }
+    // A sum fused into the loop keeps the plain chunked loop.
+    let f = trace("codegen_stage_sum", || {
+        let x = ptr_param("x", DType::F32);
+        let out = ptr_param("out", DType::F32);
+        let v = load(x + arange(0, 1024), NoArg, NoArg);
+        let r = (log((v * v).exp()) + v).exp() * v;
+        store(out + arange(0, 1024), r, NoArg);
+        store(out + 1024, sum(r, 0, NoArg), NoArg);
+    });
+    let make = || {
+        let x: Vec<f32> = (0..1024).map(|i| (i % 31) as f32 / 40.0).collect();
+        (x, vec![0f32; 1025])
+    };
+    let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[]));
+    let f64s = |v: &[f32]| v.iter().map(|x| *x as f64).collect::<Vec<_>>();
+    assert_close(
+        &f64s(&got.1),
+        &f64s(&want.1),
+        1e-5,
+        "staged values and their sum",
+    );
+}

@@ -1007,3 +1007,50 @@ fn chunked_likely_hints_read_at_other_lanes_are_generated_and_agree() {
         );
     }
 }
+
+/// The CPU software-pipelines a lane loop whose chains are long over a rank-1 tile of four
+/// chunks or more (codegen `staged`). Random tiles of rank 1 are a chunk or less and their
+/// chains short, so the generator builds such stores on purpose (`gen/deep_chains.rs`):
+/// enough of them are generated, and they agree with the interpreter on the CPU.
+#[test]
+fn deep_lane_chains_over_several_chunks_are_generated_and_agree() {
+    use std::collections::HashMap;
+    use tritium_dsl::ir::Value;
+    let config = GenConfig::default();
+    let mut found = Vec::new();
+    for seed in 0..SEEDS {
+        let case = generate(seed, &config);
+        let f = &case.function;
+        // The longest chain of pointwise ops over tiles of four chunks or more.
+        let mut chain: HashMap<Value, usize> = HashMap::new();
+        let mut deepest = 0;
+        f.walk(&mut |inst| {
+            let [r] = inst.results[..] else { return };
+            let s = &f.ty(r).shape;
+            if !(inst.op.is_pointwise() && s.len() == 1 && s[0] >= 128) {
+                return;
+            }
+            let longest = inst.op.operands().iter().filter_map(|o| chain.get(o)).max();
+            let length = 1 + longest.copied().unwrap_or(0);
+            deepest = deepest.max(length);
+            chain.insert(r, length);
+        });
+        if deepest >= 12 {
+            found.push((seed, case));
+        }
+    }
+    assert!(
+        found.len() >= 10,
+        "{} such programs in {SEEDS}",
+        found.len()
+    );
+    for (seed, case) in found.iter().take(8) {
+        let report = tritium_fuzz::check(case, &[tritium_fuzz::Target::Cpu]);
+        assert!(
+            report.ok(),
+            "seed {seed}: {:?} {:?}",
+            report.invalid,
+            report.mismatches
+        );
+    }
+}

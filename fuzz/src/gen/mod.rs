@@ -19,6 +19,7 @@
 mod chunk_hints;
 mod custom;
 mod data;
+mod deep_chains;
 
 pub use custom::KERNEL_OPS;
 pub use data::{buffer, element_bytes, float_value, int_value};
@@ -2573,6 +2574,14 @@ impl Gen {
             let n = self.chunked_len();
             shape = vec![n];
             self.chunk_hinted(d, n, need)
+        } else if matches!(d, DType::F32 | DType::F64)
+            && self.has_input(d, need)
+            && self.hint_rng.chance(0.15)
+        {
+            // A long chain of lane ops over several chunks (staged on the CPU).
+            let n = self.deep_chain_len();
+            shape = vec![n];
+            self.deep_chain(d, n, need)
         } else if !exact && d.is_float() && shape.len() < 3 && self.rng.chance(0.3) {
             // Approximate outputs often hold a sum or a dot of arbitrary values.
             if shape.len() == 2 && self.rng.chance(0.4) {

@@ -243,7 +243,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let mask = self.load_mask_in(v);
         let keep = c.keep_last;
         self.versioned_lane_loop(mask, (&[v], &[]), &shape, &mut |g| {
-            g.lane_loop(&shape, &c.sums, spread, &mut |g, idx| {
+            g.lane_loop(&shape, (&[v], &c.sums), spread, &mut |g, idx| {
                 let x = g.lane(v, idx)?;
                 if keep {
                     let s = g.to_storage(x, elem)?;

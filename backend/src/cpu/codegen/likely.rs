@@ -64,6 +64,21 @@ impl<'ctx> Gen<'ctx, '_> {
         if hints.is_empty() {
             return emit(self);
         }
+        let all = self.chunk_holds(base, &hints)?;
+        // Inside, no lane loop is left to test them again.
+        let outer = std::mem::take(&mut self.chunk_likely);
+        let result = self.two_copies(all, &hints, emit);
+        self.chunk_likely = outer;
+        result
+    }
+
+    /// An i1 that holds where each of `hints` has its likely value at every lane of the
+    /// chunk at lane `base`.
+    pub(super) fn chunk_holds(
+        &mut self,
+        base: IntValue<'ctx>,
+        hints: &[(Value, bool)],
+    ) -> Result<IntValue<'ctx>> {
         let test = self.ctx.append_basic_block(self.func, "likely.chunk");
         self.b.build_unconditional_branch(test)?;
         self.b.position_at_end(test);
@@ -72,17 +87,12 @@ impl<'ctx> Gen<'ctx, '_> {
             .build_store(acc, self.ctx.bool_type().const_all_ones())?;
         self.counted_loop(prefetch::CHUNK, LoopUnroll::Free, &mut |g, j| {
             let i = g.b.build_int_add(base, j, "")?;
-            g.and_holds(&hints, acc, &[i])
+            g.and_holds(hints, acc, &[i])
         })?;
-        let all = self
+        Ok(self
             .b
             .build_load(self.ctx.bool_type(), acc, "")?
-            .into_int_value();
-        // Inside, no lane loop is left to test them again.
-        let outer = std::mem::take(&mut self.chunk_likely);
-        let result = self.two_copies(all, &hints, emit);
-        self.chunk_likely = outer;
-        result
+            .into_int_value())
     }
 
     /// `emit` twice: where `all` holds with `hints` known, else reading them.
@@ -136,7 +146,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// same lanes, and what follows: the operand of a hint or a `not`, both operands of a
     /// true `and` and of a false `or`. So a hint on `a & !b` makes `a` known true and `b`
     /// known false, and code may select on `b` itself.
-    fn know(&mut self, v: Value, value: bool) {
+    pub(super) fn know(&mut self, v: Value, value: bool) {
         for (c, value) in self.consequences(v, value) {
             match value {
                 true => self.true_masks.insert(c),

@@ -277,7 +277,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let version_on = mask.or_else(|| self.load_mask_in(value));
         let spread = self.spread_here(inst);
         self.versioned_lane_loop(version_on, (&[value], &[ptr]), &pt.shape, &mut |g| {
-            g.lane_loop(&pt.shape, &[], &spread, &mut |g, idx| {
+            let roots: Vec<Value> = [value, ptr].into_iter().chain(mask).collect();
+            g.lane_loop(&pt.shape, (&roots, &[]), &spread, &mut |g, idx| {
                 let p = g.lane(ptr, idx)?.into_pointer_value();
                 let v = g.lane(value, idx)?;
                 let m = mask

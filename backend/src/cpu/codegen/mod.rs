@@ -29,6 +29,7 @@ mod runs;
 mod scan;
 mod scopes;
 mod site_checks;
+mod staged;
 mod types;
 mod vector_lanes;
 
@@ -678,7 +679,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let elem = ty.elem;
         let mask = self.load_mask_in(v);
         self.versioned_lane_loop(mask, (&[v], &[]), &ty.shape, &mut |g| {
-            g.lane_loop(&ty.shape.clone(), &[], spread, &mut |g, idx| {
+            g.lane_loop(&ty.shape.clone(), (&[v], &[]), spread, &mut |g, idx| {
                 let x = g.lane(v, idx)?;
                 let s = g.to_storage(x, elem)?;
                 let p = g.buf_elem(buf, ty, idx)?;
@@ -931,7 +932,8 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     let shape = ty.shape.clone();
                     let lanes = likely::reads_own_lanes(&inst.op).then_some(&shape[..]);
                     self.versioned_lanes(mask, (&roots.0, &roots.1), lanes, &mut |g| {
-                        g.lane_loop(&shape, &sums, &spread, &mut |g, idx| {
+                        let read: Vec<Value> = roots.0.iter().chain(&roots.1).copied().collect();
+                        g.lane_loop(&shape, (&read, &sums), &spread, &mut |g, idx| {
                             let x = g.op_lane(inst, idx)?;
                             let s = g.to_storage(x, elem)?;
                             let p = g.buf_elem(buf, &ty, idx)?;

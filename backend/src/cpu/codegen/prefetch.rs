@@ -298,7 +298,7 @@ fn dag_cost(mut stack: Vec<Value>, lazy: &HashSet<Value>, defs: &HashMap<Value, 
 
 /// The next-program span of one target: where it starts, its length (0: none) and whether
 /// it is prefetched for writing.
-struct Span<'ctx> {
+pub(super) struct Span<'ctx> {
     end: IntValue<'ctx>,
     len: IntValue<'ctx>,
     write: bool,
@@ -329,7 +329,7 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn lane_loop(
         &mut self,
         shape: &[usize],
-        sums: &[FusedSum<'ctx>],
+        (roots, sums): (&[Value], &[FusedSum<'ctx>]),
         spread: &[(Value, bool)],
         body: &mut LaneBody<'_, 'ctx, Self>,
     ) -> Result<()> {
@@ -344,7 +344,17 @@ impl<'ctx> Gen<'ctx, '_> {
             r
         };
         let body: &mut LaneBody<'_, 'ctx, Self> = &mut memoized;
-        if (spread.is_empty() && self.chunk_likely.is_empty()) || !chunkable(shape) {
+        let staged = match sums.is_empty() && chunkable(shape) {
+            true => self.staged_lane_loop(shape, roots, spread, body)?,
+            false => None,
+        };
+        let chunks = shape.first().map_or(1, |n| n / CHUNK);
+        if staged.is_some_and(|s| s.get_zero_extended_constant() == Some(chunks as u64)) {
+            return Ok(());
+        }
+        if staged.is_none()
+            && ((spread.is_empty() && self.chunk_likely.is_empty()) || !chunkable(shape))
+        {
             return self.loop_nest(shape, &mut |g, idx| {
                 if let Some(x) = body(g, idx)? {
                     g.fused_sums_step(sums, x)?;
@@ -352,21 +362,31 @@ impl<'ctx> Gen<'ctx, '_> {
                 Ok(())
             });
         }
-        let chunks = shape[0] / CHUNK;
-        let mut spans: Vec<Span<'ctx>> = Vec::new();
-        for (p, w) in spread {
-            if let Some(s) = self.next_span(*p, *w)? {
-                spans.push(s);
-            }
-        }
+        let spans = self.spread_spans(spread)?;
         let parts = self.fused_sums_partials(sums, CHUNK)?;
         let i64t = self.ctx.i64_type();
+        // The chunks the staged loop left (those past the split's `p`), or all.
+        let first = staged.unwrap_or(self.i64c(0));
+        let done = self.ctx.append_basic_block(self.func, "chunk.end");
         let pre = self.b.current_block()?;
         let outer = self.ctx.append_basic_block(self.func, "chunk");
-        self.b.build_unconditional_branch(outer)?;
+        match staged {
+            Some(first) => {
+                let left = self.b.build_int_compare(
+                    IntPredicate::ULT,
+                    first,
+                    self.i64c(chunks as u64),
+                    "",
+                )?;
+                self.b.build_conditional_branch(left, outer, done)?;
+            }
+            None => {
+                self.b.build_unconditional_branch(outer)?;
+            }
+        }
         self.b.position_at_end(outer);
         let c = self.b.build_phi(i64t, "c")?;
-        c.add_incoming(&[(&self.i64c(0), pre)]);
+        c.add_incoming(&[(&first, pre)]);
         let cv = c.as_basic_value().into_int_value();
         let base = self.b.build_int_mul(cv, self.i64c(CHUNK as u64), "")?;
         // A chunk inside an index mask's true prefix runs with the mask known true (see
@@ -393,7 +413,37 @@ impl<'ctx> Gen<'ctx, '_> {
         let after = self.ctx.append_basic_block(self.func, "chunk.prefetch");
         self.b.build_unconditional_branch(after)?;
         self.b.position_at_end(after);
-        for s in &spans {
+        self.prefetch_chunk_share(&spans, cv, chunks)?;
+        let c_next = self.b.build_int_add(cv, self.i64c(1), "")?;
+        c.add_incoming(&[(&c_next, self.b.current_block()?)]);
+        let more =
+            self.b
+                .build_int_compare(IntPredicate::ULT, c_next, self.i64c(chunks as u64), "")?;
+        self.b.build_conditional_branch(more, outer, done)?;
+        self.b.position_at_end(done);
+        self.fused_sums_fold(sums, &parts, CHUNK)
+    }
+
+    /// The next program's spans of the `spread` targets (those that are one).
+    pub(super) fn spread_spans(&mut self, spread: &[(Value, bool)]) -> Result<Vec<Span<'ctx>>> {
+        let mut spans = Vec::new();
+        for (p, w) in spread {
+            if let Some(s) = self.next_span(*p, *w)? {
+                spans.push(s);
+            }
+        }
+        Ok(spans)
+    }
+
+    /// Chunk `cv`'s share (of `chunks`) of the prefetches of `spans` (a chunk past the
+    /// last asks for the spans' first lines again).
+    pub(super) fn prefetch_chunk_share(
+        &mut self,
+        spans: &[Span<'ctx>],
+        cv: IntValue<'ctx>,
+        chunks: usize,
+    ) -> Result<()> {
+        for s in spans {
             let per = s.lines.div_ceil(chunks);
             for t in 0..per {
                 let line = self.b.build_int_mul(cv, self.i64c(per as u64), "")?;
@@ -410,15 +460,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 self.prefetch_line(a, s.write)?;
             }
         }
-        let c_next = self.b.build_int_add(cv, self.i64c(1), "")?;
-        c.add_incoming(&[(&c_next, self.b.current_block()?)]);
-        let more =
-            self.b
-                .build_int_compare(IntPredicate::ULT, c_next, self.i64c(chunks as u64), "")?;
-        let done = self.ctx.append_basic_block(self.func, "chunk.end");
-        self.b.build_conditional_branch(more, outer, done)?;
-        self.b.position_at_end(done);
-        self.fused_sums_fold(sums, &parts, CHUNK)
+        Ok(())
     }
 
     /// The lanes `base..base + CHUNK` of a [`lane_loop`](Self::lane_loop) chunk, with the

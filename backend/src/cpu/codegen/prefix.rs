@@ -48,6 +48,11 @@ pub(super) struct PrefixSplit<'ctx> {
 }
 
 impl PrefixSplit<'_> {
+    /// The masks true on lanes `0..p`.
+    pub(super) fn masks(&self) -> impl Iterator<Item = Value> + '_ {
+        self.same.iter().copied()
+    }
+
     /// Whether `m` is one of the masks true on lanes `0..p`.
     pub(super) fn covers(&self, m: Value) -> bool {
         self.same.contains(&m)
