@@ -38,8 +38,9 @@ const MAX_CROSSING: usize = 15;
 /// (loads, index arithmetic) rather than kept in scratch.
 const RECOMPUTE_DEPTH: u32 = 8;
 
-/// A walk deeper than this gives up staging (the walk recurses).
-const MAX_WALK: usize = 2000;
+/// A walk deeper than this gives up staging: the walk recurses, and a compile may run on
+/// a thread of a small stack (`pow`'s deepest path is about 100 values).
+const MAX_WALK: usize = 512;
 
 /// How a lane loop's values are split into [`STAGES`] stages.
 pub(super) struct StagePlan {
