@@ -992,20 +992,7 @@ fn chunked_likely_hints_read_at_other_lanes_are_generated_and_agree() {
             found.push((seed, case));
         }
     }
-    assert!(
-        found.len() >= 10,
-        "{} such programs in {SEEDS}",
-        found.len()
-    );
-    for (seed, case) in found.iter().take(8) {
-        let report = tritium_fuzz::check(case, &[tritium_fuzz::Target::Cpu]);
-        assert!(
-            report.ok(),
-            "seed {seed}: {:?} {:?}",
-            report.invalid,
-            report.mismatches
-        );
-    }
+    assert_enough_agree_on_the_cpu(&found);
 }
 
 /// The CPU software-pipelines a lane loop whose chains are long over a rank-1 tile of four
@@ -1039,6 +1026,12 @@ fn deep_lane_chains_over_several_chunks_are_generated_and_agree() {
             found.push((seed, case));
         }
     }
+    assert_enough_agree_on_the_cpu(&found);
+}
+
+/// At least 10 `found` programs (of [`SEEDS`]), and the first 8 agree with the
+/// interpreter on the CPU.
+fn assert_enough_agree_on_the_cpu(found: &[(u64, Case)]) {
     assert!(
         found.len() >= 10,
         "{} such programs in {SEEDS}",

@@ -102,6 +102,17 @@ impl<'ctx> Gen<'ctx, '_> {
         hints: &[(Value, bool)],
         emit: &mut dyn FnMut(&mut Self) -> Result<()>,
     ) -> Result<()> {
+        self.two_copies_told(all, hints, &mut |g, _| emit(g))
+    }
+
+    /// [`two_copies`](Self::two_copies), `emit` told which copy it emits (true: the one
+    /// with the hints known).
+    pub(super) fn two_copies_told(
+        &mut self,
+        all: IntValue<'ctx>,
+        hints: &[(Value, bool)],
+        emit: &mut dyn FnMut(&mut Self, bool) -> Result<()>,
+    ) -> Result<()> {
         let fast = self.ctx.append_basic_block(self.func, "likely.hold");
         let slow = self.ctx.append_basic_block(self.func, "likely.mixed");
         let done = self.ctx.append_basic_block(self.func, "likely.done");
@@ -111,12 +122,12 @@ impl<'ctx> Gen<'ctx, '_> {
         for &(h, value) in hints {
             self.know(h, value);
         }
-        let fast_result = emit(self);
+        let fast_result = emit(self, true);
         (self.true_masks, self.false_lanes) = before;
         fast_result?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(slow);
-        emit(self)?;
+        emit(self, false)?;
         self.b.build_unconditional_branch(done)?;
         self.b.position_at_end(done);
         Ok(())

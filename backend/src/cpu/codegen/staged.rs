@@ -231,23 +231,10 @@ impl<'ctx> Gen<'ctx, '_> {
                         self.b.build_store(flag, holds)?;
                     }
                     let holds = self.b.build_load(bool_ty, flag, "")?.into_int_value();
-                    let fast = self.ctx.append_basic_block(self.func, "likely.hold");
-                    let slow = self.ctx.append_basic_block(self.func, "likely.mixed");
-                    let join = self.ctx.append_basic_block(self.func, "likely.done");
-                    self.b.build_conditional_branch(holds, fast, slow)?;
-                    self.b.position_at_end(fast);
-                    let before = (self.true_masks.clone(), self.false_lanes.clone());
-                    for &(h, value) in &hints {
-                        self.know(h, value);
-                    }
-                    let result = self.emit_stage(&usual, s, &at, body);
-                    (self.true_masks, self.false_lanes) = before;
-                    result?;
-                    self.b.build_unconditional_branch(join)?;
-                    self.b.position_at_end(slow);
-                    self.emit_stage(rare, s, &at, body)?;
-                    self.b.build_unconditional_branch(join)?;
-                    self.b.position_at_end(join);
+                    self.two_copies_told(holds, &hints, &mut |g, known| {
+                        let copy = if known { &usual } else { rare };
+                        g.emit_stage(copy, s, &at, body)
+                    })?;
                 }
                 _ => self.emit_stage(&usual, s, &at, body)?,
             }
