@@ -77,8 +77,11 @@ struct Dag {
     depth: HashMap<Value, u32>,
     /// Bool values the copy being generated knows, or folds to a constant.
     constant: HashMap<Value, bool>,
-    /// `(user, operand)` pairs, both computed in the loop.
+    /// `(user, operand)` pairs, both computed in the loop, each pushed after every pair
+    /// of the operand's own.
     edges: Vec<(Value, Value)>,
+    /// The latency of each op computed in the loop (see [`latency`]).
+    latency: HashMap<Value, u32>,
     /// Values this does not stage, with everything they read: those read at other lanes'
     /// indices (a flip, a gather, a broadcast of a smaller tile…), masked loads, calls and
     /// float remainders (loops of their own). Their lanes are computed wherever read, as
@@ -478,21 +481,24 @@ impl<'ctx> Gen<'ctx, '_> {
             }
         }
         let operand = inst.op.operands().first().and_then(|o| self.ty(*o).dtype());
-        Some(depth + latency(&inst.op, operand, self.ty(v).dtype()))
+        let own = latency(&inst.op, operand, self.ty(v).dtype());
+        dag.latency.insert(v, own);
+        Some(depth + own)
     }
 }
 
-/// Splits `dag` into `stages` by depth: stage `s` holds the values whose depth is above
-/// the `s`-th cut and at most the next (see [`cuts`]). A stage's outputs are its values
-/// that a later stage reads (or that are roots, which the last stage reads) and that
-/// `storable` allows, but for those cheap enough to compute again.
+/// Splits `dag` into `stages` by when each value is needed (see [`needed`]): stage `s`
+/// holds the values needed after the `s`-th cut and by the next (see [`cuts`]). A stage's
+/// outputs are its values that a later stage reads (or that are roots, which the last
+/// stage reads) and that `storable` allows, but for those cheap enough to compute again.
 fn plan_stages(dag: &Dag, roots: &[Value], storable: impl Fn(Value) -> bool) -> StagePlan {
     let stages = STAGES;
     let kept = |v: &Value| dag.depth.get(v).is_some_and(|d| *d > RECOMPUTE_DEPTH) && storable(*v);
-    let cuts = cuts(dag, roots, stages, &kept);
+    let needed = needed(dag, roots);
+    let cuts = cuts(dag, roots, &needed, &kept);
     let stage = |v: &Value| {
-        let d = dag.depth.get(v).copied().unwrap_or(0);
-        cuts.iter().filter(|c| **c < d).count()
+        let t = needed.get(v).copied().unwrap_or(0);
+        cuts.iter().filter(|c| **c < t).count()
     };
     let mut outputs = vec![Vec::new(); stages - 1];
     let mut chosen = HashSet::new();
@@ -510,24 +516,59 @@ fn plan_stages(dag: &Dag, roots: &[Value], storable: impl Fn(Value) -> bool) -> 
     StagePlan { outputs }
 }
 
-/// The depths at which `stages` stages part: near the even split of the deepest root's
-/// chain, where the fewest `kept` values cross (each crossing value costs a store and a
-/// load per vector: cutting through a polynomial's evaluation keeps its powers and
-/// partial sums, beside it only its argument).
-fn cuts(dag: &Dag, roots: &[Value], stages: usize, kept: &dyn Fn(&Value) -> bool) -> Vec<u32> {
-    let deepest = roots
+/// When each value is needed, at the latest, for the deepest root to end at its depth:
+/// that depth less the longest chain from the value to a root. On the critical chain that
+/// is its depth; a side branch (`tgamma`'s reflection divisor, `pow`'s odd-exponent test)
+/// is computed just before the op that reads it, in that op's stage, instead of at its
+/// inputs' and kept in rings across the stages between.
+fn needed(dag: &Dag, roots: &[Value]) -> HashMap<Value, u32> {
+    let deepest = deepest(dag, roots);
+    // The chain from each value's result to a root's; readers come later in `edges`.
+    let mut tail: HashMap<Value, u32> = roots.iter().map(|r| (*r, 0)).collect();
+    for (u, o) in dag.edges.iter().rev() {
+        let after = tail.get(u).copied().unwrap_or(0) + dag.latency.get(u).copied().unwrap_or(0);
+        let t = tail.entry(*o).or_insert(0);
+        *t = (*t).max(after);
+    }
+    dag.depth
+        .keys()
+        .map(|v| {
+            (
+                *v,
+                deepest.saturating_sub(tail.get(v).copied().unwrap_or(0)),
+            )
+        })
+        .collect()
+}
+
+/// The deepest root's depth (at least 1).
+fn deepest(dag: &Dag, roots: &[Value]) -> u32 {
+    roots
         .iter()
         .filter_map(|r| dag.depth.get(r))
         .max()
         .copied()
         .unwrap_or(1)
-        .max(1);
-    // Each kept value's life: from its depth to its deepest reader's.
+        .max(1)
+}
+
+/// The times (as [`needed`] gives them) at which the [`STAGES`] stages part: near the even
+/// split of the deepest root's chain, where the fewest `kept` values cross (each crossing
+/// value costs a store and a load per vector: cutting through a polynomial's evaluation
+/// keeps its powers and partial sums, beside it only its argument).
+fn cuts(
+    dag: &Dag,
+    roots: &[Value],
+    needed: &HashMap<Value, u32>,
+    kept: &dyn Fn(&Value) -> bool,
+) -> Vec<u32> {
+    let deepest = deepest(dag, roots);
+    let at = |v: &Value| needed.get(v).copied().unwrap_or(0);
+    // Each kept value's life: from when it is needed to when its last reader is.
     let mut last_read: HashMap<Value, u32> = HashMap::new();
     for (u, o) in &dag.edges {
-        let d = dag.depth.get(u).copied().unwrap_or(0);
         let e = last_read.entry(*o).or_insert(0);
-        *e = (*e).max(d);
+        *e = (*e).max(at(u));
     }
     for r in roots {
         last_read.insert(*r, u32::MAX);
@@ -535,13 +576,14 @@ fn cuts(dag: &Dag, roots: &[Value], stages: usize, kept: &dyn Fn(&Value) -> bool
     let lives: Vec<(u32, u32)> = last_read
         .iter()
         .filter(|(v, _)| kept(v))
-        .map(|(v, end)| (dag.depth[v], *end))
+        .map(|(v, end)| (at(v), *end))
         .collect();
     let crossing = |t: u32| lives.iter().filter(|(d, end)| *d <= t && t < *end).count();
-    let step = deepest / stages as u32;
-    (1..stages as u32)
+    let stages = STAGES as u32;
+    let step = deepest / stages;
+    (1..stages)
         .map(|k| {
-            let even = k * deepest / stages as u32;
+            let even = k * deepest / stages;
             let window = (even - step / 4)..=(even + step / 4);
             // Fewest crossing, then nearest the even split.
             window
