@@ -1,16 +1,18 @@
 //! Software-pipelined lane loops. A lane loop whose lanes compute long dependency chains
-//! (an f32 `pow`, `erfinv` or `tgamma` per lane: about a hundred cycles from the loads to
+//! (an f32 `pow`, `erfinv` or `erf` per lane: about a hundred cycles from the loads to
 //! the store) runs at about the rate its chains' latency allows the out-of-order window
-//! to overlap, not at the rate the core issues its instructions: on Zen 4, `pow`'s
-//! loop took twice its issue time. So such a loop is cut by depth into stages, each a
-//! chain of about [`STAGE_CYCLES`]; chunk `c` (of [`CHUNK`] lanes) runs its stage `s` in
-//! the iteration where chunk `c + 1` runs stage `s − 1`, so that the stages in flight are
-//! independent. The values a later stage reads (those above [`RECOMPUTE_DEPTH`]; cheaper
-//! ones are computed again where read) go through per-stage rings of scratch, one slot
-//! per chunk in flight. Lanes are computed by the same operations in any order, so the
-//! results are the same bits. In cache, one thread: `erfinv` 0.85 of its time unstaged,
-//! `pow` 0.91, `erf` 0.92, `asinh`/`acosh` 0.97 (`bench_table libm`); loops of shorter
-//! chains or more crossing values are left as they are (see the constants).
+//! to overlap, not at the rate the core issues its instructions: on Zen 4, `pow`'s loop
+//! took twice its issue time. So such a loop is cut into [`STAGES`] stages, each a part of
+//! the chain of at least [`STAGE_CYCLES`]; chunk `c` (of [`CHUNK`] lanes) runs its stage
+//! `s` in the iteration where chunk `c + 1` runs stage `s − 1`, so that the stages in
+//! flight are independent. Each value goes in the stage where it is needed at the latest
+//! (a side branch beside its reader); the values a later stage reads (those above
+//! [`RECOMPUTE_DEPTH`]; cheaper ones are computed again where read) go through per-stage
+//! rings of scratch, one slot per chunk in flight. Lanes are computed by the same
+//! operations in any order, so the results are the same bits. In cache, one thread:
+//! `erf` 0.85 of its time unstaged, `erfinv` 0.86, `pow` 0.86, `acosh` 0.9
+//! (`bench_table libm`); loops of shorter chains or more crossing values are left as they
+//! are (see the constants).
 
 use super::prefetch::CHUNK;
 use super::prefix::PrefixSplit;
