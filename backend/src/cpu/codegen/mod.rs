@@ -932,7 +932,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                     let shape = ty.shape.clone();
                     let lanes = likely::reads_own_lanes(&inst.op).then_some(&shape[..]);
                     self.versioned_lanes(mask, (&roots.0, &roots.1), lanes, &mut |g| {
-                        let read: Vec<Value> = roots.0.iter().chain(&roots.1).copied().collect();
+                        // Staged only where the op reads its operands at its own lanes:
+                        // a stage's rings hold its chunk's lanes only.
+                        let read: Vec<Value> = match lanes {
+                            Some(_) => roots.0.iter().chain(&roots.1).copied().collect(),
+                            None => Vec::new(),
+                        };
                         g.lane_loop(&shape, (&read, &sums), &spread, &mut |g, idx| {
                             let x = g.op_lane(inst, idx)?;
                             let s = g.to_storage(x, elem)?;

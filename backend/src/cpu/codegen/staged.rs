@@ -169,7 +169,9 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         let usual = plan_stages(&usual, roots, |v| storable(self, v));
         let rare = plan_stages(&rare, roots, |v| storable(self, v));
-        if [&usual, &rare].iter().any(|p| p.crossing() > MAX_CROSSING) {
+        // No value crossing: the earlier stages would be empty loops (a root read at
+        // other lanes, through a flip, say, is computed whole in the last).
+        if usual.crossing() == 0 || [&usual, &rare].iter().any(|p| p.crossing() > MAX_CROSSING) {
             return Ok(None);
         }
         let usual = self.with_rings(usual)?;
