@@ -344,8 +344,13 @@ impl<'ctx> Gen<'ctx, '_> {
             r
         };
         let body: &mut LaneBody<'_, 'ctx, Self> = &mut memoized;
+        // The spans once, for the staged chunks and the rest (a loop nest carries none).
+        let spans = match chunkable(shape) {
+            true => self.spread_spans(spread)?,
+            false => Vec::new(),
+        };
         let staged = match sums.is_empty() && chunkable(shape) {
-            true => self.staged_lane_loop(shape, roots, spread, body)?,
+            true => self.staged_lane_loop(shape, roots, &spans, body)?,
             false => None,
         };
         let chunks = shape.first().map_or(1, |n| n / CHUNK);
@@ -362,7 +367,6 @@ impl<'ctx> Gen<'ctx, '_> {
                 Ok(())
             });
         }
-        let spans = self.spread_spans(spread)?;
         let parts = self.fused_sums_partials(sums, CHUNK)?;
         let i64t = self.ctx.i64_type();
         // The chunks the staged loop left (those past the split's `p`), or all.

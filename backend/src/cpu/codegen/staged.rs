@@ -121,13 +121,13 @@ impl<'ctx> Gen<'ctx, '_> {
     /// are long enough to gain (see the module docs), and gives how many chunks it ran
     /// (an i64: all of them, or in the masked copy of an index mask split at `p`, those
     /// below `p`, where the mask is known true); `None` (nothing emitted) otherwise.
-    /// `body`'s result (a fused sum's term) is not used: no sums are fused into such a
-    /// loop.
+    /// Each chunk requests its share of the next program's `spans`. `body`'s result (a
+    /// fused sum's term) is not used: no sums are fused into such a loop.
     pub(super) fn staged_lane_loop(
         &mut self,
         shape: &[usize],
         roots: &[Value],
-        spread: &[(Value, bool)],
+        spans: &[super::prefetch::Span<'ctx>],
         body: &mut super::prefetch::LaneBody<'_, 'ctx, Self>,
     ) -> Result<Option<IntValue<'ctx>>> {
         let chunks = shape[0] / CHUNK;
@@ -192,7 +192,6 @@ impl<'ctx> Gen<'ctx, '_> {
                     .build_int_unsigned_div(split.p, self.i64c(CHUNK as u64), "full")?
             }
         };
-        let spans = self.spread_spans(spread)?;
         let i64t = self.ctx.i64_type();
         let any = self
             .b
@@ -248,7 +247,7 @@ impl<'ctx> Gen<'ctx, '_> {
             self.b.build_unconditional_branch(next)?;
             self.b.position_at_end(next);
         }
-        self.prefetch_chunk_share(&spans, cv, chunks)?;
+        self.prefetch_chunk_share(spans, cv, chunks)?;
         let c_next = self.b.build_int_add(cv, self.i64c(1), "")?;
         c.add_incoming(&[(&c_next, self.b.current_block()?)]);
         let total = self
