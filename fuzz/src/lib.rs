@@ -10,6 +10,7 @@
 //! - [`oob`]: out-of-bounds variants of cases, which every default launch must reject
 //!   where the interpreter does, writing nothing outside the buffers.
 //! - [`coverage`]: which op kinds programs use (every kind must be generated).
+//! - [`reach`]: which stores reach the comparison (not overwritten by later ones).
 //! - [`shrink`]: the smallest program that still fails.
 //! - [`case`]: the text form failing programs are printed in and the suite replays.
 //! - [`mutate`]: the text parser and the verifier against mutated kernel text.
@@ -28,6 +29,7 @@ pub mod mutate;
 pub mod oob;
 pub mod package;
 pub mod pool;
+pub mod reach;
 pub mod rng;
 pub mod shrink;
 

@@ -159,7 +159,8 @@ fn apply(case: &Case, edit: &Edit) -> Option<Case> {
         Edit::Delete(path) => {
             let (b, i) = locate(&mut c.function.body, path)?;
             let inst = b.insts.remove(i);
-            // Results of a deleted loop are its initial values; of an `if`, constants.
+            // Results of a deleted loop are its initial values; an op with side effects
+            // (a custom call) goes only where nothing reads its results.
             let subst: Vec<(Value, Value)> = match &inst.op {
                 Op::For { init, .. } | Op::While { init, .. } => inst
                     .results
@@ -167,7 +168,7 @@ fn apply(case: &Case, edit: &Edit) -> Option<Case> {
                     .copied()
                     .zip(init.iter().copied())
                     .collect(),
-                _ if inst.results.is_empty() => Vec::new(),
+                _ if inst.results.iter().all(|r| case.function.uses(*r) == 0) => Vec::new(),
                 _ => return None,
             };
             for (from, to) in subst {
