@@ -63,6 +63,13 @@ struct Staged<'ctx> {
     rings: HashMap<Value, PointerValue<'ctx>>,
 }
 
+/// The copy for chunks where some `likely` hint fails, and the ring of each chunk's flag
+/// (whether its hints hold: tested once, when the chunk enters its first stage).
+struct RareCopy<'ctx> {
+    staged: Staged<'ctx>,
+    flags: PointerValue<'ctx>,
+}
+
 /// Where a stage runs: the chunk's first lane and ring slot, and the split of the masked
 /// copy being generated (the staged chunks are below its `p`).
 #[derive(Clone, Copy)]
@@ -144,17 +151,15 @@ impl<'ctx> Gen<'ctx, '_> {
             self.true_masks.extend(split.masks());
         }
         // The copy for chunks whose hints hold, and (with hints) the one reading them.
-        let rare = match hints.is_empty() {
-            true => None,
-            false => Some(self.stage_dag(roots, shape)),
-        };
+        let rare = (!hints.is_empty()).then(|| self.stage_dag(roots, shape));
         for &(h, value) in &hints {
             self.know(h, value);
         }
         let usual = self.stage_dag(roots, shape);
         let masks = std::mem::replace(&mut self.true_masks, before.0);
         self.false_lanes = before.1;
-        let (Some(usual), Some(rare)) = (usual, rare.unwrap_or(Some(Dag::default()))) else {
+        // (A walk that went too deep stages neither copy.)
+        let (Some(usual), Some(rare)) = (usual, rare.map_or(Some(None), |d| d.map(Some))) else {
             return Ok(None);
         };
         let deepest = roots.iter().filter_map(|r| usual.depth.get(r)).max();
@@ -168,22 +173,22 @@ impl<'ctx> Gen<'ctx, '_> {
                 && matches!(g.ty(v).elem, Elem::Scalar(_))
         };
         let usual = plan_stages(&usual, roots, |v| storable(self, v));
-        let rare = plan_stages(&rare, roots, |v| storable(self, v));
+        let rare = rare.map(|dag| plan_stages(&dag, roots, |v| storable(self, v)));
         // No value crossing: the earlier stages would be empty loops (a root read at
         // other lanes, through a flip, say, is computed whole in the last).
-        if usual.crossing() == 0 || [&usual, &rare].iter().any(|p| p.crossing() > MAX_CROSSING) {
+        let plans = [Some(&usual), rare.as_ref()];
+        if usual.crossing() == 0 || plans.iter().flatten().any(|p| p.crossing() > MAX_CROSSING) {
             return Ok(None);
         }
         let usual = self.with_rings(usual)?;
-        let rare = match hints.is_empty() {
-            true => None,
-            false => Some(self.with_rings(rare)?),
-        };
         let stages = STAGES;
         let bool_ty = self.ctx.bool_type();
-        let flags = match hints.is_empty() {
-            true => None,
-            false => Some(self.entry_alloca(bool_ty.array_type(stages as u32).into())?),
+        let rare = match rare {
+            Some(plan) => Some(RareCopy {
+                staged: self.with_rings(plan)?,
+                flags: self.entry_alloca(bool_ty.array_type(stages as u32).into())?,
+            }),
+            None => None,
         };
         let full = match &split {
             None => self.i64c(chunks as u64),
@@ -228,21 +233,21 @@ impl<'ctx> Gen<'ctx, '_> {
                     .build_int_unsigned_rem(chunk, self.i64c(stages as u64), "")?,
                 ..at
             };
-            match (flags, &rare) {
-                (Some(flags), Some(rare)) => {
+            match &rare {
+                Some(rare) => {
                     // SAFETY (of the generated code): `slot < stages`, the array's length.
-                    let flag = unsafe { self.b.build_gep(bool_ty, flags, &[at.slot], "") }?;
+                    let flag = unsafe { self.b.build_gep(bool_ty, rare.flags, &[at.slot], "") }?;
                     if s == 0 {
                         let holds = self.chunk_holds(at.base, &hints)?;
                         self.b.build_store(flag, holds)?;
                     }
                     let holds = self.b.build_load(bool_ty, flag, "")?.into_int_value();
                     self.two_copies_told(holds, &hints, &mut |g, known| {
-                        let copy = if known { &usual } else { rare };
+                        let copy = if known { &usual } else { &rare.staged };
                         g.emit_stage(copy, s, &at, body)
                     })?;
                 }
-                _ => self.emit_stage(&usual, s, &at, body)?,
+                None => self.emit_stage(&usual, s, &at, body)?,
             }
             self.b.build_unconditional_branch(next)?;
             self.b.position_at_end(next);
