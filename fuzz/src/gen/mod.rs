@@ -2301,14 +2301,16 @@ impl Gen {
                 exact,
             ));
         }
-        // Made without a draw, so that the program of a seed is otherwise unchanged.
+        // Made without a draw, so that the program of a seed is otherwise unchanged; of
+        // bytes 0xa5 (a large negative integer, a small negative float), so that an observed
+        // 0 or `false` (loads of edge values often give them) shows where it lands.
         for d in [DType::I64, DType::F64] {
             let len = self.programs * REGION;
             let ptr = self.param(
                 Type::ptr(d),
                 Arg::Buffer {
                     memory: Memory::Output,
-                    bytes: vec![0; len * d.size_bytes()],
+                    bytes: vec![0xa5; len * d.size_bytes()],
                 },
             );
             let buffer = Buffer {
