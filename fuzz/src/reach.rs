@@ -21,29 +21,48 @@ pub struct StoreReach {
     pub silent: usize,
 }
 
+/// What became of one store (by its place in program order: an op before the regions
+/// nested in it, as [`Function::walk`](tritium_dsl::ir::Function::walk) visits them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreFate {
+    /// It never ran.
+    NotRun,
+    /// It ran, and no buffer would be the same without it.
+    Seen,
+    /// It ran, and every buffer is the same without it.
+    Silent,
+}
+
 /// Counts the stores of `case` that run and those that leave no trace (see
 /// [`StoreReach`]). `None` when the interpreter rejects the case itself.
 pub fn store_reach(case: &Case) -> Option<StoreReach> {
+    let fates = store_fates(case)?;
+    let count = |f: StoreFate| fates.iter().filter(|x| **x == f).count();
+    Some(StoreReach {
+        stores: fates.len(),
+        ran: fates.len() - count(StoreFate::NotRun),
+        silent: count(StoreFate::Silent),
+    })
+}
+
+/// The [`StoreFate`] of each store of `case`, in program order; `None` when the
+/// interpreter rejects the case itself.
+pub fn store_fates(case: &Case) -> Option<Vec<StoreFate>> {
     let original = exec::run(case, Target::Interpreter).ok()?;
-    let stores = count_stores(&case.function.body);
-    let mut reach = StoreReach {
-        stores,
-        ..StoreReach::default()
-    };
-    for k in 0..stores {
+    let fate = |k: usize| {
         if !runs(case, k) {
-            continue;
+            return StoreFate::NotRun;
         }
-        reach.ran += 1;
         let mut without = case.clone();
         at_store(&mut without.function.body, k, &mut |b, i| {
             b.insts.remove(i);
         });
-        if exec::run(&without, Target::Interpreter).is_ok_and(|out| out == original) {
-            reach.silent += 1;
+        match exec::run(&without, Target::Interpreter).is_ok_and(|out| out == original) {
+            true => StoreFate::Silent,
+            false => StoreFate::Seen,
         }
-    }
-    Some(reach)
+    };
+    Some((0..count_stores(&case.function.body)).map(fate).collect())
 }
 
 /// Whether store `k` (in program order) runs: an atomic add of 1 to a counter of its
