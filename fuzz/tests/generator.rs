@@ -82,7 +82,8 @@ fn every_compared_buffer_is_reliable() {
 /// 5620000..5620060 and 5630000..5630100) left every buffer as it was without them; each
 /// store's window of its own leaves the fully masked ones, those that write what was
 /// there, and those of programs whose stores fill their regions (17%; 14% once the
-/// observation buffers start as bytes 0xa5 rather than zeros, which observed zeros matched).
+/// observation buffers start as bytes 0xa5 rather than zeros, which observed zeros matched;
+/// 11% with observation regions twice as large, which some programs filled).
 #[test]
 fn stores_that_run_are_mostly_seen_by_the_comparison() {
     use tritium_fuzz::reach::{store_reach, StoreReach};
@@ -97,7 +98,9 @@ fn stores_that_run_are_mostly_seen_by_the_comparison() {
         all.silent += r.silent;
     }
     assert!(all.ran > 200, "{all:?}");
-    assert!(all.silent * 4 < all.ran, "{all:?}");
+    // 53 of 463 (11%); 65 of 454 with observation regions of `REGION`, 79 with
+    // observation buffers of zeros, 311 of 482 before the store windows.
+    assert!(all.silent * 100 < all.ran * 13, "{all:?}");
 }
 
 #[test]

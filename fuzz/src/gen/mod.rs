@@ -42,6 +42,12 @@ pub const REGION: usize = 2048;
 /// Elements of a tile, at most.
 pub const MAX_TILE: usize = 512;
 
+/// Elements of each program's region of an observation buffer (see [`Gen::observe`]):
+/// programs observe more than they store (a region of [`REGION`] filled and began again in
+/// some, so that later observations overwrote earlier ones).
+pub const OBSERVE_REGION: usize = OBSERVE_REGIONS * REGION;
+const OBSERVE_REGIONS: usize = 2;
+
 /// Stores' windows start at multiples of this many elements, so that what a launch
 /// promises or proves of a region's alignment holds in each of its windows.
 const WINDOW_ALIGN: usize = 64;
@@ -187,6 +193,8 @@ struct Gen {
     programs: usize,
     /// `pid * REGION` (i32).
     base: Option<Value>,
+    /// `pid * OBSERVE_REGION` (i32).
+    observe_base: Option<Value>,
     /// Per output (as `outputs`): where the next store's window starts in each program's
     /// region, and the windows stores took there, by their first element.
     windows: Vec<(usize, Vec<usize>)>,
@@ -227,6 +235,7 @@ impl Gen {
             grid: [1, 1, 1],
             programs: 1,
             base: None,
+            observe_base: None,
             windows: Vec::new(),
             n: None,
             dims: Vec::new(),
@@ -1073,15 +1082,19 @@ impl Gen {
         let k = usize::from(t.dtype().is_some_and(|d| d.is_float()));
         let (buffer, used) = self.observations[k];
         let numel: usize = t.shape.iter().product();
-        if numel > REGION {
+        if numel > OBSERVE_REGION {
             return;
         }
         // When the region is full, from its start again: a later store wins.
-        let used = if used + numel > REGION { 0 } else { used };
+        let used = if used + numel > OBSERVE_REGION {
+            0
+        } else {
+            used
+        };
         self.observations[k].1 = used + numel;
         let value = self.cast(v, buffer.dtype);
         let off = self.lane_offsets_ordered(&t.shape, AxisOrder::RowMajor);
-        let base = self.base.expect("set up first");
+        let base = self.observe_base.expect("set up first");
         let at = self.int_const(DType::I32, &[], used as i128);
         let at = self.binary(BinOp::Add, base, at);
         let at = self.splat_to(at, &t.shape);
@@ -2305,7 +2318,7 @@ impl Gen {
         // bytes 0xa5 (a large negative integer, a small negative float), so that an observed
         // 0 or `false` (loads of edge values often give them) shows where it lands.
         for d in [DType::I64, DType::F64] {
-            let len = self.programs * REGION;
+            let len = self.programs * OBSERVE_REGION;
             let ptr = self.param(
                 Type::ptr(d),
                 Arg::Buffer {
@@ -2394,7 +2407,10 @@ impl Gen {
         let t = self.binary(BinOp::Mul, nx, t);
         let pid = self.binary(BinOp::Add, ids[0], t);
         let region = self.int_const(DType::I32, &[], REGION as i128);
-        self.base = Some(self.binary(BinOp::Mul, pid, region));
+        let base = self.binary(BinOp::Mul, pid, region);
+        self.base = Some(base);
+        let regions = self.int_const(DType::I32, &[], OBSERVE_REGIONS as i128);
+        self.observe_base = Some(self.binary(BinOp::Mul, base, regions));
         // First, before anything writes memory: the CPU keeps the packed `b` tiles of such
         // a loop across iterations and programs.
         if let Some(input) = self.k_input {
