@@ -27,7 +27,7 @@ pub struct StoreReach {
 pub enum StoreFate {
     /// It never ran.
     NotRun,
-    /// It ran, and no buffer would be the same without it.
+    /// It ran, and some buffer differs without it.
     Seen,
     /// It ran, and every buffer is the same without it.
     Silent,

@@ -1614,10 +1614,13 @@ impl Gen {
         };
         // A wide `b` is loaded from an input of its dtype half the time, else made to
         // differ from column to column (computed ones this big are mostly broadcasts, the
-        // same in every column, which would hide a wrong column).
+        // same in every column, which would hide a wrong column). Not where its elements
+        // must be bounded: `info` takes an integer cast to a float as bounded by its dtype
+        // only, so that the product's sum would not be compared (seed 175, once the
+        // observation regions grew).
         let operand_b = |g: &mut Self, shape: &[usize], need: Need| {
             let load = g.has_input(from, need) && g.rng.chance(0.5);
-            match wide && !load {
+            match wide && !load && need.bound.is_none() {
                 true => g.varied(from, shape, need),
                 false => operand(g, shape, need),
             }
