@@ -50,6 +50,11 @@ fn both<B>(
     (got, want)
 }
 
+/// The bits of each element (NaN payloads and signed zeros count).
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 /// The arguments `x` (read) and `out` (written) from a pair of buffers, then the i32
 /// scalars `scalars`, in order.
 fn x_out<'a, T: Element>(
@@ -1223,7 +1228,6 @@ fn likely_hints_version_loops_and_match_interpreter() {
             )
         };
         let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[]));
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got.1), bits(&want.1), "{name}");
     }
     let ll = unoptimized_ll(f, "codegen-likely-dump");
@@ -1297,7 +1301,6 @@ fn likely_hints_read_at_other_lanes_are_tested_per_tile() {
                 (x, vec![0f32; n as usize])
             };
             let (got, want) = both(&f, [1, 1, 1], make, |bufs| x_out(bufs, &[]));
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(
                 bits(&got.1),
                 bits(&want.1),
@@ -2051,7 +2054,6 @@ fn a_materialized_flip_of_a_deep_chain_matches_interpreter() {
         args.ptr("out", &mut b.2[..]);
         args
     });
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert!(
         bits(&got.2) == bits(&want.2),
         "the flipped lanes differ from the interpreter's"
