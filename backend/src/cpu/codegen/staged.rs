@@ -162,8 +162,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let (Some(usual), Some(rare)) = (usual, rare.map_or(Some(None), |d| d.map(Some))) else {
             return Ok(None);
         };
-        let deepest = roots.iter().filter_map(|r| usual.depth.get(r)).max();
-        if deepest.is_none_or(|d| *d < STAGES as u32 * STAGE_CYCLES) {
+        if deepest(&usual, roots) < STAGES as u32 * STAGE_CYCLES {
             return Ok(None);
         }
         let storable = |g: &Self, v: Value| {
