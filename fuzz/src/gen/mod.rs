@@ -206,6 +206,16 @@ struct Gen {
     line: u32,
 }
 
+/// The first element of a window of `numel` elements of a region of `region` taken from
+/// `next` on (rounded up to a multiple of `align`), or from the region's start again when
+/// it does not fit (a later store wins); `next` moves past it.
+fn take_window(next: &mut usize, numel: usize, region: usize, align: usize) -> usize {
+    let start = next.next_multiple_of(align);
+    let start = if start + numel > region { 0 } else { start };
+    *next = start + numel;
+    start
+}
+
 /// Integer dtypes atomics support everywhere.
 const ATOMIC_INTS: [DType; 4] = [DType::I32, DType::U32, DType::I64, DType::U64];
 
@@ -1080,18 +1090,13 @@ impl Gen {
     fn observe(&mut self, v: Value) {
         let t = self.ty(v).clone();
         let k = usize::from(t.dtype().is_some_and(|d| d.is_float()));
-        let (buffer, used) = self.observations[k];
         let numel: usize = t.shape.iter().product();
         if numel > OBSERVE_REGION {
             return;
         }
-        // When the region is full, from its start again: a later store wins.
-        let used = if used + numel > OBSERVE_REGION {
-            0
-        } else {
-            used
-        };
-        self.observations[k].1 = used + numel;
+        let (buffer, next) = &mut self.observations[k];
+        let buffer = *buffer;
+        let used = take_window(next, numel, OBSERVE_REGION, 1);
         let value = self.cast(v, buffer.dtype);
         let off = self.lane_offsets_ordered(&t.shape, AxisOrder::RowMajor);
         let base = self.observe_base.expect("set up first");
@@ -1197,9 +1202,7 @@ impl Gen {
             self.windows.resize(k + 1, (0, Vec::new()));
         }
         let (next, taken) = &mut self.windows[k];
-        let start = next.next_multiple_of(WINDOW_ALIGN);
-        let start = if start + numel > REGION { 0 } else { start };
-        *next = start + numel;
+        let start = take_window(next, numel, REGION, WINDOW_ALIGN);
         taken.push(start);
         start
     }
