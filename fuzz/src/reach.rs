@@ -7,7 +7,7 @@
 use crate::case::{Arg, Case};
 use crate::exec::{self, Target};
 use crate::info::Memory;
-use tritium_dsl::ir::{AtomicOp, Block, Const, DType, Inst, Op, Param, Type, Value};
+use tritium_dsl::ir::{AtomicOp, Block, Const, DType, Function, Inst, Op, Param, Type, Value};
 
 /// What [`store_reach`] found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub fn store_fates(case: &Case) -> Option<Vec<StoreFate>> {
             false => StoreFate::Seen,
         }
     };
-    Some((0..count_stores(&case.function.body)).map(fate).collect())
+    Some((0..count_stores(&case.function)).map(fate).collect())
 }
 
 /// Whether store `k` (in program order) runs: an atomic add of 1 to a counter of its
@@ -106,14 +106,10 @@ fn runs(case: &Case, k: usize) -> bool {
         .is_ok_and(|out| out.get(param).is_some_and(|c| c.iter().any(|b| *b != 0)))
 }
 
-fn count_stores(b: &Block) -> usize {
-    b.insts
-        .iter()
-        .map(|i| {
-            let own = usize::from(matches!(i.op, Op::Store { .. }));
-            own + i.op.regions().into_iter().map(count_stores).sum::<usize>()
-        })
-        .sum()
+fn count_stores(f: &Function) -> usize {
+    let mut n = 0;
+    f.walk(&mut |i| n += usize::from(matches!(i.op, Op::Store { .. })));
+    n
 }
 
 /// Calls `f` with the block holding store `k` (in program order: an op before the
