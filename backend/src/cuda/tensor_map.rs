@@ -154,9 +154,13 @@ fn factors(
 
 /// Whether the integer scalar `v` is never negative by construction: a constant `>= 0`, a
 /// program id, a widening cast of such a value, its quotient or remainder by a positive
-/// constant, or a loop's carried value that starts so and never changes (a block
-/// pointer's offset along a dim its loop advances by 0). A value that grows could wrap
-/// past the dtype's maximum, so it is not taken.
+/// constant, or a loop's carried value that starts so and to which its loop adds such a
+/// value (a block pointer's offset along a dim its loop advances, by 0 or by the block).
+/// A value that grows could wrap past the dtype's maximum, but only where the pointers it
+/// offsets have left their buffer long before: a launch whose bounds proof leaves the
+/// access is checked, and a checked access is never copied by TMA
+/// (`codegen/async_copy.rs`), so that TMA's zeros before the start are never read where
+/// the pointers would have read memory.
 fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usize) -> bool {
     if depth > 8 {
         return false;
@@ -166,21 +170,20 @@ fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usi
         return c >= 0;
     }
     // Carried value `j` of a `for` loop (its body's argument, or its result): it starts
-    // non-negative and its loop adds 0 to it.
+    // non-negative and its loop adds a non-negative value to it.
     let carried = |init: &[Value], body: &tritium_dsl::ir::Block, j: usize| {
         let (arg, Some(Op::Yield(ys))) = (body.args[1 + j], body.insts.last().map(|y| &y.op))
         else {
             return false;
         };
-        let unchanged = ys[j] == arg
+        let grows = ys[j] == arg
             || match defs.get(&ys[j]).map(|d| &d.op) {
                 Some(Op::Binary(BinOp::Add, x, y)) => {
-                    let zero = |c: &Value| int_const(defs, *c) == Some(0);
-                    (*x == arg && zero(y)) || (*y == arg && zero(x))
+                    (*x == arg && again(*y)) || (*y == arg && again(*x))
                 }
                 _ => false,
             };
-        unchanged && again(init[j])
+        grows && again(init[j])
     };
     let bits = |x: Value| f.ty(x).dtype().filter(|d| d.is_int()).map(|d| d.bits());
     match defs.get(&v).map(|i| (&i.op, &i.results)) {
