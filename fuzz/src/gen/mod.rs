@@ -282,12 +282,14 @@ impl Gen {
     }
 
     fn memory_info(&self, ptr: Value) -> Info {
+        // An input's bound is of floats only (integer buffers hold any values).
+        let floats = self.ty(ptr).elem.pointee().is_some_and(DType::is_float);
         match self.roots.get(&ptr).map(|p| &self.args[*p]) {
             Some(Arg::Buffer {
                 memory: Memory::Input(b),
                 ..
             }) => Info {
-                int_bound: *b,
+                int_bound: b.filter(|_| floats),
                 ..Info::EXACT
             },
             Some(Arg::Buffer {
@@ -1617,13 +1619,10 @@ impl Gen {
         };
         // A wide `b` is loaded from an input of its dtype half the time, else made to
         // differ from column to column (computed ones this big are mostly broadcasts, the
-        // same in every column, which would hide a wrong column). Not where its elements
-        // must be bounded: `info` takes an integer cast to a float as bounded by its dtype
-        // only, so that the product's sum would not be compared (seed 175, once the
-        // observation regions grew).
+        // same in every column, which would hide a wrong column).
         let operand_b = |g: &mut Self, shape: &[usize], need: Need| {
             let load = g.has_input(from, need) && g.rng.chance(0.5);
-            match wide && !load && need.bound.is_none() {
+            match wide && !load {
                 true => g.varied(from, shape, need),
                 false => operand(g, shape, need),
             }
@@ -2239,9 +2238,11 @@ impl Gen {
     }
 
     /// Small integers of dtype `d` over `shape` that differ from lane to lane (the lanes'
-    /// positions modulo what `need` allows, at most 100).
+    /// positions modulo what `need` allows, at most 100; `info` bounds the remainder, and
+    /// so its cast, by the modulus).
     fn varied(&mut self, d: DType, shape: &[usize], need: Need) -> Value {
-        let modulus = need.bound.map_or(100.0, |b| b.floor().clamp(0.0, 99.0)) as i128 + 1;
+        let most = |b: f64| b.min(exact_int_limit(d)).floor().clamp(0.0, 99.0);
+        let modulus = need.bound.map_or(99.0, most) as i128 + 1;
         let off = self.lane_offsets(shape);
         let m = self.int_const(DType::I32, shape, modulus);
         let r = self.binary(BinOp::Rem, off, m);
@@ -2930,8 +2931,12 @@ impl Gen {
             if i.tol == Tol::Unreliable {
                 continue;
             }
+            // A float's bound widened (the body may grow it); an integer's dropped, as
+            // the generator satisfies no bound on integers.
             if let (Some(b), Some(d)) = (i.int_bound, self.ty(v).dtype()) {
-                i.int_bound = Some(b.max((exact_int_limit(d) / 16.0).floor()));
+                i.int_bound = d
+                    .is_float()
+                    .then(|| b.max((exact_int_limit(d) / 16.0).floor()));
             }
             out.push((v, i));
         }
