@@ -442,15 +442,10 @@ impl Analysis<'_> {
 
     /// What a load through `ptr` sees: the join over the parameters it derives from.
     fn memory_info(&self, ptr: Value) -> Info {
-        // An input's bound is of floats only (integer buffers hold any values).
-        let floats = self.f.ty(ptr).elem.pointee().is_some_and(DType::is_float);
         let mut out: Option<Info> = None;
         for p in self.roots.get(&ptr).into_iter().flatten() {
             let i = match self.param_memory.get(p) {
-                Some(Memory::Input(bound)) => Info {
-                    int_bound: bound.filter(|_| floats),
-                    ..Info::EXACT
-                },
+                Some(Memory::Input(bound)) => input_info(*bound, self.f.ty(ptr)),
                 // Elements no store wrote keep their arbitrary initial values.
                 Some(Memory::Output) | None => Info {
                     tol: self.stored.get(p).map_or(Tol::Exact, |s| s.tol),
@@ -461,6 +456,17 @@ impl Analysis<'_> {
             out = Some(out.map_or(i, |o| o.join(i)));
         }
         out.unwrap_or(Info::EXACT)
+    }
+}
+
+/// What a load through a pointer of type `ptr` from an input buffer of bound `bound` sees:
+/// small integers up to the bound where its elements are floats (only those are drawn
+/// within it; an integer buffer holds any values).
+pub fn input_info(bound: Option<f64>, ptr: &Type) -> Info {
+    let floats = ptr.elem.pointee().is_some_and(DType::is_float);
+    Info {
+        int_bound: bound.filter(|_| floats),
+        ..Info::EXACT
     }
 }
 

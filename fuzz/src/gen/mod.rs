@@ -282,16 +282,11 @@ impl Gen {
     }
 
     fn memory_info(&self, ptr: Value) -> Info {
-        // An input's bound is of floats only (integer buffers hold any values).
-        let floats = self.ty(ptr).elem.pointee().is_some_and(DType::is_float);
         match self.roots.get(&ptr).map(|p| &self.args[*p]) {
             Some(Arg::Buffer {
                 memory: Memory::Input(b),
                 ..
-            }) => Info {
-                int_bound: b.filter(|_| floats),
-                ..Info::EXACT
-            },
+            }) => info::input_info(*b, self.ty(ptr)),
             Some(Arg::Buffer {
                 memory: Memory::SharedAtomics,
                 ..

@@ -701,8 +701,8 @@ impl<'ctx> Gen<'ctx, '_> {
         // at attention's D = 64; ptxas places the fix-up inside the loop either way).
         let weights = self.ctx.metadata_node(&[
             self.ctx.metadata_string("branch_weights").into(),
-            self.i32c(1).into(),
-            self.i32c(1 << 20).into(),
+            c(1).into(),
+            c(1 << 20).into(),
         ]);
         branch
             .set_metadata(weights, self.ctx.get_kind_id("prof"))
