@@ -1,5 +1,5 @@
-"""Unit tests of scripts/gpu_report.py's parsing, on hand-written SASS and ptxas logs; the
-standard library only (no venv, no tools, no GPU).
+"""Unit tests of scripts/gpu_report.py's parsing (and scripts/ptx_sweep.py's verdicts), on
+hand-written SASS and ptxas logs; the standard library only (no venv, no tools, no GPU).
 
     python3 -m unittest scripts/test_gpu_report.py
 """
@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_report as g  # noqa: E402
+import ptx_sweep  # noqa: E402
 
 # nvdisasm -c: a prologue, a K loop (guarded back edge to a label) with ptxas's never-run
 # padding and a NOP, then the epilogue and the self-branch after EXIT.
@@ -390,6 +391,44 @@ class ManifestKeysGate(unittest.TestCase):
     def test_kib(self):
         self.assertEqual([g.kib(n) for n in [0, 512, 98304, 102912, None]],
                          ["0", "512B", "96K", "100.5K", "?"])
+
+
+class PtxSweep(unittest.TestCase):
+    def test_arch_of_a_swept_file(self):
+        self.assertEqual([ptx_sweep.arch_of(p) for p in [
+            "d/tritium_matmul_0123456789abcdef.sm_80.ptx",
+            "tritium_k_0123456789abcdef.sm_90.ptx"]], ["sm_80", "sm_90a"])
+
+    def test_verdicts(self):
+        # A clean kernel; one that spills (named once, from its numbers); a wgmma note; a
+        # fatal error; a failure without a message.
+        clean = PTXAS_LOG.split("ptxas info    : Compiling entry function 'small'")[1]
+        self.assertEqual(ptx_sweep.verdict(0, "ptxas info    : Compiling entry function 'small'"
+                                              + clean), ([], []))
+        errors, warnings = ptx_sweep.verdict(0, PTXAS_LOG)
+        self.assertEqual(errors, [])
+        self.assertEqual(warnings, ["k: 208 bytes stack frame, 216+204 bytes spilled"])
+        _, warnings = ptx_sweep.verdict(0, "ptxas info    : (C7510) Potential Performance Loss: "
+                                           "wgmma.mma_async instructions are serialized in the "
+                                           "function 'k'\n")
+        self.assertEqual(len(warnings), 1)
+        self.assertTrue(g.is_wgmma_note(warnings[0]))
+        # A printing kernel's stack frame and serialized wgmma are printf's, not warnings;
+        # its spills are.
+        frame = ("ptxas info    : Compiling entry function 'p' for 'sm_90a'\n"
+                 "ptxas info    : Function properties for p\n"
+                 "    24 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                 "ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async "
+                 "instructions are serialized due to wgmma pipeline crossing function boundary "
+                 "at a function call in the function 'p'\n")
+        self.assertEqual(ptx_sweep.verdict(0, frame, prints=True), ([], []))
+        self.assertEqual(len(ptx_sweep.verdict(0, frame)[1]), 2)
+        self.assertEqual(len(ptx_sweep.verdict(0, PTXAS_LOG, prints=True)[1]), 1)
+        errors, _ = ptx_sweep.verdict(255, "ptxas /tmp/x.ptx, line 9; error   : Arguments "
+                                           "mismatch for instruction 'mma'\n")
+        self.assertEqual(errors, ["Arguments mismatch for instruction 'mma' (/tmp/x.ptx, line 9)"])
+        errors, _ = ptx_sweep.verdict(139, "")
+        self.assertEqual(errors, ["ptxas exited with 139: "])
 
 
 if __name__ == "__main__":

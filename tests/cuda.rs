@@ -125,6 +125,35 @@ fn vector_add_loads_and_stores_four_floats_at_a_time() {
     assert!(text.contains("st.global.v4.f32"), "{text}");
 }
 
+/// Two bytes a thread (256 over 128 threads) move as one `u16`: LLVM 19's NVPTX backend
+/// put a `<2 x i8>` chunk through local memory (`st.v2.u8` then `ld.u16`), as
+/// `scripts/dev ptx-sweep` found in fp8 attention. Emulated with a ragged tail (a chunk
+/// half masked: the element path) against the interpreter.
+#[rstest]
+fn byte_pairs_move_as_one_u16_without_local_memory(#[values(80, 90)] sm: u32) {
+    let f = vector_add::add::trace::<u8>(&Specialization::default(), 256).unwrap();
+    let text = ptx(&f, sm, 4);
+    assert!(!text.contains(".local"), "{text}");
+    for v in ["ld.global.u16", "st.global.u16"] {
+        assert!(text.contains(v), "no {v} in\n{text}");
+    }
+    let n = 501;
+    let x: Array1<u8> = (0..n).map(|i| (i * 37 % 251) as u8).collect();
+    let y: Array1<u8> = (0..n).map(|i| (i * 11 % 253) as u8).collect();
+    let opts = tritium::LaunchOptions {
+        emulated_sm: Some(sm),
+        ..Default::default()
+    };
+    let (got, want, _) = emulated_and_interpreted(|d| {
+        let mut out = Array1::<u8>::zeros(n);
+        vector_add::add::launch_with(d, 2, &opts, &mut out, &x, &y, n as i32, 256).unwrap();
+        out
+    });
+    assert_eq!(got, want);
+    let sums: Array1<u8> = x.iter().zip(&y).map(|(a, b)| a.wrapping_add(*b)).collect();
+    assert_eq!(want, sums);
+}
+
 /// Copies `x[..N]` reversed into `out`.
 #[tritium::kernel]
 fn reversed_copy<T: tritium::prelude::Element>(out: Ptr<T>, x: Ptr<T>, #[constexpr] N: usize) {

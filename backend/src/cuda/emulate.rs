@@ -715,23 +715,24 @@ pub(crate) fn compiled(
     trace: TraceFn<'_>,
 ) -> Result<Arc<EmulatedKernel>> {
     static COMPILED: OnceMap<MemKey, EmulatedKernel> = OnceMap::new();
-    // `sm` changes the host build only where it chooses Hopper's `wgmma`.
+    // `sm` changes the host build only where it chooses Hopper's `wgmma`: one kernel for
+    // the others (compiled with the first launch's `sm`, which only `gpu_ptx_dir` reads).
     let sm = match super::target::uses_wgmma(options.sm) {
         true => options.sm,
         false => 0,
     };
-    let options = CudaCompileOptions { sm, ..*options };
+    let keyed = CudaCompileOptions { sm, ..*options };
     let compile_options = launch.compile_options();
     COMPILED.get_or_make_like(
-        &(key, spec, &options, &compile_options),
-        |k| k.0 == *key && k.1 == *spec && k.2 == options && k.3 == compile_options,
-        || (key.clone(), spec.clone(), options, compile_options.clone()),
-        || compile(trace(spec)?, &options, &compile_options),
+        &(key, spec, &keyed, &compile_options),
+        |k| k.0 == *key && k.1 == *spec && k.2 == keyed && k.3 == compile_options,
+        || (key.clone(), spec.clone(), keyed, compile_options.clone()),
+        || compile(trace(spec)?, options, &compile_options),
     )
 }
 
-/// Generates `f` with the CUDA code generator for the host and loads it (`options.sm` is
-/// ignored).
+/// Generates `f` with the CUDA code generator for the host and loads it (`options.sm`
+/// counts where it chooses Hopper's `wgmma`, and names the PTX [`gpu_ptx_dir`] gets).
 pub(crate) fn compile(
     f: Function,
     options: &CudaCompileOptions,
@@ -747,6 +748,9 @@ pub(crate) fn compile(
         if let Some(bits) = crate::launch::SiteBits::of(&checked_sites) {
             generated.sites = crate::launch::SiteChecks::Listed(bits);
         }
+    }
+    if let Some(dir) = gpu_ptx_dir() {
+        write_gpu_ptx(dir, &f, &generated);
     }
     let c = pipeline::compile::compile(&Emulator(generated), f, compile_options)?;
     let maps = tensor_map::planned(&c.function, &generated);
@@ -766,6 +770,44 @@ pub(crate) fn compile(
         sites,
         maps,
     })
+}
+
+/// Where the emulator also writes the PTX a GPU would load for each kernel it compiles
+/// (`TRITIUM_EMULATOR_PTX`, a directory; read once per process), so that `scripts/dev
+/// ptx-sweep` can assemble what every emulated test and fuzzed program runs with `ptxas`:
+/// the emulator runs the code generator's output for the host, which says nothing of
+/// whether `ptxas` takes its PTX (inline PTX operands, the target's instruction set,
+/// registers and spills).
+fn gpu_ptx_dir() -> Option<&'static std::path::Path> {
+    static DIR: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        std::env::var_os("TRITIUM_EMULATOR_PTX")
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from)
+    })
+    .as_deref()
+}
+
+/// Writes `f`'s PTX for a GPU launch with `options` (for the architecture the emulator
+/// emulates: `TRITIUM_EMULATE_SM`, `LaunchOptions::emulated_sm`) as
+/// `<dir>/tritium_<kernel>_<hash>.sm_<sm>.ptx`, the hash of the text (one file per distinct
+/// kernel), or the compile's error as `.error`. A debugging aid, as dumps are: a file that
+/// cannot be written is skipped.
+fn write_gpu_ptx(dir: &std::path::Path, f: &Function, options: &CudaCompileOptions) {
+    use std::hash::{Hash, Hasher};
+    let sm = options.sm;
+    let (text, ext) = match super::compile_ptx(f, "kernel", options) {
+        Ok(ptx) => (ptx.text, "ptx"),
+        Err(e) => (format!("{e}\n"), "error"),
+    };
+    // `DefaultHasher::new` has fixed keys: the same text gets the same name in every run.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    let symbol = pipeline::dump::symbol(&f.name, &format!("{:016x}", h.finish()));
+    let path = dir.join(format!("{symbol}.sm_{sm}.{ext}"));
+    if !path.exists() {
+        let _ = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(path, text));
+    }
 }
 
 /// The emulator target: the CUDA code generator with the emulator's hooks, for the host

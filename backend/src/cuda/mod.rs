@@ -103,7 +103,8 @@ pub fn run_emulated(
     run_emulated_with(f, grid, args, &options)
 }
 
-/// [`run_emulated`] with the code generated as for `options` (`sm` is ignored): in
+/// [`run_emulated`] with the code generated as for `options` (of `sm`, only whether it
+/// chooses Hopper's `wgmma`): in
 /// checked mode, an out-of-bounds access is the same [`Error::Runtime`] as on the CPU.
 pub fn run_emulated_with(
     f: &Function,

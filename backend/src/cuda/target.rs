@@ -22,8 +22,10 @@ pub(crate) const TRIPLE: &str = "nvptx64-nvidia-cuda";
 
 /// The architectures Tritium generates code for, with the PTX ISA version each is given:
 /// at least 7.5 (CUDA 11.5's, for `cp.async`'s `ignore-src` predicate; Triton's PTX is
-/// 8.x everywhere), 7.8 for `sm_89`, and 8.0 for Hopper's `wgmma` (`sm_90a`).
-const ARCHITECTURES: &[(u32, u32)] = &[(80, 75), (86, 75), (87, 75), (89, 78), (90, 80)];
+/// 8.x everywhere), 8.1 for `sm_89` (whose fp8 conversions, `cvt` with `.e4m3x2` or
+/// `.e5m2x2` as Triton's inline asm writes them, ptxas takes from 8.1 on there; 7.8 is
+/// the least that names `sm_89`), and 8.0 for Hopper's `wgmma` (`sm_90a`).
+const ARCHITECTURES: &[(u32, u32)] = &[(80, 75), (86, 75), (87, 75), (89, 81), (90, 80)];
 
 /// The PTX target name of `sm`: `sm_90a` (the architecture-specific features: `wgmma`)
 /// for Hopper, `sm_XX` otherwise.

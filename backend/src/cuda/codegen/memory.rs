@@ -20,6 +20,7 @@
 use super::Gen;
 use crate::launch::checked::{FAULT_WORDS, PARAM_WORDS};
 use crate::llvm::{CodegenError, Positioned, Result};
+use inkwell::types::BasicTypeEnum;
 use inkwell::values::{
     AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,
 };
@@ -105,31 +106,27 @@ impl<'ctx> Gen<'ctx, '_> {
             // only user is a phi stays one `ld.global.v*` (it is not split into scalars).
             let fast =
                 self.chunk_is_whole(&ptrs[j0..j0 + c], &conds[j0..j0 + c], d, consecutive)?;
-            let vt = st.vector_of(c);
+            let ct = self.chunk_type(st, c);
             let chunk = self.two_paths(
                 fast,
                 &mut |g| {
                     let p = ptrs[j0].into_pointer_value();
-                    let v = g.global_load(vt.into(), p, hints)?;
+                    let v = g.global_load(ct, p, hints)?;
                     set_align(v, (c * d.size_bytes()) as u32);
                     Ok(vec![v])
                 },
                 &mut |g| {
-                    let mut v = vt.get_undef();
-                    for k in 0..c {
-                        let j = j0 + k;
+                    let mut elems = Vec::with_capacity(c);
+                    for j in j0..j0 + c {
                         let other = g.to_storage(others[j], elem)?;
-                        let e = g.when_value(conds[j], other, &mut |g| {
+                        elems.push(g.when_value(conds[j], other, &mut |g| {
                             g.global_load(st, ptrs[j].into_pointer_value(), hints)
-                        })?;
-                        v = g.b.build_insert_element(v, e, g.i32c(k as u64), "")?;
+                        })?);
                     }
-                    Ok(vec![v.into()])
+                    Ok(vec![g.pack_chunk(ct, &elems)?])
                 },
             )?;
-            let v: VectorValue = chunk[0].into_vector_value();
-            for k in 0..c {
-                let e = self.b.build_extract_element(v, self.i32c(k as u64), "")?;
+            for e in self.unpack_chunk(chunk[0], st, c)? {
                 out.push(self.decode_storage(e, elem)?);
             }
         }
@@ -202,17 +199,16 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             let fast =
                 self.chunk_is_whole(&ptrs[range.clone()], &conds[range.clone()], d, consecutive)?;
-            let vt = self.storage_ty(d).vector_of(c);
+            let ct = self.chunk_type(self.storage_ty(d), c);
             self.two_paths(
                 fast,
                 &mut |g| {
-                    let mut v = vt.get_undef();
-                    for k in 0..c {
-                        let s = g.to_storage(values[j0 + k], elem)?;
-                        v = g.b.build_insert_element(v, s, g.i32c(k as u64), "")?;
-                    }
+                    let elems = (j0..j0 + c)
+                        .map(|j| g.to_storage(values[j], elem))
+                        .collect::<Result<Vec<_>>>()?;
+                    let v = g.pack_chunk(ct, &elems)?;
                     let align = (c * d.size_bytes()) as u32;
-                    g.global_store(ptrs[j0].into_pointer_value(), v.into(), hints, Some(align))?;
+                    g.global_store(ptrs[j0].into_pointer_value(), v, hints, Some(align))?;
                     Ok(vec![])
                 },
                 scalar_path,
@@ -658,6 +654,60 @@ impl<'ctx> Gen<'ctx, '_> {
             ok = b.build_and(ok, *c, "")?;
         }
         Ok(ok)
+    }
+
+    /// The type a chunk of `c` storage elements `st` is accessed as: a vector, but for two
+    /// bytes an `i16`. LLVM 19's NVPTX backend has no register form of `<2 x i8>`: a phi
+    /// of one (the two paths' join) went through local memory (`st.v2.u8` then `ld.u16`;
+    /// `scripts/dev ptx-sweep` found it in fp8 attention).
+    fn chunk_type(&self, st: BasicTypeEnum<'ctx>, c: usize) -> BasicTypeEnum<'ctx> {
+        match st {
+            BasicTypeEnum::IntType(t) if t.get_bit_width() == 8 && c == 2 => {
+                self.ctx.i16_type().into()
+            }
+            _ => st.vector_of(c).into(),
+        }
+    }
+
+    /// Elements `elems` (storage form) as one chunk of type `ct` ([`Self::chunk_type`]):
+    /// the first at the lowest address (the low byte of an `i16`).
+    fn pack_chunk(
+        &self,
+        ct: BasicTypeEnum<'ctx>,
+        elems: &[BasicValueEnum<'ctx>],
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let b = self.b;
+        if let BasicTypeEnum::IntType(t) = ct {
+            let word = |e: &BasicValueEnum<'ctx>| b.build_int_z_extend(e.into_int_value(), t, "");
+            let high = b.build_left_shift(word(&elems[1])?, t.const_int(8, false), "")?;
+            return Ok(b.build_or(word(&elems[0])?, high, "")?.into());
+        }
+        let mut v = ct.into_vector_type().get_undef();
+        for (k, e) in elems.iter().enumerate() {
+            v = b.build_insert_element(v, *e, self.i32c(k as u64), "")?;
+        }
+        Ok(v.into())
+    }
+
+    /// The `c` elements (storage type `st`) of a chunk made by [`Self::pack_chunk`].
+    fn unpack_chunk(
+        &self,
+        chunk: BasicValueEnum<'ctx>,
+        st: BasicTypeEnum<'ctx>,
+        c: usize,
+    ) -> Result<Vec<BasicValueEnum<'ctx>>> {
+        let b = self.b;
+        if let BasicValueEnum::IntValue(w) = chunk {
+            let high = b.build_right_shift(w, w.get_type().const_int(8, false), false, "")?;
+            return [w, high]
+                .into_iter()
+                .map(|x| Ok(b.build_int_truncate(x, st.into_int_type(), "")?.into()))
+                .collect();
+        }
+        let v: VectorValue = chunk.into_vector_value();
+        (0..c)
+            .map(|k| Ok(b.build_extract_element(v, self.i32c(k as u64), "")?))
+            .collect()
     }
 
     /// Emits `fast` where `cond` holds and `slow` elsewhere; joins their values with phis.
