@@ -667,6 +667,9 @@ fn the_ptx_passes_several_results_and_wide_packs() {
     );
     assert_eq!(registers(&blocks[0]).len(), 3, "{}", blocks[0]);
     let text = ptx_for(&fp8_to_f16::trace(&spec, 2, 512).unwrap(), 89);
+    // The two bytes of a 16-bit operand are packed in registers, not through local memory
+    // (as a `<2 x i8>` bitcast to `i16` was).
+    assert!(!text.contains(".local"), "{text}");
     let blocks = asm_blocks(&text, "cvt.rn.f16x2.e4m3x2");
     assert_eq!(blocks.len(), 2, "{text}");
     for b in &blocks {

@@ -84,15 +84,6 @@ impl<'ctx> Emit<'_, 'ctx> {
         self.fp8_keep_infinity(pair, 8, hi, f)
     }
 
-    /// The i16 of bytes `lo` (low) and `hi`.
-    fn byte_pair(&self, lo: IntValue<'ctx>, hi: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
-        let (b, i16t) = (self.b, self.ctx.i16_type());
-        let lo = b.build_int_z_extend(lo, i16t, "")?;
-        let hi = b.build_int_z_extend(hi, i16t, "")?;
-        let hi = b.build_left_shift(hi, i16t.const_int(8, false), "")?;
-        Ok(b.build_or(lo, hi, "")?)
-    }
-
     /// Whether [`Emit::fp8_pair_for_products`] fixes up infinities of `f` (E5M2 by the
     /// conversion instruction): a caller may then check for them once and skip it.
     pub(crate) fn fp8_fixes_infinities(&self, f: Fp8Format) -> bool {

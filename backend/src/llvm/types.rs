@@ -21,6 +21,31 @@ pub(crate) enum HalfNans {
 }
 
 impl<'ctx> Emit<'_, 'ctx> {
+    /// The i16 of bytes `lo` (low, at the lower address) and `hi`. Two bytes travel as
+    /// one: LLVM 19's NVPTX backend keeps no `<2 x i8>` in registers, and put each one
+    /// (a phi of one, a bitcast to or from `i16`) through local memory.
+    pub(crate) fn byte_pair(
+        &self,
+        lo: IntValue<'ctx>,
+        hi: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let (b, i16t) = (self.b, self.ctx.i16_type());
+        let lo = b.build_int_z_extend(lo, i16t, "")?;
+        let hi = b.build_int_z_extend(hi, i16t, "")?;
+        let hi = b.build_left_shift(hi, i16t.const_int(8, false), "")?;
+        Ok(b.build_or(lo, hi, "")?)
+    }
+
+    /// The bytes (low, high) of the i16 `pair` ([`Emit::byte_pair`]'s inverse).
+    pub(crate) fn pair_bytes(&self, pair: IntValue<'ctx>) -> Result<[IntValue<'ctx>; 2]> {
+        let (b, i8t) = (self.b, self.ctx.i8_type());
+        let high = b.build_right_shift(pair, pair.get_type().const_int(8, false), false, "")?;
+        Ok([
+            b.build_int_truncate(pair, i8t, "")?,
+            b.build_int_truncate(high, i8t, "")?,
+        ])
+    }
+
     /// The register form of `d`.
     pub(crate) fn compute_ty(&self, d: DType) -> BasicTypeEnum<'ctx> {
         let c = self.ctx;

@@ -269,6 +269,14 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             let wide = reg.into_int_type();
             return Ok(self.b.build_int_z_extend(b, wide, "")?.into());
         }
+        if let [lo, hi] = bits[..] {
+            if lo.get_type().get_bit_width() == 8 {
+                // Not a `<2 x i8>`: see `Emit::byte_pair`.
+                return Ok(self
+                    .b
+                    .build_bit_cast(self.emit().byte_pair(lo, hi)?, reg, "")?);
+            }
+        }
         let vt = bits[0].get_type().vec_type(bits.len() as u32);
         let mut v = vt.get_undef();
         for (i, b) in bits.iter().enumerate() {
@@ -303,6 +311,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             } else {
                 self.b.build_int_truncate(raw, it, "")?
             }]
+        } else if per_register == 2 && w == 8 {
+            // Not a `<2 x i8>`: see `Emit::byte_pair`.
+            let pair = (self.b).build_int_truncate_or_bit_cast(raw, self.ctx.i16_type(), "")?;
+            self.emit().pair_bytes(pair)?.to_vec()
         } else {
             let v = self
                 .b

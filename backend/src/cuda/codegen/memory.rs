@@ -126,7 +126,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     Ok(vec![g.pack_chunk(ct, &elems)?])
                 },
             )?;
-            for e in self.unpack_chunk(chunk[0], st, c)? {
+            for e in self.unpack_chunk(chunk[0], c)? {
                 out.push(self.decode_storage(e, elem)?);
             }
         }
@@ -657,9 +657,9 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The type a chunk of `c` storage elements `st` is accessed as: a vector, but for two
-    /// bytes an `i16`. LLVM 19's NVPTX backend has no register form of `<2 x i8>`: a phi
-    /// of one (the two paths' join) went through local memory (`st.v2.u8` then `ld.u16`;
-    /// `scripts/dev ptx-sweep` found it in fp8 attention).
+    /// bytes an `i16` ([`crate::llvm::Emit::byte_pair`]: a `<2 x i8>` phi of the two
+    /// paths went through local memory, `st.v2.u8` then `ld.u16`, which `scripts/dev
+    /// ptx-sweep` found in fp8 attention).
     fn chunk_type(&self, st: BasicTypeEnum<'ctx>, c: usize) -> BasicTypeEnum<'ctx> {
         match st {
             BasicTypeEnum::IntType(t) if t.get_bit_width() == 8 && c == 2 => {
@@ -676,37 +676,31 @@ impl<'ctx> Gen<'ctx, '_> {
         ct: BasicTypeEnum<'ctx>,
         elems: &[BasicValueEnum<'ctx>],
     ) -> Result<BasicValueEnum<'ctx>> {
-        let b = self.b;
-        if let BasicTypeEnum::IntType(t) = ct {
-            let word = |e: &BasicValueEnum<'ctx>| b.build_int_z_extend(e.into_int_value(), t, "");
-            let high = b.build_left_shift(word(&elems[1])?, t.const_int(8, false), "")?;
-            return Ok(b.build_or(word(&elems[0])?, high, "")?.into());
+        if ct.is_int_type() {
+            let [lo, hi] = [elems[0], elems[1]].map(|e| e.into_int_value());
+            return Ok(self.emit().byte_pair(lo, hi)?.into());
         }
         let mut v = ct.into_vector_type().get_undef();
         for (k, e) in elems.iter().enumerate() {
-            v = b.build_insert_element(v, *e, self.i32c(k as u64), "")?;
+            v = self
+                .b
+                .build_insert_element(v, *e, self.i32c(k as u64), "")?;
         }
         Ok(v.into())
     }
 
-    /// The `c` elements (storage type `st`) of a chunk made by [`Self::pack_chunk`].
+    /// The `c` elements (storage form) of a chunk made by [`Self::pack_chunk`].
     fn unpack_chunk(
         &self,
         chunk: BasicValueEnum<'ctx>,
-        st: BasicTypeEnum<'ctx>,
         c: usize,
     ) -> Result<Vec<BasicValueEnum<'ctx>>> {
-        let b = self.b;
-        if let BasicValueEnum::IntValue(w) = chunk {
-            let high = b.build_right_shift(w, w.get_type().const_int(8, false), false, "")?;
-            return [w, high]
-                .into_iter()
-                .map(|x| Ok(b.build_int_truncate(x, st.into_int_type(), "")?.into()))
-                .collect();
+        if let BasicValueEnum::IntValue(pair) = chunk {
+            return Ok(self.emit().pair_bytes(pair)?.map(Into::into).to_vec());
         }
         let v: VectorValue = chunk.into_vector_value();
         (0..c)
-            .map(|k| Ok(b.build_extract_element(v, self.i32c(k as u64), "")?))
+            .map(|k| Ok(self.b.build_extract_element(v, self.i32c(k as u64), "")?))
             .collect()
     }
 
