@@ -272,9 +272,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         if let [lo, hi] = bits[..] {
             if lo.get_type().get_bit_width() == 8 {
                 // Not a `<2 x i8>`: see `Emit::byte_pair`.
-                return Ok(self
-                    .b
-                    .build_bit_cast(self.emit().byte_pair(lo, hi)?, reg, "")?);
+                let pair = self.emit().byte_pair(lo, hi)?;
+                let wide = self.ctx.custom_width_int_type(Self::bits_of(reg));
+                let word = (self.b).build_int_z_extend_or_bit_cast(pair, wide, "")?;
+                return Ok(self.b.build_bit_cast(word, reg, "")?);
             }
         }
         let vt = bits[0].get_type().vec_type(bits.len() as u32);
