@@ -257,26 +257,21 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         e: Elem,
         reg: BasicTypeEnum<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
-        let bits: Vec<IntValue<'ctx>> = vals
+        let mut bits: Vec<IntValue<'ctx>> = vals
             .iter()
             .map(|v| self.asm_bits(*v, e))
             .collect::<Result<_>>()?;
-        if bits.len() == 1 {
-            let b = bits[0];
-            if b.get_type().get_bit_width() == Self::bits_of(reg) {
-                return Ok(self.b.build_bit_cast(b, reg, "")?);
-            }
-            let wide = reg.into_int_type();
-            return Ok(self.b.build_int_z_extend(b, wide, "")?.into());
-        }
         if let [lo, hi] = bits[..] {
             if lo.get_type().get_bit_width() == 8 {
-                // Not a `<2 x i8>`: see `Emit::byte_pair`.
-                let pair = self.emit().byte_pair(lo, hi)?;
-                let wide = self.ctx.custom_width_int_type(Self::bits_of(reg));
-                let word = (self.b).build_int_z_extend_or_bit_cast(pair, wide, "")?;
-                return Ok(self.b.build_bit_cast(word, reg, "")?);
+                // One i16, not a `<2 x i8>`: see `Emit::byte_pair`.
+                bits = vec![self.emit().byte_pair(lo, hi)?];
             }
+        }
+        if let [b] = bits[..] {
+            // Zero-extended to the register's width (as an integer), then its type.
+            let wide = self.ctx.custom_width_int_type(Self::bits_of(reg));
+            let word = self.b.build_int_z_extend_or_bit_cast(b, wide, "")?;
+            return Ok(self.b.build_bit_cast(word, reg, "")?);
         }
         let vt = bits[0].get_type().vec_type(bits.len() as u32);
         let mut v = vt.get_undef();
