@@ -2245,3 +2245,72 @@ fn fragment_row_extremes_fold_from_the_first_register(#[values(80, 90)] sm: u32)
         "{text}"
     );
 }
+
+/// Memory other CUDA code allocated (a cudarc slice on a stream of its own, as candle's
+/// tensors are) is a kernel argument where it lies: a launch on another stream waits for
+/// the work queued on the slice's stream and that stream then waits for the launch; one
+/// on the slice's own stream (`Stream::from_cuda_stream`) queues in order there.
+#[test]
+fn cudarc_slices_are_kernel_arguments_ordered_by_their_stream() {
+    let Some(gpu) = cuda_device("cudarc_slices_are_kernel_arguments_ordered_by_their_stream")
+    else {
+        return;
+    };
+    let n = 1 << 20;
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let owner = ctx.new_stream().unwrap();
+    let (xs, ys) = (random_f32(n, 3), random_f32(n, 4));
+    let x = owner.clone_htod(&xs).unwrap();
+    let y = owner.clone_htod(&ys).unwrap();
+    let mut out = owner.alloc_zeros::<f32>(n).unwrap();
+    // On the device's default stream: ordered after the copies queued on `owner`.
+    tritium_kernels::vector_add::add::launch(
+        &gpu,
+        n.div_ceil(1024),
+        &mut out,
+        &x,
+        &y,
+        n as i32,
+        1024,
+    )
+    .unwrap();
+    // Queued on `owner` after the launch: reads what it wrote.
+    let got = owner.clone_dtoh(&out).unwrap();
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| a + b).collect();
+    assert_eq!(got, want);
+    // On the owner's stream itself, twice in a row (out += x).
+    let options = tritium::LaunchOptions {
+        stream: Some(Stream::from_cuda_stream(owner.clone()).unwrap()),
+        ..Default::default()
+    };
+    let mut again = owner.alloc_zeros::<f32>(n).unwrap();
+    for _ in 0..2 {
+        let prev = owner.clone_dtod(&again).unwrap();
+        tritium_kernels::vector_add::add::launch_with(
+            &gpu,
+            n.div_ceil(1024),
+            &options,
+            &mut again,
+            &prev,
+            &x,
+            n as i32,
+            1024,
+        )
+        .unwrap();
+    }
+    let got = owner.clone_dtoh(&again).unwrap();
+    assert_eq!(got, xs.iter().map(|a| a + a).collect::<Vec<_>>());
+    // A slice too short for the launch is an error before anything runs.
+    let short = owner.alloc_zeros::<f32>(n / 2).unwrap();
+    let e = tritium_kernels::vector_add::add::launch(
+        &gpu,
+        n.div_ceil(1024),
+        &mut out,
+        &short,
+        &y,
+        n as i32,
+        1024,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("out-of-bounds"), "{e}");
+}

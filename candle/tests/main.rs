@@ -3,6 +3,8 @@
 //! ops in their modules (forward against candle-nn, backward against candle's autograd).
 
 mod cross_entropy;
+#[cfg(feature = "cuda")]
+mod cuda;
 mod kernel_op;
 mod rope;
 mod softmax;

@@ -156,8 +156,8 @@ pub(crate) fn launch(
         values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
     params.extend(maps.iter_mut().map(|m| m.as_mut_ptr().cast()));
     gpu.bind()?;
-    for &(writes, uses) in &args.device_uses {
-        uses.order_before(&stream, writes)?;
+    for (writes, uses) in &args.device_uses {
+        uses.order_before(&stream, *writes)?;
     }
     let [x, y, z] = grid.0;
     // SAFETY: `params` has one pointer per kernel parameter (checked by `check_args`; the
@@ -177,8 +177,8 @@ pub(crate) fn launch(
         )
     }
     .map_err(|e| driver_error(&format!("launching `{}`", key.name), e))?;
-    for &(writes, uses) in &args.device_uses {
-        uses.record(&stream, writes)?;
+    for (writes, uses) in &args.device_uses {
+        uses.record(&stream, *writes)?;
     }
     if staged.regions.is_empty() && check.is_none() {
         // Only device memory: asynchronous, like Triton; a failure shows at the next

@@ -1,7 +1,7 @@
 //! Host arguments of a launch: borrowed buffers and scalars, type-checked by Rust generics.
 
 use super::view::ViewLayout;
-use crate::runtime::UseTracker;
+use crate::runtime::{DeviceUse, UseTracker};
 use ndarray::{ArrayBase, Data, DataMut, Dimension, RawData};
 use std::marker::PhantomData;
 use tritium_dsl::trace::Element;
@@ -101,7 +101,7 @@ impl<T> Held for T {}
 #[derive(Clone)]
 pub struct PackedPtr<'a> {
     raw: RawBuffer,
-    uses: Option<&'a UseTracker>,
+    uses: Option<DeviceUse<'a>>,
     /// A [`PtrTable`]'s entries.
     pointees: Vec<PackedPtr<'a>>,
     /// Kept until the launch returns (a lock that keeps the buffer from being written).
@@ -155,7 +155,21 @@ impl<'a> PackedPtr<'a> {
 
     pub(crate) fn tracked(raw: RawBuffer, uses: &'a UseTracker) -> Self {
         PackedPtr {
-            uses: Some(uses),
+            uses: Some(DeviceUse::Tracked(uses)),
+            ..PackedPtr::plain(raw)
+        }
+    }
+
+    /// Device memory other CUDA code owns, ordered through its owner's `stream` (see
+    /// [`DeviceUse::Owned`]), valid while `hold` lives.
+    pub(crate) fn owned_by(
+        raw: RawBuffer,
+        stream: std::sync::Arc<cudarc::driver::CudaStream>,
+        hold: Option<std::sync::Arc<dyn Held>>,
+    ) -> Self {
+        PackedPtr {
+            uses: Some(DeviceUse::Owned(stream)),
+            hold,
             ..PackedPtr::plain(raw)
         }
     }
@@ -380,7 +394,7 @@ pub struct KernelArgs<'a> {
     pub pointees: Vec<Pointee>,
     /// Device tensors among the buffers (arguments and pointees): whether the launch may
     /// write them, and their use trackers.
-    pub(crate) device_uses: Vec<(bool, &'a UseTracker)>,
+    pub(crate) device_uses: Vec<(bool, DeviceUse<'a>)>,
     /// What the arguments keep alive until the launch returns.
     holds: Vec<std::sync::Arc<dyn Held>>,
     /// Arguments that cannot be passed: `argument `name`: why`.

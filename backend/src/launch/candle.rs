@@ -4,6 +4,10 @@
 //! launch returns, so no in-place candle op writes it meanwhile. Tensors are read-only
 //! arguments: candle's tensors share storage between clones, so a kernel's outputs are
 //! arrays or buffers made into tensors afterwards (`tritium-candle` does that).
+//!
+//! With the `candle-cuda` feature a CUDA tensor is passed the same way, its device
+//! address from its storage's cudarc slice: the launch orders itself through the slice's
+//! stream, candle's (see `runtime/cudarc_slice.rs`, which passes cudarc slices).
 
 use super::args::{PackedPtr, PtrArg, RawBuffer};
 use super::view::ViewLayout;
@@ -57,44 +61,88 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r Tensor {
         };
         let locked = Locked::new(self);
         let (storage, layout): (&Storage, _) = (&locked.guard, locked.tensor.layout());
-        let base = match storage {
-            Storage::Cpu(s) => cpu_address(s),
+        let (base, memory) = match storage {
+            Storage::Cpu(s) => (cpu_address(s), Memory::Host),
+            #[cfg(feature = "candle-cuda")]
+            Storage::Cuda(s) => {
+                let (base, stream) = cuda::address(s);
+                let raw = laid_out(
+                    base,
+                    layout,
+                    dtype,
+                    Memory::Cuda(stream.context().ordinal()),
+                );
+                let hold: std::sync::Arc<dyn super::args::Held> = std::sync::Arc::new(locked);
+                return PackedPtr::owned_by(raw, stream, Some(hold));
+            }
             _ => {
                 let why = format!(
-                    "a candle tensor on {:?}: Tritium takes CPU tensors (CUDA ones with candle's `cuda` feature)",
+                    "a candle tensor on {:?}: Tritium takes CPU tensors (CUDA ones with the `cuda` feature of tritium-candle)",
                     self.device().location()
                 );
                 return PackedPtr::refused(empty, why);
             }
         };
-        let size = dtype.size_bytes();
-        let ptr = base + layout.start_offset() * size;
-        let (dims, strides) = (layout.dims(), layout.stride());
-        let strides: Vec<isize> = strides.iter().map(|s| *s as isize).collect();
-        let raw = if dims.contains(&0) {
-            RawBuffer {
-                ptr,
-                lo: ptr,
-                hi: ptr,
-                dtype,
-                ..empty
-            }
-        } else {
-            let max: usize = dims
-                .iter()
-                .zip(layout.stride())
-                .map(|(d, s)| (d - 1) * s)
-                .sum();
-            RawBuffer {
-                ptr,
-                lo: ptr,
-                hi: ptr + (max + 1) * size,
-                dtype,
-                view: ViewLayout::of(dims, &strides, size),
-                ..empty
-            }
-        };
-        PackedPtr::holding(raw, locked)
+        PackedPtr::holding(laid_out(base, layout, dtype, memory), locked)
+    }
+}
+
+/// The read-only buffer of a tensor whose storage starts at `base`: from its layout's
+/// offset, over the span its strides reach (a strided view where they leave gaps).
+fn laid_out(base: usize, layout: &candle_core::Layout, dtype: DType, memory: Memory) -> RawBuffer {
+    let size = dtype.size_bytes();
+    let ptr = base + layout.start_offset() * size;
+    let (dims, strides) = (layout.dims(), layout.stride());
+    let empty = RawBuffer {
+        ptr,
+        lo: ptr,
+        hi: ptr,
+        dtype,
+        writable: false,
+        memory,
+        view: None,
+    };
+    if dims.contains(&0) {
+        return empty;
+    }
+    let max: usize = dims.iter().zip(strides).map(|(d, s)| (d - 1) * s).sum();
+    let strides: Vec<isize> = strides.iter().map(|s| *s as isize).collect();
+    RawBuffer {
+        hi: ptr + (max + 1) * size,
+        view: ViewLayout::of(dims, &strides, size),
+        ..empty
+    }
+}
+
+#[cfg(feature = "candle-cuda")]
+mod cuda {
+    use candle_core::cuda_backend::{CudaStorage, CudaStorageSlice as S};
+    use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+    use std::sync::Arc;
+
+    /// The device address of a CUDA storage's first element and the stream it belongs to
+    /// (candle's device stream), which orders the launch ([`DeviceUse::Owned`]).
+    ///
+    /// [`DeviceUse::Owned`]: crate::runtime::DeviceUse::Owned
+    pub(super) fn address(s: &CudaStorage) -> (usize, Arc<CudaStream>) {
+        fn of<T>(slice: &CudaSlice<T>) -> (usize, Arc<CudaStream>) {
+            // On the slice's own stream: cudarc waits for nothing and records a read
+            // that the launch's ordering (after this) covers.
+            let (ptr, _record) = slice.device_ptr(slice.stream());
+            (ptr as usize, slice.stream().clone())
+        }
+        match &s.slice {
+            S::U8(v) | S::F6E2M3(v) | S::F6E3M2(v) | S::F4(v) | S::F8E8M0(v) => of(v),
+            S::U32(v) => of(v),
+            S::I16(v) => of(v),
+            S::I32(v) => of(v),
+            S::I64(v) => of(v),
+            S::BF16(v) => of(v),
+            S::F16(v) => of(v),
+            S::F32(v) => of(v),
+            S::F64(v) => of(v),
+            S::F8E4M3(v) => of(v),
+        }
     }
 }
 

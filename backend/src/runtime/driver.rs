@@ -81,10 +81,21 @@ fn sticky_hint(code: sys::CUresult) -> &'static str {
     }
 }
 
+/// Whether the driver's library opens (as cudarc's own check of its dynamic loading; where
+/// cudarc links CUDA at build time instead, candle's `cuda` feature, it is there).
+fn driver_library_present() -> bool {
+    ["libcuda.so.1", "libcuda.so", "nvcuda.dll"]
+        .iter()
+        .any(|name| {
+            // SAFETY: opening the driver's library runs only its initializers, as cudarc's
+            // own loading does; nothing is called through it here.
+            unsafe { libloading::Library::new(name) }.is_ok()
+        })
+}
+
 /// Why no CUDA device can be used here, or `None` when the driver loads and has a device.
 pub fn unavailable_reason() -> Option<String> {
-    // SAFETY: only tries to open the library; nothing is called through it.
-    if !unsafe { sys::is_culib_present() } {
+    if !driver_library_present() {
         return Some("no CUDA driver (libcuda.so.1 not found)".into());
     }
     if let Err(e) = result::init() {
@@ -185,6 +196,11 @@ impl CudaDevice {
     /// tensor copies run on it.
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// The device's (primary) context.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
     }
 
     /// Waits for everything queued on the device's default stream.

@@ -5,6 +5,7 @@
 //! launch vocabulary (`launch/`: device tensors are arguments) build on it; it knows
 //! nothing of code generation.
 
+mod cudarc_slice;
 mod device_tensor;
 mod driver;
 mod ptx;
@@ -16,5 +17,5 @@ pub(crate) use driver::driver_error;
 pub use driver::{unavailable_reason, CudaDevice};
 pub use ptx::Ptx;
 pub use stream::Stream;
-pub(crate) use stream::UseTracker;
+pub(crate) use stream::{DeviceUse, UseTracker};
 pub use tensor::CudaTensor;

@@ -55,6 +55,27 @@ impl Stream {
         self.inner.cu_stream().cast()
     }
 
+    /// The stream of other CUDA code in this process (cudarc's, e.g. a candle device's
+    /// `cuda_stream()`), so that launches queue on it in order with that code's work. It
+    /// must belong to a primary context (every cudarc context is one): an error names the
+    /// device otherwise.
+    pub fn from_cuda_stream(stream: Arc<CudaStream>) -> Result<Stream> {
+        let ordinal = stream.context().ordinal();
+        let device = Device::cuda(ordinal)?;
+        let Device::Cuda(gpu) = device else {
+            unreachable!("Device::cuda gives a CUDA device")
+        };
+        if stream.context().cu_ctx() != gpu.context().cu_ctx() {
+            return Err(Error::Device(format!(
+                "the stream belongs to a context of CUDA device {ordinal} other than its primary one, which Tritium's kernels are loaded into"
+            )));
+        }
+        Ok(Stream {
+            device: gpu,
+            inner: stream,
+        })
+    }
+
     pub(crate) fn gpu(&self) -> &Arc<CudaDevice> {
         &self.device
     }
@@ -131,6 +152,42 @@ fn record_into(slot: &mut Option<CudaEvent>, stream: &Arc<CudaStream>) -> Result
         None => {
             *slot = Some(stream.record_event(None).map_err(err)?);
             Ok(())
+        }
+    }
+}
+
+/// How a launch orders itself around one device buffer's other uses.
+#[derive(Clone)]
+pub(crate) enum DeviceUse<'a> {
+    /// A Tritium device tensor: its tracker's events (see [`UseTracker`]).
+    Tracked(&'a UseTracker),
+    /// Memory other CUDA code owns (a cudarc slice, a candle tensor), ordered through the
+    /// stream that owns it: a launch on another stream first waits for the work queued
+    /// there, and that stream then waits for the launch, so what its owner queues later
+    /// follows (frees included). A launch on the owner's stream needs neither.
+    Owned(Arc<CudaStream>),
+}
+
+impl DeviceUse<'_> {
+    /// Makes `stream` wait for what an access (`writes` or reads) must follow.
+    pub(crate) fn order_before(&self, stream: &CudaStream, writes: bool) -> Result<()> {
+        match self {
+            DeviceUse::Tracked(uses) => uses.order_before(stream, writes),
+            DeviceUse::Owned(owner) if !same(owner, stream) => stream
+                .join(owner)
+                .map_err(|e| driver_error("ordering a launch after its buffer's owner", e)),
+            DeviceUse::Owned(_) => Ok(()),
+        }
+    }
+
+    /// Records that work just queued on `stream` reads (or `writes`) the buffer.
+    pub(crate) fn record(&self, stream: &Arc<CudaStream>, writes: bool) -> Result<()> {
+        match self {
+            DeviceUse::Tracked(uses) => uses.record(stream, writes),
+            DeviceUse::Owned(owner) if !same(owner, stream) => owner
+                .join(stream)
+                .map_err(|e| driver_error("ordering a buffer's owner after a launch", e)),
+            DeviceUse::Owned(_) => Ok(()),
         }
     }
 }

@@ -1,0 +1,57 @@
+//! candle's CUDA tensors as kernel arguments (the `cuda` feature; run where a GPU is
+//! present, reported as skipped elsewhere): read where they lie from their layout's
+//! offset, the launch queued on candle's stream or ordered with it from another.
+
+use candle_core::{Device, Tensor};
+use tritium::backend::cuda::Stream;
+use tritium_kernels::vector_add::add;
+
+/// candle's CUDA device 0 and Tritium's, or `None` (the test is skipped) without a GPU.
+fn gpus(test: &str) -> Option<(Device, tritium::Device)> {
+    match (Device::new_cuda(0), tritium::Device::cuda(0)) {
+        (Ok(c), Ok(t)) => Some((c, t)),
+        (c, t) => {
+            eprintln!(
+                "skipped {test}: no GPU ({})",
+                c.err()
+                    .map_or_else(|| t.unwrap_err().to_string(), |e| e.to_string())
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn candle_cuda_tensors_are_kernel_arguments_where_they_lie() {
+    let Some((dev, gpu)) = gpus("candle_cuda_tensors_are_kernel_arguments_where_they_lie") else {
+        return;
+    };
+    let x = Tensor::arange(0f32, 100.0, &dev).unwrap();
+    let y = Tensor::full(0.5f32, 100, &dev).unwrap();
+    // Windows: the layout's offset is where the kernel's pointer starts.
+    let (xw, yw) = (x.narrow(0, 30, 40).unwrap(), y.narrow(0, 10, 40).unwrap());
+    let want: Vec<f32> = (30..70).map(|i| i as f32 + 0.5).collect();
+    let cuda = dev.as_cuda_device().unwrap();
+    let candle_stream = cuda.cuda_stream();
+    // The output in memory candle's stream allocated; the launch on Tritium's default
+    // stream, ordered with candle's.
+    let mut out = candle_stream.alloc_zeros::<f32>(40).unwrap();
+    add::launch(&gpu, 1, &mut out, &xw, &yw, 40, 64).unwrap();
+    assert_eq!(candle_stream.clone_dtoh(&out).unwrap(), want);
+    // Queued on candle's stream itself.
+    let options = tritium::LaunchOptions {
+        stream: Some(Stream::from_cuda_stream(candle_stream.clone()).unwrap()),
+        ..Default::default()
+    };
+    let mut on_candle = candle_stream.alloc_zeros::<f32>(40).unwrap();
+    add::launch_with(&gpu, 1, &options, &mut on_candle, &xw, &yw, 40, 64).unwrap();
+    assert_eq!(candle_stream.clone_dtoh(&on_candle).unwrap(), want);
+    // A launch past the window's end is an error, not a read of the tensor past it.
+    let mut long = candle_stream.alloc_zeros::<f32>(64).unwrap();
+    let e = add::launch(&gpu, 1, &mut long, &xw, &yw, 64, 64).unwrap_err();
+    assert!(e.to_string().contains("out-of-bounds"), "{e}");
+    // A CPU tensor beside them is staged, as a host array is.
+    let cpu = xw.to_device(&Device::Cpu).unwrap();
+    add::launch(&gpu, 1, &mut out, &cpu, &yw, 40, 64).unwrap();
+    assert_eq!(candle_stream.clone_dtoh(&out).unwrap(), want);
+}
