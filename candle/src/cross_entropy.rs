@@ -6,13 +6,12 @@
 //! its backward gives `dlogits = (softmax − onehot) / n_valid · g` (0 on ignored rows).
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, last_dim_contiguous, op_error, to_i32, zeros, PerFloat};
-use candle_core::backend::BackendStorage;
-use candle_core::{
-    CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor, WithDType,
+use crate::op::{
+    cpu_array, dispatch, last_dim_contiguous, op_error, to_i32, zeros, KernelFloat, PerFloat,
 };
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
-use tritium::dsl::trace::Float;
 use tritium::Device;
 use tritium_kernels::cross_entropy::{cross_entropy_bwd, cross_entropy_fwd};
 
@@ -142,7 +141,7 @@ impl PerFloat for Forward<'_> {
     /// The loss of each row, and the gradient of the logits when asked for.
     type Output = (Vec<f32>, Option<CpuStorage>);
 
-    fn run<T: Float + WithDType>(self) -> Result<Self::Output> {
+    fn run<T: KernelFloat>(self) -> Result<Self::Output> {
         let (n, v) = (self.n, self.v);
         let mut loss = vec![0f32; n];
         let mut lse = vec![0f32; n];

@@ -20,8 +20,10 @@
 //!   mean over rows not ignored, Liger-Kernel's fused version with PyTorch's
 //!   `ignore_index`).
 //!
-//! The ops run on CPU tensors; errors come back as candle errors naming what was wrong (a
-//! shape, a dtype, a device).
+//! The ops run on CPU tensors; with the `cuda` feature (candle's, which links CUDA at
+//! build time) CUDA tensors are kernel arguments too and [`KernelOp`]s ([`swiglu`]) run on
+//! them (`cuda_fwd`). Errors come back as candle errors naming what was wrong (a shape, a
+//! dtype, a device).
 
 pub mod cross_entropy;
 pub mod kernel_op;
@@ -33,7 +35,8 @@ pub mod softmax;
 pub mod swiglu;
 
 pub use cross_entropy::{cross_entropy, cross_entropy_with, CrossEntropy, IGNORE_INDEX};
-pub use kernel_op::{BinaryKernel, KernelOp, UnaryKernel};
+pub use kernel_op::{BinaryKernel, KernelOp, On, Out, Rows, UnaryKernel};
+pub use op::KernelFloat;
 pub use rms_norm::{rms_norm, RmsNorm};
 pub use rope::{rope, Rope};
 pub use softmax::{softmax_last_dim, SoftmaxLastDim};

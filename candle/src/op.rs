@@ -50,12 +50,33 @@ fn row_major_copy<'s, T: WithDType>(
     Ok(CowArray::from(array))
 }
 
+/// The element types of the ops: f32, f16 and bf16, with what candle's CUDA storage
+/// needs of them under the `cuda` feature (a kernel op's launches are generic over it).
+#[cfg(not(feature = "cuda"))]
+pub trait KernelFloat: Float + WithDType {}
+
+/// The element types of the ops: f32, f16 and bf16, with what candle's CUDA storage
+/// needs of them under the `cuda` feature (a kernel op's launches are generic over it).
+#[cfg(feature = "cuda")]
+pub trait KernelFloat:
+    Float
+    + WithDType
+    + candle_core::cuda_backend::CudaDType
+    + candle_core::cuda_backend::cudarc::driver::DeviceRepr
+    + candle_core::cuda_backend::cudarc::driver::ValidAsZeroBits
+{
+}
+
+impl KernelFloat for f32 {}
+impl KernelFloat for half::f16 {}
+impl KernelFloat for half::bf16 {}
+
 /// A computation over one element type, chosen at run time by [`dispatch`].
 pub trait PerFloat {
     /// What it gives.
     type Output;
     /// Runs it with elements of `T`.
-    fn run<T: Float + WithDType>(self) -> Result<Self::Output>;
+    fn run<T: KernelFloat>(self) -> Result<Self::Output>;
 }
 
 /// Runs `f` with the float type of `dtype` (f32, f16 or bf16), or names the dtype it

@@ -3,11 +3,10 @@
 //! and scales by `w`, with its backward (`dx` and `dw`) under candle's autograd.
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, on_cpu, same_dtype, zeros, PerFloat};
+use crate::op::{cpu_array, dispatch, on_cpu, same_dtype, zeros, KernelFloat, PerFloat};
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
-use tritium::dsl::trace::Float;
 use tritium::Device;
 use tritium_kernels::rms_norm::{rms_norm_bwd, rms_norm_fwd};
 
@@ -54,7 +53,7 @@ struct Forward<'a> {
 impl PerFloat for Forward<'_> {
     type Output = (CpuStorage, Vec<f32>);
 
-    fn run<T: Float + WithDType>(self) -> Result<Self::Output> {
+    fn run<T: KernelFloat>(self) -> Result<Self::Output> {
         let x = cpu_array::<T>(self.x.0, self.x.1)?;
         let w = cpu_array::<T>(self.w.0, self.w.1)?;
         let mut y = zeros::<T>(self.rows * self.n);
@@ -87,7 +86,7 @@ struct Backward<'a> {
 impl PerFloat for Backward<'_> {
     type Output = (Tensor, Tensor);
 
-    fn run<T: Float + WithDType>(self) -> Result<Self::Output> {
+    fn run<T: KernelFloat>(self) -> Result<Self::Output> {
         let (rows, n) = (self.rows, self.n);
         let grads = on_cpu(OP, self.x, |xs, xl| {
             on_cpu(OP, self.w, |ws, wl| {

@@ -6,12 +6,12 @@
 
 use crate::candle_error;
 use crate::op::{
-    cpu_array, dispatch, last_dim_contiguous, op_error, same_dtype, to_i32, zeros, PerFloat,
+    cpu_array, dispatch, last_dim_contiguous, op_error, same_dtype, to_i32, zeros, KernelFloat,
+    PerFloat,
 };
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
-use tritium::dsl::trace::Float;
 use tritium::Device;
 
 /// The op's name, in its errors.
@@ -104,7 +104,7 @@ struct Rotate<'a> {
 impl PerFloat for Rotate<'_> {
     type Output = CpuStorage;
 
-    fn run<T: Float + WithDType>(self) -> Result<CpuStorage> {
+    fn run<T: KernelFloat>(self) -> Result<CpuStorage> {
         let Dims {
             b,
             h,

@@ -4,11 +4,10 @@
 //! computed in f32 whatever the dtype, differentiable under candle's autograd.
 
 use crate::candle_error;
-use crate::op::{cpu_array, dispatch, op_error, same_dtype, to_i32, zeros, PerFloat};
+use crate::op::{cpu_array, dispatch, op_error, same_dtype, to_i32, zeros, KernelFloat, PerFloat};
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor, WithDType};
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
-use tritium::dsl::trace::Float;
 use tritium::{Device, LaunchOptions};
 use tritium_kernels::softmax::{softmax, softmax_bwd};
 
@@ -46,7 +45,7 @@ struct Forward<'a> {
 impl PerFloat for Forward<'_> {
     type Output = CpuStorage;
 
-    fn run<T: Float + WithDType>(self) -> Result<CpuStorage> {
+    fn run<T: KernelFloat>(self) -> Result<CpuStorage> {
         let (rows, n) = rows_of(self.x.1.dims())?;
         let mut y = zeros::<T>(rows * n);
         if !y.is_empty() {
@@ -77,7 +76,7 @@ struct Backward<'a> {
 impl PerFloat for Backward<'_> {
     type Output = CpuStorage;
 
-    fn run<T: Float + WithDType>(self) -> Result<CpuStorage> {
+    fn run<T: KernelFloat>(self) -> Result<CpuStorage> {
         let (rows, n) = rows_of(self.y.1.dims())?;
         let mut dx = zeros::<T>(rows * n);
         if !dx.is_empty() {

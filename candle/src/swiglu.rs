@@ -4,10 +4,9 @@
 //! with both gradients under candle's autograd: a [`BinaryKernel`], the kernels' launches
 //! and nothing else.
 
-use crate::kernel_op::{BinaryKernel, KernelOp, Rows};
-use candle_core::{Result, Tensor, WithDType};
-use tritium::dsl::trace::Float;
-use tritium::Device;
+use crate::kernel_op::{BinaryKernel, KernelOp, On, Out, Rows};
+use crate::op::KernelFloat;
+use candle_core::{Result, Tensor};
 use tritium_kernels::swiglu::{swiglu_bwd, swiglu_fwd};
 
 /// Elements per program.
@@ -31,16 +30,18 @@ impl BinaryKernel for SwiGlu {
         ["gate", "up"]
     }
 
-    fn forward<T: Float + WithDType>(
+    fn forward<T: KernelFloat>(
         &self,
+        on: &On,
         gate: &Rows<T>,
         up: &Rows<T>,
-        y: &mut [T],
+        y: &mut Out<T>,
     ) -> tritium::Result<()> {
         let n = y.len();
-        swiglu_fwd::launch(
-            &Device::cpu(),
+        swiglu_fwd::launch_with(
+            on.device(),
             n.div_ceil(BLOCK),
+            on.options(),
             y,
             gate,
             up,
@@ -49,19 +50,21 @@ impl BinaryKernel for SwiGlu {
         )
     }
 
-    fn backward<T: Float + WithDType>(
+    fn backward<T: KernelFloat>(
         &self,
+        on: &On,
         gate: &Rows<T>,
         up: &Rows<T>,
         dy: &Rows<T>,
-        dgate: &mut [T],
-        dup: &mut [T],
+        dgate: &mut Out<T>,
+        dup: &mut Out<T>,
     ) -> tritium::Result<()> {
         let n = dgate.len();
         let grid = n.div_ceil(BLOCK);
-        swiglu_bwd::launch(
-            &Device::cpu(),
+        swiglu_bwd::launch_with(
+            on.device(),
             grid,
+            on.options(),
             dgate,
             dup,
             dy,

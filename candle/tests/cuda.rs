@@ -55,3 +55,43 @@ fn candle_cuda_tensors_are_kernel_arguments_where_they_lie() {
     add::launch(&gpu, 1, &mut out, &cpu, &yw, 40, 64).unwrap();
     assert_eq!(candle_stream.clone_dtoh(&out).unwrap(), want);
 }
+
+/// A kernel op on CUDA tensors (`cuda_fwd`): SwiGLU forward and both gradients against
+/// candle's own CUDA ops and autograd, f32 and bf16, one operand a transposed view (read
+/// through a row-major copy on the device), the other where it lies.
+#[test]
+fn kernel_ops_run_on_candle_cuda_tensors_forward_and_backward() {
+    let Some((dev, _gpu)) = gpus("kernel_ops_run_on_candle_cuda_tensors_forward_and_backward")
+    else {
+        return;
+    };
+    use candle_core::{DType, Var};
+    for (dtype, tol) in [(DType::F32, 1e-5f32), (DType::BF16, 2e-2)] {
+        let on_gpu = |t: Tensor| t.to_dtype(dtype).unwrap().to_device(&dev).unwrap();
+        let gate = Var::from_tensor(&on_gpu(super::randn(&[6, 33, 40], 21))).unwrap();
+        let up = Var::from_tensor(&on_gpu(super::randn(&[6, 40, 33], 22))).unwrap();
+        let g = on_gpu(super::randn(&[6, 33, 40], 23));
+        let up_t = up.as_tensor().transpose(1, 2).unwrap();
+        let ours = tritium_candle::swiglu(gate.as_tensor(), &up_t).unwrap();
+        assert!(ours.device().is_cuda(), "the result stays on the GPU");
+        let theirs = (candle_nn::ops::silu(gate.as_tensor()).unwrap() * &up_t).unwrap();
+        let d = super::max_diff(&ours, &theirs);
+        assert!(
+            d <= tol * super::magnitude(&theirs),
+            "{dtype:?} forward: {d}"
+        );
+        let grads = |y: Tensor| {
+            let store = (y * &g).unwrap().sum_all().unwrap().backward().unwrap();
+            let get = |v: &Var| store.get(v.as_tensor()).unwrap().clone();
+            (get(&gate), get(&up))
+        };
+        let ((dg, du), (dg_ref, du_ref)) = (grads(ours), grads(theirs));
+        for (what, a, b) in [("dgate", &dg, &dg_ref), ("dup", &du, &du_ref)] {
+            let d = super::max_diff(a, b);
+            assert!(
+                d <= 4.0 * tol * super::magnitude(b),
+                "{dtype:?} {what}: {d}"
+            );
+        }
+    }
+}

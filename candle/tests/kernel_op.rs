@@ -3,10 +3,10 @@
 //! gradients against candle's own `gelu_erf`, f32 and bf16; an op without a backward.
 
 use super::{max_diff, randn};
-use candle_core::{Var, WithDType};
-use tritium::dsl::trace::Float;
+use candle_core::Var;
 use tritium::prelude::*;
-use tritium_candle::kernel_op::Rows;
+use tritium_candle::kernel_op::{On, Out, Rows};
+use tritium_candle::KernelFloat;
 use tritium_candle::{BinaryKernel, KernelOp, UnaryKernel};
 use tritium_kernels::activation::gelu_erf;
 
@@ -30,19 +30,37 @@ impl UnaryKernel for Gelu {
         "gelu"
     }
 
-    fn forward<T: Float + WithDType>(&self, x: &Rows<T>, y: &mut [T]) -> tritium::Result<()> {
+    fn forward<T: KernelFloat>(&self, on: &On, x: &Rows<T>, y: &mut Out<T>) -> tritium::Result<()> {
         let n = y.len();
-        gelu_erf::launch(&Device::cpu(), n.div_ceil(1024), y, x, n as i32, 1024)
+        gelu_erf::launch_with(
+            on.device(),
+            n.div_ceil(1024),
+            on.options(),
+            y,
+            x,
+            n as i32,
+            1024,
+        )
     }
 
-    fn backward<T: Float + WithDType>(
+    fn backward<T: KernelFloat>(
         &self,
+        on: &On,
         x: &Rows<T>,
         dy: &Rows<T>,
-        dx: &mut [T],
+        dx: &mut Out<T>,
     ) -> tritium::Result<()> {
         let n = dx.len();
-        gelu_erf_bwd::launch(&Device::cpu(), n.div_ceil(1024), dx, x, dy, n as i32, 1024)
+        gelu_erf_bwd::launch_with(
+            on.device(),
+            n.div_ceil(1024),
+            on.options(),
+            dx,
+            x,
+            dy,
+            n as i32,
+            1024,
+        )
     }
 }
 
@@ -55,8 +73,8 @@ impl UnaryKernel for ForwardOnly {
         "gelu-forward-only"
     }
 
-    fn forward<T: Float + WithDType>(&self, x: &Rows<T>, y: &mut [T]) -> tritium::Result<()> {
-        Gelu.forward(x, y)
+    fn forward<T: KernelFloat>(&self, on: &On, x: &Rows<T>, y: &mut Out<T>) -> tritium::Result<()> {
+        Gelu.forward(on, x, y)
     }
 }
 
@@ -146,23 +164,25 @@ impl UnaryKernel for RowSumSq {
         }
     }
 
-    fn forward<T: Float + WithDType>(&self, x: &Rows<T>, y: &mut [T]) -> tritium::Result<()> {
+    fn forward<T: KernelFloat>(&self, on: &On, x: &Rows<T>, y: &mut Out<T>) -> tritium::Result<()> {
         let n = Self::cols(x);
         let block = n.next_power_of_two();
-        row_sumsq::launch(&Device::cpu(), y.len(), y, x, n as i32, block)
+        row_sumsq::launch_with(on.device(), y.len(), on.options(), y, x, n as i32, block)
     }
 
-    fn backward<T: Float + WithDType>(
+    fn backward<T: KernelFloat>(
         &self,
+        on: &On,
         x: &Rows<T>,
         dy: &Rows<T>,
-        dx: &mut [T],
+        dx: &mut Out<T>,
     ) -> tritium::Result<()> {
         let n = Self::cols(x);
         let rows = dx.len() / n;
-        row_sumsq_bwd::launch(
-            &Device::cpu(),
+        row_sumsq_bwd::launch_with(
+            on.device(),
             rows,
+            on.options(),
             dx,
             x,
             dy,
@@ -220,16 +240,18 @@ impl BinaryKernel for ScaleRows {
         }
     }
 
-    fn forward<T: Float + WithDType>(
+    fn forward<T: KernelFloat>(
         &self,
+        on: &On,
         a: &Rows<T>,
         b: &Rows<T>,
-        y: &mut [T],
+        y: &mut Out<T>,
     ) -> tritium::Result<()> {
         let n = a.shape()[1];
-        scale_rows::launch(
-            &Device::cpu(),
+        scale_rows::launch_with(
+            on.device(),
             b.len(),
+            on.options(),
             y,
             a,
             b,
@@ -238,17 +260,20 @@ impl BinaryKernel for ScaleRows {
         )
     }
 
-    fn backward<T: Float + WithDType>(
+    #[allow(clippy::too_many_arguments)]
+    fn backward<T: KernelFloat>(
         &self,
+        on: &On,
         a: &Rows<T>,
         b: &Rows<T>,
         dy: &Rows<T>,
-        da: &mut [T],
-        db: &mut [T],
+        da: &mut Out<T>,
+        db: &mut Out<T>,
     ) -> tritium::Result<()> {
         let n = a.shape()[1];
-        let block = n.next_power_of_two();
-        scale_rows_bwd::launch(&Device::cpu(), b.len(), da, db, a, b, dy, n as i32, block)
+        let (grid, block) = (b.len(), n.next_power_of_two());
+        let (device, options) = (on.device(), on.options());
+        scale_rows_bwd::launch_with(device, grid, options, da, db, a, b, dy, n as i32, block)
     }
 }
 
@@ -324,4 +349,52 @@ fn kernels_whose_output_shape_differs_are_differentiable_candle_ops() {
         e.contains("row_sumsq") && e.contains("at least one element"),
         "{e}"
     );
+}
+
+/// A kernel op's launches take their device from `On`: the same `forward`/`backward` run
+/// on the CUDA emulator (the GPU's code, on the host) give the CPU's results.
+#[test]
+fn kernel_op_launches_run_on_the_device_they_are_given() {
+    use ndarray::{ArrayD, CowArray, IxDyn};
+    use tritium_candle::SwiGlu;
+    let n = 3000;
+    let array = |seed: u64| {
+        let t = randn(&[n], seed).to_vec1::<f32>().unwrap();
+        CowArray::from(ArrayD::from_shape_vec(IxDyn(&[n]), t).unwrap())
+    };
+    let (gate, up, dy) = (
+        Rows::host(array(31)),
+        Rows::host(array(32)),
+        Rows::host(array(33)),
+    );
+    let run = |device: Device| {
+        let on = On::new(device);
+        let (mut y, mut dg, mut du) = (vec![0f32; n], vec![0f32; n], vec![0f32; n]);
+        SwiGlu
+            .forward(&on, &gate, &up, &mut Out::Host(&mut y))
+            .unwrap();
+        let (mut dg_out, mut du_out) = (Out::Host(&mut dg), Out::Host(&mut du));
+        (SwiGlu.backward(&on, &gate, &up, &dy, &mut dg_out, &mut du_out)).unwrap();
+        (y, dg, du)
+    };
+    let cpu = run(Device::cpu());
+    assert!(cpu.0.iter().any(|v| *v != 0.0));
+    let emulated = run(Device::cuda_emulator());
+    use tritium::backend::pipeline::{stats, TargetKind};
+    for kernel in ["swiglu_fwd", "swiglu_bwd"] {
+        let on_emulator = stats().kernel_on(TargetKind::Emulator, kernel).compiles;
+        assert!(on_emulator > 0, "{kernel} ran on the emulator");
+    }
+    for (what, a, b) in [
+        ("y", &cpu.0, &emulated.0),
+        ("dgate", &cpu.1, &emulated.1),
+        ("dup", &cpu.2, &emulated.2),
+    ] {
+        let d = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        assert!(d <= 1e-5, "{what}: {d}");
+    }
 }

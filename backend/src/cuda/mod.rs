@@ -14,7 +14,10 @@ mod ptx_conversions;
 mod target;
 pub(crate) mod tensor_map;
 
-pub use crate::runtime::{unavailable_reason, CudaDevice, CudaTensor, DeviceTensor, Ptx, Stream};
+pub use crate::runtime::{
+    unavailable_reason, CudaDevice, CudaTensor, DeviceTensor, Ptx, SliceRange, SliceRangeMut,
+    Stream,
+};
 pub use emulate::{shared_memory_stats, SharedMemoryStats};
 pub(crate) use launch::launch;
 

@@ -161,16 +161,23 @@ impl<'a> PackedPtr<'a> {
     }
 
     /// Device memory other CUDA code owns, ordered through its owner's `stream` (see
-    /// [`DeviceUse::Owned`]), valid while `hold` lives.
+    /// [`DeviceUse::Owned`]).
     pub(crate) fn owned_by(
         raw: RawBuffer,
         stream: std::sync::Arc<cudarc::driver::CudaStream>,
-        hold: Option<std::sync::Arc<dyn Held>>,
     ) -> Self {
         PackedPtr {
             uses: Some(DeviceUse::Owned(stream)),
-            hold,
             ..PackedPtr::plain(raw)
+        }
+    }
+
+    /// The same, valid while `hold` lives: it is kept until the launch returns.
+    #[cfg_attr(not(feature = "candle-cuda"), allow(dead_code))]
+    pub(crate) fn held(self, hold: impl Held + 'static) -> Self {
+        PackedPtr {
+            hold: Some(std::sync::Arc::new(hold)),
+            ..self
         }
     }
 }

@@ -72,8 +72,7 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r Tensor {
                     dtype,
                     Memory::Cuda(stream.context().ordinal()),
                 );
-                let hold: std::sync::Arc<dyn super::args::Held> = std::sync::Arc::new(locked);
-                return PackedPtr::owned_by(raw, stream, Some(hold));
+                return PackedPtr::owned_by(raw, stream).held(locked);
             }
             _ => {
                 let why = format!(

@@ -6,6 +6,7 @@
 //! nothing of code generation.
 
 mod cudarc_slice;
+pub use cudarc_slice::{SliceRange, SliceRangeMut};
 mod device_tensor;
 mod driver;
 mod ptx;
