@@ -6,22 +6,8 @@
 //! there, and that stream waits for the launch.
 
 use crate::launch::{Memory, PackedPtr, PtrArg, RawBuffer};
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaSlice, DevicePtr};
 use tritium_dsl::trace::Element;
-
-/// `slice` as a buffer of `T` at its device address `ptr`.
-fn raw<T: Element>(slice: &CudaSlice<T>, ptr: u64, writable: bool) -> RawBuffer {
-    let ptr = ptr as usize;
-    RawBuffer {
-        ptr,
-        lo: ptr,
-        hi: ptr + slice.num_bytes(),
-        dtype: T::DTYPE,
-        writable,
-        memory: Memory::Cuda(slice.ordinal()),
-        view: None,
-    }
-}
 
 impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r CudaSlice<T> {
     fn raw_buffer(self) -> RawBuffer {
@@ -29,10 +15,7 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r CudaSlice<T> {
     }
 
     fn pack(self) -> PackedPtr<'a> {
-        // On the slice's own stream: no wait (it is that stream's order), and cudarc's
-        // read event, recorded here, marks nothing later than what the launch follows.
-        let (ptr, _record) = self.device_ptr(self.stream());
-        PackedPtr::owned_by(raw(self, ptr, false), self.stream().clone())
+        window(self, &(0..self.len()), false)
     }
 }
 
@@ -42,12 +25,7 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut CudaSlice<T> {
     }
 
     fn pack(self) -> PackedPtr<'a> {
-        let stream = self.stream().clone();
-        let ptr = {
-            let (ptr, _record) = self.device_ptr_mut(&stream);
-            ptr
-        };
-        PackedPtr::owned_by(raw(self, ptr, true), stream)
+        window(self, &(0..self.len()), true)
     }
 }
 
@@ -141,14 +119,16 @@ impl<'a, 'r: 'a, T: Element> PtrArg<'a, T> for &'r mut SliceRangeMut<'_, T> {
     }
 }
 
-/// Elements `range` of `slice` as a buffer, ordered through the slice's stream.
+/// Elements `range` of `slice` as a buffer, ordered through the slice's stream (cudarc's
+/// own events of the slice are left as they are: work its owner queues after the launch
+/// follows it, and cudarc orders other streams after that).
 fn window<'a, T: Element>(
     slice: &CudaSlice<T>,
     range: &std::ops::Range<usize>,
     writable: bool,
 ) -> PackedPtr<'a> {
-    // cudarc's read event, recorded on the slice's own stream, marks nothing later than
-    // what the launch follows (its ordering is `DeviceUse::Owned`'s).
+    // On the slice's own stream cudarc waits for nothing and records a read that the
+    // launch's ordering (`DeviceUse::Owned`, after this) covers.
     let (base, _record) = slice.device_ptr(slice.stream());
     let size = std::mem::size_of::<T>();
     let ptr = base as usize + range.start * size;
@@ -156,7 +136,10 @@ fn window<'a, T: Element>(
         ptr,
         lo: ptr,
         hi: ptr + range.len() * size,
-        ..raw(slice, base, writable)
+        dtype: T::DTYPE,
+        writable,
+        memory: Memory::Cuda(slice.ordinal()),
+        view: None,
     };
     PackedPtr::owned_by(raw, slice.stream().clone())
 }
