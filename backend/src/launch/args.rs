@@ -399,8 +399,9 @@ pub struct KernelArgs<'a> {
     pub args: Vec<RawArg>,
     /// Buffers reached through [`PtrTable`] arguments.
     pub pointees: Vec<Pointee>,
-    /// Device tensors among the buffers (arguments and pointees): whether the launch may
-    /// write them, and their use trackers.
+    /// Device memory among the buffers (arguments and pointees): whether the launch may
+    /// write it, and how the launch is ordered around its other uses (a Tritium tensor's
+    /// tracker, or the stream that owns memory other CUDA code allocated).
     pub(crate) device_uses: Vec<(bool, DeviceUse<'a>)>,
     /// What the arguments keep alive until the launch returns.
     holds: Vec<std::sync::Arc<dyn Held>>,
