@@ -1,15 +1,20 @@
 """Unit tests of scripts/gpu_report.py's parsing (and scripts/ptx_sweep.py's verdicts), on
-hand-written SASS and ptxas logs; the standard library only (no venv, no tools, no GPU).
+hand-written SASS and ptxas logs, and of scripts/cuda_toolkit.py's library links and
+libcuda stub on a fake toolkit; the standard library only (no venv, no tools, no GPU; the
+stub's test needs a C compiler, as Rust's linking does).
 
     python3 -m unittest scripts/test_gpu_report.py
 """
+import ctypes
 import os
+import shutil
 import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cuda_toolkit  # noqa: E402
 import gpu_report as g  # noqa: E402
 import ptx_sweep  # noqa: E402
 
@@ -433,3 +438,40 @@ class PtxSweep(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CudaToolkit(unittest.TestCase):
+    """scripts/cuda_toolkit.py on a fake toolkit root: what the linker finds."""
+
+    def test_each_versioned_library_gets_the_name_the_linker_looks_for(self):
+        with tempfile.TemporaryDirectory() as d:
+            lib = Path(d)
+            for name in ["libcublas.so.13", "libcurand.so.10", "libnvrtc-builtins.so.13.0"]:
+                (lib / name).write_bytes(b"")
+            cuda_toolkit.link_names(lib)
+            cuda_toolkit.link_names(lib)  # again: links already there are kept
+            self.assertEqual(os.readlink(lib / "libcublas.so"), "libcublas.so.13")
+            self.assertEqual(os.readlink(lib / "libcurand.so"), "libcurand.so.10")
+            # Only `libX.so.N` names: a builtins library with a dash and two numbers is not
+            # one a build links by `-l`.
+            self.assertFalse((lib / "libnvrtc-builtins.so").exists())
+
+    @unittest.skipUnless(shutil.which("cc"), "needs a C compiler")
+    def test_the_libcuda_stub_defines_every_driver_name_under_the_drivers_soname(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            (root / "include").mkdir()
+            (root / "lib").mkdir()
+            (root / "include" / "cuda.h").write_text(
+                "#define cuCtxCreate cuCtxCreate_v4\n"
+                "CUresult CUDAAPI cuInit(unsigned int Flags);\n"
+                "CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx);\n")
+            cuda_toolkit.libcuda_stub(root)
+            stub = root / "lib" / "stubs" / "libcuda.so"
+            self.assertIn(b"libcuda.so.1", stub.read_bytes())
+            loaded = ctypes.CDLL(str(stub))
+            for name in ["cuInit", "cuCtxCreate", "cuCtxCreate_v4"]:
+                self.assertTrue(hasattr(loaded, name), name)
+            # Names that are types or macros' arguments only are harmless extras; nothing
+            # lowercase after `cu` is taken.
+            self.assertFalse(hasattr(loaded, "cudaMalloc"))
