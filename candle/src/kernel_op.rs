@@ -275,13 +275,13 @@ fn check_dy(op: &str, dy: &Layout, out: &Shape) -> Result<()> {
 }
 
 /// The storages and layouts a launch reads (CPU or CUDA ones), checked to share one dtype.
-struct Inputs<'a, S> {
+pub(crate) struct Inputs<'a, S> {
     op: &'static str,
     all: Vec<(&'a S, &'a Layout)>,
 }
 
 impl<'a, S: BackendStorage> Inputs<'a, S> {
-    fn new(op: &'static str, named: &[(&str, &'a S, &'a Layout)]) -> Result<Self> {
+    pub(crate) fn new(op: &'static str, named: &[(&str, &'a S, &'a Layout)]) -> Result<Self> {
         let dtypes: Vec<_> = named.iter().map(|(n, s, _)| (*n, s.dtype())).collect();
         same_dtype(op, &dtypes)?;
         Ok(Inputs {
@@ -290,7 +290,7 @@ impl<'a, S: BackendStorage> Inputs<'a, S> {
         })
     }
 
-    fn elems(&self, k: usize) -> usize {
+    pub(crate) fn elems(&self, k: usize) -> usize {
         self.all[k].1.shape().elem_count()
     }
 }
@@ -298,7 +298,7 @@ impl<'a, S: BackendStorage> Inputs<'a, S> {
 /// A storage kernel ops launch on: runs `f` with every input as [`Rows`] of the inputs'
 /// float type and zeroed outputs of `lens` elements, one after the other, on the storage's
 /// device; gives them as one storage.
-trait Launches: BackendStorage + Sized {
+pub(crate) trait Launches: BackendStorage + Sized {
     fn launch<F: LaunchWith>(inputs: Inputs<'_, Self>, lens: &[usize], f: F) -> Result<Self>;
 }
 
@@ -311,7 +311,7 @@ impl Launches for CpuStorage {
 }
 
 /// What a launch does with the inputs' rows and its outputs, for any float type.
-trait LaunchWith {
+pub(crate) trait LaunchWith {
     fn with<T: KernelFloat>(
         &self,
         on: &On,
@@ -422,6 +422,8 @@ macro_rules! forwards {
         }
     };
 }
+
+pub(crate) use forwards;
 
 impl<K: UnaryKernel> KernelOp<K> {
     fn forward<S: Launches>(&self, s: &S, l: &Layout) -> Result<(S, Shape)> {

@@ -3,12 +3,10 @@
 //! `dx = y · (dy − Σ y·dy)`): `x.apply_op1(SoftmaxLastDim)`, or [`softmax_last_dim`],
 //! computed in f32 whatever the dtype, differentiable under candle's autograd.
 
-use crate::candle_error;
-use crate::op::{cpu_array, dispatch, op_error, same_dtype, to_i32, zeros, KernelFloat, PerFloat};
-use candle_core::backend::BackendStorage;
+use crate::kernel_op::{forwards, Inputs, LaunchWith, Launches, On, Out, Rows};
+use crate::op::{op_error, to_i32, KernelFloat};
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
-use tritium::{Device, LaunchOptions};
 use tritium_kernels::softmax::{softmax, softmax_bwd};
 
 /// The op's name, in its errors.
@@ -38,66 +36,62 @@ fn rows_of(dims: &[usize]) -> Result<(usize, usize)> {
     }
 }
 
-struct Forward<'a> {
-    x: (&'a CpuStorage, &'a Layout),
+/// The forward launch: `y` from `x`'s rows, one program per row.
+struct Forward {
+    rows: usize,
+    n: i32,
 }
 
-impl PerFloat for Forward<'_> {
-    type Output = CpuStorage;
-
-    fn run<T: KernelFloat>(self) -> Result<CpuStorage> {
-        let (rows, n) = rows_of(self.x.1.dims())?;
-        let mut y = zeros::<T>(rows * n);
-        if !y.is_empty() {
-            let x = cpu_array::<T>(self.x.0, self.x.1)?;
-            let n = to_i32(OP, "the last dim", n)?;
-            softmax::launch_explicit(
-                &Device::cpu(),
-                rows,
-                &LaunchOptions::default(),
-                &mut y,
-                &x,
-                n,
-                n,
-                n,
-                next_power_of_2(n as usize),
-            )
-            .map_err(candle_error)?;
-        }
-        Ok(T::to_cpu_storage_owned(y))
+impl LaunchWith for Forward {
+    fn with<T: KernelFloat>(
+        &self,
+        on: &On,
+        r: &[Rows<'_, T>],
+        outs: &mut [Out<'_, T>],
+    ) -> tritium::Result<()> {
+        let (n, block) = (self.n, next_power_of_2(self.n as usize));
+        let (device, options) = (on.device(), on.options());
+        softmax::launch_explicit(
+            device,
+            self.rows,
+            options,
+            &mut outs[0],
+            &r[0],
+            n,
+            n,
+            n,
+            block,
+        )
     }
 }
 
-struct Backward<'a> {
-    y: (&'a CpuStorage, &'a Layout),
-    dy: (&'a CpuStorage, &'a Layout),
+/// The backward launch: `dx = y · (dy − Σ y·dy)` from `y` and `dy`.
+struct Backward {
+    rows: usize,
+    n: i32,
 }
 
-impl PerFloat for Backward<'_> {
-    type Output = CpuStorage;
+impl LaunchWith for Backward {
+    fn with<T: KernelFloat>(
+        &self,
+        on: &On,
+        r: &[Rows<'_, T>],
+        outs: &mut [Out<'_, T>],
+    ) -> tritium::Result<()> {
+        let (n, block) = (self.n, next_power_of_2(self.n as usize));
+        let (device, options) = (on.device(), on.options());
+        let (dx, y, dy) = (&mut outs[0], &r[0], &r[1]);
+        softmax_bwd::launch_with(device, self.rows, options, dx, y, dy, n, n, n, n, block)
+    }
+}
 
-    fn run<T: KernelFloat>(self) -> Result<CpuStorage> {
-        let (rows, n) = rows_of(self.y.1.dims())?;
-        let mut dx = zeros::<T>(rows * n);
-        if !dx.is_empty() {
-            let y = cpu_array::<T>(self.y.0, self.y.1)?;
-            let dy = cpu_array::<T>(self.dy.0, self.dy.1)?;
-            let n = to_i32(OP, "the last dim", n)?;
-            softmax_bwd::launch(
-                &Device::cpu(),
-                rows,
-                &mut dx,
-                &y,
-                &dy,
-                n,
-                n,
-                n,
-                n,
-                next_power_of_2(n as usize),
-            )
-            .map_err(candle_error)?;
-        }
-        Ok(T::to_cpu_storage_owned(dx))
+impl SoftmaxLastDim {
+    fn forward<S: Launches>(&self, xs: &S, xl: &Layout) -> Result<(S, Shape)> {
+        let (rows, n) = rows_of(xl.dims())?;
+        let inputs = Inputs::new(OP, &[("x", xs, xl)])?;
+        let n = to_i32(OP, "the last dim", n)?;
+        let y = S::launch(inputs, &[rows * n as usize], Forward { rows, n })?;
+        Ok((y, xl.shape().clone()))
     }
 }
 
@@ -106,28 +100,15 @@ impl CustomOp1 for SoftmaxLastDim {
         OP
     }
 
-    fn cpu_fwd(&self, xs: &CpuStorage, xl: &Layout) -> Result<(CpuStorage, Shape)> {
-        let y = dispatch(OP, xs.dtype(), Forward { x: (xs, xl) })?;
-        Ok((y, xl.shape().clone()))
-    }
+    forwards!(forward(xs, xl));
 
     fn bwd(&self, _x: &Tensor, y: &Tensor, dy: &Tensor) -> Result<Option<Tensor>> {
         Ok(Some(y.apply_op2_no_bwd(dy, &SoftmaxGrad)?))
     }
 }
 
-impl CustomOp2 for SoftmaxGrad {
-    fn name(&self) -> &'static str {
-        OP
-    }
-
-    fn cpu_fwd(
-        &self,
-        ys: &CpuStorage,
-        yl: &Layout,
-        ds: &CpuStorage,
-        dl: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
+impl SoftmaxGrad {
+    fn forward<S: Launches>(&self, ys: &S, yl: &Layout, ds: &S, dl: &Layout) -> Result<(S, Shape)> {
         if yl.dims() != dl.dims() {
             return Err(op_error(
                 OP,
@@ -138,11 +119,18 @@ impl CustomOp2 for SoftmaxGrad {
                 ),
             ));
         }
-        let dtype = same_dtype(OP, &[("y", ys.dtype()), ("dy", ds.dtype())])?;
-        let b = Backward {
-            y: (ys, yl),
-            dy: (ds, dl),
-        };
-        Ok((dispatch(OP, dtype, b)?, yl.shape().clone()))
+        let (rows, n) = rows_of(yl.dims())?;
+        let inputs = Inputs::new(OP, &[("y", ys, yl), ("dy", ds, dl)])?;
+        let n = to_i32(OP, "the last dim", n)?;
+        let dx = S::launch(inputs, &[rows * n as usize], Backward { rows, n })?;
+        Ok((dx, yl.shape().clone()))
     }
+}
+
+impl CustomOp2 for SoftmaxGrad {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    forwards!(forward(ys, yl, ds, dl));
 }

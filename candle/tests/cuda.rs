@@ -95,3 +95,35 @@ fn kernel_ops_run_on_candle_cuda_tensors_forward_and_backward() {
         }
     }
 }
+
+/// Softmax over the last dim on CUDA tensors (`cuda_fwd` of the op and of its gradient)
+/// against candle-nn's softmax on the GPU and autograd, f32 and bf16.
+#[test]
+fn softmax_runs_on_candle_cuda_tensors_forward_and_backward() {
+    let Some((dev, _gpu)) = gpus("softmax_runs_on_candle_cuda_tensors_forward_and_backward") else {
+        return;
+    };
+    use candle_core::{DType, Var};
+    for (dtype, tol) in [(DType::F32, 1e-5f32), (DType::BF16, 2e-2)] {
+        let on_gpu = |t: Tensor| t.to_dtype(dtype).unwrap().to_device(&dev).unwrap();
+        let x = Var::from_tensor(&on_gpu(super::randn(&[4, 9, 300], 41))).unwrap();
+        let g = on_gpu(super::randn(&[4, 9, 300], 42));
+        let ours = tritium_candle::softmax_last_dim(x.as_tensor()).unwrap();
+        assert!(ours.device().is_cuda(), "the result stays on the GPU");
+        // candle-nn's softmax of tensor ops (its fused `softmax_last_dim` needs candle-nn's
+        // own `cuda` feature).
+        let theirs = candle_nn::ops::softmax(x.as_tensor(), candle_core::D::Minus1).unwrap();
+        let d = super::max_diff(&ours, &theirs);
+        assert!(d <= tol, "{dtype:?} forward: {d}");
+        let grad = |y: Tensor| {
+            let store = (y * &g).unwrap().sum_all().unwrap().backward().unwrap();
+            store.get(x.as_tensor()).unwrap().clone()
+        };
+        let (dx, dx_ref) = (grad(ours), grad(theirs));
+        let d = super::max_diff(&dx, &dx_ref);
+        assert!(
+            d <= 4.0 * tol * super::magnitude(&dx_ref),
+            "{dtype:?} dx: {d}"
+        );
+    }
+}
