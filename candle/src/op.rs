@@ -121,7 +121,7 @@ pub fn on_cpu<R>(
     match &*storage {
         Storage::Cpu(s) => f(s, layout),
         _ => Err(candle_core::Error::Msg(format!(
-            "{op}: runs on CPU tensors (CUDA needs candle's `cuda` feature), got one on {:?}",
+            "{op}: runs on CPU tensors (not yet on CUDA ones), got one on {:?}",
             t.device().location()
         ))),
     }
