@@ -547,7 +547,7 @@ mod cuda {
     use candle_core::{CudaStorage, Layout, Result};
     use tritium::backend::cuda::{SliceRange, SliceRangeMut, Stream};
     use tritium::backend::launch::{PackedPtr, PtrArg};
-    use tritium::{Device, LaunchOptions};
+    use tritium::LaunchOptions;
 
     /// A CUDA input's rows.
     pub(super) enum DeviceRows<'a, T> {
@@ -620,13 +620,12 @@ mod cuda {
                 let rows = (self.inputs.all.iter())
                     .map(|(s, l)| rows::<T>(s, l))
                     .collect::<Result<Vec<_>>>()?;
-                let stream = dev.cuda_stream();
+                // candle's stream, and the device it belongs to (opened once, by the stream).
+                let stream = Stream::from_cuda_stream(dev.cuda_stream()).map_err(candle_error)?;
                 let on = On {
-                    device: Device::cuda(stream.context().ordinal()).map_err(candle_error)?,
+                    device: stream.device(),
                     options: LaunchOptions {
-                        stream: Some(
-                            Stream::from_cuda_stream(stream.clone()).map_err(candle_error)?,
-                        ),
+                        stream: Some(stream),
                         ..Default::default()
                     },
                 };
