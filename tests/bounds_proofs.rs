@@ -208,6 +208,11 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
             none,
         ),
         (
+            "rms norm dw column sums",
+            rms_norm::rms_norm_bwd_dw::trace::<f32>(&s, 16, 128).unwrap(),
+            none,
+        ),
+        (
             "rope",
             rope::rope::trace::<f32>(&s, false, 32, 64).unwrap(),
             none,
@@ -241,6 +246,11 @@ fn every_kernel_lists_its_proven_and_checked_sites() {
         (
             "cross entropy backward",
             cross_entropy::cross_entropy_bwd::trace::<f32>(&s, 2048).unwrap(),
+            none,
+        ),
+        (
+            "cross entropy mean",
+            cross_entropy::cross_entropy_mean::trace(&s, 1024).unwrap(),
             none,
         ),
         (

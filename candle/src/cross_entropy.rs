@@ -5,15 +5,13 @@
 //! (`candle_nn::loss::cross_entropy`, with PyTorch's `ignore_index`), an f32 scalar;
 //! its backward gives `dlogits = (softmax − onehot) / n_valid · g` (0 on ignored rows).
 
-use crate::candle_error;
-use crate::op::{
-    cpu_array, dispatch, last_dim_contiguous, op_error, to_i32, zeros, KernelFloat, PerFloat,
-};
+use crate::launches::{forwards, Inputs, LaunchWith, Launches, Read};
+use crate::on::{On, Out, Rows};
+use crate::op::{op_error, to_i32, KernelFloat};
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
-use tritium::Device;
-use tritium_kernels::cross_entropy::{cross_entropy_bwd, cross_entropy_fwd};
+use tritium_kernels::cross_entropy::{cross_entropy_bwd, cross_entropy_fwd, cross_entropy_mean};
 
 /// The op's name, in its errors.
 const OP: &str = "tritium-cross-entropy";
@@ -88,21 +86,23 @@ impl CrossEntropy {
         Ok((n, v))
     }
 
-    /// The targets as i64 and the number of rows not ignored; an error for a dtype other
-    /// than u32 and i64, or a target outside `0..v` that is not ignored.
-    fn targets(&self, s: &CpuStorage, l: &Layout, v: usize) -> Result<(Vec<i64>, usize)> {
-        let targets: Vec<i64> = match s.dtype() {
-            DType::U32 => cpu_array::<u32>(s, l)?.iter().map(|&t| t as i64).collect(),
-            DType::I64 => cpu_array::<i64>(s, l)?.iter().copied().collect(),
-            d => {
-                return Err(op_error(
-                    OP,
-                    format!("targets must be u32 or i64, got {d:?}"),
-                ))
-            }
+    /// The targets as i64 storage where they lie, and the number of rows not ignored; an
+    /// error for a dtype other than u32 and i64, or a target outside `0..v` that is not
+    /// ignored (checked on a host copy: for CUDA targets, a copy of `n` integers).
+    fn targets<S: BackendStorage>(&self, s: &S, l: &Layout, v: usize) -> Result<(S, usize)> {
+        if !matches!(s.dtype(), DType::U32 | DType::I64) {
+            let d = s.dtype();
+            return Err(op_error(
+                OP,
+                format!("targets must be u32 or i64, got {d:?}"),
+            ));
+        }
+        let targets = s.to_dtype(l, DType::I64)?;
+        let CpuStorage::I64(host) = targets.to_cpu_storage()? else {
+            unreachable!("targets made i64")
         };
         let mut valid = 0;
-        for (row, &t) in targets.iter().enumerate() {
+        for (row, &t) in host.iter().enumerate() {
             if Some(t) == self.ignore_index {
                 continue;
             }
@@ -127,63 +127,129 @@ fn block(v: usize) -> usize {
     next_power_of_2(v.max(1)).min(BLOCK)
 }
 
-struct Forward<'a> {
-    logits: (&'a CpuStorage, &'a Layout),
-    targets: &'a [i64],
+/// What the launches know of the logits.
+#[derive(Debug, Clone, Copy)]
+struct Logits {
     n: usize,
-    v: usize,
+    /// Classes, as the kernels' `i32`.
+    v: i32,
     ignore_index: i64,
-    /// With the gradient for this upstream gradient over the rows not ignored.
-    grad_scale: Option<f32>,
 }
 
-impl PerFloat for Forward<'_> {
-    /// The loss of each row, and the gradient of the logits when asked for.
-    type Output = (Vec<f32>, Option<CpuStorage>);
-
-    fn run<T: KernelFloat>(self) -> Result<Self::Output> {
-        let (n, v) = (self.n, self.v);
-        let mut loss = vec![0f32; n];
-        let mut lse = vec![0f32; n];
-        if n == 0 {
-            let dx = self.grad_scale.map(|_| T::to_cpu_storage_owned(Vec::new()));
-            return Ok((loss, dx));
+impl Logits {
+    /// Each row's loss and `lse` (`log Σ exp`), from `x` (read through its row stride).
+    fn losses<T: KernelFloat>(
+        &self,
+        on: &On,
+        x: &Rows<'_, T>,
+        targets: &Rows<'_, i64>,
+    ) -> tritium::Result<(crate::Buffer<f32>, crate::Buffer<f32>)> {
+        let (mut loss, mut lse) = (on.zeros::<f32>(self.n)?, on.zeros::<f32>(self.n)?);
+        if self.n > 0 {
+            cross_entropy_fwd::launch_with(
+                on.device(),
+                self.n,
+                on.options(),
+                &mut loss,
+                &mut lse,
+                x,
+                x.strides()[0] as i64,
+                targets,
+                self.v,
+                self.ignore_index,
+                block(self.v as usize),
+            )?;
         }
-        let x = last_dim_contiguous::<T>(self.logits.0, self.logits.1)?;
-        let x_stride = x.strides()[0] as i64;
-        let cols = to_i32(OP, "the number of classes", v)?;
-        cross_entropy_fwd::launch(
-            &Device::cpu(),
-            n,
-            &mut loss,
-            &mut lse,
-            &x,
-            x_stride,
-            self.targets,
-            cols,
-            self.ignore_index,
-            block(v),
-        )
-        .map_err(candle_error)?;
-        let Some(scale) = self.grad_scale else {
-            return Ok((loss, None));
+        Ok((loss, lse))
+    }
+}
+
+/// The forward launches: each row's loss, then their mean over the rows not ignored.
+struct Forward<'t> {
+    rows: Logits,
+    targets: Rows<'t, i64>,
+    valid: usize,
+}
+
+impl LaunchWith for Forward<'_> {
+    type Output<T: KernelFloat> = f32;
+
+    fn with<T: KernelFloat>(
+        &self,
+        on: &On,
+        r: &[Rows<'_, T>],
+        outs: &mut [Out<'_, f32>],
+    ) -> tritium::Result<()> {
+        let (loss, _) = self.rows.losses(on, &r[0], &self.targets)?;
+        let n = self.rows.n as i32;
+        let (valid, mean) = (self.valid as f32, &mut outs[0]);
+        let (device, options) = (on.device(), on.options());
+        cross_entropy_mean::launch_with(device, 1, options, mean, &loss, n, valid, BLOCK)
+    }
+}
+
+/// The backward launches: `lse` again, then the logits' gradient.
+struct Backward<'t> {
+    rows: Logits,
+    targets: Rows<'t, i64>,
+    grad: Rows<'t, f32>,
+    valid: usize,
+}
+
+impl LaunchWith for Backward<'_> {
+    type Output<T: KernelFloat> = T;
+
+    fn with<T: KernelFloat>(
+        &self,
+        on: &On,
+        r: &[Rows<'_, T>],
+        outs: &mut [Out<'_, T>],
+    ) -> tritium::Result<()> {
+        let x = &r[0];
+        let (_, lse) = self.rows.losses(on, x, &self.targets)?;
+        let inv_valid = match self.valid {
+            0 => 0.0,
+            valid => 1.0 / valid as f32,
         };
-        let mut dx = zeros::<T>(n * v);
-        cross_entropy_bwd::launch(
-            &Device::cpu(),
+        let Logits { n, v, ignore_index } = self.rows;
+        cross_entropy_bwd::launch_with(
+            on.device(),
             n,
-            &mut dx,
-            &x,
-            x_stride,
-            self.targets,
+            on.options(),
+            &mut outs[0],
+            x,
+            x.strides()[0] as i64,
+            &self.targets,
             &lse,
-            scale,
-            cols,
-            self.ignore_index,
-            block(v),
+            &self.grad,
+            inv_valid,
+            v,
+            ignore_index,
+            block(v as usize),
         )
-        .map_err(candle_error)?;
-        Ok((loss, Some(T::to_cpu_storage_owned(dx))))
+    }
+}
+
+impl CrossEntropy {
+    fn forward<S: Launches>(&self, xs: &S, xl: &Layout, ts: &S, tl: &Layout) -> Result<(S, Shape)> {
+        let (n, v) = self.dims(xl.dims(), tl.dims())?;
+        let (targets, valid) = self.targets(ts, tl, v)?;
+        let f = Forward {
+            rows: self.rows(n, v)?,
+            targets: targets.rows(&Layout::contiguous(n), Read::RowMajor)?,
+            valid,
+        };
+        let inputs = Inputs::new(OP, &[("logits", xs, xl)])?.strided(0);
+        Ok((S::launch(inputs, &[1], f)?, Shape::from(())))
+    }
+
+    /// What the launches know of `n` rows of `v` classes.
+    fn rows(&self, n: usize, v: usize) -> Result<Logits> {
+        Ok(Logits {
+            n,
+            v: to_i32(OP, "the number of classes", v)?,
+            ignore_index: self.ignored(),
+        })
     }
 }
 
@@ -192,28 +258,7 @@ impl CustomOp2 for CrossEntropy {
         OP
     }
 
-    fn cpu_fwd(
-        &self,
-        xs: &CpuStorage,
-        xl: &Layout,
-        ts: &CpuStorage,
-        tl: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (n, v) = self.dims(xl.dims(), tl.dims())?;
-        let (targets, valid) = self.targets(ts, tl, v)?;
-        let f = Forward {
-            logits: (xs, xl),
-            targets: &targets,
-            n,
-            v,
-            ignore_index: self.ignored(),
-            grad_scale: None,
-        };
-        let (loss, _) = dispatch(OP, xs.dtype(), f)?;
-        let total: f64 = loss.iter().map(|&l| l as f64).sum();
-        let mean = (total / valid as f64) as f32;
-        Ok((CpuStorage::F32(vec![mean]), Shape::from(())))
-    }
+    forwards!(forward(xs, xl, ts, tl));
 
     fn bwd(
         &self,
@@ -228,47 +273,40 @@ impl CustomOp2 for CrossEntropy {
     }
 }
 
+impl CrossEntropyGrad {
+    #[allow(clippy::too_many_arguments)]
+    fn forward<S: Launches>(
+        &self,
+        xs: &S,
+        xl: &Layout,
+        ts: &S,
+        tl: &Layout,
+        gs: &S,
+        gl: &Layout,
+    ) -> Result<(S, Shape)> {
+        let op = self.0;
+        let (n, v) = op.dims(xl.dims(), tl.dims())?;
+        let (targets, valid) = op.targets(ts, tl, v)?;
+        if gs.dtype() != DType::F32 || gl.shape().elem_count() != 1 {
+            let (d, dims) = (gs.dtype(), gl.dims());
+            let what = format!("the loss's gradient must be one f32, got {d:?} of shape {dims:?}");
+            return Err(op_error(OP, what));
+        }
+        let f = Backward {
+            rows: op.rows(n, v)?,
+            targets: targets.rows(&Layout::contiguous(n), Read::RowMajor)?,
+            grad: gs.rows(gl, Read::RowMajor)?,
+            valid,
+        };
+        let inputs = Inputs::new(OP, &[("logits", xs, xl)])?.strided(0);
+        Ok((S::launch(inputs, &[n * v], f)?, xl.shape().clone()))
+    }
+}
+
 impl CustomOp3 for CrossEntropyGrad {
     fn name(&self) -> &'static str {
         OP
     }
 
-    fn cpu_fwd(
-        &self,
-        xs: &CpuStorage,
-        xl: &Layout,
-        ts: &CpuStorage,
-        tl: &Layout,
-        gs: &CpuStorage,
-        gl: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let op = self.0;
-        let (n, v) = op.dims(xl.dims(), tl.dims())?;
-        let (targets, valid) = op.targets(ts, tl, v)?;
-        let g = cpu_array::<f32>(gs, gl)?;
-        let &[g] = g.as_slice().unwrap_or(&[]) else {
-            return Err(op_error(
-                OP,
-                format!(
-                    "the loss's gradient must be one f32, got shape {:?}",
-                    gl.dims()
-                ),
-            ));
-        };
-        let scale = match valid {
-            0 => 0.0,
-            valid => g / valid as f32,
-        };
-        let f = Forward {
-            logits: (xs, xl),
-            targets: &targets,
-            n,
-            v,
-            ignore_index: op.ignored(),
-            grad_scale: Some(scale),
-        };
-        let (_, dx) = dispatch(OP, xs.dtype(), f)?;
-        let dx = dx.ok_or_else(|| op_error(OP, "no gradient computed"))?;
-        Ok((dx, xl.shape().clone()))
-    }
+    forwards!(forward(xs, xl, ts, tl, gs, gl));
 }

@@ -26,135 +26,10 @@
 //! let y = x.apply_op1(KernelOp(Gelu))?; // differentiable under candle's autograd
 //! ```
 
-use crate::candle_error;
-use crate::op::{cpu_array, dispatch, op_error, same_dtype, zeros, KernelFloat, PerFloat};
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
-use ndarray::{CowArray, IxDyn};
-use tritium::backend::launch::{PackedPtr, PtrArg, RawBuffer};
-use tritium::{Device, LaunchOptions};
-
-/// Where an op's launches run: the device and the options to launch with (on CUDA,
-/// candle's stream, so that a launch is queued in order with candle's own work).
-#[derive(Debug, Clone)]
-pub struct On {
-    device: Device,
-    options: LaunchOptions,
-}
-
-impl On {
-    /// Launches on `device` with default options (CPU tensors' ops: [`Device::cpu`]).
-    pub fn new(device: Device) -> On {
-        On {
-            device,
-            options: LaunchOptions::default(),
-        }
-    }
-
-    /// The device to launch on.
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// The options to launch with (`launch_with`).
-    pub fn options(&self) -> &LaunchOptions {
-        &self.options
-    }
-}
-
-/// A kernel's input: the tensor's elements row-major in its shape, where they lie when
-/// they are so, else a row-major copy; in host memory for a CPU tensor, device memory for
-/// a CUDA one. A kernel's `Ptr<T>` parameter takes `&Rows<T>`.
-pub struct Rows<'a, T> {
-    shape: Vec<usize>,
-    data: RowsData<'a, T>,
-}
-
-enum RowsData<'a, T> {
-    Host(CowArray<'a, T, IxDyn>),
-    #[cfg(feature = "cuda")]
-    Cuda(cuda::DeviceRows<'a, T>),
-}
-
-impl<'a, T> Rows<'a, T> {
-    /// Host rows (a CPU tensor's, or an array of one's shape).
-    pub fn host(array: CowArray<'a, T, IxDyn>) -> Self {
-        Rows {
-            shape: array.shape().to_vec(),
-            data: RowsData::Host(array),
-        }
-    }
-
-    /// The tensor's shape.
-    pub fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        self.shape.iter().product()
-    }
-
-    /// True when there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl<'a, 'r: 'a, T: KernelFloat> PtrArg<'a, T> for &'r Rows<'_, T> {
-    fn raw_buffer(self) -> RawBuffer {
-        PtrArg::<T>::pack(self).raw()
-    }
-
-    fn pack(self) -> PackedPtr<'a> {
-        match &self.data {
-            RowsData::Host(a) => PtrArg::<T>::pack(a),
-            #[cfg(feature = "cuda")]
-            RowsData::Cuda(d) => d.pack(),
-        }
-    }
-}
-
-/// A kernel's output: `len()` elements it writes whole, row-major in the output's shape
-/// (host memory for CPU tensors, device memory candle's stream allocated for CUDA ones).
-/// A kernel's `Ptr<T>` parameter takes `&mut Out<T>` (pass `y` where `y: &mut Out<T>`).
-pub enum Out<'a, T> {
-    /// Host memory.
-    Host(&'a mut [T]),
-    /// Device memory.
-    #[cfg(feature = "cuda")]
-    Cuda(tritium::backend::cuda::SliceRangeMut<'a, T>),
-}
-
-impl<T> Out<'_, T> {
-    /// The number of elements.
-    pub fn len(&self) -> usize {
-        match self {
-            Out::Host(v) => v.len(),
-            #[cfg(feature = "cuda")]
-            Out::Cuda(v) => v.len(),
-        }
-    }
-
-    /// True when there are no elements.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl<'a, 'r: 'a, T: KernelFloat> PtrArg<'a, T> for &'r mut Out<'_, T> {
-    fn raw_buffer(self) -> RawBuffer {
-        PtrArg::<T>::pack(self).raw()
-    }
-
-    fn pack(self) -> PackedPtr<'a> {
-        match self {
-            Out::Host(v) => PtrArg::<T>::pack(&mut **v),
-            #[cfg(feature = "cuda")]
-            Out::Cuda(v) => PtrArg::<T>::pack(v),
-        }
-    }
-}
+use crate::launches::{forwards, Inputs, LaunchWith, Launches};
+pub use crate::on::{On, Out, Rows};
+use crate::op::{op_error, KernelFloat};
+use candle_core::{CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 
 /// One input, one output of the input's dtype: of its shape (an activation, a row-wise
 /// norm without weights, …) or of [`UnaryKernel::output_shape`] (a reduction, …).
@@ -274,84 +149,10 @@ fn check_dy(op: &str, dy: &Layout, out: &Shape) -> Result<()> {
     }
 }
 
-/// The storages and layouts a launch reads (CPU or CUDA ones), checked to share one dtype.
-pub(crate) struct Inputs<'a, S> {
-    op: &'static str,
-    all: Vec<(&'a S, &'a Layout)>,
-}
-
-impl<'a, S: BackendStorage> Inputs<'a, S> {
-    pub(crate) fn new(op: &'static str, named: &[(&str, &'a S, &'a Layout)]) -> Result<Self> {
-        let dtypes: Vec<_> = named.iter().map(|(n, s, _)| (*n, s.dtype())).collect();
-        same_dtype(op, &dtypes)?;
-        Ok(Inputs {
-            op,
-            all: named.iter().map(|(_, s, l)| (*s, *l)).collect(),
-        })
-    }
-
-    pub(crate) fn elems(&self, k: usize) -> usize {
-        self.all[k].1.shape().elem_count()
-    }
-}
-
-/// A storage kernel ops launch on: runs `f` with every input as [`Rows`] of the inputs'
-/// float type and zeroed outputs of `lens` elements, one after the other, on the storage's
-/// device; gives them as one storage.
-pub(crate) trait Launches: BackendStorage + Sized {
-    fn launch<F: LaunchWith>(inputs: Inputs<'_, Self>, lens: &[usize], f: F) -> Result<Self>;
-}
-
-impl Launches for CpuStorage {
-    fn launch<F: LaunchWith>(inputs: Inputs<'_, Self>, lens: &[usize], f: F) -> Result<Self> {
-        let (op, dtype) = (inputs.op, inputs.all[0].0.dtype());
-        let lens = lens.to_vec();
-        dispatch(op, dtype, Run { inputs, lens, f })
-    }
-}
-
-/// What a launch does with the inputs' rows and its outputs, for any float type.
-pub(crate) trait LaunchWith {
-    fn with<T: KernelFloat>(
-        &self,
-        on: &On,
-        rows: &[Rows<'_, T>],
-        outs: &mut [Out<'_, T>],
-    ) -> tritium::Result<()>;
-}
-
-struct Run<'a, F> {
-    inputs: Inputs<'a, CpuStorage>,
-    lens: Vec<usize>,
-    f: F,
-}
-
-impl<F: LaunchWith> PerFloat for Run<'_, F> {
-    type Output = CpuStorage;
-
-    fn run<T: KernelFloat>(self) -> Result<CpuStorage> {
-        let total = self.lens.iter().sum();
-        let mut out = zeros::<T>(total);
-        if total > 0 {
-            let rows = (self.inputs.all.iter())
-                .map(|(s, l)| cpu_array::<T>(s, l).map(Rows::host))
-                .collect::<Result<Vec<_>>>()?;
-            let mut outs = Vec::with_capacity(self.lens.len());
-            let mut rest = out.as_mut_slice();
-            for &n in &self.lens {
-                let (one, more) = rest.split_at_mut(n);
-                outs.push(Out::Host(one));
-                rest = more;
-            }
-            let on = On::new(Device::cpu());
-            self.f.with(&on, &rows, &mut outs).map_err(candle_error)?;
-        }
-        Ok(T::to_cpu_storage_owned(out))
-    }
-}
-
 struct Forward1<'k, K>(&'k K);
 impl<K: UnaryKernel> LaunchWith for Forward1<'_, K> {
+    type Output<T: KernelFloat> = T;
+
     fn with<T: KernelFloat>(
         &self,
         on: &On,
@@ -364,6 +165,8 @@ impl<K: UnaryKernel> LaunchWith for Forward1<'_, K> {
 
 struct Backward1<'k, K>(&'k K);
 impl<K: UnaryKernel> LaunchWith for Backward1<'_, K> {
+    type Output<T: KernelFloat> = T;
+
     fn with<T: KernelFloat>(
         &self,
         on: &On,
@@ -376,6 +179,8 @@ impl<K: UnaryKernel> LaunchWith for Backward1<'_, K> {
 
 struct Forward2<'k, K>(&'k K);
 impl<K: BinaryKernel> LaunchWith for Forward2<'_, K> {
+    type Output<T: KernelFloat> = T;
+
     fn with<T: KernelFloat>(
         &self,
         on: &On,
@@ -388,6 +193,8 @@ impl<K: BinaryKernel> LaunchWith for Forward2<'_, K> {
 
 struct Backward2<'k, K>(&'k K);
 impl<K: BinaryKernel> LaunchWith for Backward2<'_, K> {
+    type Output<T: KernelFloat> = T;
+
     fn with<T: KernelFloat>(
         &self,
         on: &On,
@@ -404,26 +211,6 @@ impl<K: BinaryKernel> LaunchWith for Backward2<'_, K> {
 /// A unary kernel's gradient: `(x, dy) → dx`.
 #[derive(Clone)]
 struct Grad<K>(K);
-
-/// `cpu_fwd` and, with the `cuda` feature, `cuda_fwd`: the generic forward `$f` of the
-/// op (its storages' kind `S` a type parameter) for both kinds of storage.
-macro_rules! forwards {
-    ($f:ident($($s:ident, $l:ident),+)) => {
-        fn cpu_fwd(&self, $($s: &CpuStorage, $l: &Layout),+) -> Result<(CpuStorage, Shape)> {
-            self.$f($($s, $l),+)
-        }
-
-        #[cfg(feature = "cuda")]
-        fn cuda_fwd(
-            &self,
-            $($s: &candle_core::CudaStorage, $l: &Layout),+
-        ) -> Result<(candle_core::CudaStorage, Shape)> {
-            self.$f($($s, $l),+)
-        }
-    };
-}
-
-pub(crate) use forwards;
 
 impl<K: UnaryKernel> KernelOp<K> {
     fn forward<S: Launches>(&self, s: &S, l: &Layout) -> Result<(S, Shape)> {
@@ -533,109 +320,4 @@ impl<K: BinaryKernel> CustomOp3 for Grads<K> {
     }
 
     forwards!(forward(a, al, b, bl, d, dl));
-}
-
-/// Kernel ops on candle's CUDA storage: inputs read in device memory where they lie (a
-/// row-major layout, from its offset) or from a row-major copy, outputs allocated on
-/// candle's stream (several outputs as windows of one allocation), launches queued on that
-/// stream.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use super::{dispatch, Inputs, KernelFloat, LaunchWith, Launches, On, Out, PerFloat, Rows};
-    use crate::candle_error;
-    use candle_core::backend::{BackendDevice, BackendStorage};
-    use candle_core::{CudaStorage, Layout, Result};
-    use tritium::backend::cuda::{SliceRange, SliceRangeMut, Stream};
-    use tritium::backend::launch::{PackedPtr, PtrArg};
-    use tritium::LaunchOptions;
-
-    /// A CUDA input's rows.
-    pub(super) enum DeviceRows<'a, T> {
-        /// The storage's own elements.
-        Window(SliceRange<'a, T>),
-        /// A row-major copy (of another layout).
-        Copy(CudaStorage),
-    }
-
-    impl<T: KernelFloat> DeviceRows<'_, T> {
-        pub(super) fn pack<'a>(&'a self) -> PackedPtr<'a> {
-            match self {
-                DeviceRows::Window(w) => PtrArg::<T>::pack(w),
-                DeviceRows::Copy(s) => match T::as_cuda_slice(s) {
-                    Ok(slice) => PtrArg::<T>::pack(slice),
-                    Err(e) => unreachable!("a copy made of the op's dtype: {e}"),
-                },
-            }
-        }
-    }
-
-    /// Storage `s` under `layout` as rows of `T`.
-    fn rows<'s, T: KernelFloat>(s: &'s CudaStorage, layout: &Layout) -> Result<Rows<'s, T>> {
-        let data = match layout.contiguous_offsets() {
-            Some((start, end)) => {
-                let slice = T::as_cuda_slice(s)?;
-                let window = SliceRange::new(slice, start..end).ok_or_else(|| {
-                    candle_core::Error::Msg(format!(
-                        "a tensor of layout {layout:?} does not fit its storage of {} elements",
-                        slice.len()
-                    ))
-                })?;
-                DeviceRows::Window(window)
-            }
-            None => {
-                let mut copy = s.device().zeros_impl(layout.shape(), s.dtype())?;
-                s.copy_strided_src(&mut copy, 0, layout)?;
-                DeviceRows::Copy(copy)
-            }
-        };
-        Ok(Rows {
-            shape: layout.dims().to_vec(),
-            data: super::RowsData::Cuda(data),
-        })
-    }
-
-    impl Launches for CudaStorage {
-        fn launch<F: LaunchWith>(inputs: Inputs<'_, Self>, lens: &[usize], f: F) -> Result<Self> {
-            let (op, dtype) = (inputs.op, inputs.all[0].0.dtype());
-            let lens = lens.to_vec();
-            dispatch(op, dtype, Run { inputs, lens, f })
-        }
-    }
-
-    struct Run<'a, F> {
-        inputs: Inputs<'a, CudaStorage>,
-        lens: Vec<usize>,
-        f: F,
-    }
-
-    impl<F: LaunchWith> PerFloat for Run<'_, F> {
-        type Output = CudaStorage;
-
-        fn run<T: KernelFloat>(self) -> Result<CudaStorage> {
-            let dev = self.inputs.all[0].0.device().clone();
-            let total: usize = self.lens.iter().sum();
-            // (At least one element: the driver allocates no zero-byte buffers.)
-            let mut out = dev.alloc_zeros::<T>(total.max(1))?;
-            if total > 0 {
-                let rows = (self.inputs.all.iter())
-                    .map(|(s, l)| rows::<T>(s, l))
-                    .collect::<Result<Vec<_>>>()?;
-                // candle's stream, and the device it belongs to (opened once, by the stream).
-                let stream = Stream::from_cuda_stream(dev.cuda_stream()).map_err(candle_error)?;
-                let on = On {
-                    device: stream.device(),
-                    options: LaunchOptions {
-                        stream: Some(stream),
-                        ..Default::default()
-                    },
-                };
-                // Every output a window of the one storage, one after the other.
-                let windows = SliceRangeMut::split(&mut out, &self.lens)
-                    .ok_or_else(|| candle_core::Error::Msg("outputs past their storage".into()))?;
-                let mut outs: Vec<Out<'_, T>> = windows.into_iter().map(Out::Cuda).collect();
-                self.f.with(&on, &rows, &mut outs).map_err(candle_error)?;
-            }
-            Ok(T::wrap_cuda_slice(out, dev))
-        }
-    }
 }

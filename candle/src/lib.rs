@@ -9,25 +9,27 @@
 //!   `KernelOp(k)` is the op ([`swiglu`] is built so).
 //! - [`op`] has the pieces for ops of other shapes: [`op::cpu_array`] reads a custom op's
 //!   storage as an ndarray array ([`op::last_dim_contiguous`] keeps the outer strides of a
-//!   view for kernels that take them), [`op::dispatch`] picks the element type, and
-//!   [`rms_norm`] is the worked example, `x.apply_op2(&w, RmsNorm { eps })` with its
-//!   backward under candle's autograd.
+//!   view for kernels that take them), [`op::dispatch`] picks the element type.
 //! - The fused ops a Llama model needs, each forward and backward on Tritium kernels
 //!   (`tritium_kernels`), computed in f32 for f32, f16 and bf16 tensors and differentiable
 //!   under candle's autograd: [`rms_norm`]; [`rope`] (rotary embeddings, "rotate half" as
 //!   `candle_nn::rotary_emb::rope`; a transposed `(b, t, h, d)` view is read without a
 //!   copy); [`swiglu`] (`silu(gate) · up`); [`softmax_last_dim`]; [`cross_entropy`] (the
 //!   mean over rows not ignored, Liger-Kernel's fused version with PyTorch's
-//!   `ignore_index`).
+//!   `ignore_index`). Each is written once, generic over candle's storage kind: its launches
+//!   run [`On`] the tensors' device with scratch buffers where they lie ([`On::zeros`]).
 //!
-//! The ops run on CPU tensors; with the `cuda` feature (candle's, which links CUDA at
-//! build time) CUDA tensors are kernel arguments too and [`KernelOp`]s ([`swiglu`]) run on
-//! them (`cuda_fwd`). Errors come back as candle errors naming what was wrong (a shape, a
-//! dtype, a device).
+//! Every op runs on CPU tensors; with the `cuda` feature (candle's, which links CUDA at
+//! build time) CUDA tensors are kernel arguments too and every op runs on them
+//! (`cuda_fwd`), queued on candle's stream. [`launch_host_ops_on`] runs the ops on CPU
+//! tensors on another Tritium device (the CUDA emulator: the GPU's code on the host).
+//! Errors come back as candle errors naming what was wrong (a shape, a dtype, a device).
 
 pub mod cross_entropy;
 pub mod kernel_op;
+mod launches;
 pub mod llama;
+pub mod on;
 pub mod op;
 pub mod rms_norm;
 pub mod rope;
@@ -35,8 +37,9 @@ pub mod softmax;
 pub mod swiglu;
 
 pub use cross_entropy::{cross_entropy, cross_entropy_with, CrossEntropy, IGNORE_INDEX};
-pub use kernel_op::{BinaryKernel, KernelOp, On, Out, Rows, UnaryKernel};
-pub use op::KernelFloat;
+pub use kernel_op::{BinaryKernel, KernelOp, UnaryKernel};
+pub use on::{host_ops_device, launch_host_ops_on, Buffer, On, Out, Rows};
+pub use op::{KernelElem, KernelFloat};
 pub use rms_norm::{rms_norm, RmsNorm};
 pub use rope::{rope, Rope};
 pub use softmax::{softmax_last_dim, SoftmaxLastDim};

@@ -3,9 +3,9 @@
 //! and the result made back into candle storage.
 
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, DType, Layout, Result, Storage, Tensor, WithDType};
+use candle_core::{CpuStorage, DType, Layout, Result, WithDType};
 use ndarray::{Array, ArrayView, ArrayViewD, CowArray, IxDyn, ShapeBuilder};
-use tritium::dsl::trace::Float;
+use tritium::dsl::trace::{Element, Float};
 
 /// Storage `s` under `layout` as a strided view of its logical shape, never a copy: what a
 /// kernel taking strides reads where it lies. An error when its dtype is not `T`.
@@ -50,22 +50,34 @@ fn row_major_copy<'s, T: WithDType>(
     Ok(CowArray::from(array))
 }
 
-/// The element types of the ops: f32, f16 and bf16, with what candle's CUDA storage
-/// needs of them under the `cuda` feature (a kernel op's launches are generic over it).
+/// The element types of kernel buffers on candle storage (f32, f16, bf16, u32, i64): a
+/// Tritium element and a candle dtype, with what candle's CUDA storage needs of them under
+/// the `cuda` feature.
 #[cfg(not(feature = "cuda"))]
-pub trait KernelFloat: Float + WithDType {}
+pub trait KernelElem: Element + WithDType {}
 
-/// The element types of the ops: f32, f16 and bf16, with what candle's CUDA storage
-/// needs of them under the `cuda` feature (a kernel op's launches are generic over it).
+/// The element types of kernel buffers on candle storage (f32, f16, bf16, u32, i64): a
+/// Tritium element and a candle dtype, with what candle's CUDA storage needs of them under
+/// the `cuda` feature.
 #[cfg(feature = "cuda")]
-pub trait KernelFloat:
-    Float
+pub trait KernelElem:
+    Element
     + WithDType
     + candle_core::cuda_backend::CudaDType
     + candle_core::cuda_backend::cudarc::driver::DeviceRepr
     + candle_core::cuda_backend::cudarc::driver::ValidAsZeroBits
 {
 }
+
+impl KernelElem for f32 {}
+impl KernelElem for half::f16 {}
+impl KernelElem for half::bf16 {}
+impl KernelElem for u32 {}
+impl KernelElem for i64 {}
+
+/// The float element types of the ops (f32, f16, bf16): a kernel op's launches are
+/// generic over them.
+pub trait KernelFloat: KernelElem + Float {}
 
 impl KernelFloat for f32 {}
 impl KernelFloat for half::f16 {}
@@ -108,22 +120,6 @@ pub fn last_dim_contiguous<'s, T: WithDType>(
     match contiguous {
         true => Ok(CowArray::from(view)),
         false => row_major_copy(s, layout),
-    }
-}
-
-/// A CPU tensor's storage and layout, or an error naming `op` and the tensor's device.
-pub fn on_cpu<R>(
-    op: &str,
-    t: &Tensor,
-    f: impl FnOnce(&CpuStorage, &Layout) -> Result<R>,
-) -> Result<R> {
-    let (storage, layout) = t.storage_and_layout();
-    match &*storage {
-        Storage::Cpu(s) => f(s, layout),
-        _ => Err(candle_core::Error::Msg(format!(
-            "{op}: runs on CPU tensors (not yet on CUDA ones), got one on {:?}",
-            t.device().location()
-        ))),
     }
 }
 

@@ -2,13 +2,12 @@
 //! `x.apply_op2(&w, RmsNorm { eps })`, or [`rms_norm`], normalizes `x` over its last dim
 //! and scales by `w`, with its backward (`dx` and `dw`) under candle's autograd.
 
-use crate::candle_error;
-use crate::op::{cpu_array, dispatch, on_cpu, same_dtype, zeros, KernelFloat, PerFloat};
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp2, Layout, Result, Shape, Tensor};
+use crate::launches::{forwards, Inputs, LaunchWith, Launches};
+use crate::on::{On, Out, Rows};
+use crate::op::{op_error, to_i32, KernelFloat};
+use candle_core::{CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
-use tritium::Device;
-use tritium_kernels::rms_norm::{rms_norm_bwd, rms_norm_fwd};
+use tritium_kernels::rms_norm::{rms_norm_bwd, rms_norm_bwd_dw, rms_norm_fwd};
 
 /// The op's name, in its errors.
 const OP: &str = "tritium-rms-norm";
@@ -25,110 +24,118 @@ pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
     x.apply_op2(w, RmsNorm { eps })
 }
 
+/// [`RmsNorm`]'s gradients `dx` and `dw` (one after the other) for `x`, `w` and `dy`.
+#[derive(Debug, Clone, Copy)]
+struct RmsNormGrad(RmsNorm);
+
 /// Rows and their length: `x`'s last dim must be `w`'s one dim.
-fn rows_of(x: &[usize], w: &[usize]) -> Result<(usize, usize)> {
+fn rows_of(x: &[usize], w: &[usize]) -> Result<(usize, i32)> {
     let n = x.last().copied().unwrap_or(1);
     if w != [n] {
-        return Err(candle_core::Error::Msg(format!(
-            "tritium-rms-norm: w must have shape [{n}] (x's last dim), got {w:?}"
-        )));
+        return Err(op_error(
+            OP,
+            format!("w must have shape [{n}] (x's last dim), got {w:?}"),
+        ));
     }
     let rows = x[..x.len().saturating_sub(1)].iter().product();
-    Ok((rows, n))
+    Ok((rows, to_i32(OP, "the last dim", n)?))
 }
 
 /// Elements per program: the row, rounded up to a power of two.
-fn block(n: usize) -> usize {
-    next_power_of_2(n.max(1))
+fn block(n: i32) -> usize {
+    next_power_of_2(n.max(1) as usize)
 }
 
-struct Forward<'a> {
-    x: (&'a CpuStorage, &'a Layout),
-    w: (&'a CpuStorage, &'a Layout),
+/// Rows of `dw`'s partial sums per step, and its columns per program.
+fn dw_blocks(n: i32) -> (usize, usize) {
+    (16, block(n).min(128))
+}
+
+/// The forward launch: `y` from `x` and `w`, one program per row.
+struct Forward {
     rows: usize,
-    n: usize,
+    n: i32,
     eps: f32,
 }
 
-impl PerFloat for Forward<'_> {
-    type Output = (CpuStorage, Vec<f32>);
+impl LaunchWith for Forward {
+    type Output<T: KernelFloat> = T;
 
-    fn run<T: KernelFloat>(self) -> Result<Self::Output> {
-        let x = cpu_array::<T>(self.x.0, self.x.1)?;
-        let w = cpu_array::<T>(self.w.0, self.w.1)?;
-        let mut y = zeros::<T>(self.rows * self.n);
-        let mut rstd = vec![0f32; self.rows];
-        rms_norm_fwd::launch(
-            &Device::cpu(),
-            self.rows.max(1),
-            &mut y,
-            &mut rstd,
-            &x,
-            &w,
-            self.n as i32,
-            self.eps,
-            block(self.n),
-        )
-        .map_err(candle_error)?;
-        Ok((T::to_cpu_storage_owned(y), rstd))
+    fn with<T: KernelFloat>(
+        &self,
+        on: &On,
+        r: &[Rows<'_, T>],
+        outs: &mut [Out<'_, T>],
+    ) -> tritium::Result<()> {
+        let (device, options) = (on.device(), on.options());
+        let (rows, n, eps) = (self.rows, self.n, self.eps);
+        let mut rstd = on.zeros::<f32>(rows)?;
+        let (y, x, w) = (&mut outs[0], &r[0], &r[1]);
+        rms_norm_fwd::launch_with(device, rows, options, y, &mut rstd, x, w, n, eps, block(n))
     }
 }
 
-struct Backward<'a> {
-    x: &'a Tensor,
-    w: &'a Tensor,
-    dy: &'a Tensor,
+/// The backward launches: the forward's `rstd` again, then `dx` and each row's share of
+/// `dw`, then `dw` as their column sums.
+struct Backward {
     rows: usize,
-    n: usize,
+    /// `rows` as the column sums' `i32`.
+    rows_i32: i32,
+    n: i32,
     eps: f32,
 }
 
-impl PerFloat for Backward<'_> {
-    type Output = (Tensor, Tensor);
+impl LaunchWith for Backward {
+    type Output<T: KernelFloat> = T;
 
-    fn run<T: KernelFloat>(self) -> Result<Self::Output> {
-        let (rows, n) = (self.rows, self.n);
-        let grads = on_cpu(OP, self.x, |xs, xl| {
-            on_cpu(OP, self.w, |ws, wl| {
-                on_cpu(OP, self.dy, |ds, dl| {
-                    let (x, w, dy) = (
-                        cpu_array::<T>(xs, xl)?,
-                        cpu_array::<T>(ws, wl)?,
-                        cpu_array::<T>(ds, dl)?,
-                    );
-                    let (_, rstd) = Forward {
-                        x: (xs, xl),
-                        w: (ws, wl),
-                        rows,
-                        n,
-                        eps: self.eps,
-                    }
-                    .run::<T>()?;
-                    let mut dx = zeros::<T>(rows * n);
-                    let mut dw_rows = vec![0f32; rows * n];
-                    rms_norm_bwd::launch(
-                        &Device::cpu(),
-                        rows.max(1),
-                        &mut dx,
-                        &mut dw_rows,
-                        &dy,
-                        &x,
-                        &w,
-                        &rstd,
-                        n as i32,
-                        block(n),
-                    )
-                    .map_err(candle_error)?;
-                    Ok((dx, dw_rows))
-                })
-            })
-        })?;
-        let (dx, dw_rows) = grads;
-        let dx = Tensor::from_vec(dx, self.x.shape(), self.x.device())?;
-        let dw = Tensor::from_vec(dw_rows, (rows, n), self.x.device())?
-            .sum(0)?
-            .to_dtype(self.w.dtype())?;
-        Ok((dx, dw))
+    fn with<T: KernelFloat>(
+        &self,
+        on: &On,
+        r: &[Rows<'_, T>],
+        outs: &mut [Out<'_, T>],
+    ) -> tritium::Result<()> {
+        let (device, options) = (on.device(), on.options());
+        let (rows, n, eps) = (self.rows, self.n, self.eps);
+        let (x, w, dy) = (&r[0], &r[1], &r[2]);
+        let [dx, dw] = outs else {
+            unreachable!("two gradients")
+        };
+        let (mut y, mut rstd) = (on.zeros::<T>(rows * n as usize)?, on.zeros::<f32>(rows)?);
+        let b = block(n);
+        rms_norm_fwd::launch_with(device, rows, options, &mut y, &mut rstd, x, w, n, eps, b)?;
+        let mut dw_rows = on.zeros::<f32>(rows * n as usize)?;
+        let rstd = &rstd;
+        rms_norm_bwd::launch_with(
+            device,
+            rows,
+            options,
+            dx,
+            &mut dw_rows,
+            dy,
+            x,
+            w,
+            rstd,
+            n,
+            b,
+        )?;
+        let (block_m, block_n) = dw_blocks(n);
+        let grid = (n as usize).div_ceil(block_n);
+        let m = self.rows_i32;
+        rms_norm_bwd_dw::launch_with(device, grid, options, dw, &dw_rows, m, n, block_m, block_n)
+    }
+}
+
+impl RmsNorm {
+    fn forward<S: Launches>(&self, xs: &S, xl: &Layout, ws: &S, wl: &Layout) -> Result<(S, Shape)> {
+        let (rows, n) = rows_of(xl.dims(), wl.dims())?;
+        let inputs = Inputs::new(OP, &[("x", xs, xl), ("w", ws, wl)])?;
+        let f = Forward {
+            rows,
+            n,
+            eps: self.eps,
+        };
+        let y = S::launch(inputs, &[rows * n as usize], f)?;
+        Ok((y, xl.shape().clone()))
     }
 }
 
@@ -137,25 +144,7 @@ impl CustomOp2 for RmsNorm {
         OP
     }
 
-    fn cpu_fwd(
-        &self,
-        xs: &CpuStorage,
-        xl: &Layout,
-        ws: &CpuStorage,
-        wl: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (rows, n) = rows_of(xl.dims(), wl.dims())?;
-        same_dtype(OP, &[("x", xs.dtype()), ("w", ws.dtype())])?;
-        let f = Forward {
-            x: (xs, xl),
-            w: (ws, wl),
-            rows,
-            n,
-            eps: self.eps,
-        };
-        let (y, _) = dispatch(self.name(), xs.dtype(), f)?;
-        Ok((y, xl.shape().clone()))
-    }
+    forwards!(forward(xs, xl, ws, wl));
 
     fn bwd(
         &self,
@@ -164,17 +153,51 @@ impl CustomOp2 for RmsNorm {
         _y: &Tensor,
         dy: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let (rows, n) = rows_of(x.dims(), w.dims())?;
         let dy = dy.to_dtype(x.dtype())?;
-        let b = Backward {
-            x,
-            w,
-            dy: &dy,
-            rows,
-            n,
-            eps: self.eps,
-        };
-        let (dx, dw) = dispatch(self.name(), x.dtype(), b)?;
+        let grads = x.apply_op3_no_bwd(w, &dy, &RmsNormGrad(*self))?;
+        let nx = x.elem_count();
+        let dx = grads.narrow(0, 0, nx)?.reshape(x.shape())?;
+        let dw = grads.narrow(0, nx, w.elem_count())?.reshape(w.shape())?;
         Ok((Some(dx), Some(dw)))
     }
+}
+
+impl RmsNormGrad {
+    #[allow(clippy::too_many_arguments)]
+    fn forward<S: Launches>(
+        &self,
+        xs: &S,
+        xl: &Layout,
+        ws: &S,
+        wl: &Layout,
+        ds: &S,
+        dl: &Layout,
+    ) -> Result<(S, Shape)> {
+        let (rows, n) = rows_of(xl.dims(), wl.dims())?;
+        if dl.dims() != xl.dims() {
+            let (x, d) = (xl.dims(), dl.dims());
+            return Err(op_error(
+                OP,
+                format!("dy must have x's shape {x:?}, got {d:?}"),
+            ));
+        }
+        let inputs = Inputs::new(OP, &[("x", xs, xl), ("w", ws, wl), ("dy", ds, dl)])?;
+        let lens = [inputs.elems(0), inputs.elems(1)];
+        let f = Backward {
+            rows,
+            rows_i32: to_i32(OP, "the number of rows", rows)?,
+            n,
+            eps: self.0.eps,
+        };
+        let total = Shape::from(lens[0] + lens[1]);
+        Ok((S::launch(inputs, &lens, f)?, total))
+    }
+}
+
+impl CustomOp3 for RmsNormGrad {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    forwards!(forward(xs, xl, ws, wl, ds, dl));
 }

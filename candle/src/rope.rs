@@ -4,15 +4,11 @@
 //! `candle_nn::rotary_emb::rope`) does, differentiable in `x` (the backward is the kernel's
 //! rotation by `−sin`); `cos` and `sin` get no gradient.
 
-use crate::candle_error;
-use crate::op::{
-    cpu_array, dispatch, last_dim_contiguous, op_error, same_dtype, to_i32, zeros, KernelFloat,
-    PerFloat,
-};
-use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
+use crate::launches::{forwards, Inputs, LaunchWith, Launches};
+use crate::on::{On, Out, Rows};
+use crate::op::{op_error, to_i32, KernelFloat};
+use candle_core::{CustomOp3, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
-use tritium::Device;
 
 /// The op's name, in its errors.
 const OP: &str = "tritium-rope";
@@ -93,18 +89,24 @@ fn blocks(d: &Dims) -> (usize, usize) {
     (block_t, block_d)
 }
 
-struct Rotate<'a> {
-    x: (&'a CpuStorage, &'a Layout),
-    cos: (&'a CpuStorage, &'a Layout),
-    sin: (&'a CpuStorage, &'a Layout),
+/// The launch: the rotation of `x` (by `−sin` for `backward`), one program per `block_t`
+/// positions of one head; `x` read through its outer strides.
+struct Rotate {
     dims: Dims,
+    /// `h`, `t` and `d/2` as the kernel's `i32`s.
+    sizes: [i32; 3],
     backward: bool,
 }
 
-impl PerFloat for Rotate<'_> {
-    type Output = CpuStorage;
+impl LaunchWith for Rotate {
+    type Output<T: KernelFloat> = T;
 
-    fn run<T: KernelFloat>(self) -> Result<CpuStorage> {
+    fn with<T: KernelFloat>(
+        &self,
+        on: &On,
+        r: &[Rows<'_, T>],
+        outs: &mut [Out<'_, T>],
+    ) -> tritium::Result<()> {
         let Dims {
             b,
             h,
@@ -112,25 +114,21 @@ impl PerFloat for Rotate<'_> {
             half,
             cs_b,
         } = self.dims;
-        let mut out = zeros::<T>(b * h * t * half * 2);
-        if out.is_empty() {
-            return Ok(T::to_cpu_storage_owned(out));
-        }
-        let x = last_dim_contiguous::<T>(self.x.0, self.x.1)?;
-        let cos = cpu_array::<T>(self.cos.0, self.cos.1)?;
-        let sin = cpu_array::<T>(self.sin.0, self.sin.1)?;
+        let (x, cos, sin) = (&r[0], &r[1], &r[2]);
         let s = x.strides();
         let (block_t, block_d) = blocks(&self.dims);
-        tritium_kernels::rope::rope::launch(
-            &Device::cpu(),
+        let [hs, ts, halves] = self.sizes;
+        tritium_kernels::rope::rope::launch_with(
+            on.device(),
             (t.div_ceil(block_t), b * h),
-            &mut out,
-            &x,
-            &cos,
-            &sin,
-            to_i32(OP, "the number of heads", h)?,
-            to_i32(OP, "the sequence length", t)?,
-            to_i32(OP, "half the head dim", half)?,
+            on.options(),
+            &mut outs[0],
+            x,
+            cos,
+            sin,
+            hs,
+            ts,
+            halves,
             s[0] as i64,
             s[1] as i64,
             s[2] as i64,
@@ -140,36 +138,50 @@ impl PerFloat for Rotate<'_> {
             block_t,
             block_d,
         )
-        .map_err(candle_error)?;
-        Ok(T::to_cpu_storage_owned(out))
     }
 }
 
-/// The rotation of `x` (by `−sin` for `backward`) as candle storage of `x`'s shape.
-fn rotate(
+/// The rotation of `x` (by `−sin` for `backward`) as storage of `x`'s shape.
+fn rotate<S: Launches>(
     backward: bool,
-    x: (&CpuStorage, &Layout),
-    cos: (&CpuStorage, &Layout),
-    sin: (&CpuStorage, &Layout),
-) -> Result<(CpuStorage, Shape)> {
+    x: (&S, &Layout),
+    cos: (&S, &Layout),
+    sin: (&S, &Layout),
+) -> Result<(S, Shape)> {
     let dims = dims_of(x.1.dims(), cos.1.dims(), sin.1.dims())?;
-    let (x_name, dtype) = (if backward { "dy" } else { "x" }, x.0.dtype());
-    same_dtype(
-        OP,
-        &[
-            (x_name, dtype),
-            ("cos", cos.0.dtype()),
-            ("sin", sin.0.dtype()),
-        ],
-    )?;
+    let x_name = if backward { "dy" } else { "x" };
+    let named = [
+        (x_name, x.0, x.1),
+        ("cos", cos.0, cos.1),
+        ("sin", sin.0, sin.1),
+    ];
+    let inputs = Inputs::new(OP, &named)?.strided(0);
+    let sizes = [
+        to_i32(OP, "the number of heads", dims.h)?,
+        to_i32(OP, "the sequence length", dims.t)?,
+        to_i32(OP, "half the head dim", dims.half)?,
+    ];
     let f = Rotate {
-        x,
-        cos,
-        sin,
         dims,
+        sizes,
         backward,
     };
-    Ok((dispatch(OP, dtype, f)?, x.1.shape().clone()))
+    let len = x.1.shape().elem_count();
+    Ok((S::launch(inputs, &[len], f)?, x.1.shape().clone()))
+}
+
+impl Rope {
+    fn forward<S: Launches>(
+        &self,
+        xs: &S,
+        xl: &Layout,
+        cs: &S,
+        cl: &Layout,
+        ss: &S,
+        sl: &Layout,
+    ) -> Result<(S, Shape)> {
+        rotate(false, (xs, xl), (cs, cl), (ss, sl))
+    }
 }
 
 impl CustomOp3 for Rope {
@@ -177,17 +189,7 @@ impl CustomOp3 for Rope {
         OP
     }
 
-    fn cpu_fwd(
-        &self,
-        xs: &CpuStorage,
-        xl: &Layout,
-        cs: &CpuStorage,
-        cl: &Layout,
-        ss: &CpuStorage,
-        sl: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        rotate(false, (xs, xl), (cs, cl), (ss, sl))
-    }
+    forwards!(forward(xs, xl, cs, cl, ss, sl));
 
     fn bwd(
         &self,
@@ -202,20 +204,24 @@ impl CustomOp3 for Rope {
     }
 }
 
+impl RopeGrad {
+    fn forward<S: Launches>(
+        &self,
+        ds: &S,
+        dl: &Layout,
+        cs: &S,
+        cl: &Layout,
+        ss: &S,
+        sl: &Layout,
+    ) -> Result<(S, Shape)> {
+        rotate(true, (ds, dl), (cs, cl), (ss, sl))
+    }
+}
+
 impl CustomOp3 for RopeGrad {
     fn name(&self) -> &'static str {
         OP
     }
 
-    fn cpu_fwd(
-        &self,
-        ds: &CpuStorage,
-        dl: &Layout,
-        cs: &CpuStorage,
-        cl: &Layout,
-        ss: &CpuStorage,
-        sl: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        rotate(true, (ds, dl), (cs, cl), (ss, sl))
-    }
+    forwards!(forward(ds, dl, cs, cl, ss, sl));
 }

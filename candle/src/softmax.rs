@@ -3,9 +3,10 @@
 //! `dx = y · (dy − Σ y·dy)`): `x.apply_op1(SoftmaxLastDim)`, or [`softmax_last_dim`],
 //! computed in f32 whatever the dtype, differentiable under candle's autograd.
 
-use crate::kernel_op::{forwards, Inputs, LaunchWith, Launches, On, Out, Rows};
+use crate::launches::{forwards, Inputs, LaunchWith, Launches};
+use crate::on::{On, Out, Rows};
 use crate::op::{op_error, to_i32, KernelFloat};
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
+use candle_core::{CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
 use tritium_kernels::softmax::{softmax, softmax_bwd};
 
@@ -43,6 +44,8 @@ struct Forward {
 }
 
 impl LaunchWith for Forward {
+    type Output<T: KernelFloat> = T;
+
     fn with<T: KernelFloat>(
         &self,
         on: &On,
@@ -72,6 +75,8 @@ struct Backward {
 }
 
 impl LaunchWith for Backward {
+    type Output<T: KernelFloat> = T;
+
     fn with<T: KernelFloat>(
         &self,
         on: &On,

@@ -4,7 +4,8 @@
 //! with both gradients under candle's autograd: a [`BinaryKernel`], the kernels' launches
 //! and nothing else.
 
-use crate::kernel_op::{BinaryKernel, KernelOp, On, Out, Rows};
+use crate::kernel_op::{BinaryKernel, KernelOp};
+use crate::on::{On, Out, Rows};
 use crate::op::KernelFloat;
 use candle_core::{Result, Tensor};
 use tritium_kernels::swiglu::{swiglu_bwd, swiglu_fwd};

@@ -127,3 +127,23 @@ fn softmax_runs_on_candle_cuda_tensors_forward_and_backward() {
         );
     }
 }
+
+/// Every fused op on CUDA tensors (`cuda_fwd`, forward and backward; scratch and outputs
+/// allocated on candle's stream, a transposed view read through its strides, i64 targets
+/// with ignored rows) gives Tritium's CPU results, and its results stay on the GPU.
+#[test]
+fn fused_ops_run_on_candle_cuda_tensors_as_on_the_cpu() {
+    let Some((dev, _gpu)) = gpus("fused_ops_run_on_candle_cuda_tensors_as_on_the_cpu") else {
+        return;
+    };
+    for (op, _, run) in super::host_device::cases() {
+        let cpu = run(&Device::Cpu);
+        let gpu = run(&dev);
+        for (k, (a, b)) in cpu.iter().zip(&gpu).enumerate() {
+            assert!(b.device().is_cuda(), "{op} output {k} stays on the GPU");
+            assert_eq!(a.dims(), b.dims(), "{op} output {k}");
+            let d = super::max_diff(a, &b.to_device(&Device::Cpu).unwrap());
+            assert!(d <= 1e-5 * super::magnitude(a), "{op} output {k}: {d}");
+        }
+    }
+}

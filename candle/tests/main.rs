@@ -5,6 +5,7 @@
 mod cross_entropy;
 #[cfg(feature = "cuda")]
 mod cuda;
+mod host_device;
 mod kernel_op;
 mod rope;
 mod softmax;

@@ -49,9 +49,10 @@ pub fn cross_entropy_fwd<T: Float>(
 }
 
 /// The gradient of the mean loss over the rows not ignored, one row per program:
-/// `dx[row] = (softmax(x[row]) − onehot(target[row])) · scale` with `scale` the upstream
-/// gradient over the number of rows not ignored, and `lse` as [`cross_entropy_fwd`] gave
-/// it; 0 on ignored rows. `dx` is contiguous (`n_cols` per row).
+/// `dx[row] = (softmax(x[row]) − onehot(target[row])) · grad[0] · inv_valid` with `grad`
+/// the loss's upstream gradient (one element, read where it lies: on a GPU no copy to the
+/// host) and `inv_valid` one over the number of rows not ignored, and `lse` as
+/// [`cross_entropy_fwd`] gave it; 0 on ignored rows. `dx` is contiguous (`n_cols` per row).
 #[kernel]
 #[allow(clippy::too_many_arguments)]
 pub fn cross_entropy_bwd<T: Float>(
@@ -60,7 +61,8 @@ pub fn cross_entropy_bwd<T: Float>(
     x_stride: i64,
     target: Ptr<i64>,
     lse: Ptr<f32>,
-    scale: f32,
+    grad: Ptr<f32>,
+    inv_valid: f32,
     n_cols: i32,
     ignore_index: i64,
     #[constexpr] BLOCK: usize,
@@ -81,6 +83,7 @@ pub fn cross_entropy_bwd<T: Float>(
     }
     let x_row = x + row * x_stride;
     let l = load(lse + row);
+    let scale = load(grad) * inv_valid;
     for i in range(0, n_cols, BLOCK as i32) {
         let cols = i + arange(0, BLOCK);
         let xb = load(x_row + cols, mask = cols < n_cols, other = 0.0).to(DType::F32);
@@ -88,4 +91,23 @@ pub fn cross_entropy_bwd<T: Float>(
         let g = where_(cols.to(DType::I64) == y, p - 1.0, p) * scale;
         store(dx_row + cols, g.to(T::DTYPE), mask = cols < n_cols);
     }
+}
+
+/// `mean[0] = Σ loss / valid` over `n` rows' losses (ignored rows' are 0): the mean loss over
+/// the rows not ignored, summed in f32 `BLOCK` rows at a time by one program; NaN when
+/// `valid` is 0, as PyTorch's.
+#[kernel]
+pub fn cross_entropy_mean(
+    mean: Ptr<f32>,
+    loss: Ptr<f32>,
+    n: i32,
+    valid: f32,
+    #[constexpr] BLOCK: usize,
+) {
+    let mut acc = zeros([BLOCK], DType::F32);
+    for i in range(0, n, BLOCK as i32) {
+        let rows = i + arange(0, BLOCK);
+        acc += load(loss + rows, mask = rows < n, other = 0.0);
+    }
+    store(mean, sum(acc, 0) / valid);
 }

@@ -52,3 +52,26 @@ pub fn rms_norm_bwd<T: Float>(
     store(dx + off, dxv.to(T::DTYPE), mask = mask);
     store(dw_rows + off, dyv * xv * r, mask = mask);
 }
+
+/// `dw[col] = Σ_row dw_rows[row, col]`: the column sums of [`rms_norm_bwd`]'s per-row shares
+/// of `dw` (`rows × n`, row-major), in f32, `BLOCK_N` columns per program, `BLOCK_M` rows at
+/// a time.
+#[kernel]
+pub fn rms_norm_bwd_dw<T: Float>(
+    dw: Ptr<T>,
+    dw_rows: Ptr<f32>,
+    rows: i32,
+    n: i32,
+    #[constexpr] BLOCK_M: usize,
+    #[constexpr] BLOCK_N: usize,
+) {
+    let cols = program_id(0) * BLOCK_N as i32 + arange(0, BLOCK_N);
+    let mut acc = zeros([BLOCK_M, BLOCK_N], DType::F32);
+    for r0 in range(0, rows, BLOCK_M as i32) {
+        let rs = r0 + arange(0, BLOCK_M);
+        let mask = (rs[(.., None)] < rows) & (cols[(None, ..)] < n);
+        let offs = rs[(.., None)].to(DType::I64) * n + cols[(None, ..)];
+        acc += load(dw_rows + offs, mask = mask, other = 0.0);
+    }
+    store(dw + cols, sum(acc, 0).to(T::DTYPE), mask = cols < n);
+}
