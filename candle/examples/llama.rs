@@ -13,7 +13,8 @@
 //! (0.8; 0 is greedy), `--seed S`, `--dtype f32|bf16|f16` (the random weights' dtype, in
 //! `target/llama-small-<dtype>` unless `--dir`; a checkpoint's own dtype otherwise),
 //! `--compare` (the same weights in candle-transformers' Llama in the weights' dtype,
-//! timed alternately with this one).
+//! timed alternately with this one, on the CPU), `--cuda` (the model on CUDA device 0:
+//! needs the crate's `cuda` feature and a GPU).
 
 use candle_core::{DType, Device, Tensor};
 use candle_transformers::models::llama as reference;
@@ -29,6 +30,7 @@ struct Args {
     temperature: f32,
     seed: u64,
     compare: bool,
+    cuda: bool,
     dtype: DType,
 }
 
@@ -40,6 +42,7 @@ fn args() -> Result<Args, String> {
         temperature: 0.8,
         seed: 2026,
         compare: false,
+        cuda: false,
         dtype: DType::F32,
     };
     let mut dir = None;
@@ -65,6 +68,7 @@ fn args() -> Result<Args, String> {
             }
             "--seed" => a.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--compare" => a.compare = true,
+            "--cuda" => a.cuda = true,
             other => return Err(format!("unknown option {other} (see the example's doc)")),
         }
     }
@@ -72,6 +76,9 @@ fn args() -> Result<Args, String> {
         DType::F32 => a.dir.clone(),
         d => PathBuf::from(format!("target/llama-small-{}", d.as_str())),
     });
+    if a.cuda && a.compare {
+        return Err("--compare runs on the CPU: leave out --cuda".into());
+    }
     if a.prompt < 2 {
         return Err("--prompt must be at least 2 tokens (the loss needs a next token)".into());
     }
@@ -101,15 +108,15 @@ fn run_ours(
     steps: usize,
     how: Sampling,
 ) -> candle_core::Result<(Timing, Vec<u32>)> {
-    let dev = tritium::Device::cpu();
-    let mut cache = model.cache(1);
+    let on = tritium_candle::On::of(model.device())?;
+    let mut cache = model.cache(1)?;
     let start = Instant::now();
     let mut logits = model.forward_last(prompt, &mut cache)?;
     let prefill_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let mut out = vec![];
     for step in 0..steps {
-        let next = tritium_candle::llama::kernels::sample(&dev, &logits, how.at_step(step))?;
+        let next = tritium_candle::llama::kernels::sample(&on, &logits, how.at_step(step))?;
         out.push(next.to_vec1::<u32>()?[0]);
         logits = model.forward_last(&next.reshape((1, 1))?, &mut cache)?;
     }
@@ -159,10 +166,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let start = Instant::now();
-    let model = Llama::load(&a.dir)?;
+    let model = match a.cuda {
+        true => Llama::load(&a.dir)?.to_device(&Device::new_cuda(0)?)?,
+        false => Llama::load(&a.dir)?,
+    };
     let cfg = model.config().clone();
     println!(
-        "loaded {} ({} layers, hidden {}, {} heads / {} kv heads, vocab {}, {:?} projections) in {:.2} s",
+        "loaded {} ({} layers, hidden {}, {} heads / {} kv heads, vocab {}, {:?} projections, {:?}) in {:.2} s",
         a.dir.display(),
         cfg.layers,
         cfg.hidden,
@@ -170,6 +180,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cfg.kv_heads,
         cfg.vocab,
         model.weight_dtype(),
+        model.device().location(),
         start.elapsed().as_secs_f64()
     );
     if a.prompt + a.steps > cfg.max_seq {
@@ -178,10 +189,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let prompt = prompt_tokens(&cfg, a.prompt, a.seed)?;
 
     // The loss of predicting each prompt token from those before it.
-    let logits = model.forward(&prompt, &mut model.cache(1))?;
+    let logits = model.forward(&prompt, &mut model.cache(1)?)?;
     let n = a.prompt - 1;
     let inputs = logits.squeeze(0)?.narrow(0, 0, n)?;
-    let targets = prompt.squeeze(0)?.narrow(0, 1, n)?;
+    let targets = prompt
+        .squeeze(0)?
+        .narrow(0, 1, n)?
+        .to_device(model.device())?;
     let loss = tritium_candle::cross_entropy(&inputs, &targets)?.to_scalar::<f32>()?;
     println!(
         "prompt loss {loss:.4} (ln vocab = {:.4})",

@@ -37,6 +37,25 @@ impl On {
         }
     }
 
+    /// The launches on tensors of candle's `device`: CPU tensors' on the CPU (or inside
+    /// [`launch_host_ops_on`] the device it names), CUDA tensors' on candle's GPU and stream
+    /// (the `cuda` feature); an error naming a device Tritium does not run on.
+    pub fn of(device: &candle_core::Device) -> Result<On> {
+        match device {
+            candle_core::Device::Cpu => Ok(On::host()),
+            #[cfg(feature = "cuda")]
+            candle_core::Device::Cuda(dev) => On::cuda(dev),
+            other => Err(candle_core::Error::Msg(format!(
+                "tritium-candle: launches on CPU tensors{}, not on {:?}",
+                match cfg!(feature = "cuda") {
+                    true => " and CUDA ones",
+                    false => " (CUDA ones with the `cuda` feature)",
+                },
+                other.location()
+            ))),
+        }
+    }
+
     /// The launches of an op on CPU tensors: on the CPU, or inside [`launch_host_ops_on`]
     /// on the device it names.
     pub(crate) fn host() -> On {
@@ -134,6 +153,17 @@ enum BufferData<E> {
         candle_core::cuda_backend::cudarc::driver::CudaSlice<E>,
         candle_core::CudaDevice,
     ),
+}
+
+impl<E> std::fmt::Debug for Buffer<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let memory = match &self.data {
+            BufferData::Host(_) => "host",
+            #[cfg(feature = "cuda")]
+            BufferData::Cuda(..) => "cuda",
+        };
+        write!(f, "Buffer {{ len: {}, memory: {memory} }}", self.len)
+    }
 }
 
 impl<E> Buffer<E> {

@@ -147,3 +147,35 @@ fn fused_ops_run_on_candle_cuda_tensors_as_on_the_cpu() {
         }
     }
 }
+
+/// The Llama decoder with its weights, caches and every launch on the GPU
+/// (`Llama::to_device`): prefill and decode logits, and greedy generation, as on the CPU.
+#[test]
+fn llama_runs_on_candle_cuda_tensors_as_on_the_cpu() {
+    let Some((dev, _gpu)) = gpus("llama_runs_on_candle_cuda_tensors_as_on_the_cpu") else {
+        return;
+    };
+    use super::llama::{rel_diff, tiny, tokens_below};
+    use tritium_candle::llama::{kernels::Sampling, weights, Llama};
+    let cfg = tiny();
+    let cpu = Llama::new(cfg.clone(), &weights::random(&cfg, 7).unwrap()).unwrap();
+    let gpu = cpu.clone().to_device(&dev).unwrap();
+    assert!(gpu.device().is_cuda());
+    let (mut a, mut b) = (cpu.cache(2).unwrap(), gpu.cache(2).unwrap());
+    // A prefill of 9 tokens (blocked matmul), then two decode steps (matvec).
+    for (t, seed) in [(9, 1), (1, 2), (1, 3)] {
+        let x = tokens_below(cfg.vocab, 2, t, seed);
+        let want = cpu.forward_last(&x, &mut a).unwrap();
+        let got = gpu.forward_last(&x, &mut b).unwrap();
+        assert!(got.device().is_cuda(), "logits stay on the GPU");
+        let d = rel_diff(&got.to_device(&Device::Cpu).unwrap(), &want);
+        assert!(d < 1e-4, "t = {t}: {d}");
+    }
+    let prompt = tokens_below(cfg.vocab, 1, 6, 4);
+    let want = cpu.generate(&prompt, 5, Sampling::Greedy).unwrap();
+    let got = gpu.generate(&prompt, 5, Sampling::Greedy).unwrap();
+    assert_eq!(
+        got.to_vec2::<u32>().unwrap(),
+        want.to_vec2::<u32>().unwrap()
+    );
+}

@@ -9,7 +9,7 @@ use tritium_candle::llama::kernels::{sample, Sampling};
 use tritium_candle::llama::{weights, Config, Llama};
 
 /// A model small enough to check in a second: GQA (4 heads over 2), head dim 32.
-fn tiny() -> Config {
+pub fn tiny() -> Config {
     Config {
         hidden: 128,
         intermediate: 344,
@@ -42,7 +42,7 @@ fn candle_llama(dir: &std::path::Path) -> (reference::Llama, reference::Config) 
 }
 
 /// `max |a − b| / max |b|`.
-fn rel_diff(a: &Tensor, b: &Tensor) -> f32 {
+pub fn rel_diff(a: &Tensor, b: &Tensor) -> f32 {
     assert_eq!(a.dims(), b.dims());
     let scale = b.abs().unwrap().flatten_all().unwrap().max(0).unwrap();
     let d = (a - b)
@@ -60,7 +60,7 @@ fn tokens(b: usize, t: usize, seed: u32) -> Tensor {
     tokens_below(tiny().vocab, b, t, seed)
 }
 
-fn tokens_below(vocab: usize, b: usize, t: usize, seed: u32) -> Tensor {
+pub fn tokens_below(vocab: usize, b: usize, t: usize, seed: u32) -> Tensor {
     let v: Vec<u32> = (0..b * t)
         .map(|i| (i as u32 * 7919 + seed * 104_729) % vocab as u32)
         .collect();
@@ -74,7 +74,7 @@ fn llama_logits_match_candle_transformers_in_prefill_and_decode() {
     let ours = Llama::load(&dir).unwrap();
     let (theirs, cfg) = candle_llama(&dir);
     for batch in [1, 2] {
-        let mut cache = ours.cache(batch);
+        let mut cache = ours.cache(batch).unwrap();
         let mut their_cache = reference::Cache::new(true, DType::F32, &cfg, &Device::Cpu).unwrap();
         // A prefill of 11 tokens, then decode steps of one token, then a chunk of 3.
         let mut pos = 0;
@@ -90,8 +90,8 @@ fn llama_logits_match_candle_transformers_in_prefill_and_decode() {
     }
     // Every position's logits: the last one is forward_last's.
     let x = tokens(2, 9, 5);
-    let all = ours.forward(&x, &mut ours.cache(2)).unwrap();
-    let last = ours.forward_last(&x, &mut ours.cache(2)).unwrap();
+    let all = ours.forward(&x, &mut ours.cache(2).unwrap()).unwrap();
+    let last = ours.forward_last(&x, &mut ours.cache(2).unwrap()).unwrap();
     assert_eq!(all.dims(), [2, 9, 1000]);
     assert!(rel_diff(&all.i((.., 8, ..)).unwrap(), &last) < 1e-6);
     let _ = std::fs::remove_dir_all(&dir);
@@ -109,7 +109,7 @@ fn sixteen_bit_weights_are_multiplied_in_their_dtype() {
         assert_eq!(ours.weight_dtype(), dtype);
         // candle-transformers in f32 on the same (rounded) weights.
         let (theirs, cfg) = candle_llama(&dir);
-        let mut cache = ours.cache(2);
+        let mut cache = ours.cache(2).unwrap();
         let mut their_cache = reference::Cache::new(true, DType::F32, &cfg, &Device::Cpu).unwrap();
         let mut pos = 0;
         for (step, t) in [11, 1, 1].into_iter().enumerate() {
@@ -145,7 +145,7 @@ fn the_interpreter_and_the_emulator_give_the_cpus_logits() {
         tritium::Device::cuda_emulator(),
     ] {
         let other = cpu.clone().on_device(dev.clone());
-        let (mut a, mut b) = (cpu.cache(2), other.cache(2));
+        let (mut a, mut b) = (cpu.cache(2).unwrap(), other.cache(2).unwrap());
         // A prefill of 5 tokens (blocked matmul), then a decode step (matvec).
         for t in [5, 1] {
             let x = tokens_below(cfg.vocab, 2, t, t as u32);
@@ -180,7 +180,7 @@ fn greedy_generation_follows_candle_transformers_argmax() {
 
 #[test]
 fn sampling_draws_from_the_softmax_of_the_logits() {
-    let dev = tritium::Device::cpu();
+    let dev = tritium_candle::On::new(tritium::Device::cpu());
     // 20000 rows of the same four logits: the frequencies are softmax(logits / τ).
     let rows = 20_000;
     let row = [0.0f32, 1.0, 2.0, -1.0];
@@ -280,10 +280,10 @@ fn checkpoints_are_read_back_and_bad_ones_are_errors() {
     let model = Llama::new(cfg.clone(), &tensors).unwrap();
     let past_vocab = Tensor::new(&[[1u32, 1000]], &Device::Cpu).unwrap();
     let e = model
-        .forward_last(&past_vocab, &mut model.cache(1))
+        .forward_last(&past_vocab, &mut model.cache(1).unwrap())
         .unwrap_err();
     assert!(e.to_string().contains("table"), "{e}");
-    let mut cache = model.cache(1);
+    let mut cache = model.cache(1).unwrap();
     model.forward_last(&tokens(1, 60, 1), &mut cache).unwrap();
     let e = model
         .forward_last(&tokens(1, 5, 2), &mut cache)

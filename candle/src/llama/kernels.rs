@@ -1,9 +1,11 @@
-//! The decoder's inference-only launches on candle tensors (f32): each takes its inputs
-//! where they lie (a tensor is a kernel's pointer argument, strides passed along) and
-//! makes its output a new tensor without a copy.
+//! The decoder's inference-only launches on candle tensors (f32), CPU or CUDA ones alike:
+//! each runs [`On`] the tensors' device, takes its inputs where they lie (a tensor is a
+//! kernel's pointer argument, strides passed along) and makes its output, written in the
+//! tensors' memory ([`On::zeros`]), a new tensor without a copy.
 
 use crate::candle_error;
-use candle_core::{DType, Device, Error, Result, Tensor};
+use crate::on::{Buffer, On};
+use candle_core::{DType, Error, Result, Tensor};
 use tritium::dsl::trace::lang::next_power_of_2;
 use tritium_kernels::attention_cached::{attention_cached, kv_cache_write};
 use tritium_kernels::embedding::embedding;
@@ -26,9 +28,9 @@ fn matrix(t: &Tensor, what: &str) -> Result<(usize, usize)> {
     }
 }
 
-/// `data` as a CPU tensor of `shape`.
-fn tensor(data: Vec<f32>, shape: &[usize]) -> Result<Tensor> {
-    Tensor::from_vec(data, shape, &Device::Cpu)
+/// `n` zeroed elements where `on`'s tensors lie, for a kernel to write.
+fn zeros<E: crate::KernelElem>(on: &On, n: usize) -> Result<Buffer<E>> {
+    on.zeros(n).map_err(candle_error)
 }
 
 /// Rows of `x` up to which [`linear`] streams the weight once per row ([`matvec`]) rather
@@ -53,7 +55,7 @@ fn matvec_step(k: usize) -> (usize, bool) {
 /// transposed): [`matvec`] for a decode step's few rows, else Tritium's [`linear`]
 /// (tutorial 03's product with the weight's row length a constexpr), its blocks tuned
 /// once per shape.
-pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
+pub fn linear(on: &On, x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let ((m, k), (n, kw)) = (matrix(x, "linear x")?, matrix(w, "linear w")?);
     if k != kw {
         return Err(Error::Msg(format!(
@@ -66,33 +68,34 @@ pub fn linear(dev: &tritium::Device, x: &Tensor, w: &Tensor) -> Result<Tensor> {
         d => x.to_dtype(d)?,
     };
     let c = match w.dtype() {
-        DType::F32 => linear_as::<f32>(dev, &x, w, (m, k, n))?,
-        DType::BF16 => linear_as::<half::bf16>(dev, &x, w, (m, k, n))?,
-        DType::F16 => linear_as::<half::f16>(dev, &x, w, (m, k, n))?,
+        DType::F32 => linear_as::<f32>(on, &x, w, (m, k, n))?,
+        DType::BF16 => linear_as::<half::bf16>(on, &x, w, (m, k, n))?,
+        DType::F16 => linear_as::<half::f16>(on, &x, w, (m, k, n))?,
         d => {
             return Err(Error::Msg(format!(
                 "linear: weights of {d:?}: f32, bf16 or f16 only"
             )))
         }
     };
-    tensor(c, &[m, n])
+    c.into_tensor((m, n))
 }
 
 /// [`linear`] with `x` and `w` of element `T`: the `[m, n]` f32 product.
 fn linear_as<T: tritium::prelude::Float>(
-    dev: &tritium::Device,
+    on: &On,
     x: &Tensor,
     w: &Tensor,
     (m, k, n): (usize, usize, usize),
-) -> Result<Vec<f32>> {
+) -> Result<Buffer<f32>> {
     let (sx, sw) = (x.stride(), w.stride());
-    let mut c = vec![0f32; m * n];
+    let mut c = zeros::<f32>(on, m * n)?;
     let i = |v: usize| v as i32;
     if m <= MATVEC_ROWS && sx[1] == 1 && sw[1] == 1 {
         let (rows, (bk, even)) = (MATVEC_ROWS_PER_PROGRAM, matvec_step(k));
-        matvec::launch::<T, f32>(
-            dev,
+        matvec::launch_with::<T, f32>(
+            on.device(),
             [cdiv(n, rows), m],
+            on.options(),
             &mut c,
             x,
             w,
@@ -114,9 +117,10 @@ fn linear_as<T: tritium::prelude::Float>(
         false => w.contiguous()?,
     };
     let x = x.contiguous()?;
-    linear::launch::<T, f32, _>(
-        dev,
+    linear::launch_with::<T, f32, _>(
+        on.device(),
         |meta: &linear::Meta| [cdiv(m.max(1), meta.BM), cdiv(n.max(1), meta.BN)],
+        on.options(),
         &mut c,
         &x,
         &w,
@@ -129,7 +133,7 @@ fn linear_as<T: tritium::prelude::Float>(
 }
 
 /// `a + b` elementwise (the residual adds), both contiguous and of one shape.
-pub fn add_tensors(dev: &tritium::Device, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub fn add_tensors(on: &On, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if a.dims() != b.dims() {
         return Err(Error::Msg(format!(
             "add: shapes {:?} and {:?} differ",
@@ -140,21 +144,23 @@ pub fn add_tensors(dev: &tritium::Device, a: &Tensor, b: &Tensor) -> Result<Tens
     let (a, b) = (a.contiguous()?, b.contiguous()?);
     let n = a.elem_count();
     const BLOCK: usize = 4096;
-    let mut out = vec![0f32; n];
-    add::launch::<f32>(dev, cdiv(n, BLOCK), &mut out, &a, &b, n as i32, BLOCK)
+    let mut out = zeros::<f32>(on, n)?;
+    let (device, grid, options) = (on.device(), cdiv(n, BLOCK), on.options());
+    add::launch_with::<f32>(device, grid, options, &mut out, &a, &b, n as i32, BLOCK)
         .map_err(candle_error)?;
-    tensor(out, a.dims())
+    out.into_tensor(a.dims())
 }
 
 /// The rows of `table` `[vocab, hidden]` for the `ids` (u32, any shape): `[ids…, hidden]`.
-pub fn embed(dev: &tritium::Device, table: &Tensor, ids: &Tensor) -> Result<Tensor> {
+pub fn embed(on: &On, table: &Tensor, ids: &Tensor) -> Result<Tensor> {
     let (_, hidden) = matrix(table, "embedding table")?;
     let ids = ids.contiguous()?;
     let n = ids.elem_count();
-    let mut out = vec![0f32; n * hidden];
-    embedding::launch::<f32>(
-        dev,
+    let mut out = zeros::<f32>(on, n * hidden)?;
+    embedding::launch_with::<f32>(
+        on.device(),
         n,
+        on.options(),
         &mut out,
         table,
         &ids,
@@ -164,16 +170,28 @@ pub fn embed(dev: &tritium::Device, table: &Tensor, ids: &Tensor) -> Result<Tens
     .map_err(candle_error)?;
     let mut shape = ids.dims().to_vec();
     shape.push(hidden);
-    tensor(out, &shape)
+    out.into_tensor(shape)
 }
 
-/// A layer's key and value caches, `[B, H_kv, L_max, D]` each, as the attention reads them.
-#[derive(Debug, Clone)]
+/// A layer's key and value caches, `[B, H_kv, L_max, D]` each, as the attention reads them,
+/// where the model's tensors lie.
+#[derive(Debug)]
 pub struct LayerCache {
     /// Keys after RoPE.
-    pub k: Vec<f32>,
+    pub k: Buffer<f32>,
     /// Values.
-    pub v: Vec<f32>,
+    pub v: Buffer<f32>,
+}
+
+impl LayerCache {
+    /// Zeroed caches for `shape`.
+    pub fn new(on: &On, shape: AttentionShape) -> Result<LayerCache> {
+        let n = shape.batch * shape.kv_heads * shape.max_seq * shape.head_dim;
+        Ok(LayerCache {
+            k: zeros(on, n)?,
+            v: zeros(on, n)?,
+        })
+    }
 }
 
 /// The shape of one layer's attention: heads, KV heads, head dim, cache length.
@@ -194,7 +212,7 @@ pub struct AttentionShape {
 /// Writes `k` and `v` (`[B, H_kv, T, D]`, any strides with unit `D` stride) into `cache`
 /// at positions `pos..pos + T`.
 pub fn cache_write(
-    dev: &tritium::Device,
+    on: &On,
     cache: &mut LayerCache,
     k: &Tensor,
     v: &Tensor,
@@ -218,9 +236,10 @@ pub fn cache_write(
             )));
         }
         let i = |v: usize| v as i32;
-        kv_cache_write::launch::<f32>(
-            dev,
+        kv_cache_write::launch_with::<f32>(
+            on.device(),
             [t, b * h],
+            on.options(),
             dst,
             x,
             i(s[0]),
@@ -239,7 +258,7 @@ pub fn cache_write(
 /// Causal attention of `q` (`[B, H, T, D]`, unit `D` stride) at positions `pos..pos + T`
 /// over the cache's `pos + T` positions: `[B·T, H·D]`, the output projection's input.
 pub fn attend(
-    dev: &tritium::Device,
+    on: &On,
     q: &Tensor,
     cache: &LayerCache,
     pos: usize,
@@ -256,11 +275,12 @@ pub fn attend(
     let g = h / shape.kv_heads;
     let rows = t * g;
     let bm = next_power_of_2(rows).clamp(16, 64);
-    let mut out = vec![0f32; b * t * h * d];
+    let mut out = zeros::<f32>(on, b * t * h * d)?;
     let i = |v: usize| v as i32;
-    attention_cached::launch::<f32>(
-        dev,
+    attention_cached::launch_with::<f32>(
+        on.device(),
         [cdiv(rows, bm), b * shape.kv_heads],
+        on.options(),
         &mut out,
         q,
         &cache.k,
@@ -279,7 +299,7 @@ pub fn attend(
         d,
     )
     .map_err(candle_error)?;
-    tensor(out, &[b * t, h * d])
+    out.into_tensor((b * t, h * d))
 }
 
 /// How [`sample`] picks tokens.
@@ -311,7 +331,7 @@ impl Sampling {
 }
 
 /// One token per row of `logits` (`[rows, vocab]`): u32 `[rows]`.
-pub fn sample(dev: &tritium::Device, logits: &Tensor, how: Sampling) -> Result<Tensor> {
+pub fn sample(on: &On, logits: &Tensor, how: Sampling) -> Result<Tensor> {
     let (rows, vocab) = matrix(logits, "sample logits")?;
     let logits = logits.contiguous()?;
     let (greedy, temperature, seed) = match how {
@@ -325,10 +345,11 @@ pub fn sample(dev: &tritium::Device, logits: &Tensor, how: Sampling) -> Result<T
             )))
         }
     };
-    let mut tokens = vec![0u32; rows];
-    sample_tokens::launch(
-        dev,
+    let mut tokens = zeros::<u32>(on, rows)?;
+    sample_tokens::launch_with(
+        on.device(),
         rows,
+        on.options(),
         &mut tokens,
         &logits,
         vocab as i32,
@@ -339,5 +360,5 @@ pub fn sample(dev: &tritium::Device, logits: &Tensor, how: Sampling) -> Result<T
         next_power_of_2(vocab),
     )
     .map_err(candle_error)?;
-    Tensor::from_vec(tokens, rows, &Device::Cpu)
+    tokens.into_tensor(rows)
 }

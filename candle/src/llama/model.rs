@@ -5,6 +5,7 @@ use super::kernels::{
     add_tensors, attend, cache_write, embed, linear, sample, AttentionShape, LayerCache, Sampling,
 };
 use super::{weights, Config};
+use crate::on::On;
 use candle_core::{DType, Device, Error, IndexOp, Result, Tensor};
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,13 +24,18 @@ struct Layer {
     down: Tensor,
 }
 
-/// A Llama-style decoder on Tritium kernels (CPU tensors). Its projections keep a
-/// 16-bit checkpoint's dtype (bf16 or f16: half the bytes a decode step streams, each
-/// multiplied in its dtype with f32 sums), everything else is f32.
+/// A Llama-style decoder on Tritium kernels, its weights CPU tensors or (with the `cuda`
+/// feature, [`Llama::to_device`]) CUDA ones. Its projections keep a 16-bit checkpoint's
+/// dtype (bf16 or f16: half the bytes a decode step streams, each multiplied in its dtype
+/// with f32 sums), everything else is f32.
 #[derive(Debug, Clone)]
 pub struct Llama {
     cfg: Config,
-    dev: tritium::Device,
+    /// Its tensors' device.
+    device: Device,
+    /// For a model on the CPU, the Tritium device its launches run on when not the one
+    /// [`crate::host_ops_device`] names ([`Llama::on_device`]).
+    host: Option<tritium::Device>,
     embed: Tensor,
     layers: Vec<Layer>,
     norm: Tensor,
@@ -39,8 +45,9 @@ pub struct Llama {
     sin: Tensor,
 }
 
-/// Keys and values of every layer for one batch of sequences, filled to `len` positions.
-#[derive(Debug, Clone)]
+/// Keys and values of every layer for one batch of sequences, filled to `len` positions,
+/// where the model's tensors lie.
+#[derive(Debug)]
 pub struct KvCache {
     layers: Vec<LayerCache>,
     batch: usize,
@@ -98,7 +105,8 @@ impl Llama {
             .collect::<Result<Vec<_>>>()?;
         let (cos, sin) = rope_tables(&cfg)?;
         Ok(Llama {
-            dev: tritium::Device::cpu(),
+            device: Device::Cpu,
+            host: None,
             embed: w("model.embed_tokens.weight".into())?,
             layers,
             norm: w("model.norm.weight".into())?,
@@ -115,13 +123,58 @@ impl Llama {
         Llama::new(cfg, &weights)
     }
 
-    /// The model launching its own kernels (embedding, projections, attention, residual
-    /// adds, sampling) on `dev` instead of the CPU: the interpreter or the CUDA emulator
-    /// check them against the CPU's code. Tensors stay in CPU memory; the fused custom
-    /// ops (RMSNorm, RoPE, SwiGLU) run where candle runs them.
+    /// The model, its tensors on the CPU, launching every kernel (its own: embedding,
+    /// projections, attention, residual adds, sampling; and the fused ops: RMSNorm, RoPE,
+    /// SwiGLU, through [`launch_host_ops_on`](crate::launch_host_ops_on)) on `dev` instead
+    /// of the CPU's code: the interpreter or the CUDA emulator check them against the CPU.
+    /// A model moved to CUDA ([`Llama::to_device`]) launches on its GPU whatever `dev` is.
     pub fn on_device(mut self, dev: tritium::Device) -> Llama {
-        self.dev = dev;
+        self.host = Some(dev);
         self
+    }
+
+    /// Where its launches run now.
+    fn on(&self) -> Result<On> {
+        match (&self.device, &self.host) {
+            (Device::Cpu, Some(dev)) => Ok(On::new(dev.clone())),
+            (device, _) => On::of(device),
+        }
+    }
+
+    /// The model with its weights, tables and caches on candle's `device`, launching there:
+    /// CUDA tensors (the `cuda` feature) run every kernel on candle's GPU and stream, the
+    /// tokens moved there, logits and tokens given there.
+    pub fn to_device(self, device: &Device) -> Result<Llama> {
+        On::of(device)?;
+        let moved = |t: &Tensor| t.to_device(device);
+        let layers = (self.layers.iter())
+            .map(|l| {
+                Ok(Layer {
+                    attn_norm: moved(&l.attn_norm)?,
+                    qkv: moved(&l.qkv)?,
+                    o: moved(&l.o)?,
+                    mlp_norm: moved(&l.mlp_norm)?,
+                    gate_up: moved(&l.gate_up)?,
+                    down: moved(&l.down)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Llama {
+            device: device.clone(),
+            host: self.host,
+            embed: moved(&self.embed)?,
+            layers,
+            norm: moved(&self.norm)?,
+            lm_head: moved(&self.lm_head)?,
+            cos: moved(&self.cos)?,
+            sin: moved(&self.sin)?,
+            cfg: self.cfg,
+        })
+    }
+
+    /// Its tensors' device.
+    pub fn device(&self) -> &Device {
+        &self.device
     }
 
     /// Its sizes.
@@ -134,18 +187,18 @@ impl Llama {
         self.lm_head.dtype()
     }
 
-    /// An empty cache for `batch` sequences of up to `max_seq` positions.
-    pub fn cache(&self, batch: usize) -> KvCache {
-        let n = batch * self.cfg.kv_heads * self.cfg.max_seq * self.cfg.head_dim();
-        let layer = LayerCache {
-            k: vec![0.0; n],
-            v: vec![0.0; n],
-        };
-        KvCache {
-            layers: vec![layer; self.cfg.layers],
+    /// An empty cache for `batch` sequences of up to `max_seq` positions, on the model's
+    /// device (an error when its memory cannot be had).
+    pub fn cache(&self, batch: usize) -> Result<KvCache> {
+        let on = self.on()?;
+        let layers = (0..self.cfg.layers)
+            .map(|_| LayerCache::new(&on, self.shape(batch)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(KvCache {
+            layers,
             batch,
             len: 0,
-        }
+        })
     }
 
     fn shape(&self, batch: usize) -> AttentionShape {
@@ -161,8 +214,17 @@ impl Llama {
     /// The last layer's normalized hidden states `[B·T, hidden]` for `tokens` (u32 `[B, T]`)
     /// at the cache's next positions, which it appends to the cache.
     fn hidden(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        match &self.host {
+            // The fused ops launch where the model's own kernels do.
+            Some(dev) => crate::launch_host_ops_on(dev.clone(), || self.hidden_here(tokens, cache)),
+            None => self.hidden_here(tokens, cache),
+        }
+    }
+
+    fn hidden_here(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         let (b, t) = tokens.dims2()?;
-        let (cfg, dev, pos) = (&self.cfg, &self.dev, cache.len);
+        let tokens = tokens.to_device(&self.device)?;
+        let (cfg, on, pos) = (&self.cfg, &self.on()?, cache.len);
         if b != cache.batch {
             return Err(Error::Msg(format!(
                 "llama: {b} sequences but the cache holds {}",
@@ -179,23 +241,23 @@ impl Llama {
         let (h, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
         let shape = self.shape(b);
         let (cos, sin) = (self.cos.narrow(0, pos, t)?, self.sin.narrow(0, pos, t)?);
-        let mut x = embed(dev, &self.embed, &tokens.flatten_all()?)?;
+        let mut x = embed(on, &self.embed, &tokens.flatten_all()?)?;
         for (layer, lc) in self.layers.iter().zip(&mut cache.layers) {
             let normed = crate::rms_norm(&x, &layer.attn_norm, cfg.rms_eps)?;
-            let qkv = linear(dev, &normed, &layer.qkv)?.reshape((b, t, h + 2 * kv, d))?;
+            let qkv = linear(on, &normed, &layer.qkv)?.reshape((b, t, h + 2 * kv, d))?;
             // `[B, heads, T, D]` views of the projection: RoPE and the cache read them
             // through their strides.
             let heads = |first: usize, n: usize| qkv.narrow(2, first, n)?.transpose(1, 2);
             let q = crate::rope(&heads(0, h)?, &cos, &sin)?;
             let k = crate::rope(&heads(h, kv)?, &cos, &sin)?;
-            cache_write(dev, lc, &k, &heads(h + kv, kv)?, pos, shape)?;
-            let att = attend(dev, &q, lc, pos, shape)?;
-            x = add_tensors(dev, &x, &linear(dev, &att, &layer.o)?)?;
+            cache_write(on, lc, &k, &heads(h + kv, kv)?, pos, shape)?;
+            let att = attend(on, &q, lc, pos, shape)?;
+            x = add_tensors(on, &x, &linear(on, &att, &layer.o)?)?;
             let normed = crate::rms_norm(&x, &layer.mlp_norm, cfg.rms_eps)?;
-            let gate_up = linear(dev, &normed, &layer.gate_up)?;
+            let gate_up = linear(on, &normed, &layer.gate_up)?;
             let i = cfg.intermediate;
             let act = crate::swiglu(&gate_up.narrow(1, 0, i)?, &gate_up.narrow(1, i, i)?)?;
-            x = add_tensors(dev, &x, &linear(dev, &act, &layer.down)?)?;
+            x = add_tensors(on, &x, &linear(on, &act, &layer.down)?)?;
         }
         cache.len += t;
         crate::rms_norm(&x, &self.norm, cfg.rms_eps)
@@ -206,7 +268,7 @@ impl Llama {
     pub fn forward(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         let (b, t) = tokens.dims2()?;
         let x = self.hidden(tokens, cache)?;
-        linear(&self.dev, &x, &self.lm_head)?.reshape((b, t, self.cfg.vocab))
+        linear(&self.on()?, &x, &self.lm_head)?.reshape((b, t, self.cfg.vocab))
     }
 
     /// Logits `[B, vocab]` of the last position of `tokens` only (prefill and decode),
@@ -217,26 +279,26 @@ impl Llama {
             .hidden(tokens, cache)?
             .reshape((b, t, self.cfg.hidden))?;
         let last = x.i((.., t - 1, ..))?.contiguous()?;
-        linear(&self.dev, &last, &self.lm_head)
+        linear(&self.on()?, &last, &self.lm_head)
     }
 
     /// `steps` tokens after `prompt` (u32 `[B, T]`): the prompt in one prefill, then one
     /// decode step per token, each token picked from the last logits by `how`. Gives the
-    /// new tokens `[B, steps]`.
+    /// new tokens `[B, steps]` on the model's device.
     pub fn generate(&self, prompt: &Tensor, steps: usize, how: Sampling) -> Result<Tensor> {
         let (b, _) = prompt.dims2()?;
-        let mut cache = self.cache(b);
+        let (mut cache, on) = (self.cache(b)?, self.on()?);
         let mut logits = self.forward_last(prompt, &mut cache)?;
         let mut out = Vec::with_capacity(steps);
         for step in 0..steps {
-            let next = sample(&self.dev, &logits, how.at_step(step))?.reshape((b, 1))?;
+            let next = sample(&on, &logits, how.at_step(step))?.reshape((b, 1))?;
             out.push(next.clone());
             if step + 1 < steps {
                 logits = self.forward_last(&next, &mut cache)?;
             }
         }
         match out.is_empty() {
-            true => Tensor::zeros((b, 0), DType::U32, &Device::Cpu),
+            true => Tensor::zeros((b, 0), DType::U32, &self.device),
             false => Tensor::cat(&out, 1),
         }
     }
