@@ -173,8 +173,8 @@ fn rms_norm_kernels_match_plain_rust() {
     let y = &x * &r2 * &w;
     let dyw = &dy * &w;
     let c = (&dyw * &x).sum_axis(Axis(1)) / n as f32;
-    let dx = &dyw * &r2 - &x * &(&r2 * &r2 * &r2 * &c.insert_axis(Axis(1)));
-    let dw_rows = &dy * &x * &r2;
+    let dx = &dyw * &r2 - &x * &(&r2 * &r2 * r2 * &c.insert_axis(Axis(1)));
+    let dw_rows = &dy * &x * r2;
     let dw = dw_rows.sum_axis(Axis(0));
     let (ni, mi) = (n as i32, rows as i32);
     for device in crate::common::all_devices() {
