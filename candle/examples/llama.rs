@@ -13,8 +13,9 @@
 //! (0.8; 0 is greedy), `--seed S`, `--dtype f32|bf16|f16` (the random weights' dtype, in
 //! `target/llama-small-<dtype>` unless `--dir`; a checkpoint's own dtype otherwise),
 //! `--compare` (the same weights in candle-transformers' Llama in the weights' dtype,
-//! timed alternately with this one, on the CPU), `--cuda` (the model on CUDA device 0:
-//! needs the crate's `cuda` feature and a GPU).
+//! on the same device, timed alternately with this one), `--cuda` (both models on CUDA
+//! device 0: needs the crate's `cuda` feature and a GPU; each phase's time ends with the
+//! device synchronized).
 
 use candle_core::{DType, Device, Tensor};
 use candle_transformers::models::llama as reference;
@@ -76,9 +77,6 @@ fn args() -> Result<Args, String> {
         DType::F32 => a.dir.clone(),
         d => PathBuf::from(format!("target/llama-small-{}", d.as_str())),
     });
-    if a.cuda && a.compare {
-        return Err("--compare runs on the CPU: leave out --cuda".into());
-    }
     if a.prompt < 2 {
         return Err("--prompt must be at least 2 tokens (the loss needs a next token)".into());
     }
@@ -112,6 +110,7 @@ fn run_ours(
     let mut cache = model.cache(1)?;
     let start = Instant::now();
     let mut logits = model.forward_last(prompt, &mut cache)?;
+    model.device().synchronize()?;
     let prefill_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let mut out = vec![];
@@ -120,6 +119,7 @@ fn run_ours(
         out.push(next.to_vec1::<u32>()?[0]);
         logits = model.forward_last(&next.reshape((1, 1))?, &mut cache)?;
     }
+    model.device().synchronize()?;
     let decode_s = start.elapsed().as_secs_f64();
     Ok((
         Timing {
@@ -132,21 +132,23 @@ fn run_ours(
 
 /// The same in candle-transformers' Llama (greedy: its logits' argmax).
 fn run_candle(
-    model: &reference::Llama,
-    cfg: &reference::Config,
+    (model, cfg, device): (&reference::Llama, &reference::Config, &Device),
     dtype: DType,
     prompt: &Tensor,
     steps: usize,
 ) -> candle_core::Result<Timing> {
-    let mut cache = reference::Cache::new(true, dtype, cfg, &Device::Cpu)?;
+    let prompt = prompt.to_device(device)?;
+    let mut cache = reference::Cache::new(true, dtype, cfg, device)?;
     let start = Instant::now();
-    let mut logits = model.forward(prompt, 0, &mut cache)?;
+    let mut logits = model.forward(&prompt, 0, &mut cache)?;
+    device.synchronize()?;
     let prefill_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
     for pos in prompt.dims()[1]..prompt.dims()[1] + steps {
         let next = logits.argmax(1)?.reshape((1, 1))?;
         logits = model.forward(&next, pos, &mut cache)?;
     }
+    device.synchronize()?;
     let decode_s = start.elapsed().as_secs_f64();
     Ok(Timing {
         prefill_s,
@@ -229,17 +231,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if a.compare {
         let text = std::fs::read_to_string(a.dir.join("config.json"))?;
         let rcfg = serde_json::from_str::<reference::LlamaConfig>(&text)?.into_config(false);
-        let tensors =
-            candle_core::safetensors::load(a.dir.join("model.safetensors"), &Device::Cpu)?;
+        let device = model.device();
+        let tensors = candle_core::safetensors::load(a.dir.join("model.safetensors"), device)?;
         let dtype = model.weight_dtype();
-        let vb = candle_nn::VarBuilder::from_tensors(tensors, dtype, &Device::Cpu);
+        let vb = candle_nn::VarBuilder::from_tensors(tensors, dtype, device);
         let theirs = reference::Llama::load(vb, &rcfg)?;
-        run_candle(&theirs, &rcfg, dtype, &prompt, 2)?;
+        run_candle((&theirs, &rcfg, device), dtype, &prompt, 2)?;
         // Alternated runs, medians.
         let (mut ours_runs, mut their_runs) = (vec![], vec![]);
         for _ in 0..3 {
             ours_runs.push(run_ours(&model, &prompt, a.steps, Sampling::Greedy)?.0);
-            their_runs.push(run_candle(&theirs, &rcfg, dtype, &prompt, a.steps)?);
+            their_runs.push(run_candle((&theirs, &rcfg, device), dtype, &prompt, a.steps)?);
         }
         let median = |runs: &[Timing], f: fn(&Timing) -> f64| {
             let mut v: Vec<f64> = runs.iter().map(f).collect();
