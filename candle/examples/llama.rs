@@ -241,7 +241,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (mut ours_runs, mut their_runs) = (vec![], vec![]);
         for _ in 0..3 {
             ours_runs.push(run_ours(&model, &prompt, a.steps, Sampling::Greedy)?.0);
-            their_runs.push(run_candle((&theirs, &rcfg, device), dtype, &prompt, a.steps)?);
+            their_runs.push(run_candle(
+                (&theirs, &rcfg, device),
+                dtype,
+                &prompt,
+                a.steps,
+            )?);
         }
         let median = |runs: &[Timing], f: fn(&Timing) -> f64| {
             let mut v: Vec<f64> = runs.iter().map(f).collect();
