@@ -171,6 +171,12 @@ fn llama_runs_on_candle_cuda_tensors_as_on_the_cpu() {
         let d = rel_diff(&got.to_device(&Device::Cpu).unwrap(), &want);
         assert!(d < 1e-4, "t = {t}: {d}");
     }
+    // A cache of the other device is an error, not a launch on memory of the wrong kind.
+    let x = tokens_below(cfg.vocab, 2, 1, 5);
+    let e = cpu
+        .forward_last(&x, &mut gpu.cache(2).unwrap())
+        .unwrap_err();
+    assert!(e.to_string().contains("a cache made on"), "{e}");
     let prompt = tokens_below(cfg.vocab, 1, 6, 4);
     let want = cpu.generate(&prompt, 5, Sampling::Greedy).unwrap();
     let got = gpu.generate(&prompt, 5, Sampling::Greedy).unwrap();

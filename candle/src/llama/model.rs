@@ -50,6 +50,8 @@ pub struct Llama {
 #[derive(Debug)]
 pub struct KvCache {
     layers: Vec<LayerCache>,
+    /// The device of the model that made it.
+    device: Device,
     batch: usize,
     len: usize,
 }
@@ -196,6 +198,7 @@ impl Llama {
             .collect::<Result<Vec<_>>>()?;
         Ok(KvCache {
             layers,
+            device: self.device.clone(),
             batch,
             len: 0,
         })
@@ -225,6 +228,13 @@ impl Llama {
         let (b, t) = tokens.dims2()?;
         let tokens = tokens.to_device(&self.device)?;
         let (cfg, on, pos) = (&self.cfg, &self.on()?, cache.len);
+        if !cache.device.same_device(&self.device) {
+            return Err(Error::Msg(format!(
+                "llama: a cache made on {:?} for a model on {:?}",
+                cache.device.location(),
+                self.device.location()
+            )));
+        }
         if b != cache.batch {
             return Err(Error::Msg(format!(
                 "llama: {b} sequences but the cache holds {}",
