@@ -1,6 +1,6 @@
 //! The fused ops' launches on the device [`launch_host_ops_on`] names: on the CUDA emulator
-//! (the code a GPU runs, on host memory) every op, forward and backward, gives the CPU's
-//! results. These are the launches their CUDA tensors' path (`cuda_fwd`) queues, with its
+//! (the code a GPU runs, on host memory) and the interpreter every op, forward and
+//! backward, gives the CPU's results. These are the launches their CUDA tensors' path (`cuda_fwd`) queues, with its
 //! scratch buffers (`On::zeros`) and strided and integer inputs, checked where candle has
 //! no GPU.
 
@@ -89,21 +89,25 @@ pub fn cases() -> Vec<(&'static str, &'static [&'static str], Run)> {
 }
 
 #[test]
-fn fused_ops_launch_on_the_emulator_as_on_the_cpu() {
+fn fused_ops_launch_on_the_emulator_and_the_interpreter_as_on_the_cpu() {
     for (op, kernels, run) in cases() {
         let cpu = run(&Device::Cpu);
-        let emulator = tritium::Device::cuda_emulator();
-        let emulated = launch_host_ops_on(emulator, || run(&Device::Cpu));
+        for dev in [
+            tritium::Device::cuda_emulator(),
+            tritium::Device::interpreter(),
+        ] {
+            let other = launch_host_ops_on(dev.clone(), || run(&Device::Cpu));
+            assert_eq!(cpu.len(), other.len());
+            for (k, (a, b)) in cpu.iter().zip(&other).enumerate() {
+                assert_eq!(a.dims(), b.dims(), "{op} output {k} on {dev:?}");
+                assert_eq!(b.dtype(), a.dtype(), "{op} output {k} on {dev:?}");
+                let d = max_diff(a, b) / magnitude(a);
+                assert!(d <= 1e-5, "{op} output {k} on {dev:?}: {d}");
+            }
+        }
         for kernel in kernels {
             let compiles = stats().kernel_on(TargetKind::Emulator, kernel).compiles;
             assert!(compiles > 0, "{op}: {kernel} ran on the emulator");
-        }
-        assert_eq!(cpu.len(), emulated.len());
-        for (k, (a, b)) in cpu.iter().zip(&emulated).enumerate() {
-            assert_eq!(a.dims(), b.dims(), "{op} output {k}");
-            assert_eq!(b.dtype(), a.dtype(), "{op} output {k}");
-            let d = max_diff(a, b) / magnitude(a);
-            assert!(d <= 1e-5, "{op} output {k}: {d}");
         }
     }
 }
