@@ -26,7 +26,7 @@
 //! let y = x.apply_op1(KernelOp(Gelu))?; // differentiable under candle's autograd
 //! ```
 
-use crate::launches::{forwards, Inputs, LaunchWith, Launches};
+use crate::launches::{check_dy, forwards, Inputs, LaunchWith, Launches};
 pub use crate::on::{On, Out, Rows};
 use crate::op::{op_error, KernelFloat};
 use candle_core::{CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
@@ -134,21 +134,6 @@ fn shape_of(op: &str, shape: std::result::Result<Vec<usize>, String>) -> Result<
     shape.map(Shape::from).map_err(|m| op_error(op, m))
 }
 
-/// A gradient `dy` must have the op's output shape.
-fn check_dy(op: &str, dy: &Layout, out: &Shape) -> Result<()> {
-    match dy.dims() == out.dims() {
-        true => Ok(()),
-        false => Err(op_error(
-            op,
-            format!(
-                "dy must have the output's shape {:?}, got {:?}",
-                out.dims(),
-                dy.dims()
-            ),
-        )),
-    }
-}
-
 struct Forward1<'k, K>(&'k K);
 impl<K: UnaryKernel> LaunchWith for Forward1<'_, K> {
     type Output<T: KernelFloat> = T;
@@ -238,7 +223,8 @@ impl<K: UnaryKernel> CustomOp1 for KernelOp<K> {
 impl<K: UnaryKernel> Grad<K> {
     fn forward<S: Launches>(&self, xs: &S, xl: &Layout, ds: &S, dl: &Layout) -> Result<(S, Shape)> {
         let (op, x) = (self.0.name(), self.0.input_name());
-        check_dy(op, dl, &shape_of(op, self.0.output_shape(xl.dims()))?)?;
+        let out_shape = shape_of(op, self.0.output_shape(xl.dims()))?;
+        check_dy(op, dl, "the output", out_shape.dims())?;
         let inputs = Inputs::new(op, &[(x, xs, xl), ("dy", ds, dl)])?;
         let lens = [inputs.elems(0)];
         Ok((
@@ -306,7 +292,7 @@ impl<K: BinaryKernel> Grads<K> {
     ) -> Result<(S, Shape)> {
         let ([an, bn], op) = (self.0.input_names(), self.0.name());
         let out_shape = shape_of(op, self.0.output_shape(al.dims(), bl.dims()))?;
-        check_dy(op, dl, &out_shape)?;
+        check_dy(op, dl, "the output", out_shape.dims())?;
         let inputs = Inputs::new(op, &[(an, a, al), (bn, b, bl), ("dy", d, dl)])?;
         let lens = [inputs.elems(0), inputs.elems(1)];
         let total = Shape::from(lens[0] + lens[1]);

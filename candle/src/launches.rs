@@ -54,6 +54,18 @@ impl<'a, S: BackendStorage> Inputs<'a, S> {
     }
 }
 
+/// A gradient `dy` must have `want`, the shape of `of` (the op's output, or the input it
+/// is the gradient of); else the op's error naming both.
+pub(crate) fn check_dy(op: &str, dy: &Layout, of: &str, want: &[usize]) -> Result<()> {
+    match dy.dims() == want {
+        true => Ok(()),
+        false => Err(op_error(
+            op,
+            format!("dy must have {of}'s shape {want:?}, got {:?}", dy.dims()),
+        )),
+    }
+}
+
 /// What a launch does with the inputs' rows and its outputs, for any float type.
 pub(crate) trait LaunchWith {
     /// The outputs' element: the inputs' float type, or one of its own (an f32 loss).

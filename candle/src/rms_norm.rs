@@ -2,7 +2,7 @@
 //! `x.apply_op2(&w, RmsNorm { eps })`, or [`rms_norm`], normalizes `x` over its last dim
 //! and scales by `w`, with its backward (`dx` and `dw`) under candle's autograd.
 
-use crate::launches::{forwards, Inputs, LaunchWith, Launches};
+use crate::launches::{check_dy, forwards, Inputs, LaunchWith, Launches};
 use crate::on::{On, Out, Rows};
 use crate::op::{op_error, to_i32, KernelFloat};
 use candle_core::{CustomOp2, CustomOp3, Layout, Result, Shape, Tensor};
@@ -174,13 +174,7 @@ impl RmsNormGrad {
         dl: &Layout,
     ) -> Result<(S, Shape)> {
         let (rows, n) = rows_of(xl.dims(), wl.dims())?;
-        if dl.dims() != xl.dims() {
-            let (x, d) = (xl.dims(), dl.dims());
-            return Err(op_error(
-                OP,
-                format!("dy must have x's shape {x:?}, got {d:?}"),
-            ));
-        }
+        check_dy(OP, dl, "x", xl.dims())?;
         let inputs = Inputs::new(OP, &[("x", xs, xl), ("w", ws, wl), ("dy", ds, dl)])?;
         let lens = [inputs.elems(0), inputs.elems(1)];
         let f = Backward {

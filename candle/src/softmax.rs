@@ -3,7 +3,7 @@
 //! `dx = y · (dy − Σ y·dy)`): `x.apply_op1(SoftmaxLastDim)`, or [`softmax_last_dim`],
 //! computed in f32 whatever the dtype, differentiable under candle's autograd.
 
-use crate::launches::{forwards, Inputs, LaunchWith, Launches};
+use crate::launches::{check_dy, forwards, Inputs, LaunchWith, Launches};
 use crate::on::{On, Out, Rows};
 use crate::op::{op_error, to_i32, KernelFloat};
 use candle_core::{CustomOp1, CustomOp2, Layout, Result, Shape, Tensor};
@@ -114,16 +114,7 @@ impl CustomOp1 for SoftmaxLastDim {
 
 impl SoftmaxGrad {
     fn forward<S: Launches>(&self, ys: &S, yl: &Layout, ds: &S, dl: &Layout) -> Result<(S, Shape)> {
-        if yl.dims() != dl.dims() {
-            return Err(op_error(
-                OP,
-                format!(
-                    "dy must have y's shape {:?}, got {:?}",
-                    yl.dims(),
-                    dl.dims()
-                ),
-            ));
-        }
+        check_dy(OP, dl, "y", yl.dims())?;
         let (rows, n) = rows_of(yl.dims())?;
         let inputs = Inputs::new(OP, &[("y", ys, yl), ("dy", ds, dl)])?;
         let n = to_i32(OP, "the last dim", n)?;

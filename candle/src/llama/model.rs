@@ -147,6 +147,7 @@ impl Llama {
     /// CUDA tensors (the `cuda` feature) run every kernel on candle's GPU and stream, the
     /// tokens moved there, logits and tokens given there.
     pub fn to_device(self, device: &Device) -> Result<Llama> {
+        // A device Tritium does not launch on is an error before anything moves.
         On::of(device)?;
         let moved = |t: &Tensor| t.to_device(device);
         let layers = (self.layers.iter())
@@ -216,18 +217,20 @@ impl Llama {
 
     /// The last layer's normalized hidden states `[B·T, hidden]` for `tokens` (u32 `[B, T]`)
     /// at the cache's next positions, which it appends to the cache.
-    fn hidden(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+    fn hidden(&self, on: &On, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         match &self.host {
             // The fused ops launch where the model's own kernels do.
-            Some(dev) => crate::launch_host_ops_on(dev.clone(), || self.hidden_here(tokens, cache)),
-            None => self.hidden_here(tokens, cache),
+            Some(dev) => {
+                crate::launch_host_ops_on(dev.clone(), || self.hidden_here(on, tokens, cache))
+            }
+            None => self.hidden_here(on, tokens, cache),
         }
     }
 
-    fn hidden_here(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+    fn hidden_here(&self, on: &On, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         let (b, t) = tokens.dims2()?;
         let tokens = tokens.to_device(&self.device)?;
-        let (cfg, on, pos) = (&self.cfg, &self.on()?, cache.len);
+        let (cfg, pos) = (&self.cfg, cache.len);
         if !cache.device.same_device(&self.device) {
             return Err(Error::Msg(format!(
                 "llama: a cache made on {:?} for a model on {:?}",
@@ -276,20 +279,20 @@ impl Llama {
     /// Logits `[B, T, vocab]` of every position of `tokens` (u32 `[B, T]`), which are
     /// appended to the cache: what a loss over the whole sequence needs.
     pub fn forward(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let (b, t) = tokens.dims2()?;
-        let x = self.hidden(tokens, cache)?;
-        linear(&self.on()?, &x, &self.lm_head)?.reshape((b, t, self.cfg.vocab))
+        let ((b, t), on) = (tokens.dims2()?, self.on()?);
+        let x = self.hidden(&on, tokens, cache)?;
+        linear(&on, &x, &self.lm_head)?.reshape((b, t, self.cfg.vocab))
     }
 
     /// Logits `[B, vocab]` of the last position of `tokens` only (prefill and decode),
     /// which are appended to the cache; what candle-transformers' `Llama::forward` gives.
     pub fn forward_last(&self, tokens: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let (b, t) = tokens.dims2()?;
+        let ((b, t), on) = (tokens.dims2()?, self.on()?);
         let x = self
-            .hidden(tokens, cache)?
+            .hidden(&on, tokens, cache)?
             .reshape((b, t, self.cfg.hidden))?;
         let last = x.i((.., t - 1, ..))?.contiguous()?;
-        linear(&self.on()?, &last, &self.lm_head)
+        linear(&on, &last, &self.lm_head)
     }
 
     /// `steps` tokens after `prompt` (u32 `[B, T]`): the prompt in one prefill, then one
