@@ -651,6 +651,25 @@ fn main() -> tritium::Result<()> {
         per_elem(t_full, r * c)
     );
 
+    // The same 4096 x 1000 rows read as a column block of the 4096 x 1024 matrix (a strided
+    // view with gaps between its rows, proven at launch like a dense one), against the
+    // contiguous copy's rows.
+    let block = xm.slice(ndarray::s![.., ..c_odd]);
+    let mut so_view = Array2::<f32>::zeros((r, c_odd));
+    let [t_view, t_dense] = interleaved(
+        rounds,
+        [
+            &mut || softmax_rows_into(&device, block, so_view.view_mut()).unwrap(),
+            &mut || softmax_rows_into(&device, xo.view(), so.view_mut()).unwrap(),
+        ],
+    );
+    row(
+        "softmax 4096x1000 view (contiguous)",
+        t_view,
+        t_dense,
+        gbps(2 * 4 * r * c_odd, t_view),
+    );
+
     // Layer norm 4096 x 1024, into preallocated outputs (as the bandwidth loop's: a fresh
     // 16 MB output would cost page faults).
     let wv = Array1::from_shape_fn(c, |j| 1.0 + (j % 5) as f32 * 0.1);

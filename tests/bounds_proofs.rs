@@ -44,6 +44,7 @@ fn unproven(f: &Function, grid: [u32; 3], args: &[(&str, Arg)]) -> Vec<String> {
         grid,
         scalars: &scalars,
         spans: &spans,
+        views: &[],
         memory: None,
     };
     let sites = f.fault_sites();
@@ -680,6 +681,7 @@ fn grouped_unproven(
         grid: [programs, 1, 1],
         scalars: &scalars,
         spans: &spans,
+        views: &[],
         memory: Some(&memory),
     };
     let sites = f.fault_sites();
@@ -762,6 +764,7 @@ fn a_kept_workspace_gives_each_launch_its_own_verdict() {
             grid: [programs, 1, 1],
             scalars: &scalars,
             spans: &spans,
+            views: &[],
             memory: Some(&memory),
         };
         proof.verdict_with(&launch, &mut workspace, &mut kept);
@@ -837,6 +840,7 @@ fn grouped_gemm_is_proven_with_what_it_reads() {
         grid: [4, 1, 1],
         scalars: &scalars,
         spans: &spans,
+        views: &[],
         memory: None,
     };
     let got: Vec<String> = (proof.check(&launch).into_iter())

@@ -543,3 +543,162 @@ fn grouped_gemm_is_proven_and_an_entry_past_its_buffer_is_an_error_on_every_devi
         }
     }
 }
+
+/// `out[r, c] = 2 · x[r, c]` for rows `r` (one per program) and columns `c < n`, each
+/// tensor through its own row and column strides (in elements).
+#[kernel]
+#[allow(clippy::too_many_arguments)]
+fn scale_strided(
+    out: Ptr<f32>,
+    x: Ptr<f32>,
+    out_row: i32,
+    out_col: i32,
+    x_row: i32,
+    x_col: i32,
+    n: i32,
+    #[constexpr] BLOCK: usize,
+) {
+    let r = program_id(0);
+    let c = arange(0, BLOCK);
+    let m = c < n;
+    let v = load(x + r * x_row + c * x_col, mask = m);
+    store(out + r * out_row + c * out_col, v * 2.0, mask = m);
+}
+
+/// A strided view whose span has gaps (a column block, every other column, reversed rows,
+/// a transposed block) is proven at launch where every lane lands on one of its elements,
+/// so the launch runs unchecked code; where a lane may land in a gap (a row read one
+/// element too far, a strided view read densely) that access stays checked: an error on
+/// every device, nothing written outside the view's elements.
+#[test]
+fn strided_views_are_proven_where_every_lane_lands_on_an_element() {
+    use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+    use tritium::backend::launch::checked_sites;
+    use tritium::backend::KernelArgs;
+    /// One launch: `x` and `out` as views of a 5 × 12 matrix, each with the (row, column)
+    /// strides the kernel is given, `n` columns, and the sites its proof leaves checked.
+    struct Case {
+        name: &'static str,
+        x: for<'a> fn(&'a Array2<f32>) -> ArrayView2<'a, f32>,
+        x_strides: (i32, i32),
+        out: for<'a> fn(&'a mut Array2<f32>) -> ArrayViewMut2<'a, f32>,
+        out_strides: (i32, i32),
+        n: usize,
+        checked: &'static [&'static str],
+    }
+    let (rows, width) = (5usize, 12usize);
+    let base = Array2::from_shape_fn((rows, width), |(r, c)| (r * 100 + c) as f32);
+    let right = Case {
+        name: "a column block",
+        x: |b| b.slice(s![.., 2..9]),
+        x_strides: (12, 1),
+        out: |o| o.slice_mut(s![.., ..8]),
+        out_strides: (12, 1),
+        n: 7,
+        checked: &[],
+    };
+    let cases = [
+        Case {
+            name: "a row read one too far",
+            n: 8,
+            checked: &["load"],
+            ..right
+        },
+        Case {
+            name: "every other column",
+            x: |b| b.slice(s![.., ..;2]),
+            x_strides: (12, 2),
+            n: 6,
+            ..right
+        },
+        Case {
+            name: "every other column read densely",
+            x: |b| b.slice(s![.., ..;2]),
+            n: 6,
+            checked: &["load"],
+            ..right
+        },
+        Case {
+            name: "rows reversed",
+            x: |b| b.slice(s![..;-1, 2..9]),
+            x_strides: (-12, 1),
+            ..right
+        },
+        Case {
+            name: "a transposed block",
+            x: |b| b.slice(s![.., 1..4]).reversed_axes(),
+            x_strides: (1, 12),
+            n: 5,
+            ..right
+        },
+        Case {
+            name: "written to a column block",
+            x: |b| b.view(),
+            out: |o| o.slice_mut(s![.., 3..10]),
+            ..right
+        },
+        Case {
+            name: "written one past a column block",
+            x: |b| b.view(),
+            out: |o| o.slice_mut(s![.., 3..10]),
+            n: 8,
+            checked: &["store"],
+            ..right
+        },
+    ];
+    let f = scale_strided::trace(&Default::default(), 16).unwrap();
+    let sites = f.fault_sites();
+    for case in std::iter::once(&right).chain(&cases) {
+        let (name, n) = (case.name, case.n);
+        let ((xr, xc), (or, oc)) = (case.x_strides, case.out_strides);
+        let x = (case.x)(&base);
+        let grid = x.nrows();
+        let mut out_all = Array2::from_elem((rows, width), CANARY);
+        let checked: Vec<&str> = {
+            let mut args = KernelArgs::new();
+            args.ptr::<f32>("out", (case.out)(&mut out_all));
+            args.ptr::<f32>("x", x.view());
+            for (name, v) in [
+                ("out_row", or),
+                ("out_col", oc),
+                ("x_row", xr),
+                ("x_col", xc),
+            ] {
+                args.scalar(name, v);
+            }
+            args.scalar("n", n as i32);
+            (checked_sites(&f, grid, &args).unwrap().iter())
+                .map(|s| sites[*s as usize].1)
+                .collect()
+        };
+        assert_eq!(checked, case.checked, "{name}");
+        // What a right launch writes: `2 · x` where the kernel stores, canaries elsewhere.
+        let mut want = Array2::from_elem((rows, width), CANARY);
+        if case.checked.is_empty() {
+            let mut w = (case.out)(&mut want);
+            for r in 0..grid {
+                for c in 0..n {
+                    w[[r, c]] = 2.0 * x[[r, c]];
+                }
+            }
+        }
+        for d in devices() {
+            let mut out_all = Array2::from_elem((rows, width), CANARY);
+            let out = (case.out)(&mut out_all);
+            let r = scale_strided::launch(&d, grid, out, x.view(), or, oc, xr, xc, n as i32, 16);
+            if case.checked.is_empty() {
+                r.unwrap_or_else(|e| panic!("{d:?}, {name}: {e}"));
+                assert_eq!(out_all, want, "{d:?}, {name}");
+                continue;
+            }
+            let m = r
+                .expect_err(&format!("{d:?}, {name}: the launch succeeded"))
+                .to_string();
+            let named = m.contains("out-of-bounds") || m.contains("between its elements");
+            assert!(named, "{d:?}, {name}: {m}");
+            // Nothing outside the output view's elements changed.
+            (case.out)(&mut out_all).fill(CANARY);
+            assert!(out_all.iter().all(|v| *v == CANARY), "{d:?}, {name}");
+        }
+    }
+}

@@ -4,9 +4,11 @@
 //! launch runs with run-time checks at exactly the sites its proof leaves.
 
 use super::checked::{SiteBits, SiteChecks};
+use super::view::ViewLayout;
 use super::{Grid, Memory, Pointee, RawArg};
 use crate::{Error, Result};
 use std::sync::Mutex;
+use tritium_dsl::ir::ViewElements;
 use tritium_dsl::ir::{BoundsProof, Entry, Function, LaunchMemory, LaunchValues, Loc};
 use tritium_dsl::ir::{ProofWorkspace, Refuted, Verdict};
 use tritium_dsl::DType;
@@ -37,6 +39,7 @@ struct Last {
     workspace: ProofWorkspace,
     scalars: Vec<Option<i128>>,
     spans: Vec<Option<(i128, i128)>>,
+    views: Vec<Option<ViewElements>>,
 }
 
 impl LaunchProof {
@@ -73,7 +76,6 @@ impl LaunchProof {
         let mut guard = self.last.lock().unwrap_or_else(|p| p.into_inner());
         let last = &mut *guard;
         let same = last.valid
-            && last.key.len() == 3 + 2 * args.len()
             && last.key.iter().copied().eq(key_words(grid, args))
             && last.verdict.reads.iter().all(|r| r.still(&memory));
         if !same {
@@ -110,16 +112,26 @@ impl LaunchProof {
     }
 }
 
-/// What a launch's verdict depends on: the grid, then two words per argument.
+/// What a launch's verdict depends on: the grid, then per argument two words (a tag, in
+/// the low byte, and the value or the span from the pointer) and a strided view's axes.
 fn key_words(grid: Grid, args: &[RawArg]) -> impl Iterator<Item = i128> + '_ {
     let grid = grid.0.map(i128::from);
-    grid.into_iter().chain(args.iter().flat_map(|a| match *a {
-        RawArg::Scalar { bits, .. } => [0, i128::from(bits)],
-        RawArg::Ptr(b) if b.view.is_some() => [1, 0],
-        RawArg::Ptr(b) => {
-            let at = b.ptr as i128;
-            [2 + ((b.lo as i128 - at) << 64), b.hi as i128 - at]
-        }
+    grid.into_iter().chain(args.iter().flat_map(|a| {
+        let (tag, word, view) = match a {
+            RawArg::Scalar { bits, .. } => (0, i128::from(*bits), None),
+            RawArg::Ptr(b) => {
+                let at = b.ptr as i128;
+                let (lo, hi) = ((b.lo as i128 - at) << 64, b.hi as i128 - at);
+                match &b.view {
+                    // (The rank says where the next argument's words start.)
+                    Some(v) => (lo | 1 | (v.key_words().count() as i128) << 8, hi, Some(v)),
+                    None => (lo | 2, hi, None),
+                }
+            }
+        };
+        [tag, word]
+            .into_iter()
+            .chain(view.into_iter().flat_map(ViewLayout::key_words))
     }))
 }
 
@@ -188,17 +200,16 @@ impl LaunchMemory for LaunchArgs<'_> {
 /// The verdict of `proof` for this launch, into `last.verdict`.
 fn launch_verdict(proof: &BoundsProof, grid: Grid, memory: &LaunchArgs<'_>, last: &mut Last) {
     let args = memory.args;
-    let (scalars, spans) = (&mut last.scalars, &mut last.spans);
+    let (scalars, spans, views) = (&mut last.scalars, &mut last.spans, &mut last.views);
     scalars.clear();
     spans.clear();
+    views.clear();
     for a in args {
         let (scalar, span) = match *a {
             RawArg::Scalar { dtype, bits } if dtype.is_int() => {
                 (Some(dtype.wrap_int(i128::from(bits))), None)
             }
             RawArg::Scalar { .. } => (None, None),
-            // A strided view's gaps are not its bytes: its accesses are checked one by one.
-            RawArg::Ptr(b) if b.view.is_some() => (None, None),
             RawArg::Ptr(b) => {
                 let at = b.ptr as i128;
                 (None, Some((b.lo as i128 - at, b.hi as i128 - at)))
@@ -206,12 +217,19 @@ fn launch_verdict(proof: &BoundsProof, grid: Grid, memory: &LaunchArgs<'_>, last
         };
         scalars.push(scalar);
         spans.push(span);
+        // A strided view's gaps are not its bytes: the proof must land on its elements.
+        views.push(match a {
+            RawArg::Ptr(b) => (b.view.as_ref())
+                .map(|v| v.elements(b.lo as i128 - b.ptr as i128, b.dtype.size_bytes() as u64)),
+            RawArg::Scalar { .. } => None,
+        });
     }
     let grid = grid.0.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
     let launch = LaunchValues {
         grid,
         scalars,
         spans,
+        views,
         memory: Some(memory),
     };
     proof.verdict_with(&launch, &mut last.workspace, &mut last.verdict);

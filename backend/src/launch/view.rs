@@ -10,7 +10,7 @@
 //! and the generated code (`llvm::Emit::in_view`) compute.
 
 /// The most axes a checked view keeps (more are checked by span only).
-pub const MAX_VIEW_RANK: usize = 8;
+pub const MAX_VIEW_RANK: usize = tritium_dsl::ir::MAX_VIEW_AXES;
 
 /// A non-dense view's axes in checked mode's form (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +96,23 @@ impl ViewLayout {
             }
             offset
         })
+    }
+
+    /// The view's elements as a launch's bounds proof takes them, the lowest `lo` bytes
+    /// from the kernel's pointer, each of `bytes`.
+    pub(crate) fn elements(&self, lo: i128, bytes: u64) -> tritium_dsl::ir::ViewElements {
+        tritium_dsl::ir::ViewElements {
+            lo,
+            bytes,
+            rank: self.rank,
+            dims: self.dims,
+            steps: self.steps,
+        }
+    }
+
+    /// The words a cached proof verdict compares for this layout: `(dim, step)` per axis.
+    pub(crate) fn key_words(&self) -> impl Iterator<Item = i128> + '_ {
+        (0..self.rank).map(|k| i128::from(self.dims[k]) | (i128::from(self.steps[k]) << 64))
     }
 
     /// The record generated code reads: `[lo, rank, (dim, step) × rank]`.

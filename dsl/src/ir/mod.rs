@@ -48,7 +48,7 @@ pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
 pub use bounds::machine as integer_op;
 pub use bounds::{
     bounds_proof, Access, BoundsProof, Entry, LaunchMemory, LaunchValues, MemoryRead,
-    ProofWorkspace, Refuted, SiteProof, Verdict, MAX_ENUMERATED,
+    ProofWorkspace, Refuted, SiteProof, Verdict, ViewElements, MAX_ENUMERATED, MAX_VIEW_AXES,
 };
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{

@@ -796,6 +796,7 @@ impl<'f> Deriver<'f> {
                     checks,
                     constraints,
                     unconditional: self.unconditional(mask),
+                    extent: false,
                 })
             }
             _ if (self.foreign)
@@ -881,6 +882,7 @@ impl<'f> Deriver<'f> {
             checks,
             constraints: self.context.clone(),
             unconditional: self.unconditional(None),
+            extent: true,
         })
     }
 

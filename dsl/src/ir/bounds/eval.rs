@@ -11,7 +11,8 @@ use super::form::{Form, Var};
 use super::scalar::ScalarId;
 use super::{
     Access, AtomDef, BoundsProof, CheckId, Constraint, Entry, Enumeration, LaunchMemory,
-    LaunchValues, MemoryRead, RangeOp, Refuted, SiteProof, Verdict, MAX_ENUMERATED,
+    LaunchValues, MemoryRead, RangeOp, Refuted, SiteProof, Verdict, ViewElements, MAX_ENUMERATED,
+    MAX_VIEW_AXES,
 };
 use crate::ir::DType;
 
@@ -560,7 +561,57 @@ impl<'p, 'l, 'w> Launch<'p, 'l, 'w> {
             return true;
         }
         let bytes = a.bytes as i128;
-        lo <= min && max.checked_add(bytes).is_some_and(|end| end <= hi)
+        let inside = lo <= min && max.checked_add(bytes).is_some_and(|end| end <= hi);
+        // A strided view's span holds gaps: every lane must land on one of its elements.
+        let view = match a.entry {
+            None => self.launch.views.get(a.root).copied().flatten(),
+            Some(_) => None,
+        };
+        inside && view.is_none_or(|v| !a.extent && self.on_elements(&a.offset, a.bytes, &v, cs))
+    }
+
+    /// Whether every lane of byte offset `f` where `cs` hold starts an element of `view`
+    /// and an access of `bytes` there touches that element only. Each term of `f` goes to
+    /// the outermost axis whose step divides its coefficient, the constant (less the
+    /// lowest element's offset) is split greedily from the outermost axis down, and each
+    /// axis's part, a multiple of its step so, must lie in `[0, (dims − 1) · step]`: then
+    /// the parts are the axes' indices times their steps, and `f` an element's offset.
+    fn on_elements(&self, f: &Form, bytes: u64, view: &ViewElements, cs: &[&Form]) -> bool {
+        let rank = view.rank;
+        if bytes != view.bytes || rank > MAX_VIEW_AXES || f.terms.len() > 128 {
+            return false;
+        }
+        let mut parts = [0u128; MAX_VIEW_AXES];
+        for (i, (_, k)) in f.terms.iter().enumerate() {
+            let Some(c) = self.scalar(*k) else {
+                return false;
+            };
+            match (0..rank).find(|&j| view.steps[j] > 0 && c % view.steps[j] as i128 == 0) {
+                Some(j) => parts[j] |= 1 << i,
+                None => return false,
+            }
+        }
+        let Some(mut rest) = self.scalar(f.constant).and_then(|c| c.checked_sub(view.lo)) else {
+            return false;
+        };
+        let axes = (parts.iter().zip(&view.steps).zip(&view.dims)).take(rank);
+        for ((&terms, &step), &dim) in axes {
+            let step = step as i128;
+            let own = rest.div_euclid(step) * step;
+            rest -= own;
+            let (Some(lo), Some(hi)) = (
+                self.bound_of(f, terms, own, cs, false),
+                self.bound_of(f, terms, own, cs, true),
+            ) else {
+                return false;
+            };
+            let last = (dim as i128 - 1).checked_mul(step);
+            // (Crossing bounds: no lane satisfies every constraint.)
+            if lo <= hi && (lo < 0 || last.is_none_or(|last| hi > last)) {
+                return false;
+            }
+        }
+        rest == 0
     }
 
     /// `c`'s form, where this launch can use it: its condition holds, its checks hold, and
@@ -588,15 +639,33 @@ impl<'p, 'l, 'w> Launch<'p, 'l, 'w> {
             let r = self.range(f)?;
             return Some(if upper { r.1 } else { r.0 });
         }
-        let coef = |k: ScalarId| self.scalar(k);
-        // The terms of `f` no constraint has bounded yet.
-        let mut left: u128 = if n == 128 {
+        let all = if n == 128 {
             u128::MAX
         } else {
             (1u128 << n) - 1
         };
+        self.bound_of(f, all, self.scalar(f.constant)?, cs, upper)
+    }
+
+    /// [`bound`](Self::bound) of the part of `f` made of the terms in `terms` (bit `i`:
+    /// term `i`; at most 128 terms) and `constant` in place of `f`'s.
+    fn bound_of(
+        &self,
+        f: &Form,
+        terms: u128,
+        constant: i128,
+        cs: &[&Form],
+        upper: bool,
+    ) -> Option<i128> {
+        let n = f.terms.len();
+        if n > 128 {
+            return None;
+        }
+        let coef = |k: ScalarId| self.scalar(k);
+        // The terms of the part no constraint has bounded yet.
+        let mut left = terms;
         let is_left = |left: u128, i: usize| left >> i & 1 == 1;
-        let mut total = self.scalar(f.constant)?;
+        let mut total = constant;
         'constraints: for c in cs {
             // The first of `f`'s left variables that `c` has gives the proportion.
             // Where `v` is among what is left of `f`.

@@ -116,6 +116,10 @@ pub struct Access {
     constraints: Vec<Constraint>,
     /// Runs in every program, every lane (unmasked, in the kernel's own body).
     unconditional: bool,
+    /// A builtin's extent (every element of it, which the builtin may touch as one range):
+    /// never proven on a strided view, whose gaps lie between its elements (the
+    /// interpreter and checked code take one element of a view at most).
+    extent: bool,
 }
 
 /// An access that touches only bytes outside its argument in every launch with these
@@ -288,11 +292,36 @@ pub struct LaunchValues<'a> {
     /// Per parameter: an integer argument's value (`None` for other parameters).
     pub scalars: &'a [Option<i128>],
     /// Per parameter: the bytes a pointer argument may touch, as offsets from the pointer
-    /// the kernel gets (`[lo, hi)`; `None` for other parameters and for buffers whose span
-    /// holds bytes that are not theirs, as a strided view's gaps).
+    /// the kernel gets (`[lo, hi)`; `None` for other parameters). For a strided view this
+    /// is its whole extent, gaps included: its `views` entry says which bytes are its own.
     pub spans: &'a [Option<(i128, i128)>],
+    /// Per parameter (missing entries are `None`): the elements of a pointer argument whose
+    /// span holds bytes that are not its own (a strided view's gaps), so that an access
+    /// through it is proven only where every lane lands on one of its elements.
+    pub views: &'a [Option<ViewElements>],
     /// The memory the proof may read (`None`: none).
     pub memory: Option<&'a dyn LaunchMemory>,
+}
+
+/// The most axes [`ViewElements`] describes.
+pub const MAX_VIEW_AXES: usize = 8;
+
+/// The elements of a strided view: element `(i_0, …)` starts `lo + Σ i_k · steps[k]` bytes
+/// from the pointer the kernel gets, `0 ≤ i_k < dims[k]`, each `bytes` long; the steps
+/// decrease, each above the farthest offset the axes after it reach (so that an offset is
+/// an element's in one way at most), and no axis has one element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ViewElements {
+    /// The lowest element's offset from the pointer, in bytes.
+    pub lo: i128,
+    /// Bytes per element.
+    pub bytes: u64,
+    /// Axes (at most [`MAX_VIEW_AXES`]); `dims` and `steps` beyond them are unused.
+    pub rank: usize,
+    /// Elements per axis.
+    pub dims: [u64; MAX_VIEW_AXES],
+    /// Bytes per step along each axis, decreasing.
+    pub steps: [u64; MAX_VIEW_AXES],
 }
 
 impl std::fmt::Debug for LaunchValues<'_> {
@@ -301,6 +330,7 @@ impl std::fmt::Debug for LaunchValues<'_> {
             .field("grid", &self.grid)
             .field("scalars", &self.scalars)
             .field("spans", &self.spans)
+            .field("views", &self.views)
             .field("memory", &self.memory.is_some())
             .finish()
     }
