@@ -7,6 +7,7 @@ mod cross_entropy;
 mod cuda;
 mod host_device;
 mod kernel_op;
+mod layouts;
 mod rope;
 mod softmax;
 mod swiglu;
