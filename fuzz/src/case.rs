@@ -7,6 +7,7 @@
 //! // grid 2 1 1
 //! // num_warps 4
 //! // out_of_bounds                 (an out-of-bounds variant: see `check::check`)
+//! // view 1 3 8 2                  (parameter 1 as 3 rows of 8 elements, 2 between rows)
 //! // arg input 16 <hex bytes>        (read-only; elements are integers of magnitude <= 16)
 //! // arg input - <hex bytes>         (read-only, arbitrary values)
 //! // arg output <hex bytes>          (each program writes its own region)
@@ -52,6 +53,38 @@ pub struct Case {
     /// every compiled target's default launch must reject it too, with nothing written
     /// outside the buffers; compiled targets launch it the default way.
     pub out_of_bounds: bool,
+    /// Buffers given as strided views (out-of-bounds variants only): their other bytes
+    /// are gaps, which no access may touch.
+    pub views: Vec<View>,
+}
+
+/// A buffer parameter given as a strided view: `rows` rows of `row` elements from its
+/// first element, `gap` elements between one row's end and the next row's start (the
+/// buffer holds at least the last row). An access elsewhere in it falls between the
+/// view's elements, as into the gaps of a column block of a wider matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    /// The parameter.
+    pub param: usize,
+    /// Rows (at least 2: one row is a dense buffer).
+    pub rows: usize,
+    /// Elements per row.
+    pub row: usize,
+    /// Elements between rows (at least 1).
+    pub gap: usize,
+}
+
+impl View {
+    /// Elements from the first element to one past the last.
+    pub fn extent(&self) -> usize {
+        (self.rows - 1) * (self.row + self.gap) + self.row
+    }
+
+    /// Whether element `i` of the buffer is one of the view's.
+    pub fn holds(&self, i: usize) -> bool {
+        let stride = self.row + self.gap;
+        i < self.extent() && i % stride < self.row
+    }
 }
 
 impl Case {
@@ -75,6 +108,9 @@ impl Case {
         out += &format!("// num_warps {}\n", self.num_warps);
         if self.out_of_bounds {
             out += "// out_of_bounds\n";
+        }
+        for v in &self.views {
+            out += &format!("// view {} {} {} {}\n", v.param, v.rows, v.row, v.gap);
         }
         for a in &self.args {
             match a {
@@ -108,6 +144,7 @@ impl Case {
             args: Vec::new(),
             expect: Vec::new(),
             out_of_bounds: false,
+            views: Vec::new(),
         };
         for (n, line) in text.lines().enumerate() {
             let Some(rest) = line.strip_prefix("// ") else {
@@ -126,6 +163,18 @@ impl Case {
                 Some("grid") => case.grid = [num(1)?, num(2)?, num(3)?],
                 Some("num_warps") => case.num_warps = num(1)? as u32,
                 Some("out_of_bounds") if words.len() == 1 => case.out_of_bounds = true,
+                Some("view") if words.len() == 5 => {
+                    let view = View {
+                        param: num(1)? as usize,
+                        rows: num(2)? as usize,
+                        row: num(3)? as usize,
+                        gap: num(4)? as usize,
+                    };
+                    if view.rows < 2 || view.row == 0 || view.gap == 0 {
+                        return Err(err("a view needs 2 rows or more, and rows and gaps"));
+                    }
+                    case.views.push(view);
+                }
                 Some("arg") => {
                     let arg = match (words.get(1).copied(), words.len()) {
                         (Some("scalar"), 3) => Arg::Scalar(
@@ -163,6 +212,22 @@ impl Case {
                 case.args.len(),
                 case.function.params.len()
             ));
+        }
+        for v in &case.views {
+            let size = (case.function.params.get(v.param))
+                .and_then(|p| case.function.ty(p.value).elem.pointee())
+                .map(|d| d.size_bytes());
+            match (case.args.get(v.param), size) {
+                (Some(Arg::Buffer { bytes, .. }), Some(size))
+                    if bytes.len() >= v.extent() * size => {}
+                _ => {
+                    return Err(format!(
+                        "view of p{}: not a buffer of {} elements or more",
+                        v.param,
+                        v.extent()
+                    ))
+                }
+            }
         }
         Ok(case)
     }

@@ -1,6 +1,6 @@
 //! Checking one case on every target against the interpreter.
 
-use crate::case::Case;
+use crate::case::{Arg, Case};
 use crate::compare::{compare, tolerances};
 use crate::exec::{execute, mode, run, Executed, Mode, Target};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -186,7 +186,7 @@ pub fn check_as(case: &Case, targets: &[Target], mode: Mode) -> Report {
         .collect();
     let want = match want {
         Ok(w) => w,
-        Err(e) if case.out_of_bounds && e.contains("outside every buffer") => {
+        Err(e) if case.out_of_bounds && is_bounds_error(&e) => {
             // Without its dead code (a load whose value nothing uses), is it still refused?
             let mut live = case.clone();
             crate::shrink::dead_code(&mut live.function);
@@ -248,7 +248,36 @@ pub fn check_as(case: &Case, targets: &[Target], mode: Mode) -> Report {
 /// Whether `e`, a compiled target's error, is one for an access outside the buffers
 /// (checked code's, a default launch's per-site checks', or the interpreter's).
 pub fn is_bounds_error(e: &str) -> bool {
-    e.contains("out-of-bounds") || e.contains("outside every buffer")
+    e.contains("out-of-bounds")
+        || e.contains("outside every buffer")
+        // (A strided view's gap, as the interpreter names it for an access or an extent.)
+        || e.contains("falls between its elements")
+        || e.contains("whose gaps are not its elements")
+}
+
+/// An error naming the first gap byte of a strided view ([`Case::views`]) that a launch
+/// changed: its bytes between the view's elements are not the view's to write.
+pub fn gaps_intact(case: &Case, contents: &[Vec<u8>]) -> Result<(), String> {
+    for v in &case.views {
+        let (Some(Arg::Buffer { bytes, .. }), Some(got)) =
+            (case.args.get(v.param), contents.get(v.param))
+        else {
+            continue;
+        };
+        let f = &case.function;
+        let size = (f.params.get(v.param))
+            .and_then(|p| f.ty(p.value).elem.pointee())
+            .map_or(1, |d| d.size_bytes());
+        let changed =
+            (0..bytes.len().min(got.len())).find(|&b| !v.holds(b / size) && bytes[b] != got[b]);
+        if let Some(b) = changed {
+            return Err(format!(
+                "p{}'s byte {b}, between its view's elements, was written",
+                v.param
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An out-of-bounds case the interpreter rejected with `why`: every target's launch must
@@ -273,7 +302,12 @@ fn refused(case: &Case, targets: &[Target], mode: Mode, why: &str, report: &mut 
             )),
             Err(_) => None,
         };
-        let guards = got.guards.err().map(|e| {
+        let guards = (got
+            .guards
+            .clone()
+            .and_then(|()| gaps_intact(case, &got.contents)))
+        .err()
+        .map(|e| {
             let returned = match &got.launch {
                 Ok(()) => "succeeded",
                 Err(_) => "failed",
@@ -305,8 +339,12 @@ fn dead_loads(case: &Case, targets: &[Target], mode: Mode, want: &[Vec<u8>], rep
             )),
             Err(_) => None,
         };
-        let guards =
-            (got.guards.err()).map(|e| format!("the launch wrote outside its buffers: {e}"));
+        let guards = (got
+            .guards
+            .clone()
+            .and_then(|()| gaps_intact(case, &got.contents)))
+        .err()
+        .map(|e| format!("the launch wrote outside its buffers: {e}"));
         for message in guards.into_iter().chain(launch) {
             report.mismatches.push(Mismatch { target: t, message });
         }

@@ -4,6 +4,7 @@
 use crate::case::{Arg, Case};
 use std::path::PathBuf;
 use tritium_backend::cuda::{compile_ptx, run_emulated_with, CudaCompileOptions};
+use tritium_backend::launch::ViewLayout;
 use tritium_backend::{
     cpu, interp, Device, Grid, KernelArgs, KernelKey, LaunchOptions, Memory, RawArg, RawBuffer,
 };
@@ -337,7 +338,8 @@ fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {
         .iter()
         .zip(&case.args)
         .zip(words.iter_mut())
-        .map(|((p, a), w)| {
+        .enumerate()
+        .map(|(i, ((p, a), w))| {
             let t = f.ty(p.value);
             match a {
                 Arg::Buffer { bytes, .. } => {
@@ -350,14 +352,29 @@ fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {
                         ptr.is_multiple_of(16),
                         "fuzz: a buffer at {ptr:#x} is not 16-byte aligned"
                     );
+                    let dtype = t.elem.pointee().expect("a pointer parameter");
+                    // A strided view's elements are its rows; the rest of the buffer is gaps.
+                    let (hi, view) = match case.views.iter().find(|v| v.param == i) {
+                        Some(v) => {
+                            let size = dtype.size_bytes();
+                            assert!(
+                                v.extent() * size <= bytes.len(),
+                                "fuzz: a view past its buffer"
+                            );
+                            let stride = (v.row + v.gap) as isize;
+                            let layout = ViewLayout::of(&[v.rows, v.row], &[stride, 1], size);
+                            (ptr + v.extent() * size, layout)
+                        }
+                        None => (ptr + bytes.len(), None),
+                    };
                     RawArg::Ptr(RawBuffer {
                         ptr,
                         lo: ptr,
-                        hi: ptr + bytes.len(),
-                        dtype: t.elem.pointee().expect("a pointer parameter"),
+                        hi,
+                        dtype,
                         writable: true,
                         memory: Memory::Host,
-                        view: None,
+                        view,
                     })
                 }
                 Arg::Scalar(bits) => RawArg::Scalar {

@@ -210,6 +210,9 @@ fn worker(first: u64, programs: u64, deadline: Option<SystemTime>, config: &GenC
             let r = check(&v.case, &Target::available());
             let verdict = r.verdict.as_ref().map_or("invalid", |v| v.name());
             tags.push(format!("oob.{verdict}"));
+            if matches!(v.change, oob::Change::View(_)) {
+                tags.push(format!("oob.view.{verdict}"));
+            }
             times.extend(
                 r.times
                     .iter()
@@ -352,6 +355,12 @@ fn parent(first: u64, programs: u64, deadline: Option<SystemTime>, jobs: usize) 
         tag("oob.accepted"),
         tag("oob.skipped"),
         tag("oob.invalid")
+    );
+    println!(
+        "of them buffers given as strided views: {} refused, {} refused for dead loads only, {} in bounds",
+        tag("oob.view.refused"),
+        tag("oob.view.dead"),
+        tag("oob.view.accepted")
     );
     let all = tritium_fuzz::coverage::all_kinds();
     let missing: Vec<&String> = all.difference(&kinds).collect();

@@ -1,7 +1,11 @@
 //! Out-of-bounds variants of generated cases (issue 43): the same program launched so that
-//! it may touch bytes outside its buffers, a buffer argument shortened by some elements
-//! or one more program along an axis of the grid (each program writes its own region of
-//! every output: the extra one's lies past their ends).
+//! it may touch bytes outside its buffers, a buffer argument shortened by some elements,
+//! one more program along an axis of the grid (each program writes its own region of
+//! every output: the extra one's lies past their ends), or a buffer given as a strided
+//! view, rows of its elements with gaps between them that no access may touch (rows
+//! longer than the buffer, so that its elements are the first row's and the launch's
+//! proof must find every access on them, or shorter, so that accesses may fall into the
+//! gaps).
 //!
 //! The interpreter, which checks every access, is the reference: where it rejects the
 //! variant (an access outside every buffer), every compiled target's default launch must
@@ -16,7 +20,7 @@
 //! grid grows only where no user op is given a pointer into an output (whose regions are
 //! per program).
 
-use crate::case::{Arg, Case};
+use crate::case::{Arg, Case, View};
 use crate::info::Memory;
 use crate::Rng;
 use std::collections::BTreeSet;
@@ -37,6 +41,8 @@ pub enum Change {
         /// The axis (0, 1 or 2).
         axis: usize,
     },
+    /// A buffer given as a strided view (its bytes extended to the view's last row).
+    View(View),
 }
 
 impl std::fmt::Display for Change {
@@ -46,6 +52,11 @@ impl std::fmt::Display for Change {
                 write!(f, "p{param} shortened by {elements} elements")
             }
             Change::Grid { axis } => write!(f, "one more program along axis {axis}"),
+            Change::View(v) => write!(
+                f,
+                "p{} as a view of {} rows of {} elements, {} between rows",
+                v.param, v.rows, v.row, v.gap
+            ),
         }
     }
 }
@@ -98,7 +109,22 @@ pub fn variant(case: &Case, rng: &mut Rng) -> Option<Variant> {
             })
         )
     });
-    let change = if grid && (buffers.is_empty() || rng.chance(0.25)) {
+    let change = if !buffers.is_empty() && rng.chance(0.25) {
+        let &(param, len) = rng.pick(&buffers);
+        // Rows that hold the whole buffer (every access on the first row: the proof must
+        // find them there), or shorter ones (accesses past a row's end fall into a gap).
+        let (row, rows) = match rng.chance(0.5) || len < 3 {
+            true => (len, 2 + rng.below(2)),
+            false => (1 + rng.below(len - 1), 2 + rng.below(len)),
+        };
+        let gap = 1 + rng.below(8);
+        Change::View(View {
+            param,
+            rows,
+            row,
+            gap,
+        })
+    } else if grid && (buffers.is_empty() || rng.chance(0.25)) {
         // Mostly along x, where grids have the most programs.
         let axis = *rng.pick(&[0, 0, 1, 2]);
         Change::Grid { axis }
@@ -153,6 +179,20 @@ pub fn apply(case: &Case, change: Change) -> Option<Case> {
             bytes.truncate(bytes.len().checked_sub(cut)?);
         }
         Change::Grid { axis } => *v.grid.get_mut(axis)? += 1,
+        Change::View(view) => {
+            let size = element_size(case, view.param);
+            let Some(Arg::Buffer { bytes, .. }) = v.args.get_mut(view.param) else {
+                return None;
+            };
+            if view.rows < 2 || view.row == 0 || view.gap == 0 {
+                return None;
+            }
+            let extent = view.extent().checked_mul(size)?;
+            if bytes.len() < extent {
+                bytes.resize(extent, 0);
+            }
+            v.views.push(view);
+        }
     }
     Some(v)
 }

@@ -123,6 +123,7 @@ fn the_guards_catch_an_unchecked_launch_past_a_buffer() {
         }],
         expect: Vec::new(),
         out_of_bounds: true,
+        views: Vec::new(),
     };
     let targets = [Target::Interpreter, Target::Cpu, Target::Emulator];
     let report = check(&case, &targets);
@@ -208,6 +209,7 @@ fn a_dead_load_past_the_end_may_be_skipped() {
         ],
         expect: Vec::new(),
         out_of_bounds: true,
+        views: Vec::new(),
     };
     let report = check(&case, &[Target::Interpreter, Target::Cpu, Target::Emulator]);
     assert!(
@@ -216,4 +218,101 @@ fn a_dead_load_past_the_end_may_be_skipped() {
         report.verdict
     );
     assert!(report.ok(), "{report}");
+}
+
+/// `out[i] = x[i] + 1` over 16 `i32` lanes, `x` and `out` as strided views ([`View`]):
+/// rows that hold all 16 elements are proven and agree with the interpreter; rows of 8
+/// with 2 elements between them put lanes 8 and 9 in a gap, which the interpreter and
+/// every default launch refuse, gaps intact; launched unchecked, the store into the
+/// output's gap is what the check reports.
+#[test]
+fn strided_view_variants_are_proven_on_their_rows_and_refused_in_their_gaps() {
+    use tritium_dsl::ir::DType;
+    use tritium_dsl::trace::lang::*;
+    use tritium_dsl::trace::{ptr_param, Tracer};
+    use tritium_fuzz::case::View;
+    let t = Tracer::begin("rows").unwrap();
+    let x = ptr_param("x", DType::I32);
+    let out = ptr_param("out", DType::I32);
+    let lanes = arange(0, 16);
+    store(out + lanes, load(x + lanes, NoArg, NoArg) + 1, NoArg);
+    let base = Case {
+        seed: 0,
+        function: t.finish().unwrap(),
+        grid: [1, 1, 1],
+        num_warps: 1,
+        args: vec![
+            Arg::Buffer {
+                memory: Memory::Input(None),
+                bytes: (0..16i32).flat_map(|v| (v * 3).to_le_bytes()).collect(),
+            },
+            Arg::Buffer {
+                memory: Memory::Output,
+                bytes: vec![0; 16 * 4],
+            },
+        ],
+        expect: Vec::new(),
+        out_of_bounds: false,
+        views: Vec::new(),
+    };
+    let view = |param, row, gap| {
+        Change::View(View {
+            param,
+            rows: 2,
+            row,
+            gap,
+        })
+    };
+    let targets = launched();
+    for param in [0, 1] {
+        let whole = apply(&base, view(param, 16, 3)).unwrap();
+        let report = check(&whole, &targets);
+        assert_eq!(report.verdict, Some(Verdict::Accepted), "p{param}");
+        assert!(report.ok(), "p{param}:{report}");
+        let gapped = apply(&base, view(param, 8, 2)).unwrap();
+        assert_refused_everywhere(param as u64, &gapped);
+        // The text form keeps the view.
+        let text = gapped.to_text();
+        assert!(
+            text.contains(&format!("\n// view {param} 2 8 2\n")),
+            "{text}"
+        );
+        assert_eq!(Case::from_text(&text).unwrap(), gapped);
+    }
+    let gapped_out = apply(&base, view(1, 8, 2)).unwrap();
+    let report = check_as(
+        &gapped_out,
+        &[Target::Interpreter, Target::Cpu],
+        Mode::Unchecked,
+    );
+    let said: Vec<&str> = (report.mismatches.iter())
+        .filter(|m| m.target == Target::Cpu)
+        .map(|m| m.message.as_str())
+        .collect();
+    assert!(
+        said.iter()
+            .any(|m| m.contains("between its view's elements, was written")),
+        "{said:?}"
+    );
+}
+
+/// Generated cases' view variants: some of them, each agreeing with the interpreter (in
+/// bounds on the view's rows) or refused everywhere (an access in a gap).
+#[test]
+fn generated_cases_run_strided_view_variants() {
+    let config = GenConfig::default();
+    let views: Vec<_> = (0..200)
+        .map(|s| generate(s, &config))
+        .filter_map(|c| draw(&c))
+        .filter(|v| matches!(v.change, Change::View(_)))
+        .collect();
+    assert!(
+        views.len() >= 5,
+        "{} view variants in 200 cases",
+        views.len()
+    );
+    for v in views.iter().take(3) {
+        let report = check(&v.case, &launched());
+        assert!(report.ok(), "seed {}, {}:{report}", v.case.seed, v.change);
+    }
 }

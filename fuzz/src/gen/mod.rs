@@ -3204,6 +3204,7 @@ impl Gen {
             args: self.args,
             expect: Vec::new(),
             out_of_bounds: false,
+            views: Vec::new(),
         }
     }
 }
