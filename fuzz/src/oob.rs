@@ -112,12 +112,17 @@ pub fn variant(case: &Case, rng: &mut Rng) -> Option<Variant> {
     let change = if !buffers.is_empty() && rng.chance(0.25) {
         let &(param, len) = rng.pick(&buffers);
         // Rows that hold the whole buffer (every access on the first row: the proof must
-        // find them there), or shorter ones (accesses past a row's end fall into a gap).
+        // find them there), or shorter ones, often a few elements, laid over the buffer's
+        // elements (accesses past a row's end fall into a gap).
+        let gap = 1 + rng.below(8);
         let (row, rows) = match rng.chance(0.5) || len < 3 {
             true => (len, 2 + rng.below(2)),
-            false => (1 + rng.below(len - 1), 2 + rng.below(len)),
+            false => {
+                let longest = if rng.chance(0.5) { 16 } else { len - 1 };
+                let row = 1 + rng.below(longest.min(len - 1));
+                (row, len.div_ceil(row + gap).max(2))
+            }
         };
-        let gap = 1 + rng.below(8);
         Change::View(View {
             param,
             rows,
