@@ -17,6 +17,20 @@ fn launched() -> Vec<Target> {
         .collect()
 }
 
+/// A hand-written case of one program of one warp with these arguments.
+fn one_program(function: tritium_dsl::ir::Function, args: Vec<Arg>, out_of_bounds: bool) -> Case {
+    Case {
+        seed: 0,
+        function,
+        grid: [1, 1, 1],
+        num_warps: 1,
+        args,
+        expect: Vec::new(),
+        out_of_bounds,
+        views: Vec::new(),
+    }
+}
+
 /// The first generated case from seed 0 on that gives no user op a pointer (user code's
 /// accesses are outside every check) and that one of the variants
 /// `changes` gives makes the interpreter refuse, with that variant (not one whose only
@@ -112,19 +126,14 @@ fn the_guards_catch_an_unchecked_launch_past_a_buffer() {
     let t = Tracer::begin("past_the_end").unwrap();
     let out = ptr_param("out", DType::I32);
     store(out + arange(0, 16), arange(0, 16) + 1, NoArg);
-    let case = Case {
-        seed: 0,
-        function: t.finish().unwrap(),
-        grid: [1, 1, 1],
-        num_warps: 1,
-        args: vec![Arg::Buffer {
+    let case = one_program(
+        t.finish().unwrap(),
+        vec![Arg::Buffer {
             memory: Memory::Output,
             bytes: vec![0; 12 * 4],
         }],
-        expect: Vec::new(),
-        out_of_bounds: true,
-        views: Vec::new(),
-    };
+        true,
+    );
     let targets = [Target::Interpreter, Target::Cpu, Target::Emulator];
     let report = check(&case, &targets);
     assert!(report.ok(), "{report}");
@@ -192,12 +201,9 @@ fn a_dead_load_past_the_end_may_be_skipped() {
         load(x + arange(0, 4), NoArg, NoArg),
         NoArg,
     );
-    let case = Case {
-        seed: 0,
-        function: t.finish().unwrap(),
-        grid: [1, 1, 1],
-        num_warps: 1,
-        args: vec![
+    let case = one_program(
+        t.finish().unwrap(),
+        vec![
             Arg::Buffer {
                 memory: Memory::Input(None),
                 bytes: (1..=12).collect(),
@@ -207,10 +213,8 @@ fn a_dead_load_past_the_end_may_be_skipped() {
                 bytes: vec![0; 4],
             },
         ],
-        expect: Vec::new(),
-        out_of_bounds: true,
-        views: Vec::new(),
-    };
+        true,
+    );
     let report = check(&case, &[Target::Interpreter, Target::Cpu, Target::Emulator]);
     assert!(
         matches!(report.verdict, Some(Verdict::DeadLoads(_))),
@@ -236,12 +240,9 @@ fn strided_view_variants_are_proven_on_their_rows_and_refused_in_their_gaps() {
     let out = ptr_param("out", DType::I32);
     let lanes = arange(0, 16);
     store(out + lanes, load(x + lanes, NoArg, NoArg) + 1, NoArg);
-    let base = Case {
-        seed: 0,
-        function: t.finish().unwrap(),
-        grid: [1, 1, 1],
-        num_warps: 1,
-        args: vec![
+    let base = one_program(
+        t.finish().unwrap(),
+        vec![
             Arg::Buffer {
                 memory: Memory::Input(None),
                 bytes: (0..16i32).flat_map(|v| (v * 3).to_le_bytes()).collect(),
@@ -251,10 +252,8 @@ fn strided_view_variants_are_proven_on_their_rows_and_refused_in_their_gaps() {
                 bytes: vec![0; 16 * 4],
             },
         ],
-        expect: Vec::new(),
-        out_of_bounds: false,
-        views: Vec::new(),
-    };
+        false,
+    );
     let view = |param, row, gap| {
         Change::View(View {
             param,
