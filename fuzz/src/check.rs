@@ -280,6 +280,14 @@ pub fn gaps_intact(case: &Case, contents: &[Vec<u8>]) -> Result<(), String> {
     Ok(())
 }
 
+/// What a launch of `case` wrote outside its buffers' elements: a guard around a buffer,
+/// else a view's gap ([`gaps_intact`]); `None` when nothing.
+fn wrote_outside(case: &Case, got: &Executed) -> Option<String> {
+    (got.guards.clone())
+        .and_then(|()| gaps_intact(case, &got.contents))
+        .err()
+}
+
 /// An out-of-bounds case the interpreter rejected with `why`: every target's launch must
 /// fail too, for an access outside the buffers, and write nothing outside them.
 fn refused(case: &Case, targets: &[Target], mode: Mode, why: &str, report: &mut Report) {
@@ -302,12 +310,7 @@ fn refused(case: &Case, targets: &[Target], mode: Mode, why: &str, report: &mut 
             )),
             Err(_) => None,
         };
-        let guards = (got
-            .guards
-            .clone()
-            .and_then(|()| gaps_intact(case, &got.contents)))
-        .err()
-        .map(|e| {
+        let guards = wrote_outside(case, &got).map(|e| {
             let returned = match &got.launch {
                 Ok(()) => "succeeded",
                 Err(_) => "failed",
@@ -339,12 +342,8 @@ fn dead_loads(case: &Case, targets: &[Target], mode: Mode, want: &[Vec<u8>], rep
             )),
             Err(_) => None,
         };
-        let guards = (got
-            .guards
-            .clone()
-            .and_then(|()| gaps_intact(case, &got.contents)))
-        .err()
-        .map(|e| format!("the launch wrote outside its buffers: {e}"));
+        let guards =
+            wrote_outside(case, &got).map(|e| format!("the launch wrote outside its buffers: {e}"));
         for message in guards.into_iter().chain(launch) {
             report.mismatches.push(Mismatch { target: t, message });
         }
