@@ -8,6 +8,9 @@
 //! // num_warps 4
 //! // out_of_bounds                 (an out-of-bounds variant: see `check::check`)
 //! // view 1 3 8 2                  (parameter 1 as 3 rows of 8 elements, 2 between rows)
+//! // view 1 3 8 2 4                (the same, scalar parameter 4 set to its row stride, 10)
+//! // row_stride 4 1 8              (scalar parameter 4 is the row stride of parameter 1's rows
+//!                                   of 8 elements: see `RowStride`)
 //! // arg input 16 <hex bytes>        (read-only; elements are integers of magnitude <= 16)
 //! // arg input - <hex bytes>         (read-only, arbitrary values)
 //! // arg output <hex bytes>          (each program writes its own region)
@@ -56,6 +59,24 @@ pub struct Case {
     /// Buffers given as strided views (out-of-bounds variants only): their other bytes
     /// are gaps, which no access may touch.
     pub views: Vec<View>,
+    /// Scalar parameters the kernel multiplies row indices of a buffer by (from the
+    /// generator), for view variants whose rows the kernel walks.
+    pub row_strides: Vec<RowStride>,
+}
+
+/// A scalar parameter that is the distance, in elements, between the rows of `row`
+/// elements the kernel reads of a buffer (`x + (r + a)·stride + j`, `j < row`): dense rows
+/// (`row` itself) in the generated case, the view's row stride in a view variant of that
+/// buffer ([`View::stride`]), so that the launch's proof must place each row's accesses on
+/// one of the view's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowStride {
+    /// The scalar parameter (i32).
+    pub param: usize,
+    /// The buffer parameter.
+    pub buffer: usize,
+    /// Elements per row the kernel reads.
+    pub row: usize,
 }
 
 /// A buffer parameter given as a strided view: `rows` rows of `row` elements from its
@@ -72,6 +93,9 @@ pub struct View {
     pub row: usize,
     /// Elements between rows (at least 1).
     pub gap: usize,
+    /// The scalar parameter set to the row stride (`row + gap`), when the kernel reads the
+    /// buffer's rows through one ([`RowStride`]).
+    pub stride: Option<usize>,
 }
 
 impl View {
@@ -110,7 +134,11 @@ impl Case {
             out += "// out_of_bounds\n";
         }
         for v in &self.views {
-            out += &format!("// view {} {} {} {}\n", v.param, v.rows, v.row, v.gap);
+            out += &format!("// view {} {} {} {}", v.param, v.rows, v.row, v.gap);
+            out += &v.stride.map_or("\n".into(), |s| format!(" {s}\n"));
+        }
+        for s in &self.row_strides {
+            out += &format!("// row_stride {} {} {}\n", s.param, s.buffer, s.row);
         }
         for a in &self.args {
             match a {
@@ -145,6 +173,7 @@ impl Case {
             expect: Vec::new(),
             out_of_bounds: false,
             views: Vec::new(),
+            row_strides: Vec::new(),
         };
         for (n, line) in text.lines().enumerate() {
             let Some(rest) = line.strip_prefix("// ") else {
@@ -163,18 +192,27 @@ impl Case {
                 Some("grid") => case.grid = [num(1)?, num(2)?, num(3)?],
                 Some("num_warps") => case.num_warps = num(1)? as u32,
                 Some("out_of_bounds") if words.len() == 1 => case.out_of_bounds = true,
-                Some("view") if words.len() == 5 => {
+                Some("view") if matches!(words.len(), 5 | 6) => {
                     let view = View {
                         param: num(1)? as usize,
                         rows: num(2)? as usize,
                         row: num(3)? as usize,
                         gap: num(4)? as usize,
+                        stride: (words.len() == 6)
+                            .then(|| num(5))
+                            .transpose()?
+                            .map(|s| s as usize),
                     };
                     if view.rows < 2 || view.row == 0 || view.gap == 0 {
                         return Err(err("a view needs 2 rows or more, and rows and gaps"));
                     }
                     case.views.push(view);
                 }
+                Some("row_stride") if words.len() == 4 => case.row_strides.push(RowStride {
+                    param: num(1)? as usize,
+                    buffer: num(2)? as usize,
+                    row: num(3)? as usize,
+                }),
                 Some("arg") => {
                     let arg = match (words.get(1).copied(), words.len()) {
                         (Some("scalar"), 3) => Arg::Scalar(
@@ -213,7 +251,20 @@ impl Case {
                 case.function.params.len()
             ));
         }
+        let scalar = |p: usize| matches!(case.args.get(p), Some(Arg::Scalar(_)));
+        let buffer = |p: usize| matches!(case.args.get(p), Some(Arg::Buffer { .. }));
+        for s in &case.row_strides {
+            if !scalar(s.param) || !buffer(s.buffer) || s.row == 0 {
+                return Err(format!(
+                    "row stride p{} of p{}: not a scalar of a buffer's rows",
+                    s.param, s.buffer
+                ));
+            }
+        }
         for v in &case.views {
+            if v.stride.is_some_and(|s| !scalar(s)) {
+                return Err(format!("view of p{}: its row stride is no scalar", v.param));
+            }
             let size = (case.function.params.get(v.param))
                 .and_then(|p| case.function.ty(p.value).elem.pointee())
                 .map(|d| d.size_bytes());

@@ -333,6 +333,22 @@ fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> 
     }
 }
 
+/// The fault sites a default launch of `case` checks at run time (its bounds proof shows
+/// every other access inside its buffers, views included), or the error that refuses it
+/// before it runs: [`tritium_backend::launch::checked_sites`] for the case's arguments.
+pub fn checked_sites(case: &Case) -> Result<Vec<u32>, String> {
+    let mut words: Vec<Vec<u64>> = (case.args.iter())
+        .map(|a| match a {
+            Arg::Buffer { bytes, .. } => guarded(bytes),
+            Arg::Scalar(_) => Vec::new(),
+        })
+        .collect();
+    let mut args = KernelArgs::new();
+    args.args = raw_args(&case.function, case, &mut words);
+    tritium_backend::launch::checked_sites(&case.function, Grid(case.grid), &args)
+        .map_err(|e| e.to_string())
+}
+
 fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {
     f.params
         .iter()

@@ -33,7 +33,7 @@ pub mod reach;
 pub mod rng;
 pub mod shrink;
 
-pub use case::{Arg, Case, View};
+pub use case::{Arg, Case, RowStride, View};
 pub use check::{check, Report};
 pub use exec::Target;
 pub use gen::{generate, GenConfig};

@@ -210,8 +210,11 @@ fn worker(first: u64, programs: u64, deadline: Option<SystemTime>, config: &GenC
             let r = check(&v.case, &Target::available());
             let verdict = r.verdict.as_ref().map_or("invalid", |v| v.name());
             tags.push(format!("oob.{verdict}"));
-            if matches!(v.change, oob::Change::View(_)) {
+            if let oob::Change::View(view) = v.change {
                 tags.push(format!("oob.view.{verdict}"));
+                if view.stride.is_some() {
+                    tags.push(format!("oob.walked.{verdict}"));
+                }
             }
             times.extend(
                 r.times
@@ -361,6 +364,12 @@ fn parent(first: u64, programs: u64, deadline: Option<SystemTime>, jobs: usize) 
         tag("oob.view.refused"),
         tag("oob.view.dead"),
         tag("oob.view.accepted")
+    );
+    println!(
+        "of those rows walked with a stride parameter: {} refused, {} refused for dead loads only, {} in bounds",
+        tag("oob.walked.refused"),
+        tag("oob.walked.dead"),
+        tag("oob.walked.accepted")
     );
     let all = tritium_fuzz::coverage::all_kinds();
     let missing: Vec<&String> = all.difference(&kinds).collect();

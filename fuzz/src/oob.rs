@@ -5,7 +5,9 @@
 //! view, rows of its elements with gaps between them that no access may touch (rows
 //! longer than the buffer, so that its elements are the first row's and the launch's
 //! proof must find every access on them, or shorter, so that accesses may fall into the
-//! gaps).
+//! gaps; or, where the kernel walks the buffer's rows with a stride parameter
+//! ([`crate::case::RowStride`]), rows as long as those with the parameter set to the
+//! view's stride, so that the proof must place each row's accesses on a row of its own).
 //!
 //! The interpreter, which checks every access, is the reference: where it rejects the
 //! variant (an access outside every buffer), every compiled target's default launch must
@@ -41,7 +43,8 @@ pub enum Change {
         /// The axis (0, 1 or 2).
         axis: usize,
     },
-    /// A buffer given as a strided view (its bytes extended to the view's last row).
+    /// A buffer given as a strided view (its bytes extended to the view's last row; the
+    /// row stride parameter the kernel walks its rows with, if any, set to the view's).
     View(View),
 }
 
@@ -52,11 +55,17 @@ impl std::fmt::Display for Change {
                 write!(f, "p{param} shortened by {elements} elements")
             }
             Change::Grid { axis } => write!(f, "one more program along axis {axis}"),
-            Change::View(v) => write!(
-                f,
-                "p{} as a view of {} rows of {} elements, {} between rows",
-                v.param, v.rows, v.row, v.gap
-            ),
+            Change::View(v) => {
+                write!(
+                    f,
+                    "p{} as a view of {} rows of {} elements, {} between rows",
+                    v.param, v.rows, v.row, v.gap
+                )?;
+                match v.stride {
+                    Some(s) => write!(f, ", walked with p{s} = {}", v.row + v.gap),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -73,11 +82,12 @@ pub struct Variant {
 /// One case in this many also runs an out-of-bounds variant.
 pub const ONE_IN: u64 = 4;
 
-/// The out-of-bounds variant `case` runs too, one case in [`ONE_IN`] (drawn from its seed
-/// alone, so that the case itself is what the seed always gave).
+/// The out-of-bounds variant `case` runs too, one case in [`ONE_IN`] and every case that
+/// walks rows with a stride parameter (few do; drawn from its seed alone, so that the case
+/// itself is what the seed always gave).
 pub fn draw(case: &Case) -> Option<Variant> {
     let mut rng = Rng::new(case.seed ^ 0x00b0_0b5e_ed00_0043);
-    if rng.below(ONE_IN as usize) != 0 {
+    if rng.below(ONE_IN as usize) != 0 && case.row_strides.is_empty() {
         return None;
     }
     variant(case, &mut rng)
@@ -109,6 +119,25 @@ pub fn variant(case: &Case, rng: &mut Rng) -> Option<Variant> {
             })
         )
     });
+    if !case.row_strides.is_empty() && rng.chance(0.5) {
+        // Rows as long as those the kernel walks with a stride parameter, set to the
+        // view's: every access on a row, on rows 0 to the last (or one element short:
+        // each row's last access falls into a gap).
+        let walk = *rng.pick(&case.row_strides);
+        let len = buffers.iter().find(|(p, _)| *p == walk.buffer).map(|b| b.1);
+        let short = walk.row > 1 && rng.chance(0.25);
+        let view = View {
+            param: walk.buffer,
+            rows: len?.div_ceil(walk.row).max(2),
+            row: walk.row - usize::from(short),
+            gap: 1 + rng.below(8),
+            stride: Some(walk.param),
+        };
+        return apply(case, Change::View(view)).map(|case| Variant {
+            change: Change::View(view),
+            case,
+        });
+    }
     let change = if !buffers.is_empty() && rng.chance(0.25) {
         let &(param, len) = rng.pick(&buffers);
         // Rows that hold the whole buffer (every access on the first row: the proof must
@@ -128,6 +157,7 @@ pub fn variant(case: &Case, rng: &mut Rng) -> Option<Variant> {
             rows,
             row,
             gap,
+            stride: None,
         })
     } else if grid && (buffers.is_empty() || rng.chance(0.25)) {
         // Mostly along x, where grids have the most programs.
@@ -195,6 +225,12 @@ pub fn apply(case: &Case, change: Change) -> Option<Case> {
             let extent = view.extent().checked_mul(size)?;
             if bytes.len() < extent {
                 bytes.resize(extent, 0);
+            }
+            if let Some(p) = view.stride {
+                let Some(Arg::Scalar(bits)) = v.args.get_mut(p) else {
+                    return None;
+                };
+                *bits = u64::try_from(view.row + view.gap).ok()?;
             }
             v.views.push(view);
         }

@@ -28,6 +28,7 @@ fn one_program(function: tritium_dsl::ir::Function, args: Vec<Arg>, out_of_bound
         expect: Vec::new(),
         out_of_bounds,
         views: Vec::new(),
+        row_strides: Vec::new(),
     }
 }
 
@@ -160,7 +161,8 @@ fn the_guards_catch_an_unchecked_launch_past_a_buffer() {
     }
 }
 
-/// About one case in four draws a variant; the flag survives the text form.
+/// About one case in four draws a variant (and the few that walk rows with a stride
+/// parameter); the flag survives the text form.
 #[test]
 fn a_quarter_of_the_cases_run_a_variant_and_it_prints() {
     let config = GenConfig::default();
@@ -260,6 +262,7 @@ fn strided_view_variants_are_proven_on_their_rows_and_refused_in_their_gaps() {
             rows: 2,
             row,
             gap,
+            stride: None,
         })
     };
     let targets = launched();
@@ -314,4 +317,90 @@ fn generated_cases_run_strided_view_variants() {
         let report = check(&v.case, &launched());
         assert!(report.ok(), "seed {}, {}:{report}", v.case.seed, v.change);
     }
+}
+
+/// Generated kernels that walk an input's rows with a stride parameter
+/// ([`tritium_fuzz::RowStride`]; the input is read no other way), the input given as a
+/// view with rows as long as those and the parameter set to the view's row stride: the
+/// launch proves every site the dense case's launch proves (each row's accesses on a row
+/// of the view) and agrees with the interpreter; rows one element shorter put each row's
+/// last access in a gap, which the interpreter refuses where those loads run. The fuzzer
+/// draws such variants.
+#[test]
+fn generated_cases_walk_view_rows_with_their_stride_parameter() {
+    use tritium_fuzz::exec::checked_sites;
+    use tritium_fuzz::View;
+    let config = GenConfig::default();
+    let cases: Vec<Case> = (0..400).map(|s| generate(s, &config)).collect();
+    let walked: Vec<&Case> = (cases.iter())
+        .filter(|c| !c.row_strides.is_empty() && !calls_user_code_with_pointers(&c.function))
+        .take(8)
+        .collect();
+    assert!(walked.len() == 8, "{} cases walk rows", walked.len());
+    let mut refused = 0;
+    for (n, case) in walked.into_iter().enumerate() {
+        let s = case.row_strides[0];
+        let Arg::Buffer { bytes, .. } = &case.args[s.buffer] else {
+            panic!("seed {}: p{} is no buffer", case.seed, s.buffer);
+        };
+        let size = case.function.ty(case.function.params[s.buffer].value).elem;
+        let len = bytes.len() / size.pointee().unwrap().size_bytes();
+        let view = |row, gap| {
+            let view = View {
+                param: s.buffer,
+                rows: len.div_ceil(s.row).max(2),
+                row,
+                gap,
+                stride: Some(s.param),
+            };
+            apply(case, Change::View(view)).unwrap()
+        };
+        let v = view(s.row, 3);
+        assert_eq!(checked_sites(&v), checked_sites(case), "seed {}", case.seed);
+        // Compiled and run on every target for a few (each takes seconds).
+        let targets = if n < 2 {
+            launched()
+        } else {
+            vec![Target::Interpreter]
+        };
+        let report = check(&v, &targets);
+        assert_eq!(
+            report.verdict,
+            Some(Verdict::Accepted),
+            "seed {}",
+            case.seed
+        );
+        assert!(report.ok(), "seed {}:{report}", case.seed);
+        let text = v.to_text();
+        assert!(
+            text.contains(&format!(" {}\n// row_stride ", s.param)),
+            "{text}"
+        );
+        // (Read back, the late parameter's value is renumbered: the same text.)
+        assert!(
+            Case::from_text(&text).unwrap().to_text() == text,
+            "seed {}",
+            case.seed
+        );
+        // (Unless the walking loads never run: under an `if` not taken, in a loop of no
+        // trips.)
+        let short = check(&view(s.row - 1, 2), &[Target::Interpreter]).verdict;
+        refused += usize::from(matches!(short, Some(Verdict::Refused(_))));
+    }
+    assert!(refused >= 4, "{refused} of 8 views of short rows refused");
+    let drawn = (cases.iter().filter_map(draw))
+        .filter(|v| {
+            matches!(
+                v.change,
+                Change::View(View {
+                    stride: Some(_),
+                    ..
+                })
+            )
+        })
+        .count();
+    assert!(
+        drawn >= 2,
+        "{drawn} walked view variants drawn in 400 cases"
+    );
 }

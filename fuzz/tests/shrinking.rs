@@ -105,6 +105,7 @@ fn a_store_with_conflicting_lanes_is_an_invalid_case() {
         expect: Vec::new(),
         out_of_bounds: false,
         views: Vec::new(),
+        row_strides: Vec::new(),
     };
     let report = tritium_fuzz::check::check(&case, &[tritium_fuzz::exec::Target::Cpu]);
     let why = report.invalid.expect("an invalid case");

@@ -11,6 +11,9 @@
 //!   or `min` (so their final value is order-independent: an add and a max of different
 //!   programs do not commute), and their old values are never used.
 //! - Loops run at most [`MAX_TRIPS`](crate::info::MAX_TRIPS) times.
+//! - Some loads read lines a run-time stride apart, some of them of an input of their own
+//!   through a scalar parameter ([`RowStride`]) that a view variant ([`crate::oob`]) of
+//!   that input sets to its own rows' stride.
 //! - Some loads (of lines a run-time stride apart, always where the lane offsets wrap)
 //!   are also stored, cast to `i64` or `f64`, into observation buffers no other
 //!   statement writes, so that what they read reaches the comparison.
@@ -26,7 +29,7 @@ mod deep_chains;
 pub use custom::KERNEL_OPS;
 pub use data::{buffer, element_bytes, float_value, int_value};
 
-use crate::case::{Arg, Case};
+use crate::case::{Arg, Case, RowStride};
 use crate::info::{self, exact_int_limit, Info, Memory, Tol, MAX_TRIPS};
 use crate::Rng;
 use std::collections::HashMap;
@@ -66,6 +69,8 @@ const WIDE_A_BYTES: usize = 8 * 1024;
 
 /// The pointer tile of [`Gen::strided_rows`]: `(x + rows) + cols`.
 struct Strided {
+    /// The buffer read instead of the input asked for (a walked copy of it), if any.
+    ptr: Option<Value>,
     /// Offsets of each line's start, a run-time stride apart.
     rows: Value,
     /// Offsets of the lanes within a line.
@@ -159,6 +164,9 @@ struct Gen {
     rng: Rng,
     /// Draws for hints only, so that adding them left every program's other ops as they were.
     hint_rng: Rng,
+    /// Draws for row strides given as parameters ([`Gen::row_stride`]) only, for the same
+    /// reason.
+    stride_rng: Rng,
     config: GenConfig,
     seed: u64,
     types: Vec<Type>,
@@ -200,6 +208,9 @@ struct Gen {
     windows: Vec<(usize, Vec<usize>)>,
     /// A scalar parameter in `0..=3` (i32), for loop bounds.
     n: Option<Value>,
+    /// Inputs read only in rows a scalar parameter apart ([`Gen::walked_rows`]): each one's
+    /// row stride, the input it copies and its pointer and stride parameter's values.
+    row_strides: Vec<(RowStride, usize, Value, Value)>,
     dims: Vec<usize>,
     depth: usize,
     expr_depth: usize,
@@ -224,6 +235,7 @@ impl Gen {
         Gen {
             rng: Rng::new(seed),
             hint_rng: Rng::new(seed ^ 0x5eed_417e),
+            stride_rng: Rng::new(seed ^ 0x0005_7a1d_e5ca_1a25),
             config,
             seed,
             types: Vec::new(),
@@ -248,6 +260,7 @@ impl Gen {
             observe_base: None,
             windows: Vec::new(),
             n: None,
+            row_strides: Vec::new(),
             dims: Vec::new(),
             depth: 0,
             expr_depth: 0,
@@ -687,7 +700,11 @@ impl Gen {
     /// offsets `r·ld` (`ld` = the line length times 1 or 2, with the program id) and the
     /// lane offsets `j` along the last axis, with a mask when the tile may pass `len`.
     /// The CPU reads each line as a run of its first lane behind a check of `j` alone.
-    fn strided_rows(&mut self, shape: &[usize], len: usize) -> Option<Strided> {
+    /// Now and then, where no mask is needed, the lines are those of a copy of the input
+    /// and `ld` a scalar parameter (the line's length: see [`Gen::walked_rows`]), from a
+    /// whole line on, `(r + a)·ld`.
+    fn strided_rows(&mut self, shape: &[usize], input: usize) -> Option<Strided> {
+        let len = self.inputs[input].len;
         let (&cols, lead) = shape.split_last()?;
         if lead.is_empty() || cols < 2 || !self.rng.chance(0.2) {
             return None;
@@ -708,6 +725,22 @@ impl Gen {
         // input: the lines are `pid % 1 = 0` apart.
         // Only tiles `observe` can store (a wide `dot` operand cannot be).
         let wrapped = len >= 256 && numel <= REGION && self.rng.chance(0.5);
+        let by_param = !wrapped && 2 * numel <= len && self.stride_rng.chance(0.5);
+        if by_param {
+            // `(r + a)·ld`: whole lines from line `a` on (`a·cols ≤ at`, as below).
+            let (ptr, ld) = self.walked_rows(input, cols);
+            let ld = self.splat_to(ld, shape);
+            let at = self.rng.below(len - 2 * numel + 1);
+            let a = self.int_const(DType::I32, shape, (at / cols) as i128);
+            let lines = self.binary(BinOp::Add, line, a);
+            return Some(Strided {
+                ptr: Some(ptr),
+                rows: self.binary(BinOp::Mul, lines, ld),
+                cols: j,
+                mask: None,
+                wrapped: false,
+            });
+        }
         let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
         let ld = if wrapped {
             let one = self.int_const(DType::I32, &[], 1);
@@ -726,6 +759,7 @@ impl Gen {
             let j = self.wrapped_lane_offsets(shape, cols);
             let at = self.int_const(DType::I64, shape, 128);
             return Some(Strided {
+                ptr: None,
                 rows,
                 cols: self.binary(BinOp::Add, j, at),
                 mask: None,
@@ -743,11 +777,39 @@ impl Gen {
             (rows, Some(self.cmp(CmpPred::Lt, whole, lenv)))
         };
         Some(Strided {
+            ptr: None,
             rows,
             cols: j,
             mask,
             wrapped: false,
         })
+    }
+
+    /// A copy of input `input` (its dtype, length and bound, other elements) that only
+    /// loads of rows of `cols` elements read, and the scalar parameter (i32) that is their
+    /// stride: `cols` here, a view's row stride in view variants of the copy
+    /// ([`RowStride`]), whose rows then hold every access to it. One per input and row
+    /// length; neither among the inputs and values statements draw from.
+    fn walked_rows(&mut self, input: usize, cols: usize) -> (Value, Value) {
+        let known = (self.row_strides.iter()).find(|(s, i, ..)| *i == input && s.row == cols);
+        if let Some(&(_, _, ptr, ld)) = known {
+            return (ptr, ld);
+        }
+        let Buffer {
+            dtype, len, bound, ..
+        } = self.inputs[input];
+        let bytes = data::buffer(dtype, len, bound, &mut self.stride_rng);
+        let memory = Memory::Input(bound);
+        let ptr = self.param(Type::ptr(dtype), Arg::Buffer { memory, bytes });
+        let ld = self.param(Type::scalar(DType::I32), Arg::Scalar(cols as u64));
+        self.visible[0].retain(|x| *x != ld);
+        let stride = RowStride {
+            param: self.params.len() - 1,
+            buffer: self.params.len() - 2,
+            row: cols,
+        };
+        self.row_strides.push((stride, input, ptr, ld));
+        (ptr, ld)
     }
 
     /// `i8(j + c)` for the lane index `j` along the last axis of `shape` (`cols` lanes),
@@ -1038,16 +1100,17 @@ impl Gen {
         let strided = if run {
             None
         } else {
-            self.strided_rows(shape, len)
+            self.strided_rows(shape, i)
         };
         let (ptrs, mask, observed) = match strided {
             Some(Strided {
+                ptr: walked,
                 rows,
                 cols,
                 mask,
                 wrapped,
             }) => {
-                let p = self.pointers(ptr, rows);
+                let p = self.pointers(walked.unwrap_or(ptr), rows);
                 let t = self.ty(p).clone();
                 let observed = wrapped || self.rng.chance(0.5);
                 (self.push1(Op::AddPtr(p, cols), t), mask, observed)
@@ -3205,6 +3268,7 @@ impl Gen {
             expect: Vec::new(),
             out_of_bounds: false,
             views: Vec::new(),
+            row_strides: self.row_strides.into_iter().map(|(s, ..)| s).collect(),
         }
     }
 }
