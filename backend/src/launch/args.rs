@@ -1,9 +1,9 @@
 //! Host arguments of a launch: borrowed buffers and scalars, type-checked by Rust generics.
 
-use super::view::ViewLayout;
 use crate::runtime::{DeviceUse, UseTracker};
 use ndarray::{ArrayBase, Data, DataMut, Dimension, RawData};
 use std::marker::PhantomData;
+use tritium_dsl::ir::ViewLayout;
 use tritium_dsl::trace::Element;
 use tritium_dsl::DType;
 

@@ -4,7 +4,6 @@
 //! launch runs with run-time checks at exactly the sites its proof leaves.
 
 use super::checked::{SiteBits, SiteChecks};
-use super::view::ViewLayout;
 use super::{Grid, Memory, Pointee, RawArg};
 use crate::{Error, Result};
 use std::sync::Mutex;
@@ -124,14 +123,15 @@ fn key_words(grid: Grid, args: &[RawArg]) -> impl Iterator<Item = i128> + '_ {
                 let (lo, hi) = ((b.lo as i128 - at) << 64, b.hi as i128 - at);
                 match &b.view {
                     // (The rank says where the next argument's words start.)
-                    Some(v) => (lo | 1 | (v.key_words().count() as i128) << 8, hi, Some(v)),
+                    Some(v) => (lo | 1 | (v.axes().len() as i128) << 8, hi, Some(v)),
                     None => (lo | 2, hi, None),
                 }
             }
         };
+        let axes = view.into_iter().flat_map(|v| v.axes());
         [tag, word]
             .into_iter()
-            .chain(view.into_iter().flat_map(ViewLayout::key_words))
+            .chain(axes.map(|(dim, step)| i128::from(dim) | (i128::from(step) << 64)))
     }))
 }
 
@@ -219,8 +219,11 @@ fn launch_verdict(proof: &BoundsProof, grid: Grid, memory: &LaunchArgs<'_>, last
         spans.push(span);
         // A strided view's gaps are not its bytes: the proof must land on its elements.
         views.push(match a {
-            RawArg::Ptr(b) => (b.view.as_ref())
-                .map(|v| v.elements(b.lo as i128 - b.ptr as i128, b.dtype.size_bytes() as u64)),
+            RawArg::Ptr(b) => b.view.map(|layout| ViewElements {
+                lo: b.lo as i128 - b.ptr as i128,
+                bytes: b.dtype.size_bytes() as u64,
+                layout,
+            }),
             RawArg::Scalar { .. } => None,
         });
     }

@@ -10,9 +10,9 @@
 //! stream, candle's (see `runtime/cudarc_slice.rs`, which passes cudarc slices).
 
 use super::args::{PackedPtr, PtrArg, RawBuffer};
-use super::view::ViewLayout;
 use super::Memory;
 use candle_core::{Storage, StorageRef, Tensor};
+use tritium_dsl::ir::ViewLayout;
 use tritium_dsl::trace::Element;
 use tritium_dsl::DType;
 

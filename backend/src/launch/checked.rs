@@ -9,10 +9,18 @@
 
 use super::{RawArg, RawBuffer};
 use crate::{Error, Result};
-use tritium_dsl::ir::{Function, Loc, Op, ASSERT_KIND};
+use tritium_dsl::ir::{Function, Loc, Op, ViewLayout, ASSERT_KIND};
 
 /// Words of the fault record.
 pub(crate) const FAULT_WORDS: usize = 5;
+
+/// The record of a strided view's axes that checked code reads (`llvm::Emit::in_view`):
+/// `[lo, rank, (dim, step) × rank]`.
+fn view_record(layout: &ViewLayout, lo: u64) -> Vec<u64> {
+    let mut words = vec![lo, layout.axes().len() as u64];
+    words.extend(layout.axes().flat_map(|(dim, step)| [dim, step]));
+    words
+}
 
 /// Words checked code reads per parameter: `[lo, hi, view]`.
 pub(crate) const PARAM_WORDS: usize = 3;
@@ -26,7 +34,7 @@ pub(crate) const LIST_WORDS: usize = 4;
 /// every buffer that pointers made from integers are compared with (`named_buffers`: the
 /// arguments, then the pointer tables' entries) `[count, (lo, hi, writable, view) × count]`
 /// (`llvm::Emit::in_any_buffer`), then the element records of strided views
-/// (`ViewLayout::record`) that nonzero `view` words point at (`llvm::Emit::in_view`).
+/// ([`view_record`]) that nonzero `view` words point at (`llvm::Emit::in_view`).
 pub(crate) struct CheckWords {
     /// The words; `view` words hold byte offsets from the first word until [`CheckWords::place`].
     pub words: Vec<u64>,
@@ -52,7 +60,7 @@ impl CheckWords {
             words.extend(writable.map(u64::from));
             words.push(0);
             if let Some(v) = b.view {
-                records.push((words.len() - 1, v.record(lo)));
+                records.push((words.len() - 1, view_record(&v, lo)));
             }
         };
         for a in args {

@@ -12,7 +12,6 @@ mod grid;
 mod options;
 pub(crate) mod print;
 pub(crate) mod race;
-mod view;
 
 pub use args::{
     scalar_bits, Held, KernelArgs, Memory, PackedPtr, Pointee, PtrArg, PtrTable, RawArg, RawBuffer,
@@ -21,7 +20,7 @@ pub use bounds::checked_sites;
 pub use checked::{SiteBits, SiteChecks};
 pub use grid::{Grid, MAX_PROGRAMS};
 pub use options::{LaunchOptions, Unchecked};
-pub use view::{ViewLayout, MAX_VIEW_RANK};
+pub use tritium_dsl::ir::ViewLayout;
 
 use crate::{Error, Result};
 use tritium_dsl::ir::{Elem, Function};

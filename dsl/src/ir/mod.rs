@@ -42,13 +42,14 @@ mod transposed_loads;
 mod types;
 mod value;
 mod verify;
+mod view;
 
 pub use affine::{affine_lanes, row_major, Affine, Widened};
 pub use axis_info::{axis_info, pow2_dividing, AxisInfo, MAX_DIVISIBILITY};
 pub use bounds::machine as integer_op;
 pub use bounds::{
     bounds_proof, Access, BoundsProof, Entry, LaunchMemory, LaunchValues, MemoryRead,
-    ProofWorkspace, Refuted, SiteProof, Verdict, ViewElements, MAX_ENUMERATED, MAX_VIEW_AXES,
+    ProofWorkspace, Refuted, SiteProof, Verdict, ViewElements, MAX_ENUMERATED,
 };
 pub use cache::{CacheHints, CacheModifier, Eviction};
 pub use custom::{
@@ -66,3 +67,4 @@ pub use transposed_loads::sink_transposes;
 pub use types::{broadcast_shapes, Elem, Type};
 pub use value::{Loc, Value};
 pub use verify::verify;
+pub use view::{ViewLayout, MAX_VIEW_AXES};

@@ -12,9 +12,8 @@ use super::scalar::ScalarId;
 use super::{
     Access, AtomDef, BoundsProof, CheckId, Constraint, Entry, Enumeration, LaunchMemory,
     LaunchValues, MemoryRead, RangeOp, Refuted, SiteProof, Verdict, ViewElements, MAX_ENUMERATED,
-    MAX_VIEW_AXES,
 };
-use crate::ir::DType;
+use crate::ir::{DType, MAX_VIEW_AXES};
 
 /// `[lo, hi]`; empty when `lo > hi` (a loop that never runs).
 type Range = (i128, i128);
@@ -577,8 +576,8 @@ impl<'p, 'l, 'w> Launch<'p, 'l, 'w> {
     /// axis's part, a multiple of its step so, must lie in `[0, (dims − 1) · step]`: then
     /// the parts are the axes' indices times their steps, and `f` an element's offset.
     fn on_elements(&self, f: &Form, bytes: u64, view: &ViewElements, cs: &[&Form]) -> bool {
-        let rank = view.rank;
-        if bytes != view.bytes || rank > MAX_VIEW_AXES || f.terms.len() > 128 {
+        let axes = view.layout.axes();
+        if bytes != view.bytes || f.terms.len() > 128 {
             return false;
         }
         let mut parts = [0u128; MAX_VIEW_AXES];
@@ -586,7 +585,7 @@ impl<'p, 'l, 'w> Launch<'p, 'l, 'w> {
             let Some(c) = self.scalar(*k) else {
                 return false;
             };
-            match (0..rank).find(|&j| view.steps[j] > 0 && c % view.steps[j] as i128 == 0) {
+            match (axes.clone()).position(|(_, step)| step > 0 && c % step as i128 == 0) {
                 Some(j) => parts[j] |= 1 << i,
                 None => return false,
             }
@@ -594,8 +593,7 @@ impl<'p, 'l, 'w> Launch<'p, 'l, 'w> {
         let Some(mut rest) = self.scalar(f.constant).and_then(|c| c.checked_sub(view.lo)) else {
             return false;
         };
-        let axes = (parts.iter().zip(&view.steps).zip(&view.dims)).take(rank);
-        for ((&terms, &step), &dim) in axes {
+        for (&terms, (dim, step)) in parts.iter().zip(axes) {
             let step = step as i128;
             let own = rest.div_euclid(step) * step;
             rest -= own;

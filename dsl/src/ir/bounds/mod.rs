@@ -41,7 +41,7 @@ mod eval;
 mod form;
 mod scalar;
 
-use crate::ir::{DType, Function};
+use crate::ir::{DType, Function, ViewLayout};
 pub use eval::ProofWorkspace;
 use form::Form;
 pub use scalar::machine;
@@ -303,25 +303,18 @@ pub struct LaunchValues<'a> {
     pub memory: Option<&'a dyn LaunchMemory>,
 }
 
-/// The most axes [`ViewElements`] describes.
-pub const MAX_VIEW_AXES: usize = 8;
-
-/// The elements of a strided view: element `(i_0, …)` starts `lo + Σ i_k · steps[k]` bytes
-/// from the pointer the kernel gets, `0 ≤ i_k < dims[k]`, each `bytes` long; the steps
-/// decrease, each above the farthest offset the axes after it reach (so that an offset is
-/// an element's in one way at most), and no axis has one element.
+/// The elements of a strided view as a launch's bounds proof takes them: element `(i_0,
+/// …)` of `layout` starts `lo + Σ i_k · step_k` bytes from the pointer the kernel gets, each
+/// `bytes` long; the steps decrease, each above the farthest offset the axes after it reach
+/// (so that an offset is an element's in one way at most), and no axis has one element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ViewElements {
     /// The lowest element's offset from the pointer, in bytes.
     pub lo: i128,
     /// Bytes per element.
     pub bytes: u64,
-    /// Axes (at most [`MAX_VIEW_AXES`]); `dims` and `steps` beyond them are unused.
-    pub rank: usize,
-    /// Elements per axis.
-    pub dims: [u64; MAX_VIEW_AXES],
-    /// Bytes per step along each axis, decreasing.
-    pub steps: [u64; MAX_VIEW_AXES],
+    /// The view's axes.
+    pub layout: ViewLayout,
 }
 
 impl std::fmt::Debug for LaunchValues<'_> {
