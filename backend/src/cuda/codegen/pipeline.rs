@@ -388,6 +388,11 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 }
                 Op::ProgramId(axis) => self.pids[*axis as usize].into(),
                 Op::NumPrograms(axis) => self.nprogs[*axis as usize].into(),
+                // A shape op from a scalar to a scalar (a `reshape` of one): the value
+                // itself (`element` computes elementwise ops only).
+                Op::Reshape(x) | Op::Broadcast(x) | Op::Permute { x, .. } | Op::Flip { x, .. } => {
+                    self.scalar_at(*x)?
+                }
                 op => {
                     let args: Vec<BasicValueEnum<'ctx>> = (op.operands().iter())
                         .map(|o| self.scalar_at(*o))
