@@ -605,6 +605,19 @@ fn strided_views_are_proven_where_every_lane_lands_on_an_element() {
             ..right
         },
         Case {
+            name: "one column (its axis of one element dropped), the lanes past it masked",
+            x: |b| b.slice(s![.., 4..5]),
+            n: 1,
+            ..right
+        },
+        Case {
+            name: "one column read two wide",
+            x: |b| b.slice(s![.., 4..5]),
+            n: 2,
+            checked: &["load"],
+            ..right
+        },
+        Case {
             name: "every other column",
             x: |b| b.slice(s![.., ..;2]),
             x_strides: (12, 2),

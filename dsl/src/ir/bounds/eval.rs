@@ -571,23 +571,38 @@ impl<'p, 'l, 'w> Launch<'p, 'l, 'w> {
 
     /// Whether every lane of byte offset `f` where `cs` hold starts an element of `view`
     /// and an access of `bytes` there touches that element only. Each term of `f` goes to
-    /// the outermost axis whose step divides its coefficient, the constant (less the
-    /// lowest element's offset) is split greedily from the outermost axis down, and each
-    /// axis's part, a multiple of its step so, must lie in `[0, (dims − 1) · step]`: then
-    /// the parts are the axes' indices times their steps, and `f` an element's offset.
+    /// the outermost axis whose step divides its coefficient (the terms no step divides
+    /// must sum to 0), the constant (less the lowest element's offset) is split greedily
+    /// from the outermost axis down, and each axis's part, a multiple of its step so, must
+    /// lie in `[0, (dims − 1) · step]`: then the parts are the axes' indices times their
+    /// steps, and `f` an element's offset.
     fn on_elements(&self, f: &Form, bytes: u64, view: &ViewElements, cs: &[&Form]) -> bool {
         let axes = view.layout.axes();
         if bytes != view.bytes || f.terms.len() > 128 {
             return false;
         }
         let mut parts = [0u128; MAX_VIEW_AXES];
+        // Terms no step divides, which must sum to 0 where `cs` hold (a lane index masked
+        // to 0 (`j < 1`) in a view whose rows of one element dropped their axis).
+        let mut nil = 0u128;
         for (i, (_, k)) in f.terms.iter().enumerate() {
             let Some(c) = self.scalar(*k) else {
                 return false;
             };
             match (axes.clone()).position(|(_, step)| step > 0 && c % step as i128 == 0) {
                 Some(j) => parts[j] |= 1 << i,
-                None => return false,
+                None => nil |= 1 << i,
+            }
+        }
+        if nil != 0 {
+            let (Some(lo), Some(hi)) = (
+                self.bound_of(f, nil, 0, cs, false),
+                self.bound_of(f, nil, 0, cs, true),
+            ) else {
+                return false;
+            };
+            if lo <= hi && (lo, hi) != (0, 0) {
+                return false;
             }
         }
         let Some(mut rest) = self.scalar(f.constant).and_then(|c| c.checked_sub(view.lo)) else {
