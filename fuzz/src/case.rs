@@ -64,11 +64,11 @@ pub struct Case {
     pub row_strides: Vec<RowStride>,
 }
 
-/// A scalar parameter that is the distance, in elements, between the rows of `row`
-/// elements the kernel reads of a buffer (`x + (r + a)·stride + j`, `j < row`): dense rows
-/// (`row` itself) in the generated case, the view's row stride in a view variant of that
-/// buffer ([`View::stride`]), so that the launch's proof must place each row's accesses on
-/// one of the view's rows.
+/// A scalar parameter that is the distance, in elements, between the rows of which the
+/// kernel reads up to `row` elements of a buffer (`x + (r + a)·stride + j`, `j < row`, or
+/// `x + r·stride + j` under a mask of `r` and `j`): the generated case's rows (at least
+/// `row`), the view's row stride in a view variant of that buffer ([`View::stride`]), so
+/// that the launch's proof must place each row's accesses on one of the view's rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RowStride {
     /// The scalar parameter (i32).

@@ -81,6 +81,19 @@ struct Strided {
     wrapped: bool,
 }
 
+/// A copy of an input read only in rows a scalar parameter apart ([`Gen::walked_rows`]).
+struct Walked {
+    /// The stride parameter, the copy and the longest row read.
+    stride: RowStride,
+    /// The input it copies (in `Gen::inputs`).
+    input: usize,
+    /// Its rows' stride (the parameter's value).
+    cols: usize,
+    /// The copy's and the stride parameter's values.
+    ptr: Value,
+    ld: Value,
+}
+
 /// The order in which `Gen::lane_offsets_ordered` lays a tile's lanes out.
 #[derive(Clone, Copy)]
 enum AxisOrder {
@@ -208,9 +221,8 @@ struct Gen {
     windows: Vec<(usize, Vec<usize>)>,
     /// A scalar parameter in `0..=3` (i32), for loop bounds.
     n: Option<Value>,
-    /// Inputs read only in rows a scalar parameter apart ([`Gen::walked_rows`]): each one's
-    /// row stride, the input it copies and its pointer and stride parameter's values.
-    row_strides: Vec<(RowStride, usize, Value, Value)>,
+    /// Inputs read only in rows a scalar parameter apart ([`Gen::walked_rows`]).
+    walked: Vec<Walked>,
     dims: Vec<usize>,
     depth: usize,
     expr_depth: usize,
@@ -260,7 +272,7 @@ impl Gen {
             observe_base: None,
             windows: Vec::new(),
             n: None,
-            row_strides: Vec::new(),
+            walked: Vec::new(),
             dims: Vec::new(),
             depth: 0,
             expr_depth: 0,
@@ -700,9 +712,8 @@ impl Gen {
     /// offsets `r·ld` (`ld` = the line length times 1 or 2, with the program id) and the
     /// lane offsets `j` along the last axis, with a mask when the tile may pass `len`.
     /// The CPU reads each line as a run of its first lane behind a check of `j` alone.
-    /// Now and then, where no mask is needed, the lines are those of a copy of the input
-    /// and `ld` a scalar parameter (the line's length: see [`Gen::walked_rows`]), from a
-    /// whole line on, `(r + a)·ld`.
+    /// Now and then the lines are those of a copy of the input and `ld` a scalar parameter
+    /// (the line's length: see [`Gen::walked_strided_rows`]).
     fn strided_rows(&mut self, shape: &[usize], input: usize) -> Option<Strided> {
         let len = self.inputs[input].len;
         let (&cols, lead) = shape.split_last()?;
@@ -725,21 +736,8 @@ impl Gen {
         // input: the lines are `pid % 1 = 0` apart.
         // Only tiles `observe` can store (a wide `dot` operand cannot be).
         let wrapped = len >= 256 && numel <= REGION && self.rng.chance(0.5);
-        let by_param = !wrapped && 2 * numel <= len && self.stride_rng.chance(0.5);
-        if by_param {
-            // `(r + a)·ld`: whole lines from line `a` on (`a·cols ≤ at`, as below).
-            let (ptr, ld) = self.walked_rows(input, cols);
-            let ld = self.splat_to(ld, shape);
-            let at = self.rng.below(len - 2 * numel + 1);
-            let a = self.int_const(DType::I32, shape, (at / cols) as i128);
-            let lines = self.binary(BinOp::Add, line, a);
-            return Some(Strided {
-                ptr: Some(ptr),
-                rows: self.binary(BinOp::Mul, lines, ld),
-                cols: j,
-                mask: None,
-                wrapped: false,
-            });
+        if !wrapped && self.stride_rng.chance(0.5) {
+            return Some(self.walked_strided_rows(shape, input, line, j));
         }
         let pid = self.push1(Op::ProgramId(0), Type::scalar(DType::I32));
         let ld = if wrapped {
@@ -785,15 +783,55 @@ impl Gen {
         })
     }
 
+    /// [`Gen::strided_rows`] of a copy of input `input` ([`Gen::walked_rows`]), `line`
+    /// and `j` its line and lane indices: `(r + a)·ld + j` from a whole line `a` on where
+    /// the tile fits (the same draw as `strided_rows`' start), else `r·ld + j` under a box
+    /// mask, as kernels take a tile's tail, lines below those the input holds and lanes
+    /// below a drawn row length.
+    fn walked_strided_rows(
+        &mut self,
+        shape: &[usize],
+        input: usize,
+        line: Value,
+        j: Value,
+    ) -> Strided {
+        let len = self.inputs[input].len;
+        let numel: usize = shape.iter().product();
+        let cols = shape[shape.len() - 1];
+        let (lines, mask, row) = if 2 * numel <= len {
+            let at = self.rng.below(len - 2 * numel + 1);
+            let a = self.int_const(DType::I32, shape, (at / cols) as i128);
+            (self.binary(BinOp::Add, line, a), None, cols)
+        } else {
+            let rows = self.int_const(DType::I32, shape, (len / cols) as i128);
+            let row = 1 + self.stride_rng.below(cols);
+            let row_end = self.int_const(DType::I32, shape, row as i128);
+            let in_rows = self.cmp(CmpPred::Lt, line, rows);
+            let in_row = self.cmp(CmpPred::Lt, j, row_end);
+            (line, Some(self.binary(BinOp::And, in_rows, in_row)), row)
+        };
+        let (ptr, ld) = self.walked_rows(input, cols, row);
+        let ld = self.splat_to(ld, shape);
+        Strided {
+            ptr: Some(ptr),
+            rows: self.binary(BinOp::Mul, lines, ld),
+            cols: j,
+            mask,
+            wrapped: false,
+        }
+    }
+
     /// A copy of input `input` (its dtype, length and bound, other elements) that only
-    /// loads of rows of `cols` elements read, and the scalar parameter (i32) that is their
-    /// stride: `cols` here, a view's row stride in view variants of the copy
-    /// ([`RowStride`]), whose rows then hold every access to it. One per input and row
-    /// length; neither among the inputs and values statements draw from.
-    fn walked_rows(&mut self, input: usize, cols: usize) -> (Value, Value) {
-        let known = (self.row_strides.iter()).find(|(s, i, ..)| *i == input && s.row == cols);
-        if let Some(&(_, _, ptr, ld)) = known {
-            return (ptr, ld);
+    /// loads of rows `cols` elements apart read, the first `row` of each, and the scalar
+    /// parameter (i32) that is their stride: `cols` here, a view's row stride in view
+    /// variants of the copy ([`RowStride`]), whose rows then hold every access to it. One
+    /// per input and stride, its rows as long as the longest read; neither among the inputs
+    /// and values statements draw from.
+    fn walked_rows(&mut self, input: usize, cols: usize, row: usize) -> (Value, Value) {
+        let known = (self.walked.iter_mut()).find(|w| w.input == input && w.cols == cols);
+        if let Some(w) = known {
+            w.stride.row = w.stride.row.max(row);
+            return (w.ptr, w.ld);
         }
         let Buffer {
             dtype, len, bound, ..
@@ -806,9 +844,15 @@ impl Gen {
         let stride = RowStride {
             param: self.params.len() - 1,
             buffer: self.params.len() - 2,
-            row: cols,
+            row,
         };
-        self.row_strides.push((stride, input, ptr, ld));
+        self.walked.push(Walked {
+            stride,
+            input,
+            cols,
+            ptr,
+            ld,
+        });
         (ptr, ld)
     }
 
@@ -3268,7 +3312,7 @@ impl Gen {
             expect: Vec::new(),
             out_of_bounds: false,
             views: Vec::new(),
-            row_strides: self.row_strides.into_iter().map(|(s, ..)| s).collect(),
+            row_strides: self.walked.into_iter().map(|w| w.stride).collect(),
         }
     }
 }
