@@ -203,15 +203,7 @@ fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> 
             contents: Vec::new(),
         };
     }
-    // Eight-byte words keep every buffer aligned for its dtype; guards surround each.
-    let mut words: Vec<Vec<u64>> = case
-        .args
-        .iter()
-        .map(|a| match a {
-            Arg::Buffer { bytes, .. } => guarded(bytes),
-            Arg::Scalar(_) => Vec::new(),
-        })
-        .collect();
+    let mut words = guarded_args(case);
     let raw = raw_args(f, case, &mut words);
     let grid = Grid(case.grid);
     // A launch through `tritium_backend::launch` on `device` (the GPU target's path, and
@@ -337,16 +329,22 @@ fn execute_on(case: &Case, target: Target, mode: Mode, gpu: Option<&Device>) -> 
 /// every other access inside its buffers, views included), or the error that refuses it
 /// before it runs: [`tritium_backend::launch::checked_sites`] for the case's arguments.
 pub fn checked_sites(case: &Case) -> Result<Vec<u32>, String> {
-    let mut words: Vec<Vec<u64>> = (case.args.iter())
-        .map(|a| match a {
-            Arg::Buffer { bytes, .. } => guarded(bytes),
-            Arg::Scalar(_) => Vec::new(),
-        })
-        .collect();
+    let mut words = guarded_args(case);
     let mut args = KernelArgs::new();
     args.args = raw_args(&case.function, case, &mut words);
     tritium_backend::launch::checked_sites(&case.function, Grid(case.grid), &args)
         .map_err(|e| e.to_string())
+}
+
+/// Each buffer argument's bytes in eight-byte words, which keep every buffer aligned for its
+/// dtype, between guards (see [`guarded`]); nothing for scalars.
+fn guarded_args(case: &Case) -> Vec<Vec<u64>> {
+    (case.args.iter())
+        .map(|a| match a {
+            Arg::Buffer { bytes, .. } => guarded(bytes),
+            Arg::Scalar(_) => Vec::new(),
+        })
+        .collect()
 }
 
 fn raw_args(f: &Function, case: &Case, words: &mut [Vec<u64>]) -> Vec<RawArg> {

@@ -119,7 +119,7 @@ pub fn variant(case: &Case, rng: &mut Rng) -> Option<Variant> {
             })
         )
     });
-    if !case.row_strides.is_empty() && rng.chance(0.5) {
+    let change = if !case.row_strides.is_empty() && rng.chance(0.5) {
         // Rows as long as those the kernel walks with a stride parameter, set to the
         // view's: every access on a row, on rows 0 to the last (or one element short:
         // each row's last access falls into a gap).
@@ -133,12 +133,8 @@ pub fn variant(case: &Case, rng: &mut Rng) -> Option<Variant> {
             gap: 1 + rng.below(8),
             stride: Some(walk.param),
         };
-        return apply(case, Change::View(view)).map(|case| Variant {
-            change: Change::View(view),
-            case,
-        });
-    }
-    let change = if !buffers.is_empty() && rng.chance(0.25) {
+        Change::View(view)
+    } else if !buffers.is_empty() && rng.chance(0.25) {
         let &(param, len) = rng.pick(&buffers);
         // Rows that hold the whole buffer (every access on the first row: the proof must
         // find them there), or shorter ones, often a few elements, laid over the buffer's

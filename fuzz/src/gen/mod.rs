@@ -177,8 +177,8 @@ struct Gen {
     rng: Rng,
     /// Draws for hints only, so that adding them left every program's other ops as they were.
     hint_rng: Rng,
-    /// Draws for row strides given as parameters ([`Gen::row_stride`]) only, for the same
-    /// reason.
+    /// Draws for rows walked with a stride parameter ([`Gen::walked_strided_rows`]) only,
+    /// for the same reason.
     stride_rng: Rng,
     config: GenConfig,
     seed: u64,
