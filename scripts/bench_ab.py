@@ -53,19 +53,21 @@ def order(runs):
     return [(0, 1) if r % 2 == 0 else (1, 0) for r in range(runs)]
 
 
-def summarize(names, samples):
+def summarize(samples):
     """`samples[b]` is a list (one per run) of parse_rows outputs of build `b`. Gives
     [(row, column, [(median, lo, hi) per build], ratio of the last build's median over the
     first's)] for the rows every run of every build printed."""
     first = samples[0][0] if samples[0] else {}
     out = []
-    for row, values in first.items():
+    for row in first:
         if not all(row in run for runs in samples for run in runs):
             continue
-        for col in range(len(values)):
+        # The columns every run printed.
+        columns = min(len(run[row]) for runs in samples for run in runs)
+        for col in range(columns):
             per = []
             for runs in samples:
-                xs = [run[row][col] for run in runs if col < len(run[row])]
+                xs = [run[row][col] for run in runs]
                 per.append((statistics.median(xs), min(xs), max(xs)))
             ratio = per[-1][0] / per[0][0] if per[0][0] else float("nan")
             out.append((row, col, per, ratio))
@@ -106,7 +108,7 @@ def main():
                 sys.exit(f"bench_ab: {name} failed ({out.returncode}):\n{out.stderr[-2000:]}")
             samples[b].append(parse_rows(out.stdout))
             print(f"bench_ab: round {r + 1}/{a.runs}: {name} done", file=sys.stderr, flush=True)
-    print(report(names, summarize(names, samples), a.columns))
+    print(report(names, summarize(samples), a.columns))
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ class Summarize(unittest.TestCase):
     def test_medians_ranges_and_ratio(self):
         a = [{"pow": [10.0, 5.0]}, {"pow": [12.0, 5.0]}, {"pow": [11.0, 6.0]}]
         b = [{"pow": [9.0, 5.0]}, {"pow": [8.0, 5.0]}, {"pow": [20.0, 5.0]}]
-        s = ab.summarize(["A", "B"], [a, b])
+        s = ab.summarize([a, b])
         row, col, per, ratio = s[0]
         self.assertEqual((row, col), ("pow", 0))
         self.assertEqual(per, [(11.0, 10.0, 12.0), (9.0, 8.0, 20.0)])
@@ -51,13 +51,19 @@ class Summarize(unittest.TestCase):
     def test_rows_missing_from_a_run_are_left_out(self):
         a = [{"pow": [1.0, 1.0], "tanh": [2.0, 1.0]}, {"pow": [1.0, 1.0]}]
         b = [{"pow": [1.0, 1.0], "tanh": [2.0, 1.0]}, {"pow": [1.0, 1.0], "tanh": [2.0, 1.0]}]
-        rows = {r for r, *_ in ab.summarize(["A", "B"], [a, b])}
+        rows = {r for r, *_ in ab.summarize([a, b])}
         self.assertEqual(rows, {"pow"})
+
+    def test_columns_some_run_lacks_are_left_out(self):
+        a = [{"pow": [1.0, 2.0, 3.0]}, {"pow": [1.0, 2.0]}]
+        b = [{"pow": [1.0, 2.0, 3.0]}, {"pow": [1.0, 2.0, 3.0]}]
+        cols = [c for _, c, *_ in ab.summarize([a, b])]
+        self.assertEqual(cols, [0, 1])
 
     def test_report_prints_the_chosen_columns(self):
         a = [{"pow": [10.0, 5.0, 2.0]}]
         b = [{"pow": [5.0, 5.0, 1.0]}]
-        text = ab.report(["A", "B"], ab.summarize(["A", "B"], [a, b]), columns=1)
+        text = ab.report(["A", "B"], ab.summarize([a, b]), columns=1)
         self.assertEqual(len(text.splitlines()), 2)
         self.assertIn("0.500", text)
 
