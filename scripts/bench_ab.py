@@ -11,9 +11,9 @@ builds. So the builds take turns (A, B, A, B, …, the first of each pair altern
 each with its own disk cache of compiled kernels (`TRITIUM_CACHE_DIR` under the report's
 directory: the first run of each compiles, later ones load; the cache key does not hold
 environment switches, so two builds must not share one), and each row is reported by its
-median over the runs, with the range. A row is a line of the benchmark's output with two or more
-numbers after a name (the words before the first number); the ratio is B's median over
-A's for each numeric column.
+median over the runs, with the range. A row is a line of the benchmark's output with two
+or more numbers after a name (the words before the first number); the ratio is B's median
+over A's for each numeric column.
 """
 import argparse
 import os
