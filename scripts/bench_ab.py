@@ -2,7 +2,7 @@
 """Two builds of a benchmark, run alternately, compared row by row: the medians of each
 row's figures per build over several runs and their ratio.
 
-    scripts/dev bench-ab BASE [--runs N] [-- BENCH_TABLE ARGS]   # BASE against the tree
+    scripts/dev bench-ab BASE [--runs N] [--columns N] [-- BENCH_TABLE ARGS]   # BASE against the tree
     python3 scripts/bench_ab.py --runs N --build A=PATH --build B=PATH -- ARGS
 
 A single run on a shared VM swings by ±25% (another tenant, the memory's state), more than
@@ -74,12 +74,17 @@ def summarize(samples):
     return out
 
 
-def report(names, summary, columns=2):
-    """The table `summarize` gives, the first `columns` numeric columns of each row."""
+def report(names, summary, columns=None):
+    """The table `summarize` gives: every numeric column of each row, or the first
+    `columns`. A column a benchmark computes within one run (a ratio of two timings, as
+    `bench_table`'s `fn/base`) is the steadier figure: a process may run all its kernels in
+    a slower state (page placement; in cache, one thread: `exp` 0.017 ms in some runs and
+    0.021 in others), which such a ratio cancels and a median of timings over a few runs
+    does not."""
     lines = [f"{'row':<40} col  " + "  ".join(f"{n + ' median (range)':>26}" for n in names)
              + f"  {names[-1]}/{names[0]}"]
     for row, col, per, ratio in summary:
-        if col >= columns:
+        if columns is not None and col >= columns:
             continue
         cells = "  ".join(f"{m:>10.4g} ({lo:.4g}–{hi:.4g})".rjust(26) for m, lo, hi in per)
         lines.append(f"{row[:40]:<40} {col:>3}  {cells}  {ratio:>6.3f}")
@@ -89,7 +94,7 @@ def report(names, summary, columns=2):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=6)
-    p.add_argument("--columns", type=int, default=2)
+    p.add_argument("--columns", type=int, default=None, help="the first N (default: all)")
     p.add_argument("--build", action="append", required=True, help="NAME=PATH, twice")
     p.add_argument("--dir", default="target/bench-ab")
     p.add_argument("args", nargs="*")

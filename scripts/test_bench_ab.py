@@ -67,6 +67,12 @@ class Summarize(unittest.TestCase):
         self.assertEqual(len(text.splitlines()), 2)
         self.assertIn("0.500", text)
 
+    def test_report_prints_every_column_by_default(self):
+        a = [{"pow": [10.0, 5.0, 2.0]}]
+        b = [{"pow": [5.0, 5.0, 1.0]}]
+        text = ab.report(["A", "B"], ab.summarize([a, b]))
+        self.assertEqual(len(text.splitlines()), 4)
+
 
 if __name__ == "__main__":
     unittest.main()
