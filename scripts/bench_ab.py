@@ -3,7 +3,8 @@
 row's figures per build over several runs and their ratio.
 
     scripts/dev bench-ab BASE [--runs N] [--columns N] [-- BENCH_TABLE ARGS]   # BASE against the tree
-    python3 scripts/bench_ab.py --runs N --build A=PATH --build B=PATH -- ARGS
+    scripts/dev bench-runs [--runs N] [--columns N] [-- BENCH_TABLE ARGS]      # the tree alone
+    python3 scripts/bench_ab.py --runs N --build A=PATH [--build B=PATH] -- ARGS
 
 A single run on a shared VM swings by ±25% (another tenant, the memory's state), more than
 most changes gain, and runs of one build after the other's compare the host's moods, not the
@@ -13,7 +14,8 @@ directory: the first run of each compiles, later ones load; the cache key does n
 environment switches, so two builds must not share one), and each row is reported by its
 median over the runs, with the range. A row is a line of the benchmark's output with two
 or more numbers after a name (the words before the first number); the ratio is B's median
-over A's for each numeric column.
+over A's for each numeric column. With one build, its runs alone: each row's medians and
+ranges over separate processes (how a figure such as "median (range) of 8 runs" is made).
 """
 import argparse
 import os
@@ -48,15 +50,17 @@ def parse_rows(text):
     return rows
 
 
-def order(runs):
-    """The build order of each round: A B, then B A, alternating."""
+def order(runs, builds=2):
+    """The build order of each round: A B, then B A, alternating (one build: A alone)."""
+    if builds == 1:
+        return [(0,)] * runs
     return [(0, 1) if r % 2 == 0 else (1, 0) for r in range(runs)]
 
 
 def summarize(samples):
     """`samples[b]` is a list (one per run) of parse_rows outputs of build `b`. Gives
     [(row, column, [(median, lo, hi) per build], ratio of the last build's median over the
-    first's)] for the rows every run of every build printed."""
+    first's (1 for one build))] for the rows every run of every build printed."""
     first = samples[0][0] if samples[0] else {}
     out = []
     for row in first:
@@ -81,13 +85,15 @@ def report(names, summary, columns=None):
     a slower state (page placement; in cache, one thread: `exp` 0.017 ms in some runs and
     0.021 in others), which such a ratio cancels and a median of timings over a few runs
     does not."""
+    ratio_head = f"  {names[-1]}/{names[0]}" if len(names) > 1 else ""
     lines = [f"{'row':<40} col  " + "  ".join(f"{n + ' median (range)':>26}" for n in names)
-             + f"  {names[-1]}/{names[0]}"]
+             + ratio_head]
     for row, col, per, ratio in summary:
         if columns is not None and col >= columns:
             continue
         cells = "  ".join(f"{m:>10.4g} ({lo:.4g}–{hi:.4g})".rjust(26) for m, lo, hi in per)
-        lines.append(f"{row[:40]:<40} {col:>3}  {cells}  {ratio:>6.3f}")
+        tail = f"  {ratio:>6.3f}" if len(names) > 1 else ""
+        lines.append(f"{row[:40]:<40} {col:>3}  {cells}{tail}")
     return "\n".join(lines)
 
 
@@ -95,16 +101,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=6)
     p.add_argument("--columns", type=int, default=None, help="the first N (default: all)")
-    p.add_argument("--build", action="append", required=True, help="NAME=PATH, twice")
+    p.add_argument("--build", action="append", required=True, help="NAME=PATH, once or twice")
     p.add_argument("--dir", default="target/bench-ab")
     p.add_argument("args", nargs="*")
     a = p.parse_args()
     builds = [b.split("=", 1) for b in a.build]
-    if len(builds) != 2 or any(len(b) != 2 for b in builds):
-        sys.exit("bench_ab: give --build NAME=PATH twice")
+    if len(builds) not in (1, 2) or any(len(b) != 2 for b in builds):
+        sys.exit("bench_ab: give --build NAME=PATH once or twice")
     names = [n for n, _ in builds]
-    samples = [[], []]
-    for r, pair in enumerate(order(a.runs)):
+    samples = [[] for _ in builds]
+    for r, pair in enumerate(order(a.runs, len(builds))):
         for b in pair:
             name, path = builds[b]
             env = dict(os.environ, TRITIUM_CACHE_DIR=str(Path(a.dir) / f"cache-{name}"))

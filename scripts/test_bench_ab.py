@@ -36,6 +36,9 @@ class Order(unittest.TestCase):
     def test_each_build_goes_first_in_half_the_rounds(self):
         self.assertEqual(ab.order(4), [(0, 1), (1, 0), (0, 1), (1, 0)])
 
+    def test_one_build_runs_alone(self):
+        self.assertEqual(ab.order(3, builds=1), [(0,), (0,), (0,)])
+
 
 class Summarize(unittest.TestCase):
     def test_medians_ranges_and_ratio(self):
@@ -66,6 +69,12 @@ class Summarize(unittest.TestCase):
         text = ab.report(["A", "B"], ab.summarize([a, b]), columns=1)
         self.assertEqual(len(text.splitlines()), 2)
         self.assertIn("0.500", text)
+
+    def test_one_build_reports_medians_and_ranges_without_a_ratio(self):
+        runs = [{"pow": [10.0, 4.0, 2.5]}, {"pow": [12.0, 4.0, 3.0]}, {"pow": [11.0, 5.0, 2.2]}]
+        text = ab.report(["tree"], ab.summarize([runs]), columns=1)
+        self.assertEqual(text.splitlines()[1].split()[-2:], ["11", "(10–12)"])
+        self.assertNotIn("/", text.splitlines()[0])
 
     def test_report_prints_every_column_by_default(self):
         a = [{"pow": [10.0, 5.0, 2.0]}]
