@@ -1008,6 +1008,39 @@ mod libm {
     }
 }
 
+/// The core's clock in GHz, from a chain of dependent integer adds (one a cycle on any
+/// x86-64 core); `None` on other targets. On a shared host it moves with the other tenants'
+/// load: compute-bound rows slow down with it and memory-bound ones do not, so printed
+/// beside the libm ratios it says which state of the host they were taken in.
+fn clock_ghz() -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let adds: u64 = 200_000_000;
+        let (mut x, mut left) = (0u64, adds);
+        let start = std::time::Instant::now();
+        // SAFETY: registers only (no memory, no stack); the flags are declared clobbered
+        // (asm!'s default).
+        unsafe {
+            std::arch::asm!(
+                "2:",
+                "add {x}, 1",
+                "add {x}, 1",
+                "add {x}, 1",
+                "add {x}, 1",
+                "sub {left}, 4",
+                "jnz 2b",
+                x = inout(reg) x,
+                left = inout(reg) left,
+                options(nomem, nostack),
+            );
+        }
+        std::hint::black_box((x, left));
+        Some(adds as f64 / start.elapsed().as_secs_f64() / 1e9)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
 /// `libm [NAME…]`: each f32 libdevice function (or those named) against `exp`, over 2^24
 /// f32 elements on the CPU, timed interleaved; the ratio is the function's time over
 /// `exp`'s (the binary functions read a second array). Then (`tanh-f64`) `tanh` computed
@@ -1059,6 +1092,7 @@ fn libm_rows(device: &Device) {
             map1::launch(device, grid, out, &x[..], n as i32, f, block).unwrap();
         }
     };
+    let clock_before = clock_ghz();
     let exp = 0;
     let tanh_f64 = FUNCTIONS.len() - 1;
     for (f, (name, _)) in FUNCTIONS.iter().enumerate().take(tanh_f64).skip(1) {
@@ -1082,6 +1116,12 @@ fn libm_rows(device: &Device) {
             }],
         );
         print("libm tanh f64 path / f32 path", t64, t32);
+    }
+    if let (Some(before), Some(after)) = (clock_before, clock_ghz()) {
+        println!(
+            "{:<34} {before:>11.2} {after:>11.2}",
+            "core clock GHz, before and after"
+        );
     }
     if !wanted("geglu") {
         return;
