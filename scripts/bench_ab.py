@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Two builds of a benchmark, run alternately, compared row by row: the medians of each
-row's figures per build over several runs and their ratio.
+row's figures per build over several runs and their ratio (or one build's runs alone).
 
     scripts/dev bench-ab BASE [--runs N] [--columns N] [-- BENCH_TABLE ARGS]   # BASE against the tree
     scripts/dev bench-runs [--runs N] [--columns N] [-- BENCH_TABLE ARGS]      # the tree alone
