@@ -725,7 +725,8 @@ fn dense(out: Ptr<f32>, x: Ptr<f32>, y: Ptr<f32>, n: i32, #[constexpr] F: usize)
         1 => lang::erfinv(a),
         2 => lang::tgamma(a),
         3 => lang::lgamma(a),
-        _ => lang::erfc(a),
+        4 => lang::erfc(a),
+        _ => lang::tanh(a),
     };
     store(out + offs, r, mask = mask);
 }
@@ -761,7 +762,8 @@ fn f32_range(lo: f32, hi: f32, step: u32) -> impl Iterator<Item = f32> {
         .map(f32::from_bits)
 }
 
-/// `pow`, `erfinv`, `tgamma`, `lgamma` and `erfc` of f32 on the CPU over millions of arguments,
+/// `pow`, `erfinv`, `tgamma`, `lgamma`, `erfc` and `tanh` of f32 on the CPU over millions of
+/// arguments,
 /// against f64 (`erfinv`: Newton's method on libm's `erf` and `erfc`): the largest error in
 /// ulps of the exact value, not of its rounding (below 2.5 keeps the rounded result within
 /// 2 ulps of the correctly rounded one), which the README quotes; `lgamma` below 0 in ulps
@@ -823,12 +825,17 @@ fn f32_dense_sweeps() {
     // signs.
     let mut erfc_args: Vec<f32> = f32_range(f32::MIN_POSITIVE, 11.0, 97).collect();
     erfc_args.extend(erfc_args.clone().iter().map(|v| -v));
-    let sweeps: [(&str, &[f32], &[f32]); 5] = [
+    // tanh: every 7th f32 from 2^-12 (below, tanh x rounds to x) to 10 (from 9.01, to ±1),
+    // every 61st negative one.
+    let mut tanh_args: Vec<f32> = f32_range(2f32.powi(-12), 10.0, 7).collect();
+    tanh_args.extend(f32_range(-2f32.powi(-12), -10.0, 61));
+    let sweeps: [(&str, &[f32], &[f32]); 6] = [
         ("pow", &pow_args.0, &pow_args.1),
         ("erfinv", &erfinv_args, &erfinv_args),
         ("tgamma", &gamma_args, &gamma_args),
         ("lgamma", &gamma_args, &gamma_args),
         ("erfc", &erfc_args, &erfc_args),
+        ("tanh", &tanh_args, &tanh_args),
     ];
     for (f, (name, x, y)) in sweeps.into_iter().enumerate() {
         let n = x.len();
@@ -842,7 +849,8 @@ fn f32_dense_sweeps() {
                 1 => erfinv_newton(a, got),
                 2 => tgamma(a),
                 3 => lgamma(a),
-                _ => erfc(a),
+                4 => erfc(a),
+                _ => a.tanh(),
             };
             let rounded = f64::from(want as f32);
             if !rounded.is_finite() || rounded == 0.0 || got.is_nan() || !got.is_finite() {

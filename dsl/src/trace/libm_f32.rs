@@ -13,12 +13,12 @@
 //! as `hi + lo`, both from reductions that are exact and near-minimax polynomials
 //! (`scripts/fit_libm_f32.py` prints every coefficient table here). With them each
 //! function rounds once at the end after a few errors well below half an ulp, so that it
-//! stays within 2 ulps (`tests/libm.rs` measures every one on every device). The IR's own
-//! f32 `exp` (below 1 ulp on every device) serves where its error is damped (`tanh`);
-//! its `log`, `exp2` and `log2` are left alone: the CPU calls libm once per lane for
+//! stays within 2 ulps (`tests/libm.rs` measures every one on every device). The IR's
+//! own `exp`, `log`, `exp2` and `log2` are left alone: the `exp` takes any argument (so
+//! more operations than a core for a known range), the CPU calls libm once per lane for
 //! `log`, and CUDA's `exp2` is `ex2.approx`.
 
-use super::lang::{abs, bitcast, cast, exp, fma, likely, maximum, minimum, sqrt, where_};
+use super::lang::{abs, bitcast, cast, fma, likely, maximum, minimum, sqrt, where_};
 use super::libm::{copysign, eq, gt, lt};
 use super::math::{isfinite, isinf, isnan, signbit};
 use super::shape::full_like;
@@ -142,6 +142,11 @@ fn poly_split(x: Tile, c: &[f32]) -> Tile {
 fn odd(x: Tile, c: &[f32]) -> Tile {
     let s = x * x;
     fma(x * s, poly(s, c), x)
+}
+
+/// `t ≥ v` (false for NaN).
+fn ge(t: Tile, v: f32) -> Tile {
+    super::lang::compare(t, CmpPred::Ge, v)
 }
 
 /// A constant tile of `x`'s shape and dtype.
@@ -466,7 +471,6 @@ pub(super) fn pow(x: Tile, y: Tile) -> Tile {
     // A positive normal base is the usual one (see `likely`): a subnormal, zero, infinite,
     // NaN or negative one is a rare case, each folded away where every lane is usual (one
     // test).
-    let ge = |t: Tile, v: f32| super::lang::compare(t, CmpPred::Ge, v);
     let finite = lt(ax, f32::INFINITY);
     let usual = likely(ge(x, f32::MIN_POSITIVE) & finite, true);
     let sub = !usual & lt(ax, f32::MIN_POSITIVE);
@@ -520,13 +524,27 @@ pub(super) fn pow(x: Tile, y: Tile) -> Tile {
 
 // ---- hyperbolic functions ------------------------------------------------------------------
 
-/// `tanh x`: `x + x³·P(x²)` below 0.75, `1 − 2/(e^(2|x|) + 1)` above, where the IR's
-/// `exp` (within an ulp) suffices: its error shrinks by `2/(e + 1)` < 0.37 and the result
-/// is above 0.63, so that the quotient's errors count half.
+/// `tanh x`: `x + x³·P(x²)` below 0.75, `1 − 2/(E + 1)` above, `E = e^(2|x|)` within an
+/// ulp sufficing: its error shrinks by `2E/(E + 1)²` < 0.3, and the result is above 0.63,
+/// so that the quotient's errors count half. `E` is [`exp_core`]'s reduction of `2|x|`
+/// clamped to 20 (`tanh` rounds to 1 from 9.01), so that one power of two, added to the
+/// exponent field, scales it: the IR's `exp`, for any argument, scales in two halves and
+/// clamps both ways (a third more operations on the pipes that multiply).
 pub(super) fn tanh(x: Tile) -> Tile {
     let a = abs(x);
-    let large: Tile = 1.0 - 2.0 / (exp(a * 2.0) + 1.0);
-    copysign(where_(lt(a, 0.75), odd(a, &TANH), large), x)
+    // `where_` the way round that keeps NaN (which then takes the polynomial's side).
+    let c = where_(gt(a, 10.0), 10f32, a);
+    let shifted = fma(c, 2.0 * LOG2_E, ROUNDER);
+    let kf = shifted - ROUNDER;
+    let r = fma(kf, -LN2.1, fma(kf, -LN2.0, c + c));
+    let e: Tile = fma(r * r, poly(r, &EXP), r) + 1.0;
+    // `k · 2^23` from `shifted`'s low bits shifted up (its high bits shift out).
+    let big = bitcast(
+        bitcast(e, DType::I32) + (bitcast(shifted, DType::I32) << 23),
+        DType::F32,
+    );
+    let large: Tile = 1.0 - 2.0 / (big + 1.0);
+    copysign(where_(ge(a, 0.75), large, odd(a, &TANH)), x)
 }
 
 /// `e^|x| = 2^k · e` and `2^(−2k) / e`, for `sinh` and `cosh` (the second term is
@@ -1201,7 +1219,6 @@ const LN_SINC: [f32; 6] = [
 /// absolute, below 2^-25 or so. +inf at 0, at the negative integers, at ±inf and from
 /// [`LGAMMA_OVERFLOW`] on.
 pub(super) fn lgamma(x: Tile) -> Tile {
-    let ge = |t: Tile, v: f32| super::lang::compare(t, CmpPred::Ge, v);
     let a = abs(x);
     // The cases below 0 and 1 are rare: the CPU's loops over tiles without them compute
     // one logarithm and no sine (see `likely`).
