@@ -280,13 +280,6 @@ impl Analysis<'_> {
         }
     }
 
-    fn yields(b: &Block) -> Vec<Value> {
-        match b.insts.last().map(|i| &i.op) {
-            Some(Op::Yield(v)) => v.clone(),
-            _ => Vec::new(),
-        }
-    }
-
     /// Runs `blocks` up to `MAX_TRIPS + 1` times, each trip binding every list of `args`
     /// to the current facts and joining what the last block yields into them; a bound
     /// still growing at the end is dropped (widening).
@@ -301,10 +294,10 @@ impl Analysis<'_> {
             for b in blocks {
                 self.block(b);
             }
-            let ys = Self::yields(blocks.last().expect("a body"));
+            let ys = blocks.last().expect("a body").yields();
             let next: Vec<Info> = cur
                 .iter()
-                .zip(&ys)
+                .zip(ys)
                 .map(|(c, y)| c.join(self.get(*y)))
                 .collect();
             if next == cur {
@@ -394,7 +387,7 @@ impl Analysis<'_> {
                 let c = self.get(*cond);
                 self.block(then_region);
                 self.block(else_region);
-                let (t, e) = (Self::yields(then_region), Self::yields(else_region));
+                let (t, e) = (then_region.yields(), else_region.yields());
                 for (k, res) in inst.results.iter().enumerate() {
                     let i = exact_only(&[c], self.get(t[k]).join(self.get(e[k])));
                     self.set(*res, i);

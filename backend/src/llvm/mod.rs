@@ -14,11 +14,12 @@
 //! - `counter`: `for` loop counters that never wrap;
 //! - `print`: `device_print`'s per-lane record;
 //! - `error`: [`CodegenError`], the one error type of code generation;
-//! - `c_abi`: the C side of custom-op calls (argument types, `memref_t`, calls).
+//! - `c_abi`: the C side of custom-op calls (argument types, `memref_t`, calls);
+//! - `emitter`: [`Emitter`], the generators' one way to [`Emit`].
 //!
-//! Each generator keeps thin methods that forward to [`Emit`], built from its context,
-//! builder and module; what differs per target (transcendental functions, pointers'
-//! address spaces, memory) stays in the generators.
+//! Each generator implements [`Emitter`] (its `Emit`, built from its context, builder and
+//! module), whose provided methods forward to `Emit`; what differs per target
+//! (transcendental functions, pointers' address spaces, memory) stays in the generators.
 
 mod arith;
 mod atomic;
@@ -28,6 +29,7 @@ mod checked;
 mod compare;
 mod constant;
 mod counter;
+mod emitter;
 mod error;
 mod exp;
 mod fmod;
@@ -45,6 +47,7 @@ use inkwell::types::BasicTypeEnum;
 use inkwell::values::BasicValueEnum;
 
 pub(crate) use counter::LoopCounter;
+pub(crate) use emitter::Emitter;
 #[cfg(test)]
 pub(crate) use error::inject;
 pub(crate) use error::{CodegenError, Positioned, Result};

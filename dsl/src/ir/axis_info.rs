@@ -142,13 +142,6 @@ impl Analysis<'_> {
         }
     }
 
-    fn yields(insts: &[Inst]) -> Vec<Value> {
-        match insts.last().map(|i| &i.op) {
-            Some(Op::Yield(ys)) => ys.clone(),
-            _ => Vec::new(),
-        }
-    }
-
     fn inst(&mut self, inst: &Inst) {
         match &inst.op {
             Op::For {
@@ -186,10 +179,7 @@ impl Analysis<'_> {
             } => {
                 self.block(&then_region.insts);
                 self.block(&else_region.insts);
-                let (t, e) = (
-                    Self::yields(&then_region.insts),
-                    Self::yields(&else_region.insts),
-                );
+                let (t, e) = (then_region.yields(), else_region.yields());
                 for (k, r) in inst.results.iter().enumerate() {
                     let m = match (t.get(k), e.get(k)) {
                         (Some(a), Some(b)) => self.get(*a).meet(&self.get(*b)),
@@ -231,8 +221,8 @@ impl Analysis<'_> {
                 self.set(*a, s.clone());
             }
             self.block(&body.insts);
-            let ys = Self::yields(&body.insts);
-            let next: Vec<AxisInfo> = (state.iter().zip(&ys))
+            let ys = body.yields();
+            let next: Vec<AxisInfo> = (state.iter().zip(ys))
                 .map(|(s, y)| s.meet(&self.get(*y)))
                 .collect();
             if next == state || round == LOOP_ROUNDS {

@@ -22,6 +22,16 @@ pub struct Block {
     pub insts: Vec<Inst>,
 }
 
+impl Block {
+    /// What the region yields (nothing when it ends otherwise, as a kernel's body does).
+    pub fn yields(&self) -> &[Value] {
+        match self.insts.last().map(|i| &i.op) {
+            Some(Op::Yield(ys)) => ys,
+            _ => &[],
+        }
+    }
+}
+
 /// A kernel parameter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Param {
@@ -216,48 +226,42 @@ impl Function {
         let f = self;
         // Where each value without a defining op's operands comes from.
         let mut from: HashMap<Value, Vec<Value>> = HashMap::new();
-        f.walk(&mut |inst| {
-            let yields = |b: &Block| match b.insts.last().map(|i| &i.op) {
-                Some(Op::Yield(ys)) => ys.clone(),
-                _ => Vec::new(),
-            };
-            match &inst.op {
-                Op::For { init, body, .. } => {
-                    let ys = yields(body);
-                    for (k, arg) in body.args.iter().skip(1).enumerate() {
-                        let e = from.entry(*arg).or_default();
-                        e.extend(init.get(k));
-                        e.extend(ys.get(k));
-                        from.entry(inst.results[k]).or_default().extend(ys.get(k));
+        f.walk(&mut |inst| match &inst.op {
+            Op::For { init, body, .. } => {
+                let ys = body.yields();
+                for (k, arg) in body.args.iter().skip(1).enumerate() {
+                    let e = from.entry(*arg).or_default();
+                    e.extend(init.get(k));
+                    e.extend(ys.get(k));
+                    from.entry(inst.results[k]).or_default().extend(ys.get(k));
+                }
+            }
+            Op::While { init, cond, body } => {
+                let ys = body.yields();
+                for (k, arg) in body.args.iter().chain(&cond.args).enumerate() {
+                    let k = k % body.args.len().max(1);
+                    let e = from.entry(*arg).or_default();
+                    e.extend(init.get(k));
+                    e.extend(ys.get(k));
+                }
+                for (k, r) in inst.results.iter().enumerate() {
+                    from.entry(*r).or_default().extend(ys.get(k));
+                }
+            }
+            Op::If {
+                then_region,
+                else_region,
+                ..
+            } => {
+                for region in [then_region, else_region] {
+                    for (r, y) in inst.results.iter().zip(region.yields()) {
+                        from.entry(*r).or_default().push(*y);
                     }
                 }
-                Op::While { init, cond, body } => {
-                    let ys = yields(body);
-                    for (k, arg) in body.args.iter().chain(&cond.args).enumerate() {
-                        let k = k % body.args.len().max(1);
-                        let e = from.entry(*arg).or_default();
-                        e.extend(init.get(k));
-                        e.extend(ys.get(k));
-                    }
-                    for (k, r) in inst.results.iter().enumerate() {
-                        from.entry(*r).or_default().extend(ys.get(k));
-                    }
-                }
-                Op::If {
-                    then_region,
-                    else_region,
-                    ..
-                } => {
-                    for region in [then_region, else_region] {
-                        for (r, y) in inst.results.iter().zip(yields(region)) {
-                            from.entry(*r).or_default().push(y);
-                        }
-                    }
-                }
-                _ => {
-                    for r in &inst.results {
-                        from.entry(*r).or_default().extend(inst.op.operands());
-                    }
+            }
+            _ => {
+                for r in &inst.results {
+                    from.entry(*r).or_default().extend(inst.op.operands());
                 }
             }
         });
@@ -316,11 +320,9 @@ impl Function {
                             union(roots, body.args[k + 1], &[*v]);
                         }
                         propagate(body, types, foreign, roots);
-                        if let Some(Op::Yield(ys)) = body.insts.last().map(|i| &i.op) {
-                            for (k, y) in ys.iter().enumerate() {
-                                union(roots, body.args[k + 1], &[*y]);
-                                union(roots, inst.results[k], &[*y, init[k]]);
-                            }
+                        for (k, y) in body.yields().iter().enumerate() {
+                            union(roots, body.args[k + 1], &[*y]);
+                            union(roots, inst.results[k], &[*y, init[k]]);
                         }
                     }
                     Op::While { init, cond, body } => {
@@ -330,12 +332,10 @@ impl Function {
                         }
                         propagate(cond, types, foreign, roots);
                         propagate(body, types, foreign, roots);
-                        if let Some(Op::Yield(ys)) = body.insts.last().map(|i| &i.op) {
-                            for (k, y) in ys.iter().enumerate() {
-                                union(roots, cond.args[k], &[*y]);
-                                union(roots, body.args[k], &[*y]);
-                                union(roots, inst.results[k], &[*y, init[k]]);
-                            }
+                        for (k, y) in body.yields().iter().enumerate() {
+                            union(roots, cond.args[k], &[*y]);
+                            union(roots, body.args[k], &[*y]);
+                            union(roots, inst.results[k], &[*y, init[k]]);
                         }
                     }
                     Op::If {
@@ -346,10 +346,8 @@ impl Function {
                         propagate(then_region, types, foreign, roots);
                         propagate(else_region, types, foreign, roots);
                         for region in [then_region, else_region] {
-                            if let Some(Op::Yield(ys)) = region.insts.last().map(|i| &i.op) {
-                                for (k, y) in ys.iter().enumerate() {
-                                    union(roots, inst.results[k], &[*y]);
-                                }
+                            for (k, y) in region.yields().iter().enumerate() {
+                                union(roots, inst.results[k], &[*y]);
                             }
                         }
                     }

@@ -4,7 +4,7 @@
 
 use super::reduce::{holder, FusedSum};
 use super::{Gen, Lv};
-use crate::llvm::LoopCounter;
+use crate::llvm::{Emitter, LoopCounter};
 use crate::llvm::{Positioned, Result};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
@@ -330,13 +330,6 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         out
     }
 
-    fn yields(block: &Block) -> &[Value] {
-        match block.insts.last().map(|i| &i.op) {
-            Some(Op::Yield(v)) => v,
-            _ => &[],
-        }
-    }
-
     /// A `for` loop. When a carried tile starts as a constant (`acc = zeros(…)`) and the
     /// body has no loop inside, the first iteration is peeled: it reads the constant
     /// itself, so the carried buffer is never filled with it (and `acc + x` is written
@@ -397,7 +390,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             }
             self.loop_body(body, lo, &count, bounds[2], self.i64c(0))?;
             let last = count.is_last(&self.emit(), lo)?;
-            self.assign(Self::yields(body), &slots, &carried, Some(last), &spread)?;
+            self.assign(body.yields(), &slots, &carried, Some(last), &spread)?;
             count.advance(&self.emit(), self.func, lo, exit)
         } else {
             let go = runs(self, lo)?;
@@ -430,7 +423,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.bind(&body.args[1..], &slots)?;
         self.loop_body(body, iv, &count, bounds[2], trip)?;
         let last = count.is_last(&self.emit(), iv)?;
-        self.assign(Self::yields(body), &slots, &carried, Some(last), &spread)?;
+        self.assign(body.yields(), &slots, &carried, Some(last), &spread)?;
         let next_trip = self.b.build_int_add(trip, self.i64c(1), "")?;
         let next = count.advance(&self.emit(), self.func, iv, exit)?;
         phi.add_incoming(&[(&next, self.b.current_block()?)]);
@@ -530,7 +523,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
             self.b.position_at_end(bb);
             self.block(region)?;
-            self.assign(Self::yields(region), &slots, &[], None, &[])?;
+            self.assign(region.yields(), &slots, &[], None, &[])?;
             self.b.build_unconditional_branch(merge)?;
         }
         self.b.position_at_end(merge);
@@ -559,7 +552,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.position_at_end(body_bb);
         self.bind(&body.args, &slots)?;
         self.block(body)?;
-        self.assign(Self::yields(body), &slots, &[], None, &[])?;
+        self.assign(body.yields(), &slots, &[], None, &[])?;
         self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(exit);
         self.bind(&inst.results, &slots)

@@ -4,7 +4,7 @@
 //! of the out shape (inputs broadcast), in a loop LLVM vectorizes after inlining it.
 
 use super::{Gen, Lv};
-use crate::llvm::{CodegenError, Positioned, Result};
+use crate::llvm::{CodegenError, Emitter, Positioned, Result};
 use inkwell::types::{BasicType, BasicTypeEnum};
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};
@@ -58,43 +58,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .collect()
     }
 
-    /// The LLVM type of a C argument of element `e` (`_Float16` → half, `__bf16` → bfloat).
-    fn c_ty(&self, e: Elem) -> BasicTypeEnum<'ctx> {
-        self.emit().c_ty(e)
-    }
-
-    fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().encode_c(v, e)
-    }
-
-    fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().decode_c(v, e)
-    }
-
     /// A `memref_t<T, R>` descriptor of a row-major buffer (offset 0, allocated == aligned).
     fn memref(&self, buf: PointerValue<'ctx>, shape: &[usize]) -> Result<PointerValue<'ctx>> {
         let st = self.emit().memref_type(shape.len());
         let desc = self.entry_alloca(st.as_basic_type_enum())?;
         self.emit().fill_memref(desc, buf, shape)?;
         Ok(desc)
-    }
-
-    fn check_signature(
-        &self,
-        func: FunctionValue<'ctx>,
-        ret: Option<BasicTypeEnum<'ctx>>,
-        params: &[BasicTypeEnum<'ctx>],
-        what: &str,
-    ) -> Result<()> {
-        self.emit().check_signature(func, ret, params, what)
-    }
-
-    fn call(
-        &self,
-        func: FunctionValue<'ctx>,
-        args: &[BasicValueEnum<'ctx>],
-    ) -> Result<Option<BasicValueEnum<'ctx>>> {
-        self.emit().call(func, args)
     }
 
     fn bind_result(&mut self, r: Value, buf: PointerValue<'ctx>) -> Result<()> {

@@ -7,8 +7,8 @@
 
 use super::Gen;
 use crate::launch::print::{PRINT_SYMBOL, PRINT_WORDS};
-use crate::llvm::PrintSite;
 use crate::llvm::Result;
+use crate::llvm::{Emitter, PrintSite};
 use inkwell::module::Linkage;
 use tritium_dsl::ir::{Elem, Inst, Op};
 

@@ -1,22 +1,11 @@
 //! One lane of an elementwise op, in compute form.
 
 use super::Gen;
-use crate::llvm::Result;
-use inkwell::types::BasicTypeEnum;
+use crate::llvm::{Emitter, Result};
 use inkwell::values::{BasicValueEnum, IntValue};
-use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Elem, Inst, Op, UnOp, Value};
+use tritium_dsl::ir::{BinOp, Const, DType, Elem, Inst, Op, UnOp, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
-    /// Calls an overloaded LLVM intrinsic.
-    pub(super) fn intrinsic(
-        &self,
-        name: &str,
-        overload: &[BasicTypeEnum<'ctx>],
-        args: &[BasicValueEnum<'ctx>],
-    ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().intrinsic(name, overload, args)
-    }
-
     /// The signed minimum of two i64s.
     pub(super) fn smin64(&self, a: IntValue<'ctx>, b: IntValue<'ctx>) -> Result<IntValue<'ctx>> {
         let i64t = self.ctx.i64_type().into();
@@ -41,11 +30,6 @@ impl<'ctx> Gen<'ctx, '_> {
     ) -> Result<IntValue<'ctx>> {
         let x = self.smax64(x, self.i64c(0))?;
         self.smin64(x, hi)
-    }
-
-    /// A constant of dtype `d` in compute form.
-    pub(super) fn const_value(&self, c: Const, d: DType) -> BasicValueEnum<'ctx> {
-        self.emit().const_value(c, d)
     }
 
     pub(super) fn dtype_of(&self, v: Value) -> DType {
@@ -264,25 +248,5 @@ impl<'ctx> Gen<'ctx, '_> {
             };
             e.intrinsic(name, &[t], &[f.into()])
         })
-    }
-
-    pub(super) fn compare(
-        &self,
-        p: CmpPred,
-        d: DType,
-        a: BasicValueEnum<'ctx>,
-        b: BasicValueEnum<'ctx>,
-    ) -> Result<IntValue<'ctx>> {
-        self.emit().compare(p, d, a, b)
-    }
-
-    /// Converts a compute value of dtype `from` to dtype `to` (Rust `as` semantics).
-    pub(super) fn cast(
-        &self,
-        v: BasicValueEnum<'ctx>,
-        from: DType,
-        to: DType,
-    ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().cast(v, from, to)
     }
 }

@@ -9,7 +9,7 @@
 //! lies inside the computed range. Anything else falls back to a loop over the lanes.
 
 use super::{Gen, Lv};
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::values::{BasicValueEnum, IntValue};
 use inkwell::IntPredicate;
 use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, Elem, Op, Value};

@@ -5,7 +5,7 @@
 use super::{Gen, Lv};
 use crate::launch::checked::PARAM_WORDS;
 use crate::launch::race::{AccessKind, RACE_SYMBOL};
-use crate::llvm::{Positioned, Result};
+use crate::llvm::{Emitter, Positioned, Result};
 use inkwell::basic_block::BasicBlock;
 use inkwell::values::{BasicValue, BasicValueEnum, InstructionValue, IntValue, PointerValue};
 use inkwell::AtomicOrdering;

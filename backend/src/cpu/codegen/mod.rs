@@ -34,7 +34,7 @@ mod types;
 mod vector_lanes;
 
 use crate::launch::checked::PARAM_WORDS;
-use crate::llvm::{CodegenError, Positioned, Result};
+use crate::llvm::{CodegenError, Emitter, Positioned, Result};
 use inkwell::basic_block::BasicBlock;
 use inkwell::builder::Builder;
 use inkwell::context::Context;

@@ -16,7 +16,7 @@
 //! contiguous memory: its rows, or its columns (`kᵀ`).
 
 use super::{Gen, Lv};
-use crate::llvm::{Positioned, Result};
+use crate::llvm::{Emitter, Positioned, Result};
 use inkwell::values::IntValue;
 use std::collections::HashSet;
 use tritium_dsl::ir::{affine_lanes, Block, Op, Value};
@@ -72,10 +72,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         let Some(&iv) = body.args.first() else {
             return Ok(None);
         };
-        let yields: &[Value] = match body.insts.last().map(|i| &i.op) {
-            Some(Op::Yield(v)) => v,
-            _ => &[],
-        };
+        let yields = body.yields();
         // Carried integers whose next value the body yields (block pointers' offsets).
         let carried: Vec<(Value, Value)> = body.args[1..]
             .iter()

@@ -8,7 +8,7 @@
 //! that of a loop-carried tile in the loop's last write of it (see `control`).
 
 use super::{Gen, Lv};
-use crate::llvm::{Positioned, Result};
+use crate::llvm::{Emitter, Positioned, Result};
 use inkwell::types::{BasicType, VectorType};
 use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PointerValue, VectorValue};
 use tritium_dsl::ir::{BinOp, Block, CmpPred, Const, DType, Elem, Inst, Op, ReduceOp, Type, Value};

@@ -7,7 +7,7 @@
 //! combines.
 
 use super::{Gen, Lv};
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::IntPredicate;
 use tritium_dsl::ir::{Elem, Inst, Op, Type};
 

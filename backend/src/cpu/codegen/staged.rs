@@ -17,7 +17,7 @@
 use super::prefetch::CHUNK;
 use super::prefix::PrefixSplit;
 use super::{Gen, LoopUnroll, Lv};
-use crate::llvm::{Positioned, Result};
+use crate::llvm::{Emitter, Positioned, Result};
 use inkwell::values::{IntValue, PointerValue};
 use inkwell::IntPredicate;
 use std::collections::{HashMap, HashSet};

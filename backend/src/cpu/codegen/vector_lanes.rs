@@ -9,7 +9,7 @@
 //! every vector that way, and LLVM turned each lane's select of a buffer read into a branch.
 
 use super::{Gen, Lv};
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValueEnum, IntValue, VectorValue};
 use tritium_dsl::ir::{BinOp, DType, Elem, Op, Value};

@@ -20,7 +20,7 @@
 use super::swizzle::{Swizzled, CHUNK_BYTES};
 use super::sync::{EMU_CP_ASYNC, EMU_CP_ASYNC_GROUP};
 use super::Gen;
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 use std::collections::HashSet;

@@ -9,8 +9,8 @@
 
 use super::held::Held;
 use super::{Gen, V};
-use crate::llvm::LoopCounter;
 use crate::llvm::{CodegenError, Positioned, Result};
+use crate::llvm::{Emitter, LoopCounter};
 use inkwell::values::PointerValue;
 use tritium_dsl::ir::{Block, Inst, Op, Type, Value};
 
@@ -85,14 +85,6 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
     /// How a `for` loop carries each value: as `held.rs` decided for its body's arguments.
     fn loop_carry(&self, body: &Block) -> Vec<Held> {
         body.args[1..].iter().map(|a| self.held(*a)).collect()
-    }
-
-    /// What a region yields (nothing when it ends otherwise).
-    pub(super) fn yields(b: &Block) -> &[Value] {
-        match b.insts.last().map(|i| &i.op) {
-            Some(Op::Yield(v)) => v,
-            _ => &[],
-        }
     }
 
     pub(super) fn for_loop(&mut self, inst: &'f Inst) -> Result<()> {
@@ -204,7 +196,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .insert(body.args[0], V::Scalar(count.body_value(&self.emit(), iv)?));
         self.bind(&body.args[1..], &slots, &carry)?;
         self.block(body)?;
-        self.assign(Self::yields(body), &slots, &carry)?;
+        self.assign(body.yields(), &slots, &carry)?;
         let next = count.advance(&self.emit(), self.func, iv, exit)?;
         phi.add_incoming(&[(&next, self.b.current_block()?)]);
         if let (Some((t, s, p)), Some(n)) = (trip, next_trip) {
@@ -272,7 +264,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         for (bb, region) in [(then_bb, then_region), (else_bb, else_region)] {
             self.b.position_at_end(bb);
             self.block(region)?;
-            self.assign(Self::yields(region), &slots, &carry)?;
+            self.assign(region.yields(), &slots, &carry)?;
             self.b.build_unconditional_branch(merge)?;
         }
         self.b.position_at_end(merge);
@@ -306,7 +298,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         self.b.position_at_end(body_bb);
         self.bind(&body.args, &slots, &carry)?;
         self.block(body)?;
-        self.assign(Self::yields(body), &slots, &carry)?;
+        self.assign(body.yields(), &slots, &carry)?;
         self.b.build_unconditional_branch(header)?;
         self.b.position_at_end(exit);
         self.bind(&inst.results, &slots, &carry)

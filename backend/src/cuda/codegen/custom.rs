@@ -12,7 +12,7 @@
 //!   called by every thread of the CTA, which split the work; any other by thread 0.
 
 use super::Gen;
-use crate::llvm::{CodegenError, Result};
+use crate::llvm::{CodegenError, Emitter, Result};
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
 use inkwell::values::{
     BasicMetadataValueEnum, BasicValueEnum, FunctionValue, IntValue, PointerValue,
@@ -72,10 +72,10 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 .ins
                 .iter()
                 .zip(&cols)
-                .map(|(v, col)| self.encode_c(col[j], self.ty(*v).elem))
+                .map(|(v, col)| self.encode_c_generic(col[j], self.ty(*v).elem))
                 .collect::<Result<_>>()?;
             for (k, cell) in cells.iter().enumerate() {
-                let x = self.encode_c(outs[k][j], out_elems[k])?;
+                let x = self.encode_c_generic(outs[k][j], out_elems[k])?;
                 self.b.build_store(*cell, x)?;
                 args.push((*cell).into());
             }
@@ -416,7 +416,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             match place_of[i] {
                 None => {
                     let x = self.scalar(*v)?;
-                    arg_parts.push((Some(self.encode_c(x, t.elem)?), None));
+                    arg_parts.push((Some(self.encode_c_generic(x, t.elem)?), None));
                     types.push(self.c_ty(t.elem));
                 }
                 Some(at) => {
@@ -540,37 +540,12 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         Ok(desc)
     }
 
-    /// The LLVM type of a C argument of element `e` (`_Float16` → half, `__bf16` → bfloat).
-    fn c_ty(&self, e: Elem) -> BasicTypeEnum<'ctx> {
-        self.emit().c_ty(e)
-    }
-
-    fn encode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> Result<BasicValueEnum<'ctx>> {
+    /// [`Emitter::encode_c`] with pointers made generic (the address space C functions
+    /// take).
+    fn encode_c_generic(&self, v: BasicValueEnum<'ctx>, e: Elem) -> Result<BasicValueEnum<'ctx>> {
         match e {
             Elem::Ptr(_) => Ok(self.generic(v.into_pointer_value())?.into()),
             _ => Ok(self.emit().encode_c(v, e)?),
         }
-    }
-
-    fn decode_c(&self, v: BasicValueEnum<'ctx>, e: Elem) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().decode_c(v, e)
-    }
-
-    fn check_signature(
-        &self,
-        func: FunctionValue<'ctx>,
-        ret: Option<BasicTypeEnum<'ctx>>,
-        params: &[BasicTypeEnum<'ctx>],
-        what: &str,
-    ) -> Result<()> {
-        self.emit().check_signature(func, ret, params, what)
-    }
-
-    fn call(
-        &self,
-        func: FunctionValue<'ctx>,
-        args: &[BasicValueEnum<'ctx>],
-    ) -> Result<Option<BasicValueEnum<'ctx>>> {
-        self.emit().call(func, args)
     }
 }

@@ -11,8 +11,8 @@
 use super::sync::EMU_PRINT;
 use super::Gen;
 use crate::launch::print::PRINT_WORDS;
-use crate::llvm::PrintSite;
 use crate::llvm::{CodegenError, Result};
+use crate::llvm::{Emitter, PrintSite};
 use inkwell::module::Linkage;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue};

@@ -34,7 +34,7 @@ use super::reduce::Acc;
 use super::swizzle::{Swizzled, CHUNK_BYTES};
 use super::wgmma::{WgmmaA, WgmmaDot};
 use super::{Gen, V};
-use crate::llvm::{CodegenError, Result};
+use crate::llvm::{CodegenError, Emitter, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use tritium_dsl::ir::{BinOp, Block, DType, Elem, Inst, Op, Value};

@@ -19,7 +19,7 @@ use super::held::{FragLayout, Held};
 use super::swizzle::{Swizzled, CHUNK_BYTES};
 use super::Gen;
 use super::V;
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::values::{BasicValue, BasicValueEnum, FloatValue, IntValue, PointerValue};
 use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{CacheHints, DType, Elem, Op, Value};

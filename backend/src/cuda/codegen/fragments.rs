@@ -9,7 +9,7 @@
 
 use super::held::{FragLayout, Held};
 use super::{Gen, V};
-use crate::llvm::{CodegenError, Fp8Inputs, Result};
+use crate::llvm::{CodegenError, Emitter, Fp8Inputs, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{BasicValueEnum, IntValue};
 use tritium_dsl::ir::{DType, Inst, Op, ReduceOp, Type, Value};

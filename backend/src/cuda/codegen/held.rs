@@ -245,7 +245,7 @@ impl<'a, 'ctx, 'f> Analysis<'a, 'ctx, 'f> {
                 self.set(*a, *c);
             }
             self.block(body);
-            let yields = Gen::yields(body);
+            let yields = body.yields();
             let next: Vec<Known> = (carried.iter().zip(yields))
                 .map(|(c, y)| meet(*c, self.get(*y)))
                 .collect();

@@ -19,7 +19,7 @@
 
 use super::Gen;
 use crate::launch::checked::{FAULT_WORDS, PARAM_WORDS};
-use crate::llvm::{CodegenError, Positioned, Result};
+use crate::llvm::{CodegenError, Emitter, Positioned, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{
     AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue, VectorValue,

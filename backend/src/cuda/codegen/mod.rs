@@ -43,7 +43,7 @@ mod tma;
 mod types;
 mod wgmma;
 
-use crate::llvm::{CodegenError, Positioned, Result};
+use crate::llvm::{CodegenError, Emitter, Positioned, Result};
 pub(crate) use async_copy::EMU_COMMIT;
 pub(crate) use swizzle::wavefronts;
 pub(crate) use sync::{

@@ -22,7 +22,7 @@ use super::held::Held;
 use super::swizzle::Swizzled;
 use super::tma::{TmaStages, MBARRIER_BYTES};
 use super::Gen;
-use crate::llvm::{LoopCounter, Result};
+use crate::llvm::{Emitter, LoopCounter, Result};
 use inkwell::values::{BasicValueEnum, IntValue};
 use std::collections::{HashMap, HashSet};
 use tritium_dsl::ir::{BinOp, Block, Inst, Op, Value};
@@ -242,7 +242,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
                 .filter(|o| *o == v)
                 .count()
         };
-        (Self::yields(body).get(j) == Some(&r) && uses(*acc) == 1 && uses(r) == 1).then_some(j)
+        (body.yields().get(j) == Some(&r) && uses(*acc) == 1 && uses(r) == 1).then_some(j)
     }
 
     /// Whether a loop body uses no shared memory but for its tensor-core `dot`s' tiles
@@ -257,7 +257,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
             .insts
             .iter()
             .all(|i| self.inst_uses_no_shared_memory(i));
-        let settled = (body.args[1..].iter().zip(Self::yields(body)))
+        let settled = (body.args[1..].iter().zip(body.yields()))
             .all(|(arg, y)| self.held(*arg) == self.held(*y) || self.ty(*y).is_scalar());
         quiet && settled
     }
@@ -326,7 +326,7 @@ impl<'ctx, 'f> Gen<'ctx, 'f> {
         // The same at every iteration: computable again for a later one, from neither the
         // counter nor a carried value.
         let args: HashSet<Value> = body.args.iter().copied().collect();
-        (body.args[1..].iter().zip(Self::yields(body)).zip(init))
+        (body.args[1..].iter().zip(body.yields()).zip(init))
             .filter_map(|((arg, y), init)| {
                 let def = self.defs.get(y)?;
                 let Op::Binary(BinOp::Add, x, step) = def.op else {

@@ -7,7 +7,7 @@
 //! barrier. This is what Triton's slice layouts give an `arange`.
 
 use super::Gen;
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::values::{BasicValueEnum, IntValue};
 use std::collections::HashSet;
 use tritium_dsl::ir::{Op, Value};

@@ -14,7 +14,7 @@
 //! give the first index of the extreme, ignoring NaN (all NaN gives 0).
 
 use super::Gen;
-use crate::llvm::{Positioned, Result};
+use crate::llvm::{Emitter, Positioned, Result};
 use inkwell::values::{BasicValueEnum, IntValue};
 use inkwell::{FloatPredicate, IntPredicate};
 use tritium_dsl::ir::{BinOp, DType, Elem, Inst, Op, ReduceOp};

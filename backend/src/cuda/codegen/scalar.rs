@@ -9,27 +9,11 @@
 //! flushed to zero, as Triton's; the host's `exp2`, flushed, in the emulator). A float `%` is `crate::llvm`'s exact `fmod`.
 
 use super::Gen;
-use crate::llvm::Result;
-use inkwell::types::BasicTypeEnum;
-use inkwell::values::{BasicValueEnum, IntValue};
-use tritium_dsl::ir::{BinOp, CmpPred, Const, DType, UnOp};
+use crate::llvm::{Emitter, Result};
+use inkwell::values::BasicValueEnum;
+use tritium_dsl::ir::{BinOp, DType, UnOp};
 
 impl<'ctx> Gen<'ctx, '_> {
-    /// Calls an overloaded LLVM intrinsic.
-    pub(super) fn intrinsic(
-        &self,
-        name: &str,
-        overload: &[BasicTypeEnum<'ctx>],
-        args: &[BasicValueEnum<'ctx>],
-    ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().intrinsic(name, overload, args)
-    }
-
-    /// A constant of dtype `d` in compute form.
-    pub(super) fn const_value(&self, c: Const, d: DType) -> BasicValueEnum<'ctx> {
-        self.emit().const_value(c, d)
-    }
-
     /// `a op b` for two lanes of dtype `d`. A float `%` is `crate::llvm`'s exact `fmod`
     /// (no libm here; NVPTX's own `frem` is `x - trunc(x / y) · y`), in the emulator too.
     pub(super) fn binary(
@@ -138,25 +122,5 @@ impl<'ctx> Gen<'ctx, '_> {
             };
             Ok(v.into())
         })
-    }
-
-    pub(super) fn compare(
-        &self,
-        p: CmpPred,
-        d: DType,
-        a: BasicValueEnum<'ctx>,
-        b: BasicValueEnum<'ctx>,
-    ) -> Result<IntValue<'ctx>> {
-        self.emit().compare(p, d, a, b)
-    }
-
-    /// Converts a compute value of dtype `from` to dtype `to` (Rust `as` semantics).
-    pub(super) fn cast(
-        &self,
-        v: BasicValueEnum<'ctx>,
-        from: DType,
-        to: DType,
-    ) -> Result<BasicValueEnum<'ctx>> {
-        self.emit().cast(v, from, to)
     }
 }

@@ -4,7 +4,7 @@
 //! elements up to the position, so results are the interpreter's bit for bit.
 
 use super::Gen;
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::IntPredicate;
 use tritium_dsl::ir::{Const, Elem, Inst, Op};
 

@@ -5,7 +5,7 @@
 //! calls back into the emulator instead.
 
 use super::{Gen, V};
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum};
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, IntPredicate};

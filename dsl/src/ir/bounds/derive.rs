@@ -1075,10 +1075,7 @@ impl<'f> Deriver<'f> {
         };
         // What each iteration yields: a carried integer's machine value, while uniform.
         let yielded = |d: &mut Self, carried: &[Option<(ScalarId, DType, ScalarId)>]| {
-            let ys = match body.insts.last().map(|i| &i.op) {
-                Some(Op::Yield(ys)) => ys.clone(),
-                _ => Vec::new(),
-            };
+            let ys = body.yields();
             (carried.iter().enumerate())
                 .map(|(k, c)| {
                     let (_, dtype, _) = (*c)?;

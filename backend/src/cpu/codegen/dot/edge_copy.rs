@@ -11,7 +11,7 @@
 use super::base::Packing;
 use crate::cpu::codegen::box_mask::BoxMask;
 use crate::cpu::codegen::{Gen, LoopUnroll};
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
 use inkwell::IntPredicate;
 use tritium_dsl::ir::{Const, DType, Elem, Op, Value};

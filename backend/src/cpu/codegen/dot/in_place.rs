@@ -21,7 +21,7 @@
 use super::edge_copy::EdgeLoad;
 use crate::cpu::codegen::custom::Direct;
 use crate::cpu::codegen::{Gen, LoopUnroll};
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{IntValue, PointerValue};
 use inkwell::IntPredicate;

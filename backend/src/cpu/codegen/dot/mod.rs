@@ -40,7 +40,7 @@ use super::next_iteration::NextTiles;
 use super::reduce::holder;
 use super::vector_lanes::{vec_type, vector_bytes};
 use super::{Gen, LoopUnroll, Lv};
-use crate::llvm::{Positioned, Result};
+use crate::llvm::{Emitter, Positioned, Result};
 use base::Packing;
 use edge_copy::{is_positive_zero, EdgeLoad};
 use in_place::InPlaceRows;

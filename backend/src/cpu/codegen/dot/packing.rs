@@ -15,7 +15,7 @@
 use super::base::Packing;
 use super::edge_copy::EdgeLoad;
 use crate::cpu::codegen::{Gen, Lv};
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::values::{IntValue, PointerValue};
 use tritium_dsl::ir::{DType, Elem, Type, Value};
 

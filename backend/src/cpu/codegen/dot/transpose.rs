@@ -12,7 +12,7 @@
 use super::base::Packing;
 use crate::cpu::codegen::custom::Direct;
 use crate::cpu::codegen::Gen;
-use crate::llvm::Result;
+use crate::llvm::{Emitter, Result};
 use inkwell::types::VectorType;
 use inkwell::values::{IntValue, PointerValue, VectorValue};
 use tritium_dsl::ir::{affine_lanes, Affine, DType, Value};
