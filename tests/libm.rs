@@ -398,6 +398,8 @@ fn edge_inputs() -> Vec<f64> {
         // erf's clamp, erfinv's w = 5 (a switch of |x|).
         4.0,
         0.996_625_3,
+        // tanh's clamp of |x|.
+        10.0,
     ];
     let mut v = Vec::new();
     for c in switches {
