@@ -172,12 +172,11 @@ fn non_negative(f: &Function, defs: &HashMap<Value, &Inst>, v: Value, depth: usi
     // Carried value `j` of a `for` loop (its body's argument, or its result): it starts
     // non-negative and its loop adds a non-negative value to it.
     let carried = |init: &[Value], body: &tritium_dsl::ir::Block, j: usize| {
-        let (arg, Some(Op::Yield(ys))) = (body.args[1 + j], body.insts.last().map(|y| &y.op))
-        else {
+        let (arg, Some(&y)) = (body.args[1 + j], body.yields().get(j)) else {
             return false;
         };
-        let grows = ys[j] == arg
-            || match defs.get(&ys[j]).map(|d| &d.op) {
+        let grows = y == arg
+            || match defs.get(&y).map(|d| &d.op) {
                 Some(Op::Binary(BinOp::Add, x, y)) => {
                     (*x == arg && again(*y)) || (*y == arg && again(*x))
                 }
@@ -541,10 +540,7 @@ fn plan(f: &Function) -> Vec<PlannedMap> {
             }
             Op::For { body, .. } => {
                 let j = inst.results.iter().position(|r| *r == v);
-                let yielded = match body.insts.last().map(|i| &i.op) {
-                    Some(Op::Yield(vs)) => j.and_then(|j| vs.get(j).copied()),
-                    _ => None,
-                };
+                let yielded = j.and_then(|j| body.yields().get(j).copied());
                 yielded.is_some_and(|y| dot_result(defs, y, depth + 1))
             }
             _ => false,
